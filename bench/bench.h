@@ -1,0 +1,28 @@
+/*
+ * bench/bench.h -- the benchmarks behind `rtugw bench ...`, and the small
+ * statistics every one of them reports with (median and p10-p90 over
+ * measured rounds; warm-up rounds never enter the samples).
+ */
+#ifndef RTUGW_BENCH_BENCH_H
+#define RTUGW_BENCH_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bench_spread {
+    double median;
+    double p10;
+    double p25;
+    double p75;
+    double p90;
+    size_t n;
+} bench_spread_t;
+
+/* Sorts samples in place and fills out. n may be 0 (all fields 0). */
+void bench_spread(double *samples, size_t n, bench_spread_t *out);
+uint64_t bench_now_ns(void);
+
+/* Each returns the process exit code: 0 ok, 1 runtime failure, 2 usage. */
+int bench_parse_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,3 @@
+noinst_LIBRARIES += bench/libbench.a
+bench_libbench_a_SOURCES = \
+	bench/bench.h bench/stats.c bench/bench_parse.c

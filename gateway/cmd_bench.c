@@ -1,0 +1,41 @@
+/*
+ * gateway/cmd_bench.c -- `rtugw bench KIND ...` dispatches to bench/.
+ */
+#include "bench/bench.h"
+#include "gateway/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} benches[] = {
+    { "parse", bench_parse_main, "ns per response decode, per form, at 7/21/255 bytes" },
+};
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: rtugw bench KIND [OPTIONS]\n\nkinds:\n");
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        fprintf(to, "  %-10s %s\n", benches[i].name, benches[i].summary);
+    fprintf(to, "\n`rtugw bench KIND --help` describes each.\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        if (strcmp(argv[1], benches[i].name) == 0)
+            return benches[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "rtugw bench: unknown kind '%s' (try rtugw bench --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,241 @@
+/*
+ * parser/rtu.h -- Modbus RTU and Modbus TCP (MBAP) framing, CRC-16/MODBUS,
+ * request and response ADU decode/encode.
+ *
+ * This is the one public header of parser/. Everything here depends on libc
+ * only. Three implementations of the response decoder exist (reference,
+ * fallback, native); for every input they produce byte-identical envelopes,
+ * which is what the tests and the equivalence gate check with memcmp().
+ *
+ * Errors: functions return rtu_status_t (RTU_OK == 0) or a negative errno.
+ */
+#ifndef RTUGW_PARSER_RTU_H
+#define RTUGW_PARSER_RTU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define RTU_MIN_ADU 4      /* slave + function + CRC */
+#define RTU_MAX_ADU 256    /* Modbus over serial line, 2.5.1.1 */
+#define RTU_MAX_PDU 253
+#define RTU_MAX_BYTECOUNT 250
+#define RTU_MAX_REGISTERS 125
+#define MBAP_HEADER_LEN 7
+#define MBAP_MAX_ADU (MBAP_HEADER_LEN + RTU_MAX_PDU)
+
+/* ---- status ----------------------------------------------------------- */
+
+typedef enum rtu_status {
+    RTU_OK = 0,
+    RTU_ERR_SHORT,      /* fewer than 4 bytes, or fewer than the function needs */
+    RTU_ERR_LONG,       /* more than 256 bytes */
+    RTU_ERR_CRC,        /* CRC-16/MODBUS does not match */
+    RTU_ERR_LENGTH,     /* fixed-length PDU (exception, echo) of the wrong size */
+    RTU_ERR_BYTECOUNT,  /* byte count disagrees with the frame, is odd for
+                           registers, zero, or above 250 */
+    RTU_ERR_FUNCTION,   /* function code 0, or a request we cannot forward */
+    RTU_ERR_VALUE,      /* a field out of its range (request quantity, ...) */
+    RTU_STATUS_COUNT
+} rtu_status_t;
+
+/* Stable lower-case name ("ok", "crc", "short", ...) used in JSON output. */
+const char *rtu_status_name(rtu_status_t status);
+
+/* ---- CRC-16/MODBUS (poly 0xA001 reflected, init 0xFFFF) ---------------- */
+
+uint16_t rtu_crc16_reference(const uint8_t *buf, size_t len);
+uint16_t rtu_crc16_fallback(const uint8_t *buf, size_t len);
+uint16_t rtu_crc16_native(const uint8_t *buf, size_t len);
+/* Libmodbus's approach (two 256-entry byte tables); only for benchmarks. */
+uint16_t rtu_crc16_bytetable(const uint8_t *buf, size_t len);
+/* The fastest of the above on this CPU. */
+uint16_t rtu_crc16(const uint8_t *buf, size_t len);
+
+/* ---- response envelope ------------------------------------------------- */
+
+typedef enum rtu_kind {
+    RTU_KIND_NONE = 0,  /* decode failed; only status is set */
+    RTU_KIND_BITS,      /* fc 1, 2: data.bytes holds the packed bits, count = bits */
+    RTU_KIND_REGISTERS, /* fc 3, 4, 23: data.regs in host order, count = registers */
+    RTU_KIND_SINGLE,    /* fc 5, 6: address, value */
+    RTU_KIND_MULTIPLE,  /* fc 15, 16: address, value = quantity */
+    RTU_KIND_MASK,      /* fc 22: address, value = and mask, or_mask */
+    RTU_KIND_EXCEPTION, /* 0x80 | fc: exception */
+    RTU_KIND_RAW        /* any other function: data.bytes = PDU after the function code */
+} rtu_kind_t;
+
+/*
+ * The canonical, fixed-size result of a response decode. Every decoder
+ * zero-fills it first and sets only what the kind defines, so two envelopes
+ * are equal exactly when memcmp() says so. On error only status is set.
+ * No padding: sizeof == 16 + 256.
+ */
+typedef struct rtu_envelope {
+    uint8_t status;    /* rtu_status_t */
+    uint8_t kind;      /* rtu_kind_t */
+    uint8_t slave;
+    uint8_t function;  /* as on the wire, high bit set for exceptions */
+    uint8_t exception;
+    uint8_t reserved[3];
+    uint16_t address;
+    uint16_t value;    /* fc 5/6 value, fc 15/16 quantity, fc 22 and mask */
+    uint16_t or_mask;
+    uint16_t count;    /* bits, registers or raw bytes held in data */
+    union {
+        uint16_t regs[128];
+        uint8_t bytes[256];
+    } data;
+} rtu_envelope_t;
+
+typedef enum rtu_path {
+    RTU_PATH_REFERENCE = 0,
+    RTU_PATH_FALLBACK,
+    RTU_PATH_NATIVE,
+    RTU_PATH_COUNT
+} rtu_path_t;
+
+typedef rtu_status_t (*rtu_decode_fn)(const uint8_t *adu, size_t len, rtu_envelope_t *out);
+
+/* Response decode, one per path. Each returns out->status. */
+rtu_status_t rtu_decode_reference(const uint8_t *adu, size_t len, rtu_envelope_t *out);
+rtu_status_t rtu_decode_fallback(const uint8_t *adu, size_t len, rtu_envelope_t *out);
+rtu_status_t rtu_decode_native(const uint8_t *adu, size_t len, rtu_envelope_t *out);
+/* Libmodbus-style form for benchmarks: byte-table CRC, scalar swap. */
+rtu_status_t rtu_decode_bytetable(const uint8_t *adu, size_t len, rtu_envelope_t *out);
+
+rtu_decode_fn rtu_decoder(rtu_path_t path);
+const char *rtu_path_name(rtu_path_t path);
+/* Returns 0 and sets *path, or -EINVAL for an unknown name. */
+int rtu_path_parse(const char *name, rtu_path_t *path);
+
+/* What the native path uses on this CPU, e.g. "pclmul+avx2", or "none"
+ * when native equals fallback. */
+const char *rtu_native_features(void);
+bool rtu_native_accelerated(void);
+
+/*
+ * Writes the envelope as one JSON object with exactly the fields that
+ * shared/frames/README.md lists, plus "error" when not ok, "data" (hex) for
+ * functions without a decoder and "path" unless path is NULL. Returns the
+ * length written (like snprintf), or a negative value on overflow.
+ */
+int rtu_envelope_json(const rtu_envelope_t *env, const char *path, char *buf, size_t cap);
+
+/* ---- requests ---------------------------------------------------------- */
+
+typedef struct rtu_request {
+    uint8_t slave;
+    uint8_t function;
+    uint16_t address;      /* read address (fc 23: read address) */
+    uint16_t quantity;     /* read quantity, fc 5/6 value, fc 22 and mask */
+    uint16_t or_mask;      /* fc 22 */
+    uint16_t write_address;/* fc 23 */
+    uint16_t write_quantity; /* fc 15, 16, 23 */
+    uint8_t byte_count;    /* fc 15, 16, 23: bytes in data */
+    uint8_t data[RTU_MAX_PDU]; /* write payload as on the wire; raw PDU tail for other fc */
+    uint16_t data_len;
+} rtu_request_t;
+
+/* Decode a request PDU (function code first, no slave, no CRC). */
+rtu_status_t rtu_request_decode_pdu(const uint8_t *pdu, size_t len, rtu_request_t *req);
+/* Decode a request RTU ADU (slave, PDU, CRC): checks length and CRC first. */
+rtu_status_t rtu_request_decode(const uint8_t *adu, size_t len, rtu_request_t *req);
+/* Encode a request as an RTU ADU with CRC. Returns the length or -ENOSPC/-EINVAL. */
+int rtu_request_encode(const rtu_request_t *req, uint8_t *adu, size_t cap);
+int rtu_request_json(const rtu_request_t *req, rtu_status_t status, char *buf, size_t cap);
+
+/* Wrap a PDU into an RTU ADU (slave + PDU + CRC). Returns length or -ENOSPC/-EMSGSIZE. */
+int rtu_adu_from_pdu(uint8_t slave, const uint8_t *pdu, size_t pdu_len, uint8_t *adu, size_t cap);
+
+/* ---- Modbus TCP (MBAP) -------------------------------------------------- */
+
+typedef struct mbap_header {
+    uint16_t transaction;
+    uint16_t protocol;
+    uint16_t length;  /* unit id + PDU */
+    uint8_t unit;
+} mbap_header_t;
+
+/*
+ * Decode the 7-byte MBAP header at the front of buf. Returns 0, -EAGAIN when
+ * fewer than 7 bytes are there, -EPROTO for a protocol id other than 0, and
+ * -EMSGSIZE for a length outside 2..254.
+ */
+int mbap_decode_header(const uint8_t *buf, size_t len, mbap_header_t *hdr);
+/* Writes MBAP header + PDU. Returns the length or -ENOSPC/-EMSGSIZE. */
+int mbap_encode(uint16_t transaction, uint8_t unit, const uint8_t *pdu, size_t pdu_len,
+                uint8_t *out, size_t cap);
+
+/* ---- length prediction -------------------------------------------------- */
+
+/*
+ * From the first `have` bytes of a response (or request) ADU, the length of
+ * the whole ADU: > 0 when known, 0 when more bytes are needed to tell, and
+ * -1 when the function has no length rule (delimit by silence).
+ */
+int rtu_response_length(const uint8_t *buf, size_t have);
+int rtu_request_length(const uint8_t *buf, size_t have);
+
+/* ---- timing -------------------------------------------------------------- */
+
+/* Bits per character: start + data + parity + stop. */
+unsigned rtu_char_bits(unsigned data_bits, char parity, unsigned stop_bits);
+/* t1.5 and t3.5 in nanoseconds; fixed 750 us and 1750 us above 19200 baud. */
+uint64_t rtu_t15_ns(unsigned baud, unsigned char_bits);
+uint64_t rtu_t35_ns(unsigned baud, unsigned char_bits);
+
+/* ---- streaming framer ---------------------------------------------------- */
+
+typedef enum rtu_frame_dir {
+    RTU_DIR_RESPONSE = 0, /* master side: frames are responses */
+    RTU_DIR_REQUEST,      /* slave side: frames are requests */
+    RTU_DIR_SNIFF         /* both, as on a captured bus: request then response */
+} rtu_frame_dir_t;
+
+typedef struct rtu_framer_config {
+    unsigned baud;        /* 0: silence delimiting off */
+    unsigned char_bits;   /* from rtu_char_bits(); 0 means 11 */
+    rtu_frame_dir_t dir;
+} rtu_framer_config_t;
+
+typedef struct rtu_frame {
+    uint8_t adu[RTU_MAX_ADU];
+    uint16_t len;
+    uint8_t is_request;   /* RTU_DIR_SNIFF: which side this frame was judged to be */
+    uint8_t crc_ok;
+    uint64_t t_first_ns;  /* arrival stamp of the first byte */
+    uint64_t t_last_ns;   /* arrival stamp of the last byte */
+} rtu_frame_t;
+
+typedef struct rtu_framer_stats {
+    uint64_t frames;
+    uint64_t noise_bytes;   /* discarded while resynchronising */
+    uint64_t silence_splits;/* frames delimited by t3.5 rather than by length */
+    uint64_t overflows;     /* more than 256 bytes without a frame boundary */
+} rtu_framer_stats_t;
+
+typedef struct rtu_framer rtu_framer_t;
+
+rtu_framer_t *rtu_framer_new(const rtu_framer_config_t *cfg);
+void rtu_framer_free(rtu_framer_t *fr);
+/* Feed a chunk of bytes that arrived together at monotonic time t_ns. */
+void rtu_framer_feed(rtu_framer_t *fr, const uint8_t *bytes, size_t n, uint64_t t_ns);
+/* Tell the framer the line has been quiet up to now_ns (t3.5 delimiting). */
+void rtu_framer_idle(rtu_framer_t *fr, uint64_t now_ns);
+/* Next complete frame: 1 and *out filled, or 0 when none is ready. */
+int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out);
+/* Drop buffered bytes (after a reopen, a timeout). */
+void rtu_framer_reset(rtu_framer_t *fr);
+void rtu_framer_get_stats(const rtu_framer_t *fr, rtu_framer_stats_t *st);
+
+/* ---- hex ------------------------------------------------------------------ */
+
+/*
+ * Parse hex with optional space, colon or dash separators between bytes.
+ * Returns the byte count, -EINVAL on a non-hex character or odd digit
+ * count (and *bad_col = 1-based column), -ENOSPC when it does not fit.
+ */
+int rtu_hex_parse(const char *text, uint8_t *out, size_t cap, size_t *bad_col);
+
+#endif

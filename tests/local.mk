@@ -1,0 +1,18 @@
+# Unit tests are cmocka programs; end-to-end checks of the rtugw command are
+# /usr/bin/python3 scripts (Debian's python, where python3-pymodbus lives).
+TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+TEST_LIBS = parser/libparser.a $(CMOCKA_LIBS) -lm
+
+check_PROGRAMS += tests/test_crc tests/test_decode tests/test_request
+tests_test_crc_SOURCES = tests/test_crc.c tests/testutil.h
+tests_test_crc_CFLAGS = $(TEST_CFLAGS)
+tests_test_crc_LDADD = $(TEST_LIBS)
+tests_test_decode_SOURCES = tests/test_decode.c tests/testutil.h tests/testutil.c
+tests_test_decode_CFLAGS = $(TEST_CFLAGS)
+tests_test_decode_LDADD = $(TEST_LIBS)
+tests_test_request_SOURCES = tests/test_request.c
+tests_test_request_CFLAGS = $(TEST_CFLAGS)
+tests_test_request_LDADD = $(TEST_LIBS)
+
+TESTS += tests/test_crc tests/test_decode tests/test_request tests/test_decode_cli.py
+EXTRA_DIST += tests/data tests/test_decode_cli.py
