@@ -1,0 +1,2 @@
+# actor/ fragment: owned by the actor scheduler work.
+ACTOR_LIB =

@@ -1,0 +1,2 @@
+# routing/ fragment: owned by the router work.
+ROUTING_LIB =

@@ -1,0 +1,1 @@
+# tests/fuzz/ fragment: libFuzzer harnesses (./configure CC=clang --enable-fuzzing).
