@@ -9,6 +9,7 @@
  */
 #include "parser/internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 typedef uint16_t (*crc_fn)(const uint8_t *buf, size_t len);
@@ -58,10 +59,15 @@ decode_body(const uint8_t *adu, size_t len, rtu_envelope_t *out, crc_fn crc, rtu
 {
     rtu_status_t st = decode_check(adu, len, crc);
 
-    memset(out, 0, sizeof *out);
-    out->status = (uint8_t)st;
-    if (st != RTU_OK)
+    if (st != RTU_OK) {
+        memset(out, 0, sizeof *out);
+        out->status = (uint8_t)st;
         return st;
+    }
+    /* Header zeroed here, data zeroed only past what the payload writes:
+     * a 255-byte frame would otherwise store its 250 bytes twice. */
+    memset(out, 0, offsetof(rtu_envelope_t, data));
+    size_t used = 0;
 
     uint8_t fc = adu[1];
     out->slave = adu[0];
@@ -73,10 +79,12 @@ decode_body(const uint8_t *adu, size_t len, rtu_envelope_t *out, crc_fn crc, rtu
         out->kind = RTU_KIND_REGISTERS;
         out->count = (uint16_t)(adu[2] >> 1);
         swap(out->data.regs, adu + 3, out->count);
+        used = adu[2];
     } else if (rtu_is_bit_read(fc)) {
         out->kind = RTU_KIND_BITS;
         out->count = (uint16_t)(adu[2] * 8);
         memcpy(out->data.bytes, adu + 3, adu[2]);
+        used = adu[2];
     } else if (fc == 5 || fc == 6 || fc == 15 || fc == 16 || fc == 22) {
         out->kind = fc == 22 ? RTU_KIND_MASK
                   : (fc == 5 || fc == 6) ? RTU_KIND_SINGLE : RTU_KIND_MULTIPLE;
@@ -88,7 +96,9 @@ decode_body(const uint8_t *adu, size_t len, rtu_envelope_t *out, crc_fn crc, rtu
         out->kind = RTU_KIND_RAW;
         out->count = (uint16_t)(len - 4);
         memcpy(out->data.bytes, adu + 2, len - 4);
+        used = len - 4;
     }
+    memset(out->data.bytes + used, 0, sizeof out->data - used);
     return RTU_OK;
 }
 
@@ -108,7 +118,17 @@ rtu_status_t rtu_decode_bytetable(const uint8_t *adu, size_t len, rtu_envelope_t
     return decode_body(adu, len, out, rtu_crc16_bytetable, rtu_swap16_scalar);
 }
 
+/* Below 16 words a vector pass cannot start; skip the dispatch entirely. */
+static inline __attribute__((always_inline)) void swap_native(uint16_t *dst, const uint8_t *src,
+                                                              size_t n)
+{
+    if (n < 16)
+        rtu_swap16_scalar(dst, src, n);
+    else
+        rtu_swap16_native(dst, src, n);
+}
+
 rtu_status_t rtu_decode_native(const uint8_t *adu, size_t len, rtu_envelope_t *out)
 {
-    return decode_body(adu, len, out, rtu_crc16_native, rtu_swap16_native);
+    return decode_body(adu, len, out, rtu_crc16_native, swap_native);
 }

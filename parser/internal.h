@@ -10,6 +10,13 @@
 /* CRC continuation with an explicit starting register (no init applied). */
 uint16_t rtu_crc16_slice8_update(uint16_t crc, const uint8_t *buf, size_t len);
 
+/*
+ * RTUGW_NATIVE_DISABLE=clmul,avx2,ssse3,neon turns native features off, so
+ * the tests can run every lower tier on a CPU that has them all, and a user
+ * can rule the accelerated path out when comparing. Read once at load time.
+ */
+bool rtu_native_disabled(const char *feature);
+
 /* True when rtu_crc16_native() uses carry-less multiply on this CPU. */
 bool rtu_crc16_native_accelerated(void);
 

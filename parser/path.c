@@ -65,10 +65,18 @@ bool rtu_native_accelerated(void)
 
 const char *rtu_native_features(void)
 {
+    static const char *const with_clmul[] = {
+        [0] = "pclmul", [1] = "pclmul+ssse3", [2] = "pclmul+avx2", [3] = "pmull+neon", [4] = "pmull",
+    };
+    static const char *const without[] = {
+        [0] = "none", [1] = "ssse3", [2] = "avx2", [3] = "neon", [4] = "none",
+    };
     const char *swap = rtu_swap16_native_isa();
-    bool avx2 = strcmp(swap, "avx2") == 0, ssse3 = strcmp(swap, "ssse3") == 0;
-
-    if (rtu_crc16_native_accelerated())
-        return avx2 ? "pclmul+avx2" : ssse3 ? "pclmul+ssse3" : "pclmul";
-    return avx2 ? "avx2" : ssse3 ? "ssse3" : "none";
+    int i = strcmp(swap, "ssse3") == 0 ? 1 : strcmp(swap, "avx2") == 0 ? 2
+          : strcmp(swap, "neon") == 0 ? 3 : 0;
+#if defined(__aarch64__)
+    if (i == 0)
+        i = 4;
+#endif
+    return rtu_crc16_native_accelerated() ? with_clmul[i] : without[i];
 }

@@ -3,16 +3,33 @@
  *
  * A register response carries up to 125 big-endian words right after an odd
  * (3-byte) header, so loads are unaligned by nature. One byte shuffle per
- * 32 (AVX2) or 16 (SSSE3) bytes swaps every pair; the few words left over
+ * 32 (AVX2) or 16 (SSSE3, NEON) bytes swaps every pair; the words left over
  * go through the scalar loop. The source is never read past its end.
  */
 #include "parser/internal.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+enum swap_isa { SWAP_SCALAR, SWAP_SSSE3, SWAP_AVX2, SWAP_NEON };
+static enum swap_isa swap_isa;
+
+bool rtu_native_disabled(const char *feature)
+{
+    const char *list = getenv("RTUGW_NATIVE_DISABLE");
+    size_t n = strlen(feature);
+
+    for (const char *p = list; p && *p; p += strcspn(p, ","), p += *p == ',') {
+        if (strncmp(p, feature, n) == 0 && (p[n] == ',' || p[n] == 0))
+            return true;
+        if (strncmp(p, "all", 3) == 0 && (p[3] == ',' || p[3] == 0))
+            return true;
+    }
+    return false;
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-enum swap_isa { SWAP_SCALAR, SWAP_SSSE3, SWAP_AVX2 };
-static enum swap_isa swap_isa;
 
 __attribute__((target("ssse3")))
 static size_t swap16_ssse3(uint16_t *dst, const uint8_t *src, size_t n)
@@ -41,42 +58,69 @@ static size_t swap16_avx2(uint16_t *dst, const uint8_t *src, size_t n)
     return i + swap16_ssse3(dst + i, src + 2 * i, n - i);
 }
 
+static enum swap_isa detect(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && !rtu_native_disabled("avx2"))
+        return SWAP_AVX2;
+    if (__builtin_cpu_supports("ssse3") && !rtu_native_disabled("ssse3"))
+        return SWAP_SSSE3;
+    return SWAP_SCALAR;
+}
+
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+
+/* Advanced SIMD is part of every ARMv8-A profile Linux runs on. */
+static size_t swap16_neon(uint16_t *dst, const uint8_t *src, size_t n)
+{
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8)
+        vst1q_u8((uint8_t *)(dst + i), vrev16q_u8(vld1q_u8(src + 2 * i)));
+    return i;
+}
+
+static enum swap_isa detect(void)
+{
+    return rtu_native_disabled("neon") ? SWAP_SCALAR : SWAP_NEON;
+}
+
+#else
+
+static enum swap_isa detect(void)
+{
+    return SWAP_SCALAR;
+}
+
+#endif
+
 void rtu_swap16_native(uint16_t *dst, const uint8_t *src, size_t n)
 {
     size_t done = 0;
 
-    if (swap_isa == SWAP_AVX2)
-        done = swap16_avx2(dst, src, n);
-    else if (swap_isa == SWAP_SSSE3)
-        done = swap16_ssse3(dst, src, n);
+    switch (swap_isa) {
+#if defined(__x86_64__)
+    case SWAP_AVX2: done = swap16_avx2(dst, src, n); break;
+    case SWAP_SSSE3: done = swap16_ssse3(dst, src, n); break;
+#elif defined(__aarch64__)
+    case SWAP_NEON: done = swap16_neon(dst, src, n); break;
+#endif
+    default: break;
+    }
     rtu_swap16_scalar(dst + done, src + 2 * done, n - done);
 }
 
 const char *rtu_swap16_native_isa(void)
 {
-    return swap_isa == SWAP_AVX2 ? "avx2" : swap_isa == SWAP_SSSE3 ? "ssse3" : "scalar";
+    static const char *const names[] = {
+        [SWAP_SCALAR] = "scalar", [SWAP_SSSE3] = "ssse3", [SWAP_AVX2] = "avx2", [SWAP_NEON] = "neon",
+    };
+    return names[swap_isa];
 }
 
 __attribute__((constructor))
 static void swap_init(void)
 {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2"))
-        swap_isa = SWAP_AVX2;
-    else if (__builtin_cpu_supports("ssse3"))
-        swap_isa = SWAP_SSSE3;
+    swap_isa = detect();
 }
-
-#else
-
-void rtu_swap16_native(uint16_t *dst, const uint8_t *src, size_t n)
-{
-    rtu_swap16_scalar(dst, src, n);
-}
-
-const char *rtu_swap16_native_isa(void)
-{
-    return "scalar";
-}
-
-#endif

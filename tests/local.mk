@@ -14,5 +14,6 @@ tests_test_request_SOURCES = tests/test_request.c
 tests_test_request_CFLAGS = $(TEST_CFLAGS)
 tests_test_request_LDADD = $(TEST_LIBS)
 
-TESTS += tests/test_crc tests/test_decode tests/test_request tests/test_decode_cli.py
-EXTRA_DIST += tests/data tests/test_decode_cli.py
+TESTS += tests/test_crc tests/test_decode tests/test_request tests/test_decode_cli.py \
+	tests/test_native_tiers.sh
+EXTRA_DIST += tests/data tests/test_decode_cli.py tests/test_native_tiers.sh
