@@ -8,5 +8,6 @@
 
 int cmd_decode(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

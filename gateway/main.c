@@ -15,6 +15,7 @@ typedef struct command {
 
 static const command_t commands[] = {
     { "decode", cmd_decode, "hex RTU frames (arguments or stdin) to JSON lines" },
+    { "check", cmd_check, "validate a configuration file (rtugw check -c FILE)" },
     { "bench", cmd_bench, "benchmarks: parse (see rtugw bench --help)" },
 };
 
