@@ -1,0 +1,149 @@
+/*
+ * config/config.h -- the rtugw configuration: an INI file read with libinih,
+ * every value range-checked, every error reported as FILE:LINE with the
+ * section, key and value that is wrong.
+ *
+ * The loaded configuration is plain data (the structs below are its
+ * contract, read-only for the rest of the program); how it is parsed and
+ * validated stays inside config/.
+ */
+#ifndef RTUGW_CONFIG_CONFIG_H
+#define RTUGW_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_NAME_MAX 32
+#define CONFIG_PATH_MAX 256
+#define CONFIG_MAX_BUSES 16
+#define CONFIG_MAX_DEVICES 256
+#define CONFIG_MAX_POLLS 512
+#define CONFIG_MAX_ALLOW 16
+#define CONFIG_MAX_BUCKETS 16
+#define CONFIG_MAX_ERRORS 32
+
+typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
+
+typedef struct config_bus {
+    char name[CONFIG_NAME_MAX];
+    char port[CONFIG_PATH_MAX];     /* device path, or "sim" for the built-in simulator */
+    unsigned baud;
+    char parity;                    /* 'N', 'E', 'O' */
+    unsigned data_bits;
+    unsigned stop_bits;
+    config_rs485_t rs485;
+    bool rts_after_send;            /* RTS level after send (ioctl mode) */
+    unsigned rts_delay_before_us;
+    unsigned rts_delay_after_us;
+    bool rx_during_tx;
+    bool echo_suppress;
+    unsigned response_timeout_ms;
+    unsigned retries;
+    unsigned gap_us;                /* 0: t3.5 from baud and framing */
+    unsigned queue_depth;
+    bool tcp_first;                 /* TCP requests ahead of background polls */
+    unsigned line;                  /* where the section starts, for messages */
+} config_bus_t;
+
+typedef struct config_device {
+    char name[CONFIG_NAME_MAX];
+    unsigned bus;                   /* index into buses */
+    unsigned slave;                 /* 1..247 */
+    unsigned timeout_ms;            /* 0: the bus's */
+    unsigned dead_after;            /* consecutive timeouts before back-off; 0: never */
+    unsigned dead_backoff_ms;
+    unsigned line;
+} config_device_t;
+
+typedef struct config_poll {
+    char name[CONFIG_NAME_MAX];
+    unsigned device;                /* index into devices */
+    unsigned function;              /* 1, 2, 3 or 4 */
+    unsigned address;
+    unsigned count;
+    unsigned interval_ms;
+    unsigned line;
+} config_poll_t;
+
+typedef struct config_net {
+    uint32_t addr;                  /* network byte order */
+    uint32_t mask;
+} config_net_t;
+
+typedef struct config_route {
+    bool set;
+    bool broadcast;                 /* unit 0 only: send as broadcast */
+    unsigned bus;
+    unsigned slave;
+} config_route_t;
+
+typedef struct config_tcp {
+    bool enabled;
+    char bind[64];
+    unsigned port;
+    unsigned max_clients;
+    unsigned idle_timeout_s;        /* 0: never */
+    unsigned max_pending;           /* pipelined requests per connection */
+    bool read_only;
+    unsigned default_bus;           /* unit N -> (default_bus, N) unless routed */
+    config_route_t unit[256];       /* explicit unit routes, incl. 0 and 255 */
+    config_net_t allow[CONFIG_MAX_ALLOW];
+    unsigned allow_count;           /* 0: allow everyone */
+} config_tcp_t;
+
+typedef struct config_http {
+    bool enabled;
+    char bind[64];
+    unsigned port;
+} config_http_t;
+
+typedef struct config_router {
+    double exploration;
+    unsigned sample_every;          /* time 1 in k exploitation pulls */
+    double verify_rate;             /* shadow verification share */
+    unsigned buckets[CONFIG_MAX_BUCKETS];
+    unsigned bucket_count;
+    char state_file[CONFIG_PATH_MAX];
+    char policy[16];                /* "epsilon" */
+} config_router_t;
+
+typedef enum config_log { CONFIG_LOG_ERROR, CONFIG_LOG_WARN, CONFIG_LOG_INFO, CONFIG_LOG_DEBUG } config_log_t;
+
+typedef struct config {
+    char source[CONFIG_PATH_MAX];   /* file name, or "<demo>" */
+    unsigned workers;               /* 0: online cores */
+    config_log_t log_level;
+    config_bus_t buses[CONFIG_MAX_BUSES];
+    unsigned bus_count;
+    config_device_t devices[CONFIG_MAX_DEVICES];
+    unsigned device_count;
+    config_poll_t polls[CONFIG_MAX_POLLS];
+    unsigned poll_count;
+    config_tcp_t tcp;
+    config_http_t http;
+    config_router_t router;
+} config_t;
+
+typedef struct config_errors {
+    char text[CONFIG_MAX_ERRORS][384];
+    unsigned count;                 /* messages kept */
+    unsigned total;                 /* errors found, including those not kept */
+} config_errors_t;
+
+/*
+ * Load and validate. Returns a new config (free with config_free) or NULL
+ * with errs filled: every problem found, each "FILE:LINE: [section] key =
+ * 'value': what is wrong". A file that cannot be opened is one error.
+ */
+config_t *config_load_file(const char *path, config_errors_t *errs);
+config_t *config_load_string(const char *text, const char *name, config_errors_t *errs);
+void config_free(config_t *cfg);
+
+/* The embedded demo configuration (simulated PLCs, TCP 127.0.0.1:1502, HTTP 8502). */
+const char *config_demo_text(void);
+
+/* One-line summary, e.g. "1 bus, 3 devices, 2 poll groups, tcp 127.0.0.1:1502". */
+int config_summary(const config_t *cfg, char *buf, size_t cap);
+
+#endif
