@@ -1,0 +1,1 @@
+# man/ and dist/ fragment: man pages and systemd units (owned by the packaging work).
