@@ -17,3 +17,17 @@ tests_test_request_LDADD = $(TEST_LIBS)
 TESTS += tests/test_crc tests/test_decode tests/test_request tests/test_decode_cli.py \
 	tests/test_native_tiers.sh
 EXTRA_DIST += tests/data tests/test_decode_cli.py tests/test_native_tiers.sh
+
+# Our response decode against libmodbus's own RTU client, over pseudo-terminals.
+check_PROGRAMS += tests/test_libmodbus_crosscheck
+tests_test_libmodbus_crosscheck_SOURCES = tests/test_libmodbus_crosscheck.c tests/testutil.h tests/testutil.c
+tests_test_libmodbus_crosscheck_CFLAGS = $(TEST_CFLAGS) $(MODBUS_CFLAGS)
+tests_test_libmodbus_crosscheck_LDADD = $(TEST_LIBS) $(MODBUS_LIBS) -lutil
+TESTS += tests/test_libmodbus_crosscheck
+
+# The streaming RTU framer: chunking, silence, resync, SNIFF splitting.
+check_PROGRAMS += tests/test_framer
+tests_test_framer_SOURCES = tests/test_framer.c tests/testutil.h tests/testutil.c
+tests_test_framer_CFLAGS = $(TEST_CFLAGS)
+tests_test_framer_LDADD = $(TEST_LIBS)
+TESTS += tests/test_framer

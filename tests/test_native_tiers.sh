@@ -4,7 +4,7 @@
 # same envelopes as reference (test_crc and test_decode check that), and must
 # really be the tier asked for (the feature string says which one ran).
 set -eu
-dir=$(dirname "$0")
+dir=$(dirname "$RTUGW_BIN")/tests   # the build tree, also in a VPATH build
 for tier in clmul avx2 avx2,ssse3 clmul,avx2,ssse3,neon; do
     features=$(RTUGW_NATIVE_DISABLE=$tier "$RTUGW_BIN" bench parse --rounds 1 --warmup 0 --frames 1 |
                sed -n 's/^native features: \([^;]*\);.*/\1/p')
