@@ -16,6 +16,9 @@ typedef struct command {
 static const command_t commands[] = {
     { "decode", cmd_decode, "hex RTU frames (arguments or stdin) to JSON lines" },
     { "check", cmd_check, "validate a configuration file (rtugw check -c FILE)" },
+    { "sim", cmd_sim, "a PLC simulator on a pseudo-terminal or port" },
+    { "replay", cmd_replay, "decode a capture (pcap, pcapng, text hex log)" },
+    { "ports", cmd_ports, "list serial ports (USB vendor:product)" },
     { "bench", cmd_bench, "benchmarks: parse (see rtugw bench --help)" },
 };
 
