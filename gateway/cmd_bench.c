@@ -13,6 +13,7 @@ static const struct {
     const char *summary;
 } benches[] = {
     { "parse", bench_parse_main, "ns per response decode, per form, at 7/21/255 bytes" },
+    { "router", bench_router_main, "routed decode vs the faster arm, overhead, convergence" },
 };
 
 static void usage(FILE *to)

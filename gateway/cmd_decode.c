@@ -7,6 +7,7 @@
  */
 #include "gateway/commands.h"
 #include "parser/rtu.h"
+#include "routing/router.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +22,7 @@
 typedef struct decode_options {
     const char *path_name;   /* "reference" | "fallback" | "native" | "auto" */
     rtu_decode_fn decode;
+    router_thread_t *router; /* --path auto: decode through the router */
     int slave;               /* -1: any */
     int request;
 } decode_options_t;
@@ -29,7 +31,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: rtugw decode [--path reference|fallback|native|auto] [--slave N] [--request]\n"
-            "                    [HEX ...]\n"
+            "                    [--stats] [HEX ...]\n"
             "\n"
             "Decodes Modbus RTU frames given as hex (bytes may be separated by spaces, colons\n"
             "or dashes) from the arguments, or from standard input one frame a line, and\n"
@@ -37,10 +39,14 @@ static void usage(FILE *to)
             "ok false with an error name (short, long, crc, length, bytecount, function,\n"
             "value, slave).\n"
             "\n"
-            "  --path P     decoder: reference, fallback, native, or auto (default; native\n"
-            "               until the router chooses per frame size)\n"
+            "  --path P     decoder: reference, fallback, native, or auto (default: the router\n"
+            "               picks native or fallback per frame size, learning as it goes;\n"
+            "               the output is the same on every path)\n"
             "  --slave N    expect responses from slave N (0-247); others print error \"slave\"\n"
             "  --request    decode requests (master to slave) instead of responses\n"
+            "  --stats      with --path auto: at the end, print the router's report (per frame-size\n"
+            "               bucket: pulls per arm, cost per arm, chosen arm, verdict) as one JSON\n"
+            "               line on standard error; see docs/router.md\n"
             "\n"
             "Exit: 0 when every line was hex (invalid frames included), 2 otherwise.\n");
 }
@@ -56,7 +62,10 @@ static void print_frame(const decode_options_t *opt, const uint8_t *adu, size_t 
         n = rtu_request_json(&req, st, json, sizeof json);
     } else {
         rtu_envelope_t env;
-        opt->decode(adu, len, &env);
+        if (opt->router)
+            router_decode(opt->router, adu, len, &env);
+        else
+            opt->decode(adu, len, &env);
         if (opt->slave >= 0 && env.status == RTU_OK && env.slave != opt->slave)
             n = snprintf(json, sizeof json, "{\"ok\":false,\"error\":\"slave\",\"path\":\"%s\"}",
                          opt->path_name);
@@ -129,10 +138,11 @@ int cmd_decode(int argc, char **argv)
         { "path", required_argument, NULL, 'p' },
         { "slave", required_argument, NULL, 's' },
         { "request", no_argument, NULL, 'r' },
+        { "stats", no_argument, NULL, 'S' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int c;
+    int c, stats = 0;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -153,6 +163,9 @@ int cmd_decode(int argc, char **argv)
         case 'r':
             opt.request = 1;
             break;
+        case 'S':
+            stats = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -163,8 +176,15 @@ int cmd_decode(int argc, char **argv)
     }
 
     rtu_path_t path;
+    router_t *router = NULL;
     if (strcmp(opt.path_name, "auto") == 0) {
-        opt.decode = rtu_decode_native;
+        router_config_t rcfg;
+        router_config_default(&rcfg);
+        if (router_new(&rcfg, &router) != 0 || !(opt.router = router_thread_new(router))) {
+            fprintf(stderr, "rtugw decode: cannot create the router\n");
+            router_free(router);
+            return 1;
+        }
     } else if (rtu_path_parse(opt.path_name, &path) == 0) {
         opt.decode = rtu_decoder(path);
     } else {
@@ -173,11 +193,24 @@ int cmd_decode(int argc, char **argv)
         return 2;
     }
 
-    if (optind == argc)
-        return decode_stdin(&opt);
-    int bad = 0;
-    for (int i = optind; i < argc; i++)
-        if (decode_text(&opt, argv[i], "argument", (unsigned long)(i - optind + 1)) != 0)
-            bad = 1;
-    return bad ? 2 : 0;
+    int rc = 0;
+    if (optind == argc) {
+        rc = decode_stdin(&opt);
+    } else {
+        for (int i = optind; i < argc; i++)
+            if (decode_text(&opt, argv[i], "argument", (unsigned long)(i - optind + 1)) != 0)
+                rc = 2;
+    }
+    if (stats && router) {
+        router_report_t rep;
+        static char json[65536];
+        router_report(router, &rep);
+        if (router_report_json(&rep, json, sizeof json) > 0)
+            fprintf(stderr, "%s\n", json);
+    } else if (stats) {
+        fprintf(stderr, "rtugw decode: --stats needs --path auto (no router on --path %s)\n",
+                opt.path_name);
+    }
+    router_free(router);
+    return rc;
 }

@@ -1,2 +1,15 @@
 # routing/ fragment: owned by the router work.
-ROUTING_LIB =
+ROUTING_LIB = routing/librouting.a
+noinst_LIBRARIES += routing/librouting.a
+routing_librouting_a_SOURCES = \
+	routing/router.h routing/internal.h \
+	routing/router.c routing/report.c routing/state.c
+
+# Tests: cmocka programs, listed here rather than in tests/local.mk.
+ROUTER_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+ROUTER_TEST_LIBS = routing/librouting.a parser/libparser.a $(CMOCKA_LIBS) -lm
+check_PROGRAMS += tests/test_router
+tests_test_router_SOURCES = tests/test_router.c tests/testutil.h tests/testutil.c
+tests_test_router_CFLAGS = $(ROUTER_TEST_CFLAGS)
+tests_test_router_LDADD = $(ROUTER_TEST_LIBS)
+TESTS += tests/test_router

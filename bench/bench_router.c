@@ -1,0 +1,375 @@
+/*
+ * bench/bench_router.c -- `rtugw bench router`: what routing costs.
+ *
+ * Method: three tiers (7, 21, 255 bytes; 16 distinct read-registers
+ * responses each, cycled). Every round times, per tier and side by side,
+ * a batch of frames decoded by: native only, fallback only, the router
+ * (epsilon and sample rate as configured; it keeps learning across rounds),
+ * and a "dispatch only" router (epsilon 0, timing off: what the table
+ * look-up and counter cost). The order of the four rotates every round.
+ * Per-frame cost = a batch's time / its frames, exploration pulls included.
+ * Warm-up rounds (in which the router also learns) are dropped; reported:
+ * median and p10-p90 over measured rounds of
+ *   - ns per frame for each form;
+ *   - routed / bound, bound = faster + epsilon/2 x (slower - faster), the
+ *     cost of a perfect router that explores at epsilon (paired per round);
+ *   - routed / faster;
+ *   - exploration's own cost = mix - faster, where mix weighs each arm's
+ *     single-arm time by the router's actual pull shares in that round;
+ *   - the router's own overhead per parse = routed - mix (table look-up,
+ *     counters, timer reads, learning);
+ *   - dispatch-only overhead = dispatch - its arm alone.
+ * At the end the median single-arm costs become the oracle of each tier's
+ * bucket, and the router's report gives the verdict, the oracle's arm and
+ * the regret.
+ */
+#include "bench/bench.h"
+#include "parser/rtu.h"
+#include "routing/router.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DISTINCT_FRAMES 16
+#define FORMS 4 /* native, fallback, routed, dispatch */
+
+static const unsigned tier_registers[] = { 1, 8, 125 };
+#define TIER_COUNT (sizeof tier_registers / sizeof tier_registers[0])
+static const char *const form_names[FORMS] = { "native", "fallback", "routed", "dispatch_only" };
+
+/* per-round metrics, per tier */
+enum { M_RATIO_BOUND, M_RATIO_FASTER, M_EXPLORE, M_OVERHEAD, M_DISPATCH, M_BOUND, M_COUNT };
+static const char *const metric_names[M_COUNT] = {
+    "routed_over_bound", "routed_over_faster", "exploration_ns", "router_overhead_ns",
+    "dispatch_overhead_ns", "bound_ns",
+};
+
+typedef struct frame_set {
+    uint8_t adu[DISTINCT_FRAMES][RTU_MAX_ADU];
+    size_t len;
+} frame_set_t;
+
+typedef struct router_bench_options {
+    unsigned rounds, warmup, frames, sample_every, explore_time_every;
+    double epsilon;
+    int json;
+} router_bench_options_t;
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void make_frames(frame_set_t *set, unsigned registers, uint64_t seed)
+{
+    set->len = 5 + 2 * (size_t)registers;
+    for (unsigned f = 0; f < DISTINCT_FRAMES; f++) {
+        uint8_t *a = set->adu[f];
+        a[0] = (uint8_t)(1 + f);
+        a[1] = 3;
+        a[2] = (uint8_t)(2 * registers);
+        for (size_t i = 3; i < set->len - 2; i++)
+            a[i] = (uint8_t)xorshift(&seed);
+        uint16_t crc = rtu_crc16_reference(a, set->len - 2);
+        a[set->len - 2] = (uint8_t)crc;
+        a[set->len - 1] = (uint8_t)(crc >> 8);
+    }
+}
+
+static unsigned run_arm(rtu_decode_fn fn, const frame_set_t *set, unsigned n)
+{
+    rtu_envelope_t env;
+    unsigned sink = 0;
+    for (unsigned i = 0; i < n; i++) {
+        fn(set->adu[i % DISTINCT_FRAMES], set->len, &env);
+        sink += env.status + env.data.regs[0];
+    }
+    return sink;
+}
+
+static unsigned run_routed(router_thread_t *t, const frame_set_t *set, unsigned n)
+{
+    rtu_envelope_t env;
+    unsigned sink = 0;
+    for (unsigned i = 0; i < n; i++) {
+        router_decode(t, set->adu[i % DISTINCT_FRAMES], set->len, &env);
+        sink += env.status + env.data.regs[0];
+    }
+    return sink;
+}
+
+static int check_routed(router_thread_t *t, const frame_set_t *set)
+{
+    rtu_envelope_t want, got;
+    for (unsigned i = 0; i < 4 * DISTINCT_FRAMES; i++) {
+        const uint8_t *a = set->adu[i % DISTINCT_FRAMES];
+        rtu_decode_reference(a, set->len, &want);
+        router_decode(t, a, set->len, &got);
+        if (want.status != RTU_OK || memcmp(&want, &got, sizeof want) != 0) {
+            fprintf(stderr, "bench router: routed decode disagrees with reference at %zu bytes\n",
+                    set->len);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: rtugw bench router [--json] [--rounds N] [--warmup N] [--frames N]\n"
+            "                          [--epsilon E] [--sample-every K] [--explore-time-every M]\n"
+            "\n"
+            "Routed decode against the faster single arm at 7, 21 and 255 bytes, side by side\n"
+            "in every round: ns per frame, routed / bound (bound = faster + epsilon/2 x\n"
+            "(slower - faster)), exploration's own cost and the router's overhead per parse;\n"
+            "median and p10-p90 over measured rounds; then each bucket's verdict and regret\n"
+            "against the oracle (the single-arm medians).\n"
+            "  --rounds N        measured rounds (default 41)\n"
+            "  --warmup N        warm-up rounds, not reported; the router learns (default 5)\n"
+            "  --frames N        frames per form per round per tier (default 4000)\n"
+            "  --epsilon E       exploration rate (default 0.05)\n"
+            "  --sample-every K  time 1 in K exploitation pulls (default 256)\n"
+            "  --explore-time-every M  time 1 in M exploration pulls (default 4)\n"
+            "  --json            JSON instead of Markdown\n");
+}
+
+static int parse_options(int argc, char **argv, router_bench_options_t *opt)
+{
+    static const struct option longopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "rounds", required_argument, NULL, 'r' },
+        { "warmup", required_argument, NULL, 'w' },
+        { "frames", required_argument, NULL, 'f' },
+        { "epsilon", required_argument, NULL, 'e' },
+        { "sample-every", required_argument, NULL, 'k' },
+        { "explore-time-every", required_argument, NULL, 'm' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end;
+        errno = 0;
+        if (c == 'j') {
+            opt->json = 1;
+        } else if (c == 'h') {
+            usage(stdout);
+            return 0;
+        } else if (c == 'e') {
+            double v = strtod(optarg, &end);
+            if (*end || end == optarg || !(v >= 0.0 && v <= 1.0)) {
+                fprintf(stderr, "rtugw bench router: --epsilon '%s': expected 0..1\n", optarg);
+                return 2;
+            }
+            opt->epsilon = v;
+        } else if (c == 'r' || c == 'w' || c == 'f' || c == 'k' || c == 'm') {
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (*end || end == optarg || errno || v > 100000000 || (v == 0 && c != 'w')) {
+                fprintf(stderr, "rtugw bench router: invalid value '%s'\n", optarg);
+                return 2;
+            }
+            if (c == 'r') opt->rounds = (unsigned)v;
+            else if (c == 'w') opt->warmup = (unsigned)v;
+            else if (c == 'f') opt->frames = (unsigned)v;
+            else if (c == 'k') opt->sample_every = (unsigned)v;
+            else opt->explore_time_every = (unsigned)v;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "rtugw bench router: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return -1;
+}
+
+int bench_router_main(int argc, char **argv)
+{
+    router_config_t defaults;
+    router_config_default(&defaults);
+    router_bench_options_t opt = { .rounds = 41, .warmup = 5, .frames = 4000,
+                                   .sample_every = defaults.sample_every,
+                                   .explore_time_every = defaults.explore_time_every,
+                                   .epsilon = defaults.epsilon };
+    int rc = parse_options(argc, argv, &opt);
+    if (rc >= 0)
+        return rc;
+
+    static frame_set_t sets[TIER_COUNT];
+    router_config_t cfg, plain_cfg;
+    router_t *r = NULL, *plain = NULL;
+    router_config_default(&cfg);
+    cfg.epsilon = opt.epsilon;
+    cfg.sample_every = opt.sample_every;
+    cfg.explore_time_every = opt.explore_time_every;
+    plain_cfg = cfg;
+    plain_cfg.epsilon = 0.0;
+    plain_cfg.sample_every = 0xFFFFFFFFu;
+    if (router_new(&cfg, &r) != 0 || router_new(&plain_cfg, &plain) != 0) {
+        fprintf(stderr, "bench router: cannot create the router\n");
+        router_free(r);
+        return 1;
+    }
+    router_thread_t *t = router_thread_new(r), *pt = router_thread_new(plain);
+    size_t total = opt.rounds;
+    double *ns = calloc(TIER_COUNT * FORMS * total, sizeof *ns);
+    double *met = calloc(TIER_COUNT * M_COUNT * total, sizeof *met);
+    char *json = malloc(65536);
+    volatile unsigned sink = 0;
+    int status = 1;
+
+    if (!t || !pt || !ns || !met || !json)
+        goto out;
+    for (size_t k = 0; k < TIER_COUNT; k++) {
+        make_frames(&sets[k], tier_registers[k], 0x9E3779B97F4A7C15ull + k);
+        if (check_routed(t, &sets[k]) != 0)
+            goto out;
+    }
+
+    for (unsigned round = 0; round < opt.warmup + opt.rounds; round++) {
+        for (size_t k = 0; k < TIER_COUNT; k++) {
+            unsigned bucket = router_bucket_of(r, sets[k].len);
+            router_report_t rep;
+            uint64_t p0[2], p1[2];
+            double x[FORMS];
+            router_report(r, &rep);
+            p0[0] = rep.bucket[bucket].pulls[0];
+            p0[1] = rep.bucket[bucket].pulls[1];
+            for (unsigned j = 0; j < FORMS; j++) {
+                unsigned f = (j + round) % FORMS;
+                uint64_t t0 = bench_now_ns();
+                if (f == 0)
+                    sink += run_arm(rtu_decode_native, &sets[k], opt.frames);
+                else if (f == 1)
+                    sink += run_arm(rtu_decode_fallback, &sets[k], opt.frames);
+                else if (f == 2)
+                    sink += run_routed(t, &sets[k], opt.frames);
+                else
+                    sink += run_routed(pt, &sets[k], opt.frames);
+                x[f] = (double)(bench_now_ns() - t0) / opt.frames;
+            }
+            router_report(r, &rep);
+            p1[0] = rep.bucket[bucket].pulls[0] - p0[0];
+            p1[1] = rep.bucket[bucket].pulls[1] - p0[1];
+            if (round < opt.warmup)
+                continue;
+            size_t m = round - opt.warmup;
+            for (unsigned f = 0; f < FORMS; f++)
+                ns[(k * FORMS + f) * total + m] = x[f];
+            double faster = x[0] < x[1] ? x[0] : x[1], slower = x[0] < x[1] ? x[1] : x[0];
+            double bound = faster + opt.epsilon / 2.0 * (slower - faster);
+            double pulls = (double)(p1[0] + p1[1]);
+            double mix = pulls > 0 ? ((double)p1[0] * x[0] + (double)p1[1] * x[1]) / pulls : x[2];
+            router_arm_t plain_arm = router_choice(pt, sets[k].len);
+            double *row = &met[k * M_COUNT * total];
+            row[M_RATIO_BOUND * total + m] = x[2] / bound;
+            row[M_RATIO_FASTER * total + m] = x[2] / faster;
+            row[M_EXPLORE * total + m] = mix - faster;
+            row[M_OVERHEAD * total + m] = x[2] - mix;
+            row[M_DISPATCH * total + m] = x[3] - x[plain_arm == ROUTER_ARM_NATIVE ? 0 : 1];
+            row[M_BOUND * total + m] = bound;
+        }
+    }
+
+    /* Oracle: the single-arm medians. */
+    bench_spread_t s[TIER_COUNT][FORMS], ms[TIER_COUNT][M_COUNT];
+    for (size_t k = 0; k < TIER_COUNT; k++) {
+        for (unsigned f = 0; f < FORMS; f++)
+            bench_spread(&ns[(k * FORMS + f) * total], total, &s[k][f]);
+        for (unsigned mi = 0; mi < M_COUNT; mi++)
+            bench_spread(&met[(k * M_COUNT + mi) * total], total, &ms[k][mi]);
+        router_set_oracle(r, router_bucket_of(r, sets[k].len), s[k][0].median, s[k][1].median);
+    }
+    router_report_t rep;
+    router_report(r, &rep);
+
+    if (opt.json) {
+        printf("{\"native_features\":\"%s\",\"epsilon\":%g,\"sample_every\":%u,"
+               "\"explore_time_every\":%u,\"rounds\":%u,"
+               "\"warmup\":%u,\"frames_per_round\":%u,\"timer\":\"%s\","
+               "\"timer_overhead_ns\":%.1f,\"tiers\":[",
+               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_time_every,
+               opt.rounds, opt.warmup, opt.frames, rep.timer, rep.timer_overhead_ns);
+    } else {
+        printf("# rtugw bench router\n\nnative features: %s; epsilon %g, 1 in %u exploitation "
+               "pulls and 1 in %u exploration pulls timed (timer %s, overhead %.1f ns "
+               "subtracted); %u measured rounds (%u warm-up dropped), %u frames per form per "
+               "round, forms rotated in each round.\n\n"
+               "| bytes | form | ns/frame median | p10 | p90 |\n|---:|---|---:|---:|---:|\n",
+               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_time_every,
+               rep.timer,
+               rep.timer_overhead_ns, opt.rounds, opt.warmup, opt.frames);
+    }
+    int all_ok = 1;
+    for (size_t k = 0; k < TIER_COUNT; k++) {
+        unsigned b = router_bucket_of(r, sets[k].len);
+        const router_bucket_report_t *br = &rep.bucket[b];
+        char verdict[64];
+        router_verdict_text(br, verdict, sizeof verdict);
+        double target = sets[k].len <= 8 ? 1.10 : 1.05;
+        int met_target = ms[k][M_RATIO_BOUND].median <= target;
+        int oracle_ok = br->verdict == ROUTER_VERDICT_CONVERGED && br->chosen == br->oracle_arm;
+        all_ok &= met_target && oracle_ok;
+        if (opt.json) {
+            printf("%s{\"bytes\":%zu,\"bucket\":\"%u..%u\",\"forms\":{", k ? "," : "", sets[k].len,
+                   br->lo, br->hi);
+            for (unsigned f = 0; f < FORMS; f++)
+                printf("%s\"%s\":{\"ns_median\":%.2f,\"ns_p10\":%.2f,\"ns_p90\":%.2f}",
+                       f ? "," : "", form_names[f], s[k][f].median, s[k][f].p10, s[k][f].p90);
+            printf("}");
+            for (unsigned mi = 0; mi < M_COUNT; mi++)
+                printf(",\"%s\":{\"median\":%.4f,\"p10\":%.4f,\"p90\":%.4f}", metric_names[mi],
+                       ms[k][mi].median, ms[k][mi].p10, ms[k][mi].p90);
+            printf(",\"target\":%.2f,\"target_met\":%s,\"verdict\":\"%s\",\"oracle_arm\":\"%s\","
+                   "\"converged_to_oracle\":%s,\"regret_ns_per_pull\":%.3f}",
+                   target, met_target ? "true" : "false", verdict,
+                   router_arm_name(br->oracle_arm), oracle_ok ? "true" : "false",
+                   br->regret_ns_per_pull);
+        } else {
+            for (unsigned f = 0; f < FORMS; f++)
+                printf("| %zu | %s | %.2f | %.2f | %.2f |\n", sets[k].len, form_names[f],
+                       s[k][f].median, s[k][f].p10, s[k][f].p90);
+        }
+    }
+    if (opt.json) {
+        int n = router_report_json(&rep, json, 65536);
+        printf("],\"all_targets_met\":%s,\"report\":%s}\n", all_ok ? "true" : "false",
+               n > 0 ? json : "null");
+    } else {
+        printf("\n| bytes | routed / bound (target) | p10 | p90 | routed / faster | exploration ns "
+               "| router overhead ns (p10-p90) | dispatch-only ns | verdict | oracle | regret "
+               "ns/pull |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|\n");
+        for (size_t k = 0; k < TIER_COUNT; k++) {
+            const router_bucket_report_t *br = &rep.bucket[router_bucket_of(r, sets[k].len)];
+            char verdict[64];
+            printf("| %zu | %.3f (%.2f) | %.3f | %.3f | %.3f | %.2f | %.2f (%.2f..%.2f) | %.2f | "
+                   "%s | %s | %.3f |\n",
+                   sets[k].len, ms[k][M_RATIO_BOUND].median, sets[k].len <= 8 ? 1.10 : 1.05,
+                   ms[k][M_RATIO_BOUND].p10, ms[k][M_RATIO_BOUND].p90,
+                   ms[k][M_RATIO_FASTER].median, ms[k][M_EXPLORE].median,
+                   ms[k][M_OVERHEAD].median, ms[k][M_OVERHEAD].p10, ms[k][M_OVERHEAD].p90,
+                   ms[k][M_DISPATCH].median, router_verdict_text(br, verdict, sizeof verdict),
+                   router_arm_name(br->oracle_arm), br->regret_ns_per_pull);
+        }
+        printf("\nAll targets met (ratio and converged to the oracle's arm): %s\n",
+               all_ok ? "yes" : "no");
+    }
+    status = sink == 0xFFFFFFFFu; /* never true; keeps sink alive */
+out:
+    free(ns);
+    free(met);
+    free(json);
+    router_free(r);
+    router_free(plain);
+    return status;
+}

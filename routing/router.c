@@ -1,0 +1,532 @@
+/*
+ * routing/router.c -- configuration, handles, the decision hot path,
+ * learning and timer calibration. Reports are in report.c, the state file
+ * in state.c; docs/router.md explains the method.
+ *
+ * Hot path (router_decode): one table load gives bucket and arm for the
+ * frame length, one counter store, one countdown decrement, a direct call.
+ * Everything else happens at an "event", on average once per 1/q decisions
+ * (q = epsilon/2 + (1 - epsilon/2)/sample_every): the event either explores
+ * (takes the arm not chosen) or times an exploitation pull; both are timed,
+ * learned from, and may change the bucket's choice.
+ */
+#include "routing/internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define ROUTER_HAVE_TSC 1
+#else
+#define ROUTER_HAVE_TSC 0
+#endif
+
+static const uint16_t default_edges[] = { 8, 16, 32, 64, 128, 256 };
+
+const char *router_arm_name(router_arm_t arm)
+{
+    return arm == ROUTER_ARM_NATIVE ? "native" : arm == ROUTER_ARM_FALLBACK ? "fallback" : "?";
+}
+
+void router_config_default(router_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->n_edges = sizeof default_edges / sizeof default_edges[0];
+    memcpy(cfg->edges, default_edges, sizeof default_edges);
+    cfg->epsilon = 0.05;
+    cfg->sample_every = 256;
+    cfg->explore_time_every = 4;
+    cfg->alpha = 0.05;
+    cfg->hysteresis = 0.02;
+    cfg->window = 8192;
+}
+
+int router_parse_edges(const char *text, router_config_t *cfg)
+{
+    uint16_t edges[ROUTER_MAX_BUCKETS];
+    unsigned n = 0;
+    const char *p = text;
+
+    while (*p) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        if (!*p)
+            break;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || errno || v < 1 || v > RTU_MAX_ADU || n == ROUTER_MAX_BUCKETS ||
+            (n && v <= edges[n - 1]) || (*end && *end != ',' && *end != ' '))
+            return -EINVAL;
+        edges[n++] = (uint16_t)v;
+        p = end;
+    }
+    if (n == 0)
+        return -EINVAL;
+    cfg->n_edges = n;
+    memcpy(cfg->edges, edges, n * sizeof edges[0]);
+    return 0;
+}
+
+void router_warn(const router_t *r, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (r->cfg.log)
+        r->cfg.log(r->cfg.log_ctx, msg);
+    else
+        fprintf(stderr, "rtugw router: %s\n", msg);
+}
+
+/* ---- randomness ------------------------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* xorshift64*: one multiply, full period on non-zero state. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* ---- timer ------------------------------------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t timer_read(const router_t *r)
+{
+#if ROUTER_HAVE_TSC
+    if (r->use_tsc)
+        return __rdtsc();
+#else
+    (void)r;
+#endif
+    return mono_ns();
+}
+
+static int invariant_tsc(void)
+{
+#if ROUTER_HAVE_TSC
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+        return 0;
+    if (!__get_cpuid(0x80000007u, &a, &b, &c, &d))
+        return 0;
+    return (d >> 8) & 1;
+#else
+    return 0;
+#endif
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Tick length against CLOCK_MONOTONIC over about 1 ms, and the median cost
+ * of two back-to-back timer reads (what every sample subtracts). */
+static void calibrate(router_t *r)
+{
+    r->use_tsc = invariant_tsc();
+    r->ns_per_tick = 1.0;
+    if (r->use_tsc) {
+        uint64_t c0 = mono_ns(), t0 = __rdtsc(), c1, t1;
+        do {
+            c1 = mono_ns();
+            t1 = __rdtsc();
+        } while (c1 - c0 < 1000000);
+        if (t1 > t0)
+            r->ns_per_tick = (double)(c1 - c0) / (double)(t1 - t0);
+        else
+            r->use_tsc = 0;
+    }
+    enum { N = 501 };
+    uint64_t d[N];
+    for (int i = 0; i < N; i++) {
+        uint64_t a = timer_read(r);
+        uint64_t b = timer_read(r);
+        d[i] = b - a;
+    }
+    qsort(d, N, sizeof d[0], cmp_u64);
+    r->overhead_ticks = (double)d[N / 2];
+}
+
+/* log2 to about 1e-8: exponent, then 2/ln2 * atanh(s), s = (m-1)/(m+1)
+ * with the mantissa m in [sqrt(1/2), sqrt(2)). x must be positive, normal. */
+static inline double fast_log2(double x)
+{
+    union {
+        double d;
+        uint64_t u;
+    } v = { .d = x };
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    v.u = (v.u & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull;
+    double m = v.d;
+    if (m > 1.4142135623730951) {
+        m *= 0.5;
+        e++;
+    }
+    double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+    double series = s * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 + s2 / 9))));
+    return (double)e + 2.8853900817779268 * series; /* 2 / ln 2 */
+}
+
+/* ---- router ---------------------------------------------------------------- */
+
+int router_new(const router_config_t *cfg, router_t **out)
+{
+    *out = NULL;
+    if (cfg->n_edges < 1 || cfg->n_edges > ROUTER_MAX_BUCKETS)
+        return -EINVAL;
+    for (unsigned i = 0; i < cfg->n_edges; i++)
+        if (cfg->edges[i] < 1 || cfg->edges[i] > RTU_MAX_ADU ||
+            (i && cfg->edges[i] <= cfg->edges[i - 1]))
+            return -EINVAL;
+    if (!(cfg->epsilon >= 0.0 && cfg->epsilon <= 1.0) || cfg->sample_every < 1 ||
+        cfg->explore_time_every < 1 ||
+        !(cfg->alpha > 0.0 && cfg->alpha <= 1.0) || !(cfg->hysteresis >= 0.0) ||
+        cfg->window < 1)
+        return -EINVAL;
+
+    router_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->cfg = *cfg;
+    r->nb = cfg->n_edges;
+    for (unsigned len = 0, b = 0; len < LEN_SLOTS; len++) {
+        while (b + 1 < r->nb && len > cfg->edges[b])
+            b++;
+        r->bucket_of[len] = (uint8_t)b;
+    }
+    r->default_arm = rtu_native_accelerated() ? ROUTER_ARM_NATIVE : ROUTER_ARM_FALLBACK;
+    for (unsigned b = 0; b < ROUTER_MAX_BUCKETS; b++)
+        r->prior_choice[b] = r->default_arm;
+
+    double half = cfg->epsilon / 2.0;
+    double q = half + (1.0 - half) / (double)cfg->sample_every;
+    double span = 2.0 / q - 1.0;
+    r->gap_span = span < 1.0 ? 1u : span > 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)(span + 0.5);
+    double thr = half / q * 4294967296.0;
+    r->explore_threshold = thr >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)thr;
+    r->window = cfg->window;
+    r->explore_time_threshold = (uint32_t)(4294967295.0 / cfg->explore_time_every);
+
+    uint64_t seed = cfg->seed;
+    if (seed == 0)
+        seed = mono_ns() ^ ((uint64_t)(uintptr_t)r << 16);
+    r->next_seed = seed;
+    pthread_mutex_init(&r->lock, NULL);
+    if (cfg->cost) {
+        r->use_tsc = 0;
+        r->ns_per_tick = 1.0;
+        r->overhead_ticks = 0.0;
+    } else {
+        calibrate(r);
+    }
+    *out = r;
+    return 0;
+}
+
+void router_free(router_t *r)
+{
+    if (!r)
+        return;
+    for (unsigned i = 0; i < r->n_threads; i++)
+        free(r->threads[i]);
+    free(r->threads);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+unsigned router_bucket_of(const router_t *r, size_t len)
+{
+    return r->bucket_of[len < LEN_SLOTS - 1 ? len : LEN_SLOTS - 1];
+}
+
+unsigned router_bucket_count(const router_t *r)
+{
+    return r->nb;
+}
+
+int router_set_oracle(router_t *r, unsigned bucket, double native_ns, double fallback_ns)
+{
+    if (bucket >= r->nb || !(native_ns > 0) || !(fallback_ns > 0))
+        return -EINVAL;
+    r->oracle_ns[bucket][ROUTER_ARM_NATIVE] = native_ns;
+    r->oracle_ns[bucket][ROUTER_ARM_FALLBACK] = fallback_ns;
+    r->has_oracle[bucket] = 1;
+    return 0;
+}
+
+/* ---- handles ---------------------------------------------------------------- */
+
+static void set_route(router_thread_t *t, unsigned bucket, unsigned arm)
+{
+    const router_t *r = t->r;
+    unsigned lo = bucket ? r->cfg.edges[bucket - 1] + 1u : 0;
+    unsigned hi = bucket + 1 < r->nb ? r->cfg.edges[bucket] : LEN_SLOTS - 1;
+    for (unsigned len = lo; len <= hi; len++)
+        t->route[len] = (uint8_t)(bucket * 2 + arm);
+}
+
+static uint32_t draw_gap(const router_t *r, uint64_t x)
+{
+    return 1 + (uint32_t)(((x >> 32) * (uint64_t)r->gap_span) >> 32);
+}
+
+router_thread_t *router_thread_new(router_t *r)
+{
+    size_t size = (sizeof(router_thread_t) + 63) & ~(size_t)63;
+    router_thread_t *t = aligned_alloc(64, size);
+    if (!t)
+        return NULL;
+    memset(t, 0, size);
+    t->r = r;
+
+    pthread_mutex_lock(&r->lock);
+    if (r->n_threads == r->cap_threads) {
+        unsigned cap = r->cap_threads ? 2 * r->cap_threads : 8;
+        router_thread_t **a = realloc(r->threads, cap * sizeof *a);
+        if (!a) {
+            pthread_mutex_unlock(&r->lock);
+            free(t);
+            return NULL;
+        }
+        r->threads = a;
+        r->cap_threads = cap;
+    }
+    t->slot = r->n_threads;
+    r->threads[r->n_threads++] = t;
+    t->rng = splitmix64(&r->next_seed) | 1;
+    pthread_mutex_unlock(&r->lock);
+
+    for (unsigned b = 0; b < r->nb; b++) {
+        rbucket_t *rb = &t->b[b];
+        for (unsigned a = 0; a < ARMS; a++) {
+            RSTORE(&rb->est[a], r->prior_est[b][a]);
+            RSTORE(&rb->n_est[a], r->prior_n[b][a]);
+        }
+        RSTORE(&rb->choice, r->prior_choice[b]);
+        set_route(t, b, r->prior_choice[b]);
+    }
+    t->countdown = draw_gap(r, rng_next(&t->rng));
+    return t;
+}
+
+void router_thread_free(router_thread_t *t)
+{
+    if (!t)
+        return;
+    router_t *r = t->r;
+    pthread_mutex_lock(&r->lock);
+    for (unsigned b = 0; b < r->nb; b++) {
+        rbucket_t *rb = &t->b[b];
+        for (unsigned a = 0; a < ARMS; a++) {
+            uint64_t p = RLOAD(&t->pulls[b * 2 + a]);
+            r->ret_pulls[b][a] += p;
+            r->ret_win[b][a] += RLOAD(&rb->win_complete) ? RLOAD(&rb->win_prev[a])
+                                                         : p - RLOAD(&rb->win_mark[a]);
+            r->ret_timed[b][a] += RLOAD(&rb->timed[a]);
+            r->ret_explored[b][a] += RLOAD(&rb->explored[a]);
+            uint64_t n = RLOAD(&rb->n_est[a]);
+            r->ret_est_sum[b][a] += (double)n * RLOAD(&rb->est[a]);
+            r->ret_n[b][a] += n;
+        }
+    }
+    r->threads[t->slot] = r->threads[--r->n_threads];
+    r->threads[t->slot]->slot = t->slot;
+    pthread_mutex_unlock(&r->lock);
+    free(t);
+}
+
+router_arm_t router_choice(const router_thread_t *t, size_t len)
+{
+    return (router_arm_t)(t->route[len < LEN_SLOTS - 1 ? len : LEN_SLOTS - 1] & 1);
+}
+
+/* ---- learning ----------------------------------------------------------------- */
+
+static void decide(router_thread_t *t, unsigned bucket)
+{
+    const router_t *r = t->r;
+    rbucket_t *rb = &t->b[bucket];
+    unsigned cur = RLOAD(&rb->choice), other = cur ^ 1, want = cur;
+
+    if (RLOAD(&rb->n_est[0]) == 0 || RLOAD(&rb->n_est[1]) == 0)
+        want = r->default_arm;
+    else if (RLOAD(&rb->est[other]) < RLOAD(&rb->est[cur]) - r->cfg.hysteresis)
+        want = other;
+    if (want != cur) {
+        RSTORE(&rb->choice, (uint8_t)want);
+        set_route(t, bucket, want);
+    }
+}
+
+static void learn(router_thread_t *t, unsigned bucket, unsigned arm, double cost_ns)
+{
+    const router_t *r = t->r;
+    rbucket_t *rb = &t->b[bucket];
+    double l = fast_log2(cost_ns > 0.25 ? cost_ns : 0.25);
+    uint64_t n = RLOAD(&rb->n_est[arm]);
+    double est = RLOAD(&rb->est[arm]);
+    double a = 1.0 / (double)(n + 1);
+
+    if (a < r->cfg.alpha)
+        a = r->cfg.alpha;
+    RSTORE(&rb->est[arm], n ? est + a * (l - est) : l);
+    RSTORE(&rb->n_est[arm], n + 1);
+    RBUMP(&rb->timed[arm]);
+    decide(t, bucket);
+}
+
+/* Per-bucket window: once this handle has made `window` pulls in the bucket
+ * since the last roll, those counts become the bucket's last window. */
+static void maybe_roll(router_thread_t *t, unsigned bucket)
+{
+    rbucket_t *rb = &t->b[bucket];
+    uint64_t p0 = RLOAD(&t->pulls[bucket * 2]), p1 = RLOAD(&t->pulls[bucket * 2 + 1]);
+    uint64_t m0 = RLOAD(&rb->win_mark[0]), m1 = RLOAD(&rb->win_mark[1]);
+    if (p0 + p1 - m0 - m1 < t->r->window)
+        return;
+    RSTORE(&rb->win_prev[0], p0 - m0);
+    RSTORE(&rb->win_prev[1], p1 - m1);
+    RSTORE(&rb->win_mark[0], p0);
+    RSTORE(&rb->win_mark[1], p1);
+    RSTORE(&rb->win_complete, 1);
+}
+
+static inline rtu_status_t run_arm(unsigned arm, const uint8_t *adu, size_t len,
+                                   rtu_envelope_t *out)
+{
+    return arm ? rtu_decode_fallback(adu, len, out) : rtu_decode_native(adu, len, out);
+}
+
+__attribute__((noinline)) static rtu_status_t router_event(router_thread_t *t,
+                                                           const uint8_t *adu, size_t len,
+                                                           unsigned e, rtu_envelope_t *out)
+{
+    const router_t *r = t->r;
+    uint64_t x = rng_next(&t->rng);
+    unsigned bucket = e >> 1, arm = e & 1;
+    int explore = (uint32_t)x < r->explore_threshold;
+    rtu_status_t st;
+    double cost;
+
+    t->countdown = draw_gap(r, x);
+    if (explore) {
+        arm ^= 1;
+        RBUMP(&t->b[bucket].explored[arm]);
+        if (r->cfg.explore_time_every > 1 &&
+            (uint32_t)(rng_next(&t->rng) >> 32) >= r->explore_time_threshold) {
+            /* explore without a timer: pays epsilon, learns nothing */
+            RBUMP(&t->pulls[bucket * 2 + arm]);
+            return run_arm(arm, adu, len, out);
+        }
+    }
+    if (r->cfg.cost) {
+        st = run_arm(arm, adu, len, out);
+        cost = r->cfg.cost(r->cfg.cost_ctx, (router_arm_t)arm, len);
+    } else {
+        uint64_t t0 = timer_read(r);
+        st = run_arm(arm, adu, len, out);
+        uint64_t t1 = timer_read(r);
+        cost = ((double)(t1 - t0) - r->overhead_ticks) * r->ns_per_tick;
+    }
+    RBUMP(&t->pulls[bucket * 2 + arm]);
+    /* Only successful decodes teach: a rejected frame stops early and says
+     * nothing about what a real response costs. */
+    if (st == RTU_OK)
+        learn(t, bucket, arm, cost);
+    maybe_roll(t, bucket);
+    return st;
+}
+
+rtu_status_t router_decode(router_thread_t *t, const uint8_t *adu, size_t len,
+                           rtu_envelope_t *out)
+{
+    unsigned e = t->route[len < LEN_SLOTS - 1 ? len : LEN_SLOTS - 1];
+    if (__builtin_expect(--t->countdown == 0, 0))
+        return router_event(t, adu, len, e, out);
+    RBUMP(&t->pulls[e]);
+    return run_arm(e & 1, adu, len, out);
+}
+
+/* ---- merge (reports, save) ------------------------------------------------------ */
+
+void router_merge(router_t *r, router_merged_t *m)
+{
+    double est_sum[ROUTER_MAX_BUCKETS][ARMS];
+    uint64_t best_pulls[ROUTER_MAX_BUCKETS];
+
+    memset(m, 0, sizeof *m);
+    memset(best_pulls, 0, sizeof best_pulls);
+    pthread_mutex_lock(&r->lock);
+    m->threads = r->n_threads;
+    for (unsigned b = 0; b < r->nb; b++) {
+        m->choice[b] = r->prior_choice[b];
+        for (unsigned a = 0; a < ARMS; a++) {
+            m->pulls[b][a] = r->ret_pulls[b][a];
+            m->win[b][a] = r->ret_win[b][a];
+            m->timed[b][a] = r->ret_timed[b][a];
+            m->explored[b][a] = r->ret_explored[b][a];
+            est_sum[b][a] = r->ret_est_sum[b][a];
+            m->n_est[b][a] = r->ret_n[b][a];
+        }
+    }
+    for (unsigned i = 0; i < r->n_threads; i++) {
+        router_thread_t *t = r->threads[i];
+        for (unsigned b = 0; b < r->nb; b++) {
+            rbucket_t *rb = &t->b[b];
+            int complete = RLOAD(&rb->win_complete);
+            uint64_t tp = 0;
+            for (unsigned a = 0; a < ARMS; a++) {
+                uint64_t p = RLOAD(&t->pulls[b * 2 + a]);
+                tp += p;
+                m->pulls[b][a] += p;
+                /* a roll racing this read can only make the partial count
+                 * stale, never negative once clamped */
+                uint64_t mark = RLOAD(&rb->win_mark[a]);
+                m->win[b][a] += complete ? RLOAD(&rb->win_prev[a]) : (p > mark ? p - mark : 0);
+                m->timed[b][a] += RLOAD(&rb->timed[a]);
+                m->explored[b][a] += RLOAD(&rb->explored[a]);
+                uint64_t n = RLOAD(&rb->n_est[a]);
+                est_sum[b][a] += (double)n * RLOAD(&rb->est[a]);
+                m->n_est[b][a] += n;
+            }
+            if (i == 0 || tp > best_pulls[b]) {
+                best_pulls[b] = tp;
+                m->choice[b] = RLOAD(&rb->choice);
+            }
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    for (unsigned b = 0; b < r->nb; b++)
+        for (unsigned a = 0; a < ARMS; a++)
+            m->est[b][a] = m->n_est[b][a] ? est_sum[b][a] / (double)m->n_est[b][a] : 0.0;
+}

@@ -1,0 +1,191 @@
+/*
+ * routing/router.h -- the online router: for every response frame, picks
+ * the native or the fallback decoder by frame-size bucket, learns each
+ * arm's cost from a sample of timed decodes, and explores at a configured
+ * rate. It never changes a result: both arms produce the reference
+ * envelope byte for byte (parser/rtu.h), the router only picks which runs.
+ *
+ * Threads: one router_t is shared; every thread that decodes takes its own
+ * router_thread_t (router_thread_new) and uses only that. A handle's
+ * statistics live in its own cache lines and are written only by its
+ * thread; reports and saves merge all handles when read. Handles learn
+ * independently (they start from the same loaded table).
+ *
+ * Policy, cost measurement, the verdict rule and the state file format are
+ * described in docs/router.md.
+ *
+ * Errors: functions return 0 or a negative errno (-EINVAL, -ENOMEM, -EIO,
+ * -EBUSY, -ENOSPC); router_decode returns the decoder's rtu_status_t.
+ */
+#ifndef RTUGW_ROUTING_ROUTER_H
+#define RTUGW_ROUTING_ROUTER_H
+
+#include "parser/rtu.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ROUTER_MAX_BUCKETS 16
+
+typedef enum router_arm {
+    ROUTER_ARM_NATIVE = 0,
+    ROUTER_ARM_FALLBACK = 1,
+    ROUTER_ARM_COUNT
+} router_arm_t;
+
+/* "native" / "fallback". */
+const char *router_arm_name(router_arm_t arm);
+
+/*
+ * Injectable cost source (tests): called after every timed decode instead
+ * of reading the clock; returns the cost of that decode in ns (> 0).
+ */
+typedef double (*router_cost_fn)(void *ctx, router_arm_t arm, size_t len);
+/* Receives each warning as one line without a trailing newline. */
+typedef void (*router_log_fn)(void *ctx, const char *message);
+
+typedef struct router_config {
+    /* Bucket upper bounds (inclusive) in bytes, strictly increasing, 1..256.
+     * A frame longer than the last edge goes into the last bucket.
+     * Default: 8 16 32 64 128 256. */
+    unsigned n_edges;
+    uint16_t edges[ROUTER_MAX_BUCKETS];
+    /* Exploration rate: the share of decisions drawn uniformly over both
+     * arms, so the arm not chosen is taken at epsilon / 2. Default 0.05. */
+    double epsilon;
+    /* 1 in sample_every exploitation pulls is timed (on average). Default 256. */
+    unsigned sample_every;
+    /* 1 in explore_time_every exploration pulls is timed (on average); the
+     * others still explore (their cost is the price of epsilon) but teach
+     * nothing. 1 times every one. Default 4 (see docs/router.md: a timer
+     * pair costs about 20 ns here, as much as a short parse). */
+    unsigned explore_time_every;
+    /* Weight of a new sample in the exponentially weighted mean of
+     * log2(cost) (running mean until 1/alpha samples). Default 0.05. */
+    double alpha;
+    /* Switch arms only when the other arm's mean log2 cost is lower by more
+     * than this (0.02 = about 1.4 %). Default 0.02. */
+    double hysteresis;
+    /* Pulls per report window, counted per thread over all buckets. Default 8192. */
+    unsigned window;
+    /* RNG seed; 0 takes one from the clock. */
+    uint64_t seed;
+    /* Optional cost source (NULL: measure time) and its context. */
+    router_cost_fn cost;
+    void *cost_ctx;
+    /* Optional warning sink (NULL: stderr, prefixed "rtugw router: "). */
+    router_log_fn log;
+    void *log_ctx;
+} router_config_t;
+
+typedef struct router router_t;
+typedef struct router_thread router_thread_t;
+
+/* Fills the defaults above. */
+void router_config_default(router_config_t *cfg);
+/* Parses "8,16,32,64,128,256" (commas or spaces) into cfg->edges.
+ * Returns 0 or -EINVAL (not increasing, out of 1..256, too many). */
+int router_parse_edges(const char *text, router_config_t *cfg);
+
+/* Validates cfg, calibrates the timer (about 1 ms) and returns 0 with
+ * *out set, or -EINVAL (bad config) / -ENOMEM. */
+int router_new(const router_config_t *cfg, router_t **out);
+/* Frees the router and every handle still open. */
+void router_free(router_t *r);
+
+/* A handle for the calling thread (one per thread; never share one).
+ * NULL on allocation failure. */
+router_thread_t *router_thread_new(router_t *r);
+/* Folds the handle's counts into the router and frees it (optional;
+ * router_free frees open handles). */
+void router_thread_free(router_thread_t *t);
+
+/*
+ * The main entry: picks an arm for this frame's bucket, decodes into *out
+ * and sometimes times it. Returns out->status. out always equals what
+ * rtu_decode_reference() would produce.
+ */
+rtu_status_t router_decode(router_thread_t *t, const uint8_t *adu, size_t len,
+                           rtu_envelope_t *out);
+
+/* The arm this handle exploits for a frame of len bytes now (exploration
+ * aside). */
+router_arm_t router_choice(const router_thread_t *t, size_t len);
+/* Bucket index of a frame length, and the bucket count. */
+unsigned router_bucket_of(const router_t *r, size_t len);
+unsigned router_bucket_count(const router_t *r);
+
+/*
+ * Oracle costs for a bucket (ns per decode of each arm, measured by a
+ * caller that runs both arms, as the benchmark does). Reports then give the
+ * oracle's arm and the regret: the extra ns the routed pulls cost over
+ * always taking the oracle's arm. Call from one thread, between runs.
+ */
+int router_set_oracle(router_t *r, unsigned bucket, double native_ns, double fallback_ns);
+
+/* ---- state file ----------------------------------------------------------- */
+
+/* Writes the merged table (via PATH.tmp and rename). 0 or -errno. */
+int router_save(router_t *r, const char *path);
+/*
+ * Loads a table saved by router_save. Call before the first
+ * router_thread_new (else -EBUSY). A missing, unreadable, truncated or
+ * corrupt file, another format version or other bucket edges: exactly one
+ * warning through cfg->log naming the file and what is wrong, the table
+ * stays fresh, and a negative errno is returned (-ENOENT, -EIO, -EPROTO,
+ * -EINVAL). Never aborts.
+ */
+int router_load(router_t *r, const char *path);
+
+/* ---- reports -------------------------------------------------------------- */
+
+typedef enum router_verdict {
+    ROUTER_VERDICT_DEFAULT = 0,   /* "default, not a decision": an arm never taken */
+    ROUTER_VERDICT_CONVERGED,     /* "converged to ARM" */
+    ROUTER_VERDICT_NOT_CONVERGED  /* "not converged" */
+} router_verdict_t;
+
+typedef struct router_bucket_report {
+    unsigned lo, hi;                     /* frame lengths lo..hi (last bucket: and above) */
+    uint64_t pulls[ROUTER_ARM_COUNT];    /* total this run */
+    uint64_t window_pulls[ROUTER_ARM_COUNT]; /* last complete window (or the current one) */
+    uint64_t explored[ROUTER_ARM_COUNT]; /* pulls that were exploration (the arm not chosen) */
+    uint64_t timed[ROUTER_ARM_COUNT];    /* cost samples taken this run */
+    double cost_ns[ROUTER_ARM_COUNT];    /* 2^(mean log2 cost); 0 when no data */
+    int has_cost[ROUTER_ARM_COUNT];      /* measured this run or loaded */
+    router_arm_t chosen;                 /* majority of the window (the choice when idle) */
+    router_verdict_t verdict;
+    double minority_share;               /* window share of the other arm */
+    double expected_share;               /* epsilon / 2 */
+    double interval_lo, interval_hi;     /* Wilson interval of minority_share, z = 4 */
+    int has_oracle;
+    double oracle_ns[ROUTER_ARM_COUNT];
+    router_arm_t oracle_arm;
+    double regret_ns;                    /* sum over this run's pulls */
+    double regret_ns_per_pull;
+} router_bucket_report_t;
+
+typedef struct router_report {
+    unsigned n_buckets;
+    router_bucket_report_t bucket[ROUTER_MAX_BUCKETS];
+    double epsilon;
+    unsigned sample_every;
+    double alpha;
+    unsigned window;
+    router_arm_t default_arm;
+    const char *timer;          /* "rdtsc", "clock_gettime" or "injected" */
+    double timer_overhead_ns;   /* calibrated, subtracted from every sample */
+    unsigned threads;           /* handles open now */
+    uint64_t decisions;         /* all pulls, all buckets */
+    int loaded;                 /* a state file was loaded */
+} router_report_t;
+
+/* Merges every handle (and closed ones) into *out. Safe while others decode. */
+int router_report(router_t *r, router_report_t *out);
+/* "converged to native", "default, not a decision", "not converged". */
+const char *router_verdict_text(const router_bucket_report_t *b, char *buf, size_t cap);
+/* One JSON object, no newline. Returns the length (like snprintf), or a
+ * negative value when cap is too small. 4096 bytes per bucket is plenty. */
+int router_report_json(const router_report_t *rep, char *buf, size_t cap);
+
+#endif
