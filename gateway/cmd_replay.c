@@ -8,12 +8,14 @@
  * merged request+response records are split and raw byte streams are
  * re-framed by length, CRC and the t3.5 gap.
  *
- * Every response is decoded by replay_decode(), the one place to swap in
- * the router.
+ * Every response is decoded through the online router (replay_decode), so a
+ * replay also shows which parser the router would choose per frame size on
+ * this machine; its report ends the summary.
  */
 #include "gateway/commands.h"
 #include "drivers/driver.h"
 #include "parser/rtu.h"
+#include "routing/router.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -32,6 +34,8 @@ typedef struct replay_opts {
 
 typedef struct replay_state {
     const replay_opts_t *opt;
+    router_t *router;
+    router_thread_t *route;
     uint8_t req[RTU_MAX_ADU];
     size_t req_len;            /* 0: no request waiting for its answer */
     uint64_t requests, responses, ok, unpaired;
@@ -68,12 +72,12 @@ static void usage(FILE *to)
             "where it stopped is reported), 2 usage error or not a capture.\n");
 }
 
-/* The one decode call: the router goes here. */
-static rtu_status_t replay_decode(const uint8_t *adu, size_t len, rtu_envelope_t *env,
-                                  const char **path)
+/* The one decode call: through the router, whose output equals reference. */
+static rtu_status_t replay_decode(replay_state_t *st, const uint8_t *adu, size_t len,
+                                  rtu_envelope_t *env, const char **path)
 {
-    *path = "native";
-    return rtu_decode_native(adu, len, env);
+    *path = "auto";
+    return router_decode(st->route, adu, len, env);
 }
 
 static void hex(const uint8_t *p, size_t n, char *out)
@@ -127,7 +131,7 @@ static void on_frame(replay_state_t *st, const uint8_t *adu, size_t len, bool is
     st->responses++;
     rtu_envelope_t env;
     const char *path;
-    rtu_status_t s = replay_decode(adu, len, &env, &path);
+    rtu_status_t s = replay_decode(st, adu, len, &env, &path);
     st->by_status[s < RTU_STATUS_COUNT ? s : RTU_ERR_FUNCTION]++;
     if (s == RTU_OK) {
         st->ok++;
@@ -185,7 +189,12 @@ static void summary(FILE *to, const replay_state_t *st, const rtu_framer_stats_t
             fprintf(to, " %d:%llu", i, (unsigned long long)st->by_slave[i]);
     if (st->have_ts)
         fprintf(to, "\nspan: %.6f s", (double)(st->prev_ts - st->first_ts) / 1e9);
-    fprintf(to, "\ndecode path: native (the router is not wired into replay yet)\n");
+    router_report_t rep;
+    static char json[65536];   /* one report per run; too big for the stack */
+    if (router_report(st->router, &rep) == 0 && router_report_json(&rep, json, sizeof json) > 0)
+        fprintf(to, "\nrouter: %s\n", json);
+    else
+        fprintf(to, "\n");
 }
 
 int cmd_replay(int argc, char **argv)
@@ -274,6 +283,16 @@ int cmd_replay(int argc, char **argv)
         return 1;
     }
     st->opt = &o;
+    router_config_t rcfg;
+    router_config_default(&rcfg);
+    if (router_new(&rcfg, &st->router) != 0 || !(st->route = router_thread_new(st->router))) {
+        fprintf(stderr, "rtugw replay: cannot create the router\n");
+        router_free(st->router);
+        free(st);
+        rtu_framer_free(fr);
+        driver_capture_close(cap);
+        return 1;
+    }
     driver_record_t *rec = malloc(sizeof *rec);
     int rc = rec ? 1 : -ENOMEM;
     unsigned long records = 0;
@@ -305,6 +324,7 @@ int cmd_replay(int argc, char **argv)
         exit_code = 1;
     }
     free(rec);
+    router_free(st->router);
     free(st);
     rtu_framer_free(fr);
     driver_capture_close(cap);
