@@ -25,5 +25,6 @@ uint64_t bench_now_ns(void);
 /* Each returns the process exit code: 0 ok, 1 runtime failure, 2 usage. */
 int bench_parse_main(int argc, char **argv);
 int bench_router_main(int argc, char **argv);
+int bench_actors_main(int argc, char **argv);
 
 #endif
