@@ -9,8 +9,8 @@
 int cmd_decode(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_check(int argc, char **argv);
-int cmd_sim(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_ports(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_sim(int argc, char **argv); int cmd_replay(int argc, char **argv); int cmd_ports(int argc, char **argv); /* drivers/ */
 
 #endif

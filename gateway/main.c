@@ -14,11 +14,11 @@ typedef struct command {
 } command_t;
 
 static const command_t commands[] = {
+    { "run", cmd_run, "the gateway daemon, in the foreground (rtugw run -c FILE)" },
+    { "demo", cmd_demo, "the gateway on simulated PLCs: Modbus TCP 127.0.0.1:1502, HTTP 8502" },
     { "decode", cmd_decode, "hex RTU frames (arguments or stdin) to JSON lines" },
     { "check", cmd_check, "validate a configuration file (rtugw check -c FILE)" },
-    { "sim", cmd_sim, "a PLC simulator on a pseudo-terminal or port" },
-    { "replay", cmd_replay, "decode a capture (pcap, pcapng, text hex log)" },
-    { "ports", cmd_ports, "list serial ports (USB vendor:product)" },
+    { "sim", cmd_sim, "a PLC simulator on a pseudo-terminal or port" }, { "replay", cmd_replay, "decode a capture (pcap, pcapng, text hex log)" }, { "ports", cmd_ports, "list serial ports (USB vendor:product)" },
     { "bench", cmd_bench, "benchmarks: parse (see rtugw bench --help)" },
 };
 

@@ -1,0 +1,190 @@
+/*
+ * gateway/gw.c -- puts the daemon together, runs it, takes it apart.
+ *
+ * Order matters: actors before the buses that spawn on them, bus actors
+ * before their ports open (the I/O thread tells them the port's state), the
+ * listeners last so no client arrives before there is a path for it. Apart
+ * in reverse: stop accepting, answer what is in flight (io.c), drain the
+ * actors, then free.
+ */
+#include "gateway/internal.h"
+
+#include <event2/event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
+{
+    static const char *const names[] = { "error", "warn", "info", "debug" };
+    char stamp[32];
+    struct timespec ts;
+    struct tm tm;
+    va_list ap;
+
+    if (gw && level > gw->cfg->log_level)
+        return;
+    clock_gettime(CLOCK_REALTIME, &ts);   /* wall time for people; everything else is monotonic */
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    flockfile(stderr);
+    fprintf(stderr, "%s%s.%03ldZ rtugw %s: ", gw && gw->opt.status_line ? "\r\033[K" : "", stamp,
+            ts.tv_nsec / 1000000, names[level]);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+}
+
+static void status_line(evutil_socket_t fd, short what, void *arg)
+{
+    gw_t *gw = arg;
+    uint64_t req = 0, resp = 0, to = 0;
+    unsigned up = 0, polls_ok = 0;
+    (void)fd;
+    (void)what;
+    for (unsigned k = 0; k < gw->bus_count; k++) {
+        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        req += gw_read(&m->requests);
+        resp += gw_read(&m->responses);
+        to += gw_read(&m->timeouts);
+        up += gw_read(&m->port_up) != 0;
+    }
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < gw->cfg->poll_count; i++)
+        polls_ok += gw->cache[i].ok;
+    pthread_mutex_unlock(&gw->cache_lock);
+    fprintf(stderr, "\r\033[K[rtugw] buses up %u/%u | tcp %s:%u clients %llu | requests %llu responses %llu "
+                    "timeouts %llu | polls ok %u/%u | http://%s:%u/status",
+            up, gw->bus_count, gw->cfg->tcp.bind, gw->cfg->tcp.port,
+            (unsigned long long)gw_read(&gw->tcp_metrics.active), (unsigned long long)req,
+            (unsigned long long)resp, (unsigned long long)to, polls_ok, gw->cfg->poll_count,
+            gw->cfg->http.bind, gw->cfg->http.port);
+    fflush(stderr);
+}
+
+static config_t *copy_config(const config_t *cfg)
+{
+    config_t *c = malloc(sizeof *c);
+    if (c)
+        memcpy(c, cfg, sizeof *c);
+    return c;
+}
+
+static int start_router(gw_t *gw)
+{
+    router_config_t rc;
+    router_config_default(&rc);
+    rc.epsilon = gw->cfg->router.exploration;
+    rc.sample_every = gw->cfg->router.sample_every;
+    rc.n_edges = gw->cfg->router.bucket_count;
+    for (unsigned i = 0; i < rc.n_edges; i++)
+        rc.edges[i] = (uint16_t)gw->cfg->router.buckets[i];
+    if (router_new(&rc, &gw->router) != 0)
+        return -1;
+    if (gw->cfg->router.state_file[0])
+        router_load(gw->router, gw->cfg->router.state_file);   /* warns and starts fresh on failure */
+    return 0;
+}
+
+gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
+{
+    gw_t *gw = calloc(1, sizeof *gw);
+    char err[512] = "";
+
+    if (!gw || !(gw->cfg = copy_config(cfg))) {
+        fprintf(stderr, "rtugw: out of memory\n");
+        free(gw);
+        return NULL;
+    }
+    gw->opt = *opt;
+    gw->started_ns = gw_now_ns();
+    pthread_mutex_init(&gw->cache_lock, NULL);
+    gw->cache = calloc(cfg->poll_count + 1, sizeof *gw->cache);
+    gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
+    actor_config_t ac = { .workers = cfg->workers };
+    if (!gw->cache || !gw->buses || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
+        !(gw->io = io_new(gw))) {
+        gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");
+        gw_free(gw);
+        return NULL;
+    }
+    for (unsigned i = 0; i < cfg->bus_count; i++) {
+        gw->buses[i] = bus_new(gw, i, err, sizeof err);
+        if (!gw->buses[i] || bus_start(gw->buses[i]) != 0) {
+            gw_log(gw, CONFIG_LOG_ERROR, "bus %s: %s", cfg->buses[i].name, err);
+            gw_free(gw);
+            return NULL;
+        }
+        gw->bus_count++;
+        io_add_bus(gw->io, i, gw->buses[i]);
+    }
+    if (!(gw->poller = poller_new(gw, err, sizeof err)) ||
+        (cfg->tcp.enabled && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
+        (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err)))) {
+        gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
+        gw_free(gw);
+        return NULL;
+    }
+    for (unsigned i = 0; i < gw->bus_count; i++) {
+        char desc[160];
+        driver_describe(bus_driver(gw->buses[i]), desc, sizeof desc);
+        gw_log(gw, CONFIG_LOG_INFO, "bus %s: %s", cfg->buses[i].name, desc);
+    }
+    gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s%s:%u; http %s%s:%u", actor_system_workers(gw->actors),
+           cfg->tcp.enabled ? "" : "off ", cfg->tcp.bind, cfg->tcp.port, cfg->http.enabled ? "" : "off ",
+           cfg->http.bind, cfg->http.port);
+    return gw;
+}
+
+int gw_run(gw_t *gw)
+{
+    struct event *ev_status = NULL;
+    if (gw->opt.status_line) {
+        ev_status = event_new(io_base(gw->io), -1, EV_PERSIST, status_line, gw);
+        struct timeval second = { 1, 0 };
+        event_add(ev_status, &second);
+    }
+    int rc = io_run(gw->io);
+    if (ev_status) {
+        event_free(ev_status);
+        fputc('\n', stderr);
+    }
+    actor_system_shutdown(gw->actors, 500000000ull);
+    if (gw->cfg->router.state_file[0] && router_save(gw->router, gw->cfg->router.state_file) != 0)
+        gw_log(gw, CONFIG_LOG_WARN, "router: cannot save %s", gw->cfg->router.state_file);
+    gw_log(gw, CONFIG_LOG_INFO, "stopped");
+    return rc == 0 ? 0 : 1;
+}
+
+void gw_stop(gw_t *gw)
+{
+    io_wake_stop(gw->io);
+}
+
+void gw_free(gw_t *gw)
+{
+    if (!gw)
+        return;
+    if (gw->actors)
+        actor_system_shutdown(gw->actors, 0);
+    http_free(gw->http);
+    tcp_free(gw->tcp);
+    poller_free(gw->poller);
+    for (unsigned i = 0; i < gw->cfg->bus_count; i++)
+        bus_free(gw->buses[i]);
+    io_free(gw->io);
+    if (gw->actors)
+        actor_system_destroy(gw->actors);
+    if (gw->router)
+        router_free(gw->router);
+    pthread_mutex_destroy(&gw->cache_lock);
+    free(gw->buses);
+    free(gw->cache);
+    free(gw->cfg);
+    free(gw);
+}

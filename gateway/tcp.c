@@ -1,0 +1,396 @@
+/*
+ * gateway/tcp.c -- the Modbus TCP front end, on the I/O thread.
+ *
+ * Each connection keeps a ring of reply slots, one per request it has sent
+ * and not yet been answered, numbered by a per-connection sequence. Answers
+ * from the buses arrive in any order; a slot is written when its answer
+ * comes and the ring is flushed from its head, so pipelined requests are
+ * answered in the order they were asked, each with its own transaction id.
+ * When the ring is full the connection simply stops being read: TCP flow
+ * control pushes back on the client and nothing is dropped.
+ *
+ * A connection id is its table index plus a generation, so an answer that
+ * comes back after its connection closed (and the index was reused) is
+ * recognised, counted and discarded, never written to a stranger.
+ *
+ * Connections are sessions without an actor of their own: all their state
+ * is the socket's, which only this thread may touch, and an actor hop per
+ * request would add latency without taking work off this thread.
+ */
+#include "gateway/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TCP_TABLE 1024            /* the largest max_clients the config allows */
+#define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
+
+enum slot_state { SLOT_FREE = 0, SLOT_WAITING, SLOT_READY };
+
+typedef struct tcp_slot {
+    uint16_t tid;
+    uint8_t unit;
+    uint8_t state;
+    uint16_t len;
+    uint8_t pdu[RTU_MAX_PDU];
+} tcp_slot_t;
+
+typedef struct tcp_conn {
+    struct gw_tcp *tcp;
+    struct bufferevent *bev;
+    uint32_t id;
+    uint32_t head_seq, next_seq;   /* slots [head, next) are in use */
+    tcp_slot_t *slots;
+    uint64_t last_activity_ns;
+    bool paused;                    /* reading stopped: ring full */
+} tcp_conn_t;
+
+struct gw_tcp {
+    gw_t *gw;
+    config_tcp_t cfg;
+    struct evconnlistener *listener;
+    struct event *ev_idle;
+    tcp_conn_t *conns[TCP_TABLE];
+    uint16_t generation[TCP_TABLE];
+    unsigned in_flight;
+};
+
+static tcp_conn_t *conn_by_id(gw_tcp_t *tcp, uint32_t id)
+{
+    unsigned index = id & 0xFFFF;
+    if (index >= TCP_TABLE || !tcp->conns[index] || tcp->conns[index]->id != id)
+        return NULL;
+    return tcp->conns[index];
+}
+
+static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
+{
+    gw_tcp_t *tcp = c->tcp;
+    unsigned index = c->id & 0xFFFF;
+    unsigned waiting = 0;
+
+    for (uint32_t s = c->head_seq; s != c->next_seq; s++)
+        waiting++;
+    tcp->in_flight -= waiting;
+    if (reason)
+        gw_count(reason);
+    gw_count(&tcp->gw->tcp_metrics.closed);
+    atomic_fetch_sub_explicit(&tcp->gw->tcp_metrics.active, 1, memory_order_relaxed);
+    tcp->conns[index] = NULL;
+    tcp->generation[index]++;
+    bufferevent_free(c->bev);
+    free(c->slots);
+    free(c);
+}
+
+/* Writes every answered slot from the head of the ring, in order. */
+static void conn_flush(tcp_conn_t *c)
+{
+    gw_tcp_t *tcp = c->tcp;
+    unsigned depth = tcp->cfg.max_pending;
+    uint8_t frame[MBAP_MAX_ADU];
+
+    while (c->head_seq != c->next_seq) {
+        tcp_slot_t *s = &c->slots[c->head_seq % depth];
+        if (s->state != SLOT_READY)
+            break;
+        int n = mbap_encode(s->tid, s->unit, s->pdu, s->len, frame, sizeof frame);
+        if (n > 0)
+            bufferevent_write(c->bev, frame, (size_t)n);
+        s->state = SLOT_FREE;
+        c->head_seq++;
+        tcp->in_flight--;
+        gw_count(&tcp->gw->tcp_metrics.answers);
+    }
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TCP_OUT_LIMIT) {
+        gw_log(tcp->gw, CONFIG_LOG_WARN, "tcp: client does not read its answers; disconnecting");
+        conn_close(c, &tcp->gw->tcp_metrics.slow_reader_closed);
+    }
+}
+
+static void slot_answer(tcp_slot_t *s, const uint8_t *pdu, size_t len)
+{
+    memcpy(s->pdu, pdu, len);
+    s->len = (uint16_t)len;
+    s->state = SLOT_READY;
+}
+
+static void slot_exception(tcp_slot_t *s, uint8_t fc, uint8_t code)
+{
+    uint8_t pdu[2] = { (uint8_t)(fc | 0x80), code };
+    slot_answer(s, pdu, sizeof pdu);
+}
+
+static bool is_write(uint8_t fc)
+{
+    return fc == 5 || fc == 6 || fc == 15 || fc == 16 || fc == 22 || fc == 23;
+}
+
+/* unit -> bus and slave, per the [tcp] section. false: no path. */
+static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *slave)
+{
+    const config_route_t *r = &tcp->cfg.unit[unit];
+
+    if (r->set) {
+        *bus = r->broadcast ? tcp->cfg.default_bus : r->bus;
+        *slave = r->broadcast ? 0 : r->slave;
+        return true;
+    }
+    if (unit > 247)
+        return false;       /* 248..255 mean nothing on a serial line unless mapped */
+    *bus = tcp->cfg.default_bus;
+    *slave = unit;          /* unit 0 unmapped: a broadcast */
+    return tcp->gw->bus_count > 0;
+}
+
+/* One complete MBAP frame: validate, route, and give it a slot. */
+static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *pdu, size_t len)
+{
+    gw_tcp_t *tcp = c->tcp;
+    gw_t *gw = tcp->gw;
+    tcp_slot_t *s = &c->slots[c->next_seq % tcp->cfg.max_pending];
+    uint32_t seq = c->next_seq++;
+    rtu_request_t req;
+    rtu_status_t st;
+    unsigned bus, slave;
+
+    tcp->in_flight++;
+    gw_count(&gw->tcp_metrics.requests);
+    *s = (tcp_slot_t){ .tid = h->transaction, .unit = h->unit, .state = SLOT_WAITING };
+
+    st = rtu_request_decode_pdu(pdu, len, &req);
+    if (st == RTU_ERR_FUNCTION) {
+        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
+    } else if (st != RTU_OK) {
+        slot_exception(s, pdu[0], 0x03);   /* illegal data value: malformed request */
+    } else if (tcp->cfg.read_only && is_write(pdu[0])) {
+        gw_count(&gw->tcp_metrics.read_only_refused);
+        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
+    } else if (!route(tcp, h->unit, &bus, &slave) || bus >= gw->bus_count ||
+               (slave == 0 && !is_write(pdu[0]))) {
+        gw_count(&gw->tcp_metrics.unrouted);
+        slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
+    } else {
+        gw_request_t r = { .origin = ORIGIN_TCP, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
+                           .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns() };
+        memcpy(r.pdu, pdu, len);
+        if (actor_send(gw->actors, bus_ref(gw->buses[bus]), MSG_REQUEST, &r,
+                       offsetof(gw_request_t, pdu) + len) != 0)
+            slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
+    }
+    conn_flush(c);
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+    tcp_conn_t *c = arg;
+    gw_tcp_t *tcp = c->tcp;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    uint8_t frame[MBAP_MAX_ADU];
+    mbap_header_t h;
+    uint32_t id = c->id;   /* c may be freed by a flush below; the id tells */
+
+    c->last_activity_ns = gw_now_ns();
+    while (evbuffer_get_length(in) >= MBAP_HEADER_LEN) {
+        if (c->next_seq - c->head_seq == tcp->cfg.max_pending) {
+            /* Ring full: stop reading until answers free a slot. */
+            bufferevent_disable(bev, EV_READ);
+            c->paused = true;
+            return;
+        }
+        evbuffer_copyout(in, frame, MBAP_HEADER_LEN);
+        int rc = mbap_decode_header(frame, MBAP_HEADER_LEN, &h);
+        if (rc != 0) {
+            gw_log(tcp->gw, CONFIG_LOG_WARN, "tcp: %s MBAP header (protocol %u, length %u); closing that connection",
+                   rc == -EPROTO ? "non-Modbus" : "oversized", h.protocol, h.length);
+            conn_close(c, &tcp->gw->tcp_metrics.bad_mbap);
+            return;
+        }
+        size_t total = 6u + h.length;
+        if (evbuffer_get_length(in) < total)
+            return;
+        evbuffer_remove(in, frame, total);
+        conn_request(c, &h, frame + MBAP_HEADER_LEN, total - MBAP_HEADER_LEN);
+        if (!conn_by_id(tcp, id))
+            return;   /* closed while flushing (slow reader) */
+    }
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    tcp_conn_t *c = arg;
+    (void)bev;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        conn_close(c, NULL);
+}
+
+void tcp_on_answer(gw_tcp_t *tcp, uint32_t conn_id, uint32_t seq, const uint8_t *pdu, size_t len)
+{
+    tcp_conn_t *c = conn_by_id(tcp, conn_id);
+
+    if (!c || seq - c->head_seq >= c->next_seq - c->head_seq) {
+        gw_count(&tcp->gw->tcp_metrics.discarded);   /* its client left */
+        return;
+    }
+    slot_answer(&c->slots[seq % tcp->cfg.max_pending], pdu, len);
+    conn_flush(c);
+    c = conn_by_id(tcp, conn_id);
+    if (c && c->paused && c->next_seq - c->head_seq < tcp->cfg.max_pending) {
+        c->paused = false;
+        bufferevent_enable(c->bev, EV_READ);
+        conn_read(c->bev, c);   /* requests already buffered */
+    }
+}
+
+static bool allowed(const gw_tcp_t *tcp, const struct sockaddr *sa)
+{
+    if (tcp->cfg.allow_count == 0)
+        return true;
+    if (sa->sa_family != AF_INET)
+        return false;
+    uint32_t a = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+    for (unsigned i = 0; i < tcp->cfg.allow_count; i++)
+        if ((a & tcp->cfg.allow[i].mask) == tcp->cfg.allow[i].addr)
+            return true;
+    return false;
+}
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    gw_t *gw = tcp->gw;
+    unsigned index = TCP_TABLE;
+    (void)l;
+    (void)salen;
+
+    if (!allowed(tcp, sa)) {
+        gw_count(&gw->tcp_metrics.refused_allow);
+        evutil_closesocket(fd);
+        return;
+    }
+    if (gw_read(&gw->tcp_metrics.active) < tcp->cfg.max_clients)
+        for (index = 0; index < TCP_TABLE && tcp->conns[index]; index++)
+            ;
+    if (index >= TCP_TABLE) {
+        gw_count(&gw->tcp_metrics.refused_full);
+        evutil_closesocket(fd);
+        return;
+    }
+    tcp_conn_t *c = calloc(1, sizeof *c);
+    tcp_slot_t *slots = calloc(tcp->cfg.max_pending, sizeof *slots);
+    struct bufferevent *bev = bufferevent_socket_new(io_base(gw->io), fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c || !slots || !bev) {
+        free(c);
+        free(slots);
+        if (bev)
+            bufferevent_free(bev);
+        else
+            evutil_closesocket(fd);
+        gw_count(&gw->tcp_metrics.refused_full);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->tcp = tcp;
+    c->bev = bev;
+    c->slots = slots;
+    c->id = (uint32_t)tcp->generation[index] << 16 | index;
+    c->last_activity_ns = gw_now_ns();
+    tcp->conns[index] = c;
+    gw_count(&gw->tcp_metrics.accepted);
+    atomic_fetch_add_explicit(&gw->tcp_metrics.active, 1, memory_order_relaxed);
+    bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+static void on_idle_check(evutil_socket_t fd, short what, void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    uint64_t now = gw_now_ns();
+    (void)fd;
+    (void)what;
+    if (!tcp->cfg.idle_timeout_s)
+        return;
+    uint64_t limit = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (c && c->head_seq == c->next_seq && now - c->last_activity_ns > limit)
+            conn_close(c, &tcp->gw->tcp_metrics.idle_closed);
+    }
+}
+
+gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
+{
+    gw_tcp_t *tcp = calloc(1, sizeof *tcp);
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)gw->cfg->tcp.port) };
+
+    if (!tcp) {
+        snprintf(err, errcap, "out of memory");
+        return NULL;
+    }
+    tcp->gw = gw;
+    tcp->cfg = gw->cfg->tcp;
+    if (inet_pton(AF_INET, tcp->cfg.bind, &sin.sin_addr) != 1) {
+        snprintf(err, errcap, "[tcp] bind = '%s': not an IPv4 address", tcp->cfg.bind);
+        free(tcp);
+        return NULL;
+    }
+    tcp->listener = evconnlistener_new_bind(io_base(gw->io), on_accept, tcp,
+                                            LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                            128, (struct sockaddr *)&sin, sizeof sin);
+    if (!tcp->listener) {
+        snprintf(err, errcap, "tcp: cannot listen on %s:%u: %s", tcp->cfg.bind, tcp->cfg.port,
+                 strerror(errno));
+        free(tcp);
+        return NULL;
+    }
+    tcp->ev_idle = event_new(io_base(gw->io), -1, EV_PERSIST, on_idle_check, tcp);
+    struct timeval second = { 1, 0 };
+    event_add(tcp->ev_idle, &second);
+    return tcp;
+}
+
+void tcp_stop_accepting(gw_tcp_t *tcp)
+{
+    if (tcp->listener)
+        evconnlistener_disable(tcp->listener);
+}
+
+unsigned tcp_in_flight(const gw_tcp_t *tcp)
+{
+    return tcp ? tcp->in_flight : 0;
+}
+
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg)
+{
+    /* Policy only: the listener and the slot rings keep their sizes. */
+    tcp->cfg.read_only = cfg->read_only;
+    tcp->cfg.allow_count = cfg->allow_count;
+    memcpy(tcp->cfg.allow, cfg->allow, sizeof cfg->allow);
+    tcp->cfg.max_clients = cfg->max_clients;
+    tcp->cfg.idle_timeout_s = cfg->idle_timeout_s;
+}
+
+void tcp_free(gw_tcp_t *tcp)
+{
+    if (!tcp)
+        return;
+    for (unsigned i = 0; i < TCP_TABLE; i++)
+        if (tcp->conns[i])
+            conn_close(tcp->conns[i], NULL);
+    if (tcp->ev_idle)
+        event_free(tcp->ev_idle);
+    if (tcp->listener)
+        evconnlistener_free(tcp->listener);
+    free(tcp);
+}
