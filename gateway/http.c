@@ -230,9 +230,10 @@ static void on_status(struct evhttp_request *req, void *arg)
         const config_poll_t *pg = &gw->cfg->polls[i];
         const gw_cache_entry_t *e = &gw->cache[i];
         evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"device\":\"%s\",\"function\":%u,\"address\":%u,"
-                               "\"count\":%u,\"polls\":%llu,\"failures\":%llu,\"overruns\":%llu,\"ok\":%s,",
+                               "\"count\":%u,\"read\":%u,\"polls\":%llu,\"failures\":%llu,\"overruns\":%llu,"
+                               "\"ok\":%s,",
                             i ? "," : "", pg->name, gw->cfg->devices[pg->device].name, pg->function,
-                            pg->address, pg->count, (unsigned long long)e->polls,
+                            pg->address, pg->count, poller_read_of(gw->poller, i), (unsigned long long)e->polls,
                             (unsigned long long)e->failures, (unsigned long long)e->overruns,
                             e->ok ? "true" : "false");
         if (e->t_ns)

@@ -156,6 +156,9 @@ void bus_free(gw_bus_t *bus);
 /* Spawns the bus actor (after the actor system exists). */
 int bus_start(gw_bus_t *bus);
 actor_ref_t poller_ref(const gw_poller_t *p);
+/* Which merged read a poll group belongs to, and how many reads there are. */
+unsigned poller_read_of(const gw_poller_t *p, unsigned group);
+unsigned poller_read_count(const gw_poller_t *p);
 actor_ref_t bus_ref(const gw_bus_t *bus);
 driver_t *bus_driver(gw_bus_t *bus);
 const config_bus_t *bus_config(const gw_bus_t *bus);

@@ -311,6 +311,24 @@ def test_policy_limits_and_reload():
     g.stop()
 
 
+def test_poll_merge():
+    polls = "".join(f"[poll {n}]\ndevice = d1\nfunction = 3\naddress = {a}\ncount = {c}\ninterval_ms = 200\n"
+                    for n, a, c in (("a", 0, 10), ("b", 10, 10), ("c", 5, 3), ("far", 500, 5)))
+    g = Gateway(extra=polls)
+    time.sleep(0.7)
+    st = {p["name"]: p for p in g.status()["polls"]}
+    check(st["a"]["read"] == st["b"]["read"] == st["c"]["read"] != st["far"]["read"],
+          f"adjacent and overlapping groups share one read, the far one has its own: "
+          f"{[(n, p['read']) for n, p in st.items()]}")
+    c = g.client()
+    r = c.read_holding_registers(0, 20, slave=1)
+    c.close()
+    check(st["a"]["ok"] and st["a"]["values"] == r.registers[0:10] and st["b"]["values"] == r.registers[10:20]
+          and st["c"]["values"] == r.registers[5:8], "each group's values cut from the merged answer")
+    check("4 poll groups in 2 reads" in g.log_text(), "the merge is logged")
+    g.stop()
+
+
 def test_concurrent_clients():
     g = Gateway()
     errors = []
@@ -396,7 +414,7 @@ StartSerialServer(context=ModbusServerContext(slaves={{5: store}}, single=False)
 
 try:
     for t in (test_passthrough, test_silent_slave_and_backoff, test_policy_limits_and_reload,
-              test_concurrent_clients, test_pymodbus_rtu_server):
+              test_poll_merge, test_concurrent_clients, test_pymodbus_rtu_server):
         print(f"== {t.__name__}", flush=True)
         t()
 finally:
