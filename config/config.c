@@ -66,6 +66,7 @@ static const key_spec_t poll_keys[] = {
     U(config_poll_t, address, 0, 65535),
     U(config_poll_t, count, 1, 2000),
     U(config_poll_t, interval_ms, 10, 86400000),
+    U(config_poll_t, serve_cached_ms, 0, 86400000),
 };
 
 static const key_spec_t tcp_keys[] = {

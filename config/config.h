@@ -63,6 +63,8 @@ typedef struct config_poll {
     unsigned address;
     unsigned count;
     unsigned interval_ms;
+    unsigned serve_cached_ms;       /* TCP reads inside this group answered from the
+                                       cache while younger than this; 0: never */
     unsigned line;
 } config_poll_t;
 

@@ -62,6 +62,7 @@ static const metric_def_t tcp_defs[] = {
     TM(slow_reader_closed, "Connections closed: answers not read"),
     TM(idle_closed, "Connections closed: idle"),
     TM(unrouted, "Requests answered 0x0A: no route for the unit"),
+    TM(cache_hits, "Reads answered from the poll cache (serve_cached_ms)"),
 };
 
 static uint64_t field(const void *base, size_t offset)

@@ -97,7 +97,7 @@ typedef struct gw_slave_metrics {
 typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
     atomic_uint_fast64_t requests, answers, bad_mbap, discarded, read_only_refused;
-    atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted;
+    atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
 } gw_tcp_metrics_t;
 
 /* ---- the cache of polled values ----------------------------------------------- */

@@ -152,6 +152,54 @@ static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *sl
     return tcp->gw->bus_count > 0;
 }
 
+/*
+ * A read inside a poll group that allows it (serve_cached_ms), answered from
+ * the group's last poll while that is fresh enough: no bus transaction.
+ */
+static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
+                              tcp_slot_t *s)
+{
+    gw_t *gw = tcp->gw;
+    const config_t *cfg = gw->cfg;
+    uint64_t now = gw_now_ns();
+    uint8_t pdu[RTU_MAX_PDU];
+    bool hit = false;
+
+    if (req->function < 1 || req->function > 4)
+        return false;
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < cfg->poll_count && !hit; i++) {
+        const config_poll_t *g = &cfg->polls[i];
+        const config_device_t *d = &cfg->devices[g->device];
+        const gw_cache_entry_t *e = &gw->cache[i];
+        if (!g->serve_cached_ms || d->bus != bus || d->slave != slave || g->function != req->function ||
+            req->address < g->address || req->address + req->quantity > g->address + g->count ||
+            !e->ok || now - e->t_ns > (uint64_t)g->serve_cached_ms * 1000000ull)
+            continue;
+        unsigned off = req->address - g->address;
+        pdu[0] = req->function;
+        if (req->function >= 3) {
+            pdu[1] = (uint8_t)(2 * req->quantity);
+            for (unsigned k = 0; k < req->quantity; k++) {
+                pdu[2 + 2 * k] = (uint8_t)(e->values[off + k] >> 8);
+                pdu[3 + 2 * k] = (uint8_t)e->values[off + k];
+            }
+        } else {
+            pdu[1] = (uint8_t)((req->quantity + 7) / 8);
+            memset(pdu + 2, 0, pdu[1]);
+            for (unsigned k = 0; k < req->quantity; k++)
+                pdu[2 + k / 8] |= (uint8_t)((e->values[off + k] & 1) << (k % 8));
+        }
+        hit = true;
+    }
+    pthread_mutex_unlock(&gw->cache_lock);
+    if (hit) {
+        slot_answer(s, pdu, 2u + pdu[1]);
+        gw_count(&gw->tcp_metrics.cache_hits);
+    }
+    return hit;
+}
+
 /* One complete MBAP frame: validate, route, and give it a slot. */
 static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *pdu, size_t len)
 {
@@ -179,7 +227,7 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
                (slave == 0 && !is_write(pdu[0]))) {
         gw_count(&gw->tcp_metrics.unrouted);
         slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
-    } else {
+    } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
         gw_request_t r = { .origin = ORIGIN_TCP, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
                            .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns() };
         memcpy(r.pdu, pdu, len);

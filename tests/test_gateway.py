@@ -327,6 +327,22 @@ def test_poll_merge():
           and st["c"]["values"] == r.registers[5:8], "each group's values cut from the merged answer")
     check("4 poll groups in 2 reads" in g.log_text(), "the merge is logged")
     g.stop()
+    # serve_cached_ms: reads inside the group come from the last poll, others go to the bus
+    g = Gateway(extra="[poll cached]\ndevice = d2\nfunction = 3\naddress = 40\ncount = 20\n"
+                      "interval_ms = 100\nserve_cached_ms = 5000\n")
+    time.sleep(0.5)
+    c = g.client()
+    before = g.metrics()
+    bus_before = before['rtugw_bus_requests_total{bus="line"}']
+    r1 = c.read_holding_registers(45, 5, slave=2)
+    r2 = c.read_holding_registers(30, 5, slave=2)    # outside the group: to the bus
+    after = g.metrics()
+    check(not r1.isError() and r1.registers == [2045, 2046, 2047, 2048, 2049], f"cached read values {r1}")
+    check(after["rtugw_tcp_cache_hits_total"] - before["rtugw_tcp_cache_hits_total"] == 1,
+          "one read answered from the cache, the other not")
+    check(not r2.isError() and r2.registers == [2030, 2031, 2032, 2033, 2034], f"uncached read {r2}")
+    c.close()
+    g.stop()
 
 
 def test_concurrent_clients():
