@@ -90,70 +90,6 @@ static void test_tier_frames(void **state)
     free(g);
 }
 
-static void put_crc(uint8_t *a, size_t len)
-{
-    uint16_t crc = rtu_crc16_reference(a, len - 2);
-    a[len - 2] = (uint8_t)crc;
-    a[len - 1] = (uint8_t)(crc >> 8);
-}
-
-/* A frame that is valid more often than not: the right shape for a random
- * function, then (sometimes) a mutation. */
-static size_t random_frame(uint64_t *s, uint8_t *a)
-{
-    static const uint8_t fcs[] = { 1, 2, 3, 4, 5, 6, 15, 16, 22, 23, 7, 8, 17, 43, 0, 0x83, 0x90 };
-    uint64_t r = test_rand(s);
-    uint8_t fc = fcs[r % sizeof fcs];
-    size_t len;
-
-    a[0] = (uint8_t)(r >> 8);
-    a[1] = fc;
-    if (fc == 1 || fc == 2 || fc == 3 || fc == 4 || fc == 23) {
-        size_t bc = 1 + (r >> 16) % 250;
-        if (fc >= 3 && (r >> 40) % 8)
-            bc &= ~(size_t)1;     /* mostly even for registers */
-        if (bc == 0)
-            bc = 2;
-        a[2] = (uint8_t)bc;
-        len = 5 + bc;
-    } else if (fc == 5 || fc == 6 || fc == 15 || fc == 16) {
-        len = 8;
-    } else if (fc == 22) {
-        len = 10;
-    } else if (fc & 0x80) {
-        len = 5;
-    } else {
-        len = 4 + (r >> 16) % 253;
-    }
-    for (size_t i = (a[1] <= 4 || a[1] == 23) ? 3 : 2; i < len; i++)
-        a[i] = (uint8_t)test_rand(s);
-    if (fc == 5 && (r >> 48) % 4)
-        a[4] = (r >> 50) & 1 ? 0xFF : 0x00, a[5] = 0;
-    put_crc(a, len);
-
-    switch ((r >> 56) % 8) {
-    case 0: /* flip a byte, CRC now (almost surely) wrong */
-        a[test_rand(s) % len] ^= (uint8_t)(1 + test_rand(s) % 255);
-        break;
-    case 1: /* change the length, keep a valid CRC over the new length */
-        len = test_rand(s) % 261;
-        for (size_t i = 0; i < len; i++)
-            a[i] = i < 2 ? a[i] : (uint8_t)test_rand(s);
-        if (len >= 4 && (test_rand(s) & 1))
-            put_crc(a, len);
-        break;
-    case 2: /* corrupt the byte count, keep the CRC valid */
-        if (len > 4) {
-            a[2] = (uint8_t)test_rand(s);
-            put_crc(a, len);
-        }
-        break;
-    default:
-        break;
-    }
-    return len;
-}
-
 static void test_property_million(void **state)
 {
     (void)state;
@@ -163,7 +99,7 @@ static void test_property_million(void **state)
     unsigned long ok = 0, total = 1000000;
     unsigned long by_status[RTU_STATUS_COUNT] = { 0 };
     for (unsigned long i = 0; i < total; i++) {
-        size_t len = random_frame(&s, a);
+        size_t len = test_random_frame(&s, a);
         rtu_status_t st = check_all_paths(a, len, seed);
         by_status[st]++;
         ok += st == RTU_OK;
@@ -192,7 +128,7 @@ static void test_every_length_of_register_reads(void **state)
         a[2] = (uint8_t)bc;
         for (size_t i = 0; i < bc; i++)
             a[3 + i] = (uint8_t)(i * 13);
-        put_crc(a, 5 + bc);
+        test_put_crc(a, 5 + bc);
         rtu_status_t st = check_all_paths(a, 5 + bc, 0);
         int should = bc != 0 && bc % 2 == 0 && bc <= 250;
         assert_int_equal(st == RTU_OK, should);
@@ -214,7 +150,7 @@ static void test_swap_all_counts_and_alignments(void **state)
             a[2] = (uint8_t)(regs * 2);
             for (size_t i = 0; i < regs * 2; i++)
                 a[3 + i] = (uint8_t)(i ^ align);
-            put_crc(a, 5 + regs * 2);
+            test_put_crc(a, 5 + regs * 2);
             rtu_envelope_t env;
             assert_int_equal(rtu_decode_native(a, 5 + regs * 2, &env), RTU_OK);
             for (size_t r = 0; r < regs; r++)

@@ -42,13 +42,6 @@
 
 /* ---- frames ---------------------------------------------------------------- */
 
-static void put_crc(uint8_t *a, size_t len)
-{
-    uint16_t crc = rtu_crc16_reference(a, len - 2);
-    a[len - 2] = (uint8_t)crc;
-    a[len - 1] = (uint8_t)(crc >> 8);
-}
-
 /* A valid response whose length lies in lo..hi (hi >= 5). */
 static size_t valid_frame_in(uint64_t *s, uint8_t *a, unsigned lo, unsigned hi)
 {
@@ -87,62 +80,7 @@ static size_t valid_frame_in(uint64_t *s, uint8_t *a, unsigned lo, unsigned hi)
         for (size_t i = 3; i < len - 2; i++)
             a[i] = (uint8_t)test_rand(s);
     }
-    put_crc(a, len);
-    return len;
-}
-
-/* Valid more often than not, with mutations (same shape as test_decode). */
-static size_t random_frame(uint64_t *s, uint8_t *a)
-{
-    static const uint8_t fcs[] = { 1, 2, 3, 4, 5, 6, 15, 16, 22, 23, 7, 8, 17, 43, 0, 0x83, 0x90 };
-    uint64_t r = test_rand(s);
-    uint8_t fc = fcs[r % sizeof fcs];
-    size_t len;
-
-    a[0] = (uint8_t)(r >> 8);
-    a[1] = fc;
-    if (fc == 1 || fc == 2 || fc == 3 || fc == 4 || fc == 23) {
-        size_t bc = 1 + (r >> 16) % 250;
-        if (fc >= 3 && (r >> 40) % 8)
-            bc &= ~(size_t)1;
-        if (bc == 0)
-            bc = 2;
-        a[2] = (uint8_t)bc;
-        len = 5 + bc;
-    } else if (fc == 5 || fc == 6 || fc == 15 || fc == 16) {
-        len = 8;
-    } else if (fc == 22) {
-        len = 10;
-    } else if (fc & 0x80) {
-        len = 5;
-    } else {
-        len = 4 + (r >> 16) % 253;
-    }
-    for (size_t i = (a[1] <= 4 || a[1] == 23) ? 3 : 2; i < len; i++)
-        a[i] = (uint8_t)test_rand(s);
-    if (fc == 5 && (r >> 48) % 4)
-        a[4] = (r >> 50) & 1 ? 0xFF : 0x00, a[5] = 0;
-    put_crc(a, len);
-    switch ((r >> 56) % 8) {
-    case 0:
-        a[test_rand(s) % len] ^= (uint8_t)(1 + test_rand(s) % 255);
-        break;
-    case 1:
-        len = test_rand(s) % 261;
-        for (size_t i = 0; i < len; i++)
-            a[i] = i < 2 ? a[i] : (uint8_t)test_rand(s);
-        if (len >= 4 && (test_rand(s) & 1))
-            put_crc(a, len);
-        break;
-    case 2:
-        if (len > 4) {
-            a[2] = (uint8_t)test_rand(s);
-            put_crc(a, len);
-        }
-        break;
-    default:
-        break;
-    }
+    test_put_crc(a, len);
     return len;
 }
 
@@ -548,7 +486,7 @@ static void expect_fresh(const char *path, const char *why, const router_config_
     }
     uint8_t a[8] = { 1, 3, 2, 0x44, 0xcb, 0, 0 };
     rtu_envelope_t env, want;
-    put_crc(a, 7);
+    test_put_crc(a, 7);
     assert_int_equal(router_decode(t, a, 7, &env), RTU_OK);
     rtu_decode_reference(a, 7, &want);
     assert_memory_equal(&env, &want, sizeof env);
@@ -720,7 +658,7 @@ static void test_equivalence(void **state)
         uint64_t s = seed;
         unsigned long frames = e == 1 ? 200000 : 50000;
         for (unsigned long i = 0; i < frames; i++) {
-            size_t len = random_frame(&s, a);
+            size_t len = test_random_frame(&s, a);
             check_routed(t, a, len, seed);
         }
         router_report_t rep;

@@ -23,4 +23,11 @@ golden_frame_t *golden_load(size_t *count);
 uint64_t test_seed(const char *what);
 uint64_t test_rand(uint64_t *state);
 
+/* Writes the CRC-16/MODBUS of a[0..len-2) into its last two bytes. */
+void test_put_crc(uint8_t *a, size_t len);
+/* A random response frame of any function shape, valid more often than not,
+ * sometimes mutated (byte flipped, length changed, byte count corrupted).
+ * Lengths 0..260; a must hold 300 bytes. */
+size_t test_random_frame(uint64_t *state, uint8_t *a);
+
 #endif
