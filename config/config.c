@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum key_type { K_UINT, K_BOOL, K_DOUBLE, K_STRING, K_PARITY, K_RS485, K_LOG } key_type_t;
+typedef enum key_type { K_UINT, K_BOOL, K_DOUBLE, K_STRING, K_PARITY, K_RS485, K_LOG, K_LOGTARGET } key_type_t;
 
 typedef struct key_spec {
     const char *name;
@@ -33,6 +33,7 @@ typedef struct key_spec {
 static const key_spec_t gateway_keys[] = {
     U(config_t, workers, 0, 256),
     { "log_level", K_LOG, offsetof(config_t, log_level), 0, 0 },
+    { "log_target", K_LOGTARGET, offsetof(config_t, log_syslog), 0, 0 },
 };
 
 static const key_spec_t bus_keys[] = {
@@ -240,6 +241,19 @@ static void set_key(loader_t *ld, const key_spec_t *k, const char *value)
                 return;
             }
         bad_value(ld, k->name, value, "expected error, warn, info or debug");
+        return;
+    }
+    case K_LOGTARGET: {
+        bool syslog_on;
+        if (strcmp(value, "stderr") == 0)
+            syslog_on = false;
+        else if (strcmp(value, "syslog") == 0)
+            syslog_on = true;
+        else {
+            bad_value(ld, k->name, value, "expected stderr or syslog");
+            return;
+        }
+        memcpy(field, &syslog_on, sizeof syslog_on);
         return;
     }
     }

@@ -116,6 +116,7 @@ typedef struct config {
     char source[CONFIG_PATH_MAX];   /* file name, or "<demo>" */
     unsigned workers;               /* 0: online cores */
     config_log_t log_level;
+    bool log_syslog;                /* log_target = syslog (else stderr) */
     config_bus_t buses[CONFIG_MAX_BUSES];
     unsigned bus_count;
     config_device_t devices[CONFIG_MAX_DEVICES];

@@ -75,6 +75,19 @@ gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave)
     return slave < 248 ? &bus->sm[slave] : NULL;
 }
 
+/* At debug level, every frame on the line in hex: what an engineer with a
+ * bus monitor would want to see, without a bus monitor. */
+static void log_frame(const gw_bus_t *bus, const char *dir, const uint8_t *p, size_t n)
+{
+    char hex[3 * RTU_MAX_ADU + 1];
+    if (bus->gw->cfg->log_level < CONFIG_LOG_DEBUG)
+        return;
+    for (size_t i = 0; i < n && i < RTU_MAX_ADU; i++)
+        snprintf(hex + 3 * i, 4, "%02x ", p[i]);
+    hex[n ? 3 * (n < RTU_MAX_ADU ? n : RTU_MAX_ADU) - 1 : 0] = 0;
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s %s %s", bus->cfg.name, dir, hex);
+}
+
 static uint64_t wire_ns(const gw_bus_t *bus, size_t bytes)
 {
     return (uint64_t)bytes * bus->char_bits * 1000000000ull / bus->cfg.baud;
@@ -160,6 +173,7 @@ static void send_current(gw_bus_t *bus)
         return;
     }
     rtu_framer_reset(bus->framer);
+    log_frame(bus, "tx", adu, (size_t)n);
     io_post_serial_write(bus->gw->io, bus->index, adu, (size_t)n);
     bus->attempts++;
     bus->txn++;
@@ -297,6 +311,7 @@ static void on_frame(gw_bus_t *bus, const rtu_frame_t *f)
     rtu_envelope_t env;
     uint64_t now = gw_now_ns();
 
+    log_frame(bus, f->crc_ok ? "rx" : "rx (bad crc)", f->adu, f->len);
     if (!bus->busy) {
         gw_count(&bus->m.foreign_frames);   /* late or unsolicited: never delivered */
         return;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,13 @@ void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
 
     if (gw && level > gw->cfg->log_level)
         return;
+    if (gw && gw->cfg->log_syslog) {
+        static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+        va_start(ap, fmt);
+        vsyslog(LOG_DAEMON | prio[level], fmt, ap);
+        va_end(ap);
+        return;
+    }
     clock_gettime(CLOCK_REALTIME, &ts);   /* wall time for people; everything else is monotonic */
     gmtime_r(&ts.tv_sec, &tm);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
@@ -103,6 +111,8 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     }
     gw->opt = *opt;
     gw->started_ns = gw_now_ns();
+    if (cfg->log_syslog)
+        openlog("rtugw", LOG_PID, LOG_DAEMON);
     pthread_mutex_init(&gw->cache_lock, NULL);
     gw->cache = calloc(cfg->poll_count + 1, sizeof *gw->cache);
     gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);

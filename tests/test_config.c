@@ -153,6 +153,18 @@ static void test_required_and_cross_checks(void **state)
         expect_error(&errs, "t.ini: [tcp] and [http] both use 127.0.0.1:8502", NULL);
 }
 
+static void test_log_target(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    config_t *cfg = load("[gateway]\nlog_target = syslog\n[bus a]\nport = /dev/x\n", &errs);
+    assert_non_null(cfg);
+    assert_true(cfg->log_syslog);
+    config_free(cfg);
+    assert_null(load("[gateway]\nlog_target = file\n[bus a]\nport = /dev/x\n", &errs));
+    expect_error(&errs, "t.ini:2: [gateway] log_target = 'file'", "stderr or syslog");
+}
+
 static void test_error_list_is_bounded(void **state)
 {
     (void)state;
@@ -177,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_syntax_and_long_lines),
         cmocka_unit_test(test_required_and_cross_checks),
         cmocka_unit_test(test_error_list_is_bounded),
+        cmocka_unit_test(test_log_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,14 +73,15 @@ def free_port():
 
 
 class Gateway:
-    def __init__(self, extra_tcp="", bus="port = sim:1,2,3\nbaud = 19200\n", devices=None, extra=""):
+    def __init__(self, extra_tcp="", bus="port = sim:1,2,3\nbaud = 19200\n", devices=None, extra="",
+                 log_level="info"):
         self.tcp_port, self.http_port = free_port(), free_port()
         self.dir = tempfile.mkdtemp(prefix="rtugw-test-")
         self.cfg = os.path.join(self.dir, "rtugw.conf")
         devices = devices if devices is not None else "".join(
             f"[device d{s}]\nslave = {s}\ndead_after = {0 if s == 8 else 2}\ndead_backoff_ms = 3000\n"
             for s in (1, 2, 3, 8, 9))
-        self.text = (f"[gateway]\nlog_level = info\n[bus line]\n{bus}response_timeout_ms = 150\nretries = 1\n"
+        self.text = (f"[gateway]\nlog_level = {log_level}\n[bus line]\n{bus}response_timeout_ms = 150\nretries = 1\n"
                      f"{devices}[tcp]\nport = {self.tcp_port}\ndefault_bus = line\nmax_clients = 64\n{extra_tcp}"
                      f"[http]\nport = {self.http_port}\n{extra}")
         with open(self.cfg, "w") as f:
@@ -329,7 +330,7 @@ def test_poll_merge():
     g.stop()
     # serve_cached_ms: reads inside the group come from the last poll, others go to the bus
     g = Gateway(extra="[poll cached]\ndevice = d2\nfunction = 3\naddress = 40\ncount = 20\n"
-                      "interval_ms = 100\nserve_cached_ms = 5000\n")
+                      "interval_ms = 100\nserve_cached_ms = 5000\n", log_level="debug")
     time.sleep(0.5)
     c = g.client()
     before = g.metrics()
@@ -341,6 +342,7 @@ def test_poll_merge():
     check(after["rtugw_tcp_cache_hits_total"] - before["rtugw_tcp_cache_hits_total"] == 1,
           "one read answered from the cache, the other not")
     check(not r2.isError() and r2.registers == [2030, 2031, 2032, 2033, 2034], f"uncached read {r2}")
+    check("bus line tx 02 03 00 1e 00 05" in g.log_text(), "debug log dumps the frame sent, in hex")
     c.close()
     g.stop()
 
