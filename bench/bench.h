@@ -26,5 +26,6 @@ uint64_t bench_now_ns(void);
 int bench_parse_main(int argc, char **argv);
 int bench_router_main(int argc, char **argv);
 int bench_actors_main(int argc, char **argv);
+int bench_crossover_main(int argc, char **argv);
 
 #endif

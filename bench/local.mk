@@ -3,3 +3,7 @@ bench_libbench_a_SOURCES = \
 	bench/bench.h bench/stats.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
+bench_libbench_a_SOURCES += bench/bench_crossover.c
+bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
+TESTS += tests/test_bench_crossover.sh
+EXTRA_DIST += tests/test_bench_crossover.sh

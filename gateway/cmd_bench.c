@@ -15,6 +15,7 @@ static const struct {
     { "parse", bench_parse_main, "ns per response decode, per form, at 7/21/255 bytes" },
     { "router", bench_router_main, "routed decode vs the faster arm, overhead, convergence" },
     { "actors", bench_actors_main, "ns per message, actor pairs ping-pong, 1 vs all workers vs mutex" },
+    { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },
 };
 
 static void usage(FILE *to)
