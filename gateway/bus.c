@@ -56,7 +56,18 @@ struct gw_bus {
     bool kick_pending;
     gw_request_t cur;
     unsigned attempts;
-    uint32_t txn;            /* bumps on every send and finish: stale timers see a different one */
+    uint32_t txn;            /* bumps on every send and finish: a stale retry sees a different one */
+    /*
+     * At most one timeout timer and one silence timer per bus are pending,
+     * whatever the request rate: a timer that fires checks the deadline in
+     * force *now* and re-arms itself if that is later. Arming one per
+     * attempt (they cannot be cancelled cheaply) kept rate x timeout timers
+     * alive, each a heap node and a wake-up.
+     */
+    uint64_t deadline_ns;    /* the attempt in flight times out then; 0: none */
+    uint64_t timer_at_ns;    /* the pending timeout timer fires then; 0: none */
+    uint64_t last_chunk_ns;  /* arrival stamp of the last serial chunk */
+    bool idle_pending;       /* a silence check is scheduled */
     uint64_t t_first_send_ns;
     uint64_t t_bus_free_ns;  /* the line must rest until then */
     uint64_t verify_state;
@@ -152,9 +163,35 @@ static bool slave_dead(gw_bus_t *bus, unsigned slave, uint64_t now)
 
 static void start_next(gw_bus_t *bus);
 
+/* How long past t3.5 the bus waits before it believes the line is quiet: the
+ * silence is judged on a worker, and bytes the I/O thread has not handed over
+ * yet must not make a frame look finished. */
+#define IDLE_SLACK_NS 5000000ull
+
+static void arm_timeout(gw_bus_t *bus, uint64_t deadline)
+{
+    uint64_t now = gw_now_ns();
+
+    bus->deadline_ns = deadline;
+    if (bus->timer_at_ns && bus->timer_at_ns <= deadline)
+        return;   /* the pending timer fires first and re-arms for this deadline */
+    bus->timer_at_ns = deadline;
+    actor_send_after(bus->gw->actors, bus->self, MSG_TIMEOUT, &deadline, sizeof deadline,
+                     deadline > now ? deadline - now : 0, NULL);
+}
+
+static void arm_idle(gw_bus_t *bus, uint64_t delay)
+{
+    if (bus->idle_pending)
+        return;
+    bus->idle_pending = true;
+    actor_send_after(bus->gw->actors, bus->self, MSG_IDLE, NULL, 0, delay, NULL);
+}
+
 static void finish(gw_bus_t *bus, uint64_t t_last_ns)
 {
     bus->busy = false;
+    bus->deadline_ns = 0;
     bus->txn++;
     bus->t_bus_free_ns = t_last_ns + bus->gap_ns;
     rtu_framer_reset(bus->framer);
@@ -195,8 +232,7 @@ static void send_current(gw_bus_t *bus)
         return;
     }
     unsigned timeout_ms = bus->slaves[bus->cur.slave].timeout_ms;
-    uint64_t timeout = (uint64_t)timeout_ms * 1000000ull + wire_ns(bus, (size_t)n);
-    actor_send_after(bus->gw->actors, bus->self, MSG_TIMEOUT, &bus->txn, sizeof bus->txn, timeout, NULL);
+    arm_timeout(bus, now + (uint64_t)timeout_ms * 1000000ull + wire_ns(bus, (size_t)n));
 }
 
 static void start_next(gw_bus_t *bus)
@@ -238,7 +274,8 @@ static void retry_or_fail(gw_bus_t *bus, uint64_t now, bool timed_out)
 {
     slave_state_t *s = &bus->slaves[bus->cur.slave];
 
-    bus->txn++;   /* whatever timer the last attempt armed is now stale */
+    bus->txn++;
+    bus->deadline_ns = 0;   /* no deadline while waiting to retry */
     if (bus->attempts <= bus->cfg.retries) {
         /* Same request again once the line has rested: it stays in flight,
          * so nothing queued behind it can overtake it. */
@@ -409,26 +446,41 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
         atomic_fetch_add_explicit(&bus->m.noise_bytes, after.noise_bytes - before.noise_bytes,
                                   memory_order_relaxed);
         /* A frame without a length rule ends with t3.5 of silence. */
+        bus->last_chunk_ns = b->t_ns;
         if (bus->busy)
-            actor_send_after(bus->gw->actors, bus->self, MSG_IDLE, &bus->txn, sizeof bus->txn,
-                             bus->t35_ns + 200000, NULL);
+            arm_idle(bus, bus->t35_ns + IDLE_SLACK_NS);
         break;
     }
-    case MSG_IDLE:
-        memcpy(&txn, data, sizeof txn);
-        if (bus->busy && txn == bus->txn) {
-            rtu_framer_idle(bus->framer, gw_now_ns());
-            drain_frames(bus);
+    case MSG_IDLE: {
+        uint64_t now = gw_now_ns(), quiet_at = bus->last_chunk_ns + bus->t35_ns + IDLE_SLACK_NS;
+        bus->idle_pending = false;
+        if (!bus->busy)
+            break;
+        if (now < quiet_at) {
+            arm_idle(bus, quiet_at - now);   /* bytes came since: look again later */
+            break;
         }
+        rtu_framer_idle(bus->framer, now - IDLE_SLACK_NS);
+        drain_frames(bus);
         break;
-    case MSG_TIMEOUT:
-        memcpy(&txn, data, sizeof txn);
-        if (bus->busy && txn == bus->txn) {
-            gw_count(&bus->m.timeouts);
-            gw_count(&bus->sm[bus->cur.slave].timeouts);
-            retry_or_fail(bus, gw_now_ns(), true);
+    }
+    case MSG_TIMEOUT: {
+        uint64_t fired, now = gw_now_ns();
+        memcpy(&fired, data, sizeof fired);
+        if (fired == bus->timer_at_ns)
+            bus->timer_at_ns = 0;
+        if (!bus->busy || !bus->deadline_ns)
+            break;
+        if (now < bus->deadline_ns) {
+            arm_timeout(bus, bus->deadline_ns);   /* a later attempt's deadline */
+            break;
         }
+        bus->deadline_ns = 0;
+        gw_count(&bus->m.timeouts);
+        gw_count(&bus->sm[bus->cur.slave].timeouts);
+        retry_or_fail(bus, now, true);
         break;
+    }
     case MSG_RETRY:
         memcpy(&txn, data, sizeof txn);
         if (bus->busy && txn == bus->txn)
@@ -444,6 +496,7 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
             gw_count(&bus->m.unavailable);
             bus_answer_exception(bus->gw, &bus->cur, MB_EX_PATH_UNAVAILABLE);
             bus->busy = false;
+            bus->deadline_ns = 0;
             bus->txn++;
         }
         start_next(bus);

@@ -116,7 +116,9 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     pthread_mutex_init(&gw->cache_lock, NULL);
     gw->cache = calloc(cfg->poll_count + 1, sizeof *gw->cache);
     gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
-    actor_config_t ac = { .workers = cfg->workers };
+    /* Actors: one per bus and the poller; the table is allocated up front,
+     * so size it to what the configuration needs rather than the default. */
+    actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + 16 };
     if (!gw->cache || !gw->buses || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
         !(gw->io = io_new(gw))) {
         gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");

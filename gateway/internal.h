@@ -34,10 +34,10 @@ struct event_base;
 enum gw_msg {
     MSG_REQUEST = 1, /* gw_request_t: to a bus actor */
     MSG_BYTES,       /* gw_bytes_t: serial chunk, to a bus actor */
-    MSG_TIMEOUT,     /* uint32_t transaction number, to a bus actor */
+    MSG_TIMEOUT,     /* uint64_t time it was armed to fire, to a bus actor */
     MSG_KICK,        /* start the next transaction (after the inter-frame gap) */
     MSG_RETRY,       /* uint32_t transaction: send the request in flight again */
-    MSG_IDLE,        /* uint32_t transaction: check for t3.5 silence */
+    MSG_IDLE,        /* no payload: check for t3.5 silence */
     MSG_PORT,        /* uint8_t 1 up / 0 down, to a bus actor */
     MSG_POLL_TICK,   /* uint32_t poll index, to the poller */
     MSG_ANSWER,      /* gw_answer_t, to the poller */

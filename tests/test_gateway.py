@@ -74,14 +74,14 @@ def free_port():
 
 class Gateway:
     def __init__(self, extra_tcp="", bus="port = sim:1,2,3\nbaud = 19200\n", devices=None, extra="",
-                 log_level="info"):
+                 log_level="info", timeout_ms=150):
         self.tcp_port, self.http_port = free_port(), free_port()
         self.dir = tempfile.mkdtemp(prefix="rtugw-test-")
         self.cfg = os.path.join(self.dir, "rtugw.conf")
         devices = devices if devices is not None else "".join(
             f"[device d{s}]\nslave = {s}\ndead_after = {0 if s == 8 else 2}\ndead_backoff_ms = 3000\n"
             for s in (1, 2, 3, 8, 9))
-        self.text = (f"[gateway]\nlog_level = {log_level}\n[bus line]\n{bus}response_timeout_ms = 150\nretries = 1\n"
+        self.text = (f"[gateway]\nlog_level = {log_level}\n[bus line]\n{bus}response_timeout_ms = {timeout_ms}\nretries = 1\n"
                      f"{devices}[tcp]\nport = {self.tcp_port}\ndefault_bus = line\nmax_clients = 64\n{extra_tcp}"
                      f"[http]\nport = {self.http_port}\n{extra}")
         with open(self.cfg, "w") as f:
@@ -408,8 +408,10 @@ StartSerialServer(context=ModbusServerContext(slaves={{5: store}}, single=False)
         time.sleep(0.1)
     else:
         check(False, "pymodbus RTU server started")
+    # pymodbus answers from Python: on a loaded machine (or under a sanitizer) its first
+    # answer can take far longer than the simulator's, so this line gets a 2 s timeout.
     g = Gateway(bus=f"port = {a}\nbaud = 19200\nparity = none\n",
-                devices="[device plc]\nslave = 5\n")
+                devices="[device plc]\nslave = 5\n", timeout_ms=2000)
     c = g.client()
     r = c.read_holding_registers(3, 5, slave=5)
     check(not r.isError() and r.registers == [503, 504, 505, 506, 507], f"pymodbus RTU server through rtugw: {r}")
