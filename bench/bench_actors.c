@@ -517,10 +517,8 @@ static void usage(FILE *to)
 
 static int parse_uint(const char *text, unsigned long min, unsigned long max, unsigned *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (errno || *end || end == text || v < min || v > max)
+    unsigned long v;
+    if (bench_parse_ulong(text, min, max, &v) != 0)
         return -1;
     *out = (unsigned)v;
     return 0;

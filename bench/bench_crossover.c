@@ -154,14 +154,6 @@ typedef struct callgrind_row {
 
 /* ---- frames ------------------------------------------------------------ */
 
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void put_crc(uint8_t *a, size_t len)
 {
     uint16_t crc = rtu_crc16_reference(a, len - 2);
@@ -196,12 +188,12 @@ static void make_frames(frame_set_t *set, size_t len, uint64_t seed)
         } else if (len == 256) {
             a[1] = 0x41;
             for (size_t i = 2; i < len - 2; i++)
-                a[i] = (uint8_t)xorshift(&seed);
+                a[i] = (uint8_t)bench_xorshift(&seed);
         } else {
             a[1] = len % 2 ? 3 : 1;
             a[2] = (uint8_t)(len - 5);
             for (size_t i = 3; i < len - 2; i++)
-                a[i] = (uint8_t)xorshift(&seed);
+                a[i] = (uint8_t)bench_xorshift(&seed);
         }
         put_crc(a, len);
     }

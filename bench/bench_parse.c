@@ -58,29 +58,11 @@ typedef struct parse_options {
     unsigned long iterations;
 } parse_options_t;
 
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* Read-holding-registers responses of `registers` registers, random data. */
 static void make_frames(frame_set_t *set, unsigned registers, uint64_t seed)
 {
-    set->len = 5 + 2 * (size_t)registers;
-    for (unsigned f = 0; f < DISTINCT_FRAMES; f++) {
-        uint8_t *a = set->adu[f];
-        a[0] = (uint8_t)(1 + f);
-        a[1] = 3;
-        a[2] = (uint8_t)(2 * registers);
-        for (size_t i = 3; i < set->len - 2; i++)
-            a[i] = (uint8_t)xorshift(&seed);
-        uint16_t crc = rtu_crc16_reference(a, set->len - 2);
-        a[set->len - 2] = (uint8_t)crc;
-        a[set->len - 1] = (uint8_t)(crc >> 8);
-    }
+    for (unsigned f = 0; f < DISTINCT_FRAMES; f++)
+        set->len = bench_register_frame(set->adu[f], 1 + f, registers, &seed);
 }
 
 static const parse_form_t *find_form(const char *name)
@@ -306,17 +288,6 @@ static void usage(FILE *to)
             "  --json         JSON instead of Markdown\n");
 }
 
-static int parse_uint(const char *text, unsigned long min, unsigned long max, unsigned long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (errno || *end || end == text || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int bench_parse_main(int argc, char **argv)
 {
     parse_options_t opt = { .rounds = 41, .warmup = 5, .frames = 4000, .iterations = 1000 };
@@ -343,7 +314,7 @@ int bench_parse_main(int argc, char **argv)
         case 'o': opt.only = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'r': case 'w': case 'f': case 'b': case 'i':
-            if (parse_uint(optarg, c == 'w' ? 0 : 1, 100000000, &v) != 0) {
+            if (bench_parse_ulong(optarg, c == 'w' ? 0 : 1, 100000000, &v) != 0) {
                 fprintf(stderr, "rtugw bench parse: invalid value '%s' for --%s\n", optarg,
                         c == 'r' ? "rounds" : c == 'w' ? "warmup" : c == 'f' ? "frames"
                         : c == 'b' ? "bytes" : "iterations");

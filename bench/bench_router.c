@@ -58,28 +58,10 @@ typedef struct router_bench_options {
     int json;
 } router_bench_options_t;
 
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void make_frames(frame_set_t *set, unsigned registers, uint64_t seed)
 {
-    set->len = 5 + 2 * (size_t)registers;
-    for (unsigned f = 0; f < DISTINCT_FRAMES; f++) {
-        uint8_t *a = set->adu[f];
-        a[0] = (uint8_t)(1 + f);
-        a[1] = 3;
-        a[2] = (uint8_t)(2 * registers);
-        for (size_t i = 3; i < set->len - 2; i++)
-            a[i] = (uint8_t)xorshift(&seed);
-        uint16_t crc = rtu_crc16_reference(a, set->len - 2);
-        a[set->len - 2] = (uint8_t)crc;
-        a[set->len - 1] = (uint8_t)(crc >> 8);
-    }
+    for (unsigned f = 0; f < DISTINCT_FRAMES; f++)
+        set->len = bench_register_frame(set->adu[f], 1 + f, registers, &seed);
 }
 
 static unsigned run_arm(rtu_decode_fn fn, const frame_set_t *set, unsigned n)

@@ -1,8 +1,12 @@
 noinst_LIBRARIES += bench/libbench.a
-bench_libbench_a_SOURCES = \
+bench_libbench_a_SOURCES = bench/internal.h \
 	bench/bench.h bench/stats.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
+bench_libbench_a_SOURCES += bench/bench_gateway.c
+bench_libbench_a_SOURCES += bench/bench_soak.c
+TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh
+EXTRA_DIST += tests/test_bench_gateway.sh tests/test_bench_soak.sh
 bench_libbench_a_SOURCES += bench/bench_crossover.c
 bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 TESTS += tests/test_bench_crossover.sh

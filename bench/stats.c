@@ -2,6 +2,9 @@
  * bench/stats.c -- order statistics for benchmark rounds.
  */
 #include "bench/bench.h"
+#include "parser/rtu.h"
+
+#include <errno.h>
 
 #include <stdlib.h>
 #include <time.h>
@@ -40,4 +43,38 @@ uint64_t bench_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t bench_xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+size_t bench_register_frame(uint8_t *a, unsigned slave, unsigned registers, uint64_t *seed)
+{
+    size_t len = 5 + 2 * (size_t)registers;
+
+    a[0] = (uint8_t)slave;
+    a[1] = 3;
+    a[2] = (uint8_t)(2 * registers);
+    for (size_t i = 3; i < len - 2; i++)
+        a[i] = (uint8_t)bench_xorshift(seed);
+    uint16_t crc = rtu_crc16_reference(a, len - 2);
+    a[len - 2] = (uint8_t)crc;
+    a[len - 1] = (uint8_t)(crc >> 8);
+    return len;
+}
+
+int bench_parse_ulong(const char *text, unsigned long min, unsigned long max, unsigned long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (errno || *end || end == text || *text == '-' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
 }

@@ -13,8 +13,10 @@ static const struct {
     const char *summary;
 } benches[] = {
     { "parse", bench_parse_main, "ns per response decode, per form, at 7/21/255 bytes" },
-    { "router", bench_router_main, "routed decode vs the faster arm, overhead, convergence" },
     { "actors", bench_actors_main, "ns per message, actor pairs ping-pong, 1 vs all workers vs mutex" },
+    { "router", bench_router_main, "routed decode vs the faster arm, overhead, convergence" },
+    { "gateway", bench_gateway_main, "rtugw rps and latency vs a direct RTU master, RSS, paced cycle" },
+    { "soak", bench_soak_main, "N mixed requests from many clients: answered once, RSS and fds flat" },
     { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },
 };
 

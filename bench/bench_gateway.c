@@ -1,0 +1,988 @@
+/*
+ * bench/bench_gateway.c -- `rtugw bench gateway`: requests per second and
+ * per-request latency through a running rtugw, side by side in the same run
+ * with the ceiling: a direct libmodbus RTU master on a pseudo-terminal
+ * against the same simulator code.
+ *
+ * Arms (the same simulator, driver_sim_*, unpaced, slave 1, on a pty pair):
+ *   rtugw  -- this binary started as a subprocess (`rtugw run -c FILE`, a
+ *             config in a temp dir with free ports, `port = sim:1`,
+ *             `gap_us = 1`), driven by 1 or 4 libmodbus TCP clients, one
+ *             thread each, each doing read-holding-registers back to back;
+ *   direct -- one libmodbus RTU master (modbus_new_rtu) in this process on
+ *             the slave side of driver_pty_open(), the simulator on a thread
+ *             serving the master side. A serial line has one master, so the
+ *             direct arm is always a single stream; the 4-client rows compare
+ *             rtugw's 4 clients (queued on the one bus) with that stream.
+ *
+ * The gap: 0 in the config means t3.5, i.e. 1.75 ms above 19200 baud, a rest
+ * that would cap the line at ~570 transactions/s and measure the gap, not the
+ * gateway. The direct master rests not at all between transactions (it
+ * writes the next request as soon as it has parsed the answer), and a pty has
+ * no wire to let settle, so the gateway gets the smallest gap it accepts,
+ * 1 us. Both simulators run at 115200 baud (which only sets the silence
+ * thresholds; a pty ignores baud).
+ *
+ * Method: per cell (registers 1, 8, 125 x clients 1, 4) the arms alternate in
+ * rounds (direct, rtugw, direct, rtugw, ...), each segment --seconds/--rounds
+ * long; --warmup rounds are run first and dropped. Reported per cell: median
+ * and p10-p90 of requests/s over the measured rounds for each arm, the
+ * per-round paired ratio rtugw/direct, and p50/p99 of per-request latency
+ * pooled over the measured rounds (for rtugw: each TCP client's call time).
+ *
+ * Also: the resident memory of a fresh gateway process (VmRSS, VmHWM,
+ * RssAnon, RssFile from /proc/PID/status, PSS from smaps_rollup) with one
+ * bus and 32 connected clients, idle and then busy; and a paced run (`port = sim-paced:1..10` at 19200 8E1, t3.5 gap):
+ * one poll cycle = one read of 10 registers from each of 10 slaves, asked
+ * at once by 10 clients, timed from the start to the last answer, against
+ * its computed wire time.
+ *
+ * The gateway-process helpers (bench_gw_*) are also used by bench_soak.c.
+ */
+#include "bench/bench.h"
+#include "bench/internal.h"
+#include "drivers/driver.h"
+
+#include <modbus/modbus.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- a gateway subprocess (shared with bench_soak.c) ---------------------- */
+
+
+struct bench_gw {
+    pid_t pid;
+    unsigned tcp_port, http_port;
+    char dir[128];
+    char cfg[192];
+    char log[192];
+};
+
+pid_t bench_gw_pid(const bench_gw_t *gw) { return gw->pid; }
+unsigned bench_gw_tcp_port(const bench_gw_t *gw) { return gw->tcp_port; }
+
+static unsigned free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    unsigned port = 0;
+
+    if (s < 0)
+        return 0;
+    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+static void print_log_tail(const bench_gw_t *gw)
+{
+    FILE *f = fopen(gw->log, "r");
+    if (!f)
+        return;
+    char line[512];
+    fprintf(stderr, "--- gateway log %s ---\n", gw->log);
+    while (fgets(line, sizeof line, f))
+        fputs(line, stderr);
+    fclose(f);
+}
+
+modbus_t *bench_gw_client(const bench_gw_t *gw, int slave)
+{
+    modbus_t *ctx = modbus_new_tcp("127.0.0.1", (int)gw->tcp_port);
+    if (!ctx)
+        return NULL;
+    modbus_set_slave(ctx, slave);
+    modbus_set_response_timeout(ctx, 3, 0);
+    if (modbus_connect(ctx) != 0) {
+        modbus_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void remove_dir(const bench_gw_t *gw)
+{
+    unlink(gw->cfg);
+    unlink(gw->log);
+    rmdir(gw->dir);
+}
+
+/*
+ * Writes a config (bus_text goes into [bus line], extra into [gateway]) and
+ * starts `THIS_BINARY run -c FILE`; returns once a read of one holding
+ * register from probe_slave came back through it. NULL with a message.
+ */
+bench_gw_t *bench_gw_start(const char *bus_text, unsigned probe_slave, const char *extra)
+{
+    bench_gw_t *gw = calloc(1, sizeof *gw);
+    char self[PATH_MAX];
+    const char *tmp = getenv("TMPDIR");
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+
+    if (!gw || n <= 0) {
+        fprintf(stderr, "rtugw bench: cannot find my own binary\n");
+        free(gw);
+        return NULL;
+    }
+    self[n] = 0;
+    snprintf(gw->dir, sizeof gw->dir, "%s/rtugw-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(gw->dir)) {
+        fprintf(stderr, "rtugw bench: mkdtemp %s: %s\n", gw->dir, strerror(errno));
+        free(gw);
+        return NULL;
+    }
+    snprintf(gw->cfg, sizeof gw->cfg, "%s/rtugw.conf", gw->dir);
+    snprintf(gw->log, sizeof gw->log, "%s/log", gw->dir);
+    gw->tcp_port = free_port();
+    gw->http_port = free_port();
+    while (gw->http_port == gw->tcp_port)
+        gw->http_port = free_port();
+    FILE *f = fopen(gw->cfg, "w");
+    if (!f || !gw->tcp_port || !gw->http_port) {
+        fprintf(stderr, "rtugw bench: cannot write %s or find free ports\n", gw->cfg);
+        if (f)
+            fclose(f);
+        remove_dir(gw);
+        free(gw);
+        return NULL;
+    }
+    fprintf(f,
+            "[gateway]\nlog_level = warn\n%s"
+            "[bus line]\n%s"
+            "[tcp]\nport = %u\ndefault_bus = line\nmax_clients = 256\nmax_pending = 16\n"
+            "idle_timeout_s = 0\nunit255 = line:%u\n"
+            "[http]\nport = %u\n",
+            extra ? extra : "", bus_text, gw->tcp_port, probe_slave, gw->http_port);
+    fclose(f);
+
+    int logfd = open(gw->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char *argv[] = { self, (char *)"run", (char *)"-c", gw->cfg, NULL };
+    pid_t parent = getpid();
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Only async-signal-safe calls until exec: the parent has threads. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(127);
+        if (logfd >= 0) {
+            dup2(logfd, STDOUT_FILENO);
+            dup2(logfd, STDERR_FILENO);
+        }
+        execv(self, argv);
+        _exit(127);
+    }
+    if (logfd >= 0)
+        close(logfd);
+    if (pid < 0) {
+        fprintf(stderr, "rtugw bench: fork: %s\n", strerror(errno));
+        remove_dir(gw);
+        free(gw);
+        return NULL;
+    }
+    gw->pid = pid;
+
+    uint64_t deadline = bench_now_ns() + 10000000000ull;
+    while (bench_now_ns() < deadline) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            fprintf(stderr, "rtugw bench: the gateway exited at start (status %d)\n",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+            print_log_tail(gw);
+            remove_dir(gw);
+            free(gw);
+            return NULL;
+        }
+        modbus_t *ctx = bench_gw_client(gw, (int)probe_slave);
+        if (ctx) {
+            uint16_t v;
+            int rc = modbus_read_registers(ctx, 0, 1, &v);
+            modbus_close(ctx);
+            modbus_free(ctx);
+            if (rc == 1)
+                return gw;
+        }
+        usleep(20000);
+    }
+    fprintf(stderr, "rtugw bench: the gateway did not answer within 10 s\n");
+    print_log_tail(gw);
+    bench_gw_stop(gw);
+    return NULL;
+}
+
+/* SIGTERM, wait up to 5 s (then SIGKILL). 0 after a clean exit 0. */
+int bench_gw_stop(bench_gw_t *gw)
+{
+    int st = 0, rc = 1;
+    if (!gw)
+        return 0;
+    kill(gw->pid, SIGTERM);
+    uint64_t deadline = bench_now_ns() + 5000000000ull;
+    for (;;) {
+        pid_t w = waitpid(gw->pid, &st, WNOHANG);
+        if (w == gw->pid) {
+            rc = WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+            break;
+        }
+        if (w < 0 || bench_now_ns() > deadline) {
+            kill(gw->pid, SIGKILL);
+            waitpid(gw->pid, &st, 0);
+            fprintf(stderr, "rtugw bench: the gateway did not stop within 5 s after SIGTERM\n");
+            break;
+        }
+        usleep(5000);
+    }
+    if (rc != 0)
+        print_log_tail(gw);
+    remove_dir(gw);
+    free(gw);
+    return rc;
+}
+
+/* A "VmRSS:"-style field of /proc/PID/status in KiB, or -1; "Pss" and
+ * "Pss_Anon" come from /proc/PID/smaps_rollup. */
+long bench_gw_status_kib(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    size_t flen = strlen(field);
+    long v = -1;
+
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid,
+             strncmp(field, "Pss", 3) == 0 ? "smaps_rollup" : "status");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
+            v = strtol(line + flen + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+int bench_gw_fd_count(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* GET /metrics over a plain socket; the value of the sample line `name`. */
+int bench_gw_metric(const bench_gw_t *gw, const char *name, double *value)
+{
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)gw->http_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct timeval tv = { 3, 0 };
+    static const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    int rc = -1;
+
+    if (s < 0 || !buf)
+        goto out;
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) != 0 ||
+        send(s, req, sizeof req - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof req - 1))
+        goto out;
+    for (;;) {
+        if (len + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                goto out;
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t n = recv(s, buf + len, cap - len - 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = 0;
+    size_t nlen = strlen(name);
+    for (char *p = buf; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, name, nlen) == 0 && p[nlen] == ' ') {
+            *value = strtod(p + nlen + 1, NULL);
+            rc = 0;
+            break;
+        }
+    }
+out:
+    if (s >= 0)
+        close(s);
+    free(buf);
+    return rc;
+}
+
+/* ---- samples ------------------------------------------------------------------ */
+
+typedef struct dvec {
+    double *v;
+    size_t n, cap;
+} dvec_t;
+
+static int dvec_push(dvec_t *d, double x)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 4096;
+        double *nv = realloc(d->v, cap * sizeof *nv);
+        if (!nv)
+            return -1;
+        d->v = nv;
+        d->cap = cap;
+    }
+    d->v[d->n++] = x;
+    return 0;
+}
+
+static int dvec_append(dvec_t *d, const dvec_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (dvec_push(d, s->v[i]))
+            return -1;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Quantile of a sorted vector, linear between closest ranks. */
+static double quantile(const dvec_t *d, double q)
+{
+    if (d->n == 0)
+        return 0;
+    double pos = q * (double)(d->n - 1);
+    size_t lo = (size_t)pos, hi = lo + 1 < d->n ? lo + 1 : lo;
+    return d->v[lo] + (d->v[hi] - d->v[lo]) * (pos - (double)lo);
+}
+
+/* ---- the arms -------------------------------------------------------------------- */
+
+typedef struct client {
+    pthread_t thread;
+    modbus_t *ctx;
+    unsigned regs;
+    pthread_barrier_t *start;
+    const uint64_t *deadline;
+    dvec_t lat;          /* us, this segment */
+    uint64_t ok, errors, t_end;
+} client_t;
+
+static void *client_main(void *arg)
+{
+    client_t *c = arg;
+    uint16_t regs[125];
+
+    pthread_barrier_wait(c->start);
+    uint64_t deadline = *c->deadline;
+    c->t_end = bench_now_ns();
+    for (;;) {
+        uint64_t t0 = bench_now_ns();
+        if (t0 >= deadline)
+            break;
+        int rc = modbus_read_registers(c->ctx, 0, (int)c->regs, regs);
+        uint64_t t1 = bench_now_ns();
+        if (rc == (int)c->regs) {
+            c->ok++;
+            dvec_push(&c->lat, (double)(t1 - t0) / 1000.0);
+        } else {
+            c->errors++;
+        }
+        c->t_end = t1;
+    }
+    return NULL;
+}
+
+/* One segment of n clients; returns requests/s, appends latencies. */
+static double run_clients(modbus_t **ctx, unsigned n, unsigned regs, uint64_t seg_ns,
+                          dvec_t *lat, uint64_t *errors)
+{
+    client_t c[64];
+    pthread_barrier_t start;
+    uint64_t deadline = 0, ok = 0, t_end = 0;
+
+    pthread_barrier_init(&start, NULL, n + 1);
+    for (unsigned i = 0; i < n; i++) {
+        c[i] = (client_t){ .ctx = ctx[i], .regs = regs, .start = &start, .deadline = &deadline };
+        pthread_create(&c[i].thread, NULL, client_main, &c[i]);
+    }
+    uint64_t t0 = bench_now_ns();
+    deadline = t0 + seg_ns;
+    pthread_barrier_wait(&start);
+    for (unsigned i = 0; i < n; i++) {
+        pthread_join(c[i].thread, NULL);
+        ok += c[i].ok;
+        *errors += c[i].errors;
+        if (c[i].t_end > t_end)
+            t_end = c[i].t_end;
+        if (lat)
+            dvec_append(lat, &c[i].lat);
+        free(c[i].lat.v);
+    }
+    pthread_barrier_destroy(&start);
+    return t_end > t0 ? (double)ok * 1e9 / (double)(t_end - t0) : 0;
+}
+
+typedef struct direct {
+    driver_sim_t *sim;
+    int master, slave_hold;
+    modbus_t *ctx;
+} direct_t;
+
+static int direct_open(direct_t *d)
+{
+    char err[DRIVER_ERRLEN], path[128];
+    driver_sim_config_t sc;
+
+    memset(d, 0, sizeof *d);
+    d->master = d->slave_hold = -1;
+    driver_sim_defaults(&sc);
+    driver_sim_parse_slaves("1", &sc);
+    sc.baud = 115200;
+    sc.char_bits = 10; /* 8N1, what the master below uses */
+    sc.live = true;    /* as in the gateway's simulator */
+    int rc = driver_pty_open(&d->master, &d->slave_hold, path, sizeof path);
+    if (rc) {
+        fprintf(stderr, "rtugw bench gateway: pseudo-terminal: %s\n", strerror(-rc));
+        return -1;
+    }
+    d->sim = driver_sim_new(&sc, err, sizeof err);
+    if (!d->sim) {
+        fprintf(stderr, "rtugw bench gateway: simulator: %s\n", err);
+        return -1;
+    }
+    rc = driver_sim_start(d->sim, d->master);
+    if (rc) {
+        fprintf(stderr, "rtugw bench gateway: simulator thread: %s\n", strerror(-rc));
+        driver_sim_free(d->sim);
+        d->sim = NULL;
+        return -1;
+    }
+    d->ctx = modbus_new_rtu(path, 115200, 'N', 8, 1);
+    if (!d->ctx || modbus_set_slave(d->ctx, 1) != 0 || modbus_connect(d->ctx) != 0) {
+        fprintf(stderr, "rtugw bench gateway: libmodbus RTU on %s: %s\n", path, modbus_strerror(errno));
+        return -1;
+    }
+    modbus_set_response_timeout(d->ctx, 1, 0);
+    return 0;
+}
+
+static void direct_close(direct_t *d)
+{
+    if (d->ctx) {
+        modbus_close(d->ctx);
+        modbus_free(d->ctx);
+    }
+    if (d->sim) {
+        driver_sim_stop(d->sim);
+        driver_sim_free(d->sim);
+    }
+    if (d->master >= 0)
+        close(d->master);
+    if (d->slave_hold >= 0)
+        close(d->slave_hold);
+}
+
+static double run_direct(direct_t *d, unsigned regs, uint64_t seg_ns, dvec_t *lat, uint64_t *errors)
+{
+    uint16_t v[125];
+    uint64_t ok = 0, t0 = bench_now_ns(), deadline = t0 + seg_ns, t_end = t0;
+
+    for (;;) {
+        uint64_t a = bench_now_ns();
+        if (a >= deadline)
+            break;
+        int rc = modbus_read_registers(d->ctx, 0, (int)regs, v);
+        uint64_t b = bench_now_ns();
+        if (rc == (int)regs) {
+            ok++;
+            if (lat)
+                dvec_push(lat, (double)(b - a) / 1000.0);
+        } else {
+            (*errors)++;
+            modbus_flush(d->ctx);
+        }
+        t_end = b;
+    }
+    return t_end > t0 ? (double)ok * 1e9 / (double)(t_end - t0) : 0;
+}
+
+/* ---- the benchmark ------------------------------------------------------------------ */
+
+typedef struct gw_options {
+    double seconds;
+    unsigned rounds, warmup, paced_cycles, workers;
+    int json;
+} gw_options_t;
+
+static const unsigned cell_regs[] = { 1, 8, 125 };
+static const unsigned cell_clients[] = { 1, 4 };
+#define NREGS (sizeof cell_regs / sizeof cell_regs[0])
+#define NCLIENTS (sizeof cell_clients / sizeof cell_clients[0])
+#define GAP_US 1
+#define RSS_CLIENTS 32
+
+typedef struct cell {
+    unsigned regs, clients;
+    bench_spread_t rtugw_rps, direct_rps, ratio;
+    double p50, p99, direct_p50, direct_p99;
+    uint64_t errors, direct_errors, requests, direct_requests;
+} cell_t;
+
+static void close_clients(modbus_t **ctx, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (ctx[i]) {
+            modbus_close(ctx[i]);
+            modbus_free(ctx[i]);
+            ctx[i] = NULL;
+        }
+}
+
+static int open_clients(const bench_gw_t *gw, modbus_t **ctx, unsigned n, int slave)
+{
+    for (unsigned i = 0; i < n; i++) {
+        ctx[i] = bench_gw_client(gw, slave);
+        if (!ctx[i]) {
+            fprintf(stderr, "rtugw bench gateway: TCP client %u cannot connect: %s\n", i,
+                    modbus_strerror(errno));
+            close_clients(ctx, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t *cell)
+{
+    modbus_t *ctx[4] = { 0 };
+    uint64_t seg_ns = (uint64_t)(opt->seconds / opt->rounds * 1e9);
+    double *rps_g = calloc(opt->rounds, sizeof *rps_g);
+    double *rps_d = calloc(opt->rounds, sizeof *rps_d);
+    double *ratio = calloc(opt->rounds, sizeof *ratio);
+    dvec_t lat_g = { 0 }, lat_d = { 0 };
+    int rc = -1;
+
+    if (!rps_g || !rps_d || !ratio || open_clients(gw, ctx, cell->clients, 1))
+        goto out;
+    for (unsigned r = 0; r < opt->warmup + opt->rounds; r++) {
+        bool measured = r >= opt->warmup;
+        uint64_t e_d = 0, e_g = 0;
+        size_t n_d = lat_d.n, n_g = lat_g.n;
+        double d_rps = run_direct(d, cell->regs, seg_ns, measured ? &lat_d : NULL, &e_d);
+        double g_rps = run_clients(ctx, cell->clients, cell->regs, seg_ns, measured ? &lat_g : NULL, &e_g);
+        if (!measured)
+            continue;
+        unsigned m = r - opt->warmup;
+        rps_d[m] = d_rps;
+        rps_g[m] = g_rps;
+        ratio[m] = d_rps > 0 ? g_rps / d_rps : 0;
+        cell->direct_errors += e_d;
+        cell->errors += e_g;
+        cell->direct_requests += lat_d.n - n_d;
+        cell->requests += lat_g.n - n_g;
+    }
+    bench_spread(rps_g, opt->rounds, &cell->rtugw_rps);
+    bench_spread(rps_d, opt->rounds, &cell->direct_rps);
+    bench_spread(ratio, opt->rounds, &cell->ratio);
+    qsort(lat_g.v, lat_g.n, sizeof *lat_g.v, cmp_double);
+    qsort(lat_d.v, lat_d.n, sizeof *lat_d.v, cmp_double);
+    cell->p50 = quantile(&lat_g, 0.5);
+    cell->p99 = quantile(&lat_g, 0.99);
+    cell->direct_p50 = quantile(&lat_d, 0.5);
+    cell->direct_p99 = quantile(&lat_d, 0.99);
+    rc = 0;
+out:
+    close_clients(ctx, 4);
+    free(rps_g);
+    free(rps_d);
+    free(ratio);
+    free(lat_g.v);
+    free(lat_d.v);
+    return rc;
+}
+
+typedef struct rss_result {
+    long before_kib, idle_kib, busy_kib, hwm_kib, anon_kib, file_kib, pss_kib;
+    double busy_rps;
+    uint64_t errors;
+} rss_result_t;
+
+/* 32 clients connected: idle, then all busy (8 registers each, back to back). */
+static int run_rss(const gw_options_t *opt, bench_gw_t *gw, rss_result_t *out)
+{
+    modbus_t *ctx[RSS_CLIENTS] = { 0 };
+    pid_t pid = bench_gw_pid(gw);
+    double busy_s = opt->seconds / 6 > 0.2 ? opt->seconds / 6 : 0.2;
+
+    out->before_kib = bench_gw_status_kib(pid, "VmRSS");
+    if (open_clients(gw, ctx, RSS_CLIENTS, 1))
+        return -1;
+    usleep(200000);
+    out->idle_kib = bench_gw_status_kib(pid, "VmRSS");
+    out->busy_rps = run_clients(ctx, RSS_CLIENTS, 8, (uint64_t)(busy_s * 1e9), NULL, &out->errors);
+    out->busy_kib = bench_gw_status_kib(pid, "VmRSS");
+    out->hwm_kib = bench_gw_status_kib(pid, "VmHWM");
+    out->anon_kib = bench_gw_status_kib(pid, "RssAnon");
+    out->file_kib = bench_gw_status_kib(pid, "RssFile");
+    out->pss_kib = bench_gw_status_kib(pid, "Pss");
+    close_clients(ctx, RSS_CLIENTS);
+    return 0;
+}
+
+typedef struct paced_result {
+    bench_spread_t cycle_ms, ratio_full, ratio_resp;
+    double wire_full_ms, wire_resp_ms;
+    unsigned cycles;
+    uint64_t errors;
+    double crc_errors, retries, transactions;
+} paced_result_t;
+
+#define PACED_DEVICES 10
+#define PACED_REGS 10
+#define PACED_BAUD 19200
+#define PACED_CHAR_BITS 11   /* 8E1 */
+
+typedef struct paced_client {
+    pthread_t thread;
+    modbus_t *ctx;
+    pthread_barrier_t *start;
+    uint64_t t_end;
+    int ok;
+} paced_client_t;
+
+static void *paced_main(void *arg)
+{
+    paced_client_t *c = arg;
+    uint16_t v[PACED_REGS];
+    pthread_barrier_wait(c->start);
+    c->ok = modbus_read_registers(c->ctx, 0, PACED_REGS, v) == PACED_REGS;
+    c->t_end = bench_now_ns();
+    return NULL;
+}
+
+static int run_paced(const gw_options_t *opt, paced_result_t *out)
+{
+    char bus[256];
+    modbus_t *ctx[PACED_DEVICES] = { 0 };
+    unsigned total = opt->paced_cycles + 1;   /* the first is a warm-up */
+    double *cyc = calloc(total, sizeof *cyc), *rf = calloc(total, sizeof *rf), *rr = calloc(total, sizeof *rr);
+    int rc = -1;
+
+    /* Computed wire time of one cycle on a rested line, 8E1 at 19200 baud:
+     * per transaction a request of 8 bytes and an answer of 5 + 2 x 10, and
+     * t3.5 of rest between transactions (9 of them). */
+    double char_ms = PACED_CHAR_BITS * 1000.0 / PACED_BAUD;
+    double t35_ms = 3.5 * char_ms;
+    out->wire_full_ms = PACED_DEVICES * (8 + 5 + 2 * PACED_REGS) * char_ms + (PACED_DEVICES - 1) * t35_ms;
+    out->wire_resp_ms = PACED_DEVICES * (5 + 2 * PACED_REGS) * char_ms + (PACED_DEVICES - 1) * t35_ms;
+    snprintf(bus, sizeof bus, "port = sim-paced:1,2,3,4,5,6,7,8,9,10\nbaud = %u\nparity = even\n"
+             "gap_us = 0\nresponse_timeout_ms = 1000\n", PACED_BAUD);
+    bench_gw_t *gw = cyc && rf && rr ? bench_gw_start(bus, 1, NULL) : NULL;
+    if (!gw)
+        goto out;
+    for (unsigned i = 0; i < PACED_DEVICES; i++) {
+        ctx[i] = bench_gw_client(gw, (int)i + 1);
+        if (!ctx[i])
+            goto out;
+    }
+    for (unsigned r = 0; r < total; r++) {
+        paced_client_t c[PACED_DEVICES];
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, PACED_DEVICES + 1);
+        for (unsigned i = 0; i < PACED_DEVICES; i++) {
+            c[i] = (paced_client_t){ .ctx = ctx[i], .start = &start };
+            pthread_create(&c[i].thread, NULL, paced_main, &c[i]);
+        }
+        uint64_t t0 = bench_now_ns(), t_end = t0;
+        pthread_barrier_wait(&start);
+        for (unsigned i = 0; i < PACED_DEVICES; i++) {
+            pthread_join(c[i].thread, NULL);
+            if (!c[i].ok)
+                out->errors++;
+            if (c[i].t_end > t_end)
+                t_end = c[i].t_end;
+        }
+        pthread_barrier_destroy(&start);
+        usleep(20000);   /* the line rests between cycles */
+        if (r == 0)
+            continue;
+        double ms = (double)(t_end - t0) / 1e6;
+        cyc[r - 1] = ms;
+        rf[r - 1] = ms / out->wire_full_ms;
+        rr[r - 1] = ms / out->wire_resp_ms;
+    }
+    out->cycles = total - 1;
+    bench_gw_metric(gw, "rtugw_bus_crc_errors_total{bus=\"line\"}", &out->crc_errors);
+    bench_gw_metric(gw, "rtugw_bus_retries_total{bus=\"line\"}", &out->retries);
+    bench_gw_metric(gw, "rtugw_bus_responses_total{bus=\"line\"}", &out->transactions);
+    bench_spread(cyc, out->cycles, &out->cycle_ms);
+    bench_spread(rf, out->cycles, &out->ratio_full);
+    bench_spread(rr, out->cycles, &out->ratio_resp);
+    rc = 0;
+out:
+    close_clients(ctx, PACED_DEVICES);
+    if (bench_gw_stop(gw) != 0)
+        rc = -1;
+    free(cyc);
+    free(rf);
+    free(rr);
+    return rc;
+}
+
+static void print_report(const gw_options_t *opt, const cell_t *cells, size_t ncells,
+                         const rss_result_t *rss, const paced_result_t *paced)
+{
+    if (opt->json) {
+        printf("{\"gap_us\": %d, \"workers\": %u, \"seconds\": %g, \"rounds\": %u, \"warmup\": %u, \"rows\": [",
+               GAP_US, opt->workers, opt->seconds, opt->rounds, opt->warmup);
+        for (size_t i = 0; i < ncells; i++) {
+            const cell_t *c = &cells[i];
+            printf("%s{\"registers\": %u, \"clients\": %u, \"rtugw_rps\": %.1f, \"direct_rps\": %.1f, "
+                   "\"p50_us\": %.1f, \"p99_us\": %.1f, \"direct_p50_us\": %.1f, "
+                   "\"direct_p99_us\": %.1f, \"rtugw_rps_p10\": %.1f, \"rtugw_rps_p90\": %.1f, "
+                   "\"direct_rps_p10\": %.1f, \"direct_rps_p90\": %.1f, \"ratio\": %.3f, "
+                   "\"ratio_p10\": %.3f, \"ratio_p90\": %.3f, \"requests\": %llu, "
+                   "\"direct_requests\": %llu, \"errors\": %llu, \"direct_errors\": %llu}",
+                   i ? ", " : "", c->regs, c->clients, c->rtugw_rps.median, c->direct_rps.median,
+                   c->p50, c->p99, c->direct_p50, c->direct_p99, c->rtugw_rps.p10, c->rtugw_rps.p90,
+                   c->direct_rps.p10, c->direct_rps.p90, c->ratio.median, c->ratio.p10, c->ratio.p90,
+                   (unsigned long long)c->requests, (unsigned long long)c->direct_requests,
+                   (unsigned long long)c->errors, (unsigned long long)c->direct_errors);
+        }
+        printf("], \"rss\": {\"clients\": %d, \"before_kib\": %ld, \"idle_kib\": %ld, \"busy_kib\": %ld, "
+               "\"hwm_kib\": %ld, \"anon_kib\": %ld, \"file_kib\": %ld, \"pss_kib\": %ld, \"busy_rps\": %.1f, "
+               "\"errors\": %llu}",
+               RSS_CLIENTS, rss->before_kib, rss->idle_kib, rss->busy_kib, rss->hwm_kib, rss->anon_kib,
+               rss->file_kib, rss->pss_kib, rss->busy_rps, (unsigned long long)rss->errors);
+        if (paced)
+            printf(", \"paced\": {\"devices\": %d, \"registers\": %d, \"baud\": %d, \"cycles\": %u, "
+                   "\"cycle_ms\": %.2f, \"cycle_ms_p10\": %.2f, \"cycle_ms_p90\": %.2f, "
+                   "\"wire_ms\": %.2f, \"wire_answers_ms\": %.2f, \"ratio\": %.3f, "
+                   "\"ratio_answers\": %.3f, \"errors\": %llu, \"responses\": %.0f, "
+                   "\"crc_errors\": %.0f, \"retries\": %.0f}",
+                   PACED_DEVICES, PACED_REGS, PACED_BAUD, paced->cycles, paced->cycle_ms.median,
+                   paced->cycle_ms.p10, paced->cycle_ms.p90, paced->wire_full_ms, paced->wire_resp_ms,
+                   paced->ratio_full.median, paced->ratio_resp.median, (unsigned long long)paced->errors,
+                   paced->transactions, paced->crc_errors, paced->retries);
+        printf("}\n");
+        return;
+    }
+    printf("# rtugw bench gateway\n\n"
+           "rtugw (subprocess, `port = sim:1`, gap_us = %d) driven by libmodbus TCP clients, vs a direct\n"
+           "libmodbus RTU master on a pty against the same simulator, unpaced. Read holding registers\n"
+           "(fc 3). Arms alternate in rounds (direct, rtugw, ...): %u measured rounds of %.3f s per arm\n"
+           "and cell, %u warm-up rounds dropped. rps: median (p10-p90) over rounds; ratio: per-round\n"
+           "rtugw/direct; latency percentiles pooled over the measured rounds. The direct master is\n"
+           "one stream (a serial line has one master) in every row.\n\n"
+           "| regs | clients | rtugw rps | direct rps | ratio | p50 us | p99 us | direct p50 us | p50 delta us | errors |\n"
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+           GAP_US, opt->rounds, opt->seconds / opt->rounds, opt->warmup);
+    for (size_t i = 0; i < ncells; i++) {
+        const cell_t *c = &cells[i];
+        printf("| %u | %u | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.2f (%.2f-%.2f) | %.1f | %.1f | %.1f | %+.1f | %llu |\n",
+               c->regs, c->clients, c->rtugw_rps.median, c->rtugw_rps.p10, c->rtugw_rps.p90,
+               c->direct_rps.median, c->direct_rps.p10, c->direct_rps.p90, c->ratio.median, c->ratio.p10,
+               c->ratio.p90, c->p50, c->p99, c->direct_p50, c->p50 - c->direct_p50,
+               (unsigned long long)(c->errors + c->direct_errors));
+    }
+    printf("\nTargets: p50 delta <= 40 us; ratio >= 0.6. With 4 clients a request waits behind the\n"
+           "others' on the one line, so its latency is about 4 transactions: the latency target is\n"
+           "for the 1-client rows.\n\n"
+           "Gateway resident memory, 1 bus, %d clients: before connecting %ld KiB, connected idle %ld KiB,\n"
+           "after all busy (%.0f rps) %ld KiB (anonymous %ld, file-backed %ld; PSS %ld), peak (VmHWM)\n"
+           "%ld KiB. Target <= 4096 KiB.\n",
+           RSS_CLIENTS, rss->before_kib, rss->idle_kib, rss->busy_rps, rss->busy_kib, rss->anon_kib,
+           rss->file_kib, rss->pss_kib, rss->hwm_kib);
+    if (paced)
+        printf("\nPaced (sim-paced, %d baud 8E1): one cycle = %d devices x %d registers, asked at once:\n"
+               "%.2f ms (p10 %.2f, p90 %.2f) over %u cycles; computed wire time %.2f ms (requests +\n"
+               "answers + t3.5 between): ratio %.3f; answers + t3.5 only (a pty delivers the request at\n"
+               "once; only the simulator's answers are paced) %.2f ms: ratio %.3f. Target <= 1.05.\n"
+               "Failed reads %llu; the bus counted %.0f responses, %.0f CRC errors, %.0f retries.\n",
+               PACED_BAUD, PACED_DEVICES, PACED_REGS, paced->cycle_ms.median, paced->cycle_ms.p10,
+               paced->cycle_ms.p90, paced->cycles, paced->wire_full_ms, paced->ratio_full.median,
+               paced->wire_resp_ms, paced->ratio_resp.median, (unsigned long long)paced->errors,
+               paced->transactions, paced->crc_errors, paced->retries);
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: rtugw bench gateway [--json] [--seconds S] [--rounds N] [--warmup N] [--paced-cycles N]\n"
+            "\n"
+            "Requests/s and latency through rtugw (a subprocess on the built-in simulator,\n"
+            "libmodbus TCP clients) next to a direct libmodbus RTU master on a pty against the\n"
+            "same simulator, for 1, 8 and 125 registers and 1 and 4 clients; the gateway's\n"
+            "resident memory with 32 clients; a paced poll cycle against its wire time.\n"
+            "  --seconds S       measured time per arm and cell, split into the rounds (default 3)\n"
+            "  --rounds N        measured rounds per cell (default 10)\n"
+            "  --warmup N        warm-up rounds per cell, dropped (default 2)\n"
+            "  --paced-cycles N  paced poll cycles, 0 to skip (default 5)\n"
+            "  --workers N       the gateway's [gateway] workers (default 0: one per core)\n"
+            "  --json            JSON instead of Markdown\n");
+}
+
+int bench_gateway_main(int argc, char **argv)
+{
+    gw_options_t opt = { .seconds = 3, .rounds = 10, .warmup = 2, .paced_cycles = 5 };
+    static const struct option longopts[] = {
+        { "json", no_argument, NULL, 'j' },
+        { "seconds", required_argument, NULL, 's' },
+        { "rounds", required_argument, NULL, 'r' },
+        { "warmup", required_argument, NULL, 'w' },
+        { "paced-cycles", required_argument, NULL, 'p' },
+        { "workers", required_argument, NULL, 'W' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'j': opt.json = 1; break;
+        case 'h': usage(stdout); return 0;
+        case 's':
+            opt.seconds = strtod(optarg, &end);
+            if (*end || end == optarg || !(opt.seconds > 0) || opt.seconds > 3600) {
+                fprintf(stderr, "rtugw bench gateway: invalid value '%s' for --seconds\n", optarg);
+                return 2;
+            }
+            break;
+        case 'r': case 'w': case 'p': case 'W': {
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || *end || end == optarg || v > 10000 || (c == 'r' && v == 0)) {
+                fprintf(stderr, "rtugw bench gateway: invalid value '%s' for --%s\n", optarg,
+                        c == 'r' ? "rounds" : c == 'w' ? "warmup" : c == 'p' ? "paced-cycles" : "workers");
+                return 2;
+            }
+            if (c == 'r') opt.rounds = (unsigned)v;
+            else if (c == 'w') opt.warmup = (unsigned)v;
+            else if (c == 'p') opt.paced_cycles = (unsigned)v;
+            else opt.workers = (unsigned)v;
+            break;
+        }
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    cell_t cells[NREGS * NCLIENTS];
+    rss_result_t rss = { 0 };
+    paced_result_t paced = { 0 };
+    direct_t d;
+    char bus[256];
+    int rc = 0;
+    size_t ncells = 0;
+
+    if (direct_open(&d)) {
+        direct_close(&d);
+        return 1;
+    }
+    snprintf(bus, sizeof bus, "port = sim:1\nbaud = 115200\nparity = none\ngap_us = %d\n"
+             "response_timeout_ms = 1000\nretries = 0\n", GAP_US);
+    char extra[64];
+    snprintf(extra, sizeof extra, "workers = %u\n", opt.workers);
+    bench_gw_t *gw = bench_gw_start(bus, 1, opt.workers ? extra : NULL);
+    if (!gw) {
+        direct_close(&d);
+        return 1;
+    }
+    for (size_t r = 0; r < NREGS && rc == 0; r++)
+        for (size_t k = 0; k < NCLIENTS && rc == 0; k++) {
+            cell_t *cell = &cells[ncells];
+            *cell = (cell_t){ .regs = cell_regs[r], .clients = cell_clients[k] };
+            if (run_cell(&opt, gw, &d, cell) != 0)
+                rc = 1;
+            else
+                ncells++;
+            if (cell->errors || cell->direct_errors) {
+                fprintf(stderr, "rtugw bench gateway: %u registers, %u clients: %llu rtugw and %llu "
+                        "direct requests failed\n", cell->regs, cell->clients,
+                        (unsigned long long)cell->errors, (unsigned long long)cell->direct_errors);
+                rc = 1;
+            }
+        }
+    if (bench_gw_stop(gw) != 0) {
+        fprintf(stderr, "rtugw bench gateway: the gateway did not stop cleanly\n");
+        rc = 1;
+    }
+    direct_close(&d);
+    /* Memory on a fresh gateway, so the cells above do not count. */
+    gw = rc == 0 ? bench_gw_start(bus, 1, opt.workers ? extra : NULL) : NULL;
+    if (rc == 0 && (!gw || run_rss(&opt, gw, &rss) != 0))
+        rc = 1;
+    if (rss.errors) {
+        fprintf(stderr, "rtugw bench gateway: %llu failed requests with %d clients\n",
+                (unsigned long long)rss.errors, RSS_CLIENTS);
+        rc = 1;
+    }
+    if (gw && bench_gw_stop(gw) != 0) {
+        fprintf(stderr, "rtugw bench gateway: the gateway did not stop cleanly\n");
+        rc = 1;
+    }
+    if (rc == 0 && opt.paced_cycles && run_paced(&opt, &paced) != 0) {
+        fprintf(stderr, "rtugw bench gateway: the paced run failed\n");
+        rc = 1;
+    }
+    /* Reported, not fatal: on a loaded machine a paced answer can be split
+     * by a stall longer than t3.5 (counted as CRC errors, retried). */
+    if (paced.errors)
+        fprintf(stderr, "rtugw bench gateway: warning: %llu paced reads failed (%.0f CRC errors, "
+                "%.0f retries on the bus)\n", (unsigned long long)paced.errors, paced.crc_errors,
+                paced.retries);
+    if (ncells)
+        print_report(&opt, cells, ncells, &rss, opt.paced_cycles ? &paced : NULL);
+    if (rc)
+        fprintf(stderr, "rtugw bench gateway: errors during the run (see above and the counts)\n");
+    return rc;
+}
