@@ -161,6 +161,7 @@ int gw_run(gw_t *gw)
         struct timeval second = { 1, 0 };
         event_add(ev_status, &second);
     }
+    gw_notify("READY=1");
     int rc = io_run(gw->io);
     if (ev_status) {
         event_free(ev_status);

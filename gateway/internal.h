@@ -200,5 +200,7 @@ static inline void gw_set(atomic_uint_fast64_t *c, uint64_t v)
     atomic_store_explicit(c, v, memory_order_relaxed);
 }
 uint64_t gw_now_ns(void);
+/* systemd notification ("READY=1", ...) when built with libsystemd; else nothing. */
+void gw_notify(const char *state);
 
 #endif

@@ -303,6 +303,7 @@ static void begin_drain(gw_io_t *io)
     if (io->draining)
         return;
     io->draining = true;
+    gw_notify("STOPPING=1");
     gw_log(io->gw, CONFIG_LOG_INFO, "stopping: no new connections, answering what is in flight");
     if (io->gw->tcp)
         tcp_stop_accepting(io->gw->tcp);
@@ -354,7 +355,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
             gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: no configuration file to reload");
             return;
         }
+        gw_notify("RELOADING=1");
         config_t *fresh = config_load_file(gw->opt.config_path, &errs);
+        gw_notify("READY=1");
         if (!fresh) {
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
                    gw->opt.config_path);

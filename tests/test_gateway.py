@@ -347,6 +347,34 @@ def test_poll_merge():
     g.stop()
 
 
+def test_systemd_notify():
+    """READY=1 once serving, RELOADING=1/READY=1 around SIGHUP, STOPPING=1 on
+    SIGTERM, on a real NOTIFY_SOCKET datagram socket as systemd provides."""
+    ldd = subprocess.run(["ldd", BIN], capture_output=True, text=True).stdout
+    if "libsystemd" not in ldd:
+        check(False, "rtugw links libsystemd (install libsystemd-dev and reconfigure)")
+        return
+    path = os.path.join(tempfile.mkdtemp(prefix="rtugw-notify-"), "notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(10)
+    os.environ["NOTIFY_SOCKET"] = path
+    try:
+        g = Gateway()
+    finally:
+        del os.environ["NOTIFY_SOCKET"]
+    got = [sock.recv(256).decode()]
+    check("READY=1" in got[0], f"READY=1 after start: {got}")
+    g.p.send_signal(signal.SIGHUP)
+    got += [sock.recv(256).decode(), sock.recv(256).decode()]
+    check("RELOADING=1" in got[1] and "READY=1" in got[2], f"RELOADING=1 then READY=1 on SIGHUP: {got}")
+    g.p.send_signal(signal.SIGTERM)
+    got.append(sock.recv(256).decode())
+    check("STOPPING=1" in got[3], f"STOPPING=1 on SIGTERM: {got}")
+    g.p.wait(timeout=5)
+    sock.close()
+
+
 def test_concurrent_clients():
     g = Gateway()
     errors = []
@@ -434,7 +462,7 @@ StartSerialServer(context=ModbusServerContext(slaves={{5: store}}, single=False)
 
 try:
     for t in (test_passthrough, test_silent_slave_and_backoff, test_policy_limits_and_reload,
-              test_poll_merge, test_concurrent_clients, test_pymodbus_rtu_server):
+              test_poll_merge, test_systemd_notify, test_concurrent_clients, test_pymodbus_rtu_server):
         print(f"== {t.__name__}", flush=True)
         t()
 finally:

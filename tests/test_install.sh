@@ -129,7 +129,8 @@ done
 has() { grep -qx -- "$2" "$1" || fail "${1##*/}: missing line '$2'"; }
 for u in "$unit" "$tunit"; do
     grep -n '@[a-z_]*@' "$u" && fail "${u##*/}: unsubstituted @variable@"
-    has "$u" "Type=exec"
+    # Type=notify exactly when the daemon speaks sd_notify (links libsystemd).
+    if ldd "$bin" 2>/dev/null | grep -q libsystemd; then has "$u" "Type=notify"; else has "$u" "Type=exec"; fi
     has "$u" "ExecReload=/bin/kill -HUP \$MAINPID"
     has "$u" "Restart=on-failure"
     has "$u" "RestartPreventExitStatus=2"
