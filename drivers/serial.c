@@ -145,7 +145,11 @@ static int configure_termios(serial_t *s, char *err, size_t errcap)
     t.c_iflag &= (tcflag_t)~(IXON | IXOFF | IXANY);
     if (s->cfg.flow == DRIVER_FLOW_XONXOFF)
         t.c_iflag |= IXON | IXOFF;
-    t.c_cc[VMIN] = 0;
+    /* VMIN 1 with O_NONBLOCK: an idle read fails with EAGAIN. With VMIN 0
+     * Linux returns 0 instead, which is indistinguishable from end of file
+     * without a second, racy look at the fd (healthy ports were being closed
+     * as hung up when a byte arrived between the read and the look). */
+    t.c_cc[VMIN] = 1;
     t.c_cc[VTIME] = 0;
     int rc = tcsetattr(s->fd, TCSANOW, &t);
     if (rc != 0 && errno == EINVAL && s->is_pty) {
@@ -449,14 +453,8 @@ static ssize_t serial_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns
             n = strip_echo(d, s, buf, (size_t)n);
         return n > 0 ? n : DRIVER_AGAIN;
     }
-    if (n == 0) {
-        /* Non-blocking raw reads say "nothing" with EAGAIN; a 0 with the fd
-         * readable or hung up is end of file. */
-        struct pollfd p = { s->fd, POLLIN, 0 };
-        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
-            return DRIVER_HANGUP;
-        return DRIVER_AGAIN;
-    }
+    if (n == 0)
+        return DRIVER_HANGUP;   /* VMIN is 1: an idle port says EAGAIN, so 0 is end of file */
     if (errno == EAGAIN || errno == EINTR) {
         struct pollfd p = { s->fd, POLLIN, 0 };
         if (poll(&p, 1, 0) > 0 && (p.revents & POLLHUP))

@@ -68,6 +68,18 @@ struct gw_bus {
     uint64_t timer_at_ns;    /* the pending timeout timer fires then; 0: none */
     uint64_t last_chunk_ns;  /* arrival stamp of the last serial chunk */
     bool idle_pending;       /* a silence check is scheduled */
+    /*
+     * A read answer carries slave, function and byte count, not the
+     * address: an answer to an attempt that timed out, arriving while a
+     * later request of the same shape is in flight, would be taken for its
+     * answer. So after a transaction in which any attempt timed out, the
+     * line must be silent for one response timeout before a new request
+     * goes out; bytes in that window are dropped (counted) and restart it.
+     * Answers later than that are the documented limit.
+     */
+    bool tainted;            /* an attempt of the transaction in flight timed out */
+    bool quarantine;         /* waiting for that silence */
+    uint64_t guard_ns;
     uint64_t t_first_send_ns;
     uint64_t t_bus_free_ns;  /* the line must rest until then */
     uint64_t verify_state;
@@ -194,6 +206,13 @@ static void finish(gw_bus_t *bus, uint64_t t_last_ns)
     bus->deadline_ns = 0;
     bus->txn++;
     bus->t_bus_free_ns = t_last_ns + bus->gap_ns;
+    if (bus->tainted) {
+        bus->tainted = false;
+        bus->quarantine = true;
+        bus->guard_ns = (uint64_t)bus->slaves[bus->cur.slave].timeout_ms * 1000000ull;
+        if (gw_now_ns() + bus->guard_ns > bus->t_bus_free_ns)
+            bus->t_bus_free_ns = gw_now_ns() + bus->guard_ns;
+    }
     rtu_framer_reset(bus->framer);
     start_next(bus);
 }
@@ -265,6 +284,7 @@ static void start_next(gw_bus_t *bus)
         }
         bus->busy = true;
         bus->attempts = 0;
+        bus->quarantine = false;
         send_current(bus);
     }
     gw_set(&bus->m.queue_depth, queued(bus));
@@ -447,6 +467,10 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
                                   memory_order_relaxed);
         /* A frame without a length rule ends with t3.5 of silence. */
         bus->last_chunk_ns = b->t_ns;
+        if (bus->quarantine && !bus->busy && b->t_ns + bus->guard_ns > bus->t_bus_free_ns) {
+            gw_count(&bus->m.late_bytes_guarded);
+            bus->t_bus_free_ns = b->t_ns + bus->guard_ns;   /* silence starts over */
+        }
         if (bus->busy)
             arm_idle(bus, bus->t35_ns + IDLE_SLACK_NS);
         break;
@@ -476,6 +500,7 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
             break;
         }
         bus->deadline_ns = 0;
+        bus->tainted = true;
         gw_count(&bus->m.timeouts);
         gw_count(&bus->sm[bus->cur.slave].timeouts);
         retry_or_fail(bus, now, true);

@@ -41,6 +41,7 @@ static const metric_def_t bus_defs[] = {
     BM(dead_fast, "Requests answered 0x0B at once: slave backed off"),
     BM(unavailable, "Requests answered 0x0A: port down"),
     BM(broadcasts, "Broadcast writes sent"),
+    BM(late_bytes_guarded, "Chunks that arrived in the silence required after a timeout (dropped)"),
     BM(verify_mismatches, "Shadow verification mismatches against the reference decoder"),
     BM(reopen_attempts, "Port reopen attempts"),
     BG(queue_depth, "Requests waiting"),

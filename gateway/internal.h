@@ -82,7 +82,7 @@ extern const double gw_latency_edges_ms[GW_LATENCY_BUCKETS]; /* last is +Inf */
 typedef struct gw_bus_metrics {
     atomic_uint_fast64_t requests, responses, exceptions, timeouts, retries;
     atomic_uint_fast64_t crc_errors, foreign_frames, noise_bytes, queue_full, dead_fast;
-    atomic_uint_fast64_t broadcasts, unavailable, verify_mismatches;
+    atomic_uint_fast64_t broadcasts, unavailable, verify_mismatches, late_bytes_guarded;
     atomic_uint_fast64_t queue_depth, port_up, reopen_attempts;
     atomic_uint_fast64_t latency[GW_LATENCY_BUCKETS];
     atomic_uint_fast64_t latency_sum_us;
