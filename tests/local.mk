@@ -31,3 +31,8 @@ tests_test_framer_SOURCES = tests/test_framer.c tests/testutil.h tests/testutil.
 tests_test_framer_CFLAGS = $(TEST_CFLAGS)
 tests_test_framer_LDADD = $(TEST_LIBS)
 TESTS += tests/test_framer
+
+# Fault injection against `rtugw sim` on its own pty: noise, CRC errors, late
+# and truncated answers, a silent slave, the peer vanishing, a connection flood.
+TESTS += tests/test_faults.py
+EXTRA_DIST += tests/test_faults.py

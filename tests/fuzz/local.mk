@@ -1,8 +1,7 @@
 # tests/fuzz/ fragment: libFuzzer harnesses (./configure CC=clang --enable-fuzzing).
 #
 # Every harness is tests/fuzz/fuzz_NAME.c with a seed corpus in
-# tests/fuzz/corpus/fuzz_NAME/. To add one (e.g. fuzz_framer once
-# parser/framer.c lands): add its name to FUZZ_HARNESSES and its program
+# tests/fuzz/corpus/fuzz_NAME/. To add one: add its name to FUZZ_HARNESSES and its program
 # to FUZZ_BINARIES (inside the conditional), and copy the three
 # tests_fuzz_fuzz_NAME_* lines. fuzz-smoke then runs it with the others.
 #
@@ -12,17 +11,19 @@
 # writes into the source tree; a crash leaves its input in
 # tests/fuzz/artifacts/ under the build directory and fails the target.
 
-FUZZ_HARNESSES = fuzz_decode fuzz_request fuzz_mbap
+FUZZ_HARNESSES = fuzz_decode fuzz_request fuzz_mbap fuzz_framer fuzz_config fuzz_capture
 FUZZ_SMOKE_SECONDS = 30
 FUZZ_LINK_FLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 FUZZ_LIBS = parser/libparser.a
 
 EXTRA_DIST += tests/fuzz/fuzz.h tests/fuzz/fuzz_decode.c tests/fuzz/fuzz_request.c \
-	tests/fuzz/fuzz_mbap.c tests/fuzz/corpus tests/fuzz/README.md
+	tests/fuzz/fuzz_mbap.c tests/fuzz/fuzz_framer.c tests/fuzz/fuzz_config.c \
+	tests/fuzz/fuzz_capture.c tests/fuzz/corpus tests/fuzz/README.md
 .PHONY: fuzz-smoke
 
 if FUZZING
-FUZZ_BINARIES = tests/fuzz/fuzz_decode tests/fuzz/fuzz_request tests/fuzz/fuzz_mbap
+FUZZ_BINARIES = tests/fuzz/fuzz_decode tests/fuzz/fuzz_request tests/fuzz/fuzz_mbap \
+	tests/fuzz/fuzz_framer tests/fuzz/fuzz_config tests/fuzz/fuzz_capture
 noinst_PROGRAMS += $(FUZZ_BINARIES)
 
 tests_fuzz_fuzz_decode_SOURCES = tests/fuzz/fuzz_decode.c tests/fuzz/fuzz.h
@@ -36,6 +37,19 @@ tests_fuzz_fuzz_request_LDADD = $(FUZZ_LIBS)
 tests_fuzz_fuzz_mbap_SOURCES = tests/fuzz/fuzz_mbap.c tests/fuzz/fuzz.h
 tests_fuzz_fuzz_mbap_LDFLAGS = $(FUZZ_LINK_FLAGS)
 tests_fuzz_fuzz_mbap_LDADD = $(FUZZ_LIBS)
+
+tests_fuzz_fuzz_framer_SOURCES = tests/fuzz/fuzz_framer.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_framer_LDFLAGS = $(FUZZ_LINK_FLAGS)
+tests_fuzz_fuzz_framer_LDADD = $(FUZZ_LIBS)
+
+tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz_config.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_config_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
+tests_fuzz_fuzz_config_LDFLAGS = $(FUZZ_LINK_FLAGS)
+tests_fuzz_fuzz_config_LDADD = config/libconfig.a $(INIH_LIBS) -lm
+
+tests_fuzz_fuzz_capture_SOURCES = tests/fuzz/fuzz_capture.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_capture_LDFLAGS = $(FUZZ_LINK_FLAGS)
+tests_fuzz_fuzz_capture_LDADD = $(DRIVERS_LIBS) -lm
 
 # Each harness on a scratch copy of its corpus; the first crash, leak or
 # timeout stops the target with a non-zero status and names the input.

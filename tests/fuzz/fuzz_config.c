@@ -1,0 +1,164 @@
+/*
+ * tests/fuzz/fuzz_config.c -- config_load_string() on arbitrary text.
+ *
+ * Invariants (abort() when broken):
+ *   - no crash, no sanitizer report;
+ *   - a rejected text reports at least one error, count <= CONFIG_MAX_ERRORS,
+ *     count <= total, every message NUL-terminated;
+ *   - a text that loads loads again to the same config_t, byte for byte
+ *     (the loader is deterministic and starts from zeroed memory);
+ *   - every value of a loaded config lies in its documented range
+ *     (config/config.c's key tables and config/config.h): counts within
+ *     their arrays, references to existing buses and devices, names and
+ *     paths NUL-terminated inside their buffers.
+ */
+#include "config/config.h"
+#include "tests/fuzz/fuzz.h"
+
+#include <string.h>
+
+#define IN(v, lo, hi) ((v) >= (lo) && (v) <= (hi))
+
+static const uint8_t *g_in;
+static size_t g_len;
+
+#define CHECK(cond, ...) FUZZ_CHECK((cond), g_in, g_len, __VA_ARGS__)
+
+static void check_str(const char *s, size_t cap, const char *what)
+{
+    CHECK(memchr(s, '\0', cap) != NULL, "%s not NUL-terminated in its %zu bytes", what, cap);
+}
+
+static void check_ranges(const config_t *c)
+{
+    check_str(c->source, sizeof c->source, "source");
+    CHECK(c->workers <= 256, "workers %u", c->workers);
+    CHECK(c->log_level <= CONFIG_LOG_DEBUG, "log_level %d", (int)c->log_level);
+    CHECK(c->bus_count <= CONFIG_MAX_BUSES, "bus_count %u", c->bus_count);
+    CHECK(c->device_count <= CONFIG_MAX_DEVICES, "device_count %u", c->device_count);
+    CHECK(c->poll_count <= CONFIG_MAX_POLLS, "poll_count %u", c->poll_count);
+    for (unsigned i = 0; i < c->bus_count; i++) {
+        const config_bus_t *b = &c->buses[i];
+        check_str(b->name, sizeof b->name, "bus name");
+        check_str(b->port, sizeof b->port, "bus port");
+        CHECK(b->name[0] && b->port[0], "bus %u without a name or port", i);
+        CHECK(IN(b->baud, 300u, 4000000u), "bus %s baud %u", b->name, b->baud);
+        CHECK(b->parity == 'N' || b->parity == 'E' || b->parity == 'O', "bus %s parity %d",
+              b->name, b->parity);
+        CHECK(IN(b->data_bits, 7u, 8u) && IN(b->stop_bits, 1u, 2u), "bus %s framing %u/%u",
+              b->name, b->data_bits, b->stop_bits);
+        CHECK(b->rs485 <= CONFIG_RS485_RTS, "bus %s rs485 %d", b->name, (int)b->rs485);
+        CHECK(b->rts_delay_before_us <= 100000 && b->rts_delay_after_us <= 100000,
+              "bus %s rts delays", b->name);
+        CHECK(IN(b->response_timeout_ms, 1u, 60000u), "bus %s response_timeout_ms %u", b->name,
+              b->response_timeout_ms);
+        CHECK(b->retries <= 10, "bus %s retries %u", b->name, b->retries);
+        CHECK(b->gap_us <= 1000000, "bus %s gap_us %u", b->name, b->gap_us);
+        CHECK(IN(b->queue_depth, 1u, 4096u), "bus %s queue_depth %u", b->name, b->queue_depth);
+        for (unsigned j = 0; j < i; j++)
+            CHECK(strcmp(c->buses[j].name, b->name) != 0, "bus name %s twice", b->name);
+    }
+    for (unsigned i = 0; i < c->device_count; i++) {
+        const config_device_t *d = &c->devices[i];
+        check_str(d->name, sizeof d->name, "device name");
+        CHECK(d->bus < c->bus_count, "device %s on bus %u of %u", d->name, d->bus, c->bus_count);
+        CHECK(IN(d->slave, 1u, 247u), "device %s slave %u", d->name, d->slave);
+        CHECK(d->timeout_ms <= 60000 && d->dead_after <= 1000 && d->dead_backoff_ms <= 3600000,
+              "device %s timing out of range", d->name);
+        for (unsigned j = 0; j < i; j++)
+            CHECK(c->devices[j].bus != d->bus || c->devices[j].slave != d->slave,
+                  "slave %u twice on bus %u", d->slave, d->bus);
+    }
+    for (unsigned i = 0; i < c->poll_count; i++) {
+        const config_poll_t *p = &c->polls[i];
+        check_str(p->name, sizeof p->name, "poll name");
+        CHECK(p->device < c->device_count, "poll %s on device %u of %u", p->name, p->device,
+              c->device_count);
+        CHECK(IN(p->function, 1u, 4u), "poll %s function %u", p->name, p->function);
+        CHECK(p->address <= 65535 && IN(p->count, 1u, 2000u), "poll %s address/count", p->name);
+        CHECK(p->address + p->count <= 65536, "poll %s runs past address 65535", p->name);
+        CHECK(p->count <= (p->function <= 2 ? 2000u : 125u), "poll %s count %u for function %u",
+              p->name, p->count, p->function);
+        CHECK(IN(p->interval_ms, 10u, 86400000u), "poll %s interval_ms %u", p->name,
+              p->interval_ms);
+    }
+    const config_tcp_t *t = &c->tcp;
+    check_str(t->bind, sizeof t->bind, "tcp bind");
+    if (t->enabled) {
+        CHECK(IN(t->port, 1u, 65535u), "tcp port %u", t->port);
+        CHECK(IN(t->max_clients, 1u, 1024u), "tcp max_clients %u", t->max_clients);
+        CHECK(IN(t->max_pending, 1u, 64u), "tcp max_pending %u", t->max_pending);
+        CHECK(t->idle_timeout_s <= 86400, "tcp idle_timeout_s %u", t->idle_timeout_s);
+        CHECK(c->bus_count == 0 || t->default_bus < c->bus_count, "tcp default_bus %u of %u",
+              t->default_bus, c->bus_count);
+    }
+    CHECK(t->allow_count <= CONFIG_MAX_ALLOW, "tcp allow_count %u", t->allow_count);
+    for (unsigned i = 0; i < t->allow_count; i++)
+        CHECK((t->allow[i].addr & ~t->allow[i].mask) == 0, "allow %u: address bits outside its mask", i);
+    if (t->enabled)
+        CHECK(c->bus_count >= 1, "tcp enabled without a bus");
+    for (unsigned u = 0; u < 256; u++) {
+        const config_route_t *r = &t->unit[u];
+        if (r->set && !r->broadcast)
+            CHECK(r->bus < c->bus_count && IN(r->slave, 0u, 247u) , "unit%u -> bus %u slave %u", u,
+                  r->bus, r->slave);
+    }
+    const config_http_t *h = &c->http;
+    check_str(h->bind, sizeof h->bind, "http bind");
+    if (h->enabled)
+        CHECK(IN(h->port, 1u, 65535u), "http port %u", h->port);
+    const config_router_t *ro = &c->router;
+    CHECK(ro->exploration >= 0 && ro->exploration <= 1, "router exploration %g", ro->exploration);
+    CHECK(ro->verify_rate >= 0 && ro->verify_rate <= 1, "router verify_rate %g", ro->verify_rate);
+    CHECK(IN(ro->sample_every, 1u, 1000000u), "router sample_every %u", ro->sample_every);
+    CHECK(ro->bucket_count <= CONFIG_MAX_BUCKETS, "router bucket_count %u", ro->bucket_count);
+    for (unsigned i = 0; i < ro->bucket_count; i++) {
+        CHECK(IN(ro->buckets[i], 1u, 256u), "router bucket %u = %u", i, ro->buckets[i]);
+        if (i)
+            CHECK(ro->buckets[i] > ro->buckets[i - 1], "router buckets not ascending");
+    }
+    if (ro->bucket_count)
+        CHECK(ro->buckets[ro->bucket_count - 1] == 256, "router last bucket %u",
+              ro->buckets[ro->bucket_count - 1]);
+    check_str(ro->state_file, sizeof ro->state_file, "router state_file");
+    check_str(ro->policy, sizeof ro->policy, "router policy");
+}
+
+static void check_errors(const config_errors_t *e)
+{
+    CHECK(e->count >= 1, "rejected without an error message");
+    CHECK(e->count <= CONFIG_MAX_ERRORS && e->count <= e->total, "errors count %u total %u",
+          e->count, e->total);
+    for (unsigned i = 0; i < e->count; i++)
+        check_str(e->text[i], sizeof e->text[i], "error message");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 64 * 1024)
+        return 0;
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    g_in = data;
+    g_len = size;
+
+    static config_errors_t errs;   /* 12 KiB: keep it off the stack */
+    memset(&errs, 0, sizeof errs);
+    config_t *c = config_load_string(text, "fuzz.ini", &errs);
+    if (!c) {
+        check_errors(&errs);
+    } else {
+        check_ranges(c);
+        memset(&errs, 0, sizeof errs);
+        config_t *again = config_load_string(text, "fuzz.ini", &errs);
+        CHECK(again != NULL, "loads once, then fails: %s", errs.count ? errs.text[0] : "?");
+        CHECK(memcmp(again, c, sizeof *c) == 0, "a second load gives a different config_t");
+        config_free(again);
+        config_free(c);
+    }
+    free(text);
+    return 0;
+}
