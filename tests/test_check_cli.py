@@ -5,16 +5,13 @@ import subprocess
 import sys
 import tempfile
 
-BIN = os.environ.get("RTUGW_BIN", "./rtugw")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import BIN, check as _check, finish  # noqa: E402
 SRC = os.environ.get("RTUGW_SRCDIR", ".")
-failures = 0
 
 
 def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
+    _check(cond, what, quiet=True)
 
 
 def run(*args):
@@ -41,5 +38,4 @@ check(p.returncode == 2 and "/nonexistent.ini: cannot open" in p.stderr, f"missi
 check(run().returncode == 2, "no arguments is a usage error")
 check(run("--help").returncode == 0, "--help")
 
-print(f"check cli: {failures} failures")
-sys.exit(1 if failures else 0)
+finish("check cli")

@@ -7,16 +7,13 @@ import os
 import subprocess
 import sys
 
-BIN = os.environ.get("RTUGW_BIN", "./rtugw")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import BIN, check as _check, finish  # noqa: E402
 DATA = os.environ.get("RTUGW_TESTDATA", "tests/data")
-failures = 0
 
 
 def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
+    _check(cond, what, quiet=True)
 
 
 golden = [json.loads(l) for l in open(os.path.join(DATA, "golden.jsonl"))]
@@ -70,5 +67,4 @@ check(subprocess.run([BIN, "decode", "--path", "fast"], capture_output=True).ret
 check(subprocess.run([BIN, "decode", "--help"], capture_output=True).returncode == 0, "--help")
 check(subprocess.run([BIN, "nosuch"], capture_output=True).returncode == 2, "unknown command")
 
-print(f"decode cli: {failures} failures")
-sys.exit(1 if failures else 0)
+finish("decode cli")

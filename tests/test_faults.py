@@ -23,18 +23,10 @@ import threading
 import time
 import urllib.request
 
-BIN = os.environ.get("RTUGW_BIN", "./rtugw")
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import BIN, check, finish, free_port  # noqa: E402
 procs = []
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    else:
-        print("ok:", what, flush=True)
 
 
 if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
@@ -45,12 +37,6 @@ if not os.path.isdir("/proc/self/fd"):
     sys.exit(1)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Sim:
@@ -668,5 +654,4 @@ finally:
     for p in procs:
         if p.poll() is None:
             p.kill()
-print(f"faults: {failures} failures in {time.time() - t_start:.0f} s")
-sys.exit(1 if failures else 0)
+finish("faults", f" in {time.time() - t_start:.0f} s")

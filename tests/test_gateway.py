@@ -22,18 +22,10 @@ import threading
 import time
 import urllib.request
 
-BIN = os.environ.get("RTUGW_BIN", "./rtugw")
-failures = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import BIN, check, finish, free_port  # noqa: E402
 procs = []
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what, flush=True)
-    else:
-        print("ok:", what, flush=True)
 
 
 def require(module_or_path, package):
@@ -64,12 +56,6 @@ libmodbus.modbus_read_registers.argtypes = [ctypes.c_void_p, ctypes.c_int, ctype
                                             ctypes.POINTER(ctypes.c_uint16)]
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Gateway:
@@ -469,5 +455,4 @@ finally:
     for p in procs:
         if p.poll() is None:
             p.kill()
-print(f"gateway: {failures} failures")
-sys.exit(1 if failures else 0)
+finish("gateway")
