@@ -21,10 +21,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, finish, free_port  # noqa: E402
+from rtugwtest import BIN, check, fetch_metrics, finish, free_port  # noqa: E402
 procs = []
 
 
@@ -107,13 +106,7 @@ class Gateway:
             sys.exit(1)
 
     def metrics(self):
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=5).read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                k, v = line.rsplit(" ", 1)
-                out[k] = float(v)
-        return out
+        return fetch_metrics(self.http_port, timeout=5)
 
     def log_text(self):
         self.log.flush()

@@ -23,7 +23,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, finish, free_port  # noqa: E402
+from rtugwtest import BIN, check, fetch_metrics, finish, free_port  # noqa: E402
 procs = []
 
 
@@ -90,13 +90,7 @@ class Gateway:
         return c
 
     def metrics(self):
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=3).read().decode()
-        out = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                k, v = line.rsplit(" ", 1)
-                out[k] = float(v)
-        return out
+        return fetch_metrics(self.http_port, timeout=3)
 
     def status(self):
         return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/status", timeout=3).read())
