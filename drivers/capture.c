@@ -45,7 +45,8 @@ struct driver_capture {
     unsigned long skipped;
     unsigned long line;        /* text */
     /* the current packet and what is left of it */
-    uint8_t *pkt;
+    uint8_t *pkt;              /* grown on demand up to CAP_MAX_BLOCK */
+    size_t pkt_cap;
     size_t pkt_len, pkt_off;
     uint32_t pkt_link;
     uint64_t pkt_ts;
@@ -123,6 +124,28 @@ static int read_exact(driver_capture_t *c, void *buf, size_t n)
     return got == 0 ? 0 : -1;
 }
 
+/* The packet buffer grows to the largest record actually read: a capture of
+ * Modbus frames needs a few hundred bytes, not the 257 KiB a hostile header
+ * may announce (which it gets only once that much data is really there). */
+static int pkt_reserve(driver_capture_t *c, size_t n, char *err, size_t errcap)
+{
+    if (c->pkt && n <= c->pkt_cap)
+        return 0;
+    size_t cap = c->pkt_cap ? c->pkt_cap : 512;
+    while (cap < n)
+        cap *= 2;
+    if (cap > CAP_MAX_BLOCK)
+        cap = CAP_MAX_BLOCK;
+    uint8_t *p = realloc(c->pkt, cap);
+    if (!p) {
+        snprintf(err, errcap, "%s: out of memory for a %zu-byte record", c->path, n);
+        return -EIO;
+    }
+    c->pkt = p;
+    c->pkt_cap = cap;
+    return 0;
+}
+
 /* ---- opening and detection ------------------------------------------------------- */
 
 static int pcap_header(driver_capture_t *c, char *err, size_t errcap)
@@ -149,7 +172,7 @@ driver_capture_t *driver_capture_open(const char *path, driver_capture_format_t 
         errcap = sizeof dummy;
     }
     driver_capture_t *c = calloc(1, sizeof *c);
-    if (!c || !(c->path = strdup(path)) || !(c->pkt = malloc(CAP_MAX_BLOCK))) {
+    if (!c || !(c->path = strdup(path))) {
         snprintf(err, errcap, "%s: out of memory", path);
         driver_capture_close(c);
         return NULL;
@@ -398,6 +421,8 @@ static int pcap_next(driver_capture_t *c, char *err, size_t errcap)
                      c->path, c->number, (unsigned long long)at, incl, CAP_MAX_RECORD);
             return -EBADMSG;
         }
+        if (pkt_reserve(c, incl, err, errcap) != 0)
+            return -EIO;
         rc = read_exact(c, c->pkt, incl);
         if (rc != 1 && incl) {
             snprintf(err, errcap, "%s: record %lu at offset %llu: truncated (%u bytes announced)",
@@ -465,6 +490,8 @@ static int pcapng_next(driver_capture_t *c, char *err, size_t errcap)
                          c->path, (unsigned long long)at, total);
                 return -EBADMSG;
             }
+            if (pkt_reserve(c, total - 12, err, errcap) != 0)
+                return -EIO;
             if (read_exact(c, c->pkt, total - 12) != 1) {
                 snprintf(err, errcap, "%s: block at offset %llu: truncated section header",
                          c->path, (unsigned long long)at);
@@ -483,6 +510,8 @@ static int pcapng_next(driver_capture_t *c, char *err, size_t errcap)
             return -EBADMSG;
         }
         size_t body = total - 8; /* includes the trailing length */
+        if (pkt_reserve(c, body, err, errcap) != 0)
+            return -EIO;
         if (read_exact(c, c->pkt, body) != 1) {
             snprintf(err, errcap, "%s: %s%lu at offset %llu: truncated (block of %u bytes)",
                      c->path, is_packet ? "record " : "block after record ", c->number,
