@@ -238,6 +238,11 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
     conn_flush(c);
 }
 
+/*
+ * Splits what has arrived into MBAP ADUs (mbap_stream_next) and hands each to
+ * conn_request. A partial ADU stays in the buffer for the next read; a bad
+ * header closes the connection, as nothing after it can be framed.
+ */
 static void conn_read(struct bufferevent *bev, void *arg)
 {
     tcp_conn_t *c = arg;
@@ -245,6 +250,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
     struct evbuffer *in = bufferevent_get_input(bev);
     uint8_t frame[MBAP_MAX_ADU];
     mbap_header_t h;
+    size_t adu_len;
     uint32_t id = c->id;   /* c may be freed by a flush below; the id tells */
 
     c->last_activity_ns = gw_now_ns();
@@ -255,19 +261,19 @@ static void conn_read(struct bufferevent *bev, void *arg)
             c->paused = true;
             return;
         }
-        evbuffer_copyout(in, frame, MBAP_HEADER_LEN);
-        int rc = mbap_decode_header(frame, MBAP_HEADER_LEN, &h);
-        if (rc != 0) {
+        /* No ADU is longer than the frame, so this much always holds a whole one. */
+        ev_ssize_t got = evbuffer_copyout(in, frame, sizeof frame);
+        int rc = mbap_stream_next(frame, got > 0 ? (size_t)got : 0, &h, &adu_len);
+        if (rc < 0) {
             gw_log(tcp->gw, CONFIG_LOG_WARN, "tcp: %s MBAP header (protocol %u, length %u); closing that connection",
                    rc == -EPROTO ? "non-Modbus" : "oversized", h.protocol, h.length);
             conn_close(c, &tcp->gw->tcp_metrics.bad_mbap);
             return;
         }
-        size_t total = 6u + h.length;
-        if (evbuffer_get_length(in) < total)
-            return;
-        evbuffer_remove(in, frame, total);
-        conn_request(c, &h, frame + MBAP_HEADER_LEN, total - MBAP_HEADER_LEN);
+        if (rc == 0)
+            return;   /* the rest of this ADU has not arrived yet */
+        evbuffer_drain(in, adu_len);
+        conn_request(c, &h, frame + MBAP_HEADER_LEN, adu_len - MBAP_HEADER_LEN);
         if (!conn_by_id(tcp, id))
             return;   /* closed while flushing (slow reader) */
     }

@@ -1,6 +1,7 @@
 /*
  * parser/request.c -- request PDUs and ADUs (the TCP -> RTU direction and
- * replay), and wrapping a PDU for either transport.
+ * replay), wrapping a PDU for either transport, and splitting a Modbus TCP
+ * byte stream into MBAP ADUs.
  *
  * Quantity limits are those of the Modbus application protocol v1.1b3, so a
  * request we forward can always be answered within 256 bytes.
@@ -173,6 +174,22 @@ int mbap_decode_header(const uint8_t *buf, size_t len, mbap_header_t *hdr)
     if (hdr->length < 2 || hdr->length > RTU_MAX_PDU + 1)
         return -EMSGSIZE;
     return 0;
+}
+
+int mbap_stream_next(const uint8_t *buf, size_t avail, mbap_header_t *hdr, size_t *adu_len)
+{
+    int rc = mbap_decode_header(buf, avail, hdr);
+
+    if (rc == -EAGAIN)
+        return 0;
+    if (rc < 0)
+        return rc;      /* hdr filled: the caller logs what it refuses */
+    /* length counts the unit id, which is the header's 7th byte. */
+    size_t need = MBAP_HEADER_LEN - 1 + (size_t)hdr->length;
+    if (avail < need)
+        return 0;
+    *adu_len = need;
+    return 1;
 }
 
 int mbap_encode(uint16_t transaction, uint8_t unit, const uint8_t *pdu, size_t pdu_len,

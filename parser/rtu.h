@@ -163,6 +163,34 @@ typedef struct mbap_header {
  * -EMSGSIZE for a length outside 2..254.
  */
 int mbap_decode_header(const uint8_t *buf, size_t len, mbap_header_t *hdr);
+
+/*
+ * Split a Modbus TCP byte stream into ADUs: looks at the first avail bytes
+ * of a receive buffer (what has arrived and not yet been consumed; buf may
+ * be NULL when avail is 0) and says whether a whole ADU is at its front.
+ *
+ *   1          a whole ADU is there: *hdr is filled and *adu_len is its size,
+ *              6 + hdr->length (header + PDU), at most MBAP_MAX_ADU. The
+ *              caller consumes exactly *adu_len bytes and calls again, so
+ *              pipelined ADUs come out one at a time, in order.
+ *   0          more bytes are needed: fewer than 7, or a valid header whose
+ *              PDU has not all arrived. Nothing is consumed; call again with
+ *              the same front and more bytes behind it.
+ *   -EPROTO    protocol id not 0 (the rules of mbap_decode_header);
+ *   -EMSGSIZE  length outside 2..254. The stream cannot be resynchronised
+ *              after either (MBAP has no delimiter but the length), so the
+ *              connection must be closed. *hdr is filled, so the caller can
+ *              log the protocol and length it refuses.
+ *
+ * *adu_len is written only when 1 is returned. Only the 7 header bytes are
+ * read (never the PDU, never a byte past avail), so the answer for a given
+ * front does not depend on how the stream was cut into reads, and the
+ * caller may pass a copy of just the first MBAP_MAX_ADU bytes. A header is
+ * judged as soon as its 7 bytes are there, before its PDU, so a bad one is
+ * refused without waiting for bytes that may never come. Pure: no state,
+ * no allocation.
+ */
+int mbap_stream_next(const uint8_t *buf, size_t avail, mbap_header_t *hdr, size_t *adu_len);
 /* Writes MBAP header + PDU. Returns the length or -ENOSPC/-EMSGSIZE. */
 int mbap_encode(uint16_t transaction, uint8_t unit, const uint8_t *pdu, size_t pdu_len,
                 uint8_t *out, size_t cap);

@@ -1,5 +1,6 @@
 /*
- * tests/test_request.c -- requests, MBAP, length prediction, timing, hex.
+ * tests/test_request.c -- requests, MBAP (header and stream splitting),
+ * length prediction, timing, hex.
  */
 #include "parser/rtu.h"
 
@@ -8,6 +9,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_request_roundtrip(void **state)
@@ -91,6 +93,102 @@ static void test_mbap(void **state)
     assert_int_equal(mbap_encode(1, 1, pdu, sizeof pdu, out, 8), -ENOSPC);
 }
 
+/* Exact-size heap copy of the first n bytes, so a sanitizer build catches a read past n. */
+static uint8_t *exact_copy(const uint8_t *src, size_t n)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    memcpy(p, src, n);
+    return p;
+}
+
+static int stream_next_exact(const uint8_t *src, size_t n, mbap_header_t *h, size_t *adu_len)
+{
+    uint8_t *p = exact_copy(src, n);
+    int rc = mbap_stream_next(p, n, h, adu_len);
+    free(p);
+    return rc;
+}
+
+static void test_mbap_stream_next(void **state)
+{
+    (void)state;
+    static const uint8_t pdu1[] = { 0x03, 0x00, 0x6B, 0x00, 0x03 };
+    static const uint8_t pdu2[] = { 0x10, 0x00, 0x01, 0x00, 0x01, 0x02, 0x12, 0x34 };
+    uint8_t stream[2 * MBAP_MAX_ADU];
+    mbap_header_t h;
+    size_t adu_len;
+
+    int n1 = mbap_encode(0x0102, 17, pdu1, sizeof pdu1, stream, sizeof stream);
+    assert_int_equal(n1, 12);
+    int n2 = mbap_encode(0x0103, 18, pdu2, sizeof pdu2, stream + n1, sizeof stream - (size_t)n1);
+    assert_int_equal(n2, 15);
+
+    /* Fewer than 7 bytes: need more, adu_len untouched (buf NULL at 0 bytes). */
+    adu_len = 99;
+    assert_int_equal(mbap_stream_next(NULL, 0, &h, &adu_len), 0);
+    for (size_t n = 1; n < MBAP_HEADER_LEN; n++)
+        assert_int_equal(stream_next_exact(stream, n, &h, &adu_len), 0);
+    assert_int_equal(adu_len, 99);
+    /* A valid header whose PDU has not all arrived: need more. */
+    for (size_t n = MBAP_HEADER_LEN; n < (size_t)n1; n++)
+        assert_int_equal(stream_next_exact(stream, n, &h, &adu_len), 0);
+    assert_int_equal(adu_len, 99);
+
+    /* Exactly one ADU. */
+    assert_int_equal(stream_next_exact(stream, (size_t)n1, &h, &adu_len), 1);
+    assert_int_equal(adu_len, 12);
+    assert_int_equal(adu_len, 6 + h.length);
+    assert_int_equal(h.transaction, 0x0102);
+    assert_int_equal(h.unit, 17);
+
+    /* Two pipelined: the first, then (after consuming it) the second. */
+    size_t have = (size_t)(n1 + n2);
+    assert_int_equal(stream_next_exact(stream, have, &h, &adu_len), 1);
+    assert_int_equal(adu_len, (size_t)n1);
+    assert_int_equal(stream_next_exact(stream + adu_len, have - adu_len, &h, &adu_len), 1);
+    assert_int_equal(adu_len, (size_t)n2);
+    assert_int_equal(h.transaction, 0x0103);
+    assert_int_equal(h.unit, 18);
+    assert_int_equal(h.length, sizeof pdu2 + 1);
+
+    /* The second only partly there: the first comes out, then need more. */
+    assert_int_equal(stream_next_exact(stream, have - 1, &h, &adu_len), 1);
+    assert_int_equal(adu_len, (size_t)n1);
+    assert_int_equal(stream_next_exact(stream + n1, (size_t)n2 - 1, &h, &adu_len), 0);
+    assert_int_equal(stream_next_exact(stream + n1, 3, &h, &adu_len), 0);
+
+    /* Bad protocol id: refused at 7 bytes, header filled for the log. */
+    uint8_t bad[MBAP_HEADER_LEN] = { 0x00, 0x01, 0x00, 0x05, 0x00, 0x06, 0x01 };
+    memset(&h, 0, sizeof h);
+    assert_int_equal(stream_next_exact(bad, sizeof bad, &h, &adu_len), -EPROTO);
+    assert_int_equal(h.protocol, 5);
+    assert_int_equal(h.length, 6);
+    /* Length 1 (no PDU) and 255 (PDU over 253): refused before any PDU byte. */
+    bad[3] = 0;
+    bad[5] = 1;
+    assert_int_equal(stream_next_exact(bad, sizeof bad, &h, &adu_len), -EMSGSIZE);
+    assert_int_equal(h.length, 1);
+    bad[5] = 255;
+    assert_int_equal(stream_next_exact(bad, sizeof bad, &h, &adu_len), -EMSGSIZE);
+    assert_int_equal(h.length, 255);
+    assert_int_equal(adu_len, (size_t)n1);   /* untouched since the last 1 */
+
+    /* The extremes of the length: 2 (a 1-byte PDU) and 254 (MBAP_MAX_ADU). */
+    bad[5] = 2;
+    uint8_t one[MBAP_HEADER_LEN + 1];
+    memcpy(one, bad, sizeof bad);
+    one[MBAP_HEADER_LEN] = 0x07;
+    assert_int_equal(stream_next_exact(one, MBAP_HEADER_LEN, &h, &adu_len), 0);
+    assert_int_equal(stream_next_exact(one, sizeof one, &h, &adu_len), 1);
+    assert_int_equal(adu_len, 8);
+    uint8_t big[MBAP_MAX_ADU] = { 0 };
+    big[5] = 254;
+    assert_int_equal(stream_next_exact(big, sizeof big - 1, &h, &adu_len), 0);
+    assert_int_equal(stream_next_exact(big, sizeof big, &h, &adu_len), 1);
+    assert_int_equal(adu_len, MBAP_MAX_ADU);
+}
+
 static void test_response_length(void **state)
 {
     (void)state;
@@ -145,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_request_roundtrip),
         cmocka_unit_test(test_request_rejects),
         cmocka_unit_test(test_mbap),
+        cmocka_unit_test(test_mbap_stream_next),
         cmocka_unit_test(test_response_length),
         cmocka_unit_test(test_timing),
         cmocka_unit_test(test_hex),

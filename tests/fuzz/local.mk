@@ -11,19 +11,20 @@
 # writes into the source tree; a crash leaves its input in
 # tests/fuzz/artifacts/ under the build directory and fails the target.
 
-FUZZ_HARNESSES = fuzz_decode fuzz_request fuzz_mbap fuzz_framer fuzz_config fuzz_capture
+FUZZ_HARNESSES = fuzz_decode fuzz_request fuzz_mbap fuzz_mbap_stream fuzz_framer fuzz_config \
+	fuzz_capture
 FUZZ_SMOKE_SECONDS = 30
 FUZZ_LINK_FLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 FUZZ_LIBS = parser/libparser.a
 
 EXTRA_DIST += tests/fuzz/fuzz.h tests/fuzz/fuzz_decode.c tests/fuzz/fuzz_request.c \
-	tests/fuzz/fuzz_mbap.c tests/fuzz/fuzz_framer.c tests/fuzz/fuzz_config.c \
-	tests/fuzz/fuzz_capture.c tests/fuzz/corpus tests/fuzz/README.md
+	tests/fuzz/fuzz_mbap.c tests/fuzz/fuzz_mbap_stream.c tests/fuzz/fuzz_framer.c \
+	tests/fuzz/fuzz_config.c tests/fuzz/fuzz_capture.c tests/fuzz/corpus tests/fuzz/README.md
 .PHONY: fuzz-smoke
 
 if FUZZING
 FUZZ_BINARIES = tests/fuzz/fuzz_decode tests/fuzz/fuzz_request tests/fuzz/fuzz_mbap \
-	tests/fuzz/fuzz_framer tests/fuzz/fuzz_config tests/fuzz/fuzz_capture
+	tests/fuzz/fuzz_mbap_stream tests/fuzz/fuzz_framer tests/fuzz/fuzz_config tests/fuzz/fuzz_capture
 noinst_PROGRAMS += $(FUZZ_BINARIES)
 
 tests_fuzz_fuzz_decode_SOURCES = tests/fuzz/fuzz_decode.c tests/fuzz/fuzz.h
@@ -37,6 +38,10 @@ tests_fuzz_fuzz_request_LDADD = $(FUZZ_LIBS)
 tests_fuzz_fuzz_mbap_SOURCES = tests/fuzz/fuzz_mbap.c tests/fuzz/fuzz.h
 tests_fuzz_fuzz_mbap_LDFLAGS = $(FUZZ_LINK_FLAGS)
 tests_fuzz_fuzz_mbap_LDADD = $(FUZZ_LIBS)
+
+tests_fuzz_fuzz_mbap_stream_SOURCES = tests/fuzz/fuzz_mbap_stream.c tests/fuzz/fuzz.h
+tests_fuzz_fuzz_mbap_stream_LDFLAGS = $(FUZZ_LINK_FLAGS)
+tests_fuzz_fuzz_mbap_stream_LDADD = $(FUZZ_LIBS)
 
 tests_fuzz_fuzz_framer_SOURCES = tests/fuzz/fuzz_framer.c tests/fuzz/fuzz.h
 tests_fuzz_fuzz_framer_LDFLAGS = $(FUZZ_LINK_FLAGS)
