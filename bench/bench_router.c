@@ -53,7 +53,7 @@ typedef struct frame_set {
 } frame_set_t;
 
 typedef struct router_bench_options {
-    unsigned rounds, warmup, frames, sample_every, explore_time_every;
+    unsigned rounds, warmup, frames, sample_every, explore_run;
     double epsilon;
     int json;
 } router_bench_options_t;
@@ -106,19 +106,20 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: rtugw bench router [--json] [--rounds N] [--warmup N] [--frames N]\n"
-            "                          [--epsilon E] [--sample-every K] [--explore-time-every M]\n"
+            "                          [--epsilon E] [--sample-every K] [--explore-run R]\n"
             "\n"
             "Routed decode against the faster single arm at 7, 21 and 255 bytes, side by side\n"
             "in every round: ns per frame, routed / bound (bound = faster + epsilon/2 x\n"
             "(slower - faster)), exploration's own cost and the router's overhead per parse;\n"
             "median and p10-p90 over measured rounds; then each bucket's verdict and regret\n"
             "against the oracle (the single-arm medians).\n"
-            "  --rounds N        measured rounds (default 41)\n"
-            "  --warmup N        warm-up rounds, not reported; the router learns (default 5)\n"
-            "  --frames N        frames per form per round per tier (default 4000)\n"
+            "  --rounds N        measured rounds (default 101)\n"
+            "  --warmup N        warm-up rounds, not reported; the router learns (default 10)\n"
+            "  --frames N        frames per form per round per tier (default 20000: the\n"
+            "                    router's window, 262144 pulls, fills in the measured rounds)\n"
             "  --epsilon E       exploration rate (default 0.05)\n"
-            "  --sample-every K  time 1 in K exploitation pulls (default 256)\n"
-            "  --explore-time-every M  time 1 in M exploration pulls (default 4)\n"
+            "  --sample-every K  measure 1 in K exploitation pulls (default 4096)\n"
+            "  --explore-run R   explore and measure in segments of R pulls (default 64)\n"
             "  --json            JSON instead of Markdown\n");
 }
 
@@ -131,7 +132,7 @@ static int parse_options(int argc, char **argv, router_bench_options_t *opt)
         { "frames", required_argument, NULL, 'f' },
         { "epsilon", required_argument, NULL, 'e' },
         { "sample-every", required_argument, NULL, 'k' },
-        { "explore-time-every", required_argument, NULL, 'm' },
+        { "explore-run", required_argument, NULL, 'm' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -162,7 +163,7 @@ static int parse_options(int argc, char **argv, router_bench_options_t *opt)
             else if (c == 'w') opt->warmup = (unsigned)v;
             else if (c == 'f') opt->frames = (unsigned)v;
             else if (c == 'k') opt->sample_every = (unsigned)v;
-            else opt->explore_time_every = (unsigned)v;
+            else opt->explore_run = (unsigned)v;
         } else {
             usage(stderr);
             return 2;
@@ -179,9 +180,9 @@ int bench_router_main(int argc, char **argv)
 {
     router_config_t defaults;
     router_config_default(&defaults);
-    router_bench_options_t opt = { .rounds = 41, .warmup = 5, .frames = 4000,
+    router_bench_options_t opt = { .rounds = 101, .warmup = 10, .frames = 20000,
                                    .sample_every = defaults.sample_every,
-                                   .explore_time_every = defaults.explore_time_every,
+                                   .explore_run = defaults.explore_run,
                                    .epsilon = defaults.epsilon };
     int rc = parse_options(argc, argv, &opt);
     if (rc >= 0)
@@ -193,7 +194,7 @@ int bench_router_main(int argc, char **argv)
     router_config_default(&cfg);
     cfg.epsilon = opt.epsilon;
     cfg.sample_every = opt.sample_every;
-    cfg.explore_time_every = opt.explore_time_every;
+    cfg.explore_run = opt.explore_run;
     plain_cfg = cfg;
     plain_cfg.epsilon = 0.0;
     plain_cfg.sample_every = 0xFFFFFFFFu;
@@ -277,18 +278,18 @@ int bench_router_main(int argc, char **argv)
 
     if (opt.json) {
         printf("{\"native_features\":\"%s\",\"epsilon\":%g,\"sample_every\":%u,"
-               "\"explore_time_every\":%u,\"rounds\":%u,"
+               "\"explore_run\":%u,\"rounds\":%u,"
                "\"warmup\":%u,\"frames_per_round\":%u,\"timer\":\"%s\","
                "\"timer_overhead_ns\":%.1f,\"tiers\":[",
-               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_time_every,
+               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_run,
                opt.rounds, opt.warmup, opt.frames, rep.timer, rep.timer_overhead_ns);
     } else {
         printf("# rtugw bench router\n\nnative features: %s; epsilon %g, 1 in %u exploitation "
-               "pulls and 1 in %u exploration pulls timed (timer %s, overhead %.1f ns "
-               "subtracted); %u measured rounds (%u warm-up dropped), %u frames per form per "
+               "pulls measured, in segments of %u pulls (explorations too; span or last pull "
+               "timed; timer %s, overhead %.1f ns subtracted); %u measured rounds (%u warm-up dropped), %u frames per form per "
                "round, forms rotated in each round.\n\n"
                "| bytes | form | ns/frame median | p10 | p90 |\n|---:|---|---:|---:|---:|\n",
-               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_time_every,
+               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_run,
                rep.timer,
                rep.timer_overhead_ns, opt.rounds, opt.warmup, opt.frames);
     }
@@ -342,6 +343,18 @@ int bench_router_main(int argc, char **argv)
                    ms[k][M_OVERHEAD].median, ms[k][M_OVERHEAD].p10, ms[k][M_OVERHEAD].p90,
                    ms[k][M_DISPATCH].median, router_verdict_text(br, verdict, sizeof verdict),
                    router_arm_name(br->oracle_arm), br->regret_ns_per_pull);
+        }
+        printf("\nThe router's own view (its cost estimates, samples and window) beside the "
+               "oracle's:\n\n| bytes | router native ns | router fallback ns | samples (native / "
+               "fallback) | window pulls (native / fallback) | oracle native ns | oracle "
+               "fallback ns |\n|---:|---:|---:|---|---|---:|---:|\n");
+        for (size_t k = 0; k < TIER_COUNT; k++) {
+            const router_bucket_report_t *br = &rep.bucket[router_bucket_of(r, sets[k].len)];
+            printf("| %zu | %.2f | %.2f | %llu / %llu | %llu / %llu | %.2f | %.2f |\n",
+                   sets[k].len, br->cost_ns[0], br->cost_ns[1],
+                   (unsigned long long)br->timed[0], (unsigned long long)br->timed[1],
+                   (unsigned long long)br->window_pulls[0],
+                   (unsigned long long)br->window_pulls[1], br->oracle_ns[0], br->oracle_ns[1]);
         }
         printf("\nAll targets met (ratio and converged to the oracle's arm): %s\n",
                all_ok ? "yes" : "no");

@@ -19,15 +19,29 @@
 #include <stdint.h>
 
 #define ARMS ROUTER_ARM_COUNT
-#define LEN_SLOTS (RTU_MAX_ADU + 2) /* lengths 0..256, and 257 for "longer" */
+#define LEN_SLOTS ROUTER_LEN_SLOTS
 
 #define RLOAD(p) atomic_load_explicit((p), memory_order_relaxed)
 #define RSTORE(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
 /* Single writer: a load and a store, not a locked read-modify-write. */
 #define RBUMP(p) RSTORE((p), RLOAD(p) + 1)
 
-/* Per handle, per bucket: learning state and counters. */
+/*
+ * Per handle, per bucket: learning state and counters.
+ *
+ * Pull accounting: the bucket's pulls come in segments, each on one arm
+ * (seg_arm) and seg_len pulls long; the hot path only counts the segment
+ * down in hot.slot[bucket * 2 + seg_arm].countdown. Invariant, outside an event:
+ *     pulls[a] = acc[a] + (a == seg_arm ? seg_len - countdown : 0)
+ * Events (owner thread) fold a finished segment into acc and start the next
+ * one inside the seqlock `seq` (odd while they write), so a reader on another
+ * thread retries instead of combining an old acc with a new segment.
+ */
 typedef struct rbucket {
+    _Atomic uint64_t acc[ARMS];    /* pulls of finished segments and event pulls */
+    _Atomic uint32_t seg_len;
+    _Atomic uint8_t seg_arm;
+    _Atomic uint32_t seq;
     _Atomic double est[ARMS];      /* mean log2(cost ns) */
     _Atomic uint64_t n_est[ARMS];  /* samples behind est (loaded ones included) */
     _Atomic uint64_t timed[ARMS];  /* samples taken this run */
@@ -36,18 +50,18 @@ typedef struct rbucket {
     _Atomic uint64_t win_mark[ARMS]; /* pulls[] at the start of the current window */
     _Atomic uint8_t choice;
     _Atomic uint8_t win_complete;
+    uint8_t measuring;             /* a measured segment is on (begun at seg_t0) */
+    uint8_t exploring;             /* ... and it is an exploration run */
+    uint64_t seg_t0;               /* timer at the measured segment's first pull */
+    uint8_t span_mode;             /* learning from spans (frames come back to back) */
 } rbucket_t;
 
+/* hot is read by router_decode on every frame; the rest only at events and
+ * by reports. */
 struct router_thread {
-    /* hot: read on every decode */
+    router_hot_t hot;              /* must stay first: router.h casts to it */
     router_t *r;
-    uint32_t countdown;            /* decisions until the next timed pull */
-    uint32_t since_roll;           /* decisions counted into the current window */
     uint64_t rng;
-    /* route[len] = bucket * 2 + arm: the exploitation decision per length */
-    uint8_t route[LEN_SLOTS];
-    _Atomic uint64_t pulls[ROUTER_MAX_BUCKETS * ARMS] __attribute__((aligned(64)));
-    /* cold */
     rbucket_t b[ROUTER_MAX_BUCKETS] __attribute__((aligned(64)));
     unsigned slot;                 /* index in r->threads */
 };
@@ -61,13 +75,13 @@ struct router {
     int use_tsc;
     double ns_per_tick;
     double overhead_ticks;
-    /* decision process: events every 1..gap_span decisions (mean 1/q);
-     * an event explores when rng32 < explore_threshold, else it times an
-     * exploitation pull */
+    /* decision process, per bucket: an event every 1..gap_span pulls of
+     * the bucket (mean g); outside a run, an event starts an exploration
+     * run when rng32 < explore_threshold, else it times an exploitation
+     * pull (docs/router.md derives g and the threshold) */
     uint32_t gap_span;
     uint32_t explore_threshold;
     uint32_t window;
-    uint32_t explore_time_threshold; /* an exploration is timed when rng32 < this */
     /* loaded table */
     int loaded;
     double prior_est[ROUTER_MAX_BUCKETS][ARMS];
@@ -103,6 +117,8 @@ typedef struct router_merged {
 } router_merged_t;
 
 void router_merge(router_t *r, router_merged_t *m);
+/* A handle's pulls of one bucket per arm, now (any thread). */
+void router_bucket_pulls(const router_thread_t *t, unsigned bucket, uint64_t pulls[ARMS]);
 void router_warn(const router_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

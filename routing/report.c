@@ -7,7 +7,8 @@
  *   - "default, not a decision" when m == 0 or an arm has no cost data:
  *     the majority is the default (or a loaded table), nothing was compared;
  *   - "converged to ARM" when ARM holds the majority, is the current choice,
- *     and p0 lies inside the Wilson score interval (z = 4) of m/n;
+ *     and p0 lies inside the Wilson score interval (z = 4) of m/n, counted
+ *     in runs of explore_run pulls (the unit exploration draws);
  *   - "not converged" otherwise.
  */
 #include "routing/internal.h"
@@ -21,14 +22,14 @@
 #define VERDICT_Z 4.0
 
 /* Wilson score interval for k successes in n trials. */
-static void wilson(uint64_t k, uint64_t n, double z, double *lo, double *hi)
+static void wilson(double k, double n, double z, double *lo, double *hi)
 {
-    if (n == 0) {
+    if (n <= 0.0) {
         *lo = 0.0;
         *hi = 1.0;
         return;
     }
-    double nn = (double)n, p = (double)k / nn, z2 = z * z;
+    double nn = n, p = k / nn, z2 = z * z;
     double denom = 1.0 + z2 / nn;
     double centre = (p + z2 / (2.0 * nn)) / denom;
     double half = z / denom * sqrt(p * (1.0 - p) / nn + z2 / (4.0 * nn * nn));
@@ -45,8 +46,9 @@ int router_report(router_t *r, router_report_t *out)
     out->n_buckets = r->nb;
     out->epsilon = r->cfg.epsilon;
     out->sample_every = r->cfg.sample_every;
+    out->explore_run = r->cfg.explore_run;
     out->alpha = r->cfg.alpha;
-    out->window = r->cfg.window;
+    out->window = r->window;
     out->default_arm = (router_arm_t)r->default_arm;
     out->timer = r->cfg.cost ? "injected" : r->use_tsc ? "rdtsc" : "clock_gettime";
     out->timer_overhead_ns = r->overhead_ticks * r->ns_per_tick;
@@ -75,7 +77,12 @@ int router_report(router_t *r, router_report_t *out)
         uint64_t minority = br->chosen == ROUTER_ARM_NATIVE ? w1 : w0;
         br->minority_share = n ? (double)minority / (double)n : 0.0;
         br->expected_share = r->cfg.epsilon / 2.0;
-        wilson(minority, n, VERDICT_Z, &br->interval_lo, &br->interval_hi);
+        /* Explorations come in runs of explore_run pulls, so the minority
+         * grows in steps of a run: the independent trials are runs, and
+         * counting pulls would make the interval explore_run^0.5 too narrow. */
+        double run = (double)r->cfg.explore_run;
+        wilson((double)minority / run, (double)n / run, VERDICT_Z, &br->interval_lo,
+               &br->interval_hi);
         if (minority == 0 || !br->has_cost[0] || !br->has_cost[1])
             br->verdict = ROUTER_VERDICT_DEFAULT;
         else if (br->chosen == current && br->expected_share >= br->interval_lo &&
@@ -145,10 +152,11 @@ int router_report_json(const router_report_t *rep, char *buf, size_t cap)
 
     jprintf(&j,
             "{\"router\":{\"policy\":\"epsilon-greedy\",\"epsilon\":%g,\"sample_every\":%u,"
+            "\"explore_run\":%u,"
             "\"alpha\":%g,\"window\":%u,\"default_arm\":\"%s\",\"timer\":\"%s\","
             "\"timer_overhead_ns\":%.1f,\"threads\":%u,\"decisions\":%llu,\"loaded\":%s,"
             "\"buckets\":[",
-            rep->epsilon, rep->sample_every, rep->alpha, rep->window,
+            rep->epsilon, rep->sample_every, rep->explore_run, rep->alpha, rep->window,
             router_arm_name(rep->default_arm), rep->timer, rep->timer_overhead_ns, rep->threads,
             (unsigned long long)rep->decisions, rep->loaded ? "true" : "false");
     for (unsigned b = 0; b < rep->n_buckets; b++) {

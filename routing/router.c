@@ -3,12 +3,14 @@
  * learning and timer calibration. Reports are in report.c, the state file
  * in state.c; docs/router.md explains the method.
  *
- * Hot path (router_decode): one table load gives bucket and arm for the
- * frame length, one counter store, one countdown decrement, a direct call.
- * Everything else happens at an "event", on average once per 1/q decisions
- * (q = epsilon/2 + (1 - epsilon/2)/sample_every): the event either explores
- * (takes the arm not chosen) or times an exploitation pull; both are timed,
- * learned from, and may change the bucket's choice.
+ * Hot path (router_decode, inline in router.h): one table load gives the
+ * slot (bucket x arm) for the frame length, its countdown is decremented,
+ * its decoder called through a pointer; nothing is counted per frame.
+ * Everything else happens at the bucket's "events" (router_decode_event),
+ * where a segment ends: after a gap on the choice a measured segment of
+ * explore_run pulls starts, on the other arm (an exploration run) or on the
+ * choice; when it ends its cost per pull is learned and a gap follows.
+ * Learning may change the bucket's choice.
  */
 #include "routing/internal.h"
 
@@ -41,11 +43,11 @@ void router_config_default(router_config_t *cfg)
     cfg->n_edges = sizeof default_edges / sizeof default_edges[0];
     memcpy(cfg->edges, default_edges, sizeof default_edges);
     cfg->epsilon = 0.05;
-    cfg->sample_every = 256;
-    cfg->explore_time_every = 4;
+    cfg->sample_every = 4096;
+    cfg->explore_run = 64;
     cfg->alpha = 0.05;
     cfg->hysteresis = 0.02;
-    cfg->window = 8192;
+    cfg->window = 0;
 }
 
 int router_parse_edges(const char *text, router_config_t *cfg)
@@ -118,11 +120,19 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The lfences keep the decode between the two reads: without them rdtsc may
+ * execute before earlier work has finished or let the decode start early,
+ * and a 7-byte decode (about 20 cycles) would be lost in that overlap. Their
+ * cost (a drained pipeline) is paid by timed pulls only. */
 static inline uint64_t timer_read(const router_t *r)
 {
 #if ROUTER_HAVE_TSC
-    if (r->use_tsc)
-        return __rdtsc();
+    if (r->use_tsc) {
+        _mm_lfence();
+        uint64_t t = __rdtsc();
+        _mm_lfence();
+        return t;
+    }
 #else
     (void)r;
 #endif
@@ -209,9 +219,8 @@ int router_new(const router_config_t *cfg, router_t **out)
             (i && cfg->edges[i] <= cfg->edges[i - 1]))
             return -EINVAL;
     if (!(cfg->epsilon >= 0.0 && cfg->epsilon <= 1.0) || cfg->sample_every < 1 ||
-        cfg->explore_time_every < 1 ||
-        !(cfg->alpha > 0.0 && cfg->alpha <= 1.0) || !(cfg->hysteresis >= 0.0) ||
-        cfg->window < 1)
+        cfg->explore_run < 1 || cfg->explore_run > 1024 ||
+        !(cfg->alpha > 0.0 && cfg->alpha <= 1.0) || !(cfg->hysteresis >= 0.0))
         return -EINVAL;
 
     router_t *r = calloc(1, sizeof *r);
@@ -228,14 +237,32 @@ int router_new(const router_config_t *cfg, router_t **out)
     for (unsigned b = 0; b < ROUTER_MAX_BUCKETS; b++)
         r->prior_choice[b] = r->default_arm;
 
-    double half = cfg->epsilon / 2.0;
-    double q = half + (1.0 - half) / (double)cfg->sample_every;
-    double span = 2.0 / q - 1.0;
+    /* Per bucket, with h = epsilon/2, R = explore_run, S = sample_every: a
+     * cycle is a gap on the choice (mean g pulls, the last of which starts
+     * the measured segment) and a measured segment of R pulls, L = g - 1 + R
+     * pulls in all; the segment explores with probability p. Exploration
+     * takes p R / L = h of the pulls, exploitation is measured once per
+     * L / (1 - p) = S pulls: p = h S / (R + h S), L = S R / (R + h S). When
+     * S is too small for that (g < 1) the gap is 1 pull, L = R and p = h.
+     * docs/router.md has the derivation. */
+    double h = cfg->epsilon / 2.0, R = (double)cfg->explore_run, S = (double)cfg->sample_every;
+    double p = h * S / (R + h * S), L = S * R / (R + h * S), g = L + 1.0 - R;
+    if (g < 1.0) {
+        g = 1.0;
+        p = h;
+    }
+    double span = 2.0 * g - 1.0;
     r->gap_span = span < 1.0 ? 1u : span > 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)(span + 0.5);
-    double thr = half / q * 4294967296.0;
+    double thr = p * 4294967296.0;
     r->explore_threshold = thr >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)thr;
     r->window = cfg->window;
-    r->explore_time_threshold = (uint32_t)(4294967295.0 / cfg->explore_time_every);
+    if (r->window == 0) {
+        /* about 64 runs: the verdict's trials are runs (report.c) */
+        double want = h > 0.0 ? 64.0 * R / h : 4096.0;
+        r->window = 4096;
+        while (r->window < want && r->window < (1u << 30))
+            r->window <<= 1;
+    }
 
     uint64_t seed = cfg->seed;
     if (seed == 0)
@@ -292,12 +319,70 @@ static void set_route(router_thread_t *t, unsigned bucket, unsigned arm)
     unsigned lo = bucket ? r->cfg.edges[bucket - 1] + 1u : 0;
     unsigned hi = bucket + 1 < r->nb ? r->cfg.edges[bucket] : LEN_SLOTS - 1;
     for (unsigned len = lo; len <= hi; len++)
-        t->route[len] = (uint8_t)(bucket * 2 + arm);
+        t->hot.route[len] = (uint16_t)((bucket * 2 + arm) * sizeof(router_slot_t));
 }
 
 static uint32_t draw_gap(const router_t *r, uint64_t x)
 {
     return 1 + (uint32_t)(((x >> 32) * (uint64_t)r->gap_span) >> 32);
+}
+
+/*
+ * Seqlock around an event's writes to a bucket (see rbucket_t), without
+ * fences (ThreadSanitizer does not model them): the fields a reader checks
+ * under it are written with release stores (SSTORE) and read with acquire
+ * loads (SLOAD), plain moves on x86-64. A reader that sees any of an
+ * event's stores therefore also sees the odd count before it, and its
+ * second read of the count, ordered after its data loads, differs.
+ */
+#define SSTORE(p, v) atomic_store_explicit((p), (v), memory_order_release)
+#define SLOAD(p) atomic_load_explicit((p), memory_order_acquire)
+
+static void bucket_write_begin(rbucket_t *rb)
+{
+    RSTORE(&rb->seq, RLOAD(&rb->seq) + 1);
+}
+
+static void bucket_write_end(rbucket_t *rb)
+{
+    SSTORE(&rb->seq, RLOAD(&rb->seq) + 1);
+}
+
+/* The owner's view, exact between events. */
+static uint64_t owner_pulls(const router_thread_t *t, unsigned bucket, unsigned arm)
+{
+    const rbucket_t *rb = &t->b[bucket];
+    uint64_t p = SLOAD(&rb->acc[arm]);
+    if (SLOAD(&rb->seg_arm) == arm) {
+        uint32_t left = SLOAD(&t->hot.slot[bucket * 2 + arm].countdown);
+        uint32_t len = SLOAD(&rb->seg_len);
+        p += len > left ? len - left : 0;
+    }
+    return p;
+}
+
+void router_bucket_pulls(const router_thread_t *t, unsigned bucket, uint64_t pulls[ARMS])
+{
+    const rbucket_t *rb = &t->b[bucket];
+    uint32_t s0, s1;
+    do {
+        s0 = SLOAD(&rb->seq);
+        for (unsigned a = 0; a < ARMS; a++)
+            pulls[a] = owner_pulls(t, bucket, a);
+        s1 = SLOAD(&rb->seq);
+    } while ((s0 & 1) || s0 != s1);
+}
+
+/* Starts the bucket's next segment: `len` pulls on `arm`, counted down in
+ * the hot path. Inside bucket_write_begin/end, or before the handle is
+ * published. */
+static void start_segment(router_thread_t *t, unsigned bucket, unsigned arm, uint32_t len)
+{
+    rbucket_t *rb = &t->b[bucket];
+    SSTORE(&rb->seg_arm, (uint8_t)arm);
+    SSTORE(&rb->seg_len, len);
+    SSTORE(&t->hot.slot[bucket * 2 + arm].countdown, len);
+    set_route(t, bucket, arm);
 }
 
 router_thread_t *router_thread_new(router_t *r)
@@ -308,24 +393,13 @@ router_thread_t *router_thread_new(router_t *r)
         return NULL;
     memset(t, 0, size);
     t->r = r;
+    for (unsigned e = 0; e < ROUTER_MAX_BUCKETS * ARMS; e++)
+        t->hot.slot[e].decode = e & 1 ? rtu_decode_fallback : rtu_decode_native;
 
+    /* fully set up before it is published in r->threads */
     pthread_mutex_lock(&r->lock);
-    if (r->n_threads == r->cap_threads) {
-        unsigned cap = r->cap_threads ? 2 * r->cap_threads : 8;
-        router_thread_t **a = realloc(r->threads, cap * sizeof *a);
-        if (!a) {
-            pthread_mutex_unlock(&r->lock);
-            free(t);
-            return NULL;
-        }
-        r->threads = a;
-        r->cap_threads = cap;
-    }
-    t->slot = r->n_threads;
-    r->threads[r->n_threads++] = t;
     t->rng = splitmix64(&r->next_seed) | 1;
     pthread_mutex_unlock(&r->lock);
-
     for (unsigned b = 0; b < r->nb; b++) {
         rbucket_t *rb = &t->b[b];
         for (unsigned a = 0; a < ARMS; a++) {
@@ -333,9 +407,24 @@ router_thread_t *router_thread_new(router_t *r)
             RSTORE(&rb->n_est[a], r->prior_n[b][a]);
         }
         RSTORE(&rb->choice, r->prior_choice[b]);
-        set_route(t, b, r->prior_choice[b]);
+        start_segment(t, b, r->prior_choice[b], draw_gap(r, rng_next(&t->rng)));
     }
-    t->countdown = draw_gap(r, rng_next(&t->rng));
+
+    pthread_mutex_lock(&r->lock);
+    if (r->n_threads == r->cap_threads) {
+        unsigned cap = r->cap_threads ? 2 * r->cap_threads : 8;
+        router_thread_t **arr = realloc(r->threads, cap * sizeof *arr);
+        if (!arr) {
+            pthread_mutex_unlock(&r->lock);
+            free(t);
+            return NULL;
+        }
+        r->threads = arr;
+        r->cap_threads = cap;
+    }
+    t->slot = r->n_threads;
+    r->threads[r->n_threads++] = t;
+    pthread_mutex_unlock(&r->lock);
     return t;
 }
 
@@ -347,11 +436,12 @@ void router_thread_free(router_thread_t *t)
     pthread_mutex_lock(&r->lock);
     for (unsigned b = 0; b < r->nb; b++) {
         rbucket_t *rb = &t->b[b];
+        uint64_t pulls[ARMS];
+        router_bucket_pulls(t, b, pulls);
         for (unsigned a = 0; a < ARMS; a++) {
-            uint64_t p = RLOAD(&t->pulls[b * 2 + a]);
-            r->ret_pulls[b][a] += p;
+            r->ret_pulls[b][a] += pulls[a];
             r->ret_win[b][a] += RLOAD(&rb->win_complete) ? RLOAD(&rb->win_prev[a])
-                                                         : p - RLOAD(&rb->win_mark[a]);
+                                                         : pulls[a] - RLOAD(&rb->win_mark[a]);
             r->ret_timed[b][a] += RLOAD(&rb->timed[a]);
             r->ret_explored[b][a] += RLOAD(&rb->explored[a]);
             uint64_t n = RLOAD(&rb->n_est[a]);
@@ -367,11 +457,13 @@ void router_thread_free(router_thread_t *t)
 
 router_arm_t router_choice(const router_thread_t *t, size_t len)
 {
-    return (router_arm_t)(t->route[len < LEN_SLOTS - 1 ? len : LEN_SLOTS - 1] & 1);
+    return (router_arm_t)RLOAD(&t->b[router_bucket_of(t->r, len)].choice);
 }
 
 /* ---- learning ----------------------------------------------------------------- */
 
+/* The bucket's choice after a new sample; the route follows when the next
+ * segment starts. */
 static void decide(router_thread_t *t, unsigned bucket)
 {
     const router_t *r = t->r;
@@ -382,10 +474,8 @@ static void decide(router_thread_t *t, unsigned bucket)
         want = r->default_arm;
     else if (RLOAD(&rb->est[other]) < RLOAD(&rb->est[cur]) - r->cfg.hysteresis)
         want = other;
-    if (want != cur) {
+    if (want != cur)
         RSTORE(&rb->choice, (uint8_t)want);
-        set_route(t, bucket, want);
-    }
 }
 
 static void learn(router_thread_t *t, unsigned bucket, unsigned arm, double cost_ns)
@@ -410,7 +500,7 @@ static void learn(router_thread_t *t, unsigned bucket, unsigned arm, double cost
 static void maybe_roll(router_thread_t *t, unsigned bucket)
 {
     rbucket_t *rb = &t->b[bucket];
-    uint64_t p0 = RLOAD(&t->pulls[bucket * 2]), p1 = RLOAD(&t->pulls[bucket * 2 + 1]);
+    uint64_t p0 = owner_pulls(t, bucket, 0), p1 = owner_pulls(t, bucket, 1);
     uint64_t m0 = RLOAD(&rb->win_mark[0]), m1 = RLOAD(&rb->win_mark[1]);
     if (p0 + p1 - m0 - m1 < t->r->window)
         return;
@@ -427,54 +517,134 @@ static inline rtu_status_t run_arm(unsigned arm, const uint8_t *adu, size_t len,
     return arm ? rtu_decode_fallback(adu, len, out) : rtu_decode_native(adu, len, out);
 }
 
-__attribute__((noinline)) static rtu_status_t router_event(router_thread_t *t,
-                                                           const uint8_t *adu, size_t len,
-                                                           unsigned e, rtu_envelope_t *out)
+/*
+ * The last pull of a measured segment (explore_run pulls on one arm, begun
+ * at seg_t0): decodes it between two timer reads, and learns from the
+ * cheaper-looking of two views when the decode succeeded (a rejected frame
+ * stops early and says nothing about a real response):
+ *  - the segment's time per pull, (now - seg_t0) / explore_run: what the
+ *    arm costs where frames come back to back (a replay, a file, a loop),
+ *    in the caller's own context: how it writes and reads the envelope
+ *    decides which arm wins at 20 bytes, and an isolated pull cannot see
+ *    that (docs/router.md);
+ *  - the last pull alone, fenced: when the span is more than SPAN_TRUST
+ *    times that, the caller did other work between frames (a gateway waits
+ *    milliseconds for the next answer) and the span measures the wait.
+ *    The bucket remembers which view it learns from (span_mode), so the two
+ *    are not mixed on one stray segment.
+ * With an injected cost source the source's cost is used, no clock.
+ */
+#define SPAN_TRUST 4.0
+
+static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned arm,
+                                  const uint8_t *adu, size_t len, rtu_envelope_t *out)
 {
     const router_t *r = t->r;
-    uint64_t x = rng_next(&t->rng);
-    unsigned bucket = e >> 1, arm = e & 1;
-    int explore = (uint32_t)x < r->explore_threshold;
+    rbucket_t *rb = &t->b[bucket];
     rtu_status_t st;
     double cost;
 
-    t->countdown = draw_gap(r, x);
-    if (explore) {
-        arm ^= 1;
-        RBUMP(&t->b[bucket].explored[arm]);
-        if (r->cfg.explore_time_every > 1 &&
-            (uint32_t)(rng_next(&t->rng) >> 32) >= r->explore_time_threshold) {
-            /* explore without a timer: pays epsilon, learns nothing */
-            RBUMP(&t->pulls[bucket * 2 + arm]);
-            return run_arm(arm, adu, len, out);
-        }
-    }
     if (r->cfg.cost) {
         st = run_arm(arm, adu, len, out);
         cost = r->cfg.cost(r->cfg.cost_ctx, (router_arm_t)arm, len);
     } else {
-        uint64_t t0 = timer_read(r);
-        st = run_arm(arm, adu, len, out);
         uint64_t t1 = timer_read(r);
-        cost = ((double)(t1 - t0) - r->overhead_ticks) * r->ns_per_tick;
+        st = run_arm(arm, adu, len, out);
+        uint64_t t2 = timer_read(r);
+        cost = ((double)(t2 - t1) - r->overhead_ticks) * r->ns_per_tick;
+        if (r->cfg.explore_run > 1) {
+            double span = ((double)(t2 - rb->seg_t0) - r->overhead_ticks) * r->ns_per_tick /
+                          (double)r->cfg.explore_run;
+            int trusted = span > 0 && span <= SPAN_TRUST * cost;
+            if (trusted) {
+                cost = span;
+            } else if (rb->span_mode) {
+                /* One segment that straddled other work while frames
+                 * otherwise come back to back: a lone single-pull sample
+                 * would sit far from the span samples beside it (an
+                 * isolated pull costs 2-3x a pull in a stream) and swing
+                 * the estimate; it is dropped. A second in a row means the
+                 * stream has become sparse, and single pulls are learned. */
+                rb->span_mode = 0;
+                return st;
+            }
+            rb->span_mode = (uint8_t)trusted;
+        }
     }
-    RBUMP(&t->pulls[bucket * 2 + arm]);
-    /* Only successful decodes teach: a rejected frame stops early and says
-     * nothing about what a real response costs. */
     if (st == RTU_OK)
         learn(t, bucket, arm, cost);
-    maybe_roll(t, bucket);
     return st;
 }
 
-rtu_status_t router_decode(router_thread_t *t, const uint8_t *adu, size_t len,
-                           rtu_envelope_t *out)
+/*
+ * The bucket's segment has run out; this pull is the segment's last.
+ *  - A gap on the choice ended: a measured segment of explore_run pulls
+ *    starts with this pull, on the other arm with probability p (an
+ *    exploration run) or on the choice (an exploitation sample). Its first
+ *    pull reads the clock, the rest run in the inline hot path. With
+ *    explore_run 1 the segment is this single pull, measured at once.
+ *  - A measured segment ended: this pull is measured (measured_pull) and a
+ *    gap on the choice follows.
+ * The segment's pulls are folded into acc first, then the next one starts.
+ */
+rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t len,
+                                 rtu_envelope_t *out)
 {
-    unsigned e = t->route[len < LEN_SLOTS - 1 ? len : LEN_SLOTS - 1];
-    if (__builtin_expect(--t->countdown == 0, 0))
-        return router_event(t, adu, len, e, out);
-    RBUMP(&t->pulls[e]);
-    return run_arm(e & 1, adu, len, out);
+    const router_t *r = t->r;
+    unsigned e = t->hot.route[len < LEN_SLOTS - 1 ? len : LEN_SLOTS - 1] / sizeof(router_slot_t);
+    unsigned bucket = e >> 1, arm = e & 1;
+    rbucket_t *rb = &t->b[bucket];
+    rtu_status_t st;
+
+    if (len >= LEN_SLOTS - 1) {
+        /* Longer than any ADU: rejected by either arm at once; counted in
+         * the last bucket without touching its segment. */
+        bucket_write_begin(rb);
+        SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + 1);
+        bucket_write_end(rb);
+        return run_arm(arm, adu, len, out);
+    }
+    uint32_t left = RLOAD(&t->hot.slot[e].countdown);
+    if (left > 1) {
+        /* not the segment's end (router_decode comes here only at the end,
+         * but the function is public): an ordinary pull */
+        RSTORE(&t->hot.slot[e].countdown, left - 1);
+        return run_arm(arm, adu, len, out);
+    }
+
+    bucket_write_begin(rb);
+    /* the hot path took seg_len - 1 pulls; this one is counted below */
+    SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + RLOAD(&rb->seg_len) - 1);
+    SSTORE(&t->hot.slot[e].countdown, 0);
+    if (rb->measuring) {
+        rb->measuring = 0;
+        if (rb->exploring) /* the run's first pull was counted when it started */
+            RSTORE(&rb->explored[arm], RLOAD(&rb->explored[arm]) + r->cfg.explore_run - 1);
+        rb->exploring = 0;
+        st = measured_pull(t, bucket, arm, adu, len, out);
+    } else {
+        int explore = (uint32_t)rng_next(&t->rng) < r->explore_threshold;
+        if (explore) {
+            arm ^= 1;
+            RBUMP(&rb->explored[arm]);
+        }
+        if (r->cfg.explore_run > 1) {
+            rb->measuring = 1;
+            rb->exploring = (uint8_t)explore;
+            SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + 1);
+            start_segment(t, bucket, arm, r->cfg.explore_run - 1);
+            maybe_roll(t, bucket);
+            bucket_write_end(rb);
+            rb->seg_t0 = r->cfg.cost ? 0 : timer_read(r);
+            return run_arm(arm, adu, len, out);
+        }
+        st = measured_pull(t, bucket, arm, adu, len, out);
+    }
+    SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + 1);
+    start_segment(t, bucket, RLOAD(&rb->choice), draw_gap(r, rng_next(&t->rng)));
+    maybe_roll(t, bucket);
+    bucket_write_end(rb);
+    return st;
 }
 
 /* ---- merge (reports, save) ------------------------------------------------------ */
@@ -503,10 +673,12 @@ void router_merge(router_t *r, router_merged_t *m)
         router_thread_t *t = r->threads[i];
         for (unsigned b = 0; b < r->nb; b++) {
             rbucket_t *rb = &t->b[b];
+            uint64_t pulls[ARMS];
+            router_bucket_pulls(t, b, pulls);
             int complete = RLOAD(&rb->win_complete);
             uint64_t tp = 0;
             for (unsigned a = 0; a < ARMS; a++) {
-                uint64_t p = RLOAD(&t->pulls[b * 2 + a]);
+                uint64_t p = pulls[a];
                 tp += p;
                 m->pulls[b][a] += p;
                 /* a roll racing this read can only make the partial count

@@ -22,6 +22,7 @@
 
 #include "parser/rtu.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,20 +54,25 @@ typedef struct router_config {
     /* Exploration rate: the share of decisions drawn uniformly over both
      * arms, so the arm not chosen is taken at epsilon / 2. Default 0.05. */
     double epsilon;
-    /* 1 in sample_every exploitation pulls is timed (on average). Default 256. */
+    /* 1 in sample_every exploitation pulls is timed (on average). Default
+     * 4096: an event costs 100-200 cycles, a 7-byte parse about 25. */
     unsigned sample_every;
-    /* 1 in explore_time_every exploration pulls is timed (on average); the
-     * others still explore (their cost is the price of epsilon) but teach
-     * nothing. 1 times every one. Default 4 (see docs/router.md: a timer
-     * pair costs about 20 ns here, as much as a short parse). */
-    unsigned explore_time_every;
+    /* Explorations come in runs of explore_run consecutive pulls of one
+     * bucket on the arm not chosen; the last pull of a run is timed, so the
+     * sample sees that arm warm (caches, branch predictors) as it would run
+     * if chosen. 1 explores and times single pulls. Default 64 (1..1024; see
+     * docs/router.md). */
+    unsigned explore_run;
     /* Weight of a new sample in the exponentially weighted mean of
      * log2(cost) (running mean until 1/alpha samples). Default 0.05. */
     double alpha;
     /* Switch arms only when the other arm's mean log2 cost is lower by more
      * than this (0.02 = about 1.4 %). Default 0.02. */
     double hysteresis;
-    /* Pulls per report window, counted per thread over all buckets. Default 8192. */
+    /* Pulls of a bucket per report window, per thread. 0 (the default):
+     * enough for about 64 exploration runs, 64 x explore_run / (epsilon/2)
+     * rounded up to a power of two, at least 4096 (163840 -> 262144 with
+     * the defaults). The report gives the value in force. */
     unsigned window;
     /* RNG seed; 0 takes one from the clock. */
     uint64_t seed;
@@ -101,12 +107,61 @@ router_thread_t *router_thread_new(router_t *r);
 void router_thread_free(router_thread_t *t);
 
 /*
+ * The part of a handle that router_decode touches on every frame. It is in
+ * this header only so that router_decode can be inlined into the caller's
+ * loop (a call costs about as much as the whole dispatch); like FILE behind
+ * getc_unlocked, nothing outside routing/ may read or write it. It is the
+ * first member of every router_thread_t.
+ *
+ * route[len] = (bucket * 2 + arm) x sizeof(router_slot_t), a byte offset
+ * (it saves the hot path a shift): the arm this length takes now (the choice,
+ * or the explored arm during an exploration run). slot[bucket * 2 + arm]:
+ * that arm's decoder (a call through it costs less than a branch between
+ * two call sites) and the pulls left in the bucket's current segment,
+ * counted only in the slot route points to; at zero the pull goes out of line
+ * (router_decode_event) to start or end a measured segment (docs/router.md).
+ * Pulls are not counted here: every pull of a segment takes
+ * the same arm, so events add up the segments and reports add the running
+ * segment's progress (routing/internal.h). Written only by the owning
+ * thread, with relaxed atomic loads and stores (plain moves on x86-64) so
+ * that reports may read the countdown while it runs.
+ */
+#define ROUTER_LEN_SLOTS (RTU_MAX_ADU + 2) /* lengths 0..256, and 257 for "longer" */
+typedef struct router_slot {
+    _Atomic uint32_t countdown;
+    rtu_decode_fn decode;          /* this slot's arm: native or fallback */
+} router_slot_t;
+
+typedef struct router_hot {
+    router_slot_t slot[ROUTER_MAX_BUCKETS * ROUTER_ARM_COUNT];
+    uint16_t route[ROUTER_LEN_SLOTS];  /* byte offset of the slot in slot[] */
+} router_hot_t;
+
+/* The out-of-line half of router_decode; call router_decode instead. */
+rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t len,
+                                 rtu_envelope_t *out);
+
+/*
  * The main entry: picks an arm for this frame's bucket, decodes into *out
  * and sometimes times it. Returns out->status. out always equals what
  * rtu_decode_reference() would produce.
  */
-rtu_status_t router_decode(router_thread_t *t, const uint8_t *adu, size_t len,
-                           rtu_envelope_t *out);
+static inline rtu_status_t router_decode(router_thread_t *t, const uint8_t *adu, size_t len,
+                                         rtu_envelope_t *out)
+{
+    router_hot_t *h = (router_hot_t *)(void *)t;
+
+    if (__builtin_expect(len >= ROUTER_LEN_SLOTS - 1, 0))
+        return router_decode_event(t, adu, len, out); /* too long: counted there */
+    router_slot_t *s = (router_slot_t *)(void *)((char *)h->slot + h->route[len]);
+    rtu_decode_fn decode = s->decode; /* before the atomics: gcc keeps s in a register */
+    uint32_t left = atomic_load_explicit(&s->countdown, memory_order_relaxed) - 1;
+
+    if (__builtin_expect(left == 0, 0))
+        return router_decode_event(t, adu, len, out);
+    atomic_store_explicit(&s->countdown, left, memory_order_relaxed);
+    return decode(adu, len, out);
+}
 
 /* The arm this handle exploits for a frame of len bytes now (exploration
  * aside). */
@@ -170,6 +225,7 @@ typedef struct router_report {
     router_bucket_report_t bucket[ROUTER_MAX_BUCKETS];
     double epsilon;
     unsigned sample_every;
+    unsigned explore_run;
     double alpha;
     unsigned window;
     router_arm_t default_arm;
