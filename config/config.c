@@ -89,6 +89,7 @@ static const key_spec_t http_keys[] = {
 static const key_spec_t router_keys[] = {
     { "exploration", K_DOUBLE, offsetof(config_router_t, exploration), 0, 1 },
     U(config_router_t, sample_every, 1, 1000000),
+    U(config_router_t, explore_run, 1, 1024),
     { "verify_rate", K_DOUBLE, offsetof(config_router_t, verify_rate), 0, 1 },
     { "state_file", K_STRING, offsetof(config_router_t, state_file), 0, CONFIG_PATH_MAX },
 };
@@ -649,7 +650,8 @@ static config_t *load(loader_t *ld)
     cfg->tcp = (config_tcp_t){ .enabled = true, .bind = "127.0.0.1", .port = 1502, .max_clients = 32,
                                .idle_timeout_s = 300, .max_pending = 16 };
     cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502 };
-    cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .policy = "epsilon",
+    cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
+                                     .policy = "epsilon",
                                      .buckets = { 8, 16, 32, 64, 128, 256 }, .bucket_count = 6 };
     ld->cfg = cfg;
     int rc = ini_parse_stream(read_line, ld, on_key, ld);

@@ -103,6 +103,7 @@ typedef struct config_http {
 typedef struct config_router {
     double exploration;
     unsigned sample_every;          /* time 1 in k exploitation pulls */
+    unsigned explore_run;           /* explorations in runs of this many pulls */
     double verify_rate;             /* shadow verification share */
     unsigned buckets[CONFIG_MAX_BUCKETS];
     unsigned bucket_count;

@@ -89,6 +89,7 @@ static int start_router(gw_t *gw)
     router_config_default(&rc);
     rc.epsilon = gw->cfg->router.exploration;
     rc.sample_every = gw->cfg->router.sample_every;
+    rc.explore_run = gw->cfg->router.explore_run;
     rc.n_edges = gw->cfg->router.bucket_count;
     for (unsigned i = 0; i < rc.n_edges; i++)
         rc.edges[i] = (uint16_t)gw->cfg->router.buckets[i];

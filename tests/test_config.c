@@ -77,6 +77,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->devices[0].bus, 0);      /* the only bus */
     assert_int_equal(cfg->devices[0].dead_after, 3);
     assert_true(cfg->router.exploration > 0.049 && cfg->router.exploration < 0.051);
+    assert_int_equal(cfg->router.explore_run, 8);
     config_free(cfg);
 }
 
@@ -106,7 +107,8 @@ static void test_every_error_named_with_line(void **state)
         "port = /dev/y\n"           /* 19 */
         "[router]\n"                /* 20 */
         "buckets = 8,4,256\n"       /* 21 */
-        "exploration = 1.5\n";      /* 22 */
+        "exploration = 1.5\n"       /* 22 */
+        "explore_run = 0\n";        /* 23 */
     assert_null(load(text, &errs));
     expect_error(&errs, "t.ini:3: [bus a] baud = '12'", "300..4000000");
     expect_error(&errs, "t.ini:4: [bus a] retires: unknown key", NULL);
@@ -121,7 +123,8 @@ static void test_every_error_named_with_line(void **state)
     expect_error(&errs, "t.ini:18: [bus a]", "defined twice");
     expect_error(&errs, "t.ini:21: [router] buckets = '8,4,256'", "ascending");
     expect_error(&errs, "t.ini:22: [router] exploration = '1.5'", "0..1");
-    assert_true(errs.total >= 13);
+    expect_error(&errs, "t.ini:23: [router] explore_run = '0'", "1..1024");
+    assert_true(errs.total >= 14);
 }
 
 static void test_syntax_and_long_lines(void **state)

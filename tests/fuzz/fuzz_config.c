@@ -111,6 +111,7 @@ static void check_ranges(const config_t *c)
     CHECK(ro->exploration >= 0 && ro->exploration <= 1, "router exploration %g", ro->exploration);
     CHECK(ro->verify_rate >= 0 && ro->verify_rate <= 1, "router verify_rate %g", ro->verify_rate);
     CHECK(IN(ro->sample_every, 1u, 1000000u), "router sample_every %u", ro->sample_every);
+    CHECK(IN(ro->explore_run, 1u, 1024u), "router explore_run %u", ro->explore_run);
     CHECK(ro->bucket_count <= CONFIG_MAX_BUCKETS, "router bucket_count %u", ro->bucket_count);
     for (unsigned i = 0; i < ro->bucket_count; i++) {
         CHECK(IN(ro->buckets[i], 1u, 256u), "router bucket %u = %u", i, ro->buckets[i]);
