@@ -1681,7 +1681,8 @@ static void usage(FILE *to)
             "  --svg FILE     chart: ns per frame against frame length, crossover marked\n"
             "  --rounds N     measured rounds (default 101)\n"
             "  --warmup N     warm-up rounds, dropped (default 5)\n"
-            "  --frames N     frames per direct batch (default 4000)\n"
+            "  --frames N     frames per direct batch (default 20000: the router's\n"
+            "                 verdict window, 262144 pulls, fills twice)\n"
             "  --tasks N      tasks per actor batch (default 1000)\n"
             "  --epsilon E    the router's exploration rate (default: the router's, 0.05)\n"
             "  --no-progress  no progress line on standard error\n"
@@ -1787,7 +1788,7 @@ int bench_crossover_main(int argc, char **argv)
     results_t *R = &R0;
     memset(R, 0, sizeof *R);
     options_t *opt = &R->opt;
-    *opt = (options_t){ .rounds = 101, .warmup = 5, .frames = 4000, .tasks = 1000,
+    *opt = (options_t){ .rounds = 101, .warmup = 5, .frames = 20000, .tasks = 1000,
                         .epsilon = cfg.epsilon, .iterations = 1000 };
     int rc = parse_options(argc, argv, opt);
     if (rc >= 0)
