@@ -50,8 +50,8 @@ typedef struct rbucket {
     _Atomic uint64_t win_mark[ARMS]; /* pulls[] at the start of the current window */
     _Atomic uint8_t choice;
     _Atomic uint8_t win_complete;
-    uint8_t measuring;             /* a measured segment is on (begun at seg_t0) */
-    uint8_t exploring;             /* ... and it is an exploration run */
+    uint8_t measuring;             /* a measured segment is on (begun at seg_t0);
+                                    * off the choice, it is an exploration run */
     uint64_t seg_t0;               /* timer at the measured segment's first pull */
     uint8_t span_mode;             /* learning from spans (frames come back to back) */
 } rbucket_t;
@@ -75,10 +75,10 @@ struct router {
     int use_tsc;
     double ns_per_tick;
     double overhead_ticks;
-    /* decision process, per bucket: an event every 1..gap_span pulls of
-     * the bucket (mean g); outside a run, an event starts an exploration
-     * run when rng32 < explore_threshold, else it times an exploitation
-     * pull (docs/router.md derives g and the threshold) */
+    /* decision process, per bucket: a gap of 1..gap_span pulls (mean g)
+     * on the choice, then a measured segment of explore_run pulls, on the
+     * other arm (an exploration run) when rng32 < explore_threshold, else on
+     * the choice (docs/router.md derives g and the threshold) */
     uint32_t gap_span;
     uint32_t explore_threshold;
     uint32_t window;

@@ -348,6 +348,18 @@ static void bucket_write_end(rbucket_t *rb)
     SSTORE(&rb->seq, RLOAD(&rb->seq) + 1);
 }
 
+static rtu_decode_fn arm_decoder(unsigned arm)
+{
+    return arm == ROUTER_ARM_FALLBACK ? rtu_decode_fallback : rtu_decode_native;
+}
+
+/* Adds n pulls of arm to the bucket's finished-segment total (inside
+ * bucket_write_begin/end). */
+static void acc_add(rbucket_t *rb, unsigned arm, uint64_t n)
+{
+    SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + n);
+}
+
 /* The owner's view, exact between events. */
 static uint64_t owner_pulls(const router_thread_t *t, unsigned bucket, unsigned arm)
 {
@@ -394,7 +406,7 @@ router_thread_t *router_thread_new(router_t *r)
     memset(t, 0, size);
     t->r = r;
     for (unsigned e = 0; e < ROUTER_MAX_BUCKETS * ARMS; e++)
-        t->hot.slot[e].decode = e & 1 ? rtu_decode_fallback : rtu_decode_native;
+        t->hot.slot[e].decode = arm_decoder(e & 1);
 
     /* fully set up before it is published in r->threads */
     pthread_mutex_lock(&r->lock);
@@ -514,7 +526,7 @@ static void maybe_roll(router_thread_t *t, unsigned bucket)
 static inline rtu_status_t run_arm(unsigned arm, const uint8_t *adu, size_t len,
                                    rtu_envelope_t *out)
 {
-    return arm ? rtu_decode_fallback(adu, len, out) : rtu_decode_native(adu, len, out);
+    return arm_decoder(arm)(adu, len, out);
 }
 
 /*
@@ -600,7 +612,7 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
         /* Longer than any ADU: rejected by either arm at once; counted in
          * the last bucket without touching its segment. */
         bucket_write_begin(rb);
-        SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + 1);
+        acc_add(rb, arm, 1);
         bucket_write_end(rb);
         return run_arm(arm, adu, len, out);
     }
@@ -614,13 +626,15 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
 
     bucket_write_begin(rb);
     /* the hot path took seg_len - 1 pulls; this one is counted below */
-    SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + RLOAD(&rb->seg_len) - 1);
+    acc_add(rb, arm, RLOAD(&rb->seg_len) - 1);
     SSTORE(&t->hot.slot[e].countdown, 0);
     if (rb->measuring) {
         rb->measuring = 0;
-        if (rb->exploring) /* the run's first pull was counted when it started */
+        /* The choice changes only when a sample is learned, below, so a
+         * segment off the choice is an exploration run; its first pull was
+         * counted when it started. */
+        if (arm != RLOAD(&rb->choice))
             RSTORE(&rb->explored[arm], RLOAD(&rb->explored[arm]) + r->cfg.explore_run - 1);
-        rb->exploring = 0;
         st = measured_pull(t, bucket, arm, adu, len, out);
     } else {
         int explore = (uint32_t)rng_next(&t->rng) < r->explore_threshold;
@@ -630,8 +644,7 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
         }
         if (r->cfg.explore_run > 1) {
             rb->measuring = 1;
-            rb->exploring = (uint8_t)explore;
-            SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + 1);
+            acc_add(rb, arm, 1);
             start_segment(t, bucket, arm, r->cfg.explore_run - 1);
             maybe_roll(t, bucket);
             bucket_write_end(rb);
@@ -640,7 +653,7 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
         }
         st = measured_pull(t, bucket, arm, adu, len, out);
     }
-    SSTORE(&rb->acc[arm], RLOAD(&rb->acc[arm]) + 1);
+    acc_add(rb, arm, 1);
     start_segment(t, bucket, RLOAD(&rb->choice), draw_gap(r, rng_next(&t->rng)));
     maybe_roll(t, bucket);
     bucket_write_end(rb);
