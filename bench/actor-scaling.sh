@@ -1,0 +1,46 @@
+#!/bin/sh
+# Actor scheduler scaling run: `rtugw bench actors` at 1, 2, 4, 8 and 15 workers
+# (issue 4), each arm paired with the 1-worker arm inside every repetition, then
+# the widest arm again with 4x the pairs. Meant for a machine with 16 or more cores,
+# run once, as one script, nothing else running.
+#
+#   bench/actor-scaling.sh OUTDIR [rtugw command...]
+#
+# The rtugw command defaults to ./rtugw; on a machine without the libraries give
+# e.g. "lib/ld-linux-x86-64.so.2 --library-path lib ./rtugw". Writes
+# OUTDIR/scaling.jsonl (one `--json` object per run) and OUTDIR/scaling.md (the
+# machine's description and a line per run). Exits non-zero if any run does
+# (the bench itself exits 1 when enqueue != dequeue).
+set -u
+out=${1:?usage: bench/actor-scaling.sh OUTDIR [rtugw command...]}
+shift
+[ $# -gt 0 ] || set -- ./rtugw
+mkdir -p "$out" || exit 2
+md=$out/scaling.md
+js=$out/scaling.jsonl
+: >"$md"
+: >"$js"
+
+{
+    echo "# rtugw bench actors: scaling"
+    echo
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), online cores: $(getconf _NPROCESSORS_ONLN)"
+    grep -m1 'model name' /proc/cpuinfo
+    uname -sr
+    echo "load before: $(cat /proc/loadavg)"
+} >>"$md"
+
+rc=0
+# rounds: 100000 a pair keeps even the 15-worker repetition near 20 ms; the
+# mutex baseline (a thread per actor) gets 2000 rounds, it is ~50x slower.
+run() {
+    echo "$(date -u +%T) $*" >>"$md"
+    "$@" --json >>"$js" 2>>"$md" || { rc=1; echo "exit status non-zero" >>"$md"; }
+}
+for w in 1 2 4 8 15; do
+    run "$@" bench actors --pairs 32 --rounds 100000 --mutex-rounds 2000 --workers $w
+done
+run "$@" bench actors --pairs 128 --rounds 50000 --mutex-rounds 500 --workers 15
+
+echo "load after: $(cat /proc/loadavg)" >>"$md"
+exit $rc
