@@ -17,10 +17,22 @@
 
 /* Messages per actor run before it goes to the back of the run queue. */
 #define ACTOR_BATCH 64
-/* Consecutive runs from the LIFO slot before the worker takes its FIFO. */
-#define LIFO_MAX 8
+/*
+ * Consecutive runs from the LIFO slot before the worker takes its FIFO. 32,
+ * not 8: on the 16-core machine 8 made a worker with two ping-pong pairs
+ * hand one to its FIFO every 8 runs, where idle workers stole it (4-6x the
+ * steals) and paid the cache misses; 32 was 12 % faster at 15 workers
+ * (docs/actor.md, "Scaling"). The cost: an actor waiting in the FIFO behind a
+ * ping-pong pair waits up to 32 runs (at most 32 x ACTOR_BATCH messages).
+ * Both tunables may be overridden with -D for an A/B build.
+ */
+#ifndef LIFO_MAX
+#define LIFO_MAX 32
+#endif
 /* Search rounds (steal attempts with a pause) before a worker parks. */
+#ifndef SPIN_ROUNDS
 #define SPIN_ROUNDS 64
+#endif
 
 /*
  * The slot's control word, one atomic 64-bit value (see actor.c, "handles"):
