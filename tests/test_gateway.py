@@ -35,8 +35,9 @@ def require(module_or_path, package):
 
 try:
     from pymodbus.client import ModbusTcpClient
-except ImportError:
-    require("pymodbus", "python3-pymodbus")
+except ImportError as e:  # pymodbus itself, or serial_asyncio, which it imports
+    require(e.name or "pymodbus",
+            "python3-serial-asyncio" if e.name == "serial_asyncio" else "python3-pymodbus")
 for tool, pkg in (("mbpoll", "mbpoll"), ("socat", "socat")):
     if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
         require(tool, pkg)
