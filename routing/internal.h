@@ -48,10 +48,17 @@ typedef struct rbucket {
     _Atomic uint64_t explored[ARMS];
     _Atomic uint64_t win_prev[ARMS]; /* pulls in the last complete window */
     _Atomic uint64_t win_mark[ARMS]; /* pulls[] at the start of the current window */
+    _Atomic double diff;           /* mean of log2(native) - log2(fallback) over pairs */
+    _Atomic uint64_t n_diff;       /* pairs behind diff */
+    double diff_dev;               /* mean absolute deviation of a pair from diff */
     _Atomic uint8_t choice;
     _Atomic uint8_t win_complete;
     uint8_t measuring;             /* a measured segment is on (begun at seg_t0);
                                     * off the choice, it is an exploration run */
+    uint8_t pair_half;             /* 0: no pair on; 1, 2: the measured segment is
+                                    * that half of a pair (an exploration run and a
+                                    * run on the choice, in either order) */
+    double pair_cost;              /* the first half's ns per pull, or NAN */
     uint64_t seg_t0;               /* timer at the measured segment's first pull */
     uint8_t span_mode;             /* learning from spans (frames come back to back) */
 } rbucket_t;
@@ -75,6 +82,7 @@ struct router {
     int use_tsc;
     double ns_per_tick;
     double overhead_ticks;
+    double resolution_ns;      /* smallest step the timer shows (0: injected costs) */
     /* decision process, per bucket: a gap of 1..gap_span pulls (mean g)
      * on the choice, then a measured segment of explore_run pulls, on the
      * other arm (an exploration run) when rng32 < explore_threshold, else on
@@ -112,6 +120,8 @@ typedef struct router_merged {
     uint64_t explored[ROUTER_MAX_BUCKETS][ARMS];
     double est[ROUTER_MAX_BUCKETS][ARMS];
     uint64_t n_est[ROUTER_MAX_BUCKETS][ARMS];
+    double diff[ROUTER_MAX_BUCKETS];      /* paired log2(native / fallback) */
+    uint64_t n_diff[ROUTER_MAX_BUCKETS];
     uint8_t choice[ROUTER_MAX_BUCKETS];
     unsigned threads;
 } router_merged_t;

@@ -52,6 +52,7 @@ int router_report(router_t *r, router_report_t *out)
     out->default_arm = (router_arm_t)r->default_arm;
     out->timer = r->cfg.cost ? "injected" : r->use_tsc ? "rdtsc" : "clock_gettime";
     out->timer_overhead_ns = r->overhead_ticks * r->ns_per_tick;
+    out->timer_resolution_ns = r->resolution_ns;
     out->threads = m.threads;
     out->loaded = r->loaded;
 
@@ -68,6 +69,8 @@ int router_report(router_t *r, router_report_t *out)
             br->cost_ns[a] = br->has_cost[a] ? exp2(m.est[b][a]) : 0.0;
             out->decisions += m.pulls[b][a];
         }
+        br->pairs = m.n_diff[b];
+        br->paired_ratio = m.n_diff[b] ? exp2(m.diff[b]) : 0.0;
         uint64_t w0 = br->window_pulls[0], w1 = br->window_pulls[1], n = w0 + w1;
         router_arm_t current = (router_arm_t)m.choice[b];
         if (w0 != w1)
@@ -154,10 +157,12 @@ int router_report_json(const router_report_t *rep, char *buf, size_t cap)
             "{\"router\":{\"policy\":\"epsilon-greedy\",\"epsilon\":%g,\"sample_every\":%u,"
             "\"explore_run\":%u,"
             "\"alpha\":%g,\"window\":%u,\"default_arm\":\"%s\",\"timer\":\"%s\","
-            "\"timer_overhead_ns\":%.1f,\"threads\":%u,\"decisions\":%llu,\"loaded\":%s,"
+            "\"timer_overhead_ns\":%.1f,\"timer_resolution_ns\":%.1f,\"threads\":%u,"
+            "\"decisions\":%llu,\"loaded\":%s,"
             "\"buckets\":[",
             rep->epsilon, rep->sample_every, rep->explore_run, rep->alpha, rep->window,
-            router_arm_name(rep->default_arm), rep->timer, rep->timer_overhead_ns, rep->threads,
+            router_arm_name(rep->default_arm), rep->timer, rep->timer_overhead_ns,
+            rep->timer_resolution_ns, rep->threads,
             (unsigned long long)rep->decisions, rep->loaded ? "true" : "false");
     for (unsigned b = 0; b < rep->n_buckets; b++) {
         const router_bucket_report_t *br = &rep->bucket[b];
@@ -177,8 +182,13 @@ int router_report_json(const router_report_t *rep, char *buf, size_t cap)
             else
                 jprintf(&j, "%s\"%s\":null", a ? "," : "", router_arm_name((router_arm_t)a));
         }
+        jprintf(&j, "},\"pairs\":%llu,\"paired_ratio\":", (unsigned long long)br->pairs);
+        if (br->pairs)
+            jprintf(&j, "%.4f", br->paired_ratio);
+        else
+            jprintf(&j, "null");
         jprintf(&j,
-                "},\"chosen\":\"%s\",\"verdict\":\"%s\",\"minority_share\":%.5f,"
+                ",\"chosen\":\"%s\",\"verdict\":\"%s\",\"minority_share\":%.5f,"
                 "\"expected_share\":%.5f,\"interval\":[%.5f,%.5f]",
                 router_arm_name(br->chosen), router_verdict_text(br, verdict, sizeof verdict),
                 br->minority_share, br->expected_share, br->interval_lo, br->interval_hi);

@@ -7,10 +7,12 @@
  * slot (bucket x arm) for the frame length, its countdown is decremented,
  * its decoder called through a pointer; nothing is counted per frame.
  * Everything else happens at the bucket's "events" (router_decode_event),
- * where a segment ends: after a gap on the choice a measured segment of
- * explore_run pulls starts, on the other arm (an exploration run) or on the
- * choice; when it ends its cost per pull is learned and a gap follows.
- * Learning may change the bucket's choice.
+ * where a segment ends: after a gap on the choice comes either a pair (an
+ * exploration run of explore_run pulls on the other arm and a measured
+ * segment as long on the choice, in random order) or one measured segment
+ * on the choice; then a gap again. A pair's log cost ratio is learned
+ * (learn_pair) and decides the choice (decide); each measured segment also
+ * feeds its arm's reported estimate (learn).
  */
 #include "routing/internal.h"
 
@@ -48,6 +50,7 @@ void router_config_default(router_config_t *cfg)
     cfg->alpha = 0.05;
     cfg->hysteresis = 0.02;
     cfg->window = 0;
+    cfg->default_arm = -1;
 }
 
 int router_parse_edges(const char *text, router_config_t *cfg)
@@ -185,6 +188,17 @@ static void calibrate(router_t *r)
     }
     qsort(d, N, sizeof d[0], cmp_u64);
     r->overhead_ticks = (double)d[N / 2];
+    /* The timer's resolution: the smallest step between two reads. AMD's
+     * TSC advances 24-25 ticks every 10 ns, so a lone 7-byte pull reads
+     * as 0 or 10 ns; below that, a single pull tells nothing. */
+    uint64_t step = UINT64_MAX, prev = timer_read(r);
+    for (int i = 0; i < 20000; i++) {
+        uint64_t now = timer_read(r);
+        if (now > prev && now - prev < step)
+            step = now - prev;
+        prev = now;
+    }
+    r->resolution_ns = step == UINT64_MAX ? 1.0 : (double)step * r->ns_per_tick;
 }
 
 /* log2 to about 1e-8: exponent, then 2/ln2 * atanh(s), s = (m-1)/(m+1)
@@ -220,7 +234,8 @@ int router_new(const router_config_t *cfg, router_t **out)
             return -EINVAL;
     if (!(cfg->epsilon >= 0.0 && cfg->epsilon <= 1.0) || cfg->sample_every < 1 ||
         cfg->explore_run < 1 || cfg->explore_run > 1024 ||
-        !(cfg->alpha > 0.0 && cfg->alpha <= 1.0) || !(cfg->hysteresis >= 0.0))
+        !(cfg->alpha > 0.0 && cfg->alpha <= 1.0) || !(cfg->hysteresis >= 0.0) ||
+        cfg->default_arm < -1 || cfg->default_arm >= ROUTER_ARM_COUNT)
         return -EINVAL;
 
     router_t *r = calloc(1, sizeof *r);
@@ -233,7 +248,9 @@ int router_new(const router_config_t *cfg, router_t **out)
             b++;
         r->bucket_of[len] = (uint8_t)b;
     }
-    r->default_arm = rtu_native_accelerated() ? ROUTER_ARM_NATIVE : ROUTER_ARM_FALLBACK;
+    r->default_arm = cfg->default_arm >= 0 ? (uint8_t)cfg->default_arm
+                     : rtu_native_accelerated() ? ROUTER_ARM_NATIVE
+                                                : ROUTER_ARM_FALLBACK;
     for (unsigned b = 0; b < ROUTER_MAX_BUCKETS; b++)
         r->prior_choice[b] = r->default_arm;
 
@@ -273,6 +290,7 @@ int router_new(const router_config_t *cfg, router_t **out)
         r->use_tsc = 0;
         r->ns_per_tick = 1.0;
         r->overhead_ticks = 0.0;
+        r->resolution_ns = 0.0;
     } else {
         calibrate(r);
     }
@@ -474,37 +492,119 @@ router_arm_t router_choice(const router_thread_t *t, size_t len)
 
 /* ---- learning ----------------------------------------------------------------- */
 
-/* The bucket's choice after a new sample; the route follows when the next
- * segment starts. */
+/*
+ * The bucket's choice after a new sample; the route follows when the next
+ * segment starts. It compares the arms by their paired difference once
+ * there is one: each exploration run is followed at once by a measured
+ * segment on the choice, and the pair's log2 ratio is learned (learn_pair).
+ * The machine's speed moves by far more than the arms differ (this 2-core
+ * VM has phases 1.7x apart, lasting milliseconds); the two halves of a pair
+ * share the phase, and it cancels in their ratio. The separate estimates
+ * (est) sample the arms at different moments, so the phase stays in their
+ * difference: they are reported, and decide only until the first pair.
+ */
+#ifndef SWITCH_Z
+#define SWITCH_Z 2.0
+#endif
+
 static void decide(router_thread_t *t, unsigned bucket)
 {
     const router_t *r = t->r;
     rbucket_t *rb = &t->b[bucket];
-    unsigned cur = RLOAD(&rb->choice), other = cur ^ 1, want = cur;
+    unsigned cur = RLOAD(&rb->choice), want = cur;
 
-    if (RLOAD(&rb->n_est[0]) == 0 || RLOAD(&rb->n_est[1]) == 0)
+    if (RLOAD(&rb->n_est[0]) == 0 || RLOAD(&rb->n_est[1]) == 0) {
         want = r->default_arm;
-    else if (RLOAD(&rb->est[other]) < RLOAD(&rb->est[cur]) - r->cfg.hysteresis)
-        want = other;
+    } else {
+        /* log2(native cost / fallback cost): > 0 when fallback is cheaper.
+         * A switch needs the difference beyond the hysteresis and beyond
+         * SWITCH_Z standard errors of the mean: two arms whose pairs scatter
+         * around a tie would otherwise take turns, and each turn costs the
+         * verdict its window. The standard error comes from the robust
+         * scale (diff_dev, 1.25 x mean absolute deviation ~ sd), weighted as
+         * the mean is. */
+        double d = RLOAD(&rb->est[0]) - RLOAD(&rb->est[1]), margin = r->cfg.hysteresis;
+        uint64_t n = RLOAD(&rb->n_diff);
+        if (n) {
+            double a = 1.0 / (double)n;
+            if (a < r->cfg.alpha)
+                a = r->cfg.alpha;
+            double se = 1.25 * rb->diff_dev * sqrt(a / (2.0 - a));
+            d = RLOAD(&rb->diff);
+            if (SWITCH_Z * se > margin)
+                margin = SWITCH_Z * se;
+        }
+        if (cur == ROUTER_ARM_NATIVE && d > margin)
+            want = ROUTER_ARM_FALLBACK;
+        else if (cur == ROUTER_ARM_FALLBACK && d < -margin)
+            want = ROUTER_ARM_NATIVE;
+    }
     if (want != cur)
         RSTORE(&rb->choice, (uint8_t)want);
 }
 
-static void learn(router_thread_t *t, unsigned bucket, unsigned arm, double cost_ns)
+/* A cost below the timer's resolution is read as half of it: an 11-ns
+ * pull read as 0 would otherwise enter as 0.25 ns, 5.5 log2 units off. */
+static double log2_cost(const router_t *r, double cost_ns)
 {
-    const router_t *r = t->r;
-    rbucket_t *rb = &t->b[bucket];
-    double l = fast_log2(cost_ns > 0.25 ? cost_ns : 0.25);
-    uint64_t n = RLOAD(&rb->n_est[arm]);
-    double est = RLOAD(&rb->est[arm]);
-    double a = 1.0 / (double)(n + 1);
+    double floor = r->resolution_ns / 2.0 > 0.25 ? r->resolution_ns / 2.0 : 0.25;
+    return fast_log2(cost_ns > floor ? cost_ns : floor);
+}
 
+/* An exponentially weighted mean: a running mean for the first 1/alpha
+ * samples (n before this one), then weight alpha. */
+static double ew_mean(const router_t *r, double mean, uint64_t n, double x)
+{
+    double a = 1.0 / (double)(n + 1);
     if (a < r->cfg.alpha)
         a = r->cfg.alpha;
-    RSTORE(&rb->est[arm], n ? est + a * (l - est) : l);
+    return n ? mean + a * (x - mean) : x;
+}
+
+static void learn(router_thread_t *t, unsigned bucket, unsigned arm, double cost_ns)
+{
+    rbucket_t *rb = &t->b[bucket];
+    uint64_t n = RLOAD(&rb->n_est[arm]);
+    RSTORE(&rb->est[arm], ew_mean(t->r, RLOAD(&rb->est[arm]), n, log2_cost(t->r, cost_ns)));
     RSTORE(&rb->n_est[arm], n + 1);
     RBUMP(&rb->timed[arm]);
-    decide(t, bucket);
+}
+
+/* A pair: `arm` cost cost_ns, the other arm other_ns, back to back. Before
+ * the first pair, the difference of the estimates stands in as its prior,
+ * weighted by the samples behind it (a loaded table keeps its verdict). */
+#define PAIR_CLIP 4.0
+#define PAIR_DEV_MIN 0.01 /* log2 units, about 0.7 % */
+
+static void learn_pair(router_thread_t *t, unsigned bucket, unsigned arm, double cost_ns,
+                       double other_ns)
+{
+    rbucket_t *rb = &t->b[bucket];
+    double x = log2_cost(t->r, cost_ns) - log2_cost(t->r, other_ns);
+    if (arm == ROUTER_ARM_FALLBACK)
+        x = -x;
+    uint64_t n = RLOAD(&rb->n_diff);
+    double mean = RLOAD(&rb->diff);
+    if (n == 0) {
+        uint64_t n0 = RLOAD(&rb->n_est[0]), n1 = RLOAD(&rb->n_est[1]);
+        n = (n0 < n1 ? n0 : n1) - 1; /* both include this pair's samples */
+        mean = RLOAD(&rb->est[0]) - RLOAD(&rb->est[1]);
+    }
+    /* Huber-like: once the scale is known (1/alpha pairs), a pair is
+     * clipped to PAIR_CLIP mean absolute deviations of the mean, so one
+     * segment that took an interrupt (a 7-byte span is 700 ns) moves the
+     * mean by no more than a typical pair would; a real change moves it
+     * on every pair, and the scale widens with it. */
+    double dev = fabs(x - mean), clip = PAIR_CLIP * rb->diff_dev;
+    if ((double)RLOAD(&rb->n_diff) * t->r->cfg.alpha >= 1.0 && dev > clip) {
+        x = x > mean ? mean + clip : mean - clip;
+        dev = clip;
+    }
+    rb->diff_dev = RLOAD(&rb->n_diff) ? ew_mean(t->r, rb->diff_dev, n, dev) : PAIR_DEV_MIN;
+    if (rb->diff_dev < PAIR_DEV_MIN)
+        rb->diff_dev = PAIR_DEV_MIN;
+    RSTORE(&rb->diff, ew_mean(t->r, mean, n, x));
+    RSTORE(&rb->n_diff, RLOAD(&rb->n_diff) + 1);
 }
 
 /* Per-bucket window: once this handle has made `window` pulls in the bucket
@@ -549,12 +649,15 @@ static inline rtu_status_t run_arm(unsigned arm, const uint8_t *adu, size_t len,
 #define SPAN_TRUST 4.0
 
 static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned arm,
-                                  const uint8_t *adu, size_t len, rtu_envelope_t *out)
+                                  const uint8_t *adu, size_t len, rtu_envelope_t *out,
+                                  double *learned)
 {
     const router_t *r = t->r;
     rbucket_t *rb = &t->b[bucket];
     rtu_status_t st;
     double cost;
+
+    *learned = NAN;
 
     if (r->cfg.cost) {
         st = run_arm(arm, adu, len, out);
@@ -567,7 +670,8 @@ static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned 
         if (r->cfg.explore_run > 1) {
             double span = ((double)(t2 - rb->seg_t0) - r->overhead_ticks) * r->ns_per_tick /
                           (double)r->cfg.explore_run;
-            int trusted = span > 0 && span <= SPAN_TRUST * cost;
+            double single = cost > r->resolution_ns ? cost : r->resolution_ns;
+            int trusted = span > 0 && span <= SPAN_TRUST * single;
             if (trusted) {
                 cost = span;
             } else if (rb->span_mode) {
@@ -583,20 +687,60 @@ static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned 
             rb->span_mode = (uint8_t)trusted;
         }
     }
-    if (st == RTU_OK)
+    if (st == RTU_OK) {
         learn(t, bucket, arm, cost);
+        *learned = cost;
+    }
     return st;
+}
+
+/*
+ * A measured segment of `arm` ended, costing `cost` ns a pull (NAN when it
+ * taught nothing). Pairs: the order of the halves is drawn per pair, since
+ * whichever runs second finds the branch predictors and caches set up by
+ * the first; with a fixed order that penalty fell on one role, and at 7
+ * bytes it made the arm in the second role look 5-8 % dearer, so the router
+ * switched, the roles swapped, and it switched back, sharing the window
+ * half and half between two arms 3 % apart. In random order it cancels.
+ */
+static void segment_done(router_thread_t *t, unsigned bucket, unsigned arm, double cost)
+{
+    const router_t *r = t->r;
+    rbucket_t *rb = &t->b[bucket];
+    uint32_t cut = 0;
+
+    if (rb->pair_half == 1) {
+        /* the other half, at once: explore_run pulls, all to come */
+        rb->pair_half = 2;
+        rb->pair_cost = cost;
+        rb->measuring = 1;
+        start_segment(t, bucket, arm ^ 1, r->cfg.explore_run);
+        rb->seg_t0 = r->cfg.cost ? 0 : timer_read(r);
+        return;
+    }
+    if (rb->pair_half == 2) {
+        rb->pair_half = 0;
+        if (cost == cost && rb->pair_cost == rb->pair_cost)
+            learn_pair(t, bucket, arm, cost, rb->pair_cost);
+        /* the half on the choice stands in for as many gap pulls, so the
+         * exploration share stays h */
+        cut = r->cfg.explore_run;
+    }
+    decide(t, bucket);
+    uint32_t g = draw_gap(r, rng_next(&t->rng));
+    start_segment(t, bucket, RLOAD(&rb->choice), g > cut ? g - cut : 1);
 }
 
 /*
  * The bucket's segment has run out; this pull is the segment's last.
  *  - A gap on the choice ended: a measured segment of explore_run pulls
- *    starts with this pull, on the other arm with probability p (an
- *    exploration run) or on the choice (an exploitation sample). Its first
- *    pull reads the clock, the rest run in the inline hot path. With
+ *    starts with this pull: with probability p the first half of a pair,
+ *    on either arm (drawn), else an exploitation sample on the choice. Its
+ *    first pull reads the clock, the rest run in the inline hot path. With
  *    explore_run 1 the segment is this single pull, measured at once.
- *  - A measured segment ended: this pull is measured (measured_pull) and a
- *    gap on the choice follows.
+ *  - A measured segment ended: this pull is measured (measured_pull); then
+ *    segment_done starts the pair's second half on the other arm, or, after
+ *    a pair or a sample, decides and starts a gap on the choice.
  * The segment's pulls are folded into acc first, then the next one starts.
  */
 rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t len,
@@ -628,18 +772,22 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
     /* the hot path took seg_len - 1 pulls; this one is counted below */
     acc_add(rb, arm, RLOAD(&rb->seg_len) - 1);
     SSTORE(&t->hot.slot[e].countdown, 0);
+    double cost;
     if (rb->measuring) {
         rb->measuring = 0;
-        /* The choice changes only when a sample is learned, below, so a
-         * segment off the choice is an exploration run; its first pull was
-         * counted when it started. */
+        /* The choice changes only in decide(), between pairs, so a segment
+         * off the choice is an exploration run: seg_len pulls, this one
+         * included (a run begun at a gap's end counted its first there). */
         if (arm != RLOAD(&rb->choice))
-            RSTORE(&rb->explored[arm], RLOAD(&rb->explored[arm]) + r->cfg.explore_run - 1);
-        st = measured_pull(t, bucket, arm, adu, len, out);
+            RSTORE(&rb->explored[arm], RLOAD(&rb->explored[arm]) + RLOAD(&rb->seg_len));
+        st = measured_pull(t, bucket, arm, adu, len, out, &cost);
     } else {
-        int explore = (uint32_t)rng_next(&t->rng) < r->explore_threshold;
-        if (explore) {
-            arm ^= 1;
+        /* A gap on the choice ended: a pair (an exploration run and a run on
+         * the choice, in random order) or a plain sample of the choice. */
+        uint64_t x = rng_next(&t->rng);
+        rb->pair_half = (uint32_t)x < r->explore_threshold;
+        if (rb->pair_half && (x >> 63)) {
+            arm ^= 1; /* the exploration run first */
             RBUMP(&rb->explored[arm]);
         }
         if (r->cfg.explore_run > 1) {
@@ -651,10 +799,10 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
             rb->seg_t0 = r->cfg.cost ? 0 : timer_read(r);
             return run_arm(arm, adu, len, out);
         }
-        st = measured_pull(t, bucket, arm, adu, len, out);
+        st = measured_pull(t, bucket, arm, adu, len, out, &cost);
     }
     acc_add(rb, arm, 1);
-    start_segment(t, bucket, RLOAD(&rb->choice), draw_gap(r, rng_next(&t->rng)));
+    segment_done(t, bucket, arm, cost);
     maybe_roll(t, bucket);
     bucket_write_end(rb);
     return st;
@@ -664,11 +812,12 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
 
 void router_merge(router_t *r, router_merged_t *m)
 {
-    double est_sum[ROUTER_MAX_BUCKETS][ARMS];
+    double est_sum[ROUTER_MAX_BUCKETS][ARMS], diff_sum[ROUTER_MAX_BUCKETS];
     uint64_t best_pulls[ROUTER_MAX_BUCKETS];
 
     memset(m, 0, sizeof *m);
     memset(best_pulls, 0, sizeof best_pulls);
+    memset(diff_sum, 0, sizeof diff_sum);
     pthread_mutex_lock(&r->lock);
     m->threads = r->n_threads;
     for (unsigned b = 0; b < r->nb; b++) {
@@ -704,6 +853,9 @@ void router_merge(router_t *r, router_merged_t *m)
                 est_sum[b][a] += (double)n * RLOAD(&rb->est[a]);
                 m->n_est[b][a] += n;
             }
+            uint64_t nd = RLOAD(&rb->n_diff);
+            diff_sum[b] += (double)nd * RLOAD(&rb->diff);
+            m->n_diff[b] += nd;
             if (i == 0 || tp > best_pulls[b]) {
                 best_pulls[b] = tp;
                 m->choice[b] = RLOAD(&rb->choice);
@@ -711,7 +863,9 @@ void router_merge(router_t *r, router_merged_t *m)
         }
     }
     pthread_mutex_unlock(&r->lock);
-    for (unsigned b = 0; b < r->nb; b++)
+    for (unsigned b = 0; b < r->nb; b++) {
         for (unsigned a = 0; a < ARMS; a++)
             m->est[b][a] = m->n_est[b][a] ? est_sum[b][a] / (double)m->n_est[b][a] : 0.0;
+        m->diff[b] = m->n_diff[b] ? diff_sum[b] / (double)m->n_diff[b] : 0.0;
+    }
 }

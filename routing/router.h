@@ -63,17 +63,25 @@ typedef struct router_config {
      * if chosen. 1 explores and times single pulls. Default 64 (1..1024; see
      * docs/router.md). */
     unsigned explore_run;
-    /* Weight of a new sample in the exponentially weighted mean of
-     * log2(cost) (running mean until 1/alpha samples). Default 0.05. */
+    /* Weight of a new sample in the exponentially weighted means of
+     * log2(cost) per arm and of a pair's log2(native / fallback) (running
+     * means until 1/alpha samples). Default 0.05. */
     double alpha;
-    /* Switch arms only when the other arm's mean log2 cost is lower by more
-     * than this (0.02 = about 1.4 %). Default 0.02. */
+    /* Switch arms only when the pairs' mean log2(cost ratio) says the other
+     * arm is cheaper by more than this (0.02 = about 1.4 %) and by more
+     * than 2 standard errors of that mean. Default 0.02. */
     double hysteresis;
     /* Pulls of a bucket per report window, per thread. 0 (the default):
      * enough for about 64 exploration runs, 64 x explore_run / (epsilon/2)
      * rounded up to a power of two, at least 4096 (163840 -> 262144 with
      * the defaults). The report gives the value in force. */
     unsigned window;
+    /* The arm of a bucket before both arms have data there: -1 (the
+     * default) takes native where the CPU accelerates it, else fallback;
+     * or ROUTER_ARM_NATIVE / ROUTER_ARM_FALLBACK. With epsilon 0 the router
+     * never leaves it: the benchmark pins an arm that way to time the
+     * dispatch alone. */
+    int default_arm;
     /* RNG seed; 0 takes one from the clock. */
     uint64_t seed;
     /* Optional cost source (NULL: measure time) and its context. */
@@ -208,6 +216,8 @@ typedef struct router_bucket_report {
     uint64_t timed[ROUTER_ARM_COUNT];    /* cost samples taken this run */
     double cost_ns[ROUTER_ARM_COUNT];    /* 2^(mean log2 cost); 0 when no data */
     int has_cost[ROUTER_ARM_COUNT];      /* measured this run or loaded */
+    uint64_t pairs;                      /* exploration runs paired with a run on the choice */
+    double paired_ratio;                 /* native / fallback cost over the pairs; 0: none */
     router_arm_t chosen;                 /* majority of the window (the choice when idle) */
     router_verdict_t verdict;
     double minority_share;               /* window share of the other arm */
@@ -231,6 +241,7 @@ typedef struct router_report {
     router_arm_t default_arm;
     const char *timer;          /* "rdtsc", "clock_gettime" or "injected" */
     double timer_overhead_ns;   /* calibrated, subtracted from every sample */
+    double timer_resolution_ns; /* the smallest step it shows (0: injected costs) */
     unsigned threads;           /* handles open now */
     uint64_t decisions;         /* all pulls, all buckets */
     int loaded;                 /* a state file was loaded */
