@@ -5,8 +5,10 @@
  * responses each, cycled). Every round times, per tier and side by side,
  * a batch of frames decoded by: native only, fallback only, the router
  * (epsilon and sample rate as configured; it keeps learning across rounds),
- * and a "dispatch only" router (epsilon 0, timing off: what the table
- * look-up and counter cost). The order of the four rotates every round.
+ * and two "dispatch only" routers (epsilon 0, timing off, pinned to native
+ * and to fallback: what the table look-up and the call through it cost,
+ * and what each arm costs called the router's way). The order of the five
+ * rotates every round.
  * Per-frame cost = a batch's time / its frames, exploration pulls included.
  * Warm-up rounds (in which the router also learns) are dropped; reported:
  * median and p10-p90 over measured rounds of
@@ -18,10 +20,13 @@
  *     single-arm time by the router's actual pull shares in that round;
  *   - the router's own overhead per parse = routed - mix (table look-up,
  *     counters, timer reads, learning);
- *   - dispatch-only overhead = dispatch - its arm alone.
+ *   - dispatch-only overhead = dispatch - its arm alone, per arm.
  * At the end the median single-arm costs become the oracle of each tier's
  * bucket, and the router's report gives the verdict, the oracle's arm and
- * the regret.
+ * the regret. The pinned dispatch forms give a second oracle, in the
+ * router's context: which arm is cheaper called through the router, as the
+ * router itself sees them. Where the two oracles disagree, the arms are
+ * within the dispatch's own difference between them.
  */
 #include "bench/bench.h"
 #include "parser/rtu.h"
@@ -34,17 +39,19 @@
 #include <string.h>
 
 #define DISTINCT_FRAMES 16
-#define FORMS 4 /* native, fallback, routed, dispatch */
+#define FORMS 5 /* native, fallback, routed, dispatch to native, dispatch to fallback */
 
 static const unsigned tier_registers[] = { 1, 8, 125 };
 #define TIER_COUNT (sizeof tier_registers / sizeof tier_registers[0])
-static const char *const form_names[FORMS] = { "native", "fallback", "routed", "dispatch_only" };
+static const char *const form_names[FORMS] = { "native", "fallback", "routed", "dispatch_native",
+                                                "dispatch_fallback" };
 
 /* per-round metrics, per tier */
-enum { M_RATIO_BOUND, M_RATIO_FASTER, M_EXPLORE, M_OVERHEAD, M_DISPATCH, M_BOUND, M_COUNT };
+enum { M_RATIO_BOUND, M_RATIO_FASTER, M_EXPLORE, M_OVERHEAD, M_DISPATCH, M_DISPATCH_FB, M_BOUND,
+       M_COUNT };
 static const char *const metric_names[M_COUNT] = {
     "routed_over_bound", "routed_over_faster", "exploration_ns", "router_overhead_ns",
-    "dispatch_overhead_ns", "bound_ns",
+    "dispatch_overhead_ns", "dispatch_fallback_overhead_ns", "bound_ns",
 };
 
 typedef struct frame_set {
@@ -84,6 +91,13 @@ static unsigned run_routed(router_thread_t *t, const frame_set_t *set, unsigned 
         sink += env.status + env.data.regs[0];
     }
     return sink;
+}
+
+/* The arm that is cheaper called through the router: the pinned dispatch
+ * forms' medians. */
+static router_arm_t context_oracle(const bench_spread_t form[FORMS])
+{
+    return form[4].median < form[3].median ? ROUTER_ARM_FALLBACK : ROUTER_ARM_NATIVE;
 }
 
 static int check_routed(router_thread_t *t, const frame_set_t *set)
@@ -190,7 +204,7 @@ int bench_router_main(int argc, char **argv)
 
     static frame_set_t sets[TIER_COUNT];
     router_config_t cfg, plain_cfg;
-    router_t *r = NULL, *plain = NULL;
+    router_t *r = NULL, *plain = NULL, *plain_fb = NULL;
     router_config_default(&cfg);
     cfg.epsilon = opt.epsilon;
     cfg.sample_every = opt.sample_every;
@@ -198,12 +212,18 @@ int bench_router_main(int argc, char **argv)
     plain_cfg = cfg;
     plain_cfg.epsilon = 0.0;
     plain_cfg.sample_every = 0xFFFFFFFFu;
-    if (router_new(&cfg, &r) != 0 || router_new(&plain_cfg, &plain) != 0) {
+    plain_cfg.default_arm = ROUTER_ARM_NATIVE;
+    router_config_t fb_cfg = plain_cfg;
+    fb_cfg.default_arm = ROUTER_ARM_FALLBACK;
+    if (router_new(&cfg, &r) != 0 || router_new(&plain_cfg, &plain) != 0 ||
+        router_new(&fb_cfg, &plain_fb) != 0) {
         fprintf(stderr, "bench router: cannot create the router\n");
         router_free(r);
+        router_free(plain);
         return 1;
     }
     router_thread_t *t = router_thread_new(r), *pt = router_thread_new(plain);
+    router_thread_t *pft = router_thread_new(plain_fb);
     size_t total = opt.rounds;
     double *ns = calloc(TIER_COUNT * FORMS * total, sizeof *ns);
     double *met = calloc(TIER_COUNT * M_COUNT * total, sizeof *met);
@@ -211,7 +231,7 @@ int bench_router_main(int argc, char **argv)
     volatile unsigned sink = 0;
     int status = 1;
 
-    if (!t || !pt || !ns || !met || !json)
+    if (!t || !pt || !pft || !ns || !met || !json)
         goto out;
     for (size_t k = 0; k < TIER_COUNT; k++) {
         make_frames(&sets[k], tier_registers[k], 0x9E3779B97F4A7C15ull + k);
@@ -237,8 +257,10 @@ int bench_router_main(int argc, char **argv)
                     sink += run_arm(rtu_decode_fallback, &sets[k], opt.frames);
                 else if (f == 2)
                     sink += run_routed(t, &sets[k], opt.frames);
-                else
+                else if (f == 3)
                     sink += run_routed(pt, &sets[k], opt.frames);
+                else
+                    sink += run_routed(pft, &sets[k], opt.frames);
                 x[f] = (double)(bench_now_ns() - t0) / opt.frames;
             }
             router_report(r, &rep);
@@ -253,13 +275,13 @@ int bench_router_main(int argc, char **argv)
             double bound = faster + opt.epsilon / 2.0 * (slower - faster);
             double pulls = (double)(p1[0] + p1[1]);
             double mix = pulls > 0 ? ((double)p1[0] * x[0] + (double)p1[1] * x[1]) / pulls : x[2];
-            router_arm_t plain_arm = router_choice(pt, sets[k].len);
             double *row = &met[k * M_COUNT * total];
             row[M_RATIO_BOUND * total + m] = x[2] / bound;
             row[M_RATIO_FASTER * total + m] = x[2] / faster;
             row[M_EXPLORE * total + m] = mix - faster;
             row[M_OVERHEAD * total + m] = x[2] - mix;
-            row[M_DISPATCH * total + m] = x[3] - x[plain_arm == ROUTER_ARM_NATIVE ? 0 : 1];
+            row[M_DISPATCH * total + m] = x[3] - x[0];
+            row[M_DISPATCH_FB * total + m] = x[4] - x[1];
             row[M_BOUND * total + m] = bound;
         }
     }
@@ -280,20 +302,22 @@ int bench_router_main(int argc, char **argv)
         printf("{\"native_features\":\"%s\",\"epsilon\":%g,\"sample_every\":%u,"
                "\"explore_run\":%u,\"rounds\":%u,"
                "\"warmup\":%u,\"frames_per_round\":%u,\"timer\":\"%s\","
-               "\"timer_overhead_ns\":%.1f,\"tiers\":[",
+               "\"timer_overhead_ns\":%.1f,\"timer_resolution_ns\":%.1f,\"tiers\":[",
                rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_run,
-               opt.rounds, opt.warmup, opt.frames, rep.timer, rep.timer_overhead_ns);
+               opt.rounds, opt.warmup, opt.frames, rep.timer, rep.timer_overhead_ns,
+               rep.timer_resolution_ns);
     } else {
         printf("# rtugw bench router\n\nnative features: %s; epsilon %g, 1 in %u exploitation "
-               "pulls measured, in segments of %u pulls (explorations too; span or last pull "
-               "timed; timer %s, overhead %.1f ns subtracted); %u measured rounds (%u warm-up dropped), %u frames per form per "
-               "round, forms rotated in each round.\n\n"
+               "pulls measured, in segments of %u pulls (explorations paired with a segment on "
+               "the choice; span or last pull timed; timer %s, overhead %.1f ns subtracted, "
+               "resolution %.1f ns); %u measured rounds (%u warm-up dropped), %u frames per "
+               "form per round, forms rotated in each round.\n\n"
                "| bytes | form | ns/frame median | p10 | p90 |\n|---:|---|---:|---:|---:|\n",
                rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_run,
-               rep.timer,
-               rep.timer_overhead_ns, opt.rounds, opt.warmup, opt.frames);
+               rep.timer, rep.timer_overhead_ns, rep.timer_resolution_ns, opt.rounds,
+               opt.warmup, opt.frames);
     }
-    int all_ok = 1;
+    int all_ok = 1, all_ctx = 1;
     for (size_t k = 0; k < TIER_COUNT; k++) {
         unsigned b = router_bucket_of(r, sets[k].len);
         const router_bucket_report_t *br = &rep.bucket[b];
@@ -302,7 +326,10 @@ int bench_router_main(int argc, char **argv)
         double target = sets[k].len <= 8 ? 1.10 : 1.05;
         int met_target = ms[k][M_RATIO_BOUND].median <= target;
         int oracle_ok = br->verdict == ROUTER_VERDICT_CONVERGED && br->chosen == br->oracle_arm;
+        router_arm_t ctx_arm = context_oracle(s[k]);
+        int ctx_ok = br->verdict == ROUTER_VERDICT_CONVERGED && br->chosen == ctx_arm;
         all_ok &= met_target && oracle_ok;
+        all_ctx &= ctx_ok;
         if (opt.json) {
             printf("%s{\"bytes\":%zu,\"bucket\":\"%u..%u\",\"forms\":{", k ? "," : "", sets[k].len,
                    br->lo, br->hi);
@@ -314,10 +341,11 @@ int bench_router_main(int argc, char **argv)
                 printf(",\"%s\":{\"median\":%.4f,\"p10\":%.4f,\"p90\":%.4f}", metric_names[mi],
                        ms[k][mi].median, ms[k][mi].p10, ms[k][mi].p90);
             printf(",\"target\":%.2f,\"target_met\":%s,\"verdict\":\"%s\",\"oracle_arm\":\"%s\","
-                   "\"converged_to_oracle\":%s,\"regret_ns_per_pull\":%.3f}",
+                   "\"converged_to_oracle\":%s,\"oracle_in_context_arm\":\"%s\","
+                   "\"converged_to_oracle_in_context\":%s,\"regret_ns_per_pull\":%.3f}",
                    target, met_target ? "true" : "false", verdict,
                    router_arm_name(br->oracle_arm), oracle_ok ? "true" : "false",
-                   br->regret_ns_per_pull);
+                   router_arm_name(ctx_arm), ctx_ok ? "true" : "false", br->regret_ns_per_pull);
         } else {
             for (unsigned f = 0; f < FORMS; f++)
                 printf("| %zu | %s | %.2f | %.2f | %.2f |\n", sets[k].len, form_names[f],
@@ -326,38 +354,48 @@ int bench_router_main(int argc, char **argv)
     }
     if (opt.json) {
         int n = router_report_json(&rep, json, 65536);
-        printf("],\"all_targets_met\":%s,\"report\":%s}\n", all_ok ? "true" : "false",
-               n > 0 ? json : "null");
+        printf("],\"all_targets_met\":%s,\"converged_to_oracle_in_context\":%s,\"report\":%s}\n",
+               all_ok ? "true" : "false", all_ctx ? "true" : "false", n > 0 ? json : "null");
     } else {
         printf("\n| bytes | routed / bound (target) | p10 | p90 | routed / faster | exploration ns "
-               "| router overhead ns (p10-p90) | dispatch-only ns | verdict | oracle | regret "
-               "ns/pull |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|\n");
+               "| router overhead ns (p10-p90) | dispatch-only ns (native / fallback) | verdict "
+               "| oracle (direct / in context) | regret ns/pull |\n"
+               "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|\n");
         for (size_t k = 0; k < TIER_COUNT; k++) {
             const router_bucket_report_t *br = &rep.bucket[router_bucket_of(r, sets[k].len)];
             char verdict[64];
-            printf("| %zu | %.3f (%.2f) | %.3f | %.3f | %.3f | %.2f | %.2f (%.2f..%.2f) | %.2f | "
-                   "%s | %s | %.3f |\n",
+            printf("| %zu | %.3f (%.2f) | %.3f | %.3f | %.3f | %.2f | %.2f (%.2f..%.2f) | %.2f / "
+                   "%.2f | %s | %s / %s | %.3f |\n",
                    sets[k].len, ms[k][M_RATIO_BOUND].median, sets[k].len <= 8 ? 1.10 : 1.05,
                    ms[k][M_RATIO_BOUND].p10, ms[k][M_RATIO_BOUND].p90,
                    ms[k][M_RATIO_FASTER].median, ms[k][M_EXPLORE].median,
                    ms[k][M_OVERHEAD].median, ms[k][M_OVERHEAD].p10, ms[k][M_OVERHEAD].p90,
-                   ms[k][M_DISPATCH].median, router_verdict_text(br, verdict, sizeof verdict),
-                   router_arm_name(br->oracle_arm), br->regret_ns_per_pull);
+                   ms[k][M_DISPATCH].median, ms[k][M_DISPATCH_FB].median,
+                   router_verdict_text(br, verdict, sizeof verdict),
+                   router_arm_name(br->oracle_arm), router_arm_name(context_oracle(s[k])),
+                   br->regret_ns_per_pull);
         }
-        printf("\nThe router's own view (its cost estimates, samples and window) beside the "
-               "oracle's:\n\n| bytes | router native ns | router fallback ns | samples (native / "
-               "fallback) | window pulls (native / fallback) | oracle native ns | oracle "
-               "fallback ns |\n|---:|---:|---:|---|---|---:|---:|\n");
+        printf("\nThe router's own view (its cost estimates, its paired native / fallback "
+               "ratio that decides, samples and window) beside the oracle's:\n\n"
+               "| bytes | router native ns | router fallback ns | paired ratio (pairs) | "
+               "oracle ratio | samples (native / fallback) | window pulls (native / fallback) "
+               "| minority share [interval] | oracle native ns | oracle fallback ns |\n"
+               "|---:|---:|---:|---:|---:|---|---|---|---:|---:|\n");
         for (size_t k = 0; k < TIER_COUNT; k++) {
             const router_bucket_report_t *br = &rep.bucket[router_bucket_of(r, sets[k].len)];
-            printf("| %zu | %.2f | %.2f | %llu / %llu | %llu / %llu | %.2f | %.2f |\n",
-                   sets[k].len, br->cost_ns[0], br->cost_ns[1],
+            printf("| %zu | %.2f | %.2f | %.3f (%llu) | %.3f | %llu / %llu | %llu / %llu "
+                   "| %.4f [%.4f, %.4f] | %.2f | %.2f |\n",
+                   sets[k].len, br->cost_ns[0], br->cost_ns[1], br->paired_ratio,
+                   (unsigned long long)br->pairs, br->oracle_ns[0] / br->oracle_ns[1],
                    (unsigned long long)br->timed[0], (unsigned long long)br->timed[1],
                    (unsigned long long)br->window_pulls[0],
-                   (unsigned long long)br->window_pulls[1], br->oracle_ns[0], br->oracle_ns[1]);
+                   (unsigned long long)br->window_pulls[1], br->minority_share,
+                   br->interval_lo, br->interval_hi, br->oracle_ns[0], br->oracle_ns[1]);
         }
-        printf("\nAll targets met (ratio and converged to the oracle's arm): %s\n",
-               all_ok ? "yes" : "no");
+        printf("\nAll targets met (ratio and converged to the oracle's arm): %s\n"
+               "Converged to the in-context oracle's arm (the cheaper pinned dispatch) in every "
+               "tier: %s\n",
+               all_ok ? "yes" : "no", all_ctx ? "yes" : "no");
     }
     status = sink == 0xFFFFFFFFu; /* never true; keeps sink alive */
 out:
@@ -366,5 +404,6 @@ out:
     free(json);
     router_free(r);
     router_free(plain);
+    router_free(plain_fb);
     return status;
 }

@@ -9,6 +9,6 @@ TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh
 EXTRA_DIST += tests/test_bench_gateway.sh tests/test_bench_soak.sh
 bench_libbench_a_SOURCES += bench/bench_crossover.c
 bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
-TESTS += tests/test_bench_crossover.sh
-EXTRA_DIST += tests/test_bench_crossover.sh
+TESTS += tests/test_bench_crossover.sh tests/test_bench_router.sh
+EXTRA_DIST += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += bench/actor-scaling.sh
