@@ -588,10 +588,14 @@ static double phased_cost(void *ctx, router_arm_t arm, size_t len)
 }
 
 /* The gateway's sampling (explore_run 8, 1 in 64 exploitation pulls timed)
- * over a phased cost: per_bucket frames into every bucket, interleaved at
- * random; counts each bucket's switches after its first `settle` decisions. */
-static router_t *route_phased(phased_cost_t *p, uint64_t seed, unsigned per_bucket,
-                              unsigned settle, unsigned switches[6])
+ * over a phased cost: 100,000 frames into every bucket, interleaved at
+ * random; counts each bucket's switches after its first 20,000 decisions and
+ * returns the report (printed). */
+#define PHASED_FRAMES 100000
+#define PHASED_SETTLE 20000
+
+static void route_phased(phased_cost_t *p, uint64_t seed, unsigned switches[6],
+                         router_report_t *rep)
 {
     static const unsigned lo[6] = { 5, 9, 17, 33, 65, 129 }, hi[6] = { 8, 16, 32, 64, 128, 256 };
     router_config_t cfg;
@@ -611,47 +615,49 @@ static router_t *route_phased(phased_cost_t *p, uint64_t seed, unsigned per_buck
     uint8_t a[RTU_MAX_ADU];
     rtu_envelope_t env;
     uint64_t s = seed;
-    for (unsigned long i = 0; i < 6ul * per_bucket; i++) {
+    for (unsigned long i = 0; i < 6ul * PHASED_FRAMES; i++) {
         unsigned b = (unsigned)(test_rand(&s) % 6);
         size_t len = valid_frame_in(&s, a, lo[b], hi[b]);
         router_decode(t, a, len, &env);
         int now = (int)router_choice(t, len);
-        if (++count[b] > settle && last[b] >= 0 && now != last[b])
+        if (++count[b] > PHASED_SETTLE && last[b] >= 0 && now != last[b])
             switches[b]++;
         last[b] = now;
     }
-    return r;
+    router_report(r, rep);
+    for (unsigned b = 0; b < 6; b++) {
+        char text[64];
+        const router_bucket_report_t *br = &rep->bucket[b];
+        fprintf(stderr, "  bucket %u..%u: %s, paired ratio %.3f over %llu pairs, %u switches\n",
+                br->lo, br->hi, router_verdict_text(br, text, sizeof text), br->paired_ratio,
+                (unsigned long long)br->pairs, switches[b]);
+    }
+    router_free(r);
 }
 
 static void test_pairs_cancel_phase(void **state)
 {
     (void)state;
     uint64_t seed = test_seed("pairs-phase");
-    /* native 10 % dearer than fallback; the phase
-     * moves both 70 % every 50 samples */
+    /* native 10 % dearer than fallback; the phase moves both 70 % every 50
+     * samples */
     phased_cost_t p = { .rng = seed ^ 0xABC, .period = 50, .ratio = 1.10 };
     unsigned switches[6] = { 0 };
-    router_t *r = route_phased(&p, seed, 100000, 20000, switches);
     router_report_t rep;
-    char text[64];
-    router_report(r, &rep);
+    route_phased(&p, seed, switches, &rep);
     for (unsigned b = 0; b < 6; b++) {
         const router_bucket_report_t *br = &rep.bucket[b];
-        router_verdict_text(br, text, sizeof text);
-        fprintf(stderr, "  bucket %u..%u: %s, paired ratio %.3f over %llu pairs, %u switches\n",
-                br->lo, br->hi, text, br->paired_ratio, (unsigned long long)br->pairs,
-                switches[b]);
         if (br->verdict != ROUTER_VERDICT_CONVERGED || br->chosen != ROUTER_ARM_FALLBACK ||
             switches[b] > 1)
-            fail_msg("bucket %u: '%s' with %u switches, expected converged to fallback and "
-                     "at most 1 switch after 20000 decisions (seed %llu)", b, text, switches[b],
+            fail_msg("bucket %u: verdict %d, chosen %s, %u switches; expected converged to "
+                     "fallback and at most 1 switch after %d decisions (seed %llu)", b,
+                     (int)br->verdict, router_arm_name(br->chosen), switches[b], PHASED_SETTLE,
                      (unsigned long long)seed);
         /* the pairs see the 10 % through the 70 % phase (the estimate
          * scatters by up to 9 %: frames of a bucket differ in length here,
          * up to 1.5x in cost, and so do the two halves of a pair) */
         assert_true(br->paired_ratio > 1.02 && br->paired_ratio < 1.3);
     }
-    router_free(r);
 }
 
 static void test_tie_does_not_flap(void **state)
@@ -660,21 +666,13 @@ static void test_tie_does_not_flap(void **state)
     uint64_t seed = test_seed("pairs-tie");
     phased_cost_t p = { .rng = seed ^ 0xDEF, .period = 50, .ratio = 1.0 };
     unsigned switches[6] = { 0 };
-    router_t *r = route_phased(&p, seed, 100000, 20000, switches);
     router_report_t rep;
-    char text[64];
-    router_report(r, &rep);
-    for (unsigned b = 0; b < 6; b++) {
-        const router_bucket_report_t *br = &rep.bucket[b];
-        router_verdict_text(br, text, sizeof text);
-        fprintf(stderr, "  bucket %u..%u: %s, paired ratio %.3f, %u switches\n", br->lo, br->hi,
-                text, br->paired_ratio, switches[b]);
-        /* either arm is right; taking turns is not */
+    route_phased(&p, seed, switches, &rep);
+    /* either arm is right; taking turns is not */
+    for (unsigned b = 0; b < 6; b++)
         if (switches[b] > TIE_SWITCHES)
             fail_msg("bucket %u: %u switches between two equal arms (bound %d; seed %llu)", b,
                      switches[b], TIE_SWITCHES, (unsigned long long)seed);
-    }
-    router_free(r);
 }
 
 /* ---- threads ---------------------------------------------------------------------- */
