@@ -495,8 +495,9 @@ router_arm_t router_choice(const router_thread_t *t, size_t len)
 /*
  * The bucket's choice after a new sample; the route follows when the next
  * segment starts. It compares the arms by their paired difference once
- * there is one: each exploration run is followed at once by a measured
- * segment on the choice, and the pair's log2 ratio is learned (learn_pair).
+ * there is one: each exploration run has a measured segment on the choice
+ * right before or after it, and the pair's log2 ratio is learned
+ * (learn_pair).
  * The machine's speed moves by far more than the arms differ (this 2-core
  * VM has phases 1.7x apart, lasting milliseconds); the two halves of a pair
  * share the phase, and it cancels in their ratio. The separate estimates
