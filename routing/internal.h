@@ -84,9 +84,10 @@ struct router {
     double overhead_ticks;
     double resolution_ns;      /* smallest step the timer shows (0: injected costs) */
     /* decision process, per bucket: a gap of 1..gap_span pulls (mean g)
-     * on the choice, then a measured segment of explore_run pulls, on the
-     * other arm (an exploration run) when rng32 < explore_threshold, else on
-     * the choice (docs/router.md derives g and the threshold) */
+     * on the choice, then, when rng32 < explore_threshold, a pair (an
+     * exploration run of explore_run pulls and a measured segment as long
+     * on the choice, in random order), else one measured segment on the
+     * choice (docs/router.md derives g and the threshold) */
     uint32_t gap_span;
     uint32_t explore_threshold;
     uint32_t window;

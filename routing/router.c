@@ -188,17 +188,14 @@ static void calibrate(router_t *r)
     }
     qsort(d, N, sizeof d[0], cmp_u64);
     r->overhead_ticks = (double)d[N / 2];
-    /* The timer's resolution: the smallest step between two reads. AMD's
-     * TSC advances 24-25 ticks every 10 ns, so a lone 7-byte pull reads
-     * as 0 or 10 ns; below that, a single pull tells nothing. */
-    uint64_t step = UINT64_MAX, prev = timer_read(r);
-    for (int i = 0; i < 20000; i++) {
-        uint64_t now = timer_read(r);
-        if (now > prev && now - prev < step)
-            step = now - prev;
-        prev = now;
-    }
-    r->resolution_ns = step == UINT64_MAX ? 1.0 : (double)step * r->ns_per_tick;
+    /* The timer's resolution: the smallest step two reads show, the first
+     * non-zero pair above. AMD's TSC advances 24-25 ticks every 10 ns, so a
+     * lone 7-byte pull reads as 0 or 10 ns; below that, a single pull tells
+     * nothing. */
+    int i = 0;
+    while (i < N && d[i] == 0)
+        i++;
+    r->resolution_ns = i < N ? (double)d[i] * r->ns_per_tick : 1.0;
 }
 
 /* log2 to about 1e-8: exponent, then 2/ln2 * atanh(s), s = (m-1)/(m+1)
