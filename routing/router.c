@@ -541,12 +541,11 @@ static void decide(router_thread_t *t, unsigned bucket)
         RSTORE(&rb->choice, (uint8_t)want);
 }
 
-/* A cost below the timer's resolution is read as half of it: an 11-ns
- * pull read as 0 would otherwise enter as 0.25 ns, 5.5 log2 units off. */
-static double log2_cost(const router_t *r, double cost_ns)
+/* Costs arrive floored at their measurement's resolution (measured_pull);
+ * 0.25 ns keeps an injected 0 finite. */
+static double log2_cost(double cost_ns)
 {
-    double floor = r->resolution_ns / 2.0 > 0.25 ? r->resolution_ns / 2.0 : 0.25;
-    return fast_log2(cost_ns > floor ? cost_ns : floor);
+    return fast_log2(cost_ns > 0.25 ? cost_ns : 0.25);
 }
 
 /* An exponentially weighted mean: a running mean for the first 1/alpha
@@ -563,7 +562,7 @@ static void learn(router_thread_t *t, unsigned bucket, unsigned arm, double cost
 {
     rbucket_t *rb = &t->b[bucket];
     uint64_t n = RLOAD(&rb->n_est[arm]);
-    RSTORE(&rb->est[arm], ew_mean(t->r, RLOAD(&rb->est[arm]), n, log2_cost(t->r, cost_ns)));
+    RSTORE(&rb->est[arm], ew_mean(t->r, RLOAD(&rb->est[arm]), n, log2_cost(cost_ns)));
     RSTORE(&rb->n_est[arm], n + 1);
     RBUMP(&rb->timed[arm]);
 }
@@ -578,7 +577,7 @@ static void learn_pair(router_thread_t *t, unsigned bucket, unsigned arm, double
                        double other_ns)
 {
     rbucket_t *rb = &t->b[bucket];
-    double x = log2_cost(t->r, cost_ns) - log2_cost(t->r, other_ns);
+    double x = log2_cost(cost_ns) - log2_cost(other_ns);
     if (arm == ROUTER_ARM_FALLBACK)
         x = -x;
     uint64_t n = RLOAD(&rb->n_diff);
@@ -642,6 +641,11 @@ static inline rtu_status_t run_arm(unsigned arm, const uint8_t *adu, size_t len,
  *    milliseconds for the next answer) and the span measures the wait.
  *    The bucket remembers which view it learns from (span_mode), so the two
  *    are not mixed on one stray segment.
+ * A cost below its view's resolution is read as half of it: a lone 7-byte
+ * pull read as 0 ticks would otherwise enter as 0.25 ns, 5.5 log2 units
+ * off. A span divides the timer's step by explore_run: floored at half a
+ * step, as single pulls are, 5-8 ns spans read as 10 ns on a 20-ns timer,
+ * both arms alike, and at 7 and 21 bytes the paired ratio read 1.000.
  * With an injected cost source the source's cost is used, no clock.
  */
 #define SPAN_TRUST 4.0
@@ -665,6 +669,7 @@ static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned 
         st = run_arm(arm, adu, len, out);
         uint64_t t2 = timer_read(r);
         cost = ((double)(t2 - t1) - r->overhead_ticks) * r->ns_per_tick;
+        double floor = r->resolution_ns / 2.0;
         if (r->cfg.explore_run > 1) {
             double span = ((double)(t2 - rb->seg_t0) - r->overhead_ticks) * r->ns_per_tick /
                           (double)r->cfg.explore_run;
@@ -672,6 +677,7 @@ static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned 
             int trusted = span > 0 && span <= SPAN_TRUST * single;
             if (trusted) {
                 cost = span;
+                floor /= (double)r->cfg.explore_run;
             } else if (rb->span_mode) {
                 /* One segment that straddled other work while frames
                  * otherwise come back to back: a lone single-pull sample
@@ -684,6 +690,8 @@ static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned 
             }
             rb->span_mode = (uint8_t)trusted;
         }
+        if (cost < floor)
+            cost = floor;
     }
     if (st == RTU_OK) {
         learn(t, bucket, arm, cost);
