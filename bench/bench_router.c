@@ -8,7 +8,9 @@
  * and two "dispatch only" routers (epsilon 0, timing off, pinned to native
  * and to fallback: what the table look-up and the call through it cost,
  * and what each arm costs called the router's way). The order of the five
- * rotates every round.
+ * rotates every round. (Forms taking turns every 2000 frames instead did
+ * not narrow the spread of the ratios on the EPYC VM, and put 7 bytes
+ * 2-10 % higher: each slice starts with the predictors set by another form.)
  * Per-frame cost = a batch's time / its frames, exploration pulls included.
  * Warm-up rounds (in which the router also learns) are dropped; reported:
  * median and p10-p90 over measured rounds of
@@ -61,6 +63,7 @@ typedef struct frame_set {
 
 typedef struct router_bench_options {
     unsigned rounds, warmup, frames, sample_every, explore_run;
+    unsigned tiers; /* bit k: tier k is measured */
     double epsilon;
     int json;
 } router_bench_options_t;
@@ -121,6 +124,7 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: rtugw bench router [--json] [--rounds N] [--warmup N] [--frames N]\n"
             "                          [--epsilon E] [--sample-every K] [--explore-run R]\n"
+            "                          [--bytes 7,21,255]\n"
             "\n"
             "Routed decode against the faster single arm at 7, 21 and 255 bytes, side by side\n"
             "in every round: ns per frame, routed / bound (bound = faster + epsilon/2 x\n"
@@ -134,7 +138,33 @@ static void usage(FILE *to)
             "  --epsilon E       exploration rate (default 0.05)\n"
             "  --sample-every K  measure 1 in K exploitation pulls (default 4096)\n"
             "  --explore-run R   explore and measure in segments of R pulls (default 64)\n"
+            "  --bytes LIST      only these tiers, of 7, 21 and 255 (default all three;\n"
+            "                    one tier alone suits valgrind --tool=callgrind)\n"
             "  --json            JSON instead of Markdown\n");
+}
+
+/* "7,21" -> bits of tier_registers (a tier's frame is 5 + 2 x registers
+ * bytes long). */
+static int parse_tiers(const char *list, unsigned *mask)
+{
+    *mask = 0;
+    for (const char *p = list;;) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(p, &end, 10);
+        size_t k = 0;
+        while (k < TIER_COUNT && 5 + 2 * (unsigned long)tier_registers[k] != v)
+            k++;
+        if (end == p || errno || k == TIER_COUNT || (*end && *end != ',')) {
+            fprintf(stderr, "rtugw bench router: --bytes '%s': expected a list of 7, 21, 255\n",
+                    list);
+            return -1;
+        }
+        *mask |= 1u << k;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
 }
 
 static int parse_options(int argc, char **argv, router_bench_options_t *opt)
@@ -144,6 +174,7 @@ static int parse_options(int argc, char **argv, router_bench_options_t *opt)
         { "rounds", required_argument, NULL, 'r' },
         { "warmup", required_argument, NULL, 'w' },
         { "frames", required_argument, NULL, 'f' },
+        { "bytes", required_argument, NULL, 'b' },
         { "epsilon", required_argument, NULL, 'e' },
         { "sample-every", required_argument, NULL, 'k' },
         { "explore-run", required_argument, NULL, 'm' },
@@ -157,6 +188,9 @@ static int parse_options(int argc, char **argv, router_bench_options_t *opt)
         errno = 0;
         if (c == 'j') {
             opt->json = 1;
+        } else if (c == 'b') {
+            if (parse_tiers(optarg, &opt->tiers) != 0)
+                return 2;
         } else if (c == 'h') {
             usage(stdout);
             return 0;
@@ -195,6 +229,7 @@ int bench_router_main(int argc, char **argv)
     router_config_t defaults;
     router_config_default(&defaults);
     router_bench_options_t opt = { .rounds = 101, .warmup = 10, .frames = 20000,
+                                   .tiers = (1u << TIER_COUNT) - 1,
                                    .sample_every = defaults.sample_every,
                                    .explore_run = defaults.explore_run,
                                    .epsilon = defaults.epsilon };
@@ -203,6 +238,7 @@ int bench_router_main(int argc, char **argv)
         return rc;
 
     static frame_set_t sets[TIER_COUNT];
+    size_t nt = 0; /* the tiers measured: sets[0..nt) */
     router_config_t cfg, plain_cfg;
     router_t *r = NULL, *plain = NULL, *plain_fb = NULL;
     router_config_default(&cfg);
@@ -234,13 +270,15 @@ int bench_router_main(int argc, char **argv)
     if (!t || !pt || !pft || !ns || !met || !json)
         goto out;
     for (size_t k = 0; k < TIER_COUNT; k++) {
-        make_frames(&sets[k], tier_registers[k], 0x9E3779B97F4A7C15ull + k);
-        if (check_routed(t, &sets[k]) != 0)
+        if (!(opt.tiers >> k & 1))
+            continue;
+        make_frames(&sets[nt], tier_registers[k], 0x9E3779B97F4A7C15ull + k);
+        if (check_routed(t, &sets[nt++]) != 0)
             goto out;
     }
 
     for (unsigned round = 0; round < opt.warmup + opt.rounds; round++) {
-        for (size_t k = 0; k < TIER_COUNT; k++) {
+        for (size_t k = 0; k < nt; k++) {
             unsigned bucket = router_bucket_of(r, sets[k].len);
             router_report_t rep;
             uint64_t p0[2], p1[2];
@@ -288,7 +326,7 @@ int bench_router_main(int argc, char **argv)
 
     /* Oracle: the single-arm medians. */
     bench_spread_t s[TIER_COUNT][FORMS], ms[TIER_COUNT][M_COUNT];
-    for (size_t k = 0; k < TIER_COUNT; k++) {
+    for (size_t k = 0; k < nt; k++) {
         for (unsigned f = 0; f < FORMS; f++)
             bench_spread(&ns[(k * FORMS + f) * total], total, &s[k][f]);
         for (unsigned mi = 0; mi < M_COUNT; mi++)
@@ -318,7 +356,7 @@ int bench_router_main(int argc, char **argv)
                opt.warmup, opt.frames);
     }
     int all_ok = 1, all_ctx = 1;
-    for (size_t k = 0; k < TIER_COUNT; k++) {
+    for (size_t k = 0; k < nt; k++) {
         unsigned b = router_bucket_of(r, sets[k].len);
         const router_bucket_report_t *br = &rep.bucket[b];
         char verdict[64];
@@ -361,7 +399,7 @@ int bench_router_main(int argc, char **argv)
                "| router overhead ns (p10-p90) | dispatch-only ns (native / fallback) | verdict "
                "| oracle (direct / in context) | regret ns/pull |\n"
                "|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|\n");
-        for (size_t k = 0; k < TIER_COUNT; k++) {
+        for (size_t k = 0; k < nt; k++) {
             const router_bucket_report_t *br = &rep.bucket[router_bucket_of(r, sets[k].len)];
             char verdict[64];
             printf("| %zu | %.3f (%.2f) | %.3f | %.3f | %.3f | %.2f | %.2f (%.2f..%.2f) | %.2f / "
@@ -381,7 +419,7 @@ int bench_router_main(int argc, char **argv)
                "oracle ratio | samples (native / fallback) | window pulls (native / fallback) "
                "| minority share [interval] | oracle native ns | oracle fallback ns |\n"
                "|---:|---:|---:|---:|---:|---|---|---|---:|---:|\n");
-        for (size_t k = 0; k < TIER_COUNT; k++) {
+        for (size_t k = 0; k < nt; k++) {
             const router_bucket_report_t *br = &rep.bucket[router_bucket_of(r, sets[k].len)];
             printf("| %zu | %.2f | %.2f | %.3f (%llu) | %.3f | %llu / %llu | %llu / %llu "
                    "| %.4f [%.4f, %.4f] | %.2f | %.2f |\n",
