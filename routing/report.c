@@ -50,7 +50,10 @@ int router_report(router_t *r, router_report_t *out)
     out->alpha = r->cfg.alpha;
     out->window = r->window;
     out->default_arm = (router_arm_t)r->default_arm;
-    out->timer = r->cfg.cost ? "injected" : r->use_tsc ? "rdtsc" : "clock_gettime";
+    out->timer = r->cfg.cost    ? "injected"
+                 : r->cfg.clock ? "injected clock"
+                 : r->use_tsc   ? "rdtsc"
+                                : "clock_gettime";
     out->timer_overhead_ns = r->overhead_ticks * r->ns_per_tick;
     out->timer_resolution_ns = r->resolution_ns;
     out->threads = m.threads;

@@ -129,6 +129,8 @@ static uint64_t mono_ns(void)
  * cost (a drained pipeline) is paid by timed pulls only. */
 static inline uint64_t timer_read(const router_t *r)
 {
+    if (r->cfg.clock)
+        return r->cfg.clock(r->cfg.clock_ctx);
 #if ROUTER_HAVE_TSC
     if (r->use_tsc) {
         _mm_lfence();
@@ -136,8 +138,6 @@ static inline uint64_t timer_read(const router_t *r)
         _mm_lfence();
         return t;
     }
-#else
-    (void)r;
 #endif
     return mono_ns();
 }
@@ -166,7 +166,7 @@ static int cmp_u64(const void *a, const void *b)
  * of two back-to-back timer reads (what every sample subtracts). */
 static void calibrate(router_t *r)
 {
-    r->use_tsc = invariant_tsc();
+    r->use_tsc = !r->cfg.clock && invariant_tsc();
     r->ns_per_tick = 1.0;
     if (r->use_tsc) {
         uint64_t c0 = mono_ns(), t0 = __rdtsc(), c1, t1;

@@ -42,6 +42,13 @@ const char *router_arm_name(router_arm_t arm);
  * of reading the clock; returns the cost of that decode in ns (> 0).
  */
 typedef double (*router_cost_fn)(void *ctx, router_arm_t arm, size_t len);
+/*
+ * Injectable clock (tests): read instead of the TSC or CLOCK_MONOTONIC,
+ * in ns. The start-up calibration reads it too, so its overhead and its
+ * resolution come from its own read pairs: a test can hand the router a
+ * coarse clock and see how spans and single pulls are measured.
+ */
+typedef uint64_t (*router_clock_fn)(void *ctx);
 /* Receives each warning as one line without a trailing newline. */
 typedef void (*router_log_fn)(void *ctx, const char *message);
 
@@ -87,6 +94,10 @@ typedef struct router_config {
     /* Optional cost source (NULL: measure time) and its context. */
     router_cost_fn cost;
     void *cost_ctx;
+    /* Optional clock (NULL: the TSC where invariant, else CLOCK_MONOTONIC)
+     * and its context; unused when cost is set. */
+    router_clock_fn clock;
+    void *clock_ctx;
     /* Optional warning sink (NULL: stderr, prefixed "rtugw router: "). */
     router_log_fn log;
     void *log_ctx;
@@ -239,7 +250,8 @@ typedef struct router_report {
     double alpha;
     unsigned window;
     router_arm_t default_arm;
-    const char *timer;          /* "rdtsc", "clock_gettime" or "injected" */
+    const char *timer;          /* "rdtsc", "clock_gettime", "injected clock" or
+                                   "injected" (costs) */
     double timer_overhead_ns;   /* calibrated, subtracted from every sample */
     double timer_resolution_ns; /* the smallest step it shows (0: injected costs) */
     unsigned threads;           /* handles open now */

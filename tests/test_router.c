@@ -1,7 +1,8 @@
 /*
  * tests/test_router.c -- routing/: the online router.
  *
- * With an injected cost source (no clock, so no timing assertions):
+ * With an injected cost source or clock (no real time, so no timing
+ * assertions):
  *  1. convergence: fallback cheaper up to 32 bytes, native above; every
  *     bucket chooses the right arm within CONVERGE_WITHIN decisions of its
  *     own and keeps it; the verdict is "converged to ARM" and the
@@ -12,9 +13,12 @@
  *  3. epsilon 0: the verdict is "default, not a decision";
  *  4. save -> load -> the same decisions; missing, corrupt, truncated,
  *     other-version and other-edges files: one warning, a fresh table;
- *  5. threads: per-handle counts merge, closed handles fold in.
+ *  5. threads: per-handle counts merge, closed handles fold in;
+ *  6. pairs: a phase of the machine cancels, a tie does not flap;
+ *  7. a coarse (20-ns) injected clock: spans learned below its step,
+ *     single pulls floored at half of it.
  * With the real clock:
- *  6. routed decode equals reference for the golden frames and for
+ *  8. routed decode equals reference for the golden frames and for
  *     200,000 random valid and mutated frames (both arms taken often).
  * Seeds come from test_seed() (printed; replay with RTUGW_SEED=...).
  */
@@ -683,6 +687,82 @@ static void test_tie_does_not_flap(void **state)
                      switches[b], TIE_SWITCHES, (unsigned long long)seed);
 }
 
+/* ---- a coarse clock: spans and single pulls ------------------------------------- */
+
+/* Shows 20-ns steps, as the EPYC's TSC does. Virtual time moves by what
+ * the test charges per frame (`per_frame`, plus `gap` before it) and by
+ * 1 ns per read, so two reads back to back mostly show 0, sometimes 20:
+ * the calibration finds overhead 0 and resolution 20. */
+typedef struct coarse_clock {
+    uint64_t vt;
+} coarse_clock_t;
+
+static uint64_t coarse_read(void *ctx)
+{
+    coarse_clock_t *c = ctx;
+    c->vt += 1;
+    return c->vt / 20 * 20;
+}
+
+/* 7-byte frames, each charged per_frame ns after a gap of gap ns; returns
+ * the report of the 0..8 bucket. */
+static router_bucket_report_t route_on_clock(uint64_t seed, uint64_t per_frame, uint64_t gap,
+                                             router_report_t *rep)
+{
+    router_config_t cfg;
+    router_t *r;
+    coarse_clock_t c = { 0 };
+    router_config_default(&cfg);
+    cfg.seed = seed;
+    cfg.sample_every = 64;
+    cfg.clock = coarse_read;
+    cfg.clock_ctx = &c;
+    assert_int_equal(router_new(&cfg, &r), 0);
+    router_thread_t *t = router_thread_new(r);
+    assert_non_null(t);
+    uint8_t a[RTU_MAX_ADU];
+    rtu_envelope_t env;
+    uint64_t s = seed;
+    for (unsigned i = 0; i < 200000; i++) {
+        size_t len = valid_frame_in(&s, a, 7, 7);
+        c.vt += gap + per_frame;
+        assert_int_equal(router_decode(t, a, len, &env), RTU_OK);
+    }
+    router_report(r, rep);
+    router_free(r);
+    return rep->bucket[0];
+}
+
+/* Back to back, a span of explore_run (64) pulls resolves 20/64 ns: 6-ns
+ * pulls are learned as about 6 ns. (Floored at half a step, as a single
+ * pull is, they read as 10 ns for both arms, and the pairs saw a tie.)
+ * Sparse, a span measures the gaps: single pulls are learned, each 0 or 20
+ * ns on this clock, and floored at half its step, 10 ns. */
+static void test_coarse_clock(void **state)
+{
+    (void)state;
+    uint64_t seed = test_seed("coarse-clock");
+    router_report_t rep;
+    router_bucket_report_t b = route_on_clock(seed, 6, 0, &rep);
+    assert_string_equal(rep.timer, "injected clock");
+    assert_true(rep.timer_resolution_ns == 20.0 && rep.timer_overhead_ns == 0.0);
+    for (unsigned arm = 0; arm < ROUTER_ARM_COUNT; arm++) {
+        fprintf(stderr, "  back to back, 6 ns a frame: %s learned %.2f ns from %llu samples\n",
+                router_arm_name((router_arm_t)arm), b.cost_ns[arm],
+                (unsigned long long)b.timed[arm]);
+        assert_true(b.timed[arm] > 20);
+        assert_true(b.cost_ns[arm] > 5.5 && b.cost_ns[arm] < 6.6);
+    }
+    b = route_on_clock(seed, 6, 100000, &rep);
+    for (unsigned arm = 0; arm < ROUTER_ARM_COUNT; arm++) {
+        fprintf(stderr, "  100 us apart: %s learned %.2f ns from %llu samples\n",
+                router_arm_name((router_arm_t)arm), b.cost_ns[arm],
+                (unsigned long long)b.timed[arm]);
+        assert_true(b.timed[arm] > 20);
+        assert_true(b.cost_ns[arm] >= 10.0 && b.cost_ns[arm] <= 20.0);
+    }
+}
+
 /* ---- threads ---------------------------------------------------------------------- */
 
 static double flat_cost(void *ctx, router_arm_t arm, size_t len)
@@ -929,6 +1009,7 @@ int main(void)
         cmocka_unit_test(test_threads_merge),
         cmocka_unit_test(test_pairs_cancel_phase),
         cmocka_unit_test(test_tie_does_not_flap),
+        cmocka_unit_test(test_coarse_clock),
         cmocka_unit_test(test_equivalence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
