@@ -48,6 +48,8 @@ typedef struct rbucket {
     _Atomic uint64_t explored[ARMS];
     _Atomic uint64_t win_prev[ARMS]; /* pulls in the last complete window */
     _Atomic uint64_t win_mark[ARMS]; /* pulls[] at the start of the current window */
+    _Atomic double win_expect;     /* exploration pulls the draws asked for, this window */
+    _Atomic double win_expect_prev; /* the same for the last complete window */
     _Atomic double diff;           /* mean of log2(native) - log2(fallback) over pairs */
     _Atomic uint64_t n_diff;       /* pairs behind diff */
     double diff_dev;               /* mean absolute deviation of a pair from diff */
@@ -59,6 +61,7 @@ typedef struct rbucket {
                                     * that half of a pair (an exploration run and a
                                     * run on the choice, in either order) */
     double pair_cost;              /* the first half's ns per pull, or NAN */
+    uint32_t explore_thr;          /* THOMPSON: this bucket's explore_threshold */
     uint64_t seg_t0;               /* timer at the measured segment's first pull */
     uint8_t span_mode;             /* learning from spans (frames come back to back) */
 } rbucket_t;
@@ -90,6 +93,7 @@ struct router {
      * choice (docs/router.md derives g and the threshold) */
     uint32_t gap_span;
     uint32_t explore_threshold;
+    double explore_p;          /* explore_threshold / 2^32 */
     uint32_t window;
     /* loaded table */
     int loaded;
@@ -111,6 +115,7 @@ struct router {
     uint64_t ret_explored[ROUTER_MAX_BUCKETS][ARMS];
     double ret_est_sum[ROUTER_MAX_BUCKETS][ARMS];
     uint64_t ret_n[ROUTER_MAX_BUCKETS][ARMS];
+    double ret_expect[ROUTER_MAX_BUCKETS];
 };
 
 /* A merged view of every handle, computed under r->lock. */
@@ -123,6 +128,7 @@ typedef struct router_merged {
     uint64_t n_est[ROUTER_MAX_BUCKETS][ARMS];
     double diff[ROUTER_MAX_BUCKETS];      /* paired log2(native / fallback) */
     uint64_t n_diff[ROUTER_MAX_BUCKETS];
+    double expect[ROUTER_MAX_BUCKETS];    /* win_expect over the window (see win) */
     uint8_t choice[ROUTER_MAX_BUCKETS];
     unsigned threads;
 } router_merged_t;

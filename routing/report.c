@@ -45,6 +45,7 @@ int router_report(router_t *r, router_report_t *out)
     memset(out, 0, sizeof *out);
     out->n_buckets = r->nb;
     out->epsilon = r->cfg.epsilon;
+    out->policy = r->cfg.policy;
     out->sample_every = r->cfg.sample_every;
     out->explore_run = r->cfg.explore_run;
     out->alpha = r->cfg.alpha;
@@ -82,14 +83,21 @@ int router_report(router_t *r, router_report_t *out)
             br->chosen = current;
         uint64_t minority = br->chosen == ROUTER_ARM_NATIVE ? w1 : w0;
         br->minority_share = n ? (double)minority / (double)n : 0.0;
-        br->expected_share = r->cfg.epsilon / 2.0;
+        br->expected_share = r->cfg.policy == ROUTER_POLICY_THOMPSON
+                                 ? (n ? m.expect[b] / (double)n : 0.0)
+                                 : r->cfg.epsilon / 2.0;
         /* Explorations come in runs of explore_run pulls, so the minority
          * grows in steps of a run: the independent trials are runs, and
          * counting pulls would make the interval explore_run^0.5 too narrow. */
         double run = (double)r->cfg.explore_run;
         wilson((double)minority / run, (double)n / run, VERDICT_Z, &br->interval_lo,
                &br->interval_hi);
-        if (minority == 0 || !br->has_cost[0] || !br->has_cost[1])
+        /* No minority at all is the default (epsilon 0, or a loaded table
+         * never explored) unless THOMPSON asked for some: at its floor it
+         * asks for a few runs a window, and none is then a matter of
+         * chance that the interval judges. */
+        int asked = r->cfg.policy == ROUTER_POLICY_THOMPSON && br->expected_share > 0.0;
+        if (!br->has_cost[0] || !br->has_cost[1] || (minority == 0 && !asked))
             br->verdict = ROUTER_VERDICT_DEFAULT;
         else if (br->chosen == current && br->expected_share >= br->interval_lo &&
                  br->expected_share <= br->interval_hi)
@@ -157,13 +165,14 @@ int router_report_json(const router_report_t *rep, char *buf, size_t cap)
     char verdict[64];
 
     jprintf(&j,
-            "{\"router\":{\"policy\":\"epsilon-greedy\",\"epsilon\":%g,\"sample_every\":%u,"
+            "{\"router\":{\"policy\":\"%s\",\"epsilon\":%g,\"sample_every\":%u,"
             "\"explore_run\":%u,"
             "\"alpha\":%g,\"window\":%u,\"default_arm\":\"%s\",\"timer\":\"%s\","
             "\"timer_overhead_ns\":%.1f,\"timer_resolution_ns\":%.1f,\"threads\":%u,"
             "\"decisions\":%llu,\"loaded\":%s,"
             "\"buckets\":[",
-            rep->epsilon, rep->sample_every, rep->explore_run, rep->alpha, rep->window,
+            router_policy_name(rep->policy), rep->epsilon, rep->sample_every,
+            rep->explore_run, rep->alpha, rep->window,
             router_arm_name(rep->default_arm), rep->timer, rep->timer_overhead_ns,
             rep->timer_resolution_ns, rep->threads,
             (unsigned long long)rep->decisions, rep->loaded ? "true" : "false");

@@ -39,6 +39,22 @@ const char *router_arm_name(router_arm_t arm)
     return arm == ROUTER_ARM_NATIVE ? "native" : arm == ROUTER_ARM_FALLBACK ? "fallback" : "?";
 }
 
+const char *router_policy_name(router_policy_t policy)
+{
+    return policy == ROUTER_POLICY_THOMPSON ? "thompson" : "epsilon-greedy";
+}
+
+int router_parse_policy(const char *text, router_policy_t *out)
+{
+    if (strcmp(text, "epsilon-greedy") == 0)
+        *out = ROUTER_POLICY_EPSILON_GREEDY;
+    else if (strcmp(text, "thompson") == 0)
+        *out = ROUTER_POLICY_THOMPSON;
+    else
+        return -EINVAL;
+    return 0;
+}
+
 void router_config_default(router_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -232,7 +248,8 @@ int router_new(const router_config_t *cfg, router_t **out)
     if (!(cfg->epsilon >= 0.0 && cfg->epsilon <= 1.0) || cfg->sample_every < 1 ||
         cfg->explore_run < 1 || cfg->explore_run > 1024 ||
         !(cfg->alpha > 0.0 && cfg->alpha <= 1.0) || !(cfg->hysteresis >= 0.0) ||
-        cfg->default_arm < -1 || cfg->default_arm >= ROUTER_ARM_COUNT)
+        cfg->default_arm < -1 || cfg->default_arm >= ROUTER_ARM_COUNT ||
+        (cfg->policy != ROUTER_POLICY_EPSILON_GREEDY && cfg->policy != ROUTER_POLICY_THOMPSON))
         return -EINVAL;
 
     router_t *r = calloc(1, sizeof *r);
@@ -269,6 +286,7 @@ int router_new(const router_config_t *cfg, router_t **out)
     r->gap_span = span < 1.0 ? 1u : span > 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)(span + 0.5);
     double thr = p * 4294967296.0;
     r->explore_threshold = thr >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)thr;
+    r->explore_p = (double)r->explore_threshold / 4294967296.0;
     r->window = cfg->window;
     if (r->window == 0) {
         /* about 64 runs: the verdict's trials are runs (report.c) */
@@ -434,6 +452,7 @@ router_thread_t *router_thread_new(router_t *r)
             RSTORE(&rb->n_est[a], r->prior_n[b][a]);
         }
         RSTORE(&rb->choice, r->prior_choice[b]);
+        rb->explore_thr = r->explore_threshold;
         start_segment(t, b, r->prior_choice[b], draw_gap(r, rng_next(&t->rng)));
     }
 
@@ -475,6 +494,8 @@ void router_thread_free(router_thread_t *t)
             r->ret_est_sum[b][a] += (double)n * RLOAD(&rb->est[a]);
             r->ret_n[b][a] += n;
         }
+        r->ret_expect[b] += RLOAD(&rb->win_complete) ? RLOAD(&rb->win_expect_prev)
+                                                     : RLOAD(&rb->win_expect);
     }
     r->threads[t->slot] = r->threads[--r->n_threads];
     r->threads[t->slot]->slot = t->slot;
@@ -505,6 +526,31 @@ router_arm_t router_choice(const router_thread_t *t, size_t len)
 #define SWITCH_Z 2.0
 #endif
 
+/*
+ * THOMPSON: the chance that one draw from the pairs' posterior, normal with
+ * mean d and standard error se (log2 native / fallback), favours the arm
+ * that is not the choice; an exploration opportunity is taken with that
+ * chance. The cap keeps it within epsilon's budget (at a tie the draw says
+ * 0.5, close to the default's per-opportunity rate of 0.62). The floor,
+ * 1/16 of that rate, keeps pairs coming once an arm is clearly cheaper: se
+ * never falls below what alpha's discount allows, but 2.2 log2 units apart
+ * (255 bytes) that chance is nil, and without pairs a drift is never seen.
+ */
+#define THOMPSON_FLOOR 16.0
+
+static uint32_t thompson_threshold(const router_t *r, unsigned choice, double d, double se)
+{
+    double s = choice == ROUTER_ARM_FALLBACK ? d : -d; /* > 0: the pairs back the choice */
+    double q = se > 0.0 ? 0.5 * erfc(s / (se * M_SQRT2)) : (s > 0.0 ? 0.0 : 1.0);
+    double p = r->explore_p;
+    if (q > p)
+        q = p;
+    if (q < p / THOMPSON_FLOOR)
+        q = p / THOMPSON_FLOOR;
+    double thr = q * 4294967296.0;
+    return thr >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)thr;
+}
+
 static void decide(router_thread_t *t, unsigned bucket)
 {
     const router_t *r = t->r;
@@ -522,12 +568,13 @@ static void decide(router_thread_t *t, unsigned bucket)
          * scale (diff_dev, 1.25 x mean absolute deviation ~ sd), weighted as
          * the mean is. */
         double d = RLOAD(&rb->est[0]) - RLOAD(&rb->est[1]), margin = r->cfg.hysteresis;
+        double se = 0.0;
         uint64_t n = RLOAD(&rb->n_diff);
         if (n) {
             double a = 1.0 / (double)n;
             if (a < r->cfg.alpha)
                 a = r->cfg.alpha;
-            double se = 1.25 * rb->diff_dev * sqrt(a / (2.0 - a));
+            se = 1.25 * rb->diff_dev * sqrt(a / (2.0 - a));
             d = RLOAD(&rb->diff);
             if (SWITCH_Z * se > margin)
                 margin = SWITCH_Z * se;
@@ -536,6 +583,8 @@ static void decide(router_thread_t *t, unsigned bucket)
             want = ROUTER_ARM_FALLBACK;
         else if (cur == ROUTER_ARM_FALLBACK && d < -margin)
             want = ROUTER_ARM_NATIVE;
+        if (n && r->cfg.policy == ROUTER_POLICY_THOMPSON)
+            rb->explore_thr = thompson_threshold(r, want, d, se);
     }
     if (want != cur)
         RSTORE(&rb->choice, (uint8_t)want);
@@ -617,6 +666,8 @@ static void maybe_roll(router_thread_t *t, unsigned bucket)
     RSTORE(&rb->win_prev[1], p1 - m1);
     RSTORE(&rb->win_mark[0], p0);
     RSTORE(&rb->win_mark[1], p1);
+    RSTORE(&rb->win_expect_prev, RLOAD(&rb->win_expect));
+    RSTORE(&rb->win_expect, 0.0);
     RSTORE(&rb->win_complete, 1);
 }
 
@@ -791,7 +842,11 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
         /* A gap on the choice ended: a pair (an exploration run and a run on
          * the choice, in random order) or a plain sample of the choice. */
         uint64_t x = rng_next(&t->rng);
-        rb->pair_half = (uint32_t)x < r->explore_threshold;
+        uint32_t thr = r->cfg.policy == ROUTER_POLICY_THOMPSON ? rb->explore_thr
+                                                               : r->explore_threshold;
+        rb->pair_half = (uint32_t)x < thr;
+        RSTORE(&rb->win_expect, RLOAD(&rb->win_expect) + (double)thr / 4294967296.0 *
+                                                           (double)r->cfg.explore_run);
         if (rb->pair_half && (x >> 63)) {
             arm ^= 1; /* the exploration run first */
             RBUMP(&rb->explored[arm]);
@@ -833,6 +888,7 @@ void router_merge(router_t *r, router_merged_t *m)
             m->win[b][a] = r->ret_win[b][a];
             m->timed[b][a] = r->ret_timed[b][a];
             m->explored[b][a] = r->ret_explored[b][a];
+            m->expect[b] = r->ret_expect[b];
             est_sum[b][a] = r->ret_est_sum[b][a];
             m->n_est[b][a] = r->ret_n[b][a];
         }
@@ -859,6 +915,7 @@ void router_merge(router_t *r, router_merged_t *m)
                 est_sum[b][a] += (double)n * RLOAD(&rb->est[a]);
                 m->n_est[b][a] += n;
             }
+            m->expect[b] += complete ? RLOAD(&rb->win_expect_prev) : RLOAD(&rb->win_expect);
             uint64_t nd = RLOAD(&rb->n_diff);
             diff_sum[b] += (double)nd * RLOAD(&rb->diff);
             m->n_diff[b] += nd;

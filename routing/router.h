@@ -43,6 +43,19 @@ const char *router_arm_name(router_arm_t arm);
  */
 typedef double (*router_cost_fn)(void *ctx, router_arm_t arm, size_t len);
 /*
+ * How often a bucket explores (docs/router.md):
+ *  - EPSILON_GREEDY: the other arm takes epsilon/2 of the pulls, always;
+ *  - THOMPSON: each exploration opportunity is taken with the probability
+ *    that a draw from the pairs' posterior (mean diff, its standard error,
+ *    discounted by alpha) favours the other arm, capped at the epsilon-greedy
+ *    rate and floored at 1/16 of it: as much as epsilon-greedy while the
+ *    arms are close, about epsilon/32 once one is clearly cheaper.
+ */
+typedef enum router_policy {
+    ROUTER_POLICY_EPSILON_GREEDY = 0,
+    ROUTER_POLICY_THOMPSON
+} router_policy_t;
+/*
  * Injectable clock (tests): read instead of the TSC or CLOCK_MONOTONIC,
  * in ns. The start-up calibration reads it too, so its overhead and its
  * resolution come from its own read pairs: a test can hand the router a
@@ -59,8 +72,11 @@ typedef struct router_config {
     unsigned n_edges;
     uint16_t edges[ROUTER_MAX_BUCKETS];
     /* Exploration rate: the share of decisions drawn uniformly over both
-     * arms, so the arm not chosen is taken at epsilon / 2. Default 0.05. */
+     * arms, so the arm not chosen is taken at epsilon / 2. Default 0.05.
+     * Under THOMPSON the most it explores. */
     double epsilon;
+    /* Default EPSILON_GREEDY. */
+    router_policy_t policy;
     /* 1 in sample_every exploitation pulls is timed (on average). Default
      * 4096: an event costs 100-200 cycles, a 7-byte parse about 25. */
     unsigned sample_every;
@@ -108,6 +124,9 @@ typedef struct router_thread router_thread_t;
 
 /* Fills the defaults above. */
 void router_config_default(router_config_t *cfg);
+/* "epsilon-greedy" or "thompson"; router_parse_policy returns 0 or -EINVAL. */
+const char *router_policy_name(router_policy_t policy);
+int router_parse_policy(const char *text, router_policy_t *out);
 /* Parses "8,16,32,64,128,256" (commas or spaces) into cfg->edges.
  * Returns 0 or -EINVAL (not increasing, out of 1..256, too many). */
 int router_parse_edges(const char *text, router_config_t *cfg);
@@ -232,7 +251,8 @@ typedef struct router_bucket_report {
     router_arm_t chosen;                 /* majority of the window (the choice when idle) */
     router_verdict_t verdict;
     double minority_share;               /* window share of the other arm */
-    double expected_share;               /* epsilon / 2 */
+    double expected_share;               /* epsilon / 2; under THOMPSON the exploration
+                                          * its draws asked for in the window */
     double interval_lo, interval_hi;     /* Wilson interval of minority_share, z = 4 */
     int has_oracle;
     double oracle_ns[ROUTER_ARM_COUNT];
@@ -245,6 +265,7 @@ typedef struct router_report {
     unsigned n_buckets;
     router_bucket_report_t bucket[ROUTER_MAX_BUCKETS];
     double epsilon;
+    router_policy_t policy;
     unsigned sample_every;
     unsigned explore_run;
     double alpha;

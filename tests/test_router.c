@@ -134,6 +134,7 @@ static void count_warning(void *ctx, const char *msg)
 }
 
 static int use_defaults; /* test_converges_defaults: keep the default sampling */
+static router_policy_t use_policy; /* test_thompson */
 static unsigned check_every = 1; /* drive(): compare 1 in this many frames with reference */
 
 static router_t *make_router(fake_cost_t *f, double epsilon, uint64_t seed)
@@ -142,8 +143,11 @@ static router_t *make_router(fake_cost_t *f, double epsilon, uint64_t seed)
     router_t *r;
     router_config_default(&cfg);
     cfg.epsilon = epsilon;
+    cfg.policy = use_policy;
     cfg.seed = seed;
-    cfg.window = 4096;
+    /* THOMPSON at its floor explores 16x less: 16384 pulls hold about 26
+     * exploration runs, as 4096 hold about 100 for epsilon-greedy */
+    cfg.window = use_policy == ROUTER_POLICY_THOMPSON ? 16384 : 4096;
     /* every exploration timed, 1 in 64 exploitation pulls: the bounds below
      * are stated for these; test_converges_defaults covers the defaults */
     if (use_defaults) {
@@ -568,6 +572,82 @@ static void test_bad_state_files(void **state)
 
     router_free(r);
     unlink(path);
+}
+
+/* ---- Thompson ------------------------------------------------------------------- */
+
+/* THOMPSON over the fake costs (one arm 1.6x the other, 25 % noise), with
+ * the same sampling as test_converges: it converges within the same bound,
+ * then explores at its floor, epsilon/32 instead of epsilon/2 (the draws
+ * favour the dearer arm with a chance of about 1e-50). The verdict
+ * compares the minority with what the draws asked for in the window, so it
+ * still reads "converged". The price: after the costs swap, pairs come 16
+ * times less often, and the router follows later. */
+#define FOLLOW_WITHIN_THOMPSON 20000
+#define PER_BUCKET_THOMPSON 80000
+
+static void expect_thompson_converged(router_t *r, const fake_cost_t *f)
+{
+    router_report_t rep;
+    char text[64];
+    router_report(r, &rep);
+    for (unsigned b = 0; b < rep.n_buckets; b++) {
+        const router_bucket_report_t *br = &rep.bucket[b];
+        router_arm_t best = fake_best(f, br->hi);
+        fprintf(stderr, "  bucket %u..%u: %s, share %.4f [%.4f, %.4f], asked for %.4f\n", br->lo,
+                br->hi, router_verdict_text(br, text, sizeof text), br->minority_share,
+                br->interval_lo, br->interval_hi, br->expected_share);
+        if (br->verdict != ROUTER_VERDICT_CONVERGED || br->chosen != best)
+            fail_msg("bucket %u: verdict '%s', expected converged to %s", b, text,
+                     router_arm_name(best));
+        /* epsilon/32 = 0.0016 asked for; epsilon-greedy's 0.025 is far out */
+        assert_true(br->expected_share > 0.0005 && br->expected_share < 0.004);
+        assert_true(br->minority_share < 0.01);
+    }
+}
+
+static void test_thompson(void **state)
+{
+    (void)state;
+    uint64_t seed = test_seed("thompson");
+    fake_cost_t f = { .rng = seed ^ 0x7157, .noise = 0.25 };
+    use_policy = ROUTER_POLICY_THOMPSON;
+    router_t *r = make_router(&f, 0.05, seed);
+    use_policy = ROUTER_POLICY_EPSILON_GREEDY;
+    router_thread_t *t = router_thread_new(r);
+    unsigned long last_wrong[6] = { 0 }, count[6] = { 0 };
+    int seen[6] = { 0 };
+    router_verdict_t at_switch[6];
+    uint64_t s = seed;
+
+    assert_non_null(t);
+    drive(t, &f, &s, PER_BUCKET, last_wrong, count, NULL, r, NULL);
+    for (unsigned b = 0; b < 6; b++)
+        if (last_wrong[b] >= CONVERGE_WITHIN)
+            fail_msg("bucket %u: wrong arm at decision %lu (bound %d; seed %llu)", b,
+                     last_wrong[b], CONVERGE_WITHIN, (unsigned long long)seed);
+    expect_thompson_converged(r, &f);
+
+    f.swapped = 1;
+    memset(last_wrong, 0, sizeof last_wrong);
+    memset(count, 0, sizeof count);
+    drive(t, &f, &s, PER_BUCKET_THOMPSON, last_wrong, count, seen, r, at_switch);
+    for (unsigned b = 0; b < 6; b++) {
+        fprintf(stderr, "bucket %u: followed after %lu decisions\n", b, last_wrong[b] + 1);
+        if (last_wrong[b] >= FOLLOW_WITHIN_THOMPSON)
+            fail_msg("bucket %u: still on the old arm at decision %lu after the swap (bound %d; "
+                     "seed %llu)", b, last_wrong[b], FOLLOW_WITHIN_THOMPSON,
+                     (unsigned long long)seed);
+    }
+    expect_thompson_converged(r, &f);
+
+    router_report_t rep;
+    char json[16384];
+    router_report(r, &rep);
+    assert_int_equal(rep.policy, ROUTER_POLICY_THOMPSON);
+    assert_true(router_report_json(&rep, json, sizeof json) > 0);
+    assert_non_null(strstr(json, "\"policy\":\"thompson\""));
+    router_free(r);
 }
 
 /* ---- pairs: the machine's phase cancels, ties do not flap ------------------------ */
@@ -1009,6 +1089,7 @@ int main(void)
         cmocka_unit_test(test_threads_merge),
         cmocka_unit_test(test_pairs_cancel_phase),
         cmocka_unit_test(test_tie_does_not_flap),
+        cmocka_unit_test(test_thompson),
         cmocka_unit_test(test_coarse_clock),
         cmocka_unit_test(test_equivalence),
     };
