@@ -65,6 +65,7 @@ typedef struct router_bench_options {
     unsigned rounds, warmup, frames, sample_every, explore_run;
     unsigned tiers; /* bit k: tier k is measured */
     double epsilon;
+    router_policy_t policy;
     int json;
 } router_bench_options_t;
 
@@ -124,7 +125,7 @@ static void usage(FILE *to)
     fprintf(to,
             "usage: rtugw bench router [--json] [--rounds N] [--warmup N] [--frames N]\n"
             "                          [--epsilon E] [--sample-every K] [--explore-run R]\n"
-            "                          [--bytes 7,21,255]\n"
+            "                          [--policy P] [--bytes 7,21,255]\n"
             "\n"
             "Routed decode against the faster single arm at 7, 21 and 255 bytes, side by side\n"
             "in every round: ns per frame, routed / bound (bound = faster + epsilon/2 x\n"
@@ -138,6 +139,8 @@ static void usage(FILE *to)
             "  --epsilon E       exploration rate (default 0.05)\n"
             "  --sample-every K  measure 1 in K exploitation pulls (default 4096)\n"
             "  --explore-run R   explore and measure in segments of R pulls (default 64)\n"
+            "  --policy P        epsilon-greedy (default) or thompson (explores less once\n"
+            "                    one arm is clearly cheaper; docs/router.md)\n"
             "  --bytes LIST      only these tiers, of 7, 21 and 255 (default all three;\n"
             "                    one tier alone suits valgrind --tool=callgrind)\n"
             "  --json            JSON instead of Markdown\n");
@@ -178,6 +181,7 @@ static int parse_options(int argc, char **argv, router_bench_options_t *opt)
         { "epsilon", required_argument, NULL, 'e' },
         { "sample-every", required_argument, NULL, 'k' },
         { "explore-run", required_argument, NULL, 'm' },
+        { "policy", required_argument, NULL, 'p' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -188,6 +192,12 @@ static int parse_options(int argc, char **argv, router_bench_options_t *opt)
         errno = 0;
         if (c == 'j') {
             opt->json = 1;
+        } else if (c == 'p') {
+            if (router_parse_policy(optarg, &opt->policy) != 0) {
+                fprintf(stderr, "rtugw bench router: --policy '%s': expected epsilon-greedy or "
+                        "thompson\n", optarg);
+                return 2;
+            }
         } else if (c == 'b') {
             if (parse_tiers(optarg, &opt->tiers) != 0)
                 return 2;
@@ -245,6 +255,7 @@ int bench_router_main(int argc, char **argv)
     cfg.epsilon = opt.epsilon;
     cfg.sample_every = opt.sample_every;
     cfg.explore_run = opt.explore_run;
+    cfg.policy = opt.policy;
     plain_cfg = cfg;
     plain_cfg.epsilon = 0.0;
     plain_cfg.sample_every = 0xFFFFFFFFu;
@@ -337,22 +348,24 @@ int bench_router_main(int argc, char **argv)
     router_report(r, &rep);
 
     if (opt.json) {
-        printf("{\"native_features\":\"%s\",\"epsilon\":%g,\"sample_every\":%u,"
+        printf("{\"native_features\":\"%s\",\"policy\":\"%s\",\"epsilon\":%g,"
+               "\"sample_every\":%u,"
                "\"explore_run\":%u,\"rounds\":%u,"
                "\"warmup\":%u,\"frames_per_round\":%u,\"timer\":\"%s\","
                "\"timer_overhead_ns\":%.1f,\"timer_resolution_ns\":%.1f,\"tiers\":[",
-               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_run,
-               opt.rounds, opt.warmup, opt.frames, rep.timer, rep.timer_overhead_ns,
+               rtu_native_features(), router_policy_name(opt.policy), opt.epsilon,
+               opt.sample_every, opt.explore_run, opt.rounds, opt.warmup, opt.frames, rep.timer, rep.timer_overhead_ns,
                rep.timer_resolution_ns);
     } else {
-        printf("# rtugw bench router\n\nnative features: %s; epsilon %g, 1 in %u exploitation "
+        printf("# rtugw bench router\n\nnative features: %s; %s, epsilon %g, 1 in %u "
+               "exploitation "
                "pulls measured, in segments of %u pulls (explorations paired with a segment on "
                "the choice; span or last pull timed; timer %s, overhead %.1f ns subtracted, "
                "resolution %.1f ns); %u measured rounds (%u warm-up dropped), %u frames per "
                "form per round, forms rotated in each round.\n\n"
                "| bytes | form | ns/frame median | p10 | p90 |\n|---:|---|---:|---:|---:|\n",
-               rtu_native_features(), opt.epsilon, opt.sample_every, opt.explore_run,
-               rep.timer, rep.timer_overhead_ns, rep.timer_resolution_ns, opt.rounds,
+               rtu_native_features(), router_policy_name(opt.policy), opt.epsilon,
+               opt.sample_every, opt.explore_run, rep.timer, rep.timer_overhead_ns, rep.timer_resolution_ns, opt.rounds,
                opt.warmup, opt.frames);
     }
     int all_ok = 1, all_ctx = 1;

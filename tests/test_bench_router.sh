@@ -3,8 +3,8 @@
 # decodes equal the reference passes), its JSON parses and has the shape
 # docs/router.md documents: three tiers with the five forms, the metrics, a
 # verdict, both oracles, and the router's report with its pairs and timer
-# resolution; --bytes measures only the tiers it names; bad options are
-# refused with status 2.
+# resolution; --bytes measures only the tiers it names; --policy thompson
+# is named in the output; bad options are refused with status 2.
 # No assertion on speed or on which arm wins: the machine may be loaded.
 set -eu
 : "${RTUGW_BIN:?RTUGW_BIN must point at the rtugw binary}"
@@ -57,11 +57,21 @@ PY
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert [t["bytes"] for t in d["tiers"]] == [21, 255], d["tiers"]
+assert d["policy"] == "epsilon-greedy" and d["report"]["router"]["policy"] == "epsilon-greedy"
+PY
+
+# the other policy, named in both places
+"$RTUGW_BIN" bench router --rounds 2 --warmup 1 --frames 2000 --bytes 7 --policy thompson \
+    --json >"$tmp/ts.json"
+/usr/bin/python3 - "$tmp/ts.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["policy"] == "thompson" and d["report"]["router"]["policy"] == "thompson", d["policy"]
 PY
 
 # bad options: status 2 and a message naming the option
 for bad in "--rounds 0" "--explore-run 0" "--epsilon 2" "--frames x" "--bogus" \
-    "--bytes 8" "--bytes 7,,21" "--bytes 21x" "--bytes ,"; do
+    "--bytes 8" "--bytes 7,,21" "--bytes 21x" "--bytes ," "--policy greedy"; do
     set +e
     "$RTUGW_BIN" bench router $bad >"$tmp/o" 2>"$tmp/e"
     rc=$?
