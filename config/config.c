@@ -497,8 +497,10 @@ static bool special_key(loader_t *ld, const char *key, const char *value)
         return true;
     }
     if (ld->kind == S_ROUTER && strcmp(key, "policy") == 0) {
-        if (strcmp(value, "epsilon") != 0)
-            bad_value(ld, key, value, "expected epsilon");
+        /* "epsilon" is the name files written before thompson use */
+        if (strcmp(value, "epsilon") != 0 && strcmp(value, "epsilon-greedy") != 0 &&
+            strcmp(value, "thompson") != 0)
+            bad_value(ld, key, value, "expected epsilon-greedy (or epsilon) or thompson");
         else
             snprintf(cfg->router.policy, sizeof cfg->router.policy, "%s", value);
         return true;

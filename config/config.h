@@ -108,7 +108,7 @@ typedef struct config_router {
     unsigned buckets[CONFIG_MAX_BUCKETS];
     unsigned bucket_count;
     char state_file[CONFIG_PATH_MAX];
-    char policy[16];                /* "epsilon" */
+    char policy[16];                /* "epsilon", "epsilon-greedy" or "thompson" */
 } config_router_t;
 
 typedef enum config_log { CONFIG_LOG_ERROR, CONFIG_LOG_WARN, CONFIG_LOG_INFO, CONFIG_LOG_DEBUG } config_log_t;

@@ -90,6 +90,8 @@ static int start_router(gw_t *gw)
     rc.epsilon = gw->cfg->router.exploration;
     rc.sample_every = gw->cfg->router.sample_every;
     rc.explore_run = gw->cfg->router.explore_run;
+    if (strcmp(gw->cfg->router.policy, "thompson") == 0)
+        rc.policy = ROUTER_POLICY_THOMPSON;
     rc.n_edges = gw->cfg->router.bucket_count;
     for (unsigned i = 0; i < rc.n_edges; i++)
         rc.edges[i] = (uint16_t)gw->cfg->router.buckets[i];

@@ -135,6 +135,9 @@ static void router_metrics_text(gw_t *gw, struct evbuffer *b)
     router_report_t rep;
     if (router_report(gw->router, &rep) != 0)
         return;
+    evbuffer_add_printf(b, "# HELP rtugw_router_info The router's learning policy ([router] policy)\n"
+                           "# TYPE rtugw_router_info gauge\nrtugw_router_info{policy=\"%s\"} 1\n",
+                        router_policy_name(rep.policy));
     evbuffer_add_printf(b, "# HELP rtugw_router_pulls_total Frames decoded per length bucket and arm\n"
                            "# TYPE rtugw_router_pulls_total counter\n");
     for (unsigned i = 0; i < rep.n_buckets; i++)

@@ -78,6 +78,11 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->devices[0].dead_after, 3);
     assert_true(cfg->router.exploration > 0.049 && cfg->router.exploration < 0.051);
     assert_int_equal(cfg->router.explore_run, 8);
+    assert_string_equal(cfg->router.policy, "epsilon");
+    config_free(cfg);
+    cfg = load("[bus a]\nport = /dev/x\n[router]\npolicy = thompson\n", &errs);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->router.policy, "thompson");
     config_free(cfg);
 }
 
@@ -108,7 +113,8 @@ static void test_every_error_named_with_line(void **state)
         "[router]\n"                /* 20 */
         "buckets = 8,4,256\n"       /* 21 */
         "exploration = 1.5\n"       /* 22 */
-        "explore_run = 0\n";        /* 23 */
+        "explore_run = 0\n"         /* 23 */
+        "policy = greedy\n";        /* 24 */
     assert_null(load(text, &errs));
     expect_error(&errs, "t.ini:3: [bus a] baud = '12'", "300..4000000");
     expect_error(&errs, "t.ini:4: [bus a] retires: unknown key", NULL);
@@ -124,7 +130,8 @@ static void test_every_error_named_with_line(void **state)
     expect_error(&errs, "t.ini:21: [router] buckets = '8,4,256'", "ascending");
     expect_error(&errs, "t.ini:22: [router] exploration = '1.5'", "0..1");
     expect_error(&errs, "t.ini:23: [router] explore_run = '0'", "1..1024");
-    assert_true(errs.total >= 14);
+    expect_error(&errs, "t.ini:24: [router] policy = 'greedy'", "thompson");
+    assert_true(errs.total >= 15);
 }
 
 static void test_syntax_and_long_lines(void **state)

@@ -207,6 +207,7 @@ def test_passthrough():
     m = g.metrics()
     check(m.get('rtugw_bus_exceptions_total{bus="line"}', 0) >= 1, "metrics count the slave exception")
     check(m.get('rtugw_tcp_requests_total') == m.get('rtugw_tcp_answers_total'), "every TCP request answered")
+    check(m.get('rtugw_router_info{policy="epsilon-greedy"}') == 1, "metrics name the default policy")
     st = g.status()
     check(st["buses"][0]["up"] and st["buses"][0]["devices"][0]["up"], "status: bus and device up")
     rc, dt = g.stop()
@@ -296,8 +297,13 @@ def test_policy_limits_and_reload():
 def test_poll_merge():
     polls = "".join(f"[poll {n}]\ndevice = d1\nfunction = 3\naddress = {a}\ncount = {c}\ninterval_ms = 200\n"
                     for n, a, c in (("a", 0, 10), ("b", 10, 10), ("c", 5, 3), ("far", 500, 5)))
-    g = Gateway(extra=polls)
+    # ... under the other router policy, which the polls' answers go through
+    g = Gateway(extra=polls + "[router]\npolicy = thompson\n")
     time.sleep(0.7)
+    m = g.metrics()
+    check(m.get('rtugw_router_info{policy="thompson"}') == 1, "metrics name the configured policy")
+    check(sum(v for k, v in m.items() if k.startswith("rtugw_router_pulls_total")) >= 2,
+          "the router decoded the polls' answers")
     st = {p["name"]: p for p in g.status()["polls"]}
     check(st["a"]["read"] == st["b"]["read"] == st["c"]["read"] != st["far"]["read"],
           f"adjacent and overlapping groups share one read, the far one has its own: "
