@@ -888,10 +888,10 @@ void router_merge(router_t *r, router_merged_t *m)
             m->win[b][a] = r->ret_win[b][a];
             m->timed[b][a] = r->ret_timed[b][a];
             m->explored[b][a] = r->ret_explored[b][a];
-            m->expect[b] = r->ret_expect[b];
             est_sum[b][a] = r->ret_est_sum[b][a];
             m->n_est[b][a] = r->ret_n[b][a];
         }
+        m->expect[b] = r->ret_expect[b];
     }
     for (unsigned i = 0; i < r->n_threads; i++) {
         router_thread_t *t = r->threads[i];
