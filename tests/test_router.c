@@ -250,6 +250,24 @@ static void expect_converged(router_t *r, const fake_cost_t *f, double epsilon,
     }
 }
 
+/* Swaps the fake costs, routes per_bucket more frames into every bucket,
+ * and fails when a bucket is still on the old arm at decision `bound` or
+ * later; seen and at_switch as drive() fills them (NULL: not wanted). */
+static void swap_and_follow(router_thread_t *t, fake_cost_t *f, uint64_t *s, router_t *r,
+                            unsigned per_bucket, unsigned long bound, uint64_t seed, int seen[],
+                            router_verdict_t at_switch[])
+{
+    unsigned long last_wrong[6] = { 0 }, count[6] = { 0 };
+    f->swapped = 1;
+    drive(t, f, s, per_bucket, last_wrong, count, seen, r, at_switch);
+    for (unsigned b = 0; b < 6; b++) {
+        fprintf(stderr, "bucket %u: followed after %lu decisions\n", b, last_wrong[b] + 1);
+        if (last_wrong[b] >= bound)
+            fail_msg("bucket %u: still on the old arm at decision %lu after the swap (bound %lu; "
+                     "seed %llu)", b, last_wrong[b], bound, (unsigned long long)seed);
+    }
+}
+
 static void test_converges(void **state)
 {
     (void)state;
@@ -305,8 +323,6 @@ static void test_converges_defaults(void **state)
     check_every = 16;
     router_thread_t *t = router_thread_new(r);
     unsigned long last_wrong[6] = { 0 }, count[6] = { 0 };
-    int seen[6] = { 0 };
-    router_verdict_t at_switch[6];
     uint64_t s = seed;
 
     drive(t, &f, &s, PER_BUCKET_DEFAULTS, last_wrong, count, NULL, r, NULL);
@@ -317,17 +333,8 @@ static void test_converges_defaults(void **state)
                      last_wrong[b], CONVERGE_WITHIN_DEFAULTS, (unsigned long long)seed);
     }
     expect_converged(r, &f, 0.05, CONVERGE_WITHIN_DEFAULTS);
-    f.swapped = 1;
-    memset(last_wrong, 0, sizeof last_wrong);
-    memset(count, 0, sizeof count);
-    drive(t, &f, &s, 2 * PER_BUCKET_DEFAULTS, last_wrong, count, seen, r, at_switch);
-    for (unsigned b = 0; b < 6; b++) {
-        fprintf(stderr, "bucket %u: followed after %lu decisions\n", b, last_wrong[b] + 1);
-        if (last_wrong[b] >= FOLLOW_WITHIN_DEFAULTS)
-            fail_msg("bucket %u: still on the old arm at decision %lu after the swap (bound %d; "
-                     "seed %llu)", b, last_wrong[b], FOLLOW_WITHIN_DEFAULTS,
-                     (unsigned long long)seed);
-    }
+    swap_and_follow(t, &f, &s, r, 2 * PER_BUCKET_DEFAULTS, FOLLOW_WITHIN_DEFAULTS, seed, NULL,
+                    NULL);
     expect_converged(r, &f, 0.05, 0);
     check_every = 1;
     router_free(r);
@@ -347,15 +354,8 @@ static void test_drift(void **state)
 
     drive(t, &f, &s, PER_BUCKET / 2, last_wrong, count, NULL, r, NULL);
     expect_converged(r, &f, 0.05, CONVERGE_WITHIN);
-    f.swapped = 1;
-    memset(last_wrong, 0, sizeof last_wrong);
-    memset(count, 0, sizeof count);
-    drive(t, &f, &s, PER_BUCKET, last_wrong, count, seen, r, at_switch);
+    swap_and_follow(t, &f, &s, r, PER_BUCKET, FOLLOW_WITHIN, seed, seen, at_switch);
     for (unsigned b = 0; b < 6; b++) {
-        fprintf(stderr, "bucket %u: followed after %lu decisions\n", b, last_wrong[b] + 1);
-        if (last_wrong[b] >= FOLLOW_WITHIN)
-            fail_msg("bucket %u: still on the old arm at decision %lu after the swap (bound %d; "
-                     "seed %llu)", b, last_wrong[b], FOLLOW_WITHIN, (unsigned long long)seed);
         assert_true(seen[b]);
         /* the last window still shows the old arm: no claim of convergence */
         assert_int_equal(at_switch[b], ROUTER_VERDICT_NOT_CONVERGED);
@@ -616,8 +616,6 @@ static void test_thompson(void **state)
     use_policy = ROUTER_POLICY_EPSILON_GREEDY;
     router_thread_t *t = router_thread_new(r);
     unsigned long last_wrong[6] = { 0 }, count[6] = { 0 };
-    int seen[6] = { 0 };
-    router_verdict_t at_switch[6];
     uint64_t s = seed;
 
     assert_non_null(t);
@@ -628,17 +626,7 @@ static void test_thompson(void **state)
                      last_wrong[b], CONVERGE_WITHIN, (unsigned long long)seed);
     expect_thompson_converged(r, &f);
 
-    f.swapped = 1;
-    memset(last_wrong, 0, sizeof last_wrong);
-    memset(count, 0, sizeof count);
-    drive(t, &f, &s, PER_BUCKET_THOMPSON, last_wrong, count, seen, r, at_switch);
-    for (unsigned b = 0; b < 6; b++) {
-        fprintf(stderr, "bucket %u: followed after %lu decisions\n", b, last_wrong[b] + 1);
-        if (last_wrong[b] >= FOLLOW_WITHIN_THOMPSON)
-            fail_msg("bucket %u: still on the old arm at decision %lu after the swap (bound %d; "
-                     "seed %llu)", b, last_wrong[b], FOLLOW_WITHIN_THOMPSON,
-                     (unsigned long long)seed);
-    }
+    swap_and_follow(t, &f, &s, r, PER_BUCKET_THOMPSON, FOLLOW_WITHIN_THOMPSON, seed, NULL, NULL);
     expect_thompson_converged(r, &f);
 
     router_report_t rep;
