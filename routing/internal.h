@@ -93,7 +93,6 @@ struct router {
      * choice (docs/router.md derives g and the threshold) */
     uint32_t gap_span;
     uint32_t explore_threshold;
-    double explore_p;          /* explore_threshold / 2^32 */
     uint32_t window;
     /* loaded table */
     int loaded;

@@ -236,6 +236,18 @@ static inline double fast_log2(double x)
 
 /* ---- router ---------------------------------------------------------------- */
 
+/* A probability as a threshold for a 32-bit random draw, and back. */
+static uint32_t draw_threshold(double p)
+{
+    double thr = p * 4294967296.0;
+    return thr >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)thr;
+}
+
+static double threshold_p(uint32_t thr)
+{
+    return (double)thr / 4294967296.0;
+}
+
 int router_new(const router_config_t *cfg, router_t **out)
 {
     *out = NULL;
@@ -284,9 +296,7 @@ int router_new(const router_config_t *cfg, router_t **out)
     }
     double span = 2.0 * g - 1.0;
     r->gap_span = span < 1.0 ? 1u : span > 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)(span + 0.5);
-    double thr = p * 4294967296.0;
-    r->explore_threshold = thr >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)thr;
-    r->explore_p = (double)r->explore_threshold / 4294967296.0;
+    r->explore_threshold = draw_threshold(p);
     r->window = cfg->window;
     if (r->window == 0) {
         /* about 64 runs: the verdict's trials are runs (report.c) */
@@ -542,13 +552,12 @@ static uint32_t thompson_threshold(const router_t *r, unsigned choice, double d,
 {
     double s = choice == ROUTER_ARM_FALLBACK ? d : -d; /* > 0: the pairs back the choice */
     double q = se > 0.0 ? 0.5 * erfc(s / (se * M_SQRT2)) : (s > 0.0 ? 0.0 : 1.0);
-    double p = r->explore_p;
+    double p = threshold_p(r->explore_threshold);
     if (q > p)
         q = p;
     if (q < p / THOMPSON_FLOOR)
         q = p / THOMPSON_FLOOR;
-    double thr = q * 4294967296.0;
-    return thr >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)thr;
+    return draw_threshold(q);
 }
 
 static void decide(router_thread_t *t, unsigned bucket)
@@ -845,8 +854,8 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
         uint32_t thr = r->cfg.policy == ROUTER_POLICY_THOMPSON ? rb->explore_thr
                                                                : r->explore_threshold;
         rb->pair_half = (uint32_t)x < thr;
-        RSTORE(&rb->win_expect, RLOAD(&rb->win_expect) + (double)thr / 4294967296.0 *
-                                                           (double)r->cfg.explore_run);
+        RSTORE(&rb->win_expect,
+               RLOAD(&rb->win_expect) + threshold_p(thr) * (double)r->cfg.explore_run);
         if (rb->pair_half && (x >> 63)) {
             arm ^= 1; /* the exploration run first */
             RBUMP(&rb->explored[arm]);
