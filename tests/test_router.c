@@ -668,16 +668,18 @@ static double phased_cost(void *ctx, router_arm_t arm, size_t len)
 }
 
 /* The gateway's sampling (explore_run 8, 1 in 64 exploitation pulls timed)
- * over a phased cost: 100,000 frames into every bucket, interleaved at
- * random; counts each bucket's switches after its first 20,000 decisions and
- * returns the report (printed). */
+ * over a phased cost, native `ratio` times fallback, the phase changing
+ * every 50 cost calls (its noise drawn from seed ^ salt): 100,000 frames
+ * into every bucket, interleaved at random; counts each bucket's switches
+ * after its first 20,000 decisions and returns the report (printed). */
 #define PHASED_FRAMES 100000
 #define PHASED_SETTLE 20000
 
-static void route_phased(phased_cost_t *p, uint64_t seed, unsigned switches[6],
+static void route_phased(uint64_t seed, uint64_t salt, double ratio, unsigned switches[6],
                          router_report_t *rep)
 {
     static const unsigned lo[6] = { 5, 9, 17, 33, 65, 129 }, hi[6] = { 8, 16, 32, 64, 128, 256 };
+    phased_cost_t p = { .rng = seed ^ salt, .period = 50, .ratio = ratio };
     router_config_t cfg;
     router_t *r;
     router_config_default(&cfg);
@@ -685,7 +687,7 @@ static void route_phased(phased_cost_t *p, uint64_t seed, unsigned switches[6],
     cfg.sample_every = 64;
     cfg.explore_run = 8;
     cfg.cost = phased_cost;
-    cfg.cost_ctx = p;
+    cfg.cost_ctx = &p;
     cfg.log = count_warning;
     assert_int_equal(router_new(&cfg, &r), 0);
     router_thread_t *t = router_thread_new(r);
@@ -721,10 +723,9 @@ static void test_pairs_cancel_phase(void **state)
     uint64_t seed = test_seed("pairs-phase");
     /* native 10 % dearer than fallback; the phase moves both 70 % every 50
      * samples */
-    phased_cost_t p = { .rng = seed ^ 0xABC, .period = 50, .ratio = 1.10 };
     unsigned switches[6] = { 0 };
     router_report_t rep;
-    route_phased(&p, seed, switches, &rep);
+    route_phased(seed, 0xABC, 1.10, switches, &rep);
     for (unsigned b = 0; b < 6; b++) {
         const router_bucket_report_t *br = &rep.bucket[b];
         if (br->verdict != ROUTER_VERDICT_CONVERGED || br->chosen != ROUTER_ARM_FALLBACK ||
@@ -744,10 +745,9 @@ static void test_tie_does_not_flap(void **state)
 {
     (void)state;
     uint64_t seed = test_seed("pairs-tie");
-    phased_cost_t p = { .rng = seed ^ 0xDEF, .period = 50, .ratio = 1.0 };
     unsigned switches[6] = { 0 };
     router_report_t rep;
-    route_phased(&p, seed, switches, &rep);
+    route_phased(seed, 0xDEF, 1.0, switches, &rep);
     /* either arm is right; taking turns is not */
     for (unsigned b = 0; b < 6; b++)
         if (switches[b] > TIE_SWITCHES)
