@@ -1,8 +1,8 @@
 /*
- * gateway/cmd_run.c -- `rtugw run -c FILE` (the daemon) and `rtugw demo`
+ * cli/cmd_run.c -- `rtugw run -c FILE` (the daemon) and `rtugw demo`
  * (the daemon on the embedded demo configuration).
  */
-#include "gateway/commands.h"
+#include "cli/cli.h"
 #include "gateway/gateway.h"
 
 #include <getopt.h>

@@ -1,12 +1,12 @@
 /*
- * gateway/cmd_sim.c -- `rtugw sim`: a PLC simulator on a pseudo-terminal or
+ * cli/cmd_sim.c -- `rtugw sim`: a PLC simulator on a pseudo-terminal or
  * a serial port. A thin command around the simulator in drivers/.
  *
  * Signals: SIGINT, SIGTERM and SIGHUP are blocked and taken by a small
  * thread with sigwait(), which asks the simulator to stop; so no signal
  * handler and no global state.
  */
-#include "gateway/commands.h"
+#include "cli/cli.h"
 #include "drivers/driver.h"
 #include "parser/rtu.h"
 

@@ -1,8 +1,8 @@
 /*
- * gateway/main.c -- the `rtugw` command: finds the subcommand and runs it.
+ * cli/main.c -- the `rtugw` command: finds the subcommand and runs it.
  */
 #include "config.h"
-#include "gateway/commands.h"
+#include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

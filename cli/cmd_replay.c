@@ -1,5 +1,5 @@
 /*
- * gateway/cmd_replay.c -- `rtugw replay FILE`: decode a capture.
+ * cli/cmd_replay.c -- `rtugw replay FILE`: decode a capture.
  *
  * Records whose direction the capture knows (Modbus/TCP by port, text logs
  * with a direction column) are frames as they stand. Raw RTU records (pcap
@@ -12,7 +12,7 @@
  * replay also shows which parser the router would choose per frame size on
  * this machine; its report ends the summary.
  */
-#include "gateway/commands.h"
+#include "cli/cli.h"
 #include "drivers/driver.h"
 #include "parser/rtu.h"
 #include "routing/router.h"

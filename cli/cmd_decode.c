@@ -1,11 +1,11 @@
 /*
- * gateway/cmd_decode.c -- `rtugw decode`: hex RTU frames to JSON lines.
+ * cli/cmd_decode.c -- `rtugw decode`: hex RTU frames to JSON lines.
  *
  * Invalid frames are data (they print with "ok": false and exit 0); only
  * input that is not hex at all is a usage error (exit 2), reported with the
  * line or argument and the column where it stops being hex.
  */
-#include "gateway/commands.h"
+#include "cli/cli.h"
 #include "parser/rtu.h"
 #include "routing/router.h"
 

@@ -1,8 +1,8 @@
 /*
- * gateway/cmd_bench.c -- `rtugw bench KIND ...` dispatches to bench/.
+ * cli/cmd_bench.c -- `rtugw bench KIND ...` dispatches to bench/.
  */
 #include "bench/bench.h"
-#include "gateway/commands.h"
+#include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

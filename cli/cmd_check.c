@@ -1,8 +1,8 @@
 /*
- * gateway/cmd_check.c -- `rtugw check`: validate a configuration file.
+ * cli/cmd_check.c -- `rtugw check`: validate a configuration file.
  */
 #include "config/config.h"
-#include "gateway/commands.h"
+#include "cli/cli.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -1,0 +1,24 @@
+/*
+ * cli/cli.h -- the `rtugw` command line: main.c finds the subcommand, and
+ * each subcommand is one file, a thin layer over the libraries it drives
+ * (decode over parser/ and routing/, replay and sim over drivers/, bench
+ * over bench/, check over config/, run and demo over gateway/). Nothing
+ * outside cli/ includes this header; cli/ may call every library, and no
+ * library calls cli/.
+ *
+ * Each command takes the argv that starts with its own name and returns
+ * the exit code: 0 ok, 1 runtime failure, 2 usage or configuration error.
+ */
+#ifndef RTUGW_CLI_H
+#define RTUGW_CLI_H
+
+int cmd_decode(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_ports(int argc, char **argv);
+
+#endif
