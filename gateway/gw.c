@@ -4,49 +4,17 @@
  * Order matters: actors before the buses that spawn on them, bus actors
  * before their ports open (the I/O thread tells them the port's state), the
  * listeners last so no client arrives before there is a path for it. Apart
- * in reverse: stop accepting, answer what is in flight (io.c), drain the
- * actors, then free.
+ * in reverse: stop accepting, answer what is in flight (control.c), drain
+ * the actors, then free. This is the one file that knows every part.
  */
 #include "gateway/internal.h"
 
 #include <event2/event.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
-
-void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
-{
-    static const char *const names[] = { "error", "warn", "info", "debug" };
-    char stamp[32];
-    struct timespec ts;
-    struct tm tm;
-    va_list ap;
-
-    if (gw && level > gw->cfg->log_level)
-        return;
-    if (gw && gw->cfg->log_syslog) {
-        static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
-        va_start(ap, fmt);
-        vsyslog(LOG_DAEMON | prio[level], fmt, ap);
-        va_end(ap);
-        return;
-    }
-    clock_gettime(CLOCK_REALTIME, &ts);   /* wall time for people; everything else is monotonic */
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-    flockfile(stderr);
-    fprintf(stderr, "%s%s.%03ldZ rtugw %s: ", gw && gw->opt.status_line ? "\r\033[K" : "", stamp,
-            ts.tv_nsec / 1000000, names[level]);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    funlockfile(stderr);
-}
 
 static void status_line(evutil_socket_t fd, short what, void *arg)
 {
@@ -123,31 +91,36 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
      * so size it to what the configuration needs rather than the default. */
     actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + 16 };
     if (!gw->cache || !gw->buses || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
-        !(gw->io = io_new(gw))) {
+        !(gw->loop = loop_new(gw))) {
         gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");
         gw_free(gw);
         return NULL;
     }
     for (unsigned i = 0; i < cfg->bus_count; i++) {
         gw->buses[i] = bus_new(gw, i, err, sizeof err);
-        if (!gw->buses[i] || bus_start(gw->buses[i]) != 0) {
+        if (!gw->buses[i]) {
             gw_log(gw, CONFIG_LOG_ERROR, "bus %s: %s", cfg->buses[i].name, err);
             gw_free(gw);
             return NULL;
         }
         gw->bus_count++;
-        io_add_bus(gw->io, i, gw->buses[i]);
+        if (bus_start(gw->buses[i], gw->loop) != 0) {
+            gw_log(gw, CONFIG_LOG_ERROR, "bus %s: cannot start its actor or port", cfg->buses[i].name);
+            gw_free(gw);
+            return NULL;
+        }
     }
     if (!(gw->poller = poller_new(gw, err, sizeof err)) ||
         (cfg->tcp.enabled && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
-        (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err)))) {
+        (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
+        control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
         gw_free(gw);
         return NULL;
     }
     for (unsigned i = 0; i < gw->bus_count; i++) {
         char desc[160];
-        driver_describe(bus_driver(gw->buses[i]), desc, sizeof desc);
+        bus_describe(gw->buses[i], desc, sizeof desc);
         gw_log(gw, CONFIG_LOG_INFO, "bus %s: %s", cfg->buses[i].name, desc);
     }
     gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s%s:%u; http %s%s:%u", actor_system_workers(gw->actors),
@@ -160,12 +133,12 @@ int gw_run(gw_t *gw)
 {
     struct event *ev_status = NULL;
     if (gw->opt.status_line) {
-        ev_status = event_new(io_base(gw->io), -1, EV_PERSIST, status_line, gw);
+        ev_status = event_new(loop_base(gw->loop), -1, EV_PERSIST, status_line, gw);
         struct timeval second = { 1, 0 };
         event_add(ev_status, &second);
     }
     gw_notify("READY=1");
-    int rc = io_run(gw->io);
+    int rc = loop_run(gw->loop);
     if (ev_status) {
         event_free(ev_status);
         fputc('\n', stderr);
@@ -179,7 +152,8 @@ int gw_run(gw_t *gw)
 
 void gw_stop(gw_t *gw)
 {
-    io_wake_stop(gw->io);
+    atomic_store(&gw->stopping, 1);
+    loop_wake(gw->loop);
 }
 
 void gw_free(gw_t *gw)
@@ -188,12 +162,13 @@ void gw_free(gw_t *gw)
         return;
     if (gw->actors)
         actor_system_shutdown(gw->actors, 0);
+    control_stop(gw);
     http_free(gw->http);
     tcp_free(gw->tcp);
     poller_free(gw->poller);
     for (unsigned i = 0; i < gw->cfg->bus_count; i++)
         bus_free(gw->buses[i]);
-    io_free(gw->io);
+    loop_free(gw->loop);
     if (gw->actors)
         actor_system_destroy(gw->actors);
     if (gw->router)

@@ -41,7 +41,11 @@ static const metric_def_t bus_defs[] = {
     BM(dead_fast, "Requests answered 0x0B at once: slave backed off"),
     BM(unavailable, "Requests answered 0x0A: port down"),
     BM(broadcasts, "Broadcast writes sent"),
-    BM(late_bytes_guarded, "Chunks that arrived in the silence required after a timeout (dropped)"),
+    BM(late_bytes_guarded, "Frames dropped: heard in their slave's guard (late)"),
+    BM(late_answers, "Late answers taken for their slave's parked question"),
+    BM(ambiguous, "Answers not delivered: a different second candidate followed (asked again or 0x0B)"),
+    BM(gone_dropped, "Requests not sent: their client had gone"),
+    BM(broadcast_refused, "Broadcasts refused: not a write"),
     BM(verify_mismatches, "Shadow verification mismatches against the reference decoder"),
     BM(reopen_attempts, "Port reopen attempts"),
     BG(queue_depth, "Requests waiting"),
@@ -64,6 +68,7 @@ static const metric_def_t tcp_defs[] = {
     TM(idle_closed, "Connections closed: idle"),
     TM(unrouted, "Requests answered 0x0A: no route for the unit"),
     TM(cache_hits, "Reads answered from the poll cache (serve_cached_ms)"),
+    TM(half_closed, "Connections closed after a half-close, every answer written"),
 };
 
 static uint64_t field(const void *base, size_t offset)
@@ -115,7 +120,9 @@ static void device_metrics_text(gw_t *gw, struct evbuffer *b)
         { "responses", offsetof(gw_slave_metrics_t, responses), false },
         { "timeouts", offsetof(gw_slave_metrics_t, timeouts), false },
         { "exceptions", offsetof(gw_slave_metrics_t, exceptions), false },
+        { "late_answers", offsetof(gw_slave_metrics_t, late_answers), false },
         { "backed_off", offsetof(gw_slave_metrics_t, dead), true },
+        { "timeout_ms", offsetof(gw_slave_metrics_t, timeout_ms), true },
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         evbuffer_add_printf(b, "# TYPE rtugw_device_%s%s %s\n", defs[i].name, defs[i].gauge ? "" : "_total",
@@ -267,7 +274,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     h->gw = gw;
-    h->http = evhttp_new(io_base(gw->io));
+    h->http = evhttp_new(loop_base(gw->loop));
     if (!h->http || evhttp_bind_socket(h->http, gw->cfg->http.bind, (uint16_t)gw->cfg->http.port) != 0) {
         snprintf(err, errcap, "http: cannot listen on %s:%u", gw->cfg->http.bind, gw->cfg->http.port);
         http_free(h);

@@ -1,17 +1,34 @@
 /*
- * gateway/internal.h -- what the gateway's parts share. Not included outside
+ * gateway/internal.h -- what the daemon's parts share. Not included outside
  * gateway/.
  *
+ * The parts, and the one direction their calls go (top to bottom; nothing
+ * calls up into a part above it):
+ *
+ *   gw.c        wires everything and owns start-up; control.c, beside it,
+ *   control.c     SIGHUP reload and the graceful stop; the only parts that
+ *                 know every other part
+ *   tcp.c       front ends: each builds gw_request_t's, names itself as
+ *   poller.c      their origin (gw_origin_t) and submits them to a bus;
+ *   http.c        http.c only reads counters and the cache
+ *   bus.c       the bus actor: the line discipline; answers go back
+ *               through the request's origin, never to a named front end
+ *   port.c      a serial port on the I/O thread: open, reopen, read into
+ *               the bus actor, write what the bus asks
+ *   loop.c      the I/O thread's event loop and its command queue
+ *   log.c, metrics.c   logging, counters, the clock (leaves)
+ *
+ * A new front end needs this header only: the request, the origin
+ * interface, bus_submit(), the loop for its sockets, and the counters.
+ *
  * Threads and ownership:
- *   - the I/O thread (io.c, tcp.c, http.c) owns every fd, the TCP
+ *   - the I/O thread (loop.c, port.c, tcp.c, http.c) owns every fd, the TCP
  *     connections and their in-order reply slots, and the serial ports;
  *   - a bus actor (bus.c) owns one line's request queue, the transaction in
- *     flight, the framer, retries and the per-slave dead-slave state;
+ *     flight, the framer, retries, guards and the per-slave state;
  *   - the poller actor (poller.c) owns the poll schedule; its results go to
  *     the cache, which HTTP reads under the cache's own mutex.
- * Actors reach the I/O thread through its command queue (io_post); the I/O
- * thread reaches actors with actor_send. Counters that HTTP reads are
- * relaxed atomics with a single writer each.
+ * Counters that HTTP reads are relaxed atomics with a single writer each.
  */
 #ifndef RTUGW_GATEWAY_INTERNAL_H
 #define RTUGW_GATEWAY_INTERNAL_H
@@ -25,54 +42,57 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct event_base;
 
-/* ---- messages between actors and the I/O thread --------------------------- */
-
-enum gw_msg {
-    MSG_REQUEST = 1, /* gw_request_t: to a bus actor */
-    MSG_BYTES,       /* gw_bytes_t: serial chunk, to a bus actor */
-    MSG_TIMEOUT,     /* uint64_t time it was armed to fire, to a bus actor */
-    MSG_KICK,        /* start the next transaction (after the inter-frame gap) */
-    MSG_RETRY,       /* uint32_t transaction: send the request in flight again */
-    MSG_IDLE,        /* no payload: check for t3.5 silence */
-    MSG_PORT,        /* uint8_t 1 up / 0 down, to a bus actor */
-    MSG_POLL_TICK,   /* uint32_t poll index, to the poller */
-    MSG_ANSWER,      /* gw_answer_t, to the poller */
-};
-
-typedef enum gw_origin { ORIGIN_TCP = 0, ORIGIN_POLL } gw_origin_t;
+/* ---- the request path: what every front end knows ------------------------ */
 
 /* Gateway exception codes (Modbus application protocol, 7). */
 #define MB_EX_ILLEGAL_FUNCTION 0x01
+#define MB_EX_ILLEGAL_DATA_VALUE 0x03
 #define MB_EX_BUSY 0x06
 #define MB_EX_PATH_UNAVAILABLE 0x0A
 #define MB_EX_TARGET_FAILED 0x0B
 
-typedef struct gw_request {
-    uint8_t origin;      /* gw_origin_t */
-    uint8_t slave;       /* 0: broadcast */
-    uint16_t pdu_len;
-    uint32_t conn_id;    /* TCP: the connection (index and generation) */
-    uint32_t seq;        /* TCP: the connection's request number; poll: poll index */
+typedef struct gw_request gw_request_t;
+typedef struct gw_origin gw_origin_t;
+
+/*
+ * Where an answer goes. A front end embeds a gw_origin_t in its own state
+ * and names it in every request it submits. The contract, which bus.c
+ * keeps for every request it accepts:
+ *   - answer() is called exactly once per request: data, the slave's
+ *     exception, or a gateway exception; on a bus worker thread, so it must
+ *     not block (post to the loop or send to an actor);
+ *   - wanted() (may be NULL: always) is asked, from a worker, just before a
+ *     request would go on the line; false means its asker has gone, and
+ *     the request is answered (and so accounted for) without line time.
+ */
+typedef struct gw_origin_ops {
+    const char *name;
+    void (*answer)(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len);
+    bool (*wanted)(gw_origin_t *o, const gw_request_t *req);
+} gw_origin_ops_t;
+
+struct gw_origin {
+    const gw_origin_ops_t *ops;
+};
+
+struct gw_request {
+    gw_origin_t *origin;
+    uint64_t conn_id;    /* the origin's own: TCP connection (index and generation) */
     uint64_t t_accept_ns;
-    uint8_t pdu[RTU_MAX_PDU];
-} gw_request_t;
-
-typedef struct gw_answer {
-    uint32_t conn_id;
-    uint32_t seq;
+    uint32_t seq;        /* the origin's own: TCP request number, poll read index */
+    uint8_t slave;       /* 0: broadcast */
+    uint8_t background;  /* queued behind interactive requests when tcp_first */
     uint16_t pdu_len;
     uint8_t pdu[RTU_MAX_PDU];
-} gw_answer_t;
+};
 
-typedef struct gw_bytes {
-    uint64_t t_ns;
-    uint16_t len;
-    uint8_t data[512];
-} gw_bytes_t;
+/* The answer of an exception to req, through its origin. */
+void gw_answer_exception(const gw_request_t *req, uint8_t code);
 
 /* ---- counters --------------------------------------------------------------- */
 
@@ -83,107 +103,25 @@ typedef struct gw_bus_metrics {
     atomic_uint_fast64_t requests, responses, exceptions, timeouts, retries;
     atomic_uint_fast64_t crc_errors, foreign_frames, noise_bytes, queue_full, dead_fast;
     atomic_uint_fast64_t broadcasts, unavailable, verify_mismatches, late_bytes_guarded;
+    atomic_uint_fast64_t late_answers, ambiguous, gone_dropped, broadcast_refused;
     atomic_uint_fast64_t queue_depth, port_up, reopen_attempts;
     atomic_uint_fast64_t latency[GW_LATENCY_BUCKETS];
     atomic_uint_fast64_t latency_sum_us;
 } gw_bus_metrics_t;
 
 typedef struct gw_slave_metrics {
-    atomic_uint_fast64_t requests, responses, timeouts, exceptions;
+    atomic_uint_fast64_t requests, responses, timeouts, exceptions, late_answers;
     atomic_uint_fast64_t dead;        /* 1 while backed off */
     atomic_uint_fast64_t last_ok_ns;  /* CLOCK_MONOTONIC of the last good answer */
+    atomic_uint_fast64_t timeout_ms;  /* the response timeout in force (adaptive) */
 } gw_slave_metrics_t;
 
 typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
     atomic_uint_fast64_t requests, answers, bad_mbap, discarded, read_only_refused;
     atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
+    atomic_uint_fast64_t half_closed;
 } gw_tcp_metrics_t;
-
-/* ---- the cache of polled values ----------------------------------------------- */
-
-typedef struct gw_cache_entry {
-    uint64_t t_ns;            /* 0: never polled */
-    uint16_t count;
-    uint8_t ok;
-    uint8_t exception;        /* the slave's or the gateway's exception when !ok */
-    uint64_t polls, failures, overruns;
-    uint16_t values[2000];    /* registers, or bits as 0/1 */
-} gw_cache_entry_t;
-
-/* ---- the gateway ----------------------------------------------------------------- */
-
-typedef struct gw_bus gw_bus_t;
-typedef struct gw_io gw_io_t;
-typedef struct gw_tcp gw_tcp_t;
-typedef struct gw_http gw_http_t;
-typedef struct gw_poller gw_poller_t;
-
-struct gw {
-    config_t *cfg;
-    gw_options_t opt;
-    actor_system_t *actors;
-    router_t *router;
-    gw_io_t *io;
-    gw_bus_t **buses;
-    unsigned bus_count;
-    gw_poller_t *poller;
-    gw_tcp_t *tcp;
-    gw_http_t *http;
-    gw_tcp_metrics_t tcp_metrics;
-    pthread_mutex_t cache_lock;
-    gw_cache_entry_t *cache;  /* one per poll group */
-    atomic_int stopping;
-    uint64_t started_ns;
-};
-
-/* io.c: the I/O thread's loop and its command queue. */
-gw_io_t *io_new(gw_t *gw);
-void io_free(gw_io_t *io);
-struct event_base *io_base(gw_io_t *io);
-/* Queue a serial write (from a bus actor). */
-int io_post_serial_write(gw_io_t *io, unsigned bus, const uint8_t *adu, size_t len);
-/* Queue an answer for a TCP connection (from a bus actor). */
-int io_post_tcp_answer(gw_io_t *io, uint32_t conn_id, uint32_t seq, const uint8_t *pdu, size_t len);
-/* Start watching a bus's port (opens it; reopens with back-off on hang-up). */
-int io_add_bus(gw_io_t *io, unsigned index, gw_bus_t *bus);
-int io_run(gw_io_t *io);          /* the loop, on the calling thread */
-void io_wake_stop(gw_io_t *io);   /* any thread */
-
-/* bus.c */
-gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap);
-void bus_free(gw_bus_t *bus);
-/* Spawns the bus actor (after the actor system exists). */
-int bus_start(gw_bus_t *bus);
-actor_ref_t poller_ref(const gw_poller_t *p);
-/* Which merged read a poll group belongs to, and how many reads there are. */
-unsigned poller_read_of(const gw_poller_t *p, unsigned group);
-unsigned poller_read_count(const gw_poller_t *p);
-actor_ref_t bus_ref(const gw_bus_t *bus);
-driver_t *bus_driver(gw_bus_t *bus);
-const config_bus_t *bus_config(const gw_bus_t *bus);
-gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
-gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
-/* Answer a request at once with an exception, wherever it came from. */
-void bus_answer_exception(gw_t *gw, const gw_request_t *req, uint8_t code);
-/* Deliver an answer PDU to the request's origin. */
-void gw_deliver(gw_t *gw, const gw_request_t *req, const uint8_t *pdu, size_t len);
-
-/* tcp.c (I/O thread) */
-gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap);
-void tcp_free(gw_tcp_t *tcp);
-void tcp_on_answer(gw_tcp_t *tcp, uint32_t conn_id, uint32_t seq, const uint8_t *pdu, size_t len);
-void tcp_stop_accepting(gw_tcp_t *tcp);
-unsigned tcp_in_flight(const gw_tcp_t *tcp);
-void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg);
-
-/* poller.c */
-gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap);
-void poller_free(gw_poller_t *p);
-
-/* http.c (I/O thread) */
-gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
-void http_free(gw_http_t *h);
 
 /* metrics.c */
 void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns);
@@ -202,5 +140,119 @@ static inline void gw_set(atomic_uint_fast64_t *c, uint64_t v)
 uint64_t gw_now_ns(void);
 /* systemd notification ("READY=1", ...) when built with libsystemd; else nothing. */
 void gw_notify(const char *state);
+
+/* ---- the cache of polled values ----------------------------------------------- */
+
+typedef struct gw_cache_entry {
+    uint64_t t_ns;            /* 0: never polled */
+    uint16_t count;
+    uint8_t ok;
+    uint8_t exception;        /* the slave's or the gateway's exception when !ok */
+    uint64_t polls, failures, overruns;
+    uint16_t values[2000];    /* registers, or bits as 0/1 */
+} gw_cache_entry_t;
+
+/* ---- loop.c: the I/O thread -------------------------------------------------- */
+
+typedef struct gw_loop gw_loop_t;
+/* A command run on the I/O thread: a function and a copy of its bytes. */
+typedef void (*loop_fn)(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len);
+
+gw_loop_t *loop_new(gw_t *gw);
+void loop_free(gw_loop_t *loop);
+struct event_base *loop_base(gw_loop_t *loop);
+/* Any thread: run fn(ctx, a, b, data, len) on the I/O thread, in post order. */
+int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, const void *data, size_t len);
+int loop_run(gw_loop_t *loop);        /* the loop, on the calling thread */
+void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */
+void loop_wake(gw_loop_t *loop);      /* any thread: run the loop's on_wake hook */
+/* I/O thread hook, run after each batch of commands and on loop_wake. */
+void loop_on_wake(gw_loop_t *loop, void (*fn)(void *ctx), void *ctx);
+
+/* ---- port.c: a serial port on the I/O thread ----------------------------------- */
+
+typedef struct gw_port gw_port_t;
+/* Message types a port sends to its bus actor. */
+enum { PORT_MSG_BYTES = 100, PORT_MSG_STATE };
+typedef struct gw_bytes {
+    uint64_t t_ns;
+    uint16_t len;
+    uint8_t data[512];
+} gw_bytes_t;
+
+/* Opens the driver now (or retries with back-off) and reports to sink:
+ * PORT_MSG_STATE (uint8_t 1 up / 0 down) and PORT_MSG_BYTES (gw_bytes_t). */
+gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
+                    gw_bus_metrics_t *m);
+void port_free(gw_port_t *p);
+/* Any thread: queue a write of one ADU. */
+int port_write(gw_port_t *p, const uint8_t *adu, size_t len);
+
+/* ---- bus.c: the bus actor ----------------------------------------------------- */
+
+typedef struct gw_bus gw_bus_t;
+
+gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap);
+void bus_free(gw_bus_t *bus);
+/* Spawns the bus actor, then opens its port on the loop. */
+int bus_start(gw_bus_t *bus, gw_loop_t *loop);
+/* Any thread: queue a request; exactly one answer comes to req->origin. */
+int bus_submit(gw_bus_t *bus, const gw_request_t *req);
+const config_bus_t *bus_config(const gw_bus_t *bus);
+gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
+gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
+void bus_describe(const gw_bus_t *bus, char *buf, size_t cap);
+
+/* ---- the front ends ------------------------------------------------------------ */
+
+typedef struct gw_tcp gw_tcp_t;
+typedef struct gw_http gw_http_t;
+typedef struct gw_poller gw_poller_t;
+
+/* tcp.c (I/O thread) */
+gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap);
+void tcp_free(gw_tcp_t *tcp);
+void tcp_stop_accepting(gw_tcp_t *tcp);
+unsigned tcp_in_flight(const gw_tcp_t *tcp);
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg);
+
+/* poller.c */
+gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap);
+void poller_free(gw_poller_t *p);
+/* Which merged read a poll group belongs to, and how many reads there are. */
+unsigned poller_read_of(const gw_poller_t *p, unsigned group);
+unsigned poller_read_count(const gw_poller_t *p);
+
+/* http.c (I/O thread) */
+gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
+void http_free(gw_http_t *h);
+
+/* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
+
+struct gw {
+    config_t *cfg;
+    gw_options_t opt;
+    actor_system_t *actors;
+    router_t *router;
+    gw_loop_t *loop;
+    gw_bus_t **buses;
+    unsigned bus_count;
+    gw_poller_t *poller;
+    gw_tcp_t *tcp;
+    gw_http_t *http;
+    gw_tcp_metrics_t tcp_metrics;
+    pthread_mutex_t cache_lock;
+    gw_cache_entry_t *cache;  /* one per poll group */
+    struct event *ev_drain;
+    struct event *ev_signals[3];
+    uint64_t drain_deadline_ns;
+    bool draining;
+    atomic_int stopping;
+    uint64_t started_ns;
+};
+
+/* control.c: signals, reload, graceful stop (I/O thread) */
+int control_start(gw_t *gw);
+void control_stop(gw_t *gw);
 
 #endif

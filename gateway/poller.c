@@ -19,6 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER };
+
+/* An answer on its way from a bus to the poller actor. */
+typedef struct poll_answer {
+    uint32_t seq;          /* the read's index */
+    uint16_t pdu_len;
+    uint8_t pdu[RTU_MAX_PDU];
+} poll_answer_t;
+
 typedef struct poll_read {
     unsigned device, function, address, count, interval_ms;
     unsigned first, n;     /* members: order[first .. first + n) */
@@ -26,17 +35,13 @@ typedef struct poll_read {
 } poll_read_t;
 
 struct gw_poller {
+    gw_origin_t origin;    /* first: the answers' way back */
     gw_t *gw;
     actor_ref_t self;
     poll_read_t *reads;
     unsigned n_reads;
     unsigned *order;       /* group indices, grouped by read */
 };
-
-actor_ref_t poller_ref(const gw_poller_t *p)
-{
-    return p ? p->self : ACTOR_REF_NONE;
-}
 
 unsigned poller_read_of(const gw_poller_t *p, unsigned group)
 {
@@ -112,27 +117,26 @@ static void poll_once(gw_poller_t *p, unsigned ri)
         pthread_mutex_unlock(&gw->cache_lock);
         return;
     }
-    gw_request_t q = { .origin = ORIGIN_POLL, .slave = (uint8_t)dev->slave, .pdu_len = 5,
-                       .seq = ri, .t_accept_ns = gw_now_ns() };
+    gw_request_t q = { .origin = &p->origin, .slave = (uint8_t)dev->slave, .pdu_len = 5,
+                       .background = 1, .seq = ri, .t_accept_ns = gw_now_ns() };
     q.pdu[0] = (uint8_t)r->function;
     q.pdu[1] = (uint8_t)(r->address >> 8);
     q.pdu[2] = (uint8_t)r->address;
     q.pdu[3] = (uint8_t)(r->count >> 8);
     q.pdu[4] = (uint8_t)r->count;
-    if (actor_send(gw->actors, bus_ref(gw->buses[dev->bus]), MSG_REQUEST, &q,
-                   offsetof(gw_request_t, pdu) + q.pdu_len) == 0)
+    if (bus_submit(gw->buses[dev->bus], &q) == 0)
         r->outstanding = true;
 }
 
 /* Item i of the answer (register, or bit as 0/1), which plan() sized. */
-static uint16_t item(const poll_read_t *r, const gw_answer_t *a, unsigned i)
+static uint16_t item(const poll_read_t *r, const poll_answer_t *a, unsigned i)
 {
     if (r->function >= 3)
         return (uint16_t)(a->pdu[2 + 2 * i] << 8 | a->pdu[3 + 2 * i]);
     return (a->pdu[2 + i / 8] >> (i % 8)) & 1;
 }
 
-static void on_answer(gw_poller_t *p, const gw_answer_t *a)
+static void on_answer(gw_poller_t *p, const poll_answer_t *a)
 {
     gw_t *gw = p->gw;
 
@@ -173,18 +177,29 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
     uint32_t ri;
     (void)sys;
     (void)self;
-    if (type == MSG_POLL_TICK && len == sizeof ri) {
+    if (type == POLLER_MSG_TICK && len == sizeof ri) {
         memcpy(&ri, data, sizeof ri);
         if (ri < p->n_reads)
             poll_once(p, ri);
-    } else if (type == MSG_ANSWER) {
+    } else if (type == POLLER_MSG_ANSWER) {
         /* answers travel trimmed to their PDU: copy what came */
-        gw_answer_t a;
+        poll_answer_t a;
         memset(&a, 0, sizeof a);
         memcpy(&a, data, len < sizeof a ? len : sizeof a);
         on_answer(p, &a);
     }
 }
+
+/* origin: a bus worker hands the answer to the poller actor. */
+static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+{
+    gw_poller_t *p = (gw_poller_t *)o;
+    poll_answer_t a = { .seq = req->seq, .pdu_len = (uint16_t)len };
+    memcpy(a.pdu, pdu, len);
+    actor_send(p->gw->actors, p->self, POLLER_MSG_ANSWER, &a, offsetof(poll_answer_t, pdu) + len);
+}
+
+static const gw_origin_ops_t poller_origin_ops = { "poll", origin_answer, NULL };
 
 gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap)
 {
@@ -193,17 +208,17 @@ gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap)
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
+    p->origin.ops = &poller_origin_ops;
     p->gw = gw;
     if (plan(p) != 0 || actor_spawn(gw->actors, poller_behaviour, p, &p->self) != 0) {
         snprintf(err, errcap, "poller: out of memory or actors");
         poller_free(p);
         return NULL;
     }
-    gw->poller = p;   /* answers find the poller through gw: publish before the first poll */
     for (uint32_t i = 0; i < p->n_reads; i++) {
         uint64_t period = (uint64_t)p->reads[i].interval_ms * 1000000ull;
-        actor_send(gw->actors, p->self, MSG_POLL_TICK, &i, sizeof i);   /* first poll now */
-        actor_send_every(gw->actors, p->self, MSG_POLL_TICK, &i, sizeof i, period, NULL);
+        actor_send(gw->actors, p->self, POLLER_MSG_TICK, &i, sizeof i);   /* first poll now */
+        actor_send_every(gw->actors, p->self, POLLER_MSG_TICK, &i, sizeof i, period, NULL);
     }
     if (p->n_reads < gw->cfg->poll_count)
         gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups in %u reads (adjacent ranges merged)",

@@ -9,9 +9,18 @@
  * When the ring is full the connection simply stops being read: TCP flow
  * control pushes back on the client and nothing is dropped.
  *
- * A connection id is its table index plus a generation, so an answer that
- * comes back after its connection closed (and the index was reused) is
- * recognised, counted and discarded, never written to a stranger.
+ * A connection id is its table index plus a 48-bit generation of that
+ * index, so an answer that comes back after its connection closed (and the
+ * index was reused) is recognised, counted and discarded, never written to
+ * a stranger: at a million connections a second the generation would take
+ * nine years to wrap. The buses ask, before a request goes on the line,
+ * whether its connection is still the one live in its index (`live`, read
+ * from the workers): a request of a connection that has gone costs no line
+ * time.
+ *
+ * Half-close: a client that sends its requests and then shuts down its
+ * sending side (nc -N, batch tools) still gets every answer; the
+ * connection closes once the last one is written.
  *
  * Connections are sessions without an actor of their own: all their state
  * is the socket's, which only this thread may touch, and an actor hop per
@@ -47,26 +56,29 @@ typedef struct tcp_slot {
 typedef struct tcp_conn {
     struct gw_tcp *tcp;
     struct bufferevent *bev;
-    uint32_t id;
+    uint64_t id;
     uint32_t head_seq, next_seq;   /* slots [head, next) are in use */
     tcp_slot_t *slots;
     uint64_t last_activity_ns;
     bool paused;                    /* reading stopped: ring full */
+    bool half_closed;               /* the client sent EOF: close when answered */
 } tcp_conn_t;
 
 struct gw_tcp {
+    gw_origin_t origin;             /* first: the answers' way back */
     gw_t *gw;
     config_tcp_t cfg;
     struct evconnlistener *listener;
     struct event *ev_idle;
     tcp_conn_t *conns[TCP_TABLE];
-    uint16_t generation[TCP_TABLE];
+    uint64_t generation[TCP_TABLE];
+    _Atomic uint64_t live[TCP_TABLE];   /* the id live in each index; 0: none */
     unsigned in_flight;
 };
 
-static tcp_conn_t *conn_by_id(gw_tcp_t *tcp, uint32_t id)
+static tcp_conn_t *conn_by_id(gw_tcp_t *tcp, uint64_t id)
 {
-    unsigned index = id & 0xFFFF;
+    unsigned index = (unsigned)(id & 0xFFFF);
     if (index >= TCP_TABLE || !tcp->conns[index] || tcp->conns[index]->id != id)
         return NULL;
     return tcp->conns[index];
@@ -75,7 +87,7 @@ static tcp_conn_t *conn_by_id(gw_tcp_t *tcp, uint32_t id)
 static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
 {
     gw_tcp_t *tcp = c->tcp;
-    unsigned index = c->id & 0xFFFF;
+    unsigned index = (unsigned)(c->id & 0xFFFF);
     unsigned waiting = 0;
 
     for (uint32_t s = c->head_seq; s != c->next_seq; s++)
@@ -86,7 +98,7 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     gw_count(&tcp->gw->tcp_metrics.closed);
     atomic_fetch_sub_explicit(&tcp->gw->tcp_metrics.active, 1, memory_order_relaxed);
     tcp->conns[index] = NULL;
-    tcp->generation[index]++;
+    atomic_store_explicit(&tcp->live[index], 0, memory_order_relaxed);
     bufferevent_free(c->bev);
     free(c->slots);
     free(c);
@@ -114,6 +126,14 @@ static void conn_flush(tcp_conn_t *c)
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TCP_OUT_LIMIT) {
         gw_log(tcp->gw, CONFIG_LOG_WARN, "tcp: client does not read its answers; disconnecting");
         conn_close(c, &tcp->gw->tcp_metrics.slow_reader_closed);
+        return;
+    }
+    if (c->half_closed && c->head_seq == c->next_seq &&
+        evbuffer_get_length(bufferevent_get_input(c->bev)) < MBAP_HEADER_LEN) {
+        /* Everything asked is answered: once the answers are written out
+         * (conn_written), close. */
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            conn_close(c, &tcp->gw->tcp_metrics.half_closed);
     }
 }
 
@@ -130,9 +150,29 @@ static void slot_exception(tcp_slot_t *s, uint8_t fc, uint8_t code)
     slot_answer(s, pdu, sizeof pdu);
 }
 
-static bool is_write(uint8_t fc)
+/*
+ * read_only: an allow-list of the functions that cannot change a slave.
+ * Everything else -- writes, file records (21), diagnostics that restart or
+ * silence a slave or clear its counters (8 other than 0), user-defined
+ * functions, MEI types other than 14 -- is refused with exception 01.
+ */
+static bool read_only_allows(const uint8_t *pdu, size_t len)
 {
-    return fc == 5 || fc == 6 || fc == 15 || fc == 16 || fc == 22 || fc == 23;
+    switch (pdu[0]) {
+    case 1: case 2: case 3: case 4: case 7: case 11: case 12: case 17: case 20: case 24:
+        return true;
+    case 8:   /* diagnostics: sub-function 0, return query data, only */
+        return len >= 3 && pdu[1] == 0 && pdu[2] == 0;
+    case 43:  /* encapsulated interface: MEI 14, read device identification */
+        return len >= 2 && pdu[1] == 14;
+    default:
+        return false;
+    }
+}
+
+static bool is_broadcast_write(uint8_t fc)
+{
+    return fc == 5 || fc == 6 || fc == 15 || fc == 16 || fc == 22;
 }
 
 /* unit -> bus and slave, per the [tcp] section. false: no path. */
@@ -220,19 +260,21 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (st != RTU_OK) {
         slot_exception(s, pdu[0], 0x03);   /* illegal data value: malformed request */
-    } else if (tcp->cfg.read_only && is_write(pdu[0])) {
+    } else if (tcp->cfg.read_only && !read_only_allows(pdu, len)) {
         gw_count(&gw->tcp_metrics.read_only_refused);
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
-    } else if (!route(tcp, h->unit, &bus, &slave) || bus >= gw->bus_count ||
-               (slave == 0 && !is_write(pdu[0]))) {
+    } else if (!route(tcp, h->unit, &bus, &slave) || bus >= gw->bus_count) {
         gw_count(&gw->tcp_metrics.unrouted);
         slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
+    } else if (slave == 0 && !is_broadcast_write(pdu[0])) {
+        /* Only writes are broadcast: nothing would answer a read. */
+        gw_count(&gw->tcp_metrics.unrouted);
+        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
-        gw_request_t r = { .origin = ORIGIN_TCP, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
+        gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
                            .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns() };
         memcpy(r.pdu, pdu, len);
-        if (actor_send(gw->actors, bus_ref(gw->buses[bus]), MSG_REQUEST, &r,
-                       offsetof(gw_request_t, pdu) + len) != 0)
+        if (bus_submit(gw->buses[bus], &r) != 0)
             slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
     }
     conn_flush(c);
@@ -251,7 +293,7 @@ static void conn_read(struct bufferevent *bev, void *arg)
     uint8_t frame[MBAP_MAX_ADU];
     mbap_header_t h;
     size_t adu_len;
-    uint32_t id = c->id;   /* c may be freed by a flush below; the id tells */
+    uint64_t id = c->id;   /* c may be freed by a flush below; the id tells */
 
     c->last_activity_ns = gw_now_ns();
     while (evbuffer_get_length(in) >= MBAP_HEADER_LEN) {
@@ -279,16 +321,38 @@ static void conn_read(struct bufferevent *bev, void *arg)
     }
 }
 
-static void conn_event(struct bufferevent *bev, short what, void *arg)
+/* The output buffer ran empty: a half-closed connection may now close. */
+static void conn_written(struct bufferevent *bev, void *arg)
 {
     tcp_conn_t *c = arg;
     (void)bev;
+    if (c->half_closed && c->head_seq == c->next_seq)
+        conn_close(c, &c->tcp->gw->tcp_metrics.half_closed);
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    tcp_conn_t *c = arg;
+    gw_tcp_t *tcp = c->tcp;
+    uint64_t id = c->id;
+    (void)bev;
+    if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+        /* Half-close: what was asked is still answered, then we close. */
+        c->half_closed = true;
+        if (!c->paused)
+            conn_read(c->bev, c);   /* complete requests still buffered */
+        if ((c = conn_by_id(tcp, id)) != NULL)
+            conn_flush(c);
+        return;
+    }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
         conn_close(c, NULL);
 }
 
-void tcp_on_answer(gw_tcp_t *tcp, uint32_t conn_id, uint32_t seq, const uint8_t *pdu, size_t len)
+/* The loop command behind the origin's answer(): on the I/O thread. */
+static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *pdu, size_t len)
 {
+    gw_tcp_t *tcp = ctx;
     tcp_conn_t *c = conn_by_id(tcp, conn_id);
 
     if (!c || seq - c->head_seq >= c->next_seq - c->head_seq) {
@@ -300,10 +364,29 @@ void tcp_on_answer(gw_tcp_t *tcp, uint32_t conn_id, uint32_t seq, const uint8_t 
     c = conn_by_id(tcp, conn_id);
     if (c && c->paused && c->next_seq - c->head_seq < tcp->cfg.max_pending) {
         c->paused = false;
-        bufferevent_enable(c->bev, EV_READ);
+        if (!c->half_closed)
+            bufferevent_enable(c->bev, EV_READ);
         conn_read(c->bev, c);   /* requests already buffered */
+        if ((c = conn_by_id(tcp, conn_id)) != NULL && c->half_closed)
+            conn_flush(c);
     }
 }
+
+/* origin: answer() runs on a bus worker; the socket is the I/O thread's. */
+static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+{
+    gw_tcp_t *tcp = (gw_tcp_t *)o;
+    if (loop_post(tcp->gw->loop, on_answer, tcp, req->conn_id, req->seq, pdu, len) != 0)
+        gw_log(tcp->gw, CONFIG_LOG_ERROR, "tcp: cannot queue an answer (out of memory)");
+}
+
+static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
+{
+    gw_tcp_t *tcp = (gw_tcp_t *)o;
+    return atomic_load_explicit(&tcp->live[req->conn_id & 0xFFFF], memory_order_relaxed) == req->conn_id;
+}
+
+static const gw_origin_ops_t tcp_origin_ops = { "tcp", origin_answer, origin_wanted };
 
 static bool allowed(const gw_tcp_t *tcp, const struct sockaddr *sa)
 {
@@ -342,7 +425,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     }
     tcp_conn_t *c = calloc(1, sizeof *c);
     tcp_slot_t *slots = calloc(tcp->cfg.max_pending, sizeof *slots);
-    struct bufferevent *bev = bufferevent_socket_new(io_base(gw->io), fd, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = bufferevent_socket_new(loop_base(gw->loop), fd, BEV_OPT_CLOSE_ON_FREE);
     if (!c || !slots || !bev) {
         free(c);
         free(slots);
@@ -358,12 +441,14 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->tcp = tcp;
     c->bev = bev;
     c->slots = slots;
-    c->id = (uint32_t)tcp->generation[index] << 16 | index;
+    /* Generation from 1, so no live id is ever 0. */
+    c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
     c->last_activity_ns = gw_now_ns();
     tcp->conns[index] = c;
+    atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
     gw_count(&gw->tcp_metrics.accepted);
     atomic_fetch_add_explicit(&gw->tcp_metrics.active, 1, memory_order_relaxed);
-    bufferevent_setcb(bev, conn_read, NULL, conn_event, c);
+    bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
@@ -392,6 +477,7 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
+    tcp->origin.ops = &tcp_origin_ops;
     tcp->gw = gw;
     tcp->cfg = gw->cfg->tcp;
     if (inet_pton(AF_INET, tcp->cfg.bind, &sin.sin_addr) != 1) {
@@ -399,7 +485,7 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
         free(tcp);
         return NULL;
     }
-    tcp->listener = evconnlistener_new_bind(io_base(gw->io), on_accept, tcp,
+    tcp->listener = evconnlistener_new_bind(loop_base(gw->loop), on_accept, tcp,
                                             LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
                                             128, (struct sockaddr *)&sin, sizeof sin);
     if (!tcp->listener) {
@@ -408,7 +494,7 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
         free(tcp);
         return NULL;
     }
-    tcp->ev_idle = event_new(io_base(gw->io), -1, EV_PERSIST, on_idle_check, tcp);
+    tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_idle_check, tcp);
     struct timeval second = { 1, 0 };
     event_add(tcp->ev_idle, &second);
     return tcp;

@@ -233,12 +233,19 @@ def test_silent_slave_and_backoff():
     check(m.get('rtugw_bus_dead_fast_total{bus="line"}', 0) >= 1, "dead-slave fast answers counted")
     check(m.get('rtugw_device_backed_off{bus="line",device="d9",slave="9"}') == 1, "device d9 shown backed off")
     # A client that leaves with a transaction in flight: no crash, answer discarded.
-    # Slave 8 is silent and never backed off, so its 0x0B comes 300 ms later.
+    # Slave 8 is silent and never backed off: its attempt times out after
+    # 300 ms, and the retry, due after the slave's 300 ms guard, is dropped
+    # because its client has gone; either way the answer is discarded.
+    # It resets the connection (SO_LINGER 0): a plain close is a half-close,
+    # whose answers are still written (test_half_close).
     s = socket.create_connection(("127.0.0.1", g.tcp_port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     s.sendall(mbap(1, 8, bytes([3, 0, 0, 0, 1])))
     time.sleep(0.05)
     s.close()
-    time.sleep(0.6)
+    deadline = time.time() + 2.0
+    while time.time() < deadline and g.metrics().get("rtugw_tcp_discarded_total", 0) < 1:
+        time.sleep(0.05)
     r = c.read_holding_registers(0, 1, slave=2)
     check(not r.isError() and g.p.poll() is None, "gateway alive after a client left mid-transaction")
     check(g.metrics().get("rtugw_tcp_discarded_total", 0) >= 1, "answer to the departed client discarded and counted")

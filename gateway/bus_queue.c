@@ -1,0 +1,151 @@
+/*
+ * gateway/bus_queue.c -- a bus's requests waiting for the line: two rings
+ * (interactive first, then background polls when tcp_first) and at most one
+ * parked retry per slave (line.c's invariant I1). Which request goes next is
+ * decided here: a parked retry whose guard has passed, else the first queued
+ * request whose slave is free. Per slave the order is first come, first
+ * served; across slaves a guarded slave's requests wait while the others go.
+ */
+#include "gateway/bus_state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the queue ------------------------------------------------------------- */
+
+unsigned bus_queued(const gw_bus_t *bus)
+{
+    return bus->queue[0].len + bus->queue[1].len + bus->parked_count;
+}
+
+static gw_request_t *ring_at(gw_bus_t *bus, unsigned qi, unsigned i)
+{
+    request_ring_t *r = &bus->queue[qi];
+    return &r->slot[(r->head + i) % bus->cfg.queue_depth];
+}
+
+bool bus_queue_push(gw_bus_t *bus, unsigned qi, const gw_request_t *req)
+{
+    request_ring_t *r = &bus->queue[qi];
+    if (r->len == bus->cfg.queue_depth)
+        return false;
+    r->len++;
+    *ring_at(bus, qi, r->len - 1) = *req;
+    return true;
+}
+
+/* Takes entry i out, keeping the others in order. */
+static void ring_take(gw_bus_t *bus, unsigned qi, unsigned i, gw_request_t *out)
+{
+    request_ring_t *r = &bus->queue[qi];
+    *out = *ring_at(bus, qi, i);
+    for (unsigned k = i; k + 1 < r->len; k++)
+        *ring_at(bus, qi, k) = *ring_at(bus, qi, k + 1);
+    r->len--;
+}
+
+void bus_park(gw_bus_t *bus, const gw_request_t *req, unsigned attempts)
+{
+    slave_state_t *s = &bus->slaves[req->slave];
+    gw_request_t *copy = malloc(sizeof *copy);
+    if (!copy) {   /* no room to wait: refused, never lost */
+        line_refuse(bus, req, gw_now_ns());
+        return;
+    }
+    *copy = *req;
+    s->parked = copy;
+    s->parked_attempts = attempts;
+    bus->parked_count++;
+}
+
+void bus_unpark(gw_bus_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    *out = *s->parked;
+    *attempts = s->parked_attempts;
+    free(s->parked);
+    s->parked = NULL;
+    bus->parked_count--;
+}
+
+bool bus_slave_dead(const gw_bus_t *bus, unsigned slave, uint64_t now)
+{
+    return slave && slave < N_SLAVES && bus->slaves[slave].dead_until_ns > now;
+}
+
+/* Answers everything waiting with code (the port went down). */
+void bus_queue_answer_all(gw_bus_t *bus, uint8_t code)
+{
+    gw_request_t req;
+    unsigned attempts;
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
+        while (bus->queue[qi].len) {
+            ring_take(bus, qi, 0, &req);
+            gw_count(&bus->m.unavailable);
+            gw_answer_exception(&req, code);
+        }
+    for (unsigned s = 0; s < N_SLAVES && bus->parked_count; s++)
+        if (bus->slaves[s].parked) {
+            bus_unpark(bus, s, &req, &attempts);
+            gw_count(&bus->m.unavailable);
+            gw_answer_exception(&req, code);
+        }
+}
+
+/* Does its asker still want the answer? (A TCP client may have gone.) */
+static bool wanted(const gw_request_t *r)
+{
+    return !r->origin->ops->wanted || r->origin->ops->wanted(r->origin, r);
+}
+
+/*
+ * The next request that may go on the line now: a parked retry whose guard
+ * has passed, else the first queued request whose slave is free (I1, I2).
+ * Requests of backed-off slaves and of askers that have gone are answered
+ * on the way, without line time. *wake: the earliest guard that holds a
+ * request back (0: none).
+ */
+bool bus_queue_pick(gw_bus_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake)
+{
+    *wake = 0;
+    for (unsigned s = 0; s < N_SLAVES && bus->parked_count; s++) {
+        slave_state_t *ss = &bus->slaves[s];
+        if (!ss->parked)
+            continue;
+        if (ss->hold_until_ns <= now) {
+            bus_unpark(bus, s, &bus->cur, attempts);
+            if (wanted(&bus->cur))
+                return true;
+            gw_count(&bus->m.gone_dropped);
+            gw_answer_exception(&bus->cur, MB_EX_TARGET_FAILED);
+            continue;
+        }
+        if (!*wake || ss->hold_until_ns < *wake)
+            *wake = ss->hold_until_ns;
+    }
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++) {
+        for (unsigned i = 0; i < bus->queue[qi].len;) {
+            gw_request_t *r = ring_at(bus, qi, i);
+            slave_state_t *ss = &bus->slaves[r->slave];
+            if (bus_slave_dead(bus, r->slave, now) || !wanted(r)) {
+                gw_request_t gone;
+                bool dead = bus_slave_dead(bus, r->slave, now);
+                ring_take(bus, qi, i, &gone);
+                gw_count(dead ? &bus->m.dead_fast : &bus->m.gone_dropped);
+                gw_answer_exception(&gone, MB_EX_TARGET_FAILED);
+                continue;
+            }
+            if (r->slave && (ss->parked || ss->hold_until_ns > now)) {
+                if (!ss->parked && (!*wake || ss->hold_until_ns < *wake))
+                    *wake = ss->hold_until_ns;
+                i++;
+                continue;
+            }
+            ring_take(bus, qi, i, &bus->cur);
+            *attempts = 0;
+            return true;
+        }
+    }
+    return false;
+}

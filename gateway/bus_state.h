@@ -1,0 +1,107 @@
+/*
+ * gateway/bus_state.h -- the bus actor's state, shared by its three files
+ * and by nothing else: bus.c (the actor, its messages, construction),
+ * bus_queue.c (the request queues and parked retries) and line.c (the line
+ * discipline, whose invariants are stated at the top of line.c).
+ */
+#ifndef RTUGW_GATEWAY_BUS_STATE_H
+#define RTUGW_GATEWAY_BUS_STATE_H
+
+#include "gateway/internal.h"
+
+#define BUS_QUEUES 2   /* 0: interactive (or everything), 1: background polls */
+#define BROADCAST_TURNAROUND_NS 20000000ull  /* slaves act on a broadcast before the next frame */
+#define TIMEOUT_WIDEN_LIMIT 4                /* adaptive timeout: at most 4x the configured one */
+#define LOG_SUMMARY_NS 10000000000ull        /* info summaries per slave: at most one per 10 s */
+#define N_SLAVES 248
+
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMEOUT, BUS_MSG_KICK, BUS_MSG_IDLE };
+
+/* What happened to a slave, for the rate-limited info summary. */
+enum slave_event { EV_TIMEOUT, EV_LATE, EV_DROPPED, EV_REFUSED, EV_COUNT };
+
+typedef struct slave_state {
+    unsigned timeout_ms;          /* in force: widened by late answers */
+    unsigned base_timeout_ms;     /* configured */
+    unsigned dead_after;
+    unsigned backoff_ms;
+    unsigned failures;            /* consecutive transactions without an answer */
+    uint64_t dead_until_ns;
+    uint64_t hold_until_ns;       /* I2: nothing is asked of it before this */
+    uint64_t last_send_ns;        /* end of the wire time of the last attempt sent to it */
+    gw_request_t *parked;         /* I1: its outstanding question, waiting to be asked again */
+    unsigned parked_attempts;
+    uint64_t log_next_ns;
+    unsigned events[EV_COUNT];    /* since the last summary */
+} slave_state_t;
+
+typedef struct request_ring {
+    gw_request_t *slot;
+    unsigned head, len;
+} request_ring_t;
+
+struct gw_bus {
+    gw_t *gw;
+    unsigned index;
+    config_bus_t cfg;
+    driver_t *driver;
+    gw_port_t *port;
+    actor_ref_t self;
+    rtu_framer_t *framer;
+    router_thread_t *router;
+    uint64_t t35_ns, gap_ns;
+    unsigned char_bits;
+    request_ring_t queue[BUS_QUEUES];
+    bool port_up;
+    bool kick_pending;
+    unsigned parked_count;
+    /* The attempt on the wire. */
+    bool busy;
+    gw_request_t cur;
+    unsigned attempts;
+    uint64_t t_first_send_ns;
+    uint64_t deadline_ns;    /* 0: none */
+    /* I3: an answer waiting for the quiet that vouches for it. */
+    bool pending;
+    bool pending_doubtful;
+    uint16_t pending_len;
+    uint8_t pending_pdu[RTU_MAX_PDU];
+    uint64_t t_line_free_ns; /* the line rests until then: last byte heard + gap */
+    /*
+     * At most one timeout timer and one silence timer per bus are pending,
+     * whatever the request rate: a timer that fires checks the deadline in
+     * force *now* and re-arms itself if that is later. Arming one per
+     * attempt (they cannot be cancelled cheaply) kept rate x timeout timers
+     * alive, each a heap node and a wake-up.
+     */
+    uint64_t timer_at_ns;
+    uint64_t kick_at_ns;
+    uint64_t last_chunk_ns;
+    bool idle_pending;
+    uint64_t verify_state;
+    slave_state_t slaves[N_SLAVES];
+    gw_bus_metrics_t m;
+    gw_slave_metrics_t sm[N_SLAVES];
+};
+
+/* bus_queue.c: the two request queues and the parked retries (I1). */
+unsigned bus_queued(const gw_bus_t *bus);
+bool bus_queue_push(gw_bus_t *bus, unsigned qi, const gw_request_t *req);
+bool bus_queue_pick(gw_bus_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake);
+void bus_queue_answer_all(gw_bus_t *bus, uint8_t code);
+void bus_park(gw_bus_t *bus, const gw_request_t *req, unsigned attempts);
+void bus_unpark(gw_bus_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts);
+bool bus_slave_dead(const gw_bus_t *bus, unsigned slave, uint64_t now);
+
+/* line.c: the discipline. */
+void line_start_next(gw_bus_t *bus);
+/* The attempt in flight had no answer by its deadline. */
+void line_on_timeout(gw_bus_t *bus, uint64_t now);
+void line_drain_frames(gw_bus_t *bus);
+void line_deliver(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
+void line_refuse(gw_bus_t *bus, const gw_request_t *req, uint64_t now);
+void line_slave_event(gw_bus_t *bus, unsigned slave, enum slave_event ev, uint64_t now);
+uint64_t line_wire_ns(const gw_bus_t *bus, size_t bytes);
+void line_arm_timeout(gw_bus_t *bus, uint64_t deadline);
+
+#endif

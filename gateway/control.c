@@ -1,0 +1,131 @@
+/*
+ * gateway/control.c -- the daemon's life after start-up: SIGHUP reloads the
+ * configuration, SIGINT/SIGTERM (or gw_stop) stop it gracefully. Like gw.c
+ * it sits above every part and may call any of them.
+ *
+ * Stopping: stop accepting, answer what is in flight (at most 1.8 s, within
+ * the 2 s promise), then leave the loop; gw_run drains the actors.
+ */
+#include "gateway/internal.h"
+
+#include <event2/event.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void drain_check(evutil_socket_t fd, short what, void *arg)
+{
+    gw_t *gw = arg;
+    (void)fd;
+    (void)what;
+    unsigned left = tcp_in_flight(gw->tcp);
+    if (left == 0 || gw_now_ns() >= gw->drain_deadline_ns) {
+        if (left)
+            gw_log(gw, CONFIG_LOG_WARN, "stopping with %u requests unanswered after 2 s", left);
+        loop_exit(gw->loop);
+        return;
+    }
+    struct timeval tv = { 0, 10000 };
+    evtimer_add(gw->ev_drain, &tv);
+}
+
+static void begin_drain(gw_t *gw)
+{
+    if (gw->draining)
+        return;
+    gw->draining = true;
+    gw_notify("STOPPING=1");
+    gw_log(gw, CONFIG_LOG_INFO, "stopping: no new connections, answering what is in flight");
+    if (gw->tcp)
+        tcp_stop_accepting(gw->tcp);
+    gw->drain_deadline_ns = gw_now_ns() + 1800000000ull;
+    drain_check(-1, 0, gw);
+}
+
+/* The loop's wake hook: gw_stop() from another thread lands here. */
+static void on_wake(void *ctx)
+{
+    gw_t *gw = ctx;
+    if (atomic_load(&gw->stopping))
+        begin_drain(gw);
+}
+
+static void reload(gw_t *gw)
+{
+    config_errors_t errs;
+
+    if (!gw->opt.config_path) {
+        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: no configuration file to reload");
+        return;
+    }
+    gw_notify("RELOADING=1");
+    config_t *fresh = config_load_file(gw->opt.config_path, &errs);
+    gw_notify("READY=1");
+    if (!fresh) {
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
+               gw->opt.config_path);
+        for (unsigned i = 0; i < errs.count; i++)
+            gw_log(gw, CONFIG_LOG_ERROR, "  %s", errs.text[i]);
+        return;
+    }
+    /* Applied live: logging and the TCP front end's policy. Buses,
+     * devices and poll groups are owned by running actors; changing
+     * them needs a restart, and the log says so rather than pretending. */
+    bool structural = gw->cfg->bus_count != fresh->bus_count ||
+                      gw->cfg->device_count != fresh->device_count ||
+                      gw->cfg->poll_count != fresh->poll_count ||
+                      memcmp(gw->cfg->buses, fresh->buses, sizeof fresh->buses) != 0 ||
+                      memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0 ||
+                      memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0;
+    gw->cfg->log_level = fresh->log_level;
+    if (gw->tcp)
+        tcp_apply_config(gw->tcp, &fresh->tcp);
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s (log level, tcp policy)%s", gw->opt.config_path,
+           structural ? "; bus/device/poll changes take effect after a restart" : "");
+    config_free(fresh);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    gw_t *gw = arg;
+    (void)what;
+    if (sig == SIGHUP) {
+        reload(gw);
+        return;
+    }
+    atomic_store(&gw->stopping, 1);
+    begin_drain(gw);
+}
+
+int control_start(gw_t *gw)
+{
+    struct event_base *base = loop_base(gw->loop);
+
+    gw->ev_drain = evtimer_new(base, drain_check, gw);
+    if (!gw->ev_drain)
+        return -1;
+    loop_on_wake(gw->loop, on_wake, gw);
+    if (gw->opt.install_signals) {
+        static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+        for (int i = 0; i < 3; i++) {
+            gw->ev_signals[i] = evsignal_new(base, sigs[i], on_signal, gw);
+            if (!gw->ev_signals[i] || event_add(gw->ev_signals[i], NULL) != 0)
+                return -1;
+        }
+        signal(SIGPIPE, SIG_IGN);
+    }
+    return 0;
+}
+
+void control_stop(gw_t *gw)
+{
+    for (int i = 0; i < 3; i++)
+        if (gw->ev_signals[i]) {
+            event_free(gw->ev_signals[i]);
+            gw->ev_signals[i] = NULL;
+        }
+    if (gw->ev_drain) {
+        event_free(gw->ev_drain);
+        gw->ev_drain = NULL;
+    }
+}

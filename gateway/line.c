@@ -1,0 +1,511 @@
+/*
+ * gateway/line.c -- the line discipline of the bus actor (bus.c). It owns the line's
+ * request queues, the one attempt on the wire, each slave's state (its
+ * adaptive timeout, guard, parked retry, back-off), and the framer that
+ * turns the port's timestamped chunks into frames.
+ *
+ * THE LINE DISCIPLINE. RTU carries no transaction id: an answer names its
+ * slave and function (CRC-protected), and its shape (byte count, or the echo
+ * of a write), never the address it answers. So the discipline is built on
+ * one fact and keeps three invariants.
+ *
+ *   Fact F. A frame with a good CRC can only be taken for the answer to a
+ *   request with the same slave, function and shape (frame_matches). Bytes
+ *   with a bad CRC, cut frames and noise are never delivered.
+ *
+ *   I1 (one question per slave). At most one question is outstanding to a
+ *   slave: asked and neither answered nor given up. A retry asks the same
+ *   question again, so an answer to any of its attempts answers it. A slave
+ *   is asked nothing new while it has a parked (waiting-to-retry) question.
+ *
+ *   I2 (guard). After anything that may leave an answer of slave S still to
+ *   come -- an attempt that timed out, a question given up, an answer to a
+ *   question asked more than once, a frame from S that answered nothing --
+ *   S is asked nothing new (not even the retry) until S has been quiet for
+ *   its guard: its current response timeout, measured from the last frame
+ *   heard from S (or from the timeout, if S said nothing). Frames from S in
+ *   that window answer nothing: they are dropped, counted, logged, and they
+ *   restart the guard.
+ *
+ *   I3 (vouched answers). An answer is delivered only once the line has been
+ *   quiet for the inter-frame gap after it. A second candidate in that window
+ *   (a duplicate with different bytes, or bytes that fail their CRC) makes it
+ *   doubtful: the question is asked again if it may be, else refused (0x0B).
+ *   A duplicate with the same bytes carries the same values and is delivered;
+ *   S is then guarded (I2).
+ *
+ * Why no wrong answer follows, scenario by scenario (docs/architecture.md has
+ * the long form):
+ *   - noise before a slow answer: bad bytes never end an attempt; the bus keeps
+ *     listening until the deadline, so the real answer is taken, once;
+ *   - a slave slower than its timeout: the attempt's question is parked and S
+ *     guarded (I2); the late answer, heard in the guard, answers the parked
+ *     question, its only outstanding one (I1). Heard after a give-up, it is
+ *     dropped. Either way S's timeout widens to 1.5x the latency heard
+ *     (bounded by 4x the configured timeout), so the next guard covers it;
+ *   - a slave that queues requests and answers the retry too: an answer to a
+ *     question asked twice guards S (I2), so the second answer is dropped;
+ *   - a slave that answers twice: the copy is heard either in the vouching
+ *     window (I3) or in a later transaction of S where, if it is not caught
+ *     by I3 there, it is a frame that answers nothing and guards S (I2);
+ *   - the remaining, documented limit: a frame from S later than S's guard
+ *     after the last thing heard from S, with the same shape as S's next
+ *     question, cannot be told from its answer. The guard widens each time
+ *     a late answer is heard, so a slave pays for this once, not forever.
+ *
+ * The guard holds one slave, not the line (RS-485 is half-duplex, but by
+ * Fact F a late frame of S cannot be taken for another slave's answer): while
+ * S is guarded, other slaves are served. A late answer of S that collides
+ * with another slave's exchange garbles both; garbled bytes are never
+ * delivered (F), and that exchange times out and is retried. The line as a
+ * whole rests only for the inter-frame gap after the last byte heard.
+ *
+ * Isolation: a slave that failed its last transaction gets no retries (a
+ * retry of a slave that keeps failing buys nothing and costs a timeout); after
+ * `dead_after` failed transactions it is backed off for `dead_backoff_ms`
+ * (answered 0x0B at once, no line time), and the first request after that is
+ * one attempt, a probe.
+ *
+ * Every request gets exactly one answer: data, the slave's exception, or a
+ * gateway exception (0x06 queue full, 0x0A port down, 0x0B no answer or a
+ * doubtful one, 0x01 a broadcast that is not a write).
+ */
+#include "gateway/bus_state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- answers and logging ------------------------------------------------- */
+
+void gw_answer_exception(const gw_request_t *req, uint8_t code)
+{
+    uint8_t pdu[2] = { (uint8_t)(req->pdu[0] | 0x80), code };
+    req->origin->ops->answer(req->origin, req, pdu, sizeof pdu);
+}
+
+static bool debug_on(const gw_bus_t *bus)
+{
+    return bus->gw->cfg->log_level >= CONFIG_LOG_DEBUG;
+}
+
+/* At debug level, every frame on the line in hex: what an engineer with a
+ * bus monitor would want to see, without a bus monitor. */
+static void log_frame(const gw_bus_t *bus, const char *dir, const uint8_t *p, size_t n)
+{
+    char hex[3 * RTU_MAX_ADU + 1];
+    if (!debug_on(bus))
+        return;
+    for (size_t i = 0; i < n && i < RTU_MAX_ADU; i++)
+        snprintf(hex + 3 * i, 4, "%02x ", p[i]);
+    hex[n ? 3 * (n < RTU_MAX_ADU ? n : RTU_MAX_ADU) - 1 : 0] = 0;
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s %s %s", bus->cfg.name, dir, hex);
+}
+
+static unsigned req_address(const gw_request_t *r)
+{
+    return r->pdu_len >= 3 ? (unsigned)(r->pdu[1] << 8 | r->pdu[2]) : 0;
+}
+
+/*
+ * Counts an event of a slave and, at most once per LOG_SUMMARY_NS, says at
+ * info what happened to it since the last summary: a dead slave cannot
+ * flood the log, and nothing goes unmentioned.
+ */
+void line_slave_event(gw_bus_t *bus, unsigned slave, enum slave_event ev, uint64_t now)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    s->events[ev]++;
+    if (now < s->log_next_ns)
+        return;
+    gw_log(bus->gw, CONFIG_LOG_INFO,
+           "bus %s slave %u: %u timeouts, %u late answers, %u frames dropped, %u refused (0x0B) "
+           "in the last %u s; timeout now %u ms",
+           bus->cfg.name, slave, s->events[EV_TIMEOUT], s->events[EV_LATE], s->events[EV_DROPPED],
+           s->events[EV_REFUSED], (unsigned)(LOG_SUMMARY_NS / 1000000000ull), s->timeout_ms);
+    memset(s->events, 0, sizeof s->events);
+    s->log_next_ns = now + LOG_SUMMARY_NS;
+}
+
+void line_deliver(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len)
+{
+    (void)bus;
+    req->origin->ops->answer(req->origin, req, pdu, len);
+}
+
+void line_refuse(gw_bus_t *bus, const gw_request_t *req, uint64_t now)
+{
+    if (req->slave < N_SLAVES)
+        line_slave_event(bus, req->slave, EV_REFUSED, now);
+    gw_answer_exception(req, MB_EX_TARGET_FAILED);
+}
+
+/* ---- wire time ------------------------------------------------------------- */
+
+uint64_t line_wire_ns(const gw_bus_t *bus, size_t bytes)
+{
+    return (uint64_t)bytes * bus->char_bits * 1000000000ull / bus->cfg.baud;
+}
+
+/* The length of the answer a request asks for; the longest frame when the
+ * function has no known shape. The deadline must include it: at 9600 baud
+ * 125 registers take 265 ms on the wire. */
+static size_t answer_len(const gw_request_t *r)
+{
+    unsigned qty = r->pdu_len >= 5 ? (unsigned)(r->pdu[3] << 8 | r->pdu[4]) : 0;
+    switch (r->pdu[0]) {
+    case 1: case 2: return 5 + (qty + 7) / 8;
+    case 3: case 4: case 23: return 5 + 2u * qty;
+    case 5: case 6: case 15: case 16: return 8;
+    case 22: return 10;
+    default: return RTU_MAX_ADU;
+    }
+}
+
+static uint64_t guard_ns(const slave_state_t *s)
+{
+    return (uint64_t)s->timeout_ms * 1000000ull;
+}
+
+/* I2: nothing new is asked of the slave until it has been quiet for its
+ * guard after `from`. */
+static void guard_slave(gw_bus_t *bus, unsigned slave, uint64_t from)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    if (from + guard_ns(s) > s->hold_until_ns)
+        s->hold_until_ns = from + guard_ns(s);
+    (void)bus;
+}
+
+/* A frame of the slave heard `latency` after its last attempt's wire time
+ * ended: widen its timeout so the next guard covers such an answer. */
+static void widen_timeout(gw_bus_t *bus, unsigned slave, uint64_t latency_ns)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    unsigned want = (unsigned)(latency_ns * 3 / 2 / 1000000ull) + 1;
+    unsigned cap = s->base_timeout_ms * TIMEOUT_WIDEN_LIMIT;
+    if (want > cap)
+        want = cap;
+    if (want <= s->timeout_ms)
+        return;
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u: answer %.1f ms after the request; timeout %u -> %u ms",
+           bus->cfg.name, slave, (double)latency_ns / 1e6, s->timeout_ms, want);
+    s->timeout_ms = want;
+    gw_set(&bus->sm[slave].timeout_ms, want);
+}
+
+/* ---- timers ------------------------------------------------------------------ */
+
+
+void line_arm_timeout(gw_bus_t *bus, uint64_t deadline)
+{
+    uint64_t now = gw_now_ns();
+
+    bus->deadline_ns = deadline;
+    if (bus->timer_at_ns && bus->timer_at_ns <= deadline)
+        return;   /* the pending timer fires first and re-arms for this deadline */
+    bus->timer_at_ns = deadline;
+    actor_send_after(bus->gw->actors, bus->self, BUS_MSG_TIMEOUT, &deadline, sizeof deadline,
+                     deadline > now ? deadline - now : 0, NULL);
+}
+
+static void arm_kick(gw_bus_t *bus, uint64_t at, uint64_t now)
+{
+    if (bus->kick_pending && bus->kick_at_ns <= at)
+        return;
+    bus->kick_pending = true;
+    bus->kick_at_ns = at;
+    actor_send_after(bus->gw->actors, bus->self, BUS_MSG_KICK, &at, sizeof at, at > now ? at - now : 0, NULL);
+}
+
+
+/* ---- transactions ------------------------------------------------------------ */
+
+
+static void send_broadcast(gw_bus_t *bus, size_t n, uint64_t now)
+{
+    /* Nobody answers a broadcast. A write is acknowledged with what a slave
+     * would have echoed: the whole request PDU for 5, 6 and 22, function,
+     * address and quantity for 15 and 16. The line rests while slaves act. */
+    const gw_request_t *r = &bus->cur;
+    size_t echo_len = (r->pdu[0] == 15 || r->pdu[0] == 16) ? 5 : r->pdu_len;
+    gw_count(&bus->m.broadcasts);
+    line_deliver(bus, r, r->pdu, echo_len);
+    bus->busy = false;
+    bus->t_line_free_ns = now + line_wire_ns(bus, n) + bus->gap_ns + BROADCAST_TURNAROUND_NS;
+}
+
+static void send_current(gw_bus_t *bus)
+{
+    uint8_t adu[RTU_MAX_ADU];
+    int n = rtu_adu_from_pdu(bus->cur.slave, bus->cur.pdu, bus->cur.pdu_len, adu, sizeof adu);
+    uint64_t now = gw_now_ns();
+
+    if (n < 0) {   /* the front end validated the length: cannot happen, still answered */
+        bus->busy = false;
+        line_refuse(bus, &bus->cur, now);
+        return;
+    }
+    rtu_framer_reset(bus->framer);
+    log_frame(bus, "tx", adu, (size_t)n);
+    port_write(bus->port, adu, (size_t)n);
+    bus->busy = true;
+    if (++bus->attempts == 1)
+        bus->t_first_send_ns = now;
+    else
+        gw_count(&bus->m.retries);
+    if (bus->cur.slave == 0) {
+        send_broadcast(bus, (size_t)n, now);
+        return;
+    }
+    slave_state_t *s = &bus->slaves[bus->cur.slave];
+    s->last_send_ns = now + line_wire_ns(bus, (size_t)n);
+    line_arm_timeout(bus, s->last_send_ns + guard_ns(s) + line_wire_ns(bus, answer_len(&bus->cur)));
+}
+
+/* I3: the answer held since the quiet after it began is now vouched for, or
+ * (doubtful) asked again or refused. */
+static void resolve_pending(gw_bus_t *bus, uint64_t now)
+{
+    slave_state_t *s = &bus->slaves[bus->cur.slave];
+    bus->pending = false;
+    if (!bus->pending_doubtful) {
+        line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
+        return;
+    }
+    gw_count(&bus->m.ambiguous);
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: a second, different candidate followed "
+           "the answer; %s", bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
+           bus->attempts <= bus->cfg.retries && !s->failures ? "asking again after the guard" : "refused (0x0B)");
+    guard_slave(bus, bus->cur.slave, now);
+    if (bus->attempts <= bus->cfg.retries && !s->failures)
+        bus_park(bus, &bus->cur, bus->attempts);
+    else
+        line_refuse(bus, &bus->cur, now);
+}
+
+void line_start_next(gw_bus_t *bus)
+{
+    uint64_t now = gw_now_ns(), wake;
+    unsigned attempts;
+
+    if (bus->busy)
+        return;
+    if (bus->pending) {
+        if (now < bus->t_line_free_ns) {
+            arm_kick(bus, bus->t_line_free_ns, now);
+            return;
+        }
+        resolve_pending(bus, now);
+    }
+    if (!bus->port_up) {
+        bus_queue_answer_all(bus, MB_EX_PATH_UNAVAILABLE);
+        gw_set(&bus->m.queue_depth, 0);
+        return;
+    }
+    if (bus_queued(bus) && now < bus->t_line_free_ns) {
+        arm_kick(bus, bus->t_line_free_ns, now);
+    } else if (bus_queue_pick(bus, now, &attempts, &wake)) {
+        bus->attempts = attempts;
+        send_current(bus);
+        if (!bus->busy)        /* a broadcast: the line rests, then the next */
+            arm_kick(bus, bus->t_line_free_ns, now);
+    } else if (wake) {
+        arm_kick(bus, wake, now);
+    }
+    gw_set(&bus->m.queue_depth, bus_queued(bus));
+}
+
+/* The attempt in flight had no answer by its deadline. */
+void line_on_timeout(gw_bus_t *bus, uint64_t now)
+{
+    unsigned slave = bus->cur.slave;
+    slave_state_t *s = &bus->slaves[slave];
+
+    bus->busy = false;
+    bus->deadline_ns = 0;
+    gw_count(&bus->m.timeouts);
+    gw_count(&bus->sm[slave].timeouts);
+    line_slave_event(bus, slave, EV_TIMEOUT, now);
+    guard_slave(bus, slave, now);
+    bool retry = bus->attempts <= bus->cfg.retries && !s->failures;
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u timed out after %.1f ms; %s",
+           bus->cfg.name, slave, bus->cur.pdu[0], req_address(&bus->cur), bus->attempts,
+           (double)(now - bus->t_first_send_ns) / 1e6,
+           retry ? "asking again once the slave has been quiet for its guard" : "answering 0x0B");
+    if (retry) {
+        bus_park(bus, &bus->cur, bus->attempts);
+    } else {
+        s->failures++;
+        if (s->dead_after && s->failures >= s->dead_after) {
+            s->dead_until_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
+            gw_set(&bus->sm[slave].dead, 1);
+            gw_log(bus->gw, CONFIG_LOG_WARN, "bus %s: slave %u unanswered in %u consecutive transactions; "
+                   "answering 0x0B at once for %u ms, then one probe", bus->cfg.name, slave, s->failures,
+                   s->backoff_ms);
+        }
+        line_refuse(bus, &bus->cur, now);
+    }
+    line_start_next(bus);
+}
+
+/*
+ * Is this the answer to req? Same slave and function (or its exception),
+ * and the shape the request asks for: the byte count its quantity implies,
+ * or the exact echo of a write.
+ */
+static bool frame_matches(const gw_request_t *req, const rtu_envelope_t *env, const rtu_frame_t *f)
+{
+    const uint8_t *q = req->pdu;
+    uint8_t fc = q[0];
+
+    if (env->slave != req->slave)
+        return false;
+    if (env->function == (fc | 0x80))
+        return true;
+    if (env->function != fc)
+        return false;
+    unsigned qty = req->pdu_len >= 5 ? (unsigned)(q[3] << 8 | q[4]) : 0;
+    switch (fc) {
+    case 1: case 2:
+        return f->adu[2] == (qty + 7) / 8;
+    case 3: case 4: case 23:
+        return f->adu[2] == 2 * qty;
+    case 5: case 6: case 22:
+        return f->len == req->pdu_len + 3u && memcmp(f->adu + 1, q, req->pdu_len) == 0;
+    case 15: case 16:
+        return memcmp(f->adu + 2, q + 1, 4) == 0;
+    default:
+        return true;   /* no shape known: slave and function must do */
+    }
+}
+
+static void verify(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env)
+{
+    /* xorshift: a share of frames checked against the reference decoder */
+    bus->verify_state ^= bus->verify_state << 13;
+    bus->verify_state ^= bus->verify_state >> 7;
+    bus->verify_state ^= bus->verify_state << 17;
+    if ((double)(bus->verify_state >> 11) * 0x1.0p-53 >= bus->gw->cfg->router.verify_rate)
+        return;
+    rtu_envelope_t ref;
+    rtu_decode_reference(f->adu, f->len, &ref);
+    if (memcmp(&ref, env, sizeof ref) != 0) {
+        gw_count(&bus->m.verify_mismatches);
+        gw_log(bus->gw, CONFIG_LOG_ERROR, "bus %s: decoder mismatch against reference on a %u-byte frame",
+               bus->cfg.name, f->len);
+    }
+}
+
+/* The answer to the attempt in flight: held until the quiet vouches for it (I3). */
+static void take_answer(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+{
+    unsigned slave = bus->cur.slave;
+    slave_state_t *s = &bus->slaves[slave];
+
+    bus->busy = false;
+    bus->deadline_ns = 0;
+    gw_count(&bus->m.responses);
+    gw_count(&bus->sm[slave].responses);
+    if (env->function & 0x80) {
+        gw_count(&bus->m.exceptions);
+        gw_count(&bus->sm[slave].exceptions);
+    }
+    s->failures = 0;
+    s->dead_until_ns = 0;
+    gw_set(&bus->sm[slave].dead, 0);
+    gw_set(&bus->sm[slave].last_ok_ns, now);
+    gw_observe_latency(&bus->m, now - bus->t_first_send_ns);
+    if (bus->attempts > 1)
+        guard_slave(bus, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
+    bus->pending = true;
+    bus->pending_doubtful = false;
+    bus->pending_len = (uint16_t)(f->len - 3u);
+    memcpy(bus->pending_pdu, f->adu + 1, bus->pending_len);
+}
+
+/* A good frame that is not the answer to the attempt on the wire. */
+static void on_other_frame(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+{
+    unsigned slave = env->slave;
+    slave_state_t *s = slave < N_SLAVES ? &bus->slaves[slave] : NULL;
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+
+    if (bus->pending && slave == bus->cur.slave) {
+        /* I3: a second candidate in the vouching window. */
+        if (f->len - 3u != bus->pending_len || memcmp(f->adu + 1, bus->pending_pdu, bus->pending_len) != 0)
+            bus->pending_doubtful = true;
+        gw_count(&bus->m.foreign_frames);
+        guard_slave(bus, slave, f->t_last_ns);
+        line_slave_event(bus, slave, EV_DROPPED, now);
+        return;
+    }
+    if (!s || !slave) {
+        gw_count(&bus->m.foreign_frames);
+        return;
+    }
+    if (s->parked && frame_matches(s->parked, env, f)) {
+        /* The late answer to the slave's one outstanding question (I1). */
+        gw_request_t req;
+        unsigned attempts;
+        bus_unpark(bus, slave, &req, &attempts);
+        gw_count(&bus->m.late_answers);
+        gw_count(&bus->sm[slave].late_answers);
+        gw_count(&bus->m.responses);
+        gw_count(&bus->sm[slave].responses);
+        line_slave_event(bus, slave, EV_LATE, now);
+        widen_timeout(bus, slave, first_byte > s->last_send_ns ? first_byte - s->last_send_ns : 0);
+        s->failures = 0;
+        gw_set(&bus->sm[slave].last_ok_ns, now);
+        if (attempts > 1)
+            guard_slave(bus, slave, f->t_last_ns);
+        gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer taken for its parked question",
+               bus->cfg.name, slave, req.pdu[0], req_address(&req));
+        line_deliver(bus, &req, f->adu + 1, f->len - 3u);
+        return;
+    }
+    /* Answers nothing: late to a question given up, a duplicate, or not
+     * ours. Dropped, and the slave guarded (I2). */
+    bool late = s->hold_until_ns > now;
+    gw_count(late ? &bus->m.late_bytes_guarded : &bus->m.foreign_frames);
+    if (late && first_byte > s->last_send_ns)
+        widen_timeout(bus, slave, first_byte - s->last_send_ns);
+    guard_slave(bus, slave, f->t_last_ns);
+    line_slave_event(bus, slave, EV_DROPPED, now);
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u: frame dropped (%s); slave guarded %u ms",
+           bus->cfg.name, slave, env->function, late ? "late, in its guard" : "answers no question",
+           s->timeout_ms);
+}
+
+static void on_frame(gw_bus_t *bus, const rtu_frame_t *f)
+{
+    rtu_envelope_t env;
+    uint64_t now = gw_now_ns();
+
+    log_frame(bus, f->crc_ok ? "rx" : "rx (bad crc)", f->adu, f->len);
+    router_decode(bus->router, f->adu, f->len, &env);
+    if (bus->gw->cfg->router.verify_rate > 0)
+        verify(bus, f, &env);
+    if (env.status != RTU_OK) {
+        /* Never delivered (F), and never the end of an attempt: the real
+         * answer may still come. In the vouching window it makes the held
+         * answer doubtful (I3). */
+        gw_count(&bus->m.crc_errors);
+        if (bus->pending)
+            bus->pending_doubtful = true;
+        gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", bus->cfg.name,
+               rtu_status_name((rtu_status_t)env.status), f->len);
+        return;
+    }
+    if (bus->busy && frame_matches(&bus->cur, &env, f))
+        take_answer(bus, f, &env, now);
+    else
+        on_other_frame(bus, f, &env, now);
+}
+
+void line_drain_frames(gw_bus_t *bus)
+{
+    rtu_frame_t f;
+    while (rtu_framer_next(bus->framer, &f))
+        on_frame(bus, &f);
+}

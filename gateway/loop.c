@@ -1,0 +1,195 @@
+/*
+ * gateway/loop.c -- the I/O thread: one libevent loop that owns every fd and
+ * timer of the daemon, so no actor ever blocks on I/O and no fd is touched
+ * by two threads.
+ *
+ * Other threads hand work to this thread through a command queue: each
+ * command is a function to run here and a copy of its bytes, so the loop
+ * knows nothing of what it runs (serial writes, TCP answers, ...). The
+ * queue is a mutex-protected list (actors post a few thousand commands a
+ * second at most; the lock is held for two pointer writes), and the eventfd
+ * that wakes the loop is written only when a post finds the queue empty: a
+ * burst of answers costs one wake-up, not one per answer. The loop drains
+ * the whole list under the lock in one swap, then works without it.
+ */
+#include "gateway/internal.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+typedef struct loop_cmd {
+    struct loop_cmd *next;
+    loop_fn fn;
+    void *ctx;
+    uint64_t a;
+    uint32_t b;
+    uint16_t len;
+    uint8_t data[RTU_MAX_ADU];
+} loop_cmd_t;
+
+#define LOOP_FREE_MAX 256  /* cached command cells; more are freed */
+
+struct gw_loop {
+    gw_t *gw;
+    struct event_base *base;
+    int wake_fd;
+    struct event *ev_wake;
+    void (*on_wake)(void *ctx);
+    void *on_wake_ctx;
+    pthread_mutex_t lock;
+    loop_cmd_t *head, *tail;      /* pending commands, under lock */
+    loop_cmd_t *free_cells;       /* under lock */
+    unsigned free_count;
+};
+
+static loop_cmd_t *cell_get(gw_loop_t *loop)
+{
+    loop_cmd_t *c;
+
+    pthread_mutex_lock(&loop->lock);
+    c = loop->free_cells;
+    if (c) {
+        loop->free_cells = c->next;
+        loop->free_count--;
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return c ? c : malloc(sizeof *c);
+}
+
+static void cell_put(gw_loop_t *loop, loop_cmd_t *c)
+{
+    pthread_mutex_lock(&loop->lock);
+    if (loop->free_count < LOOP_FREE_MAX) {
+        c->next = loop->free_cells;
+        loop->free_cells = c;
+        loop->free_count++;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&loop->lock);
+    free(c);
+}
+
+static void wake(gw_loop_t *loop)
+{
+    uint64_t one = 1;
+    /* EAGAIN means the counter is already non-zero: the loop will wake. */
+    if (write(loop->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+        gw_log(loop->gw, CONFIG_LOG_ERROR, "eventfd write: %s", strerror(errno));
+}
+
+int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, const void *data, size_t len)
+{
+    bool was_empty;
+
+    if (len > RTU_MAX_ADU)
+        return -EMSGSIZE;
+    loop_cmd_t *c = cell_get(loop);
+    if (!c)
+        return -ENOMEM;
+    *c = (loop_cmd_t){ .fn = fn, .ctx = ctx, .a = a, .b = b, .len = (uint16_t)len };
+    if (len)
+        memcpy(c->data, data, len);
+    pthread_mutex_lock(&loop->lock);
+    was_empty = loop->head == NULL;
+    if (loop->tail)
+        loop->tail->next = c;
+    else
+        loop->head = c;
+    loop->tail = c;
+    pthread_mutex_unlock(&loop->lock);
+    if (was_empty)
+        wake(loop);
+    return 0;
+}
+
+void loop_wake(gw_loop_t *loop)
+{
+    wake(loop);
+}
+
+void loop_on_wake(gw_loop_t *loop, void (*fn)(void *ctx), void *ctx)
+{
+    loop->on_wake = fn;
+    loop->on_wake_ctx = ctx;
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    gw_loop_t *loop = arg;
+    uint64_t count;
+    loop_cmd_t *list, *next;
+
+    (void)what;
+    if (read(fd, &count, sizeof count) < 0 && errno != EAGAIN)
+        gw_log(loop->gw, CONFIG_LOG_ERROR, "eventfd read: %s", strerror(errno));
+    pthread_mutex_lock(&loop->lock);
+    list = loop->head;
+    loop->head = loop->tail = NULL;
+    pthread_mutex_unlock(&loop->lock);
+    for (loop_cmd_t *c = list; c; c = next) {
+        next = c->next;
+        c->fn(c->ctx, c->a, c->b, c->data, c->len);
+        cell_put(loop, c);
+    }
+    if (loop->on_wake)
+        loop->on_wake(loop->on_wake_ctx);
+}
+
+gw_loop_t *loop_new(gw_t *gw)
+{
+    gw_loop_t *loop = calloc(1, sizeof *loop);
+    if (!loop)
+        return NULL;
+    loop->gw = gw;
+    pthread_mutex_init(&loop->lock, NULL);
+    loop->base = event_base_new();
+    loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!loop->base || loop->wake_fd < 0) {
+        loop_free(loop);
+        return NULL;
+    }
+    loop->ev_wake = event_new(loop->base, loop->wake_fd, EV_READ | EV_PERSIST, on_wake, loop);
+    event_add(loop->ev_wake, NULL);
+    return loop;
+}
+
+struct event_base *loop_base(gw_loop_t *loop)
+{
+    return loop->base;
+}
+
+int loop_run(gw_loop_t *loop)
+{
+    return event_base_dispatch(loop->base) < 0 ? -EIO : 0;
+}
+
+void loop_exit(gw_loop_t *loop)
+{
+    event_base_loopexit(loop->base, NULL);
+}
+
+void loop_free(gw_loop_t *loop)
+{
+    if (!loop)
+        return;
+    if (loop->ev_wake)
+        event_free(loop->ev_wake);
+    for (loop_cmd_t *c = loop->head, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    for (loop_cmd_t *c = loop->free_cells, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    if (loop->wake_fd >= 0)
+        close(loop->wake_fd);
+    if (loop->base)
+        event_base_free(loop->base);
+    pthread_mutex_destroy(&loop->lock);
+    free(loop);
+}

@@ -1,0 +1,187 @@
+/*
+ * gateway/port.c -- one serial port on the I/O thread.
+ *
+ * It opens the driver (or retries with back-off: 100 ms doubling to 5 s),
+ * reads whatever arrives, stamps each chunk with CLOCK_MONOTONIC as it
+ * arrives (so RTU silence is judged from the wire, not from a worker's
+ * latency) and sends it to its sink, the bus actor. A hang-up closes the
+ * port and tells the sink; writes come from the sink through the loop's
+ * command queue. The port knows its sink only as an actor reference: it
+ * does not know what a bus does with the bytes.
+ */
+#include "gateway/internal.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gw_port {
+    gw_t *gw;
+    gw_loop_t *loop;
+    driver_t *driver;
+    const char *name;
+    actor_ref_t sink;
+    gw_bus_metrics_t *m;
+    struct event *ev_read;
+    struct event *ev_reopen;
+    struct event *ev_service;
+    driver_backoff_t backoff;
+    bool up;
+};
+
+static void arm_after(struct event *ev, uint64_t at)
+{
+    uint64_t now = gw_now_ns();
+    uint64_t wait = at > now ? at - now : 0;
+    struct timeval tv = { (time_t)(wait / 1000000000u), (suseconds_t)(wait % 1000000000u / 1000u) };
+    evtimer_add(ev, &tv);
+}
+
+static void set_up(gw_port_t *p, bool up)
+{
+    uint8_t state = up;
+
+    p->up = up;
+    gw_set(&p->m->port_up, up);
+    actor_send(p->gw->actors, p->sink, PORT_MSG_STATE, &state, sizeof state);
+}
+
+static void port_down(gw_port_t *p, const char *why)
+{
+    char desc[128];
+
+    driver_describe(p->driver, desc, sizeof desc);
+    gw_log(p->gw, CONFIG_LOG_WARN, "bus %s: %s (%s); reopening with back-off", p->name, why, desc);
+    if (p->ev_read) {
+        event_free(p->ev_read);
+        p->ev_read = NULL;
+    }
+    driver_close(p->driver);
+    set_up(p, false);
+    arm_after(p->ev_reopen, driver_backoff_next(&p->backoff, gw_now_ns()));
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    gw_port_t *p = arg;
+    gw_bytes_t chunk;
+
+    (void)fd;
+    (void)what;
+    for (;;) {
+        uint64_t t;
+        ssize_t n = driver_read(p->driver, chunk.data, sizeof chunk.data, &t);
+        if (n > 0) {
+            chunk.t_ns = t;
+            chunk.len = (uint16_t)n;
+            actor_send(p->gw->actors, p->sink, PORT_MSG_BYTES, &chunk, offsetof(gw_bytes_t, data) + (size_t)n);
+            continue;
+        }
+        if (n == DRIVER_AGAIN)
+            return;
+        port_down(p, n == DRIVER_HANGUP ? "line hung up" : strerror((int)-n));
+        return;
+    }
+}
+
+static void arm_read(gw_port_t *p)
+{
+    p->ev_read = event_new(loop_base(p->loop), driver_fd(p->driver), EV_READ | EV_PERSIST, on_readable, p);
+    event_add(p->ev_read, NULL);
+}
+
+static void on_reopen(evutil_socket_t fd, short what, void *arg)
+{
+    gw_port_t *p = arg;
+    char err[DRIVER_ERRLEN];
+
+    (void)fd;
+    (void)what;
+    gw_count(&p->m->reopen_attempts);
+    if (driver_open(p->driver, err, sizeof err) != 0) {
+        gw_log(p->gw, CONFIG_LOG_DEBUG, "bus %s: reopen failed: %s", p->name, err);
+        arm_after(p->ev_reopen, driver_backoff_next(&p->backoff, gw_now_ns()));
+        return;
+    }
+    driver_backoff_reset(&p->backoff);
+    gw_log(p->gw, CONFIG_LOG_INFO, "bus %s: port open", p->name);
+    arm_read(p);
+    set_up(p, true);
+}
+
+/* Drivers with timed work (RTS release after a frame) ask for a deadline. */
+static void arm_service(gw_port_t *p)
+{
+    uint64_t at = driver_next_deadline(p->driver);
+    if (at)
+        arm_after(p->ev_service, at);
+}
+
+static void on_service(evutil_socket_t fd, short what, void *arg)
+{
+    gw_port_t *p = arg;
+    (void)fd;
+    (void)what;
+    driver_service(p->driver, gw_now_ns());
+    arm_service(p);
+}
+
+/* The loop command behind port_write. */
+static void do_write(void *ctx, uint64_t a, uint32_t b, const uint8_t *adu, size_t len)
+{
+    gw_port_t *p = ctx;
+    (void)a;
+    (void)b;
+    if (!p->up)
+        return;  /* the bus learns of the port state and times out */
+    ssize_t n = driver_write(p->driver, adu, len);
+    if (n < 0 && n != DRIVER_AGAIN)
+        port_down(p, strerror((int)-n));
+    else
+        arm_service(p);
+}
+
+int port_write(gw_port_t *p, const uint8_t *adu, size_t len)
+{
+    return loop_post(p->loop, do_write, p, 0, 0, adu, len);
+}
+
+gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
+                    gw_bus_metrics_t *m)
+{
+    char err[DRIVER_ERRLEN];
+    gw_port_t *p = calloc(1, sizeof *p);
+
+    if (!p)
+        return NULL;
+    *p = (gw_port_t){ .gw = gw, .loop = loop, .driver = d, .name = name, .sink = sink, .m = m };
+    driver_backoff_reset(&p->backoff);
+    p->ev_reopen = evtimer_new(loop_base(loop), on_reopen, p);
+    p->ev_service = evtimer_new(loop_base(loop), on_service, p);
+    if (!p->ev_reopen || !p->ev_service) {
+        port_free(p);
+        return NULL;
+    }
+    if (driver_open(d, err, sizeof err) != 0) {
+        gw_log(gw, CONFIG_LOG_WARN, "bus %s: %s; retrying with back-off", name, err);
+        gw_set(&m->port_up, 0);
+        arm_after(p->ev_reopen, driver_backoff_next(&p->backoff, gw_now_ns()));
+        return p;
+    }
+    arm_read(p);
+    set_up(p, true);
+    return p;
+}
+
+void port_free(gw_port_t *p)
+{
+    if (!p)
+        return;
+    if (p->ev_read)
+        event_free(p->ev_read);
+    if (p->ev_reopen)
+        event_free(p->ev_reopen);
+    if (p->ev_service)
+        event_free(p->ev_service);
+    free(p);
+}
