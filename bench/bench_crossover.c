@@ -37,6 +37,7 @@
  */
 #include "actor/actor.h"
 #include "bench/bench.h"
+#include "bench/internal.h"
 #include "parser/rtu.h"
 #include "routing/router.h"
 
@@ -48,7 +49,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -787,25 +787,10 @@ static int run_only(const options_t *opt)
 static long long callgrind_count(const char *self, const char *form, unsigned bytes,
                                  unsigned long iterations, double eps)
 {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd,
-             "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' bench crossover "
-             "--only %s --bytes %u --iterations %lu --epsilon %g 2>&1 >/dev/null",
-             self, form, bytes, iterations, eps);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    char line[512];
-    long long total = -1;
-    while (fgets(line, sizeof line, p)) {
-        const char *c = strstr(line, "Collected : ");
-        if (c)
-            total = atoll(c + strlen("Collected : "));
-    }
-    int st = pclose(p);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    return total;
+    char args[200];
+    snprintf(args, sizeof args, "crossover --only %s --bytes %u --iterations %lu --epsilon %g",
+             form, bytes, iterations, eps);
+    return bench_callgrind_collected(self, args);
 }
 
 static int run_callgrind(const options_t *opt, callgrind_row_t *out)

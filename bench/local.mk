@@ -1,6 +1,6 @@
 noinst_LIBRARIES += bench/libbench.a
 bench_libbench_a_SOURCES = bench/internal.h \
-	bench/bench.h bench/stats.c bench/bench_parse.c
+	bench/bench.h bench/stats.c bench/callgrind.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
 bench_libbench_a_SOURCES += bench/bench_gateway.c
