@@ -14,6 +14,7 @@
  * start-up and is the same on a loaded or an idle machine.
  */
 #include "bench/bench.h"
+#include "bench/internal.h"
 #include "parser/rtu.h"
 
 #include <errno.h>
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define DISTINCT_FRAMES 16
@@ -127,25 +127,10 @@ static int run_only(const parse_options_t *opt)
 static long long callgrind_count(const char *self, const char *form, unsigned bytes,
                                  unsigned long iterations)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd,
-             "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' bench parse "
-             "--only %s --bytes %u --iterations %lu 2>&1 >/dev/null",
-             self, form, bytes, iterations);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    char line[512];
-    long long total = -1;
-    while (fgets(line, sizeof line, p)) {
-        const char *c = strstr(line, "Collected : ");
-        if (c)
-            total = atoll(c + strlen("Collected : "));
-    }
-    int st = pclose(p);
-    if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    return total;
+    char args[160];
+    snprintf(args, sizeof args, "parse --only %s --bytes %u --iterations %lu", form, bytes,
+             iterations);
+    return bench_callgrind_collected(self, args);
 }
 
 static int run_callgrind(const parse_options_t *opt)

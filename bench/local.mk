@@ -1,13 +1,16 @@
 noinst_LIBRARIES += bench/libbench.a
 bench_libbench_a_SOURCES = bench/internal.h \
-	bench/bench.h bench/stats.c bench/bench_parse.c
+	bench/bench.h bench/stats.c bench/callgrind.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
 bench_libbench_a_SOURCES += bench/bench_gateway.c
 bench_libbench_a_SOURCES += bench/bench_soak.c
 TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh
 EXTRA_DIST += tests/test_bench_gateway.sh tests/test_bench_soak.sh
-bench_libbench_a_SOURCES += bench/bench_crossover.c
+bench_libbench_a_SOURCES += bench/crossover.h bench/bench_crossover.c \
+	bench/crossover_frames.c bench/crossover_layers.c bench/crossover_callgrind.c \
+	bench/crossover_verdict.c bench/crossover_report.c bench/crossover_json.c \
+	bench/crossover_svg.c
 bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 TESTS += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += tests/test_bench_crossover.sh tests/test_bench_router.sh
