@@ -77,6 +77,8 @@ static const key_spec_t tcp_keys[] = {
     U(config_tcp_t, max_clients, 1, 1024),
     U(config_tcp_t, idle_timeout_s, 0, 86400),
     U(config_tcp_t, max_pending, 1, 64),
+    U(config_tcp_t, max_per_address, 0, 1024),
+    U(config_tcp_t, adu_timeout_ms, 10, 600000),
     B(config_tcp_t, read_only),
 };
 
@@ -84,6 +86,11 @@ static const key_spec_t http_keys[] = {
     B(config_http_t, enabled),
     { "bind", K_STRING, offsetof(config_http_t, bind), 1, 64 },
     U(config_http_t, port, 1, 65535),
+    U(config_http_t, max_connections, 1, 1024),
+    U(config_http_t, max_header_bytes, 1024, 1048576),
+    U(config_http_t, max_body_bytes, 0, 16777216),
+    U(config_http_t, request_timeout_ms, 100, 600000),
+    U(config_http_t, idle_timeout_s, 1, 86400),
 };
 
 static const key_spec_t router_keys[] = {
@@ -650,8 +657,10 @@ static config_t *load(loader_t *ld)
     snprintf(cfg->source, sizeof cfg->source, "%s", ld->source);
     cfg->log_level = CONFIG_LOG_INFO;
     cfg->tcp = (config_tcp_t){ .enabled = true, .bind = "127.0.0.1", .port = 1502, .max_clients = 32,
-                               .idle_timeout_s = 300, .max_pending = 16 };
-    cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502 };
+                               .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000 };
+    cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502, .max_connections = 16,
+                                 .max_header_bytes = 8192, .max_body_bytes = 65536,
+                                 .request_timeout_ms = 5000, .idle_timeout_s = 30 };
     cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
                                      .policy = "epsilon",
                                      .buckets = { 8, 16, 32, 64, 128, 256 }, .bucket_count = 6 };

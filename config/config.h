@@ -87,6 +87,8 @@ typedef struct config_tcp {
     unsigned max_clients;
     unsigned idle_timeout_s;        /* 0: never */
     unsigned max_pending;           /* pipelined requests per connection */
+    unsigned max_per_address;       /* connections from one client address; 0: max_clients */
+    unsigned adu_timeout_ms;        /* an ADU must be complete this long after its first byte */
     bool read_only;
     unsigned default_bus;           /* unit N -> (default_bus, N) unless routed */
     config_route_t unit[256];       /* explicit unit routes, incl. 0 and 255 */
@@ -98,6 +100,11 @@ typedef struct config_http {
     bool enabled;
     char bind[64];
     unsigned port;
+    unsigned max_connections;       /* open HTTP connections at once */
+    unsigned max_header_bytes;      /* request line and headers */
+    unsigned max_body_bytes;
+    unsigned request_timeout_ms;    /* a request must be complete this long after its first byte */
+    unsigned idle_timeout_s;        /* a keep-alive connection with nothing to do is closed */
 } config_http_t;
 
 typedef struct config_router {

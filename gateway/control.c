@@ -68,20 +68,43 @@ static void reload(gw_t *gw)
             gw_log(gw, CONFIG_LOG_ERROR, "  %s", errs.text[i]);
         return;
     }
-    /* Applied live: logging and the TCP front end's policy. Buses,
-     * devices and poll groups are owned by running actors; changing
-     * them needs a restart, and the log says so rather than pretending. */
-    bool structural = gw->cfg->bus_count != fresh->bus_count ||
-                      gw->cfg->device_count != fresh->device_count ||
-                      gw->cfg->poll_count != fresh->poll_count ||
-                      memcmp(gw->cfg->buses, fresh->buses, sizeof fresh->buses) != 0 ||
-                      memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0 ||
-                      memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0;
-    gw->cfg->log_level = fresh->log_level;
+    char restart[512] = "", tcp_restart[256] = "";
+    size_t used = 0;
+    /* Buses, devices, poll groups, the router and HTTP are owned by running
+     * actors and listeners: a change there needs a restart, and the log and
+     * /status name each one rather than pretending it was applied. */
+#define CHANGED(name, cond)                                                                        \
+    if (cond)                                                                                      \
+        used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
+                                 "%s%s", used ? " " : "", name)
+    CHANGED("buses", gw->cfg->bus_count != fresh->bus_count ||
+                         memcmp(gw->cfg->buses, fresh->buses, sizeof fresh->buses) != 0);
+    CHANGED("devices", gw->cfg->device_count != fresh->device_count ||
+                           memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0);
+    CHANGED("polls", gw->cfg->poll_count != fresh->poll_count ||
+                         memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0);
+    CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
+    CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
+    CHANGED("workers", gw->cfg->workers != fresh->workers);
+    CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     if (gw->tcp)
-        tcp_apply_config(gw->tcp, &fresh->tcp);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s (log level, tcp policy)%s", gw->opt.config_path,
-           structural ? "; bus/device/poll changes take effect after a restart" : "");
+        tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
+    CHANGED(tcp_restart, tcp_restart[0] != 0);
+#undef CHANGED
+    gw->cfg->log_level = fresh->log_level;
+    /* The running copy keeps what did not apply, so /status and the next
+     * reload compare against what is really running. */
+    config_tcp_t tcp_now = fresh->tcp;
+    if (tcp_restart[0]) {
+        tcp_now.enabled = gw->cfg->tcp.enabled;
+        memcpy(tcp_now.bind, gw->cfg->tcp.bind, sizeof tcp_now.bind);
+        tcp_now.port = gw->cfg->tcp.port;
+        tcp_now.max_pending = gw->cfg->tcp.max_pending;
+    }
+    gw->cfg->tcp = tcp_now;
+    snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s", gw->opt.config_path,
+           restart[0] ? "; not applied until a restart: " : "", restart);
     config_free(fresh);
 }
 

@@ -5,18 +5,35 @@
  * never stalls a bus.
  */
 #include "gateway/internal.h"
+#include "json/json.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
+#include <sys/socket.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct http_conn {
+    struct bufferevent *bev;       /* evhttp's, with a reference of ours */
+    uint64_t since_ns;             /* accepted, or last answered: a request is due by then + limit */
+    bool refuse;                   /* beyond max_connections */
+    struct http_conn *next;
+} http_conn_t;
+
 struct gw_http {
     gw_t *gw;
     struct evhttp *http;
+    struct evconnlistener *listener;
+    struct event *ev_sweep;
+    http_conn_t *conns;
+    unsigned active;
 };
 
 typedef struct metric_def {
@@ -70,6 +87,14 @@ static const metric_def_t tcp_defs[] = {
     TM(cache_hits, "Reads answered from the poll cache (serve_cached_ms)"),
     TM(half_closed, "Connections closed after a half-close, every answer written"),
 };
+
+/* A configuration string as a JSON string, quotes included. */
+static void add_str(struct evbuffer *b, const char *s)
+{
+    char q[JSON_QUOTED_MAX(CONFIG_PATH_MAX)];
+    json_quote(q, sizeof q, s);
+    evbuffer_add(b, q, strlen(q));
+}
 
 static uint64_t field(const void *base, size_t offset)
 {
@@ -176,6 +201,24 @@ static void actor_metrics_text(gw_t *gw, struct evbuffer *b)
                         (unsigned long long)st.depth_peak);
 }
 
+#define HM(f, h) { #f, h, offsetof(gw_http_metrics_t, f), false }
+static const metric_def_t http_defs[] = {
+    HM(accepted, "HTTP connections accepted"),
+    HM(refused, "HTTP connections refused: max_connections reached"),
+    HM(requests, "HTTP requests served"),
+    HM(timed_out, "HTTP requests cut: incomplete after request_timeout_ms"),
+    { "active", "HTTP connections open", offsetof(gw_http_metrics_t, active), true },
+};
+
+static void http_metrics_text(gw_t *gw, struct evbuffer *b)
+{
+    for (size_t i = 0; i < sizeof http_defs / sizeof http_defs[0]; i++) {
+        metric_header(b, "http", &http_defs[i]);
+        evbuffer_add_printf(b, "rtugw_http_%s%s %llu\n", http_defs[i].name, http_defs[i].gauge ? "" : "_total",
+                            (unsigned long long)field(&gw->http_metrics, http_defs[i].offset));
+    }
+}
+
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
     gw_t *gw = arg;
@@ -192,6 +235,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
                             (unsigned long long)field(&gw->tcp_metrics, tcp_defs[i].offset));
     }
     router_metrics_text(gw, b);
+    http_metrics_text(gw, b);
     actor_metrics_text(gw, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);
@@ -211,9 +255,13 @@ static void on_status(struct evhttp_request *req, void *arg)
     for (unsigned k = 0; k < gw->bus_count; k++) {
         const config_bus_t *bc = bus_config(gw->buses[k]);
         gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
-        evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"port\":\"%s\",\"up\":%s,\"queue_depth\":%llu,"
+        evbuffer_add_printf(b, "%s{\"name\":", k ? "," : "");
+        add_str(b, bc->name);
+        evbuffer_add_printf(b, ",\"port\":");
+        add_str(b, bc->port);
+        evbuffer_add_printf(b, ",\"up\":%s,\"queue_depth\":%llu,"
                                "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,\"devices\":[",
-                            k ? "," : "", bc->name, bc->port, gw_read(&m->port_up) ? "true" : "false",
+                            gw_read(&m->port_up) ? "true" : "false",
                             (unsigned long long)gw_read(&m->queue_depth), (unsigned long long)gw_read(&m->requests),
                             (unsigned long long)gw_read(&m->responses), (unsigned long long)gw_read(&m->timeouts));
         bool first = true;
@@ -223,11 +271,13 @@ static void on_status(struct evhttp_request *req, void *arg)
                 continue;
             gw_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], dev->slave);
             uint64_t last = gw_read(&sm->last_ok_ns);
-            evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"slave\":%u,\"up\":%s,\"backed_off\":%s,"
+            evbuffer_add_printf(b, "%s{\"name\":", first ? "" : ",");
+            add_str(b, dev->name);
+            evbuffer_add_printf(b, ",\"slave\":%u,\"up\":%s,\"backed_off\":%s,\"timeout_ms\":%llu,"
                                    "\"last_ok_age_s\":",
-                                first ? "" : ",", dev->name, dev->slave,
+                                dev->slave, 
                                 last && !gw_read(&sm->dead) ? "true" : "false",
-                                gw_read(&sm->dead) ? "true" : "false");
+                                gw_read(&sm->dead) ? "true" : "false", (unsigned long long)gw_read(&sm->timeout_ms));
             if (last)
                 evbuffer_add_printf(b, "%.3f}", (double)(now - last) / 1e9);
             else
@@ -241,10 +291,14 @@ static void on_status(struct evhttp_request *req, void *arg)
     for (unsigned i = 0; i < gw->cfg->poll_count; i++) {
         const config_poll_t *pg = &gw->cfg->polls[i];
         const gw_cache_entry_t *e = &gw->cache[i];
-        evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"device\":\"%s\",\"function\":%u,\"address\":%u,"
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, pg->name);
+        evbuffer_add_printf(b, ",\"device\":");
+        add_str(b, gw->cfg->devices[pg->device].name);
+        evbuffer_add_printf(b, ",\"function\":%u,\"address\":%u,"
                                "\"count\":%u,\"read\":%u,\"polls\":%llu,\"failures\":%llu,\"overruns\":%llu,"
                                "\"ok\":%s,",
-                            i ? "," : "", pg->name, gw->cfg->devices[pg->device].name, pg->function,
+                            pg->function,
                             pg->address, pg->count, poller_read_of(gw->poller, i), (unsigned long long)e->polls,
                             (unsigned long long)e->failures, (unsigned long long)e->overruns,
                             e->ok ? "true" : "false");
@@ -257,32 +311,163 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, "]}");
     }
     pthread_mutex_unlock(&gw->cache_lock);
-    evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu}}\n",
+    evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu},"
+                           "\"restart_needed\":",
                         (unsigned long long)gw_read(&gw->tcp_metrics.active),
                         (unsigned long long)gw_read(&gw->tcp_metrics.requests),
                         (unsigned long long)gw_read(&gw->tcp_metrics.answers));
+    add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, "}\n");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, 200, "OK", b);
     evbuffer_free(b);
 }
 
+/* ---- connections: the references we keep, and their deadlines --------------- */
+
+static http_conn_t *conn_of(gw_http_t *h, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    for (http_conn_t *c = h->conns; c; c = c->next)
+        if (c->bev == bev)
+            return c;
+    return NULL;
+}
+
+/* Every request passes here: it is complete, so the deadline starts over. */
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    gw_http_t *h = arg;
+    http_conn_t *c = conn_of(h, req);
+    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+
+    if (c)
+        c->since_ns = gw_now_ns();
+    gw_count(&h->gw->http_metrics.requests);
+    if (path && strcmp(path, "/metrics") == 0)
+        on_metrics(req, h->gw);
+    else if (path && strcmp(path, "/status") == 0)
+        on_status(req, h->gw);
+    else
+        evhttp_send_error(req, HTTP_NOTFOUND, "not found");
+}
+
+/* evhttp asks us for each new connection's bufferevent: we keep a reference. */
+static struct bufferevent *make_bev(struct event_base *base, void *arg)
+{
+    gw_http_t *h = arg;
+    http_conn_t *c = calloc(1, sizeof *c);
+    struct bufferevent *bev = c ? bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE) : NULL;
+    if (!bev) {
+        free(c);
+        return NULL;   /* evhttp makes its own; it is then neither capped nor timed */
+    }
+    bufferevent_incref(bev);
+    *c = (http_conn_t){ .bev = bev, .since_ns = gw_now_ns(), .next = h->conns };
+    h->conns = c;
+    h->active++;
+    gw_set(&h->gw->http_metrics.active, h->active);
+    gw_count(&h->gw->http_metrics.accepted);
+    if (h->active > h->gw->cfg->http.max_connections) {
+        c->refuse = true;   /* its descriptor is set after we return: the sweep closes it, now */
+        event_active(h->ev_sweep, EV_TIMEOUT, 0);
+    }
+    return bev;
+}
+
+/*
+ * Out of descriptors: libevent's listener would retry accept() at once,
+ * forever. It is paused instead; the sweep resumes it within 250 ms. (evhttp
+ * owns the listener's callback argument, so such failures are counted by
+ * the Modbus TCP front end's accept_errors, which meets the same limit.)
+ */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    (void)arg;
+    evconnlistener_disable(l);
+}
+
+/* Is evhttp done with it? bufferevent_free() clears the callbacks, and our
+ * reference keeps the rest alive until we drop it. */
+static bool released(struct bufferevent *bev)
+{
+    bufferevent_data_cb rd, wr;
+    bufferevent_event_cb ev;
+    void *arg;
+    bufferevent_getcb(bev, &rd, &wr, &ev, &arg);
+    return !rd && !wr && !ev;
+}
+
+/* Every 250 ms, and at once when a connection is over the cap. */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    gw_http_t *h = arg;
+    uint64_t now = gw_now_ns(), limit = (uint64_t)h->gw->cfg->http.request_timeout_ms * 1000000ull;
+    (void)fd;
+    (void)what;
+    for (http_conn_t **pp = &h->conns, *c; (c = *pp) != NULL;) {
+        if (released(c->bev)) {
+            *pp = c->next;
+            bufferevent_decref(c->bev);   /* the last reference: closes its descriptor */
+            free(c);
+            h->active--;
+            continue;
+        }
+        bool late = now - c->since_ns > limit;
+        if (late || c->refuse) {
+            evutil_socket_t sock = bufferevent_getfd(c->bev);
+            gw_count(c->refuse ? &h->gw->http_metrics.refused : &h->gw->http_metrics.timed_out);
+            c->refuse = false;
+            c->since_ns = UINT64_MAX / 2;   /* once */
+            if (sock >= 0)
+                shutdown(sock, SHUT_RDWR);
+        }
+        pp = &c->next;
+    }
+    gw_set(&h->gw->http_metrics.active, h->active);
+    evconnlistener_enable(h->listener);
+}
+
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
 {
+    const config_http_t *cfg = &gw->cfg->http;
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port) };
     gw_http_t *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
     h->gw = gw;
-    h->http = evhttp_new(loop_base(gw->loop));
-    if (!h->http || evhttp_bind_socket(h->http, gw->cfg->http.bind, (uint16_t)gw->cfg->http.port) != 0) {
-        snprintf(err, errcap, "http: cannot listen on %s:%u", gw->cfg->http.bind, gw->cfg->http.port);
+    if (inet_pton(AF_INET, cfg->bind, &sin.sin_addr) != 1) {
+        snprintf(err, errcap, "[http] bind = '%s': not an IPv4 address", cfg->bind);
         http_free(h);
         return NULL;
     }
+    h->http = evhttp_new(loop_base(gw->loop));
+    h->listener = evconnlistener_new_bind(loop_base(gw->loop), NULL, NULL,
+                                          LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
+                                          (struct sockaddr *)&sin, sizeof sin);
+    h->ev_sweep = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, h);
+    if (!h->http || !h->listener || !h->ev_sweep) {
+        snprintf(err, errcap, "http: cannot listen on %s:%u: %s", cfg->bind, cfg->port, strerror(errno));
+        http_free(h);
+        return NULL;
+    }
+    evhttp_set_bevcb(h->http, make_bev, h);
+    if (!evhttp_bind_listener(h->http, h->listener)) {
+        snprintf(err, errcap, "http: cannot serve on %s:%u", cfg->bind, cfg->port);
+        http_free(h);
+        return NULL;
+    }
+    evconnlistener_set_error_cb(h->listener, on_accept_error);
+    evhttp_set_max_headers_size(h->http, cfg->max_header_bytes);
+    evhttp_set_max_body_size(h->http, cfg->max_body_bytes);
+    evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-    evhttp_set_cb(h->http, "/metrics", on_metrics, gw);
-    evhttp_set_cb(h->http, "/status", on_status, gw);
+    evhttp_set_gencb(h->http, on_request, h);
+    struct timeval quarter = { 0, 250000 };
+    event_add(h->ev_sweep, &quarter);
     return h;
 }
 
@@ -290,7 +475,16 @@ void http_free(gw_http_t *h)
 {
     if (!h)
         return;
+    if (h->ev_sweep)
+        event_free(h->ev_sweep);
     if (h->http)
-        evhttp_free(h->http);
+        evhttp_free(h->http);   /* frees its connections and the bound listener */
+    else if (h->listener)
+        evconnlistener_free(h->listener);
+    for (http_conn_t *c = h->conns, *n; c; c = n) {
+        n = c->next;
+        bufferevent_decref(c->bev);
+        free(c);
+    }
     free(h);
 }

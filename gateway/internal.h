@@ -120,8 +120,12 @@ typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
     atomic_uint_fast64_t requests, answers, bad_mbap, discarded, read_only_refused;
     atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
-    atomic_uint_fast64_t half_closed;
+    atomic_uint_fast64_t half_closed, refused_address, adu_timeout_closed, accept_errors, revoked_closed;
 } gw_tcp_metrics_t;
+
+typedef struct gw_http_metrics {
+    atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
+} gw_http_metrics_t;
 
 /* metrics.c */
 void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns);
@@ -214,7 +218,8 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap);
 void tcp_free(gw_tcp_t *tcp);
 void tcp_stop_accepting(gw_tcp_t *tcp);
 unsigned tcp_in_flight(const gw_tcp_t *tcp);
-void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg);
+/* Applies what can apply now; restart gets the keys that need a restart. */
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap);
 
 /* poller.c */
 gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap);
@@ -241,12 +246,14 @@ struct gw {
     gw_tcp_t *tcp;
     gw_http_t *http;
     gw_tcp_metrics_t tcp_metrics;
+    gw_http_metrics_t http_metrics;
     pthread_mutex_t cache_lock;
     gw_cache_entry_t *cache;  /* one per poll group */
     struct event *ev_drain;
     struct event *ev_signals[3];
     uint64_t drain_deadline_ns;
     bool draining;
+    char restart_needed[512];   /* what the last reload could not apply, by name */
     atomic_int stopping;
     uint64_t started_ns;
 };

@@ -30,6 +30,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -39,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TCP_TABLE 1024            /* the largest max_clients the config allows */
 #define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
@@ -60,6 +62,8 @@ typedef struct tcp_conn {
     uint32_t head_seq, next_seq;   /* slots [head, next) are in use */
     tcp_slot_t *slots;
     uint64_t last_activity_ns;
+    uint64_t partial_since_ns;      /* first byte of an ADU not yet complete; 0: none */
+    struct sockaddr_storage peer;
     bool paused;                    /* reading stopped: ring full */
     bool half_closed;               /* the client sent EOF: close when answered */
 } tcp_conn_t;
@@ -70,6 +74,10 @@ struct gw_tcp {
     config_tcp_t cfg;
     struct evconnlistener *listener;
     struct event *ev_idle;
+    struct event *ev_accept_retry;  /* accepting again after running out of descriptors */
+    int reserve_fd;                 /* spare descriptor: refuse cleanly when there are none */
+    bool stopped;
+    uint64_t accept_log_next_ns;
     tcp_conn_t *conns[TCP_TABLE];
     uint64_t generation[TCP_TABLE];
     _Atomic uint64_t live[TCP_TABLE];   /* the id live in each index; 0: none */
@@ -281,6 +289,28 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
 }
 
 /*
+ * A header whose protocol or length can never be valid is refused on the
+ * bytes that show it (4 and 6 of the 7), not held until the rest arrives:
+ * a client announcing a length of 0 or 60000 gets nothing to wait for.
+ */
+static bool header_prefix_valid(tcp_conn_t *c, struct evbuffer *in)
+{
+    uint8_t head[6];
+    size_t n = evbuffer_get_length(in);
+    if (n > sizeof head)
+        n = sizeof head;
+    if (n < 4 || evbuffer_copyout(in, head, n) != (ev_ssize_t)n)
+        return true;
+    unsigned protocol = (unsigned)(head[2] << 8 | head[3]), length = n >= 6 ? (unsigned)(head[4] << 8 | head[5]) : 2;
+    if (protocol == 0 && length >= 2 && length <= RTU_MAX_PDU + 1)
+        return true;
+    gw_log(c->tcp->gw, CONFIG_LOG_WARN, "tcp: %s MBAP header (protocol %u, length %u); closing that connection",
+           protocol ? "non-Modbus" : "impossible", protocol, length);
+    conn_close(c, &c->tcp->gw->tcp_metrics.bad_mbap);
+    return false;
+}
+
+/*
  * Splits what has arrived into MBAP ADUs (mbap_stream_next) and hands each to
  * conn_request. A partial ADU stays in the buffer for the next read; a bad
  * header closes the connection, as nothing after it can be framed.
@@ -296,6 +326,8 @@ static void conn_read(struct bufferevent *bev, void *arg)
     uint64_t id = c->id;   /* c may be freed by a flush below; the id tells */
 
     c->last_activity_ns = gw_now_ns();
+    if (!header_prefix_valid(c, in))
+        return;
     while (evbuffer_get_length(in) >= MBAP_HEADER_LEN) {
         if (c->next_seq - c->head_seq == tcp->cfg.max_pending) {
             /* Ring full: stop reading until answers free a slot. */
@@ -313,12 +345,19 @@ static void conn_read(struct bufferevent *bev, void *arg)
             return;
         }
         if (rc == 0)
-            return;   /* the rest of this ADU has not arrived yet */
+            break;    /* the rest of this ADU has not arrived yet */
         evbuffer_drain(in, adu_len);
         conn_request(c, &h, frame + MBAP_HEADER_LEN, adu_len - MBAP_HEADER_LEN);
         if (!conn_by_id(tcp, id))
             return;   /* closed while flushing (slow reader) */
+        if (!header_prefix_valid(c, in))
+            return;
     }
+    /* The ADU deadline runs from the first byte of an ADU still incomplete. */
+    if (evbuffer_get_length(in) == 0)
+        c->partial_since_ns = 0;
+    else if (!c->partial_since_ns)
+        c->partial_since_ns = c->last_activity_ns;
 }
 
 /* The output buffer ran empty: a half-closed connection may now close. */
@@ -401,6 +440,70 @@ static bool allowed(const gw_tcp_t *tcp, const struct sockaddr *sa)
     return false;
 }
 
+static bool same_address(const struct sockaddr_storage *a, const struct sockaddr *b)
+{
+    if (a->ss_family != b->sa_family)
+        return false;
+    if (b->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    return false;
+}
+
+/* One address may hold at most max_per_address of the max_clients slots,
+ * so one misbehaving host cannot lock every other client out. */
+static bool address_full(const gw_tcp_t *tcp, const struct sockaddr *sa)
+{
+    unsigned limit = tcp->cfg.max_per_address, n = 0;
+    if (!limit)
+        return false;
+    for (unsigned i = 0; i < TCP_TABLE; i++)
+        if (tcp->conns[i] && same_address(&tcp->conns[i]->peer, sa) && ++n >= limit)
+            return true;
+    return false;
+}
+
+/*
+ * Out of descriptors (EMFILE/ENFILE): libevent would retry accept() at once,
+ * forever, logging each failure. Instead the listener pauses for 100 ms, the
+ * log says so at most once a minute, and the spare descriptor kept for this
+ * is spent to accept the waiting client and close it at once: it is refused
+ * cleanly instead of left hanging in the backlog. Counted (accept_errors).
+ */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    uint64_t now = gw_now_ns();
+
+    gw_count(&tcp->gw->tcp_metrics.accept_errors);
+    if (now >= tcp->accept_log_next_ns) {
+        gw_log(tcp->gw, CONFIG_LOG_ERROR, "tcp: accept: %s; pausing the listener (logged once a minute)",
+               strerror(err));
+        tcp->accept_log_next_ns = now + 60000000000ull;
+    }
+    if ((err == EMFILE || err == ENFILE) && tcp->reserve_fd >= 0) {
+        close(tcp->reserve_fd);
+        int fd = accept(evconnlistener_get_fd(l), NULL, NULL);
+        if (fd >= 0) {
+            close(fd);
+            gw_count(&tcp->gw->tcp_metrics.refused_full);
+        }
+        tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    evconnlistener_disable(l);
+    struct timeval tv = { 0, 100000 };
+    evtimer_add(tcp->ev_accept_retry, &tv);
+}
+
+static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    (void)fd;
+    (void)what;
+    if (tcp->listener && !tcp->stopped)
+        evconnlistener_enable(tcp->listener);
+}
+
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
@@ -408,10 +511,14 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     gw_t *gw = tcp->gw;
     unsigned index = TCP_TABLE;
     (void)l;
-    (void)salen;
 
     if (!allowed(tcp, sa)) {
         gw_count(&gw->tcp_metrics.refused_allow);
+        evutil_closesocket(fd);
+        return;
+    }
+    if (address_full(tcp, sa)) {
+        gw_count(&gw->tcp_metrics.refused_address);
         evutil_closesocket(fd);
         return;
     }
@@ -444,6 +551,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     /* Generation from 1, so no live id is ever 0. */
     c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
     c->last_activity_ns = gw_now_ns();
+    memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
     tcp->conns[index] = c;
     atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
     gw_count(&gw->tcp_metrics.accepted);
@@ -452,19 +560,31 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
-static void on_idle_check(evutil_socket_t fd, short what, void *arg)
+/*
+ * Every 250 ms: a connection with nothing owed and nothing heard for
+ * idle_timeout_s is closed; so is one whose ADU is still incomplete
+ * adu_timeout_ms after its first byte (a client trickling a byte a second
+ * would otherwise hold its slot forever: slowloris).
+ */
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     gw_tcp_t *tcp = arg;
     uint64_t now = gw_now_ns();
+    uint64_t idle = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
+    uint64_t adu = (uint64_t)tcp->cfg.adu_timeout_ms * 1000000ull;
     (void)fd;
     (void)what;
-    if (!tcp->cfg.idle_timeout_s)
-        return;
-    uint64_t limit = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
     for (unsigned i = 0; i < TCP_TABLE; i++) {
         tcp_conn_t *c = tcp->conns[i];
-        if (c && c->head_seq == c->next_seq && now - c->last_activity_ns > limit)
+        if (!c)
+            continue;
+        if (c->partial_since_ns && now - c->partial_since_ns > adu) {
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "tcp: an ADU incomplete after %u ms; closing that connection",
+                   tcp->cfg.adu_timeout_ms);
+            conn_close(c, &tcp->gw->tcp_metrics.adu_timeout_closed);
+        } else if (idle && c->head_seq == c->next_seq && now - c->last_activity_ns > idle) {
             conn_close(c, &tcp->gw->tcp_metrics.idle_closed);
+        }
     }
 }
 
@@ -478,11 +598,12 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     tcp->origin.ops = &tcp_origin_ops;
+    tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     tcp->gw = gw;
     tcp->cfg = gw->cfg->tcp;
     if (inet_pton(AF_INET, tcp->cfg.bind, &sin.sin_addr) != 1) {
         snprintf(err, errcap, "[tcp] bind = '%s': not an IPv4 address", tcp->cfg.bind);
-        free(tcp);
+        tcp_free(tcp);
         return NULL;
     }
     tcp->listener = evconnlistener_new_bind(loop_base(gw->loop), on_accept, tcp,
@@ -491,17 +612,20 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
     if (!tcp->listener) {
         snprintf(err, errcap, "tcp: cannot listen on %s:%u: %s", tcp->cfg.bind, tcp->cfg.port,
                  strerror(errno));
-        free(tcp);
+        tcp_free(tcp);
         return NULL;
     }
-    tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_idle_check, tcp);
-    struct timeval second = { 1, 0 };
-    event_add(tcp->ev_idle, &second);
+    evconnlistener_set_error_cb(tcp->listener, on_accept_error);
+    tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
+    tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
+    struct timeval quarter = { 0, 250000 };
+    event_add(tcp->ev_idle, &quarter);
     return tcp;
 }
 
 void tcp_stop_accepting(gw_tcp_t *tcp)
 {
+    tcp->stopped = true;
     if (tcp->listener)
         evconnlistener_disable(tcp->listener);
 }
@@ -511,14 +635,38 @@ unsigned tcp_in_flight(const gw_tcp_t *tcp)
     return tcp ? tcp->in_flight : 0;
 }
 
-void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg)
+/*
+ * SIGHUP: everything in [tcp] but the listener (enabled, bind, port) and the
+ * per-connection ring (max_pending) applies now, to existing connections
+ * too: a connection from an address no longer allowed is closed (counted),
+ * unit routes and default_bus route the next request. The keys that cannot
+ * apply are returned by name so the log and /status can say so.
+ */
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap)
 {
-    /* Policy only: the listener and the slot rings keep their sizes. */
-    tcp->cfg.read_only = cfg->read_only;
-    tcp->cfg.allow_count = cfg->allow_count;
-    memcpy(tcp->cfg.allow, cfg->allow, sizeof cfg->allow);
-    tcp->cfg.max_clients = cfg->max_clients;
-    tcp->cfg.idle_timeout_s = cfg->idle_timeout_s;
+    size_t used = 0;
+    restart[0] = 0;
+#define NEEDS_RESTART(cond, key)                                                                 \
+    if (cond)                                                                                    \
+        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s", used ? " " : "", key)
+    NEEDS_RESTART(cfg->enabled != tcp->cfg.enabled, "tcp.enabled");
+    NEEDS_RESTART(strcmp(cfg->bind, tcp->cfg.bind) != 0, "tcp.bind");
+    NEEDS_RESTART(cfg->port != tcp->cfg.port, "tcp.port");
+    NEEDS_RESTART(cfg->max_pending != tcp->cfg.max_pending, "tcp.max_pending");
+#undef NEEDS_RESTART
+    config_tcp_t next = *cfg;
+    next.enabled = tcp->cfg.enabled;
+    memcpy(next.bind, tcp->cfg.bind, sizeof next.bind);
+    next.port = tcp->cfg.port;
+    next.max_pending = tcp->cfg.max_pending;
+    tcp->cfg = next;
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (c && !allowed(tcp, (const struct sockaddr *)&c->peer)) {
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "tcp: reload: a connection's address is no longer allowed; closing it");
+            conn_close(c, &tcp->gw->tcp_metrics.revoked_closed);
+        }
+    }
 }
 
 void tcp_free(gw_tcp_t *tcp)
@@ -530,6 +678,10 @@ void tcp_free(gw_tcp_t *tcp)
             conn_close(tcp->conns[i], NULL);
     if (tcp->ev_idle)
         event_free(tcp->ev_idle);
+    if (tcp->ev_accept_retry)
+        event_free(tcp->ev_accept_retry);
+    if (tcp->reserve_fd >= 0)
+        close(tcp->reserve_fd);
     if (tcp->listener)
         evconnlistener_free(tcp->listener);
     free(tcp);
