@@ -86,6 +86,10 @@ static const metric_def_t tcp_defs[] = {
     TM(unrouted, "Requests answered 0x0A: no route for the unit"),
     TM(cache_hits, "Reads answered from the poll cache (serve_cached_ms)"),
     TM(half_closed, "Connections closed after a half-close, every answer written"),
+    TM(refused_address, "Connections refused: max_per_address reached for that address"),
+    TM(adu_timeout_closed, "Connections closed: an ADU incomplete after adu_timeout_ms"),
+    TM(accept_errors, "accept() failures (e.g. out of descriptors): the listener pauses 100 ms"),
+    TM(revoked_closed, "Connections closed by a reload: address no longer allowed"),
 };
 
 /* A configuration string as a JSON string, quotes included. */
@@ -364,14 +368,25 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
         return NULL;   /* evhttp makes its own; it is then neither capped nor timed */
     }
     bufferevent_incref(bev);
+    /* Past this much unparsed input the connection stops being read: evhttp
+     * checks max_header_bytes only at the end of a line, and a header line
+     * without an end would otherwise grow without bound. What is not read
+     * waits in the kernel's socket buffer until the deadline cuts it. */
+    const config_http_t *cfg = &h->gw->cfg->http;
+    bufferevent_setwatermark(bev, EV_READ, 0, (size_t)cfg->max_header_bytes + cfg->max_body_bytes + 4096);
     *c = (http_conn_t){ .bev = bev, .since_ns = gw_now_ns(), .next = h->conns };
     h->conns = c;
     h->active++;
     gw_set(&h->gw->http_metrics.active, h->active);
     gw_count(&h->gw->http_metrics.accepted);
-    if (h->active > h->gw->cfg->http.max_connections) {
-        c->refuse = true;   /* its descriptor is set after we return: the sweep closes it, now */
-        event_active(h->ev_sweep, EV_TIMEOUT, 0);
+    if (h->active >= cfg->max_connections) {
+        /* Full: the listener rests (more clients wait in the kernel's
+         * backlog, costing us nothing) until the sweep finds room. */
+        evconnlistener_disable(h->listener);
+        if (h->active > cfg->max_connections) {
+            c->refuse = true;   /* its descriptor is set after we return: the sweep closes it, now */
+            event_active(h->ev_sweep, EV_TIMEOUT, 0);
+        }
     }
     return bev;
 }
@@ -426,7 +441,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         pp = &c->next;
     }
     gw_set(&h->gw->http_metrics.active, h->active);
-    evconnlistener_enable(h->listener);
+    if (h->active < h->gw->cfg->http.max_connections)
+        evconnlistener_enable(h->listener);   /* after a pause for room or for descriptors */
 }
 
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)

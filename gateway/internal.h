@@ -87,6 +87,7 @@ struct gw_request {
     uint32_t seq;        /* the origin's own: TCP request number, poll read index */
     uint8_t slave;       /* 0: broadcast */
     uint8_t background;  /* queued behind interactive requests when tcp_first */
+    uint8_t bus;         /* the bus it was submitted to (for the origin's bookkeeping) */
     uint16_t pdu_len;
     uint8_t pdu[RTU_MAX_PDU];
 };
@@ -153,8 +154,18 @@ typedef struct gw_cache_entry {
     uint8_t ok;
     uint8_t exception;        /* the slave's or the gateway's exception when !ok */
     uint64_t polls, failures, overruns;
+    uint64_t t_req_ns;        /* when the poll that filled it was submitted */
+    uint64_t written_ns;      /* when a write touching it was last answered */
+    unsigned writes_pending;  /* writes touching it not yet answered */
     uint16_t values[2000];    /* registers, or bits as 0/1 */
 } gw_cache_entry_t;
+
+/* cache.c: writes through the gateway keep serve_cached_ms reads coherent
+ * (under cache_lock, taken inside). */
+void cache_write_begin(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
+void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
+/* Called with cache_lock held. */
+bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
 
 /* ---- loop.c: the I/O thread -------------------------------------------------- */
 

@@ -23,6 +23,7 @@ enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER };
 
 /* An answer on its way from a bus to the poller actor. */
 typedef struct poll_answer {
+    uint64_t t_req_ns;     /* when the read was submitted */
     uint32_t seq;          /* the read's index */
     uint16_t pdu_len;
     uint8_t pdu[RTU_MAX_PDU];
@@ -166,6 +167,7 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
         e->ok = 1;
         e->count = (uint16_t)g->count;
         e->t_ns = now;
+        e->t_req_ns = a->t_req_ns;
     }
     pthread_mutex_unlock(&gw->cache_lock);
 }
@@ -194,7 +196,7 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_poller_t *p = (gw_poller_t *)o;
-    poll_answer_t a = { .seq = req->seq, .pdu_len = (uint16_t)len };
+    poll_answer_t a = { .t_req_ns = req->t_accept_ns, .seq = req->seq, .pdu_len = (uint16_t)len };
     memcpy(a.pdu, pdu, len);
     actor_send(p->gw->actors, p->self, POLLER_MSG_ANSWER, &a, offsetof(poll_answer_t, pdu) + len);
 }

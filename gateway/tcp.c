@@ -222,7 +222,7 @@ static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const
         const gw_cache_entry_t *e = &gw->cache[i];
         if (!g->serve_cached_ms || d->bus != bus || d->slave != slave || g->function != req->function ||
             req->address < g->address || req->address + req->quantity > g->address + g->count ||
-            !e->ok || now - e->t_ns > (uint64_t)g->serve_cached_ms * 1000000ull)
+            !cache_servable(e, now, (uint64_t)g->serve_cached_ms * 1000000ull))
             continue;
         unsigned off = req->address - g->address;
         pdu[0] = req->function;
@@ -280,10 +280,13 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
         gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
-                           .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns() };
+                           .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns() };
         memcpy(r.pdu, pdu, len);
-        if (bus_submit(gw->buses[bus], &r) != 0)
+        cache_write_begin(gw, bus, slave, pdu, len);
+        if (bus_submit(gw->buses[bus], &r) != 0) {
+            cache_write_end(gw, bus, slave, pdu, len);
             slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
+        }
     }
     conn_flush(c);
 }
@@ -415,6 +418,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;
+    cache_write_end(tcp->gw, req->bus, req->slave, req->pdu, req->pdu_len);   /* a no-op for reads */
     if (loop_post(tcp->gw->loop, on_answer, tcp, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(tcp->gw, CONFIG_LOG_ERROR, "tcp: cannot queue an answer (out of memory)");
 }

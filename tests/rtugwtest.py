@@ -1,9 +1,17 @@
 """Helpers shared by the Python end-to-end tests: the binary under test, a
 check that counts failures instead of stopping at the first, and a free
-port on 127.0.0.1, the daemon's /metrics as a dict. Each test script ends with `finish(NAME)`."""
+port on 127.0.0.1, the daemon's /metrics as a dict, a gateway started on a
+config of its own, raw MBAP framing. Each test script ends with `finish(NAME)`."""
+import json
 import os
+import shutil
+import signal
 import socket
+import struct
+import subprocess
 import sys
+import tempfile
+import time
 import urllib.request
 
 BIN = os.environ.get("RTUGW_BIN", "./rtugw")
@@ -39,6 +47,109 @@ def fetch_metrics(http_port, timeout=3):
             k, v = line.rsplit(" ", 1)
             out[k] = float(v)
     return out
+
+
+procs = []   # every daemon started, killed by the scripts' own clean-up
+
+
+class Gateway:
+    def __init__(self, extra_tcp="", bus="port = sim:1,2,3\nbaud = 19200\n", devices=None, extra="",
+                 log_level="info", timeout_ms=150, nofile=None):
+        self.tcp_port, self.http_port = free_port(), free_port()
+        self.dir = tempfile.mkdtemp(prefix="rtugw-test-")
+        self.cfg = os.path.join(self.dir, "rtugw.conf")
+        devices = devices if devices is not None else "".join(
+            f"[device d{s}]\nslave = {s}\ndead_after = {0 if s == 8 else 2}\ndead_backoff_ms = 3000\n"
+            for s in (1, 2, 3, 8, 9))
+        self.text = (f"[gateway]\nlog_level = {log_level}\n[bus line]\n{bus}response_timeout_ms = {timeout_ms}\nretries = 1\n"
+                     f"{devices}[tcp]\nport = {self.tcp_port}\ndefault_bus = line\nmax_clients = 64\n{extra_tcp}"
+                     f"[http]\nport = {self.http_port}\n{extra}")
+        with open(self.cfg, "w", errors="surrogateescape") as f:   # lone surrogates: raw bytes
+            f.write(self.text)
+        self.log = open(os.path.join(self.dir, "log"), "w+")
+
+        def limits():
+            if nofile:
+                import resource
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stderr=self.log, stdout=self.log,
+                                  preexec_fn=limits)
+        procs.append(self.p)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.tcp_port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(0.2)  # the bus reports its port open
+
+    def client(self):
+        from pymodbus.client import ModbusTcpClient
+        c = ModbusTcpClient("127.0.0.1", port=self.tcp_port, timeout=3)
+        assert c.connect()
+        return c
+
+    def metrics(self):
+        return fetch_metrics(self.http_port, timeout=3)
+
+    def status(self):
+        return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/status", timeout=3).read())
+
+    def log_text(self):
+        self.log.flush()
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def rewrite(self, text):
+        self.text = text
+        with open(self.cfg, "w", errors="surrogateescape") as f:
+            f.write(text)
+
+    def stop(self):
+        t0 = time.time()
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = None
+        dt = time.time() - t0
+        log = self.log_text()
+        # Under --enable-sanitizers a report in the daemon's own log is a failure.
+        check("ERROR: AddressSanitizer" not in log and "runtime error:" not in log and
+              "ThreadSanitizer" not in log, f"no sanitizer report from the daemon ({self.log.name})")
+        if "ERROR:" not in log:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return rc, dt
+
+
+def mbap(tid, unit, pdu):
+    return struct.pack(">HHHB", tid, 0, len(pdu) + 1, unit) + pdu
+
+
+def recv_frame(s):
+    head = b""
+    while len(head) < 7:
+        chunk = s.recv(7 - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    tid, proto, length, unit = struct.unpack(">HHHB", head)
+    body = b""
+    while len(body) < length - 1:
+        body += s.recv(length - 1 - len(body))
+    return tid, unit, body
+
+
+def closed_by_peer(s, wait=2.0):
+    s.settimeout(wait)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
 
 
 def finish(name, extra=""):
