@@ -3,7 +3,8 @@
  * by a pool of worker threads, timers, and per-worker counters.
  *
  * The only header other folders include. Everything behind it is opaque;
- * see docs/actor.md for the design and its invariants.
+ * see docs/actor.md for the design and its invariants. Owns: actors,
+ * mailboxes, workers, run queues, timers. May call: libc and pthreads only.
  *
  * Errors are negative errno values:
  *   -EINVAL    a bad argument (NULL, a malformed reference, a reserved type)

@@ -5,7 +5,8 @@
  *
  * The loaded configuration is plain data (the structs below are its
  * contract, read-only for the rest of the program); how it is parsed and
- * validated stays inside config/.
+ * validated stays inside config/. May call: libinih and libc; everything
+ * above it reads it.
  */
 #ifndef RTUGW_CONFIG_CONFIG_H
 #define RTUGW_CONFIG_CONFIG_H

@@ -1,7 +1,8 @@
 /*
  * drivers/driver.h -- byte sources and sinks behind one interface.
  *
- * This is the one public header of drivers/. A driver_t is an opaque handle
+ * This is the one public header of drivers/ (it may call parser/, actor/
+ * and libserialport; nothing above it). A driver_t is an opaque handle
  * on a backend: a table of functions (driver_backend_t, in the spirit of
  * libmodbus's modbus_backend_t). Three backends ship with it:
  *

@@ -3,8 +3,10 @@
  * every fd and timer, bus actors (one per serial line) and a poller actor on
  * the actor scheduler, a Modbus TCP front end and an HTTP status server.
  *
- * This is gateway/'s public header (used by its commands); the parts talk
- * through gateway/internal.h.
+ * This is gateway/'s public header, used by cli/ only. Owns the daemon. May
+ * call: every library below it (parser, routing, actor, drivers, config,
+ * json) and libevent; its own parts talk through gateway/internal.h, which
+ * states their direction.
  */
 #ifndef RTUGW_GATEWAY_GATEWAY_H
 #define RTUGW_GATEWAY_GATEWAY_H

@@ -5,6 +5,9 @@
  * rate. It never changes a result: both arms produce the reference
  * envelope byte for byte (parser/rtu.h), the router only picks which runs.
  *
+ * Owns: the per-bucket statistics, the policy, the state file. May call:
+ * parser/ and libc.
+ *
  * Threads: one router_t is shared; every thread that decodes takes its own
  * router_thread_t (router_thread_new) and uses only that. A handle's
  * statistics live in its own cache lines and are written only by its
