@@ -1,0 +1,15 @@
+# tags/: the tag model, CSV loading, the words <-> value codec and the read
+# planner. Pure code on libc (and libm); nothing here does I/O but read a CSV.
+noinst_LIBRARIES += tags/libtags.a
+tags_libtags_a_SOURCES = tags/tags.h tags/internal.h \
+	tags/names.c tags/table.c tags/codec.c tags/values.c tags/csv.c tags/plan.c tags/demo.c
+# No fused multiply-add: raw * scale + offset rounds twice on every CPU, as the
+# reference (Python's float) does, so decoded values match it to the bit.
+tags_libtags_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
+
+TAGS_TEST_LIBS = tags/libtags.a parser/libparser.a $(CMOCKA_LIBS) -lm
+check_PROGRAMS += tests/test_tags_plan
+tests_test_tags_plan_SOURCES = tests/test_tags_plan.c tests/testutil.h tests/testutil.c
+tests_test_tags_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_tags_plan_LDADD = $(TAGS_TEST_LIBS)
+TESTS += tests/test_tags_plan
