@@ -13,3 +13,10 @@ tests_test_tags_plan_SOURCES = tests/test_tags_plan.c tests/testutil.h tests/tes
 tests_test_tags_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tags_plan_LDADD = $(TAGS_TEST_LIBS)
 TESTS += tests/test_tags_plan
+
+# The codec against Python's struct: tests/test_tags_codec.py drives the tool.
+check_PROGRAMS += tests/tags_codec_tool
+tests_tags_codec_tool_SOURCES = tests/tags_codec_tool.c
+tests_tags_codec_tool_LDADD = tags/libtags.a -lm
+TESTS += tests/test_tags_codec.py
+EXTRA_DIST += tests/test_tags_codec.py
