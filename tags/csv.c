@@ -203,10 +203,12 @@ static int record(reader_t *r)
         if (rc < 0)
             return rc;
         f->len = r->used - f->at;
-        if (!f->quoted)
-            trim(r, f);
         if (put(r, '\0') < 0)
             return -E2BIG;
+        if (!f->quoted) {
+            trim(r, f);
+            r->buf[f->at + f->len] = '\0';
+        }
         int c = next(r);
         if (c != ',')
             return 1;   /* '\n' or EOF: the record ends */

@@ -114,7 +114,8 @@ static unsigned block(gen_t *g, unsigned dev, unsigned base, unsigned k, unsigne
     char address[24];
 
     for (unsigned i = 0; i < k && *left; i++, (*left)--) {
-        unsigned hole = below(g, 10) < 7 ? 0 : below(g, 10) < 8 ? 10 + below(g, 12) : 1 + below(g, 6);
+        unsigned dice = below(g, 20);   /* 80 % adjacent, 15 % a small hole, 5 % a large one */
+        unsigned hole = dice < 16 ? 0 : dice < 19 ? 1 + below(g, 6) : 10 + below(g, 20);
         at += hole * (bits ? 8 : 1);
         const kind_t *kind = bits ? &coil : pick_kind(g);
         bool writable = writable_table && below(g, 4) == 0;

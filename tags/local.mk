@@ -8,11 +8,17 @@ tags_libtags_a_SOURCES = tags/tags.h tags/internal.h \
 tags_libtags_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 
 TAGS_TEST_LIBS = tags/libtags.a parser/libparser.a $(CMOCKA_LIBS) -lm
-check_PROGRAMS += tests/test_tags_plan
+check_PROGRAMS += tests/test_tags tests/test_tags_plan tests/test_tags_csv
+tests_test_tags_csv_SOURCES = tests/test_tags_csv.c
+tests_test_tags_csv_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_tags_csv_LDADD = $(TAGS_TEST_LIBS)
+tests_test_tags_SOURCES = tests/test_tags.c
+tests_test_tags_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_tags_LDADD = $(TAGS_TEST_LIBS)
 tests_test_tags_plan_SOURCES = tests/test_tags_plan.c tests/testutil.h tests/testutil.c
 tests_test_tags_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tags_plan_LDADD = $(TAGS_TEST_LIBS)
-TESTS += tests/test_tags_plan
+TESTS += tests/test_tags tests/test_tags_plan tests/test_tags_csv
 
 # The codec against Python's struct: tests/test_tags_codec.py drives the tool.
 check_PROGRAMS += tests/tags_codec_tool
