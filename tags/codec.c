@@ -60,10 +60,15 @@ void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out
         bits = gather(words, tag->count, tag->order);
 
     switch (tag->type) {
-    case TAGS_BOOL:
-        out->raw.b = tag->in_register ? (words[0] >> tag->bit) & 1 : words[0] != 0;
-        out->eng = out->raw.b;
+    case TAGS_BOOL: {
+        /* built whole and stored once: a one-byte store over the eight just
+         * zeroed would make the next eight-byte load of raw wait for both */
+        __typeof__(out->raw) raw = { .u = 0 };
+        raw.b = tag->in_register ? (words[0] >> tag->bit) & 1 : words[0] != 0;
+        out->raw = raw;
+        out->eng = raw.b;
         break;
+    }
     case TAGS_INT16:
         out->raw.i = (int16_t)bits;
         out->eng = engineering(tag, (double)out->raw.i);
