@@ -83,12 +83,13 @@ static const tags_member_t *members_of(const tags_table_t *t, const tags_plan_t 
     return is_bits == bits ? m : NULL;
 }
 
-int tags_table_apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const uint16_t *words,
-                     size_t n_words, int64_t now_ms)
+/* One answer into its member tags: registers (words) or packed bits. */
+static int apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const uint16_t *words,
+                 const uint8_t *packed, size_t n_units, int64_t now_ms)
 {
     const tags_read_t *read;
     size_t n;
-    const tags_member_t *m = members_of(t, plan, r, false, &read, &n);
+    const tags_member_t *m = members_of(t, plan, r, packed != NULL, &read, &n);
     int moved = 0;
     if (!m)
         return -EINVAL;
@@ -96,35 +97,25 @@ int tags_table_apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const u
         if (m[k].is_group)
             continue;
         size_t at = (size_t)(m[k].address - read->address);
-        if (at + m[k].count > n_words)
+        uint16_t bit = packed && at < n_units ? (packed[at / 8] >> (at % 8)) & 1 : 0;
+        if (at + m[k].count > n_units)
             moved += mark_bad(t, m[k].index, TAGS_BAD_SHORT, 0, now_ms);
         else
-            moved += store(t, m[k].index, words + at, now_ms);
+            moved += store(t, m[k].index, packed ? &bit : words + at, now_ms);
     }
     return moved;
+}
+
+int tags_table_apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const uint16_t *words,
+                     size_t n_words, int64_t now_ms)
+{
+    return apply(t, plan, r, words, NULL, n_words, now_ms);
 }
 
 int tags_table_apply_bits(tags_table_t *t, const tags_plan_t *plan, size_t r, const uint8_t *packed,
                           size_t n_bits, int64_t now_ms)
 {
-    const tags_read_t *read;
-    size_t n;
-    const tags_member_t *m = members_of(t, plan, r, true, &read, &n);
-    int moved = 0;
-    if (!m)
-        return -EINVAL;
-    for (size_t k = 0; k < n; k++) {
-        if (m[k].is_group)
-            continue;
-        size_t at = (size_t)(m[k].address - read->address);
-        if (at >= n_bits) {
-            moved += mark_bad(t, m[k].index, TAGS_BAD_SHORT, 0, now_ms);
-            continue;
-        }
-        uint16_t word = (packed[at / 8] >> (at % 8)) & 1;
-        moved += store(t, m[k].index, &word, now_ms);
-    }
-    return moved;
+    return packed ? apply(t, plan, r, NULL, packed, n_bits, now_ms) : -EINVAL;
 }
 
 int tags_table_fail(tags_table_t *t, const tags_plan_t *plan, size_t r, tags_reason_t reason,
