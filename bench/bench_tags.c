@@ -18,14 +18,17 @@
  * The last row is the gateway's real path, tags_table_apply over every read
  * of the plan (decode, store, change detection), per tag value.
  *
- * --type T --iterations N decodes N values of one type and prints nothing
- * timed: run it under valgrind --tool=callgrind at two N and divide the
- * difference of the instruction counts by the difference of N (docs/tags.md).
+ * --callgrind counts instructions per value instead: this binary runs itself
+ * under valgrind in its --type T --iterations N mode (decode only, nothing
+ * timed) at two N per type, and the difference of the totals over the
+ * difference of N cancels start-up; the same on a loaded or an idle machine.
  */
 #include "bench/bench.h"
+#include "bench/internal.h"
 #include "tags/tags.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +39,7 @@ typedef struct tags_options {
     const char *file;
     unsigned long tags, devices, seed, rounds, warmup, iterations;
     const char *only;
-    int json;
+    int json, callgrind;
 } tags_options_t;
 
 /* ---- (1) reads per cycle ---------------------------------------------------- */
@@ -304,6 +307,38 @@ static int run_only(const tags_options_t *opt)
     return 2;
 }
 
+/* --callgrind: instructions per value, per type. */
+static int run_callgrind(const tags_options_t *opt)
+{
+    const unsigned long small = 1000, large = 101000;
+    char self[PATH_MAX], args[128];
+    if (!realpath("/proc/self/exe", self))
+        return 1;
+    printf(opt->json ? "{\"callgrind\": [" : "| type | instructions per value |\n|---|---:|\n");
+    for (size_t k = 0; k < TYPE_COUNT; k++) {
+        long long n[2];
+        for (int i = 0; i < 2; i++) {
+            snprintf(args, sizeof args, "tags --type %s --iterations %lu", type_specs[k].type,
+                     i ? large : small);
+            n[i] = bench_callgrind_collected(self, args);
+        }
+        if (n[0] < 0 || n[1] < 0) {
+            fprintf(stderr, "rtugw bench tags --callgrind: the valgrind run failed for %s "
+                    "(apt-get install valgrind)\n", type_specs[k].type);
+            return 1;
+        }
+        double per = (double)(n[1] - n[0]) / (double)(large - small);
+        if (opt->json)
+            printf("%s{\"type\": \"%s\", \"instructions_per_value\": %.1f}", k ? ", " : "",
+                   type_specs[k].label, per);
+        else
+            printf("| %s | %.1f |\n", type_specs[k].label, per);
+        fflush(stdout);
+    }
+    printf(opt->json ? "]}\n" : "");
+    return 0;
+}
+
 /* ---- options and the table -------------------------------------------------- */
 
 static int load(const tags_options_t *opt, tags_table_t **out)
@@ -342,15 +377,16 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: rtugw bench tags [--file CSV | --tags N --devices N] [--seed N] [--rounds N]\n"
-            "                        [--warmup N] [--json] [--type T --iterations N]\n"
+            "                        [--warmup N] [--json] [--callgrind] [--type T --iterations N]\n"
             "\n"
             "Reads per poll cycle and line time at 9600 baud 8E1: the planner against one read\n"
             "per tag and against merging only touching ranges; then ns per decoded value per type.\n"
             "  --file CSV     a tag file (default: the generated demo file)\n"
             "  --tags N       demo tags (default 2000), --devices N (default 10), --seed N (1)\n"
             "  --rounds N     measured rounds (default 41), --warmup N (default 5)\n"
-            "  --type T       only decode T (int16, float32, string:8, ...) --iterations N times:\n"
-            "                 for callgrind, prints no timing\n"
+            "  --callgrind    instructions per decoded value under valgrind, per type\n"
+            "  --type T       only decode T (int16, float32, string:8, ...) --iterations N times,\n"
+            "                 nothing timed (what --callgrind runs)\n"
             "  --json         JSON instead of Markdown\n");
 }
 
@@ -362,6 +398,7 @@ static int parse_options(int argc, char **argv, tags_options_t *opt)
         { "rounds", required_argument, NULL, 'r' },   { "warmup", required_argument, NULL, 'w' },
         { "type", required_argument, NULL, 'y' },     { "iterations", required_argument, NULL, 'i' },
         { "json", no_argument, NULL, 'j' },           { "help", no_argument, NULL, 'h' },
+        { "callgrind", no_argument, NULL, 'c' },
         { NULL, 0, NULL, 0 },
     };
     int c, index;
@@ -380,6 +417,8 @@ static int parse_options(int argc, char **argv, tags_options_t *opt)
             opt->only = optarg;
         else if (c == 'j')
             opt->json = 1;
+        else if (c == 'c')
+            opt->callgrind = 1;
         else if (c == 'h')
             return usage(stdout), 0;
         else if (!num)
@@ -401,6 +440,8 @@ int bench_tags_main(int argc, char **argv)
         return rc;
     if (opt.only)
         return run_only(&opt);
+    if (opt.callgrind)
+        return run_callgrind(&opt);
 
     tags_table_t *t;
     tags_planner_t *pl = tags_planner_new(NULL);
