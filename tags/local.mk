@@ -9,13 +9,14 @@ tags_libtags_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
 
 TAGS_TEST_LIBS = tags/libtags.a parser/libparser.a $(CMOCKA_LIBS) -lm
 check_PROGRAMS += tests/test_tags tests/test_tags_plan tests/test_tags_csv
-tests_test_tags_csv_SOURCES = tests/test_tags_csv.c
+tests_test_tags_csv_SOURCES = tests/test_tags_csv.c tests/tagsutil.h tests/tagsutil.c
 tests_test_tags_csv_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tags_csv_LDADD = $(TAGS_TEST_LIBS)
-tests_test_tags_SOURCES = tests/test_tags.c
+tests_test_tags_SOURCES = tests/test_tags.c tests/tagsutil.h tests/tagsutil.c
 tests_test_tags_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tags_LDADD = $(TAGS_TEST_LIBS)
-tests_test_tags_plan_SOURCES = tests/test_tags_plan.c tests/testutil.h tests/testutil.c
+tests_test_tags_plan_SOURCES = tests/test_tags_plan.c tests/testutil.h tests/testutil.c \
+	tests/tagsutil.h tests/tagsutil.c
 tests_test_tags_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tags_plan_LDADD = $(TAGS_TEST_LIBS)
 TESTS += tests/test_tags tests/test_tags_plan tests/test_tags_csv

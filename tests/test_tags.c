@@ -7,6 +7,7 @@
  * tests/test_tags_plan.c the planner; tests/test_tags_csv.c the loader.)
  */
 #include "tags/tags.h"
+#include "tests/tagsutil.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -377,8 +378,7 @@ static void test_table_validation(void **state)
 /* Thousands of names through the index: all found, none confused. */
 static void test_table_many_names(void **state)
 {
-    (void)state;
-    tags_table_t *t = tags_table_new(5000);
+    tags_table_t *t = *state;
     char msg[256];
     tags_tag_t g = make(TAGS_UINT16, 0, 0);
     for (unsigned i = 0; i < 5000; i++) {
@@ -392,13 +392,11 @@ static void test_table_many_names(void **state)
         assert_int_equal(tags_table_tag(t, i)->address, i);
     }
     assert_int_equal(tags_table_find(t, "dev0/tag_1"), -ENOENT);
-    tags_table_free(t);
 }
 
 static void test_answers_into_values(void **state)
 {
-    (void)state;
-    tags_table_t *t = tags_table_new(16);
+    tags_table_t *t = *state;
     char msg[256];
     tags_tag_t temp = make(TAGS_INT16, 0, 0);
     strcpy(temp.name, "temp");
@@ -481,7 +479,6 @@ static void test_answers_into_values(void **state)
 
     tags_plan_free(plan);
     tags_planner_free(pl);
-    tags_table_free(t);
 }
 
 int main(void)
@@ -494,8 +491,8 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_writes_and_pdus),
         cmocka_unit_test(test_table_validation),
-        cmocka_unit_test(test_table_many_names),
-        cmocka_unit_test(test_answers_into_values),
+        cmocka_unit_test_setup_teardown(test_table_many_names, tags_fixture_setup, tags_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_answers_into_values, tags_fixture_setup, tags_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
  * file's mistakes in one pass, with nothing added to the table.
  */
 #include "tags/tags.h"
+#include "tests/tagsutil.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,7 +149,6 @@ static void test_generated_file_from_disk(void **state)
 
 static void test_rfc4180(void **state)
 {
-    (void)state;
     const char *text =
         "\xEF\xBB\xBFName,Table,Address,Type,Description,Order\r\n"
         "a,holding,100,float32,\"Pump 1, \"\"main\"\" line\",\r\n"
@@ -156,7 +156,7 @@ static void test_rfc4180(void **state)
         "b,holding,102,int16,\"two\r\nlines\",BA\r\n"
         " c , input , 5 , uint16 , plain ,  \n"
         "\"d\",coil,0x1,bool,,";   /* no line end at the end of the file */
-    tags_table_t *t = tags_table_new(10);
+    tags_table_t *t = *state;
     tags_errors_t errs;
     int rc = tags_load_csv_string(t, text, "t.csv", plc1, 1, &errs);
     for (unsigned i = 0; i < errs.count; i++)
@@ -179,18 +179,16 @@ static void test_rfc4180(void **state)
     assert_int_equal(d->address, 1);
     assert_int_equal(d->line, 7);
     assert_string_equal(tags_table_device_name(t, 0), "plc1");
-    tags_table_free(t);
 }
 
 static void test_every_column(void **state)
 {
-    (void)state;
     const char *text =
         "name,device,table,address,type,order,scale,offset,unit,deadband,writable,interval_ms,description\n"
         "t1,plc1,holding,40.3,bool,,,,,,yes,250,status bit\n"
         "t2,plc1,holding,41,uint64,HGFEDCBA,0.001,-5,kWh,0.5,false,60000,\"energy\"\n"
         "t3,plc1,input,0,string:16,BA,,,,,,,\n";
-    tags_table_t *t = tags_table_new(10);
+    tags_table_t *t = *state;
     tags_errors_t errs;
     assert_int_equal(tags_load_csv_string(t, text, "t.csv", plc1, 1, &errs), 3);
     const tags_tag_t *t1 = tags_table_tag(t, 0), *t2 = tags_table_tag(t, 1), *t3 = tags_table_tag(t, 2);
@@ -204,7 +202,6 @@ static void test_every_column(void **state)
     assert_int_equal(t2->count, 4);
     assert_int_equal(t3->count, 16);
     assert_int_equal(t3->order, TAGS_ORDER_BADC);
-    tags_table_free(t);
 }
 
 static void test_bad_rows_name_line_and_column(void **state)
@@ -262,7 +259,6 @@ static void test_bad_rows_name_line_and_column(void **state)
 
 static void test_all_errors_in_one_pass(void **state)
 {
-    (void)state;
     const char *text =
         "name,table,address,type\n"
         "ok1,holding,1,int16\n"
@@ -270,7 +266,7 @@ static void test_all_errors_in_one_pass(void **state)
         "ok2,holding,2,int16\n"
         "x2,holdin,1,int16\n"
         "x3,holding,99999,int16\n";
-    tags_table_t *t = tags_table_new(10);
+    tags_table_t *t = *state;
     tags_errors_t errs;
     assert_int_equal(tags_load_csv_string(t, text, "t.csv", plc1, 1, &errs), -EINVAL);
     assert_int_equal(errs.total, 3);
@@ -280,7 +276,6 @@ static void test_all_errors_in_one_pass(void **state)
     assert_int_equal(tags_table_count(t), 0);
     assert_int_equal(tags_table_device_count(t), 0);
     assert_int_equal(tags_table_find(t, "ok1"), -ENOENT);
-    tags_table_free(t);
 }
 
 static void test_bounds_and_devices(void **state)
@@ -312,10 +307,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_generated_2000_tags_load_and_plan),
         cmocka_unit_test(test_generated_file_from_disk),
-        cmocka_unit_test(test_rfc4180),
-        cmocka_unit_test(test_every_column),
+        cmocka_unit_test_setup_teardown(test_rfc4180, tags_fixture_setup, tags_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_every_column, tags_fixture_setup, tags_fixture_teardown),
         cmocka_unit_test(test_bad_rows_name_line_and_column),
-        cmocka_unit_test(test_all_errors_in_one_pass),
+        cmocka_unit_test_setup_teardown(test_all_errors_in_one_pass, tags_fixture_setup, tags_fixture_teardown),
         cmocka_unit_test(test_bounds_and_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

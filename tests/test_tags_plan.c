@@ -10,6 +10,7 @@
  * Then plans over a tag table and poll groups, and splits after exception 02.
  */
 #include "tags/tags.h"
+#include "tests/tagsutil.h"
 #include "tests/testutil.h"
 
 #include <stdarg.h>
@@ -303,8 +304,7 @@ static void check_members(const tags_plan_t *plan, size_t n_tags, size_t n_group
 
 static void test_build_table_and_groups(void **state)
 {
-    (void)state;
-    tags_table_t *t = tags_table_new(64);
+    tags_table_t *t = *state;
     char msg[256];
     tags_tag_t a = reg_tag("a", 100, TAGS_FLOAT32, 1000), b = reg_tag("b", 104, TAGS_INT16, 1000);
     tags_tag_t c = reg_tag("c", 102, TAGS_UINT16, 5000), d = reg_tag("d", 100, TAGS_UINT16, 1000);
@@ -347,7 +347,6 @@ static void test_build_table_and_groups(void **state)
     assert_int_equal(tags_plan_build(pl, NULL, &broken, 1, &plan, msg, sizeof msg), -EINVAL);
     assert_non_null(strstr(msg, "65530"));
     tags_planner_free(pl);
-    tags_table_free(t);
 }
 
 static void test_build_random_tables(void **state)
@@ -391,8 +390,7 @@ static void test_build_random_tables(void **state)
 
 static void test_split_holes_then_halves_then_none(void **state)
 {
-    (void)state;
-    tags_table_t *t = tags_table_new(16);
+    tags_table_t *t = *state;
     char msg[256];
     /* 100..101, hole 102..104, 105..106, hole 107, 108 */
     tags_tag_t a = reg_tag("a", 100, TAGS_FLOAT32, 1000), b = reg_tag("b", 105, TAGS_INT32, 1000);
@@ -444,7 +442,6 @@ static void test_split_holes_then_halves_then_none(void **state)
     assert_int_equal(tags_plan_split(pl, plan, 99, &what), -EINVAL);
     tags_plan_free(plan);
     tags_planner_free(pl);
-    tags_table_free(t);
 }
 
 /* A cut inside a multi-register tag cannot divide it: it is not in force. */
@@ -465,9 +462,9 @@ int main(void)
         cmocka_unit_test(test_property_large_valid),
         cmocka_unit_test(test_ranges_refuses_what_cannot_be_read),
         cmocka_unit_test(test_ranges_gap_rule),
-        cmocka_unit_test(test_build_table_and_groups),
+        cmocka_unit_test_setup_teardown(test_build_table_and_groups, tags_fixture_setup, tags_fixture_teardown),
         cmocka_unit_test(test_build_random_tables),
-        cmocka_unit_test(test_split_holes_then_halves_then_none),
+        cmocka_unit_test_setup_teardown(test_split_holes_then_halves_then_none, tags_fixture_setup, tags_fixture_teardown),
         cmocka_unit_test(test_cut_inside_a_tag_is_ignored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
