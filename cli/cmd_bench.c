@@ -18,6 +18,7 @@ static const struct {
     { "gateway", bench_gateway_main, "rtugw rps and latency vs a direct RTU master, RSS, paced cycle" },
     { "soak", bench_soak_main, "N mixed requests from many clients: answered once, RSS and fds flat" },
     { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },
+    { "tags", bench_tags_main, "reads per poll cycle: planner vs per tag vs touching; ns per decoded value" },
 };
 
 static void usage(FILE *to)

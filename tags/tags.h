@@ -1,0 +1,432 @@
+/*
+ * tags/tags.h -- tags: named, typed, scaled values of Modbus devices, the
+ * codec between them and 16-bit words, a CSV loader and the read planner.
+ *
+ * Pure code: nothing here opens a port or a socket or reads a clock. The only
+ * I/O is reading a CSV file (tags_load_csv). Times are passed in by the caller
+ * (wall-clock milliseconds, what a published value is stamped with).
+ *
+ * How the gateway uses it (docs/tags.md has the whole story):
+ *
+ *   tags_table_t *t = tags_table_new(4096);
+ *   tags_load_csv(t, "tags.csv", defaults, n_defaults, &errs);  // or tags_table_add
+ *   tags_planner_t *pl = tags_planner_new(NULL);                  // 125 regs, 2000 bits, gap 8
+ *   tags_plan_t *plan;
+ *   tags_plan_build(pl, t, groups, n_groups, &plan, msg, sizeof msg);
+ *   for each read r (tags_plan_read): a timer at r->interval_ms sends
+ *       tags_read_pdu(r, pdu) to r->device; its answer goes to
+ *       tags_table_apply(t, plan, r, words, n, now_ms)      (registers)
+ *       tags_table_apply_bits(t, plan, r, packed, n, now_ms) (coils, discretes)
+ *       tags_table_fail(t, plan, r, TAGS_BAD_TIMEOUT, 0, now_ms) (no answer)
+ *   an exception 02 on a read that spans holes: tags_plan_split(pl, plan, r, &what),
+ *       then build the plan again (the planner remembers the split);
+ *   readers (HTTP, MQTT): tags_table_value(t, i, now_ms, &v), tags_format(...);
+ *   writes: tags_encode_text(tag, "12.5", 0, &w, msg, cap), tags_write_pdu(&w, ...).
+ *
+ * Tag definitions (tags_tag_t) and values (tags_value_t) are plain data, like
+ * config_t: they are values read everywhere. The table, the planner and the
+ * plan are opaque. Functions return 0 (or a count) and negative errno codes:
+ * -EINVAL a value that is not one, -ERANGE out of range, -EDOM NaN or an
+ * infinity where a number is needed, -EACCES a write to a read-only tag,
+ * -EEXIST a duplicate name, -ENOENT not found, -ENOSPC a bound reached,
+ * -ENOMEM, and the errno of a failed read of a file. Where a function takes
+ * msg/cap, it writes one line there naming the value that is wrong.
+ *
+ * Not thread-safe: a table, a planner and a plan are each used by one thread
+ * at a time (the gateway guards the table with its cache lock).
+ */
+#ifndef RTUGW_TAGS_TAGS_H
+#define RTUGW_TAGS_TAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TAGS_NAME_MAX 48         /* tag name, including the NUL */
+#define TAGS_DEVICE_MAX 32       /* device name, including the NUL (config's CONFIG_NAME_MAX) */
+#define TAGS_UNIT_MAX 16
+#define TAGS_DESCRIPTION_MAX 128
+#define TAGS_MAX_REGISTERS 125   /* one tag fits one read: string and raw are 1..125 */
+#define TAGS_WRITE_MAX 123       /* registers one write (fc 16) may carry */
+#define TAGS_CSV_LINE_MAX 4096   /* bytes in one physical CSV line */
+#define TAGS_MAX_ERRORS 16
+
+/* The four Modbus tables ("table" in the CSV). */
+typedef enum tags_area {
+    TAGS_AREA_COIL = 0,          /* read fc 1, write fc 5/15 */
+    TAGS_AREA_DISCRETE,          /* read fc 2, read-only */
+    TAGS_AREA_HOLDING,           /* read fc 3, write fc 6/16 */
+    TAGS_AREA_INPUT,             /* read fc 4, read-only */
+} tags_area_t;
+
+typedef enum tags_type {
+    TAGS_BOOL = 0,   /* a coil or discrete input, or bit N of a register */
+    TAGS_INT16,
+    TAGS_UINT16,
+    TAGS_INT32,
+    TAGS_UINT32,
+    TAGS_INT64,
+    TAGS_UINT64,
+    TAGS_FLOAT32,
+    TAGS_FLOAT64,
+    TAGS_STRING,     /* N registers of text, two bytes each, NUL-padded */
+    TAGS_RAW,        /* N words as they are */
+} tags_type_t;
+
+/*
+ * Word and byte order, as two independent swaps of the big-endian (Modbus)
+ * layout, so one device default serves every width: CDAB on a 32-bit value
+ * is GHEFCDAB on a 64-bit one (the words reversed), BADC is BADCFEHG (the
+ * bytes of each register swapped). For one-register types and strings only
+ * the byte swap means anything (AB / BA).
+ */
+typedef enum tags_order {
+    TAGS_ORDER_ABCD = 0,                 /* ABCDEFGH, AB: big-endian, the Modbus default */
+    TAGS_ORDER_CDAB = 1,                 /* GHEFCDAB: words reversed */
+    TAGS_ORDER_BADC = 2,                 /* BADCFEHG, BA: bytes swapped in each register */
+    TAGS_ORDER_DCBA = 3,                 /* HGFEDCBA: both, i.e. little-endian */
+} tags_order_t;
+#define TAGS_ORDER_WORDSWAP 1u
+#define TAGS_ORDER_BYTESWAP 2u
+
+typedef enum tags_quality {
+    TAGS_GOOD = 0,
+    TAGS_BAD,        /* reason says why */
+    TAGS_STALE,      /* good, but older than twice the tag's interval */
+} tags_quality_t;
+
+typedef enum tags_reason {
+    TAGS_BAD_NONE = 0,
+    TAGS_BAD_NOT_READ,   /* no answer yet since the table was loaded */
+    TAGS_BAD_EXCEPTION,  /* the slave answered an exception (tags_value_t.exception) */
+    TAGS_BAD_TIMEOUT,    /* no answer after the retries (gateway exception 0x0B) */
+    TAGS_BAD_PORT_DOWN,  /* the serial line is closed (gateway exception 0x0A) */
+    TAGS_BAD_SHORT,      /* the answer had fewer words than the read asked for */
+} tags_reason_t;
+
+/*
+ * One tag. Plain data: tags_table_add validates and copies it. `count` is
+ * derived from the type (bool 1, 16-bit 1, 32-bit 2, 64-bit 4) except for
+ * string and raw, where it is the N of string:N / raw:N.
+ */
+typedef struct tags_tag {
+    char name[TAGS_NAME_MAX];
+    unsigned device;                 /* index into the table's devices */
+    tags_area_t area;
+    uint16_t address;                /* protocol address, 0-based */
+    bool in_register;                /* bool that is bit `bit` of a holding/input register */
+    uint8_t bit;                     /* 0 = least significant */
+    tags_type_t type;
+    uint16_t count;                  /* registers it occupies (bits: 1) */
+    tags_order_t order;              /* in effect: the tag's own or its device's default */
+    double scale;                    /* engineering = raw * scale + offset */
+    double offset;
+    double deadband;                 /* a change smaller than this is not a change; 0: any */
+    bool writable;
+    unsigned interval_ms;            /* how often it is read */
+    char unit[TAGS_UNIT_MAX];
+    char description[TAGS_DESCRIPTION_MAX];
+    unsigned line;                   /* CSV line it came from; 0 when added by code */
+} tags_tag_t;
+
+/*
+ * A value as read. `raw` is what the words say, by type: b for bool, i for
+ * the signed integers, u for the unsigned ones, f for the floats. `eng` is
+ * raw * scale + offset for the numbers (exact only below 2^53 for the 64-bit
+ * integers: use raw for counters), 0/1 for bool, 0 for string and raw, whose
+ * words (wire order, one register per element) are in `words`.
+ */
+typedef struct tags_value {
+    tags_quality_t quality;
+    tags_reason_t reason;            /* TAGS_BAD_NONE unless quality is TAGS_BAD */
+    uint8_t exception;               /* the slave's exception code (reason EXCEPTION) */
+    int64_t time_ms;                 /* wall clock when its answer arrived; 0: never */
+    union {
+        bool b;
+        int64_t i;
+        uint64_t u;
+        double f;
+    } raw;
+    double eng;
+    const uint16_t *words;           /* string and raw only, else NULL */
+    uint16_t n_words;
+} tags_value_t;
+
+/* ---- names: parse and print (used by the CSV loader and config) ------------
+ * Each parser returns 0, or -EINVAL with one line in msg naming the value and
+ * what would have been accepted. msg may be NULL. */
+int tags_parse_area(const char *text, tags_area_t *area, char *msg, size_t cap);
+/* "bool", "int16", ... "float64", "string:N", "raw:N" (N = 1..125). */
+int tags_parse_type(const char *text, tags_type_t *type, unsigned *count, char *msg, size_t cap);
+/* Any order name of any width (a device default). */
+int tags_parse_order(const char *text, tags_order_t *order, char *msg, size_t cap);
+/* An order name for this type: 32-bit names for 32-bit types, 64-bit names for
+ * 64-bit ones, AB/BA for 16-bit types and strings; bool and raw take none. */
+int tags_parse_order_for(const char *text, tags_type_t type, tags_order_t *order, char *msg, size_t cap);
+/* "100" or "0x64" (0..65535); "100.3" is bit 3 of register 100 (bit may be NULL:
+ * then a bit is refused). */
+int tags_parse_address(const char *text, unsigned *address, int *bit, char *msg, size_t cap);
+/* true/false, yes/no, on/off, 1/0. */
+int tags_parse_bool(const char *text, bool *value, char *msg, size_t cap);
+const char *tags_area_name(tags_area_t area);
+const char *tags_type_name(tags_type_t type);     /* without the :N */
+/* The order's name at this type's width: "CDAB", "GHEFCDAB", "BA", "" for bool/raw. */
+const char *tags_order_name(tags_order_t order, tags_type_t type);
+const char *tags_reason_name(tags_reason_t reason);
+const char *tags_quality_name(tags_quality_t quality);
+/* Registers a type occupies (string and raw: their N); 0 for an invalid type. */
+unsigned tags_type_registers(tags_type_t type, unsigned n);
+
+/* ---- the codec (pure: words <-> values) ------------------------------------- */
+
+/*
+ * Decodes tag->count words (the tag's first register first; for a coil or
+ * discrete input words[0] != 0 is on) into out's raw, eng, words and n_words.
+ * Quality and time are the caller's. String and raw values point at `words`.
+ */
+void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out);
+
+/* The text of a string value: its bytes in the tag's byte order up to the
+ * first NUL, NUL-terminated. Returns its length (truncated to cap - 1). */
+size_t tags_string_text(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap);
+
+/* A value as text, what HTTP and MQTT publish: integers with scale 1 and
+ * offset 0 exactly; other numbers in the fewest digits that read back to the
+ * same double; bool true/false; strings as text; raw as hex words "0001 ff00".
+ * Returns the length, or -ENOSPC when cap is too small. */
+int tags_format(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap);
+
+/* What a write puts on the wire. For a bool in a register the caller must
+ * first read the register (fc 3, address, 1) and pass it to tags_write_merge:
+ * Modbus has no single-bit write for registers. (Or send fc 22, mask write,
+ * with and_mask = ~mask, or_mask = bits, where the device supports it.) */
+typedef struct tags_write {
+    uint8_t function;                /* 5, 6, 15 or 16 */
+    uint16_t address;
+    uint16_t count;                  /* coils (5, 15) or registers (6, 16) */
+    uint16_t words[TAGS_WRITE_MAX];  /* registers, wire order; coils: 0 or 1 */
+    bool needs_read;                 /* a bool in a register, not merged yet */
+    uint16_t mask;                   /* the bit it changes */
+    uint16_t bits;                   /* that bit's new value, within mask */
+} tags_write_t;
+
+#define TAGS_WRITE_MULTIPLE 1u       /* fc 15/16 even for one coil/register */
+
+/*
+ * Encodes an engineering value: raw = (eng - offset) / scale, rounded to the
+ * nearest integer for the integer types (half away from zero). Refused, never
+ * wrapped or clamped: a value outside the type (-ERANGE), NaN or an infinity
+ * for an integer or a bool (-EDOM), a bool other than 0 or 1, a float32 beyond
+ * its largest finite value, a tag that is not writable (-EACCES), strings and
+ * raw (-EINVAL: use tags_encode_text).
+ */
+int tags_encode_number(const tags_tag_t *tag, double eng, unsigned flags, tags_write_t *w,
+                       char *msg, size_t cap);
+/* Encodes text as tags_format writes it: integers with scale 1 and offset 0
+ * exactly (all 64 bits), other numbers through tags_encode_number, bool as
+ * tags_parse_bool takes it, a string of at most 2N bytes (NUL-padded), raw as
+ * exactly N hex words separated by spaces or commas. */
+int tags_encode_text(const tags_tag_t *tag, const char *text, unsigned flags, tags_write_t *w,
+                     char *msg, size_t cap);
+/* The words to words[0] for a bool in a register, from the register's value now. */
+void tags_write_merge(tags_write_t *w, uint16_t current);
+/* The request PDU (function code first). Returns its length, -EAGAIN while
+ * needs_read, -ENOSPC when cap is too small. 6 + 2 * TAGS_WRITE_MAX is enough. */
+int tags_write_pdu(const tags_write_t *w, uint8_t *pdu, size_t cap);
+
+/* True when a change from `last` to `now` is one (beyond the tag's deadband;
+ * any change when the deadband is 0). */
+bool tags_deadband_exceeded(const tags_tag_t *tag, double last, double now);
+
+/* ---- the table -------------------------------------------------------------- */
+typedef struct tags_table tags_table_t;
+
+/* A table of at most max_tags tags (1..1,000,000); NULL on -ENOMEM or a bad bound. */
+tags_table_t *tags_table_new(size_t max_tags);
+void tags_table_free(tags_table_t *t);
+
+/*
+ * Validates tag and adds a copy on device `device` (a new device when the
+ * name is new; tag->device is ignored). Refuses: a duplicate name (-EEXIST),
+ * the table full (-ENOSPC), a name not [A-Za-z0-9_.:/-], a range past 65535,
+ * a bit on a coil or discrete input or on a type other than bool, a bool
+ * register without a bit, a writable discrete/input tag, a scale that is 0 or
+ * not finite, a scale/offset/deadband on bool, string or raw, an interval
+ * outside 1..86400000 ms (-EINVAL or -ERANGE). Returns the new index.
+ */
+int tags_table_add(tags_table_t *t, const tags_tag_t *tag, const char *device, char *msg, size_t cap);
+size_t tags_table_count(const tags_table_t *t);
+const tags_tag_t *tags_table_tag(const tags_table_t *t, size_t index);
+/* Index of the tag called name, or -ENOENT. */
+int tags_table_find(const tags_table_t *t, const char *name);
+size_t tags_table_device_count(const tags_table_t *t);
+const char *tags_table_device_name(const tags_table_t *t, size_t device);
+/* Index of the device called name, or -ENOENT. */
+int tags_table_find_device(const tags_table_t *t, const char *name);
+/* The tags of one device, in the order they were added; *n their number. */
+const unsigned *tags_table_device_tags(const tags_table_t *t, size_t device, size_t *n);
+
+/* The value of a tag now: STALE when good and older than 2 x interval_ms.
+ * String and raw words stay valid until the tag's next update. */
+int tags_table_value(const tags_table_t *t, size_t index, int64_t now_ms, tags_value_t *out);
+
+/* ---- CSV loading ------------------------------------------------------------ */
+typedef struct tags_device_defaults {
+    const char *name;                /* as the CSV's device column writes it */
+    tags_order_t order;              /* for tags without an order of their own */
+    unsigned interval_ms;            /* for tags without an interval; 0: 1000 */
+} tags_device_defaults_t;
+
+typedef struct tags_errors {
+    char text[TAGS_MAX_ERRORS][320];
+    unsigned count;                  /* messages kept */
+    unsigned total;                  /* errors found, including those not kept */
+} tags_errors_t;
+
+/*
+ * Loads one tag per row of an RFC 4180 CSV file into t: a header row names
+ * the columns (name, device, table, address, type, order, scale, offset,
+ * unit, deadband, writable, interval_ms, description; name, table, address
+ * and type are required; an unknown or repeated column is an error). Quoted
+ * fields may hold commas, doubled quotes and line breaks; lines end in LF or
+ * CRLF; a UTF-8 byte order mark is skipped; blank lines are skipped.
+ *
+ * devices: when n_devices > 0, a row's device must be one of them (an empty
+ * device column is allowed when there is exactly one); when 0, any device
+ * name goes, with order ABCD and interval 1000 ms.
+ *
+ * Every error is reported, each "FILE:LINE:COLUMN: column 'value': reason"
+ * (COLUMN counts bytes from 1, where the field starts), up to
+ * TAGS_MAX_ERRORS kept. On any error nothing is added to t. Returns the
+ * number of tags added, or the first error's code.
+ */
+int tags_load_csv(tags_table_t *t, const char *path, const tags_device_defaults_t *devices,
+                  size_t n_devices, tags_errors_t *errs);
+/* The same from text in memory; name stands for the file in messages. */
+int tags_load_csv_string(tags_table_t *t, const char *text, const char *name,
+                         const tags_device_defaults_t *devices, size_t n_devices,
+                         tags_errors_t *errs);
+
+/* A synthetic tag file for demos, tests and benchmarks: n_tags tags over
+ * n_devices devices ("plc1".."plcN"), clustered in blocks with holes, every
+ * type and table, intervals 1000 and 5000 ms, descriptions that need quoting.
+ * The same seed gives the same file. Returns its length, or -ENOSPC. */
+int tags_demo_csv(char *buf, size_t cap, unsigned n_tags, unsigned n_devices, uint64_t seed);
+
+/* ---- the read planner ------------------------------------------------------- */
+typedef struct tags_limits {
+    unsigned max_read_registers;     /* 1..125, default 125 */
+    unsigned max_read_bits;          /* 1..2000, default 2000 */
+    unsigned max_gap;                /* registers read over rather than split; default 8.
+                                        Coils and discretes: 16 bits per register */
+} tags_limits_t;
+#define TAGS_LIMITS_DEFAULT ((tags_limits_t){ 125, 2000, 8 })
+
+/* An item to plan: a tag's registers or a poll group's range. */
+typedef struct tags_range {
+    unsigned address;
+    unsigned count;                  /* >= 1 */
+} tags_range_t;
+
+/*
+ * The planner's core, for one device, table and interval: reads that cover
+ * every item exactly once, never split one, stay within the limit and read
+ * over no hole longer than the gap, and cross no cut (a cut c forbids a read
+ * holding both c - 1 and c, unless one of the items itself spans c). Among
+ * those, the fewest reads, then the fewest words read. reads must hold n
+ * entries; assign[i] gets item i's read. Returns the number of reads, or
+ * -EINVAL for an item longer than the limit or past 65535.
+ */
+int tags_plan_ranges(const tags_limits_t *lim, tags_area_t area, const tags_range_t *items,
+                     size_t n, const unsigned *cuts, size_t n_cuts, tags_range_t *reads,
+                     unsigned *assign);
+
+typedef struct tags_planner tags_planner_t;
+typedef struct tags_plan tags_plan_t;
+
+/* A raw poll group: planned with the tags, answered to the caller by id. */
+typedef struct tags_group {
+    const char *device;
+    tags_area_t area;
+    unsigned address;
+    unsigned count;
+    unsigned interval_ms;
+    unsigned id;
+} tags_group_t;
+
+typedef struct tags_read {
+    const char *device;              /* owned by the plan */
+    tags_area_t area;
+    uint8_t function;                /* 1, 2, 3 or 4 */
+    uint16_t address;
+    uint16_t count;                  /* registers or bits */
+    unsigned interval_ms;
+    unsigned members;                /* tags and groups it answers */
+} tags_read_t;
+
+typedef struct tags_member {
+    bool is_group;
+    unsigned index;                  /* tag index, or the group's id */
+    uint16_t address;
+    uint16_t count;
+} tags_member_t;
+
+/* The planner holds limits (a default and per device) and the cuts that
+ * earlier splits made, per device and table. NULL limits: the defaults. */
+tags_planner_t *tags_planner_new(const tags_limits_t *limits);
+void tags_planner_free(tags_planner_t *pl);
+/* Limits for one device (a PLC that takes at most 64 registers a read). */
+int tags_planner_set_limits(tags_planner_t *pl, const char *device, const tags_limits_t *limits,
+                            char *msg, size_t cap);
+
+/*
+ * Plans every tag of t (may be NULL) and every group together, by device,
+ * table and interval: a group and a tag on the same device, table and interval
+ * can share a read. Reads come sorted by device, table, interval, address.
+ */
+int tags_plan_build(const tags_planner_t *pl, const tags_table_t *t, const tags_group_t *groups,
+                    size_t n_groups, tags_plan_t **out, char *msg, size_t cap);
+void tags_plan_free(tags_plan_t *plan);
+size_t tags_plan_read_count(const tags_plan_t *plan);
+const tags_read_t *tags_plan_read(const tags_plan_t *plan, size_t r);
+/* The members of read r, by address; *n how many. */
+const tags_member_t *tags_plan_members(const tags_plan_t *plan, size_t r, size_t *n);
+/* The request PDU of read r: function, address, count (5 bytes). */
+int tags_read_pdu(const tags_read_t *read, uint8_t pdu[5]);
+
+typedef enum tags_split_kind {
+    TAGS_SPLIT_NONE = 0,             /* one item, or no point to cut at: mark its tags bad */
+    TAGS_SPLIT_HOLES,                /* cut at every hole the read spanned */
+    TAGS_SPLIT_HALVES,               /* no holes: cut at the member boundary nearest the middle */
+} tags_split_kind_t;
+
+typedef struct tags_split {
+    tags_split_kind_t kind;
+    unsigned cuts;                   /* cuts added */
+    char text[160];                  /* for the log: "plc1 holding 100+40: cut at 112, 130" */
+} tags_split_t;
+
+/*
+ * Read r got exception 02 (illegal data address): remembers cuts so that the
+ * next tags_plan_build divides it, and says what it did. Returns 0, or
+ * -ENOSPC when the planner holds its most cuts (4096).
+ */
+int tags_plan_split(tags_planner_t *pl, const tags_plan_t *plan, size_t r, tags_split_t *what);
+
+/*
+ * An answer to read r: words[0] is the register at the read's address.
+ * Decodes each member tag into the table, good, stamped now_ms. Fewer words
+ * than the read's count mark the tags beyond them TAGS_BAD_SHORT. Returns how
+ * many tag values changed (beyond the deadband, or in quality).
+ */
+int tags_table_apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const uint16_t *words,
+                     size_t n_words, int64_t now_ms);
+/* The same for coils and discrete inputs: bits packed as on the wire (LSB first). */
+int tags_table_apply_bits(tags_table_t *t, const tags_plan_t *plan, size_t r,
+                          const uint8_t *packed, size_t n_bits, int64_t now_ms);
+/* No data for read r: its tags become bad for `reason` (with the slave's
+ * exception code for TAGS_BAD_EXCEPTION). Returns how many changed quality. */
+int tags_table_fail(tags_table_t *t, const tags_plan_t *plan, size_t r, tags_reason_t reason,
+                    uint8_t exception, int64_t now_ms);
+
+#endif

@@ -1,0 +1,498 @@
+/*
+ * tests/test_tags.c -- the tag model and codec: the name parsers, known
+ * vectors in every order, writes and their PDUs, refusals, round trips over
+ * every 16-bit value with scales, the table's validation and lookups, and
+ * answers into values (quality, staleness, short answers, deadbands).
+ * (tests/test_tags_codec.py holds the codec against Python's struct;
+ * tests/test_tags_plan.c the planner; tests/test_tags_csv.c the loader.)
+ */
+#include "tags/tags.h"
+#include "tests/tagsutil.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tags_tag_t make(tags_type_t type, tags_order_t order, unsigned count)
+{
+    tags_tag_t g = { .name = "t", .area = TAGS_AREA_HOLDING, .address = 100, .type = type,
+                     .count = (uint16_t)count, .order = order, .scale = 1, .writable = true,
+                     .interval_ms = 1000 };
+    return g;
+}
+
+/* A tag as the table normalises it (count from the type, order for one register). */
+static tags_tag_t added(tags_tag_t g)
+{
+    tags_table_t *t = tags_table_new(1);
+    char msg[256];
+    int i = tags_table_add(t, &g, "dev", msg, sizeof msg);
+    if (i < 0)
+        fail_msg("add: %s", msg);
+    tags_tag_t out = *tags_table_tag(t, 0);
+    tags_table_free(t);
+    return out;
+}
+
+static void test_parse_names(void **state)
+{
+    (void)state;
+    tags_type_t type;
+    tags_order_t order;
+    tags_area_t area;
+    unsigned count, address;
+    int bit;
+    char msg[256];
+
+    assert_int_equal(tags_parse_type("Float32", &type, &count, msg, sizeof msg), 0);
+    assert_int_equal(type, TAGS_FLOAT32);
+    assert_int_equal(count, 2);
+    assert_int_equal(tags_parse_type("string:10", &type, &count, msg, sizeof msg), 0);
+    assert_int_equal(count, 10);
+    assert_int_equal(tags_parse_type("string", &type, &count, msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "string:N"));
+    assert_int_equal(tags_parse_type("raw:126", &type, &count, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_type("int16:2", &type, &count, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_type("real", &type, &count, msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "'real'"));
+
+    assert_int_equal(tags_parse_order("GHEFCDAB", &order, msg, sizeof msg), 0);
+    assert_int_equal(order, TAGS_ORDER_CDAB);
+    assert_int_equal(tags_parse_order("dcba", &order, msg, sizeof msg), 0);
+    assert_int_equal(order, TAGS_ORDER_DCBA);
+    assert_int_equal(tags_parse_order("ABDC", &order, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_order_for("CDAB", TAGS_INT64, &order, msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "GHEFCDAB"));
+    assert_int_equal(tags_parse_order_for("BA", TAGS_STRING, &order, msg, sizeof msg), 0);
+    assert_int_equal(order, TAGS_ORDER_BADC);
+    assert_int_equal(tags_parse_order_for("ABCD", TAGS_INT16, &order, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_order_for("AB", TAGS_BOOL, &order, msg, sizeof msg), -EINVAL);
+    assert_string_equal(tags_order_name(TAGS_ORDER_BADC, TAGS_FLOAT64), "BADCFEHG");
+    assert_string_equal(tags_order_name(TAGS_ORDER_BADC, TAGS_UINT16), "BA");
+
+    assert_int_equal(tags_parse_area("Holding", &area, msg, sizeof msg), 0);
+    assert_int_equal(area, TAGS_AREA_HOLDING);
+    assert_int_equal(tags_parse_area("register", &area, msg, sizeof msg), -EINVAL);
+
+    assert_int_equal(tags_parse_address("100.3", &address, &bit, msg, sizeof msg), 0);
+    assert_int_equal(address, 100);
+    assert_int_equal(bit, 3);
+    assert_int_equal(tags_parse_address("0xFFFF", &address, &bit, msg, sizeof msg), 0);
+    assert_int_equal(address, 65535);
+    assert_int_equal(bit, -1);
+    const char *bad[] = { "", "65536", "-1", "+5", " 5", "1e3", "0x", "0x10000", "100.16", "100.", "1.2.3", "0x-1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (tags_parse_address(bad[i], &address, &bit, msg, sizeof msg) != -EINVAL)
+            fail_msg("address '%s' was taken", bad[i]);
+    assert_int_equal(tags_parse_address("100.3", &address, NULL, msg, sizeof msg), -EINVAL);
+}
+
+/* 10.0f is 0x41200000, 1234567890123 is 0x0000011F71FB04CB. */
+static void test_known_vectors_every_order(void **state)
+{
+    (void)state;
+    static const struct {
+        tags_order_t order;
+        uint16_t f32[2];
+        uint16_t i64[4];
+    } v[] = {
+        { TAGS_ORDER_ABCD, { 0x4120, 0x0000 }, { 0x0000, 0x011F, 0x71FB, 0x04CB } },
+        { TAGS_ORDER_CDAB, { 0x0000, 0x4120 }, { 0x04CB, 0x71FB, 0x011F, 0x0000 } },
+        { TAGS_ORDER_BADC, { 0x2041, 0x0000 }, { 0x0000, 0x1F01, 0xFB71, 0xCB04 } },
+        { TAGS_ORDER_DCBA, { 0x0000, 0x2041 }, { 0xCB04, 0xFB71, 0x1F01, 0x0000 } },
+    };
+    for (size_t i = 0; i < 4; i++) {
+        tags_tag_t f = added(make(TAGS_FLOAT32, v[i].order, 0));
+        tags_tag_t q = added(make(TAGS_INT64, v[i].order, 0));
+        tags_value_t val;
+        tags_decode(&f, v[i].f32, &val);
+        assert_true(val.raw.f == 10.0);
+        tags_decode(&q, v[i].i64, &val);
+        assert_true(val.raw.i == 1234567890123LL);
+        tags_write_t w;
+        char msg[256];
+        assert_int_equal(tags_encode_number(&f, 10.0, 0, &w, msg, sizeof msg), 0);
+        assert_memory_equal(w.words, v[i].f32, sizeof v[i].f32);
+        assert_int_equal(tags_encode_text(&q, "1234567890123", 0, &w, msg, sizeof msg), 0);
+        assert_memory_equal(w.words, v[i].i64, sizeof v[i].i64);
+    }
+    /* a one-register type takes only the byte swap of a device default */
+    tags_tag_t s = added(make(TAGS_INT16, TAGS_ORDER_DCBA, 0));
+    assert_int_equal(s.order, TAGS_ORDER_BADC);
+    tags_value_t val;
+    tags_decode(&s, (uint16_t[]){ 0xFEFF }, &val);
+    assert_int_equal(val.raw.i, -2);   /* 0xFFFE */
+}
+
+static void test_scale_and_format(void **state)
+{
+    (void)state;
+    tags_tag_t g = make(TAGS_INT16, TAGS_ORDER_ABCD, 0);
+    g.scale = 0.1;
+    g.offset = -40;
+    g = added(g);
+    tags_value_t v;
+    char text[64];
+    tags_decode(&g, (uint16_t[]){ 0x00FA }, &v);   /* 250 */
+    assert_int_equal(v.raw.i, 250);
+    assert_true(v.eng == 250 * 0.1 - 40);
+    assert_int_equal(tags_format(&g, &v, text, sizeof text), 3);
+    assert_string_equal(text, "-15");
+    assert_int_equal(tags_format(&g, &v, text, 3), -ENOSPC);
+
+    tags_tag_t u = added(make(TAGS_UINT64, TAGS_ORDER_ABCD, 0));
+    tags_decode(&u, (uint16_t[]){ 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF }, &v);
+    tags_format(&u, &v, text, sizeof text);
+    assert_string_equal(text, "18446744073709551615");   /* exact, not 1.8e19 */
+
+    tags_tag_t f = added(make(TAGS_FLOAT32, TAGS_ORDER_ABCD, 0));
+    tags_decode(&f, (uint16_t[]){ 0x3DCC, 0xCCCD }, &v);   /* 0.1f */
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "0.10000000149011612");   /* the float's own value: 17 digits to read back */
+    assert_true(strtod(text, NULL) == v.eng);
+
+    tags_tag_t s = added(make(TAGS_STRING, TAGS_ORDER_BADC, 3));
+    tags_decode(&s, (uint16_t[]){ 0x4241, 0x0043, 0x4444 }, &v);   /* "AB" "C\0" "DD" */
+    assert_int_equal(tags_format(&s, &v, text, sizeof text), 3);
+    assert_string_equal(text, "ABC");
+    tags_tag_t r = added(make(TAGS_RAW, TAGS_ORDER_ABCD, 2));
+    tags_decode(&r, (uint16_t[]){ 0x0001, 0xFF00 }, &v);
+    tags_format(&r, &v, text, sizeof text);
+    assert_string_equal(text, "0001 ff00");
+    tags_write_t w;
+    char msg[256];
+    assert_int_equal(tags_encode_text(&r, text, 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(w.words[1], 0xFF00);
+    assert_int_equal(tags_encode_text(&r, "0001", 0, &w, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_encode_text(&r, "1 2 3", 0, &w, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_encode_text(&r, "12345 1", 0, &w, msg, sizeof msg), -EINVAL);
+}
+
+/* Every int16 and uint16 raw value, through eng and back, with scales. */
+static void test_scaled_round_trip_every_16_bit_value(void **state)
+{
+    (void)state;
+    static const double scales[][2] = { { 1, 0 }, { 0.1, -40 }, { 0.01, 0 }, { -2.5, 273.15 }, { 1e-3, 0.5 } };
+    char msg[256], text[64];
+    for (size_t s = 0; s < 5; s++)
+        for (int type = TAGS_INT16; type <= TAGS_UINT16; type++) {
+            tags_tag_t g = make((tags_type_t)type, TAGS_ORDER_BADC, 0);
+            g.scale = scales[s][0];
+            g.offset = scales[s][1];
+            g = added(g);
+            for (unsigned x = 0; x < 65536; x++) {
+                uint16_t word = (uint16_t)x;
+                tags_value_t v;
+                tags_write_t w;
+                tags_decode(&g, &word, &v);
+                assert_int_equal(tags_encode_number(&g, v.eng, 0, &w, msg, sizeof msg), 0);
+                if (w.words[0] != word)
+                    fail_msg("%s scale %g offset %g: %04x -> %.17g -> %04x", tags_type_name(g.type),
+                             g.scale, g.offset, x, v.eng, w.words[0]);
+                assert_true(tags_format(&g, &v, text, sizeof text) > 0);
+                assert_int_equal(tags_encode_text(&g, text, 0, &w, msg, sizeof msg), 0);
+                assert_int_equal(w.words[0], word);
+            }
+        }
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    char msg[256];
+    tags_write_t w;
+    tags_tag_t i16 = added(make(TAGS_INT16, 0, 0)), u16 = added(make(TAGS_UINT16, 0, 0));
+    assert_int_equal(tags_encode_number(&i16, 32767, 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_encode_number(&i16, 32767.4, 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_encode_number(&i16, 32767.5, 0, &w, msg, sizeof msg), -ERANGE);
+    assert_non_null(strstr(msg, "-32768..32767"));
+    assert_int_equal(tags_encode_number(&i16, -32768.5, 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&u16, -0.4, 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(w.words[0], 0);
+    assert_int_equal(tags_encode_number(&u16, -0.5, 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&u16, 65536, 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&u16, NAN, 0, &w, msg, sizeof msg), -EDOM);
+    assert_int_equal(tags_encode_number(&u16, INFINITY, 0, &w, msg, sizeof msg), -EDOM);
+    assert_int_equal(tags_encode_text(&u16, "65536", 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_text(&u16, "-1", 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_text(&u16, "12abc", 0, &w, msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "'12abc'"));
+
+    tags_tag_t u64 = added(make(TAGS_UINT64, 0, 0)), i64 = added(make(TAGS_INT64, 0, 0));
+    assert_int_equal(tags_encode_text(&u64, "18446744073709551615", 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_encode_text(&u64, "18446744073709551616", 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_text(&i64, "-9223372036854775808", 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(w.words[0], 0x8000);
+    assert_int_equal(tags_encode_text(&i64, "9223372036854775808", 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&i64, 0x1p63, 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&u64, 0x1p64, 0, &w, msg, sizeof msg), -ERANGE);
+
+    tags_tag_t f32 = added(make(TAGS_FLOAT32, 0, 0));
+    assert_int_equal(tags_encode_number(&f32, 3.4028234663852886e38, 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_encode_number(&f32, 3.5e38, 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&f32, NAN, 0, &w, msg, sizeof msg), 0);   /* floats hold NaN */
+    assert_int_equal(w.words[0] & 0x7F80, 0x7F80);
+
+    tags_tag_t b = make(TAGS_BOOL, 0, 0);
+    b.in_register = true;
+    b.bit = 3;
+    b = added(b);
+    assert_int_equal(tags_encode_number(&b, 2, 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&b, NAN, 0, &w, msg, sizeof msg), -EDOM);
+    assert_int_equal(tags_encode_text(&b, "maybe", 0, &w, msg, sizeof msg), -EINVAL);
+
+    tags_tag_t s = added(make(TAGS_STRING, 0, 2));
+    assert_int_equal(tags_encode_text(&s, "ABCD", 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_encode_text(&s, "ABCDE", 0, &w, msg, sizeof msg), -ERANGE);
+    assert_int_equal(tags_encode_number(&s, 1, 0, &w, msg, sizeof msg), -EINVAL);
+    tags_tag_t big = added(make(TAGS_RAW, 0, 124));
+    assert_int_equal(tags_encode_number(&big, 1, 0, &w, msg, sizeof msg), -EINVAL);
+    char hex[124 * 5 + 1] = "";
+    for (unsigned i = 0; i < 124; i++)
+        strcat(hex, "0 ");
+    assert_int_equal(tags_encode_text(&big, hex, 0, &w, msg, sizeof msg), -ERANGE);   /* > 123 */
+
+    tags_tag_t ro = make(TAGS_FLOAT32, 0, 0);
+    ro.writable = false;
+    ro = added(ro);
+    assert_int_equal(tags_encode_number(&ro, 1, 0, &w, msg, sizeof msg), -EACCES);
+    assert_non_null(strstr(msg, "not writable"));
+    assert_int_equal(tags_encode_text(&ro, "1", 0, &w, msg, sizeof msg), -EACCES);
+}
+
+static void test_writes_and_pdus(void **state)
+{
+    (void)state;
+    char msg[256];
+    tags_write_t w;
+    uint8_t pdu[6 + 2 * TAGS_WRITE_MAX];
+
+    tags_tag_t coil = make(TAGS_BOOL, 0, 0);
+    coil.area = TAGS_AREA_COIL;
+    coil.address = 7;
+    coil = added(coil);
+    assert_int_equal(tags_encode_text(&coil, "on", 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(w.function, 5);
+    assert_int_equal(tags_write_pdu(&w, pdu, sizeof pdu), 5);
+    assert_memory_equal(pdu, ((uint8_t[]){ 5, 0, 7, 0xFF, 0 }), 5);
+    assert_int_equal(tags_encode_number(&coil, 1, TAGS_WRITE_MULTIPLE, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_write_pdu(&w, pdu, sizeof pdu), 7);
+    assert_memory_equal(pdu, ((uint8_t[]){ 15, 0, 7, 0, 1, 1, 1 }), 7);
+
+    tags_tag_t reg = added(make(TAGS_UINT16, 0, 0));
+    assert_int_equal(tags_encode_number(&reg, 0x1234, 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_write_pdu(&w, pdu, sizeof pdu), 5);
+    assert_memory_equal(pdu, ((uint8_t[]){ 6, 0, 100, 0x12, 0x34 }), 5);
+    assert_int_equal(tags_encode_number(&reg, 0x1234, TAGS_WRITE_MULTIPLE, &w, msg, sizeof msg), 0);
+    assert_int_equal(tags_write_pdu(&w, pdu, sizeof pdu), 8);
+    assert_memory_equal(pdu, ((uint8_t[]){ 16, 0, 100, 0, 1, 2, 0x12, 0x34 }), 8);
+    assert_int_equal(tags_write_pdu(&w, pdu, 7), -ENOSPC);
+
+    tags_tag_t f = added(make(TAGS_FLOAT32, TAGS_ORDER_CDAB, 0));
+    assert_int_equal(tags_encode_text(&f, "10", 0, &w, msg, sizeof msg), 0);
+    assert_int_equal(w.function, 16);
+    assert_int_equal(tags_write_pdu(&w, pdu, sizeof pdu), 10);
+    assert_memory_equal(pdu, ((uint8_t[]){ 16, 0, 100, 0, 2, 4, 0, 0, 0x41, 0x20 }), 10);
+
+    /* a bit of a register: read, merge, write */
+    tags_tag_t bit = make(TAGS_BOOL, 0, 0);
+    bit.in_register = true;
+    bit.bit = 9;
+    bit = added(bit);
+    assert_int_equal(tags_encode_text(&bit, "true", 0, &w, msg, sizeof msg), 0);
+    assert_true(w.needs_read);
+    assert_int_equal(w.mask, 0x0200);
+    assert_int_equal(w.bits, 0x0200);
+    assert_int_equal(tags_write_pdu(&w, pdu, sizeof pdu), -EAGAIN);
+    tags_write_merge(&w, 0x00F1);
+    assert_int_equal(tags_write_pdu(&w, pdu, sizeof pdu), 5);
+    assert_memory_equal(pdu, ((uint8_t[]){ 6, 0, 100, 0x02, 0xF1 }), 5);
+    assert_int_equal(tags_encode_text(&bit, "0", 0, &w, msg, sizeof msg), 0);
+    tags_write_merge(&w, 0xFFFF);
+    assert_int_equal(w.words[0], 0xFDFF);
+}
+
+static void test_table_validation(void **state)
+{
+    (void)state;
+    tags_table_t *t = tags_table_new(3);
+    char msg[256];
+    tags_tag_t g = make(TAGS_FLOAT32, 0, 0);
+
+    strcpy(g.name, "bad name");
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -EINVAL);
+    strcpy(g.name, "ok");
+    assert_int_equal(tags_table_add(t, &g, "no device", msg, sizeof msg), -EINVAL);
+    g.address = 65535;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -ERANGE);
+    assert_non_null(strstr(msg, "65535"));
+    g.address = 0;
+    g.scale = 0;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -ERANGE);
+    g.scale = 1;
+    g.interval_ms = 0;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -ERANGE);
+    g.interval_ms = 1000;
+    g.area = TAGS_AREA_INPUT;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -EINVAL);   /* writable input */
+    assert_non_null(strstr(msg, "read-only"));
+    g.area = TAGS_AREA_COIL;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -EINVAL);   /* float coil */
+    g.type = TAGS_BOOL;
+    g.in_register = true;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -EINVAL);   /* bit of a coil */
+    g.area = TAGS_AREA_HOLDING;
+    g.bit = 16;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -EINVAL);
+    g.bit = 15;
+    g.scale = 2;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -EINVAL);   /* scaled bool */
+    g.scale = 1;
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), 0);
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -EEXIST);
+    strcpy(g.name, "b");
+    assert_int_equal(tags_table_add(t, &g, "plc2", msg, sizeof msg), 1);
+    strcpy(g.name, "c");
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), 2);
+    strcpy(g.name, "d");
+    assert_int_equal(tags_table_add(t, &g, "plc1", msg, sizeof msg), -ENOSPC);
+
+    assert_int_equal(tags_table_find(t, "c"), 2);
+    assert_int_equal(tags_table_find(t, "d"), -ENOENT);
+    assert_int_equal(tags_table_device_count(t), 2);
+    assert_int_equal(tags_table_find_device(t, "plc2"), 1);
+    size_t n;
+    const unsigned *idx = tags_table_device_tags(t, 0, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(idx[0], 0);
+    assert_int_equal(idx[1], 2);
+    tags_table_free(t);
+}
+
+/* Thousands of names through the index: all found, none confused. */
+static void test_table_many_names(void **state)
+{
+    tags_table_t *t = *state;
+    char msg[256];
+    tags_tag_t g = make(TAGS_UINT16, 0, 0);
+    for (unsigned i = 0; i < 5000; i++) {
+        snprintf(g.name, sizeof g.name, "dev%u/tag_%u", i % 7, i);
+        g.address = (uint16_t)i;
+        assert_int_equal(tags_table_add(t, &g, i % 2 ? "odd" : "even", msg, sizeof msg), (int)i);
+    }
+    for (unsigned i = 0; i < 5000; i++) {
+        snprintf(g.name, sizeof g.name, "dev%u/tag_%u", i % 7, i);
+        assert_int_equal(tags_table_find(t, g.name), (int)i);
+        assert_int_equal(tags_table_tag(t, i)->address, i);
+    }
+    assert_int_equal(tags_table_find(t, "dev0/tag_1"), -ENOENT);
+}
+
+static void test_answers_into_values(void **state)
+{
+    tags_table_t *t = *state;
+    char msg[256];
+    tags_tag_t temp = make(TAGS_INT16, 0, 0);
+    strcpy(temp.name, "temp");
+    temp.scale = 0.1;
+    temp.deadband = 0.5;
+    tags_tag_t label = make(TAGS_STRING, 0, 2);
+    strcpy(label.name, "label");
+    label.address = 101;
+    tags_tag_t coil = make(TAGS_BOOL, 0, 0);
+    strcpy(coil.name, "valve");
+    coil.area = TAGS_AREA_COIL;
+    coil.address = 3;
+    assert_int_equal(tags_table_add(t, &temp, "plc1", msg, sizeof msg), 0);
+    assert_int_equal(tags_table_add(t, &label, "plc1", msg, sizeof msg), 1);
+    assert_int_equal(tags_table_add(t, &coil, "plc1", msg, sizeof msg), 2);
+    tags_planner_t *pl = tags_planner_new(NULL);
+    tags_plan_t *plan;
+    assert_int_equal(tags_plan_build(pl, t, NULL, 0, &plan, msg, sizeof msg), 0);
+    assert_int_equal(tags_plan_read_count(plan), 2);   /* coil 3+1, holding 100+3 */
+    const tags_read_t *hr = tags_plan_read(plan, 1);
+    assert_int_equal(hr->address, 100);
+    assert_int_equal(hr->count, 3);
+
+    tags_value_t v;
+    assert_int_equal(tags_table_value(t, 0, 0, &v), 0);
+    assert_int_equal(v.quality, TAGS_BAD);
+    assert_int_equal(v.reason, TAGS_BAD_NOT_READ);
+
+    uint16_t words[] = { 200, 0x4F4B, 0x0000 };   /* 20.0, "OK" */
+    assert_int_equal(tags_table_apply(t, plan, 1, words, 3, 1000), 2);
+    assert_int_equal(tags_table_value(t, 0, 1500, &v), 0);
+    assert_int_equal(v.quality, TAGS_GOOD);
+    assert_int_equal(v.time_ms, 1000);
+    assert_true(fabs(v.eng - 20.0) < 1e-9);
+    assert_int_equal(tags_table_value(t, 1, 1500, &v), 0);
+    char text[16];
+    tags_format(&label, &v, text, sizeof text);
+    assert_string_equal(text, "OK");
+    words[1] = 0;   /* the table keeps its own copy of the words */
+    assert_int_equal(tags_table_value(t, 1, 1500, &v), 0);
+    tags_format(&label, &v, text, sizeof text);
+    assert_string_equal(text, "OK");
+
+    /* within the deadband three times, then over it from the last told value */
+    words[1] = 0x4F4B;
+    for (int i = 1; i <= 3; i++) {
+        words[0] = (uint16_t)(200 + i * 2);   /* 20.2, 20.4, 20.6: under 0.5 per read */
+        int moved = tags_table_apply(t, plan, 1, words, 3, 1000 + i);
+        assert_int_equal(moved, i == 3 ? 1 : 0);
+    }
+    /* stale after twice the interval */
+    assert_int_equal(tags_table_value(t, 0, 1003 + 2000, &v), 0);
+    assert_int_equal(v.quality, TAGS_GOOD);
+    assert_int_equal(tags_table_value(t, 0, 1003 + 2001, &v), 0);
+    assert_int_equal(v.quality, TAGS_STALE);
+
+    /* a short answer: the string's words are missing */
+    assert_int_equal(tags_table_apply(t, plan, 1, words, 2, 5000), 1);   /* the label went bad */
+    assert_int_equal(tags_table_value(t, 1, 5000, &v), 0);
+    assert_int_equal(v.reason, TAGS_BAD_SHORT);
+    assert_int_equal(tags_table_value(t, 0, 5000, &v), 0);
+    assert_int_equal(v.quality, TAGS_GOOD);
+
+    assert_int_equal(tags_table_fail(t, plan, 1, TAGS_BAD_EXCEPTION, 2, 6000), 2);
+    assert_int_equal(tags_table_value(t, 0, 6000, &v), 0);
+    assert_int_equal(v.quality, TAGS_BAD);
+    assert_int_equal(v.exception, 2);
+    assert_true(fabs(v.eng - 20.6) < 1e-9);   /* last known value kept */
+    assert_int_equal(tags_table_fail(t, plan, 1, TAGS_BAD_EXCEPTION, 2, 6001), 0);
+    assert_int_equal(tags_table_fail(t, plan, 1, TAGS_BAD_TIMEOUT, 0, 6002), 2);
+
+    /* coils: packed bits, and the kinds must match */
+    uint8_t bits[] = { 0x01 };
+    assert_int_equal(tags_table_apply_bits(t, plan, 0, bits, 1, 7000), 1);
+    assert_int_equal(tags_table_value(t, 2, 7000, &v), 0);
+    assert_true(v.raw.b);
+    assert_int_equal(tags_table_apply(t, plan, 0, words, 3, 7000), -EINVAL);
+    assert_int_equal(tags_table_apply_bits(t, plan, 1, bits, 8, 7000), -EINVAL);
+    assert_int_equal(tags_table_fail(t, plan, 0, TAGS_BAD_NONE, 0, 7000), -EINVAL);
+
+    tags_plan_free(plan);
+    tags_planner_free(pl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_names),
+        cmocka_unit_test(test_known_vectors_every_order),
+        cmocka_unit_test(test_scale_and_format),
+        cmocka_unit_test(test_scaled_round_trip_every_16_bit_value),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_writes_and_pdus),
+        cmocka_unit_test(test_table_validation),
+        cmocka_unit_test_setup_teardown(test_table_many_names, tags_fixture_setup, tags_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_answers_into_values, tags_fixture_setup, tags_fixture_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
