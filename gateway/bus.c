@@ -63,7 +63,7 @@ static void on_request(gw_bus_t *bus, const gw_request_t *req)
         return;
     }
     unsigned qi = (req->background && bus->cfg.tcp_first) ? 1 : 0;
-    if (!bus_queue_push(bus, qi, req)) {
+    if (!bus_queue_push_or_purge(bus, qi, req, now)) {
         gw_count(&bus->m.queue_full);
         gw_answer_exception(req, MB_EX_BUSY);
         return;

@@ -99,6 +99,33 @@ static bool wanted(const gw_request_t *r)
     return !r->origin->ops->wanted || r->origin->ops->wanted(r->origin, r);
 }
 
+/* Entry i will never go on the line (its slave is backed off, or its asker
+ * has gone): take it out and answer it now. */
+static bool answer_unsendable(gw_bus_t *bus, unsigned qi, unsigned i, uint64_t now)
+{
+    gw_request_t *r = ring_at(bus, qi, i);
+    bool dead = bus_slave_dead(bus, r->slave, now);
+    if (!dead && wanted(r))
+        return false;
+    gw_request_t gone;
+    ring_take(bus, qi, i, &gone);
+    gw_count(dead ? &bus->m.dead_fast : &bus->m.gone_dropped);
+    gw_answer_exception(&gone, MB_EX_TARGET_FAILED);
+    return true;
+}
+
+/* A full queue first gives up the places of requests that will never go
+ * on the line, so they do not turn a live client away with 0x06. */
+bool bus_queue_push_or_purge(gw_bus_t *bus, unsigned qi, const gw_request_t *req, uint64_t now)
+{
+    if (bus_queue_push(bus, qi, req))
+        return true;
+    for (unsigned i = 0; i < bus->queue[qi].len;)
+        if (!answer_unsendable(bus, qi, i, now))
+            i++;
+    return bus_queue_push(bus, qi, req);
+}
+
 /*
  * The next request that may go on the line now: a parked retry whose guard
  * has passed, else the first queued request whose slave is free (I1, I2).
@@ -128,14 +155,8 @@ bool bus_queue_pick(gw_bus_t *bus, uint64_t now, unsigned *attempts, uint64_t *w
         for (unsigned i = 0; i < bus->queue[qi].len;) {
             gw_request_t *r = ring_at(bus, qi, i);
             slave_state_t *ss = &bus->slaves[r->slave];
-            if (bus_slave_dead(bus, r->slave, now) || !wanted(r)) {
-                gw_request_t gone;
-                bool dead = bus_slave_dead(bus, r->slave, now);
-                ring_take(bus, qi, i, &gone);
-                gw_count(dead ? &bus->m.dead_fast : &bus->m.gone_dropped);
-                gw_answer_exception(&gone, MB_EX_TARGET_FAILED);
+            if (answer_unsendable(bus, qi, i, now))
                 continue;
-            }
             if (r->slave && (ss->parked || ss->hold_until_ns > now)) {
                 if (!ss->parked && (!*wake || ss->hold_until_ns < *wake))
                     *wake = ss->hold_until_ns;

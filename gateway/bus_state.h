@@ -87,6 +87,7 @@ struct gw_bus {
 /* bus_queue.c: the two request queues and the parked retries (I1). */
 unsigned bus_queued(const gw_bus_t *bus);
 bool bus_queue_push(gw_bus_t *bus, unsigned qi, const gw_request_t *req);
+bool bus_queue_push_or_purge(gw_bus_t *bus, unsigned qi, const gw_request_t *req, uint64_t now);
 bool bus_queue_pick(gw_bus_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake);
 void bus_queue_answer_all(gw_bus_t *bus, uint8_t code);
 void bus_park(gw_bus_t *bus, const gw_request_t *req, unsigned attempts);

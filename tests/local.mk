@@ -34,5 +34,5 @@ TESTS += tests/test_framer
 
 # Fault injection against `rtugw sim` on its own pty: noise, CRC errors, late
 # and truncated answers, a silent slave, the peer vanishing, a connection flood.
-TESTS += tests/test_faults.py tests/test_frontends.py
-EXTRA_DIST += tests/test_faults.py tests/test_frontends.py
+TESTS += tests/test_faults.py tests/test_frontends.py tests/test_conn_identity.py
+EXTRA_DIST += tests/test_faults.py tests/test_frontends.py tests/test_conn_identity.py

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Connection identity: 100,000 connect/close cycles, each leaving an answer
+owed (a request sent, then the connection reset), then a new client must get
+only its own answers: the right transaction ids and the values of the
+addresses it asked for. Before the 48-bit generation, the 16-bit one wrapped
+after 65,535 cycles and a new client was handed another client's answer.
+RTUGW_CHURN overrides the cycle count (for a longer run)."""
+import os
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import Gateway, check, finish, mbap, procs, recv_frame  # noqa: E402
+
+CYCLES = int(os.environ.get("RTUGW_CHURN", "100000"))
+LINGER0 = struct.pack("ii", 1, 0)
+
+
+def main():
+    g = Gateway(extra_tcp="max_clients = 1024\nidle_timeout_s = 0\n", timeout_ms=100)
+    t0 = time.time()
+    for i in range(CYCLES):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, LINGER0)
+        s.connect(("127.0.0.1", g.tcp_port))
+        addr = i % 900
+        s.sendall(mbap(i & 0xFFFF, 1, bytes([3, addr >> 8, addr & 0xFF, 0, 1])))
+        s.close()   # reset: its answer is owed to a connection that is gone
+    dt = time.time() - t0
+    print(f"{CYCLES} connect/send/reset cycles in {dt:.1f} s", flush=True)
+    c = socket.create_connection(("127.0.0.1", g.tcp_port))
+    c.settimeout(5)
+    wrong = []
+    for k in range(200):
+        tid, addr = 0x8000 + k, 100 + k
+        c.sendall(mbap(tid, 1, bytes([3, addr >> 8, addr & 0xFF, 0, 1])))
+        f = recv_frame(c)
+        want = (tid, 1, bytes([3, 2]) + struct.pack(">H", 1000 + addr))
+        if f != want:
+            wrong.append((k, f))
+    check(not wrong, f"after {CYCLES} cycles a new client gets only its own answers ({len(wrong)} of 200 wrong: {wrong[:2]})")
+    m = g.metrics()
+    accepted = m.get("rtugw_tcp_accepted_total", 0)
+    check(accepted >= CYCLES + 1, f"every cycle was a connection ({accepted:.0f})")
+    gone = m.get('rtugw_bus_gone_dropped_total{bus="line"}', 0)
+    print(f"requests of gone connections dropped before the line: {gone:.0f}; "
+          f"answers discarded: {m.get('rtugw_tcp_discarded_total', 0):.0f}")
+    c.close()
+    g.stop()
+
+
+try:
+    main()
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+finish("conn_identity")
