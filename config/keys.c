@@ -70,7 +70,7 @@ static const key_spec_t poll_keys[] = {
 
 static const key_spec_t tcp_keys[] = {
     B(config_tcp_t, enabled),
-    /* gateway/tcp.c binds with inet_pton: a host name would pass here and fail there */
+    /* gateway/ binds with inet_pton: a host name would pass here and fail there */
     { .name = "bind", .type = K_IPV4, .offset = offsetof(config_tcp_t, bind), .min = 1, .max = 64 },
     U(config_tcp_t, port, 1, 65535),
     U(config_tcp_t, max_clients, 1, 1024),
@@ -86,8 +86,7 @@ static const key_spec_t tcp_keys[] = {
 
 static const key_spec_t http_keys[] = {
     B(config_http_t, enabled),
-    /* libevent resolves this one (getaddrinfo): a host name is fine */
-    { .name = "bind", .type = K_STRING, .offset = offsetof(config_http_t, bind), .min = 1, .max = 64 },
+    { .name = "bind", .type = K_IPV4, .offset = offsetof(config_http_t, bind), .min = 1, .max = 64 },
     U(config_http_t, port, 1, 65535),
     U(config_http_t, max_connections, 1, 1024),
     U(config_http_t, max_header_bytes, 1024, 1048576),

@@ -58,7 +58,7 @@ check(run("--help").returncode == 0, "--help")
 # opening a device passes check. The servers get free ports and the bus is
 # the simulator, so a run that wrongly accepted a file would start (and is
 # stopped by the timeout), not fail for some other reason.
-TAIL = "[tcp]\n{bind}port = {tcp}\n[http]\nport = {http}\n"
+TAIL = "[tcp]\n{tcp_bind}port = {tcp}\n[http]\n{http_bind}port = {http}\n"
 CASES = [
     ("sim list with slave 999", "[bus a]\nport = sim:1,2,999\n",
      ["{f}:2: [bus a] port = 'sim:1,2,999': expected sim:SLAVE,SLAVE,..."]),
@@ -80,10 +80,14 @@ CASES = [
      ["{f}:3: [bus a] port = 'baud = 9600': the line is indented, so it continues port from line 2"]),
     ("tcp bind a host name", "[bus a]\nport = sim\n",
      ["{f}:4: [tcp] bind = 'localhost': expected an IPv4 address"], "bind = localhost\n"),
+    ("http bind a host name", "[bus a]\nport = sim\n",
+     ["{f}:6: [http] bind = 'localhost': expected an IPv4 address"], "", "bind = localhost\n"),
 ]
 
-for what, body, wanted, *bind in CASES:
-    f = write("case.ini", body + TAIL.format(bind="".join(bind), tcp=free_port(), http=free_port()))
+for what, body, wanted, *binds in CASES:
+    tcp_bind, http_bind = (binds + ["", ""])[:2]
+    f = write("case.ini", body + TAIL.format(tcp_bind=tcp_bind, http_bind=http_bind, tcp=free_port(),
+                                             http=free_port()))
     c = run("-c", f)
     check(c.returncode == 2, f"{what}: check exit {c.returncode}: {c.stdout!r} {c.stderr!r}")
     for w in wanted:
@@ -123,7 +127,7 @@ for port, reason in [(tmp, "not a serial port: Is a directory"),
     check("Success" not in p.stderr, f"--open {port}: no 'Success': {p.stderr!r}")
 
 # run on a directory: the log carries the same real reason while it retries.
-f = write("dir.ini", f"[bus a]\nport = {tmp}\n" + TAIL.format(bind="", tcp=free_port(), http=free_port()))
+f = write("dir.ini", f"[bus a]\nport = {tmp}\n" + TAIL.format(tcp_bind="", http_bind="", tcp=free_port(), http=free_port()))
 d = subprocess.Popen([BIN, "run", "-c", f], stderr=subprocess.PIPE, text=True)
 line = d.stderr.readline()
 d.terminate()

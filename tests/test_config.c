@@ -318,7 +318,7 @@ static void test_port_forms(void **state)
     assert_int_equal(errs.total, 3);   /* and not "port is required" besides */
 }
 
-/* What gateway/tcp.c would refuse at start-up is refused here. */
+/* What gateway/tcp.c and http.c would refuse at start-up is refused here. */
 static void test_tcp_bind_and_strict_numbers(void **state)
 {
     (void)state;
@@ -327,9 +327,11 @@ static void test_tcp_bind_and_strict_numbers(void **state)
     expect_error(&errs, "t.ini:3: [bus a] baud = '+9600'", "whole number");
     expect_error(&errs, "t.ini:5: [tcp] bind = 'localhost'", "IPv4 address");
     expect_error(&errs, "t.ini:6: [tcp] unit+5: unknown key", NULL);
-    /* [http] bind goes through getaddrinfo: a host name is fine there. */
-    config_t *cfg = load("[bus a]\nport = /dev/x\n[tcp]\nbind = 0.0.0.0\n[http]\nbind = localhost\n", &errs);
+    assert_null(load("[bus a]\nport = /dev/x\n[http]\nbind = ::1\n", &errs));
+    expect_error(&errs, "t.ini:4: [http] bind = '::1'", "IPv4 address");
+    config_t *cfg = load("[bus a]\nport = /dev/x\n[tcp]\nbind = 0.0.0.0\n[http]\nbind = 10.1.2.3\n", &errs);
     assert_non_null(cfg);
+    assert_string_equal(cfg->http.bind, "10.1.2.3");
     config_free(cfg);
 }
 
