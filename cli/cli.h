@@ -2,9 +2,9 @@
  * cli/cli.h -- the `rtugw` command line: main.c finds the subcommand, and
  * each subcommand is one file, a thin layer over the libraries it drives
  * (decode over parser/ and routing/, replay and sim over drivers/, bench
- * over bench/, check over config/, run and demo over gateway/). Nothing
- * outside cli/ includes this header; cli/ may call every library, and no
- * library calls cli/.
+ * over bench/, check over config/ and drivers/, run and demo over
+ * gateway/). Nothing outside cli/ includes this header; cli/ may call every
+ * library, and no library calls cli/.
  *
  * Each command takes the argv that starts with its own name and returns
  * the exit code: 0 ok, 1 runtime failure, 2 usage or configuration error.
@@ -20,5 +20,11 @@ int cmd_demo(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_ports(int argc, char **argv);
+
+/* Loads FILE (NULL: the embedded demo configuration) with every rule `rtugw
+ * run` applies before it opens a device: config/'s own and drivers/' (baud
+ * rates, the simulator's slave list). Every error is printed on stderr;
+ * NULL when there was one. check, run and demo all load through it. */
+struct config *cli_load_config(const char *file);
 
 #endif

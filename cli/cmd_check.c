@@ -1,21 +1,140 @@
 /*
- * cli/cmd_check.c -- `rtugw check`: validate a configuration file.
+ * cli/cmd_check.c -- `rtugw check`: validate a configuration file, with every
+ * rule `rtugw run` applies before it opens a device; `--open` then opens each
+ * port too.
+ *
+ * config/ checks what is its own; what a driver accepts (the baud rates the
+ * serial driver can set, the simulator's slave list) is drivers/' to say, and
+ * config/ does not depend on drivers/. The command line sits above both, so
+ * it hands drivers/' rules to the loader here (config_bus_rule_t), and run
+ * and demo load through cli_load_config too: one validation, one set of
+ * messages, for check and run alike.
  */
 #include "config/config.h"
+#include "drivers/driver.h"
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+
+/* The serial driver's settings for a bus, as the daemon builds them. */
+static driver_serial_config_t serial_config(const config_bus_t *bus)
+{
+    driver_serial_config_t sc;
+    driver_serial_defaults(&sc);
+    sc.path = bus->port[0] ? bus->port : bus->name;   /* only named in messages until opened */
+    sc.baud = bus->baud;
+    sc.data_bits = bus->data_bits;
+    sc.parity = bus->parity;
+    sc.stop_bits = bus->stop_bits;
+    sc.rs485 = bus->rs485 == CONFIG_RS485_IOCTL ? DRIVER_RS485_KERNEL
+             : bus->rs485 == CONFIG_RS485_RTS ? DRIVER_RS485_RTS_TOGGLE : DRIVER_RS485_OFF;
+    sc.rts_on_send = !bus->rts_after_send;
+    sc.delay_before_us = bus->rts_delay_before_us;
+    sc.delay_after_us = bus->rts_delay_after_us;
+    sc.rx_during_tx = bus->rx_during_tx;
+    sc.echo_suppress = bus->echo_suppress;
+    return sc;
+}
+
+/* A driver's message without the "PATH: " it starts with (the error names the key). */
+static void copy_reason(char *why, size_t cap, const char *err, const char *path)
+{
+    size_t n = strlen(path);
+    if (strncmp(err, path, n) == 0 && err[n] == ':' && err[n + 1] == ' ')
+        err += n + 2;
+    snprintf(why, cap, "%s", err);
+}
+
+/*
+ * drivers/' rules (config_bus_rule_t), through the functions the daemon's
+ * bus calls when it builds its driver: driver_sim_parse_slaves for a
+ * simulator's slave list, driver_serial_new (which checks, allocates and
+ * opens nothing) for the line settings. Every bus, the simulator's too,
+ * ends in a serial driver at the bus's baud rate.
+ */
+static int driver_rules(const config_bus_t *bus, const char *key, char *why, size_t cap)
+{
+    const char *slaves = config_bus_sim_slaves(bus);
+
+    if (strcmp(key, "port") == 0 && slaves) {
+        driver_sim_config_t sim;
+        driver_sim_defaults(&sim);
+        if (driver_sim_parse_slaves(slaves, &sim) != 0) {
+            snprintf(why, cap, "expected sim:SLAVE,SLAVE,... (1 to %d slaves 1..247, each once)",
+                     DRIVER_SIM_MAX_SLAVES);
+            return -EINVAL;
+        }
+    }
+    if (strcmp(key, "baud") == 0) {
+        driver_serial_config_t sc = serial_config(bus);
+        char err[DRIVER_ERRLEN];
+        driver_t *d = driver_serial_new(&sc, err, sizeof err);
+        if (!d) {
+            copy_reason(why, cap, err, sc.path);
+            return -EINVAL;
+        }
+        driver_free(d);
+    }
+    return 0;
+}
+
+config_t *cli_load_config(const char *file)
+{
+    config_errors_t errs;
+    config_t *cfg = file ? config_load_file_with(file, driver_rules, &errs)
+                         : config_load_string_with(config_demo_text(), "<demo>", driver_rules, &errs);
+    if (!cfg) {
+        for (unsigned i = 0; i < errs.count; i++)
+            fprintf(stderr, "%s\n", errs.text[i]);
+        if (errs.total > errs.count)
+            fprintf(stderr, "(%u more errors not shown)\n", errs.total - errs.count);
+    }
+    return cfg;
+}
+
+/* --open: each device port opened as the daemon opens it, then closed.
+ * Returns how many could not be opened. */
+static unsigned open_ports(const config_t *cfg)
+{
+    unsigned failed = 0;
+
+    for (unsigned i = 0; i < cfg->bus_count; i++) {
+        const config_bus_t *bus = &cfg->buses[i];
+        if (bus->port_kind != CONFIG_PORT_DEVICE) {
+            printf("[bus %s] port = '%s': the built-in simulator, nothing to open\n", bus->name, bus->port);
+            continue;
+        }
+        driver_serial_config_t sc = serial_config(bus);
+        char err[DRIVER_ERRLEN], why[DRIVER_ERRLEN];
+        driver_t *d = driver_serial_new(&sc, err, sizeof err);
+        if (d && driver_open(d, err, sizeof err) == 0) {
+            printf("[bus %s] port = '%s': opened\n", bus->name, bus->port);
+        } else {
+            copy_reason(why, sizeof why, err, sc.path);
+            fprintf(stderr, "%s:%u: [bus %s] port = '%s': %s\n", cfg->source, bus->port_line, bus->name,
+                    bus->port, why);
+            failed++;
+        }
+        driver_free(d);   /* closes it */
+    }
+    return failed;
+}
 
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: rtugw check -c FILE\n"
+            "usage: rtugw check [--open] -c FILE\n"
             "       rtugw check --demo [--print]\n"
             "\n"
-            "Validates a configuration file: every error is printed as FILE:LINE with the\n"
-            "section, key and value that is wrong. Exit 0 when valid, 2 when not.\n"
+            "Validates a configuration file with every rule `rtugw run` applies before it\n"
+            "opens a device: every error is printed as FILE:LINE with the section, key and\n"
+            "value that is wrong. Exit 0 when valid, 2 when not.\n"
             "  -c, --config FILE  the file to check\n"
+            "  --open             then open each serial port and close it again (exit 1 when\n"
+            "                     one cannot be opened, with the system's reason)\n"
             "  --demo             check the embedded demo configuration instead\n"
             "  --print            with --demo: print it (a complete example to start from)\n");
 }
@@ -26,11 +145,12 @@ int cmd_check(int argc, char **argv)
         { "config", required_argument, NULL, 'c' },
         { "demo", no_argument, NULL, 'd' },
         { "print", no_argument, NULL, 'p' },
+        { "open", no_argument, NULL, 'o' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *file = NULL;
-    int demo = 0, print = 0, c;
+    int demo = 0, print = 0, open_ports_too = 0, c;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
@@ -38,6 +158,7 @@ int cmd_check(int argc, char **argv)
         case 'c': file = optarg; break;
         case 'd': demo = 1; break;
         case 'p': print = 1; break;
+        case 'o': open_ports_too = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -51,19 +172,13 @@ int cmd_check(int argc, char **argv)
         return 0;
     }
 
-    config_errors_t errs;
-    config_t *cfg = demo ? config_load_string(config_demo_text(), "<demo>", &errs)
-                         : config_load_file(file, &errs);
-    if (!cfg) {
-        for (unsigned i = 0; i < errs.count; i++)
-            fprintf(stderr, "%s\n", errs.text[i]);
-        if (errs.total > errs.count)
-            fprintf(stderr, "(%u more errors not shown)\n", errs.total - errs.count);
+    config_t *cfg = cli_load_config(demo ? NULL : file);
+    if (!cfg)
         return 2;
-    }
     char summary[256];
     config_summary(cfg, summary, sizeof summary);
     printf("%s: ok: %s\n", cfg->source, summary);
+    unsigned failed = open_ports_too ? open_ports(cfg) : 0;
     config_free(cfg);
-    return 0;
+    return failed ? 1 : 0;
 }

@@ -11,15 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int print_errors(const config_errors_t *errs)
-{
-    for (unsigned i = 0; i < errs->count; i++)
-        fprintf(stderr, "%s\n", errs->text[i]);
-    if (errs->total > errs->count)
-        fprintf(stderr, "(%u more errors not shown)\n", errs->total - errs->count);
-    return 2;
-}
-
 static int run_config(config_t *cfg, const gw_options_t *opt)
 {
     gw_t *gw = gw_new(cfg, opt);
@@ -73,10 +64,9 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "usage: rtugw run -c FILE\n");
         return 2;
     }
-    config_errors_t errs;
-    config_t *cfg = config_load_file(file, &errs);
+    config_t *cfg = cli_load_config(file);
     if (!cfg)
-        return print_errors(&errs);
+        return 2;
     gw_options_t opt = { .config_path = file, .install_signals = true };
     return run_config(cfg, &opt);
 }
@@ -113,10 +103,9 @@ int cmd_demo(int argc, char **argv)
             return 2;
         }
     }
-    config_errors_t errs;
-    config_t *cfg = config_load_string(config_demo_text(), "<demo>", &errs);
+    config_t *cfg = cli_load_config(NULL);
     if (!cfg)
-        return print_errors(&errs);
+        return 2;
     if (tcp_port)
         cfg->tcp.port = tcp_port;
     if (http_port)

@@ -26,9 +26,14 @@
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
+/* What a bus's port names: a device, or the built-in simulator ("sim",
+ * "sim-paced": paced at the baud rate), optionally ":SLAVE,SLAVE,...". */
+typedef enum config_port_kind { CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED } config_port_kind_t;
+
 typedef struct config_bus {
     char name[CONFIG_NAME_MAX];
     char port[CONFIG_PATH_MAX];     /* device path, or "sim" for the built-in simulator */
+    config_port_kind_t port_kind;
     unsigned baud;
     char parity;                    /* 'N', 'E', 'O' */
     unsigned data_bits;
@@ -45,6 +50,7 @@ typedef struct config_bus {
     unsigned queue_depth;
     bool tcp_first;                 /* TCP requests ahead of background polls */
     unsigned line;                  /* where the section starts, for messages */
+    unsigned port_line;             /* where port is given; 0: it is not */
 } config_bus_t;
 
 typedef struct config_device {
@@ -150,6 +156,25 @@ typedef struct config_errors {
  */
 config_t *config_load_file(const char *path, config_errors_t *errs);
 config_t *config_load_string(const char *text, const char *name, config_errors_t *errs);
+
+/*
+ * A rule for a bus that config/ cannot decide, because it belongs to a layer
+ * config/ does not depend on: which baud rates the serial driver can set,
+ * which slave lists the simulator takes. The command line, above both,
+ * passes drivers/' rules in, so that `rtugw check` and `rtugw run` refuse
+ * the same files with the same messages. Called for each key written in a
+ * [bus] section whose value config/ accepted, once the section is complete
+ * (also in a file with other errors). Returns 0, or a negative errno with
+ * why filled; the error reads "FILE:LINE: [bus NAME] key = 'value': why".
+ */
+typedef int (*config_bus_rule_t)(const config_bus_t *bus, const char *key, char *why, size_t cap);
+
+config_t *config_load_file_with(const char *path, config_bus_rule_t rule, config_errors_t *errs);
+config_t *config_load_string_with(const char *text, const char *name, config_bus_rule_t rule,
+                                  config_errors_t *errs);
+
+/* port = sim:LIST or sim-paced:LIST: the LIST (inside bus->port); else NULL. */
+const char *config_bus_sim_slaves(const config_bus_t *bus);
 void config_free(config_t *cfg);
 
 /* The embedded demo configuration (simulated PLCs, TCP 127.0.0.1:1502, HTTP 8502). */

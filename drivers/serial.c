@@ -168,41 +168,62 @@ static int configure_termios(serial_t *s, char *err, size_t errcap)
     return 0;
 }
 
-static int sp_error(serial_t *s, const char *what, char *err, size_t errcap)
+/*
+ * Only SP_ERR_FAIL is a system call that failed, with its errno kept by
+ * sp_last_error_code(); the other codes (a bad argument, unsupported, out of
+ * memory) leave errno as it was -- often 0, and the message "Success".
+ */
+static int sp_error(serial_t *s, enum sp_return rc, const char *what, char *err, size_t errcap)
 {
-    char *msg = sp_last_error_message();
-    snprintf(err, errcap, "%s: %s: %s", s->path, what, msg ? msg : "failed");
-    if (msg)
-        sp_free_error_message(msg);
-    return -EIO;
+    int e = rc == SP_ERR_FAIL ? sp_last_error_code()
+          : rc == SP_ERR_SUPP ? ENOTSUP
+          : rc == SP_ERR_MEM ? ENOMEM : EINVAL;
+    if (e <= 0)
+        e = EIO;
+    snprintf(err, errcap, "%s: %s: %s", s->path, what, strerror(e));
+    return -e;
 }
 
-static int open_libserialport(serial_t *s, char *err, size_t errcap)
+/*
+ * libserialport looks a name up among the serial ports the kernel lists
+ * and refuses anything else with SP_ERR_ARG. The reason is what the path
+ * is: a directory (EISDIR), or no terminal (ENOTTY). It is not opened to
+ * find out: opening an arbitrary device can act (a watchdog starts).
+ */
+static int not_a_port(serial_t *s, const struct stat *st, char *err, size_t errcap)
 {
-    if (sp_get_port_by_name(s->path, &s->port) != SP_OK) {
+    int e = S_ISDIR(st->st_mode) ? EISDIR : ENOTTY;
+    snprintf(err, errcap, "%s: not a serial port: %s", s->path, strerror(e));
+    return -e;
+}
+
+static int open_libserialport(serial_t *s, const struct stat *st, char *err, size_t errcap)
+{
+    enum sp_return rc;
+    if (!S_ISCHR(st->st_mode) || sp_get_port_by_name(s->path, &s->port) != SP_OK) {
         s->port = NULL;
-        return sp_error(s, "no such serial port", err, errcap);
+        return not_a_port(s, st, err, errcap);
     }
-    if (sp_open(s->port, SP_MODE_READ_WRITE) != SP_OK)
-        return sp_error(s, "cannot open", err, errcap);
+    if ((rc = sp_open(s->port, SP_MODE_READ_WRITE)) != SP_OK)
+        return sp_error(s, rc, "cannot open", err, errcap);
     s->port_open = true;
     enum sp_parity par = s->cfg.parity == 'E' ? SP_PARITY_EVEN
                        : s->cfg.parity == 'O' ? SP_PARITY_ODD : SP_PARITY_NONE;
     enum sp_flowcontrol fc = s->cfg.flow == DRIVER_FLOW_RTSCTS ? SP_FLOWCONTROL_RTSCTS
                            : s->cfg.flow == DRIVER_FLOW_XONXOFF ? SP_FLOWCONTROL_XONXOFF
                            : SP_FLOWCONTROL_NONE;
-    if (sp_set_baudrate(s->port, (int)s->cfg.baud) != SP_OK)
-        return sp_error(s, "baud rate", err, errcap);
-    if (sp_set_bits(s->port, (int)s->cfg.data_bits) != SP_OK)
-        return sp_error(s, "data bits", err, errcap);
-    if (sp_set_parity(s->port, par) != SP_OK)
-        return sp_error(s, "parity", err, errcap);
-    if (sp_set_stopbits(s->port, (int)s->cfg.stop_bits) != SP_OK)
-        return sp_error(s, "stop bits", err, errcap);
-    if (sp_set_flowcontrol(s->port, fc) != SP_OK)
-        return sp_error(s, "flow control", err, errcap);
-    if (sp_get_port_handle(s->port, &s->fd) != SP_OK)
-        return sp_error(s, "handle", err, errcap);
+    if ((rc = sp_set_baudrate(s->port, (int)s->cfg.baud)) != SP_OK)
+        return sp_error(s, rc, "baud rate", err, errcap);
+    if ((rc = sp_set_bits(s->port, (int)s->cfg.data_bits)) != SP_OK)
+        return sp_error(s, rc, "data bits", err, errcap);
+    if ((rc = sp_set_parity(s->port, par)) != SP_OK)
+        return sp_error(s, rc, "parity", err, errcap);
+    if ((rc = sp_set_stopbits(s->port, (int)s->cfg.stop_bits)) != SP_OK)
+        return sp_error(s, rc, "stop bits", err, errcap);
+    if ((rc = sp_set_flowcontrol(s->port, fc)) != SP_OK)
+        return sp_error(s, rc, "flow control", err, errcap);
+    if ((rc = sp_get_port_handle(s->port, &s->fd)) != SP_OK)
+        return sp_error(s, rc, "handle", err, errcap);
     return 0;
 }
 
@@ -288,7 +309,7 @@ static int serial_open(driver_t *d, char *err, size_t errcap)
             snprintf(err, errcap, "%s: %s", s->path, strerror(errno));
             return rc;
         }
-        rc = open_libserialport(s, err, errcap);
+        rc = open_libserialport(s, &st, err, errcap);
         if (rc)
             goto fail;
     }

@@ -61,8 +61,10 @@ class Gateway:
         devices = devices if devices is not None else "".join(
             f"[device d{s}]\nslave = {s}\ndead_after = {0 if s == 8 else 2}\ndead_backoff_ms = 3000\n"
             for s in (1, 2, 3, 8, 9))
+        # a key given twice is an error: the default only when the caller sets none
+        tcp_defaults = "" if "max_clients" in extra_tcp else "max_clients = 64\n"
         self.text = (f"[gateway]\nlog_level = {log_level}\n[bus line]\n{bus}response_timeout_ms = {timeout_ms}\nretries = 1\n"
-                     f"{devices}[tcp]\nport = {self.tcp_port}\ndefault_bus = line\nmax_clients = 64\n{extra_tcp}"
+                     f"{devices}[tcp]\nport = {self.tcp_port}\ndefault_bus = line\n{tcp_defaults}{extra_tcp}"
                      f"[http]\nport = {self.http_port}\n{extra}")
         with open(self.cfg, "w", errors="surrogateescape") as f:   # lone surrogates: raw bytes
             f.write(self.text)

@@ -1,12 +1,16 @@
 #!/usr/bin/python3
-"""rtugw check: exit 0 for valid files, 2 with FILE:LINE messages otherwise."""
+"""rtugw check: exit 0 for valid files, 2 with FILE:LINE messages otherwise;
+`rtugw run` refuses every file check refuses, with the same messages and exit
+2, before it opens anything; `check --open` opens the ports and names the
+system's reason when one cannot be opened."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check as _check, finish  # noqa: E402
+from rtugwtest import BIN, check as _check, finish, free_port  # noqa: E402
 SRC = os.environ.get("RTUGW_SRCDIR", ".")
 
 
@@ -14,8 +18,12 @@ def check(cond, what):
     _check(cond, what, quiet=True)
 
 
+def rtugw(*args, timeout=None):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout)
+
+
 def run(*args):
-    return subprocess.run([BIN, "check", *args], capture_output=True, text=True)
+    return rtugw("check", *args)
 
 
 p = run("--demo")
@@ -25,17 +33,108 @@ check(p.returncode == 0, f"example.ini: {p.stderr}")
 p = run("--demo", "--print")
 check(p.returncode == 0 and "[bus sim]" in p.stdout, "print demo")
 
-with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
-    f.write("[bus a]\nport = /dev/x\nbaud = fast\n")
-    bad = f.name
+tmp = tempfile.mkdtemp(prefix="rtugw-check-")
+
+
+def write(name, text):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+bad = write("bad.ini", "[bus a]\nport = /dev/x\nbaud = fast\n")
 p = run("-c", bad)
 check(p.returncode == 2, f"bad file exit {p.returncode}")
 check(f"{bad}:3: [bus a] baud = 'fast'" in p.stderr, f"message: {p.stderr!r}")
-os.unlink(bad)
 
 p = run("-c", "/nonexistent.ini")
 check(p.returncode == 2 and "/nonexistent.ini: cannot open" in p.stderr, f"missing file: {p.stderr!r}")
 check(run().returncode == 2, "no arguments is a usage error")
 check(run("--help").returncode == 0, "--help")
 
+# Every file below is refused by check with the messages shown, and by run
+# with exactly the same output and exit 2: nothing run would refuse short of
+# opening a device passes check. The servers get free ports and the bus is
+# the simulator, so a run that wrongly accepted a file would start (and is
+# stopped by the timeout), not fail for some other reason.
+TAIL = "[tcp]\n{tcp_bind}port = {tcp}\n[http]\n{http_bind}port = {http}\n"
+CASES = [
+    ("sim list with slave 999", "[bus a]\nport = sim:1,2,999\n",
+     ["{f}:2: [bus a] port = 'sim:1,2,999': expected sim:SLAVE,SLAVE,..."]),
+    ("sim list empty", "[bus a]\nport = sim:\n", ["{f}:2: [bus a] port = 'sim:'"]),
+    ("sim list with a slave twice", "[bus a]\nport = sim-paced:3,3\n",
+     ["{f}:2: [bus a] port = 'sim-paced:3,3': expected sim:SLAVE,SLAVE,..."]),
+    ("sim list too long", "[bus a]\nport = sim:" + ",".join(str(i) for i in range(1, 34)) + "\n",
+     ["{f}:2: [bus a] port = 'sim:1,2,3,", "1 to 32 slaves"]),
+    ("baud the driver cannot set", "[bus a]\nport = sim\nbaud = 300\n",
+     ["{f}:3: [bus a] baud = '300': baud 300: use 1200 ... 921600"]),
+    ("empty misspelt sections", "[bus a]\nport = sim\n[bsu x]\n[tpc]\n",
+     ["{f}:3: [bsu x]: unknown section", "{f}:4: [tpc]: unknown section"]),
+    ("a name with extra words", "[bus a b]\nport = sim\n", ["{f}:1: [bus a b]: one name expected"]),
+    ("a key twice", "[bus a]\nport = sim\nport = sim:1\n",
+     ["{f}:3: [bus a] port = 'sim:1': given twice in this section (first at line 2)"]),
+    ("a section twice in a row", "[bus a]\nport = sim\n[bus a]\nretries = 2\n",
+     ["{f}:3: [bus a]: section defined twice (first at line 1)"]),
+    ("an indented line", "[bus a]\nport = sim\n  baud = 9600\n",
+     ["{f}:3: [bus a] port = 'baud = 9600': the line is indented, so it continues port from line 2"]),
+    ("tcp bind a host name", "[bus a]\nport = sim\n",
+     ["{f}:4: [tcp] bind = 'localhost': expected an IPv4 address"], "bind = localhost\n"),
+    ("http bind a host name", "[bus a]\nport = sim\n",
+     ["{f}:6: [http] bind = 'localhost': expected an IPv4 address"], "", "bind = localhost\n"),
+]
+
+for what, body, wanted, *binds in CASES:
+    tcp_bind, http_bind = (binds + ["", ""])[:2]
+    f = write("case.ini", body + TAIL.format(tcp_bind=tcp_bind, http_bind=http_bind, tcp=free_port(),
+                                             http=free_port()))
+    c = run("-c", f)
+    check(c.returncode == 2, f"{what}: check exit {c.returncode}: {c.stdout!r} {c.stderr!r}")
+    for w in wanted:
+        check(w.format(f=f) in c.stderr, f"{what}: check says {w.format(f=f)!r}: {c.stderr!r}")
+    try:
+        r = rtugw("run", "-c", f, timeout=10)
+        check(r.returncode == 2, f"{what}: run exit {r.returncode}: {r.stderr!r}")
+        check(r.stderr == c.stderr, f"{what}: run says what check says: {r.stderr!r} vs {c.stderr!r}")
+    except subprocess.TimeoutExpired:
+        check(False, f"{what}: run started on a file check refuses")
+
+good = write("good.ini", "[bus a]\nport = sim:1,2,3\nbaud = 9600\n[device d]\nslave = 1\n"
+             "[tcp]\nport = 1502\nunit7 = a:2\n")
+p = run("-c", good)
+check(p.returncode == 0 and "ok: 1 bus, 1 device" in p.stdout, f"good file: {p.stdout!r} {p.stderr!r}")
+
+# check --open: ports opened as run opens them. A pseudo-terminal opens; a
+# directory, a plain file and a missing path are refused with the system's
+# reason (a directory used to read "no such serial port: Success").
+master, slave = os.openpty()
+pty = os.ttyname(slave)
+plain = write("plain", "")
+ports = write("ports.ini", f"[bus pty]\nport = {pty}\n[bus sim]\nport = sim\n[tcp]\nenabled = false\n")
+p = run("--open", "-c", ports)
+check(p.returncode == 0, f"--open on a pty: exit {p.returncode}: {p.stderr!r}")
+check(f"[bus pty] port = '{pty}': opened" in p.stdout, f"--open says opened: {p.stdout!r}")
+check("[bus sim] port = 'sim': the built-in simulator" in p.stdout, f"--open on sim: {p.stdout!r}")
+p = run("-c", ports)
+check(p.returncode == 0 and "opened" not in p.stdout, f"without --open nothing is opened: {p.stdout!r}")
+for port, reason in [(tmp, "not a serial port: Is a directory"),
+                     (plain, "not a serial port: Inappropriate ioctl for device"),
+                     ("/nonexistent/ttyUSB9", "No such file or directory")]:
+    f = write("open.ini", f"[tcp]\nenabled = false\n[bus a]\nport = {port}\n")
+    p = run("--open", "-c", f)
+    check(p.returncode == 1, f"--open {port}: exit {p.returncode}")
+    check(f"{f}:4: [bus a] port = '{port}': {reason}" in p.stderr, f"--open {port}: {p.stderr!r}")
+    check("Success" not in p.stderr, f"--open {port}: no 'Success': {p.stderr!r}")
+
+# run on a directory: the log carries the same real reason while it retries.
+f = write("dir.ini", f"[bus a]\nport = {tmp}\n" + TAIL.format(tcp_bind="", http_bind="", tcp=free_port(), http=free_port()))
+d = subprocess.Popen([BIN, "run", "-c", f], stderr=subprocess.PIPE, text=True)
+line = d.stderr.readline()
+d.terminate()
+d.wait(timeout=10)
+check("not a serial port: Is a directory; retrying" in line, f"run on a directory logs: {line!r}")
+os.close(master)
+os.close(slave)
+
+shutil.rmtree(tmp)
 finish("check cli")

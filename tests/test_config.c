@@ -1,7 +1,8 @@
 /*
  * tests/test_config.c -- the config loader: the demo and the example load,
- * every kind of mistake is reported with file, line, key and value, and all
- * mistakes in a file are reported in one pass.
+ * every kind of mistake is reported with file, line, key and value (both
+ * lines for anything given twice), and all mistakes in a file are reported
+ * in one pass, a bus rule's among them.
  */
 #include "config/config.h"
 
@@ -189,6 +190,200 @@ static void test_error_list_is_bounded(void **state)
     assert_int_equal(errs.total, 100);
 }
 
+/* Sections inih would accept without a word: empty, misspelt, with extra words. */
+static void test_section_headers_are_strict(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    const char *text =
+        "[bus a]\n"                 /* 1 */
+        "port = /dev/x\n"           /* 2 */
+        "[bsu x]\n"                 /* 3: empty, misspelt */
+        "[tpc]\n"                   /* 4: empty, misspelt */
+        "[bus b c]\n"               /* 5 */
+        "port = /dev/y\n"           /* 6 */
+        "[]\n"                      /* 7 */
+        "[ \t]\n"                   /* 8 */
+        "[http] junk\n"             /* 9 */
+        "[router ; x]\n"            /* 10: the ';' starts a comment: no ']' */
+        "[tcp extra]\n"             /* 11 */
+        "[device]\n";               /* 12 */
+    assert_null(load(text, &errs));
+    expect_error(&errs, "t.ini:3: [bsu x]: unknown section", NULL);
+    expect_error(&errs, "t.ini:4: [tpc]: unknown section", NULL);
+    expect_error(&errs, "t.ini:5: [bus b c]:", "one name");
+    expect_error(&errs, "t.ini:7: []: empty section name", NULL);
+    expect_error(&errs, "t.ini:8: [ \t]: empty section name", NULL);
+    expect_error(&errs, "t.ini:9: [http]: text after ']': 'junk'", NULL);
+    expect_error(&errs, "t.ini:10: [router ; x]: no closing ']'", NULL);
+    expect_error(&errs, "t.ini:11: [tcp extra]: takes no name", NULL);
+    expect_error(&errs, "t.ini:12: [device]: needs a name", NULL);
+    assert_int_equal(errs.total, 9);
+
+    /* A section without keys still counts: this bus has no port. */
+    assert_null(load("[tcp]\nenabled = false\n[bus a]\n", &errs));
+    expect_error(&errs, "t.ini:3: [bus a]: port is required", NULL);
+    assert_int_equal(errs.total, 1);
+    /* A comment after the header is fine; so is a byte order mark. */
+    config_t *cfg = load("\xEF\xBB\xBF[bus a] ; the line\nport = /dev/x\n[http] # status\nenabled = no\n", &errs);
+    assert_non_null(cfg);
+    assert_false(cfg->http.enabled);
+    config_free(cfg);
+}
+
+/* Anything given twice names both lines; the first value stays. */
+static void test_duplicates_name_both_lines(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    const char *text =
+        "[bus a]\n"                 /* 1 */
+        "port = /dev/x\n"           /* 2 */
+        "baud = fast\n"             /* 3 */
+        "port = /dev/y\n"           /* 4 */
+        "baud = 9600\n"             /* 5 */
+        "[bus a]\n"                 /* 6: right after itself: inih would merge it */
+        "retries = 2\n"             /* 7 */
+        "[tcp]\n"                   /* 8 */
+        "unit7 = a:1\n"             /* 9 */
+        "unit07 = a:2\n"            /* 10: the same unit */
+        "[device d]\n"              /* 11 */
+        "slave = 1\n"               /* 12 */
+        "[tcp]\n"                   /* 13 */
+        "port = 1503\n"             /* 14 */
+        "[device d]\n"              /* 15 */
+        "slave = 2\n";              /* 16 */
+    assert_null(load(text, &errs));
+    expect_error(&errs, "t.ini:3: [bus a] baud = 'fast'", "300..4000000");
+    expect_error(&errs, "t.ini:4: [bus a] port = '/dev/y': given twice", "(first at line 2)");
+    expect_error(&errs, "t.ini:5: [bus a] baud = '9600': given twice", "(first at line 3)");
+    expect_error(&errs, "t.ini:6: [bus a]: section defined twice (first at line 1)", NULL);
+    expect_error(&errs, "t.ini:10: [tcp] unit07 = 'a:2': given twice", "(first at line 9)");
+    expect_error(&errs, "t.ini:13: [tcp]: section defined twice (first at line 8)", NULL);
+    expect_error(&errs, "t.ini:15: [device d]: section defined twice (first at line 11)", NULL);
+    assert_int_equal(errs.total, 7);   /* keys of a repeated section are not judged again */
+}
+
+/* Lines inih would fold into the key above, or put in no section. */
+static void test_continuations_and_stray_keys(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    const char *text =
+        "port = /dev/x\n"           /* 1: before any section */
+        "[bus a]\n"                 /* 2 */
+        "port = /dev/x\n"           /* 3 */
+        "  baud = 9600\n"           /* 4: indented: inih makes it port's value */
+        "\t[bus b]\n"               /* 5: indented too: not a header for inih */
+        "baud = 38400\n"            /* 6: a key again (line 4 was none) */
+        "this is not ini\n"         /* 7 */
+        "nor is this\n";            /* 8 */
+    assert_null(load(text, &errs));
+    expect_error(&errs, "t.ini:1: port = '/dev/x': outside any section", NULL);
+    expect_error(&errs, "t.ini:4: [bus a] port = 'baud = 9600': the line is indented", "from line 3");
+    expect_error(&errs, "t.ini:5: [bus a] port = '[bus b]': the line is indented", "from line 3");
+    expect_error(&errs, "t.ini:7: not a section header", NULL);
+    expect_error(&errs, "t.ini:8: not a section header", NULL);   /* inih reports only the first */
+    assert_int_equal(errs.total, 5);
+    /* Indented keys right after a header are keys (nothing to continue). */
+    config_t *cfg = load("[bus a]\n  port = /dev/x\n", &errs);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->buses[0].port, "/dev/x");
+    config_free(cfg);
+}
+
+static void test_port_forms(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    config_t *cfg = load("[bus a]\nport = sim:1,2,3\n[bus b]\nport = sim-paced\n[bus c]\nport = /dev/ttyUSB0\n"
+                         "[bus d]\nport = simulator\n[bus e]\nport = sim\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->buses[0].port_kind, CONFIG_PORT_SIM);
+    assert_string_equal(config_bus_sim_slaves(&cfg->buses[0]), "1,2,3");
+    assert_int_equal(cfg->buses[0].port_line, 2);
+    assert_int_equal(cfg->buses[1].port_kind, CONFIG_PORT_SIM_PACED);
+    assert_null(config_bus_sim_slaves(&cfg->buses[1]));
+    assert_int_equal(cfg->buses[2].port_kind, CONFIG_PORT_DEVICE);
+    assert_null(config_bus_sim_slaves(&cfg->buses[2]));
+    assert_int_equal(cfg->buses[3].port_kind, CONFIG_PORT_DEVICE);   /* a file named simulator */
+    assert_int_equal(cfg->buses[4].port_kind, CONFIG_PORT_SIM);
+    assert_null(config_bus_sim_slaves(&cfg->buses[4]));
+    config_free(cfg);
+
+    assert_null(load("[bus a]\nport = sim:\n[bus b]\nport = sim-pacedx\n[bus c]\nport = sim-paced:\n", &errs));
+    expect_error(&errs, "t.ini:2: [bus a] port = 'sim:'", "sim:1,2,3");
+    expect_error(&errs, "t.ini:4: [bus b] port = 'sim-pacedx'", "sim:1,2,3");
+    expect_error(&errs, "t.ini:6: [bus c] port = 'sim-paced:'", "sim:1,2,3");
+    assert_int_equal(errs.total, 3);   /* and not "port is required" besides */
+}
+
+/* What gateway/tcp.c and http.c would refuse at start-up is refused here. */
+static void test_tcp_bind_and_strict_numbers(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    assert_null(load("[bus a]\nport = /dev/x\nbaud = +9600\n[tcp]\nbind = localhost\nunit+5 = a:1\n", &errs));
+    expect_error(&errs, "t.ini:3: [bus a] baud = '+9600'", "whole number");
+    expect_error(&errs, "t.ini:5: [tcp] bind = 'localhost'", "IPv4 address");
+    expect_error(&errs, "t.ini:6: [tcp] unit+5: unknown key", NULL);
+    assert_null(load("[bus a]\nport = /dev/x\n[http]\nbind = ::1\n", &errs));
+    expect_error(&errs, "t.ini:4: [http] bind = '::1'", "IPv4 address");
+    config_t *cfg = load("[bus a]\nport = /dev/x\n[tcp]\nbind = 0.0.0.0\n[http]\nbind = 10.1.2.3\n", &errs);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->http.bind, "10.1.2.3");
+    config_free(cfg);
+}
+
+/* A bus rule, as the command line passes drivers/' in: it refuses even
+ * slave lists and baud rates above 100000, and counts what it was asked. */
+static unsigned rule_calls;
+
+static int even_rule(const config_bus_t *bus, const char *key, char *why, size_t cap)
+{
+    rule_calls++;
+    const char *slaves = config_bus_sim_slaves(bus);
+    if (strcmp(key, "port") == 0 && slaves && strlen(slaves) % 2 == 0) {
+        snprintf(why, cap, "odd lengths only");
+        return -22;
+    }
+    if (strcmp(key, "baud") == 0 && bus->baud > 100000) {
+        snprintf(why, cap, "too fast for bus %s", bus->name);
+        return -22;
+    }
+    return 0;
+}
+
+static void test_bus_rule_is_asked_per_key(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    const char *text =
+        "[bus a]\n"                 /* 1 */
+        "baud = 115200\n"           /* 2: before port: the rule sees the whole bus */
+        "port = sim:1,22\n"         /* 3 */
+        "retries = 99\n"            /* 4: refused by config/: not handed on */
+        "[tcp]\n"                   /* 5 */
+        "port = 1\n"                /* 6: not a bus */
+        "[device d]\n"              /* 7 */
+        "slave = 0\n";              /* 8: another error: the rule's still come */
+    rule_calls = 0;
+    assert_null(config_load_string_with(text, "t.ini", even_rule, &errs));
+    expect_error(&errs, "t.ini:2: [bus a] baud = '115200': too fast for bus a", NULL);
+    expect_error(&errs, "t.ini:3: [bus a] port = 'sim:1,22': odd lengths only", NULL);
+    expect_error(&errs, "t.ini:4: [bus a] retries = '99'", "0..10");
+    expect_error(&errs, "t.ini:8: [device d] slave = '0'", "1..247");
+    assert_int_equal(rule_calls, 2);
+    assert_int_equal(errs.total, 5);   /* and "slave is required" */
+
+    rule_calls = 0;
+    config_t *cfg = config_load_string_with("[bus a]\nport = sim:1\n[bus b]\nport = /dev/x\nbaud = 9600\n",
+                                            "t.ini", even_rule, &errs);
+    assert_non_null(cfg);
+    assert_int_equal(rule_calls, 3);
+    config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +395,12 @@ int main(void)
         cmocka_unit_test(test_required_and_cross_checks),
         cmocka_unit_test(test_error_list_is_bounded),
         cmocka_unit_test(test_log_target),
+        cmocka_unit_test(test_section_headers_are_strict),
+        cmocka_unit_test(test_duplicates_name_both_lines),
+        cmocka_unit_test(test_continuations_and_stray_keys),
+        cmocka_unit_test(test_port_forms),
+        cmocka_unit_test(test_tcp_bind_and_strict_numbers),
+        cmocka_unit_test(test_bus_rule_is_asked_per_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,11 +74,13 @@ class Gateway:
         self.cfg = os.path.join(d, "rtugw.conf")
         if devices is None:
             devices = "".join(f"[device d{s}]\nslave = {s}\ndead_after = 0\n" for s in (1, 2, 3))
+        # a key given twice is an error: the default only when the caller sets none
+        tcp_defaults = "" if "max_clients" in tcp_extra else "max_clients = 64\n"
         self.text = (f"[gateway]\nlog_level = info\n"
                      f"[bus line]\nport = {os.path.join(d, 'plc')}\nbaud = 19200\n"
                      f"response_timeout_ms = {timeout_ms}\nretries = 1\n{bus_extra}"
                      f"{devices}"
-                     f"[tcp]\nport = {self.tcp_port}\ndefault_bus = line\nmax_clients = 64\n{tcp_extra}"
+                     f"[tcp]\nport = {self.tcp_port}\ndefault_bus = line\n{tcp_defaults}{tcp_extra}"
                      f"[http]\nport = {self.http_port}\n")
         with open(self.cfg, "w") as f:
             f.write(self.text)

@@ -8,13 +8,21 @@
  *   - a text that loads loads again to the same config_t, byte for byte
  *     (the loader is deterministic and starts from zeroed memory);
  *   - every value of a loaded config lies in its documented range
- *     (config/config.c's key tables and config/config.h): counts within
+ *     (config/keys.c's tables and config/config.h): counts within
  *     their arrays, references to existing buses and devices, names and
- *     paths NUL-terminated inside their buffers.
+ *     paths NUL-terminated inside their buffers, no name twice in a kind,
+ *     a port's kind matching its text;
+ *   - a bus rule that accepts everything changes nothing (same config, or
+ *     the same errors); one that refuses everything is asked only about
+ *     [bus] keys, with a whole bus, and adds exactly one error per call
+ *     (a loaded config: at least one per bus, since port is required);
+ *   - a loaded text written twice is refused: every section in it is then
+ *     given twice (and a valid text has at least one section).
  */
 #include "config/config.h"
 #include "tests/fuzz/fuzz.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #define IN(v, lo, hi) ((v) >= (lo) && (v) <= (hi))
@@ -27,6 +35,27 @@ static size_t g_len;
 static void check_str(const char *s, size_t cap, const char *what)
 {
     CHECK(memchr(s, '\0', cap) != NULL, "%s not NUL-terminated in its %zu bytes", what, cap);
+}
+
+/* "sim", "sim-paced", either with ":LIST" (not empty), or a device. */
+static void check_port(const config_bus_t *b)
+{
+    const char *list = config_bus_sim_slaves(b);
+    bool sim = strcmp(b->port, "sim") == 0 || strncmp(b->port, "sim:", 4) == 0;
+    bool paced = strncmp(b->port, "sim-paced", 9) == 0;
+
+    CHECK(b->port_line > 0, "bus %s: port given at line 0", b->name);
+    CHECK(b->port_kind == (paced ? CONFIG_PORT_SIM_PACED : sim ? CONFIG_PORT_SIM : CONFIG_PORT_DEVICE),
+          "bus %s: port '%s' of kind %d", b->name, b->port, (int)b->port_kind);
+    if (b->port_kind == CONFIG_PORT_DEVICE) {
+        CHECK(list == NULL, "bus %s: a device port with a slave list", b->name);
+        return;
+    }
+    CHECK(paced ? b->port[9] == 0 || b->port[9] == ':' : true, "bus %s: port '%s' taken as sim-paced",
+          b->name, b->port);
+    if (list)
+        CHECK(list > b->port && list[-1] == ':' && *list && list < b->port + sizeof b->port,
+              "bus %s: slave list '%s' not after a colon in '%s'", b->name, list, b->port);
 }
 
 static void check_ranges(const config_t *c)
@@ -48,6 +77,7 @@ static void check_ranges(const config_t *c)
         CHECK(IN(b->data_bits, 7u, 8u) && IN(b->stop_bits, 1u, 2u), "bus %s framing %u/%u",
               b->name, b->data_bits, b->stop_bits);
         CHECK(b->rs485 <= CONFIG_RS485_RTS, "bus %s rs485 %d", b->name, (int)b->rs485);
+        check_port(b);
         CHECK(b->rts_delay_before_us <= 100000 && b->rts_delay_after_us <= 100000,
               "bus %s rts delays", b->name);
         CHECK(IN(b->response_timeout_ms, 1u, 60000u), "bus %s response_timeout_ms %u", b->name,
@@ -65,9 +95,11 @@ static void check_ranges(const config_t *c)
         CHECK(IN(d->slave, 1u, 247u), "device %s slave %u", d->name, d->slave);
         CHECK(d->timeout_ms <= 60000 && d->dead_after <= 1000 && d->dead_backoff_ms <= 3600000,
               "device %s timing out of range", d->name);
-        for (unsigned j = 0; j < i; j++)
+        for (unsigned j = 0; j < i; j++) {
             CHECK(c->devices[j].bus != d->bus || c->devices[j].slave != d->slave,
                   "slave %u twice on bus %u", d->slave, d->bus);
+            CHECK(strcmp(c->devices[j].name, d->name) != 0, "device name %s twice", d->name);
+        }
     }
     for (unsigned i = 0; i < c->poll_count; i++) {
         const config_poll_t *p = &c->polls[i];
@@ -81,6 +113,8 @@ static void check_ranges(const config_t *c)
               p->name, p->count, p->function);
         CHECK(IN(p->interval_ms, 10u, 86400000u), "poll %s interval_ms %u", p->name,
               p->interval_ms);
+        for (unsigned j = 0; j < i; j++)
+            CHECK(strcmp(c->polls[j].name, p->name) != 0, "poll name %s twice", p->name);
     }
     const config_tcp_t *t = &c->tcp;
     check_str(t->bind, sizeof t->bind, "tcp bind");
@@ -100,7 +134,7 @@ static void check_ranges(const config_t *c)
     for (unsigned u = 0; u < 256; u++) {
         const config_route_t *r = &t->unit[u];
         if (r->set && !r->broadcast)
-            CHECK(r->bus < c->bus_count && IN(r->slave, 0u, 247u) , "unit%u -> bus %u slave %u", u,
+            CHECK(r->bus < c->bus_count && r->slave <= 247, "unit%u -> bus %u slave %u", u,
                   r->bus, r->slave);
     }
     const config_http_t *h = &c->http;
@@ -130,8 +164,95 @@ static void check_errors(const config_errors_t *e)
     CHECK(e->count >= 1, "rejected without an error message");
     CHECK(e->count <= CONFIG_MAX_ERRORS && e->count <= e->total, "errors count %u total %u",
           e->count, e->total);
-    for (unsigned i = 0; i < e->count; i++)
+    for (unsigned i = 0; i < e->count; i++) {
         check_str(e->text[i], sizeof e->text[i], "error message");
+        CHECK(strncmp(e->text[i], "fuzz.ini", 8) == 0, "error without the file name: %s", e->text[i]);
+    }
+}
+
+/* ---- bus rules ------------------------------------------------------------- */
+
+static unsigned g_rule_calls;
+
+static void check_rule_call(const config_bus_t *bus, const char *key)
+{
+    static const char *const bus_keys[] = {
+        "port", "baud", "parity", "data_bits", "stop_bits", "rs485", "rts_after_send",
+        "rts_delay_before_us", "rts_delay_after_us", "rx_during_tx", "echo_suppress",
+        "response_timeout_ms", "retries", "gap_us", "queue_depth", "tcp_first",
+    };
+    bool known = false;
+    for (size_t i = 0; i < sizeof bus_keys / sizeof bus_keys[0]; i++)
+        known = known || strcmp(key, bus_keys[i]) == 0;
+    CHECK(known, "bus rule asked about '%s'", key);
+    check_str(bus->name, sizeof bus->name, "rule: bus name");
+    check_str(bus->port, sizeof bus->port, "rule: bus port");
+    CHECK(bus->name[0] && bus->line > 0, "rule: bus without a name or line");
+    g_rule_calls++;
+}
+
+static int accept_all(const config_bus_t *bus, const char *key, char *why, size_t cap)
+{
+    (void)why;
+    (void)cap;
+    check_rule_call(bus, key);
+    return 0;
+}
+
+static int refuse_all(const config_bus_t *bus, const char *key, char *why, size_t cap)
+{
+    check_rule_call(bus, key);
+    snprintf(why, cap, "refused");
+    return -1;
+}
+
+static config_errors_t g_errs, g_errs2;   /* 12 KiB each: kept off the stack */
+
+/* The plain load's result (c, g_errs) against loads with a rule. */
+static void check_rules(const char *text, const config_t *c)
+{
+    memset(&g_errs2, 0, sizeof g_errs2);
+    g_rule_calls = 0;
+    config_t *with = config_load_string_with(text, "fuzz.ini", accept_all, &g_errs2);
+    unsigned calls = g_rule_calls;
+    CHECK(!with == !c, "an accepting bus rule changes whether the text loads");
+    if (c)
+        CHECK(memcmp(with, c, sizeof *c) == 0, "an accepting bus rule changes the config");
+    else
+        CHECK(g_errs2.total == g_errs.total && memcmp(g_errs2.text, g_errs.text, sizeof g_errs.text) == 0,
+              "an accepting bus rule changes the errors");
+    config_free(with);
+
+    memset(&g_errs2, 0, sizeof g_errs2);
+    g_rule_calls = 0;
+    config_t *refused = config_load_string_with(text, "fuzz.ini", refuse_all, &g_errs2);
+    CHECK(g_rule_calls == calls, "the rule is asked %u times, then %u", calls, g_rule_calls);
+    CHECK(g_errs2.total == g_errs.total + calls, "%u errors, %u calls: %u errors with a refusing rule",
+          g_errs.total, calls, g_errs2.total);
+    CHECK(!c || c->bus_count <= calls, "%u buses, the rule asked %u times", c ? c->bus_count : 0, calls);
+    CHECK(refused == NULL || calls == 0, "loaded although the rule refused");
+    if (refused == NULL)
+        check_errors(&g_errs2);
+    config_free(refused);
+}
+
+/* A loaded text twice over: its sections all come again. */
+static void check_doubled(const char *text, size_t size)
+{
+    char *twice = malloc(2 * size + 2);
+    if (!twice)
+        return;
+    memcpy(twice, text, size);
+    twice[size] = '\n';
+    memcpy(twice + size + 1, text, size);
+    twice[2 * size + 1] = '\0';
+    memset(&g_errs2, 0, sizeof g_errs2);
+    config_t *c = config_load_string(twice, "fuzz.ini", &g_errs2);
+    CHECK(c == NULL, "a loaded text written twice loads too");
+    if (!c)
+        check_errors(&g_errs2);
+    config_free(c);
+    free(twice);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -146,20 +267,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_in = data;
     g_len = size;
 
-    static config_errors_t errs;   /* 12 KiB: keep it off the stack */
-    memset(&errs, 0, sizeof errs);
-    config_t *c = config_load_string(text, "fuzz.ini", &errs);
+    memset(&g_errs, 0, sizeof g_errs);
+    config_t *c = config_load_string(text, "fuzz.ini", &g_errs);
     if (!c) {
-        check_errors(&errs);
+        check_errors(&g_errs);
     } else {
         check_ranges(c);
-        memset(&errs, 0, sizeof errs);
-        config_t *again = config_load_string(text, "fuzz.ini", &errs);
-        CHECK(again != NULL, "loads once, then fails: %s", errs.count ? errs.text[0] : "?");
+        memset(&g_errs2, 0, sizeof g_errs2);
+        config_t *again = config_load_string(text, "fuzz.ini", &g_errs2);
+        CHECK(again != NULL, "loads once, then fails: %s", g_errs2.count ? g_errs2.text[0] : "?");
         CHECK(memcmp(again, c, sizeof *c) == 0, "a second load gives a different config_t");
         config_free(again);
-        config_free(c);
     }
+    check_rules(text, c);
+    if (c)
+        check_doubled(text, strlen(text));
+    config_free(c);
     free(text);
     return 0;
 }

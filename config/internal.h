@@ -1,0 +1,120 @@
+/*
+ * config/internal.h -- shared between config/'s own .c files only: the
+ * loader's state, the key tables and the section kinds.
+ *
+ *   reader.c  reads the lines (counted, because inih does not tell its
+ *             handler the line), sorts each one as inih will, and parses
+ *             section headers itself (inih reports only keys);
+ *   keys.c    the key tables and their values;
+ *   config.c  sections, duplicates, references, the public functions.
+ */
+#ifndef RTUGW_CONFIG_INTERNAL_H
+#define RTUGW_CONFIG_INTERNAL_H
+
+#include "config/config.h"
+
+#include <stdio.h>
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* inih's line buffer (INI_MAX_LINE): a line and its newline fit in it. */
+#define CONFIG_LINE_MAX 200
+/* Keys one section can hold: tcp's table plus unit0..unit255. */
+#define CONFIG_SECTION_KEYS_MAX 288
+
+enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_COUNT };
+
+typedef struct loader loader_t;
+typedef struct key_spec key_spec_t;
+
+typedef enum key_type {
+    K_UINT, K_BOOL, K_DOUBLE, K_STRING, K_PARITY, K_RS485, K_LOG, K_LOGTARGET,
+    K_PORT,     /* a device path, or sim[-paced][:LIST] */
+    K_IPV4,     /* an address inet_pton takes */
+    K_CUSTOM    /* set by the key's own function */
+} key_type_t;
+
+struct key_spec {
+    const char *name;
+    key_type_t type;
+    size_t offset;       /* into the section's struct */
+    double min, max;     /* numbers: inclusive range; strings: max = buffer size */
+    unsigned numbered;   /* > 0: the key is NAME followed by 0..numbered (unitN) */
+    bool (*set)(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+};
+
+typedef struct section_kind {
+    const char *prefix;
+    bool named;                  /* "[bus NAME]" rather than "[tcp]" */
+    const key_spec_t *keys;
+    size_t nkeys;
+} section_kind_t;
+
+extern const section_kind_t config_section_kinds[S_COUNT];
+
+/* Names that refer to other sections, resolved once the whole file is read. */
+typedef struct pending_ref {
+    char name[CONFIG_NAME_MAX];
+    unsigned line;
+} pending_ref_t;
+
+/* A known key written in the section being read: duplicates are found here,
+ * and a bus's keys are handed to the bus rule when its section ends. */
+typedef struct seen_key {
+    const key_spec_t *spec;
+    unsigned number;             /* unitN: N */
+    unsigned line;
+    bool accepted;               /* its value passed config/'s own checks */
+    char value[CONFIG_LINE_MAX]; /* as written, for the rule's message */
+} seen_key_t;
+
+struct loader {
+    config_t *cfg;
+    config_errors_t *errs;
+    const char *source;
+    config_bus_rule_t bus_rule;
+    unsigned line;               /* line the reader handed out last */
+    unsigned header_line;        /* line of the last [section] header read */
+    bool in_section;             /* a header has been read */
+    char section[CONFIG_NAME_MAX + 16];  /* "bus a", for messages */
+    void *target;                /* struct the current section fills, NULL: skip keys */
+    int kind;                    /* S_*, or S_NONE */
+    unsigned single_line[S_COUNT];  /* where [gateway], [tcp], ... were first given */
+    seen_key_t seen[CONFIG_SECTION_KEYS_MAX];
+    unsigned seen_count;
+    /* What inih does with the line being read (reader.c mirrors it). */
+    bool key_in_section;         /* inih's prev_name: an indented line continues a value */
+    bool continuation;           /* this line is such a continuation */
+    unsigned last_key_line;
+    unsigned first_syntax_line;  /* the first line reader.c found broken */
+    pending_ref_t device_bus[CONFIG_MAX_DEVICES];
+    pending_ref_t poll_device[CONFIG_MAX_POLLS];
+    pending_ref_t default_bus;
+    pending_ref_t unit_bus[256];
+    /* input */
+    FILE *file;
+    const char *text;
+    size_t text_pos;
+};
+
+/* config.c */
+__attribute__((format(printf, 3, 4)))
+void config_error_at(loader_t *ld, unsigned line, const char *fmt, ...);
+/* A section header: the words inside the brackets (at most 3 given; more
+ * than 2 is always an error), raw is the text between them. */
+void config_open_section(loader_t *ld, const char *raw, char *const words[], unsigned nwords);
+/* The section being read ends (another header, or the end of the file). */
+void config_close_section(loader_t *ld);
+
+/* reader.c: the ini_reader handed to ini_parse_stream (stream: the loader). */
+char *config_read_line(char *str, int num, void *stream);
+
+/* keys.c */
+const key_spec_t *config_find_key(int kind, const char *key, unsigned *number);
+/* Checks and stores a value; false (with the error reported) when it is wrong. */
+bool config_set_key(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+void config_bad_value(loader_t *ld, const char *key, const char *value, const char *why);
+bool config_valid_name(const char *name);
+int config_parse_uint(const char *v, double min, double max, unsigned *out);
+
+#endif

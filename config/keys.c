@@ -1,0 +1,452 @@
+/*
+ * config/keys.c -- the keys of each section and their values.
+ *
+ * Keys are described by tables (name, type, offset, range), so adding a key is
+ * one line and its validation comes with it; a key whose value is a list or
+ * names another section has its own setter in the table. Every key a section
+ * takes is in its table: the loader finds duplicates and unknown keys there.
+ */
+#include "config/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static bool set_ref(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+
+#define U(s, f, lo, hi) { .name = #f, .type = K_UINT, .offset = offsetof(s, f), .min = lo, .max = hi }
+#define B(s, f) { .name = #f, .type = K_BOOL, .offset = offsetof(s, f) }
+#define T(s, f, t) { .name = #f, .type = t, .offset = offsetof(s, f) }
+#define C(key, fn) { .name = key, .type = K_CUSTOM, .set = fn }
+
+static const key_spec_t gateway_keys[] = {
+    U(config_t, workers, 0, 256),
+    T(config_t, log_level, K_LOG),
+    { .name = "log_target", .type = K_LOGTARGET, .offset = offsetof(config_t, log_syslog) },
+};
+
+static const key_spec_t bus_keys[] = {
+    { .name = "port", .type = K_PORT, .offset = offsetof(config_bus_t, port), .min = 1, .max = CONFIG_PATH_MAX },
+    U(config_bus_t, baud, 300, 4000000),
+    T(config_bus_t, parity, K_PARITY),
+    U(config_bus_t, data_bits, 7, 8),
+    U(config_bus_t, stop_bits, 1, 2),
+    T(config_bus_t, rs485, K_RS485),
+    B(config_bus_t, rts_after_send),
+    U(config_bus_t, rts_delay_before_us, 0, 100000),
+    U(config_bus_t, rts_delay_after_us, 0, 100000),
+    B(config_bus_t, rx_during_tx),
+    B(config_bus_t, echo_suppress),
+    U(config_bus_t, response_timeout_ms, 1, 60000),
+    U(config_bus_t, retries, 0, 10),
+    U(config_bus_t, gap_us, 0, 1000000),
+    U(config_bus_t, queue_depth, 1, 4096),
+    B(config_bus_t, tcp_first),
+};
+
+static const key_spec_t device_keys[] = {
+    C("bus", set_ref),
+    U(config_device_t, slave, 1, 247),
+    U(config_device_t, timeout_ms, 0, 60000),
+    U(config_device_t, dead_after, 0, 1000),
+    U(config_device_t, dead_backoff_ms, 0, 3600000),
+};
+
+static const key_spec_t poll_keys[] = {
+    C("device", set_ref),
+    U(config_poll_t, function, 1, 4),
+    U(config_poll_t, address, 0, 65535),
+    U(config_poll_t, count, 1, 2000),
+    U(config_poll_t, interval_ms, 10, 86400000),
+    U(config_poll_t, serve_cached_ms, 0, 86400000),
+};
+
+static const key_spec_t tcp_keys[] = {
+    B(config_tcp_t, enabled),
+    /* gateway/ binds with inet_pton: a host name would pass here and fail there */
+    { .name = "bind", .type = K_IPV4, .offset = offsetof(config_tcp_t, bind), .min = 1, .max = 64 },
+    U(config_tcp_t, port, 1, 65535),
+    U(config_tcp_t, max_clients, 1, 1024),
+    U(config_tcp_t, idle_timeout_s, 0, 86400),
+    U(config_tcp_t, max_pending, 1, 64),
+    U(config_tcp_t, max_per_address, 0, 1024),
+    U(config_tcp_t, adu_timeout_ms, 10, 600000),
+    B(config_tcp_t, read_only),
+    C("default_bus", set_ref),
+    C("allow", set_allow),
+    { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },
+};
+
+static const key_spec_t http_keys[] = {
+    B(config_http_t, enabled),
+    { .name = "bind", .type = K_IPV4, .offset = offsetof(config_http_t, bind), .min = 1, .max = 64 },
+    U(config_http_t, port, 1, 65535),
+    U(config_http_t, max_connections, 1, 1024),
+    U(config_http_t, max_header_bytes, 1024, 1048576),
+    U(config_http_t, max_body_bytes, 0, 16777216),
+    U(config_http_t, request_timeout_ms, 100, 600000),
+    U(config_http_t, idle_timeout_s, 1, 86400),
+};
+
+static const key_spec_t router_keys[] = {
+    { .name = "exploration", .type = K_DOUBLE, .offset = offsetof(config_router_t, exploration), .max = 1 },
+    U(config_router_t, sample_every, 1, 1000000),
+    U(config_router_t, explore_run, 1, 1024),
+    { .name = "verify_rate", .type = K_DOUBLE, .offset = offsetof(config_router_t, verify_rate), .max = 1 },
+    C("buckets", set_buckets),
+    { .name = "state_file", .type = K_STRING, .offset = offsetof(config_router_t, state_file),
+      .max = CONFIG_PATH_MAX },
+    C("policy", set_policy),
+};
+
+const section_kind_t config_section_kinds[S_COUNT] = {
+    [S_GATEWAY] = { "gateway", false, gateway_keys, COUNT(gateway_keys) },
+    [S_BUS] = { "bus", true, bus_keys, COUNT(bus_keys) },
+    [S_DEVICE] = { "device", true, device_keys, COUNT(device_keys) },
+    [S_POLL] = { "poll", true, poll_keys, COUNT(poll_keys) },
+    [S_TCP] = { "tcp", false, tcp_keys, COUNT(tcp_keys) },
+    [S_HTTP] = { "http", false, http_keys, COUNT(http_keys) },
+    [S_ROUTER] = { "router", false, router_keys, COUNT(router_keys) },
+};
+
+const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)
+{
+    const section_kind_t *sk = &config_section_kinds[kind];
+
+    *number = 0;
+    for (size_t i = 0; i < sk->nkeys; i++) {
+        const key_spec_t *k = &sk->keys[i];
+        size_t n = strlen(k->name);
+        if (!k->numbered && strcmp(k->name, key) == 0)
+            return k;
+        if (k->numbered && strncmp(k->name, key, n) == 0 &&
+            config_parse_uint(key + n, 0, k->numbered, number) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+void config_bad_value(loader_t *ld, const char *key, const char *value, const char *why)
+{
+    config_error_at(ld, ld->line, "[%s] %s = '%s': %s", ld->section, key, value, why);
+}
+
+bool config_valid_name(const char *n)
+{
+    if (!*n || strlen(n) >= CONFIG_NAME_MAX)
+        return false;
+    for (; *n; n++)
+        if (!(*n == '_' || *n == '-' || *n == '.' || (*n >= '0' && *n <= '9') ||
+              (*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z')))
+            return false;
+    return true;
+}
+
+/* ---- values ----------------------------------------------------------- */
+
+/* Digits only: strtoul alone would also take " 5", "+5" and "-1" (as ULONG_MAX - 0). */
+int config_parse_uint(const char *v, double min, double max, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    if (*v < '0' || *v > '9')
+        return -1;
+    unsigned long x = strtoul(v, &end, 10);
+    if (errno || *end || x < min || x > max)
+        return -1;
+    *out = (unsigned)x;
+    return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = { "true", "yes", "on", "1" };
+    static const char *const no[] = { "false", "no", "off", "0" };
+    for (size_t i = 0; i < COUNT(yes); i++) {
+        if (strcasecmp(v, yes[i]) == 0) { *out = true; return 0; }
+        if (strcasecmp(v, no[i]) == 0) { *out = false; return 0; }
+    }
+    return -1;
+}
+
+/* Index of value among names (any case), or -1. */
+static int parse_choice(const char *v, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(v, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+static bool set_string(loader_t *ld, const key_spec_t *k, const char *value, char *field)
+{
+    char range[96];
+    size_t len = strlen(value);
+    if (len < k->min || len >= k->max) {
+        snprintf(range, sizeof range, "expected %.0f to %.0f characters", k->min, k->max - 1);
+        config_bad_value(ld, k->name, value, range);
+        return false;
+    }
+    memcpy(field, value, len + 1);
+    return true;
+}
+
+/*
+ * "sim", "sim-paced", either followed by ":LIST", or a device path. What LIST
+ * may hold is the simulator's rule (drivers/), applied through the bus rule;
+ * here only its place: after the colon, and not empty. The kind of port is
+ * stored only when the whole value is good.
+ */
+static bool set_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus)
+{
+    config_port_kind_t kind = CONFIG_PORT_DEVICE;
+    const char *rest = value;
+
+    bus->port_line = ld->line;
+
+    if (strncmp(value, "sim-paced", 9) == 0) {
+        kind = CONFIG_PORT_SIM_PACED;
+        rest = value + 9;
+    } else if (strncmp(value, "sim", 3) == 0 && (value[3] == 0 || value[3] == ':')) {
+        kind = CONFIG_PORT_SIM;
+        rest = value + 3;
+    }
+    if (kind != CONFIG_PORT_DEVICE && *rest && (*rest != ':' || !rest[1])) {
+        config_bad_value(ld, k->name, value,
+                         "expected sim or sim-paced, optionally :SLAVE,SLAVE,... (e.g. sim:1,2,3)");
+        return false;
+    }
+    if (!set_string(ld, k, value, bus->port))
+        return false;
+    bus->port_kind = kind;
+    return true;
+}
+
+static bool set_number(loader_t *ld, const key_spec_t *k, const char *value, char *field)
+{
+    char range[96];
+    unsigned u;
+    double d;
+    char *end;
+
+    if (k->type == K_UINT) {
+        if (config_parse_uint(value, k->min, k->max, &u) != 0) {
+            snprintf(range, sizeof range, "expected a whole number %.0f..%.0f", k->min, k->max);
+            config_bad_value(ld, k->name, value, range);
+            return false;
+        }
+        memcpy(field, &u, sizeof u);
+        return true;
+    }
+    errno = 0;
+    d = strtod(value, &end);
+    if (errno || *end || end == value || !isfinite(d) || d < k->min || d > k->max) {
+        snprintf(range, sizeof range, "expected a number %g..%g", k->min, k->max);
+        config_bad_value(ld, k->name, value, range);
+        return false;
+    }
+    memcpy(field, &d, sizeof d);
+    return true;
+}
+
+/* Keys whose value is one of a few words: stored as the word's index. */
+static bool set_choice(loader_t *ld, const key_spec_t *k, const char *value, char *field)
+{
+    static const char *const parities[] = { "none", "even", "odd", "N", "E", "O" };
+    static const char *const rs485[] = { "off", "ioctl", "rts" };
+    static const char *const levels[] = { "error", "warn", "info", "debug" };
+    int i;
+
+    switch (k->type) {
+    case K_PARITY:
+        if ((i = parse_choice(value, parities, COUNT(parities))) < 0)
+            break;
+        *field = "NEO"[i % 3];
+        return true;
+    case K_RS485:
+        if ((i = parse_choice(value, rs485, COUNT(rs485))) < 0)
+            break;
+        memcpy(field, &(config_rs485_t){ (config_rs485_t)i }, sizeof(config_rs485_t));
+        return true;
+    case K_LOG:
+        if ((i = parse_choice(value, levels, COUNT(levels))) < 0)
+            break;
+        memcpy(field, &(config_log_t){ (config_log_t)i }, sizeof(config_log_t));
+        return true;
+    default:   /* K_LOGTARGET: the names are case-sensitive, as syslog(3) spells them */
+        if (strcmp(value, "stderr") != 0 && strcmp(value, "syslog") != 0)
+            break;
+        memcpy(field, &(bool){ strcmp(value, "syslog") == 0 }, sizeof(bool));
+        return true;
+    }
+    config_bad_value(ld, k->name, value,
+                     k->type == K_PARITY ? "expected none, even or odd"
+                     : k->type == K_RS485 ? "expected off, ioctl or rts"
+                     : k->type == K_LOG ? "expected error, warn, info or debug"
+                                        : "expected stderr or syslog");
+    return false;
+}
+
+bool config_set_key(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    char *field = (char *)ld->target + k->offset;
+    struct in_addr a;
+    bool b;
+
+    switch (k->type) {
+    case K_UINT:
+    case K_DOUBLE:
+        return set_number(ld, k, value, field);
+    case K_BOOL:
+        if (parse_bool(value, &b) != 0) {
+            config_bad_value(ld, k->name, value, "expected true or false");
+            return false;
+        }
+        memcpy(field, &b, sizeof b);
+        return true;
+    case K_STRING:
+        return set_string(ld, k, value, field);
+    case K_PORT:
+        return set_port(ld, k, value, ld->target);
+    case K_IPV4:
+        if (inet_pton(AF_INET, value, &a) != 1) {
+            config_bad_value(ld, k->name, value, "expected an IPv4 address such as 127.0.0.1 or 0.0.0.0");
+            return false;
+        }
+        return set_string(ld, k, value, field);
+    case K_PARITY:
+    case K_RS485:
+    case K_LOG:
+    case K_LOGTARGET:
+        return set_choice(ld, k, value, field);
+    case K_CUSTOM:
+        return k->set(ld, k, number, value);
+    }
+    return false;
+}
+
+/* ---- keys with their own setter ------------------------------------------------ */
+
+/* device.bus, poll.device, tcp.default_bus: resolved after the whole file. */
+static bool set_ref(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_t *cfg = ld->cfg;
+    pending_ref_t *ref = ld->kind == S_DEVICE ? &ld->device_bus[(config_device_t *)ld->target - cfg->devices]
+                       : ld->kind == S_POLL   ? &ld->poll_device[(config_poll_t *)ld->target - cfg->polls]
+                                              : &ld->default_bus;
+    (void)number;
+    snprintf(ref->name, sizeof ref->name, "%s", value);
+    ref->line = ld->line;
+    if (!config_valid_name(value)) {
+        config_bad_value(ld, k->name, value, "expected a section name");
+        return false;
+    }
+    return true;
+}
+
+/* unitN = BUS:SLAVE | broadcast (unit0 only) | off */
+static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned unit, const char *value)
+{
+    config_route_t *r = &ld->cfg->tcp.unit[unit];
+    char key[16];
+    unsigned slave;
+
+    snprintf(key, sizeof key, "%s%u", k->name, unit);
+    *r = (config_route_t){ 0 };
+    if (strcmp(value, "off") == 0)
+        return true;
+    if (unit == 0 && strcmp(value, "broadcast") == 0) {
+        r->set = r->broadcast = true;
+        return true;
+    }
+    const char *colon = strchr(value, ':');
+    size_t len = colon ? (size_t)(colon - value) : 0;
+    if (!colon || len >= CONFIG_NAME_MAX || config_parse_uint(colon + 1, 0, 247, &slave) != 0) {
+        config_bad_value(ld, key, value, unit == 0 ? "expected BUS:SLAVE, broadcast or off"
+                                                   : "expected BUS:SLAVE (slave 0..247) or off");
+        return false;
+    }
+    memcpy(ld->unit_bus[unit].name, value, len);
+    ld->unit_bus[unit].name[len] = 0;
+    ld->unit_bus[unit].line = ld->line;
+    r->set = true;
+    r->slave = slave;
+    return true;
+}
+
+/* Comma-separated IPv4 networks: 127.0.0.1, 10.0.0.0/8 */
+static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = &ld->cfg->tcp;
+    char list[CONFIG_LINE_MAX];
+
+    (void)number;
+    snprintf(list, sizeof list, "%s", value);
+    tcp->allow_count = 0;
+    for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        char *slash = strchr(tok, '/');
+        unsigned bits = 32;
+        struct in_addr a;
+        const char *why = NULL;
+        if (slash) {
+            *slash = 0;
+            if (config_parse_uint(slash + 1, 0, 32, &bits) != 0)
+                why = "prefix length must be 0..32";
+        }
+        if (!why && inet_pton(AF_INET, tok, &a) != 1)
+            why = "expected IPv4 networks like 127.0.0.1 or 10.0.0.0/8";
+        if (!why && tcp->allow_count == CONFIG_MAX_ALLOW)
+            why = "too many networks (at most 16)";
+        if (why) {
+            config_bad_value(ld, k->name, value, why);
+            return false;
+        }
+        uint32_t mask = bits ? htonl(~0u << (32 - bits)) : 0;
+        tcp->allow[tcp->allow_count++] = (config_net_t){ a.s_addr & mask, mask };
+    }
+    return true;
+}
+
+/* Ascending upper edges, the last one 256: 8,16,32,64,128,256 */
+static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_router_t *ro = &ld->cfg->router;
+    char list[CONFIG_LINE_MAX];
+    unsigned prev = 0, n = 0, edge;
+
+    (void)number;
+    snprintf(list, sizeof list, "%s", value);
+    for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        if (n == CONFIG_MAX_BUCKETS || config_parse_uint(tok, 1, 256, &edge) != 0 || edge <= prev) {
+            config_bad_value(ld, k->name, value, "expected up to 16 ascending frame lengths 1..256");
+            return false;
+        }
+        ro->buckets[n++] = prev = edge;
+    }
+    if (n == 0 || prev != 256) {
+        config_bad_value(ld, k->name, value, "the last bucket edge must be 256");
+        return false;
+    }
+    ro->bucket_count = n;
+    return true;
+}
+
+static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    (void)number;
+    /* "epsilon" is the name files written before thompson use */
+    if (strcmp(value, "epsilon") != 0 && strcmp(value, "epsilon-greedy") != 0 &&
+        strcmp(value, "thompson") != 0) {
+        config_bad_value(ld, k->name, value, "expected epsilon-greedy (or epsilon) or thompson");
+        return false;
+    }
+    snprintf(ld->cfg->router.policy, sizeof ld->cfg->router.policy, "%s", value);
+    return true;
+}
