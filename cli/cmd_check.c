@@ -13,31 +13,12 @@
 #include "config/config.h"
 #include "drivers/driver.h"
 #include "cli/cli.h"
+#include "gateway/gateway.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-
-/* The serial driver's settings for a bus, as the daemon builds them. */
-static driver_serial_config_t serial_config(const config_bus_t *bus)
-{
-    driver_serial_config_t sc;
-    driver_serial_defaults(&sc);
-    sc.path = bus->port[0] ? bus->port : bus->name;   /* only named in messages until opened */
-    sc.baud = bus->baud;
-    sc.data_bits = bus->data_bits;
-    sc.parity = bus->parity;
-    sc.stop_bits = bus->stop_bits;
-    sc.rs485 = bus->rs485 == CONFIG_RS485_IOCTL ? DRIVER_RS485_KERNEL
-             : bus->rs485 == CONFIG_RS485_RTS ? DRIVER_RS485_RTS_TOGGLE : DRIVER_RS485_OFF;
-    sc.rts_on_send = !bus->rts_after_send;
-    sc.delay_before_us = bus->rts_delay_before_us;
-    sc.delay_after_us = bus->rts_delay_after_us;
-    sc.rx_during_tx = bus->rx_during_tx;
-    sc.echo_suppress = bus->echo_suppress;
-    return sc;
-}
 
 /* A driver's message without the "PATH: " it starts with (the error names the key). */
 static void copy_reason(char *why, size_t cap, const char *err, const char *path)
@@ -69,7 +50,7 @@ static int driver_rules(const config_bus_t *bus, const char *key, char *why, siz
         }
     }
     if (strcmp(key, "baud") == 0) {
-        driver_serial_config_t sc = serial_config(bus);
+        driver_serial_config_t sc = gw_serial_config(bus);
         char err[DRIVER_ERRLEN];
         driver_t *d = driver_serial_new(&sc, err, sizeof err);
         if (!d) {
@@ -107,7 +88,7 @@ static unsigned open_ports(const config_t *cfg)
             printf("[bus %s] port = '%s': the built-in simulator, nothing to open\n", bus->name, bus->port);
             continue;
         }
-        driver_serial_config_t sc = serial_config(bus);
+        driver_serial_config_t sc = gw_serial_config(bus);
         char err[DRIVER_ERRLEN], why[DRIVER_ERRLEN];
         driver_t *d = driver_serial_new(&sc, err, sizeof err);
         if (d && driver_open(d, err, sizeof err) == 0) {

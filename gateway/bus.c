@@ -185,21 +185,39 @@ int bus_submit(gw_bus_t *bus, const gw_request_t *req)
 
 /* ---- construction ---------------------------------------------------------------- */
 
+driver_serial_config_t gw_serial_config(const config_bus_t *bus)
+{
+    driver_serial_config_t sc;
+    driver_serial_defaults(&sc);
+    sc.path = bus->port[0] ? bus->port : bus->name;   /* only named in messages until opened */
+    sc.baud = bus->baud;
+    sc.data_bits = bus->data_bits;
+    sc.parity = bus->parity;
+    sc.stop_bits = bus->stop_bits;
+    sc.rs485 = bus->rs485 == CONFIG_RS485_IOCTL ? DRIVER_RS485_KERNEL
+             : bus->rs485 == CONFIG_RS485_RTS ? DRIVER_RS485_RTS_TOGGLE : DRIVER_RS485_OFF;
+    sc.rts_on_send = !bus->rts_after_send;
+    sc.delay_before_us = bus->rts_delay_before_us;
+    sc.delay_after_us = bus->rts_delay_after_us;
+    sc.rx_during_tx = bus->rx_during_tx;
+    sc.echo_suppress = bus->echo_suppress;
+    return sc;
+}
+
 static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
 {
     const config_t *cfg = bus->gw->cfg;
 
-    /* "sim" or "sim-paced", optionally ":1,2,3": the built-in simulator, serving
-     * the listed slaves, or else every device configured on this bus. */
-    const char *port = bus->cfg.port;
-    bool paced = strncmp(port, "sim-paced", 9) == 0;
-    if (paced || (strncmp(port, "sim", 3) == 0 && (port[3] == 0 || port[3] == ':'))) {
-        const char *list = strchr(port, ':');
+    /* "sim" or "sim-paced", optionally ":1,2,3" (config/ validated the list):
+     * the built-in simulator, serving the listed slaves, or else every device
+     * configured on this bus. */
+    if (bus->cfg.port_kind != CONFIG_PORT_DEVICE) {
+        const char *list = config_bus_sim_slaves(&bus->cfg);
         driver_sim_config_t sc;
         driver_sim_defaults(&sc);
         if (list) {
-            if (driver_sim_parse_slaves(list + 1, &sc) != 0) {
-                snprintf(err, errcap, "port = '%s': expected sim:SLAVE,SLAVE,...", port);
+            if (driver_sim_parse_slaves(list, &sc) != 0) {
+                snprintf(err, errcap, "port = '%s': expected sim:SLAVE,SLAVE,...", bus->cfg.port);
                 return NULL;
             }
         } else {
@@ -212,24 +230,11 @@ static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
         }
         sc.baud = bus->cfg.baud;
         sc.char_bits = bus->char_bits;
-        sc.pace = paced;
+        sc.pace = bus->cfg.port_kind == CONFIG_PORT_SIM_PACED;
         sc.live = true;
         return driver_sim_driver_new(&sc, err, errcap);
     }
-    driver_serial_config_t sc;
-    driver_serial_defaults(&sc);
-    sc.path = bus->cfg.port;
-    sc.baud = bus->cfg.baud;
-    sc.data_bits = bus->cfg.data_bits;
-    sc.parity = bus->cfg.parity;
-    sc.stop_bits = bus->cfg.stop_bits;
-    sc.rs485 = bus->cfg.rs485 == CONFIG_RS485_IOCTL ? DRIVER_RS485_KERNEL
-             : bus->cfg.rs485 == CONFIG_RS485_RTS ? DRIVER_RS485_RTS_TOGGLE : DRIVER_RS485_OFF;
-    sc.rts_on_send = !bus->cfg.rts_after_send;
-    sc.delay_before_us = bus->cfg.rts_delay_before_us;
-    sc.delay_after_us = bus->cfg.rts_delay_after_us;
-    sc.rx_during_tx = bus->cfg.rx_during_tx;
-    sc.echo_suppress = bus->cfg.echo_suppress;
+    driver_serial_config_t sc = gw_serial_config(&bus->cfg);
     return driver_serial_new(&sc, err, errcap);
 }
 

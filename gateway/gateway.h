@@ -12,6 +12,7 @@
 #define RTUGW_GATEWAY_GATEWAY_H
 
 #include "config/config.h"
+#include "drivers/driver.h"
 
 #include <stdbool.h>
 
@@ -32,6 +33,10 @@ int gw_run(gw_t *gw);
 /* Asks a running gateway to stop (any thread). */
 void gw_stop(gw_t *gw);
 void gw_free(gw_t *gw);
+
+/* The serial driver's settings for a bus, as the daemon opens it (so that
+ * `rtugw check` validates exactly what `rtugw run` would open). */
+driver_serial_config_t gw_serial_config(const config_bus_t *bus);
 
 /* Logging, to stderr with a timestamp; level as in config_log_t. */
 void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
