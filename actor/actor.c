@@ -145,6 +145,12 @@ unsigned actor_system_workers(const actor_system_t *sys)
 
 int actor_spawn(actor_system_t *sys, actor_behaviour_fn behaviour, void *state, actor_ref_t *out)
 {
+    return actor_spawn_pinned(sys, NULL, behaviour, state, out);
+}
+
+int actor_spawn_pinned(actor_system_t *sys, actor_host_t *host, actor_behaviour_fn behaviour, void *state,
+                       actor_ref_t *out)
+{
     if (!sys || !behaviour || !out)
         return -EINVAL;
     if (atomic_load_explicit(&sys->closing, memory_order_acquire))
@@ -177,6 +183,7 @@ int actor_spawn(actor_system_t *sys, actor_behaviour_fn behaviour, void *state, 
     a->fn = behaviour;
     a->state = state;
     a->stop_msg = stop;
+    a->host = host;   /* before the release below publishes the actor */
     uint64_t c = atomic_load_explicit(&a->ctl, memory_order_relaxed), open;
     do {
         a->popped = CTL_PUSHED(c);
@@ -281,6 +288,7 @@ static void finalize(actor_system_t *sys, worker_t *w, actor_t *a)
     a->fn = NULL;
     a->state = NULL;
     a->stop_msg = NULL;
+    a->host = NULL;
     /* No sender touches head any more (all refused): reset it so the
      * quiescence scan reads a free slot as idle. */
     atomic_store_explicit(&a->mb.head, MB_EMPTY, memory_order_relaxed);
@@ -317,7 +325,7 @@ void actor_run(actor_system_t *sys, worker_t *w, actor_t *a)
         a->popped = (a->popped + 1) & PUSH_COUNT_MASK;
         STAT(sys, w, dequeue, 1);
         STAT(sys, w, depth_sum, depth);
-        if (depth > atomic_load_explicit(&w->stats.depth_peak, memory_order_relaxed))
+        if (w && depth > atomic_load_explicit(&w->stats.depth_peak, memory_order_relaxed))
             atomic_store_explicit(&w->stats.depth_peak, depth, memory_order_relaxed);
         a->fn(sys, a->self, a->state, m->type, m->data, m->len);
         n++;
@@ -327,7 +335,12 @@ void actor_run(actor_system_t *sys, worker_t *w, actor_t *a)
     if (n == ACTOR_BATCH)
         STAT(sys, w, batch_limit, 1);
     /* Still runnable (more messages, or a push in progress): back of our
-     * FIFO. Not a new empty -> non-empty transition, so no wake. */
+     * FIFO. Not a new empty -> non-empty transition, so no wake. A pinned
+     * actor goes back to its host's queue (or, released, to a worker). */
+    if (!w) {
+        sched_make_runnable(sys, a);
+        return;
+    }
     runq_push(&w->rq, a);
 }
 

@@ -17,6 +17,7 @@
 #ifndef RTUGW_ACTOR_ACTOR_H
 #define RTUGW_ACTOR_ACTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,6 +104,26 @@ int actor_timer_cancel(actor_system_t *sys, actor_timer_t timer);
 int actor_system_shutdown(actor_system_t *sys, uint64_t drain_timeout_ns);
 /* Shuts down (drain timeout 0) if not done yet, then frees everything. */
 void actor_system_destroy(actor_system_t *sys);
+
+/*
+ * Hosts: a thread that is not a worker (an event loop) may run actors
+ * pinned to it, between its own events, so that an actor whose messages
+ * come from and go to that thread costs no hand-off (host.c states the
+ * invariants). wake(ctx) is called, from any thread, when a pinned actor
+ * becomes runnable and the host had none; the host thread then calls
+ * actor_host_run. Before actor_system_shutdown, actor_host_release hands
+ * the pinned actors to the workers, so they drain without the host.
+ */
+typedef struct actor_host actor_host_t;
+int actor_host_create(actor_system_t *sys, void (*wake)(void *ctx), void *ctx, actor_host_t **out);
+int actor_spawn_on(actor_system_t *sys, actor_host_t *host, actor_behaviour_fn behaviour, void *state,
+                   actor_ref_t *out);
+/* Host thread only: runs up to max_runs actor runs (each at most a batch of
+ * messages); returns how many ran. */
+unsigned actor_host_run(actor_host_t *host, unsigned max_runs);
+bool actor_host_pending(actor_host_t *host);
+void actor_host_release(actor_host_t *host);
+void actor_host_destroy(actor_host_t *host);
 
 /* Sum over workers and the external block. Safe at any time; the parts
  * are read one after another, so a running system gives an approximation. */

@@ -67,6 +67,8 @@ typedef struct actor {
     amsg_t *stop_msg; /* allocated at spawn, so stopping never needs memory */
     uint32_t popped; /* user messages popped, mod 2^24 */
     uint32_t index;
+    actor_host_t *host;         /* pinned: runs on this host's thread (host.c); set at spawn */
+    struct actor *host_next;    /* the host's queue link, under its lock */
 } actor_t;
 
 /* Per-worker counters: written only by the owner (relaxed load + store, no
@@ -138,8 +140,13 @@ int sched_start(actor_system_t *sys);
 void sched_stop(actor_system_t *sys);
 bool sched_all_parked(actor_system_t *sys);
 
-/* actor.c */
+/* actor.c; w is NULL when a host runs a pinned actor */
 void actor_run(actor_system_t *sys, worker_t *w, actor_t *a);
+int actor_spawn_pinned(actor_system_t *sys, actor_host_t *host, actor_behaviour_fn behaviour, void *state,
+                       actor_ref_t *out);
+
+/* host.c */
+bool host_push(actor_host_t *h, actor_t *a);
 
 /* timer.c */
 int timers_start(actor_system_t *sys);

@@ -3,7 +3,7 @@ ACTOR_LIB = actor/libactor.a
 noinst_LIBRARIES += actor/libactor.a
 actor_libactor_a_SOURCES = \
 	actor/actor.h actor/internal.h actor/mailbox.h actor/runq.h \
-	actor/actor.c actor/sched.c actor/pool.c actor/timer.c
+	actor/actor.c actor/sched.c actor/pool.c actor/timer.c actor/host.c
 
 # Tests of the scheduler (cmocka), built and run by `make check`.
 ACTOR_TEST_LIBS = actor/libactor.a $(CMOCKA_LIBS)

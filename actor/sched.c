@@ -110,6 +110,8 @@ static void notify(actor_system_t *sys, worker_t *from)
 
 void sched_make_runnable(actor_system_t *sys, actor_t *a)
 {
+    if (a->host && host_push(a->host, a))
+        return;   /* pinned: its host runs it (host.c, H1) */
     worker_t *w = sched_current(sys);
     if (w) {
         actor_t *old = w->lifo;

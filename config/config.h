@@ -130,6 +130,7 @@ typedef enum config_log { CONFIG_LOG_ERROR, CONFIG_LOG_WARN, CONFIG_LOG_INFO, CO
 typedef struct config {
     char source[CONFIG_PATH_MAX];   /* file name, or "<demo>" */
     unsigned workers;               /* 0: online cores */
+    bool buses_on_io_thread;        /* bus actors run on the I/O thread (default), not a worker */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
     config_bus_t buses[CONFIG_MAX_BUSES];

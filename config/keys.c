@@ -28,6 +28,7 @@ static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const
 
 static const key_spec_t gateway_keys[] = {
     U(config_t, workers, 0, 256),
+    B(config_t, buses_on_io_thread),
     T(config_t, log_level, K_LOG),
     { .name = "log_target", .type = K_LOGTARGET, .offset = offsetof(config_t, log_syslog) },
 };

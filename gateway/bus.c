@@ -292,7 +292,10 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
 int bus_start(gw_bus_t *bus, gw_loop_t *loop)
 {
     bus->port_up = false;   /* the port reports its state */
-    if (actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self) != 0)
+    int rc = bus->gw->cfg->buses_on_io_thread
+                 ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
+                 : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
+    if (rc != 0)
         return -1;
     bus->port = port_new(bus->gw, loop, bus->driver, bus->cfg.name, bus->self, &bus->m);
     return bus->port ? 0 : -1;

@@ -143,6 +143,7 @@ int gw_run(gw_t *gw)
         event_free(ev_status);
         fputc('\n', stderr);
     }
+    loop_release_host(gw->loop);   /* pinned bus actors drain on the workers */
     actor_system_shutdown(gw->actors, 500000000ull);
     if (gw->cfg->router.state_file[0] && router_save(gw->router, gw->cfg->router.state_file) != 0)
         gw_log(gw, CONFIG_LOG_WARN, "router: cannot save %s", gw->cfg->router.state_file);
@@ -160,6 +161,8 @@ void gw_free(gw_t *gw)
 {
     if (!gw)
         return;
+    if (gw->loop)
+        loop_release_host(gw->loop);
     if (gw->actors)
         actor_system_shutdown(gw->actors, 0);
     control_stop(gw);

@@ -181,6 +181,12 @@ int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, co
 int loop_run(gw_loop_t *loop);        /* the loop, on the calling thread */
 void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */
 void loop_wake(gw_loop_t *loop);      /* any thread: run the loop's on_wake hook */
+/* The actors pinned to the I/O thread (bus actors, unless configured off)
+ * run on it between events: serial bytes, the bus's decision, the serial
+ * write and the TCP answer then cost no thread hand-off. Release before
+ * the actor system shuts down, so they drain on the workers. */
+actor_host_t *loop_host(gw_loop_t *loop);
+void loop_release_host(gw_loop_t *loop);
 /* I/O thread hook, run after each batch of commands and on loop_wake. */
 void loop_on_wake(gw_loop_t *loop, void (*fn)(void *ctx), void *ctx);
 

@@ -38,6 +38,10 @@ struct gw_loop {
     struct event_base *base;
     int wake_fd;
     struct event *ev_wake;
+    struct event *ev_host;        /* runs the actors pinned to this thread */
+    actor_host_t *host;
+    pthread_t thread;             /* set by loop_run */
+    _Atomic bool running;
     void (*on_wake)(void *ctx);
     void *on_wake_ctx;
     pthread_mutex_t lock;
@@ -81,12 +85,24 @@ static void wake(gw_loop_t *loop)
         gw_log(loop->gw, CONFIG_LOG_ERROR, "eventfd write: %s", strerror(errno));
 }
 
+static bool on_loop_thread(const gw_loop_t *loop)
+{
+    return atomic_load_explicit(&loop->running, memory_order_acquire) && pthread_equal(pthread_self(), loop->thread);
+}
+
 int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, const void *data, size_t len)
 {
     bool was_empty;
 
     if (len > RTU_MAX_ADU)
         return -EMSGSIZE;
+    /* Already on the I/O thread (a pinned bus actor): run it now. Pinned
+     * actors run only from the host event, never inside another callback,
+     * so this cannot re-enter a connection's or a port's own callback. */
+    if (on_loop_thread(loop)) {
+        fn(ctx, a, b, data, len);
+        return 0;
+    }
     loop_cmd_t *c = cell_get(loop);
     if (!c)
         return -ENOMEM;
@@ -117,6 +133,46 @@ void loop_on_wake(gw_loop_t *loop, void (*fn)(void *ctx), void *ctx)
     loop->on_wake_ctx = ctx;
 }
 
+/* The host's wake(): from the I/O thread itself, activate the host event
+ * (it runs after the current callback, in this loop iteration, no syscall);
+ * from any other thread, the eventfd. */
+static void host_wake(void *ctx)
+{
+    gw_loop_t *loop = ctx;
+    if (on_loop_thread(loop))
+        event_active(loop->ev_host, EV_TIMEOUT, 0);
+    else
+        wake(loop);
+}
+
+/* Pinned actors run in bounded slices, so sockets and ports are served
+ * between them. */
+#define HOST_SLICE 64
+
+static void run_host(gw_loop_t *loop)
+{
+    actor_host_run(loop->host, HOST_SLICE);
+    if (actor_host_pending(loop->host))
+        event_active(loop->ev_host, EV_TIMEOUT, 0);
+}
+
+static void on_host(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    run_host(arg);
+}
+
+actor_host_t *loop_host(gw_loop_t *loop)
+{
+    return loop->host;
+}
+
+void loop_release_host(gw_loop_t *loop)
+{
+    actor_host_release(loop->host);
+}
+
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
     gw_loop_t *loop = arg;
@@ -135,6 +191,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         c->fn(c->ctx, c->a, c->b, c->data, c->len);
         cell_put(loop, c);
     }
+    run_host(loop);
     if (loop->on_wake)
         loop->on_wake(loop->on_wake_ctx);
 }
@@ -153,6 +210,11 @@ gw_loop_t *loop_new(gw_t *gw)
         return NULL;
     }
     loop->ev_wake = event_new(loop->base, loop->wake_fd, EV_READ | EV_PERSIST, on_wake, loop);
+    loop->ev_host = event_new(loop->base, -1, 0, on_host, loop);
+    if (!loop->ev_wake || !loop->ev_host || actor_host_create(gw->actors, host_wake, loop, &loop->host) != 0) {
+        loop_free(loop);
+        return NULL;
+    }
     event_add(loop->ev_wake, NULL);
     return loop;
 }
@@ -164,7 +226,12 @@ struct event_base *loop_base(gw_loop_t *loop)
 
 int loop_run(gw_loop_t *loop)
 {
-    return event_base_dispatch(loop->base) < 0 ? -EIO : 0;
+    loop->thread = pthread_self();
+    atomic_store_explicit(&loop->running, true, memory_order_release);
+    run_host(loop);   /* anything made runnable before the loop ran */
+    int rc = event_base_dispatch(loop->base);
+    atomic_store_explicit(&loop->running, false, memory_order_release);
+    return rc < 0 ? -EIO : 0;
 }
 
 void loop_exit(gw_loop_t *loop)
@@ -178,6 +245,9 @@ void loop_free(gw_loop_t *loop)
         return;
     if (loop->ev_wake)
         event_free(loop->ev_wake);
+    if (loop->ev_host)
+        event_free(loop->ev_host);
+    actor_host_destroy(loop->host);
     for (loop_cmd_t *c = loop->head, *n; c; c = n) {
         n = c->next;
         free(c);

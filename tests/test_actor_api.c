@@ -570,6 +570,127 @@ static void test_workers_from_env(void **state)
     actor_system_destroy(sys);
 }
 
+
+/* ---- hosts: actors pinned to a thread that is not a worker ---------------- */
+
+typedef struct hosted {
+    pthread_t host_thread;
+    _Atomic unsigned received, off_host, out_of_order, stopped;
+    unsigned next;                  /* touched only by the behaviour */
+    actor_ref_t echo_to;            /* a worker actor it replies to */
+} hosted_t;
+
+typedef struct host_ctx {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned wakes;
+} host_ctx_t;
+
+static void host_wake(void *ctx)
+{
+    host_ctx_t *hc = ctx;
+    pthread_mutex_lock(&hc->lock);
+    hc->wakes++;
+    pthread_cond_signal(&hc->cond);
+    pthread_mutex_unlock(&hc->lock);
+}
+
+static void hosted_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
+                             const void *data, size_t len)
+{
+    hosted_t *h = state;
+    (void)self;
+    if (type == ACTOR_STOPPED) {
+        atomic_fetch_add(&h->stopped, 1);
+        return;
+    }
+    unsigned v;
+    assert_int_equal(len, sizeof v);
+    memcpy(&v, data, sizeof v);
+    if (!pthread_equal(pthread_self(), h->host_thread))
+        atomic_fetch_add(&h->off_host, 1);
+    if (v != h->next)
+        atomic_fetch_add(&h->out_of_order, 1);
+    h->next = v + 1;
+    atomic_fetch_add(&h->received, 1);
+    actor_send(sys, h->echo_to, 1, &v, sizeof v);
+}
+
+typedef struct echoer {
+    actor_ref_t back;
+    _Atomic unsigned got;
+    unsigned limit;
+} echoer_t;
+
+/* A worker actor: sends each number + 1 back to the hosted actor, up to limit. */
+static void echo_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
+                           const void *data, size_t len)
+{
+    echoer_t *e = state;
+    (void)self;
+    (void)len;
+    if (type == ACTOR_STOPPED)
+        return;
+    unsigned v;
+    memcpy(&v, data, sizeof v);
+    atomic_fetch_add(&e->got, 1);
+    if (v + 1 < e->limit) {
+        v++;
+        actor_send(sys, e->back, 1, &v, sizeof v);
+    }
+}
+
+/* A ping-pong between a pinned actor and a worker actor: every message of
+ * the pinned one runs on the host thread (H1), in order, woken only by
+ * wake(); after release the rest drains on the workers and shutdown is clean. */
+static void test_host_runs_pinned_actor(void **state)
+{
+    (void)state;
+    static hosted_t h;
+    static echoer_t e;
+    host_ctx_t hc = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+    memset(&h, 0, sizeof h);
+    memset(&e, 0, sizeof e);
+    const unsigned n = 20000;
+    e.limit = n;
+    h.host_thread = pthread_self();   /* this thread is the host */
+    actor_system_t *sys = make(2, 0);
+    actor_host_t *host;
+    actor_ref_t pinned, echo;
+    assert_int_equal(actor_host_create(sys, host_wake, &hc, &host), 0);
+    assert_int_equal(actor_spawn_on(sys, host, hosted_behaviour, &h, &pinned), 0);
+    e.back = pinned;
+    assert_int_equal(actor_spawn(sys, echo_behaviour, &e, &echo), 0);
+    h.echo_to = echo;
+    unsigned zero = 0;
+    assert_int_equal(actor_send(sys, pinned, 1, &zero, sizeof zero), 0);
+    time_t t0 = time(NULL);
+    while (atomic_load(&h.received) < n / 2 && time(NULL) - t0 < WAIT_S) {
+        pthread_mutex_lock(&hc.lock);
+        while (!actor_host_pending(host) && hc.wakes == 0)
+            pthread_cond_wait(&hc.cond, &hc.lock);
+        hc.wakes = 0;
+        pthread_mutex_unlock(&hc.lock);
+        actor_host_run(host, 16);
+    }
+    assert_true(atomic_load(&h.received) >= n / 2);
+    /* Hand the rest to the workers: the exchange goes on without the host. */
+    actor_host_release(host);
+    t0 = time(NULL);
+    while (atomic_load(&e.got) < n && time(NULL) - t0 < WAIT_S)
+        usleep(1000);
+    assert_int_equal(actor_system_shutdown(sys, 10ull * 1000000000ull), 0);
+    actor_system_destroy(sys);
+    actor_host_destroy(host);
+    assert_int_equal(atomic_load(&h.received), n);
+    assert_int_equal(atomic_load(&e.got), n);
+    assert_int_equal(atomic_load(&h.out_of_order), 0);
+    assert_int_equal(atomic_load(&h.stopped), 1);
+    /* Before the release every message ran here; after it, on workers. */
+    assert_true(atomic_load(&h.off_host) > 0);
+    assert_true(atomic_load(&h.off_host) <= n - n / 2);
+}
+
 static void test_counters_reconcile(void **state)
 {
     (void)state;
@@ -611,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_payload_and_limits),
         cmocka_unit_test(test_workers_from_env),
         cmocka_unit_test(test_counters_reconcile),
+        cmocka_unit_test(test_host_runs_pinned_actor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
