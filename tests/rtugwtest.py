@@ -52,6 +52,20 @@ def fetch_metrics(http_port, timeout=3):
 procs = []   # every daemon started, killed by the scripts' own clean-up
 
 
+def wait_listening(port, proc, seconds=10):
+    """Until something accepts on 127.0.0.1:port, or proc has exited."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.05)
+    return False
+
+
 class Gateway:
     def __init__(self, extra_tcp="", bus="port = sim:1,2,3\nbaud = 19200\n", devices=None, extra="",
                  log_level="info", timeout_ms=150, nofile=None):
@@ -77,13 +91,7 @@ class Gateway:
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stderr=self.log, stdout=self.log,
                                   preexec_fn=limits)
         procs.append(self.p)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.tcp_port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_listening(self.tcp_port, self.p)
         time.sleep(0.2)  # the bus reports its port open
 
     def client(self):

@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, fetch_metrics, finish, free_port  # noqa: E402
+from rtugwtest import BIN, check, fetch_metrics, finish, free_port, wait_listening  # noqa: E402
 procs = []
 
 
@@ -87,15 +87,7 @@ class Gateway:
         self.log = open(os.path.join(d, "rtugw.log"), "w+")
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stdout=self.log, stderr=self.log)
         procs.append(self.p)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.tcp_port), timeout=0.2).close()
-                break
-            except OSError:
-                if self.p.poll() is not None:
-                    break
-                time.sleep(0.05)
+        wait_listening(self.tcp_port, self.p)
         if self.p.poll() is not None:
             print(f"FATAL: rtugw run exited {self.p.returncode}: {self.log_text()}", flush=True)
             sys.exit(1)
