@@ -2,7 +2,8 @@
 noinst_LIBRARIES += drivers/libdrivers.a
 drivers_libdrivers_a_SOURCES = \
 	drivers/driver.h \
-	drivers/driver.c drivers/serial.c drivers/sim.c drivers/sim_driver.c \
+	drivers/sim_internal.h \
+	drivers/driver.c drivers/serial.c drivers/sim.c drivers/sim_line.c drivers/sim_driver.c \
 	drivers/capture.c drivers/replay.c
 drivers_libdrivers_a_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS) $(SERIALPORT_CFLAGS)
 DRIVERS_LIBS = drivers/libdrivers.a parser/libparser.a $(MODBUS_LIBS) $(SERIALPORT_LIBS)
