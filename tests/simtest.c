@@ -69,6 +69,24 @@ size_t xfer(int fd, const uint8_t *req, size_t n, uint8_t *rsp, size_t cap, int 
     return have;
 }
 
+int plan_hits(const driver_sim_config_t *cfg, uint16_t qty, plan_pred_t hit)
+{
+    char err[DRIVER_ERRLEN];
+    driver_sim_t *sim = driver_sim_new(cfg, err, sizeof err);
+    if (!sim)
+        fail_msg("driver_sim_new: %s", err);
+    uint8_t req[RTU_MAX_ADU];
+    size_t n = make_req(1, 3, 0, qty, req);
+    int hits = 0;
+    for (int i = 0; i < 200; i++) {
+        driver_sim_answer_t a;
+        assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &a), 1);
+        hits += hit(&a);
+    }
+    driver_sim_free(sim);
+    return hits;
+}
+
 size_t make_req(uint8_t slave, uint8_t fc, uint16_t a, uint16_t q, uint8_t *adu)
 {
     uint8_t pdu[5] = { fc, (uint8_t)(a >> 8), (uint8_t)a, (uint8_t)(q >> 8), (uint8_t)q };

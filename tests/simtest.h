@@ -49,6 +49,12 @@ typedef struct chunks {
  * takes the rest (its time is then the last read's). */
 void collect_chunks(int fd, chunks_t *c, int first_ms, int quiet_ms);
 
+/* Plans 200 answers to one read (slave 1, function 3, address 0, quantity
+ * qty) with a simulator configured by cfg, no line involved; returns how
+ * many `hit` says yes to. For checking that a fault's rate is a rate. */
+typedef bool (*plan_pred_t)(const driver_sim_answer_t *a);
+int plan_hits(const driver_sim_config_t *cfg, uint16_t qty, plan_pred_t hit);
+
 /* An 8-byte request: slave, function 1..6, address, quantity (or value). */
 size_t make_req(uint8_t slave, uint8_t fc, uint16_t a, uint16_t q, uint8_t *adu);
 bool crc_ok(const uint8_t *p, size_t n);

@@ -1,6 +1,6 @@
 /*
  * tests/test_sim_faults.c -- the simulator's answer-timing faults on a real
- * pseudo-terminal pair, byte by byte: a doubled answer, a split answer, a
+ * pseudo-terminal pair, byte by byte: an answer split and doubled, a
  * noise burst well ahead of a slow answer (for the first answers only), and
  * the order and queueing of requests that arrive while a late answer is
  * owed, with and without --in-order.
@@ -25,25 +25,23 @@
 
 #define MS 1000000ull
 
-/* The byte offset at which chunk k starts. */
+/* The chunk that holds byte `at`, and the offset at which chunk k starts. */
+static size_t chunk_of(const chunks_t *c, size_t at)
+{
+    size_t k = 0;
+    while (k < c->n && c->end[k] <= at)
+        k++;
+    assert_true(k < c->n);
+    return k;
+}
+
 static size_t chunk_start(const chunks_t *c, size_t k)
 {
     return k ? c->end[k - 1] : 0;
 }
 
-/* Sends one read of slave 1 (address a, 2 registers) and collects chunks. */
-static void ask(const fx_t *f, uint16_t a, chunks_t *c, uint64_t *t_sent)
-{
-    uint8_t req[RTU_MAX_ADU];
-    size_t n = make_req(1, 3, a, 2, req);
-    memset(c, 0, sizeof *c);
-    tcflush(f->slave, TCIFLUSH);
-    *t_sent = driver_now_ns();
-    assert_int_equal(write(f->slave, req, n), (ssize_t)n);
-    collect_chunks(f->slave, c, ANSWER_MS, 400);
-}
-
-/* The right answer to ask(a): 1 03 04 (1000+a) (1001+a) CRC. */
+/* The right answer to a read of slave 1, address a, 2 registers:
+ * 1 03 04 (1000+a) (1001+a) CRC. */
 static void assert_answer(const uint8_t *p, uint16_t a)
 {
     uint16_t v0 = (uint16_t)(1000 + a), v1 = (uint16_t)(1001 + a);
@@ -52,88 +50,80 @@ static void assert_answer(const uint8_t *p, uint16_t a)
     assert_true(crc_ok(p, 9));
 }
 
-static void test_double(void **state)
+/* A simulator serving cfg gets n reads of slave 1 (2 registers at addr[i]),
+ * one after the other; c[i] is what came back for read i, t0[i] the time
+ * before it was written, *st the counters at the end. */
+static void serve_reads(const driver_sim_config_t *cfg, const uint16_t *addr, size_t n, chunks_t *c,
+                        uint64_t *t0, driver_sim_stats_t *st)
 {
-    (void)state;
     fx_t f;
-    driver_sim_config_t cfg;
-    driver_sim_defaults(&cfg);
-    cfg.faults.double_rate = 1;
-    cfg.faults.double_gap_ms = 250;
-    start(&f, &cfg);
-    chunks_t c;
-    uint64_t t0;
-    ask(&f, 40, &c, &t0);
-    /* Two identical, intact answers, the copy 250 ms after the first. */
-    assert_int_equal(c.len, 18);
-    assert_answer(c.bytes, 40);
-    assert_memory_equal(c.bytes, c.bytes + 9, 9);
-    size_t k = 0;
-    while (k < c.n && c.end[k] <= 9)
-        k++;
-    assert_true(k < c.n);
-    assert_int_equal(chunk_start(&c, k), 9); /* the copy came in reads of its own */
-    assert_true(c.t[k] - t0 >= 250 * MS);
-    driver_sim_stats_t st;
-    driver_sim_get_stats(f.sim, &st);
-    assert_int_equal(st.f_double, 1);
-    assert_int_equal(st.replies, 1); /* one answer, sent twice */
+    start(&f, cfg);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t req[RTU_MAX_ADU];
+        size_t len = make_req(1, 3, addr[i], 2, req);
+        memset(&c[i], 0, sizeof c[i]);
+        tcflush(f.slave, TCIFLUSH);
+        t0[i] = driver_now_ns();
+        assert_int_equal(write(f.slave, req, len), (ssize_t)len);
+        collect_chunks(f.slave, &c[i], ANSWER_MS, 400);
+    }
+    driver_sim_get_stats(f.sim, st);
     stop(&f);
 }
 
-static void test_split(void **state)
+static void test_split_and_double(void **state)
 {
     (void)state;
-    fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.split_rate = 1;
     cfg.faults.split_ms = 250;
-    start(&f, &cfg);
+    cfg.faults.double_rate = 1;
+    cfg.faults.double_gap_ms = 250;
     chunks_t c;
     uint64_t t0;
-    ask(&f, 7, &c, &t0);
-    /* One intact answer on the line, its second half 250 ms after the first. */
-    assert_int_equal(c.len, 9);
-    assert_answer(c.bytes, 7);
-    assert_true(c.n >= 2);
-    assert_int_equal(c.end[0], 4); /* 9 / 2 */
-    assert_true(c.t[1] - t0 >= 250 * MS);
     driver_sim_stats_t st;
-    driver_sim_get_stats(f.sim, &st);
+    serve_reads(&cfg, (const uint16_t[]){ 40 }, 1, &c, &t0, &st);
+    /* The answer in two parts, its first 4 of 9 bytes, the rest 250 ms
+     * later; then the whole of it again, 250 ms after that. */
+    assert_int_equal(c.len, 18);
+    assert_answer(c.bytes, 40);
+    assert_memory_equal(c.bytes, c.bytes + 9, 9);
+    assert_int_equal(c.end[0], 4);
+    size_t second = chunk_of(&c, 4), copy = chunk_of(&c, 9);
+    assert_int_equal(chunk_start(&c, second), 4); /* each part came in reads of its own */
+    assert_int_equal(chunk_start(&c, copy), 9);
+    assert_true(c.t[second] - t0 >= 250 * MS);
+    assert_true(c.t[copy] - t0 >= 500 * MS);
     assert_int_equal(st.f_split, 1);
-    stop(&f);
+    assert_int_equal(st.f_double, 1);
+    assert_int_equal(st.replies, 1); /* one answer, sent twice */
 }
 
 static void test_noise_first_with_lead(void **state)
 {
     (void)state;
-    fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.turnaround_us = 300000;
     cfg.faults.noise_first = 1;
     cfg.faults.noise_bytes = 5;
     cfg.faults.noise_lead_ms = 250;
-    start(&f, &cfg);
-    chunks_t c;
-    uint64_t t0;
-    ask(&f, 11, &c, &t0);
+    chunks_t c[2];
+    uint64_t t0[2];
+    driver_sim_stats_t st;
+    serve_reads(&cfg, (const uint16_t[]){ 11, 12 }, 2, c, t0, &st);
     /* The slow slave's first answer: 5 noise bytes about 50 ms after the
      * request, on their own, then the intact answer at 300 ms. */
-    assert_int_equal(c.len, 5 + 9);
-    assert_int_equal(c.end[0], 5);
-    assert_answer(c.bytes + 5, 11);
-    assert_true(c.t[1] - t0 >= 300 * MS);
+    assert_int_equal(c[0].len, 5 + 9);
+    assert_int_equal(c[0].end[0], 5);
+    assert_answer(c[0].bytes + 5, 11);
+    assert_true(c[0].t[1] - t0[0] >= 300 * MS);
     /* Later answers: no noise. */
-    ask(&f, 12, &c, &t0);
-    assert_int_equal(c.len, 9);
-    assert_answer(c.bytes, 12);
-    assert_true(c.t[0] - t0 >= 300 * MS);
-    driver_sim_stats_t st;
-    driver_sim_get_stats(f.sim, &st);
+    assert_int_equal(c[1].len, 9);
+    assert_answer(c[1].bytes, 12);
+    assert_true(c[1].t[0] - t0[1] >= 300 * MS);
     assert_int_equal(st.f_noise, 1);
-    stop(&f);
 }
 
 static void test_noise_default_timing_unchanged(void **state)
@@ -166,6 +156,21 @@ static void test_noise_default_timing_unchanged(void **state)
     driver_sim_free(sim);
 }
 
+/* Split and double change when bytes go out, never the bytes. */
+static bool split_intact(const driver_sim_answer_t *a)
+{
+    assert_int_equal(a->len, 11);
+    assert_true(crc_ok(a->adu, a->len));
+    return a->split_at == 5;
+}
+
+static bool twice_intact(const driver_sim_answer_t *a)
+{
+    assert_int_equal(a->len, 11);
+    assert_true(crc_ok(a->adu, a->len));
+    return a->twice;
+}
+
 static void test_split_double_rates(void **state)
 {
     (void)state;
@@ -175,23 +180,8 @@ static void test_split_double_rates(void **state)
     cfg.faults.split_rate = 0.5;
     cfg.faults.double_rate = 0.5;
     cfg.faults.seed = 9;
-    char err[DRIVER_ERRLEN];
-    driver_sim_t *sim = driver_sim_new(&cfg, err, sizeof err);
-    assert_non_null(sim);
-    uint8_t req[RTU_MAX_ADU];
-    size_t n = make_req(2, 3, 0, 3, req);
-    int split = 0, twice = 0;
-    for (int i = 0; i < 200; i++) {
-        driver_sim_answer_t a;
-        assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &a), 1);
-        assert_int_equal(a.len, 11);
-        assert_true(crc_ok(a.adu, a.len)); /* split and double never damage the bytes */
-        split += a.split_at == 5;
-        twice += a.twice;
-    }
-    assert_in_range(split, 60, 140);
-    assert_in_range(twice, 60, 140);
-    driver_sim_free(sim);
+    assert_in_range(plan_hits(&cfg, 3, split_intact), 60, 140);
+    assert_in_range(plan_hits(&cfg, 3, twice_intact), 60, 140);
 }
 
 /*
@@ -224,10 +214,7 @@ static void late_three(bool in_order)
     assert_int_equal(c.len, 27);
     for (int i = 0; i < 3; i++) {
         assert_answer(c.bytes + 9 * i, (uint16_t)(100 * (i + 1)));
-        size_t k = 0;
-        while (c.end[k] <= (size_t)(9 * i))
-            k++;
-        assert_true(c.t[k] - t0 >= (uint64_t)(150 * (i + 1)) * MS);
+        assert_true(c.t[chunk_of(&c, (size_t)(9 * i))] - t0 >= (uint64_t)(150 * (i + 1)) * MS);
     }
     driver_sim_stats_t st;
     driver_sim_get_stats(f.sim, &st);
@@ -290,8 +277,7 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_double),
-        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_split_and_double),
         cmocka_unit_test(test_noise_first_with_lead),
         cmocka_unit_test(test_noise_default_timing_unchanged),
         cmocka_unit_test(test_split_double_rates),
