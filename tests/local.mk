@@ -36,3 +36,9 @@ TESTS += tests/test_framer
 # and truncated answers, a silent slave, the peer vanishing, a connection flood.
 TESTS += tests/test_faults.py tests/test_frontends.py tests/test_conn_identity.py
 EXTRA_DIST += tests/test_faults.py tests/test_frontends.py tests/test_conn_identity.py
+
+# No answer ever belongs to another request: same-shape reads through the
+# gateway against faulty slaves (rtugw sim, tests/rtu_slave.py, pymodbus);
+# long answers at low baud, half-close, broadcasts.
+TESTS += tests/test_integrity.py
+EXTRA_DIST += tests/test_integrity.py tests/rtu_slave.py
