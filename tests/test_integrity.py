@@ -201,6 +201,7 @@ class Bus:
         self.reads = max(1, int(reads * SCALE))
         self.units = []
         self.peer = None
+        self.conns = []
         self.k = 0                       # requests made so far on this bus
         self.per_unit = collections.Counter()   # unit -> its reads so far
         self.history = {}                # (unit, addr) -> that unit's index of its last read of addr
@@ -209,6 +210,7 @@ class Bus:
         self.wrong = []
         self.lags = collections.Counter()
         self.unanswered = 0
+        self.t_done = None               # seconds from the start until its last answer
 
     def next_request(self):
         """Runs of RUN reads of one slave, then the other: neighbours on the
@@ -241,8 +243,9 @@ class Bus:
     def report(self):
         exc = ", ".join(f"0x{c:02X}: {n}" for c, n in sorted(self.exc.items())) or "none"
         lags = ", ".join(f"{n} {w}" for w, n in self.lags.most_common(4))
-        print(f"   {self.label:<44} sent {self.sent:5d}  data {self.data:5d}  exceptions {exc:<22} "
+        print(f"   {self.label:<50} sent {self.sent:5d}  data {self.data:5d}  exceptions {exc:<22} "
               f"wrong {len(self.wrong)}{' (' + lags + ')' if lags else ''}"
+              f"{f'  in {self.t_done:.1f} s' if self.t_done is not None else ''}"
               f"{f'  UNANSWERED {self.unanswered}' if self.unanswered else ''}", flush=True)
 
 
@@ -334,6 +337,11 @@ class Conn:
             self.bus.judge(req[0], req[1], req[2], pdu)
         return True
 
+    def note_done(self, t0):
+        b = self.bus
+        if self.done() and all(c.done() for c in b.conns) and b.t_done is None:
+            b.t_done = time.time() - t0
+
     def done(self):
         return self.sent >= self.share and not self.pending
 
@@ -348,6 +356,7 @@ def drive(port, buses, conns_per_bus=2, depth=4, seconds=150):
         for i in range(conns_per_bus):
             c = Conn(port, b, b.reads // conns_per_bus + (i < b.reads % conns_per_bus))
             conns.append(c)
+            b.conns.append(c)
             sel.register(c.s, selectors.EVENT_READ, c)
     t0 = time.time()
     closed = set()
@@ -365,6 +374,7 @@ def drive(port, buses, conns_per_bus=2, depth=4, seconds=150):
             if c not in closed and not c.on_readable():
                 closed.add(c)
                 sel.unregister(c.s)
+            c.note_done(t0)
     for c in conns:
         c.bus.unanswered += len(c.pending)
         if c in closed:
@@ -393,12 +403,14 @@ def run_configurations(label, buses):
         check(b.unanswered == 0 and b.sent == b.reads,
               f"{b.label}: every one of {b.reads} requests sent and answered exactly once "
               f"({b.sent} sent, {b.unanswered} unanswered)")
+        # Every answer that came from the slave was a matching response first
+        # (a bus may count more: one it held and then did not trust).
         slave_answers = b.data + len(b.wrong) + sum(n for c, n in b.exc.items() if c not in GATEWAY_CODES)
-        req = m.get(f'rtugw_bus_requests_total{{bus="{b.name}"}}')
-        rsp = m.get(f'rtugw_bus_responses_total{{bus="{b.name}"}}')
-        check(req == b.sent and rsp == slave_answers,
-              f"{b.label}: /metrics agree (bus requests {req} = sent {b.sent}; "
-              f"responses {rsp} = answers from the slave {slave_answers})")
+        req = m.get(f'rtugw_bus_requests_total{{bus="{b.name}"}}', -1)
+        rsp = m.get(f'rtugw_bus_responses_total{{bus="{b.name}"}}', -1)
+        check(req == b.sent and rsp >= slave_answers,
+              f"{b.label}: /metrics agree (bus requests {req:.0f} = sent {b.sent}; "
+              f"matching responses {rsp:.0f} >= answers from the slave {slave_answers})")
     check(m["rtugw_tcp_requests_total"] == m["rtugw_tcp_answers_total"] == total,
           f"{label}: TCP requests {m['rtugw_tcp_requests_total']:.0f} = answers "
           f"{m['rtugw_tcp_answers_total']:.0f} = sent {total}")
@@ -574,24 +586,29 @@ def cli_rejects_bad_values():
               f"rtugw sim {flag} {value}: usage error naming the flag (exit {r.returncode}: {r.stderr.strip()})")
 
 
-t_start = time.time()
-try:
+def main():
+    t_start = time.time()
     phases = {"matrix": phase_matrix, "peers": phase_peers, "edges": phase_edges}
     chosen = sys.argv[1:] or list(phases)
-    cli_rejects_bad_values()
-    total = 0
-    for name in chosen:
-        t0 = time.time()
-        print(f"== {name}", flush=True)
-        try:
-            total += phases[name]() or 0
-        except Exception as e:   # a broken connection, a timeout: a failure, not a crash of the test
-            check(False, f"{name} raised {type(e).__name__}: {e}")
-        print(f"   ({time.time() - t0:.1f} s)", flush=True)
-    if not sys.argv[1:]:
-        check(total >= 20000 * min(SCALE, 1), f"at least {20000 * min(SCALE, 1):.0f} reads in all ({total})")
-finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-finish("integrity", f" in {time.time() - t_start:.0f} s")
+    try:
+        cli_rejects_bad_values()
+        total = 0
+        for name in chosen:
+            t0 = time.time()
+            print(f"== {name}", flush=True)
+            try:
+                total += phases[name]() or 0
+            except Exception as e:   # a broken connection, a timeout: a failure, not a crash of the test
+                check(False, f"{name} raised {type(e).__name__}: {e}")
+            print(f"   ({time.time() - t0:.1f} s)", flush=True)
+        if not sys.argv[1:]:
+            check(total >= 20000 * min(SCALE, 1), f"at least {20000 * min(SCALE, 1):.0f} reads in all ({total})")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    finish("integrity", f" in {time.time() - t_start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
