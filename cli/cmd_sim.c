@@ -25,7 +25,7 @@ static void usage(FILE *to)
             "usage: rtugw sim [--port PATH | --link PATH] [--slaves 1,2,3] [--baud B]\n"
             "                 [--format 8N1] [--pace] [--turnaround-us N] [--registers N]\n"
             "                 [--live] [--live-period-ms N] [--load FILE] [--capture FILE]\n"
-            "                 [faults...]\n"
+            "                 [--in-order] [faults...]\n"
             "\n"
             "A Modbus RTU slave simulator. Without --port it creates a pseudo-terminal and\n"
             "prints its path on standard output (one line), then serves until interrupted.\n"
@@ -48,6 +48,8 @@ static void usage(FILE *to)
             "  --live-period-ms N  ... every N ms (default 1000)\n"
             "  --load FILE         initial values: lines 'SLAVE TABLE ADDRESS VALUE...'\n"
             "  --capture FILE      write every frame on the line to FILE (pcap, link type 147)\n"
+            "  --in-order          keep reading while answering: requests wait in the\n"
+            "                      simulator's own queue of 16 (arrival order, as always)\n"
             "faults (rates are probabilities 0..1 per answered request):\n"
             "  --silent LIST       slaves that never answer\n"
             "  --exception-rate R  answer exception --exception-code (default 4) instead\n"
@@ -56,8 +58,14 @@ static void usage(FILE *to)
             "  --late-ms N\n"
             "  --noise-rate R      send --noise-bytes random bytes before the answer (default 8)\n"
             "  --noise-bytes N\n"
+            "  --noise-first N     the first N answers get the noise, whatever the rate\n"
+            "  --noise-lead-ms N   the noise starts N ms before the answer (default: t3.5)\n"
             "  --truncate-rate R   send only the first half of the answer\n"
             "  --crc-rate R        corrupt the answer's CRC\n"
+            "  --split-rate R      send the answer in two halves --split-ms apart (default 10)\n"
+            "  --split-ms N\n"
+            "  --double-rate R     send the answer again --double-gap-ms after it (default 20)\n"
+            "  --double-gap-ms N\n"
             "  --seed S            fault generator seed (default 1)\n"
             "\n"
             "Exit: 0 on SIGINT/SIGTERM, 1 on a runtime failure, 2 on a usage error.\n");
@@ -104,7 +112,8 @@ int cmd_sim(int argc, char **argv)
     enum {
         O_PORT = 256, O_LINK, O_SLAVES, O_BAUD, O_FORMAT, O_PACE, O_TURN, O_REGS, O_LIVE,
         O_LIVEP, O_LOAD, O_SILENT, O_EXR, O_EXC, O_LATER, O_LATEMS, O_NOISER, O_NOISEB,
-        O_TRUNC, O_CRC, O_SEED, O_CAPTURE, O_HELP
+        O_TRUNC, O_CRC, O_SEED, O_CAPTURE, O_INORDER, O_NOISEF, O_NOISEL, O_SPLITR, O_SPLITMS,
+        O_DOUBLER, O_DOUBLEGAP, O_HELP
     };
     static const struct option opts[] = {
         { "port", required_argument, 0, O_PORT }, { "link", required_argument, 0, O_LINK },
@@ -122,6 +131,12 @@ int cmd_sim(int argc, char **argv)
         { "truncate-rate", required_argument, 0, O_TRUNC },
         { "crc-rate", required_argument, 0, O_CRC }, { "seed", required_argument, 0, O_SEED },
         { "capture", required_argument, 0, O_CAPTURE },
+        { "in-order", no_argument, 0, O_INORDER },
+        { "noise-first", required_argument, 0, O_NOISEF },
+        { "noise-lead-ms", required_argument, 0, O_NOISEL },
+        { "split-rate", required_argument, 0, O_SPLITR }, { "split-ms", required_argument, 0, O_SPLITMS },
+        { "double-rate", required_argument, 0, O_DOUBLER },
+        { "double-gap-ms", required_argument, 0, O_DOUBLEGAP },
         { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
     };
     driver_sim_config_t cfg;
@@ -167,6 +182,13 @@ int cmd_sim(int argc, char **argv)
         case O_NOISEB: bad = parse_uint(optarg, 64, &cfg.faults.noise_bytes) != 0; break;
         case O_TRUNC: bad = parse_rate(optarg, &cfg.faults.truncate_rate) != 0; break;
         case O_CRC: bad = parse_rate(optarg, &cfg.faults.crc_rate) != 0; break;
+        case O_INORDER: cfg.in_order = true; break;
+        case O_NOISEF: bad = parse_uint(optarg, 1000000000, &cfg.faults.noise_first) != 0; break;
+        case O_NOISEL: bad = parse_uint(optarg, 600000, &cfg.faults.noise_lead_ms) != 0; break;
+        case O_SPLITR: bad = parse_rate(optarg, &cfg.faults.split_rate) != 0; break;
+        case O_SPLITMS: bad = parse_uint(optarg, 600000, &cfg.faults.split_ms) != 0; break;
+        case O_DOUBLER: bad = parse_rate(optarg, &cfg.faults.double_rate) != 0; break;
+        case O_DOUBLEGAP: bad = parse_uint(optarg, 600000, &cfg.faults.double_gap_ms) != 0; break;
         case O_SEED: {
             char *end;
             cfg.faults.seed = strtoull(optarg, &end, 0);
@@ -255,8 +277,9 @@ int cmd_sim(int argc, char **argv)
     fprintf(stderr, "rtugw sim: slaves");
     for (size_t i = 0; i < cfg.n_slaves; i++)
         fprintf(stderr, "%s%u", i ? "," : " ", cfg.slaves[i]);
-    fprintf(stderr, " on %s%s%s, %u baud%s\n", path, linked ? " via " : "",
-            linked ? link_path : "", cfg.baud, cfg.pace ? ", paced" : "");
+    fprintf(stderr, " on %s%s%s, %u baud%s%s\n", path, linked ? " via " : "",
+            linked ? link_path : "", cfg.baud, cfg.pace ? ", paced" : "",
+            cfg.in_order ? ", in order" : "");
 
     int serve = driver_sim_serve(sim, fd);
     pthread_kill(waiter, SIGTERM); /* wakes sigwait if serve ended by itself */
@@ -278,10 +301,15 @@ int cmd_sim(int argc, char **argv)
             (unsigned long long)st.bad_crc);
     fprintf(stderr,
             "rtugw sim: faults injected: %llu silent, %llu exception, %llu late, %llu noise, "
-            "%llu truncated, %llu CRC\n",
+            "%llu truncated, %llu CRC, %llu split, %llu doubled\n",
             (unsigned long long)st.f_silent, (unsigned long long)st.f_exception,
             (unsigned long long)st.f_late, (unsigned long long)st.f_noise,
-            (unsigned long long)st.f_truncate, (unsigned long long)st.f_crc);
+            (unsigned long long)st.f_truncate, (unsigned long long)st.f_crc,
+            (unsigned long long)st.f_split, (unsigned long long)st.f_double);
+    if (cfg.in_order)
+        fprintf(stderr, "rtugw sim: in order: %llu requests queued, at most %llu waiting, %llu lost\n",
+                (unsigned long long)st.queued, (unsigned long long)st.queue_max,
+                (unsigned long long)st.queue_lost);
 out:
     if (linked)
         unlink(link_path);

@@ -181,6 +181,7 @@ int driver_ports_list(FILE *out);
 /* ---- simulator ---------------------------------------------------------------- */
 
 #define DRIVER_SIM_MAX_SLAVES 32
+#define DRIVER_SIM_QUEUE 16     /* in_order: requests the slave holds; more are lost */
 #define DRIVER_SIM_DEFAULT_REGISTERS 1000
 
 typedef enum driver_sim_table {
@@ -196,8 +197,12 @@ typedef enum driver_sim_table {
  * order: silent slave (no answer at all), exception (the exception code
  * instead of the answer; the request is not executed), late (the answer
  * waits late_ms more), noise (noise_bytes random bytes before the answer,
- * then a t3.5 gap), truncate (only the first half of the answer is sent),
- * CRC (the answer's last CRC byte is corrupted).
+ * then a t3.5 gap, or noise_lead_ms of silence when that is set; the first
+ * noise_first answers get it whatever the rate), CRC (the answer's last CRC
+ * byte is corrupted), truncate (only the first half of the answer is sent),
+ * split (the answer leaves in two halves split_ms apart), double (the whole
+ * answer is sent again double_gap_ms after it ended). A rate of 0 draws
+ * nothing, so a seed gives the same faults whatever later faults exist.
  */
 typedef struct driver_sim_faults {
     uint8_t silent[DRIVER_SIM_MAX_SLAVES]; /* slave ids that never answer */
@@ -208,8 +213,14 @@ typedef struct driver_sim_faults {
     unsigned late_ms;        /* default 1500 */
     double noise_rate;
     unsigned noise_bytes;    /* default 8 */
+    unsigned noise_first;    /* the first N answers get noise, rate or not */
+    unsigned noise_lead_ms;  /* noise starts this long before the answer; 0: t3.5 before */
     double truncate_rate;
     double crc_rate;
+    double split_rate;
+    unsigned split_ms;       /* default 10 */
+    double double_rate;
+    unsigned double_gap_ms;  /* default 20 */
     uint64_t seed;           /* default 1 */
 } driver_sim_faults_t;
 
@@ -225,6 +236,11 @@ typedef struct driver_sim_config {
     unsigned live_period_ms; /* default 1000 */
     const char *load_path; /* initial values file, or NULL for the pattern */
     const char *capture_path; /* write every frame on the line here (pcap, DLT 147) */
+    /* Serve from the simulator's own FIFO of DRIVER_SIM_QUEUE requests, read
+     * while an answer is under way, instead of leaving them in the line's
+     * kernel buffer: the same order (arrival), but the queue is bounded,
+     * counted and stamped at arrival. See docs/drivers.md. */
+    bool in_order;
     driver_sim_faults_t faults;
 } driver_sim_config_t;
 
@@ -236,7 +252,10 @@ typedef struct driver_sim_stats {
     uint64_t broadcasts;
     uint64_t bad_crc;         /* request frames with a bad CRC (not answered) */
     uint64_t noise_in;        /* bytes dropped while resynchronising */
-    uint64_t f_silent, f_exception, f_late, f_noise, f_truncate, f_crc;
+    uint64_t f_silent, f_exception, f_late, f_noise, f_truncate, f_crc, f_split, f_double;
+    uint64_t queued;          /* in_order: requests that waited behind an answer */
+    uint64_t queue_max;       /* in_order: the most requests waiting at once */
+    uint64_t queue_lost;      /* in_order: requests dropped, the queue being full */
 } driver_sim_stats_t;
 
 typedef struct driver_sim driver_sim_t;
@@ -254,14 +273,24 @@ uint16_t driver_sim_pattern(uint8_t slave, driver_sim_table_t table, unsigned ad
 /*
  * The core, with no I/O: one request ADU in; 1 and an answer plan out, or 0
  * when nothing is to be sent (foreign slave, broadcast, bad CRC, silent).
+ * The plan, in line order: delay_ns after the request, the noise (if any);
+ * then noise_gap_ns of silence and the answer's first split_at bytes (all of
+ * it when split_at is 0); split_gap_ns later the rest; twice_gap_ns later,
+ * when twice, the whole answer again. Without noise the answer itself waits
+ * delay_ns. Each gap counts from the end of what went before.
  */
 #define DRIVER_SIM_MAX_ADU 260
 typedef struct driver_sim_answer {
     uint8_t noise[64];
     size_t noise_len;
+    uint64_t noise_gap_ns;  /* noise end to answer: t3.5, or noise_lead_ms */
     uint8_t adu[DRIVER_SIM_MAX_ADU];
     size_t len;
-    uint64_t delay_ns;   /* turnaround + late */
+    uint64_t delay_ns;      /* request to the first byte: turnaround + late (- lead) */
+    size_t split_at;        /* 0, or the bytes sent before the split gap */
+    uint64_t split_gap_ns;
+    bool twice;             /* the answer is sent again */
+    uint64_t twice_gap_ns;
 } driver_sim_answer_t;
 int driver_sim_handle(driver_sim_t *sim, const uint8_t *adu, size_t len, uint64_t now_ns,
                       driver_sim_answer_t *out);

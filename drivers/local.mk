@@ -2,19 +2,23 @@
 noinst_LIBRARIES += drivers/libdrivers.a
 drivers_libdrivers_a_SOURCES = \
 	drivers/driver.h \
-	drivers/driver.c drivers/serial.c drivers/sim.c drivers/sim_driver.c \
+	drivers/sim_internal.h \
+	drivers/driver.c drivers/serial.c drivers/sim.c drivers/sim_line.c drivers/sim_driver.c \
 	drivers/capture.c drivers/replay.c
 drivers_libdrivers_a_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS) $(SERIALPORT_CFLAGS)
 DRIVERS_LIBS = drivers/libdrivers.a parser/libparser.a $(MODBUS_LIBS) $(SERIALPORT_LIBS)
 
-check_PROGRAMS += tests/test_sim tests/test_serial tests/test_replay
-tests_test_sim_SOURCES = tests/test_sim.c
+check_PROGRAMS += tests/test_sim tests/test_sim_faults tests/test_serial tests/test_replay
+tests_test_sim_SOURCES = tests/test_sim.c tests/simtest.h tests/simtest.c
 tests_test_sim_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(MODBUS_CFLAGS)
 tests_test_sim_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
+tests_test_sim_faults_SOURCES = tests/test_sim_faults.c tests/simtest.h tests/simtest.c
+tests_test_sim_faults_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(MODBUS_CFLAGS)
+tests_test_sim_faults_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
 tests_test_serial_SOURCES = tests/test_serial.c
 tests_test_serial_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_serial_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
 tests_test_replay_SOURCES = tests/test_replay.c
 tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_replay_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
-TESTS += tests/test_sim tests/test_serial tests/test_replay
+TESTS += tests/test_sim tests/test_sim_faults tests/test_serial tests/test_replay

@@ -1,6 +1,7 @@
 /*
  * drivers/sim.c -- a Modbus RTU slave simulator: register model, request
- * handling, wire pacing and fault injection.
+ * handling and fault injection (what is answered, and the plan of when its
+ * bytes go out). Serving a line with that plan is drivers/sim_line.c.
  *
  * The register model and the reply logic are libmodbus's: one
  * modbus_mapping_new_start_address() per slave, answered by modbus_reply().
@@ -10,43 +11,16 @@
  * context is never connected; its response timeout is 1 us because
  * modbus_reply() sleeps that long before some exception answers.
  *
- * Requests are delimited by the parser's streaming framer in REQUEST mode
- * (length rule, CRC, resynchronisation, t3.5 for functions without a length
- * rule); a damaged frame is counted and not answered.
  */
-#include "drivers/driver.h"
+#include "drivers/sim_internal.h"
 #include "parser/rtu.h"
 
 #include <fcntl.h>
 #include <modbus.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <termios.h>
-#include <time.h>
 #include <unistd.h>
-
-struct driver_sim {
-    driver_sim_config_t cfg;
-    modbus_t *ctx;                 /* unconnected; its fd is pipe_w */
-    int pipe_r, pipe_w;
-    modbus_mapping_t *map[DRIVER_SIM_MAX_SLAVES];
-    pthread_mutex_t lock;          /* the model, the generator, the stats */
-    uint64_t rng;
-    uint64_t start_ns;
-    uint64_t tick;                 /* live: the last applied tick */
-    driver_sim_stats_t stats;
-    int stop_fd;                   /* eventfd: driver_sim_request_stop */
-    pthread_t thread;
-    bool thread_running;
-    int thread_fd;
-    int thread_rc;
-    driver_capture_writer_t *capture; /* written by the serving thread only */
-    uint64_t noise_base;           /* noise counted before this serve call */
-};
 
 /* ---- configuration ------------------------------------------------------------ */
 
@@ -64,6 +38,8 @@ void driver_sim_defaults(driver_sim_config_t *cfg)
     cfg->faults.exception_code = 4;
     cfg->faults.late_ms = 1500;
     cfg->faults.noise_bytes = 8;
+    cfg->faults.split_ms = 10;
+    cfg->faults.double_gap_ms = 20;
     cfg->faults.seed = 1;
 }
 
@@ -444,12 +420,75 @@ static size_t libmodbus_reply(driver_sim_t *sim, int idx, const uint8_t *adu, si
     return n > 0 ? (size_t)n : 0;
 }
 
+static uint64_t ms_ns(unsigned ms)
+{
+    return (uint64_t)ms * 1000000ull;
+}
+
+/* Noise before the answer: at random, or for each of the first noise_first
+ * answers. With a lead, the noise starts that long before the answer is due
+ * (at the request, if the answer is due sooner) and the silence after it is
+ * the lead; without, it comes when the answer is due and t3.5 separates them. */
+static void plan_noise(driver_sim_t *sim, driver_sim_answer_t *out)
+{
+    const driver_sim_faults_t *f = &sim->cfg.faults;
+    if (!(sim->stats.replies < f->noise_first || rng_hit(&sim->rng, f->noise_rate)))
+        return;
+    sim->stats.f_noise++;
+    out->noise_len = f->noise_bytes;
+    for (size_t i = 0; i < out->noise_len; i++)
+        out->noise[i] = (uint8_t)rng_next(&sim->rng);
+    uint64_t lead = ms_ns(f->noise_lead_ms);
+    if (!lead) {
+        out->noise_gap_ns = rtu_t35_ns(sim->cfg.baud, sim->cfg.char_bits);
+        return;
+    }
+    out->noise_gap_ns = lead;
+    out->delay_ns = out->delay_ns > lead ? out->delay_ns - lead : 0;
+}
+
+/* Everything after the answer's content is decided: timing and damage, in
+ * the order driver.h documents (each draw only when its rate is above 0). */
+static void plan_faults(driver_sim_t *sim, driver_sim_answer_t *out)
+{
+    const driver_sim_faults_t *f = &sim->cfg.faults;
+    if (rng_hit(&sim->rng, f->late_rate)) {
+        sim->stats.f_late++;
+        out->delay_ns += ms_ns(f->late_ms);
+    }
+    out->delay_ns += (uint64_t)sim->cfg.turnaround_us * 1000ull;
+    plan_noise(sim, out);
+    if (rng_hit(&sim->rng, f->crc_rate)) {
+        sim->stats.f_crc++;
+        out->adu[out->len - 1] ^= 0xA5;
+    }
+    if (rng_hit(&sim->rng, f->truncate_rate)) {
+        sim->stats.f_truncate++;
+        out->len = out->len / 2;
+    }
+    if (out->len >= 2 && rng_hit(&sim->rng, f->split_rate)) {
+        sim->stats.f_split++;
+        out->split_at = out->len / 2;
+        out->split_gap_ns = ms_ns(f->split_ms);
+    }
+    if (rng_hit(&sim->rng, f->double_rate)) {
+        sim->stats.f_double++;
+        out->twice = true;
+        out->twice_gap_ns = ms_ns(f->double_gap_ms);
+    }
+}
+
 int driver_sim_handle(driver_sim_t *sim, const uint8_t *adu, size_t len, uint64_t now_ns,
                       driver_sim_answer_t *out)
 {
     out->len = 0;
     out->noise_len = 0;
+    out->noise_gap_ns = 0;
     out->delay_ns = 0;
+    out->split_at = 0;
+    out->split_gap_ns = 0;
+    out->twice = false;
+    out->twice_gap_ns = 0;
     if (len < RTU_MIN_ADU || len > RTU_MAX_ADU)
         return 0;
 
@@ -501,298 +540,10 @@ int driver_sim_handle(driver_sim_t *sim, const uint8_t *adu, size_t len, uint64_
     }
     if (out->len >= 2 && (out->adu[1] & 0x80))
         sim->stats.exceptions++;
-    if (rng_hit(&sim->rng, f->late_rate)) {
-        sim->stats.f_late++;
-        out->delay_ns += (uint64_t)f->late_ms * 1000000ull;
-    }
-    if (rng_hit(&sim->rng, f->noise_rate)) {
-        sim->stats.f_noise++;
-        out->noise_len = f->noise_bytes;
-        for (size_t i = 0; i < out->noise_len; i++)
-            out->noise[i] = (uint8_t)rng_next(&sim->rng);
-    }
-    if (rng_hit(&sim->rng, f->crc_rate)) {
-        sim->stats.f_crc++;
-        out->adu[out->len - 1] ^= 0xA5;
-    }
-    if (rng_hit(&sim->rng, f->truncate_rate)) {
-        sim->stats.f_truncate++;
-        out->len = out->len / 2;
-    }
-    out->delay_ns += (uint64_t)sim->cfg.turnaround_us * 1000ull;
+    plan_faults(sim, out);
     sim->stats.replies++;
     answered = 1;
 done:
     pthread_mutex_unlock(&sim->lock);
     return answered;
-}
-
-/* ---- serving a line ------------------------------------------------------------------ */
-
-/* Waits until the stop fd fires or `until_ns` passes. 1 when stopped. */
-static int wait_until(driver_sim_t *sim, uint64_t until_ns)
-{
-    for (;;) {
-        uint64_t now = driver_now_ns();
-        if (now >= until_ns)
-            return 0;
-        uint64_t left = until_ns - now;
-        struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
-        struct pollfd p = { sim->stop_fd, POLLIN, 0 };
-        int rc = ppoll(&p, 1, &ts, NULL);
-        if (rc > 0)
-            return 1;
-    }
-}
-
-/* Writes everything, waiting for POLLOUT; -errno on failure or stop. */
-static int write_all(driver_sim_t *sim, int fd, const uint8_t *buf, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, buf, len);
-        if (n > 0) {
-            buf += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno != EAGAIN)
-            return -errno;
-        struct pollfd p[2] = { { fd, POLLOUT, 0 }, { sim->stop_fd, POLLIN, 0 } };
-        int rc = poll(p, 2, 1000);
-        if (rc == 0)
-            return -ETIMEDOUT; /* nobody reads: drop the answer */
-        if (p[1].revents)
-            return -ECANCELED;
-        if (p[0].revents & (POLLHUP | POLLERR))
-            return -ENOTCONN;
-    }
-    return 0;
-}
-
-/* At wire speed: byte i leaves no earlier than start + i * char time, and the
- * call returns no earlier than start + len * char time (the last stop bit). */
-static int write_paced(driver_sim_t *sim, int fd, const uint8_t *buf, size_t len)
-{
-    if (!sim->cfg.pace)
-        return write_all(sim, fd, buf, len);
-    uint64_t char_ns = (uint64_t)sim->cfg.char_bits * 1000000000ull / sim->cfg.baud;
-    uint64_t start = driver_now_ns();
-    size_t sent = 0;
-    while (sent < len) {
-        uint64_t now = driver_now_ns();
-        size_t due = (size_t)((now - start) / char_ns) + 1;
-        if (due > len)
-            due = len;
-        if (due > sent) {
-            int rc = write_all(sim, fd, buf + sent, due - sent);
-            if (rc)
-                return rc;
-            sent = due;
-        }
-        if (sent < len && wait_until(sim, start + sent * char_ns))
-            return -ECANCELED;
-    }
-    if (wait_until(sim, start + len * char_ns))
-        return -ECANCELED;
-    return 0;
-}
-
-static void capture(driver_sim_t *sim, const uint8_t *p, size_t n)
-{
-    if (sim->capture && n)
-        (void)driver_capture_write(sim->capture, 0, p, n);
-}
-
-static int answer(driver_sim_t *sim, int fd, const driver_sim_answer_t *a, uint64_t t_req)
-{
-    if (wait_until(sim, t_req + a->delay_ns))
-        return -ECANCELED;
-    int rc = 0;
-    capture(sim, a->noise, a->noise_len);
-    capture(sim, a->adu, a->len);
-    if (a->noise_len) {
-        rc = write_paced(sim, fd, a->noise, a->noise_len);
-        if (rc == 0 && wait_until(sim, driver_now_ns() + rtu_t35_ns(sim->cfg.baud, sim->cfg.char_bits)))
-            rc = -ECANCELED;
-    }
-    if (rc == 0 && a->len)
-        rc = write_paced(sim, fd, a->adu, a->len);
-    return rc == -ETIMEDOUT ? 0 : rc;
-}
-
-/* Frames one request at a time: the parser's streaming framer in REQUEST
- * mode does the delimiting (length rule, CRC, resynchronisation, t3.5 for
- * unknown functions); frames it reports damaged are counted, not answered. */
-static int drain(driver_sim_t *sim, rtu_framer_t *fr, int fd)
-{
-    rtu_frame_t f;
-    rtu_framer_stats_t fs;
-    rtu_framer_get_stats(fr, &fs);
-    pthread_mutex_lock(&sim->lock);
-    sim->stats.noise_in = sim->noise_base + fs.noise_bytes;
-    pthread_mutex_unlock(&sim->lock);
-    while (rtu_framer_next(fr, &f) == 1) {
-        capture(sim, f.adu, f.len);
-        if (!f.crc_ok) {
-            pthread_mutex_lock(&sim->lock);
-            sim->stats.bad_crc++;
-            pthread_mutex_unlock(&sim->lock);
-            continue;
-        }
-        driver_sim_answer_t a;
-        uint64_t now = driver_now_ns();
-        if (driver_sim_handle(sim, f.adu, f.len, now, &a)) {
-            int rc = answer(sim, fd, &a, now);
-            if (rc == -ECANCELED)
-                return 1;
-            if (rc == -ENOTCONN)
-                return DRIVER_HANGUP;
-        }
-    }
-    return 0;
-}
-
-int driver_sim_serve(driver_sim_t *sim, int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-        return -errno;
-    rtu_framer_config_t fc = { .baud = sim->cfg.baud, .char_bits = sim->cfg.char_bits,
-                               .dir = RTU_DIR_REQUEST };
-    rtu_framer_t *fr = rtu_framer_new(&fc);
-    if (!fr)
-        return -ENOMEM;
-    pthread_mutex_lock(&sim->lock);
-    sim->noise_base = sim->stats.noise_in; /* a new framer counts from 0 */
-    pthread_mutex_unlock(&sim->lock);
-    /* A pseudo-terminal delivers in bursts whatever the baud: tell the framer
-     * the line is quiet only after t3.5 and at least 2 ms. */
-    uint64_t quiet = rtu_t35_ns(sim->cfg.baud, sim->cfg.char_bits);
-    if (quiet < 2000000ull)
-        quiet = 2000000ull;
-    uint64_t idle_due = 0; /* 0: nothing waits for silence */
-    int result = 0;
-    for (;;) {
-        int timeout = -1;
-        if (idle_due) {
-            uint64_t now = driver_now_ns();
-            timeout = now >= idle_due ? 0 : (int)((idle_due - now + 999999) / 1000000);
-        }
-        struct pollfd p[2] = { { fd, POLLIN, 0 }, { sim->stop_fd, POLLIN, 0 } };
-        int rc = poll(p, 2, timeout);
-        if (rc < 0 && errno != EINTR) {
-            result = -errno;
-            break;
-        }
-        if (p[1].revents & POLLIN) {
-            uint64_t v;
-            (void)!read(sim->stop_fd, &v, sizeof v);
-            break;
-        }
-        uint64_t now = driver_now_ns();
-        if (rc > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            uint8_t buf[RTU_MAX_ADU];
-            ssize_t n = read(fd, buf, sizeof buf);
-            if (n == 0 || (n < 0 && (errno == EIO || errno == ENXIO || errno == ENODEV))) {
-                result = DRIVER_HANGUP;
-                break;
-            }
-            if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                result = -errno;
-                break;
-            }
-            if (n > 0) {
-                rtu_framer_feed(fr, buf, (size_t)n, now);
-                idle_due = now + quiet;
-            }
-        } else if (idle_due && now >= idle_due) {
-            rtu_framer_idle(fr, now);
-            idle_due = 0;
-        }
-        int d = drain(sim, fr, fd);
-        if (d == 1)
-            break; /* stopped while answering */
-        if (d < 0) {
-            result = d;
-            break;
-        }
-    }
-    rtu_framer_free(fr);
-    return result;
-}
-
-static void *serve_thread(void *arg)
-{
-    driver_sim_t *sim = arg;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
-    sim->thread_rc = driver_sim_serve(sim, sim->thread_fd);
-    return NULL;
-}
-
-int driver_sim_start(driver_sim_t *sim, int fd)
-{
-    if (sim->thread_running)
-        return -EBUSY;
-    sim->thread_fd = fd;
-    int rc = pthread_create(&sim->thread, NULL, serve_thread, sim);
-    if (rc)
-        return -rc;
-    sim->thread_running = true;
-    return 0;
-}
-
-void driver_sim_request_stop(driver_sim_t *sim)
-{
-    uint64_t one = 1;
-    (void)!write(sim->stop_fd, &one, sizeof one);
-}
-
-void driver_sim_stop(driver_sim_t *sim)
-{
-    if (!sim->thread_running)
-        return;
-    driver_sim_request_stop(sim);
-    pthread_join(sim->thread, NULL);
-    sim->thread_running = false;
-    uint64_t v;
-    (void)!read(sim->stop_fd, &v, sizeof v); /* serve may have returned before reading it */
-}
-
-/* ---- pseudo-terminals -------------------------------------------------------------------- */
-
-int driver_pty_open(int *master, int *slave, char *path, size_t pathcap)
-{
-    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (m < 0)
-        return -errno;
-    char name[128];
-    if (grantpt(m) != 0 || unlockpt(m) != 0 || ptsname_r(m, name, sizeof name) != 0) {
-        int e = errno;
-        close(m);
-        return -e;
-    }
-    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (s < 0) {
-        int e = errno;
-        close(m);
-        return -e;
-    }
-    struct termios t;
-    if (tcgetattr(s, &t) == 0) {
-        cfmakeraw(&t);
-        tcsetattr(s, TCSANOW, &t);
-    }
-    if (tcgetattr(m, &t) == 0) {
-        cfmakeraw(&t);
-        tcsetattr(m, TCSANOW, &t);
-    }
-    if (path && pathcap)
-        snprintf(path, pathcap, "%s", name);
-    *master = m;
-    *slave = s;
-    return 0;
 }

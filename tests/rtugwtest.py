@@ -1,7 +1,8 @@
 """Helpers shared by the Python end-to-end tests: the binary under test, a
 check that counts failures instead of stopping at the first, and a free
 port on 127.0.0.1, the daemon's /metrics as a dict, a gateway started on a
-config of its own, raw MBAP framing. Each test script ends with `finish(NAME)`."""
+config of its own, raw MBAP framing, the checks made when a daemon stops.
+Each test script ends with `finish(NAME)`."""
 import json
 import os
 import shutil
@@ -160,6 +161,33 @@ def closed_by_peer(s, wait=2.0):
         return True
     except socket.timeout:
         return False
+
+
+class Daemon:
+    """What every test does with an `rtugw run` it started: a subclass sets
+    self.p (the process), self.log (its log file) and self.http_port."""
+
+    def metrics(self):
+        return fetch_metrics(self.http_port, timeout=5)
+
+    def log_text(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def stop(self):
+        """SIGTERM: it must exit 0 with no sanitizer report in its log."""
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = None
+        log = self.log_text()
+        check("ERROR: AddressSanitizer" not in log and "runtime error:" not in log and
+              "ThreadSanitizer" not in log, f"no sanitizer report from the daemon ({self.log.name})")
+        check(rc == 0, f"rtugw run exits 0 on SIGTERM (got {rc})")
+        return rc
 
 
 def finish(name, extra=""):

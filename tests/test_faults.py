@@ -13,7 +13,6 @@ backed-off silent slave against without) is the behaviour under test, and
 each deadline is many times what the gateway needs."""
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -23,7 +22,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, fetch_metrics, finish, free_port, wait_listening  # noqa: E402
+from rtugwtest import BIN, Daemon, check, finish, free_port, wait_listening  # noqa: E402
 procs = []
 
 
@@ -67,7 +66,7 @@ class Sim:
         self.p.wait()
 
 
-class Gateway:
+class Gateway(Daemon):
     def __init__(self, d, bus_extra="", devices=None, tcp_extra="", timeout_ms=100):
         self.dir = d
         self.tcp_port, self.http_port = free_port(), free_port()
@@ -99,29 +98,8 @@ class Gateway:
             print(f"FATAL: rtugw run did not open {os.path.join(d, 'plc')}: {self.log_text()}", flush=True)
             sys.exit(1)
 
-    def metrics(self):
-        return fetch_metrics(self.http_port, timeout=5)
-
-    def log_text(self):
-        self.log.flush()
-        with open(self.log.name) as f:
-            return f.read()
-
     def fd_count(self):
         return len(os.listdir(f"/proc/{self.p.pid}/fd"))
-
-    def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            rc = self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = None
-        log = self.log_text()
-        check("ERROR: AddressSanitizer" not in log and "runtime error:" not in log and
-              "ThreadSanitizer" not in log, f"no sanitizer report from the daemon ({self.log.name})")
-        check(rc == 0, f"rtugw run exits 0 on SIGTERM (got {rc})")
-        return rc
 
 
 class Client:

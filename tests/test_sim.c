@@ -5,6 +5,7 @@
  */
 #include "drivers/driver.h"
 #include "parser/rtu.h"
+#include "tests/simtest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,31 +23,6 @@
 #include <cmocka.h>
 #include <modbus.h>
 
-typedef struct fx {
-    driver_sim_t *sim;
-    int master, slave;
-    char path[128];
-} fx_t;
-
-static void start(fx_t *f, const driver_sim_config_t *cfg)
-{
-    char err[DRIVER_ERRLEN];
-    alarm(30); /* no test may hang */
-    assert_int_equal(driver_pty_open(&f->master, &f->slave, f->path, sizeof f->path), 0);
-    f->sim = driver_sim_new(cfg, err, sizeof err);
-    if (!f->sim)
-        fail_msg("driver_sim_new: %s", err);
-    assert_int_equal(driver_sim_start(f->sim, f->master), 0);
-}
-
-static void stop(fx_t *f)
-{
-    driver_sim_free(f->sim); /* stops and joins the thread */
-    close(f->master);
-    close(f->slave);
-    alarm(0);
-}
-
 static modbus_t *client(const fx_t *f, int slave, unsigned timeout_ms)
 {
     modbus_t *ctx = modbus_new_rtu(f->path, 9600, 'N', 8, 1);
@@ -62,53 +38,6 @@ static void client_free(modbus_t *ctx)
 {
     modbus_close(ctx);
     modbus_free(ctx);
-}
-
-/* Writes a request on the raw slave fd and collects what comes back: waits
- * up to first_ms for the first byte, then until the line is quiet for
- * 200 ms (generous: the machine may be busy with other tests). */
-#define QUIET_MS 200
-#define ANSWER_MS 3000 /* expecting an answer */
-#define NONE_MS 400    /* expecting none */
-static size_t xfer(int fd, const uint8_t *req, size_t n, uint8_t *rsp, size_t cap, int first_ms,
-                   uint64_t *t_sent, uint64_t *t_last)
-{
-    tcflush(fd, TCIFLUSH);
-    /* Stamped before the write: the answer cannot start earlier, so elapsed
-     * times measured from here are safe lower-bound checks even when this
-     * thread is preempted right after writing. */
-    if (t_sent)
-        *t_sent = driver_now_ns();
-    assert_int_equal(write(fd, req, n), (ssize_t)n);
-    size_t have = 0;
-    for (;;) {
-        struct pollfd p = { fd, POLLIN, 0 };
-        int rc = poll(&p, 1, have ? QUIET_MS : first_ms);
-        if (rc <= 0)
-            break;
-        ssize_t r = read(fd, rsp + have, cap - have);
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        if (t_last)
-            *t_last = driver_now_ns();
-        if (have == cap)
-            break;
-    }
-    return have;
-}
-
-static size_t make_req(uint8_t slave, uint8_t fc, uint16_t a, uint16_t q, uint8_t *adu)
-{
-    uint8_t pdu[5] = { fc, (uint8_t)(a >> 8), (uint8_t)a, (uint8_t)(q >> 8), (uint8_t)q };
-    int n = rtu_adu_from_pdu(slave, pdu, sizeof pdu, adu, RTU_MAX_ADU);
-    assert_int_equal(n, 8);
-    return (size_t)n;
-}
-
-static bool crc_ok(const uint8_t *p, size_t n)
-{
-    return n >= 4 && rtu_crc16(p, n - 2) == (uint16_t)(p[n - 2] | p[n - 1] << 8);
 }
 
 /* ---- libmodbus client --------------------------------------------------------- */
@@ -572,6 +501,11 @@ static void test_fault_truncate(void **state)
     stop(&f);
 }
 
+static bool crc_damaged(const driver_sim_answer_t *a)
+{
+    return !crc_ok(a->adu, a->len);
+}
+
 static void test_fault_rate_is_a_rate(void **state)
 {
     (void)state;
@@ -580,19 +514,7 @@ static void test_fault_rate_is_a_rate(void **state)
     driver_sim_defaults(&cfg);
     cfg.faults.crc_rate = 0.5;
     cfg.faults.seed = 42;
-    char err[DRIVER_ERRLEN];
-    driver_sim_t *sim = driver_sim_new(&cfg, err, sizeof err);
-    assert_non_null(sim);
-    uint8_t req[RTU_MAX_ADU];
-    size_t n = make_req(1, 3, 0, 1, req);
-    int bad = 0;
-    for (int i = 0; i < 200; i++) {
-        driver_sim_answer_t a;
-        assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &a), 1);
-        bad += !crc_ok(a.adu, a.len);
-    }
-    assert_in_range(bad, 60, 140);
-    driver_sim_free(sim);
+    assert_in_range(plan_hits(&cfg, 1, crc_damaged), 60, 140);
 }
 
 static void test_random_requests(void **state)
