@@ -36,3 +36,8 @@ TESTS += tests/test_framer
 # and truncated answers, a silent slave, the peer vanishing, a connection flood.
 TESTS += tests/test_faults.py tests/test_frontends.py tests/test_conn_identity.py
 EXTRA_DIST += tests/test_faults.py tests/test_frontends.py tests/test_conn_identity.py
+
+# sd_notify without libsystemd: READY=1, WATCHDOG=1 keep-alives, STOPPING=1 on a
+# socket bound like systemd's; libsystemd mapped neither by ldd nor at run time.
+TESTS += tests/test_notify.py
+EXTRA_DIST += tests/test_notify.py
