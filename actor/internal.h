@@ -33,6 +33,21 @@
 #ifndef SPIN_ROUNDS
 #define SPIN_ROUNDS 64
 #endif
+/*
+ * The stack of each worker and of the timer thread: 256 KiB, instead of what
+ * glibc derives from RLIMIT_STACK (8 MiB under systemd and most shells).
+ * Handlers do not block and keep their frames small: the most any rtugw
+ * thread touched, a debug log of 125-register frames under load, was 20 KiB
+ * with glibc's TLS and thread descriptor (docs/bench-gateway.md, "Footprint"),
+ * so this leaves 12x for deeper handlers and sanitizer builds. What it saves
+ * is not resident memory (untouched stack pages never are) but address space
+ * and commit charge: glibc maps the whole stack writable up front, which under
+ * strict overcommit (vm.overcommit_memory = 2, found on small boxes) counts
+ * against the box's RAM and swap: 3 x 8 MiB for a 2-worker gateway.
+ */
+#ifndef ACTOR_STACK_SIZE
+#define ACTOR_STACK_SIZE (256u * 1024u)
+#endif
 
 /*
  * The slot's control word, one atomic 64-bit value (see actor.c, "handles"):
@@ -137,6 +152,8 @@ void pool_destroy(actor_system_t *sys);
 worker_t *sched_current(const actor_system_t *sys);
 void sched_make_runnable(actor_system_t *sys, actor_t *a);
 int sched_start(actor_system_t *sys);
+/* pthread_create with an ACTOR_STACK_SIZE stack; 0 or -errno. */
+int sched_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 void sched_stop(actor_system_t *sys);
 bool sched_all_parked(actor_system_t *sys);
 

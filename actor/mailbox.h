@@ -42,6 +42,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct amsg;
@@ -64,7 +65,10 @@ typedef struct amsg {
     uint16_t len;
     uint8_t cls;  /* size class in the pool */
     uint8_t kind; /* AMSG_USER, AMSG_STOP */
-    unsigned char data[];
+    /* Aligned as malloc's memory is, so a handler may read a payload struct
+     * in place: on 32-bit targets the header alone is 12 bytes, which would
+     * leave a uint64_t member misaligned (ARM EABI wants 8). */
+    _Alignas(max_align_t) unsigned char data[];
 } amsg_t;
 
 enum { AMSG_USER = 0, AMSG_STOP = 1 };

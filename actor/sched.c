@@ -242,6 +242,20 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+int sched_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+
+    if (rc != 0)
+        return -rc;
+    rc = pthread_attr_setstacksize(&attr, ACTOR_STACK_SIZE);
+    if (rc == 0)
+        rc = pthread_create(thread, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return -rc;
+}
+
 int sched_start(actor_system_t *sys)
 {
     size_t cap = 2;
@@ -258,9 +272,9 @@ int sched_start(actor_system_t *sys)
     }
     for (unsigned i = 0; i < sys->nworkers; i++) {
         worker_t *w = &sys->workers[i];
-        int rc = pthread_create(&w->thread, NULL, worker_main, w);
+        int rc = sched_thread_start(&w->thread, worker_main, w);
         if (rc != 0)
-            return -rc;
+            return rc;
         w->started = true;
     }
     return 0;

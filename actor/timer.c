@@ -165,9 +165,9 @@ int timers_start(actor_system_t *sys)
     pthread_condattr_destroy(&ca);
     tw->next_id = 1;
     sys->timers = tw;
-    int rc = pthread_create(&tw->thread, NULL, timer_main, sys);
+    int rc = sched_thread_start(&tw->thread, timer_main, sys);
     if (rc != 0)
-        return -rc;
+        return rc;
     tw->running = true;
     return 0;
 }

@@ -451,6 +451,17 @@ static uint64_t tsresol_units(uint8_t v)
     return v > 19 ? 0 : u;
 }
 
+/* TS in UNITS per second, as ns: whole seconds, then the remainder (< UNITS).
+ * Exact where the remainder times 1e9 fits 64 bits (UNITS up to 1.8e10, every
+ * resolution seen in practice); no __int128, which 32-bit targets lack. */
+static uint64_t ticks_to_ns(uint64_t ts, uint64_t units)
+{
+    uint64_t sec = ts / units, rest = ts % units;
+    uint64_t frac = rest <= UINT64_MAX / 1000000000ull ? rest * 1000000000ull / units
+                                                      : (uint64_t)((double)rest / (double)units * 1e9);
+    return sec * 1000000000ull + frac;
+}
+
 static int pcapng_next(driver_capture_t *c, char *err, size_t errcap)
 {
     for (;;) {
@@ -579,8 +590,7 @@ static int pcapng_next(driver_capture_t *c, char *err, size_t errcap)
             return -EBADMSG;
         }
         uint64_t units = c->ifaces[iface].units_per_s;
-        c->pkt_ts = units == 1000000000ull ? ts
-                    : (uint64_t)((unsigned __int128)ts * 1000000000ull / units);
+        c->pkt_ts = units == 1000000000ull ? ts : ticks_to_ns(ts, units);
         c->pkt_offset = at;
         memmove(c->pkt, c->pkt + data_off, caplen);
         if (select_payload(c, c->ifaces[iface].linktype, caplen))

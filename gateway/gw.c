@@ -138,6 +138,7 @@ int gw_run(gw_t *gw)
         event_add(ev_status, &second);
     }
     gw_notify("READY=1");
+    gw_watchdog_start(gw);
     int rc = loop_run(gw->loop);
     if (ev_status) {
         event_free(ev_status);

@@ -16,6 +16,7 @@
  *   port.c      a serial port on the I/O thread: open, reopen, read into
  *               the bus actor, write what the bus asks
  *   loop.c      the I/O thread's event loop and its command queue
+ *   notify.c    systemd's notify socket; the watchdog keep-alive on the loop
  *   log.c, metrics.c   logging, counters, the clock (leaves)
  *
  * A new front end needs this header only: the request, the origin
@@ -143,8 +144,13 @@ static inline void gw_set(atomic_uint_fast64_t *c, uint64_t v)
     atomic_store_explicit(c, v, memory_order_relaxed);
 }
 uint64_t gw_now_ns(void);
-/* systemd notification ("READY=1", ...) when built with libsystemd; else nothing. */
-void gw_notify(const char *state);
+
+/* notify.c: sd_notify(3) without libsystemd. Sends STATE ("READY=1", ...) to
+ * $NOTIFY_SOCKET; 0 when sent or when unset (not under systemd), else -errno. */
+int gw_notify(const char *state);
+/* If systemd asked for a watchdog ($WATCHDOG_USEC, $WATCHDOG_PID), sends
+ * WATCHDOG=1 every half of it from the I/O loop (call before loop_run). */
+int gw_watchdog_start(gw_t *gw);
 
 /* ---- the cache of polled values ----------------------------------------------- */
 

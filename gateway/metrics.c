@@ -3,13 +3,8 @@
  */
 #include "gateway/internal.h"
 
-#include "config.h"
-
 #include <math.h>
 #include <time.h>
-#ifdef HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 /* Upper edges in ms; serial transactions range from ~1 ms to seconds. */
 const double gw_latency_edges_ms[GW_LATENCY_BUCKETS] = {
@@ -24,15 +19,6 @@ void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns)
         i++;
     gw_count(&m->latency[i]);
     atomic_fetch_add_explicit(&m->latency_sum_us, ns / 1000u, memory_order_relaxed);
-}
-
-void gw_notify(const char *state)
-{
-#ifdef HAVE_SYSTEMD
-    sd_notify(0, state);   /* no-op outside systemd (NOTIFY_SOCKET unset) */
-#else
-    (void)state;
-#endif
 }
 
 uint64_t gw_now_ns(void)

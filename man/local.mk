@@ -25,8 +25,7 @@ systemdsystemunit_DATA = dist/rtugw.service dist/rtugw@.service
 
 # Substitution at make time, not configure time: $(bindir) and $(sysconfdir)
 # are fully expanded here (autoconf manual, "Installation Directory Variables").
-rtugw_edit_paths = sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
-	-e 's|@SERVICE_TYPE[@]|$(SERVICE_TYPE)|g'
+rtugw_edit_paths = sed -e 's|@bindir[@]|$(bindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g'
 
 dist/rtugw.service: $(srcdir)/dist/rtugw.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) dist && rm -f $@ $@.tmp && \

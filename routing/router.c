@@ -184,6 +184,7 @@ static void calibrate(router_t *r)
 {
     r->use_tsc = !r->cfg.clock && invariant_tsc();
     r->ns_per_tick = 1.0;
+#if ROUTER_HAVE_TSC   /* elsewhere (ARM) use_tsc is 0 and __rdtsc does not exist */
     if (r->use_tsc) {
         uint64_t c0 = mono_ns(), t0 = __rdtsc(), c1, t1;
         do {
@@ -195,6 +196,7 @@ static void calibrate(router_t *r)
         else
             r->use_tsc = 0;
     }
+#endif
     enum { N = 501 };
     uint64_t d[N];
     for (int i = 0; i < N; i++) {

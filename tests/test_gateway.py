@@ -255,10 +255,6 @@ def test_poll_merge():
 def test_systemd_notify():
     """READY=1 once serving, RELOADING=1/READY=1 around SIGHUP, STOPPING=1 on
     SIGTERM, on a real NOTIFY_SOCKET datagram socket as systemd provides."""
-    ldd = subprocess.run(["ldd", BIN], capture_output=True, text=True).stdout
-    if "libsystemd" not in ldd:
-        check(False, "rtugw links libsystemd (install libsystemd-dev and reconfigure)")
-        return
     path = os.path.join(tempfile.mkdtemp(prefix="rtugw-notify-"), "notify")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(path)

@@ -129,8 +129,9 @@ done
 has() { grep -qx -- "$2" "$1" || fail "${1##*/}: missing line '$2'"; }
 for u in "$unit" "$tunit"; do
     grep -n '@[a-z_]*@' "$u" && fail "${u##*/}: unsubstituted @variable@"
-    # Type=notify exactly when the daemon speaks sd_notify (links libsystemd).
-    if ldd "$bin" 2>/dev/null | grep -q libsystemd; then has "$u" "Type=notify"; else has "$u" "Type=exec"; fi
+    # The daemon speaks sd_notify itself (gateway/notify.c), READY=1 and WATCHDOG=1.
+    has "$u" "Type=notify"
+    has "$u" "WatchdogSec=10s"
     has "$u" "ExecReload=/bin/kill -HUP \$MAINPID"
     has "$u" "Restart=on-failure"
     has "$u" "RestartPreventExitStatus=2"
@@ -146,10 +147,6 @@ for u in "$unit" "$tunit"; do
     has "$u" "WantedBy=multi-user.target"
     # PrivateDevices=yes would hide the serial ports themselves.
     grep -q '^PrivateDevices=yes' "$u" && fail "${u##*/}: PrivateDevices=yes hides the serial ports"
-    # Type=notify only once the daemon speaks sd_notify (links libsystemd).
-    if grep -q '^Type=notify' "$u" && ! ldd "$bin" 2>/dev/null | grep -q libsystemd; then
-        fail "${u##*/}: Type=notify but rtugw does not link libsystemd"
-    fi
 done
 has "$unit" "ExecStart=$bindir/rtugw run -c $confdir/rtugw.conf"
 has "$tunit" "ExecStart=$bindir/rtugw run -c $confdir/%i.conf"
