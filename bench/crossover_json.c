@@ -43,7 +43,7 @@ static void json_samples(FILE *o, const double *v, size_t n)
 }
 
 /* {"fallback":spread,"native":spread,"routed":spread} */
-static void json_forms(FILE *o, const bench_spread_t s[FORMS])
+static void json_forms(FILE *o, const bench_spread_t *s)   /* FORMS of them */
 {
     fputc('{', o);
     for (int f = 0; f < FORMS; f++) {
