@@ -79,6 +79,8 @@ static void on_bytes(gw_bus_t *bus, const gw_bytes_t *b)
      * the last byte heard, whoever sent it. */
     if (b->t_ns + bus->gap_ns > bus->t_line_free_ns)
         bus->t_line_free_ns = b->t_ns + bus->gap_ns;
+    if (bus->pending)
+        line_pending_bytes(bus, b->len);
     rtu_framer_get_stats(bus->framer, &before);
     rtu_framer_feed(bus->framer, b->data, b->len, b->t_ns);
     line_drain_frames(bus);

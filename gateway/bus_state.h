@@ -29,11 +29,22 @@ typedef struct slave_state {
     uint64_t dead_until_ns;
     uint64_t hold_until_ns;       /* I2: nothing is asked of it before this */
     uint64_t last_send_ns;        /* end of the wire time of the last attempt sent to it */
+    uint8_t last_fc;              /* the function of the last attempt sent to it */
     gw_request_t *parked;         /* I1: its outstanding question, waiting to be asked again */
     unsigned parked_attempts;
     uint64_t log_next_ns;
     unsigned events[EV_COUNT];    /* since the last summary */
+    /* I4 (copies): the last answer delivered, to know a copy of it again. */
+    uint64_t last_answer_hash;    /* 0: none yet */
+    uint64_t last_question_hash;
+    uint64_t last_answer_end_ns;
+    uint64_t quiet_ns;            /* a slave that repeats: asked nothing new this long after an answer */
+    uint64_t suspect_delay_ns;    /* a verification is running: how late the suspect copy came */
+    uint8_t copies;               /* COPIES_UNKNOWN, _GENUINE (equal answers are real), _SENT */
+    bool verifying;               /* the question in flight re-asks a suspect answer's */
 } slave_state_t;
+
+enum { COPIES_UNKNOWN = 0, COPIES_GENUINE, COPIES_SENT };
 
 typedef struct request_ring {
     gw_request_t *slot;
@@ -64,6 +75,9 @@ struct gw_bus {
     /* I3: an answer waiting for the quiet that vouches for it. */
     bool pending;
     bool pending_doubtful;
+    bool pending_suspect;      /* I4: equal to the slave's last answer, for another question */
+    int pending_unexplained;   /* bytes heard in the window that no whole frame accounts for */
+    uint64_t pending_t_last_ns;
     uint16_t pending_len;
     uint8_t pending_pdu[RTU_MAX_PDU];
     uint64_t t_line_free_ns; /* the line rests until then: last byte heard + gap */
@@ -99,6 +113,13 @@ void line_start_next(gw_bus_t *bus);
 /* The attempt in flight had no answer by its deadline. */
 void line_on_timeout(gw_bus_t *bus, uint64_t now);
 void line_drain_frames(gw_bus_t *bus);
+/* line_copies.c: I4. */
+void line_pending_bytes(gw_bus_t *bus, size_t n);
+void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns);
+void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last);
+void line_copies_delivered(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
+                           uint64_t t_last);
+void line_copies_stray(gw_bus_t *bus, unsigned slave, const rtu_frame_t *f);
 void line_deliver(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
 void line_refuse(gw_bus_t *bus, const gw_request_t *req, uint64_t now);
 void line_slave_event(gw_bus_t *bus, unsigned slave, enum slave_event ev, uint64_t now);

@@ -34,6 +34,20 @@
  *   A duplicate with the same bytes carries the same values and is delivered;
  *   S is then guarded (I2).
  *
+ *   I4 (copies). A slave that repeats its answer (firmware, a repeater) can
+ *   put a copy of answer n where answer n+1 is expected, after the window of
+ *   I3, when answer n+1 is late or was never sent (a slave deaf while it
+ *   repeats). Such a copy is equal, byte for byte, to the slave's last
+ *   answer, while the question differs. So the first time a slave's answer
+ *   equals its last one for another question, it is not delivered: the
+ *   question is asked again once the slave has been quiet for its guard
+ *   (no copy can be pending then). The same bytes again: equal answers are
+ *   this slave's real data (verdict GENUINE, never asked again). Other
+ *   bytes: the slave sends copies (verdict SENT), and from then on it is
+ *   asked nothing new for 1.5x the copy's delay after each answer, so its
+ *   copies fall where they answer nothing. A copy seen where it answers
+ *   nothing (in I3's window, or unasked) gives the same verdict.
+ *
  * Why no wrong answer follows, scenario by scenario (docs/architecture.md has
  * the long form):
  *   - noise before a slow answer: bad bytes never end an attempt; the bus keeps
@@ -260,6 +274,7 @@ static void send_current(gw_bus_t *bus)
     }
     slave_state_t *s = &bus->slaves[bus->cur.slave];
     s->last_send_ns = now + line_wire_ns(bus, (size_t)n);
+    s->last_fc = bus->cur.pdu[0];
     line_arm_timeout(bus, s->last_send_ns + guard_ns(s) + line_wire_ns(bus, answer_len(&bus->cur)));
 }
 
@@ -269,16 +284,32 @@ static void resolve_pending(gw_bus_t *bus, uint64_t now)
 {
     slave_state_t *s = &bus->slaves[bus->cur.slave];
     bus->pending = false;
-    if (!bus->pending_doubtful) {
+    bool unexplained = bus->pending_unexplained > 0;
+    if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect) {
+        line_copies_delivered(bus, &bus->cur, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
         return;
     }
-    gw_count(&bus->m.ambiguous);
-    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: a second, different candidate followed "
-           "the answer; %s", bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
-           bus->attempts <= bus->cfg.retries && !s->failures ? "asking again after the guard" : "refused (0x0B)");
     guard_slave(bus, bus->cur.slave, now);
-    if (bus->attempts <= bus->cfg.retries && !s->failures)
+    if (bus->pending_suspect) {
+        /* I4: equal to the last answer, for another question. Asked again
+         * once the slave is quiet, whatever the retry budget: it is a
+         * verification, once per slave, not a retry. */
+        gw_count(&bus->m.ambiguous);
+        s->verifying = true;
+        gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: the answer equals the slave's last one "
+               "for another question; asking again after the guard to tell a copy from real data",
+               bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur));
+        bus_park(bus, &bus->cur, bus->attempts);
+        return;
+    }
+    gw_count(&bus->m.ambiguous);
+    bool again = bus->attempts <= bus->cfg.retries && !s->failures;
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s followed the answer; %s",
+           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
+           unexplained && !bus->pending_doubtful ? "bytes no frame explains" : "a second, different candidate",
+           again ? "asking again after the guard" : "refused (0x0B)");
+    if (again)
         bus_park(bus, &bus->cur, bus->attempts);
     else
         line_refuse(bus, &bus->cur, now);
@@ -336,6 +367,10 @@ void line_on_timeout(gw_bus_t *bus, uint64_t now)
     if (retry) {
         bus_park(bus, &bus->cur, bus->attempts);
     } else {
+        s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
+        /* Given up: whatever the slave still sends for it must fall in the
+         * guard, so it is twice as long as after a timeout that is retried. */
+        guard_slave(bus, slave, now + guard_ns(s));
         s->failures++;
         if (s->dead_after && s->failures >= s->dead_after) {
             s->dead_until_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
@@ -420,8 +455,11 @@ static void take_answer(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelope_
         guard_slave(bus, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
     bus->pending = true;
     bus->pending_doubtful = false;
+    bus->pending_unexplained = 0;
+    bus->pending_t_last_ns = f->t_last_ns;
     bus->pending_len = (uint16_t)(f->len - 3u);
     memcpy(bus->pending_pdu, f->adu + 1, bus->pending_len);
+    line_copies_check(bus, slave, f->t_last_ns);
 }
 
 /* A good frame that is not the answer to the attempt on the wire. */
@@ -431,10 +469,14 @@ static void on_other_frame(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelo
     slave_state_t *s = slave < N_SLAVES ? &bus->slaves[slave] : NULL;
     uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
 
+    if (bus->pending)
+        bus->pending_unexplained -= f->len;   /* a whole frame explains its bytes */
     if (bus->pending && slave == bus->cur.slave) {
         /* I3: a second candidate in the vouching window. */
         if (f->len - 3u != bus->pending_len || memcmp(f->adu + 1, bus->pending_pdu, bus->pending_len) != 0)
             bus->pending_doubtful = true;
+        else
+            line_copies_sent(bus, slave, f->t_last_ns - bus->pending_t_last_ns);   /* I4 */
         gw_count(&bus->m.foreign_frames);
         guard_slave(bus, slave, f->t_last_ns);
         line_slave_event(bus, slave, EV_DROPPED, now);
@@ -461,6 +503,8 @@ static void on_other_frame(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelo
             guard_slave(bus, slave, f->t_last_ns);
         gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer taken for its parked question",
                bus->cfg.name, slave, req.pdu[0], req_address(&req));
+        s->verifying = false;
+        line_copies_delivered(bus, &req, f->adu + 1, f->len - 3u, f->t_last_ns);
         line_deliver(bus, &req, f->adu + 1, f->len - 3u);
         return;
     }
@@ -471,10 +515,33 @@ static void on_other_frame(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelo
     if (late && first_byte > s->last_send_ns)
         widen_timeout(bus, slave, first_byte - s->last_send_ns);
     guard_slave(bus, slave, f->t_last_ns);
+    line_copies_stray(bus, slave, f);
     line_slave_event(bus, slave, EV_DROPPED, now);
     gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u: frame dropped (%s); slave guarded %u ms",
            bus->cfg.name, slave, env->function, late ? "late, in its guard" : "answers no question",
            s->timeout_ms);
+}
+
+/*
+ * A frame that fails its CRC but starts with a slave's address and the
+ * function last asked of it is most likely that slave's answer, damaged --
+ * and a slave that sent a damaged answer may still send another (a copy, a
+ * late one). It is never delivered (F), but it counts for the slave's guard
+ * (I2) and widens its timeout like a late answer: both only make the bus
+ * wait longer, never take a frame for an answer.
+ */
+static void garbled_from(gw_bus_t *bus, const rtu_frame_t *f)
+{
+    if (f->len < 2 || f->adu[0] == 0 || f->adu[0] >= N_SLAVES)
+        return;
+    unsigned slave = f->adu[0];
+    slave_state_t *s = &bus->slaves[slave];
+    if (!s->last_fc || (f->adu[1] & 0x7F) != s->last_fc)
+        return;
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+    if (first_byte > s->last_send_ns)
+        widen_timeout(bus, slave, first_byte - s->last_send_ns);
+    guard_slave(bus, slave, f->t_last_ns);
 }
 
 static void on_frame(gw_bus_t *bus, const rtu_frame_t *f)
@@ -493,6 +560,7 @@ static void on_frame(gw_bus_t *bus, const rtu_frame_t *f)
         gw_count(&bus->m.crc_errors);
         if (bus->pending)
             bus->pending_doubtful = true;
+        garbled_from(bus, f);
         gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", bus->cfg.name,
                rtu_status_name((rtu_status_t)env.status), f->len);
         return;

@@ -42,12 +42,6 @@ EXTRA_DIST += tests/test_faults.py tests/test_frontends.py tests/test_conn_ident
 # long answers at low baud, half-close, broadcasts.
 TESTS += tests/test_integrity.py
 EXTRA_DIST += tests/test_integrity.py tests/rtu_slave.py
-# It was written to fail until the bus actor never hands out another
-# request's answer (gateway/bus.c fails 30 of its checks at d48d9ba, before
-# the line-discipline rewrite, and 10 to 13 at 9bb2005, after it).
-# Remove this line with the fix: make check then reports a pass here as
-# XPASS, a failure, so a fix cannot go unnoticed and neither can this line.
-XFAIL_TESTS = tests/test_integrity.py
 # sd_notify without libsystemd: READY=1, WATCHDOG=1 keep-alives, STOPPING=1 on a
 # socket bound like systemd's; libsystemd mapped neither by ldd nor at run time.
 TESTS += tests/test_notify.py

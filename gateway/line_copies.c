@@ -1,0 +1,83 @@
+/*
+ * gateway/line_copies.c -- the line discipline's invariant I4 (line.c):
+ * slaves that repeat their answers. What the slave answered last is kept as
+ * a hash (8 bytes a slave, not its 256-byte answer), so a copy of it is
+ * known; the first answer equal to the last one for another question is
+ * verified by asking again, and a slave found to repeat is asked nothing
+ * new for 1.5x its copy's delay after each answer.
+ */
+#include "gateway/bus_state.h"
+
+#include <string.h>
+
+static uint64_t fnv1a(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h | 1;   /* never 0: 0 means none */
+}
+
+void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    uint64_t q = delay_ns * 3 / 2 + bus->gap_ns;
+    uint64_t guard = (uint64_t)s->timeout_ms * 1000000ull;
+    if (q > guard)
+        q = guard;
+    if (s->copies != COPIES_SENT || q > s->quiet_ns)
+        gw_log(bus->gw, CONFIG_LOG_INFO, "bus %s slave %u repeats its answers (a copy %.1f ms after); "
+               "asked nothing new for %.1f ms after each answer", bus->cfg.name, slave,
+               (double)delay_ns / 1e6, (double)q / 1e6);
+    s->copies = COPIES_SENT;
+    if (q > s->quiet_ns)
+        s->quiet_ns = q;
+}
+
+/* The held answer: is it equal to the slave's last one, for another question? */
+void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    uint64_t h = fnv1a(bus->pending_pdu, bus->pending_len);
+    uint64_t q = fnv1a(bus->cur.pdu, bus->cur.pdu_len);
+    bus->pending_suspect = false;
+    if (s->verifying) {   /* the answer to the re-ask settles it */
+        s->verifying = false;
+        if (h == s->last_answer_hash)
+            s->copies = COPIES_GENUINE;
+        else
+            line_copies_sent(bus, slave, s->suspect_delay_ns);
+        return;
+    }
+    if (s->copies == COPIES_UNKNOWN && s->last_answer_hash == h && s->last_question_hash != q) {
+        bus->pending_suspect = true;
+        s->suspect_delay_ns = t_last - s->last_answer_end_ns;
+    }
+}
+
+/* An answer goes out: remember it (I4), and keep a repeating slave quiet. */
+void line_copies_delivered(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
+                             uint64_t t_last)
+{
+    slave_state_t *s = &bus->slaves[req->slave];
+    s->last_answer_hash = fnv1a(pdu, len);
+    s->last_question_hash = fnv1a(req->pdu, req->pdu_len);
+    s->last_answer_end_ns = t_last;
+    if (s->quiet_ns && t_last + s->quiet_ns > s->hold_until_ns)
+        s->hold_until_ns = t_last + s->quiet_ns;
+}
+
+/* A frame of the slave that answers nothing: a copy of its last answer? */
+void line_copies_stray(gw_bus_t *bus, unsigned slave, const rtu_frame_t *f)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    if (s->last_answer_hash && fnv1a(f->adu + 1, f->len - 3u) == s->last_answer_hash &&
+        f->t_last_ns > s->last_answer_end_ns)
+        line_copies_sent(bus, slave, f->t_last_ns - s->last_answer_end_ns);
+}
+
+void line_pending_bytes(gw_bus_t *bus, size_t n)
+{
+    bus->pending_unexplained += (int)n;
+}
+
