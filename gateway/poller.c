@@ -15,6 +15,10 @@
  * answers of the old plan are ignored), and the next cycle reads good data.
  * Each split is counted (/metrics) and logged.
  *
+ * The reads' first polls are spread over their interval (at most 1 s), not
+ * all sent at once: 150 reads at the same instant would overflow the bus
+ * queue (exception 06) every cycle, at the same phase.
+ *
  * A read whose previous request has not been answered when its timer fires
  * skips that round (counted as an overrun on each of its groups; its tags
  * age, and turn stale past twice their interval) rather than queueing a
@@ -28,9 +32,10 @@
 
 enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER };
 
-/* A tick names its plan's generation: ticks of a plan replaced are ignored. */
+/* A tick names its plan's generation: ticks of a plan replaced are ignored.
+ * A read's first tick (start) also starts its periodic timer. */
 typedef struct poll_tick {
-    uint32_t generation, read;
+    uint32_t generation, read, start;
 } poll_tick_t;
 
 /* An answer on its way from a bus to the poller actor. */
@@ -156,10 +161,9 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         for (size_t k = 0; k < nm; k++)
             if (m[k].is_group)
                 atomic_store(&p->group_read[m[k].index], r);
-        poll_tick_t tick = { p->generation, r };
-        uint64_t period = (uint64_t)read->interval_ms * 1000000ull;
-        actor_send(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick);   /* first poll now */
-        actor_send_every(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, period, &reads[r].timer);
+        poll_tick_t tick = { p->generation, r, 1 };
+        uint64_t spread = (read->interval_ms < 1000 ? read->interval_ms : 1000) * 1000000ull;
+        actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, spread * r / n, NULL);
     }
     atomic_store(&p->read_count, p->n_reads);
     return 0;
@@ -277,8 +281,15 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
     (void)self;
     if (type == POLLER_MSG_TICK && len == sizeof tick) {
         memcpy(&tick, data, sizeof tick);
-        if (tick.generation == p->generation && tick.read < p->n_reads)
-            poll_once(p, tick.read);
+        if (tick.generation != p->generation || tick.read >= p->n_reads)
+            return;
+        if (tick.start) {
+            uint64_t period = (uint64_t)tags_plan_read(p->plan, tick.read)->interval_ms * 1000000ull;
+            tick.start = 0;
+            actor_send_every(p->gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, period,
+                             &p->reads[tick.read].timer);
+        }
+        poll_once(p, tick.read);
     } else if (type == POLLER_MSG_ANSWER) {
         /* answers travel trimmed to their PDU: copy what came */
         poll_answer_t a;
@@ -319,7 +330,8 @@ gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     /* The actor has no message yet: planning here, before its first tick,
-     * is the only time another thread touches its state. */
+     * is the only time another thread touches its state (the ticks it sends
+     * only read what was written before them). */
     if (replan(p, err, errcap) != 0) {
         poller_free(p);
         return NULL;
