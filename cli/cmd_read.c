@@ -25,6 +25,8 @@
 
 typedef struct read_options {
     const char *port, *tcp, *type, *order;
+    char host[256];
+    const char *service;           /* --tcp's port */
     unsigned baud, data_bits, stop_bits, slave, unit, interval_ms, count, timeout_ms;
     char parity;
     double scale, offset;
@@ -43,8 +45,9 @@ static void usage(FILE *to)
             "(Modbus TCP). TABLE is holding, input, coil or discrete; ADDRESS is 0-based,\n"
             "decimal or 0x hex; ADDRESS.BIT is one bit (0..15) of a register, read as bool.\n"
             "\n"
-            "  --type T         bool, int16, uint16 (default for registers), int32, uint32,\n"
-            "                   int64, uint64, float32, float64, string:N, raw:N\n"
+            "  --type T         of registers: int16, uint16 (default), int32, uint32, int64,\n"
+            "                   uint64, float32, float64, string:N, raw:N (coils, discrete\n"
+            "                   inputs and bits are bool)\n"
             "  --order O        ABCD (default), CDAB, BADC, DCBA (64-bit: their 8-letter names\n"
             "                   or these, applied by meaning); 16-bit types and strings AB, BA\n"
             "  --scale X, --offset X   value = raw * X + offset (default 1 and 0)\n"
@@ -120,7 +123,8 @@ static int add_target(tags_table_t *t, const read_options_t *o, const char *arg)
         return -1;
     }
     bool bits = g.area == TAGS_AREA_COIL || g.area == TAGS_AREA_DISCRETE;
-    const char *type = o->type ? o->type : bits || bit >= 0 ? "bool" : "uint16";
+    /* --type is for registers: a coil, a discrete input or a bit is a bool */
+    const char *type = bits || bit >= 0 ? "bool" : o->type ? o->type : "uint16";
     if (tags_parse_type(type, &g.type, &count, msg, sizeof msg) < 0 ||
         (o->order && tags_parse_order(o->order, &g.order, msg, sizeof msg) < 0)) {
         fprintf(stderr, "rtugw read: %s\n", msg);
@@ -141,19 +145,10 @@ static int add_target(tags_table_t *t, const read_options_t *o, const char *arg)
 static modbus_t *open_link(const read_options_t *o)
 {
     modbus_t *ctx;
-    if (o->tcp) {
-        char host[256];
-        const char *colon = strrchr(o->tcp, ':');
-        if (!colon || colon == o->tcp || (size_t)(colon - o->tcp) >= sizeof host || !colon[1]) {
-            fprintf(stderr, "rtugw read: --tcp '%s': expected HOST:PORT\n", o->tcp);
-            return NULL;
-        }
-        memcpy(host, o->tcp, (size_t)(colon - o->tcp));
-        host[colon - o->tcp] = '\0';
-        ctx = modbus_new_tcp_pi(host, colon + 1);
-    } else {
+    if (o->tcp)
+        ctx = modbus_new_tcp_pi(o->host, o->service);
+    else
         ctx = modbus_new_rtu(o->port, (int)o->baud, o->parity, (int)o->data_bits, (int)o->stop_bits);
-    }
     if (!ctx) {
         fprintf(stderr, "rtugw read: %s: %s\n", o->tcp ? o->tcp : o->port, modbus_strerror(errno));
         return NULL;
@@ -264,6 +259,21 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
+/* HOST:PORT (the last colon: the host may be an IPv6 address without brackets). */
+static int parse_tcp(const char *text, read_options_t *o)
+{
+    const char *colon = strrchr(text, ':');
+    if (!colon || colon == text || (size_t)(colon - text) >= sizeof o->host || !colon[1]) {
+        fprintf(stderr, "rtugw read: --tcp '%s': expected HOST:PORT\n", text);
+        return -1;
+    }
+    memcpy(o->host, text, (size_t)(colon - text));
+    o->host[colon - text] = '\0';
+    o->service = colon + 1;
+    o->tcp = text;
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, read_options_t *o)
 {
     enum { O_PORT = 256, O_BAUD, O_PARITY, O_DATA, O_STOP, O_SLAVE, O_TCP, O_UNIT, O_TYPE, O_ORDER,
@@ -286,7 +296,7 @@ static int parse_options(int argc, char **argv, read_options_t *o)
         case O_DATA: bad = parse_unsigned("--data-bits", optarg, 7, 8, &o->data_bits); break;
         case O_STOP: bad = parse_unsigned("--stop-bits", optarg, 1, 2, &o->stop_bits); break;
         case O_SLAVE: bad = parse_unsigned("--slave", optarg, 1, 247, &o->slave); break;
-        case O_TCP: o->tcp = optarg; break;
+        case O_TCP: bad = parse_tcp(optarg, o); break;
         case O_UNIT: bad = parse_unsigned("--unit", optarg, 0, 255, &o->unit); break;
         case O_TYPE: o->type = optarg; break;
         case O_ORDER: o->order = optarg; break;

@@ -78,6 +78,13 @@ static void add_value(struct evbuffer *b, const tags_tag_t *g, const tags_value_
         evbuffer_add(b, text, strlen(text));
 }
 
+/* Why a value is bad, as the JSON API spells it. */
+static const char *reason_token(tags_reason_t r)
+{
+    static const char *const tokens[] = { "", "not_read", "exception", "timeout", "port_down", "short" };
+    return (unsigned)r < sizeof tokens / sizeof tokens[0] ? tokens[r] : "unknown";
+}
+
 /* One tag: its value and quality, and with `full` what it is. */
 static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full)
 {
@@ -94,7 +101,7 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
     add_str(b, g->unit);
     evbuffer_add_printf(b, ",\"quality\":\"%s\"", tags_quality_name(v.quality));
     if (v.quality == TAGS_BAD)
-        evbuffer_add_printf(b, ",\"reason\":\"%s\"", tags_reason_name(v.reason));
+        evbuffer_add_printf(b, ",\"reason\":\"%s\"", reason_token(v.reason));
     if (v.reason == TAGS_BAD_EXCEPTION)
         evbuffer_add_printf(b, ",\"exception\":%u", v.exception);
     if (v.time_ms)
