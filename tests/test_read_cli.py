@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, finish, procs  # noqa: E402
+from rtugwtest import BIN, Gateway, check, procs, run_tests  # noqa: E402
 from tagsref import TYPES, as_json_text, decode, same_value, value_bytes, words_to_bytes  # noqa: E402
 
 SEED = int(os.environ.get("RTUGW_SEED", str(random.randrange(1, 2**32))), 0)
@@ -84,44 +84,44 @@ def every_order(link_args, how):
           f"{how}: a string in both byte orders ({got})")
 
 
-every_order(["--port", link, "--slave", "1", "--timeout", "2000"], "rtu")
-p = read("--port", link, "--slave", "1", "--type", "uint16", "input:7", "holding:5.3", "coil:3", "discrete:2")
-check(p.returncode == 0 and p.stdout.splitlines()[0].split()[:3] == ["input:7", "uint16", "AB"] and
-      p.stdout.splitlines()[0].split()[3] == "4660" and
-      p.stdout.splitlines()[1].split()[2] == ("true" if 1005 & 8 else "false") and
-      p.stdout.splitlines()[2].split()[2] == ("true" if (3 + 1) % 3 == 0 else "false") and
-      p.stdout.splitlines()[3].split()[2] == ("true" if (2 + 1) % 2 else "false"),
-      f"input registers, a bit of a register, coils and discrete inputs: {p.stdout!r}")
-t0 = time.time()
-p = read("--port", link, "--slave", "1", "--count", "3", "--interval", "150", "holding:1")
-check(p.returncode == 0 and len(p.stdout.splitlines()) == 3 and time.time() - t0 >= 0.3,
-      f"--count 3 --interval 150: three polls ({p.stdout!r})")
-p = read("--port", link, "--slave", "1", "holding:5000")
-check(p.returncode == 1 and "holding:5000" in p.stderr and "Illegal data address" in p.stderr,
-      f"a slave's exception: exit 1, named ({p.stderr.strip()})")
-p = read("--port", link, "--slave", "2", "--timeout", "200", "holding:1")
-check(p.returncode == 1 and "timed out" in p.stderr, f"a silent slave: exit 1 ({p.stderr.strip()})")
-p = read("--port", os.path.join(d, "nothing"), "--slave", "1", "holding:1")
-check(p.returncode == 1 and "cannot open" in p.stderr, f"no such port: exit 1 ({p.stderr.strip()})")
-for args, what in ((["--port", link, "holding:1"], "--slave N is required"),
-                   (["--port", link, "--slave", "1", "holdin:1"], "unknown table"),
-                   (["--port", link, "--slave", "1", "--type", "float33", "holding:1"], "unknown type"),
-                   (["--port", link, "--slave", "1", "--type", "int64", "--order", "CDABX", "holding:1"], "order"),
-                   (["--port", link, "--slave", "1", "coil:1.2"], "coil is a bool"),
-                   (["--tcp", "127.0.0.1", "holding:1"], "HOST:PORT"),
-                   (["--port", link, "--tcp", "x:1", "--slave", "1", "holding:1"], "one of"),
-                   (["--port", link, "--slave", "300", "holding:1"], "1..247")):
-    p = read(*args)
-    check(p.returncode == 2 and what in p.stderr, f"usage error exits 2: {' '.join(args)}: {p.stderr.strip()}")
-p = read("--help")
-check(p.returncode == 0 and "--all-orders" in p.stdout, "--help")
+def test_read():
+    every_order(["--port", link, "--slave", "1", "--timeout", "2000"], "rtu")
+    p = read("--port", link, "--slave", "1", "--type", "uint16", "input:7", "holding:5.3", "coil:3", "discrete:2")
+    check(p.returncode == 0 and p.stdout.splitlines()[0].split()[:3] == ["input:7", "uint16", "AB"] and
+          p.stdout.splitlines()[0].split()[3] == "4660" and
+          p.stdout.splitlines()[1].split()[2] == ("true" if 1005 & 8 else "false") and
+          p.stdout.splitlines()[2].split()[2] == ("true" if (3 + 1) % 3 == 0 else "false") and
+          p.stdout.splitlines()[3].split()[2] == ("true" if (2 + 1) % 2 else "false"),
+          f"input registers, a bit of a register, coils and discrete inputs: {p.stdout!r}")
+    t0 = time.time()
+    p = read("--port", link, "--slave", "1", "--count", "3", "--interval", "150", "holding:1")
+    check(p.returncode == 0 and len(p.stdout.splitlines()) == 3 and time.time() - t0 >= 0.3,
+          f"--count 3 --interval 150: three polls ({p.stdout!r})")
+    p = read("--port", link, "--slave", "1", "holding:5000")
+    check(p.returncode == 1 and "holding:5000" in p.stderr and "Illegal data address" in p.stderr,
+          f"a slave's exception: exit 1, named ({p.stderr.strip()})")
+    p = read("--port", link, "--slave", "2", "--timeout", "200", "holding:1")
+    check(p.returncode == 1 and "timed out" in p.stderr, f"a silent slave: exit 1 ({p.stderr.strip()})")
+    p = read("--port", os.path.join(d, "nothing"), "--slave", "1", "holding:1")
+    check(p.returncode == 1 and "cannot open" in p.stderr, f"no such port: exit 1 ({p.stderr.strip()})")
+    for args, what in ((["--port", link, "holding:1"], "--slave N is required"),
+                       (["--port", link, "--slave", "1", "holdin:1"], "unknown table"),
+                       (["--port", link, "--slave", "1", "--type", "float33", "holding:1"], "unknown type"),
+                       (["--port", link, "--slave", "1", "--type", "int64", "--order", "CDABX", "holding:1"], "order"),
+                       (["--port", link, "--slave", "1", "coil:1.2"], "coil is a bool"),
+                       (["--tcp", "127.0.0.1", "holding:1"], "HOST:PORT"),
+                       (["--port", link, "--tcp", "x:1", "--slave", "1", "holding:1"], "one of"),
+                       (["--port", link, "--slave", "300", "holding:1"], "1..247")):
+        p = read(*args)
+        check(p.returncode == 2 and what in p.stderr, f"usage error exits 2: {' '.join(args)}: {p.stderr.strip()}")
+    p = read("--help")
+    check(p.returncode == 0 and "--all-orders" in p.stdout, "--help")
 
-# Through the gateway: the same values over Modbus TCP (the gateway owns the port now).
-g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices="[device plc]\nslave = 1\n", timeout_ms=1000)
-every_order(["--tcp", f"127.0.0.1:{g.tcp_port}", "--unit", "1"], "through the gateway")
-g.stop()
-sim.kill()
-for p in procs:
-    if p.poll() is None:
-        p.kill()
-finish("test_read_cli")
+    # Through the gateway: the same values over Modbus TCP (the gateway owns the port now).
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices="[device plc]\nslave = 1\n", timeout_ms=1000)
+    every_order(["--tcp", f"127.0.0.1:{g.tcp_port}", "--unit", "1"], "through the gateway")
+    g.stop()
+    sim.kill()
+
+
+run_tests("test_read_cli", (test_read,))

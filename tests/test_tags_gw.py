@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, finish, procs  # noqa: E402
+from rtugwtest import BIN, Gateway, check, procs, run_tests  # noqa: E402
 from tagscheck import (TOKEN, all_good, check_values, http, put, registers, tag_values, wait_for,  # noqa: E402
                        write_every_type)
 from tagsref import TYPES, as_json_text, csv_text, decode, load_lines, make_tagset, same_value, section_text  # noqa: E402
@@ -347,13 +347,5 @@ def test_check_reports():
     check(f"{conf}:7: [tag big]" not in p.stderr, "a float64 (4 registers) fits max_read_registers = 4")
 
 
-try:
-    for t in (test_types_and_writes, test_read_only_and_no_token, test_quality, test_split_on_exception_02,
-              test_demo_file, test_check_reports):
-        print(f"== {t.__name__}", flush=True)
-        t()
-finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-finish("test_tags_gw")
+run_tests("test_tags_gw", (test_types_and_writes, test_read_only_and_no_token, test_quality,
+                           test_split_on_exception_02, test_demo_file, test_check_reports))
