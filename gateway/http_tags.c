@@ -13,9 +13,11 @@
  * text). Integers keep all 64 bits: they go to the codec as text.
  *
  * The request then waits (evhttp lets a reply come later) while the write
- * goes to the bus with this file's own origin. Its one answer arrives on a
- * bus worker and is posted to the I/O thread (loop_post), which answers the
- * request with the slave's result or exception. A bool in a register is a
+ * goes to the bus with this file's own origin. Its one answer arrives on
+ * the bus actor's thread (a worker, or the I/O thread itself for a bus
+ * pinned there) and is posted to the I/O thread (loop_post), so the reply
+ * is never written inside the bus's turn; it answers the request with the
+ * slave's result or exception. A bool in a register is a
  * read-modify-write: fc 3 of the register first, the bit merged, then fc 6.
  * While one is in flight, another write to that register is refused (409)
  * rather than allowed to undo its bit; writes from Modbus TCP clients to
@@ -551,7 +553,7 @@ static void on_write_answer(void *ctx, uint64_t id, uint32_t unused, const uint8
     reply_result(ht, &done, release(ht, s), pdu, len);
 }
 
-/* origin: on a bus worker; the HTTP request is the I/O thread's. */
+/* origin: on the bus actor's thread; the HTTP request is the I/O thread's. */
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_http_tags_t *ht = (gw_http_tags_t *)o;

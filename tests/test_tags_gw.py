@@ -23,6 +23,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -209,8 +210,17 @@ def test_quality():
     check(seq[:2] == [("stale", None, None), ("bad", "timeout", None)],
           f"a silent slave: good, then stale (older than twice its interval while the read waits), "
           f"then bad with reason timeout: {seq}")
+    # a client that gives up on its write: the answer comes later to a request whose connection is gone
+    body = b'{"value": 6}'
+    s = socket.create_connection(("127.0.0.1", g.http_port))
+    s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
+              % (TOKEN.encode(), len(body), body))
+    time.sleep(0.2)
+    s.close()
     status, ans = put(g, "t", "5")
     check(status == 504 and ans.get("exception") == 11, f"a write to the silent slave: 504, exception 0x0B ({ans})")
+    check(wait_for(lambda: g.metrics().get("rtugw_http_tag_write_failures_total") == 2, 10) and g.p.poll() is None,
+          "the abandoned write was answered too, to no one, and the daemon lives on")
     sim.signal(signal.SIGCONT)
     check(wait_for(lambda: all_good(g), 10), "good again once the slave answers")
     sim.kill()                   # the port goes: its master side closes
