@@ -14,10 +14,10 @@
  *
  * The request then waits (evhttp lets a reply come later) while the write
  * goes to the bus with this file's own origin. Its one answer arrives on
- * the bus actor's thread (a worker, or the I/O thread itself for a bus
- * pinned there) and is posted to the I/O thread (loop_post), so the reply
- * is never written inside the bus's turn; it answers the request with the
- * slave's result or exception. A bool in a register is a
+ * the bus actor's thread and goes to the I/O thread with loop_post: queued
+ * from a worker, run at once for a bus pinned to the I/O thread (whose turn
+ * runs from its host's own event, never inside an HTTP callback). There it
+ * answers the request with the slave's result or exception. A bool in a register is a
  * read-modify-write: fc 3 of the register first, the bit merged, then fc 6.
  * While one is in flight, another write to that register is refused (409)
  * rather than allowed to undo its bit; writes from Modbus TCP clients to
