@@ -3,8 +3,8 @@
  * each subcommand is one file, a thin layer over the libraries it drives
  * (decode over parser/ and routing/, replay and sim over drivers/, bench
  * over bench/, check over config/ and drivers/, run and demo over
- * gateway/). Nothing outside cli/ includes this header; cli/ may call every
- * library, and no library calls cli/.
+ * gateway/, read over libmodbus and tags/). Nothing outside cli/ includes
+ * this header; cli/ may call every library, and no library calls cli/.
  *
  * Each command takes the argv that starts with its own name and returns
  * the exit code: 0 ok, 1 runtime failure, 2 usage or configuration error.
@@ -20,6 +20,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_ports(int argc, char **argv);
+int cmd_read(int argc, char **argv);
 
 /* Loads FILE (NULL: the embedded demo configuration) with every rule `rtugw
  * run` applies before it opens a device: config/'s own and drivers/' (baud

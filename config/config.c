@@ -16,21 +16,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-void config_error_at(loader_t *ld, unsigned line, const char *fmt, ...)
+/* One error: prefix (may be empty) and the message. */
+static void add_error(loader_t *ld, const char *prefix, const char *fmt, va_list ap)
 {
     config_errors_t *e = ld->errs;
-    va_list ap;
 
     e->total++;
     if (e->count >= CONFIG_MAX_ERRORS)
         return;
-    /* Line 0: about the file as a whole (cannot open, cross-section checks). */
-    int n = line ? snprintf(e->text[e->count], sizeof e->text[0], "%s:%u: ", ld->source, line)
-                 : snprintf(e->text[e->count], sizeof e->text[0], "%s: ", ld->source);
-    va_start(ap, fmt);
+    int n = snprintf(e->text[e->count], sizeof e->text[0], "%s", prefix);
     vsnprintf(e->text[e->count] + n, sizeof e->text[0] - (size_t)n, fmt, ap);
-    va_end(ap);
     e->count++;
+}
+
+void config_error_at(loader_t *ld, unsigned line, const char *fmt, ...)
+{
+    char prefix[CONFIG_PATH_MAX + 16];
+    va_list ap;
+
+    /* Line 0: about the file as a whole (cannot open, cross-section checks). */
+    if (line)
+        snprintf(prefix, sizeof prefix, "%s:%u: ", ld->source, line);
+    else
+        snprintf(prefix, sizeof prefix, "%s: ", ld->source);
+    va_start(ap, fmt);
+    add_error(ld, prefix, fmt, ap);
+    va_end(ap);
+}
+
+void config_error_text(loader_t *ld, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_error(ld, "", fmt, ap);
+    va_end(ap);
 }
 
 /* ---- sections ----------------------------------------------------------- */
@@ -89,6 +108,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
     config_t *cfg = ld->cfg;
     int i;
 
+    if (kind == S_TAG)
+        return config_tags_section(ld, name);   /* a name given twice is found once all are read */
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -104,7 +125,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
             *first = cfg->devices[i].line;
         } else if (cfg->device_count < CONFIG_MAX_DEVICES) {
             config_device_t *d = &cfg->devices[cfg->device_count++];
-            *d = (config_device_t){ .dead_after = 3, .dead_backoff_ms = 10000, .line = ld->header_line };
+            *d = (config_device_t){ .dead_after = 3, .dead_backoff_ms = 10000, .max_read_registers = 125,
+                                    .max_read_bits = 2000, .max_gap = 8, .line = ld->header_line };
             snprintf(d->name, sizeof d->name, "%s", name);
             return d;
         }
@@ -140,7 +162,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
             k = i;
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
-                        "poll NAME, tcp, http or router)", raw);
+                        "poll NAME, tag NAME, tcp, http or router)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -155,7 +177,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
         config_error_at(ld, ld->header_line, "[%s]: %s", raw, why);
         return;
     }
-    if (sk->named && !config_valid_name(words[1])) {
+    if (sk->named && k != S_TAG && !config_valid_name(words[1])) {   /* tags/ has the tags' rule */
         config_error_at(ld, ld->header_line, "[%s]: name '%s' must be 1..%d letters, digits, '-', '_' or '.'",
                         raw, words[1], CONFIG_NAME_MAX - 1);
         return;
@@ -311,6 +333,7 @@ static void resolve(loader_t *ld)
     if (cfg->tcp.enabled && cfg->http.enabled && cfg->tcp.port == cfg->http.port &&
         strcmp(cfg->tcp.bind, cfg->http.bind) == 0)
         config_error_at(ld, 0, "[tcp] and [http] both use %s:%u", cfg->tcp.bind, cfg->tcp.port);
+    config_tags_resolve(ld);
 }
 
 static config_t *load(loader_t *ld)
@@ -333,6 +356,11 @@ static config_t *load(loader_t *ld)
                                      .buckets = { 8, 16, 32, 64, 128, 256 }, .bucket_count = 6 };
     ld->cfg = cfg;
     ld->kind = S_NONE;
+    if (!(ld->tags = config_tags_new())) {
+        config_error_at(ld, 0, "out of memory");
+        free(cfg);
+        return NULL;
+    }
     int rc = ini_parse_stream(config_read_line, ld, on_key, ld);
     config_close_section(ld);
     /* reader.c reports every line inih refuses; inih returns the first. */
@@ -341,8 +369,9 @@ static config_t *load(loader_t *ld)
     else if (rc < 0)
         config_error_at(ld, 0, "out of memory while reading");
     resolve(ld);
+    config_tags_free(ld->tags);
     if (ld->errs->total) {
-        free(cfg);
+        config_free(cfg);
         return NULL;
     }
     return cfg;
@@ -414,13 +443,16 @@ const char *config_bus_sim_slaves(const config_bus_t *bus)
 
 void config_free(config_t *cfg)
 {
+    if (cfg)
+        tags_table_free(cfg->tags);
     free(cfg);
 }
 
 int config_summary(const config_t *cfg, char *buf, size_t cap)
 {
-    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, tcp %s, http %s",
+    size_t tags = cfg->tags ? tags_table_count(cfg->tags) : 0;
+    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s",
                     cfg->bus_count, cfg->bus_count == 1 ? "" : "es", cfg->device_count,
                     cfg->device_count == 1 ? "" : "s", cfg->poll_count, cfg->poll_count == 1 ? "" : "s",
-                    cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off");
+                    tags, tags == 1 ? "" : "s", cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off");
 }

@@ -5,8 +5,9 @@
  *
  * The loaded configuration is plain data (the structs below are its
  * contract, read-only for the rest of the program); how it is parsed and
- * validated stays inside config/. May call: libinih and libc; everything
- * above it reads it.
+ * validated stays inside config/. May call: libinih, libc and tags/ (tag
+ * files and [tag NAME] sections are loaded and checked here, so `rtugw
+ * check` reports them); everything above it reads it.
  */
 #ifndef RTUGW_CONFIG_CONFIG_H
 #define RTUGW_CONFIG_CONFIG_H
@@ -14,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tags/tags.h"
 
 #define CONFIG_NAME_MAX 32
 #define CONFIG_PATH_MAX 256
@@ -23,6 +26,8 @@
 #define CONFIG_MAX_ALLOW 16
 #define CONFIG_MAX_BUCKETS 16
 #define CONFIG_MAX_ERRORS 32
+#define CONFIG_MAX_TAGS 65536       /* tags in all: [tag NAME] sections and tags_file rows */
+#define CONFIG_TOKEN_MAX 128
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
@@ -60,6 +65,11 @@ typedef struct config_device {
     unsigned timeout_ms;            /* 0: the bus's */
     unsigned dead_after;            /* consecutive timeouts before back-off; 0: never */
     unsigned dead_backoff_ms;
+    tags_order_t order;             /* word and byte order of its tags that name none */
+    char tags_file[CONFIG_PATH_MAX];/* a tags CSV, as written (relative: to the config file's folder) */
+    unsigned max_read_registers;    /* the read planner's limits for this device: 1..125 */
+    unsigned max_read_bits;         /* 1..2000 */
+    unsigned max_gap;               /* registers read over rather than split: 0..125 */
     unsigned line;
 } config_device_t;
 
@@ -112,6 +122,8 @@ typedef struct config_http {
     unsigned max_body_bytes;
     unsigned request_timeout_ms;    /* a request must be complete this long after its first byte */
     unsigned idle_timeout_s;        /* a keep-alive connection with nothing to do is closed */
+    bool tag_metrics;               /* a gauge per tag in /metrics */
+    char write_token[CONFIG_TOKEN_MAX]; /* PUT /tags/NAME needs "Authorization: Bearer TOKEN"; empty: none */
 } config_http_t;
 
 typedef struct config_router {
@@ -142,6 +154,10 @@ typedef struct config {
     config_tcp_t tcp;
     config_http_t http;
     config_router_t router;
+    /* Every tag, from [tag NAME] sections and the devices' tags_file: the
+     * definitions only (their values are never updated here). Owned: freed
+     * by config_free; NULL when there are none. */
+    tags_table_t *tags;
 } config_t;
 
 typedef struct config_errors {

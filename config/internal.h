@@ -6,7 +6,9 @@
  *             handler the line), sorts each one as inih will, and parses
  *             section headers itself (inih reports only keys);
  *   keys.c    the key tables and their values;
- *   config.c  sections, duplicates, references, the public functions.
+ *   config.c  sections, duplicates, references, the public functions;
+ *   tags.c    [tag NAME] sections, the devices' tag keys and tags_file CSVs,
+ *             built into cfg->tags once the file is read.
  */
 #ifndef RTUGW_CONFIG_INTERNAL_H
 #define RTUGW_CONFIG_INTERNAL_H
@@ -22,10 +24,11 @@
 /* Keys one section can hold: tcp's table plus unit0..unit255. */
 #define CONFIG_SECTION_KEYS_MAX 288
 
-enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_COUNT };
+enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
+typedef struct config_tags config_tags_t;
 
 typedef enum key_type {
     K_UINT, K_BOOL, K_DOUBLE, K_STRING, K_PARITY, K_RS485, K_LOG, K_LOGTARGET,
@@ -76,7 +79,7 @@ struct loader {
     unsigned line;               /* line the reader handed out last */
     unsigned header_line;        /* line of the last [section] header read */
     bool in_section;             /* a header has been read */
-    char section[CONFIG_NAME_MAX + 16];  /* "bus a", for messages */
+    char section[TAGS_NAME_MAX + 16];    /* "bus a", "tag NAME", for messages */
     void *target;                /* struct the current section fills, NULL: skip keys */
     int kind;                    /* S_*, or S_NONE */
     unsigned single_line[S_COUNT];  /* where [gateway], [tcp], ... were first given */
@@ -91,6 +94,7 @@ struct loader {
     pending_ref_t poll_device[CONFIG_MAX_POLLS];
     pending_ref_t default_bus;
     pending_ref_t unit_bus[256];
+    config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
     /* input */
     FILE *file;
     const char *text;
@@ -100,6 +104,9 @@ struct loader {
 /* config.c */
 __attribute__((format(printf, 3, 4)))
 void config_error_at(loader_t *ld, unsigned line, const char *fmt, ...);
+/* An error as written, for one that names its own file and line (a CSV's). */
+__attribute__((format(printf, 2, 3)))
+void config_error_text(loader_t *ld, const char *fmt, ...);
 /* A section header: the words inside the brackets (at most 3 given; more
  * than 2 is always an error), raw is the text between them. */
 void config_open_section(loader_t *ld, const char *raw, char *const words[], unsigned nwords);
@@ -116,5 +123,18 @@ bool config_set_key(loader_t *ld, const key_spec_t *k, unsigned number, const ch
 void config_bad_value(loader_t *ld, const char *key, const char *value, const char *why);
 bool config_valid_name(const char *name);
 int config_parse_uint(const char *v, double min, double max, unsigned *out);
+
+/* tags.c */
+config_tags_t *config_tags_new(void);
+void config_tags_free(config_tags_t *ct);
+/* A [tag NAME] header: the section's target, or NULL (the error reported). */
+void *config_tags_section(loader_t *ld, const char *name);
+/* Setters of the [tag NAME] keys, and of [device NAME]'s order and tags_file. */
+bool config_tags_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* After the file, the devices resolved: reads every tags_file, adds the
+ * sections, checks the planner's limits, and sets cfg->tags (NULL when
+ * there are no tags). Every problem is reported. */
+void config_tags_resolve(loader_t *ld);
 
 #endif

@@ -58,6 +58,11 @@ static const key_spec_t device_keys[] = {
     U(config_device_t, timeout_ms, 0, 60000),
     U(config_device_t, dead_after, 0, 1000),
     U(config_device_t, dead_backoff_ms, 0, 3600000),
+    C("order", config_tags_set_device),
+    C("tags_file", config_tags_set_device),
+    U(config_device_t, max_read_registers, 1, 125),
+    U(config_device_t, max_read_bits, 1, 2000),
+    U(config_device_t, max_gap, 0, 125),
 };
 
 static const key_spec_t poll_keys[] = {
@@ -94,6 +99,9 @@ static const key_spec_t http_keys[] = {
     U(config_http_t, max_body_bytes, 0, 16777216),
     U(config_http_t, request_timeout_ms, 100, 600000),
     U(config_http_t, idle_timeout_s, 1, 86400),
+    B(config_http_t, tag_metrics),
+    { .name = "write_token", .type = K_STRING, .offset = offsetof(config_http_t, write_token),
+      .max = CONFIG_TOKEN_MAX },
 };
 
 static const key_spec_t router_keys[] = {
@@ -107,6 +115,14 @@ static const key_spec_t router_keys[] = {
     C("policy", set_policy),
 };
 
+/* [tag NAME]: the CSV's columns; tags.c sets and checks them. */
+static const key_spec_t tag_keys[] = {
+    C("device", config_tags_set), C("table", config_tags_set), C("address", config_tags_set),
+    C("type", config_tags_set), C("order", config_tags_set), C("scale", config_tags_set),
+    C("offset", config_tags_set), C("unit", config_tags_set), C("deadband", config_tags_set),
+    C("writable", config_tags_set), C("interval_ms", config_tags_set), C("description", config_tags_set),
+};
+
 const section_kind_t config_section_kinds[S_COUNT] = {
     [S_GATEWAY] = { "gateway", false, gateway_keys, COUNT(gateway_keys) },
     [S_BUS] = { "bus", true, bus_keys, COUNT(bus_keys) },
@@ -115,6 +131,7 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_TCP] = { "tcp", false, tcp_keys, COUNT(tcp_keys) },
     [S_HTTP] = { "http", false, http_keys, COUNT(http_keys) },
     [S_ROUTER] = { "router", false, router_keys, COUNT(router_keys) },
+    [S_TAG] = { "tag", true, tag_keys, COUNT(tag_keys) },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)

@@ -1,13 +1,19 @@
 noinst_LIBRARIES += config/libconfig.a
 config_libconfig_a_SOURCES = config/config.h config/internal.h config/config.c config/keys.c \
-	config/reader.c config/demo.c
+	config/reader.c config/tags.c config/demo.c
 config_libconfig_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 EXTRA_DIST += config/example.ini
 
 check_PROGRAMS += tests/test_config
 tests_test_config_SOURCES = tests/test_config.c
 tests_test_config_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_config_LDADD = config/libconfig.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
+tests_test_config_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_config
 TESTS += tests/test_check_cli.py
 EXTRA_DIST += tests/test_check_cli.py
+
+check_PROGRAMS += tests/test_config_tags
+tests_test_config_tags_SOURCES = tests/test_config_tags.c
+tests_test_config_tags_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_config_tags_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
+TESTS += tests/test_config_tags

@@ -18,7 +18,7 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
     gw_t *gw = arg;
     (void)fd;
     (void)what;
-    unsigned left = tcp_in_flight(gw->tcp);
+    unsigned left = tcp_in_flight(gw->tcp) + http_in_flight(gw->http);
     if (left == 0 || gw_now_ns() >= gw->drain_deadline_ns) {
         if (left)
             gw_log(gw, CONFIG_LOG_WARN, "stopping with %u requests unanswered after 2 s", left);
@@ -70,7 +70,7 @@ static void reload(gw_t *gw)
     }
     char restart[512] = "", tcp_restart[256] = "";
     size_t used = 0;
-    /* Buses, devices, poll groups, the router and HTTP are owned by running
+    /* Buses, devices, poll groups, tags, the router and HTTP are owned by running
      * actors and listeners: a change there needs a restart, and the log and
      * /status name each one rather than pretending it was applied. */
 #define CHANGED(name, cond)                                                                        \
@@ -83,6 +83,7 @@ static void reload(gw_t *gw)
                            memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0);
     CHANGED("polls", gw->cfg->poll_count != fresh->poll_count ||
                          memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0);
+    CHANGED("tags", !gwtags_same(gw->tags, fresh->tags));
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);

@@ -46,8 +46,10 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
 static config_t *copy_config(const config_t *cfg)
 {
     config_t *c = malloc(sizeof *c);
-    if (c)
+    if (c) {
         memcpy(c, cfg, sizeof *c);
+        c->tags = NULL;   /* the caller's: the running tags are gw->tags, a copy of their own */
+    }
     return c;
 }
 
@@ -110,7 +112,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
             return NULL;
         }
     }
-    if (!(gw->poller = poller_new(gw, err, sizeof err)) ||
+    if (!(gw->tags = gwtags_new(cfg, err, sizeof err)) || !(gw->poller = poller_new(gw, err, sizeof err)) ||
         (cfg->tcp.enabled && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
         control_start(gw) != 0) {
@@ -170,6 +172,7 @@ void gw_free(gw_t *gw)
     http_free(gw->http);
     tcp_free(gw->tcp);
     poller_free(gw->poller);
+    gwtags_free(gw->tags);
     for (unsigned i = 0; i < gw->cfg->bus_count; i++)
         bus_free(gw->buses[i]);
     loop_free(gw->loop);

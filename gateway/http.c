@@ -1,8 +1,9 @@
 /*
  * gateway/http.c -- /metrics (Prometheus text) and /status (JSON), served by
- * libevent's evhttp on the I/O thread. Everything read here is a relaxed
- * atomic with a single writer, or the cache under its mutex, so a scrape
- * never stalls a bus.
+ * libevent's evhttp on the I/O thread, and the connections' bounds. The
+ * /tags part is http_tags.c. Everything read here is a relaxed atomic with a
+ * single writer, the cache under its mutex or the tags under theirs, so a
+ * scrape never stalls a bus. Only /tags/NAME takes PUT.
  */
 #include "gateway/internal.h"
 #include "json/json.h"
@@ -24,6 +25,7 @@ typedef struct http_conn {
     struct bufferevent *bev;       /* evhttp's, with a reference of ours */
     uint64_t since_ns;             /* accepted, or last answered: a request is due by then + limit */
     bool refuse;                   /* beyond max_connections */
+    bool held;                     /* a request of it waits for a bus (a tag write) */
     struct http_conn *next;
 } http_conn_t;
 
@@ -34,6 +36,7 @@ struct gw_http {
     struct event *ev_sweep;
     http_conn_t *conns;
     unsigned active;
+    gw_http_tags_t *tags;
 };
 
 typedef struct metric_def {
@@ -212,6 +215,9 @@ static const metric_def_t http_defs[] = {
     HM(requests, "HTTP requests served"),
     HM(timed_out, "HTTP requests cut: incomplete after request_timeout_ms"),
     { "active", "HTTP connections open", offsetof(gw_http_metrics_t, active), true },
+    HM(tag_writes, "Tag writes (PUT /tags/NAME) the slave confirmed"),
+    HM(tag_writes_refused, "Tag writes refused before the bus (token, read-only, value, tag)"),
+    HM(tag_write_failures, "Tag writes answered with an exception or no answer"),
 };
 
 static void http_metrics_text(gw_t *gw, struct evbuffer *b)
@@ -241,6 +247,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
     actor_metrics_text(gw, b);
+    http_tags_metrics(gw, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);
     evbuffer_free(b);
@@ -283,9 +290,11 @@ static void on_status(struct evhttp_request *req, void *arg)
                                 last && !gw_read(&sm->dead) ? "true" : "false",
                                 gw_read(&sm->dead) ? "true" : "false", (unsigned long long)gw_read(&sm->timeout_ms));
             if (last)
-                evbuffer_add_printf(b, "%.3f}", (double)(now - last) / 1e9);
+                evbuffer_add_printf(b, "%.3f", (double)(now - last) / 1e9);
             else
-                evbuffer_add_printf(b, "null}");
+                evbuffer_add_printf(b, "null");
+            http_tags_status(gw, d, b);
+            evbuffer_add_printf(b, "}");
             first = false;
         }
         evbuffer_add_printf(b, "]}");
@@ -361,7 +370,12 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
     gw_count(&h->gw->http_metrics.requests);
-    if (path && strcmp(path, "/metrics") == 0)
+    if (path && http_tags_request(h->tags, req, path))
+        return;
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_PUT) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        evhttp_send_error(req, 405, "only /tags/NAME takes PUT");
+    } else if (path && strcmp(path, "/metrics") == 0)
         on_metrics(req, h->gw);
     else if (path && strcmp(path, "/status") == 0)
         on_status(req, h->gw);
@@ -441,7 +455,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
             h->active--;
             continue;
         }
-        bool late = now - c->since_ns > limit;
+        bool late = !c->held && now - c->since_ns > limit;
         if (late || c->refuse) {
             evutil_socket_t sock = bufferevent_getfd(c->bev);
             gw_count(c->refuse ? &h->gw->http_metrics.refused : &h->gw->http_metrics.timed_out);
@@ -457,6 +471,20 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         evconnlistener_enable(h->listener);   /* after a pause for room or for descriptors */
 }
 
+void http_hold(gw_http_t *h, struct evhttp_request *req, bool held)
+{
+    http_conn_t *c = conn_of(h, req);
+    if (!c)
+        return;   /* its client has gone */
+    c->held = held;
+    c->since_ns = gw_now_ns();   /* answered: the next request is due from now */
+}
+
+unsigned http_in_flight(const gw_http_t *h)
+{
+    return h ? http_tags_in_flight(h->tags) : 0;
+}
+
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
 {
     const config_http_t *cfg = &gw->cfg->http;
@@ -467,6 +495,11 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     h->gw = gw;
+    if (!(h->tags = http_tags_new(gw, h))) {
+        snprintf(err, errcap, "out of memory");
+        http_free(h);
+        return NULL;
+    }
     if (inet_pton(AF_INET, cfg->bind, &sin.sin_addr) != 1) {
         snprintf(err, errcap, "[http] bind = '%s': not an IPv4 address", cfg->bind);
         http_free(h);
@@ -492,7 +525,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_max_headers_size(h->http, cfg->max_header_bytes);
     evhttp_set_max_body_size(h->http, cfg->max_body_bytes);
     evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
-    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT);
     evhttp_set_gencb(h->http, on_request, h);
     struct timeval quarter = { 0, 250000 };
     event_add(h->ev_sweep, &quarter);
@@ -514,5 +547,6 @@ void http_free(gw_http_t *h)
         bufferevent_decref(c->bev);
         free(c);
     }
+    http_tags_free(h->tags);   /* after evhttp_free, which freed the requests it held */
     free(h);
 }

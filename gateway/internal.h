@@ -10,7 +10,10 @@
  *                 know every other part
  *   tcp.c       front ends: each builds gw_request_t's, names itself as
  *   poller.c      their origin (gw_origin_t) and submits them to a bus;
- *   http.c        http.c only reads counters and the cache
+ *   http.c        http.c reads counters, the cache and the tags, and
+ *   http_tags.c   http_tags.c (its /tags part) submits tag writes
+ *   tags_gw.c   the live tag table and its lock (a leaf: the poller writes
+ *               values into it, HTTP reads them)
  *   bus.c       the bus actor: the line discipline; answers go back
  *               through the request's origin, never to a named front end
  *   port.c      a serial port on the I/O thread: open, reopen, read into
@@ -27,8 +30,10 @@
  *     connections and their in-order reply slots, and the serial ports;
  *   - a bus actor (bus.c) owns one line's request queue, the transaction in
  *     flight, the framer, retries, guards and the per-slave state;
- *   - the poller actor (poller.c) owns the poll schedule; its results go to
- *     the cache, which HTTP reads under the cache's own mutex.
+ *   - the poller actor (poller.c) owns the read plan (tags/ planner over
+ *     poll groups and tags) and its timers; its results go to the cache,
+ *     which HTTP reads under the cache's own mutex, and to the tag values,
+ *     under the tag table's own mutex (tags_gw.c).
  * Counters that HTTP reads are relaxed atomics with a single writer each.
  */
 #ifndef RTUGW_GATEWAY_INTERNAL_H
@@ -40,6 +45,7 @@
 #include "gateway/gateway.h"
 #include "parser/rtu.h"
 #include "routing/router.h"
+#include "tags/tags.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,6 +53,8 @@
 #include <stdint.h>
 
 struct event_base;
+struct evbuffer;
+struct evhttp_request;
 
 /* ---- the request path: what every front end knows ------------------------ */
 
@@ -127,6 +135,7 @@ typedef struct gw_tcp_metrics {
 
 typedef struct gw_http_metrics {
     atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
+    atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures;
 } gw_http_metrics_t;
 
 /* metrics.c */
@@ -144,6 +153,8 @@ static inline void gw_set(atomic_uint_fast64_t *c, uint64_t v)
     atomic_store_explicit(c, v, memory_order_relaxed);
 }
 uint64_t gw_now_ns(void);
+/* The wall clock in ms (CLOCK_REALTIME): what tag values are stamped with. */
+int64_t gw_wall_ms(void);
 
 /* notify.c: sd_notify(3) without libsystemd. Sends STATE ("READY=1", ...) to
  * $NOTIFY_SOCKET; 0 when sent or when unset (not under systemd), else -errno. */
@@ -172,6 +183,27 @@ void cache_write_begin(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pd
 void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
 /* Called with cache_lock held. */
 bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
+
+/* ---- tags_gw.c: the live tag table --------------------------------------------- */
+
+typedef struct gw_tags gw_tags_t;
+
+/* The tags of cfg (its definitions, copied; values start "not read"). */
+gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap);
+void gwtags_free(gw_tags_t *t);
+/* Values are read and written only between these two (any thread). */
+tags_table_t *gwtags_lock(gw_tags_t *t);
+void gwtags_unlock(gw_tags_t *t);
+/* The definitions, which never change: no lock needed to read them. */
+const tags_table_t *gwtags_defs(const gw_tags_t *t);
+/* The index in cfg->devices of a tag's device. */
+unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
+/* The answer (PDU, or a gateway exception) to read r of plan into its tags,
+ * stamped now_ms; takes the lock. Returns how many values changed. */
+int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
+                 int64_t now_ms);
+/* Whether defs (a fresh configuration's) defines the same tags. */
+bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs);
 
 /* ---- loop.c: the I/O thread -------------------------------------------------- */
 
@@ -247,13 +279,32 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
 /* poller.c */
 gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap);
 void poller_free(gw_poller_t *p);
-/* Which merged read a poll group belongs to, and how many reads there are. */
+/* Which read of the plan a poll group belongs to, and how many reads there are. */
 unsigned poller_read_of(const gw_poller_t *p, unsigned group);
 unsigned poller_read_count(const gw_poller_t *p);
+/* Reads divided after exception 02, and plans built since the first. */
+uint64_t poller_splits(const gw_poller_t *p);
 
 /* http.c (I/O thread) */
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
 void http_free(gw_http_t *h);
+/* A request answered later (a tag write): not cut by request_timeout_ms while held. */
+void http_hold(gw_http_t *h, struct evhttp_request *req, bool held);
+/* Tag writes waiting for their slave's answer. */
+unsigned http_in_flight(const gw_http_t *h);
+
+/* http_tags.c (I/O thread): GET /tags, /tags/NAME, PUT /tags/NAME, and the
+ * tags' part of /status and /metrics. */
+typedef struct gw_http_tags gw_http_tags_t;
+gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h);
+void http_tags_free(gw_http_tags_t *ht);
+/* Answers req when path is /tags or /tags/NAME; false when it is not. */
+bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const char *path);
+unsigned http_tags_in_flight(const gw_http_tags_t *ht);
+/* ,"tags":{...} of config device d, for its /status object. */
+void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
+/* The tags' lines of /metrics (the gauges per tag only with [http] tag_metrics). */
+void http_tags_metrics(gw_t *gw, struct evbuffer *b);
 
 /* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
 
@@ -266,6 +317,7 @@ struct gw {
     gw_bus_t **buses;
     unsigned bus_count;
     gw_poller_t *poller;
+    gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
     gw_tcp_t *tcp;
     gw_http_t *http;
     gw_tcp_metrics_t tcp_metrics;

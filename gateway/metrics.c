@@ -1,5 +1,5 @@
 /*
- * gateway/metrics.c -- the latency histogram and the clock.
+ * gateway/metrics.c -- the latency histogram and the clocks.
  */
 #include "gateway/internal.h"
 
@@ -26,4 +26,11 @@ uint64_t gw_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int64_t gw_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -1,17 +1,28 @@
 /*
- * gateway/poller.c -- the poller actor: poll groups become reads on
- * periodic timers, and their answers go into the register cache.
+ * gateway/poller.c -- the poller actor: poll groups (raw ranges) and tags
+ * become reads on periodic timers; answers go into the register cache (by
+ * group) and into the tag values (tags_gw.c).
  *
- * Groups on the same device, function and interval whose address ranges
- * touch or overlap are merged into one read, as long as the merged range
- * stays within what one request may ask (125 registers, 2000 bits): ten
- * groups of ten adjacent registers cost one transaction on the line, not
- * ten. Each group keeps its own cache entry, cut from the read's answer.
+ * One planner plans both (tags/, tags_plan_build): by device, table and
+ * interval, the fewest reads within the device's limits (max_read_registers,
+ * max_read_bits) that read over no hole longer than max_gap. A group and a
+ * tag on the same device, table and interval can share a read. Each group
+ * keeps its own cache entry, cut from its read's answer.
+ *
+ * A read that spans holes may get exception 02 from a device that has no
+ * registers there: tags_plan_split then remembers where to cut, the plan is
+ * built again (a new generation: the old timers are cancelled, ticks and
+ * answers of the old plan are ignored), and the next cycle reads good data.
+ * Each split is counted (/metrics) and logged.
+ *
+ * The reads' first polls are spread over their interval (at most 1 s), not
+ * all sent at once: 150 reads at the same instant would overflow the bus
+ * queue (exception 06) every cycle, at the same phase.
  *
  * A read whose previous request has not been answered when its timer fires
- * skips that round (counted as an overrun on each of its groups) rather
- * than queueing a second copy: a slow slave gets fewer polls, never a
- * growing backlog.
+ * skips that round (counted as an overrun on each of its groups; its tags
+ * age, and turn stale past twice their interval) rather than queueing a
+ * second copy: a slow slave gets fewer polls, never a growing backlog.
  */
 #include "gateway/internal.h"
 
@@ -21,89 +32,144 @@
 
 enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER };
 
+/* A tick names its plan's generation: ticks of a plan replaced are ignored.
+ * A read's first tick (start) also starts its periodic timer. */
+typedef struct poll_tick {
+    uint32_t generation, read, start;
+} poll_tick_t;
+
 /* An answer on its way from a bus to the poller actor. */
 typedef struct poll_answer {
     uint64_t t_req_ns;     /* when the read was submitted */
+    uint32_t generation;
     uint32_t seq;          /* the read's index */
     uint16_t pdu_len;
     uint8_t pdu[RTU_MAX_PDU];
 } poll_answer_t;
 
 typedef struct poll_read {
-    unsigned device, function, address, count, interval_ms;
-    unsigned first, n;     /* members: order[first .. first + n) */
+    unsigned device;       /* index into cfg->devices */
     bool outstanding;
+    actor_timer_t timer;
 } poll_read_t;
 
 struct gw_poller {
     gw_origin_t origin;    /* first: the answers' way back */
     gw_t *gw;
     actor_ref_t self;
+    tags_planner_t *planner;
+    tags_group_t *groups;  /* the config's poll groups; id = index */
+    tags_plan_t *plan;
     poll_read_t *reads;
     unsigned n_reads;
-    unsigned *order;       /* group indices, grouped by read */
+    uint32_t generation;
+    atomic_uint *group_read;        /* per group: its read (read by HTTP) */
+    atomic_uint read_count;
+    atomic_uint_fast64_t splits;
 };
 
 unsigned poller_read_of(const gw_poller_t *p, unsigned group)
 {
-    for (unsigned r = 0; r < p->n_reads; r++)
-        for (unsigned m = 0; m < p->reads[r].n; m++)
-            if (p->order[p->reads[r].first + m] == group)
-                return r;
-    return 0;
+    return p && group < p->gw->cfg->poll_count ? atomic_load(&p->group_read[group]) : 0;
 }
 
 unsigned poller_read_count(const gw_poller_t *p)
 {
-    return p ? p->n_reads : 0;
+    return p ? atomic_load(&p->read_count) : 0;
 }
 
-static int by_key(const void *a, const void *b, void *ctx)
+uint64_t poller_splits(const gw_poller_t *p)
 {
-    const config_t *cfg = ctx;
-    const config_poll_t *x = &cfg->polls[*(const unsigned *)a];
-    const config_poll_t *y = &cfg->polls[*(const unsigned *)b];
-    unsigned kx[4] = { x->device, x->function, x->interval_ms, x->address };
-    unsigned ky[4] = { y->device, y->function, y->interval_ms, y->address };
-    for (int i = 0; i < 4; i++)
-        if (kx[i] != ky[i])
-            return kx[i] < ky[i] ? -1 : 1;
-    return 0;
+    return p ? gw_read(&p->splits) : 0;
 }
 
-/* Groups sorted by (device, function, interval, address), then merged. */
-static int plan(gw_poller_t *p)
+/* ---- the plan ---------------------------------------------------------------- */
+
+static int device_index(const config_t *cfg, const char *name)
+{
+    for (unsigned i = 0; i < cfg->device_count; i++)
+        if (strcmp(cfg->devices[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The planner with every device's limits, and the groups as planner items. */
+static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
 {
     const config_t *cfg = p->gw->cfg;
-    unsigned n = cfg->poll_count;
-
-    p->order = calloc(n + 1, sizeof *p->order);
-    p->reads = calloc(n + 1, sizeof *p->reads);
-    if (!p->order || !p->reads)
+    p->planner = tags_planner_new(NULL);
+    p->groups = calloc(cfg->poll_count + 1, sizeof *p->groups);
+    p->group_read = calloc(cfg->poll_count + 1, sizeof *p->group_read);
+    if (!p->planner || !p->groups || !p->group_read) {
+        snprintf(err, errcap, "poller: out of memory");
         return -1;
-    for (unsigned i = 0; i < n; i++)
-        p->order[i] = i;
-    qsort_r(p->order, n, sizeof *p->order, by_key, (void *)cfg);
-    for (unsigned i = 0; i < n; i++) {
-        const config_poll_t *g = &cfg->polls[p->order[i]];
-        poll_read_t *r = p->n_reads ? &p->reads[p->n_reads - 1] : NULL;
-        unsigned limit = g->function <= 2 ? 2000 : 125;
-        if (r && r->device == g->device && r->function == g->function &&
-            r->interval_ms == g->interval_ms && g->address <= r->address + r->count) {
-            unsigned end = g->address + g->count > r->address + r->count ? g->address + g->count
-                                                                          : r->address + r->count;
-            if (end - r->address <= limit) {
-                r->count = end - r->address;
-                r->n++;
-                continue;
-            }
+    }
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        const config_device_t *d = &cfg->devices[i];
+        tags_limits_t lim = { d->max_read_registers, d->max_read_bits, d->max_gap };
+        char msg[256];
+        if (tags_planner_set_limits(p->planner, d->name, &lim, msg, sizeof msg) < 0) {
+            snprintf(err, errcap, "poller: [device %s]: %s", d->name, msg);
+            return -1;
         }
-        p->reads[p->n_reads++] = (poll_read_t){ .device = g->device, .function = g->function,
-                                                .address = g->address, .count = g->count,
-                                                .interval_ms = g->interval_ms, .first = i, .n = 1 };
+    }
+    for (unsigned i = 0; i < cfg->poll_count; i++) {
+        const config_poll_t *g = &cfg->polls[i];
+        p->groups[i] = (tags_group_t){ .device = cfg->devices[g->device].name,
+                                       .area = (tags_area_t)(g->function - 1), .address = g->address,
+                                       .count = g->count, .interval_ms = g->interval_ms, .id = i };
     }
     return 0;
 }
+
+static void stop_timers(gw_poller_t *p)
+{
+    for (unsigned i = 0; i < p->n_reads; i++)
+        if (p->reads[i].timer)
+            actor_timer_cancel(p->gw->actors, p->reads[i].timer);
+}
+
+/* Plans the groups and tags (again) and starts a timer per read. */
+static int replan(gw_poller_t *p, char *err, size_t errcap)
+{
+    gw_t *gw = p->gw;
+    tags_plan_t *plan;
+    char msg[320];
+
+    tags_table_t *t = gwtags_lock(gw->tags);
+    int rc = tags_plan_build(p->planner, t, p->groups, gw->cfg->poll_count, &plan, msg, sizeof msg);
+    gwtags_unlock(gw->tags);
+    size_t n = rc == 0 ? tags_plan_read_count(plan) : 0;
+    poll_read_t *reads = rc == 0 ? calloc(n + 1, sizeof *reads) : NULL;
+    if (!reads) {
+        snprintf(err, errcap, "poller: %s", rc < 0 ? msg : "out of memory");
+        tags_plan_free(rc == 0 ? plan : NULL);
+        return -1;
+    }
+    stop_timers(p);
+    tags_plan_free(p->plan);
+    free(p->reads);
+    p->plan = plan;
+    p->reads = reads;
+    p->n_reads = (unsigned)n;
+    p->generation++;
+    for (unsigned r = 0; r < p->n_reads; r++) {
+        const tags_read_t *read = tags_plan_read(plan, r);
+        size_t nm;
+        const tags_member_t *m = tags_plan_members(plan, r, &nm);
+        reads[r].device = (unsigned)device_index(gw->cfg, read->device);
+        for (size_t k = 0; k < nm; k++)
+            if (m[k].is_group)
+                atomic_store(&p->group_read[m[k].index], r);
+        poll_tick_t tick = { p->generation, r, 1 };
+        uint64_t spread = (read->interval_ms < 1000 ? read->interval_ms : 1000) * 1000000ull;
+        actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, spread * r / n, NULL);
+    }
+    atomic_store(&p->read_count, p->n_reads);
+    return 0;
+}
+
+/* ---- polls and answers -------------------------------------------------------------- */
 
 static void poll_once(gw_poller_t *p, unsigned ri)
 {
@@ -112,49 +178,45 @@ static void poll_once(gw_poller_t *p, unsigned ri)
     const config_device_t *dev = &gw->cfg->devices[r->device];
 
     if (r->outstanding) {
+        size_t n;
+        const tags_member_t *m = tags_plan_members(p->plan, ri, &n);
         pthread_mutex_lock(&gw->cache_lock);
-        for (unsigned m = 0; m < r->n; m++)
-            gw->cache[p->order[r->first + m]].overruns++;
+        for (size_t k = 0; k < n; k++)
+            if (m[k].is_group)
+                gw->cache[m[k].index].overruns++;
         pthread_mutex_unlock(&gw->cache_lock);
         return;
     }
-    gw_request_t q = { .origin = &p->origin, .slave = (uint8_t)dev->slave, .pdu_len = 5,
-                       .background = 1, .seq = ri, .t_accept_ns = gw_now_ns() };
-    q.pdu[0] = (uint8_t)r->function;
-    q.pdu[1] = (uint8_t)(r->address >> 8);
-    q.pdu[2] = (uint8_t)r->address;
-    q.pdu[3] = (uint8_t)(r->count >> 8);
-    q.pdu[4] = (uint8_t)r->count;
+    gw_request_t q = { .origin = &p->origin, .slave = (uint8_t)dev->slave, .pdu_len = 5, .background = 1,
+                       .seq = ri, .conn_id = p->generation, .t_accept_ns = gw_now_ns(),
+                       .bus = (uint8_t)dev->bus };
+    tags_read_pdu(tags_plan_read(p->plan, ri), q.pdu);
     if (bus_submit(gw->buses[dev->bus], &q) == 0)
         r->outstanding = true;
 }
 
-/* Item i of the answer (register, or bit as 0/1), which plan() sized. */
-static uint16_t item(const poll_read_t *r, const poll_answer_t *a, unsigned i)
+/* Item i of the answer (register, or bit as 0/1). */
+static uint16_t item(const tags_read_t *r, const poll_answer_t *a, unsigned i)
 {
     if (r->function >= 3)
         return (uint16_t)(a->pdu[2 + 2 * i] << 8 | a->pdu[3 + 2 * i]);
     return (a->pdu[2 + i / 8] >> (i % 8)) & 1;
 }
 
-static void on_answer(gw_poller_t *p, const poll_answer_t *a)
+/* The groups' cache entries, each cut from the answer. */
+static void answer_groups(gw_poller_t *p, unsigned ri, const poll_answer_t *a, bool good, bool exception)
 {
     gw_t *gw = p->gw;
-
-    if (a->seq >= p->n_reads)
-        return;
-    poll_read_t *r = &p->reads[a->seq];
-    unsigned want = r->function >= 3 ? 2 * r->count : (r->count + 7) / 8;
-    bool exception = a->pdu_len >= 2 && (a->pdu[0] & 0x80);
-    bool good = !exception && a->pdu_len == 2u + want && a->pdu[1] == want;
+    const tags_read_t *r = tags_plan_read(p->plan, ri);
+    size_t n;
+    const tags_member_t *m = tags_plan_members(p->plan, ri, &n);
     uint64_t now = gw_now_ns();
 
-    r->outstanding = false;
     pthread_mutex_lock(&gw->cache_lock);
-    for (unsigned m = 0; m < r->n; m++) {
-        unsigned gi = p->order[r->first + m];
-        const config_poll_t *g = &gw->cfg->polls[gi];
-        gw_cache_entry_t *e = &gw->cache[gi];
+    for (size_t k = 0; k < n; k++) {
+        if (!m[k].is_group)
+            continue;
+        gw_cache_entry_t *e = &gw->cache[m[k].index];
         e->polls++;
         if (!good) {
             e->ok = 0;
@@ -162,27 +224,72 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
             e->failures++;
             continue;
         }
-        for (unsigned i = 0; i < g->count; i++)
-            e->values[i] = item(r, a, g->address - r->address + i);
+        for (unsigned i = 0; i < m[k].count; i++)
+            e->values[i] = item(r, a, m[k].address - r->address + i);
         e->ok = 1;
-        e->count = (uint16_t)g->count;
+        e->count = m[k].count;
         e->t_ns = now;
         e->t_req_ns = a->t_req_ns;
     }
     pthread_mutex_unlock(&gw->cache_lock);
 }
 
+/* Exception 02 on read ri: cut it where the planner says, and plan again. */
+static void split(gw_poller_t *p, unsigned ri)
+{
+    tags_split_t what;
+    char err[320];
+
+    if (tags_plan_split(p->planner, p->plan, ri, &what) < 0) {
+        gw_log(p->gw, CONFIG_LOG_WARN, "poller: %s: exception 02, but the planner holds its most cuts",
+               what.text);
+        return;
+    }
+    if (what.kind == TAGS_SPLIT_NONE)
+        return;   /* one item: its tags are bad with exception 02 */
+    gw_count(&p->splits);
+    if (replan(p, err, sizeof err) != 0) {
+        gw_log(p->gw, CONFIG_LOG_ERROR, "%s", err);
+        return;
+    }
+    gw_log(p->gw, CONFIG_LOG_WARN, "poller: exception 02 (illegal data address) on %s; %u reads now",
+           what.text, p->n_reads);
+}
+
+static void on_answer(gw_poller_t *p, const poll_answer_t *a)
+{
+    if (a->generation != p->generation || a->seq >= p->n_reads)
+        return;   /* a read of a plan since replaced */
+    const tags_read_t *r = tags_plan_read(p->plan, a->seq);
+    unsigned want = r->function >= 3 ? 2u * r->count : (r->count + 7u) / 8u;
+    bool exception = a->pdu_len >= 2 && (a->pdu[0] & 0x80);
+    bool good = !exception && a->pdu_len == 2u + want && a->pdu[1] == want;
+
+    p->reads[a->seq].outstanding = false;
+    answer_groups(p, a->seq, a, good, exception);
+    gwtags_apply(p->gw->tags, p->plan, a->seq, a->pdu, a->pdu_len, gw_wall_ms());
+    if (exception && a->pdu[1] == 0x02 && r->members > 1)
+        split(p, a->seq);
+}
+
 static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                              const void *data, size_t len)
 {
     gw_poller_t *p = state;
-    uint32_t ri;
+    poll_tick_t tick;
     (void)sys;
     (void)self;
-    if (type == POLLER_MSG_TICK && len == sizeof ri) {
-        memcpy(&ri, data, sizeof ri);
-        if (ri < p->n_reads)
-            poll_once(p, ri);
+    if (type == POLLER_MSG_TICK && len == sizeof tick) {
+        memcpy(&tick, data, sizeof tick);
+        if (tick.generation != p->generation || tick.read >= p->n_reads)
+            return;
+        if (tick.start) {
+            uint64_t period = (uint64_t)tags_plan_read(p->plan, tick.read)->interval_ms * 1000000ull;
+            tick.start = 0;
+            actor_send_every(p->gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, period,
+                             &p->reads[tick.read].timer);
+        }
+        poll_once(p, tick.read);
     } else if (type == POLLER_MSG_ANSWER) {
         /* answers travel trimmed to their PDU: copy what came */
         poll_answer_t a;
@@ -196,7 +303,8 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_poller_t *p = (gw_poller_t *)o;
-    poll_answer_t a = { .t_req_ns = req->t_accept_ns, .seq = req->seq, .pdu_len = (uint16_t)len };
+    poll_answer_t a = { .t_req_ns = req->t_accept_ns, .generation = (uint32_t)req->conn_id, .seq = req->seq,
+                        .pdu_len = (uint16_t)len };
     memcpy(a.pdu, pdu, len);
     actor_send(p->gw->actors, p->self, POLLER_MSG_ANSWER, &a, offsetof(poll_answer_t, pdu) + len);
 }
@@ -212,19 +320,28 @@ gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap)
     }
     p->origin.ops = &poller_origin_ops;
     p->gw = gw;
-    if (plan(p) != 0 || actor_spawn(gw->actors, poller_behaviour, p, &p->self) != 0) {
-        snprintf(err, errcap, "poller: out of memory or actors");
+    if (planner_setup(p, err, errcap) != 0) {
         poller_free(p);
         return NULL;
     }
-    for (uint32_t i = 0; i < p->n_reads; i++) {
-        uint64_t period = (uint64_t)p->reads[i].interval_ms * 1000000ull;
-        actor_send(gw->actors, p->self, POLLER_MSG_TICK, &i, sizeof i);   /* first poll now */
-        actor_send_every(gw->actors, p->self, POLLER_MSG_TICK, &i, sizeof i, period, NULL);
+    if (actor_spawn(gw->actors, poller_behaviour, p, &p->self) != 0) {
+        snprintf(err, errcap, "poller: out of actors");
+        poller_free(p);
+        return NULL;
     }
-    if (p->n_reads < gw->cfg->poll_count)
-        gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups in %u reads (adjacent ranges merged)",
-               gw->cfg->poll_count, p->n_reads);
+    /* The actor has no message yet: planning here, before its first tick,
+     * is the only time another thread touches its state (the ticks it sends
+     * only read what was written before them). */
+    if (replan(p, err, errcap) != 0) {
+        poller_free(p);
+        return NULL;
+    }
+    size_t n_tags = tags_table_count(gwtags_defs(gw->tags));
+    if (n_tags)
+        gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups and %zu tags in %u reads", gw->cfg->poll_count,
+               n_tags, p->n_reads);
+    else if (gw->cfg->poll_count)
+        gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups in %u reads", gw->cfg->poll_count, p->n_reads);
     return p;
 }
 
@@ -232,7 +349,10 @@ void poller_free(gw_poller_t *p)
 {
     if (!p)
         return;
-    free(p->order);
+    tags_plan_free(p->plan);
+    tags_planner_free(p->planner);
+    free(p->groups);
+    free((void *)p->group_read);
     free(p->reads);
     free(p);
 }

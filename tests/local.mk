@@ -46,3 +46,12 @@ EXTRA_DIST += tests/test_integrity.py tests/rtu_slave.py
 # socket bound like systemd's; libsystemd mapped neither by ldd nor at run time.
 TESTS += tests/test_notify.py
 EXTRA_DIST += tests/test_notify.py
+
+# The daemon's tags end to end: the simulator and pymodbus as devices, the
+# HTTP API, rtugw read and rtugw check (tests/tagsref.py is the reference).
+check_PROGRAMS += tests/tags_demo_tool
+tests_tags_demo_tool_SOURCES = tests/tags_demo_tool.c
+tests_tags_demo_tool_LDADD = tags/libtags.a -lm
+TESTS += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py
+EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/tagsref.py \
+	tests/tagscheck.py

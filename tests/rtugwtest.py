@@ -193,3 +193,17 @@ class Daemon:
 def finish(name, extra=""):
     print(f"{name}: {_failures[0]} failures{extra}")
     sys.exit(1 if _failures[0] else 0)
+
+
+def run_tests(name, tests):
+    """Each test function in turn, then every process they started killed,
+    then finish(name)."""
+    try:
+        for t in tests:
+            print(f"== {t.__name__}", flush=True)
+            t()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    finish(name)

@@ -23,7 +23,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, closed_by_peer, fetch_metrics, finish, free_port, mbap, procs, recv_frame  # noqa: E402,F401
+from rtugwtest import BIN, Gateway, check, closed_by_peer, fetch_metrics, finish, free_port, mbap, procs, recv_frame, run_tests  # noqa: E402,F401
 
 
 
@@ -361,13 +361,5 @@ StartSerialServer(context=ModbusServerContext(slaves={{5: store}}, single=False)
     check(rc == 0, "clean stop after the peer vanished")
 
 
-try:
-    for t in (test_passthrough, test_silent_slave_and_backoff, test_policy_limits_and_reload,
-              test_poll_merge, test_systemd_notify, test_concurrent_clients, test_pymodbus_rtu_server):
-        print(f"== {t.__name__}", flush=True)
-        t()
-finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-finish("gateway")
+run_tests("gateway", (test_passthrough, test_silent_slave_and_backoff, test_policy_limits_and_reload,
+                      test_poll_merge, test_systemd_notify, test_concurrent_clients, test_pymodbus_rtu_server))

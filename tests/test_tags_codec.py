@@ -16,10 +16,11 @@ import random
 import struct
 import subprocess
 import sys
-from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, check, finish  # noqa: E402
+from tagsref import (INT_RANGE, O16, O64, TYPES, bytes_to_words, expected_words, same_float,  # noqa: E402
+                     value_bytes, wire_bytes, words_to_bytes)
 
 TOOL = os.path.join(os.path.dirname(os.path.abspath(BIN)), "tests", "tags_codec_tool")
 SEED = int(os.environ.get("RTUGW_SEED", str(random.randrange(1, 2**32))), 0)
@@ -27,38 +28,8 @@ print(f"test_tags_codec: seed {SEED} (replay with RTUGW_SEED={SEED})", flush=Tru
 rng = random.Random(SEED)
 CASES = 400   # per type and order
 
-# type -> (struct format, registers, orders)
-O16 = ["AB", "BA"]
-O32 = ["ABCD", "CDAB", "BADC", "DCBA"]
-O64 = ["ABCDEFGH", "GHEFCDAB", "BADCFEHG", "HGFEDCBA"]
-TYPES = {
-    "int16": (">h", 1, O16), "uint16": (">H", 1, O16),
-    "int32": (">i", 2, O32), "uint32": (">I", 2, O32), "float32": (">f", 2, O32),
-    "int64": (">q", 4, O64), "uint64": (">Q", 4, O64), "float64": (">d", 4, O64),
-}
 SCALES = [(1.0, 0.0), (1.0, 0.0), (0.1, 0.0), (0.1, -40.0), (-2.5, 273.15), (1e-3, 0.5), (3.0, -1e6)]
 EDGE_WORDS = [0x0000, 0xFFFF, 0x8000, 0x7FFF, 0x0001, 0x7F80, 0xFF80, 0x7FC0, 0x3F80, 0x0080]
-
-
-def value_bytes(wire, order):
-    """The value's big-endian bytes from the wire's, by the order's letters."""
-    return bytes(wire[order.index(letter)] for letter in sorted(order))
-
-
-def wire_bytes(value, order):
-    return bytes(value[sorted(order).index(letter)] for letter in order)
-
-
-def words_to_bytes(words):
-    return b"".join(struct.pack(">H", w) for w in words)
-
-
-def bytes_to_words(b):
-    return [struct.unpack(">H", b[i:i + 2])[0] for i in range(0, len(b), 2)]
-
-
-def same_float(a, b):
-    return (math.isnan(a) and math.isnan(b)) or struct.pack(">d", a) == struct.pack(">d", b)
 
 
 def run_tool(lines):
@@ -130,38 +101,6 @@ for line, (typ, order, words, raw, eng), got in zip(requests, expect, run_tool(r
 check(bad == 0, f"decode: {len(requests)} values, every type and order, equal to struct ({bad} differ)")
 
 # ---- encode ------------------------------------------------------------------
-INT_RANGE = {"int16": (-2**15, 2**15), "uint16": (0, 2**16), "int32": (-2**31, 2**31),
-             "uint32": (0, 2**32), "int64": (-2**63, 2**63), "uint64": (0, 2**64)}
-
-
-def round_half_away(q):
-    f = Fraction(q)
-    r = math.floor(abs(f) + Fraction(1, 2))
-    return r if f >= 0 else -r
-
-
-def expected_words(typ, order, eng, scale, offset):
-    """The words struct.pack gives, or None where the value must be refused."""
-    fmt, regs, _ = TYPES[typ]
-    q = (eng - offset) / scale
-    if typ.startswith("float"):
-        if math.isfinite(eng) and not math.isfinite(q):
-            return None
-        try:
-            value = struct.pack(fmt, q)
-        except OverflowError:
-            return None
-    else:
-        if not math.isfinite(q):
-            return None
-        lo, hi = INT_RANGE[typ]
-        r = round_half_away(q)
-        if not lo <= r < hi:
-            return None
-        value = struct.pack(fmt, r)
-    return bytes_to_words(wire_bytes(value, order))
-
-
 requests, expect = [], []
 for typ, (fmt, regs, orders) in TYPES.items():
     for order in orders:

@@ -1,0 +1,361 @@
+/*
+ * cli/cmd_read.c -- `rtugw read`: a commissioning read, like mbpoll but typed.
+ *
+ * It reads registers or bits straight from a serial port (Modbus RTU) or
+ * through a gateway (Modbus TCP), both with libmodbus, and decodes them with
+ * tags/ exactly as the daemon would: type, word and byte order, scale and
+ * offset. `--all-orders` prints a value in every order side by side, which
+ * is how one finds a device's order on site: the one that reads 21.5 degC
+ * rather than 4.6e-41.
+ */
+#include "cli/cli.h"
+#include "json/json.h"
+#include "tags/tags.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <modbus.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define READ_MAX_TARGETS 64
+
+typedef struct read_options {
+    const char *port, *tcp, *type, *order;
+    char host[256];
+    const char *service;           /* --tcp's port */
+    unsigned baud, data_bits, stop_bits, slave, unit, interval_ms, count, timeout_ms;
+    char parity;
+    double scale, offset;
+    int all_orders, json;
+} read_options_t;
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: rtugw read --port PATH [--baud B] [--parity none|even|odd] [--data-bits 7|8]\n"
+            "                  [--stop-bits 1|2] --slave N  [options] TABLE:ADDRESS ...\n"
+            "       rtugw read --tcp HOST:PORT [--unit N]  [options] TABLE:ADDRESS ...\n"
+            "\n"
+            "Reads registers or bits and prints them decoded as a type, in a word and byte\n"
+            "order, scaled: straight from a serial port (Modbus RTU) or through a gateway\n"
+            "(Modbus TCP). TABLE is holding, input, coil or discrete; ADDRESS is 0-based,\n"
+            "decimal or 0x hex; ADDRESS.BIT is one bit (0..15) of a register, read as bool.\n"
+            "\n"
+            "  --type T         of registers: int16, uint16 (default), int32, uint32, int64,\n"
+            "                   uint64, float32, float64, string:N, raw:N (coils, discrete\n"
+            "                   inputs and bits are bool)\n"
+            "  --order O        ABCD (default), CDAB, BADC, DCBA (64-bit: their 8-letter names\n"
+            "                   or these, applied by meaning); 16-bit types and strings AB, BA\n"
+            "  --scale X, --offset X   value = raw * X + offset (default 1 and 0)\n"
+            "  --all-orders     print the value in every order side by side\n"
+            "  --interval MS    poll every MS ms (default 1000 with --count)\n"
+            "  --count N        polls (default 1; 0: until interrupted)\n"
+            "  --timeout MS     response timeout (default 1000)\n"
+            "  --json           one JSON object a value\n"
+            "  serial: --baud (default 19200), --parity (default even), --data-bits 8,\n"
+            "          --stop-bits 1, --slave 1..247 (required)\n"
+            "  tcp:    --unit 0..255 (default 1)\n"
+            "\n"
+            "Example: rtugw read --port /dev/ttyUSB0 --baud 9600 --slave 3 --type float32 \\\n"
+            "           --order CDAB holding:100\n"
+            "Exit: 0 when every read answered, 1 when one failed (timeout, exception, cannot\n"
+            "open), 2 on a usage error.\n");
+}
+
+static int parse_unsigned(const char *opt, const char *text, unsigned min, unsigned max, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (*text < '0' || *text > '9' || *end || errno || v < min || v > max) {
+        fprintf(stderr, "rtugw read: %s '%s': expected %u..%u\n", opt, text, min, max);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *text, double *out)
+{
+    char *end;
+    *out = strtod(text, &end);
+    if (end == text || *end || !isfinite(*out)) {
+        fprintf(stderr, "rtugw read: %s '%s': expected a finite number\n", opt, text);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_parity(const char *text, char *out)
+{
+    static const char *const names[][2] = { { "none", "N" }, { "even", "E" }, { "odd", "O" } };
+    for (int i = 0; i < 3; i++)
+        if (strcasecmp(text, names[i][0]) == 0 || strcasecmp(text, names[i][1]) == 0) {
+            *out = names[i][1][0];
+            return 0;
+        }
+    fprintf(stderr, "rtugw read: --parity '%s': expected none, even or odd\n", text);
+    return -1;
+}
+
+/* "holding:100", "holding:100.3" into a validated tag of t. */
+static int add_target(tags_table_t *t, const read_options_t *o, const char *arg)
+{
+    tags_tag_t g = { .scale = o->scale, .offset = o->offset, .interval_ms = 1000 };
+    char table[16], msg[256];
+    unsigned address, count = 1;
+    int bit;
+    const char *colon = strchr(arg, ':');
+
+    if (!colon || (size_t)(colon - arg) >= sizeof table) {
+        fprintf(stderr, "rtugw read: '%s': expected TABLE:ADDRESS, e.g. holding:100\n", arg);
+        return -1;
+    }
+    memcpy(table, arg, (size_t)(colon - arg));
+    table[colon - arg] = '\0';
+    if (tags_parse_area(table, &g.area, msg, sizeof msg) < 0 ||
+        tags_parse_address(colon + 1, &address, &bit, msg, sizeof msg) < 0) {
+        fprintf(stderr, "rtugw read: '%s': %s\n", arg, msg);
+        return -1;
+    }
+    bool bits = g.area == TAGS_AREA_COIL || g.area == TAGS_AREA_DISCRETE;
+    /* --type is for registers: a coil, a discrete input or a bit is a bool */
+    const char *type = bits || bit >= 0 ? "bool" : o->type ? o->type : "uint16";
+    if (tags_parse_type(type, &g.type, &count, msg, sizeof msg) < 0 ||
+        (o->order && tags_parse_order(o->order, &g.order, msg, sizeof msg) < 0)) {
+        fprintf(stderr, "rtugw read: %s\n", msg);
+        return -1;
+    }
+    g.address = (uint16_t)address;
+    g.in_register = bit >= 0;
+    g.bit = bit >= 0 ? (uint8_t)bit : 0;
+    g.count = (uint16_t)count;
+    snprintf(g.name, sizeof g.name, "%s", arg);
+    if (tags_table_add(t, &g, "target", msg, sizeof msg) < 0) {
+        fprintf(stderr, "rtugw read: '%s': %s\n", arg, msg);
+        return -1;
+    }
+    return 0;
+}
+
+static modbus_t *open_link(const read_options_t *o)
+{
+    modbus_t *ctx;
+    if (o->tcp)
+        ctx = modbus_new_tcp_pi(o->host, o->service);
+    else
+        ctx = modbus_new_rtu(o->port, (int)o->baud, o->parity, (int)o->data_bits, (int)o->stop_bits);
+    if (!ctx) {
+        fprintf(stderr, "rtugw read: %s: %s\n", o->tcp ? o->tcp : o->port, modbus_strerror(errno));
+        return NULL;
+    }
+    modbus_set_slave(ctx, (int)(o->tcp ? o->unit : o->slave));
+    modbus_set_response_timeout(ctx, o->timeout_ms / 1000, (o->timeout_ms % 1000) * 1000);
+    if (modbus_connect(ctx) != 0) {
+        fprintf(stderr, "rtugw read: cannot open %s: %s\n", o->tcp ? o->tcp : o->port, modbus_strerror(errno));
+        modbus_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* The tag's words (a bit as 0/1) from the device. */
+static int read_words(modbus_t *ctx, const tags_tag_t *g, uint16_t *words)
+{
+    uint8_t bit = 0;
+    int rc;
+    switch (g->area) {
+    case TAGS_AREA_COIL: rc = modbus_read_bits(ctx, g->address, 1, &bit); words[0] = bit; break;
+    case TAGS_AREA_DISCRETE: rc = modbus_read_input_bits(ctx, g->address, 1, &bit); words[0] = bit; break;
+    case TAGS_AREA_HOLDING: rc = modbus_read_registers(ctx, g->address, g->count, words); break;
+    default: rc = modbus_read_input_registers(ctx, g->address, g->count, words); break;
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+/* A decoded value as text; JSON wants strings quoted and no NaN. */
+static void value_text(const tags_tag_t *g, const uint16_t *words, bool json, char *out, size_t cap)
+{
+    tags_value_t v;
+    char text[6 * TAGS_MAX_REGISTERS + 8];
+    tags_decode(g, words, &v);
+    tags_format(g, &v, text, sizeof text);
+    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
+    if (json && (g->type == TAGS_STRING || g->type == TAGS_RAW))
+        json_quote(out, cap, text);
+    else if (json && number && !isfinite(v.eng))
+        snprintf(out, cap, "null");
+    else
+        snprintf(out, cap, "%s", text);
+}
+
+/* The orders worth showing for this type: every one, both byte orders, or none. */
+static unsigned orders_of(const tags_tag_t *g)
+{
+    if (g->type == TAGS_BOOL || g->type == TAGS_RAW)
+        return 1;
+    return g->count == 1 || g->type == TAGS_STRING ? 2 : 4;
+}
+
+static void print_value(const tags_tag_t *g, const uint16_t *words, const read_options_t *o)
+{
+    static const tags_order_t orders[4] = { TAGS_ORDER_ABCD, TAGS_ORDER_CDAB, TAGS_ORDER_BADC, TAGS_ORDER_DCBA };
+    static const tags_order_t bytes[2] = { TAGS_ORDER_ABCD, TAGS_ORDER_BADC };
+    char text[JSON_QUOTED_MAX(2 * TAGS_MAX_REGISTERS + 1)];
+    bool all = o->all_orders && orders_of(g) > 1;
+    unsigned n = all ? orders_of(g) : 1;
+
+    printf(o->json ? "{\"target\":\"%s\",\"type\":\"%s\"" : "%s %s", g->name, tags_type_name(g->type));
+    if (g->type == TAGS_STRING || g->type == TAGS_RAW)
+        printf(o->json ? ",\"registers\":%u" : ":%u", g->count);
+    if (o->json && all)
+        printf(",\"values\":{");
+    for (unsigned k = 0; k < n; k++) {
+        tags_tag_t one = *g;
+        if (all)
+            one.order = n == 2 ? bytes[k] : orders[k];
+        value_text(&one, words, o->json, text, sizeof text);
+        const char *order = tags_order_name(one.order, one.type);
+        if (o->json && all)
+            printf("%s\"%s\":%s", k ? "," : "", order, text);
+        else if (o->json)
+            printf(",\"order\":\"%s\",\"value\":%s", order, text);
+        else if (all)
+            printf("  %s=%s", order, text);
+        else
+            printf("%s%s %s", order[0] ? " " : "", order, text);
+    }
+    printf(o->json ? (all ? "},\"words\":[" : ",\"words\":[") : "  [");
+    for (unsigned i = 0; i < g->count; i++)
+        printf(o->json ? "%s%u" : "%s%04x", i ? (o->json ? "," : " ") : "", words[i]);
+    printf(o->json ? "]}\n" : "]\n");
+    fflush(stdout);
+}
+
+static int poll_all(modbus_t *ctx, const tags_table_t *t, const read_options_t *o)
+{
+    int failed = 0;
+    uint16_t words[TAGS_MAX_REGISTERS];
+    for (size_t i = 0; i < tags_table_count(t); i++) {
+        const tags_tag_t *g = tags_table_tag(t, i);
+        if (read_words(ctx, g, words) != 0) {
+            fprintf(stderr, "rtugw read: %s: %s\n", g->name, modbus_strerror(errno));
+            failed = 1;
+            continue;
+        }
+        print_value(g, words, o);
+    }
+    return failed;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* HOST:PORT (the last colon: the host may be an IPv6 address without brackets). */
+static int parse_tcp(const char *text, read_options_t *o)
+{
+    const char *colon = strrchr(text, ':');
+    if (!colon || colon == text || (size_t)(colon - text) >= sizeof o->host || !colon[1]) {
+        fprintf(stderr, "rtugw read: --tcp '%s': expected HOST:PORT\n", text);
+        return -1;
+    }
+    memcpy(o->host, text, (size_t)(colon - text));
+    o->host[colon - text] = '\0';
+    o->service = colon + 1;
+    o->tcp = text;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, read_options_t *o)
+{
+    enum { O_PORT = 256, O_BAUD, O_PARITY, O_DATA, O_STOP, O_SLAVE, O_TCP, O_UNIT, O_TYPE, O_ORDER,
+           O_SCALE, O_OFFSET, O_ALL, O_INTERVAL, O_COUNT, O_TIMEOUT, O_JSON, O_HELP };
+    static const struct option longopts[] = {
+        { "port", 1, 0, O_PORT }, { "baud", 1, 0, O_BAUD }, { "parity", 1, 0, O_PARITY },
+        { "data-bits", 1, 0, O_DATA }, { "stop-bits", 1, 0, O_STOP }, { "slave", 1, 0, O_SLAVE },
+        { "tcp", 1, 0, O_TCP }, { "unit", 1, 0, O_UNIT }, { "type", 1, 0, O_TYPE }, { "order", 1, 0, O_ORDER },
+        { "scale", 1, 0, O_SCALE }, { "offset", 1, 0, O_OFFSET }, { "all-orders", 0, 0, O_ALL },
+        { "interval", 1, 0, O_INTERVAL }, { "count", 1, 0, O_COUNT }, { "timeout", 1, 0, O_TIMEOUT },
+        { "json", 0, 0, O_JSON }, { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
+    };
+    int c, bad = 0;
+    optind = 1;
+    while (!bad && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_PORT: o->port = optarg; break;
+        case O_BAUD: bad = parse_unsigned("--baud", optarg, 300, 4000000, &o->baud); break;
+        case O_PARITY: bad = parse_parity(optarg, &o->parity); break;
+        case O_DATA: bad = parse_unsigned("--data-bits", optarg, 7, 8, &o->data_bits); break;
+        case O_STOP: bad = parse_unsigned("--stop-bits", optarg, 1, 2, &o->stop_bits); break;
+        case O_SLAVE: bad = parse_unsigned("--slave", optarg, 1, 247, &o->slave); break;
+        case O_TCP: bad = parse_tcp(optarg, o); break;
+        case O_UNIT: bad = parse_unsigned("--unit", optarg, 0, 255, &o->unit); break;
+        case O_TYPE: o->type = optarg; break;
+        case O_ORDER: o->order = optarg; break;
+        case O_SCALE: bad = parse_double("--scale", optarg, &o->scale); break;
+        case O_OFFSET: bad = parse_double("--offset", optarg, &o->offset); break;
+        case O_ALL: o->all_orders = 1; break;
+        case O_INTERVAL: bad = parse_unsigned("--interval", optarg, 1, 86400000, &o->interval_ms); break;
+        case O_COUNT: bad = parse_unsigned("--count", optarg, 0, 1000000000, &o->count); break;
+        case O_TIMEOUT: bad = parse_unsigned("--timeout", optarg, 1, 60000, &o->timeout_ms); break;
+        case O_JSON: o->json = 1; break;
+        case 'h': case O_HELP: usage(stdout); return 1;
+        default: bad = 1; break;
+        }
+    }
+    if (bad)
+        return -1;
+    const char *why = !o->port == !o->tcp ? "give one of --port PATH and --tcp HOST:PORT"
+                      : o->port && !o->slave ? "--slave N is required with --port"
+                      : optind == argc ? "give at least one TABLE:ADDRESS"
+                      : argc - optind > READ_MAX_TARGETS ? "at most 64 addresses" : NULL;
+    if (why) {
+        fprintf(stderr, "rtugw read: %s (rtugw read --help)\n", why);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_read(int argc, char **argv)
+{
+    read_options_t o = { .baud = 19200, .parity = 'E', .data_bits = 8, .stop_bits = 1, .unit = 1,
+                         .count = 1, .timeout_ms = 1000, .scale = 1 };
+    int rc = parse_options(argc, argv, &o);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    if (o.interval_ms == 0)
+        o.interval_ms = 1000;
+    tags_table_t *t = tags_table_new(READ_MAX_TARGETS);
+    if (!t) {
+        fprintf(stderr, "rtugw read: out of memory\n");
+        return 1;
+    }
+    for (int i = optind; i < argc; i++)
+        if (add_target(t, &o, argv[i]) != 0) {
+            tags_table_free(t);
+            return 2;
+        }
+    modbus_t *ctx = open_link(&o);
+    if (!ctx) {
+        tags_table_free(t);
+        return 1;
+    }
+    int failed = 0;
+    for (unsigned n = 0; o.count == 0 || n < o.count; n++) {
+        if (n)
+            sleep_ms(o.interval_ms);
+        failed |= poll_all(ctx, t, &o);
+    }
+    modbus_close(ctx);
+    modbus_free(ctx);
+    tags_table_free(t);
+    return failed ? 1 : 0;
+}

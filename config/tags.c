@@ -1,0 +1,432 @@
+/*
+ * config/tags.c -- the tags part of the configuration: [tag NAME] sections,
+ * the tag keys of [device NAME] (order, tags_file; the planner's limits are
+ * plain keys of keys.c's device table), and the tags_file CSVs. Their keys
+ * are in keys.c's tables like every other (so duplicates and unknown keys
+ * are found the same way); their values are set and checked here.
+ *
+ * A [tag NAME] section's keys are parsed as they come, except `order`,
+ * whose names depend on the type (which may come later), and `device`, a
+ * name resolved once every device is read. When the whole file has been
+ * read, the tags go into one table: the sections first, then the files. A
+ * file named by several devices is read once, with all of them as its
+ * defaults, so one plant-wide CSV can serve every device that names it.
+ * Nothing is added when anything is wrong, and every problem is reported.
+ */
+#include "config/internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct pending_tag {
+    tags_tag_t tag;
+    char device[CONFIG_NAME_MAX];
+    char order[24];
+    unsigned device_line, order_line;
+    bool has_table, has_address, has_type;
+    bool bad;                    /* a key's value was refused: not added (nor reported again) */
+} pending_tag_t;
+
+typedef struct file_ref {
+    char device[CONFIG_NAME_MAX];
+    unsigned line;
+} file_ref_t;
+
+struct config_tags {
+    pending_tag_t *tags;
+    size_t n, cap;
+    file_ref_t files[CONFIG_MAX_DEVICES];   /* where each tags_file key was */
+    size_t n_files;
+};
+
+config_tags_t *config_tags_new(void)
+{
+    return calloc(1, sizeof(config_tags_t));
+}
+
+void config_tags_free(config_tags_t *ct)
+{
+    if (!ct)
+        return;
+    free(ct->tags);
+    free(ct);
+}
+
+void *config_tags_section(loader_t *ld, const char *name)
+{
+    config_tags_t *ct = ld->tags;
+    if (strlen(name) >= TAGS_NAME_MAX) {
+        config_error_at(ld, ld->header_line, "[tag %s]: a tag name is at most %d characters", name,
+                        TAGS_NAME_MAX - 1);
+        return NULL;
+    }
+    if (ct->n == ct->cap) {
+        size_t cap = ct->cap ? 2 * ct->cap : 16;
+        pending_tag_t *p = cap <= CONFIG_MAX_TAGS ? realloc(ct->tags, cap * sizeof *p) : NULL;
+        if (!p) {
+            config_error_at(ld, ld->header_line, "[tag %s]: more than %zu [tag] sections, or out of memory",
+                            name, ct->cap);
+            return NULL;
+        }
+        ct->tags = p;
+        ct->cap = cap;
+    }
+    pending_tag_t *pt = &ct->tags[ct->n++];
+    *pt = (pending_tag_t){ .tag = { .scale = 1, .interval_ms = 1000, .line = ld->header_line } };
+    snprintf(pt->tag.name, sizeof pt->tag.name, "%s", name);
+    return pt;
+}
+
+static int parse_number(const char *text, double *out, char *msg, size_t cap)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !isfinite(v)) {
+        snprintf(msg, cap, "expected a finite number");
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
+static int copy_text(const char *text, char *dst, size_t size, char *msg, size_t cap)
+{
+    if (strlen(text) >= size) {
+        snprintf(msg, cap, "at most %zu bytes", size - 1);
+        return -EINVAL;
+    }
+    strcpy(dst, text);
+    return 0;
+}
+
+static int parse_interval(const char *text, unsigned *out, char *msg, size_t cap)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (*text < '0' || *text > '9' || *end || errno || v < 1 || v > 86400000ul) {
+        snprintf(msg, cap, "expected a whole number 1..86400000");
+        return -EINVAL;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* One key of a [tag NAME] section into its pending tag; msg says why not. */
+static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsigned line, char *msg,
+                   size_t cap)
+{
+    tags_tag_t *g = &pt->tag;
+    unsigned u;
+    int bit;
+
+    if (strcmp(key, "device") == 0) {
+        pt->device_line = line;
+        return copy_text(value, pt->device, sizeof pt->device, msg, cap);
+    }
+    if (strcmp(key, "table") == 0) {
+        int rc = tags_parse_area(value, &g->area, msg, cap);
+        pt->has_table = rc == 0;
+        return rc;
+    }
+    if (strcmp(key, "address") == 0) {
+        int rc = tags_parse_address(value, &u, &bit, msg, cap);
+        if (rc == 0) {
+            g->address = (uint16_t)u;
+            g->in_register = bit >= 0;
+            g->bit = bit >= 0 ? (uint8_t)bit : 0;
+            pt->has_address = true;
+        }
+        return rc;
+    }
+    if (strcmp(key, "type") == 0) {
+        int rc = tags_parse_type(value, &g->type, &u, msg, cap);
+        if (rc == 0) {
+            g->count = (uint16_t)u;
+            pt->has_type = true;
+        }
+        return rc;
+    }
+    if (strcmp(key, "order") == 0) {
+        pt->order_line = line;
+        return copy_text(value, pt->order, sizeof pt->order, msg, cap);
+    }
+    if (strcmp(key, "scale") == 0)
+        return parse_number(value, &g->scale, msg, cap);
+    if (strcmp(key, "offset") == 0)
+        return parse_number(value, &g->offset, msg, cap);
+    if (strcmp(key, "deadband") == 0)
+        return parse_number(value, &g->deadband, msg, cap);
+    if (strcmp(key, "unit") == 0)
+        return copy_text(value, g->unit, sizeof g->unit, msg, cap);
+    if (strcmp(key, "description") == 0)
+        return copy_text(value, g->description, sizeof g->description, msg, cap);
+    if (strcmp(key, "writable") == 0)
+        return tags_parse_bool(value, &g->writable, msg, cap);
+    if (strcmp(key, "interval_ms") == 0)
+        return parse_interval(value, &g->interval_ms, msg, cap);
+    return -ENOENT;
+}
+
+/* Where a device's tags_file key is, for messages about that file. */
+static void remember_file(config_tags_t *ct, const char *device, unsigned line)
+{
+    size_t i = 0;
+    while (i < ct->n_files && strcmp(ct->files[i].device, device) != 0)
+        i++;
+    if (i == CONFIG_MAX_DEVICES)
+        return;
+    ct->n_files += i == ct->n_files;
+    ct->files[i].line = line;
+    snprintf(ct->files[i].device, sizeof ct->files[i].device, "%s", device);
+}
+
+bool config_tags_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    pending_tag_t *pt = ld->target;
+    char msg[320] = "";
+    (void)number;
+    int rc = tag_key(pt, k->name, value, ld->line, msg, sizeof msg);
+    if (rc < 0) {
+        config_bad_value(ld, k->name, value, msg);
+        pt->bad = true;
+    }
+    return rc == 0;
+}
+
+bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_device_t *dev = ld->target;
+    char msg[320] = "";
+    (void)number;
+    if (strcmp(k->name, "order") == 0) {
+        if (tags_parse_order(value, &dev->order, msg, sizeof msg) == 0)
+            return true;
+    } else if (!*value) {
+        snprintf(msg, sizeof msg, "expected a file name");
+    } else if (copy_text(value, dev->tags_file, sizeof dev->tags_file, msg, sizeof msg) == 0) {
+        remember_file(ld->tags, dev->name, ld->line);
+        return true;
+    }
+    config_bad_value(ld, k->name, value, msg);
+    return false;
+}
+
+/* ---- once the file is read ---------------------------------------------------- */
+
+static int device_index(const config_t *cfg, const char *name)
+{
+    for (unsigned i = 0; i < cfg->device_count; i++)
+        if (strcmp(cfg->devices[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const pending_tag_t *x = *(pending_tag_t *const *)a, *y = *(pending_tag_t *const *)b;
+    int c = strcmp(x->tag.name, y->tag.name);
+    return c ? c : (x->tag.line > y->tag.line) - (x->tag.line < y->tag.line);
+}
+
+/* A [tag NAME] given twice is reported at the second, whatever the first held. */
+static void find_duplicates(loader_t *ld)
+{
+    config_tags_t *ct = ld->tags;
+    pending_tag_t **sorted = malloc((ct->n + 1) * sizeof *sorted);
+    if (!sorted) {
+        config_error_at(ld, 0, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < ct->n; i++)
+        sorted[i] = &ct->tags[i];
+    qsort(sorted, ct->n, sizeof *sorted, by_name);
+    for (size_t i = 1; i < ct->n; i++)
+        if (strcmp(sorted[i]->tag.name, sorted[i - 1]->tag.name) == 0) {
+            size_t first = i - 1;
+            while (first > 0 && strcmp(sorted[first - 1]->tag.name, sorted[i]->tag.name) == 0)
+                first--;
+            config_error_at(ld, sorted[i]->tag.line, "[tag %s]: section defined twice (first at line %u)",
+                            sorted[i]->tag.name, sorted[first]->tag.line);
+            sorted[i]->bad = true;
+        }
+    free(sorted);
+}
+
+/* One [tag NAME] section into t: its device, its order, the table's checks. */
+static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pending_tag_t *pt)
+{
+    tags_tag_t *g = &pt->tag;
+    char msg[320], section[CONFIG_NAME_MAX + 64];
+    snprintf(section, sizeof section, "tag %s", g->name);
+    if (pt->bad)
+        return;   /* its key's error says what is wrong */
+
+    int d = pt->device[0] ? device_index(cfg, pt->device) : cfg->device_count == 1 ? 0 : -1;
+    if (d < 0 && pt->device[0]) {
+        config_error_at(ld, pt->device_line, "[%s] device = '%s': no such device", section, pt->device);
+        return;
+    }
+    if (d < 0 || !pt->has_table || !pt->has_address || !pt->has_type) {
+        config_error_at(ld, g->line, "[%s]: %s", section,
+                        d < 0 ? "device is required (more than one device is configured)"
+                              : "table, address and type are required");
+        return;
+    }
+    g->order = cfg->devices[d].order;
+    if (pt->order[0] && tags_parse_order_for(pt->order, g->type, &g->order, msg, sizeof msg) < 0) {
+        config_error_at(ld, pt->order_line, "[%s] order = '%s': %s", section, pt->order, msg);
+        return;
+    }
+    if (tags_table_add(t, g, cfg->devices[d].name, msg, sizeof msg) < 0)
+        config_error_at(ld, g->line, "[%s]: %s", section, msg);
+}
+
+/* dir of the config file + path, unless path is absolute or the source has no folder. */
+static void resolve_path(const char *source, const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(source, '/');
+    if (path[0] == '/' || !slash)
+        snprintf(out, cap, "%s", path);
+    else
+        snprintf(out, cap, "%.*s/%s", (int)(slash - source), source, path);
+}
+
+/* Whether two devices' tags_file are the same file ("tags.csv", "./tags.csv"). */
+static bool same_file(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (realpath(a, ra) && realpath(b, rb))
+        return strcmp(ra, rb) == 0;
+    return strcmp(a, b) == 0;
+}
+
+static unsigned file_line(const config_tags_t *ct, const char *device)
+{
+    for (size_t i = 0; i < ct->n_files; i++)
+        if (strcmp(ct->files[i].device, device) == 0)
+            return ct->files[i].line;
+    return 0;
+}
+
+/* Where each file's tags start in the table, to name a tag's file later. */
+typedef struct loaded_file {
+    char path[2 * CONFIG_PATH_MAX];
+    size_t first, end;
+} loaded_file_t;
+
+/* The file of device i, with every device that names the same file as its defaults. */
+static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsigned i, bool *done,
+                      loaded_file_t *lf)
+{
+    const config_device_t *dev = &cfg->devices[i];
+    char other[2 * CONFIG_PATH_MAX];
+    tags_device_defaults_t defs[CONFIG_MAX_DEVICES];
+    size_t n = 0;
+
+    resolve_path(ld->source, dev->tags_file, lf->path, sizeof lf->path);
+    for (unsigned j = i; j < cfg->device_count; j++) {
+        if (!cfg->devices[j].tags_file[0] || done[j])
+            continue;
+        resolve_path(ld->source, cfg->devices[j].tags_file, other, sizeof other);
+        if (!same_file(other, lf->path))
+            continue;
+        done[j] = true;
+        defs[n++] = (tags_device_defaults_t){ cfg->devices[j].name, cfg->devices[j].order, 0 };
+    }
+    lf->first = lf->end = tags_table_count(t);
+    if (access(lf->path, R_OK) != 0) {
+        config_error_at(ld, file_line(ld->tags, dev->name), "[device %s] tags_file = '%s': cannot read %s: %s",
+                        dev->name, dev->tags_file, lf->path, strerror(errno));
+        return;
+    }
+    tags_errors_t *te = malloc(sizeof *te);
+    if (!te) {
+        config_error_at(ld, 0, "%s: out of memory", lf->path);
+        return;
+    }
+    if (tags_load_csv(t, lf->path, defs, n, te) < 0) {
+        for (unsigned k = 0; k < te->count; k++)
+            config_error_text(ld, "%s", te->text[k]);   /* each names the CSV's line and column */
+        if (te->total > te->count)
+            config_error_text(ld, "%s: %u more errors", lf->path, te->total - te->count);
+    }
+    lf->end = tags_table_count(t);
+    free(te);
+}
+
+static unsigned limit_of(const config_device_t *d, bool bits)
+{
+    return bits ? d->max_read_bits : d->max_read_registers;
+}
+
+/* A tag or poll group longer than one read of its device could never be read. */
+static void check_limits(loader_t *ld, const config_t *cfg, const tags_table_t *t,
+                         const loaded_file_t *files, size_t n_files, size_t n_sections)
+{
+    for (unsigned i = 0; i < cfg->poll_count; i++) {
+        const config_poll_t *p = &cfg->polls[i];
+        const config_device_t *d = &cfg->devices[p->device];
+        if (p->device < cfg->device_count && p->count > limit_of(d, p->function <= 2))
+            config_error_at(ld, p->line, "[poll %s] count = %u: more than [device %s] %s = %u", p->name,
+                            p->count, d->name, p->function <= 2 ? "max_read_bits" : "max_read_registers",
+                            limit_of(d, p->function <= 2));
+    }
+    for (size_t i = 0; t && i < tags_table_count(t); i++) {
+        const tags_tag_t *g = tags_table_tag(t, i);
+        int di = device_index(cfg, tags_table_device_name(t, g->device));
+        bool bits = g->area == TAGS_AREA_COIL || g->area == TAGS_AREA_DISCRETE;
+        if (di < 0 || g->count <= limit_of(&cfg->devices[di], bits))
+            continue;
+        const char *where = ld->source;
+        for (size_t f = 0; i >= n_sections && f < n_files; f++)
+            if (i >= files[f].first && i < files[f].end)
+                where = files[f].path;
+        config_error_text(ld, "%s:%u: tag %s: %u registers, more than [device %s] max_read_registers = %u", where,
+                          g->line, g->name, g->count, cfg->devices[di].name, cfg->devices[di].max_read_registers);
+    }
+}
+
+void config_tags_resolve(loader_t *ld)
+{
+    config_t *cfg = ld->cfg;
+    config_tags_t *ct = ld->tags;
+    bool done[CONFIG_MAX_DEVICES] = { false };
+    loaded_file_t *files = calloc(cfg->device_count + 1, sizeof *files);
+    size_t n_files = 0;
+    tags_table_t *t = NULL;
+    unsigned before = ld->errs->total;
+    bool any_file = false;
+
+    for (unsigned i = 0; i < cfg->device_count; i++)
+        any_file = any_file || cfg->devices[i].tags_file[0];
+    if (!files) {
+        config_error_at(ld, 0, "out of memory");
+        return;
+    }
+    if ((ct->n || any_file) && !(t = tags_table_new(CONFIG_MAX_TAGS))) {
+        config_error_at(ld, 0, "out of memory for the tags");
+        free(files);
+        return;
+    }
+    find_duplicates(ld);
+    for (size_t i = 0; i < ct->n; i++)
+        add_section(ld, cfg, t, &ct->tags[i]);
+    size_t n_sections = t ? tags_table_count(t) : 0;
+    for (unsigned i = 0; i < cfg->device_count; i++)
+        if (cfg->devices[i].tags_file[0] && !done[i])
+            load_file(ld, cfg, t, i, done, &files[n_files++]);
+    check_limits(ld, cfg, t, files, n_files, n_sections);
+    free(files);
+    if (ld->errs->total != before) {
+        tags_table_free(t);
+        return;
+    }
+    cfg->tags = t;
+}

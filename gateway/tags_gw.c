@@ -1,0 +1,167 @@
+/*
+ * gateway/tags_gw.c -- the live tag table: the configuration's tag
+ * definitions copied into a table of the daemon's own, whose values the
+ * poller's answers update and HTTP reads.
+ *
+ * The lock. Definitions never change once the gateway runs, so reading a
+ * tag's name, type or address needs nothing. Values change on the poller's
+ * thread, and HTTP reads them on the I/O thread: every access to a value
+ * (tags_table_value, tags_table_apply, tags_table_fail, and the words of a
+ * string or raw value, which stay valid only until the next update) holds
+ * this table's own mutex. It is not the cache lock: a listing of 2,000 tags
+ * formatted under it must not hold up the Modbus TCP front end's cached
+ * reads, and the poller holds it only for one answer's apply (~20 ns a tag).
+ */
+#include "gateway/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gw_tags {
+    pthread_mutex_t lock;
+    tags_table_t *table;
+    unsigned *config_device;     /* per table device: its index in cfg->devices */
+};
+
+static int config_device_index(const config_t *cfg, const char *name)
+{
+    for (unsigned i = 0; i < cfg->device_count; i++)
+        if (strcmp(cfg->devices[i].name, name) == 0)
+            return (int)i;
+    return -ENOENT;
+}
+
+gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap)
+{
+    const tags_table_t *src = cfg->tags;
+    size_t n = src ? tags_table_count(src) : 0;
+    gw_tags_t *t = calloc(1, sizeof *t);
+    char msg[320];
+
+    if (!t || !(t->table = tags_table_new(n ? n : 1))) {
+        snprintf(err, errcap, "tags: out of memory");
+        gwtags_free(t);
+        return NULL;
+    }
+    pthread_mutex_init(&t->lock, NULL);
+    for (size_t i = 0; i < n; i++) {
+        const tags_tag_t *g = tags_table_tag(src, i);
+        if (tags_table_add(t->table, g, tags_table_device_name(src, g->device), msg, sizeof msg) < 0) {
+            snprintf(err, errcap, "tags: %s", msg);   /* the config validated it: cannot happen */
+            gwtags_free(t);
+            return NULL;
+        }
+    }
+    size_t n_dev = tags_table_device_count(t->table);
+    t->config_device = calloc(n_dev + 1, sizeof *t->config_device);
+    for (size_t d = 0; t->config_device && d < n_dev; d++) {
+        int c = config_device_index(cfg, tags_table_device_name(t->table, d));
+        if (c < 0) {
+            snprintf(err, errcap, "tags: device '%s' is not configured", tags_table_device_name(t->table, d));
+            gwtags_free(t);
+            return NULL;
+        }
+        t->config_device[d] = (unsigned)c;
+    }
+    if (!t->config_device) {
+        snprintf(err, errcap, "tags: out of memory");
+        gwtags_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void gwtags_free(gw_tags_t *t)
+{
+    if (!t)
+        return;
+    if (t->table)
+        pthread_mutex_destroy(&t->lock);
+    tags_table_free(t->table);
+    free(t->config_device);
+    free(t);
+}
+
+tags_table_t *gwtags_lock(gw_tags_t *t)
+{
+    pthread_mutex_lock(&t->lock);
+    return t->table;
+}
+
+void gwtags_unlock(gw_tags_t *t)
+{
+    pthread_mutex_unlock(&t->lock);
+}
+
+const tags_table_t *gwtags_defs(const gw_tags_t *t)
+{
+    return t->table;
+}
+
+unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag)
+{
+    return t->config_device[tag->device];
+}
+
+/* What a gateway or slave exception means for the tags of the read. */
+static tags_reason_t reason_of(uint8_t code)
+{
+    if (code == MB_EX_PATH_UNAVAILABLE)
+        return TAGS_BAD_PORT_DOWN;
+    if (code == MB_EX_TARGET_FAILED)
+        return TAGS_BAD_TIMEOUT;
+    return TAGS_BAD_EXCEPTION;
+}
+
+int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
+                 int64_t now_ms)
+{
+    const tags_read_t *read = tags_plan_read(plan, r);
+    bool bits = read->function <= 2;
+    size_t want = bits ? (read->count + 7u) / 8u : 2u * read->count;
+    uint16_t words[TAGS_MAX_REGISTERS];
+    int changed;
+
+    pthread_mutex_lock(&t->lock);
+    if (len >= 2 && (pdu[0] & 0x80)) {
+        changed = tags_table_fail(t->table, plan, r, reason_of(pdu[1]), pdu[1], now_ms);
+    } else if (len < 2 || pdu[1] != len - 2 || (size_t)pdu[1] > want || (!bits && pdu[1] % 2)) {
+        changed = tags_table_fail(t->table, plan, r, TAGS_BAD_SHORT, 0, now_ms);
+    } else if (bits) {
+        changed = tags_table_apply_bits(t->table, plan, r, pdu + 2, pdu[1] == want ? read->count : 8u * pdu[1],
+                                        now_ms);
+    } else {
+        size_t n = pdu[1] / 2u;
+        for (size_t i = 0; i < n; i++)
+            words[i] = (uint16_t)(pdu[2 + 2 * i] << 8 | pdu[3 + 2 * i]);
+        changed = tags_table_apply(t->table, plan, r, words, n, now_ms);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return changed;
+}
+
+static bool same_tag(const tags_tag_t *a, const char *dev_a, const tags_tag_t *b, const char *dev_b)
+{
+    return strcmp(a->name, b->name) == 0 && strcmp(dev_a, dev_b) == 0 && a->area == b->area &&
+           a->address == b->address && a->in_register == b->in_register && a->bit == b->bit &&
+           a->type == b->type && a->count == b->count && a->order == b->order && a->scale == b->scale &&
+           a->offset == b->offset && a->deadband == b->deadband && a->writable == b->writable &&
+           a->interval_ms == b->interval_ms && strcmp(a->unit, b->unit) == 0 &&
+           strcmp(a->description, b->description) == 0;
+}
+
+bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
+{
+    size_t n = tags_table_count(t->table);
+    if (n != (defs ? tags_table_count(defs) : 0))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const tags_tag_t *a = tags_table_tag(t->table, i), *b = tags_table_tag(defs, i);
+        if (!same_tag(a, tags_table_device_name(t->table, a->device), b,
+                      tags_table_device_name(defs, b->device)))
+            return false;
+    }
+    return true;
+}
