@@ -112,6 +112,8 @@ typedef struct config_http {
     unsigned max_body_bytes;
     unsigned request_timeout_ms;    /* a request must be complete this long after its first byte */
     unsigned idle_timeout_s;        /* a keep-alive connection with nothing to do is closed */
+    unsigned frame_ring;            /* frames kept per bus for GET /frames (the web page's
+                                       monitor); 0: none kept, no memory taken */
 } config_http_t;
 
 typedef struct config_router {

@@ -94,6 +94,7 @@ static const key_spec_t http_keys[] = {
     U(config_http_t, max_body_bytes, 0, 16777216),
     U(config_http_t, request_timeout_ms, 100, 600000),
     U(config_http_t, idle_timeout_s, 1, 86400),
+    U(config_http_t, frame_ring, 0, 4096),
 };
 
 static const key_spec_t router_keys[] = {
