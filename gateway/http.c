@@ -246,6 +246,34 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     evbuffer_free(b);
 }
 
+/* The q-quantile of a bus's latency histogram in ms, interpolated inside its
+ * bucket as Prometheus's histogram_quantile() does; -1 before any answer. */
+static double latency_quantile_ms(gw_bus_metrics_t *m, double q)
+{
+    uint64_t n[GW_LATENCY_BUCKETS], total = 0;
+    double cum = 0, lo = 0;
+    for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++)
+        total += n[i] = gw_read(&m->latency[i]);
+    if (!total)
+        return -1;
+    for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++) {
+        double rank = q * (double)total, hi = gw_latency_edges_ms[i];
+        if (n[i] && cum + (double)n[i] >= rank)
+            return isinf(hi) ? lo : lo + (hi - lo) * (rank - cum) / (double)n[i];
+        cum += (double)n[i];
+        lo = gw_latency_edges_ms[i];
+    }
+    return lo;
+}
+
+static void add_ms(struct evbuffer *b, const char *key, double ms)
+{
+    if (ms < 0)
+        evbuffer_add_printf(b, ",\"%s\":null", key);
+    else
+        evbuffer_add_printf(b, ",\"%s\":%.3f", key, ms);
+}
+
 static void on_status(struct evhttp_request *req, void *arg)
 {
     gw_t *gw = arg;
@@ -264,10 +292,16 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, ",\"port\":");
         add_str(b, bc->port);
         evbuffer_add_printf(b, ",\"up\":%s,\"queue_depth\":%llu,"
-                               "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,\"devices\":[",
+                               "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,"
+                               "\"crc_errors\":%llu,\"exceptions\":%llu,\"retries\":%llu",
                             gw_read(&m->port_up) ? "true" : "false",
                             (unsigned long long)gw_read(&m->queue_depth), (unsigned long long)gw_read(&m->requests),
-                            (unsigned long long)gw_read(&m->responses), (unsigned long long)gw_read(&m->timeouts));
+                            (unsigned long long)gw_read(&m->responses), (unsigned long long)gw_read(&m->timeouts),
+                            (unsigned long long)gw_read(&m->crc_errors), (unsigned long long)gw_read(&m->exceptions),
+                            (unsigned long long)gw_read(&m->retries));
+        add_ms(b, "latency_p50_ms", latency_quantile_ms(m, 0.50));
+        add_ms(b, "latency_p99_ms", latency_quantile_ms(m, 0.99));
+        evbuffer_add_printf(b, ",\"devices\":[");
         bool first = true;
         for (unsigned d = 0; d < gw->cfg->device_count; d++) {
             const config_device_t *dev = &gw->cfg->devices[d];
@@ -278,10 +312,15 @@ static void on_status(struct evhttp_request *req, void *arg)
             evbuffer_add_printf(b, "%s{\"name\":", first ? "" : ",");
             add_str(b, dev->name);
             evbuffer_add_printf(b, ",\"slave\":%u,\"up\":%s,\"backed_off\":%s,\"timeout_ms\":%llu,"
+                                   "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,\"exceptions\":%llu,"
                                    "\"last_ok_age_s\":",
                                 dev->slave, 
                                 last && !gw_read(&sm->dead) ? "true" : "false",
-                                gw_read(&sm->dead) ? "true" : "false", (unsigned long long)gw_read(&sm->timeout_ms));
+                                gw_read(&sm->dead) ? "true" : "false", (unsigned long long)gw_read(&sm->timeout_ms),
+                                (unsigned long long)gw_read(&sm->requests),
+                                (unsigned long long)gw_read(&sm->responses),
+                                (unsigned long long)gw_read(&sm->timeouts),
+                                (unsigned long long)gw_read(&sm->exceptions));
             if (last)
                 evbuffer_add_printf(b, "%.3f}", (double)(now - last) / 1e9);
             else
@@ -300,12 +339,11 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, ",\"device\":");
         add_str(b, gw->cfg->devices[pg->device].name);
         evbuffer_add_printf(b, ",\"function\":%u,\"address\":%u,"
-                               "\"count\":%u,\"read\":%u,\"polls\":%llu,\"failures\":%llu,\"overruns\":%llu,"
-                               "\"ok\":%s,",
-                            pg->function,
-                            pg->address, pg->count, poller_read_of(gw->poller, i), (unsigned long long)e->polls,
-                            (unsigned long long)e->failures, (unsigned long long)e->overruns,
-                            e->ok ? "true" : "false");
+                               "\"count\":%u,\"interval_ms\":%u,\"read\":%u,\"polls\":%llu,\"failures\":%llu,"
+                               "\"overruns\":%llu,\"ok\":%s,\"exception\":%u,",
+                            pg->function, pg->address, pg->count, pg->interval_ms, poller_read_of(gw->poller, i),
+                            (unsigned long long)e->polls, (unsigned long long)e->failures,
+                            (unsigned long long)e->overruns, e->ok ? "true" : "false", e->ok ? 0u : e->exception);
         if (e->t_ns)
             evbuffer_add_printf(b, "\"age_s\":%.3f,\"values\":[", (double)(now - e->t_ns) / 1e9);
         else
