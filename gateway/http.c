@@ -1,8 +1,8 @@
 /*
  * gateway/http.c -- /metrics (Prometheus text) and /status (JSON), served by
- * libevent's evhttp on the I/O thread. Everything read here is a relaxed
- * atomic with a single writer, or the cache under its mutex, so a scrape
- * never stalls a bus.
+ * libevent's evhttp on the I/O thread; the web page and /frames are web.c's.
+ * Everything read here is a relaxed atomic with a single writer, or the cache
+ * under its mutex, so a scrape never stalls a bus.
  */
 #include "gateway/internal.h"
 #include "json/json.h"
@@ -240,6 +240,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     }
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
+    frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
     actor_metrics_text(gw, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);
@@ -354,10 +355,11 @@ static void on_status(struct evhttp_request *req, void *arg)
     }
     pthread_mutex_unlock(&gw->cache_lock);
     evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu},"
-                           "\"restart_needed\":",
+                           "\"frame_ring\":%u,\"restart_needed\":",
                         (unsigned long long)gw_read(&gw->tcp_metrics.active),
                         (unsigned long long)gw_read(&gw->tcp_metrics.requests),
-                        (unsigned long long)gw_read(&gw->tcp_metrics.answers));
+                        (unsigned long long)gw_read(&gw->tcp_metrics.answers),
+                        frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
     add_str(b, gw->restart_needed);
     evbuffer_add_printf(b, "}\n");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
@@ -403,7 +405,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         on_metrics(req, h->gw);
     else if (path && strcmp(path, "/status") == 0)
         on_status(req, h->gw);
-    else
+    else if (!path || !web_handle(h->gw, req, path))
         evhttp_send_error(req, HTTP_NOTFOUND, "not found");
 }
 
@@ -532,6 +534,10 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
     evhttp_set_gencb(h->http, on_request, h);
+    if (web_start(gw, err, errcap) != 0) {
+        http_free(h);
+        return NULL;
+    }
     struct timeval quarter = { 0, 250000 };
     event_add(h->ev_sweep, &quarter);
     return h;
@@ -541,6 +547,7 @@ void http_free(gw_http_t *h)
 {
     if (!h)
         return;
+    web_stop(h->gw);
     if (h->ev_sweep)
         event_free(h->ev_sweep);
     if (h->http)
