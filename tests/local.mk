@@ -52,3 +52,8 @@ XFAIL_TESTS = tests/test_integrity.py
 # socket bound like systemd's; libsystemd mapped neither by ldd nor at run time.
 TESTS += tests/test_notify.py
 EXTRA_DIST += tests/test_notify.py
+# The web page (GET /) in a real browser: headless chromium through selenium,
+# against `rtugw demo` and a gateway with silent slaves; screenshots go to
+# tests/screenshots/ in the build tree.
+TESTS += tests/test_webpage.py
+EXTRA_DIST += tests/test_webpage.py
