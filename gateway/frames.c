@@ -8,8 +8,10 @@
  * One writer per ring (its bus actor, one thread at a time) and one reader
  * (the I/O thread, about once a second per watching page): a mutex per ring,
  * held to copy one frame in, or to copy out at most FRAMES_REPLY_MAX frames,
- * never while decoding or formatting. A bus so waits, at worst, for one
- * reader's memcpy of 256 slots (70 KB), and a frame is never lost to a page.
+ * never while decoding or formatting. With the bus actors on the I/O thread
+ * ([gateway] buses_on_io_thread, the default) it is never contended; with
+ * them on the workers a bus waits, at worst, for one reader's copy of 256
+ * slots (70 KB). Either way a frame is never lost to a page.
  *
  * A frame is kept raw, with its CLOCK_MONOTONIC time; it is decoded (the
  * fields `rtugw decode` prints) only when served, so the line pays a copy,

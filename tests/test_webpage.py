@@ -19,7 +19,6 @@ Screenshots of each state go to tests/screenshots/ in the build tree
 ($RTUGW_SCREENSHOTS to put them elsewhere)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, fetch_metrics, finish, free_port, procs  # noqa: E402
+from rtugwtest import BIN, Gateway, check, fetch_metrics, finish, free_port, procs, wait_listening  # noqa: E402
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 missing = [f"{p} (Debian package {pkg})" for p, pkg in ((CHROMIUM, "chromium"), (DRIVER, "chromium-driver"))
@@ -62,17 +61,6 @@ def http(port, path, method="GET", body=None, headers=None):
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
-
-
-def wait_http(port, deadline=10):
-    end = time.time() + deadline
-    while time.time() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 class Browser:
@@ -191,8 +179,9 @@ def check_http(port, ring):
 
 def check_ring_bounds():
     """A ring of 8 on a busy bus: a watcher that falls behind is told how many it
-    missed, and /metrics counts them and the overwritten ones."""
-    g = Gateway(extra="frame_ring = 8\n[poll fast]\ndevice = d1\nfunction = 3\naddress = 0\ncount = 2\n"
+    missed, and /metrics counts them and the overwritten ones. The bus actor on
+    a worker, so the ring's writer and reader are on two threads."""
+    g = Gateway(log_level="info\nbuses_on_io_thread = false", extra="frame_ring = 8\n[poll fast]\ndevice = d1\nfunction = 3\naddress = 0\ncount = 2\n"
                       "interval_ms = 20\n")
     try:
         first = json.loads(http(g.http_port, "/frames?bus=line")[2])
@@ -226,7 +215,7 @@ def test_demo(b):
                          stdout=log, stderr=log)
     procs.append(p)
     try:
-        check(wait_http(hp), "rtugw demo serves HTTP")
+        check(wait_listening(hp, p), "rtugw demo serves HTTP")
         time.sleep(0.5)
         bus, _ = check_http(hp, 256)
         url = f"http://127.0.0.1:{hp}/"

@@ -24,6 +24,8 @@
     tagList: null,
     token: '',                  /* the write token: in this variable only, never stored */
     editing: null,              /* the tag being edited */
+    writable: {},               /* tag -> writable, from /tags/NAME where the list leaves it out */
+    results: {},                /* tag -> {ok, text}: the last write's answer */
     frames: {},                 /* bus -> {since, rows, paused} */
     frameBus: null,
     paused: false,
@@ -279,28 +281,48 @@
     const q = ['good', 'stale', 'bad'].includes(t.quality) ? t.quality : 'none';
     const qColour = { good: 'green', stale: 'amber', bad: 'red', none: 'grey' }[q];
     const qText = q === 'bad' && t.reason ? 'bad: ' + t.reason + (t.exception ? ' ' + t.exception : '') : (t.quality || '-');
+    const writable = t.writable !== undefined ? t.writable : state.writable[t.name];
     let edit = null;
-    if (t.writable === true && state.token) {
+    if (writable !== false && state.token) {
       if (state.editing === t.name) {
         const input = el('input', { type: 'text', value: formatValue(t) === '-' ? '' : formatValue(t), 'aria-label': 'New value' });
-        const msg = el('span', { class: 'msg' });
-        edit = el('form', { class: 'edit', onsubmit: (ev) => { ev.preventDefault(); writeTag(t, input.value, msg); } },
+        edit = el('form', { class: 'edit', onsubmit: (ev) => { ev.preventDefault(); writeTag(t, input.value); } },
           input, el('button', { type: 'submit', text: 'Write' }),
-          el('button', { type: 'button', text: 'Cancel', onclick: () => { state.editing = null; renderTags(); } }), msg);
+          el('button', { type: 'button', text: 'Cancel', onclick: () => { state.editing = null; renderTags(); } }));
         setTimeout(() => input.focus(), 0);
       } else {
-        edit = el('button', { type: 'button', text: 'Edit', onclick: () => { state.editing = t.name; renderTags(); } });
+        edit = el('button', { type: 'button', text: 'Edit', onclick: () => startEdit(t) });
       }
-    } else if (t.writable === true) {
+    } else if (writable === true) {
       edit = el('span', { class: 'muted', text: 'writable' });
     }
+    const res = state.results[t.name];
+    const msg = res ? el('span', { class: 'msg ' + (res.ok ? 'msg-ok' : res.ok === false ? 'msg-bad' : 'muted'), text: res.text }) : null;
     return el('tr', { class: 'q-' + q, 'data-tag': t.name, 'data-quality': q },
       el('td', { text: t.name }),
       el('td', { class: 'value num', text: formatValue(t) }),
       el('td', { text: t.unit || '' }),
       el('td', {}, el('span', { class: 'badge ' + qColour, text: qText })),
       el('td', { text: age(t.age_s) }),
-      el('td', {}, edit));
+      el('td', {}, edit, msg ? ' ' : null, msg));
+  }
+
+  /* A list that leaves "writable" out: /tags/NAME says, once, before editing. */
+  async function startEdit(t) {
+    if (t.writable === undefined && state.writable[t.name] === undefined) {
+      try {
+        const r = await getJSON('/tags/' + encodeURIComponent(t.name));
+        if (r.ok && r.body && typeof r.body.writable === 'boolean') state.writable[t.name] = r.body.writable;
+      } catch (e) { /* the gateway decides when the write comes */ }
+      if (state.writable[t.name] === false) {
+        state.results[t.name] = { ok: false, text: 'this tag is not writable' };
+        renderTags();
+        return;
+      }
+    }
+    delete state.results[t.name];
+    state.editing = t.name;
+    renderTags();
   }
 
   function renderTagTables(list) {
@@ -329,28 +351,26 @@
     return text;
   }
 
-  async function writeTag(t, text, msg) {
-    msg.className = 'msg muted';
-    msg.textContent = 'writing\u2026';
+  async function writeTag(t, text) {
+    state.results[t.name] = { ok: null, text: 'writing\u2026' };
+    let result;
     try {
       const r = await getJSON('/tags/' + encodeURIComponent(t.name), {
         method: 'PUT',
         headers: { 'Authorization': 'Bearer ' + state.token, 'Content-Type': 'application/json' },
         body: JSON.stringify({ value: parseValue(t, text) }),
       });
-      if (r.ok) {
-        state.editing = null;
-        msg.className = 'msg msg-ok';
-        msg.textContent = 'written';
-        setTimeout(refreshTags, 200);
-      } else {
-        msg.className = 'msg msg-bad';
-        msg.textContent = 'refused (' + r.status + '): ' + ((r.body && r.body.error) || 'no reason given');
-      }
+      result = r.ok ? { ok: true, text: 'written' }
+        : { ok: false, text: 'refused (' + r.status + '): ' + ((r.body && r.body.error) || 'no reason given') };
     } catch (e) {
-      msg.className = 'msg msg-bad';
-      msg.textContent = 'no answer from the gateway';
+      result = { ok: false, text: 'no answer from the gateway' };
     }
+    state.results[t.name] = result;
+    if (result.ok) state.editing = null;
+    /* the editor keeps the focus; the answer shows whatever has it */
+    if (document.activeElement) document.activeElement.blur();
+    renderTags();
+    if (result.ok) setTimeout(refreshTags, 200);
   }
 
   const TABLES = { 1: 'coils', 2: 'discrete inputs', 3: 'holding registers', 4: 'input registers' };
