@@ -316,6 +316,10 @@ def test_demo(b):
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             p.kill()
+        log.seek(0)
+        text = log.read()
+        check(not any(s in text for s in ("ERROR: AddressSanitizer", "runtime error:", "ThreadSanitizer")),
+              f"no sanitizer report from rtugw demo ({log.name})")
 
 
 # ---- silent slaves, in the browser ---------------------------------------------------------------
