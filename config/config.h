@@ -124,6 +124,8 @@ typedef struct config_http {
     unsigned idle_timeout_s;        /* a keep-alive connection with nothing to do is closed */
     bool tag_metrics;               /* a gauge per tag in /metrics */
     char write_token[CONFIG_TOKEN_MAX]; /* PUT /tags/NAME needs "Authorization: Bearer TOKEN"; empty: none */
+    unsigned frame_ring;            /* frames kept per bus for GET /frames (the web page's
+                                       monitor); 0: none kept, no memory taken */
 } config_http_t;
 
 typedef struct config_router {

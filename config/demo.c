@@ -1,7 +1,7 @@
 /*
  * config/demo.c -- the configuration `rtugw demo` runs on: three simulated
  * PLCs on one pseudo-terminal bus, Modbus TCP on 127.0.0.1:1502, HTTP status
- * on 127.0.0.1:8502. Kept as INI text (not structs) so it goes through the
+ * and the web page (with its frame monitor on) on 127.0.0.1:8502. Kept as INI text (not structs) so it goes through the
  * same parser and checks as any user's file, and `rtugw check --print-demo`
  * shows a user a complete, valid example.
  */
@@ -56,6 +56,8 @@ static const char demo_text[] =
     "[http]\n"
     "bind = 127.0.0.1\n"
     "port = 8502\n"
+    "# the last 256 frames of each bus for the web page's frame monitor\n"
+    "frame_ring = 256\n"
     "\n"
     "[router]\n"
     "exploration = 0.05\n"

@@ -102,6 +102,7 @@ static const key_spec_t http_keys[] = {
     B(config_http_t, tag_metrics),
     { .name = "write_token", .type = K_STRING, .offset = offsetof(config_http_t, write_token),
       .max = CONFIG_TOKEN_MAX },
+    U(config_http_t, frame_ring, 0, 4096),
 };
 
 static const key_spec_t router_keys[] = {

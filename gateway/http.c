@@ -1,9 +1,10 @@
 /*
  * gateway/http.c -- /metrics (Prometheus text) and /status (JSON), served by
  * libevent's evhttp on the I/O thread, and the connections' bounds. The
- * /tags part is http_tags.c. Everything read here is a relaxed atomic with a
- * single writer, the cache under its mutex or the tags under theirs, so a
- * scrape never stalls a bus. Only /tags/NAME takes PUT.
+ * /tags part is http_tags.c; the web page and /frames are web.c's.
+ * Everything read here is a relaxed atomic with a single writer, the cache
+ * under its mutex or the tags under theirs, so a scrape never stalls a bus.
+ * Only /tags/NAME takes PUT.
  */
 #include "gateway/internal.h"
 #include "json/json.h"
@@ -246,11 +247,40 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     }
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
+    frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
     actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);
     evbuffer_free(b);
+}
+
+/* The q-quantile of a bus's latency histogram in ms, interpolated inside its
+ * bucket as Prometheus's histogram_quantile() does; -1 before any answer. */
+static double latency_quantile_ms(gw_bus_metrics_t *m, double q)
+{
+    uint64_t n[GW_LATENCY_BUCKETS], total = 0;
+    double cum = 0, lo = 0;
+    for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++)
+        total += n[i] = gw_read(&m->latency[i]);
+    if (!total)
+        return -1;
+    for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++) {
+        double rank = q * (double)total, hi = gw_latency_edges_ms[i];
+        if (n[i] && cum + (double)n[i] >= rank)
+            return isinf(hi) ? lo : lo + (hi - lo) * (rank - cum) / (double)n[i];
+        cum += (double)n[i];
+        lo = gw_latency_edges_ms[i];
+    }
+    return lo;
+}
+
+static void add_ms(struct evbuffer *b, const char *key, double ms)
+{
+    if (ms < 0)
+        evbuffer_add_printf(b, ",\"%s\":null", key);
+    else
+        evbuffer_add_printf(b, ",\"%s\":%.3f", key, ms);
 }
 
 static void on_status(struct evhttp_request *req, void *arg)
@@ -271,10 +301,16 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, ",\"port\":");
         add_str(b, bc->port);
         evbuffer_add_printf(b, ",\"up\":%s,\"queue_depth\":%llu,"
-                               "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,\"devices\":[",
+                               "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,"
+                               "\"crc_errors\":%llu,\"exceptions\":%llu,\"retries\":%llu",
                             gw_read(&m->port_up) ? "true" : "false",
                             (unsigned long long)gw_read(&m->queue_depth), (unsigned long long)gw_read(&m->requests),
-                            (unsigned long long)gw_read(&m->responses), (unsigned long long)gw_read(&m->timeouts));
+                            (unsigned long long)gw_read(&m->responses), (unsigned long long)gw_read(&m->timeouts),
+                            (unsigned long long)gw_read(&m->crc_errors), (unsigned long long)gw_read(&m->exceptions),
+                            (unsigned long long)gw_read(&m->retries));
+        add_ms(b, "latency_p50_ms", latency_quantile_ms(m, 0.50));
+        add_ms(b, "latency_p99_ms", latency_quantile_ms(m, 0.99));
+        evbuffer_add_printf(b, ",\"devices\":[");
         bool first = true;
         for (unsigned d = 0; d < gw->cfg->device_count; d++) {
             const config_device_t *dev = &gw->cfg->devices[d];
@@ -285,10 +321,15 @@ static void on_status(struct evhttp_request *req, void *arg)
             evbuffer_add_printf(b, "%s{\"name\":", first ? "" : ",");
             add_str(b, dev->name);
             evbuffer_add_printf(b, ",\"slave\":%u,\"up\":%s,\"backed_off\":%s,\"timeout_ms\":%llu,"
+                                   "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,\"exceptions\":%llu,"
                                    "\"last_ok_age_s\":",
                                 dev->slave, 
                                 last && !gw_read(&sm->dead) ? "true" : "false",
-                                gw_read(&sm->dead) ? "true" : "false", (unsigned long long)gw_read(&sm->timeout_ms));
+                                gw_read(&sm->dead) ? "true" : "false", (unsigned long long)gw_read(&sm->timeout_ms),
+                                (unsigned long long)gw_read(&sm->requests),
+                                (unsigned long long)gw_read(&sm->responses),
+                                (unsigned long long)gw_read(&sm->timeouts),
+                                (unsigned long long)gw_read(&sm->exceptions));
             if (last)
                 evbuffer_add_printf(b, "%.3f", (double)(now - last) / 1e9);
             else
@@ -309,12 +350,11 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, ",\"device\":");
         add_str(b, gw->cfg->devices[pg->device].name);
         evbuffer_add_printf(b, ",\"function\":%u,\"address\":%u,"
-                               "\"count\":%u,\"read\":%u,\"polls\":%llu,\"failures\":%llu,\"overruns\":%llu,"
-                               "\"ok\":%s,",
-                            pg->function,
-                            pg->address, pg->count, poller_read_of(gw->poller, i), (unsigned long long)e->polls,
-                            (unsigned long long)e->failures, (unsigned long long)e->overruns,
-                            e->ok ? "true" : "false");
+                               "\"count\":%u,\"interval_ms\":%u,\"read\":%u,\"polls\":%llu,\"failures\":%llu,"
+                               "\"overruns\":%llu,\"ok\":%s,\"exception\":%u,",
+                            pg->function, pg->address, pg->count, pg->interval_ms, poller_read_of(gw->poller, i),
+                            (unsigned long long)e->polls, (unsigned long long)e->failures,
+                            (unsigned long long)e->overruns, e->ok ? "true" : "false", e->ok ? 0u : e->exception);
         if (e->t_ns)
             evbuffer_add_printf(b, "\"age_s\":%.3f,\"values\":[", (double)(now - e->t_ns) / 1e9);
         else
@@ -325,10 +365,11 @@ static void on_status(struct evhttp_request *req, void *arg)
     }
     pthread_mutex_unlock(&gw->cache_lock);
     evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu},"
-                           "\"restart_needed\":",
+                           "\"frame_ring\":%u,\"restart_needed\":",
                         (unsigned long long)gw_read(&gw->tcp_metrics.active),
                         (unsigned long long)gw_read(&gw->tcp_metrics.requests),
-                        (unsigned long long)gw_read(&gw->tcp_metrics.answers));
+                        (unsigned long long)gw_read(&gw->tcp_metrics.answers),
+                        frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
     add_str(b, gw->restart_needed);
     evbuffer_add_printf(b, "}\n");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
@@ -379,7 +420,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         on_metrics(req, h->gw);
     else if (path && strcmp(path, "/status") == 0)
         on_status(req, h->gw);
-    else
+    else if (!path || !web_handle(h->gw, req, path))
         evhttp_send_error(req, HTTP_NOTFOUND, "not found");
 }
 
@@ -527,6 +568,10 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT);
     evhttp_set_gencb(h->http, on_request, h);
+    if (web_start(gw, err, errcap) != 0) {
+        http_free(h);
+        return NULL;
+    }
     struct timeval quarter = { 0, 250000 };
     event_add(h->ev_sweep, &quarter);
     return h;
@@ -536,6 +581,7 @@ void http_free(gw_http_t *h)
 {
     if (!h)
         return;
+    web_stop(h->gw);
     if (h->ev_sweep)
         event_free(h->ev_sweep);
     if (h->http)

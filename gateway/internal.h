@@ -10,8 +10,9 @@
  *                 know every other part
  *   tcp.c       front ends: each builds gw_request_t's, names itself as
  *   poller.c      their origin (gw_origin_t) and submits them to a bus;
- *   http.c        http.c reads counters, the cache and the tags, and
- *   http_tags.c   http_tags.c (its /tags part) submits tag writes
+ *   http.c        http.c reads counters, the cache, the tags and the frames;
+ *   http_tags.c   http_tags.c (its /tags part) submits tag writes;
+ *   web.c         web.c serves the web page and /frames
  *   tags_gw.c   the live tag table and its lock (a leaf: the poller writes
  *               values into it, HTTP reads them)
  *   bus.c       the bus actor: the line discipline; answers go back
@@ -20,6 +21,7 @@
  *               the bus actor, write what the bus asks
  *   loop.c      the I/O thread's event loop and its command queue
  *   notify.c    systemd's notify socket; the watchdog keep-alive on the loop
+ *   frames.c    the last frames of each bus, for /frames ([http] frame_ring)
  *   log.c, metrics.c   logging, counters, the clock (leaves)
  *
  * A new front end needs this header only: the request, the origin
@@ -306,6 +308,31 @@ void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
 /* The tags' lines of /metrics (the gauges per tag only with [http] tag_metrics). */
 void http_tags_metrics(gw_t *gw, struct evbuffer *b);
 
+/* web.c (I/O thread): the web page's files and GET /frames. web_start makes
+ * the frame ring when [http] frame_ring is set, web_stop frees it once the
+ * buses are stopped; web_handle answers req when path is one of its own. */
+int web_start(gw_t *gw, char *err, size_t errcap);
+void web_stop(gw_t *gw);
+bool web_handle(gw_t *gw, struct evhttp_request *req, const char *path);
+
+/* ---- frames.c: the last frames of each bus ------------------------------------------ */
+
+typedef struct gw_frames gw_frames_t;
+
+/* NULL when capacity is 0 (nothing kept) or out of memory. */
+gw_frames_t *frames_new(unsigned buses, unsigned capacity);
+void frames_free(gw_frames_t *f);
+/* The bus's actor: one frame it sent (tx) or heard. A copy, under the ring's
+ * mutex; decoded only when served. */
+void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, size_t len);
+unsigned frames_capacity(const gw_frames_t *f);
+/* I/O thread: the bus's frames after `since` (at most limit, the newest) as
+ * the fields of a JSON object, "last" (the seq to pass as since next), "frames"
+ * and what was missed or skipped. */
+void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, struct evbuffer *b);
+/* I/O thread: the rtugw_frames_* lines of /metrics (f may be NULL). */
+void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b);
+
 /* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
 
 struct gw {
@@ -322,6 +349,9 @@ struct gw {
     gw_http_t *http;
     gw_tcp_metrics_t tcp_metrics;
     gw_http_metrics_t http_metrics;
+    /* Published by web_start after the buses have started, read by their
+     * actors for every frame: NULL (frame_ring = 0) costs them one load. */
+    _Atomic(gw_frames_t *) frames;
     pthread_mutex_t cache_lock;
     gw_cache_entry_t *cache;  /* one per poll group */
     struct event *ev_drain;
@@ -336,5 +366,14 @@ struct gw {
 /* control.c: signals, reload, graceful stop (I/O thread) */
 int control_start(gw_t *gw);
 void control_stop(gw_t *gw);
+
+/* A bus's actor, for each frame on its line (line.c): kept for /frames when
+ * the ring is on. */
+static inline void gw_frame_seen(gw_t *gw, unsigned bus, bool tx, const uint8_t *adu, size_t len)
+{
+    gw_frames_t *f = atomic_load_explicit(&gw->frames, memory_order_acquire);
+    if (f)
+        frames_record(f, bus, tx, adu, len);
+}
 
 #endif

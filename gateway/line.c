@@ -104,10 +104,12 @@ static bool debug_on(const gw_bus_t *bus)
 }
 
 /* At debug level, every frame on the line in hex: what an engineer with a
- * bus monitor would want to see, without a bus monitor. */
+ * bus monitor would want to see, without a bus monitor. The web page's
+ * monitor gets each one too, at any level, when [http] frame_ring is set. */
 static void log_frame(const gw_bus_t *bus, const char *dir, const uint8_t *p, size_t n)
 {
     char hex[3 * RTU_MAX_ADU + 1];
+    gw_frame_seen(bus->gw, bus->index, dir[0] == 't', p, n);
     if (!debug_on(bus))
         return;
     for (size_t i = 0; i < n && i < RTU_MAX_ADU; i++)

@@ -55,3 +55,8 @@ tests_tags_demo_tool_LDADD = tags/libtags.a -lm
 TESTS += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py
 EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/tagsref.py \
 	tests/tagscheck.py
+# The web page (GET /) in a real browser: headless chromium through selenium,
+# against `rtugw demo` and a gateway with silent slaves; screenshots go to
+# tests/screenshots/ in the build tree.
+TESTS += tests/test_webpage.py
+EXTRA_DIST += tests/test_webpage.py

@@ -1,0 +1,221 @@
+/*
+ * gateway/frames.c -- the last frames sent and heard on each bus, for the web
+ * page's frame monitor (GET /frames): a ring of [http] frame_ring frames per
+ * bus, filled by the bus's actor from line.c's log_frame, read on the I/O
+ * thread. With frame_ring = 0 nothing is allocated and a frame costs its bus
+ * one load of a NULL pointer (gw_frame_seen).
+ *
+ * One writer per ring (its bus actor, one thread at a time) and one reader
+ * (the I/O thread, about once a second per watching page): a mutex per ring,
+ * held to copy one frame in, or to copy out at most FRAMES_REPLY_MAX frames,
+ * never while decoding or formatting. With the bus actors on the I/O thread
+ * ([gateway] buses_on_io_thread, the default) it is never contended; with
+ * them on the workers a bus waits, at worst, for one reader's copy of 256
+ * slots (70 KB). Either way a frame is never lost to a page.
+ *
+ * A frame is kept raw, with its CLOCK_MONOTONIC time; it is decoded (the
+ * fields `rtugw decode` prints) only when served, so the line pays a copy,
+ * not a decode. Frames are numbered from 1 on each bus; a reader asks for the
+ * frames after the last number it saw, and is told how many of those the ring
+ * had already overwritten (missed, also counted in /metrics).
+ */
+#include "gateway/internal.h"
+
+#include <event2/buffer.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define FRAMES_REPLY_MAX 256   /* frames in one reply: bounds its size (~1.5 KB a frame) */
+
+typedef struct frame_slot {
+    uint64_t seq;
+    uint64_t t_ns;             /* CLOCK_MONOTONIC when recorded */
+    uint16_t len;
+    bool tx;
+    uint8_t adu[RTU_MAX_ADU];
+} frame_slot_t;
+
+typedef struct frame_ring {
+    pthread_mutex_t lock;
+    uint64_t next_seq;         /* the number the next frame gets: frames recorded + 1 */
+    uint64_t missed;           /* frames asked for after the ring had overwritten them */
+    frame_slot_t *slot;        /* capacity of them; slot[seq % capacity] */
+} frame_ring_t;
+
+struct gw_frames {
+    unsigned buses, capacity;
+    frame_ring_t ring[];
+};
+
+gw_frames_t *frames_new(unsigned buses, unsigned capacity)
+{
+    if (!capacity)
+        return NULL;
+    gw_frames_t *f = calloc(1, sizeof *f + buses * sizeof f->ring[0]);
+    if (!f)
+        return NULL;
+    f->buses = buses;
+    f->capacity = capacity;
+    for (unsigned k = 0; k < buses; k++) {
+        frame_ring_t *r = &f->ring[k];
+        pthread_mutex_init(&r->lock, NULL);
+        r->next_seq = 1;
+        if (!(r->slot = calloc(capacity, sizeof *r->slot))) {
+            f->buses = k + 1;
+            frames_free(f);
+            return NULL;
+        }
+    }
+    return f;
+}
+
+void frames_free(gw_frames_t *f)
+{
+    if (!f)
+        return;
+    for (unsigned k = 0; k < f->buses; k++) {
+        pthread_mutex_destroy(&f->ring[k].lock);
+        free(f->ring[k].slot);
+    }
+    free(f);
+}
+
+unsigned frames_capacity(const gw_frames_t *f)
+{
+    return f ? f->capacity : 0;
+}
+
+void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, size_t len)
+{
+    if (bus >= f->buses)
+        return;
+    frame_ring_t *r = &f->ring[bus];
+    uint64_t now = gw_now_ns();
+    if (len > RTU_MAX_ADU)
+        len = RTU_MAX_ADU;
+    pthread_mutex_lock(&r->lock);
+    frame_slot_t *s = &r->slot[r->next_seq % f->capacity];
+    s->seq = r->next_seq++;
+    s->t_ns = now;
+    s->tx = tx;
+    s->len = (uint16_t)len;
+    memcpy(s->adu, adu, len);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* What `rtugw decode` prints for the frame: a request when we sent it, a
+ * response when we heard it (a bad CRC shows as "error":"crc"). */
+static void add_decoded(struct evbuffer *b, const frame_slot_t *s)
+{
+    char json[8192];   /* the longest: 2000 bits as ",0" */
+    int n;
+    if (s->tx) {
+        rtu_request_t req;
+        rtu_status_t st = rtu_request_decode(s->adu, s->len, &req);
+        n = rtu_request_json(&req, st, json, sizeof json);
+    } else {
+        rtu_envelope_t env;
+        rtu_decode_reference(s->adu, s->len, &env);
+        n = rtu_envelope_json(&env, NULL, json, sizeof json);
+    }
+    if (n < 0)
+        evbuffer_add_printf(b, "{\"ok\":false,\"error\":\"internal\"}");
+    else
+        evbuffer_add(b, json, (size_t)n);
+}
+
+static void add_frame(struct evbuffer *b, const frame_slot_t *s, uint64_t mono_now, double wall_now)
+{
+    double age = (double)(mono_now - s->t_ns) / 1e9;
+    char hex[3 * RTU_MAX_ADU] = "";
+    size_t o = 0;
+    for (unsigned i = 0; i < s->len; i++)
+        o += (size_t)snprintf(hex + o, sizeof hex - o, i ? " %02x" : "%02x", s->adu[i]);
+    evbuffer_add_printf(b, "{\"seq\":%llu,\"dir\":\"%s\",\"time\":%.3f,\"age_s\":%.3f,\"len\":%u,\"hex\":\"%s\","
+                           "\"decoded\":",
+                        (unsigned long long)s->seq, s->tx ? "tx" : "rx", wall_now - age, age, s->len, hex);
+    add_decoded(b, s);
+    evbuffer_add(b, "}", 1);
+}
+
+void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, struct evbuffer *b)
+{
+    frame_ring_t *r = &f->ring[bus];
+    uint64_t missed = 0, skipped = 0;
+    bool reset = false;
+    if (limit == 0 || limit > FRAMES_REPLY_MAX)
+        limit = FRAMES_REPLY_MAX;
+    frame_slot_t *copy = malloc((size_t)limit * sizeof *copy);
+    if (!copy) {
+        evbuffer_add_printf(b, "\"error\":\"out of memory\",\"frames\":[]");
+        return;
+    }
+
+    pthread_mutex_lock(&r->lock);
+    uint64_t next = r->next_seq;
+    uint64_t oldest = next > f->capacity ? next - f->capacity : 1;
+    if (since >= next) {   /* numbers from before a restart: start over */
+        since = 0;
+        reset = true;
+    }
+    uint64_t from = since + 1;
+    if (from < oldest) {
+        if (since)         /* a watcher fell behind; a first look misses nothing */
+            missed = oldest - from;
+        from = oldest;
+    }
+    if (next - from > limit) {
+        skipped = next - from - limit;
+        from = next - limit;
+    }
+    r->missed += missed;
+    unsigned n = (unsigned)(next - from);
+    for (unsigned i = 0; i < n; i++)
+        copy[i] = r->slot[(from + i) % f->capacity];
+    pthread_mutex_unlock(&r->lock);
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);   /* wall time for people, as the log has it */
+    double wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    uint64_t mono = gw_now_ns();
+    evbuffer_add_printf(b, "\"last\":%llu,\"missed\":%llu,\"skipped\":%llu,\"reset\":%s,\"frames\":[",
+                        (unsigned long long)(next - 1), (unsigned long long)missed, (unsigned long long)skipped,
+                        reset ? "true" : "false");
+    for (unsigned i = 0; i < n; i++) {
+        if (i)
+            evbuffer_add(b, ",", 1);
+        add_frame(b, &copy[i], mono, wall);
+    }
+    evbuffer_add(b, "]", 1);
+    free(copy);
+}
+
+void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b)
+{
+    static const char *const help[3][2] = {
+        { "recorded", "Frames sent or heard on the bus, kept for GET /frames" },
+        { "overwritten", "Frames pushed out of the ring by newer ones" },
+        { "missed", "Frames a GET /frames asked for after the ring had overwritten them" },
+    };
+    evbuffer_add_printf(b, "# HELP rtugw_frames_capacity Frames kept per bus for GET /frames ([http] frame_ring; "
+                           "0: off)\n# TYPE rtugw_frames_capacity gauge\nrtugw_frames_capacity %u\n",
+                        frames_capacity(f));
+    if (!f)
+        return;
+    for (int m = 0; m < 3; m++) {
+        evbuffer_add_printf(b, "# HELP rtugw_frames_%s_total %s\n# TYPE rtugw_frames_%s_total counter\n", help[m][0],
+                            help[m][1], help[m][0]);
+        for (unsigned k = 0; k < f->buses; k++) {
+            frame_ring_t *r = &f->ring[k];
+            pthread_mutex_lock(&r->lock);
+            uint64_t recorded = r->next_seq - 1;
+            uint64_t v = m == 0 ? recorded : m == 1 ? (recorded > f->capacity ? recorded - f->capacity : 0)
+                                                    : r->missed;
+            pthread_mutex_unlock(&r->lock);
+            evbuffer_add_printf(b, "rtugw_frames_%s_total{bus=\"%s\"} %llu\n", help[m][0], cfg->buses[k].name,
+                                (unsigned long long)v);
+        }
+    }
+}
