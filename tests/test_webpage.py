@@ -382,6 +382,8 @@ def write_through_page(b, token, value):
     b.d.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
     b.wait("return document.querySelector('tr[data-tag=\"boiler_sp\"] button')", "tags: Edit is offered with a token")
     b.d.find_element(By.CSS_SELECTOR, "tr[data-tag=\"boiler_sp\"] button").click()
+    # The page asks /tags/NAME whether the tag is writable before it opens the form.
+    b.wait("return document.querySelector('tr[data-tag=\"boiler_sp\"] form input')", "tags: the edit form opens")
     field = b.d.find_element(By.CSS_SELECTOR, "tr[data-tag=\"boiler_sp\"] form input")
     field.clear()
     field.send_keys(str(value))

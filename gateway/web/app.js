@@ -327,7 +327,7 @@
 
   function renderTagTables(list) {
     /* an open editor is kept as it is: its row is not rebuilt under the user's typing */
-    const open = state.editing && document.querySelector('#tags tr[data-tag="' + CSS.escape(state.editing) + '"]');
+    const open = state.editing && document.querySelector('#tags tr[data-tag="' + CSS.escape(state.editing) + '"] form');
     if (open && open.contains(document.activeElement)) return;
     const blocks = [];
     for (const [device, tags] of groupBy(list, 'device')) {
