@@ -4,21 +4,18 @@
  * tests/test_bench_crossover.sh checks its shape.
  */
 #include "bench/crossover.h"
+#include "json/json.h"
 
 #include <stdio.h>
 
+/* Environment strings (CPU model, host, build flags) through the project's
+ * one encoder, json/json.h: escaped, and UTF-8 whatever the system says. */
 static void json_str(FILE *o, const char *s)
 {
-    fputc('"', o);
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(o, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(o, "\\u%04x", *s);
-        else
-            fputc(*s, o);
-    }
-    fputc('"', o);
+    char q[JSON_QUOTED_MAX(512)];
+    size_t n = json_quote(q, sizeof q, s ? s : "");
+    fputs(q, o);
+    (void)n;   /* a longer string is cut at a whole character, still a JSON string */
 }
 
 /* ,"key":"value" (key needs no escaping) */
