@@ -4,7 +4,7 @@
  * with every request accounted for on both sides.
  *
  * The gateway runs as a subprocess (`rtugw run -c FILE`, `port =
- * sim:1,2,3,4`, gap_us = 1; helpers in bench_gateway.c). C libmodbus TCP
+ * sim:1,2,3,4`, gap_us = 1; helpers in bench_gw.c). C libmodbus TCP
  * clients, one thread each: client i talks to slave 1 + i % 4 and owns 16
  * holding registers and 16 coils there (a block no other client writes).
  * Each first writes its whole block (fc 16, fc 15), then cycles through

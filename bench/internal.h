@@ -1,18 +1,33 @@
 /*
  * bench/internal.h -- shared between bench/'s own files only: the gateway
- * subprocess that bench gateway and bench soak drive (bench_gateway.c), and
- * the callgrind child run that bench parse and bench crossover count
- * instructions with (callgrind.c).
+ * under test that bench gateway, bench soak and bench isolation drive
+ * (bench_gw.c), and the callgrind child run that bench parse and bench
+ * crossover count instructions with (callgrind.c).
  */
 #ifndef RTUGW_BENCH_INTERNAL_H
 #define RTUGW_BENCH_INTERNAL_H
 
 #include <modbus/modbus.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct bench_gw bench_gw_t;
 
-/* Starts `rtugw run` on a temporary config with free ports; NULL on failure. */
+/* What goes into the gateway's config, and which binary runs it. */
+typedef struct bench_gw_spec {
+    const char *binary;      /* NULL: this binary (/proc/self/exe) */
+    const char *bus;         /* the keys of [bus line] */
+    const char *gateway;     /* more [gateway] keys, or NULL */
+    const char *sections;    /* whole sections after [bus line] ([device ...]), or NULL */
+    const char *log_level;   /* NULL: warn */
+    const char *keep_log;    /* append the gateway's log here when it stops, or NULL */
+    unsigned probe_slave;    /* started = a read of this slave came back */
+} bench_gw_spec_t;
+
+/* Starts `BINARY run` on a temporary config with free ports, and returns
+ * once the gateway answered; NULL with a message on stderr. */
+bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec);
+/* The same for this binary, the bus keys and extra [gateway] keys. */
 bench_gw_t *bench_gw_start(const char *bus_text, unsigned probe_slave, const char *extra);
 int bench_gw_stop(bench_gw_t *gw);
 pid_t bench_gw_pid(const bench_gw_t *gw);
@@ -23,6 +38,17 @@ int bench_gw_fd_count(pid_t pid);
 /* One value from the gateway's /metrics. 0 or -1. */
 int bench_gw_metric(const bench_gw_t *gw, const char *name, double *value);
 modbus_t *bench_gw_client(const bench_gw_t *gw, int slave);
+
+/* What a process has used so far: CPU time (utime + stime, /proc/PID/stat,
+ * all threads, exited ones included; clock-tick resolution) and context
+ * switches (voluntary + nonvoluntary, summed over /proc/PID/task/TID/status
+ * of every thread alive now). Deltas of two samples are what a bench reports. */
+typedef struct bench_proc_usage {
+    double cpu_s;
+    uint64_t ctx_switches;
+    unsigned threads;
+} bench_proc_usage_t;
+int bench_proc_usage(pid_t pid, bench_proc_usage_t *out);
 
 /* The total instructions callgrind reports for `self bench ARGS` (its output
  * discarded), or -1 when valgrind or the child fails. */
