@@ -7,13 +7,13 @@
  * Arms (the same simulator, driver_sim_*, unpaced, slave 1, on a pty pair):
  *   rtugw  -- this binary started as a subprocess (`rtugw run -c FILE`, a
  *             config in a temp dir with free ports, `port = sim:1`,
- *             `gap_us = 1`), driven by 1 or 4 libmodbus TCP clients, one
+ *             `gap_us = 1`), driven by 1, 4 or 8 libmodbus TCP clients, one
  *             thread each, each doing read-holding-registers back to back;
  *   direct -- one libmodbus RTU master (modbus_new_rtu) in this process on
  *             the slave side of driver_pty_open(), the simulator on a thread
  *             serving the master side. A serial line has one master, so the
- *             direct arm is always a single stream; the 4-client rows compare
- *             rtugw's 4 clients (queued on the one bus) with that stream.
+ *             direct arm is always a single stream; the 4- and 8-client rows
+ *             compare rtugw's clients (queued on the one bus) with that stream.
  *
  * The gap: 0 in the config means t3.5, i.e. 1.75 ms above 19200 baud, a rest
  * that would cap the line at ~570 transactions/s and measure the gap, not the
@@ -23,12 +23,20 @@
  * 1 us. Both simulators run at 115200 baud (which only sets the silence
  * thresholds; a pty ignores baud).
  *
- * Method: per cell (registers 1, 8, 125 x clients 1, 4) the arms alternate in
+ * Method: per cell (registers 1, 8, 125 x clients 1, 4, 8) the arms alternate in
  * rounds (direct, rtugw, direct, rtugw, ...), each segment --seconds/--rounds
  * long; --warmup rounds are run first and dropped. Reported per cell: median
  * and p10-p90 of requests/s over the measured rounds for each arm, the
  * per-round paired ratio rtugw/direct, and p50/p99 of per-request latency
  * pooled over the measured rounds (for rtugw: each TCP client's call time).
+ * Cost per request, per measured round, median and p10-p90: CPU time
+ * (utime + stime of /proc/PID/stat: every thread) and context switches
+ * (voluntary + nonvoluntary of every /proc/PID/task/TID/status) of the
+ * gateway process over its segment, divided by the requests answered in it;
+ * the same for this process over the direct segment (the direct master has no
+ * gateway: its row is the master's own process, with its simulator thread, as
+ * the gateway's includes its own); and the TCP clients' CPU time. VmRSS of
+ * both after the cell.
  *
  * Also: the resident memory of a fresh gateway process (VmRSS, VmHWM,
  * RssAnon, RssFile from /proc/PID/status, PSS from smaps_rollup) with one
@@ -261,17 +269,30 @@ typedef struct gw_options {
 } gw_options_t;
 
 static const unsigned cell_regs[] = { 1, 8, 125 };
-static const unsigned cell_clients[] = { 1, 4 };
+static const unsigned cell_clients[] = { 1, 4, 8 };
+#define MAX_CELL_CLIENTS 8
 #define NREGS (sizeof cell_regs / sizeof cell_regs[0])
 #define NCLIENTS (sizeof cell_clients / sizeof cell_clients[0])
 #define GAP_US 1
 #define RSS_CLIENTS 32
 
+/* Per-request cost, per measured round: CPU time of the gateway process
+ * (all threads, its simulator thread included) and of the direct arm's
+ * process (this one: the master and its simulator thread), context switches
+ * of their threads, and the CPU time of this process's TCP clients in the
+ * rtugw segments. */
+typedef struct cell_cost {
+    double *cpu_us, *ctxsw, *direct_cpu_us, *direct_ctxsw, *client_cpu_us;
+} cell_cost_t;
+
 typedef struct cell {
     unsigned regs, clients;
     bench_spread_t rtugw_rps, direct_rps, ratio;
+    bench_spread_t cpu_us, ctxsw, direct_cpu_us, direct_ctxsw, client_cpu_us;
     double p50, p99, direct_p50, direct_p99;
     uint64_t errors, direct_errors, requests, direct_requests;
+    long rss_kib, direct_rss_kib;    /* VmRSS after the cell's rounds */
+    unsigned threads;                /* the gateway's */
 } cell_t;
 
 static void close_clients(modbus_t **ctx, unsigned n)
@@ -298,9 +319,31 @@ static int open_clients(const bench_gw_t *gw, modbus_t **ctx, unsigned n, int sl
     return 0;
 }
 
+static double per_request(double total, uint64_t requests)
+{
+    return requests ? total / (double)requests : 0;
+}
+
+/* One measured round's cost per request, from usage samples around the
+ * direct segment (d0, d1: this process) and the rtugw segment (g0, g1: the
+ * gateway; c0, c1: this process, i.e. its TCP clients). */
+static void round_cost(cell_cost_t *cost, unsigned m, const bench_proc_usage_t u[6], uint64_t n_direct,
+                       uint64_t n_rtugw)
+{
+    cost->direct_cpu_us[m] = per_request((u[1].cpu_s - u[0].cpu_s) * 1e6, n_direct);
+    cost->direct_ctxsw[m] = per_request((double)(u[1].ctx_switches - u[0].ctx_switches), n_direct);
+    cost->cpu_us[m] = per_request((u[3].cpu_s - u[2].cpu_s) * 1e6, n_rtugw);
+    cost->ctxsw[m] = per_request((double)(u[3].ctx_switches - u[2].ctx_switches), n_rtugw);
+    cost->client_cpu_us[m] = per_request((u[5].cpu_s - u[4].cpu_s) * 1e6, n_rtugw);
+}
+
 static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t *cell)
 {
-    modbus_t *ctx[4] = { 0 };
+    modbus_t *ctx[MAX_CELL_CLIENTS] = { 0 };
+    pid_t self = getpid(), gpid = bench_gw_pid(gw);
+    double *costs = calloc(5 * (size_t)opt->rounds, sizeof *costs);
+    cell_cost_t cost = { costs, costs + opt->rounds, costs + 2 * opt->rounds, costs + 3 * opt->rounds,
+                         costs + 4 * opt->rounds };
     uint64_t seg_ns = (uint64_t)(opt->seconds / opt->rounds * 1e9);
     double *rps_g = calloc(opt->rounds, sizeof *rps_g);
     double *rps_d = calloc(opt->rounds, sizeof *rps_d);
@@ -308,17 +351,25 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t
     dvec_t lat_g = { 0 }, lat_d = { 0 };
     int rc = -1;
 
-    if (!rps_g || !rps_d || !ratio || open_clients(gw, ctx, cell->clients, 1))
+    if (!rps_g || !rps_d || !ratio || !costs || open_clients(gw, ctx, cell->clients, 1))
         goto out;
     for (unsigned r = 0; r < opt->warmup + opt->rounds; r++) {
         bool measured = r >= opt->warmup;
         uint64_t e_d = 0, e_g = 0;
         size_t n_d = lat_d.n, n_g = lat_g.n;
+        bench_proc_usage_t u[6];
+        bench_proc_usage(self, &u[0]);
         double d_rps = run_direct(d, cell->regs, seg_ns, measured ? &lat_d : NULL, &e_d);
+        bench_proc_usage(self, &u[1]);
+        bench_proc_usage(gpid, &u[2]);
+        bench_proc_usage(self, &u[4]);
         double g_rps = run_clients(ctx, cell->clients, cell->regs, seg_ns, measured ? &lat_g : NULL, &e_g);
+        bench_proc_usage(gpid, &u[3]);
+        bench_proc_usage(self, &u[5]);
         if (!measured)
             continue;
         unsigned m = r - opt->warmup;
+        round_cost(&cost, m, u, lat_d.n - n_d, lat_g.n - n_g);
         rps_d[m] = d_rps;
         rps_g[m] = g_rps;
         ratio[m] = d_rps > 0 ? g_rps / d_rps : 0;
@@ -330,6 +381,15 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t
     bench_spread(rps_g, opt->rounds, &cell->rtugw_rps);
     bench_spread(rps_d, opt->rounds, &cell->direct_rps);
     bench_spread(ratio, opt->rounds, &cell->ratio);
+    bench_spread(cost.cpu_us, opt->rounds, &cell->cpu_us);
+    bench_spread(cost.ctxsw, opt->rounds, &cell->ctxsw);
+    bench_spread(cost.direct_cpu_us, opt->rounds, &cell->direct_cpu_us);
+    bench_spread(cost.direct_ctxsw, opt->rounds, &cell->direct_ctxsw);
+    bench_spread(cost.client_cpu_us, opt->rounds, &cell->client_cpu_us);
+    bench_proc_usage_t now;
+    cell->threads = bench_proc_usage(gpid, &now) == 0 ? now.threads : 0;
+    cell->rss_kib = bench_gw_status_kib(gpid, "VmRSS");
+    cell->direct_rss_kib = bench_gw_status_kib(self, "VmRSS");
     qsort(lat_g.v, lat_g.n, sizeof *lat_g.v, cmp_double);
     qsort(lat_d.v, lat_d.n, sizeof *lat_d.v, cmp_double);
     cell->p50 = quantile(&lat_g, 0.5);
@@ -338,7 +398,8 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t
     cell->direct_p99 = quantile(&lat_d, 0.99);
     rc = 0;
 out:
-    close_clients(ctx, 4);
+    close_clients(ctx, MAX_CELL_CLIENTS);
+    free(costs);
     free(rps_g);
     free(rps_d);
     free(ratio);
@@ -475,6 +536,48 @@ out:
     return rc;
 }
 
+static void print_json_spread(const char *key, const bench_spread_t *s)
+{
+    printf("\"%s\": %.2f, \"%s_p10\": %.2f, \"%s_p90\": %.2f", key, s->median, key, s->p10, key, s->p90);
+}
+
+/* The cost keys of a row (after the rate and latency keys). */
+static void print_json_cost(const cell_t *c)
+{
+    print_json_spread("cpu_us_per_req", &c->cpu_us);
+    printf(", ");
+    print_json_spread("ctxsw_per_req", &c->ctxsw);
+    printf(", ");
+    print_json_spread("direct_cpu_us_per_req", &c->direct_cpu_us);
+    printf(", ");
+    print_json_spread("direct_ctxsw_per_req", &c->direct_ctxsw);
+    printf(", ");
+    print_json_spread("client_cpu_us_per_req", &c->client_cpu_us);
+    printf(", \"rss_kib\": %ld, \"direct_rss_kib\": %ld, \"gateway_threads\": %u", c->rss_kib,
+           c->direct_rss_kib, c->threads);
+}
+
+static void print_cost_table(const cell_t *cells, size_t ncells)
+{
+    printf("\nCost per request, median (p10-p90) over the same rounds: CPU time (utime + stime, all\n"
+           "threads) and context switches (voluntary + nonvoluntary, every thread) of the gateway process\n"
+           "(its simulator thread included) and of the direct arm's process (the master and its\n"
+           "simulator thread); the TCP clients' CPU time (this process, rtugw segments); VmRSS after the\n"
+           "cell (the direct arm's is this bench process).\n\n"
+           "| regs | clients | rtugw CPU us | direct CPU us | rtugw ctxsw | direct ctxsw | client CPU us "
+           "| rtugw VmRSS KiB | direct VmRSS KiB | gateway threads |\n"
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < ncells; i++) {
+        const cell_t *c = &cells[i];
+        printf("| %u | %u | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) "
+               "| %.1f (%.1f-%.1f) | %ld | %ld | %u |\n",
+               c->regs, c->clients, c->cpu_us.median, c->cpu_us.p10, c->cpu_us.p90, c->direct_cpu_us.median,
+               c->direct_cpu_us.p10, c->direct_cpu_us.p90, c->ctxsw.median, c->ctxsw.p10, c->ctxsw.p90,
+               c->direct_ctxsw.median, c->direct_ctxsw.p10, c->direct_ctxsw.p90, c->client_cpu_us.median,
+               c->client_cpu_us.p10, c->client_cpu_us.p90, c->rss_kib, c->direct_rss_kib, c->threads);
+    }
+}
+
 static void print_report(const gw_options_t *opt, const cell_t *cells, size_t ncells,
                          const rss_result_t *rss, const paced_result_t *paced)
 {
@@ -488,12 +591,14 @@ static void print_report(const gw_options_t *opt, const cell_t *cells, size_t nc
                    "\"direct_p99_us\": %.1f, \"rtugw_rps_p10\": %.1f, \"rtugw_rps_p90\": %.1f, "
                    "\"direct_rps_p10\": %.1f, \"direct_rps_p90\": %.1f, \"ratio\": %.3f, "
                    "\"ratio_p10\": %.3f, \"ratio_p90\": %.3f, \"requests\": %llu, "
-                   "\"direct_requests\": %llu, \"errors\": %llu, \"direct_errors\": %llu}",
+                   "\"direct_requests\": %llu, \"errors\": %llu, \"direct_errors\": %llu, ",
                    i ? ", " : "", c->regs, c->clients, c->rtugw_rps.median, c->direct_rps.median,
                    c->p50, c->p99, c->direct_p50, c->direct_p99, c->rtugw_rps.p10, c->rtugw_rps.p90,
                    c->direct_rps.p10, c->direct_rps.p90, c->ratio.median, c->ratio.p10, c->ratio.p90,
                    (unsigned long long)c->requests, (unsigned long long)c->direct_requests,
                    (unsigned long long)c->errors, (unsigned long long)c->direct_errors);
+            print_json_cost(c);
+            printf("}");
         }
         printf("], \"rss\": {\"clients\": %d, \"before_kib\": %ld, \"idle_kib\": %ld, \"busy_kib\": %ld, "
                "\"hwm_kib\": %ld, \"anon_kib\": %ld, \"file_kib\": %ld, \"pss_kib\": %ld, \"busy_rps\": %.1f, "
@@ -531,8 +636,9 @@ static void print_report(const gw_options_t *opt, const cell_t *cells, size_t nc
                c->ratio.p90, c->p50, c->p99, c->direct_p50, c->p50 - c->direct_p50,
                (unsigned long long)(c->errors + c->direct_errors));
     }
-    printf("\nTargets: p50 delta <= 40 us; ratio >= 0.6. With 4 clients a request waits behind the\n"
-           "others' on the one line, so its latency is about 4 transactions: the latency target is\n"
+    print_cost_table(cells, ncells);
+    printf("\nTargets: p50 delta <= 40 us; ratio >= 0.6. With 4 or 8 clients a request waits behind the\n"
+           "others' on the one line, so its latency is about that many transactions: the latency target is\n"
            "for the 1-client rows.\n\n"
            "Gateway resident memory, 1 bus, %d clients: before connecting %ld KiB, connected idle %ld KiB,\n"
            "after all busy (%.0f rps) %ld KiB (anonymous %ld, file-backed %ld; PSS %ld), peak (VmHWM)\n"
@@ -558,8 +664,9 @@ static void usage(FILE *to)
             "\n"
             "Requests/s and latency through rtugw (a subprocess on the built-in simulator,\n"
             "libmodbus TCP clients) next to a direct libmodbus RTU master on a pty against the\n"
-            "same simulator, for 1, 8 and 125 registers and 1 and 4 clients; the gateway's\n"
-            "resident memory with 32 clients; a paced poll cycle against its wire time.\n"
+            "same simulator, for 1, 8 and 125 registers and 1, 4 and 8 clients, with the CPU time\n"
+            "and context switches per request of both; the gateway's resident memory with 32\n"
+            "clients; a paced poll cycle against its wire time.\n"
             "  --seconds S       measured time per arm and cell, split into the rounds (default 3)\n"
             "  --rounds N        measured rounds per cell (default 10)\n"
             "  --warmup N        warm-up rounds per cell, dropped (default 2)\n"
