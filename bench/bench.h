@@ -38,6 +38,7 @@ int bench_actors_main(int argc, char **argv);
 int bench_router_main(int argc, char **argv);
 int bench_gateway_main(int argc, char **argv);
 int bench_soak_main(int argc, char **argv);
+int bench_isolation_main(int argc, char **argv);
 int bench_crossover_main(int argc, char **argv);
 int bench_tags_main(int argc, char **argv);
 

@@ -5,8 +5,9 @@ bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
 bench_libbench_a_SOURCES += bench/bench_gw.c bench/bench_gateway.c
 bench_libbench_a_SOURCES += bench/bench_soak.c
-TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh
-EXTRA_DIST += tests/test_bench_gateway.sh tests/test_bench_soak.sh
+bench_libbench_a_SOURCES += bench/bench_isolation.c
+TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh tests/test_bench_isolation.sh
+EXTRA_DIST += tests/test_bench_gateway.sh tests/test_bench_soak.sh tests/test_bench_isolation.sh
 bench_libbench_a_SOURCES += bench/crossover.h bench/bench_crossover.c \
 	bench/crossover_frames.c bench/crossover_layers.c bench/crossover_callgrind.c \
 	bench/crossover_verdict.c bench/crossover_report.c bench/crossover_json.c \
