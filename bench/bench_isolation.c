@@ -42,8 +42,10 @@
  * against rtugw_tcp_requests_total / rtugw_tcp_answers_total), a live answer
  * carried wrong values, the hammer got anything but 0x0B, or the gateway did
  * not start or stop cleanly. Live requests that failed (e.g. 0x0B) are
- * reported, not fatal, and so are those refused at once (0x0B in less than
- * half the timeout: the live slave itself was backed off).
+ * reported, not fatal, and so are those answered 0x0B in less than half the
+ * timeout (refused: bad frames given up at once, or the live slave itself
+ * backed off; the gateway's refusals of backed-off slaves, less the
+ * hammer's, say which).
  */
 #include "bench/bench.h"
 #include "bench/internal.h"
@@ -116,7 +118,7 @@ typedef struct hammer_client {
  * back-off refusals in builds before the line discipline (0714e0f), so the
  * silent slave's attempts are the bus's minus the live slave's. */
 typedef struct gw_counts {
-    double requests, answers, crc_errors, bus_timeouts, live_timeouts, silent_timeouts;
+    double requests, answers, crc_errors, bus_timeouts, live_timeouts, silent_timeouts, dead_fast;
 } gw_counts_t;
 
 typedef struct round_result {
@@ -126,6 +128,7 @@ typedef struct round_result {
     double solo_rps, overall_ratio, attempts, device_timeouts, model_ms, lost_s, lost_ms_per_attempt;
     double quiet_rps, quiet_ratio, line_ms_per_attempt;   /* split_quiet_buckets() */
     unsigned quiet_buckets;
+    double live_backed_off;   /* refusals of backed-off slaves that were not the hammer's */
     double silent_timeout_ms, crc_solo, crc_hammer, load_start, load_end;   /* 1-min load average */
     live_client_t live;       /* the hammer phase's */
     hammer_client_t hammer;
@@ -243,6 +246,7 @@ static int read_counts(const bench_gw_t *gw, gw_counts_t *c)
 {
     *c = (gw_counts_t){ 0 };
     bench_gw_metric(gw, "rtugw_bus_crc_errors_total{bus=\"line\"}", &c->crc_errors);
+    bench_gw_metric(gw, "rtugw_bus_dead_fast_total{bus=\"line\"}", &c->dead_fast);
     if (bench_gw_metric(gw, "rtugw_tcp_requests_total", &c->requests) ||
         bench_gw_metric(gw, "rtugw_tcp_answers_total", &c->answers) ||
         bench_gw_metric(gw, "rtugw_bus_timeouts_total{bus=\"line\"}", &c->bus_timeouts) ||
@@ -394,6 +398,7 @@ static int run_round(const iso_options_t *opt, round_result_t *r)
     r->device_timeouts = c2.silent_timeouts - c1.silent_timeouts;
     r->crc_solo = (c1.crc_errors - c0.crc_errors) + (c3.crc_errors - c2.crc_errors);
     r->crc_hammer = c2.crc_errors - c1.crc_errors;
+    r->live_backed_off = (c3.dead_fast - c0.dead_fast) - (double)r->hammer.backed_off;
     r->gw_requests = c3.requests - c0.requests;
     r->gw_answers = c3.answers - c0.answers;
     double sent = (double)(r->live_sent + r->hammer.sent);
@@ -466,11 +471,12 @@ static void print_json_round(const round_result_t *r)
     printf("{\"solo_rps\": %.2f, \"solo_before_rps\": %.2f, \"solo_after_rps\": %.2f, "
            "\"ratio\": %.4f, \"ratio_p10\": %.4f, \"ratio_p90\": %.4f, \"overall_ratio\": %.4f, "
            "\"quiet_buckets\": %u, \"quiet_rps\": %.1f, \"quiet_ratio\": %.4f, "
-           "\"live_answers\": %llu, \"live_failed\": %llu, \"live_refused\": %llu, \"live_wrong\": %llu, ",
+           "\"live_answers\": %llu, \"live_failed\": %llu, \"live_refused\": %llu, \"live_backed_off\": %.0f, "
+           "\"live_wrong\": %llu, ",
            r->solo_rps, r->solo_before_rps.median, r->solo_after_rps.median, r->bucket_ratio.median,
            r->bucket_ratio.p10, r->bucket_ratio.p90, r->overall_ratio, r->quiet_buckets, r->quiet_rps,
            r->quiet_ratio, (unsigned long long)r->live.in_window, (unsigned long long)r->live_failed,
-           (unsigned long long)r->live_refused, (unsigned long long)r->live_wrong);
+           (unsigned long long)r->live_refused, r->live_backed_off, (unsigned long long)r->live_wrong);
     printf("\"buckets\": [");
     print_counts(r->hammered, r->window_s);
     printf("], \"hammer_buckets\": [");
@@ -529,12 +535,13 @@ static void print_json(const iso_options_t *opt, const round_result_t *rs, unsig
 static void print_markdown_round(unsigned i, const round_result_t *r)
 {
     printf("| %u | %.0f / %.0f | %.3f (%.3f-%.3f) | %.3f | %.3f | %.0f (%.0f) | %.0f / %.0f | %llu / %llu | %u "
-           "| %llu (%llu) | %.0f / %.0f | %.1f-%.1f |\n",
+           "| %llu (%llu; %.0f) | %.0f / %.0f | %.1f-%.1f |\n",
            i + 1, r->solo_before_rps.median, r->solo_after_rps.median, r->bucket_ratio.median,
            r->bucket_ratio.p10, r->bucket_ratio.p90, r->overall_ratio, r->quiet_ratio, r->attempts,
            r->device_timeouts, r->line_ms_per_attempt, r->lost_ms_per_attempt,
            (unsigned long long)r->hammer.on_line, (unsigned long long)r->hammer.backed_off, r->hammer.probes,
-           (unsigned long long)r->live_failed, (unsigned long long)r->live_refused, r->crc_solo, r->crc_hammer,
+           (unsigned long long)r->live_failed, (unsigned long long)r->live_refused, r->live_backed_off,
+           r->crc_solo, r->crc_hammer,
            r->load_start, r->load_end);
 }
 
@@ -553,7 +560,7 @@ static void print_markdown(const iso_options_t *opt, const round_result_t *rs, u
            "from the buckets it overlaps (against quiet) / from all the live client's lost throughput.\n\n"
            "| round | solo rps before / after | bucket ratio median (p10-p90) | overall ratio | quiet ratio "
            "| silent attempts (device counter) | line ms per attempt: line / lost | hammer on the line / "
-           "refused | probes | live failed (refused at once) | CRC errors solo / hammer | load |\n"
+           "refused | probes | live failed (0x0B at once; backed off) | CRC errors solo / hammer | load |\n"
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
            opt->rtugw ? opt->rtugw : "rtugw", opt->port, opt->baud, opt->timeout_ms, RETRIES, SILENT_SLAVE,
            DEAD_AFTER, opt->backoff_ms, REGS, LIVE_SLAVE, SILENT_SLAVE, pace, opt->solo_s, opt->window_s,
@@ -698,8 +705,9 @@ int bench_isolation_main(int argc, char **argv)
                     (unsigned long long)r->hammer.other);
         if (r->live_failed)
             fprintf(stderr, "rtugw bench isolation: warning: round %u: %llu live requests failed, %llu of "
-                    "them refused at once (the live slave backed off)\n", done + 1,
-                    (unsigned long long)r->live_failed, (unsigned long long)r->live_refused);
+                    "them answered 0x0B at once, %.0f refused as backed off\n", done + 1,
+                    (unsigned long long)r->live_failed, (unsigned long long)r->live_refused,
+                    r->live_backed_off);
         pass = pass && r->answered_once && !r->live_wrong && !r->hammer.other;
     }
     if (done) {

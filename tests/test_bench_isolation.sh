@@ -35,7 +35,7 @@ assert len(r["buckets"]) == 4 and len(r["hammer_buckets"]) == 4, r
 assert r["answered_exactly_once"] is True, r
 assert r["gateway_requests"] == r["client_requests"] == r["gateway_answers"], r
 # A slave that answers at once is never backed off, hammer or not.
-assert r["live_wrong"] == 0 and r["hammer_other"] == 0 and r["live_refused"] == 0, r
+assert r["live_wrong"] == 0 and r["hammer_other"] == 0 and r["live_backed_off"] == 0, r
 assert r["hammer_requests"] == r["hammer_backed_off"] + r["hammer_on_line"], r
 # The first transaction to the silent slave went on the line, timed out and
 # backed it off; then it was answered at once, and probed after 1 s.
