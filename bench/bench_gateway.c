@@ -35,8 +35,9 @@
  * gateway process over its segment, divided by the requests answered in it;
  * the same for this process over the direct segment (the direct master has no
  * gateway: its row is the master's own process, with its simulator thread, as
- * the gateway's includes its own); and the TCP clients' CPU time. VmRSS of
- * both after the cell.
+ * the gateway's includes its own), with the switches of the main thread alone
+ * (the gateway's I/O thread; the direct master); and the TCP clients' CPU
+ * time. VmRSS of both after the cell.
  *
  * Also: the resident memory of a fresh gateway process (VmRSS, VmHWM,
  * RssAnon, RssFile from /proc/PID/status, PSS from smaps_rollup) with one
@@ -279,16 +280,18 @@ static const unsigned cell_clients[] = { 1, 4, 8 };
 /* Per-request cost, per measured round: CPU time of the gateway process
  * (all threads, its simulator thread included) and of the direct arm's
  * process (this one: the master and its simulator thread), context switches
- * of their threads, and the CPU time of this process's TCP clients in the
- * rtugw segments. */
+ * of their threads and of their main thread alone (the gateway's I/O
+ * thread; the direct master), and the CPU time of this process's TCP
+ * clients in the rtugw segments. */
 typedef struct cell_cost {
     double *cpu_us, *ctxsw, *direct_cpu_us, *direct_ctxsw, *client_cpu_us;
+    double *main_ctxsw, *direct_main_ctxsw;
 } cell_cost_t;
 
 typedef struct cell {
     unsigned regs, clients;
     bench_spread_t rtugw_rps, direct_rps, ratio;
-    bench_spread_t cpu_us, ctxsw, direct_cpu_us, direct_ctxsw, client_cpu_us;
+    bench_spread_t cpu_us, ctxsw, direct_cpu_us, direct_ctxsw, client_cpu_us, main_ctxsw, direct_main_ctxsw;
     double p50, p99, direct_p50, direct_p99;
     uint64_t errors, direct_errors, requests, direct_requests;
     long rss_kib, direct_rss_kib;    /* VmRSS after the cell's rounds */
@@ -335,15 +338,18 @@ static void round_cost(cell_cost_t *cost, unsigned m, const bench_proc_usage_t u
     cost->cpu_us[m] = per_request((u[3].cpu_s - u[2].cpu_s) * 1e6, n_rtugw);
     cost->ctxsw[m] = per_request((double)(u[3].ctx_switches - u[2].ctx_switches), n_rtugw);
     cost->client_cpu_us[m] = per_request((u[5].cpu_s - u[4].cpu_s) * 1e6, n_rtugw);
+    cost->direct_main_ctxsw[m] =
+        per_request((double)(u[1].main_ctx_switches - u[0].main_ctx_switches), n_direct);
+    cost->main_ctxsw[m] = per_request((double)(u[3].main_ctx_switches - u[2].main_ctx_switches), n_rtugw);
 }
 
 static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t *cell)
 {
     modbus_t *ctx[MAX_CELL_CLIENTS] = { 0 };
     pid_t self = getpid(), gpid = bench_gw_pid(gw);
-    double *costs = calloc(5 * (size_t)opt->rounds, sizeof *costs);
+    double *costs = calloc(7 * (size_t)opt->rounds, sizeof *costs);
     cell_cost_t cost = { costs, costs + opt->rounds, costs + 2 * opt->rounds, costs + 3 * opt->rounds,
-                         costs + 4 * opt->rounds };
+                         costs + 4 * opt->rounds, costs + 5 * opt->rounds, costs + 6 * opt->rounds };
     uint64_t seg_ns = (uint64_t)(opt->seconds / opt->rounds * 1e9);
     double *rps_g = calloc(opt->rounds, sizeof *rps_g);
     double *rps_d = calloc(opt->rounds, sizeof *rps_d);
@@ -386,6 +392,8 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t
     bench_spread(cost.direct_cpu_us, opt->rounds, &cell->direct_cpu_us);
     bench_spread(cost.direct_ctxsw, opt->rounds, &cell->direct_ctxsw);
     bench_spread(cost.client_cpu_us, opt->rounds, &cell->client_cpu_us);
+    bench_spread(cost.main_ctxsw, opt->rounds, &cell->main_ctxsw);
+    bench_spread(cost.direct_main_ctxsw, opt->rounds, &cell->direct_main_ctxsw);
     bench_proc_usage_t now;
     cell->threads = bench_proc_usage(gpid, &now) == 0 ? now.threads : 0;
     cell->rss_kib = bench_gw_status_kib(gpid, "VmRSS");
@@ -553,6 +561,10 @@ static void print_json_cost(const cell_t *c)
     print_json_spread("direct_ctxsw_per_req", &c->direct_ctxsw);
     printf(", ");
     print_json_spread("client_cpu_us_per_req", &c->client_cpu_us);
+    printf(", ");
+    print_json_spread("io_ctxsw_per_req", &c->main_ctxsw);
+    printf(", ");
+    print_json_spread("direct_master_ctxsw_per_req", &c->direct_main_ctxsw);
     printf(", \"rss_kib\": %ld, \"direct_rss_kib\": %ld, \"gateway_threads\": %u", c->rss_kib,
            c->direct_rss_kib, c->threads);
 }
@@ -562,18 +574,21 @@ static void print_cost_table(const cell_t *cells, size_t ncells)
     printf("\nCost per request, median (p10-p90) over the same rounds: CPU time (utime + stime, all\n"
            "threads) and context switches (voluntary + nonvoluntary, every thread) of the gateway process\n"
            "(its simulator thread included) and of the direct arm's process (the master and its\n"
-           "simulator thread); the TCP clients' CPU time (this process, rtugw segments); VmRSS after the\n"
+           "simulator thread), after the ';' the main thread's alone (the gateway's I/O thread, the\n"
+           "direct master); the TCP clients' CPU time (this process, rtugw segments); VmRSS after the\n"
            "cell (the direct arm's is this bench process).\n\n"
-           "| regs | clients | rtugw CPU us | direct CPU us | rtugw ctxsw | direct ctxsw | client CPU us "
-           "| rtugw VmRSS KiB | direct VmRSS KiB | gateway threads |\n"
+           "| regs | clients | rtugw CPU us | direct CPU us | rtugw ctxsw (; I/O thread) "
+           "| direct ctxsw (; master) "
+           "| client CPU us | rtugw VmRSS KiB | direct VmRSS KiB | gateway threads |\n"
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < ncells; i++) {
         const cell_t *c = &cells[i];
-        printf("| %u | %u | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2f (%.2f-%.2f) | %.2f (%.2f-%.2f) "
-               "| %.1f (%.1f-%.1f) | %ld | %ld | %u |\n",
+        printf("| %u | %u | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2f (%.2f-%.2f; %.2f) "
+               "| %.2f (%.2f-%.2f; %.2f) | %.1f (%.1f-%.1f) | %ld | %ld | %u |\n",
                c->regs, c->clients, c->cpu_us.median, c->cpu_us.p10, c->cpu_us.p90, c->direct_cpu_us.median,
                c->direct_cpu_us.p10, c->direct_cpu_us.p90, c->ctxsw.median, c->ctxsw.p10, c->ctxsw.p90,
-               c->direct_ctxsw.median, c->direct_ctxsw.p10, c->direct_ctxsw.p90, c->client_cpu_us.median,
+               c->main_ctxsw.median, c->direct_ctxsw.median, c->direct_ctxsw.p10, c->direct_ctxsw.p90,
+               c->direct_main_ctxsw.median, c->client_cpu_us.median,
                c->client_cpu_us.p10, c->client_cpu_us.p90, c->rss_kib, c->direct_rss_kib, c->threads);
     }
 }

@@ -358,9 +358,15 @@ int bench_proc_usage(pid_t pid, bench_proc_usage_t *out)
     if (!d)
         return -1;
     struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.' && task_ctx_switches(pid, e->d_name, &out->ctx_switches) == 0)
-            out->threads++;
+    while ((e = readdir(d))) {
+        uint64_t n = 0;
+        if (e->d_name[0] == '.' || task_ctx_switches(pid, e->d_name, &n) != 0)
+            continue;
+        out->ctx_switches += n;
+        out->threads++;
+        if (strtol(e->d_name, NULL, 10) == (long)pid)
+            out->main_ctx_switches = n;
+    }
     closedir(d);
     return 0;
 }

@@ -46,6 +46,7 @@ modbus_t *bench_gw_client(const bench_gw_t *gw, int slave);
 typedef struct bench_proc_usage {
     double cpu_s;
     uint64_t ctx_switches;
+    uint64_t main_ctx_switches;   /* of the main thread (TID = PID) alone */
     unsigned threads;
 } bench_proc_usage_t;
 int bench_proc_usage(pid_t pid, bench_proc_usage_t *out);

@@ -23,12 +23,15 @@ for r in rows:
     assert r["errors"] == 0 and r["direct_errors"] == 0, r
     assert r["requests"] > 0 and r["direct_requests"] > 0, r
     for k in ("cpu_us_per_req", "ctxsw_per_req", "direct_cpu_us_per_req", "direct_ctxsw_per_req",
-              "client_cpu_us_per_req"):
+              "client_cpu_us_per_req", "io_ctxsw_per_req", "direct_master_ctxsw_per_req"):
         assert isinstance(r[k], (int, float)) and r[k] >= 0, (k, r)
         assert r[k + "_p10"] <= r[k] <= r[k + "_p90"], (k, r)
     # Every answered request woke at least the gateway's TCP side and its bus:
     # more than one context switch per request, on either arm at least one.
     assert r["ctxsw_per_req"] > 1 and r["direct_ctxsw_per_req"] > 0, r
+    # The main thread is one of the threads counted.
+    assert r["io_ctxsw_per_req"] <= r["ctxsw_per_req"] and r["io_ctxsw_per_req"] > 0, r
+    assert r["direct_master_ctxsw_per_req"] <= r["direct_ctxsw_per_req"], r
     assert r["rss_kib"] > 0 and r["direct_rss_kib"] > 0 and r["gateway_threads"] >= 2, r
 # CPU time comes in clock ticks (10 ms): a 30 ms segment may see none, but
 # over all the cells the gateway must have used some.
