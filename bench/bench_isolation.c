@@ -72,6 +72,8 @@
 #define ANS_CHARS (5 + 2 * REGS)
 #define MAX_LINE_EVENTS 64
 #define MAX_ROUNDS 100
+#define MAX_WINDOW_S 600      /* 1 s buckets */
+#define MAX_SOLO_S 60
 #define DEVICE_METRIC(name, dev, slave) \
     "rtugw_device_" name "{bus=\"line\",device=\"" dev "\",slave=\"" #slave "\"}"
 
@@ -123,7 +125,7 @@ typedef struct gw_counts {
 
 typedef struct round_result {
     unsigned window_s, solo_s;
-    unsigned solo_before[64], solo_after[64], hammered[600], refused[600];
+    unsigned solo_before[MAX_SOLO_S], solo_after[MAX_SOLO_S], hammered[MAX_WINDOW_S], refused[MAX_WINDOW_S];
     bench_spread_t solo_before_rps, solo_after_rps, bucket_ratio;
     double solo_rps, overall_ratio, attempts, device_timeouts, model_ms, lost_s, lost_ms_per_attempt;
     double quiet_rps, quiet_ratio, line_ms_per_attempt;   /* split_quiet_buckets() */
@@ -258,7 +260,6 @@ static int read_counts(const bench_gw_t *gw, gw_counts_t *c)
     return 0;
 }
 
-/* The live client alone; its buckets go to counts[0..seconds). */
 static void add_live(round_result_t *r, const live_client_t *live)
 {
     r->live_sent += live->sent;
@@ -267,6 +268,7 @@ static void add_live(round_result_t *r, const live_client_t *live)
     r->live_wrong += live->wrong;
 }
 
+/* The live client alone; its buckets go to counts[0..seconds). */
 static void solo_phase(modbus_t *ctx, unsigned seconds, unsigned timeout_ms, unsigned *counts,
                        round_result_t *r)
 {
@@ -277,7 +279,7 @@ static void solo_phase(modbus_t *ctx, unsigned seconds, unsigned timeout_ms, uns
 
 static bench_spread_t spread_of(const unsigned *counts, size_t n, double scale)
 {
-    double v[700];
+    double v[MAX_WINDOW_S];
     bench_spread_t s;
     for (size_t i = 0; i < n; i++)
         v[i] = counts[i] * scale;
@@ -294,9 +296,9 @@ static bench_spread_t spread_of(const unsigned *counts, size_t n, double scale)
  */
 static void split_quiet_buckets(round_result_t *r)
 {
-    bool busy[600] = { false };
+    bool busy[MAX_WINDOW_S] = { false };
     const hammer_client_t *h = &r->hammer;
-    double quiet[600];
+    double quiet[MAX_WINDOW_S];
     size_t nq = 0;
     for (unsigned i = 0; i < h->n_line; i++) {
         double end_s = h->line_at_s[i] + h->line_ms[i] / 1000;
@@ -321,7 +323,7 @@ static void split_quiet_buckets(round_result_t *r)
 /* Solo rate, ratios and line time of a round, from its counts. */
 static void derive(const iso_options_t *opt, round_result_t *r)
 {
-    double solo[128];
+    double solo[2 * MAX_SOLO_S];
     size_t n = 0;
     for (unsigned i = 0; i < r->solo_s; i++) {
         solo[n++] = r->solo_before[i];
@@ -350,6 +352,21 @@ static void bus_config(const iso_options_t *opt, char *bus, size_t cap, char *de
              LIVE_SLAVE, SILENT_SLAVE, opt->backoff_ms);
 }
 
+/* The gateway's counts at the four phase boundaries (c[0] before the first
+ * solo phase ... c[3] after the last) against the clients' own. */
+static void tally(round_result_t *r, const gw_counts_t c[4])
+{
+    r->attempts = (c[2].bus_timeouts - c[1].bus_timeouts) - (c[2].live_timeouts - c[1].live_timeouts);
+    r->device_timeouts = c[2].silent_timeouts - c[1].silent_timeouts;
+    r->crc_solo = (c[1].crc_errors - c[0].crc_errors) + (c[3].crc_errors - c[2].crc_errors);
+    r->crc_hammer = c[2].crc_errors - c[1].crc_errors;
+    r->live_backed_off = (c[3].dead_fast - c[0].dead_fast) - (double)r->hammer.backed_off;
+    r->gw_requests = c[3].requests - c[0].requests;
+    r->gw_answers = c[3].answers - c[0].answers;
+    double sent = (double)(r->live_sent + r->hammer.sent);
+    r->answered_once = r->gw_requests == sent && r->gw_answers == sent;
+}
+
 /* One round on a fresh gateway: solo, live + hammer, solo. */
 static int run_round(const iso_options_t *opt, round_result_t *r)
 {
@@ -358,7 +375,7 @@ static int run_round(const iso_options_t *opt, round_result_t *r)
     bench_gw_spec_t spec = { .binary = opt->rtugw, .bus = bus, .sections = devices,
                              .probe_slave = LIVE_SLAVE, .log_level = opt->log_path ? "debug" : NULL,
                              .keep_log = opt->log_path };
-    gw_counts_t c0, c1, c2, c3;
+    gw_counts_t c[4];
     modbus_t *live = NULL, *hammer = NULL;
     int rc = -1;
 
@@ -375,34 +392,25 @@ static int run_round(const iso_options_t *opt, round_result_t *r)
     /* Long enough for every attempt of a silent transaction and its guards. */
     unsigned wait_ms = 3000 + 6 * opt->timeout_ms;
     modbus_set_response_timeout(hammer, wait_ms / 1000, wait_ms % 1000 * 1000);
-    if (read_counts(gw, &c0))
+    if (read_counts(gw, &c[0]))
         goto out;
     solo_phase(live, opt->solo_s, opt->timeout_ms, r->solo_before, r);
-    if (read_counts(gw, &c1))
+    if (read_counts(gw, &c[1]))
         goto out;
     r->live = (live_client_t){ .ctx = live, .buckets = r->hammered, .nbuckets = opt->window_s,
                                .timeout_ms = opt->timeout_ms };
     r->hammer = (hammer_client_t){ .ctx = hammer, .timeout_ms = opt->timeout_ms, .pause_ms = opt->pause_ms,
-                                   .refused = r->refused,
-                                   .nbuckets = opt->window_s };
+                                   .refused = r->refused, .nbuckets = opt->window_s };
     run_phase(&r->live, &r->hammer, opt->window_s);
     add_live(r, &r->live);
-    if (read_counts(gw, &c2))
+    if (read_counts(gw, &c[2]))
         goto out;
     solo_phase(live, opt->solo_s, opt->timeout_ms, r->solo_after, r);
-    if (read_counts(gw, &c3))
+    if (read_counts(gw, &c[3]))
         goto out;
     bench_gw_metric(gw, DEVICE_METRIC("timeout_ms", "silent", 2), &r->silent_timeout_ms);
     r->load_end = load1();
-    r->attempts = (c2.bus_timeouts - c1.bus_timeouts) - (c2.live_timeouts - c1.live_timeouts);
-    r->device_timeouts = c2.silent_timeouts - c1.silent_timeouts;
-    r->crc_solo = (c1.crc_errors - c0.crc_errors) + (c3.crc_errors - c2.crc_errors);
-    r->crc_hammer = c2.crc_errors - c1.crc_errors;
-    r->live_backed_off = (c3.dead_fast - c0.dead_fast) - (double)r->hammer.backed_off;
-    r->gw_requests = c3.requests - c0.requests;
-    r->gw_answers = c3.answers - c0.answers;
-    double sent = (double)(r->live_sent + r->hammer.sent);
-    r->answered_once = r->gw_requests == sent && r->gw_answers == sent;
+    tally(r, c);
     derive(opt, r);
     rc = 0;
 out:
@@ -628,8 +636,8 @@ static int parse_options(int argc, char **argv, iso_options_t *opt)
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
     };
     static const struct { int opt; const char *name; unsigned long min, max; size_t off; } nums[] = {
-        { 'w', "window", 2, 600, offsetof(iso_options_t, window_s) },
-        { 's', "solo", 1, 60, offsetof(iso_options_t, solo_s) },
+        { 'w', "window", 2, MAX_WINDOW_S, offsetof(iso_options_t, window_s) },
+        { 's', "solo", 1, MAX_SOLO_S, offsetof(iso_options_t, solo_s) },
         { 'r', "rounds", 1, MAX_ROUNDS, offsetof(iso_options_t, rounds) },
         { 't', "timeout-ms", 1, 60000, offsetof(iso_options_t, timeout_ms) },
         { 'b', "backoff-ms", 0, 3600000, offsetof(iso_options_t, backoff_ms) },
