@@ -59,6 +59,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,20 +553,20 @@ static void print_json_spread(const char *key, const bench_spread_t *s)
 /* The cost keys of a row (after the rate and latency keys). */
 static void print_json_cost(const cell_t *c)
 {
-    print_json_spread("cpu_us_per_req", &c->cpu_us);
-    printf(", ");
-    print_json_spread("ctxsw_per_req", &c->ctxsw);
-    printf(", ");
-    print_json_spread("direct_cpu_us_per_req", &c->direct_cpu_us);
-    printf(", ");
-    print_json_spread("direct_ctxsw_per_req", &c->direct_ctxsw);
-    printf(", ");
-    print_json_spread("client_cpu_us_per_req", &c->client_cpu_us);
-    printf(", ");
-    print_json_spread("io_ctxsw_per_req", &c->main_ctxsw);
-    printf(", ");
-    print_json_spread("direct_master_ctxsw_per_req", &c->direct_main_ctxsw);
-    printf(", \"rss_kib\": %ld, \"direct_rss_kib\": %ld, \"gateway_threads\": %u", c->rss_kib,
+    static const struct { const char *key; size_t off; } keys[] = {
+        { "cpu_us_per_req", offsetof(cell_t, cpu_us) },
+        { "ctxsw_per_req", offsetof(cell_t, ctxsw) },
+        { "direct_cpu_us_per_req", offsetof(cell_t, direct_cpu_us) },
+        { "direct_ctxsw_per_req", offsetof(cell_t, direct_ctxsw) },
+        { "client_cpu_us_per_req", offsetof(cell_t, client_cpu_us) },
+        { "io_ctxsw_per_req", offsetof(cell_t, main_ctxsw) },
+        { "direct_master_ctxsw_per_req", offsetof(cell_t, direct_main_ctxsw) },
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        print_json_spread(keys[i].key, (const bench_spread_t *)((const char *)c + keys[i].off));
+        printf(", ");
+    }
+    printf("\"rss_kib\": %ld, \"direct_rss_kib\": %ld, \"gateway_threads\": %u", c->rss_kib,
            c->direct_rss_kib, c->threads);
 }
 
