@@ -530,20 +530,44 @@ static void on_other_frame(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelo
  * and a slave that sent a damaged answer may still send another (a copy, a
  * late one). It is never delivered (F), but it counts for the slave's guard
  * (I2) and widens its timeout like a late answer: both only make the bus
- * wait longer, never take a frame for an answer.
+ * wait longer, never take a frame for an answer. Returns the slave (0: none).
  */
-static void garbled_from(gw_bus_t *bus, const rtu_frame_t *f)
+static unsigned garbled_from(gw_bus_t *bus, const rtu_frame_t *f)
 {
     if (f->len < 2 || f->adu[0] == 0 || f->adu[0] >= N_SLAVES)
-        return;
+        return 0;
     unsigned slave = f->adu[0];
     slave_state_t *s = &bus->slaves[slave];
     if (!s->last_fc || (f->adu[1] & 0x7F) != s->last_fc)
-        return;
+        return 0;
     uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
     if (first_byte > s->last_send_ns)
         widen_timeout(bus, slave, first_byte - s->last_send_ns);
     guard_slave(bus, slave, f->t_last_ns);
+    return slave;
+}
+
+/*
+ * The attempt in flight got a damaged answer from its own slave. Waiting
+ * out the deadline and a guard cost ~420 ms per damaged answer, and three
+ * in a row backed a healthy slave off. Asking again at once is safe by I1:
+ * the retry is the same question, so the answer to either attempt answers
+ * it, and an answer to a question asked twice guards the slave (I2), so the
+ * other answer cannot reach the next question. Only while retries remain;
+ * the last attempt still waits for its deadline (its answer may yet come).
+ */
+static bool retry_after_damage(gw_bus_t *bus, uint64_t now)
+{
+    slave_state_t *s = &bus->slaves[bus->cur.slave];
+    if (!bus->busy || bus->attempts > bus->cfg.retries || s->failures)
+        return false;
+    bus->busy = false;
+    bus->deadline_ns = 0;
+    gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
+           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur), bus->attempts);
+    bus_park(bus, &bus->cur, bus->attempts);
+    s->hold_until_ns = now;   /* no guard: the line's own rest after the last byte is enough */
+    return true;
 }
 
 static void on_frame(gw_bus_t *bus, const rtu_frame_t *f)
@@ -562,7 +586,9 @@ static void on_frame(gw_bus_t *bus, const rtu_frame_t *f)
         gw_count(&bus->m.crc_errors);
         if (bus->pending)
             bus->pending_doubtful = true;
-        garbled_from(bus, f);
+        unsigned from = garbled_from(bus, f);
+        if (from && bus->busy && from == bus->cur.slave)
+            retry_after_damage(bus, now);
         gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", bus->cfg.name,
                rtu_status_name((rtu_status_t)env.status), f->len);
         return;
