@@ -498,6 +498,13 @@ def test_peer_vanishes_and_returns():
     kind, v = parse_read(c.call(1, read_pdu(5, 2)), 2)
     check(kind == "ok" and v == [1005, 1006], f"served before the peer vanishes ({kind} {v})")
     sim.kill()                                     # SIGKILL: the pty master just goes away
+    # Its link would still name /dev/pts/N, which another process on this
+    # machine may be handed next: the gateway would then reopen a stranger's
+    # pseudo-terminal. Gone is gone: the link goes with the peer.
+    try:
+        os.unlink(link)
+    except FileNotFoundError:
+        pass
     results = []
     t_end = time.time() + 1.5
     while time.time() < t_end:
