@@ -166,6 +166,9 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
         memcpy(&at, data, sizeof at);
         on_timer(bus, at);
         break;
+    case BUS_MSG_RESOLVE:
+        line_on_resolve(bus);
+        break;
     case BUS_MSG_KICK:
         memcpy(&at, data, sizeof at);
         if (at == bus->kick_at_ns)

@@ -15,7 +15,7 @@
 #define LOG_SUMMARY_NS 10000000000ull        /* info summaries per slave: at most one per 10 s */
 #define N_SLAVES 248
 
-enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMEOUT, BUS_MSG_KICK, BUS_MSG_IDLE };
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMEOUT, BUS_MSG_KICK, BUS_MSG_IDLE, BUS_MSG_RESOLVE };
 
 /* What happened to a slave, for the rate-limited info summary. */
 enum slave_event { EV_TIMEOUT, EV_LATE, EV_DROPPED, EV_REFUSED, EV_COUNT };
@@ -78,6 +78,7 @@ struct gw_bus {
     bool pending_suspect;      /* I4: equal to the slave's last answer, for another question */
     int pending_unexplained;   /* bytes heard in the window that no whole frame accounts for */
     uint64_t pending_t_last_ns;
+    bool resolve_sent;         /* I3's barrier is in the mailbox (line_start_next) */
     uint16_t pending_len;
     uint8_t pending_pdu[RTU_MAX_PDU];
     uint64_t t_line_free_ns; /* the line rests until then: last byte heard + gap */
@@ -110,6 +111,8 @@ bool bus_slave_dead(const gw_bus_t *bus, unsigned slave, uint64_t now);
 
 /* line.c: the discipline. */
 void line_start_next(gw_bus_t *bus);
+/* I3's barrier came back: every byte read before it has been seen. */
+void line_on_resolve(gw_bus_t *bus);
 /* The attempt in flight had no answer by its deadline. */
 void line_on_timeout(gw_bus_t *bus, uint64_t now);
 void line_drain_frames(gw_bus_t *bus);

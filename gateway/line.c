@@ -89,6 +89,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 /* ---- answers and logging ------------------------------------------------- */
 
@@ -329,7 +330,22 @@ void line_start_next(gw_bus_t *bus)
             arm_kick(bus, bus->t_line_free_ns, now);
             return;
         }
-        resolve_pending(bus, now);
+        /*
+         * The window has passed by the clock, but bytes may have arrived that
+         * this actor has not seen: read by the I/O thread and queued behind
+         * the timer's message, or still in the kernel. A message to itself
+         * is a barrier (the mailbox is FIFO): when it comes back, every chunk
+         * queued before it has been fed; line_on_resolve also asks the port
+         * whether unread bytes wait. Only then is the answer vouched for.
+         */
+        if (!bus->resolve_sent) {
+            bus->resolve_sent = true;
+            if (actor_send(bus->gw->actors, bus->self, BUS_MSG_RESOLVE, NULL, 0) != 0)
+                bus->resolve_sent = false;
+            else
+                return;
+        }
+        return;
     }
     if (!bus->port_up) {
         bus_queue_answer_all(bus, MB_EX_PATH_UNAVAILABLE);
@@ -347,6 +363,18 @@ void line_start_next(gw_bus_t *bus)
         arm_kick(bus, wake, now);
     }
     gw_set(&bus->m.queue_depth, bus_queued(bus));
+}
+
+void line_on_resolve(gw_bus_t *bus)
+{
+    bus->resolve_sent = false;
+    if (!bus->pending)
+        return;
+    int unread = 0;
+    if (ioctl(driver_fd(bus->driver), FIONREAD, &unread) == 0 && unread > 0)
+        return;   /* the port's read event brings them, and on_bytes comes back here */
+    resolve_pending(bus, gw_now_ns());
+    line_start_next(bus);
 }
 
 /* The attempt in flight had no answer by its deadline. */
