@@ -308,7 +308,8 @@ struct bufferevent *mbaps_accept(gw_mbaps_t *t, int fd);
 int mbaps_connected(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer);
 /* The handshake failed, or did not finish in time: counted and logged. */
 void mbaps_refused(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer, bool timed_out);
-void mbaps_closed(gw_mbaps_t *t);
+/* Before a TLS connection's bufferevent is freed. */
+void mbaps_closed(gw_mbaps_t *t, struct bufferevent *bev);
 /* Does role grant this request (its unit, the bus it routes to or -1)? Counted. */
 bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t *pdu, size_t len);
 /* SIGHUP: a new context from fresh's files and settings for the next
@@ -342,6 +343,8 @@ typedef struct gw_tls_module {
      * detail: the subject, version and suite. */
     int (*peer)(struct bufferevent *bev, bool *resumed, char *detail, size_t cap);
     gw_tls_refusal_t (*refusal)(struct bufferevent *bev, char *detail, size_t cap);
+    /* Before the bufferevent is freed: close_notify, once authenticated. */
+    void (*close_notify)(struct bufferevent *bev);
 } gw_tls_module_t;
 
 /* poller.c */

@@ -145,8 +145,9 @@ struct bufferevent *mbaps_accept(gw_mbaps_t *t, int fd)
     return bev;
 }
 
-void mbaps_closed(gw_mbaps_t *t)
+void mbaps_closed(gw_mbaps_t *t, struct bufferevent *bev)
 {
+    t->tls->close_notify(bev);
     atomic_fetch_sub_explicit(&t->metrics.active, 1, memory_order_relaxed);
 }
 

@@ -114,7 +114,7 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
         waiting++;
     tcp->in_flight -= waiting;
     if (c->tls)
-        mbaps_closed(tcp->gw->mbaps);
+        mbaps_closed(tcp->gw->mbaps, c->bev);
     if (reason)
         gw_count(reason);
     gw_count(&tcp->gw->tcp_metrics.closed);

@@ -241,8 +241,12 @@ static tls_ctx_t *ctx_new(tls_env_t *env, const config_tls_t *tls, char *err, si
     }
     SSL_CTX_set_app_data(ctx, env);
     SSL_CTX_set_min_proto_version(ctx, tls->min_version == 13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+    /* IGNORE_UNEXPECTED_EOF: most Modbus clients just close the socket, and
+     * OpenSSL would take that as a fatal error and drop the session from
+     * the cache. Truncation cannot pass for a shorter message here: every
+     * MBAP frame carries its own length. */
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
-                                 SSL_OP_NO_TICKET);
+                                 SSL_OP_NO_TICKET | SSL_OP_IGNORE_UNEXPECTED_EOF);
     /* An idle connection gives its 2 x 16 KiB of record buffers back. */
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_session_id_context(ctx, sid_context, sizeof sid_context - 1);
@@ -374,6 +378,18 @@ static gw_tls_refusal_t refusal(struct bufferevent *bev, char *detail, size_t ca
     return why;
 }
 
+/*
+ * Our close_notify, so that the session stays resumable: OpenSSL drops from
+ * its cache a session whose connection is freed without one (libevent frees
+ * without). A refused or unfinished handshake has no session to keep.
+ */
+static void close_notify(struct bufferevent *bev)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    if (ssl && SSL_is_init_finished(ssl) && SSL_shutdown(ssl) < 0)
+        ERR_clear_error();   /* the peer may be gone already: nothing to tell it */
+}
+
 __attribute__((visibility("default"))) extern const gw_tls_module_t rtugw_tls_module;
 const gw_tls_module_t rtugw_tls_module = {
     .abi = GW_TLS_MODULE_ABI,
@@ -385,4 +401,5 @@ const gw_tls_module_t rtugw_tls_module = {
     .accept = accept_session,
     .peer = session_peer,
     .refusal = refusal,
+    .close_notify = close_notify,
 };

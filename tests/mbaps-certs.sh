@@ -5,13 +5,16 @@
 #
 # In DIR: ca.pem/ca.key (the CA rtugw's ca_file names), server.pem/.key
 # (subjectAltName IP:127.0.0.1 and localhost), and client certificates:
-#   reader, operator, admin, stranger  role extension (OID
+#   reader, operator, admin, unit1,    role extension
+#   stranger (OID
 #                                      1.3.6.1.4.1.50316.802.1, UTF8String)
 #                                      naming that role
 #   norole                             no role extension
 #   expired                            role operator, valid only in January 2020
 #   revoked                            role operator, revoked in crl.pem
 #   foreign                            role operator, issued by other-ca.pem
+# and server-next.pem/.key, a second server certificate (CN server-next,
+# valid 20 days: inside the 30-day warning) for the reload test.
 # Keys are ECDSA P-256. Cheap to run again: DIR is made afresh.
 set -eu
 dir=${1:?usage: mbaps-certs.sh DIR}
@@ -95,7 +98,8 @@ key ca
 openssl req -new -x509 -config ca.cnf -extensions v3_ca -key ca.key -subj "/CN=rtugw test CA" -days 3650 -out ca.pem
 
 issue server server -days 365
-for role in reader operator admin stranger; do
+issue server-next server -days 20
+for role in reader operator admin unit1 stranger; do
     RTUGW_ROLE=$role issue "$role" client_role -days 365
 done
 issue norole client -days 365
