@@ -63,5 +63,5 @@ EXTRA_DIST += tests/test_webpage.py
 
 # MB-TCP-Security end to end: real TLS peers (pymodbus, Python's ssl,
 # openssl s_client) against certificates tests/mbaps-certs.sh makes.
-TESTS += tests/test_mbaps.py
-EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh
+TESTS += tests/test_mbaps.py tests/test_bench_tls.sh
+EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
