@@ -10,8 +10,9 @@ gap_us = 1, as `rtugw bench gateway` uses, so the line is not what is timed):
   latency   one read of 1 holding register, back to back on one open
             connection, plain and TLS 1.3, per request;
   rss       the gateway's resident memory per connection: N connections
-            opened (each answered once, then idle), plain on one fresh
-            gateway, TLS on another; VmRSS and RssAnon deltas over N;
+            opened (each answered once, then idle), each arm on a fresh
+            gateway: plain; TLS 1.3 with the default session cache; TLS 1.3
+            with session_cache = 0; VmRSS and RssAnon deltas over N;
   footprint a fresh gateway's VmRSS and RssAnon with no client: this binary
             without [tls], the same with [tls] (the module and libssl
             loaded), and --baseline BIN without [tls] (e.g. the main
@@ -86,7 +87,7 @@ def status_kib(pid, field):
 
 
 class Gw:
-    def __init__(self, binary, pki, tls=True):
+    def __init__(self, binary, pki, tls=True, tls_extra=""):
         self.dir = tempfile.mkdtemp(prefix="rtugw-bench-tls-")
         self.tcp_port, self.http_port, self.tls_port = free_port(), free_port(), free_port()
         text = (f"[gateway]\nlog_level = warn\n[bus line]\nport = sim:1\nbaud = 115200\ngap_us = 1\n"
@@ -94,7 +95,7 @@ class Gw:
                 f"idle_timeout_s = 0\n[http]\nport = {self.http_port}\n")
         if tls:
             text += (f"[tls]\nenabled = true\nport = {self.tls_port}\ncert_file = {pki}/server.pem\n"
-                     f"key_file = {pki}/server.key\nca_file = {pki}/ca.pem\n"
+                     f"key_file = {pki}/server.key\nca_file = {pki}/ca.pem\n{tls_extra}"
                      "[role admin]\nfunctions = all\nunits = all\n")
         with open(os.path.join(self.dir, "rtugw.conf"), "w") as f:
             f.write(text)
@@ -213,8 +214,8 @@ def bench_latency(g, pki, rounds, warmup, n):
     return {"plain_us": spread(samples["plain"]), "tls_us": spread(samples["tls"]), "ratio": spread(ratios)}
 
 
-def rss_per_connection(binary, pki, n, use_tls):
-    g = Gw(binary, pki, tls=True)
+def rss_per_connection(binary, pki, n, use_tls, tls_extra=""):
+    g = Gw(binary, pki, tls=True, tls_extra=tls_extra)
     ctx = client_context(pki, ssl.TLSVersion.TLSv1_3)
 
     def connect():
@@ -236,10 +237,14 @@ def rss_per_connection(binary, pki, n, use_tls):
 
 
 def bench_rss(binary, pki, rounds, warmup, n):
-    out = {"plain": ([], []), "tls": ([], [])}
+    """tls: the default session_cache (each session it keeps holds the
+    client's certificate); tls_no_cache: session_cache = 0."""
+    arms = ("plain", "tls", "tls_no_cache")
+    out = {arm: ([], []) for arm in arms}
     for r in range(warmup + rounds):
-        for arm in (("plain", "tls") if r % 2 == 0 else ("tls", "plain")):
-            rss, anon = rss_per_connection(binary, pki, n, arm == "tls")
+        for arm in (arms if r % 2 == 0 else arms[::-1]):
+            rss, anon = rss_per_connection(binary, pki, n, arm != "plain",
+                                           "session_cache = 0\n" if arm == "tls_no_cache" else "")
             if r >= warmup:
                 out[arm][0].append(rss)
                 out[arm][1].append(anon)
@@ -314,7 +319,7 @@ def main():
           f"{latency['ratio']['p90']:.3f})")
     print(f"resident memory per connection, {a.connections} connections, {a.rss_rounds} rounds (KiB)")
     for arm, v in rss.items():
-        print(f"  {arm:6s} VmRSS {fmt(v['vmrss_kib'])}   RssAnon {fmt(v['rssanon_kib'])}")
+        print(f"  {arm:12s} VmRSS {fmt(v['vmrss_kib'])}   RssAnon {fmt(v['rssanon_kib'])}")
     print(f"a fresh gateway, no client (KiB), {a.rss_rounds} rounds")
     for arm, v in foot.items():
         print(f"  {arm:16s} VmRSS {fmt(v['vmrss_kib'])}   RssAnon {fmt(v['rssanon_kib'])}")

@@ -86,6 +86,8 @@ static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size
         memcpy(run->roles, fresh->roles, sizeof run->roles);
     if (!fresh->tls.enabled || mbaps_reload(gw->mbaps, fresh) != 0)
         return;
+    if (gw->tcp)
+        tcp_recheck_sessions(gw->tcp);   /* a new CRL revokes sessions already open, too */
     config_tls_t next = fresh->tls;
     next.enabled = run->tls.enabled;
     memcpy(next.bind, run->tls.bind, sizeof next.bind);

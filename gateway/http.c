@@ -94,7 +94,7 @@ static const metric_def_t tcp_defs[] = {
     TM(refused_address, "Connections refused: max_per_address reached for that address"),
     TM(adu_timeout_closed, "Connections closed: an ADU incomplete after adu_timeout_ms"),
     TM(accept_errors, "accept() failures (e.g. out of descriptors): the listener pauses 100 ms"),
-    TM(revoked_closed, "Connections closed by a reload: address no longer allowed"),
+    TM(revoked_closed, "Connections closed by a reload: address no longer allowed, or TLS certificate no longer valid"),
 };
 
 /* A configuration string as a JSON string, quotes included. */

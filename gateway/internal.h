@@ -295,6 +295,8 @@ void tcp_stop_accepting(gw_tcp_t *tcp);
 unsigned tcp_in_flight(const gw_tcp_t *tcp);
 /* Applies what can apply now; restart gets the keys that need a restart. */
 void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap);
+/* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
+void tcp_recheck_sessions(gw_tcp_t *tcp);
 
 /* mbaps.c (I/O thread): MB-TCP-Security for tcp.c's TLS listener. */
 typedef struct gw_mbaps gw_mbaps_t;
@@ -315,6 +317,9 @@ bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t 
 /* SIGHUP: a new context from fresh's files and settings for the next
  * connections; 0. A file that does not load keeps the old context: -1, logged. */
 int mbaps_reload(gw_mbaps_t *t, const config_t *fresh);
+/* After a reload: may this authenticated session go on (its certificate
+ * verified again against the CAs and CRL now in force)? Logged when not. */
+bool mbaps_still_trusted(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer);
 const gw_tls_metrics_t *mbaps_metrics(const gw_mbaps_t *t);
 /* The server certificate in force: subject and notAfter (s since the epoch). */
 void mbaps_certificate(const gw_mbaps_t *t, const char **subject, int64_t *not_after);
@@ -345,6 +350,9 @@ typedef struct gw_tls_module {
     gw_tls_refusal_t (*refusal)(struct bufferevent *bev, char *detail, size_t cap);
     /* Before the bufferevent is freed: close_notify, once authenticated. */
     void (*close_notify)(struct bufferevent *bev);
+    /* Does the session's client certificate still verify against ctx's CAs
+     * and CRL (a context made by a reload)? */
+    bool (*still_trusted)(tls_ctx_t *ctx, struct bufferevent *bev);
 } gw_tls_module_t;
 
 /* poller.c */

@@ -272,6 +272,17 @@ int mbaps_reload(gw_mbaps_t *t, const config_t *fresh)
     return 0;
 }
 
+bool mbaps_still_trusted(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer)
+{
+    char addr[64];
+    if (t->tls->still_trusted(t->ctx, bev))
+        return true;
+    peer_text(peer, addr, sizeof addr);
+    gw_log(t->gw, CONFIG_LOG_WARN, "SIGHUP: tls: %s: its certificate no longer verifies (revoked, expired or "
+           "no longer under ca_file); closing that session", addr);
+    return false;
+}
+
 const gw_tls_metrics_t *mbaps_metrics(const gw_mbaps_t *t)
 {
     return &t->metrics;

@@ -724,6 +724,16 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
     }
 }
 
+void tcp_recheck_sessions(gw_tcp_t *tcp)
+{
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (c && c->tls && !c->handshaking &&
+            !mbaps_still_trusted(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer))
+            conn_close(c, &tcp->gw->tcp_metrics.revoked_closed);
+    }
+}
+
 void tcp_free(gw_tcp_t *tcp)
 {
     if (!tcp)

@@ -390,6 +390,20 @@ static void close_notify(struct bufferevent *bev)
         ERR_clear_error();   /* the peer may be gone already: nothing to tell it */
 }
 
+/* The peer's certificate and chain verified again, against ctx's store. */
+static bool still_trusted(tls_ctx_t *ctx, struct bufferevent *bev)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    X509 *cert = ssl ? SSL_get0_peer_certificate(ssl) : NULL;
+    X509_STORE_CTX *check = X509_STORE_CTX_new();
+    bool ok = cert && check &&
+              X509_STORE_CTX_init(check, SSL_CTX_get_cert_store((SSL_CTX *)ctx), cert, SSL_get_peer_cert_chain(ssl)) == 1 &&
+              X509_STORE_CTX_set_purpose(check, X509_PURPOSE_SSL_CLIENT) == 1 && X509_verify_cert(check) == 1;
+    X509_STORE_CTX_free(check);
+    ERR_clear_error();
+    return ok;
+}
+
 __attribute__((visibility("default"))) extern const gw_tls_module_t rtugw_tls_module;
 const gw_tls_module_t rtugw_tls_module = {
     .abi = GW_TLS_MODULE_ABI,
@@ -402,4 +416,5 @@ const gw_tls_module_t rtugw_tls_module = {
     .peer = session_peer,
     .refusal = refusal,
     .close_notify = close_notify,
+    .still_trusted = still_trusted,
 };

@@ -343,11 +343,12 @@ def peer_cn(g):
 
 def test_reload():
     work = tempfile.mkdtemp(prefix="rtugw-reload-")
-    cert, key = os.path.join(work, "server.pem"), os.path.join(work, "server.key")
+    cert, key, crl = (os.path.join(work, f) for f in ("server.pem", "server.key", "crl.pem"))
     shutil.copy(pem("server.pem"), cert)
     shutil.copy(pem("server.key"), key)
+    shutil.copy(pem("crl.pem"), crl)
     g = TlsGateway()
-    g.rewrite(g.text.replace(pem("server.pem"), cert).replace(pem("server.key"), key))
+    g.rewrite(g.text.replace(pem("server.pem"), cert).replace(pem("server.key"), key).replace(pem("crl.pem"), crl))
     g.p.send_signal(1)
     time.sleep(0.3)
     check(peer_cn(g) == "server", "serving the first server certificate")
@@ -358,11 +359,29 @@ def test_reload():
     check(call(plain, 1, 1, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "plain connection before reload")
     old, _ = tls_connect(g, "admin")
     check(call(old, 1, 1, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "TLS session before reload")
+    doomed, _ = tls_connect(g, "unit1")
+    check(call(doomed, 1, 1, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "unit1's session before reload")
 
+    # The new server certificate, and a new CRL that revokes unit1 (issued by
+    # the CA with the commands of tests/mbaps-certs.sh).
     shutil.copy(pem("server-next.pem"), cert)
     shutil.copy(pem("server-next.key"), key)
+    env = dict(os.environ, RTUGW_ROLE="none")
+    for cmd in (["-revoke", "unit1.pem"], ["-gencrl", "-out", crl]):
+        subprocess.run(["openssl", "ca", "-config", "ca.cnf", *cmd], cwd=PKI, env=env, check=True, capture_output=True)
     g.p.send_signal(1)
     time.sleep(0.3)
+    try:
+        doomed.settimeout(2)
+        closed = doomed.recv(1) == b""
+    except (ssl.SSLError, ConnectionResetError):
+        closed = True
+    check(closed, "SIGHUP with a CRL that revokes it: unit1's open session is closed")
+    doomed.close()
+    check("its certificate no longer verifies" in g.log_text(), "... and the log says why")
+    check(g.metrics().get("rtugw_tcp_revoked_closed_total") == 1, "... counted as revoked_closed")
+    refused, port, how = refused_tls12(g, "unit1")
+    check(refused, f"unit1 cannot come back: refused in the handshake ({how})")
     check(peer_cn(g) == "server-next", "SIGHUP: new sessions get the new server certificate")
     check(call(plain, 2, 1, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]),
           "the plain connection from before the reload still answers")
