@@ -28,10 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, finish, free_port, mbap, procs, recv_frame  # noqa: E402
+from rtugwtest import Gateway, check, finish, free_port, mbap, procs, recv_frame, wait_listening  # noqa: E402
 
 SRCDIR = os.environ.get("RTUGW_SRCDIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if not shutil.which("openssl"):
@@ -485,7 +486,7 @@ def test_footprint():
 
 def test_plain_listener_off():
     tls_port = free_port()
-    g = Gateway.__new__(Gateway)
+    g = types.SimpleNamespace(tls_port=tls_port)   # what tls_connect() needs
     # [tcp] enabled = false: only the TLS listener. Gateway() waits for the
     # plain port, so this one is started and waited for here.
     d = tempfile.mkdtemp(prefix="rtugw-test-")
@@ -497,14 +498,7 @@ def test_plain_listener_off():
     log = open(os.path.join(d, "log"), "w+")
     p = subprocess.Popen([os.environ.get("RTUGW_BIN", "./rtugw"), "run", "-c", cfg], stdout=log, stderr=log)
     procs.append(p)
-    g.tls_port = tls_port
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", tls_port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    check(wait_listening(tls_port, p), "[tcp] off: the TLS listener comes up")
     time.sleep(0.2)
     s, _ = tls_connect(g, "reader")
     check(call(s, 1, 1, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "[tcp] off: TLS alone serves")
