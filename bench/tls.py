@@ -42,7 +42,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-READ = struct.pack(">HHHBBHH", 1, 0, 6, 1, 3, 0, 1)   # MBAP: read 1 holding register of unit 1
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from rtugwtest import free_port, mbap  # noqa: E402   the tests' helpers: a free port, MBAP framing
+
+READ = mbap(1, 1, bytes([3, 0, 0, 0, 1]))   # read 1 holding register of unit 1
 
 
 def quantile(sorted_xs, q):
@@ -58,14 +61,6 @@ def spread(xs):
     if not s:
         return {"median": 0, "p10": 0, "p90": 0, "n": 0}
     return {"median": quantile(s, 0.5), "p10": quantile(s, 0.1), "p90": quantile(s, 0.9), "n": len(s)}
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def recv_answer(s):

@@ -47,21 +47,29 @@ static bool unit_granted(const config_role_t *r, unsigned u)
     return r->units[u / 8] & (1u << (u % 8));
 }
 
+/* The [tls] values a test expects; the rest of config_tls_t must be the defaults. */
+static void expect_tls(const config_t *cfg, bool enabled, unsigned port, unsigned min_version, unsigned session_cache,
+                       int default_role, const char *crl_file, unsigned roles)
+{
+    const config_tls_t *t = &cfg->tls;
+    assert_int_equal(t->enabled, enabled);
+    assert_int_equal(t->port, port);
+    assert_string_equal(t->bind, "127.0.0.1");
+    assert_int_equal(t->min_version, min_version);
+    assert_int_equal(t->session_cache, session_cache);
+    assert_int_equal(t->handshake_timeout_ms, 5000);
+    assert_int_equal(t->default_role, default_role);
+    assert_string_equal(t->crl_file, crl_file);
+    assert_int_equal(cfg->role_count, roles);
+}
+
 static void test_defaults_without_tls(void **state)
 {
     (void)state;
     config_errors_t errs;
     config_t *cfg = load(BUSES, &errs);
     assert_non_null(cfg);
-    assert_false(cfg->tls.enabled);
-    assert_int_equal(cfg->tls.port, 802);
-    assert_string_equal(cfg->tls.bind, "127.0.0.1");
-    assert_int_equal(cfg->tls.min_version, 12);
-    assert_int_equal(cfg->tls.session_cache, 128);
-    assert_int_equal(cfg->tls.handshake_timeout_ms, 5000);
-    assert_int_equal(cfg->tls.default_role, -1);
-    assert_string_equal(cfg->tls.crl_file, "");
-    assert_int_equal(cfg->role_count, 0);
+    expect_tls(cfg, false, 802, 12, 128, -1, "", 0);
     config_free(cfg);
 }
 
@@ -76,13 +84,7 @@ static void test_tls_and_roles(void **state)
                                "[role admin]\nfunctions = all\nunits = all\nbuses = all\n",
                          &errs);
     assert_non_null(cfg);
-    assert_true(cfg->tls.enabled);
-    assert_int_equal(cfg->tls.port, 8802);
-    assert_string_equal(cfg->tls.crl_file, "/etc/rtugw/crl.pem");
-    assert_int_equal(cfg->tls.min_version, 13);
-    assert_int_equal(cfg->tls.session_cache, 0);
-    assert_int_equal(cfg->role_count, 3);
-    assert_int_equal(cfg->tls.default_role, 0);
+    expect_tls(cfg, true, 8802, 13, 0, 0, "/etc/rtugw/crl.pem", 3);
     assert_int_equal(config_role_find(cfg, "operator"), 1);
     assert_int_equal(config_role_find(cfg, "nobody"), -1);
 

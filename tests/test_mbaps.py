@@ -515,15 +515,11 @@ def test_plain_listener_off():
 
 
 try:
-    test_roles()
-    test_refused_in_handshake()
-    test_default_role()
-    test_reload()
-    test_every_function_as_plain()
-    test_footprint()
-    test_plain_listener_off()
+    for test in (test_roles, test_refused_in_handshake, test_default_role, test_reload,
+                 test_every_function_as_plain, test_footprint, test_plain_listener_off):
+        test()
 finally:
-    for p in procs:
+    for p in procs:   # a failed test may leave its daemon running
         if p.poll() is None:
             p.kill()
     shutil.rmtree(PKI, ignore_errors=True)
