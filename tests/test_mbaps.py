@@ -20,6 +20,7 @@ What must hold:
   - every function code answers through TLS exactly as through plain TCP;
   - a daemon without [tls] never maps libssl."""
 import asyncio
+import atexit
 import os
 import shutil
 import socket
@@ -32,7 +33,7 @@ import types
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, finish, free_port, mbap, procs, recv_frame, wait_listening  # noqa: E402
+from rtugwtest import Gateway, check, free_port, mbap, procs, recv_frame, run_tests, wait_listening  # noqa: E402
 
 SRCDIR = os.environ.get("RTUGW_SRCDIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if not shutil.which("openssl"):
@@ -48,6 +49,7 @@ except ImportError as e:
 # TLS 1.1 is what the test offers on purpose, to see it refused.
 warnings.filterwarnings("ignore", "ssl.TLSVersion.TLSv1_1 is deprecated", DeprecationWarning)
 PKI = tempfile.mkdtemp(prefix="rtugw-pki-")
+atexit.register(shutil.rmtree, PKI, True)
 subprocess.run(["sh", os.path.join(SRCDIR, "tests", "mbaps-certs.sh"), PKI], check=True)
 
 ROLES = ("[role reader]\nfunctions = read\nunits = all\n"
@@ -514,13 +516,5 @@ def test_plain_listener_off():
     shutil.rmtree(d, ignore_errors=True)
 
 
-try:
-    for test in (test_roles, test_refused_in_handshake, test_default_role, test_reload,
-                 test_every_function_as_plain, test_footprint, test_plain_listener_off):
-        test()
-finally:
-    for p in procs:   # a failed test may leave its daemon running
-        if p.poll() is None:
-            p.kill()
-    shutil.rmtree(PKI, ignore_errors=True)
-finish("test_mbaps")
+run_tests("test_mbaps", [test_roles, test_refused_in_handshake, test_default_role, test_reload,
+                        test_every_function_as_plain, test_footprint, test_plain_listener_off])
