@@ -19,3 +19,6 @@ EXTRA_DIST += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += bench/actor-scaling.sh
 TESTS += tests/test_bench_tags.py
 EXTRA_DIST += tests/test_bench_tags.py
+# MB-TCP-Security figures (TLS against plain TCP): a script, so that no
+# rtugw binary links libssl (docs/security.md).
+EXTRA_DIST += bench/tls.py

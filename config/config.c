@@ -69,6 +69,11 @@ static int find_bus(const config_t *cfg, const char *name)
     return -1;
 }
 
+int config_find_bus(const config_t *cfg, const char *name)   /* for security.c */
+{
+    return find_bus(cfg, name);
+}
+
 static int find_device(const config_t *cfg, const char *name)
 {
     for (unsigned i = 0; i < cfg->device_count; i++)
@@ -97,6 +102,7 @@ static void *single_section(loader_t *ld, int kind, unsigned *first)
     case S_GATEWAY: return cfg;
     case S_TCP: return &cfg->tcp;
     case S_HTTP: return &cfg->http;
+    case S_TLS: cfg->tls.line = ld->header_line; return &cfg->tls;
     default: return &cfg->router;
     }
 }
@@ -110,6 +116,13 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
 
     if (kind == S_TAG)
         return config_tags_section(ld, name);   /* a name given twice is found once all are read */
+    if (kind == S_ROLE) {
+        if ((i = config_role_find(cfg, name)) >= 0)
+            *first = cfg->roles[i].line;
+        else
+            return security_new_role(ld, name);
+        return NULL;
+    }
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -162,7 +175,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
             k = i;
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
-                        "poll NAME, tag NAME, tcp, http or router)", raw);
+                        "poll NAME, tag NAME, tcp, http, router, tls or role NAME)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -334,6 +347,7 @@ static void resolve(loader_t *ld)
         strcmp(cfg->tcp.bind, cfg->http.bind) == 0)
         config_error_at(ld, 0, "[tcp] and [http] both use %s:%u", cfg->tcp.bind, cfg->tcp.port);
     config_tags_resolve(ld);
+    security_resolve(ld);
 }
 
 static config_t *load(loader_t *ld)
@@ -354,6 +368,7 @@ static config_t *load(loader_t *ld)
     cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
                                      .policy = "epsilon",
                                      .buckets = { 8, 16, 32, 64, 128, 256 }, .bucket_count = 6 };
+    security_defaults(cfg);
     ld->cfg = cfg;
     ld->kind = S_NONE;
     if (!(ld->tags = config_tags_new())) {

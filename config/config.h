@@ -28,6 +28,7 @@
 #define CONFIG_MAX_ERRORS 32
 #define CONFIG_MAX_TAGS 65536       /* tags in all: [tag NAME] sections and tags_file rows */
 #define CONFIG_TOKEN_MAX 128
+#define CONFIG_MAX_ROLES 16
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
@@ -139,6 +140,43 @@ typedef struct config_router {
     char policy[16];                /* "epsilon", "epsilon-greedy" or "thompson" */
 } config_router_t;
 
+/*
+ * MB-TCP-Security (config/security.c): the [tls] listener and the [role NAME]
+ * sections that grant rights to a client certificate's role.
+ */
+/* Function classes a role grants (its functions key); a code in no class is
+ * granted to no role. */
+#define CONFIG_FN_READ 0x01u        /* 1, 2, 3, 4, 24; 23 needs read and write */
+#define CONFIG_FN_WRITE 0x02u       /* 5, 6, 15, 16, 22 */
+#define CONFIG_FN_DIAGNOSTICS 0x04u /* 7, 8, 11, 12, 17, 43/14 */
+#define CONFIG_FN_FILE 0x08u        /* 20, 21 */
+#define CONFIG_FN_USER 0x10u        /* user-defined: 65..72, 100..110 */
+#define CONFIG_FN_ALL 0x1Fu
+
+typedef struct config_role {
+    char name[CONFIG_NAME_MAX];     /* the certificate's role (OID 1.3.6.1.4.1.50316.802.1) */
+    unsigned functions;             /* CONFIG_FN_* */
+    uint8_t units[32];              /* bit u: MBAP unit u is granted */
+    uint32_t buses;                 /* bit b: every unit routed to bus b is granted */
+    unsigned line;
+} config_role_t;
+
+typedef struct config_tls {
+    bool enabled;                   /* default false */
+    char bind[64];
+    unsigned port;                  /* 802 */
+    char cert_file[CONFIG_PATH_MAX];  /* the server's certificate chain, PEM */
+    char key_file[CONFIG_PATH_MAX];
+    char ca_file[CONFIG_PATH_MAX];    /* client certificates must chain to these */
+    char crl_file[CONFIG_PATH_MAX];   /* optional: "" checks no revocation */
+    unsigned min_version;           /* 12: TLS 1.2, 13: TLS 1.3 */
+    unsigned session_cache;         /* resumable sessions kept; 0: no resumption */
+    unsigned handshake_timeout_ms;
+    int default_role;               /* index into roles for a certificate without a
+                                       role; -1: such a certificate is refused */
+    unsigned line;                  /* of the [tls] header; 0: no section */
+} config_tls_t;
+
 typedef enum config_log { CONFIG_LOG_ERROR, CONFIG_LOG_WARN, CONFIG_LOG_INFO, CONFIG_LOG_DEBUG } config_log_t;
 
 typedef struct config {
@@ -160,6 +198,9 @@ typedef struct config {
      * definitions only (their values are never updated here). Owned: freed
      * by config_free; NULL when there are none. */
     tags_table_t *tags;
+    config_tls_t tls;
+    config_role_t roles[CONFIG_MAX_ROLES];
+    unsigned role_count;
 } config_t;
 
 typedef struct config_errors {
@@ -198,6 +239,9 @@ void config_free(config_t *cfg);
 
 /* The embedded demo configuration (simulated PLCs, TCP 127.0.0.1:1502, HTTP 8502). */
 const char *config_demo_text(void);
+
+/* The role named name, or -1. */
+int config_role_find(const config_t *cfg, const char *name);
 
 /* One-line summary, e.g. "1 bus, 3 devices, 2 poll groups, tcp 127.0.0.1:1502". */
 int config_summary(const config_t *cfg, char *buf, size_t cap);

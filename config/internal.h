@@ -9,6 +9,7 @@
  *   config.c  sections, duplicates, references, the public functions;
  *   tags.c    [tag NAME] sections, the devices' tag keys and tags_file CSVs,
  *             built into cfg->tags once the file is read.
+ *   security.c  MB-TCP-Security: [tls]'s own keys, [role NAME] and their checks.
  */
 #ifndef RTUGW_CONFIG_INTERNAL_H
 #define RTUGW_CONFIG_INTERNAL_H
@@ -24,7 +25,7 @@
 /* Keys one section can hold: tcp's table plus unit0..unit255. */
 #define CONFIG_SECTION_KEYS_MAX 288
 
-enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_COUNT };
+enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -71,6 +72,13 @@ typedef struct seen_key {
     char value[CONFIG_LINE_MAX]; /* as written, for the rule's message */
 } seen_key_t;
 
+/* Names the security keys refer to, resolved once the whole file is read. */
+typedef struct security_pending {
+    pending_ref_t default_role;
+    char role_buses[CONFIG_MAX_ROLES][CONFIG_LINE_MAX];
+    unsigned role_buses_line[CONFIG_MAX_ROLES];
+} security_pending_t;
+
 struct loader {
     config_t *cfg;
     config_errors_t *errs;
@@ -95,6 +103,7 @@ struct loader {
     pending_ref_t default_bus;
     pending_ref_t unit_bus[256];
     config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
+    security_pending_t security;
     /* input */
     FILE *file;
     const char *text;
@@ -136,5 +145,18 @@ bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, 
  * sections, checks the planner's limits, and sets cfg->tags (NULL when
  * there are no tags). Every problem is reported. */
 void config_tags_resolve(loader_t *ld);
+
+/* security.c */
+void security_defaults(config_t *cfg);
+/* A new [role NAME]; NULL when there is no room (reported). */
+config_role_t *security_new_role(loader_t *ld, const char *name);
+bool security_set_min_version(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool security_set_default_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool security_set_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool security_set_units(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* Bus names, default_role, and what an enabled [tls] needs. */
+void security_resolve(loader_t *ld);
+int config_find_bus(const config_t *cfg, const char *name);
 
 #endif

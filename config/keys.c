@@ -105,6 +105,30 @@ static const key_spec_t http_keys[] = {
     U(config_http_t, frame_ring, 0, 4096),
 };
 
+/* MB-TCP-Security (config/security.c) */
+static const key_spec_t tls_keys[] = {
+    B(config_tls_t, enabled),
+    { .name = "bind", .type = K_IPV4, .offset = offsetof(config_tls_t, bind), .min = 1, .max = 64 },
+    U(config_tls_t, port, 1, 65535),
+    { .name = "cert_file", .type = K_STRING, .offset = offsetof(config_tls_t, cert_file), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    { .name = "key_file", .type = K_STRING, .offset = offsetof(config_tls_t, key_file), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    { .name = "ca_file", .type = K_STRING, .offset = offsetof(config_tls_t, ca_file), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    { .name = "crl_file", .type = K_STRING, .offset = offsetof(config_tls_t, crl_file), .max = CONFIG_PATH_MAX },
+    C("min_version", security_set_min_version),
+    U(config_tls_t, session_cache, 0, 10000),
+    U(config_tls_t, handshake_timeout_ms, 100, 60000),
+    C("default_role", security_set_default_role),
+};
+
+static const key_spec_t role_keys[] = {
+    C("functions", security_set_functions),
+    C("units", security_set_units),
+    C("buses", security_set_buses),
+};
+
 static const key_spec_t router_keys[] = {
     { .name = "exploration", .type = K_DOUBLE, .offset = offsetof(config_router_t, exploration), .max = 1 },
     U(config_router_t, sample_every, 1, 1000000),
@@ -133,6 +157,8 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_HTTP] = { "http", false, http_keys, COUNT(http_keys) },
     [S_ROUTER] = { "router", false, router_keys, COUNT(router_keys) },
     [S_TAG] = { "tag", true, tag_keys, COUNT(tag_keys) },
+    [S_TLS] = { "tls", false, tls_keys, COUNT(tls_keys) },
+    [S_ROLE] = { "role", true, role_keys, COUNT(role_keys) },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)

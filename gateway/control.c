@@ -50,6 +50,53 @@ static void on_wake(void *ctx)
         begin_drain(gw);
 }
 
+/*
+ * [tls] and the roles. With TLS running: the files and settings make a new
+ * context for the next connections (or the old one stays, logged), rights
+ * apply to the next request; the listener and the set of role names (a
+ * connection holds its role's index) need a restart, named in restart.
+ */
+static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
+{
+    config_t *run = gw->cfg;
+    bool same_roles = run->role_count == fresh->role_count;
+    size_t used = 0;
+
+    for (unsigned i = 0; same_roles && i < fresh->role_count; i++)
+        same_roles = strcmp(run->roles[i].name, fresh->roles[i].name) == 0;
+    restart[0] = 0;
+#define NEEDS_RESTART(cond, key)                                                                 \
+    if (cond)                                                                                    \
+        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s", used ? " " : "", key)
+    NEEDS_RESTART(fresh->tls.enabled != run->tls.enabled, "tls.enabled");
+    if (!gw->mbaps) {
+        /* Nothing running uses them: the running copy just follows. */
+        bool enabled = run->tls.enabled;
+        run->tls = fresh->tls;
+        run->tls.enabled = enabled;
+        memcpy(run->roles, fresh->roles, sizeof run->roles);
+        run->role_count = fresh->role_count;
+        return;
+    }
+    NEEDS_RESTART(strcmp(fresh->tls.bind, run->tls.bind) != 0, "tls.bind");
+    NEEDS_RESTART(fresh->tls.port != run->tls.port, "tls.port");
+    NEEDS_RESTART(!same_roles, "roles");
+#undef NEEDS_RESTART
+    if (same_roles)
+        memcpy(run->roles, fresh->roles, sizeof run->roles);
+    if (!fresh->tls.enabled || mbaps_reload(gw->mbaps, fresh) != 0)
+        return;
+    if (gw->tcp)
+        tcp_recheck_sessions(gw->tcp);   /* a new CRL revokes sessions already open, too */
+    config_tls_t next = fresh->tls;
+    next.enabled = run->tls.enabled;
+    memcpy(next.bind, run->tls.bind, sizeof next.bind);
+    next.port = run->tls.port;
+    if (!same_roles)
+        next.default_role = run->tls.default_role;   /* an index into the roles still running */
+    run->tls = next;
+}
+
 static void reload(gw_t *gw)
 {
     config_errors_t errs;
@@ -68,7 +115,7 @@ static void reload(gw_t *gw)
             gw_log(gw, CONFIG_LOG_ERROR, "  %s", errs.text[i]);
         return;
     }
-    char restart[512] = "", tcp_restart[256] = "";
+    char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
     size_t used = 0;
     /* Buses, devices, poll groups, tags, the router and HTTP are owned by running
      * actors and listeners: a change there needs a restart, and the log and
@@ -91,6 +138,8 @@ static void reload(gw_t *gw)
     if (gw->tcp)
         tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);
+    reload_security(gw, fresh, tls_restart, sizeof tls_restart);
+    CHANGED(tls_restart, tls_restart[0] != 0);
 #undef CHANGED
     gw->cfg->log_level = fresh->log_level;
     /* The running copy keeps what did not apply, so /status and the next
@@ -104,8 +153,9 @@ static void reload(gw_t *gw)
     }
     gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s", gw->opt.config_path,
-           restart[0] ? "; not applied until a restart: " : "", restart);
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s", gw->opt.config_path,
+           gw->mbaps ? ", [tls] and the roles' rights" : "", restart[0] ? "; not applied until a restart: " : "",
+           restart);
     config_free(fresh);
 }
 

@@ -113,7 +113,8 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         }
     }
     if (!(gw->tags = gwtags_new(cfg, err, sizeof err)) || !(gw->poller = poller_new(gw, err, sizeof err)) ||
-        (cfg->tcp.enabled && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
+        (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
+        ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
         control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
@@ -125,8 +126,9 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         bus_describe(gw->buses[i], desc, sizeof desc);
         gw_log(gw, CONFIG_LOG_INFO, "bus %s: %s", cfg->buses[i].name, desc);
     }
-    gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s%s:%u; http %s%s:%u", actor_system_workers(gw->actors),
-           cfg->tcp.enabled ? "" : "off ", cfg->tcp.bind, cfg->tcp.port, cfg->http.enabled ? "" : "off ",
+    gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s%s:%u; modbus tls %s%s:%u; http %s%s:%u",
+           actor_system_workers(gw->actors), cfg->tcp.enabled ? "" : "off ", cfg->tcp.bind, cfg->tcp.port,
+           cfg->tls.enabled ? "" : "off ", cfg->tls.bind, cfg->tls.port, cfg->http.enabled ? "" : "off ",
            cfg->http.bind, cfg->http.port);
     return gw;
 }
@@ -171,6 +173,7 @@ void gw_free(gw_t *gw)
     control_stop(gw);
     http_free(gw->http);
     tcp_free(gw->tcp);
+    mbaps_free(gw->mbaps);   /* after the connections, which hold its contexts */
     poller_free(gw->poller);
     gwtags_free(gw->tags);
     for (unsigned i = 0; i < gw->cfg->bus_count; i++)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct http_conn {
     struct bufferevent *bev;       /* evhttp's, with a reference of ours */
@@ -93,7 +94,7 @@ static const metric_def_t tcp_defs[] = {
     TM(refused_address, "Connections refused: max_per_address reached for that address"),
     TM(adu_timeout_closed, "Connections closed: an ADU incomplete after adu_timeout_ms"),
     TM(accept_errors, "accept() failures (e.g. out of descriptors): the listener pauses 100 ms"),
-    TM(revoked_closed, "Connections closed by a reload: address no longer allowed"),
+    TM(revoked_closed, "Connections closed by a reload: address no longer allowed, or TLS certificate no longer valid"),
 };
 
 /* A configuration string as a JSON string, quotes included. */
@@ -230,6 +231,88 @@ static void http_metrics_text(gw_t *gw, struct evbuffer *b)
     }
 }
 
+#define TLSM(f, h, g) { #f, h, offsetof(gw_tls_metrics_t, f), g }
+static const metric_def_t tls_defs[] = {
+    TLSM(accepted, "TLS connections accepted (handshake begun)", false),
+    TLSM(handshakes, "TLS handshakes completed: client authenticated, with a role", false),
+    TLSM(resumed, "Completed TLS handshakes that resumed a cached session", false),
+    TLSM(active, "TLS connections open", true),
+    TLSM(reloads, "SIGHUP: certificates, key and CRL reloaded", false),
+    TLSM(reload_failures, "SIGHUP: a file did not load; the old ones kept", false),
+};
+
+/* MB-TCP-Security: handshakes, refusals by reason, requests and refusals per role. */
+static void tls_metrics_text(gw_t *gw, struct evbuffer *b)
+{
+    if (!gw->mbaps)
+        return;
+    const gw_tls_metrics_t *m = mbaps_metrics(gw->mbaps);
+    const char *subject;
+    int64_t not_after;
+    for (size_t i = 0; i < sizeof tls_defs / sizeof tls_defs[0]; i++) {
+        metric_header(b, "tls", &tls_defs[i]);
+        evbuffer_add_printf(b, "rtugw_tls_%s%s %llu\n", tls_defs[i].name, tls_defs[i].gauge ? "" : "_total",
+                            (unsigned long long)field(m, tls_defs[i].offset));
+    }
+    evbuffer_add_printf(b, "# HELP rtugw_tls_refused_total TLS clients refused in the handshake, by reason\n"
+                           "# TYPE rtugw_tls_refused_total counter\n");
+    for (int r = 0; r < GW_TLS_REFUSAL_COUNT; r++)
+        evbuffer_add_printf(b, "rtugw_tls_refused_total{reason=\"%s\"} %llu\n", gw_tls_refusal_names[r],
+                            (unsigned long long)gw_read(&m->refused[r]));
+    evbuffer_add_printf(b, "# HELP rtugw_tls_role_requests_total Requests of TLS clients, by role\n"
+                           "# TYPE rtugw_tls_role_requests_total counter\n");
+    for (unsigned r = 0; r < gw->cfg->role_count; r++)
+        evbuffer_add_printf(b, "rtugw_tls_role_requests_total{role=\"%s\"} %llu\n", gw->cfg->roles[r].name,
+                            (unsigned long long)gw_read(&m->role_requests[r]));
+    evbuffer_add_printf(b, "# HELP rtugw_tls_role_refused_total Requests beyond their role's rights, answered 0x01\n"
+                           "# TYPE rtugw_tls_role_refused_total counter\n");
+    for (unsigned r = 0; r < gw->cfg->role_count; r++)
+        evbuffer_add_printf(b, "rtugw_tls_role_refused_total{role=\"%s\"} %llu\n", gw->cfg->roles[r].name,
+                            (unsigned long long)gw_read(&m->role_refused[r]));
+    mbaps_certificate(gw->mbaps, &subject, &not_after);
+    evbuffer_add_printf(b, "# HELP rtugw_tls_certificate_not_after_seconds The server certificate's notAfter\n"
+                           "# TYPE rtugw_tls_certificate_not_after_seconds gauge\n"
+                           "rtugw_tls_certificate_not_after_seconds %lld\n", (long long)not_after);
+}
+
+/* /status: the TLS listener and the server certificate, with a warning
+ * from 30 days before it expires. */
+static void tls_status_json(gw_t *gw, struct evbuffer *b)
+{
+    const char *subject;
+    int64_t not_after;
+    char when[32] = "";
+    struct tm tm;
+
+    if (!gw->mbaps) {
+        evbuffer_add_printf(b, ",\"tls\":null");
+        return;
+    }
+    mbaps_certificate(gw->mbaps, &subject, &not_after);
+    time_t t = (time_t)not_after;
+    if (gmtime_r(&t, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    double days = (double)(not_after - (int64_t)time(NULL)) / 86400.0;
+    const gw_tls_metrics_t *m = mbaps_metrics(gw->mbaps);
+    evbuffer_add_printf(b, ",\"tls\":{\"listen\":");
+    char listen[96];
+    snprintf(listen, sizeof listen, "%s:%u", gw->cfg->tls.bind, gw->cfg->tls.port);
+    add_str(b, listen);
+    evbuffer_add_printf(b, ",\"active\":%llu,\"handshakes\":%llu,\"certificate\":{\"subject\":",
+                        (unsigned long long)gw_read(&m->active), (unsigned long long)gw_read(&m->handshakes));
+    add_str(b, subject);
+    evbuffer_add_printf(b, ",\"not_after\":\"%s\",\"days_left\":%.1f},\"warning\":", when, days);
+    if (days < 30) {
+        char warning[96];
+        snprintf(warning, sizeof warning, days < 0 ? "the server certificate has expired"
+                                                   : "the server certificate expires in %.0f days", days);
+        add_str(b, warning);
+    } else {
+        evbuffer_add_printf(b, "null");
+    }
+    evbuffer_add_printf(b, "}");
+}
+
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
     gw_t *gw = arg;
@@ -245,6 +328,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, "rtugw_tcp_%s%s %llu\n", tcp_defs[i].name, tcp_defs[i].gauge ? "" : "_total",
                             (unsigned long long)field(&gw->tcp_metrics, tcp_defs[i].offset));
     }
+    tls_metrics_text(gw, b);
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
     frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
@@ -364,12 +448,13 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, "]}");
     }
     pthread_mutex_unlock(&gw->cache_lock);
-    evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu},"
-                           "\"frame_ring\":%u,\"restart_needed\":",
+    evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu},\"frame_ring\":%u",
                         (unsigned long long)gw_read(&gw->tcp_metrics.active),
                         (unsigned long long)gw_read(&gw->tcp_metrics.requests),
                         (unsigned long long)gw_read(&gw->tcp_metrics.answers),
                         frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
+    tls_status_json(gw, b);
+    evbuffer_add_printf(b, ",\"restart_needed\":");
     add_str(b, gw->restart_needed);
     evbuffer_add_printf(b, "}\n");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");

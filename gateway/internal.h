@@ -15,6 +15,9 @@
  *   web.c         web.c serves the web page and /frames
  *   tags_gw.c   the live tag table and its lock (a leaf: the poller writes
  *               values into it, HTTP reads them)
+ *   mbaps.c     MB-TCP-Security for tcp.c's TLS listener: loads the TLS
+ *               module, counts and logs handshakes, checks a role's rights
+ *   tls.c       the TLS module (rtugw-tls.so, OpenSSL): calls nothing here
  *   bus.c       the bus actor: the line discipline; answers go back
  *               through the request's origin, never to a named front end
  *   port.c      a serial port on the I/O thread: open, reopen, read into
@@ -54,9 +57,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct bufferevent;
 struct event_base;
 struct evbuffer;
 struct evhttp_request;
+struct sockaddr;
 
 /* ---- the request path: what every front end knows ------------------------ */
 
@@ -134,6 +139,19 @@ typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
     atomic_uint_fast64_t half_closed, refused_address, adu_timeout_closed, accept_errors, revoked_closed;
 } gw_tcp_metrics_t;
+
+/* Why a TLS client was refused (mbaps.c counts them by reason). */
+typedef enum gw_tls_refusal {
+    GW_TLS_NO_CERTIFICATE, GW_TLS_UNTRUSTED, GW_TLS_EXPIRED, GW_TLS_REVOKED, GW_TLS_NO_ROLE, GW_TLS_UNKNOWN_ROLE,
+    GW_TLS_VERSION, GW_TLS_TIMEOUT, GW_TLS_CLOSED, GW_TLS_OTHER, GW_TLS_REFUSAL_COUNT
+} gw_tls_refusal_t;
+extern const char *const gw_tls_refusal_names[GW_TLS_REFUSAL_COUNT];
+
+typedef struct gw_tls_metrics {
+    atomic_uint_fast64_t accepted, handshakes, resumed, active, reloads, reload_failures;
+    atomic_uint_fast64_t refused[GW_TLS_REFUSAL_COUNT];
+    atomic_uint_fast64_t role_requests[CONFIG_MAX_ROLES], role_refused[CONFIG_MAX_ROLES];
+} gw_tls_metrics_t;
 
 typedef struct gw_http_metrics {
     atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
@@ -277,6 +295,65 @@ void tcp_stop_accepting(gw_tcp_t *tcp);
 unsigned tcp_in_flight(const gw_tcp_t *tcp);
 /* Applies what can apply now; restart gets the keys that need a restart. */
 void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap);
+/* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
+void tcp_recheck_sessions(gw_tcp_t *tcp);
+
+/* mbaps.c (I/O thread): MB-TCP-Security for tcp.c's TLS listener. */
+typedef struct gw_mbaps gw_mbaps_t;
+/* Loads the TLS module and makes a context of [tls]'s files; NULL with err. */
+gw_mbaps_t *mbaps_new(gw_t *gw, char *err, size_t errcap);
+void mbaps_free(gw_mbaps_t *t);
+/* A bufferevent that runs a handshake on fd (counted); NULL: out of memory. */
+struct bufferevent *mbaps_accept(gw_mbaps_t *t, int fd);
+/* The handshake is done: the client's role index, or -1 when it is refused
+ * (counted and logged, the caller closes). */
+int mbaps_connected(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer);
+/* The handshake failed, or did not finish in time: counted and logged. */
+void mbaps_refused(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer, bool timed_out);
+/* Before a TLS connection's bufferevent is freed. */
+void mbaps_closed(gw_mbaps_t *t, struct bufferevent *bev);
+/* Does role grant this request (its unit, the bus it routes to or -1)? Counted. */
+bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t *pdu, size_t len);
+/* SIGHUP: a new context from fresh's files and settings for the next
+ * connections; 0. A file that does not load keeps the old context: -1, logged. */
+int mbaps_reload(gw_mbaps_t *t, const config_t *fresh);
+/* After a reload: may this authenticated session go on (its certificate
+ * verified again against the CAs and CRL now in force)? Logged when not. */
+bool mbaps_still_trusted(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer);
+const gw_tls_metrics_t *mbaps_metrics(const gw_mbaps_t *t);
+/* The server certificate in force: subject and notAfter (s since the epoch). */
+void mbaps_certificate(const gw_mbaps_t *t, const char **subject, int64_t *not_after);
+
+/*
+ * The TLS module's table (gateway/tls.c, built as rtugw-tls.so and loaded by
+ * mbaps.c only when [tls] is enabled, so that a daemon without it never maps
+ * libssl). The module calls nothing of the daemon's.
+ */
+#define GW_TLS_MODULE_ABI 1
+typedef struct tls_env tls_env_t;
+typedef struct tls_ctx tls_ctx_t;
+typedef struct gw_tls_module {
+    unsigned abi;   /* GW_TLS_MODULE_ABI */
+    /* Initialises OpenSSL. A client certificate's role is looked up with
+     * role_find in cfg; both must outlive the env, which outlives every
+     * context and connection. NULL: out of memory. */
+    tls_env_t *(*env_new)(const config_t *cfg, int (*role_find)(const config_t *cfg, const char *name));
+    void (*env_free)(tls_env_t *env);
+    /* A server context of tls's files and settings; NULL with err naming the file. */
+    tls_ctx_t *(*ctx_new)(tls_env_t *env, const config_tls_t *tls, char *err, size_t cap);
+    void (*ctx_free)(tls_ctx_t *ctx);   /* open connections keep theirs */
+    void (*ctx_certificate)(const tls_ctx_t *ctx, char *subject, size_t cap, int64_t *not_after);
+    struct bufferevent *(*accept)(tls_ctx_t *ctx, struct event_base *base, int fd);
+    /* After BEV_EVENT_CONNECTED: the role index, or -1 (then refusal() says why);
+     * detail: the subject, version and suite. */
+    int (*peer)(struct bufferevent *bev, bool *resumed, char *detail, size_t cap);
+    gw_tls_refusal_t (*refusal)(struct bufferevent *bev, char *detail, size_t cap);
+    /* Before the bufferevent is freed: close_notify, once authenticated. */
+    void (*close_notify)(struct bufferevent *bev);
+    /* Does the session's client certificate still verify against ctx's CAs
+     * and CRL (a context made by a reload)? */
+    bool (*still_trusted)(tls_ctx_t *ctx, struct bufferevent *bev);
+} gw_tls_module_t;
 
 /* poller.c */
 gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap);
@@ -346,6 +423,7 @@ struct gw {
     gw_poller_t *poller;
     gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
     gw_tcp_t *tcp;
+    gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
     gw_http_t *http;
     gw_tcp_metrics_t tcp_metrics;
     gw_http_metrics_t http_metrics;

@@ -25,6 +25,14 @@
  * Connections are sessions without an actor of their own: all their state
  * is the socket's, which only this thread may touch, and an actor hop per
  * request would add latency without taking work off this thread.
+ *
+ * Two listeners, one session code: [tcp]'s plain one and [tls]'s
+ * MB-TCP-Security one (port 802), which differ only in the bufferevent the
+ * listener makes (a socket, or an OpenSSL session through mbaps.c) and in a
+ * TLS connection's role, which every one of its requests is checked
+ * against. MBAP framing, slots, bounds, routes, the allow-list and
+ * max_clients are the same code for both. A TLS connection reads nothing
+ * until its handshake is done, and must finish it in handshake_timeout_ms.
  */
 #include "gateway/internal.h"
 
@@ -66,13 +74,17 @@ typedef struct tcp_conn {
     struct sockaddr_storage peer;
     bool paused;                    /* reading stopped: ring full */
     bool half_closed;               /* the client sent EOF: close when answered */
+    bool tls;                       /* from the [tls] listener */
+    bool handshaking;               /* TLS, not yet authenticated */
+    int role;                       /* TLS: its [role NAME] index; -1: plain, no role check */
 } tcp_conn_t;
 
 struct gw_tcp {
     gw_origin_t origin;             /* first: the answers' way back */
     gw_t *gw;
     config_tcp_t cfg;
-    struct evconnlistener *listener;
+    struct evconnlistener *listener;      /* [tcp]; NULL when off */
+    struct evconnlistener *tls_listener;  /* [tls]; NULL when off */
     struct event *ev_idle;
     struct event *ev_accept_retry;  /* accepting again after running out of descriptors */
     int reserve_fd;                 /* spare descriptor: refuse cleanly when there are none */
@@ -101,6 +113,8 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     for (uint32_t s = c->head_seq; s != c->next_seq; s++)
         waiting++;
     tcp->in_flight -= waiting;
+    if (c->tls)
+        mbaps_closed(tcp->gw->mbaps, c->bev);
     if (reason)
         gw_count(reason);
     gw_count(&tcp->gw->tcp_metrics.closed);
@@ -257,21 +271,25 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
     uint32_t seq = c->next_seq++;
     rtu_request_t req;
     rtu_status_t st;
-    unsigned bus, slave;
+    unsigned bus = 0, slave = 0;
+    bool routed = route(tcp, h->unit, &bus, &slave) && bus < gw->bus_count;
 
     tcp->in_flight++;
     gw_count(&gw->tcp_metrics.requests);
     *s = (tcp_slot_t){ .tid = h->transaction, .unit = h->unit, .state = SLOT_WAITING };
 
-    st = rtu_request_decode_pdu(pdu, len, &req);
-    if (st == RTU_ERR_FUNCTION) {
+    /* A role's refusal comes first: beyond its rights, a request is not
+     * even decoded, and says nothing about routes or the slaves. */
+    if (c->role >= 0 && !mbaps_allows(gw->mbaps, c->role, h->unit, routed ? (int)bus : -1, pdu, len)) {
+        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
+    } else if ((st = rtu_request_decode_pdu(pdu, len, &req)) == RTU_ERR_FUNCTION) {
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (st != RTU_OK) {
         slot_exception(s, pdu[0], 0x03);   /* illegal data value: malformed request */
     } else if (tcp->cfg.read_only && !read_only_allows(pdu, len)) {
         gw_count(&gw->tcp_metrics.read_only_refused);
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
-    } else if (!route(tcp, h->unit, &bus, &slave) || bus >= gw->bus_count) {
+    } else if (!routed) {
         gw_count(&gw->tcp_metrics.unrouted);
         slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
     } else if (slave == 0 && !is_broadcast_write(pdu[0])) {
@@ -377,7 +395,17 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     tcp_conn_t *c = arg;
     gw_tcp_t *tcp = c->tcp;
     uint64_t id = c->id;
-    (void)bev;
+    if (c->handshaking) {
+        /* TLS: authenticated, with a role, or refused (counted and logged). */
+        c->handshaking = false;
+        if ((what & BEV_EVENT_CONNECTED) &&
+            (c->role = mbaps_connected(tcp->gw->mbaps, bev, (const struct sockaddr *)&c->peer)) >= 0)
+            return;
+        if (!(what & BEV_EVENT_CONNECTED))
+            mbaps_refused(tcp->gw->mbaps, bev, (const struct sockaddr *)&c->peer, false);
+        conn_close(c, NULL);
+        return;
+    }
     if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
         /* Half-close: what was asked is still answered, then we close. */
         c->half_closed = true;
@@ -504,8 +532,12 @@ static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
     gw_tcp_t *tcp = arg;
     (void)fd;
     (void)what;
-    if (tcp->listener && !tcp->stopped)
+    if (tcp->stopped)
+        return;
+    if (tcp->listener)
         evconnlistener_enable(tcp->listener);
+    if (tcp->tls_listener)
+        evconnlistener_enable(tcp->tls_listener);
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -514,7 +546,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     gw_tcp_t *tcp = arg;
     gw_t *gw = tcp->gw;
     unsigned index = TCP_TABLE;
-    (void)l;
+    bool tls = l == tcp->tls_listener;
 
     if (!allowed(tcp, sa)) {
         gw_count(&gw->tcp_metrics.refused_allow);
@@ -536,7 +568,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     }
     tcp_conn_t *c = calloc(1, sizeof *c);
     tcp_slot_t *slots = calloc(tcp->cfg.max_pending, sizeof *slots);
-    struct bufferevent *bev = bufferevent_socket_new(loop_base(gw->loop), fd, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = tls ? mbaps_accept(gw->mbaps, fd)
+                                  : bufferevent_socket_new(loop_base(gw->loop), fd, BEV_OPT_CLOSE_ON_FREE);
     if (!c || !slots || !bev) {
         free(c);
         free(slots);
@@ -552,6 +585,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->tcp = tcp;
     c->bev = bev;
     c->slots = slots;
+    c->tls = c->handshaking = tls;
+    c->role = -1;
     /* Generation from 1, so no live id is ever 0. */
     c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
     c->last_activity_ns = gw_now_ns();
@@ -576,13 +611,17 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     uint64_t now = gw_now_ns();
     uint64_t idle = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
     uint64_t adu = (uint64_t)tcp->cfg.adu_timeout_ms * 1000000ull;
+    uint64_t handshake = (uint64_t)tcp->gw->cfg->tls.handshake_timeout_ms * 1000000ull;
     (void)fd;
     (void)what;
     for (unsigned i = 0; i < TCP_TABLE; i++) {
         tcp_conn_t *c = tcp->conns[i];
         if (!c)
             continue;
-        if (c->partial_since_ns && now - c->partial_since_ns > adu) {
+        if (c->handshaking && now - c->last_activity_ns > handshake) {
+            mbaps_refused(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer, true);
+            conn_close(c, NULL);
+        } else if (c->partial_since_ns && now - c->partial_since_ns > adu) {
             gw_log(tcp->gw, CONFIG_LOG_INFO, "tcp: an ADU incomplete after %u ms; closing that connection",
                    tcp->cfg.adu_timeout_ms);
             conn_close(c, &tcp->gw->tcp_metrics.adu_timeout_closed);
@@ -592,10 +631,30 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A listener of section's bind:port whose connections on_accept serves. */
+static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, const char *bind, unsigned port,
+                                        char *err, size_t errcap)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    if (inet_pton(AF_INET, bind, &sin.sin_addr) != 1) {
+        snprintf(err, errcap, "[%s] bind = '%s': not an IPv4 address", section, bind);
+        return NULL;
+    }
+    struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->gw->loop), on_accept, tcp,
+                                                       LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                                       128, (struct sockaddr *)&sin, sizeof sin);
+    if (!l)
+        snprintf(err, errcap, "%s: cannot listen on %s:%u: %s", section, bind, port, strerror(errno));
+    else
+        evconnlistener_set_error_cb(l, on_accept_error);
+    return l;
+}
+
+/* [tcp]'s listener when enabled, [tls]'s when gw->mbaps is there. */
 gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_tcp_t *tcp = calloc(1, sizeof *tcp);
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)gw->cfg->tcp.port) };
+    const config_tls_t *tls = &gw->cfg->tls;
 
     if (!tcp) {
         snprintf(err, errcap, "out of memory");
@@ -605,21 +664,11 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
     tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     tcp->gw = gw;
     tcp->cfg = gw->cfg->tcp;
-    if (inet_pton(AF_INET, tcp->cfg.bind, &sin.sin_addr) != 1) {
-        snprintf(err, errcap, "[tcp] bind = '%s': not an IPv4 address", tcp->cfg.bind);
+    if ((tcp->cfg.enabled && !(tcp->listener = listen_on(tcp, "tcp", tcp->cfg.bind, tcp->cfg.port, err, errcap))) ||
+        (gw->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap)))) {
         tcp_free(tcp);
         return NULL;
     }
-    tcp->listener = evconnlistener_new_bind(loop_base(gw->loop), on_accept, tcp,
-                                            LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                            128, (struct sockaddr *)&sin, sizeof sin);
-    if (!tcp->listener) {
-        snprintf(err, errcap, "tcp: cannot listen on %s:%u: %s", tcp->cfg.bind, tcp->cfg.port,
-                 strerror(errno));
-        tcp_free(tcp);
-        return NULL;
-    }
-    evconnlistener_set_error_cb(tcp->listener, on_accept_error);
     tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
     tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
     struct timeval quarter = { 0, 250000 };
@@ -632,6 +681,8 @@ void tcp_stop_accepting(gw_tcp_t *tcp)
     tcp->stopped = true;
     if (tcp->listener)
         evconnlistener_disable(tcp->listener);
+    if (tcp->tls_listener)
+        evconnlistener_disable(tcp->tls_listener);
 }
 
 unsigned tcp_in_flight(const gw_tcp_t *tcp)
@@ -673,6 +724,16 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
     }
 }
 
+void tcp_recheck_sessions(gw_tcp_t *tcp)
+{
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (c && c->tls && !c->handshaking &&
+            !mbaps_still_trusted(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer))
+            conn_close(c, &tcp->gw->tcp_metrics.revoked_closed);
+    }
+}
+
 void tcp_free(gw_tcp_t *tcp)
 {
     if (!tcp)
@@ -688,5 +749,7 @@ void tcp_free(gw_tcp_t *tcp)
         close(tcp->reserve_fd);
     if (tcp->listener)
         evconnlistener_free(tcp->listener);
+    if (tcp->tls_listener)
+        evconnlistener_free(tcp->tls_listener);
     free(tcp);
 }

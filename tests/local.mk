@@ -60,3 +60,8 @@ EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_
 # tests/screenshots/ in the build tree.
 TESTS += tests/test_webpage.py
 EXTRA_DIST += tests/test_webpage.py
+
+# MB-TCP-Security end to end: real TLS peers (pymodbus, Python's ssl,
+# openssl s_client) against certificates tests/mbaps-certs.sh makes.
+TESTS += tests/test_mbaps.py tests/test_bench_tls.sh
+EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh

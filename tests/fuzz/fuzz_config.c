@@ -17,7 +17,11 @@
  *     [bus] keys, with a whole bus, and adds exactly one error per call
  *     (a loaded config: at least one per bus, since port is required);
  *   - a loaded text written twice is refused: every section in it is then
- *     given twice (and a valid text has at least one section).
+ *     given twice (and a valid text has at least one section);
+ *   - [tls] and the roles (config/security.c): every role grants at least
+ *     one function class and one unit or bus, only classes and buses that
+ *     exist, names unique and valid; default_role names a role or is -1;
+ *     an enabled [tls] has its three files, a role and a bus.
  */
 #include "config/config.h"
 #include "tests/fuzz/fuzz.h"
@@ -159,6 +163,53 @@ static void check_ranges(const config_t *c)
     check_str(ro->policy, sizeof ro->policy, "router policy");
 }
 
+static bool name_ok(const char *n)
+{
+    if (!*n)
+        return false;
+    for (; *n; n++)
+        if (!(*n == '_' || *n == '-' || *n == '.' || (*n >= '0' && *n <= '9') || (*n >= 'a' && *n <= 'z') ||
+              (*n >= 'A' && *n <= 'Z')))
+            return false;
+    return true;
+}
+
+static void check_security(const config_t *c)
+{
+    const config_tls_t *t = &c->tls;
+    check_str(t->bind, sizeof t->bind, "tls bind");
+    check_str(t->cert_file, sizeof t->cert_file, "tls cert_file");
+    check_str(t->key_file, sizeof t->key_file, "tls key_file");
+    check_str(t->ca_file, sizeof t->ca_file, "tls ca_file");
+    check_str(t->crl_file, sizeof t->crl_file, "tls crl_file");
+    CHECK(t->min_version == 12 || t->min_version == 13, "tls min_version %u", t->min_version);
+    CHECK(t->session_cache <= 10000, "tls session_cache %u", t->session_cache);
+    CHECK(IN(t->handshake_timeout_ms, 100u, 60000u), "tls handshake_timeout_ms %u", t->handshake_timeout_ms);
+    CHECK(c->role_count <= CONFIG_MAX_ROLES, "role_count %u", c->role_count);
+    CHECK(t->default_role >= -1 && t->default_role < (int)c->role_count, "tls default_role %d of %u",
+          t->default_role, c->role_count);
+    if (t->enabled) {
+        CHECK(IN(t->port, 1u, 65535u), "tls port %u", t->port);
+        CHECK(t->cert_file[0] && t->key_file[0] && t->ca_file[0], "tls enabled without its files");
+        CHECK(c->role_count >= 1 && c->bus_count >= 1, "tls enabled without a role or a bus");
+        CHECK(!c->tcp.enabled || t->port != c->tcp.port || strcmp(t->bind, c->tcp.bind) != 0,
+              "tls and tcp on one address");
+    }
+    for (unsigned i = 0; i < c->role_count && i < CONFIG_MAX_ROLES; i++) {
+        const config_role_t *r = &c->roles[i];
+        bool any_unit = false;
+        for (size_t k = 0; k < sizeof r->units; k++)
+            any_unit |= r->units[k] != 0;
+        check_str(r->name, sizeof r->name, "role name");
+        CHECK(name_ok(r->name), "role name '%s'", r->name);
+        CHECK(r->functions && (r->functions & ~CONFIG_FN_ALL) == 0, "role %s functions %#x", r->name, r->functions);
+        CHECK(any_unit || r->buses, "role %s grants no unit or bus", r->name);
+        CHECK((r->buses >> c->bus_count) == 0, "role %s grants bus bits %#x of %u buses", r->name, r->buses,
+              c->bus_count);
+        CHECK(config_role_find(c, r->name) == (int)i, "role %s twice", r->name);
+    }
+}
+
 static void check_errors(const config_errors_t *e)
 {
     CHECK(e->count >= 1, "rejected without an error message");
@@ -273,6 +324,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_errors(&g_errs);
     } else {
         check_ranges(c);
+        check_security(c);
         memset(&g_errs2, 0, sizeof g_errs2);
         config_t *again = config_load_string(text, "fuzz.ini", &g_errs2);
         CHECK(again != NULL, "loads once, then fails: %s", g_errs2.count ? g_errs2.text[0] : "?");
