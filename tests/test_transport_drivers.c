@@ -1,5 +1,5 @@
 /*
- * tests/test_transports.c -- the transports below the bus: the TCP client
+ * tests/test_transport_drivers.c -- the transports below the bus: the TCP client
  * (connect, refused, timeout, hang-up), the Modbus ASCII layer on a
  * pseudo-terminal pair (frames both ways, LRC, hex, cuts, the
  * inter-character timeout) and the MBAP layer against a socket on
