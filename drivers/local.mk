@@ -25,8 +25,8 @@ tests_test_replay_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_sim tests/test_sim_faults tests/test_serial tests/test_replay
 
 # TCP client, Modbus ASCII and MBAP layers: ptys and sockets on 127.0.0.1.
-check_PROGRAMS += tests/test_transports
-tests_test_transports_SOURCES = tests/test_transports.c
-tests_test_transports_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_transports_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
-TESTS += tests/test_transports
+check_PROGRAMS += tests/test_transport_drivers
+tests_test_transport_drivers_SOURCES = tests/test_transport_drivers.c
+tests_test_transport_drivers_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_transport_drivers_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
+TESTS += tests/test_transport_drivers
