@@ -83,6 +83,12 @@
  * Every request gets exactly one answer: data, the slave's exception, or a
  * gateway exception (0x06 queue full, 0x0A port down, 0x0B no answer or a
  * doubtful one, 0x01 a broadcast that is not a write).
+ *
+ * Every transport keeps F's side of the contract (drivers/driver.h): RTU on a
+ * line or a TCP stream, ASCII and MBAP alike hand up RTU frames, and one that
+ * is not what was asked for (damaged, a bad LRC, a transaction id not in
+ * flight) fails its CRC. What differs is only the time a byte takes on the
+ * wire, which the deadlines include: bus.c sets it per transport.
  */
 #include "gateway/bus_state.h"
 

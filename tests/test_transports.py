@@ -491,7 +491,26 @@ def test_rtu_tcp_listener(g):
           "every [rtu_tcp] request answered but the broadcast")
 
 
+def test_check_open():
+    """`rtugw check --open` connects a tcp:// bus as the daemon would, and names a refusal."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(4)
+    closed = free_port()
+    cfg = os.path.join(D, "check.conf")
+    with open(cfg, "w") as f:
+        f.write(f"[bus up]\nport = tcp://127.0.0.1:{ls.getsockname()[1]}\nframing = tcp\n"
+                f"[bus down]\nport = tcp://127.0.0.1:{closed}\nconnect_timeout_ms = 500\n[tcp]\ndefault_bus = up\n")
+    p = subprocess.run([BIN, "check", "--open", "-c", cfg], capture_output=True, text=True, timeout=20)
+    ls.close()
+    check(p.returncode == 1 and "[bus up] port = 'tcp://127.0.0.1:" in p.stdout and "connected" in p.stdout,
+          f"check --open: the reachable device connected: {p.stdout!r}")
+    check(f"check.conf:5: [bus down] port = 'tcp://127.0.0.1:{closed}': connect: Connection refused" in p.stderr,
+          f"check --open: the unreachable one named with file, line and the system's reason: {p.stderr!r}")
+
+
 def main():
+    test_check_open()
     # Peers first (pymodbus takes seconds to import: they start together).
     nport_link, nport_port = device_server("nport")
     nport_py_link, nport_py_port = device_server("nport-py")
