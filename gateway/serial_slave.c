@@ -306,8 +306,11 @@ gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t 
     s->t35_ns = rtu_t35_ns(c->baud, bits);
     rtu_framer_config_t fc = { .baud = c->baud, .char_bits = bits, .dir = RTU_DIR_REQUEST };
     char why[DRIVER_ERRLEN] = "out of memory";
-    if (!(s->framer = rtu_framer_new(&fc)) || !(s->driver = open_port(c, why, sizeof why)) ||
-        actor_spawn(gw->actors, behaviour, s, &s->self) != 0 ||
+    /* Like a bus actor, on the I/O thread unless configured off: its port is there. */
+    int spawned = !(s->framer = rtu_framer_new(&fc)) || !(s->driver = open_port(c, why, sizeof why)) ? -1
+                : gw->cfg->buses_on_io_thread ? actor_spawn_on(gw->actors, loop_host(gw->loop), behaviour, s, &s->self)
+                                              : actor_spawn(gw->actors, behaviour, s, &s->self);
+    if (spawned != 0 ||
         !(s->port = port_new(gw, gw->loop, s->driver, s->name, s->self, &s->port_m))) {
         snprintf(err, errcap, "%s: %s", s->name, why);
         serial_slave_free(s);
