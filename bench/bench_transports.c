@@ -42,13 +42,27 @@
 #include <unistd.h>
 
 #define MAX_CLIENTS 8
+#define SEG_SAMPLES 65536     /* latencies a client keeps per segment; the rest are counted only */
+#define POOL_SAMPLES 262144   /* latencies a cell keeps per arm: a uniform sample of all */
 
 typedef enum client_kind { K_MBAP, K_RTU } client_kind_t;
 
+/* A client's latencies in one segment: a fixed buffer, filled in order. */
 typedef struct sampler {
     double *v;
-    size_t n, cap;
+    size_t n;
 } sampler_t;
+
+/*
+ * An arm's latencies over every measured segment of a cell, in bounded
+ * memory: a reservoir (Vitter's algorithm R) keeps a uniform sample of
+ * them all, so its quantiles are those of every request, up to sampling.
+ */
+typedef struct reservoir {
+    double *v;
+    size_t n;
+    uint64_t seen, rng;
+} reservoir_t;
 
 typedef struct client {
     pthread_t thread;
@@ -85,15 +99,17 @@ typedef struct options {
 
 static void sample(sampler_t *s, double x)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 1024;
-        double *v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            return;
-        s->v = v;
-        s->cap = cap;
-    }
-    s->v[s->n++] = x;
+    if (s->v && s->n < SEG_SAMPLES)
+        s->v[s->n++] = x;
+}
+
+static void reservoir_add(reservoir_t *r, double x)
+{
+    uint64_t j = r->seen++;
+    if (r->n < POOL_SAMPLES)
+        r->v[r->n++] = x;
+    else if ((j = bench_xorshift(&r->rng) % r->seen) < POOL_SAMPLES)
+        r->v[j] = x;
 }
 
 /* ---- clients ----------------------------------------------------------------------- */
@@ -135,8 +151,8 @@ static void arm_close(arm_t *a)
         }
         if (a->c[i].fd >= 0)
             close(a->c[i].fd);
-        a->c[i].ctx = NULL;
-        a->c[i].fd = -1;
+        free(a->c[i].lat.v);
+        a->c[i] = (client_t){ .fd = -1 };
     }
 }
 
@@ -162,12 +178,17 @@ static int arm_open(arm_t *a)
             arm_close(a);
             return -1;
         }
+        if (!(c->lat.v = malloc(SEG_SAMPLES * sizeof *c->lat.v))) {
+            a->n = i + 1;
+            arm_close(a);
+            return -1;
+        }
     }
     return 0;
 }
 
 /* One segment of the arm's clients at once: requests/s; latencies into lat. */
-static double run_segment(arm_t *a, unsigned regs, uint64_t seg_ns, sampler_t *lat, uint64_t *ok, uint64_t *errors)
+static double run_segment(arm_t *a, unsigned regs, uint64_t seg_ns, reservoir_t *lat, uint64_t *ok, uint64_t *errors)
 {
     pthread_barrier_t start;
     uint64_t deadline = 0, done = 0, t_end = 0;
@@ -192,7 +213,7 @@ static double run_segment(arm_t *a, unsigned regs, uint64_t seg_ns, sampler_t *l
         *errors += c->errors;
         t_end = c->t_end > t_end ? c->t_end : t_end;
         for (size_t k = 0; lat && k < c->lat.n; k++)
-            sample(lat, c->lat.v[k]);
+            reservoir_add(lat, c->lat.v[k]);
     }
     pthread_barrier_destroy(&start);
     *ok += done;
@@ -205,12 +226,13 @@ static int run_cell(const options_t *o, const char *path, unsigned regs, arm_t *
     uint64_t seg_ns = (uint64_t)(o->seconds / (double)o->rounds * 1e9);
     double *rps = calloc(o->rounds, sizeof *rps), *brps = calloc(o->rounds, sizeof *brps);
     double *ratio = calloc(o->rounds, sizeof *ratio);
-    sampler_t lat = { 0 }, blat = { 0 };
+    reservoir_t lat = { .v = malloc(POOL_SAMPLES * sizeof(double)), .rng = 0x9E3779B97F4A7C15ull };
+    reservoir_t blat = { .v = malloc(POOL_SAMPLES * sizeof(double)), .rng = 0xD1B54A32D192ED03ull };
     int rc = -1;
 
     *out = (cell_result_t){ .path = path, .arm = arm->label, .base = base->label, .regs = regs,
                             .arm_clients = arm->n, .base_clients = base->n };
-    if (!rps || !brps || !ratio)
+    if (!rps || !brps || !ratio || !lat.v || !blat.v)
         goto done;
     for (unsigned long r = 0; r < o->warmup + o->rounds; r++) {
         bool measured = r >= o->warmup;
@@ -241,11 +263,6 @@ static int run_cell(const options_t *o, const char *path, unsigned regs, arm_t *
     bench_spread(blat.v, blat.n, &out->base_lat);
     rc = 0;
 done:
-    for (unsigned i = 0; i < MAX_CLIENTS; i++) {
-        free(arm->c[i].lat.v);
-        free(base->c[i].lat.v);
-        arm->c[i].lat = base->c[i].lat = (sampler_t){ 0 };
-    }
     free(rps);
     free(brps);
     free(ratio);
@@ -272,53 +289,51 @@ static int run_pair(const options_t *o, const char *path, arm_t *arm, arm_t *bas
     return rc;
 }
 
+/* A gateway whose bus line is a tcp:// peer on port (keys in more). */
+static bench_gw_t *gateway_to(unsigned port, const char *more)
+{
+    char bus[192];
+    snprintf(bus, sizeof bus, "port = tcp://127.0.0.1:%u\nresponse_timeout_ms = 1000\n%s", port, more);
+    return bench_gw_start(bus, 1, NULL);
+}
+
+/* rc, or -1 when the gateway did not stop cleanly (its log is printed then). */
+static int stopped(bench_gw_t *gw, int rc)
+{
+    return bench_gw_stop(gw) == 0 ? rc : -1;
+}
+
 static int path_rtu_over_tcp(const options_t *o, cell_result_t *out, unsigned *count)
 {
     static const unsigned regs[] = { 1, 125 };
     bt_devserver_t *via = bt_devserver_start(115200), *direct = bt_devserver_start(115200);
-    bench_gw_t *gw = NULL;
-    char bus[192];
+    bench_gw_t *gw = via && direct ? gateway_to(bt_devserver_port(via), "gap_us = 1\n") : NULL;
     int rc = -1;
 
-    if (via && direct) {
-        snprintf(bus, sizeof bus, "port = tcp://127.0.0.1:%u\ngap_us = 1\nresponse_timeout_ms = 1000\n",
-                 bt_devserver_port(via));
-        gw = bench_gw_start(bus, 1, NULL);
-    }
     if (gw) {
         arm_t arm = { .label = "rtugw", .kind = K_MBAP, .port = bench_gw_tcp_port(gw), .n = 1 };
         arm_t base = { .label = "direct RTU over TCP", .kind = K_RTU, .port = bt_devserver_port(direct), .n = 1 };
-        rc = run_pair(o, "RTU over TCP bus", &arm, &base, regs, 2, out, count);
-        if (bench_gw_stop(gw) != 0)
-            rc = -1;
+        rc = stopped(gw, run_pair(o, "RTU over TCP bus", &arm, &base, regs, 2, out, count));
     }
     bt_devserver_stop(via);
     bt_devserver_stop(direct);
     return rc;
 }
 
+/* One device: one client through rtugw and one direct, then 8 through rtugw. */
 static int path_tcp_device(const options_t *o, cell_result_t *out, unsigned *count)
 {
     static const unsigned regs[] = { 1, 125 }, shared[] = { 8 };
     bt_tcpdev_t *dev = bt_tcpdev_start();
-    bench_gw_t *gw = NULL;
-    char bus[192];
+    bench_gw_t *gw = dev ? gateway_to(bt_tcpdev_port(dev), "framing = tcp\n") : NULL;
     int rc = -1;
 
-    if (dev) {
-        snprintf(bus, sizeof bus, "port = tcp://127.0.0.1:%u\nframing = tcp\nresponse_timeout_ms = 1000\n",
-                 bt_tcpdev_port(dev));
-        gw = bench_gw_start(bus, 1, NULL);
-    }
     if (gw) {
         arm_t arm = { .label = "rtugw", .kind = K_MBAP, .port = bench_gw_tcp_port(gw), .n = 1 };
         arm_t base = { .label = "direct", .kind = K_MBAP, .port = bt_tcpdev_port(dev), .n = 1 };
         rc = run_pair(o, "Modbus TCP device", &arm, &base, regs, 2, out, count);
         arm.n = MAX_CLIENTS;
-        if (rc == 0)
-            rc = run_pair(o, "shared TCP device", &arm, &base, shared, 1, out, count);
-        if (bench_gw_stop(gw) != 0)
-            rc = -1;
+        rc = stopped(gw, rc ? rc : run_pair(o, "shared TCP device", &arm, &base, shared, 1, out, count));
     }
     bt_tcpdev_stop(dev);
     return rc;
@@ -339,9 +354,7 @@ static int path_rtu_tcp_front_end(const options_t *o, cell_result_t *out, unsign
     if (gw) {
         arm_t arm = { .label = "rtugw [rtu_tcp]", .kind = K_RTU, .port = port, .n = 1 };
         arm_t base = { .label = "rtugw [tcp]", .kind = K_MBAP, .port = bench_gw_tcp_port(gw), .n = 1 };
-        rc = run_pair(o, "RTU over TCP front end", &arm, &base, regs, 1, out, count);
-        if (bench_gw_stop(gw) != 0)
-            rc = -1;
+        rc = stopped(gw, run_pair(o, "RTU over TCP front end", &arm, &base, regs, 1, out, count));
     }
     return rc;
 }

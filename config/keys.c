@@ -25,6 +25,9 @@ static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const
 #define B(s, f) { .name = #f, .type = K_BOOL, .offset = offsetof(s, f) }
 #define T(s, f, t) { .name = #f, .type = t, .offset = offsetof(s, f) }
 #define C(key, fn) { .name = key, .type = K_CUSTOM, .set = fn }
+/* A serial line's character format and transceiver: [bus] and [serial_slave]. */
+#define LINE_KEYS(s) U(s, baud, 300, 4000000), T(s, parity, K_PARITY), U(s, data_bits, 7, 8), \
+                     U(s, stop_bits, 1, 2), T(s, rs485, K_RS485)
 
 static const key_spec_t gateway_keys[] = {
     U(config_t, workers, 0, 256),
@@ -35,11 +38,7 @@ static const key_spec_t gateway_keys[] = {
 
 static const key_spec_t bus_keys[] = {
     { .name = "port", .type = K_PORT, .offset = offsetof(config_bus_t, port), .min = 1, .max = CONFIG_PATH_MAX },
-    U(config_bus_t, baud, 300, 4000000),
-    T(config_bus_t, parity, K_PARITY),
-    U(config_bus_t, data_bits, 7, 8),
-    U(config_bus_t, stop_bits, 1, 2),
-    T(config_bus_t, rs485, K_RS485),
+    LINE_KEYS(config_bus_t),
     B(config_bus_t, rts_after_send),
     U(config_bus_t, rts_delay_before_us, 0, 100000),
     U(config_bus_t, rts_delay_after_us, 0, 100000),
@@ -98,11 +97,7 @@ static const key_spec_t tcp_keys[] = {
 
 static const key_spec_t serial_slave_keys[] = {
     C("port", transports_set_slave_port),
-    U(config_serial_slave_t, baud, 300, 4000000),
-    T(config_serial_slave_t, parity, K_PARITY),
-    U(config_serial_slave_t, data_bits, 7, 8),
-    U(config_serial_slave_t, stop_bits, 1, 2),
-    T(config_serial_slave_t, rs485, K_RS485),
+    LINE_KEYS(config_serial_slave_t),
     B(config_serial_slave_t, echo_suppress),
     U(config_serial_slave_t, answer_timeout_ms, 10, 60000),
     { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },

@@ -25,9 +25,3 @@ tests_test_config_security_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_config_security_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_config_security
 
-# framings, tcp:// ports, [rtu_tcp], [serial_slave NAME]
-check_PROGRAMS += tests/test_config_transports
-tests_test_config_transports_SOURCES = tests/test_config_transports.c
-tests_test_config_transports_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_config_transports_LDADD = config/libconfig.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
-TESTS += tests/test_config_transports

@@ -25,6 +25,7 @@
 #include "drivers/internal.h"
 #include "parser/rtu.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,8 @@ typedef struct ascii {
     uint64_t raw_t_ns;
     /* the frame being parsed */
     ascii_state_t state;
-    uint8_t bin[RTU_MAX_ADU];       /* decoded bytes, LRC last */
-    size_t digits;                  /* hex digits taken */
+    char text[ASCII_MAX_DIGITS + 1];/* its hex digits, decoded at its end (rtu_hex_parse) */
+    size_t digits;
     bool damaged;                   /* a non-hex character, or too long */
     uint64_t last_char_ns;
 } ascii_t;
@@ -56,17 +57,6 @@ uint8_t driver_ascii_lrc(const uint8_t *p, size_t n)
     for (size_t i = 0; i < n; i++)
         sum = (uint8_t)(sum + p[i]);
     return (uint8_t)-sum;
-}
-
-static int hex_value(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
 }
 
 static void ascii_reset(ascii_t *a)
@@ -113,9 +103,12 @@ static ssize_t ascii_write(driver_t *d, const uint8_t *adu, size_t len)
  */
 static size_t finish_frame(driver_t *d, ascii_t *a, bool whole, uint8_t *buf, size_t cap)
 {
-    size_t n = a->digits / 2;   /* bytes, LRC included */
-    bool good = whole && !a->damaged && a->digits % 2 == 0 && n >= 3 &&
-                driver_ascii_lrc(a->bin, n - 1) == a->bin[n - 1];
+    uint8_t bin[ASCII_MAX_DIGITS / 2];
+    bool even = a->digits % 2 == 0;
+    a->text[a->digits & ~(size_t)1] = 0;   /* an odd last digit is dropped: the frame is damaged anyway */
+    int parsed = rtu_hex_parse(a->text, bin, sizeof bin, NULL);
+    size_t n = parsed > 0 ? (size_t)parsed : 0;   /* bytes, LRC included */
+    bool good = whole && !a->damaged && even && n >= 3 && driver_ascii_lrc(bin, n - 1) == bin[n - 1];
     size_t body = n > 0 ? n - 1 : 0;   /* the LRC goes, the CRC comes */
 
     ascii_reset(a);
@@ -125,7 +118,7 @@ static size_t finish_frame(driver_t *d, ascii_t *a, bool whole, uint8_t *buf, si
             driver_stats_mut(d)->frame_errors++;
         return 0;
     }
-    memcpy(buf, a->bin, body);
+    memcpy(buf, bin, body);
     uint16_t crc = rtu_crc16(buf, body);
     if (!good) {
         crc ^= 1;   /* any other value fails the check: never a good frame */
@@ -164,16 +157,11 @@ static size_t take_char(driver_t *d, ascii_t *a, uint8_t c, uint64_t t_ns, uint8
         a->state = A_CR;
         return out;
     }
-    int v = hex_value(c);
-    if (v < 0 || a->digits >= ASCII_MAX_DIGITS) {
+    if (!isxdigit(c) || a->digits >= ASCII_MAX_DIGITS) {
         a->damaged = true;
         return out;
     }
-    if (a->digits % 2 == 0)
-        a->bin[a->digits / 2] = (uint8_t)(v << 4);
-    else
-        a->bin[a->digits / 2] |= (uint8_t)v;
-    a->digits++;
+    a->text[a->digits++] = (char)c;
     return out;
 }
 

@@ -35,8 +35,7 @@ enum { SS_MSG_ANSWER = 200, SS_MSG_DEADLINE, SS_MSG_IDLE, SS_MSG_SEND };
 
 typedef struct ss_answer {
     uint32_t seq;
-    uint16_t len;
-    uint8_t pdu[RTU_MAX_PDU];
+    uint8_t pdu[RTU_MAX_PDU];   /* sent trimmed: the message's length says the PDU's */
 } ss_answer_t;
 
 struct gw_serial_slave {
@@ -99,19 +98,26 @@ static void send_exception(gw_serial_slave_t *s, uint8_t code)
     finish(s);
 }
 
-static void on_answer(gw_serial_slave_t *s, const ss_answer_t *a)
+/* A bus's answer (an ss_answer_t trimmed to its PDU), for the question
+ * the master waits on or for one it has given up. */
+static void on_answer(gw_serial_slave_t *s, const uint8_t *msg, size_t len)
 {
-    if (!s->waiting || a->seq != s->seq) {
-        if (a->seq)   /* 0: a broadcast's acknowledgement, which nobody waits for */
+    uint32_t seq;
+    memcpy(&seq, msg + offsetof(ss_answer_t, seq), sizeof seq);
+    if (!s->waiting || seq != s->seq) {
+        if (seq)   /* 0: a broadcast's acknowledgement, which nobody waits for */
             gw_count(&s->m.late_dropped);
         return;
     }
-    send_pdu(s, a->pdu, a->len);
+    send_pdu(s, msg + offsetof(ss_answer_t, pdu), len - offsetof(ss_answer_t, pdu));
     finish(s);
 }
 
-static void on_deadline(gw_serial_slave_t *s, uint32_t seq)
+/* The answer_timeout_ms of request seq (the message's data) is up. */
+static void on_deadline(gw_serial_slave_t *s, const void *msg)
 {
+    uint32_t seq;
+    memcpy(&seq, msg, sizeof seq);
     if (!s->waiting || seq != s->seq)
         return;
     gw_count(&s->m.timeouts);
@@ -218,7 +224,6 @@ static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32
                       size_t len)
 {
     gw_serial_slave_t *s = state;
-    uint32_t seq;
     (void)sys;
     (void)self;
     switch (type) {
@@ -230,16 +235,12 @@ static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32
         gw_set(&s->m.port_up, s->port_up);
         rtu_framer_reset(s->framer);
         break;
-    case SS_MSG_ANSWER: {
-        ss_answer_t a;
-        memset(&a, 0, sizeof a);
-        memcpy(&a, data, len < sizeof a ? len : sizeof a);
-        on_answer(s, &a);
+    case SS_MSG_ANSWER:
+        if (len > offsetof(ss_answer_t, pdu))
+            on_answer(s, data, len);
         break;
-    }
     case SS_MSG_DEADLINE:
-        memcpy(&seq, data, sizeof seq);
-        on_deadline(s, seq);
+        on_deadline(s, data);
         break;
     case SS_MSG_IDLE:
         on_idle(s);
@@ -257,7 +258,7 @@ static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_serial_slave_t *s = (gw_serial_slave_t *)o;
-    ss_answer_t a = { .seq = req->seq, .len = (uint16_t)len };
+    ss_answer_t a = { .seq = req->seq };
     cache_write_end(s->gw, req->bus, req->slave, req->pdu, req->pdu_len);   /* a no-op for reads */
     memcpy(a.pdu, pdu, len);
     actor_send(s->gw->actors, s->self, SS_MSG_ANSWER, &a, offsetof(ss_answer_t, pdu) + len);
@@ -274,18 +275,13 @@ static const gw_origin_ops_t serial_slave_ops = { "serial_slave", origin_answer,
 
 /* ---- construction ------------------------------------------------------------------ */
 
+/* The port's driver, through the one mapping from line settings to the serial driver's. */
 static driver_t *open_port(const config_serial_slave_t *c, char *err, size_t errcap)
 {
-    driver_serial_config_t sc;
-    driver_serial_defaults(&sc);
-    sc.path = c->port;
-    sc.baud = c->baud;
-    sc.data_bits = c->data_bits;
-    sc.parity = c->parity;
-    sc.stop_bits = c->stop_bits;
-    sc.rs485 = c->rs485 == CONFIG_RS485_IOCTL ? DRIVER_RS485_KERNEL
-             : c->rs485 == CONFIG_RS485_RTS ? DRIVER_RS485_RTS_TOGGLE : DRIVER_RS485_OFF;
-    sc.echo_suppress = c->echo_suppress;
+    config_bus_t line = { .baud = c->baud, .parity = c->parity, .data_bits = c->data_bits,
+                          .stop_bits = c->stop_bits, .rs485 = c->rs485, .echo_suppress = c->echo_suppress };
+    snprintf(line.port, sizeof line.port, "%s", c->port);
+    driver_serial_config_t sc = gw_serial_config(&line);
     return driver_serial_new(&sc, err, errcap);
 }
 

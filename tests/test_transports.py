@@ -31,6 +31,7 @@ import tty
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, failure_count, finish, free_port, mbap, procs, recv_frame  # noqa: E402
+from rtu_slave import crc16, with_crc  # noqa: E402  (the tests' own RTU code, none of rtugw's)
 
 PY = "/usr/bin/python3"
 try:
@@ -49,18 +50,8 @@ D = tempfile.mkdtemp(prefix="rtugw-transports-")
 
 # ---- RTU frames ------------------------------------------------------------------
 
-def crc16(data):
-    crc = 0xFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
-
-
 def rtu(unit, pdu):
-    body = bytes([unit]) + pdu
-    return body + struct.pack("<H", crc16(body))
+    return with_crc(bytes([unit]) + pdu)
 
 
 def answer_len(buf):
@@ -573,14 +564,19 @@ StartSerialServer(context=ModbusServerContext(slaves={{4: store()}}, single=Fals
     check(rc == 0, "clean stop")
 
 
+def stop_peers():
+    """Every process this test started, killed and reaped; the LRC writer's pty closes with them."""
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
 try:
     main()
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-    for p in procs:
-        p.wait()
+    stop_peers()
 if not failure_count():
     shutil.rmtree(D, ignore_errors=True)
 finish("transports")
