@@ -23,6 +23,11 @@ void bus_describe(const gw_bus_t *bus, char *buf, size_t cap)
     driver_describe(bus->driver, buf, cap);
 }
 
+void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st)
+{
+    driver_get_stats(bus->driver, st);
+}
+
 /* How long past t3.5 the bus waits before it believes the line is quiet: the
  * silence is judged on a worker, and bytes the I/O thread has not handed over
  * yet must not make a frame look finished. */

@@ -126,6 +126,17 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
                                 bus_defs[i].gauge ? "" : "_total", bus_config(gw->buses[k])->name,
                                 (unsigned long long)field(bus_metrics(gw->buses[k]), bus_defs[i].offset));
     }
+    /* The transport layer's own count (ASCII, MBAP): its driver is read on
+     * this thread, the I/O thread, which is also the only one that writes it. */
+    evbuffer_add_printf(b, "# HELP rtugw_bus_frame_errors_total Frames the transport layer passed up damaged "
+                           "(bad LRC or hex, a transaction id not in flight)\n"
+                           "# TYPE rtugw_bus_frame_errors_total counter\n");
+    for (unsigned k = 0; k < gw->bus_count; k++) {
+        driver_stats_t st;
+        bus_driver_stats(gw->buses[k], &st);
+        evbuffer_add_printf(b, "rtugw_bus_frame_errors_total{bus=\"%s\"} %llu\n", bus_config(gw->buses[k])->name,
+                            (unsigned long long)st.frame_errors);
+    }
     evbuffer_add_printf(b, "# HELP rtugw_bus_latency_seconds Request to matching response, first attempt\n"
                            "# TYPE rtugw_bus_latency_seconds histogram\n");
     for (unsigned k = 0; k < gw->bus_count; k++) {

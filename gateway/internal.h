@@ -284,6 +284,8 @@ const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
 void bus_describe(const gw_bus_t *bus, char *buf, size_t cap);
+/* The driver's counters; I/O thread only (port.c updates them there). */
+void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st);
 
 /* ---- the front ends ------------------------------------------------------------ */
 

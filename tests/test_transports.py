@@ -411,6 +411,9 @@ def test_ascii(g, units, lrc):
     check(after.get(key, 0) == before + 1 and lrc.requests == 2,
           f"the bad LRC counted as a bad frame ({after.get(key)}), asked twice ({lrc.requests})")
     check(after.get('rtugw_bus_retries_total{bus="lrc"}', 0) >= 1, "and retried")
+    check(after.get('rtugw_bus_frame_errors_total{bus="lrc"}') == 1 and
+          after.get('rtugw_bus_frame_errors_total{bus="asc"}') == 0,
+          "the ASCII layer's own count: one bad frame on the bad-LRC line, none on the good one")
     m.close()
 
 
