@@ -316,8 +316,13 @@ static void init_slaves(gw_bus_t *bus)
         s->dead_after = d->dead_after;
         s->backoff_ms = d->dead_backoff_ms;
     }
+    /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
+     * answer carries that answer's transaction id, no longer in flight, so
+     * the MBAP layer hands it up failing its CRC. Equal answers are real. */
+    bool ids = bus->cfg.framing == CONFIG_FRAMING_TCP;
     for (unsigned s = 0; s < N_SLAVES; s++) {
         bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
+        bus->slaves[s].copies = ids ? COPIES_GENUINE : COPIES_UNKNOWN;
         gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);
     }
 }
