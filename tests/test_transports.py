@@ -30,7 +30,7 @@ import time
 import tty
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, failure_count, finish, free_port, mbap, procs, recv_frame  # noqa: E402
+from rtugwtest import BIN, Gateway, check, failure_count, free_port, mbap, procs, recv_frame, run_tests  # noqa: E402
 from rtu_slave import crc16, with_crc  # noqa: E402  (the tests' own RTU code, none of rtugw's)
 
 PY = "/usr/bin/python3"
@@ -578,19 +578,10 @@ StartSerialServer(context=ModbusServerContext(slaves={{4: store()}}, single=Fals
     check(rc == 0, "clean stop")
 
 
-def stop_peers():
-    """Every process this test started, killed and reaped; the LRC writer's pty closes with them."""
-    running = [p for p in procs if p.poll() is None]
-    for p in running:
-        p.kill()
-    for p in procs:
-        p.wait()
+def remove_workdir():
+    """The peers' scripts, logs and pty links, kept only when something failed."""
+    if not failure_count():
+        shutil.rmtree(D, ignore_errors=True)
 
 
-try:
-    main()
-finally:
-    stop_peers()
-if not failure_count():
-    shutil.rmtree(D, ignore_errors=True)
-finish("transports")
+run_tests("transports", [main, remove_workdir])
