@@ -291,11 +291,8 @@ static void init_timing(gw_bus_t *bus)
     bool stream = c->port_kind == CONFIG_PORT_TCP && c->framing == CONFIG_FRAMING_RTU;
 
     bus->char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
-    bus->byte_ns = (uint64_t)bus->char_bits * 1000000000ull / c->baud;
-    if (c->framing == CONFIG_FRAMING_ASCII)
-        bus->byte_ns *= 2;
-    else if (c->framing == CONFIG_FRAMING_TCP)
-        bus->byte_ns = 0;
+    bus->wire_bits = c->framing == CONFIG_FRAMING_ASCII ? 2 * bus->char_bits
+                   : c->framing == CONFIG_FRAMING_TCP ? 0 : bus->char_bits;
     bus->t35_ns = stream ? (uint64_t)c->frame_silence_ms * 1000000ull : rtu_t35_ns(c->baud, bus->char_bits);
     bus->gap_ns = c->gap_us ? (uint64_t)c->gap_us * 1000u
                 : c->framing == CONFIG_FRAMING_TCP ? 0 : rtu_t35_ns(c->baud, bus->char_bits);

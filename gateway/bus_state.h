@@ -61,7 +61,8 @@ struct gw_bus {
     rtu_framer_t *framer;
     router_thread_t *router;
     uint64_t t35_ns, gap_ns;  /* the silence that ends a frame; the rest between frames */
-    uint64_t byte_ns;         /* a byte's time on the wire: deadlines include it */
+    unsigned wire_bits;       /* bits a byte takes on the wire (deadlines include them): a
+                                 character's, two in ASCII, none on a Modbus TCP device */
     unsigned char_bits;
     bool framed;              /* the driver reads whole frames (ASCII, MBAP) */
     request_ring_t queue[BUS_QUEUES];

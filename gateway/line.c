@@ -165,11 +165,11 @@ void line_refuse(gw_bus_t *bus, const gw_request_t *req, uint64_t now)
 
 /* ---- wire time ------------------------------------------------------------- */
 
-/* bus.c sets byte_ns per transport: two characters a byte in ASCII, none
+/* bus.c sets wire_bits per transport: two characters a byte in ASCII, none
  * for a Modbus TCP device, which has no serial line. */
 uint64_t line_wire_ns(const gw_bus_t *bus, size_t bytes)
 {
-    return (uint64_t)bytes * bus->byte_ns;
+    return (uint64_t)bytes * bus->wire_bits * 1000000000ull / bus->cfg.baud;
 }
 
 /* The length of the answer a request asks for; the longest frame when the
