@@ -322,6 +322,8 @@ static void tls_status_json(gw_t *gw, struct evbuffer *b)
         evbuffer_add_printf(b, "null");
     }
     evbuffer_add_printf(b, "}");
+}
+
 /* [tcp] and [rtu_tcp]: the same session code, the same counters. */
 static void tcp_metrics_text(struct evbuffer *b, const char *prefix, const gw_tcp_metrics_t *m)
 {
