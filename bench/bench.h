@@ -41,5 +41,6 @@ int bench_soak_main(int argc, char **argv);
 int bench_isolation_main(int argc, char **argv);
 int bench_crossover_main(int argc, char **argv);
 int bench_tags_main(int argc, char **argv);
+int bench_transports_main(int argc, char **argv);
 
 #endif

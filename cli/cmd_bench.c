@@ -20,6 +20,7 @@ static const struct {
     { "soak", bench_soak_main, "N mixed requests from many clients: answered once, RSS and fds flat" },
     { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },
     { "tags", bench_tags_main, "reads per poll cycle: planner vs per tag vs touching; ns per decoded value" },
+    { "transports", bench_transports_main, "RTU over TCP, Modbus TCP devices, [rtu_tcp]: rtugw vs each direct arm" },
 };
 
 static void usage(FILE *to)

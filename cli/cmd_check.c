@@ -76,25 +76,26 @@ config_t *cli_load_config(const char *file)
     return cfg;
 }
 
-/* --open: each device port opened as the daemon opens it, then closed.
- * Returns how many could not be opened. */
+/* --open: each device port opened as the daemon opens it (a tcp:// port
+ * connected, within its connect timeout), then closed. Returns how many
+ * could not be opened. */
 static unsigned open_ports(const config_t *cfg)
 {
     unsigned failed = 0;
 
     for (unsigned i = 0; i < cfg->bus_count; i++) {
         const config_bus_t *bus = &cfg->buses[i];
-        if (bus->port_kind != CONFIG_PORT_DEVICE) {
+        if (bus->port_kind == CONFIG_PORT_SIM || bus->port_kind == CONFIG_PORT_SIM_PACED) {
             printf("[bus %s] port = '%s': the built-in simulator, nothing to open\n", bus->name, bus->port);
             continue;
         }
-        driver_serial_config_t sc = gw_serial_config(bus);
         char err[DRIVER_ERRLEN], why[DRIVER_ERRLEN];
-        driver_t *d = driver_serial_new(&sc, err, sizeof err);
-        if (d && driver_open(d, err, sizeof err) == 0) {
-            printf("[bus %s] port = '%s': opened\n", bus->name, bus->port);
+        driver_t *d = gw_bus_driver_new(bus, err, sizeof err);
+        if (d && driver_open_wait(d, bus->connect_timeout_ms, err, sizeof err) == 0) {
+            printf("[bus %s] port = '%s': %s\n", bus->name, bus->port,
+                   bus->port_kind == CONFIG_PORT_TCP ? "connected" : "opened");
         } else {
-            copy_reason(why, sizeof why, err, sc.path);
+            copy_reason(why, sizeof why, err, bus->port);
             fprintf(stderr, "%s:%u: [bus %s] port = '%s': %s\n", cfg->source, bus->port_line, bus->name,
                     bus->port, why);
             failed++;

@@ -59,6 +59,7 @@ static void bus_defaults(config_bus_t *b)
     *b = (config_bus_t){ .baud = 19200, .parity = 'E', .data_bits = 8, .stop_bits = 1,
                          .response_timeout_ms = 500, .retries = 1, .queue_depth = 64,
                          .tcp_first = true };
+    transports_bus_defaults(b);
 }
 
 static int find_bus(const config_t *cfg, const char *name)
@@ -69,7 +70,7 @@ static int find_bus(const config_t *cfg, const char *name)
     return -1;
 }
 
-int config_find_bus(const config_t *cfg, const char *name)   /* for security.c */
+int config_find_bus(const config_t *cfg, const char *name)   /* for security.c and transports.c */
 {
     return find_bus(cfg, name);
 }
@@ -103,6 +104,7 @@ static void *single_section(loader_t *ld, int kind, unsigned *first)
     case S_TCP: return &cfg->tcp;
     case S_HTTP: return &cfg->http;
     case S_TLS: cfg->tls.line = ld->header_line; return &cfg->tls;
+    case S_RTU_TCP: return &cfg->rtu_tcp;
     default: return &cfg->router;
     }
 }
@@ -123,6 +125,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
             return security_new_role(ld, name);
         return NULL;
     }
+    if (kind == S_SERIAL_SLAVE)
+        return transports_new_serial_slave(ld, name, first);
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -175,7 +179,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
             k = i;
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
-                        "poll NAME, tag NAME, tcp, http, router, tls or role NAME)", raw);
+                        "poll NAME, tag NAME, tcp, http, router, tls, role NAME, rtu_tcp or serial_slave NAME)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -222,6 +226,8 @@ static void apply_bus_rule(loader_t *ld, const config_bus_t *bus)
 
 void config_close_section(loader_t *ld)
 {
+    if (ld->kind == S_BUS && ld->target)
+        transports_check_bus(ld, ld->target);
     if (ld->kind == S_BUS && ld->target && ld->bus_rule)
         apply_bus_rule(ld, ld->target);
     ld->target = NULL;
@@ -332,15 +338,7 @@ static void resolve(loader_t *ld)
         else
             cfg->tcp.default_bus = (unsigned)b;
     }
-    for (unsigned u = 0; u < 256; u++) {
-        if (!ld->unit_bus[u].name[0])
-            continue;
-        int b = find_bus(cfg, ld->unit_bus[u].name);
-        if (b < 0)
-            config_error_at(ld, ld->unit_bus[u].line, "[tcp] unit%u = '%s:...': no such bus", u, ld->unit_bus[u].name);
-        else
-            cfg->tcp.unit[u].bus = (unsigned)b;
-    }
+    config_resolve_units(ld, "tcp", ld->unit_bus, cfg->tcp.unit);
     if (cfg->tcp.enabled && cfg->bus_count == 0)
         config_error_at(ld, 0, "tcp is enabled but no [bus NAME] is configured");
     if (cfg->tcp.enabled && cfg->http.enabled && cfg->tcp.port == cfg->http.port &&
@@ -348,6 +346,7 @@ static void resolve(loader_t *ld)
         config_error_at(ld, 0, "[tcp] and [http] both use %s:%u", cfg->tcp.bind, cfg->tcp.port);
     config_tags_resolve(ld);
     security_resolve(ld);
+    transports_resolve(ld);
 }
 
 static config_t *load(loader_t *ld)
@@ -365,6 +364,7 @@ static config_t *load(loader_t *ld)
     cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502, .max_connections = 16,
                                  .max_header_bytes = 8192, .max_body_bytes = 65536,
                                  .request_timeout_ms = 5000, .idle_timeout_s = 30 };
+    transports_defaults(cfg);
     cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
                                      .policy = "epsilon",
                                      .buckets = { 8, 16, 32, 64, 128, 256 }, .bucket_count = 6 };
@@ -452,7 +452,8 @@ config_t *config_load_string(const char *text, const char *name, config_errors_t
 
 const char *config_bus_sim_slaves(const config_bus_t *bus)
 {
-    const char *colon = bus->port_kind == CONFIG_PORT_DEVICE ? NULL : strchr(bus->port, ':');
+    bool sim = bus->port_kind == CONFIG_PORT_SIM || bus->port_kind == CONFIG_PORT_SIM_PACED;
+    const char *colon = sim ? strchr(bus->port, ':') : NULL;
     return colon ? colon + 1 : NULL;
 }
 

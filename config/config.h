@@ -32,9 +32,17 @@
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
-/* What a bus's port names: a device, or the built-in simulator ("sim",
- * "sim-paced": paced at the baud rate), optionally ":SLAVE,SLAVE,...". */
-typedef enum config_port_kind { CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED } config_port_kind_t;
+/* What a bus's port names: a device, the built-in simulator ("sim",
+ * "sim-paced": paced at the baud rate, optionally ":SLAVE,SLAVE,..."), or a
+ * TCP peer ("tcp://HOST:PORT": a serial device server, or a Modbus TCP
+ * device with framing = tcp). */
+typedef enum config_port_kind {
+    CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED, CONFIG_PORT_TCP
+} config_port_kind_t;
+
+/* How frames travel on a bus's port: RTU (binary, CRC), Modbus ASCII (':'
+ * hex LRC CR LF), or MBAP to a Modbus TCP device. */
+typedef enum config_framing { CONFIG_FRAMING_RTU = 0, CONFIG_FRAMING_ASCII, CONFIG_FRAMING_TCP } config_framing_t;
 
 typedef struct config_bus {
     char name[CONFIG_NAME_MAX];
@@ -57,6 +65,14 @@ typedef struct config_bus {
     bool tcp_first;                 /* TCP requests ahead of background polls */
     unsigned line;                  /* where the section starts, for messages */
     unsigned port_line;             /* where port is given; 0: it is not */
+    /* transports (config/transports.c) */
+    config_framing_t framing;
+    char tcp_host[64];              /* port = tcp://HOST:PORT: an IPv4 address */
+    unsigned tcp_port;
+    unsigned connect_timeout_ms;    /* tcp:// ports */
+    unsigned frame_silence_ms;      /* tcp:// with framing rtu: ends a frame without a length rule */
+    unsigned char_timeout_ms;       /* framing ascii: inter-character timeout */
+    unsigned max_inflight;          /* framing tcp: requests on the connection at once (1) */
 } config_bus_t;
 
 typedef struct config_device {
@@ -113,6 +129,26 @@ typedef struct config_tcp {
     config_net_t allow[CONFIG_MAX_ALLOW];
     unsigned allow_count;           /* 0: allow everyone */
 } config_tcp_t;
+
+/*
+ * [serial_slave NAME]: rtugw answers a serial master on a port of its own as
+ * the RTU slaves its unit routes name, forwarding each request to its bus.
+ */
+#define CONFIG_MAX_SERIAL_SLAVES 4
+typedef struct config_serial_slave {
+    char name[CONFIG_NAME_MAX];
+    char port[CONFIG_PATH_MAX];     /* a device path (a real port or a pty) */
+    unsigned baud;
+    char parity;
+    unsigned data_bits;
+    unsigned stop_bits;
+    config_rs485_t rs485;
+    bool echo_suppress;
+    unsigned answer_timeout_ms;     /* no answer from the bus by then: exception 0x0B */
+    config_route_t unit[256];       /* slave id on this port -> bus and slave */
+    unsigned line;
+    unsigned port_line;
+} config_serial_slave_t;
 
 typedef struct config_http {
     bool enabled;
@@ -192,6 +228,9 @@ typedef struct config {
     config_poll_t polls[CONFIG_MAX_POLLS];
     unsigned poll_count;
     config_tcp_t tcp;
+    config_tcp_t rtu_tcp;           /* [rtu_tcp]: the same keys, RTU frames instead of MBAP */
+    config_serial_slave_t serial_slaves[CONFIG_MAX_SERIAL_SLAVES];
+    unsigned serial_slave_count;
     config_http_t http;
     config_router_t router;
     /* Every tag, from [tag NAME] sections and the devices' tags_file: the

@@ -25,7 +25,8 @@
 /* Keys one section can hold: tcp's table plus unit0..unit255. */
 #define CONFIG_SECTION_KEYS_MAX 288
 
-enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE, S_COUNT };
+enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE,
+       S_RTU_TCP, S_SERIAL_SLAVE, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -61,6 +62,14 @@ typedef struct pending_ref {
     char name[CONFIG_NAME_MAX];
     unsigned line;
 } pending_ref_t;
+
+/* References of the transports' sections ([rtu_tcp], [serial_slave NAME]),
+ * resolved with the rest once the whole file is read (transports.c). */
+typedef struct transports_pending {
+    pending_ref_t rtu_tcp_default_bus;
+    pending_ref_t rtu_tcp_unit[256];
+    pending_ref_t slave_unit[CONFIG_MAX_SERIAL_SLAVES][256];
+} transports_pending_t;
 
 /* A known key written in the section being read: duplicates are found here,
  * and a bus's keys are handed to the bus rule when its section ends. */
@@ -104,6 +113,7 @@ struct loader {
     pending_ref_t unit_bus[256];
     config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
     security_pending_t security;
+    transports_pending_t transports;
     /* input */
     FILE *file;
     const char *text;
@@ -145,6 +155,22 @@ bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, 
  * sections, checks the planner's limits, and sets cfg->tags (NULL when
  * there are no tags). Every problem is reported. */
 void config_tags_resolve(loader_t *ld);
+/* transports.c: framings, tcp:// ports, [rtu_tcp] and [serial_slave NAME] */
+void transports_defaults(config_t *cfg);
+void transports_bus_defaults(config_bus_t *bus);
+bool transports_set_framing(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool transports_set_max_inflight(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool transports_set_slave_port(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* port = tcp://HOST:PORT (value starts with "tcp://"). */
+bool transports_set_tcp_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus);
+/* [serial_slave NAME]: a new entry, or NULL with *first set when the name was given before. */
+void *transports_new_serial_slave(loader_t *ld, const char *name, unsigned *first);
+/* A [bus] section is complete: the keys that only some ports and framings take. */
+void transports_check_bus(loader_t *ld, const config_bus_t *bus);
+/* After the file: references, required keys, addresses and ports used twice. */
+void transports_resolve(loader_t *ld);
+/* unitN = BUS:SLAVE of section: each bus named in refs into routes. */
+void config_resolve_units(loader_t *ld, const char *section, const pending_ref_t *refs, config_route_t *routes);
 
 /* security.c */
 void security_defaults(config_t *cfg);

@@ -25,6 +25,9 @@ static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const
 #define B(s, f) { .name = #f, .type = K_BOOL, .offset = offsetof(s, f) }
 #define T(s, f, t) { .name = #f, .type = t, .offset = offsetof(s, f) }
 #define C(key, fn) { .name = key, .type = K_CUSTOM, .set = fn }
+/* A serial line's character format and transceiver: [bus] and [serial_slave]. */
+#define LINE_KEYS(s) U(s, baud, 300, 4000000), T(s, parity, K_PARITY), U(s, data_bits, 7, 8), \
+                     U(s, stop_bits, 1, 2), T(s, rs485, K_RS485)
 
 static const key_spec_t gateway_keys[] = {
     U(config_t, workers, 0, 256),
@@ -35,11 +38,7 @@ static const key_spec_t gateway_keys[] = {
 
 static const key_spec_t bus_keys[] = {
     { .name = "port", .type = K_PORT, .offset = offsetof(config_bus_t, port), .min = 1, .max = CONFIG_PATH_MAX },
-    U(config_bus_t, baud, 300, 4000000),
-    T(config_bus_t, parity, K_PARITY),
-    U(config_bus_t, data_bits, 7, 8),
-    U(config_bus_t, stop_bits, 1, 2),
-    T(config_bus_t, rs485, K_RS485),
+    LINE_KEYS(config_bus_t),
     B(config_bus_t, rts_after_send),
     U(config_bus_t, rts_delay_before_us, 0, 100000),
     U(config_bus_t, rts_delay_after_us, 0, 100000),
@@ -50,6 +49,12 @@ static const key_spec_t bus_keys[] = {
     U(config_bus_t, gap_us, 0, 1000000),
     U(config_bus_t, queue_depth, 1, 4096),
     B(config_bus_t, tcp_first),
+    /* transports (transports.c checks which ports and framings take them) */
+    C("framing", transports_set_framing),
+    U(config_bus_t, connect_timeout_ms, 1, 600000),
+    U(config_bus_t, frame_silence_ms, 1, 10000),
+    U(config_bus_t, char_timeout_ms, 1, 10000),
+    C("max_inflight", transports_set_max_inflight),
 };
 
 static const key_spec_t device_keys[] = {
@@ -87,6 +92,14 @@ static const key_spec_t tcp_keys[] = {
     B(config_tcp_t, read_only),
     C("default_bus", set_ref),
     C("allow", set_allow),
+    { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },
+};
+
+static const key_spec_t serial_slave_keys[] = {
+    C("port", transports_set_slave_port),
+    LINE_KEYS(config_serial_slave_t),
+    B(config_serial_slave_t, echo_suppress),
+    U(config_serial_slave_t, answer_timeout_ms, 10, 60000),
     { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },
 };
 
@@ -159,6 +172,9 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_TAG] = { "tag", true, tag_keys, COUNT(tag_keys) },
     [S_TLS] = { "tls", false, tls_keys, COUNT(tls_keys) },
     [S_ROLE] = { "role", true, role_keys, COUNT(role_keys) },
+    /* [rtu_tcp] takes [tcp]'s keys: the same front end with RTU frames */
+    [S_RTU_TCP] = { "rtu_tcp", false, tcp_keys, COUNT(tcp_keys) },
+    [S_SERIAL_SLAVE] = { "serial_slave", true, serial_slave_keys, COUNT(serial_slave_keys) },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)
@@ -255,6 +271,8 @@ static bool set_port(loader_t *ld, const key_spec_t *k, const char *value, confi
     const char *rest = value;
 
     bus->port_line = ld->line;
+    if (strncmp(value, "tcp://", 6) == 0)
+        return transports_set_tcp_port(ld, k, value, bus);
 
     if (strncmp(value, "sim-paced", 9) == 0) {
         kind = CONFIG_PORT_SIM_PACED;
@@ -385,6 +403,7 @@ static bool set_ref(loader_t *ld, const key_spec_t *k, unsigned number, const ch
     config_t *cfg = ld->cfg;
     pending_ref_t *ref = ld->kind == S_DEVICE ? &ld->device_bus[(config_device_t *)ld->target - cfg->devices]
                        : ld->kind == S_POLL   ? &ld->poll_device[(config_poll_t *)ld->target - cfg->polls]
+                       : ld->kind == S_RTU_TCP ? &ld->transports.rtu_tcp_default_bus
                                               : &ld->default_bus;
     (void)number;
     snprintf(ref->name, sizeof ref->name, "%s", value);
@@ -396,10 +415,23 @@ static bool set_ref(loader_t *ld, const key_spec_t *k, unsigned number, const ch
     return true;
 }
 
-/* unitN = BUS:SLAVE | broadcast (unit0 only) | off */
+/* The route unitN sets in the section being read, and where its bus's name waits. */
+static config_route_t *unit_slot(loader_t *ld, unsigned unit, pending_ref_t **ref)
+{
+    if (ld->kind == S_SERIAL_SLAVE) {
+        config_serial_slave_t *ss = ld->target;
+        *ref = &ld->transports.slave_unit[ss - ld->cfg->serial_slaves][unit];
+        return &ss->unit[unit];
+    }
+    *ref = ld->kind == S_RTU_TCP ? &ld->transports.rtu_tcp_unit[unit] : &ld->unit_bus[unit];
+    return &((config_tcp_t *)ld->target)->unit[unit];
+}
+
+/* unitN = BUS:SLAVE | broadcast (unit0 only, not for a serial slave: it has no default bus) | off */
 static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned unit, const char *value)
 {
-    config_route_t *r = &ld->cfg->tcp.unit[unit];
+    pending_ref_t *ref;
+    config_route_t *r = unit_slot(ld, unit, &ref);
     char key[16];
     unsigned slave;
 
@@ -407,20 +439,20 @@ static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned unit, const cha
     *r = (config_route_t){ 0 };
     if (strcmp(value, "off") == 0)
         return true;
-    if (unit == 0 && strcmp(value, "broadcast") == 0) {
+    if (unit == 0 && strcmp(value, "broadcast") == 0 && ld->kind != S_SERIAL_SLAVE) {
         r->set = r->broadcast = true;
         return true;
     }
     const char *colon = strchr(value, ':');
     size_t len = colon ? (size_t)(colon - value) : 0;
     if (!colon || len >= CONFIG_NAME_MAX || config_parse_uint(colon + 1, 0, 247, &slave) != 0) {
-        config_bad_value(ld, key, value, unit == 0 ? "expected BUS:SLAVE, broadcast or off"
+        config_bad_value(ld, key, value, unit == 0 && ld->kind != S_SERIAL_SLAVE ? "expected BUS:SLAVE, broadcast or off"
                                                    : "expected BUS:SLAVE (slave 0..247) or off");
         return false;
     }
-    memcpy(ld->unit_bus[unit].name, value, len);
-    ld->unit_bus[unit].name[len] = 0;
-    ld->unit_bus[unit].line = ld->line;
+    memcpy(ref->name, value, len);
+    ref->name[len] = 0;
+    ref->line = ld->line;
     r->set = true;
     r->slave = slave;
     return true;
@@ -429,7 +461,7 @@ static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned unit, const cha
 /* Comma-separated IPv4 networks: 127.0.0.1, 10.0.0.0/8 */
 static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
 {
-    config_tcp_t *tcp = &ld->cfg->tcp;
+    config_tcp_t *tcp = ld->target;   /* [tcp] or [rtu_tcp] */
     char list[CONFIG_LINE_MAX];
 
     (void)number;

@@ -1,6 +1,6 @@
 noinst_LIBRARIES += config/libconfig.a
 config_libconfig_a_SOURCES = config/config.h config/internal.h config/config.c config/keys.c \
-	config/reader.c config/tags.c config/demo.c config/security.c
+	config/reader.c config/tags.c config/demo.c config/security.c config/transports.c
 config_libconfig_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 EXTRA_DIST += config/example.ini
 
@@ -24,3 +24,4 @@ tests_test_config_security_SOURCES = tests/test_config_security.c
 tests_test_config_security_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_config_security_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_config_security
+

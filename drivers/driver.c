@@ -4,6 +4,7 @@
  */
 #include "drivers/driver.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,7 +53,7 @@ int driver_open(driver_t *d, char *err, size_t errcap)
     int rc = d->backend->open(d, err, errcap);
     if (rc == 0)
         d->stats.opens++;
-    else
+    else if (rc != DRIVER_INPROGRESS)
         d->stats.open_failures++;
     return rc;
 }
@@ -67,6 +68,54 @@ int driver_reopen(driver_t *d, char *err, size_t errcap)
 {
     driver_close(d);
     return driver_open(d, err, errcap);
+}
+
+int driver_open_finish(driver_t *d, char *err, size_t errcap)
+{
+    char dummy[DRIVER_ERRLEN];
+    if (!err || errcap == 0) {
+        err = dummy;
+        errcap = sizeof dummy;
+    }
+    err[0] = 0;
+    if (!d->backend->open_finish)
+        return 0;
+    int rc = d->backend->open_finish(d, err, errcap);
+    if (rc == 0)
+        d->stats.opens++;
+    else if (rc != DRIVER_INPROGRESS)
+        d->stats.open_failures++;
+    return rc;
+}
+
+int driver_open_wait(driver_t *d, unsigned timeout_ms, char *err, size_t errcap)
+{
+    char dummy[DRIVER_ERRLEN];
+    if (!err || errcap == 0) {
+        err = dummy;
+        errcap = sizeof dummy;
+    }
+    int rc = driver_open(d, err, errcap);
+    uint64_t until = driver_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+    while (rc == DRIVER_INPROGRESS) {
+        uint64_t now = driver_now_ns();
+        if (now >= until) {
+            char desc[128];
+            driver_describe(d, desc, sizeof desc);
+            driver_close(d);
+            snprintf(err, errcap, "%s: not connected within %u ms", desc, timeout_ms);
+            return -ETIMEDOUT;
+        }
+        struct pollfd p = { driver_fd(d), POLLOUT, 0 };
+        poll(&p, 1, (int)((until - now + 999999) / 1000000));
+        rc = driver_open_finish(d, err, errcap);
+    }
+    return rc;
+}
+
+bool driver_frames_whole(const driver_t *d)
+{
+    return (d->backend->flags & DRIVER_FRAMED) != 0;
 }
 
 int driver_fd(const driver_t *d)

@@ -23,6 +23,23 @@
  * Errors: 0 or a count on success, a negative errno otherwise. Functions that
  * can fail for a reason a human must read also fill err[] with a message that
  * names the port or file.
+ *
+ * Transports beyond the serial line (docs/drivers.md, "Transports"):
+ *
+ *   tcp     -- a TCP client byte stream (RTU over TCP to a serial device
+ *              server, or the carrier of the MBAP layer): non-blocking
+ *              connect with a timeout (open returns DRIVER_INPROGRESS);
+ *   ascii   -- a layer over any byte driver: Modbus ASCII frames on the
+ *              line, RTU frames (with a computed CRC) above it;
+ *   mbap    -- a layer over a tcp driver: rtugw is the Modbus TCP client
+ *              of an Ethernet device; RTU frames above it, MBAP below,
+ *              with rtugw's own transaction ids.
+ *
+ * A layer hands its owner exactly what a serial line would: RTU frames
+ * whose CRC is good exactly when the frame arrived intact (and, for MBAP,
+ * answers the transaction asked). Whatever else arrives becomes a frame
+ * whose CRC fails, never a good one, so the framer and decoders above see
+ * one contract whatever the transport.
  */
 #ifndef RTUGW_DRIVERS_DRIVER_H
 #define RTUGW_DRIVERS_DRIVER_H
@@ -44,6 +61,15 @@
 #define DRIVER_HANGUP (-ENOTCONN)
 /* read: a finite source (replay) has no more data. */
 #define DRIVER_EOF (-ENODATA)
+/* open: a connection is under way (tcp). The fd is valid: poll it for
+ * writing, then call driver_open_finish(); driver_next_deadline() is when
+ * the attempt gives up (the caller closes the driver then). */
+#define DRIVER_INPROGRESS (-EINPROGRESS)
+
+/* Backend flags. DRIVER_FRAMED: each read returns at most one whole frame
+ * (a layer that delimits frames itself: ascii, mbap), so the end of a chunk
+ * is the end of a frame and no silence is needed to close it. */
+#define DRIVER_FRAMED 1u
 
 #define DRIVER_ERRLEN 256
 
@@ -73,6 +99,11 @@ typedef struct driver_backend {
     int (*service)(driver_t *d, uint64_t now_ns);
     /* Frees the backend's private data. */
     void (*destroy)(driver_t *d);
+    /* After open returned DRIVER_INPROGRESS and the fd turned writable: 0
+     * (open), DRIVER_INPROGRESS (not yet) or -errno with err filled (the
+     * driver is closed again). NULL: the backend never returns INPROGRESS. */
+    int (*open_finish)(driver_t *d, char *err, size_t errcap);
+    unsigned flags;   /* DRIVER_FRAMED */
 } driver_backend_t;
 
 /* Counters every backend keeps; read with driver_get_stats(). */
@@ -83,6 +114,9 @@ typedef struct driver_stats {
     uint64_t opens, open_failures;
     uint64_t echo_bytes;      /* local echo removed (RS-485 echo suppression) */
     uint64_t echo_mismatches; /* echo expected but other bytes came */
+    uint64_t frame_errors;    /* layers: frames passed up damaged (bad LRC or hex, cut
+                                 short, a transaction id not asked for) */
+    uint64_t noise_bytes;     /* layers: bytes outside any frame, dropped */
 } driver_stats_t;
 
 /* Generic construction, for a backend written outside drivers/ (tests).
@@ -96,6 +130,14 @@ int driver_open(driver_t *d, char *err, size_t errcap);
 void driver_close(driver_t *d);
 /* Close and open again (after a hang-up). */
 int driver_reopen(driver_t *d, char *err, size_t errcap);
+/* After DRIVER_INPROGRESS: see open_finish in the backend table. */
+int driver_open_finish(driver_t *d, char *err, size_t errcap);
+/* Opens and, when the open is in progress, waits for it up to timeout_ms.
+ * Blocks: for command-line tools (`rtugw check --open`) and tests, never
+ * for the daemon's loop. 0 or -errno (-ETIMEDOUT) with err filled. */
+int driver_open_wait(driver_t *d, unsigned timeout_ms, char *err, size_t errcap);
+/* DRIVER_FRAMED: reads end at frame boundaries. */
+bool driver_frames_whole(const driver_t *d);
 int driver_fd(const driver_t *d);
 bool driver_is_open(const driver_t *d);
 ssize_t driver_write(driver_t *d, const uint8_t *buf, size_t len);
@@ -324,6 +366,35 @@ int driver_pty_open(int *master, int *slave, char *path, size_t pathcap);
  * driver reading and writing the other end (through the serial code). */
 driver_t *driver_sim_driver_new(const driver_sim_config_t *cfg, char *err, size_t errcap);
 driver_sim_t *driver_sim_of(driver_t *d);
+
+/* ---- TCP client, Modbus ASCII, MBAP ---------------------------------------------------- */
+
+#define DRIVER_TCP_HOST_MAX 64
+
+typedef struct driver_tcp_config {
+    const char *host;               /* an IPv4 address, e.g. 10.0.0.5 (copied) */
+    unsigned port;                  /* 1..65535 */
+    unsigned connect_timeout_ms;    /* default 3000 */
+} driver_tcp_config_t;
+
+void driver_tcp_defaults(driver_tcp_config_t *cfg);
+/* Creates (does not connect) a TCP client. NULL with err on bad config. */
+driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errcap);
+
+/* The Modbus ASCII layer over inner (which it owns from then on, also when
+ * it fails): ':' + hex + LRC + CRLF on inner, RTU frames above. A frame
+ * not complete char_timeout_ms after its previous character is abandoned
+ * (0: the spec's 1000 ms). NULL with err. */
+driver_t *driver_ascii_new(driver_t *inner, unsigned char_timeout_ms, char *err, size_t errcap);
+/* LRC of Modbus ASCII: the two's complement of the byte sum. */
+uint8_t driver_ascii_lrc(const uint8_t *p, size_t n);
+
+/* The MBAP layer over inner (owned from then on, also when it fails): each
+ * RTU request written goes out as an MBAP ADU with the next transaction id
+ * of rtugw's own; an answer with that id comes back as an RTU frame of the
+ * request's slave with a good CRC, anything else as a frame whose CRC
+ * fails. A header that cannot be MBAP ends the connection (-EPROTO). */
+driver_t *driver_mbap_new(driver_t *inner, char *err, size_t errcap);
 
 /* ---- captures and replay ------------------------------------------------------------ */
 

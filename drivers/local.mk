@@ -4,7 +4,8 @@ drivers_libdrivers_a_SOURCES = \
 	drivers/driver.h \
 	drivers/sim_internal.h \
 	drivers/driver.c drivers/serial.c drivers/sim.c drivers/sim_line.c drivers/sim_driver.c \
-	drivers/capture.c drivers/replay.c
+	drivers/capture.c drivers/replay.c \
+	drivers/internal.h drivers/layer.c drivers/tcp.c drivers/ascii.c drivers/mbap.c
 drivers_libdrivers_a_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS) $(SERIALPORT_CFLAGS)
 DRIVERS_LIBS = drivers/libdrivers.a parser/libparser.a $(MODBUS_LIBS) $(SERIALPORT_LIBS)
 
@@ -22,3 +23,10 @@ tests_test_replay_SOURCES = tests/test_replay.c
 tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_replay_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_sim tests/test_sim_faults tests/test_serial tests/test_replay
+
+# TCP client, Modbus ASCII and MBAP layers: ptys and sockets on 127.0.0.1.
+check_PROGRAMS += tests/test_transport_drivers
+tests_test_transport_drivers_SOURCES = tests/test_transport_drivers.c
+tests_test_transport_drivers_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_transport_drivers_LDADD = $(DRIVERS_LIBS) $(CMOCKA_LIBS) -lm
+TESTS += tests/test_transport_drivers

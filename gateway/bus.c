@@ -23,6 +23,11 @@ void bus_describe(const gw_bus_t *bus, char *buf, size_t cap)
     driver_describe(bus->driver, buf, cap);
 }
 
+void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st)
+{
+    driver_get_stats(bus->driver, st);
+}
+
 /* How long past t3.5 the bus waits before it believes the line is quiet: the
  * silence is judged on a worker, and bytes the I/O thread has not handed over
  * yet must not make a frame look finished. */
@@ -83,6 +88,8 @@ static void on_bytes(gw_bus_t *bus, const gw_bytes_t *b)
         line_pending_bytes(bus, b->len);
     rtu_framer_get_stats(bus->framer, &before);
     rtu_framer_feed(bus->framer, b->data, b->len, b->t_ns);
+    if (bus->framed)   /* the chunk is one whole frame (ASCII, MBAP): its end is the frame's */
+        rtu_framer_idle(bus->framer, b->t_ns + bus->t35_ns);
     line_drain_frames(bus);
     rtu_framer_get_stats(bus->framer, &after);
     uint64_t noise = after.noise_bytes - before.noise_bytes;
@@ -90,8 +97,8 @@ static void on_bytes(gw_bus_t *bus, const gw_bytes_t *b)
     if (noise && bus->pending)
         bus->pending_doubtful = true;
     bus->last_chunk_ns = b->t_ns;
-    /* A frame without a length rule ends with t3.5 of silence. */
-    arm_idle(bus, bus->t35_ns + IDLE_SLACK_NS);
+    if (!bus->framed)   /* A frame without a length rule ends with t3.5 of silence. */
+        arm_idle(bus, bus->t35_ns + IDLE_SLACK_NS);
     line_start_next(bus);
 }
 
@@ -209,6 +216,32 @@ driver_serial_config_t gw_serial_config(const config_bus_t *bus)
     return sc;
 }
 
+/*
+ * A device or tcp:// port with its framing: the serial driver or a TCP
+ * client, under the ASCII or MBAP layer when the framing asks for one.
+ */
+driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
+{
+    driver_t *d;
+
+    if (bus->port_kind == CONFIG_PORT_TCP) {
+        driver_tcp_config_t tc;
+        driver_tcp_defaults(&tc);
+        tc.host = bus->tcp_host;
+        tc.port = bus->tcp_port;
+        tc.connect_timeout_ms = bus->connect_timeout_ms;
+        d = driver_tcp_new(&tc, err, errcap);
+    } else {
+        driver_serial_config_t sc = gw_serial_config(bus);
+        d = driver_serial_new(&sc, err, errcap);
+    }
+    if (d && bus->framing == CONFIG_FRAMING_ASCII)
+        return driver_ascii_new(d, bus->char_timeout_ms, err, errcap);
+    if (d && bus->framing == CONFIG_FRAMING_TCP)
+        return driver_mbap_new(d, err, errcap);
+    return d;
+}
+
 static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
 {
     const config_t *cfg = bus->gw->cfg;
@@ -216,7 +249,7 @@ static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
     /* "sim" or "sim-paced", optionally ":1,2,3" (config/ validated the list):
      * the built-in simulator, serving the listed slaves, or else every device
      * configured on this bus. */
-    if (bus->cfg.port_kind != CONFIG_PORT_DEVICE) {
+    if (bus->cfg.port_kind == CONFIG_PORT_SIM || bus->cfg.port_kind == CONFIG_PORT_SIM_PACED) {
         const char *list = config_bus_sim_slaves(&bus->cfg);
         driver_sim_config_t sc;
         driver_sim_defaults(&sc);
@@ -239,8 +272,30 @@ static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
         sc.live = true;
         return driver_sim_driver_new(&sc, err, errcap);
     }
-    driver_serial_config_t sc = gw_serial_config(&bus->cfg);
-    return driver_serial_new(&sc, err, errcap);
+    return gw_bus_driver_new(&bus->cfg, err, errcap);
+}
+
+/*
+ * Time on the line, per transport. A serial line: t3.5 ends a frame
+ * without a length rule, a byte takes its character time, the line rests
+ * t3.5 between frames. ASCII: two characters a byte. A device server (RTU
+ * over TCP): the answer still crosses its serial line at the configured
+ * baud, but the stream to rtugw keeps no character timing, so the framer's
+ * silence is frame_silence_ms. A Modbus TCP device: no serial line at all
+ * (no wire time, no rest between frames unless gap_us asks for one); ASCII
+ * and MBAP frames end by their own delimiters (the driver is framed).
+ */
+static void init_timing(gw_bus_t *bus)
+{
+    const config_bus_t *c = &bus->cfg;
+    bool stream = c->port_kind == CONFIG_PORT_TCP && c->framing == CONFIG_FRAMING_RTU;
+
+    bus->char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
+    bus->wire_bits = c->framing == CONFIG_FRAMING_ASCII ? 2 * bus->char_bits
+                   : c->framing == CONFIG_FRAMING_TCP ? 0 : bus->char_bits;
+    bus->t35_ns = stream ? (uint64_t)c->frame_silence_ms * 1000000ull : rtu_t35_ns(c->baud, bus->char_bits);
+    bus->gap_ns = c->gap_us ? (uint64_t)c->gap_us * 1000u
+                : c->framing == CONFIG_FRAMING_TCP ? 0 : rtu_t35_ns(c->baud, bus->char_bits);
 }
 
 static void init_slaves(gw_bus_t *bus)
@@ -258,8 +313,13 @@ static void init_slaves(gw_bus_t *bus)
         s->dead_after = d->dead_after;
         s->backoff_ms = d->dead_backoff_ms;
     }
+    /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
+     * answer carries that answer's transaction id, no longer in flight, so
+     * the MBAP layer hands it up failing its CRC. Equal answers are real. */
+    bool ids = bus->cfg.framing == CONFIG_FRAMING_TCP;
     for (unsigned s = 0; s < N_SLAVES; s++) {
         bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
+        bus->slaves[s].copies = ids ? COPIES_GENUINE : COPIES_UNKNOWN;
         gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);
     }
 }
@@ -274,17 +334,18 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
     bus->gw = gw;
     bus->index = index;
     bus->cfg = gw->cfg->buses[index];
-    bus->char_bits = rtu_char_bits(bus->cfg.data_bits, bus->cfg.parity, bus->cfg.stop_bits);
-    bus->t35_ns = rtu_t35_ns(bus->cfg.baud, bus->char_bits);
-    bus->gap_ns = bus->cfg.gap_us ? (uint64_t)bus->cfg.gap_us * 1000u : bus->t35_ns;
+    init_timing(bus);
     bus->verify_state = 0x9E3779B97F4A7C15ull + index;
     init_slaves(bus);
     for (unsigned q = 0; q < BUS_QUEUES; q++)
         bus->queue[q].slot = calloc(bus->cfg.queue_depth, sizeof(gw_request_t));
-    rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE };
+    bus->driver = open_driver(bus, err, errcap);
+    bus->framed = bus->driver && driver_frames_whole(bus->driver);
+    bool stream = bus->cfg.port_kind == CONFIG_PORT_TCP && bus->cfg.framing == CONFIG_FRAMING_RTU;
+    rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
+                               .silence_ns = stream ? bus->t35_ns : 0 };
     bus->framer = rtu_framer_new(&fc);
     bus->router = router_thread_new(gw->router);
-    bus->driver = open_driver(bus, err, errcap);
     if (!bus->queue[0].slot || !bus->queue[1].slot || !bus->framer || !bus->router || !bus->driver) {
         if (bus->driver || !*err)
             snprintf(err, errcap, "bus %s: out of memory", bus->cfg.name);
@@ -302,7 +363,9 @@ int bus_start(gw_bus_t *bus, gw_loop_t *loop)
                  : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
     if (rc != 0)
         return -1;
-    bus->port = port_new(bus->gw, loop, bus->driver, bus->cfg.name, bus->self, &bus->m);
+    char name[CONFIG_NAME_MAX + 8];
+    snprintf(name, sizeof name, "bus %s", bus->cfg.name);
+    bus->port = port_new(bus->gw, loop, bus->driver, name, bus->self, &bus->m);
     return bus->port ? 0 : -1;
 }
 

@@ -60,8 +60,11 @@ struct gw_bus {
     actor_ref_t self;
     rtu_framer_t *framer;
     router_thread_t *router;
-    uint64_t t35_ns, gap_ns;
+    uint64_t t35_ns, gap_ns;  /* the silence that ends a frame; the rest between frames */
+    unsigned wire_bits;       /* bits a byte takes on the wire (deadlines include them): a
+                                 character's, two in ASCII, none on a Modbus TCP device */
     unsigned char_bits;
+    bool framed;              /* the driver reads whole frames (ASCII, MBAP) */
     request_ring_t queue[BUS_QUEUES];
     bool port_up;
     bool kick_pending;

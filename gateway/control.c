@@ -18,7 +18,7 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
     gw_t *gw = arg;
     (void)fd;
     (void)what;
-    unsigned left = tcp_in_flight(gw->tcp) + http_in_flight(gw->http);
+    unsigned left = tcp_in_flight(gw->tcp) + tcp_in_flight(gw->rtu_tcp) + http_in_flight(gw->http);
     if (left == 0 || gw_now_ns() >= gw->drain_deadline_ns) {
         if (left)
             gw_log(gw, CONFIG_LOG_WARN, "stopping with %u requests unanswered after 2 s", left);
@@ -38,6 +38,8 @@ static void begin_drain(gw_t *gw)
     gw_log(gw, CONFIG_LOG_INFO, "stopping: no new connections, answering what is in flight");
     if (gw->tcp)
         tcp_stop_accepting(gw->tcp);
+    if (gw->rtu_tcp)
+        tcp_stop_accepting(gw->rtu_tcp);
     gw->drain_deadline_ns = gw_now_ns() + 1800000000ull;
     drain_check(-1, 0, gw);
 }
@@ -135,6 +137,9 @@ static void reload(gw_t *gw)
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
+    CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);
+    CHANGED("serial_slaves", gw->cfg->serial_slave_count != fresh->serial_slave_count ||
+                                 memcmp(gw->cfg->serial_slaves, fresh->serial_slaves, sizeof fresh->serial_slaves) != 0);
     if (gw->tcp)
         tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);

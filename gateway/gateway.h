@@ -37,6 +37,9 @@ void gw_free(gw_t *gw);
 /* The serial driver's settings for a bus, as the daemon opens it (so that
  * `rtugw check` validates exactly what `rtugw run` would open). */
 driver_serial_config_t gw_serial_config(const config_bus_t *bus);
+/* A device or tcp:// bus's driver, its framing's layer included (not the
+ * simulator's): what `rtugw run` opens and `rtugw check --open` tries. */
+driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap);
 
 /* Logging, to stderr with a timestamp; level as in config_log_t. */
 void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)

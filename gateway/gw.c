@@ -72,6 +72,17 @@ static int start_router(gw_t *gw)
     return 0;
 }
 
+/* Front ends on serial ports of their own: after the buses they forward to. */
+static int start_serial_slaves(gw_t *gw, char *err, size_t errcap)
+{
+    for (unsigned i = 0; i < gw->cfg->serial_slave_count; i++) {
+        if (!(gw->serial_slaves[i] = serial_slave_new(gw, i, err, errcap)))
+            return -1;
+        gw->serial_slave_count++;
+    }
+    return 0;
+}
+
 gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
 {
     gw_t *gw = calloc(1, sizeof *gw);
@@ -89,10 +100,11 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     pthread_mutex_init(&gw->cache_lock, NULL);
     gw->cache = calloc(cfg->poll_count + 1, sizeof *gw->cache);
     gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
+    gw->serial_slaves = calloc(cfg->serial_slave_count + 1, sizeof *gw->serial_slaves);
     /* Actors: one per bus and the poller; the table is allocated up front,
      * so size it to what the configuration needs rather than the default. */
-    actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + 16 };
-    if (!gw->cache || !gw->buses || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
+    actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + cfg->serial_slave_count + 16 };
+    if (!gw->cache || !gw->buses || !gw->serial_slaves || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
         !(gw->loop = loop_new(gw))) {
         gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");
         gw_free(gw);
@@ -112,9 +124,11 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
             return NULL;
         }
     }
-    if (!(gw->tags = gwtags_new(cfg, err, sizeof err)) || !(gw->poller = poller_new(gw, err, sizeof err)) ||
+    if (start_serial_slaves(gw, err, sizeof err) != 0 || !(gw->tags = gwtags_new(cfg, err, sizeof err)) ||
+        !(gw->poller = poller_new(gw, err, sizeof err)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
+        (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
         (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
         control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
@@ -130,6 +144,8 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
            actor_system_workers(gw->actors), cfg->tcp.enabled ? "" : "off ", cfg->tcp.bind, cfg->tcp.port,
            cfg->tls.enabled ? "" : "off ", cfg->tls.bind, cfg->tls.port, cfg->http.enabled ? "" : "off ",
            cfg->http.bind, cfg->http.port);
+    if (cfg->rtu_tcp.enabled)
+        gw_log(gw, CONFIG_LOG_INFO, "rtu over tcp %s:%u", cfg->rtu_tcp.bind, cfg->rtu_tcp.port);
     return gw;
 }
 
@@ -173,6 +189,9 @@ void gw_free(gw_t *gw)
     control_stop(gw);
     http_free(gw->http);
     tcp_free(gw->tcp);
+    tcp_free(gw->rtu_tcp);
+    for (unsigned i = 0; i < gw->serial_slave_count; i++)
+        serial_slave_free(gw->serial_slaves[i]);
     mbaps_free(gw->mbaps);   /* after the connections, which hold its contexts */
     poller_free(gw->poller);
     gwtags_free(gw->tags);
@@ -185,6 +204,7 @@ void gw_free(gw_t *gw)
         router_free(gw->router);
     pthread_mutex_destroy(&gw->cache_lock);
     free(gw->buses);
+    free(gw->serial_slaves);
     free(gw->cache);
     free(gw->cfg);
     free(gw);

@@ -126,6 +126,17 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
                                 bus_defs[i].gauge ? "" : "_total", bus_config(gw->buses[k])->name,
                                 (unsigned long long)field(bus_metrics(gw->buses[k]), bus_defs[i].offset));
     }
+    /* The transport layer's own count (ASCII, MBAP): its driver is read on
+     * this thread, the I/O thread, which is also the only one that writes it. */
+    evbuffer_add_printf(b, "# HELP rtugw_bus_frame_errors_total Frames the transport layer passed up damaged "
+                           "(bad LRC or hex, a transaction id not in flight)\n"
+                           "# TYPE rtugw_bus_frame_errors_total counter\n");
+    for (unsigned k = 0; k < gw->bus_count; k++) {
+        driver_stats_t st;
+        bus_driver_stats(gw->buses[k], &st);
+        evbuffer_add_printf(b, "rtugw_bus_frame_errors_total{bus=\"%s\"} %llu\n", bus_config(gw->buses[k])->name,
+                            (unsigned long long)st.frame_errors);
+    }
     evbuffer_add_printf(b, "# HELP rtugw_bus_latency_seconds Request to matching response, first attempt\n"
                            "# TYPE rtugw_bus_latency_seconds histogram\n");
     for (unsigned k = 0; k < gw->bus_count; k++) {
@@ -313,6 +324,43 @@ static void tls_status_json(gw_t *gw, struct evbuffer *b)
     evbuffer_add_printf(b, "}");
 }
 
+/* [tcp] and [rtu_tcp]: the same session code, the same counters. */
+static void tcp_metrics_text(struct evbuffer *b, const char *prefix, const gw_tcp_metrics_t *m)
+{
+    for (size_t i = 0; i < sizeof tcp_defs / sizeof tcp_defs[0]; i++) {
+        metric_header(b, prefix, &tcp_defs[i]);
+        evbuffer_add_printf(b, "rtugw_%s_%s%s %llu\n", prefix, tcp_defs[i].name, tcp_defs[i].gauge ? "" : "_total",
+                            (unsigned long long)field(m, tcp_defs[i].offset));
+    }
+}
+
+#define SM(f, h) { #f, h, offsetof(gw_serial_slave_metrics_t, f), false }
+static const metric_def_t serial_slave_defs[] = {
+    SM(requests, "Requests from the serial master for a routed slave"),
+    SM(answers, "Answers written to the serial master"),
+    SM(exceptions, "Answers that were exceptions (the slave's or the gateway's)"),
+    SM(timeouts, "Answered 0x0B: no answer from the bus within answer_timeout_ms"),
+    SM(late_dropped, "Bus answers dropped: after the deadline, or for an abandoned request"),
+    SM(abandoned, "Requests the master asked anew before they were answered"),
+    SM(ignored, "Requests for slave ids no route names (not answered)"),
+    SM(bad_frames, "Frames with a bad CRC or cut short (not answered)"),
+    { "port_up", "1 while the port is open", offsetof(gw_serial_slave_metrics_t, port_up), true },
+};
+
+static void serial_slave_metrics_text(gw_t *gw, struct evbuffer *b)
+{
+    if (!gw->serial_slave_count)
+        return;
+    for (size_t i = 0; i < sizeof serial_slave_defs / sizeof serial_slave_defs[0]; i++) {
+        const metric_def_t *d = &serial_slave_defs[i];
+        metric_header(b, "serial_slave", d);
+        for (unsigned k = 0; k < gw->serial_slave_count; k++)
+            evbuffer_add_printf(b, "rtugw_serial_slave_%s%s{name=\"%s\"} %llu\n", d->name, d->gauge ? "" : "_total",
+                                serial_slave_name(gw->serial_slaves[k]),
+                                (unsigned long long)field(serial_slave_metrics(gw->serial_slaves[k]), d->offset));
+    }
+}
+
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
     gw_t *gw = arg;
@@ -323,12 +371,11 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     }
     bus_metrics_text(gw, b);
     device_metrics_text(gw, b);
-    for (size_t i = 0; i < sizeof tcp_defs / sizeof tcp_defs[0]; i++) {
-        metric_header(b, "tcp", &tcp_defs[i]);
-        evbuffer_add_printf(b, "rtugw_tcp_%s%s %llu\n", tcp_defs[i].name, tcp_defs[i].gauge ? "" : "_total",
-                            (unsigned long long)field(&gw->tcp_metrics, tcp_defs[i].offset));
-    }
+    tcp_metrics_text(b, "tcp", &gw->tcp_metrics);
     tls_metrics_text(gw, b);
+    if (gw->rtu_tcp)
+        tcp_metrics_text(b, "rtu_tcp", &gw->rtu_tcp_metrics);
+    serial_slave_metrics_text(gw, b);
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
     frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);

@@ -9,7 +9,9 @@
  *   control.c     SIGHUP reload and the graceful stop; the only parts that
  *                 know every other part
  *   tcp.c       front ends: each builds gw_request_t's, names itself as
- *   poller.c      their origin (gw_origin_t) and submits them to a bus;
+ *   rtu_tcp.c     their origin (gw_origin_t) and submits them to a bus;
+ *   serial_slave.c  rtu_tcp.c is tcp.c's sessions with RTU framing,
+ *   poller.c      serial_slave.c reads a port of its own through port.c;
  *   http.c        http.c reads counters, the cache, the tags and the frames;
  *   http_tags.c   http_tags.c (its /tags part) submits tag writes;
  *   web.c         web.c serves the web page and /frames
@@ -20,8 +22,9 @@
  *   tls.c       the TLS module (rtugw-tls.so, OpenSSL): calls nothing here
  *   bus.c       the bus actor: the line discipline; answers go back
  *               through the request's origin, never to a named front end
- *   port.c      a serial port on the I/O thread: open, reopen, read into
- *               the bus actor, write what the bus asks
+ *   port.c      a port (serial line, TCP connection) on the I/O thread:
+ *               open, reopen, read into its sink actor (a bus or a serial
+ *               slave), write what the sink asks
  *   loop.c      the I/O thread's event loop and its command queue
  *   notify.c    systemd's notify socket; the watchdog keep-alive on the loop
  *   frames.c    the last frames of each bus, for /frames ([http] frame_ring)
@@ -281,15 +284,49 @@ const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
 void bus_describe(const gw_bus_t *bus, char *buf, size_t cap);
+/* The driver's counters; I/O thread only (port.c updates them there). */
+void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st);
 
 /* ---- the front ends ------------------------------------------------------------ */
 
 typedef struct gw_tcp gw_tcp_t;
 typedef struct gw_http gw_http_t;
 typedef struct gw_poller gw_poller_t;
+typedef struct gw_serial_slave gw_serial_slave_t;
 
-/* tcp.c (I/O thread) */
+/*
+ * tcp.c (I/O thread): connections and their sessions, shared by the Modbus
+ * TCP front end ([tcp], MBAP) and RTU over TCP ([rtu_tcp], rtu_tcp.c). The
+ * framing is all that differs: where a request ends in the stream, and how
+ * an answer is written.
+ */
+typedef struct tcp_adu {
+    size_t len;              /* bytes of the stream the request takes */
+    uint16_t tid;            /* MBAP's transaction id; 0 for RTU */
+    uint8_t unit;            /* MBAP's unit id, RTU's slave id: both route alike */
+    const uint8_t *pdu;
+    size_t pdu_len;
+} tcp_adu_t;
+
+typedef struct tcp_framing {
+    const char *section;     /* "tcp", "rtu_tcp": in logs and reload messages */
+    size_t min_len;          /* fewer bytes cannot start telling a request */
+    /* At the front of buf (what has arrived, at most MBAP_MAX_ADU bytes):
+     * 1 and *adu (pdu points into buf) for a whole request, 0 when more
+     * bytes are needed, -1 with why when the stream cannot be framed (the
+     * connection is closed, counted as bad_mbap). Pure. */
+    int (*next)(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why, size_t cap);
+    /* The answer as written back: its length, or <= 0 to write nothing. */
+    int (*encode)(uint16_t tid, uint8_t unit, const uint8_t *pdu, size_t len, uint8_t *out, size_t cap);
+} tcp_framing_t;
+
+/* A listener on cfg's bind and port, its requests split by framing, counted in m. */
+gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
+                     char *err, size_t errcap);
+/* [tcp]: tcp_listen with MBAP framing. */
 gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap);
+/* [rtu_tcp] (rtu_tcp.c): tcp_listen with RTU framing. */
+gw_tcp_t *rtu_tcp_new(gw_t *gw, char *err, size_t errcap);
 void tcp_free(gw_tcp_t *tcp);
 void tcp_stop_accepting(gw_tcp_t *tcp);
 unsigned tcp_in_flight(const gw_tcp_t *tcp);
@@ -364,6 +401,21 @@ unsigned poller_read_count(const gw_poller_t *p);
 /* Reads divided after exception 02, and plans built since the first. */
 uint64_t poller_splits(const gw_poller_t *p);
 
+/*
+ * serial_slave.c: a serial master in front of rtugw, on a port of its own
+ * ([serial_slave NAME]): an actor that frames the master's requests, answers
+ * as the slaves its routes name through the buses, within answer_timeout_ms
+ * or with exception 0x0B. Counters for /metrics.
+ */
+typedef struct gw_serial_slave_metrics {
+    atomic_uint_fast64_t requests, answers, exceptions, timeouts, late_dropped, abandoned, ignored;
+    atomic_uint_fast64_t bad_frames, port_up;
+} gw_serial_slave_metrics_t;
+gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t errcap);
+void serial_slave_free(gw_serial_slave_t *s);
+const char *serial_slave_name(const gw_serial_slave_t *s);
+gw_serial_slave_metrics_t *serial_slave_metrics(gw_serial_slave_t *s);
+
 /* http.c (I/O thread) */
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
 void http_free(gw_http_t *h);
@@ -424,8 +476,12 @@ struct gw {
     gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
     gw_tcp_t *tcp;
     gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
+    gw_tcp_t *rtu_tcp;          /* NULL unless [rtu_tcp] is enabled */
+    gw_serial_slave_t **serial_slaves;
+    unsigned serial_slave_count;
     gw_http_t *http;
     gw_tcp_metrics_t tcp_metrics;
+    gw_tcp_metrics_t rtu_tcp_metrics;
     gw_http_metrics_t http_metrics;
     /* Published by web_start after the buses have started, read by their
      * actors for every frame: NULL (frame_ring = 0) costs them one load. */

@@ -83,6 +83,12 @@
  * Every request gets exactly one answer: data, the slave's exception, or a
  * gateway exception (0x06 queue full, 0x0A port down, 0x0B no answer or a
  * doubtful one, 0x01 a broadcast that is not a write).
+ *
+ * Every transport keeps F's side of the contract (drivers/driver.h): RTU on a
+ * line or a TCP stream, ASCII and MBAP alike hand up RTU frames, and one that
+ * is not what was asked for (damaged, a bad LRC, a transaction id not in
+ * flight) fails its CRC. What differs is only the time a byte takes on the
+ * wire, which the deadlines include: bus.c sets it per transport.
  */
 #include "gateway/bus_state.h"
 
@@ -159,9 +165,11 @@ void line_refuse(gw_bus_t *bus, const gw_request_t *req, uint64_t now)
 
 /* ---- wire time ------------------------------------------------------------- */
 
+/* bus.c sets wire_bits per transport: two characters a byte in ASCII, none
+ * for a Modbus TCP device, which has no serial line. */
 uint64_t line_wire_ns(const gw_bus_t *bus, size_t bytes)
 {
-    return (uint64_t)bytes * bus->char_bits * 1000000000ull / bus->cfg.baud;
+    return (uint64_t)bytes * bus->wire_bits * 1000000000ull / bus->cfg.baud;
 }
 
 /* The length of the answer a request asks for; the longest frame when the

@@ -1,17 +1,26 @@
 /*
- * gateway/port.c -- one serial port on the I/O thread.
+ * gateway/port.c -- one port on the I/O thread: a serial line, or a TCP
+ * connection (a device server, a Modbus TCP device).
  *
  * It opens the driver (or retries with back-off: 100 ms doubling to 5 s),
  * reads whatever arrives, stamps each chunk with CLOCK_MONOTONIC as it
  * arrives (so RTU silence is judged from the wire, not from a worker's
- * latency) and sends it to its sink, the bus actor. A hang-up closes the
- * port and tells the sink; writes come from the sink through the loop's
- * command queue. The port knows its sink only as an actor reference: it
- * does not know what a bus does with the bytes.
+ * latency) and sends it to its sink, a bus actor or a serial slave's. A
+ * hang-up closes the port and tells the sink; writes come from the sink
+ * through the loop's command queue. The port knows its sink only as an
+ * actor reference: it does not know what a bus does with the bytes.
+ *
+ * An open may be in progress (a TCP connect): the port waits for the fd
+ * to turn writable, at most until the driver's deadline (the connect
+ * timeout), and stays down meanwhile, so the bus answers 0x0A at once
+ * rather than let requests wait for a connection that may never come. A
+ * connect that fails or times out takes the same back-off as a reopen.
  */
 #include "gateway/internal.h"
 
+#include <errno.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,13 +28,15 @@ struct gw_port {
     gw_t *gw;
     gw_loop_t *loop;
     driver_t *driver;
-    const char *name;
+    char name[64];            /* as logs name it: "bus line", "serial_slave scada" */
     actor_ref_t sink;
     gw_bus_metrics_t *m;
     struct event *ev_read;
     struct event *ev_reopen;
     struct event *ev_service;
+    struct event *ev_connect;  /* an open in progress: the fd turning writable, or its deadline */
     driver_backoff_t backoff;
+    bool logged_failure;       /* the first failed open is a warning, the rest debug */
     bool up;
 };
 
@@ -51,13 +62,14 @@ static void port_down(gw_port_t *p, const char *why)
     char desc[128];
 
     driver_describe(p->driver, desc, sizeof desc);
-    gw_log(p->gw, CONFIG_LOG_WARN, "bus %s: %s (%s); reopening with back-off", p->name, why, desc);
+    gw_log(p->gw, CONFIG_LOG_WARN, "%s: %s (%s); reopening with back-off", p->name, why, desc);
     if (p->ev_read) {
         event_free(p->ev_read);
         p->ev_read = NULL;
     }
     driver_close(p->driver);
     set_up(p, false);
+    p->logged_failure = true;   /* this warning is the one for the outage */
     arm_after(p->ev_reopen, driver_backoff_next(&p->backoff, gw_now_ns()));
 }
 
@@ -90,23 +102,79 @@ static void arm_read(gw_port_t *p)
     event_add(p->ev_read, NULL);
 }
 
-static void on_reopen(evutil_socket_t fd, short what, void *arg)
+static void open_done(gw_port_t *p, int rc, const char *err);
+
+static void on_connect(evutil_socket_t fd, short what, void *arg)
 {
     gw_port_t *p = arg;
-    char err[DRIVER_ERRLEN];
+    char err[DRIVER_ERRLEN] = "";
+    int rc;
 
     (void)fd;
-    (void)what;
-    gw_count(&p->m->reopen_attempts);
-    if (driver_open(p->driver, err, sizeof err) != 0) {
-        gw_log(p->gw, CONFIG_LOG_DEBUG, "bus %s: reopen failed: %s", p->name, err);
+    event_free(p->ev_connect);
+    p->ev_connect = NULL;
+    if (what & EV_TIMEOUT) {
+        char desc[128];
+        driver_describe(p->driver, desc, sizeof desc);
+        snprintf(err, sizeof err, "%s: not connected within its connect timeout", desc);
+        driver_close(p->driver);
+        rc = -ETIMEDOUT;
+    } else {
+        rc = driver_open_finish(p->driver, err, sizeof err);
+    }
+    open_done(p, rc, err);
+}
+
+/* The open is in progress: wait for the fd to be writable, until the driver's deadline. */
+static void wait_connect(gw_port_t *p)
+{
+    uint64_t now = gw_now_ns(), at = driver_next_deadline(p->driver), wait = at > now ? at - now : 0;
+    struct timeval tv = { (time_t)(wait / 1000000000u), (suseconds_t)(wait % 1000000000u / 1000u) };
+    p->ev_connect = event_new(loop_base(p->loop), driver_fd(p->driver), EV_WRITE, on_connect, p);
+    if (!p->ev_connect) {
+        driver_close(p->driver);
+        open_done(p, -ENOMEM, "out of memory");
+        return;
+    }
+    event_add(p->ev_connect, &tv);
+}
+
+/* What an open (or its completion) came to: up, still in progress, or back-off. */
+static void open_done(gw_port_t *p, int rc, const char *err)
+{
+    if (rc == DRIVER_INPROGRESS) {
+        wait_connect(p);
+        return;
+    }
+    if (rc != 0) {
+        gw_log(p->gw, p->logged_failure ? CONFIG_LOG_DEBUG : CONFIG_LOG_WARN, "%s: %s; retrying with back-off",
+               p->name, err);
+        p->logged_failure = true;
+        gw_set(&p->m->port_up, 0);
         arm_after(p->ev_reopen, driver_backoff_next(&p->backoff, gw_now_ns()));
         return;
     }
     driver_backoff_reset(&p->backoff);
-    gw_log(p->gw, CONFIG_LOG_INFO, "bus %s: port open", p->name);
+    p->logged_failure = false;
+    gw_log(p->gw, CONFIG_LOG_INFO, "%s: port open", p->name);
     arm_read(p);
     set_up(p, true);
+}
+
+static void try_open(gw_port_t *p)
+{
+    char err[DRIVER_ERRLEN];
+    int rc = driver_open(p->driver, err, sizeof err);
+    open_done(p, rc, err);
+}
+
+static void on_reopen(evutil_socket_t fd, short what, void *arg)
+{
+    gw_port_t *p = arg;
+    (void)fd;
+    (void)what;
+    gw_count(&p->m->reopen_attempts);
+    try_open(p);
 }
 
 /* Drivers with timed work (RTS release after a frame) ask for a deadline. */
@@ -149,12 +217,12 @@ int port_write(gw_port_t *p, const uint8_t *adu, size_t len)
 gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
                     gw_bus_metrics_t *m)
 {
-    char err[DRIVER_ERRLEN];
     gw_port_t *p = calloc(1, sizeof *p);
 
     if (!p)
         return NULL;
-    *p = (gw_port_t){ .gw = gw, .loop = loop, .driver = d, .name = name, .sink = sink, .m = m };
+    *p = (gw_port_t){ .gw = gw, .loop = loop, .driver = d, .sink = sink, .m = m };
+    snprintf(p->name, sizeof p->name, "%s", name);
     driver_backoff_reset(&p->backoff);
     p->ev_reopen = evtimer_new(loop_base(loop), on_reopen, p);
     p->ev_service = evtimer_new(loop_base(loop), on_service, p);
@@ -162,14 +230,8 @@ gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, ac
         port_free(p);
         return NULL;
     }
-    if (driver_open(d, err, sizeof err) != 0) {
-        gw_log(gw, CONFIG_LOG_WARN, "bus %s: %s; retrying with back-off", name, err);
-        gw_set(&m->port_up, 0);
-        arm_after(p->ev_reopen, driver_backoff_next(&p->backoff, gw_now_ns()));
-        return p;
-    }
-    arm_read(p);
-    set_up(p, true);
+    gw_set(&m->port_up, 0);
+    try_open(p);
     return p;
 }
 
@@ -183,5 +245,7 @@ void port_free(gw_port_t *p)
         event_free(p->ev_reopen);
     if (p->ev_service)
         event_free(p->ev_service);
+    if (p->ev_connect)
+        event_free(p->ev_connect);
     free(p);
 }

@@ -33,6 +33,12 @@
  * against. MBAP framing, slots, bounds, routes, the allow-list and
  * max_clients are the same code for both. A TLS connection reads nothing
  * until its handshake is done, and must finish it in handshake_timeout_ms.
+ *
+ * Two framings, one session code: each gw_tcp_t has its section's config,
+ * its counters and a tcp_framing_t, which says where a request ends in the
+ * byte stream and how an answer is written. [tcp] and [tls] are MBAP
+ * (below); [rtu_tcp] is RTU over TCP (rtu_tcp.c). Slots, bounds, routes,
+ * read_only, the cache, the allow-list and the sweeps are the same code.
  */
 #include "gateway/internal.h"
 
@@ -56,7 +62,7 @@
 enum slot_state { SLOT_FREE = 0, SLOT_WAITING, SLOT_READY };
 
 typedef struct tcp_slot {
-    uint16_t tid;
+    uint16_t tid;                   /* MBAP's; 0 for RTU */
     uint8_t unit;
     uint8_t state;
     uint16_t len;
@@ -83,7 +89,9 @@ struct gw_tcp {
     gw_origin_t origin;             /* first: the answers' way back */
     gw_t *gw;
     config_tcp_t cfg;
-    struct evconnlistener *listener;      /* [tcp]; NULL when off */
+    const tcp_framing_t *framing;
+    gw_tcp_metrics_t *m;                  /* this listener's counters */
+    struct evconnlistener *listener;      /* [tcp] or [rtu_tcp]; NULL when off */
     struct evconnlistener *tls_listener;  /* [tls]; NULL when off */
     struct event *ev_idle;
     struct event *ev_accept_retry;  /* accepting again after running out of descriptors */
@@ -117,8 +125,8 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
         mbaps_closed(tcp->gw->mbaps, c->bev);
     if (reason)
         gw_count(reason);
-    gw_count(&tcp->gw->tcp_metrics.closed);
-    atomic_fetch_sub_explicit(&tcp->gw->tcp_metrics.active, 1, memory_order_relaxed);
+    gw_count(&tcp->m->closed);
+    atomic_fetch_sub_explicit(&tcp->m->active, 1, memory_order_relaxed);
     tcp->conns[index] = NULL;
     atomic_store_explicit(&tcp->live[index], 0, memory_order_relaxed);
     bufferevent_free(c->bev);
@@ -137,25 +145,26 @@ static void conn_flush(tcp_conn_t *c)
         tcp_slot_t *s = &c->slots[c->head_seq % depth];
         if (s->state != SLOT_READY)
             break;
-        int n = mbap_encode(s->tid, s->unit, s->pdu, s->len, frame, sizeof frame);
-        if (n > 0)
+        int n = tcp->framing->encode(s->tid, s->unit, s->pdu, s->len, frame, sizeof frame);
+        if (n > 0) {   /* RTU writes nothing for a broadcast */
             bufferevent_write(c->bev, frame, (size_t)n);
+            gw_count(&tcp->m->answers);
+        }
         s->state = SLOT_FREE;
         c->head_seq++;
         tcp->in_flight--;
-        gw_count(&tcp->gw->tcp_metrics.answers);
     }
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TCP_OUT_LIMIT) {
-        gw_log(tcp->gw, CONFIG_LOG_WARN, "tcp: client does not read its answers; disconnecting");
-        conn_close(c, &tcp->gw->tcp_metrics.slow_reader_closed);
+        gw_log(tcp->gw, CONFIG_LOG_WARN, "%s: client does not read its answers; disconnecting", tcp->framing->section);
+        conn_close(c, &tcp->m->slow_reader_closed);
         return;
     }
     if (c->half_closed && c->head_seq == c->next_seq &&
-        evbuffer_get_length(bufferevent_get_input(c->bev)) < MBAP_HEADER_LEN) {
+        evbuffer_get_length(bufferevent_get_input(c->bev)) < tcp->framing->min_len) {
         /* Everything asked is answered: once the answers are written out
          * (conn_written), close. */
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-            conn_close(c, &tcp->gw->tcp_metrics.half_closed);
+            conn_close(c, &tcp->m->half_closed);
     }
 }
 
@@ -257,14 +266,16 @@ static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const
     pthread_mutex_unlock(&gw->cache_lock);
     if (hit) {
         slot_answer(s, pdu, 2u + pdu[1]);
-        gw_count(&gw->tcp_metrics.cache_hits);
+        gw_count(&tcp->m->cache_hits);
     }
     return hit;
 }
 
-/* One complete MBAP frame: validate, route, and give it a slot. */
-static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *pdu, size_t len)
+/* One complete request: validate, route, and give it a slot. */
+static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
 {
+    const uint8_t *pdu = h->pdu;
+    size_t len = h->pdu_len;
     gw_tcp_t *tcp = c->tcp;
     gw_t *gw = tcp->gw;
     tcp_slot_t *s = &c->slots[c->next_seq % tcp->cfg.max_pending];
@@ -275,8 +286,8 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
     bool routed = route(tcp, h->unit, &bus, &slave) && bus < gw->bus_count;
 
     tcp->in_flight++;
-    gw_count(&gw->tcp_metrics.requests);
-    *s = (tcp_slot_t){ .tid = h->transaction, .unit = h->unit, .state = SLOT_WAITING };
+    gw_count(&tcp->m->requests);
+    *s = (tcp_slot_t){ .tid = h->tid, .unit = h->unit, .state = SLOT_WAITING };
 
     /* A role's refusal comes first: beyond its rights, a request is not
      * even decoded, and says nothing about routes or the slaves. */
@@ -287,14 +298,14 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
     } else if (st != RTU_OK) {
         slot_exception(s, pdu[0], 0x03);   /* illegal data value: malformed request */
     } else if (tcp->cfg.read_only && !read_only_allows(pdu, len)) {
-        gw_count(&gw->tcp_metrics.read_only_refused);
+        gw_count(&tcp->m->read_only_refused);
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (!routed) {
-        gw_count(&gw->tcp_metrics.unrouted);
+        gw_count(&tcp->m->unrouted);
         slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
     } else if (slave == 0 && !is_broadcast_write(pdu[0])) {
         /* Only writes are broadcast: nothing would answer a read. */
-        gw_count(&gw->tcp_metrics.unrouted);
+        gw_count(&tcp->m->unrouted);
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
         gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
@@ -310,69 +321,82 @@ static void conn_request(tcp_conn_t *c, const mbap_header_t *h, const uint8_t *p
 }
 
 /*
- * A header whose protocol or length can never be valid is refused on the
- * bytes that show it (4 and 6 of the 7), not held until the rest arrives:
- * a client announcing a length of 0 or 60000 gets nothing to wait for.
+ * MBAP (tcp_framing_mbap). A header whose protocol or length can never be
+ * valid is refused on the bytes that show it (4 and 6 of the 7), not held
+ * until the rest arrives: a client announcing a length of 0 or 60000 gets
+ * nothing to wait for. Otherwise mbap_stream_next says whether a whole ADU
+ * is there.
  */
-static bool header_prefix_valid(tcp_conn_t *c, struct evbuffer *in)
+static int mbap_next(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why, size_t cap)
 {
-    uint8_t head[6];
-    size_t n = evbuffer_get_length(in);
-    if (n > sizeof head)
-        n = sizeof head;
-    if (n < 4 || evbuffer_copyout(in, head, n) != (ev_ssize_t)n)
-        return true;
-    unsigned protocol = (unsigned)(head[2] << 8 | head[3]), length = n >= 6 ? (unsigned)(head[4] << 8 | head[5]) : 2;
-    if (protocol == 0 && length >= 2 && length <= RTU_MAX_PDU + 1)
-        return true;
-    gw_log(c->tcp->gw, CONFIG_LOG_WARN, "tcp: %s MBAP header (protocol %u, length %u); closing that connection",
-           protocol ? "non-Modbus" : "impossible", protocol, length);
-    conn_close(c, &c->tcp->gw->tcp_metrics.bad_mbap);
-    return false;
+    mbap_header_t h;
+    size_t adu_len;
+
+    if (avail >= 4) {
+        unsigned protocol = (unsigned)(buf[2] << 8 | buf[3]), length = avail >= 6 ? (unsigned)(buf[4] << 8 | buf[5]) : 2;
+        if (protocol != 0 || length < 2 || length > RTU_MAX_PDU + 1) {
+            snprintf(why, cap, "%s MBAP header (protocol %u, length %u)", protocol ? "non-Modbus" : "impossible",
+                     protocol, length);
+            return -1;
+        }
+    }
+    int rc = mbap_stream_next(buf, avail, &h, &adu_len);
+    if (rc < 0) {
+        snprintf(why, cap, "%s MBAP header (protocol %u, length %u)", rc == -EPROTO ? "non-Modbus" : "oversized",
+                 h.protocol, h.length);
+        return -1;
+    }
+    if (rc == 0)
+        return 0;
+    *adu = (tcp_adu_t){ .len = adu_len, .tid = h.transaction, .unit = h.unit, .pdu = buf + MBAP_HEADER_LEN,
+                        .pdu_len = adu_len - MBAP_HEADER_LEN };
+    return 1;
 }
 
+static const tcp_framing_t tcp_framing_mbap = { "tcp", MBAP_HEADER_LEN, mbap_next, mbap_encode };
+
 /*
- * Splits what has arrived into MBAP ADUs (mbap_stream_next) and hands each to
- * conn_request. A partial ADU stays in the buffer for the next read; a bad
- * header closes the connection, as nothing after it can be framed.
+ * Splits what has arrived into requests (the framing's next()) and hands
+ * each to conn_request. A partial request stays in the buffer for the next
+ * read; bytes that cannot be framed close the connection, as nothing after
+ * them can be. With the ring full, reading stops once a request's worth of
+ * bytes is waiting (min_len), even before it is whole.
  */
 static void conn_read(struct bufferevent *bev, void *arg)
 {
     tcp_conn_t *c = arg;
     gw_tcp_t *tcp = c->tcp;
+    const tcp_framing_t *f = tcp->framing;
     struct evbuffer *in = bufferevent_get_input(bev);
     uint8_t frame[MBAP_MAX_ADU];
-    mbap_header_t h;
-    size_t adu_len;
+    char why[128];
+    tcp_adu_t adu;
     uint64_t id = c->id;   /* c may be freed by a flush below; the id tells */
 
     c->last_activity_ns = gw_now_ns();
-    if (!header_prefix_valid(c, in))
-        return;
-    while (evbuffer_get_length(in) >= MBAP_HEADER_LEN) {
+    for (;;) {
+        /* No request is longer than the frame, so this much always holds a whole one. */
+        ev_ssize_t got = evbuffer_copyout(in, frame, sizeof frame);
+        int rc = f->next(frame, got > 0 ? (size_t)got : 0, &adu, why, sizeof why);
+        if (rc < 0) {
+            gw_log(tcp->gw, CONFIG_LOG_WARN, "%s: %s; closing that connection", f->section, why);
+            conn_close(c, &tcp->m->bad_mbap);
+            return;
+        }
+        if (got < (ev_ssize_t)f->min_len)
+            break;
         if (c->next_seq - c->head_seq == tcp->cfg.max_pending) {
             /* Ring full: stop reading until answers free a slot. */
             bufferevent_disable(bev, EV_READ);
             c->paused = true;
             return;
         }
-        /* No ADU is longer than the frame, so this much always holds a whole one. */
-        ev_ssize_t got = evbuffer_copyout(in, frame, sizeof frame);
-        int rc = mbap_stream_next(frame, got > 0 ? (size_t)got : 0, &h, &adu_len);
-        if (rc < 0) {
-            gw_log(tcp->gw, CONFIG_LOG_WARN, "tcp: %s MBAP header (protocol %u, length %u); closing that connection",
-                   rc == -EPROTO ? "non-Modbus" : "oversized", h.protocol, h.length);
-            conn_close(c, &tcp->gw->tcp_metrics.bad_mbap);
-            return;
-        }
         if (rc == 0)
-            break;    /* the rest of this ADU has not arrived yet */
-        evbuffer_drain(in, adu_len);
-        conn_request(c, &h, frame + MBAP_HEADER_LEN, adu_len - MBAP_HEADER_LEN);
+            break;    /* the rest of this request has not arrived yet */
+        evbuffer_drain(in, adu.len);
+        conn_request(c, &adu);
         if (!conn_by_id(tcp, id))
             return;   /* closed while flushing (slow reader) */
-        if (!header_prefix_valid(c, in))
-            return;
     }
     /* The ADU deadline runs from the first byte of an ADU still incomplete. */
     if (evbuffer_get_length(in) == 0)
@@ -387,7 +411,7 @@ static void conn_written(struct bufferevent *bev, void *arg)
     tcp_conn_t *c = arg;
     (void)bev;
     if (c->half_closed && c->head_seq == c->next_seq)
-        conn_close(c, &c->tcp->gw->tcp_metrics.half_closed);
+        conn_close(c, &c->tcp->m->half_closed);
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
@@ -426,7 +450,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
     tcp_conn_t *c = conn_by_id(tcp, conn_id);
 
     if (!c || seq - c->head_seq >= c->next_seq - c->head_seq) {
-        gw_count(&tcp->gw->tcp_metrics.discarded);   /* its client left */
+        gw_count(&tcp->m->discarded);   /* its client left */
         return;
     }
     slot_answer(&c->slots[seq % tcp->cfg.max_pending], pdu, len);
@@ -448,7 +472,7 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
     gw_tcp_t *tcp = (gw_tcp_t *)o;
     cache_write_end(tcp->gw, req->bus, req->slave, req->pdu, req->pdu_len);   /* a no-op for reads */
     if (loop_post(tcp->gw->loop, on_answer, tcp, req->conn_id, req->seq, pdu, len) != 0)
-        gw_log(tcp->gw, CONFIG_LOG_ERROR, "tcp: cannot queue an answer (out of memory)");
+        gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: cannot queue an answer (out of memory)", tcp->framing->section);
 }
 
 static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
@@ -507,10 +531,10 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
     int err = EVUTIL_SOCKET_ERROR();
     uint64_t now = gw_now_ns();
 
-    gw_count(&tcp->gw->tcp_metrics.accept_errors);
+    gw_count(&tcp->m->accept_errors);
     if (now >= tcp->accept_log_next_ns) {
-        gw_log(tcp->gw, CONFIG_LOG_ERROR, "tcp: accept: %s; pausing the listener (logged once a minute)",
-               strerror(err));
+        gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: accept: %s; pausing the listener (logged once a minute)",
+               tcp->framing->section, strerror(err));
         tcp->accept_log_next_ns = now + 60000000000ull;
     }
     if ((err == EMFILE || err == ENFILE) && tcp->reserve_fd >= 0) {
@@ -518,7 +542,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
         int fd = accept(evconnlistener_get_fd(l), NULL, NULL);
         if (fd >= 0) {
             close(fd);
-            gw_count(&tcp->gw->tcp_metrics.refused_full);
+            gw_count(&tcp->m->refused_full);
         }
         tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     }
@@ -549,20 +573,20 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     bool tls = l == tcp->tls_listener;
 
     if (!allowed(tcp, sa)) {
-        gw_count(&gw->tcp_metrics.refused_allow);
+        gw_count(&tcp->m->refused_allow);
         evutil_closesocket(fd);
         return;
     }
     if (address_full(tcp, sa)) {
-        gw_count(&gw->tcp_metrics.refused_address);
+        gw_count(&tcp->m->refused_address);
         evutil_closesocket(fd);
         return;
     }
-    if (gw_read(&gw->tcp_metrics.active) < tcp->cfg.max_clients)
+    if (gw_read(&tcp->m->active) < tcp->cfg.max_clients)
         for (index = 0; index < TCP_TABLE && tcp->conns[index]; index++)
             ;
     if (index >= TCP_TABLE) {
-        gw_count(&gw->tcp_metrics.refused_full);
+        gw_count(&tcp->m->refused_full);
         evutil_closesocket(fd);
         return;
     }
@@ -577,7 +601,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
             bufferevent_free(bev);
         else
             evutil_closesocket(fd);
-        gw_count(&gw->tcp_metrics.refused_full);
+        gw_count(&tcp->m->refused_full);
         return;
     }
     int one = 1;
@@ -593,8 +617,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
     tcp->conns[index] = c;
     atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
-    gw_count(&gw->tcp_metrics.accepted);
-    atomic_fetch_add_explicit(&gw->tcp_metrics.active, 1, memory_order_relaxed);
+    gw_count(&tcp->m->accepted);
+    atomic_fetch_add_explicit(&tcp->m->active, 1, memory_order_relaxed);
     bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
     bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
@@ -622,11 +646,11 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
             mbaps_refused(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer, true);
             conn_close(c, NULL);
         } else if (c->partial_since_ns && now - c->partial_since_ns > adu) {
-            gw_log(tcp->gw, CONFIG_LOG_INFO, "tcp: an ADU incomplete after %u ms; closing that connection",
-                   tcp->cfg.adu_timeout_ms);
-            conn_close(c, &tcp->gw->tcp_metrics.adu_timeout_closed);
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: an ADU incomplete after %u ms; closing that connection",
+                   tcp->framing->section, tcp->cfg.adu_timeout_ms);
+            conn_close(c, &tcp->m->adu_timeout_closed);
         } else if (idle && c->head_seq == c->next_seq && now - c->last_activity_ns > idle) {
-            conn_close(c, &tcp->gw->tcp_metrics.idle_closed);
+            conn_close(c, &tcp->m->idle_closed);
         }
     }
 }
@@ -650,11 +674,11 @@ static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, cons
     return l;
 }
 
-/* [tcp]'s listener when enabled, [tls]'s when gw->mbaps is there. */
-gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
+/* cfg's listener when enabled, its requests split by framing, counted in m. */
+gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
+                     char *err, size_t errcap)
 {
     gw_tcp_t *tcp = calloc(1, sizeof *tcp);
-    const config_tls_t *tls = &gw->cfg->tls;
 
     if (!tcp) {
         snprintf(err, errcap, "out of memory");
@@ -663,9 +687,11 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
     tcp->origin.ops = &tcp_origin_ops;
     tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     tcp->gw = gw;
-    tcp->cfg = gw->cfg->tcp;
-    if ((tcp->cfg.enabled && !(tcp->listener = listen_on(tcp, "tcp", tcp->cfg.bind, tcp->cfg.port, err, errcap))) ||
-        (gw->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap)))) {
+    tcp->cfg = *cfg;
+    tcp->framing = framing;
+    tcp->m = m;
+    if (tcp->cfg.enabled &&
+        !(tcp->listener = listen_on(tcp, framing->section, tcp->cfg.bind, tcp->cfg.port, err, errcap))) {
         tcp_free(tcp);
         return NULL;
     }
@@ -673,6 +699,19 @@ gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
     tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
     struct timeval quarter = { 0, 250000 };
     event_add(tcp->ev_idle, &quarter);
+    return tcp;
+}
+
+/* [tcp]'s listener when enabled, [tls]'s when gw->mbaps is there: both MBAP. */
+gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
+{
+    const config_tls_t *tls = &gw->cfg->tls;
+    gw_tcp_t *tcp = tcp_listen(gw, &gw->cfg->tcp, &tcp_framing_mbap, &gw->tcp_metrics, err, errcap);
+
+    if (tcp && gw->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap))) {
+        tcp_free(tcp);
+        return NULL;
+    }
     return tcp;
 }
 
@@ -703,11 +742,12 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
     restart[0] = 0;
 #define NEEDS_RESTART(cond, key)                                                                 \
     if (cond)                                                                                    \
-        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s", used ? " " : "", key)
-    NEEDS_RESTART(cfg->enabled != tcp->cfg.enabled, "tcp.enabled");
-    NEEDS_RESTART(strcmp(cfg->bind, tcp->cfg.bind) != 0, "tcp.bind");
-    NEEDS_RESTART(cfg->port != tcp->cfg.port, "tcp.port");
-    NEEDS_RESTART(cfg->max_pending != tcp->cfg.max_pending, "tcp.max_pending");
+        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s.%s", used ? " " : "", \
+                                 tcp->framing->section, key)
+    NEEDS_RESTART(cfg->enabled != tcp->cfg.enabled, "enabled");
+    NEEDS_RESTART(strcmp(cfg->bind, tcp->cfg.bind) != 0, "bind");
+    NEEDS_RESTART(cfg->port != tcp->cfg.port, "port");
+    NEEDS_RESTART(cfg->max_pending != tcp->cfg.max_pending, "max_pending");
 #undef NEEDS_RESTART
     config_tcp_t next = *cfg;
     next.enabled = tcp->cfg.enabled;
@@ -718,8 +758,9 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
     for (unsigned i = 0; i < TCP_TABLE; i++) {
         tcp_conn_t *c = tcp->conns[i];
         if (c && !allowed(tcp, (const struct sockaddr *)&c->peer)) {
-            gw_log(tcp->gw, CONFIG_LOG_INFO, "tcp: reload: a connection's address is no longer allowed; closing it");
-            conn_close(c, &tcp->gw->tcp_metrics.revoked_closed);
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: a connection's address is no longer allowed; closing it",
+                   tcp->framing->section);
+            conn_close(c, &tcp->m->revoked_closed);
         }
     }
 }
@@ -730,7 +771,7 @@ void tcp_recheck_sessions(gw_tcp_t *tcp)
         tcp_conn_t *c = tcp->conns[i];
         if (c && c->tls && !c->handshaking &&
             !mbaps_still_trusted(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer))
-            conn_close(c, &tcp->gw->tcp_metrics.revoked_closed);
+            conn_close(c, &tcp->m->revoked_closed);
     }
 }
 

@@ -11,6 +11,8 @@
  * 9600 baud (9 ms apart, t3.5 = 4 ms) would look silent between all of its
  * chunks. rtu_framer_idle(now) measures now - last stamp. A silence >= t3.5
  * closes the segment of bytes before it. With baud 0 there is no silence.
+ * A stream without wire timing (RTU over TCP, silence_ns set) has no
+ * character time to subtract: its silence is silence_ns between stamps.
  *
  * Length. The direction's rule predicts the ADU length from the first bytes
  * (SNIFF: the request rule and the response rule). A frame is emitted as
@@ -513,7 +515,9 @@ rtu_framer_t *rtu_framer_new(const rtu_framer_config_t *cfg)
     fr->cfg = *cfg;
     if (fr->cfg.char_bits == 0)
         fr->cfg.char_bits = 11;
-    if (fr->cfg.baud) {
+    if (fr->cfg.baud && fr->cfg.silence_ns) {
+        fr->t35_ns = fr->cfg.silence_ns;   /* a stream: its chunks' stamps are all there is */
+    } else if (fr->cfg.baud) {
         fr->t35_ns = rtu_t35_ns(fr->cfg.baud, fr->cfg.char_bits);
         /* Rounded down: the correction never makes a gap look longer. */
         fr->char_ns = (uint64_t)fr->cfg.char_bits * 1000000000ull / fr->cfg.baud;

@@ -225,6 +225,11 @@ typedef struct rtu_framer_config {
     unsigned baud;        /* 0: silence delimiting off */
     unsigned char_bits;   /* from rtu_char_bits(); 0 means 11 */
     rtu_frame_dir_t dir;
+    /* 0: the silence that ends a segment is t3.5 at baud, net of each
+     * chunk's wire time. Else a byte stream without wire timing (RTU over
+     * TCP): this silence ends a segment, and chunks carry no wire time.
+     * Needs baud != 0 (silence on). */
+    uint64_t silence_ns;
 } rtu_framer_config_t;
 
 typedef struct rtu_frame {

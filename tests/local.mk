@@ -65,3 +65,9 @@ EXTRA_DIST += tests/test_webpage.py
 # openssl s_client) against certificates tests/mbaps-certs.sh makes.
 TESTS += tests/test_mbaps.py tests/test_bench_tls.sh
 EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
+
+# Every transport end to end: RTU over TCP (socat device servers, pymodbus),
+# a Modbus TCP device shared by 8 masters and restarted, Modbus ASCII with a
+# bad LRC, and the [rtu_tcp] and [serial_slave] front ends (mbpoll on a pty).
+TESTS += tests/test_transports.py
+EXTRA_DIST += tests/test_transports.py

@@ -339,6 +339,51 @@ static void test_no_silence_baud0(void **state)
     free(o);
 }
 
+/*
+ * A stream without wire timing (RTU over TCP, silence_ns): only the stamps
+ * count, with no character time to subtract. An unknown function's frame
+ * split across two chunks 20 ms apart is one frame; it ends once the
+ * stream has been quiet for the silence, not at t3.5; a known function
+ * ends by its length at once.
+ */
+static void test_stream_silence(void **state)
+{
+    (void)state;
+    uint8_t a[64], b[64];
+    static const uint8_t data[] = { 9, 8, 7, 6, 5, 4, 3, 2 };
+    size_t la = mk(a, 7, 0x41, data, sizeof data);
+    size_t lb = mk(b, 7, 0x03, (const uint8_t[]){ 2, 0xAA, 0xBB }, 3);
+    uint64_t silence = 50000000ull, ms = 1000000ull;
+    rtu_framer_config_t cfg = { .baud = 9600, .char_bits = 11, .dir = RTU_DIR_RESPONSE, .silence_ns = silence };
+    rtu_framer_t *fr = rtu_framer_new(&cfg);
+    out_t *o = out_new();
+    assert_non_null(fr);
+    /* On a 9600 baud line, 20 ms less the 8 bytes' wire time (9.2 ms) is
+     * more than t3.5 (4 ms): that would end the frame. In a stream it does not. */
+    rtu_framer_feed(fr, a, 4, T0);
+    rtu_framer_feed(fr, a + 4, la - 4, T0 + 20 * ms);
+    rtu_framer_idle(fr, T0 + 20 * ms + silence - 1);
+    assert_int_equal(drain(fr, o), 0);
+    rtu_framer_idle(fr, T0 + 20 * ms + silence);
+    assert_int_equal(drain(fr, o), 1);
+    assert_frame(&o->f[0], a, la);
+    /* A known function: out by its length, no silence needed. */
+    rtu_framer_feed(fr, b, lb, T0 + 200 * ms);
+    assert_int_equal(drain(fr, o), 1);
+    assert_frame(&o->f[1], b, lb);
+    /* A gap of the silence inside a frame ends it: the halves are damaged. */
+    rtu_framer_feed(fr, a, 5, T0 + 300 * ms);
+    rtu_framer_feed(fr, a + 5, la - 5, T0 + 300 * ms + silence);
+    rtu_framer_idle(fr, T0 + 300 * ms + 2 * silence);
+    assert_int_equal(drain(fr, o), 2);
+    assert_int_equal(o->f[2].len, 5);
+    assert_int_equal(o->f[2].crc_ok, 0);
+    assert_int_equal(o->f[3].len, la - 5);
+    assert_int_equal(o->f[3].crc_ok, 0);
+    rtu_framer_free(fr);
+    free(o);
+}
+
 /* ---- gaps inside a frame -------------------------------------------------- */
 
 static size_t mk_read(uint8_t *a, uint8_t slave, size_t regs)
@@ -1073,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_silence_9600),
         cmocka_unit_test(test_silence_115200),
         cmocka_unit_test(test_no_silence_baud0),
+        cmocka_unit_test(test_stream_silence),
         cmocka_unit_test(test_mid_frame_gap),
         cmocka_unit_test(test_fifo_chunks_are_no_gap),
         cmocka_unit_test(test_noise_before_frame),

@@ -1,0 +1,33 @@
+/*
+ * drivers/internal.h -- shared between drivers/' own .c files only: the
+ * plumbing of a layer (ascii.c, mbap.c), a driver that owns another one
+ * (its inner driver, which carries the bytes) and passes opening, closing,
+ * polling and timed work straight down to it.
+ */
+#ifndef RTUGW_DRIVERS_INTERNAL_H
+#define RTUGW_DRIVERS_INTERNAL_H
+
+#include "drivers/driver.h"
+
+/* A layer's private data starts with this. */
+typedef struct driver_layer {
+    driver_t *inner;
+} driver_layer_t;
+
+/* Backend members that delegate to the inner driver. */
+int layer_open(driver_t *d, char *err, size_t errcap);
+int layer_open_finish(driver_t *d, char *err, size_t errcap);
+int layer_fd(const driver_t *d);
+uint64_t layer_next_deadline(const driver_t *d);
+int layer_service(driver_t *d, uint64_t now_ns);
+driver_t *layer_inner(const driver_t *d);
+/* "PREFIX" + the inner driver's description. */
+int layer_describe(const driver_t *d, const char *prefix, char *buf, size_t cap);
+/* Frees the inner driver and the layer's private data. */
+void layer_destroy(driver_t *d);
+
+/* A layer of backend over inner with priv (whose first member is a
+ * driver_layer_t); on failure inner and priv are freed and err says so. */
+driver_t *layer_new(const driver_backend_t *backend, driver_t *inner, void *priv, char *err, size_t errcap);
+
+#endif

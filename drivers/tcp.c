@@ -1,0 +1,263 @@
+/*
+ * drivers/tcp.c -- the TCP client backend: a byte stream to a serial device
+ * server (RTU over TCP) or to a Modbus TCP device (under the MBAP layer).
+ *
+ * Nothing blocks. open() starts a non-blocking connect and returns
+ * DRIVER_INPROGRESS (or 0, when the kernel connects at once, as it may on
+ * the loopback); the owner polls the fd for writing and calls
+ * driver_open_finish(), and gives up at driver_next_deadline(), the connect
+ * timeout. A reset, a refused connection or the peer's FIN is a hang-up:
+ * the owner closes and reopens with the back-off, as for a serial line
+ * whose adapter was pulled.
+ *
+ * Keep-alive probes (after 10 s idle, every 5 s, 3 of them) find a device
+ * server that lost power without a FIN within about 25 s even when no
+ * request is outstanding; TCP_NODELAY sends each request at once (a request
+ * is one small write, and Nagle would hold it for the previous ACK).
+ *
+ * Only IPv4 addresses: resolving a name blocks (getaddrinfo), and device
+ * servers sit at fixed addresses; config/ refuses anything else.
+ */
+#include "drivers/driver.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TCP_TXBUF 1024
+
+typedef struct tcp_client {
+    char host[DRIVER_TCP_HOST_MAX];
+    unsigned port;
+    unsigned connect_timeout_ms;
+    struct sockaddr_in addr;
+    int fd;
+    bool connecting;
+    uint64_t connect_deadline_ns;
+    uint8_t tx[TCP_TXBUF];          /* what the socket did not take at once */
+    size_t tx_len;
+} tcp_client_t;
+
+void driver_tcp_defaults(driver_tcp_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->connect_timeout_ms = 3000;
+}
+
+static void tcp_close(driver_t *d)
+{
+    tcp_client_t *t = driver_priv(d);
+    if (t->fd >= 0)
+        close(t->fd);
+    t->fd = -1;
+    t->connecting = false;
+    t->tx_len = 0;
+}
+
+static void set_options(int fd)
+{
+    int one = 1, idle = 10, interval = 5, count = 3;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
+static int connect_failed(driver_t *d, int e, char *err, size_t errcap)
+{
+    tcp_client_t *t = driver_priv(d);
+    snprintf(err, errcap, "tcp://%s:%u: connect: %s", t->host, t->port, strerror(e));
+    tcp_close(d);
+    return -e;
+}
+
+static int tcp_open(driver_t *d, char *err, size_t errcap)
+{
+    tcp_client_t *t = driver_priv(d);
+    if (t->fd >= 0)
+        return t->connecting ? DRIVER_INPROGRESS : 0;
+    t->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (t->fd < 0) {
+        int e = errno;
+        snprintf(err, errcap, "tcp://%s:%u: socket: %s", t->host, t->port, strerror(e));
+        return -e;
+    }
+    set_options(t->fd);
+    if (connect(t->fd, (const struct sockaddr *)&t->addr, sizeof t->addr) == 0)
+        return 0;
+    if (errno != EINPROGRESS)
+        return connect_failed(d, errno, err, errcap);
+    t->connecting = true;
+    t->connect_deadline_ns = driver_now_ns() + (uint64_t)t->connect_timeout_ms * 1000000ull;
+    return DRIVER_INPROGRESS;
+}
+
+static int tcp_open_finish(driver_t *d, char *err, size_t errcap)
+{
+    tcp_client_t *t = driver_priv(d);
+    int e = 0;
+    socklen_t len = sizeof e;
+
+    if (t->fd < 0)
+        return -EBADF;
+    if (!t->connecting)
+        return 0;
+    if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
+        e = errno;
+    if (e == EINPROGRESS || e == EALREADY)
+        return DRIVER_INPROGRESS;
+    if (e == 0) {
+        /* SO_ERROR is 0 also before the handshake ends: ask the peer's name. */
+        struct sockaddr_in peer;
+        socklen_t plen = sizeof peer;
+        if (getpeername(t->fd, (struct sockaddr *)&peer, &plen) != 0)
+            return errno == ENOTCONN ? DRIVER_INPROGRESS : connect_failed(d, errno, err, errcap);
+        t->connecting = false;
+        return 0;
+    }
+    return connect_failed(d, e, err, errcap);
+}
+
+static int tcp_fd(const driver_t *d)
+{
+    const tcp_client_t *t = driver_priv(d);
+    return t->fd;
+}
+
+static bool is_hangup(int e)
+{
+    return e == ECONNRESET || e == EPIPE || e == ENOTCONN || e == ECONNREFUSED || e == ETIMEDOUT ||
+           e == EHOSTUNREACH || e == ENETUNREACH || e == ECONNABORTED;
+}
+
+/* Sends what is queued; 0, or DRIVER_HANGUP / -errno. */
+static int flush_tx(tcp_client_t *t)
+{
+    while (t->tx_len) {
+        ssize_t n = send(t->fd, t->tx, t->tx_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return 0;
+            return is_hangup(errno) ? DRIVER_HANGUP : -errno;
+        }
+        memmove(t->tx, t->tx + n, t->tx_len - (size_t)n);
+        t->tx_len -= (size_t)n;
+    }
+    return 0;
+}
+
+static ssize_t tcp_write(driver_t *d, const uint8_t *buf, size_t len)
+{
+    tcp_client_t *t = driver_priv(d);
+    if (len == 0 || len > sizeof t->tx)
+        return -EMSGSIZE;
+    if (t->connecting)
+        return DRIVER_AGAIN;
+    if (t->tx_len + len > sizeof t->tx)
+        return DRIVER_AGAIN;   /* the peer has not taken the last frames: it is not reading */
+    memcpy(t->tx + t->tx_len, buf, len);
+    t->tx_len += len;
+    int rc = flush_tx(t);
+    return rc < 0 ? rc : (ssize_t)len;
+}
+
+static ssize_t tcp_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns)
+{
+    tcp_client_t *t = driver_priv(d);
+    if (t->connecting)
+        return DRIVER_AGAIN;
+    ssize_t n = recv(t->fd, buf, cap, MSG_DONTWAIT);
+    *t_ns = driver_now_ns();
+    if (n > 0)
+        return n;
+    if (n == 0)
+        return DRIVER_HANGUP;   /* the peer closed */
+    if (errno == EAGAIN || errno == EINTR)
+        return DRIVER_AGAIN;
+    return is_hangup(errno) ? DRIVER_HANGUP : -errno;
+}
+
+static int tcp_describe(const driver_t *d, char *buf, size_t cap)
+{
+    const tcp_client_t *t = driver_priv(d);
+    return snprintf(buf, cap, "tcp %s:%u%s", t->host, t->port,
+                    t->fd < 0 ? " closed" : t->connecting ? " connecting" : "");
+}
+
+/* Connecting: when to give up. Else: when to send what the socket did not take. */
+static uint64_t tcp_next_deadline(const driver_t *d)
+{
+    const tcp_client_t *t = driver_priv(d);
+    if (t->fd < 0)
+        return 0;
+    if (t->connecting)
+        return t->connect_deadline_ns;
+    return t->tx_len ? driver_now_ns() + 1000000ull : 0;
+}
+
+static int tcp_service(driver_t *d, uint64_t now_ns)
+{
+    tcp_client_t *t = driver_priv(d);
+    (void)now_ns;
+    return t->fd >= 0 && !t->connecting ? flush_tx(t) : 0;
+}
+
+static void tcp_destroy(driver_t *d)
+{
+    free(driver_priv(d));
+}
+
+static const driver_backend_t tcp_backend = {
+    .name = "tcp",
+    .open = tcp_open,
+    .close = tcp_close,
+    .fd = tcp_fd,
+    .write = tcp_write,
+    .read = tcp_read,
+    .describe = tcp_describe,
+    .next_deadline = tcp_next_deadline,
+    .service = tcp_service,
+    .destroy = tcp_destroy,
+    .open_finish = tcp_open_finish,
+};
+
+driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errcap)
+{
+    char dummy[DRIVER_ERRLEN];
+    struct in_addr a;
+
+    if (!err || !errcap) {
+        err = dummy;
+        errcap = sizeof dummy;
+    }
+    if (!cfg->host || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX || inet_pton(AF_INET, cfg->host, &a) != 1) {
+        snprintf(err, errcap, "tcp://%s: expected an IPv4 address such as 10.0.0.5",
+                 cfg->host ? cfg->host : "");
+        return NULL;
+    }
+    if (cfg->port < 1 || cfg->port > 65535 || cfg->connect_timeout_ms == 0) {
+        snprintf(err, errcap, "tcp://%s:%u: port 1..65535 and a connect timeout above 0 ms", cfg->host,
+                 cfg->port);
+        return NULL;
+    }
+    tcp_client_t *t = calloc(1, sizeof *t);
+    driver_t *d = t ? driver_new(&tcp_backend, t) : NULL;
+    if (!d) {
+        free(t);
+        snprintf(err, errcap, "tcp: out of memory");
+        return NULL;
+    }
+    snprintf(t->host, sizeof t->host, "%s", cfg->host);
+    t->port = cfg->port;
+    t->connect_timeout_ms = cfg->connect_timeout_ms;
+    t->addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port), .sin_addr = a };
+    t->fd = -1;
+    return d;
+}

@@ -1,0 +1,76 @@
+/*
+ * gateway/rtu_tcp.c -- the RTU over TCP front end ([rtu_tcp]): clients that
+ * speak RTU frames on a TCP stream (SCADA drivers written for serial device
+ * servers, pymodbus with its RTU framer). The sessions are tcp.c's; this
+ * file is only where a request ends in the stream and how an answer is
+ * written. The slave id in a frame routes as a unit id does in MBAP.
+ *
+ * Where a request ends: its length rule (parser/, rtu_request_length) for
+ * the functions that have one; for the others (diagnostics, report slave
+ * id, device identification, user functions) the shortest prefix of 4..256
+ * bytes whose CRC is good. A TCP stream keeps no silence to end a frame by,
+ * a client sends one request and waits for its answer, and a false CRC
+ * match on a shorter prefix has odds of 2^-16 per byte of a short frame.
+ * A request whose CRC fails, or 256 bytes with no frame in them, closes the
+ * connection (counted as bad_mbap): TCP delivers what was sent, so the
+ * client is broken or the stream is out of step, and nothing after the bad
+ * bytes can be framed with confidence.
+ *
+ * Answers are RTU frames to the slave id the client addressed. Nothing is
+ * written for a broadcast (slave 0): on an RTU line nobody answers one.
+ */
+#include "gateway/internal.h"
+
+#include <stdio.h>
+
+static bool crc_good(const uint8_t *p, size_t n)
+{
+    return rtu_crc16(p, n - 2) == (uint16_t)(p[n - 2] | p[n - 1] << 8);
+}
+
+static int rtu_next(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why, size_t cap)
+{
+    int want = rtu_request_length(buf, avail);
+    size_t n = 0;
+
+    if (want == 0)
+        return 0;
+    if (want > RTU_MAX_ADU) {
+        snprintf(why, cap, "a %d-byte request (slave %u, function %u): more than 256 bytes", want, buf[0], buf[1]);
+        return -1;
+    }
+    if (want > 0) {
+        if (avail < (size_t)want)
+            return 0;
+        n = (size_t)want;
+        if (!crc_good(buf, n)) {
+            snprintf(why, cap, "a request with a bad CRC (slave %u, function %u, %zu bytes)", buf[0], buf[1], n);
+            return -1;
+        }
+    } else {
+        for (size_t k = RTU_MIN_ADU; k <= avail && k <= RTU_MAX_ADU && !n; k++)
+            if (crc_good(buf, k))
+                n = k;
+        if (!n && avail >= RTU_MAX_ADU) {
+            snprintf(why, cap, "256 bytes without a frame (slave %u, function %u)", buf[0], buf[1]);
+            return -1;
+        }
+        if (!n)
+            return 0;
+    }
+    *adu = (tcp_adu_t){ .len = n, .unit = buf[0], .pdu = buf + 1, .pdu_len = n - 3 };
+    return 1;
+}
+
+static int rtu_answer(uint16_t tid, uint8_t unit, const uint8_t *pdu, size_t len, uint8_t *out, size_t cap)
+{
+    (void)tid;
+    return unit == 0 ? 0 : rtu_adu_from_pdu(unit, pdu, len, out, cap);
+}
+
+static const tcp_framing_t rtu_framing = { "rtu_tcp", RTU_MIN_ADU, rtu_next, rtu_answer };
+
+gw_tcp_t *rtu_tcp_new(gw_t *gw, char *err, size_t errcap)
+{
+    return tcp_listen(gw, &gw->cfg->rtu_tcp, &rtu_framing, &gw->rtu_tcp_metrics, err, errcap);
+}

@@ -1,0 +1,326 @@
+/*
+ * gateway/serial_slave.c -- a serial master in front of rtugw
+ * ([serial_slave NAME]): on a port of its own, rtugw answers as the RTU
+ * slaves its unitN routes name, forwarding each request to any bus (a
+ * serial line, a device server, a Modbus TCP device).
+ *
+ * One actor per port. The port is port.c's (open, reopen with back-off,
+ * arrival stamps), its bytes go to this actor, which delimits requests with
+ * the parser's framer in REQUEST mode (length rules, CRC, t3.5 for the
+ * functions without a rule). A frame with a bad CRC, or for a slave id no
+ * route names, is not answered: other slaves may share the line, and a
+ * real slave stays silent on both.
+ *
+ * A serial master asks one question at a time and gives up after its own
+ * timeout. So: the answer from the bus goes out if it comes within
+ * answer_timeout_ms, else exception 0x0B (target failed to respond) goes
+ * out at that moment and the bus's answer, when it comes, is dropped
+ * (counted). A new request before the answer means the master gave up: the
+ * old one is abandoned (its bus answer dropped, and `wanted` tells the bus
+ * not to spend line time on it if it has not started). Broadcasts (slave 0)
+ * are forwarded when unit0 routes them and never answered. Every answer
+ * waits at least t3.5 after the request's last byte, as a slave on the line
+ * must.
+ */
+#include "gateway/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* t3.5 is judged on a worker: bytes the I/O thread holds must not make a frame look finished. */
+#define SS_IDLE_SLACK_NS 5000000ull
+
+enum { SS_MSG_ANSWER = 200, SS_MSG_DEADLINE, SS_MSG_IDLE, SS_MSG_SEND };
+
+typedef struct ss_answer {
+    uint32_t seq;
+    uint8_t pdu[RTU_MAX_PDU];   /* sent trimmed: the message's length says the PDU's */
+} ss_answer_t;
+
+struct gw_serial_slave {
+    gw_origin_t origin;        /* first: the answers' way back */
+    gw_t *gw;
+    const config_serial_slave_t *cfg;
+    char name[CONFIG_NAME_MAX + 16];
+    driver_t *driver;
+    gw_port_t *port;
+    actor_ref_t self;
+    rtu_framer_t *framer;
+    uint64_t t35_ns;
+    uint64_t last_chunk_ns;
+    bool idle_pending;
+    bool port_up;
+    /* the question the master waits on */
+    bool waiting;
+    uint8_t slave;             /* as the master addressed it */
+    uint8_t function;
+    uint32_t seq;
+    uint64_t asked_ns;         /* the request's last byte */
+    _Atomic uint32_t live_seq; /* the request still wanted; 0: none (read by bus workers) */
+    gw_serial_slave_metrics_t m;
+    gw_bus_metrics_t port_m;   /* port.c's counters: port_up, reopen_attempts */
+};
+
+const char *serial_slave_name(const gw_serial_slave_t *s) { return s->cfg->name; }
+gw_serial_slave_metrics_t *serial_slave_metrics(gw_serial_slave_t *s) { return &s->m; }
+
+/* ---- answering the master ------------------------------------------------------- */
+
+/* An answer frame to the master, never sooner than t3.5 after its request. */
+static void send_pdu(gw_serial_slave_t *s, const uint8_t *pdu, size_t len)
+{
+    uint8_t adu[RTU_MAX_ADU];
+    int n = rtu_adu_from_pdu(s->slave, pdu, len, adu, sizeof adu);
+    uint64_t now = gw_now_ns(), at = s->asked_ns + s->t35_ns;
+
+    if (n < 0)
+        return;
+    gw_count(&s->m.answers);
+    if (pdu[0] & 0x80)
+        gw_count(&s->m.exceptions);
+    if (now >= at)
+        port_write(s->port, adu, (size_t)n);
+    else
+        actor_send_after(s->gw->actors, s->self, SS_MSG_SEND, adu, (size_t)n, at - now, NULL);
+}
+
+static void finish(gw_serial_slave_t *s)
+{
+    s->waiting = false;
+    atomic_store_explicit(&s->live_seq, 0, memory_order_relaxed);
+}
+
+static void send_exception(gw_serial_slave_t *s, uint8_t code)
+{
+    uint8_t pdu[2] = { (uint8_t)(s->function | 0x80), code };
+    send_pdu(s, pdu, sizeof pdu);
+    finish(s);
+}
+
+/* A bus's answer (an ss_answer_t trimmed to its PDU), for the question
+ * the master waits on or for one it has given up. */
+static void on_answer(gw_serial_slave_t *s, const uint8_t *msg, size_t len)
+{
+    uint32_t seq;
+    memcpy(&seq, msg + offsetof(ss_answer_t, seq), sizeof seq);
+    if (!s->waiting || seq != s->seq) {
+        if (seq)   /* 0: a broadcast's acknowledgement, which nobody waits for */
+            gw_count(&s->m.late_dropped);
+        return;
+    }
+    send_pdu(s, msg + offsetof(ss_answer_t, pdu), len - offsetof(ss_answer_t, pdu));
+    finish(s);
+}
+
+/* The answer_timeout_ms of request seq (the message's data) is up. */
+static void on_deadline(gw_serial_slave_t *s, const void *msg)
+{
+    uint32_t seq;
+    memcpy(&seq, msg, sizeof seq);
+    if (!s->waiting || seq != s->seq)
+        return;
+    gw_count(&s->m.timeouts);
+    send_exception(s, MB_EX_TARGET_FAILED);
+}
+
+/* ---- the master's requests ------------------------------------------------------- */
+
+/* A broadcast from the master: forwarded when unit0 routes it, never answered. */
+static void forward_broadcast(gw_serial_slave_t *s, const config_route_t *r, const uint8_t *pdu, size_t len)
+{
+    uint8_t fc = pdu[0];
+    if (fc != 5 && fc != 6 && fc != 15 && fc != 16 && fc != 22)
+        return;   /* only writes are broadcast */
+    gw_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
+                         .pdu_len = (uint16_t)len, .t_accept_ns = gw_now_ns() };
+    memcpy(req.pdu, pdu, len);
+    cache_write_begin(s->gw, r->bus, r->slave, pdu, len);
+    if (bus_submit(s->gw->buses[r->bus], &req) != 0)
+        cache_write_end(s->gw, r->bus, r->slave, pdu, len);
+}
+
+static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
+{
+    const config_route_t *r = &s->cfg->unit[f->adu[0]];
+    const uint8_t *pdu = f->adu + 1;
+    size_t len = f->len - 3u;
+    rtu_request_t decoded;
+
+    if (!r->set || r->bus >= s->gw->bus_count) {
+        gw_count(&s->m.ignored);   /* another slave's, or nobody's */
+        return;
+    }
+    gw_count(&s->m.requests);
+    if (s->waiting)
+        gw_count(&s->m.abandoned);   /* the master asks anew: it gave up on the last one */
+    finish(s);
+    rtu_status_t st = rtu_request_decode_pdu(pdu, len, &decoded);
+    if (f->adu[0] == 0) {
+        if (st == RTU_OK)
+            forward_broadcast(s, r, pdu, len);
+        return;
+    }
+    s->slave = f->adu[0];
+    s->function = pdu[0];
+    s->asked_ns = f->t_last_ns;
+    s->seq = s->seq + 1 ? s->seq + 1 : 1;   /* never 0 */
+    s->waiting = true;
+    if (st != RTU_OK) {
+        send_exception(s, st == RTU_ERR_FUNCTION ? MB_EX_ILLEGAL_FUNCTION : MB_EX_ILLEGAL_DATA_VALUE);
+        return;
+    }
+    gw_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
+                         .pdu_len = (uint16_t)len, .seq = s->seq, .t_accept_ns = gw_now_ns() };
+    memcpy(req.pdu, pdu, len);
+    atomic_store_explicit(&s->live_seq, s->seq, memory_order_relaxed);
+    cache_write_begin(s->gw, r->bus, r->slave, pdu, len);
+    if (bus_submit(s->gw->buses[r->bus], &req) != 0) {
+        cache_write_end(s->gw, r->bus, r->slave, pdu, len);
+        send_exception(s, MB_EX_PATH_UNAVAILABLE);
+        return;
+    }
+    uint32_t seq = s->seq;
+    actor_send_after(s->gw->actors, s->self, SS_MSG_DEADLINE, &seq, sizeof seq,
+                     (uint64_t)s->cfg->answer_timeout_ms * 1000000ull, NULL);
+}
+
+static void drain_frames(gw_serial_slave_t *s)
+{
+    rtu_frame_t f;
+    while (rtu_framer_next(s->framer, &f)) {
+        if (f.crc_ok)
+            on_request(s, &f);
+        else
+            gw_count(&s->m.bad_frames);
+    }
+}
+
+static void on_bytes(gw_serial_slave_t *s, const gw_bytes_t *b)
+{
+    rtu_framer_feed(s->framer, b->data, b->len, b->t_ns);
+    s->last_chunk_ns = b->t_ns;
+    drain_frames(s);
+    if (!s->idle_pending) {
+        s->idle_pending = true;
+        actor_send_after(s->gw->actors, s->self, SS_MSG_IDLE, NULL, 0, s->t35_ns + SS_IDLE_SLACK_NS, NULL);
+    }
+}
+
+/* A request of a function without a length rule ends at t3.5 of quiet. */
+static void on_idle(gw_serial_slave_t *s)
+{
+    uint64_t now = gw_now_ns(), quiet_at = s->last_chunk_ns + s->t35_ns + SS_IDLE_SLACK_NS;
+    s->idle_pending = now < quiet_at;
+    if (s->idle_pending) {
+        actor_send_after(s->gw->actors, s->self, SS_MSG_IDLE, NULL, 0, quiet_at - now, NULL);
+        return;
+    }
+    rtu_framer_idle(s->framer, now - SS_IDLE_SLACK_NS);
+    drain_frames(s);
+}
+
+static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type, const void *data,
+                      size_t len)
+{
+    gw_serial_slave_t *s = state;
+    (void)sys;
+    (void)self;
+    switch (type) {
+    case PORT_MSG_BYTES:
+        on_bytes(s, data);
+        break;
+    case PORT_MSG_STATE:
+        s->port_up = *(const uint8_t *)data != 0;
+        gw_set(&s->m.port_up, s->port_up);
+        rtu_framer_reset(s->framer);
+        break;
+    case SS_MSG_ANSWER:
+        if (len > offsetof(ss_answer_t, pdu))
+            on_answer(s, data, len);
+        break;
+    case SS_MSG_DEADLINE:
+        on_deadline(s, data);
+        break;
+    case SS_MSG_IDLE:
+        on_idle(s);
+        break;
+    case SS_MSG_SEND:
+        port_write(s->port, data, len);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- the origin: answers come on a bus worker -------------------------------------- */
+
+static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+{
+    gw_serial_slave_t *s = (gw_serial_slave_t *)o;
+    ss_answer_t a = { .seq = req->seq };
+    cache_write_end(s->gw, req->bus, req->slave, req->pdu, req->pdu_len);   /* a no-op for reads */
+    memcpy(a.pdu, pdu, len);
+    actor_send(s->gw->actors, s->self, SS_MSG_ANSWER, &a, offsetof(ss_answer_t, pdu) + len);
+}
+
+/* A request the master has given up on costs no line time. */
+static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
+{
+    gw_serial_slave_t *s = (gw_serial_slave_t *)o;
+    return req->seq == 0 || atomic_load_explicit(&s->live_seq, memory_order_relaxed) == req->seq;
+}
+
+static const gw_origin_ops_t serial_slave_ops = { "serial_slave", origin_answer, origin_wanted };
+
+/* ---- construction ------------------------------------------------------------------ */
+
+/* The port's driver, through the one mapping from line settings to the serial driver's. */
+static driver_t *open_port(const config_serial_slave_t *c, char *err, size_t errcap)
+{
+    config_bus_t line = { .baud = c->baud, .parity = c->parity, .data_bits = c->data_bits,
+                          .stop_bits = c->stop_bits, .rs485 = c->rs485, .echo_suppress = c->echo_suppress };
+    snprintf(line.port, sizeof line.port, "%s", c->port);
+    driver_serial_config_t sc = gw_serial_config(&line);
+    return driver_serial_new(&sc, err, errcap);
+}
+
+gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t errcap)
+{
+    const config_serial_slave_t *c = &gw->cfg->serial_slaves[index];
+    gw_serial_slave_t *s = calloc(1, sizeof *s);
+
+    if (!s) {
+        snprintf(err, errcap, "serial_slave %s: out of memory", c->name);
+        return NULL;
+    }
+    s->origin.ops = &serial_slave_ops;
+    s->gw = gw;
+    s->cfg = c;
+    snprintf(s->name, sizeof s->name, "serial_slave %s", c->name);
+    unsigned bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
+    s->t35_ns = rtu_t35_ns(c->baud, bits);
+    rtu_framer_config_t fc = { .baud = c->baud, .char_bits = bits, .dir = RTU_DIR_REQUEST };
+    char why[DRIVER_ERRLEN] = "out of memory";
+    /* Like a bus actor, on the I/O thread unless configured off: its port is there. */
+    int spawned = !(s->framer = rtu_framer_new(&fc)) || !(s->driver = open_port(c, why, sizeof why)) ? -1
+                : gw->cfg->buses_on_io_thread ? actor_spawn_on(gw->actors, loop_host(gw->loop), behaviour, s, &s->self)
+                                              : actor_spawn(gw->actors, behaviour, s, &s->self);
+    if (spawned != 0 ||
+        !(s->port = port_new(gw, gw->loop, s->driver, s->name, s->self, &s->port_m))) {
+        snprintf(err, errcap, "%s: %s", s->name, why);
+        serial_slave_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void serial_slave_free(gw_serial_slave_t *s)
+{
+    if (!s)
+        return;
+    port_free(s->port);
+    driver_free(s->driver);
+    rtu_framer_free(s->framer);
+    free(s);
+}
