@@ -12,6 +12,8 @@
 #ifndef RTUGW_CONFIG_CONFIG_H
 #define RTUGW_CONFIG_CONFIG_H
 
+#include "north/north.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -240,6 +242,8 @@ typedef struct config {
     config_tls_t tls;
     config_role_t roles[CONFIG_MAX_ROLES];
     unsigned role_count;
+    bool mqtt_enabled;              /* an [mqtt] section is present */
+    north_config_t mqtt;            /* [mqtt]: filled and checked here, used by north/ */
 } config_t;
 
 typedef struct config_errors {
