@@ -130,6 +130,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
         (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
+        (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
         control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
         gw_free(gw);
@@ -187,6 +188,7 @@ void gw_free(gw_t *gw)
     if (gw->actors)
         actor_system_shutdown(gw->actors, 0);
     control_stop(gw);
+    gwnorth_free(gw->north);   /* actors are down: no poll answer is on its way */
     http_free(gw->http);
     tcp_free(gw->tcp);
     tcp_free(gw->rtu_tcp);
