@@ -46,6 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #define BACKOFF_FIRST_MS 500u
 #define BACKOFF_MAX_MS 30000u
@@ -124,6 +126,19 @@ static void update_write(north_t *n)
         set_write(n, mosquitto_want_write(n->mosq));
 }
 
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    queue_pump(arg);
+}
+
+void client_pump_later(north_t *n)
+{
+    if (n->ev_pump)
+        event_active(n->ev_pump, EV_TIMEOUT, 0);
+}
+
 void client_flush_later(north_t *n)
 {
     if (n->mosq && n->sock >= 0)
@@ -153,6 +168,8 @@ static void teardown(north_t *n)
         event_free(n->ev_write);
     n->ev_read = n->ev_write = NULL;
     n->write_armed = false;
+    if (n->sock >= 0)
+        close(n->sock);
     n->sock = -1;
     if (n->mosq)
         mosquitto_destroy(n->mosq);
@@ -396,7 +413,13 @@ static void connect_to(north_t *n, const char *address)
         return;
     }
     n->state = NS_CONNECTING;
-    n->sock = mosquitto_socket(n->mosq);
+    /* libevent watches a duplicate: libmosquitto closes its own descriptor
+     * when a session breaks, before we can take the events off it. */
+    n->sock = fcntl(mosquitto_socket(n->mosq), F_DUPFD_CLOEXEC, 0);
+    if (n->sock < 0) {
+        session_down(n, MOSQ_ERR_ERRNO);
+        return;
+    }
     n->ev_read = event_new(n->base, n->sock, EV_READ | EV_PERSIST, on_socket, n);
     n->ev_write = event_new(n->base, n->sock, EV_WRITE | EV_PERSIST, on_socket, n);
     if (!n->ev_read || !n->ev_write || event_add(n->ev_read, NULL) != 0) {
@@ -490,8 +513,9 @@ int client_start(north_t *n, char *err, size_t errcap)
     n->ev_tick = event_new(n->base, -1, EV_PERSIST, on_tick, n);
     n->ev_retry = evtimer_new(n->base, on_retry, n);
     n->ev_lost = event_new(n->base, -1, 0, on_lost_event, n);
+    n->ev_pump = event_new(n->base, -1, 0, on_pump, n);
     struct timeval second = { 1, 0 };
-    if (!n->ev_tick || !n->ev_retry || !n->ev_lost || event_add(n->ev_tick, &second) != 0) {
+    if (!n->ev_tick || !n->ev_retry || !n->ev_lost || !n->ev_pump || event_add(n->ev_tick, &second) != 0) {
         snprintf(err, errcap, "mqtt: out of memory");
         return -1;
     }
@@ -542,7 +566,9 @@ void client_stop(north_t *n)
         event_free(n->ev_retry);
     if (n->ev_lost)
         event_free(n->ev_lost);
-    n->ev_tick = n->ev_retry = n->ev_lost = NULL;
+    if (n->ev_pump)
+        event_free(n->ev_pump);
+    n->ev_tick = n->ev_retry = n->ev_lost = n->ev_pump = NULL;
     if (n->dns)
         evdns_base_free(n->dns, 0);
     n->dns = NULL;

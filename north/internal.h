@@ -128,7 +128,7 @@ struct north {
     struct evdns_getaddrinfo_request *dns_req;
     north_state_t state;
     int sock;
-    struct event *ev_read, *ev_write, *ev_tick, *ev_retry, *ev_lost;
+    struct event *ev_read, *ev_write, *ev_tick, *ev_retry, *ev_lost, *ev_pump;
     bool write_armed, lost, tcp_up;
     int lost_rc;
     unsigned attempt;                /* failures since the last lasting session */
@@ -178,6 +178,8 @@ bool client_connected(const north_t *n);
 int client_send(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain, int *mid);
 /* After sending outside libmosquitto's callbacks: arm the write event. */
 void client_flush_later(north_t *n);
+/* queue_pump() from the loop, after the current libmosquitto call. */
+void client_pump_later(north_t *n);
 
 /* values.c */
 int values_start(north_t *n);

@@ -204,7 +204,10 @@ void queue_on_puback(north_t *n, int mid)
     }
     if (acked_id)
         spool_ack(n->spool, acked_id);
-    queue_pump(n);
+    /* Not queue_pump() here: libmosquitto calls on_publish from inside
+     * mosquitto_publish() (a QoS 0 packet written on the way), holding the
+     * lock a nested mosquitto_publish() would take. */
+    client_pump_later(n);
 }
 
 void queue_session_lost(north_t *n)
