@@ -42,5 +42,6 @@ int bench_isolation_main(int argc, char **argv);
 int bench_crossover_main(int argc, char **argv);
 int bench_tags_main(int argc, char **argv);
 int bench_transports_main(int argc, char **argv);
+int bench_mqtt_main(int argc, char **argv);
 
 #endif

@@ -8,6 +8,11 @@ bench_libbench_a_SOURCES += bench/bench_soak.c
 bench_libbench_a_SOURCES += bench/bench_isolation.c
 TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh tests/test_bench_isolation.sh
 EXTRA_DIST += tests/test_bench_gateway.sh tests/test_bench_soak.sh tests/test_bench_isolation.sh
+# bench mqtt drives north/ against a mosquitto broker it starts.
+bench_libbench_a_SOURCES += bench/bench_mqtt.c
+bench_libbench_a_CFLAGS = $(AM_CFLAGS) $(MOSQUITTO_CFLAGS) $(EVENT_CFLAGS)
+TESTS += tests/test_bench_mqtt.sh
+EXTRA_DIST += tests/test_bench_mqtt.sh
 bench_libbench_a_SOURCES += bench/crossover.h bench/bench_crossover.c \
 	bench/crossover_frames.c bench/crossover_layers.c bench/crossover_callgrind.c \
 	bench/crossover_verdict.c bench/crossover_report.c bench/crossover_json.c \
