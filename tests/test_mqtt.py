@@ -14,7 +14,7 @@ on the serial side, pymodbus to read back what a write did.
   - the will: kill -9 the gateway and the retained status says offline;
   - writes round-trip to the simulator, bad ones are answered with errors;
   - TLS: the right CA connects, a wrong one fails with one clear log line
-    and backs off;
+    and backs off; so does a broker name that does not resolve;
   - three gateways on a site broker bridged to a central one: every value
     of every gateway arrives centrally, none crossed, across a restart of
     the bridge.
@@ -402,6 +402,22 @@ def test_tls():
     b.stop()
 
 
+def test_dns():
+    """A name that does not resolve: one log line with the reason, back-off,
+    and the daemon's loop never blocked (HTTP answers throughout)."""
+    g = Gateway(extra=mqtt_section(free_port(), "gdns").replace("host = 127.0.0.1", "host = no-such-host.invalid"))
+    lines = lambda: [l for l in g.log_text().splitlines() if "cannot connect" in l]
+    check(wait_for(lambda: len(lines()) >= 1, 12), "a DNS failure is reported")
+    t0 = time.time()
+    m = g.metrics()
+    check(time.time() - t0 < 1, "HTTP answers while DNS fails (the loop does not block)")
+    time.sleep(2)
+    ls = lines()
+    check(len(ls) == 1 and "DNS: cannot resolve no-such-host.invalid" in ls[0], f"logged once, with the reason ({ls})")
+    check(m["rtugw_mqtt_connected"] == 0 and metric(g, "connect_failures_total") >= 2, "retried, with back-off")
+    g.stop()
+
+
 # ---- a fleet: site broker bridged to a central one ------------------------------------------
 
 def test_fleet():
@@ -439,7 +455,7 @@ def test_fleet():
 
 
 def main():
-    tests = [test_payloads, test_writes, test_will, test_tls, test_outage, test_spool_restart, test_fleet]
+    tests = [test_payloads, test_writes, test_will, test_tls, test_dns, test_outage, test_spool_restart, test_fleet]
     only = sys.argv[1:]
     try:
         for t in tests:
