@@ -79,9 +79,7 @@ typedef struct bench {
 
 static uint64_t thread_cpu_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return bench_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* ---- the broker -------------------------------------------------------------------- */
