@@ -26,7 +26,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,22 +33,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, finish, free_port, procs  # noqa: E402
+from rtugwtest import Gateway, check, finish, free_port, procs, wait_listening  # noqa: E402
 
 import paho.mqtt.client as mqtt  # noqa: E402
 
 WORK = tempfile.mkdtemp(prefix="rtugw-mqtt-")
-
-
-def wait_port(port, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 def wait_for(cond, timeout, step=0.1):
@@ -82,7 +70,7 @@ class Broker:
         self.p = subprocess.Popen(["mosquitto", "-c", self.conf], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         procs.append(self.p)
-        check(wait_port(self.port), f"broker {self.name} listens on {self.port}", quiet=True)
+        check(wait_listening(self.port, self.p), f"broker {self.name} listens on {self.port}", quiet=True)
 
     def stop(self):
         """SIGTERM: mosquitto saves its sessions and queues, as a restart would."""
