@@ -466,7 +466,8 @@ static int scan_dir(north_spool_t *s, uint64_t *max_seq)
         ids[n++] = id;
     }
     closedir(d);
-    qsort(ids, n, sizeof *ids, by_id);
+    if (n)
+        qsort(ids, n, sizeof *ids, by_id);
     for (size_t i = 0; i < n && rc == 0; i++)
         rc = scan_segment(s, ids[i], max_seq);
     free(ids);
