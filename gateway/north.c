@@ -3,7 +3,7 @@
  * like tcp.c, on the I/O thread.
  *
  * Out: after each poll answer the poller hands the values of each of the
- * read's groups here (gwnorth_poll_answer, on the poller's worker); they
+ * read's groups here (gwnorth_poll_answer, on the poller actor's thread); they
  * cross to the I/O thread with loop_post, so the poller never waits on the
  * network, and become named values of the group's device: tag POLLNAME.N
  * is register (or bit) N of the group. That naming is this adapter's, and
@@ -263,7 +263,8 @@ static void on_write_answer(void *ctx, uint64_t token, uint32_t b, const uint8_t
         north_write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
 }
 
-/* origin: on a bus worker; north is the I/O thread's. */
+/* origin: on the bus actor's thread (a worker, or the I/O thread itself);
+ * north is the I/O thread's, reached in post order. */
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_north_t *gn = (gw_north_t *)o;

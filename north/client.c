@@ -284,11 +284,17 @@ static void cb_connect(struct mosquitto *m, void *arg, int rc)
     n->connected_ns = north_mono_ns();
     n->st.connected = 1;
     n->st.connects++;
-    north_log(n, quiet ? 2 : 1, "mqtt: connected to %s:%u as %s%s%s", n->cfg.host, n->cfg.port, n->cfg.client_id,
-              quiet ? "" : " (after: ", quiet ? "" : n->last_reason);
-    if (!quiet)
-        north_log(n, 1, "mqtt: %llu publications waiting go out first",
-                  (unsigned long long)(n->q.count + (n->spool && spool_behind(n->spool))));
+    if (quiet) {
+        north_log(n, 2, "mqtt: connected to %s:%u as %s", n->cfg.host, n->cfg.port, n->cfg.client_id);
+    } else {
+        north_log(n, 1, "mqtt: connected to %s:%u as %s, after: %s", n->cfg.host, n->cfg.port, n->cfg.client_id,
+                  n->last_reason);
+        spool_stats_t sp = { 0 };
+        if (n->spool)
+            spool_get_stats(n->spool, &sp);
+        north_log(n, 1, "mqtt: %u publications in memory and %llu in the spool go out first, in order", n->q.count,
+                  (unsigned long long)sp.records);
+    }
     n->last_reason[0] = 0;
     size_t len = status_payload(n, true, NULL, payload, sizeof payload);
     int mid;

@@ -410,6 +410,59 @@ def test_dns():
     g.stop()
 
 
+def test_refused_and_credentials():
+    """A broker that wants a password: without one, the refused CONNACK is
+    logged once with its reason; with username and password_file, it connects."""
+    d = os.path.join(WORK, "auth")
+    os.makedirs(d, exist_ok=True)
+    subprocess.run(["mosquitto_passwd", "-b", "-c", f"{d}/passwd", "gwuser", "s3cret"], check=True,
+                   capture_output=True)
+    with open(f"{d}/gwpass", "w") as f:
+        f.write("s3cret\n")
+    b = Broker("auth", extra=f"allow_anonymous false\npassword_file {d}/passwd\n")
+    anon = Gateway(extra=mqtt_section(b.port, "ganon"))
+    auth = Gateway(extra=mqtt_section(b.port, "gauth", f"username = gwuser\npassword_file = {d}/gwpass\n"))
+    check(wait_for(lambda: metric(auth, "connected") == 1, 8), "username and password_file: connected")
+    time.sleep(3)
+    lines = [l for l in anon.log_text().splitlines() if "cannot connect" in l]
+    check(len(lines) == 1 and "refused" in lines[0] and "not authori" in lines[0],
+          f"no credentials: the refused CONNACK is logged once, with its reason ({lines})")
+    fails = metric(anon, "connect_failures_total")
+    check(2 <= fails <= 6, f"and retried with back-off ({fails:.0f} attempts in ~4 s)")
+    anon.stop()
+    auth.stop()
+    b.stop()
+
+
+def test_buffer_bound():
+    """Without a spool the buffer is bounded: the oldest are dropped and
+    counted, and what is kept goes out in order after the reconnect."""
+    b = Broker("bound")
+    sub = Subscriber(b.port, "rtugw/gb/#", "sub-bound")
+    g = Gateway(extra=poll("hr", "d1", 3, 0, 2, interval_ms=100) +
+                mqtt_section(b.port, "gb", "publish = poll\nbuffer_messages = 8\n"))
+    time.sleep(1)
+    b.stop()
+    time.sleep(3)
+    check(metric(g, "buffered") <= 8 and metric(g, "dropped_total") >= 15,
+          f"broker away 3 s at 10 Hz: {metric(g, 'buffered'):.0f} kept (<= 8), "
+          f"{metric(g, 'dropped_total'):.0f} dropped and counted")
+    b.start()
+    check(wait_for(lambda: metric(g, "buffered") == 0 and metric(g, "connected") == 1, 20), "reconnected, drained")
+    time.sleep(0.5)
+    g.stop()
+    seqs = [p["seq"] for _, p, _ in sub.messages("/data")]
+    firsts = []
+    for q in seqs:
+        if q not in firsts:
+            firsts.append(q)
+    gaps = [(a, c) for a, c in zip(firsts, firsts[1:]) if c != a + 1]
+    check(firsts == sorted(firsts) and len(gaps) == 1,
+          f"one gap where the oldest were dropped, the rest in order ({gaps})")
+    sub.close()
+    b.stop()
+
+
 # ---- a fleet: site broker bridged to a central one ------------------------------------------
 
 def test_fleet():
@@ -447,7 +500,8 @@ def test_fleet():
 
 
 def main():
-    tests = [test_payloads, test_writes, test_will, test_tls, test_dns, test_outage, test_spool_restart, test_fleet]
+    tests = [test_payloads, test_writes, test_will, test_tls, test_dns, test_refused_and_credentials,
+             test_buffer_bound, test_outage, test_spool_restart, test_fleet]
     only = sys.argv[1:]
     try:
         for t in tests:
