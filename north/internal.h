@@ -150,6 +150,7 @@ struct north {
     north_device_t **device_list;
     size_t n_devices, cap_devices, n_tags;
     struct event *ev_interval;
+    struct evbuffer *scratch;        /* one payload at a time */
     uint64_t seq;                    /* the last data sequence number used */
     bool warned_tags;
     /* writes */

@@ -68,12 +68,30 @@ static bool topic_name_ok(const char *s)
     return true;
 }
 
+/* Whole numbers (every register and bit) by hand: snprintf's %.0f goes
+ * through the floating-point formatter, the largest cost of a message. */
+static void format_integer(char *buf, int64_t v)
+{
+    char digits[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)-v : (uint64_t)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *buf++ = '-';
+    while (n)
+        *buf++ = digits[--n];
+    *buf = 0;
+}
+
 void values_format_number(char *buf, size_t cap, double v)
 {
     if (!isfinite(v))
         snprintf(buf, cap, "null");
-    else if (v == floor(v) && fabs(v) < 9007199254740992.0)
-        snprintf(buf, cap, "%.0f", v);
+    else if (v == floor(v) && fabs(v) < 9007199254740992.0 && cap >= 24)
+        format_integer(buf, (int64_t)v);
     else {
         snprintf(buf, cap, "%.15g", v);
         if (strtod(buf, NULL) != v)
@@ -99,6 +117,15 @@ void values_add_quoted(struct evbuffer *b, const char *s)
     }
 }
 
+#define ADD_LITERAL(b, text) evbuffer_add((b), (text), sizeof(text) - 1)
+
+static void add_integer(struct evbuffer *b, uint64_t v)
+{
+    char num[24];
+    format_integer(num, (int64_t)v);
+    evbuffer_add(b, num, strlen(num));
+}
+
 static void add_value(struct evbuffer *b, const north_tag_t *t)
 {
     char num[40];
@@ -108,7 +135,10 @@ static void add_value(struct evbuffer *b, const north_tag_t *t)
         evbuffer_add(b, num, strlen(num));
         break;
     case NORTH_BOOL:
-        evbuffer_add_printf(b, "%s", t->flag ? "true" : "false");
+        if (t->flag)
+            ADD_LITERAL(b, "true");
+        else
+            ADD_LITERAL(b, "false");
         break;
     case NORTH_STRING:
         values_add_quoted(b, t->text ? t->text : "");
@@ -258,11 +288,15 @@ static void tag_mark_published(north_tag_t *t)
 static void json_message(north_t *n, struct evbuffer *b, const north_device_t *d, north_tag_t **tags, size_t k,
                          uint64_t ts)
 {
-    evbuffer_add_printf(b, "{\"timestamp\":%llu,\"gateway\":", (unsigned long long)ts);
+    ADD_LITERAL(b, "{\"timestamp\":");
+    add_integer(b, ts);
+    ADD_LITERAL(b, ",\"gateway\":");
     values_add_quoted(b, n->cfg.gateway);
-    evbuffer_add_printf(b, ",\"device\":");
+    ADD_LITERAL(b, ",\"device\":");
     values_add_quoted(b, d->name);
-    evbuffer_add_printf(b, ",\"seq\":%llu,\"values\":{", (unsigned long long)n->seq);
+    ADD_LITERAL(b, ",\"seq\":");
+    add_integer(b, n->seq);
+    ADD_LITERAL(b, ",\"values\":{");
     bool first = true;
     for (size_t i = 0; i < k; i++) {
         if (tags[i]->error[0])
@@ -273,7 +307,7 @@ static void json_message(north_t *n, struct evbuffer *b, const north_device_t *d
         add_value(b, tags[i]);
         first = false;
     }
-    evbuffer_add_printf(b, "},\"errors\":{");
+    ADD_LITERAL(b, "},\"errors\":{");
     first = true;
     for (size_t i = 0; i < k; i++) {
         if (!tags[i]->error[0])
@@ -284,27 +318,31 @@ static void json_message(north_t *n, struct evbuffer *b, const north_device_t *d
         values_add_quoted(b, tags[i]->error);
         first = false;
     }
-    evbuffer_add_printf(b, "}}");
+    ADD_LITERAL(b, "}}");
 }
 
 static void tag_message(north_t *n, struct evbuffer *b, const north_tag_t *t, uint64_t ts)
 {
-    evbuffer_add_printf(b, "{\"value\":");
+    ADD_LITERAL(b, "{\"value\":");
     if (t->error[0])
-        evbuffer_add_printf(b, "null");
+        ADD_LITERAL(b, "null");
     else
         add_value(b, t);
-    evbuffer_add_printf(b, ",\"unit\":");
+    ADD_LITERAL(b, ",\"unit\":");
     if (t->unit)
         values_add_quoted(b, t->unit);
     else
-        evbuffer_add_printf(b, "null");
+        ADD_LITERAL(b, "null");
     evbuffer_add_printf(b, ",\"quality\":\"%s\"", t->error[0] ? "bad" : "good");
     if (t->error[0]) {
-        evbuffer_add_printf(b, ",\"error\":");
+        ADD_LITERAL(b, ",\"error\":");
         values_add_quoted(b, t->error);
     }
-    evbuffer_add_printf(b, ",\"timestamp\":%llu,\"seq\":%llu}", (unsigned long long)ts, (unsigned long long)n->seq);
+    ADD_LITERAL(b, ",\"timestamp\":");
+    add_integer(b, ts);
+    ADD_LITERAL(b, ",\"seq\":");
+    add_integer(b, n->seq);
+    ADD_LITERAL(b, "}");
 }
 
 static void send_buffer(north_t *n, const char *topic, struct evbuffer *b)
@@ -322,11 +360,10 @@ static void send_buffer(north_t *n, const char *topic, struct evbuffer *b)
 static void emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, uint64_t ts)
 {
     char topic[NORTH_PREFIX_MAX + 3 * NORTH_NAME_MAX + 8];
-    struct evbuffer *b;
+    struct evbuffer *b = n->scratch;
 
-    if (k == 0 || !(b = evbuffer_new())) {
+    if (k == 0)
         return;
-    }
     if (n->cfg.format == NORTH_FORMAT_JSON) {
         n->seq++;
         snprintf(topic, sizeof topic, "%s/%s/%s/data", n->cfg.topic_prefix, n->cfg.gateway, d->name);
@@ -343,7 +380,6 @@ static void emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, ui
     }
     for (size_t i = 0; i < k; i++)
         tag_mark_published(tags[i]);
-    evbuffer_free(b);
 }
 
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count)
@@ -395,6 +431,8 @@ static void on_interval(evutil_socket_t fd, short what, void *arg)
 
 int values_start(north_t *n)
 {
+    if (!(n->scratch = evbuffer_new()))
+        return -ENOMEM;
     if (n->cfg.publish != NORTH_PUBLISH_INTERVAL)
         return 0;
     n->ev_interval = event_new(n->base, -1, EV_PERSIST, on_interval, n);
@@ -408,7 +446,10 @@ void values_free(north_t *n)
 {
     if (n->ev_interval)
         event_free(n->ev_interval);
+    if (n->scratch)
+        evbuffer_free(n->scratch);
     n->ev_interval = NULL;
+    n->scratch = NULL;
     map_free(&n->devices, device_free);
     free(n->device_list);
     n->device_list = NULL;
