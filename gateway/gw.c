@@ -124,13 +124,14 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
             return NULL;
         }
     }
+    /* MQTT before the poller, whose answers it takes (set before they come) */
     if (start_serial_slaves(gw, err, sizeof err) != 0 || !(gw->tags = gwtags_new(cfg, err, sizeof err)) ||
+        (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
         !(gw->poller = poller_new(gw, err, sizeof err)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
         (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
-        (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
         control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
         gw_free(gw);
