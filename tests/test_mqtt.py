@@ -205,6 +205,28 @@ def test_payloads():
     b.stop()
 
 
+def test_publish_modes():
+    """change: a value that does not move goes out once; interval: the latest
+    values every interval_ms, however often they are polled."""
+    b = Broker("modes")
+    sub = Subscriber(b.port, "rtugw/#", "sub-modes", clean=True)
+    gc = Gateway(extra=poll("hr", "d1", 3, 0, 2, interval_ms=100) + mqtt_section(b.port, "gc"))
+    gi = Gateway(extra=poll("hr", "d1", 3, 0, 2, interval_ms=100) +
+                 mqtt_section(b.port, "gi", "publish = interval\ninterval_ms = 500\n"))
+    time.sleep(2.6)
+    polls = gc.metrics().get('rtugw_mqtt_values_total', 0) / 2
+    gc.stop()
+    gi.stop()
+    ch = [p for t, p, _ in sub.messages("rtugw/gc/d1/data")]
+    iv = [p for t, p, _ in sub.messages("rtugw/gi/d1/data")]
+    check(polls >= 15 and len(ch) == 1 and ch[0]["values"] == {"hr.0": 1000, "hr.1": 1001},
+          f"change: {polls:.0f} polls of unchanging registers, {len(ch)} message")
+    check(3 <= len(iv) <= 6 and all(p["values"] == {"hr.0": 1000, "hr.1": 1001} for p in iv),
+          f"interval 500 ms over ~2.5 s of 10 Hz polls: {len(iv)} messages")
+    sub.close()
+    b.stop()
+
+
 # ---- nothing lost -------------------------------------------------------------------------
 
 def test_outage():
@@ -500,7 +522,7 @@ def test_fleet():
 
 
 def main():
-    tests = [test_payloads, test_writes, test_will, test_tls, test_dns, test_refused_and_credentials,
+    tests = [test_payloads, test_publish_modes, test_writes, test_will, test_tls, test_dns, test_refused_and_credentials,
              test_buffer_bound, test_outage, test_spool_restart, test_fleet]
     only = sys.argv[1:]
     try:
