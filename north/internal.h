@@ -83,6 +83,8 @@ void spool_caught_up(north_spool_t *s);
 north_msg_t *spool_read(north_spool_t *s);
 /* Every record with an id <= id is acknowledged. */
 void spool_ack(north_spool_t *s, uint64_t id);
+/* fdatasync of what was appended since the last one. */
+void spool_flush(north_spool_t *s);
 /* fsync, the acknowledged mark (with next_seq), acknowledged segments removed. */
 void spool_sync(north_spool_t *s, uint64_t next_seq);
 void spool_get_stats(const north_spool_t *s, spool_stats_t *st);

@@ -134,6 +134,8 @@ int queue_publish(north_t *n, const char *topic, const void *payload, size_t len
     if (n->spool) {
         bool behind = spool_behind(n->spool);
         if (spool_append(n->spool, m) == 0) {
+            if (n->cfg.spool_fsync_ms == 0)
+                spool_flush(n->spool);   /* on disk before anything else happens */
             if (behind || !has_room(n, msg_size(m))) {
                 free(m);           /* on disk only: refill() brings it in, in its turn */
             } else {

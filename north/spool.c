@@ -350,13 +350,18 @@ static int write_mark(north_spool_t *s, uint64_t next_seq)
     return 0;
 }
 
-void spool_sync(north_spool_t *s, uint64_t next_seq)
+void spool_flush(north_spool_t *s)
 {
     if (s->unsynced && s->wfd >= 0) {
         if (fdatasync(s->wfd) != 0)
             set_error(s, "fdatasync", errno);
         s->unsynced = false;
     }
+}
+
+void spool_sync(north_spool_t *s, uint64_t next_seq)
+{
+    spool_flush(s);
     if (s->acked_id == s->acked_marked && next_seq == s->seq_marked)
         return;
     if (write_mark(s, next_seq) != 0) {

@@ -265,7 +265,7 @@ def test_spool_restart():
     sub = Subscriber(b.port, "rtugw/gs/#", "sub-spool")
     section = poll("hr", "d1", 3, 0, 2, interval_ms=100) + mqtt_section(
         b.port, "gs", f"publish = poll\nspool_dir = {spool}\nbuffer_messages = 16\n")
-    g = Gateway(extra=section)
+    g = Gateway(extra=section + "spool_fsync_ms = 0\n")   # each message synced; the restart syncs by the second
     time.sleep(1.5)
     b.stop()
     time.sleep(2)
