@@ -403,7 +403,11 @@ def test_tls():
     check(wait_for(lambda: metric(good, "connected") == 1, 8), "TLS with the broker's CA: connected, name verified")
     wrong = Gateway(extra=mqtt_section(b.port, "gbad", f"host = localhost\nca_file = {pki}/wrong.crt\n").replace(
         "host = 127.0.0.1\n", ""))
+    lax = Gateway(extra=mqtt_section(b.port, "glax", f"host = localhost\nca_file = {pki}/wrong.crt\nverify = false\n").replace(
+        "host = 127.0.0.1\n", ""))
     time.sleep(4.5)
+    check(metric(lax, "connected") == 1, "the same wrong CA with verify = false: connected (encrypted, not verified)")
+    lax.stop()
     fails = metric(wrong, "connect_failures_total")
     check(metric(wrong, "connected") == 0 and 2 <= fails <= 6,
           f"a wrong CA: not connected, {fails:.0f} attempts in 4.5 s (back-off, not a tight loop)")
