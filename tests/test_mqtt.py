@@ -155,7 +155,7 @@ def test_payloads():
     sub = Subscriber(b.port, "rtugw/#", "sub-payloads", clean=True)
     polls = poll("hr", "d1", 3, 0, 3) + poll("co", "d2", 1, 0, 4) + poll("gone", "d8", 3, 0, 2)
     g = Gateway(extra=polls + mqtt_section(b.port, "gj", "publish = poll\n"))
-    wait_for(lambda: len(sub.messages("/data")) >= 12, 8)
+    wait_for(lambda: len(sub.messages("/data")) >= 12 and len(sub.messages("/d8/data")) >= 1, 8)
     g.stop()
     data = sub.messages("/data")
     by_dev = {}
@@ -188,7 +188,7 @@ def test_payloads():
     sub.msgs.clear()
     g = Gateway(extra=poll("hr", "d1", 3, 0, 2) + poll("gone", "d8", 3, 0, 1) +
                 mqtt_section(b.port, "gt", "publish = poll\nformat = json-per-tag\n"))
-    wait_for(lambda: len(sub.messages("/hr.1")) >= 3, 8)
+    wait_for(lambda: len(sub.messages("/hr.1")) >= 3 and len(sub.messages("/gone.0")) >= 1, 8)
     m = metric(g, "published_total")
     g.stop()
     tags = [(t, p) for t, p, _ in sub.messages() if t.startswith("rtugw/gt/") and not t.endswith("status")]
