@@ -7,7 +7,8 @@
  * contract, read-only for the rest of the program); how it is parsed and
  * validated stays inside config/. May call: libinih, libc and tags/ (tag
  * files and [tag NAME] sections are loaded and checked here, so `rtugw
- * check` reports them); everything above it reads it.
+ * check` reports them) and north/north.h (north_config_t, the [mqtt]
+ * section's struct; no code of north/); everything above it reads it.
  */
 #ifndef RTUGW_CONFIG_CONFIG_H
 #define RTUGW_CONFIG_CONFIG_H
