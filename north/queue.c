@@ -13,8 +13,8 @@
  * when the connection broke is sent again (at least once).
  *
  * The FIFO is bounded by buffer_messages and buffer_bytes (a message
- * counts with its header). Full, without a spool: the oldest message not
- * in flight is dropped, and counted. With a spool, every QoS 1 message is
+ * counts with its header). Full, without a spool: the oldest message is
+ * dropped, and counted. With a spool, every QoS 1 message is
  * appended to it first; memory then holds the head of the spool, refilled
  * from disk as acknowledgements make room, and only the spool's own bound
  * drops anything (spool.c).
@@ -81,24 +81,21 @@ static void unlink_msg(north_t *n, north_msg_t *prev, north_msg_t *m)
     free(m);
 }
 
-/* Without a spool: drop the oldest messages not yet in flight (those in
- * flight are on their way; dropping them would free nothing). */
+/* Without a spool: drop the oldest. One in flight is still libmosquitto's
+ * to deliver on this session, but it is no longer resent after a reconnect,
+ * so it counts as dropped. */
 static bool make_room(north_t *n, size_t bytes)
 {
     if (bytes > n->cfg.buffer_bytes)
         return false;
-    while (!has_room(n, bytes)) {
-        north_msg_t *prev = NULL, *m = n->q.head;
-        while (m && m != n->q.next_send) {
-            prev = m;
-            m = m->next;
-        }
-        if (!m)
-            return false;
-        unlink_msg(n, prev, m);
+    while (!has_room(n, bytes) && n->q.head) {
+        north_msg_t *m = n->q.head;
+        if (m->mid && !m->acked)
+            n->q.inflight--;
+        unlink_msg(n, NULL, m);
         n->st.dropped++;
     }
-    return true;
+    return has_room(n, bytes);
 }
 
 /* Spool records not in memory come in behind what memory holds. */
