@@ -33,20 +33,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, finish, free_port, procs, wait_listening  # noqa: E402
+from rtugwtest import Gateway, check, finish, free_port, procs, wait_for, wait_listening  # noqa: E402
 
 import paho.mqtt.client as mqtt  # noqa: E402
 
 WORK = tempfile.mkdtemp(prefix="rtugw-mqtt-")
-
-
-def wait_for(cond, timeout, step=0.1):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
 
 
 class Broker:
