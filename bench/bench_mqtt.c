@@ -53,6 +53,7 @@ typedef struct opts {
 } opts_t;
 
 typedef struct phase {
+    const north_module_t *mod;    /* rtugw-mqtt.so: north, and libmosquitto */
     char prefix[64];              /* topics: PREFIX/gw/d1/data */
     unsigned port;
     bool paced;
@@ -71,6 +72,7 @@ typedef struct phase {
 } phase_t;
 
 typedef struct bench {
+    const north_module_t *mod;
     pthread_mutex_t lock;
     phase_t *current;             /* what the subscriber fills */
     struct mosquitto *sub;
@@ -104,12 +106,12 @@ static pid_t broker_start(unsigned port, char *conf, size_t cap)
     return pid;
 }
 
-static bool port_open(unsigned port)
+static bool port_open(const north_mosquitto_t *M, unsigned port)
 {
-    struct mosquitto *m = mosquitto_new(NULL, true, NULL);
-    bool ok = m && mosquitto_connect(m, "127.0.0.1", (int)port, 5) == MOSQ_ERR_SUCCESS;
+    struct mosquitto *m = M->create(NULL, true, NULL);
+    bool ok = m && M->connect(m, "127.0.0.1", (int)port, 5) == MOSQ_ERR_SUCCESS;
     if (m)
-        mosquitto_destroy(m);
+        M->destroy(m);
     return ok;
 }
 
@@ -118,7 +120,8 @@ static bool port_open(unsigned port)
 static void sub_on_connect(struct mosquitto *m, void *arg, int rc)
 {
     bench_t *b = arg;
-    if (rc == 0 && mosquitto_subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS)
+    const north_mosquitto_t *M = b->mod->mosquitto;
+    if (rc == 0 && M->subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS)
         atomic_store(&b->sub_ready, true);
 }
 
@@ -151,13 +154,14 @@ static void sub_on_message(struct mosquitto *m, void *arg, const struct mosquitt
 
 static int subscriber_start(bench_t *b, unsigned port)
 {
-    b->sub = mosquitto_new("bench-subscriber", true, b);
+    const north_mosquitto_t *M = b->mod->mosquitto;
+    b->sub = M->create("bench-subscriber", true, b);
     if (!b->sub)
         return -1;
-    mosquitto_connect_callback_set(b->sub, sub_on_connect);
-    mosquitto_message_callback_set(b->sub, sub_on_message);
-    if (mosquitto_connect(b->sub, "127.0.0.1", (int)port, 30) != MOSQ_ERR_SUCCESS ||
-        mosquitto_loop_start(b->sub) != MOSQ_ERR_SUCCESS)
+    M->connect_callback_set(b->sub, sub_on_connect);
+    M->message_callback_set(b->sub, sub_on_message);
+    if (M->connect(b->sub, "127.0.0.1", (int)port, 30) != MOSQ_ERR_SUCCESS ||
+        M->loop_start(b->sub) != MOSQ_ERR_SUCCESS)
         return -1;
     for (int i = 0; i < 500 && !atomic_load(&b->sub_ready); i++)
         usleep(10000);
@@ -185,7 +189,7 @@ static void north_feed_one(north_run_t *r)
     for (unsigned long i = 0; i < r->p->values; i++)
         r->vals[i].number = (double)((seq * 7 + i) % 65536);
     r->p->t_send[seq] = bench_now_ns();
-    north_publish(r->north, "d1", north_now_ms(), r->vals, r->p->values);
+    r->p->mod->publish(r->north, "d1", r->p->mod->now_ms(), r->vals, r->p->values);
 }
 
 static void north_on_feed(evutil_socket_t fd, short what, void *arg)
@@ -219,7 +223,7 @@ static void north_on_check(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (!r->feeding) {
-        north_get_stats(r->north, &st);
+        r->p->mod->get_stats(r->north, &st);
         if (st.connected) {
             r->feeding = true;
             r->cpu0 = thread_cpu_ns();
@@ -252,7 +256,7 @@ static void *north_thread(void *arg)
     r.names = calloc(p->values, sizeof *r.names);
     r.base = event_base_new();
     p->failed = true;
-    if (!r.vals || !r.names || !r.base || !(r.north = north_new(r.base, &cfg, &hooks, err, sizeof err))) {
+    if (!r.vals || !r.names || !r.base || !(r.north = p->mod->create(r.base, &cfg, &hooks, err, sizeof err))) {
         fprintf(stderr, "rtugw bench mqtt: north: %s\n", err[0] ? err : "out of memory");
         goto out;
     }
@@ -269,7 +273,8 @@ static void *north_thread(void *arg)
     event_free(r.ev_feed);
     event_free(r.ev_check);
 out:
-    north_free(r.north);
+    if (r.north)
+        p->mod->destroy(r.north);
     if (r.base)
         event_base_free(r.base);
     free(r.vals);
@@ -288,29 +293,31 @@ static void plain_on_connect(struct mosquitto *m, void *arg, int rc)
 
 static void plain_publish(struct mosquitto *m, phase_t *p, const char *topic, unsigned long seq)
 {
+    const north_mosquitto_t *M = p->mod->mosquitto;
     p->t_send[seq] = bench_now_ns();
-    mosquitto_publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], 1, false);
+    M->publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], 1, false);
 }
 
 static void *plain_thread(void *arg)
 {
     phase_t *p = arg;
+    const north_mosquitto_t *M = p->mod->mosquitto;
     bool up = false;
     char topic[96];
-    struct mosquitto *m = mosquitto_new("bench-plain", true, &up);
+    struct mosquitto *m = M->create("bench-plain", true, &up);
     snprintf(topic, sizeof topic, "%s/gw/d1/data", p->prefix);
     p->failed = true;
     if (!m)
         return NULL;
-    mosquitto_connect_callback_set(m, plain_on_connect);
-    mosquitto_int_option(m, MOSQ_OPT_SEND_MAXIMUM, WINDOW);
-    mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
-    if (mosquitto_connect(m, "127.0.0.1", (int)p->port, 30) != MOSQ_ERR_SUCCESS) {
-        mosquitto_destroy(m);
+    M->connect_callback_set(m, plain_on_connect);
+    M->int_option(m, MOSQ_OPT_SEND_MAXIMUM, WINDOW);
+    M->int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
+    if (M->connect(m, "127.0.0.1", (int)p->port, 30) != MOSQ_ERR_SUCCESS) {
+        M->destroy(m);
         return NULL;
     }
     for (int i = 0; i < 500 && !up; i++)
-        mosquitto_loop(m, 10, 1);
+        M->loop(m, 10, 1);
     uint64_t cpu0 = thread_cpu_ns(), start = bench_now_ns(), deadline = start + 60000000000ull;
     p->t_first_ns = start;
     unsigned long next = 1;
@@ -318,7 +325,7 @@ static void *plain_thread(void *arg)
         if (!p->paced) {
             for (unsigned i = 0; i < BATCH && next <= p->count; i++)
                 plain_publish(m, p, topic, next++);
-            mosquitto_loop(m, next <= p->count ? 0 : 5, 1);
+            M->loop(m, next <= p->count ? 0 : 5, 1);
             continue;
         }
         uint64_t now = bench_now_ns();
@@ -326,12 +333,12 @@ static void *plain_thread(void *arg)
             plain_publish(m, p, topic, next++);
         uint64_t due = start + (next - 1) * 1000000000ull / p->rate;
         int wait_ms = next > p->count ? 5 : due > now ? (int)((due - now) / 1000000u) : 0;
-        mosquitto_loop(m, wait_ms, 1);
+        M->loop(m, wait_ms, 1);
     }
     p->cpu_ns = thread_cpu_ns() - cpu0;
     p->failed = atomic_load(&p->received) < p->count;
-    mosquitto_disconnect(m);
-    mosquitto_destroy(m);
+    M->disconnect(m);
+    M->destroy(m);
     return NULL;
 }
 
@@ -440,13 +447,14 @@ static int parse_opts(int argc, char **argv, opts_t *o)
     return -1;
 }
 
-static phase_t *phase_new(unsigned port, const opts_t *o, bool paced, char **payloads, size_t *lengths)
+static phase_t *phase_new(const north_module_t *mod, unsigned port, const opts_t *o, bool paced, char **payloads,
+                          size_t *lengths)
 {
     phase_t *p = calloc(1, sizeof *p);
     unsigned long count = paced ? o->latency_messages : o->messages;
     if (!p)
         return NULL;
-    *p = (phase_t){ .port = port, .paced = paced, .count = count, .rate = o->rate, .values = o->values,
+    *p = (phase_t){ .mod = mod, .port = port, .paced = paced, .count = count, .rate = o->rate, .values = o->values,
                     .payloads = payloads, .lengths = lengths };
     p->t_send = calloc(count + 1, sizeof *p->t_send);
     p->seen = calloc(count + 1, 1);
@@ -479,7 +487,7 @@ static int run_round(bench_t *b, unsigned port, const opts_t *o, unsigned round,
     for (int paced = 0; paced < 2 && rc == 0; paced++) {
         for (int k = 0; k < 2 && rc == 0; k++) {
             int side = (round % 2 == 0) ? k : 1 - k;   /* 0 north, 1 plain */
-            phase_t *p = phase_new(port, o, paced, payloads, lengths);
+            phase_t *p = phase_new(b->mod, port, o, paced, payloads, lengths);
             if (!p)
                 return -1;
             snprintf(p->prefix, sizeof p->prefix, "bench/r%u%s%s", round, side ? "plain" : "north",
@@ -505,13 +513,19 @@ int bench_mqtt_main(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc >= 0)
         return rc;
+    char conf[128], err[256];
+    const north_module_t *mod = north_module_load(RTUGW_MODULEDIR, err, sizeof err);
+    if (!mod) {
+        fprintf(stderr, "rtugw bench mqtt: %s\n", err);
+        return 1;
+    }
+    const north_mosquitto_t *M = mod->mosquitto;
     unsigned port = bench_free_port();
-    char conf[128];
-    mosquitto_lib_init();
+    M->lib_init();
     pid_t broker = broker_start(port, conf, sizeof conf);
-    for (int i = 0; i < 100 && broker > 0 && !port_open(port); i++)
+    for (int i = 0; i < 100 && broker > 0 && !port_open(M, port); i++)
         usleep(50000);
-    if (broker <= 0 || !port_open(port)) {
+    if (broker <= 0 || !port_open(M, port)) {
         fprintf(stderr, "rtugw bench mqtt: cannot start mosquitto on 127.0.0.1:%u (Debian package mosquitto)\n", port);
         if (broker > 0) {
             kill(broker, SIGTERM);
@@ -520,7 +534,7 @@ int bench_mqtt_main(int argc, char **argv)
         unlink(conf);
         return 1;
     }
-    bench_t b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    bench_t b = { .lock = PTHREAD_MUTEX_INITIALIZER, .mod = mod };
     char **payloads = calloc(o.messages + 1, sizeof *payloads);
     size_t *lengths = calloc(o.messages + 1, sizeof *lengths);
     double (*m)[2][M_COUNT] = calloc(o.rounds, sizeof *m);
@@ -532,7 +546,7 @@ int bench_mqtt_main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "rtugw bench mqtt: the subscriber cannot connect\n");
     int lib_major, lib_minor, lib_rev;
-    mosquitto_lib_version(&lib_major, &lib_minor, &lib_rev);
+    M->lib_version(&lib_major, &lib_minor, &lib_rev);
     if (rc == 0)
         printf("# rtugw bench mqtt\n\nmosquitto broker on 127.0.0.1:%u, libmosquitto %d.%d.%d; %lu values per message; "
                "%lu rounds: %lu messages flat out, %lu at %lu/s paced; QoS 1, 64 in flight, a QoS 1 subscriber.\n\n",
@@ -556,9 +570,9 @@ int bench_mqtt_main(int argc, char **argv)
             print_row(measure_names[k], measure_formats[k], col[0][k], col[1][k], col[2][k], o.rounds);
     }
     if (b.sub) {
-        mosquitto_disconnect(b.sub);
-        mosquitto_loop_stop(b.sub, true);
-        mosquitto_destroy(b.sub);
+        M->disconnect(b.sub);
+        M->loop_stop(b.sub, true);
+        M->destroy(b.sub);
     }
     kill(broker, SIGTERM);
     waitpid(broker, NULL, 0);
@@ -571,6 +585,6 @@ int bench_mqtt_main(int argc, char **argv)
     for (int s = 0; s < 3; s++)
         for (int k = 0; k < M_COUNT; k++)
             free(col[s][k]);
-    mosquitto_lib_cleanup();
+    M->lib_cleanup();
     return rc;
 }

@@ -5,5 +5,5 @@ rtugw_SOURCES = cli/main.c cli/cli.h \
 	cli/cmd_read.c
 # Order matters for static libraries: users before what they use.
 RTUGW_LIBS = gateway/libgateway.a bench/libbench.a north/libnorth.a $(ROUTING_LIB) $(ACTOR_LIB) config/libconfig.a tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a
-rtugw_LDADD = $(RTUGW_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(MOSQUITTO_LIBS) $(JSONC_LIBS) -lm
+rtugw_LDADD = $(RTUGW_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(JSONC_LIBS) -lm
 rtugw_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS) $(EVENT_CFLAGS) $(SERIALPORT_CFLAGS) $(INIH_CFLAGS)

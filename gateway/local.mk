@@ -23,7 +23,7 @@ EXTRA_DIST += gateway/web/index.html gateway/web/app.js gateway/web/style.css ga
 # without TLS never maps libssl and libcrypto (about 1.8 MiB resident).
 # Found beside the rtugw binary in the build tree, else in $(pkglibdir).
 rtugwmoduledir = $(pkglibdir)
-rtugwmodule_PROGRAMS = gateway/rtugw-tls.so
+rtugwmodule_PROGRAMS += gateway/rtugw-tls.so
 gateway_rtugw_tls_so_SOURCES = gateway/tls.c gateway/internal.h
 gateway_rtugw_tls_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(EVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS)
 gateway_rtugw_tls_so_LDFLAGS = $(AM_LDFLAGS) -shared

@@ -28,6 +28,7 @@
 struct gw_north {
     gw_origin_t origin;           /* first: the write answers' way back */
     gw_t *gw;
+    const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
     north_t *north;
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
     north_value_t *values;        /* scratch for one group (at most 2000) */
@@ -60,7 +61,7 @@ static void device_state(gw_north_t *gn, unsigned device, bool up, const char *r
     if (gn->device_up[device] == (signed char)up)
         return;
     gn->device_up[device] = (signed char)up;
-    north_device_status(gn->north, gn->gw->cfg->devices[device].name, up, reason, t_ms);
+    gn->m->device_status(gn->north, gn->gw->cfg->devices[device].name, up, reason, t_ms);
 }
 
 /* On the I/O thread: a = wall time (ms), b = group << 16 | good << 8 | exception,
@@ -93,7 +94,7 @@ static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
     }
     bool reachable = good || (exception && exception != MB_EX_TARGET_FAILED && exception != MB_EX_PATH_UNAVAILABLE);
     device_state(gn, g->device, reachable, reachable ? NULL : error, t_ms);
-    north_publish(gn->north, cfg->devices[g->device].name, t_ms, gn->values, g->count);
+    gn->m->publish(gn->north, cfg->devices[g->device].name, t_ms, gn->values, g->count);
 }
 
 void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
@@ -113,7 +114,7 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
             data[i / 8] |= (uint8_t)((values[i] & 1) << (i % 8));
     }
     uint32_t b = group << 16 | (unsigned)good << 8 | exception;
-    if (loop_post(gn->gw->loop, on_poll, gn, north_now_ms(), b, data, len) != 0)
+    if (loop_post(gn->gw->loop, on_poll, gn, gn->m->now_ms(), b, data, len) != 0)
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand poll values to the I/O thread (out of memory)");
 }
 
@@ -219,7 +220,7 @@ static void on_write(void *ctx, uint32_t token, const north_write_t *w)
 
     int rc = find_tag(gw->cfg, w->device, w->tag, &group, &index);
     if (rc) {
-        north_write_done(gn->north, token, rc,
+        gn->m->write_done(gn->north, token, rc,
                          rc == NORTH_WRITE_UNKNOWN_DEVICE ? "unknown device" : "unknown tag (POLLNAME.N of the device)");
         return;
     }
@@ -228,13 +229,13 @@ static void on_write(void *ctx, uint32_t token, const north_write_t *w)
     gw_request_t r = { .origin = &gn->origin, .slave = (uint8_t)dev->slave, .bus = (uint8_t)dev->bus,
                        .conn_id = token, .t_accept_ns = gw_now_ns() };
     if ((rc = write_pdu(g, index, w, &r, &why)) != 0) {
-        north_write_done(gn->north, token, rc, why);
+        gn->m->write_done(gn->north, token, rc, why);
         return;
     }
     cache_write_begin(gw, dev->bus, dev->slave, r.pdu, r.pdu_len);
     if (bus_submit(gw->buses[dev->bus], &r) != 0) {
         cache_write_end(gw, dev->bus, dev->slave, r.pdu, r.pdu_len);
-        north_write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
+        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
     }
 }
 
@@ -258,9 +259,9 @@ static void on_write_answer(void *ctx, uint64_t token, uint32_t b, const uint8_t
     gw_north_t *gn = ctx;
     (void)b;
     if (len >= 2 && (pdu[0] & 0x80))
-        north_write_done(gn->north, (uint32_t)token, pdu[1], exception_text(pdu[1]));
+        gn->m->write_done(gn->north, (uint32_t)token, pdu[1], exception_text(pdu[1]));
     else
-        north_write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
+        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
 }
 
 /* origin: on the bus actor's thread (a worker, or the I/O thread itself);
@@ -290,8 +291,8 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
     gn->origin.ops = &north_origin_ops;
     gn->gw = gw;
     north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = on_write };
-    gn->north = north_new(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap);
-    if (!gn->north) {
+    if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
+        !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
         gwnorth_free(gn);
         return NULL;
     }
@@ -306,7 +307,8 @@ void gwnorth_free(gw_north_t *gn)
 {
     if (!gn)
         return;
-    north_free(gn->north);
+    if (gn->north)
+        gn->m->destroy(gn->north);
     free(gn->device_up);
     free(gn->values);
     free(gn->names);
@@ -318,7 +320,7 @@ void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b)
     north_stats_t st;
     if (!gn)
         return;
-    north_get_stats(gn->north, &st);
+    gn->m->get_stats(gn->north, &st);
     static const struct { const char *name, *help; size_t off; bool gauge; } defs[] = {
         { "connected", "1 while the MQTT session is up", offsetof(north_stats_t, connected), true },
         { "published", "Publications handed to the broker connection (resends included)", offsetof(north_stats_t, published), false },

@@ -12,6 +12,8 @@
  *              bounded; the window handed to libmosquitto
  *   spool.c    the disk spool under the queue (segment files)
  *   map.c      a string-keyed hash table
+ *   module.c   the table rtugw-mqtt.so exports; load.c, the loader, is the
+ *              only file rtugw links
  * Everything runs on the event_base's thread.
  */
 #ifndef RTUGW_NORTH_INTERNAL_H

@@ -218,6 +218,20 @@ def test_publish_modes():
     b.stop()
 
 
+def test_module_only_with_mqtt():
+    """libmosquitto (and its libssl) is a module loaded for [mqtt] only."""
+    def maps(g):
+        with open(f"/proc/{g.p.pid}/maps") as f:
+            return f.read()
+    plain = Gateway()
+    m = maps(plain)
+    check("libmosquitto" not in m and "rtugw-mqtt.so" not in m, "without [mqtt] the daemon maps no libmosquitto")
+    plain.stop()
+    g = Gateway(extra=mqtt_section(free_port(), "gmod"))
+    check("rtugw-mqtt.so" in maps(g) and "libmosquitto" in maps(g), "with [mqtt] it loads rtugw-mqtt.so")
+    g.stop()
+
+
 # ---- nothing lost -------------------------------------------------------------------------
 
 def test_outage():
@@ -517,7 +531,7 @@ def test_fleet():
 
 
 def main():
-    tests = [test_payloads, test_publish_modes, test_writes, test_will, test_tls, test_dns, test_refused_and_credentials,
+    tests = [test_module_only_with_mqtt, test_payloads, test_publish_modes, test_writes, test_will, test_tls, test_dns, test_refused_and_credentials,
              test_buffer_bound, test_outage, test_spool_restart, test_fleet]
     only = sys.argv[1:]
     try:
