@@ -23,6 +23,8 @@ typedef struct bench_spread {
 /* Sorts samples in place and fills out. n may be 0 (all fields 0). */
 void bench_spread(double *samples, size_t n, bench_spread_t *out);
 uint64_t bench_now_ns(void);
+/* Any clock_gettime clock in ns (CLOCK_THREAD_CPUTIME_ID, ...). */
+uint64_t bench_clock_ns(int clock);
 
 /* xorshift64: a fast, seeded, reproducible stream for benchmark inputs. */
 uint64_t bench_xorshift(uint64_t *state);
@@ -42,5 +44,6 @@ int bench_isolation_main(int argc, char **argv);
 int bench_crossover_main(int argc, char **argv);
 int bench_tags_main(int argc, char **argv);
 int bench_transports_main(int argc, char **argv);
+int bench_mqtt_main(int argc, char **argv);
 
 #endif

@@ -59,9 +59,7 @@ typedef struct bench_options {
  * cores, which makes it the load-independent companion of ns per message. */
 static uint64_t cpu_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return bench_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* ---- the lockfree arm: actors on actor/ ---- */

@@ -40,7 +40,7 @@ struct bench_gw {
 pid_t bench_gw_pid(const bench_gw_t *gw) { return gw->pid; }
 unsigned bench_gw_tcp_port(const bench_gw_t *gw) { return gw->tcp_port; }
 
-static unsigned free_port(void)
+unsigned bench_free_port(void)
 {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -207,10 +207,10 @@ bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec)
     }
     snprintf(gw->cfg, sizeof gw->cfg, "%s/rtugw.conf", gw->dir);
     snprintf(gw->log, sizeof gw->log, "%s/log", gw->dir);
-    gw->tcp_port = free_port();
-    gw->http_port = free_port();
+    gw->tcp_port = bench_free_port();
+    gw->http_port = bench_free_port();
     while (gw->http_port == gw->tcp_port)
-        gw->http_port = free_port();
+        gw->http_port = bench_free_port();
     if (!gw->tcp_port || !gw->http_port || write_config(gw, spec) != 0) {
         fprintf(stderr, "rtugw bench: cannot write %s or find free ports\n", gw->cfg);
         remove_dir(gw);

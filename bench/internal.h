@@ -13,6 +13,9 @@
 
 typedef struct bench_gw bench_gw_t;
 
+/* A TCP port on 127.0.0.1 that was free a moment ago, or 0. */
+unsigned bench_free_port(void);
+
 /* What goes into the gateway's config, and which binary runs it. */
 typedef struct bench_gw_spec {
     const char *binary;      /* NULL: this binary (/proc/self/exe) */

@@ -8,12 +8,17 @@ bench_libbench_a_SOURCES += bench/bench_soak.c
 bench_libbench_a_SOURCES += bench/bench_isolation.c
 TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh tests/test_bench_isolation.sh
 EXTRA_DIST += tests/test_bench_gateway.sh tests/test_bench_soak.sh tests/test_bench_isolation.sh
+# bench mqtt drives north/ against a mosquitto broker it starts.
+bench_libbench_a_SOURCES += bench/bench_mqtt.c
+bench_libbench_a_CFLAGS = $(AM_CFLAGS) $(MOSQUITTO_CFLAGS) $(EVENT_CFLAGS)
+TESTS += tests/test_bench_mqtt.sh
+EXTRA_DIST += tests/test_bench_mqtt.sh
 bench_libbench_a_SOURCES += bench/crossover.h bench/bench_crossover.c \
 	bench/crossover_frames.c bench/crossover_layers.c bench/crossover_callgrind.c \
 	bench/crossover_verdict.c bench/crossover_report.c bench/crossover_json.c \
 	bench/crossover_svg.c
 bench_libbench_a_SOURCES += bench/bench_tags.c
-bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
+bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"' -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 TESTS += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += bench/actor-scaling.sh

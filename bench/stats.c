@@ -38,11 +38,16 @@ void bench_spread(double *samples, size_t n, bench_spread_t *out)
     out->p90 = quantile(samples, n, 0.9);
 }
 
-uint64_t bench_now_ns(void)
+uint64_t bench_clock_ns(int clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime((clockid_t)clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t bench_now_ns(void)
+{
+    return bench_clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t bench_xorshift(uint64_t *s)

@@ -91,7 +91,7 @@ static int find_poll(const config_t *cfg, const char *name)
     return -1;
 }
 
-/* [gateway], [tcp], [http], [router]: *first is set when it was given before. */
+/* [gateway], [tcp], [http], [router], [mqtt]: *first is set when it was given before. */
 static void *single_section(loader_t *ld, int kind, unsigned *first)
 {
     config_t *cfg = ld->cfg;
@@ -105,6 +105,10 @@ static void *single_section(loader_t *ld, int kind, unsigned *first)
     case S_HTTP: return &cfg->http;
     case S_TLS: cfg->tls.line = ld->header_line; return &cfg->tls;
     case S_RTU_TCP: return &cfg->rtu_tcp;
+    case S_MQTT:
+        if (!*first)
+            config_mqtt_open(ld);
+        return &cfg->mqtt;
     default: return &cfg->router;
     }
 }
@@ -179,7 +183,8 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
             k = i;
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
-                        "poll NAME, tag NAME, tcp, http, router, tls, role NAME, rtu_tcp or serial_slave NAME)", raw);
+                        "poll NAME, tag NAME, tcp, http, router, tls, role NAME, rtu_tcp, serial_slave NAME "
+                        "or mqtt)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -347,6 +352,7 @@ static void resolve(loader_t *ld)
     config_tags_resolve(ld);
     security_resolve(ld);
     transports_resolve(ld);
+    config_mqtt_resolve(ld);
 }
 
 static config_t *load(loader_t *ld)

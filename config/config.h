@@ -7,10 +7,13 @@
  * contract, read-only for the rest of the program); how it is parsed and
  * validated stays inside config/. May call: libinih, libc and tags/ (tag
  * files and [tag NAME] sections are loaded and checked here, so `rtugw
- * check` reports them); everything above it reads it.
+ * check` reports them) and north/north.h (north_config_t, the [mqtt]
+ * section's struct; no code of north/); everything above it reads it.
  */
 #ifndef RTUGW_CONFIG_CONFIG_H
 #define RTUGW_CONFIG_CONFIG_H
+
+#include "north/north.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -240,6 +243,8 @@ typedef struct config {
     config_tls_t tls;
     config_role_t roles[CONFIG_MAX_ROLES];
     unsigned role_count;
+    bool mqtt_enabled;              /* an [mqtt] section is present */
+    north_config_t mqtt;            /* [mqtt]: filled and checked here, used by north/ */
 } config_t;
 
 typedef struct config_errors {

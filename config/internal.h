@@ -10,6 +10,7 @@
  *   tags.c    [tag NAME] sections, the devices' tag keys and tags_file CSVs,
  *             built into cfg->tags once the file is read.
  *   security.c  MB-TCP-Security: [tls]'s own keys, [role NAME] and their checks.
+ *   mqtt.c    [mqtt]: its keys, defaults and cross-checks.
  */
 #ifndef RTUGW_CONFIG_INTERNAL_H
 #define RTUGW_CONFIG_INTERNAL_H
@@ -26,7 +27,7 @@
 #define CONFIG_SECTION_KEYS_MAX 288
 
 enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE,
-       S_RTU_TCP, S_SERIAL_SLAVE, S_COUNT };
+       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -114,6 +115,8 @@ struct loader {
     config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
     security_pending_t security;
     transports_pending_t transports;
+    unsigned mqtt_line;          /* [mqtt]: where it starts; keys whose default depends on others */
+    bool mqtt_tls_set, mqtt_read_only_set, mqtt_gateway_set, mqtt_client_id_set;
     /* input */
     FILE *file;
     const char *text;
@@ -184,5 +187,10 @@ bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, cons
 /* Bus names, default_role, and what an enabled [tls] needs. */
 void security_resolve(loader_t *ld);
 int config_find_bus(const config_t *cfg, const char *name);
+/* mqtt.c */
+#define CONFIG_MQTT_KEYS 27
+extern const key_spec_t config_mqtt_keys[CONFIG_MQTT_KEYS];
+void config_mqtt_open(loader_t *ld);      /* the section's first header: its defaults */
+void config_mqtt_resolve(loader_t *ld);   /* after the file */
 
 #endif

@@ -175,6 +175,7 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     /* [rtu_tcp] takes [tcp]'s keys: the same front end with RTU frames */
     [S_RTU_TCP] = { "rtu_tcp", false, tcp_keys, COUNT(tcp_keys) },
     [S_SERIAL_SLAVE] = { "serial_slave", true, serial_slave_keys, COUNT(serial_slave_keys) },
+    [S_MQTT] = { "mqtt", false, config_mqtt_keys, CONFIG_MQTT_KEYS },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)

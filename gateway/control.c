@@ -135,6 +135,8 @@ static void reload(gw_t *gw)
     CHANGED("tags", !gwtags_same(gw->tags, fresh->tags));
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
+    CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
+                        memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);

@@ -124,7 +124,9 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
             return NULL;
         }
     }
+    /* MQTT before the poller, whose answers it takes (set before they come) */
     if (start_serial_slaves(gw, err, sizeof err) != 0 || !(gw->tags = gwtags_new(cfg, err, sizeof err)) ||
+        (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
         !(gw->poller = poller_new(gw, err, sizeof err)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
@@ -187,6 +189,7 @@ void gw_free(gw_t *gw)
     if (gw->actors)
         actor_system_shutdown(gw->actors, 0);
     control_stop(gw);
+    gwnorth_free(gw->north);   /* actors are down: no poll answer is on its way */
     http_free(gw->http);
     tcp_free(gw->tcp);
     tcp_free(gw->rtu_tcp);

@@ -381,6 +381,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
     actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
+    gwnorth_metrics_text(gw->north, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);
     evbuffer_free(b);

@@ -14,7 +14,8 @@
  *   poller.c      serial_slave.c reads a port of its own through port.c;
  *   http.c        http.c reads counters, the cache, the tags and the frames;
  *   http_tags.c   http_tags.c (its /tags part) submits tag writes;
- *   web.c         web.c serves the web page and /frames
+ *   web.c         web.c serves the web page and /frames; north.c is the
+ *   north.c       MQTT client (north/): poll values out, writes in
  *   tags_gw.c   the live tag table and its lock (a leaf: the poller writes
  *               values into it, HTTP reads them)
  *   mbaps.c     MB-TCP-Security for tcp.c's TLS listener: loads the TLS
@@ -462,6 +463,16 @@ void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, s
 /* I/O thread: the rtugw_frames_* lines of /metrics (f may be NULL). */
 void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b);
 
+/* north.c: the MQTT client, only with an [mqtt] section (I/O thread) */
+typedef struct gw_north gw_north_t;
+gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap);
+void gwnorth_free(gw_north_t *gn);
+/* Any thread (the poller): one poll group's answer; never blocks. */
+void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
+                         unsigned count, unsigned function);
+struct evbuffer;
+void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
+
 /* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
 
 struct gw {
@@ -480,6 +491,7 @@ struct gw {
     gw_serial_slave_t **serial_slaves;
     unsigned serial_slave_count;
     gw_http_t *http;
+    gw_north_t *north;          /* NULL without [mqtt] */
     gw_tcp_metrics_t tcp_metrics;
     gw_tcp_metrics_t rtu_tcp_metrics;
     gw_http_metrics_t http_metrics;

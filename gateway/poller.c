@@ -222,14 +222,16 @@ static void answer_groups(gw_poller_t *p, unsigned ri, const poll_answer_t *a, b
             e->ok = 0;
             e->exception = exception ? a->pdu[1] : 0;
             e->failures++;
-            continue;
+        } else {
+            for (unsigned i = 0; i < m[k].count; i++)
+                e->values[i] = item(r, a, m[k].address - r->address + i);
+            e->ok = 1;
+            e->count = m[k].count;
+            e->t_ns = now;
+            e->t_req_ns = a->t_req_ns;
         }
-        for (unsigned i = 0; i < m[k].count; i++)
-            e->values[i] = item(r, a, m[k].address - r->address + i);
-        e->ok = 1;
-        e->count = m[k].count;
-        e->t_ns = now;
-        e->t_req_ns = a->t_req_ns;
+        if (gw->north)   /* MQTT: handed to the I/O thread, never waited on */
+            gwnorth_poll_answer(gw->north, m[k].index, good, e->exception, e->values, m[k].count, r->function);
     }
     pthread_mutex_unlock(&gw->cache_lock);
 }

@@ -39,6 +39,16 @@ def free_port():
     return port
 
 
+def wait_for(cond, timeout, step=0.05):
+    """Until cond() is true or timeout seconds have passed; cond()'s last answer."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()
+
+
 def fetch_metrics(http_port, timeout=3):
     """The daemon's /metrics as {'name{labels}': value}."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=timeout).read().decode()

@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 
-from rtugwtest import check
+from rtugwtest import check, wait_for  # noqa: F401 (the tag scripts import wait_for from here)
 from tagsref import INT_RANGE, TYPES, bytes_to_words, decode, expected_words, same_value, string_words, wire_bytes
 
 TOKEN = "s3cret-token"
@@ -39,15 +39,6 @@ def put(g, name, value_text, token=TOKEN, body=None):
 def tag_values(g):
     status, out = http(g, "GET", "/tags")
     return {t["name"]: t for t in json.loads(out)["tags"]} if status == 200 else {}
-
-
-def wait_for(cond, timeout, step=0.05):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
 
 
 def all_good(g, names=None):

@@ -550,6 +550,69 @@ static void test_serial_slave_section(void **state)
     expect_refused("[serial_slave]\n", "t.ini:1: [serial_slave]", "needs a name");
 }
 
+/* [mqtt]: off unless present; defaults; every key checked with its line. */
+static void test_mqtt_section(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    config_t *cfg = load("[tcp]\nenabled = false\n", &errs);
+    assert_non_null(cfg);
+    assert_false(cfg->mqtt_enabled);
+    config_free(cfg);
+
+    cfg = load("[tcp]\nenabled = false\nread_only = true\n[mqtt]\nhost = broker.example\n", &errs);
+    assert_non_null(cfg);
+    assert_true(cfg->mqtt_enabled);
+    assert_int_equal(cfg->mqtt.port, 1883);
+    assert_int_equal(cfg->mqtt.qos, 1);
+    assert_int_equal(cfg->mqtt.keepalive_s, 30);
+    assert_string_equal(cfg->mqtt.topic_prefix, "rtugw");
+    assert_true(strncmp(cfg->mqtt.client_id, "rtugw-", 6) == 0);
+    assert_true(cfg->mqtt.gateway[0] != 0);
+    assert_true(cfg->mqtt.read_only);          /* follows [tcp] */
+    assert_true(cfg->mqtt.verify);
+    assert_false(cfg->mqtt.tls);
+    assert_int_equal(cfg->mqtt.publish, NORTH_PUBLISH_CHANGE);
+    assert_int_equal(cfg->mqtt.format, NORTH_FORMAT_JSON);
+    config_free(cfg);
+
+    cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nca_file = /x/ca.crt\npublish = interval\n"
+               "format = json-per-tag\ntopic_prefix = site1/rtugw\nread_only = false\n", &errs);
+    assert_non_null(cfg);
+    assert_true(cfg->mqtt.tls);                /* a CA file means TLS */
+    assert_int_equal(cfg->mqtt.port, 8883);
+    assert_int_equal(cfg->mqtt.publish, NORTH_PUBLISH_INTERVAL);
+    assert_int_equal(cfg->mqtt.format, NORTH_FORMAT_JSON_PER_TAG);
+    assert_string_equal(cfg->mqtt.topic_prefix, "site1/rtugw");
+    config_free(cfg);
+
+    cfg = load("[bus a]\nport = sim\n[device status]\nbus = a\nslave = 1\n[mqtt]\n"   /* 1-6 */
+               "qos = 2\npublish = sometimes\nformat = xml\ntopic_prefix = a/+/b\n"       /* 7-10 */
+               "gateway = g/1\nclient_id = has space\nbuffer_bytes = 10\nkeepalive_s = 1\n"  /* 11-14 */
+               "spool_max_bytes = 5\nmax_write_bytes = 9\ncert_file = /c\ntls = false\nwhat = 1\n", /* 15-19 */
+               &errs);
+    assert_null(cfg);
+    expect_error(&errs, "t.ini:7: [mqtt] qos = '2'", "0..1");
+    expect_error(&errs, "t.ini:8: [mqtt] publish = 'sometimes'", "change");
+    expect_error(&errs, "t.ini:9: [mqtt] format = 'xml'", "json-per-tag");
+    expect_error(&errs, "t.ini:10: [mqtt] topic_prefix = 'a/+/b'", "'+'");
+    expect_error(&errs, "t.ini:11: [mqtt] gateway = 'g/1'", "topic level");
+    expect_error(&errs, "t.ini:12: [mqtt] client_id = 'has space'", "without spaces");
+    expect_error(&errs, "t.ini:13: [mqtt] buffer_bytes = '10'", "65536..");
+    expect_error(&errs, "t.ini:14: [mqtt] keepalive_s = '1'", "5..3600");
+    expect_error(&errs, "t.ini:15: [mqtt] spool_max_bytes = '5'", "1048576..");
+    expect_error(&errs, "t.ini:16: [mqtt] max_write_bytes = '9'", "256..");
+    expect_error(&errs, "t.ini:19: [mqtt] what: unknown key", NULL);
+    expect_error(&errs, "t.ini:6: [mqtt]: host is required", NULL);
+    expect_error(&errs, "t.ini:6: [mqtt]: ca_file, cert_file or key_file is set but tls = false", NULL);
+    expect_error(&errs, "t.ini:6: [mqtt]: cert_file and key_file go together", NULL);
+    expect_error(&errs, "t.ini:3: [device status]: the name is reserved with [mqtt]", NULL);
+
+    cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nqos = 0\nspool_dir = /tmp/x\n", &errs);
+    assert_null(cfg);
+    expect_error(&errs, "t.ini:3: [mqtt]: spool_dir needs qos = 1", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -571,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_bus_keys_that_do_not_apply),
         cmocka_unit_test(test_rtu_tcp_section),
         cmocka_unit_test(test_serial_slave_section),
+        cmocka_unit_test(test_mqtt_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,220 @@
+/*
+ * config/mqtt.c -- [mqtt]: the MQTT client's keys (north_config_t, defined
+ * by north/north.h and used by north/), their defaults, and the checks that
+ * need the whole file. The section exists only when written: without it
+ * cfg->mqtt_enabled stays false and nothing of MQTT runs.
+ *
+ * Names that become topic levels (gateway, topic_prefix) and the client id
+ * are checked here, so no configuration can inject a level or a wildcard;
+ * a device called status or write would collide with the gateway's own
+ * topics and is refused when [mqtt] is present.
+ */
+#include "config/internal.h"
+
+#include <string.h>
+#include <unistd.h>
+
+static bool set_publish(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_format(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_prefix(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_gateway(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_client_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_noted_bool(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+
+#define U(f, lo, hi) { .name = #f, .type = K_UINT, .offset = offsetof(north_config_t, f), .min = lo, .max = hi }
+#define B(f) { .name = #f, .type = K_BOOL, .offset = offsetof(north_config_t, f) }
+#define S(f, lo, cap) { .name = #f, .type = K_STRING, .offset = offsetof(north_config_t, f), .min = lo, .max = cap }
+#define C(key, fn) { .name = key, .type = K_CUSTOM, .set = fn }
+
+const key_spec_t config_mqtt_keys[] = {
+    S(host, 1, NORTH_HOST_MAX),
+    U(port, 1, 65535),
+    C("client_id", set_client_id),
+    S(username, 0, NORTH_ID_MAX),
+    S(password_file, 1, NORTH_PATH_MAX),
+    C("tls", set_noted_bool),
+    S(ca_file, 1, NORTH_PATH_MAX),
+    S(cert_file, 1, NORTH_PATH_MAX),
+    S(key_file, 1, NORTH_PATH_MAX),
+    B(verify),
+    U(keepalive_s, 5, 3600),
+    U(qos, 0, 1),
+    U(status_qos, 0, 1),
+    C("topic_prefix", set_prefix),
+    C("gateway", set_gateway),
+    C("publish", set_publish),
+    { .name = "deadband", .type = K_DOUBLE, .offset = offsetof(north_config_t, deadband), .max = 1e12 },
+    U(interval_ms, 100, 86400000),
+    B(clean_session),
+    C("format", set_format),
+    U(buffer_messages, 1, 10000000),
+    U(buffer_bytes, 65536, 4294967295.0),
+    S(spool_dir, 1, NORTH_PATH_MAX),
+    U(spool_max_bytes, 1048576, 4294967295.0),
+    U(spool_fsync_ms, 0, 60000),
+    U(max_write_bytes, 256, 1048576),
+    C("read_only", set_noted_bool),
+};
+_Static_assert(COUNT(config_mqtt_keys) == CONFIG_MQTT_KEYS, "CONFIG_MQTT_KEYS in config/internal.h");
+
+void config_mqtt_open(loader_t *ld)
+{
+    ld->cfg->mqtt_enabled = true;
+    ld->mqtt_line = ld->header_line;
+    ld->cfg->mqtt = (north_config_t){ .keepalive_s = 30, .qos = 1, .status_qos = 1, .topic_prefix = "rtugw",
+                                      .verify = true, .publish = NORTH_PUBLISH_CHANGE, .interval_ms = 1000,
+                                      .clean_session = true, .format = NORTH_FORMAT_JSON,
+                                      .buffer_messages = 10000, .buffer_bytes = 8u << 20,
+                                      .spool_max_bytes = 64u << 20, .spool_fsync_ms = 1000,
+                                      .max_write_bytes = 16384 };
+}
+
+/* ---- keys with a vocabulary or a rule of their own --------------------------------- */
+
+static bool set_publish(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    (void)number;
+    if (strcmp(value, "change") == 0)
+        m->publish = NORTH_PUBLISH_CHANGE;
+    else if (strcmp(value, "poll") == 0)
+        m->publish = NORTH_PUBLISH_POLL;
+    else if (strcmp(value, "interval") == 0)
+        m->publish = NORTH_PUBLISH_INTERVAL;
+    else {
+        config_bad_value(ld, k->name, value,
+                         "expected change (beyond deadband), poll (every poll) or interval (every interval_ms)");
+        return false;
+    }
+    return true;
+}
+
+static bool set_format(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    (void)number;
+    if (strcmp(value, "json") == 0)
+        m->format = NORTH_FORMAT_JSON;
+    else if (strcmp(value, "json-per-tag") == 0)
+        m->format = NORTH_FORMAT_JSON_PER_TAG;
+    else {
+        config_bad_value(ld, k->name, value, "expected json or json-per-tag");
+        return false;
+    }
+    return true;
+}
+
+/* Topic levels of printable characters, none empty, no wildcards. */
+static bool valid_topic_prefix(const char *p)
+{
+    if (!*p || *p == '/' || p[strlen(p) - 1] == '/' || strstr(p, "//"))
+        return false;
+    for (; *p; p++)
+        if (*p == '+' || *p == '#' || (unsigned char)*p <= 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+static bool set_prefix(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    (void)number;
+    if (strlen(value) >= sizeof m->topic_prefix || !valid_topic_prefix(value)) {
+        config_bad_value(ld, k->name, value, "expected topic levels like rtugw or site1/rtugw: no '+', '#', "
+                                             "spaces, empty levels or leading/trailing '/'");
+        return false;
+    }
+    snprintf(m->topic_prefix, sizeof m->topic_prefix, "%s", value);
+    return true;
+}
+
+static bool set_gateway(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    (void)number;
+    ld->mqtt_gateway_set = true;
+    if (!config_valid_name(value)) {
+        config_bad_value(ld, k->name, value, "expected 1..31 letters, digits, '-', '_' or '.' (it is a topic level)");
+        return false;
+    }
+    snprintf(m->gateway, sizeof m->gateway, "%s", value);
+    return true;
+}
+
+/* A client id brokers take everywhere: printable ASCII, no spaces. */
+static bool set_client_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    (void)number;
+    ld->mqtt_client_id_set = true;
+    bool ok = *value && strlen(value) < sizeof m->client_id;
+    for (const char *c = value; ok && *c; c++)
+        ok = (unsigned char)*c > 0x20 && (unsigned char)*c < 0x7f;
+    if (!ok) {
+        config_bad_value(ld, k->name, value, "expected 1..127 printable characters without spaces");
+        return false;
+    }
+    snprintf(m->client_id, sizeof m->client_id, "%s", value);
+    return true;
+}
+
+/* tls and read_only: booleans whose default depends on other keys. */
+static bool set_noted_bool(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    static const key_spec_t tls = B(tls), read_only = B(read_only);
+    bool is_tls = strcmp(k->name, "tls") == 0;
+    if (is_tls)
+        ld->mqtt_tls_set = true;
+    else
+        ld->mqtt_read_only_set = true;
+    return config_set_key(ld, is_tls ? &tls : &read_only, number, value);
+}
+
+/* ---- after the file ---------------------------------------------------------------- */
+
+/* The host name, made a valid topic level: the default gateway name. */
+static void host_name(char *buf, size_t cap)
+{
+    if (gethostname(buf, cap - 1) != 0 || !buf[0])
+        snprintf(buf, cap, "rtugw");
+    buf[cap - 1] = 0;
+    for (char *c = buf; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+              *c == '_' || *c == '.'))
+            *c = '-';
+}
+
+void config_mqtt_resolve(loader_t *ld)
+{
+    config_t *cfg = ld->cfg;
+    north_config_t *m = &cfg->mqtt;
+    unsigned line = ld->mqtt_line;
+    char host[CONFIG_NAME_MAX];
+
+    if (!cfg->mqtt_enabled)
+        return;
+    if (!m->host[0])
+        config_error_at(ld, line, "[mqtt]: host is required (the broker's name or address)");
+    if (!ld->mqtt_tls_set)
+        m->tls = m->ca_file[0] || m->cert_file[0];
+    else if (!m->tls && (m->ca_file[0] || m->cert_file[0] || m->key_file[0]))
+        config_error_at(ld, line, "[mqtt]: ca_file, cert_file or key_file is set but tls = false");
+    if (!m->cert_file[0] != !m->key_file[0])
+        config_error_at(ld, line, "[mqtt]: cert_file and key_file go together (a client certificate and its key)");
+    if (m->spool_dir[0] && m->qos == 0)
+        config_error_at(ld, line, "[mqtt]: spool_dir needs qos = 1 (QoS 0 publications are never buffered)");
+    if (!m->port)
+        m->port = m->tls ? 8883 : 1883;
+    if (!ld->mqtt_read_only_set)
+        m->read_only = cfg->tcp.read_only;
+    host_name(host, sizeof host);
+    if (!ld->mqtt_gateway_set)
+        snprintf(m->gateway, sizeof m->gateway, "%s", host);
+    if (!ld->mqtt_client_id_set)
+        snprintf(m->client_id, sizeof m->client_id, "rtugw-%s", host);
+    /* PREFIX/GATEWAY/status and PREFIX/GATEWAY/write are the gateway's own. */
+    for (unsigned i = 0; i < cfg->device_count; i++)
+        if (strcmp(cfg->devices[i].name, "status") == 0 || strcmp(cfg->devices[i].name, "write") == 0)
+            config_error_at(ld, cfg->devices[i].line, "[device %s]: the name is reserved with [mqtt] (topic %s/%s/%s)",
+                            cfg->devices[i].name, m->topic_prefix, m->gateway, cfg->devices[i].name);
+}

@@ -1,0 +1,351 @@
+/*
+ * gateway/north.c -- the MQTT client (north/) in the daemon: a front end
+ * like tcp.c, on the I/O thread.
+ *
+ * Out: after each poll answer the poller hands the values of each of the
+ * read's groups here (gwnorth_poll_answer, on the poller actor's thread); they
+ * cross to the I/O thread with loop_post, so the poller never waits on the
+ * network, and become named values of the group's device: tag POLLNAME.N
+ * is register (or bit) N of the group. That naming is this adapter's, and
+ * the tags work replaces it. A device is online while its polls are
+ * answered (a slave exception is an answer); a timeout or a port that is
+ * down takes it offline; both are published as they happen.
+ *
+ * In: a write names a device and a tag; the tag's group says the table and
+ * the address. Holding registers take FC 6 (one value) or FC 16 (a list),
+ * coils FC 5; inputs are refused. The request goes to the device's bus
+ * with this file's own origin and exactly one answer comes back through
+ * it, which becomes the write's answer (north_write_done).
+ */
+#include "gateway/internal.h"
+
+#include <event2/buffer.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gw_north {
+    gw_origin_t origin;           /* first: the write answers' way back */
+    gw_t *gw;
+    const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
+    north_t *north;
+    signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
+    north_value_t *values;        /* scratch for one group (at most 2000) */
+    char (*names)[CONFIG_NAME_MAX + 8];
+};
+
+static void log_hook(void *ctx, int level, const char *msg)
+{
+    gw_north_t *gn = ctx;
+    gw_log(gn->gw, (config_log_t)level, "%s", msg);
+}
+
+/* ---- out: poll answers --------------------------------------------------------------- */
+
+/* Why a group has no values, as north publishes it. */
+static const char *poll_error(uint8_t exception, char *buf, size_t cap)
+{
+    if (exception == MB_EX_TARGET_FAILED)
+        return "timeout";
+    if (exception == MB_EX_PATH_UNAVAILABLE)
+        return "unavailable";
+    if (exception == 0)
+        return "bad answer";
+    snprintf(buf, cap, "exception %02X", exception);
+    return buf;
+}
+
+static void device_state(gw_north_t *gn, unsigned device, bool up, const char *reason, uint64_t t_ms)
+{
+    if (gn->device_up[device] == (signed char)up)
+        return;
+    gn->device_up[device] = (signed char)up;
+    gn->m->device_status(gn->north, gn->gw->cfg->devices[device].name, up, reason, t_ms);
+}
+
+/* On the I/O thread: a = wall time (ms), b = group << 16 | good << 8 | exception,
+ * data = the group's items (registers big-endian, or bits packed 8 a byte). */
+static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_north_t *gn = ctx;
+    const config_t *cfg = gn->gw->cfg;
+    unsigned group = b >> 16;
+    bool good = (b >> 8) & 1;
+    uint8_t exception = (uint8_t)b;
+    char why[32];
+
+    if (group >= cfg->poll_count)
+        return;
+    const config_poll_t *g = &cfg->polls[group];
+    const char *error = good ? NULL : poll_error(exception, why, sizeof why);
+    for (unsigned i = 0; i < g->count; i++) {
+        north_value_t *v = &gn->values[i];
+        snprintf(gn->names[i], sizeof gn->names[i], "%s.%u", g->name, i);
+        *v = (north_value_t){ .tag = gn->names[i], .error = error };
+        if (good && g->function >= 3 && 2 * i + 1 < len) {
+            v->number = (double)(data[2 * i] << 8 | data[2 * i + 1]);
+        } else if (good && g->function <= 2 && i / 8 < len) {
+            v->kind = NORTH_BOOL;
+            v->flag = (data[i / 8] >> (i % 8)) & 1;
+        } else if (good) {
+            v->error = "bad answer";
+        }
+    }
+    bool reachable = good || (exception && exception != MB_EX_TARGET_FAILED && exception != MB_EX_PATH_UNAVAILABLE);
+    device_state(gn, g->device, reachable, reachable ? NULL : error, t_ms);
+    gn->m->publish(gn->north, cfg->devices[g->device].name, t_ms, gn->values, g->count);
+}
+
+void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
+                         unsigned count, unsigned function)
+{
+    uint8_t data[RTU_MAX_ADU];
+    size_t len = 0;
+    if (good && function >= 3) {
+        for (unsigned i = 0; i < count && len + 2 <= sizeof data; i++) {
+            data[len++] = (uint8_t)(values[i] >> 8);
+            data[len++] = (uint8_t)values[i];
+        }
+    } else if (good) {
+        len = (count + 7) / 8 <= sizeof data ? (count + 7) / 8 : sizeof data;
+        memset(data, 0, len);
+        for (unsigned i = 0; i < count && i / 8 < len; i++)
+            data[i / 8] |= (uint8_t)((values[i] & 1) << (i % 8));
+    }
+    uint32_t b = group << 16 | (unsigned)good << 8 | exception;
+    if (loop_post(gn->gw->loop, on_poll, gn, gn->m->now_ms(), b, data, len) != 0)
+        gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand poll values to the I/O thread (out of memory)");
+}
+
+/* ---- in: writes ------------------------------------------------------------------------- */
+
+/* "POLLNAME.N" of device -> its group and N. */
+static int find_tag(const config_t *cfg, const char *device, const char *tag, unsigned *group, unsigned *index)
+{
+    const char *dot = strrchr(tag, '.');
+    char *end;
+    if (!dot || dot == tag || !dot[1])
+        return NORTH_WRITE_UNKNOWN_TAG;
+    unsigned long n = strtoul(dot + 1, &end, 10);
+    if (*end || dot[1] == '-' || dot[1] == '+')
+        return NORTH_WRITE_UNKNOWN_TAG;
+    bool device_known = false;
+    for (unsigned i = 0; i < cfg->poll_count; i++) {
+        const config_poll_t *g = &cfg->polls[i];
+        if (strcmp(cfg->devices[g->device].name, device) != 0)
+            continue;
+        device_known = true;
+        if (strlen(g->name) == (size_t)(dot - tag) && strncmp(g->name, tag, (size_t)(dot - tag)) == 0 &&
+            n < g->count) {
+            *group = i;
+            *index = (unsigned)n;
+            return 0;
+        }
+    }
+    for (unsigned d = 0; d < cfg->device_count && !device_known; d++)
+        device_known = strcmp(cfg->devices[d].name, device) == 0;
+    return device_known ? NORTH_WRITE_UNKNOWN_TAG : NORTH_WRITE_UNKNOWN_DEVICE;
+}
+
+/* A register value: 0..65535, or -32768..-1 as its two's complement. */
+static bool register_value(double v, uint16_t *out)
+{
+    if (!isfinite(v) || v != floor(v) || v < -32768 || v > 65535)
+        return false;
+    *out = (uint16_t)(v < 0 ? (long)v + 65536 : (long)v);
+    return true;
+}
+
+/* The request PDU of a write; 0 or the answer code and *why. */
+static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t *w, gw_request_t *r,
+                     const char **why)
+{
+    unsigned addr = g->address + index;
+    uint16_t v;
+    if (g->function == 2 || g->function == 4) {
+        *why = "not writable: the tag is an input (function 2 or 4)";
+        return NORTH_WRITE_NOT_WRITABLE;
+    }
+    if (g->function == 1) {
+        if (w->count != 1 || (w->values[0] != 0 && w->values[0] != 1)) {
+            *why = "bad value: a coil takes true/false (or 1/0)";
+            return NORTH_WRITE_BAD_VALUE;
+        }
+        uint8_t pdu[5] = { 5, (uint8_t)(addr >> 8), (uint8_t)addr, w->values[0] ? 0xFF : 0, 0 };
+        memcpy(r->pdu, pdu, sizeof pdu);
+        r->pdu_len = sizeof pdu;
+        return 0;
+    }
+    if (w->is_bool || index + w->count > g->count) {
+        *why = w->is_bool ? "bad value: a register takes a number" : "bad value: the list runs past the poll group";
+        return NORTH_WRITE_BAD_VALUE;
+    }
+    if (w->count == 1) {
+        if (!register_value(w->values[0], &v)) {
+            *why = "bad value: a register takes a whole number -32768..65535";
+            return NORTH_WRITE_BAD_VALUE;
+        }
+        uint8_t pdu[5] = { 6, (uint8_t)(addr >> 8), (uint8_t)addr, (uint8_t)(v >> 8), (uint8_t)v };
+        memcpy(r->pdu, pdu, sizeof pdu);
+        r->pdu_len = sizeof pdu;
+        return 0;
+    }
+    uint8_t *p = r->pdu;
+    p[0] = 16;
+    p[1] = (uint8_t)(addr >> 8);
+    p[2] = (uint8_t)addr;
+    p[3] = 0;
+    p[4] = (uint8_t)w->count;
+    p[5] = (uint8_t)(2 * w->count);
+    for (size_t i = 0; i < w->count; i++) {
+        if (!register_value(w->values[i], &v)) {
+            *why = "bad value: a register takes a whole number -32768..65535";
+            return NORTH_WRITE_BAD_VALUE;
+        }
+        p[6 + 2 * i] = (uint8_t)(v >> 8);
+        p[7 + 2 * i] = (uint8_t)v;
+    }
+    r->pdu_len = (uint16_t)(6 + 2 * w->count);
+    return 0;
+}
+
+/* north's write hook, on the I/O thread. */
+static void on_write(void *ctx, uint32_t token, const north_write_t *w)
+{
+    gw_north_t *gn = ctx;
+    gw_t *gw = gn->gw;
+    unsigned group, index;
+    const char *why = NULL;
+
+    int rc = find_tag(gw->cfg, w->device, w->tag, &group, &index);
+    if (rc) {
+        gn->m->write_done(gn->north, token, rc,
+                         rc == NORTH_WRITE_UNKNOWN_DEVICE ? "unknown device" : "unknown tag (POLLNAME.N of the device)");
+        return;
+    }
+    const config_poll_t *g = &gw->cfg->polls[group];
+    const config_device_t *dev = &gw->cfg->devices[g->device];
+    gw_request_t r = { .origin = &gn->origin, .slave = (uint8_t)dev->slave, .bus = (uint8_t)dev->bus,
+                       .conn_id = token, .t_accept_ns = gw_now_ns() };
+    if ((rc = write_pdu(g, index, w, &r, &why)) != 0) {
+        gn->m->write_done(gn->north, token, rc, why);
+        return;
+    }
+    cache_write_begin(gw, dev->bus, dev->slave, r.pdu, r.pdu_len);
+    if (bus_submit(gw->buses[dev->bus], &r) != 0) {
+        cache_write_end(gw, dev->bus, dev->slave, r.pdu, r.pdu_len);
+        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
+    }
+}
+
+static const char *exception_text(uint8_t code)
+{
+    switch (code) {
+    case 1: return "exception 01: illegal function";
+    case 2: return "exception 02: illegal data address";
+    case 3: return "exception 03: illegal data value";
+    case 4: return "exception 04: slave device failure";
+    case 6: return "exception 06: busy";
+    case MB_EX_PATH_UNAVAILABLE: return "exception 0A: gateway path unavailable (port down)";
+    case MB_EX_TARGET_FAILED: return "exception 0B: no answer from the device (timeout)";
+    default: return "exception from the device";
+    }
+}
+
+/* On the I/O thread: the bus's answer to a write. */
+static void on_write_answer(void *ctx, uint64_t token, uint32_t b, const uint8_t *pdu, size_t len)
+{
+    gw_north_t *gn = ctx;
+    (void)b;
+    if (len >= 2 && (pdu[0] & 0x80))
+        gn->m->write_done(gn->north, (uint32_t)token, pdu[1], exception_text(pdu[1]));
+    else
+        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
+}
+
+/* origin: on the bus actor's thread (a worker, or the I/O thread itself);
+ * north is the I/O thread's, reached in post order. */
+static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+{
+    gw_north_t *gn = (gw_north_t *)o;
+    cache_write_end(gn->gw, req->bus, req->slave, req->pdu, req->pdu_len);
+    if (loop_post(gn->gw->loop, on_write_answer, gn, req->conn_id, 0, pdu, len) != 0)
+        gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot queue a write answer (out of memory)");
+}
+
+static const gw_origin_ops_t north_origin_ops = { "mqtt", origin_answer, NULL };
+
+/* ---- life, and /metrics ------------------------------------------------------------------ */
+
+gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
+{
+    gw_north_t *gn = calloc(1, sizeof *gn);
+    if (!gn || !(gn->device_up = malloc(gw->cfg->device_count + 1)) ||
+        !(gn->values = calloc(2000, sizeof *gn->values)) || !(gn->names = calloc(2000, sizeof *gn->names))) {
+        snprintf(err, errcap, "mqtt: out of memory");
+        gwnorth_free(gn);
+        return NULL;
+    }
+    memset(gn->device_up, -1, gw->cfg->device_count + 1);
+    gn->origin.ops = &north_origin_ops;
+    gn->gw = gw;
+    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = on_write };
+    if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
+        !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
+        gwnorth_free(gn);
+        return NULL;
+    }
+    const north_config_t *m = &gw->cfg->mqtt;
+    gw_log(gw, CONFIG_LOG_INFO, "mqtt: %s:%u%s as %s, topics %s/%s/..., qos %u%s%s", m->host, m->port,
+           m->tls ? " (tls)" : "", m->client_id, m->topic_prefix, m->gateway, m->qos, m->spool_dir[0] ? ", spool " : "",
+           m->spool_dir);
+    return gn;
+}
+
+void gwnorth_free(gw_north_t *gn)
+{
+    if (!gn)
+        return;
+    if (gn->north)
+        gn->m->destroy(gn->north);
+    free(gn->device_up);
+    free(gn->values);
+    free(gn->names);
+    free(gn);
+}
+
+void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b)
+{
+    north_stats_t st;
+    if (!gn)
+        return;
+    gn->m->get_stats(gn->north, &st);
+    static const struct { const char *name, *help; size_t off; bool gauge; } defs[] = {
+        { "connected", "1 while the MQTT session is up", offsetof(north_stats_t, connected), true },
+        { "published", "Publications handed to the broker connection (resends included)", offsetof(north_stats_t, published), false },
+        { "acknowledged", "QoS 1 publications acknowledged by the broker", offsetof(north_stats_t, acknowledged), false },
+        { "buffered", "Publications in memory waiting for their PUBACK or a connection", offsetof(north_stats_t, buffered), true },
+        { "buffered_bytes", "Bytes of the publications in memory", offsetof(north_stats_t, buffered_bytes), true },
+        { "spooled", "Publications in the disk spool not yet acknowledged", offsetof(north_stats_t, spooled), true },
+        { "spool_bytes", "Bytes of the disk spool", offsetof(north_stats_t, spool_bytes), true },
+        { "dropped", "Publications lost: buffer or spool full, or QoS 0 while disconnected", offsetof(north_stats_t, dropped), false },
+        { "connects", "MQTT sessions established", offsetof(north_stats_t, connects), false },
+        { "reconnects", "Connection attempts after a failure or a lost session", offsetof(north_stats_t, reconnects), false },
+        { "connect_failures", "Connection attempts that failed", offsetof(north_stats_t, connect_failures), false },
+        { "values", "Values handed to the MQTT client", offsetof(north_stats_t, values), false },
+        { "seq", "The last data sequence number", offsetof(north_stats_t, seq), true },
+        { "write_requests", "Write requests received", offsetof(north_stats_t, write_requests), false },
+        { "write_ok", "Writes answered with success", offsetof(north_stats_t, write_ok), false },
+        { "write_errors", "Writes answered with an error", offsetof(north_stats_t, write_errors), false },
+        { "write_malformed", "Write requests malformed (not JSON, a field wrong, too large)", offsetof(north_stats_t, write_malformed), false },
+    };
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+        const char *suffix = defs[i].gauge ? "" : "_total";
+        uint64_t v;
+        memcpy(&v, (const char *)&st + defs[i].off, sizeof v);
+        evbuffer_add_printf(b, "# HELP rtugw_mqtt_%s%s %s\n# TYPE rtugw_mqtt_%s%s %s\nrtugw_mqtt_%s%s %llu\n",
+                            defs[i].name, suffix, defs[i].help, defs[i].name, suffix,
+                            defs[i].gauge ? "gauge" : "counter", defs[i].name, suffix, (unsigned long long)v);
+    }
+}

@@ -1,0 +1,13 @@
+# The MQTT client (north/north.h): built as the module rtugw-mqtt.so, with
+# libmosquitto (and through it libssl), json-c and json/'s encoder, which
+# rtugw dlopen()s only when [mqtt] is present: a daemon without MQTT never
+# maps libssl. rtugw itself links only the loader (libnorth.a).
+noinst_LIBRARIES += north/libnorth.a
+north_libnorth_a_SOURCES = north/north.h north/load.c
+
+rtugwmodule_PROGRAMS += north/rtugw-mqtt.so
+north_rtugw_mqtt_so_SOURCES = north/north.h north/internal.h north/module.c north/north.c north/values.c \
+	north/writes.c north/client.c north/queue.c north/spool.c north/map.c json/json.h json/quote.c
+north_rtugw_mqtt_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(MOSQUITTO_CFLAGS) $(JSONC_CFLAGS) $(EVENT_CFLAGS)
+north_rtugw_mqtt_so_LDFLAGS = $(AM_LDFLAGS) -shared
+north_rtugw_mqtt_so_LDADD = $(MOSQUITTO_LIBS) $(JSONC_LIBS) $(EVENT_LIBS)

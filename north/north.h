@@ -1,0 +1,232 @@
+/*
+ * north/north.h -- the MQTT northbound client: publishes named values of
+ * named devices to a broker and takes write requests from it.
+ *
+ * It runs on an event_base it is given (the gateway's I/O thread) and has
+ * no thread of its own: libmosquitto is driven through mosquitto_socket(),
+ * mosquitto_loop_read/write/misc() and mosquitto_want_write(). Every call
+ * below is made on that thread.
+ *
+ * What it promises (docs/mqtt.md has the details):
+ *   - QoS 1 publications stay in a bounded buffer (and optionally a disk
+ *     spool) until the broker's PUBACK for them arrives; after a reconnect
+ *     they go out in order, before newer ones; when full, the oldest are
+ *     dropped and counted;
+ *   - every data message carries a sequence number that grows by one per
+ *     message, per gateway (and, with a spool, across restarts);
+ *   - a retained status with a will tells the fleet whether the gateway is
+ *     online; connection failures are logged once per reason and retried
+ *     with exponential back-off and jitter (0.5 s to 30 s);
+ *   - writes from PREFIX/GATEWAY/write get exactly one answer on
+ *     PREFIX/GATEWAY/write/response.
+ *
+ * The configuration is plain data (config/ fills it from [mqtt]); the rest
+ * is opaque. Depends on libmosquitto, libevent, json-c and json/.
+ */
+#ifndef RTUGW_NORTH_NORTH_H
+#define RTUGW_NORTH_NORTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+
+#define NORTH_HOST_MAX 256
+#define NORTH_PATH_MAX 256
+#define NORTH_ID_MAX 128          /* client id, user name */
+#define NORTH_NAME_MAX 64         /* gateway, device and tag names */
+#define NORTH_PREFIX_MAX 128
+#define NORTH_WRITE_MAX_VALUES 123   /* one FC 16 request */
+
+typedef enum north_publish_mode {
+    NORTH_PUBLISH_CHANGE = 0,     /* a value that moved beyond the deadband, or changed quality */
+    NORTH_PUBLISH_POLL,           /* every value, every time it is handed over */
+    NORTH_PUBLISH_INTERVAL,       /* the latest values, every interval_ms */
+} north_publish_mode_t;
+
+typedef enum north_format {
+    NORTH_FORMAT_JSON = 0,        /* PREFIX/GATEWAY/DEVICE/data: one message per device and hand-over */
+    NORTH_FORMAT_JSON_PER_TAG,    /* PREFIX/GATEWAY/DEVICE/TAG: one message per value */
+} north_format_t;
+
+typedef struct north_config {
+    char host[NORTH_HOST_MAX];
+    unsigned port;
+    char client_id[NORTH_ID_MAX];
+    char username[NORTH_ID_MAX];
+    char password_file[NORTH_PATH_MAX];  /* its first line is the password */
+    bool tls;
+    char ca_file[NORTH_PATH_MAX];        /* empty: the system's CA directory */
+    char cert_file[NORTH_PATH_MAX];      /* client certificate (with key_file) */
+    char key_file[NORTH_PATH_MAX];
+    bool verify;                         /* the broker's certificate and name */
+    unsigned keepalive_s;
+    unsigned qos;                        /* data: 0 or 1 */
+    unsigned status_qos;                 /* status and write responses: 0 or 1 */
+    char topic_prefix[NORTH_PREFIX_MAX];
+    char gateway[NORTH_NAME_MAX];
+    north_publish_mode_t publish;
+    double deadband;                     /* NORTH_PUBLISH_CHANGE: absolute, in the value's units */
+    unsigned interval_ms;                /* NORTH_PUBLISH_INTERVAL */
+    bool clean_session;
+    north_format_t format;
+    unsigned buffer_messages;            /* in memory, QoS 1 waiting for their PUBACK */
+    unsigned buffer_bytes;
+    char spool_dir[NORTH_PATH_MAX];      /* empty: no disk spool */
+    unsigned spool_max_bytes;
+    unsigned spool_fsync_ms;             /* 0: fsync after every message */
+    unsigned max_write_bytes;            /* largest write request payload taken */
+    bool read_only;                      /* writes are refused (NORTH_WRITE_READ_ONLY) */
+} north_config_t;
+
+/* ---- values --------------------------------------------------------------------- */
+
+typedef enum north_kind { NORTH_NUMBER = 0, NORTH_BOOL, NORTH_STRING } north_kind_t;
+
+typedef struct north_value {
+    const char *tag;         /* unique within its device; no '/', '+', '#' */
+    north_kind_t kind;
+    double number;
+    bool flag;
+    const char *text;
+    const char *unit;        /* NULL: none */
+    const char *error;       /* NULL: good; else why there is no value ("timeout", "exception 02") */
+} north_value_t;
+
+/* ---- writes ----------------------------------------------------------------------- */
+
+/* Answer codes on PREFIX/GATEWAY/write/response: 0, a Modbus exception code
+ * (1..255, from the slave or the gateway), or one of these. */
+enum {
+    NORTH_WRITE_OK = 0,
+    NORTH_WRITE_MALFORMED = 1001,      /* not JSON, not an object or a list of them */
+    NORTH_WRITE_BAD_FIELD = 1002,      /* uuid, device, tag or value missing or of the wrong type */
+    NORTH_WRITE_UNKNOWN_DEVICE = 1003,
+    NORTH_WRITE_UNKNOWN_TAG = 1004,
+    NORTH_WRITE_BAD_VALUE = 1005,      /* out of range for the tag */
+    NORTH_WRITE_READ_ONLY = 1006,
+    NORTH_WRITE_BUSY = 1007,           /* too many writes waiting for their answer */
+    NORTH_WRITE_TOO_LARGE = 1008,      /* payload over max_write_bytes, or too many items */
+    NORTH_WRITE_NOT_WRITABLE = 1009,   /* an input: discrete input or input register */
+    NORTH_WRITE_STOPPING = 1010,       /* the gateway stopped before the answer came */
+};
+
+typedef struct north_write {
+    const char *uuid;
+    const char *device;
+    const char *tag;
+    bool is_bool;                         /* value was true/false */
+    size_t count;                         /* 1, or the length of a list */
+    double values[NORTH_WRITE_MAX_VALUES];
+} north_write_t;
+
+/* ---- the client ------------------------------------------------------------------- */
+
+typedef struct north_hooks {
+    void *ctx;
+    /* level: 0 error, 1 warning, 2 info, 3 debug. */
+    void (*log)(void *ctx, int level, const char *msg);
+    /* A write to carry out; north_write_done(token, ...) must follow exactly
+     * once, now or later. NULL: every write is refused. */
+    void (*write)(void *ctx, uint32_t token, const north_write_t *w);
+} north_hooks_t;
+
+typedef struct north_stats {
+    uint64_t connected;          /* 1 while a session is up */
+    uint64_t published;          /* publications handed to the connection, resends included */
+    uint64_t acknowledged;       /* QoS 1 publications acknowledged (PUBACK) */
+    uint64_t buffered;           /* messages in memory waiting for their PUBACK (or a connection) */
+    uint64_t buffered_bytes;
+    uint64_t spooled;            /* messages in the disk spool, not yet acknowledged */
+    uint64_t spool_bytes;
+    uint64_t dropped;            /* lost: buffer or spool full, or QoS 0 while away */
+    uint64_t connects;           /* sessions established */
+    uint64_t reconnects;         /* connection attempts after a failure or a loss */
+    uint64_t connect_failures;
+    uint64_t values;             /* values handed over */
+    uint64_t seq;                /* the last data sequence number used */
+    uint64_t write_requests;     /* items received on the write topic */
+    uint64_t write_ok;
+    uint64_t write_errors;       /* answered with an error, malformed ones included */
+    uint64_t write_malformed;
+} north_stats_t;
+
+typedef struct north north_t;
+
+/* Checks the configuration (files readable, spool usable), calls
+ * mosquitto_lib_init() and starts connecting. NULL with err filled. */
+north_t *north_new(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
+                   size_t errcap);
+/* Answers writes still open, publishes the offline status, disconnects
+ * (waiting at most ~0.5 s for the broker), closes the spool. */
+void north_free(north_t *n);
+
+/*
+ * The values of one device at one moment (wall clock, ms since 1970). What
+ * is published follows cfg->publish and cfg->format. 0, or -EINVAL for a
+ * name that cannot be part of a topic, -ENOMEM.
+ */
+int north_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *values, size_t count);
+/* A device went online or offline (retained on PREFIX/GATEWAY/DEVICE/status). */
+int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
+/* The answer to a write handed to hooks->write. A stale token is ignored. */
+void north_write_done(north_t *n, uint32_t token, int error, const char *message);
+
+void north_get_stats(const north_t *n, north_stats_t *st);
+/* The wall clock in ms (for timestamps). */
+uint64_t north_now_ms(void);
+
+/* ---- the module ------------------------------------------------------------------- */
+
+/*
+ * rtugw links none of the above: north/ is built as its own shared object,
+ * rtugw-mqtt.so (with libmosquitto, and through it libssl), which the
+ * daemon loads with dlopen() only when [mqtt] is present, so that a daemon
+ * without MQTT never maps libssl. Its one exported symbol is
+ * rtugw_mqtt_module, this table. It also lends its libmosquitto to bench
+ * mqtt's reference client and subscriber.
+ */
+#define NORTH_MODULE_ABI 1
+struct mosquitto;
+struct mosquitto_message;
+
+typedef struct north_mosquitto {
+    int (*lib_init)(void);
+    int (*lib_cleanup)(void);
+    int (*lib_version)(int *major, int *minor, int *revision);
+    struct mosquitto *(*create)(const char *id, bool clean_session, void *obj);
+    void (*destroy)(struct mosquitto *m);
+    int (*connect)(struct mosquitto *m, const char *host, int port, int keepalive);
+    int (*disconnect)(struct mosquitto *m);
+    int (*loop)(struct mosquitto *m, int timeout_ms, int max_packets);
+    int (*loop_start)(struct mosquitto *m);
+    int (*loop_stop)(struct mosquitto *m, bool force);
+    int (*publish)(struct mosquitto *m, int *mid, const char *topic, int len, const void *payload, int qos,
+                   bool retain);
+    int (*subscribe)(struct mosquitto *m, int *mid, const char *sub, int qos);
+    int (*int_option)(struct mosquitto *m, int option, int value);   /* MOSQ_OPT_* */
+    void (*connect_callback_set)(struct mosquitto *m, void (*cb)(struct mosquitto *, void *, int));
+    void (*message_callback_set)(struct mosquitto *m,
+                                 void (*cb)(struct mosquitto *, void *, const struct mosquitto_message *));
+} north_mosquitto_t;
+
+typedef struct north_module {
+    unsigned abi;                     /* NORTH_MODULE_ABI */
+    north_t *(*create)(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
+                       size_t errcap);
+    void (*destroy)(north_t *n);
+    int (*publish)(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *values, size_t count);
+    int (*device_status)(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
+    void (*write_done)(north_t *n, uint32_t token, int error, const char *message);
+    void (*get_stats)(const north_t *n, north_stats_t *st);
+    uint64_t (*now_ms)(void);
+    const north_mosquitto_t *mosquitto;
+} north_module_t;
+
+/* north/load.c (linked into rtugw, no libmosquitto): the module, found beside
+ * the rtugw binary in the build tree (north/rtugw-mqtt.so), else in moduledir.
+ * NULL with err filled. Loaded once; never unloaded. */
+const north_module_t *north_module_load(const char *moduledir, char *err, size_t errcap);
+
+#endif

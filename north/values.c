@@ -1,0 +1,457 @@
+/*
+ * north/values.c -- the tag store and the data payloads.
+ *
+ * Every value handed over is kept per device and tag (the last value, its
+ * quality, and the last one published), so the publish mode can decide:
+ *   change    a tag goes out when it moved by more than the deadband since
+ *             it was last published, changed kind or text, or changed
+ *             quality (an error that appears, changes or clears);
+ *   poll      every value, every time;
+ *   interval  every interval_ms, each device's tags that were handed over
+ *             since the previous tick, with their latest value.
+ *
+ * Payloads (docs/mqtt.md):
+ *   json          PREFIX/GATEWAY/DEVICE/data
+ *                 {"timestamp","gateway","device","seq","values":{..},"errors":{..}}
+ *   json-per-tag  PREFIX/GATEWAY/DEVICE/TAG
+ *                 {"value","unit","quality","timestamp","seq"} (+ "error" when bad)
+ * Each message takes the next sequence number of the gateway. Every string
+ * goes through json_quote().
+ */
+#include "north/internal.h"
+#include "json/json.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct north_tag {
+    char *name;
+    char *unit;
+    north_kind_t kind;
+    double number;
+    bool flag;
+    char *text;
+    char error[48];
+    bool published;              /* p_* hold what went out last */
+    north_kind_t p_kind;
+    double p_number;
+    bool p_flag;
+    char *p_text;
+    char p_error[48];
+    bool fresh;                  /* handed over since the last interval tick */
+} north_tag_t;
+
+struct north_device {
+    char name[NORTH_NAME_MAX];
+    north_map_t tags;
+    north_tag_t **list;          /* in order of first arrival */
+    size_t n, cap;
+    north_tag_t **pick;          /* scratch: the tags one message carries */
+    bool fresh;
+    uint64_t timestamp_ms;
+};
+
+/* A name that can stand as one topic level. */
+static bool topic_name_ok(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len >= NORTH_NAME_MAX)
+        return false;
+    for (; *s; s++)
+        if (*s == '/' || *s == '+' || *s == '#' || (unsigned char)*s < 0x20 || *s == 0x7f)
+            return false;
+    return true;
+}
+
+/* Whole numbers (every register and bit) by hand: snprintf's %.0f goes
+ * through the floating-point formatter, the largest cost of a message. */
+static void format_integer(char *buf, int64_t v)
+{
+    char digits[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)-v : (uint64_t)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *buf++ = '-';
+    while (n)
+        *buf++ = digits[--n];
+    *buf = 0;
+}
+
+void values_format_number(char *buf, size_t cap, double v)
+{
+    if (!isfinite(v))
+        snprintf(buf, cap, "null");
+    else if (v == floor(v) && fabs(v) < 9007199254740992.0 && cap >= 24)
+        format_integer(buf, (int64_t)v);
+    else {
+        snprintf(buf, cap, "%.15g", v);
+        if (strtod(buf, NULL) != v)
+            snprintf(buf, cap, "%.17g", v);
+    }
+}
+
+void values_add_quoted(struct evbuffer *b, const char *s)
+{
+    char small[JSON_QUOTED_MAX(64)];
+    size_t need = json_quote(small, sizeof small, s);
+    if (need < sizeof small) {
+        evbuffer_add(b, small, need);
+        return;
+    }
+    char *big = malloc(need + 1);
+    if (big) {
+        json_quote(big, need + 1, s);
+        evbuffer_add(b, big, need);
+        free(big);
+    } else {
+        evbuffer_add(b, small, strlen(small));
+    }
+}
+
+#define ADD_LITERAL(b, text) evbuffer_add((b), (text), sizeof(text) - 1)
+
+static void add_integer(struct evbuffer *b, uint64_t v)
+{
+    char num[24];
+    format_integer(num, (int64_t)v);
+    evbuffer_add(b, num, strlen(num));
+}
+
+static void add_value(struct evbuffer *b, const north_tag_t *t)
+{
+    char num[40];
+    switch (t->kind) {
+    case NORTH_NUMBER:
+        values_format_number(num, sizeof num, t->number);
+        evbuffer_add(b, num, strlen(num));
+        break;
+    case NORTH_BOOL:
+        if (t->flag)
+            ADD_LITERAL(b, "true");
+        else
+            ADD_LITERAL(b, "false");
+        break;
+    case NORTH_STRING:
+        values_add_quoted(b, t->text ? t->text : "");
+        break;
+    }
+}
+
+/* ---- the store ----------------------------------------------------------------------- */
+
+static void tag_free(void *p)
+{
+    north_tag_t *t = p;
+    free(t->name);
+    free(t->unit);
+    free(t->text);
+    free(t->p_text);
+    free(t);
+}
+
+static void device_free(void *p)
+{
+    north_device_t *d = p;
+    map_free(&d->tags, tag_free);
+    free(d->list);
+    free(d->pick);
+    free(d);
+}
+
+static north_device_t *device_get(north_t *n, const char *name)
+{
+    north_device_t *d = map_get(&n->devices, name);
+    if (d)
+        return d;
+    if (n->n_devices == n->cap_devices) {
+        size_t cap = n->cap_devices ? n->cap_devices * 2 : 16;
+        north_device_t **bigger = realloc(n->device_list, cap * sizeof *bigger);
+        if (!bigger)
+            return NULL;
+        n->device_list = bigger;
+        n->cap_devices = cap;
+    }
+    if (!(d = calloc(1, sizeof *d)))
+        return NULL;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    if (map_put(&n->devices, name, d) != 0) {
+        free(d);
+        return NULL;
+    }
+    n->device_list[n->n_devices++] = d;
+    return d;
+}
+
+static north_tag_t *tag_get(north_t *n, north_device_t *d, const char *name)
+{
+    north_tag_t *t = map_get(&d->tags, name);
+    if (t)
+        return t;
+    if (n->n_tags >= NORTH_MAX_TAGS) {
+        if (!n->warned_tags)
+            north_log(n, 1, "mqtt: more than %u tags; values of further tags are not published", NORTH_MAX_TAGS);
+        n->warned_tags = true;
+        return NULL;
+    }
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 16;
+        north_tag_t **bigger = realloc(d->list, cap * sizeof *bigger);
+        north_tag_t **pick = realloc(d->pick, cap * sizeof *pick);
+        if (bigger)
+            d->list = bigger;
+        if (pick)
+            d->pick = pick;
+        if (!bigger || !pick)
+            return NULL;
+        d->cap = cap;
+    }
+    if (!(t = calloc(1, sizeof *t)) || !(t->name = strdup(name)) || map_put(&d->tags, name, t) != 0) {
+        if (t)
+            free(t->name);
+        free(t);
+        return NULL;
+    }
+    d->list[d->n++] = t;
+    n->n_tags++;
+    return t;
+}
+
+static int set_string(char **dst, const char *src)
+{
+    if (!src) {
+        free(*dst);
+        *dst = NULL;
+        return 0;
+    }
+    if (*dst && strcmp(*dst, src) == 0)
+        return 0;
+    char *copy = strdup(src);
+    if (!copy)
+        return -ENOMEM;
+    free(*dst);
+    *dst = copy;
+    return 0;
+}
+
+static int tag_update(north_tag_t *t, const north_value_t *v)
+{
+    t->kind = v->kind;
+    t->number = v->number;
+    t->flag = v->flag;
+    snprintf(t->error, sizeof t->error, "%s", v->error ? v->error : "");
+    t->fresh = true;
+    if (set_string(&t->unit, v->unit) != 0)
+        return -ENOMEM;
+    return set_string(&t->text, v->kind == NORTH_STRING ? (v->text ? v->text : "") : NULL);
+}
+
+static bool tag_changed(const north_t *n, const north_tag_t *t)
+{
+    if (!t->published || strcmp(t->error, t->p_error) != 0 || t->kind != t->p_kind)
+        return true;
+    if (t->error[0])
+        return false;
+    switch (t->kind) {
+    case NORTH_NUMBER:
+        return isnan(t->number) != isnan(t->p_number) || fabs(t->number - t->p_number) > n->cfg.deadband;
+    case NORTH_BOOL:
+        return t->flag != t->p_flag;
+    case NORTH_STRING:
+        return strcmp(t->text ? t->text : "", t->p_text ? t->p_text : "") != 0;
+    }
+    return true;
+}
+
+static void tag_mark_published(north_tag_t *t)
+{
+    t->published = true;
+    t->p_kind = t->kind;
+    t->p_number = t->number;
+    t->p_flag = t->flag;
+    snprintf(t->p_error, sizeof t->p_error, "%s", t->error);
+    if (set_string(&t->p_text, t->text) != 0)
+        t->published = false;   /* out of memory: it goes out again next time */
+    t->fresh = false;
+}
+
+/* ---- messages -------------------------------------------------------------------------- */
+
+static void json_message(north_t *n, struct evbuffer *b, const north_device_t *d, north_tag_t **tags, size_t k,
+                         uint64_t ts)
+{
+    ADD_LITERAL(b, "{\"timestamp\":");
+    add_integer(b, ts);
+    ADD_LITERAL(b, ",\"gateway\":");
+    values_add_quoted(b, n->cfg.gateway);
+    ADD_LITERAL(b, ",\"device\":");
+    values_add_quoted(b, d->name);
+    ADD_LITERAL(b, ",\"seq\":");
+    add_integer(b, n->seq);
+    ADD_LITERAL(b, ",\"values\":{");
+    bool first = true;
+    for (size_t i = 0; i < k; i++) {
+        if (tags[i]->error[0])
+            continue;
+        evbuffer_add(b, ",", !first);
+        values_add_quoted(b, tags[i]->name);
+        evbuffer_add(b, ":", 1);
+        add_value(b, tags[i]);
+        first = false;
+    }
+    ADD_LITERAL(b, "},\"errors\":{");
+    first = true;
+    for (size_t i = 0; i < k; i++) {
+        if (!tags[i]->error[0])
+            continue;
+        evbuffer_add(b, ",", !first);
+        values_add_quoted(b, tags[i]->name);
+        evbuffer_add(b, ":", 1);
+        values_add_quoted(b, tags[i]->error);
+        first = false;
+    }
+    ADD_LITERAL(b, "}}");
+}
+
+static void tag_message(north_t *n, struct evbuffer *b, const north_tag_t *t, uint64_t ts)
+{
+    ADD_LITERAL(b, "{\"value\":");
+    if (t->error[0])
+        ADD_LITERAL(b, "null");
+    else
+        add_value(b, t);
+    ADD_LITERAL(b, ",\"unit\":");
+    if (t->unit)
+        values_add_quoted(b, t->unit);
+    else
+        ADD_LITERAL(b, "null");
+    evbuffer_add_printf(b, ",\"quality\":\"%s\"", t->error[0] ? "bad" : "good");
+    if (t->error[0]) {
+        ADD_LITERAL(b, ",\"error\":");
+        values_add_quoted(b, t->error);
+    }
+    ADD_LITERAL(b, ",\"timestamp\":");
+    add_integer(b, ts);
+    ADD_LITERAL(b, ",\"seq\":");
+    add_integer(b, n->seq);
+    ADD_LITERAL(b, "}");
+}
+
+static void send_buffer(north_t *n, const char *topic, struct evbuffer *b)
+{
+    size_t len = evbuffer_get_length(b);
+    const unsigned char *p = evbuffer_pullup(b, -1);
+    if (p)
+        queue_publish(n, topic, p, len, (int)n->cfg.qos, false, n->seq);
+    else
+        n->st.dropped++;
+    evbuffer_drain(b, len);
+}
+
+/* k tags of d, published as cfg->format says, each message its own seq. */
+static void emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, uint64_t ts)
+{
+    char topic[NORTH_PREFIX_MAX + 3 * NORTH_NAME_MAX + 8];
+    struct evbuffer *b = n->scratch;
+
+    if (k == 0)
+        return;
+    if (n->cfg.format == NORTH_FORMAT_JSON) {
+        n->seq++;
+        snprintf(topic, sizeof topic, "%s/%s/%s/data", n->cfg.topic_prefix, n->cfg.gateway, d->name);
+        json_message(n, b, d, tags, k, ts);
+        send_buffer(n, topic, b);
+    } else {
+        for (size_t i = 0; i < k; i++) {
+            n->seq++;
+            snprintf(topic, sizeof topic, "%s/%s/%s/%s", n->cfg.topic_prefix, n->cfg.gateway, d->name,
+                     tags[i]->name);
+            tag_message(n, b, tags[i], ts);
+            send_buffer(n, topic, b);
+        }
+    }
+    for (size_t i = 0; i < k; i++)
+        tag_mark_published(tags[i]);
+}
+
+int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count)
+{
+    if (!topic_name_ok(device))
+        return -EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (!v[i].tag || !topic_name_ok(v[i].tag))
+            return -EINVAL;
+    north_device_t *d = device_get(n, device);
+    if (!d)
+        return -ENOMEM;
+    size_t k = 0;
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        north_tag_t *t = tag_get(n, d, v[i].tag);
+        if (!t || tag_update(t, &v[i]) != 0) {
+            rc = -ENOMEM;
+            continue;
+        }
+        n->st.values++;
+        if (n->cfg.publish == NORTH_PUBLISH_POLL || (n->cfg.publish == NORTH_PUBLISH_CHANGE && tag_changed(n, t)))
+            d->pick[k++] = t;
+    }
+    d->fresh = true;
+    d->timestamp_ms = timestamp_ms;
+    if (n->cfg.publish != NORTH_PUBLISH_INTERVAL)
+        emit(n, d, d->pick, k, timestamp_ms);
+    return rc;
+}
+
+static void on_interval(evutil_socket_t fd, short what, void *arg)
+{
+    north_t *n = arg;
+    (void)fd;
+    (void)what;
+    for (size_t i = 0; i < n->n_devices; i++) {
+        north_device_t *d = n->device_list[i];
+        size_t k = 0;
+        if (!d->fresh)
+            continue;
+        for (size_t j = 0; j < d->n; j++)
+            if (d->list[j]->fresh)
+                d->pick[k++] = d->list[j];
+        emit(n, d, d->pick, k, d->timestamp_ms);
+        d->fresh = false;
+    }
+}
+
+int values_start(north_t *n)
+{
+    if (!(n->scratch = evbuffer_new()))
+        return -ENOMEM;
+    if (n->cfg.publish != NORTH_PUBLISH_INTERVAL)
+        return 0;
+    n->ev_interval = event_new(n->base, -1, EV_PERSIST, on_interval, n);
+    struct timeval tv = { n->cfg.interval_ms / 1000, (n->cfg.interval_ms % 1000) * 1000 };
+    if (!n->ev_interval || event_add(n->ev_interval, &tv) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
+void values_free(north_t *n)
+{
+    if (n->ev_interval)
+        event_free(n->ev_interval);
+    if (n->scratch)
+        evbuffer_free(n->scratch);
+    n->ev_interval = NULL;
+    n->scratch = NULL;
+    map_free(&n->devices, device_free);
+    free(n->device_list);
+    n->device_list = NULL;
+    n->n_devices = n->cap_devices = n->n_tags = 0;
+}
