@@ -470,6 +470,9 @@ void gwnorth_free(gw_north_t *gn);
 /* Any thread (the poller): one poll group's answer; never blocks. */
 void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
                          unsigned count, unsigned function);
+/* The poller's thread: read r of plan was answered (or failed) and applied to
+ * the tag table; its tags go out. Never blocks. */
+void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms);
 struct evbuffer;
 void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 

@@ -11,8 +11,20 @@
  * answered (a slave exception is an answer); a timeout or a port that is
  * down takes it offline; both are published as they happen.
  *
- * In: a write names a device and a tag; the tag's group says the table and
- * the address. Holding registers take FC 6 (one value) or FC 16 (a list),
+ * Tags (tags.csv) go out typed: after each poll answer the poller hands the
+ * indices of the read's tags here (gwnorth_tags_answer), in chunks that fit
+ * a loop_post; the I/O thread gathers them and, on the last chunk, reads
+ * their values from the live table under its lock and publishes them as one
+ * device's values. The chunks of one read cannot interleave with another's:
+ * there is one poller actor, so its posts come from one thread at a time
+ * and loop_post keeps their order. Each device's tags are announced to north
+ * once at start (north_define_device: type, unit, writable).
+ *
+ * In: a write names a device and a tag. A tag of tags.csv is encoded by the
+ * tag codec (type, order, scale: tags_encode_text) and written with FC 5, 6,
+ * 15 or 16; a bool in a register is a read-modify-write (FC 3, then FC 6)
+ * with at most one such write per register in flight from MQTT. Otherwise
+ * the tag is POLLNAME.N and the group says the table and the address. Holding registers take FC 6 (one value) or FC 16 (a list),
  * coils FC 5; inputs are refused. The request goes to the device's bus
  * with this file's own origin and exactly one answer comes back through
  * it, which becomes the write's answer (north_write_done).
@@ -25,6 +37,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A bool in a register being written: the register's read is on the bus. */
+#define GWNORTH_RMW_MAX 16
+#define GWNORTH_TEXT_BYTES 16384   /* a read is at most 125 registers: 1,000 bytes of text and NULs */
+typedef struct gw_north_rmw {
+    uint32_t token;               /* 0: free */
+    unsigned bus, slave;
+    tags_write_t w;
+} gw_north_rmw_t;
+
 struct gw_north {
     gw_origin_t origin;           /* first: the write answers' way back */
     gw_t *gw;
@@ -33,6 +54,11 @@ struct gw_north {
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
     north_value_t *values;        /* scratch for one group (at most 2000) */
     char (*names)[CONFIG_NAME_MAX + 8];
+    uint32_t *gathered;           /* tag indices of the read whose chunks are arriving */
+    size_t n_gathered, cap_gathered;
+    char *text;                   /* string and raw values of one read, NUL-separated */
+    char (*errors)[16];           /* per value of one read: "exception 02" */
+    gw_north_rmw_t rmw[GWNORTH_RMW_MAX];
 };
 
 static void log_hook(void *ctx, int level, const char *msg)
@@ -116,6 +142,166 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
     uint32_t b = group << 16 | (unsigned)good << 8 | exception;
     if (loop_post(gn->gw->loop, on_poll, gn, gn->m->now_ms(), b, data, len) != 0)
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand poll values to the I/O thread (out of memory)");
+}
+
+/* ---- out: tags ------------------------------------------------------------------------ */
+
+#define CHUNK_TAGS (RTU_MAX_ADU / sizeof(uint32_t))
+#define CHUNK_LAST 0x80000000u
+
+/* The north type a tag is published as: its own for whole numbers read as
+ * they are, a double once scale or offset make it an engineering value. */
+static north_type_t north_type_of(const tags_tag_t *g)
+{
+    bool scaled = g->scale != 1 || g->offset != 0;
+    switch (g->type) {
+    case TAGS_BOOL: return NORTH_TYPE_BOOL;
+    case TAGS_INT16: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_INT16;
+    case TAGS_UINT16: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT16;
+    case TAGS_INT32: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_INT32;
+    case TAGS_UINT32: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT32;
+    case TAGS_INT64: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_INT64;
+    case TAGS_UINT64: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT64;
+    case TAGS_FLOAT32: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_FLOAT;
+    case TAGS_FLOAT64: return NORTH_TYPE_DOUBLE;
+    case TAGS_STRING:
+    case TAGS_RAW: return NORTH_TYPE_STRING;   /* raw: its words as hex text */
+    }
+    return NORTH_TYPE_AUTO;
+}
+
+static const char *tag_error(const tags_value_t *v, char *buf, size_t cap)
+{
+    switch (v->reason) {
+    case TAGS_BAD_NONE: return NULL;
+    case TAGS_BAD_TIMEOUT: return "timeout";
+    case TAGS_BAD_PORT_DOWN: return "unavailable";
+    case TAGS_BAD_SHORT: return "bad answer";
+    case TAGS_BAD_NOT_READ: return "not read yet";
+    case TAGS_BAD_EXCEPTION: snprintf(buf, cap, "exception %02X", v->exception); return buf;
+    }
+    return "bad";
+}
+
+/* One tag's value as north takes it; its text (string, raw) goes to *text. */
+static void tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
+                      char **text, char *text_end)
+{
+    *out = (north_value_t){ .tag = g->name, .unit = g->unit[0] ? g->unit : NULL, .type = north_type_of(g),
+                            .stale = v->quality == TAGS_STALE, .has_deadband = true, .deadband = g->deadband };
+    out->error = v->quality == TAGS_BAD ? tag_error(v, err, errcap) : NULL;
+    if (out->type == NORTH_TYPE_BOOL) {
+        out->kind = NORTH_BOOL;
+        out->flag = v->raw.b;
+    } else if (out->type == NORTH_TYPE_STRING) {
+        out->kind = NORTH_STRING;
+        out->text = "";
+        if (!out->error && text_end - *text > 1) {
+            int n = tags_format(g, v, *text, (size_t)(text_end - *text));
+            if (n >= 0) {
+                out->text = *text;
+                *text += n + 1;
+            } else {
+                out->error = "value too long";
+            }
+        }
+    } else {
+        out->kind = NORTH_NUMBER;
+        out->number = v->eng;
+        out->i = v->raw.i;
+        out->u = v->raw.u;
+    }
+}
+
+/* On the I/O thread: the read's tags are all here; publish them. */
+static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
+{
+    gw_t *gw = gn->gw;
+    const tags_table_t *defs = gwtags_defs(gw->tags);
+    size_t n = gn->n_gathered;
+    char *text = gn->text, *text_end = gn->text + GWNORTH_TEXT_BYTES;
+
+    gn->n_gathered = 0;
+    if (n == 0 || n > 2000)
+        return;
+    const tags_tag_t *first = tags_table_tag(defs, gn->gathered[0]);
+    unsigned device = gwtags_config_device(gw->tags, first);
+    bool reachable = false, any_answer = false;
+    const tags_table_t *t = gwtags_lock(gw->tags);
+    for (size_t k = 0; k < n; k++) {
+        const tags_tag_t *g = tags_table_tag(defs, gn->gathered[k]);
+        tags_value_t v;
+        tags_table_value(t, gn->gathered[k], (int64_t)t_ms, &v);
+        tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
+        if (v.reason != TAGS_BAD_NOT_READ) {
+            any_answer = true;
+            reachable |= v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT;
+        }
+    }
+    if (any_answer)
+        device_state(gn, device, reachable, reachable ? NULL : gn->values[0].error, t_ms);
+    gn->m->publish(gn->north, gw->cfg->devices[device].name, t_ms, gn->values, n);
+    gwtags_unlock(gw->tags);   /* string values point into the table's words until here */
+}
+
+/* On the I/O thread: a = wall time, b = count | CHUNK_LAST, data = tag indices. */
+static void on_tags(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_north_t *gn = ctx;
+    size_t count = len / sizeof(uint32_t);
+    if (gn->n_gathered + count <= gn->cap_gathered) {
+        memcpy(gn->gathered + gn->n_gathered, data, count * sizeof(uint32_t));
+        gn->n_gathered += count;
+    }
+    if (b & CHUNK_LAST)
+        publish_gathered(gn, t_ms);
+}
+
+void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms)
+{
+    size_t n, sent = 0;
+    const tags_member_t *m = tags_plan_members(plan, r, &n);
+    uint32_t chunk[CHUNK_TAGS];
+    size_t k = 0, tags = 0;
+
+    for (size_t i = 0; i < n; i++)
+        tags += !m[i].is_group;
+    for (size_t i = 0; i < n && tags; i++) {
+        if (m[i].is_group)
+            continue;
+        chunk[k++] = m[i].index;
+        sent++;
+        if (k == CHUNK_TAGS || sent == tags) {
+            uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST : 0);
+            if (loop_post(gn->gw->loop, on_tags, gn, (uint64_t)wall_ms, b, chunk, k * sizeof chunk[0]) != 0)
+                gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand tag values to the I/O thread (out of memory)");
+            k = 0;
+        }
+    }
+}
+
+/* At start: each device's tags, so north knows their types before values. */
+static int define_devices(gw_north_t *gn)
+{
+    const tags_table_t *defs = gwtags_defs(gn->gw->tags);
+    north_metric_def_t *list = calloc(tags_table_count(defs) + 1, sizeof *list);
+    if (!list)
+        return -1;
+    for (size_t d = 0; d < tags_table_device_count(defs); d++) {
+        size_t n;
+        const unsigned *idx = tags_table_device_tags(defs, d, &n);
+        for (size_t k = 0; k < n; k++) {
+            const tags_tag_t *g = tags_table_tag(defs, idx[k]);
+            list[k] = (north_metric_def_t){ .tag = g->name, .type = north_type_of(g),
+                                            .unit = g->unit[0] ? g->unit : NULL, .writable = g->writable };
+        }
+        if (gn->m->define_device(gn->north, tags_table_device_name(defs, d), list, n) != 0) {
+            free(list);
+            return -1;
+        }
+    }
+    free(list);
+    return 0;
 }
 
 /* ---- in: writes ------------------------------------------------------------------------- */
@@ -210,6 +396,108 @@ static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t
     return 0;
 }
 
+/* ---- in: writes of tags ------------------------------------------------------------------ */
+
+static int submit_tag_write(gw_north_t *gn, uint32_t token, unsigned bus, unsigned slave, const tags_write_t *w,
+                            uint32_t rmw_slot)
+{
+    gw_request_t r = { .origin = &gn->origin, .slave = (uint8_t)slave, .bus = (uint8_t)bus, .conn_id = token,
+                       .seq = rmw_slot, .t_accept_ns = gw_now_ns() };
+    if (rmw_slot) {   /* the register's value first: Modbus has no single-bit register write */
+        uint8_t pdu[5] = { 3, (uint8_t)(w->address >> 8), (uint8_t)w->address, 0, 1 };
+        memcpy(r.pdu, pdu, sizeof pdu);
+        r.pdu_len = sizeof pdu;
+        return bus_submit(gn->gw->buses[bus], &r);
+    }
+    int n = tags_write_pdu(w, r.pdu, sizeof r.pdu);
+    if (n < 0)
+        return n;
+    r.pdu_len = (uint16_t)n;
+    cache_write_begin(gn->gw, bus, slave, r.pdu, r.pdu_len);
+    int rc = bus_submit(gn->gw->buses[bus], &r);
+    if (rc != 0)
+        cache_write_end(gn->gw, bus, slave, r.pdu, r.pdu_len);
+    return rc;
+}
+
+/* A read-modify-write slot for w, or 0 when one of the same register is in
+ * flight (two would each write back the other's bit unchanged) or all are. */
+static uint32_t take_rmw(gw_north_t *gn, uint32_t token, unsigned bus, unsigned slave, const tags_write_t *w)
+{
+    uint32_t free_slot = 0;
+    for (uint32_t i = 0; i < GWNORTH_RMW_MAX; i++) {
+        const gw_north_rmw_t *s = &gn->rmw[i];
+        if (!s->token && !free_slot)
+            free_slot = i + 1;
+        if (s->token && s->bus == bus && s->slave == slave && s->w.address == w->address)
+            return 0;
+    }
+    if (free_slot)
+        gn->rmw[free_slot - 1] = (gw_north_rmw_t){ .token = token, .bus = bus, .slave = slave, .w = *w };
+    return free_slot;
+}
+
+/* A tag of tags.csv: true when w names one of the device (answered here). */
+static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
+{
+    gw_t *gw = gn->gw;
+    const tags_table_t *defs = gwtags_defs(gw->tags);
+    int i = tags_table_find(defs, w->tag);
+    const tags_tag_t *g = i >= 0 ? tags_table_tag(defs, (size_t)i) : NULL;
+    char msg[320];
+    tags_write_t tw;
+
+    if (!g || strcmp(tags_table_device_name(defs, g->device), w->device) != 0)
+        return false;
+    if (!g->writable) {
+        gn->m->write_done(gn->north, token, NORTH_WRITE_NOT_WRITABLE,
+                          g->area == TAGS_AREA_DISCRETE || g->area == TAGS_AREA_INPUT
+                              ? "not writable: the tag is an input (discrete input or input register)"
+                              : "not writable: the tag is not marked writable in the tag file");
+        return true;
+    }
+    int rc = w->text ? tags_encode_text(g, w->text, 0, &tw, msg, sizeof msg) : -EINVAL;
+    if (rc != 0) {
+        if (!w->text)
+            snprintf(msg, sizeof msg, "a tag takes one value, not a list");
+        char why[340];
+        snprintf(why, sizeof why, "bad value: %s", msg);
+        gn->m->write_done(gn->north, token, NORTH_WRITE_BAD_VALUE, why);
+        return true;
+    }
+    const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
+    uint32_t slot = tw.needs_read ? take_rmw(gn, token, dev->bus, dev->slave, &tw) : 0;
+    if (tw.needs_read && !slot) {
+        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY,
+                          "busy: a write of another bit of that register is in flight");
+        return true;
+    }
+    if (submit_tag_write(gn, token, dev->bus, dev->slave, &tw, slot) != 0) {
+        if (slot)
+            gn->rmw[slot - 1].token = 0;
+        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
+    }
+    return true;
+}
+
+/* The register's value for read-modify-write slot `slot` came: write it back
+ * with the bit changed. True when the write is on its way. */
+static bool rmw_continue(gw_north_t *gn, uint32_t slot, const uint8_t *pdu, size_t len)
+{
+    gw_north_rmw_t s = gn->rmw[slot - 1];
+    gn->rmw[slot - 1].token = 0;
+    if (len != 4 || pdu[0] != 3 || pdu[1] != 2) {
+        gn->m->write_done(gn->north, s.token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
+        return false;
+    }
+    tags_write_merge(&s.w, (uint16_t)(pdu[2] << 8 | pdu[3]));
+    if (submit_tag_write(gn, s.token, s.bus, s.slave, &s.w, 0) != 0) {
+        gn->m->write_done(gn->north, s.token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
+        return false;
+    }
+    return true;
+}
+
 /* north's write hook, on the I/O thread. */
 static void on_write(void *ctx, uint32_t token, const north_write_t *w)
 {
@@ -218,6 +506,8 @@ static void on_write(void *ctx, uint32_t token, const north_write_t *w)
     unsigned group, index;
     const char *why = NULL;
 
+    if (tag_write(gn, token, w))
+        return;
     int rc = find_tag(gw->cfg, w->device, w->tag, &group, &index);
     if (rc) {
         gn->m->write_done(gn->north, token, rc,
@@ -257,7 +547,12 @@ static const char *exception_text(uint8_t code)
 static void on_write_answer(void *ctx, uint64_t token, uint32_t b, const uint8_t *pdu, size_t len)
 {
     gw_north_t *gn = ctx;
-    (void)b;
+    if (b >= 1 && b <= GWNORTH_RMW_MAX && gn->rmw[b - 1].token == (uint32_t)token && !(len >= 2 && (pdu[0] & 0x80))) {
+        rmw_continue(gn, b, pdu, len);
+        return;
+    }
+    if (b >= 1 && b <= GWNORTH_RMW_MAX && gn->rmw[b - 1].token == (uint32_t)token)
+        gn->rmw[b - 1].token = 0;   /* the read failed: its exception is the write's answer */
     if (len >= 2 && (pdu[0] & 0x80))
         gn->m->write_done(gn->north, (uint32_t)token, pdu[1], exception_text(pdu[1]));
     else
@@ -270,7 +565,7 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
 {
     gw_north_t *gn = (gw_north_t *)o;
     cache_write_end(gn->gw, req->bus, req->slave, req->pdu, req->pdu_len);
-    if (loop_post(gn->gw->loop, on_write_answer, gn, req->conn_id, 0, pdu, len) != 0)
+    if (loop_post(gn->gw->loop, on_write_answer, gn, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot queue a write answer (out of memory)");
 }
 
@@ -282,17 +577,25 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_north_t *gn = calloc(1, sizeof *gn);
     if (!gn || !(gn->device_up = malloc(gw->cfg->device_count + 1)) ||
-        !(gn->values = calloc(2000, sizeof *gn->values)) || !(gn->names = calloc(2000, sizeof *gn->names))) {
+        !(gn->values = calloc(2000, sizeof *gn->values)) || !(gn->names = calloc(2000, sizeof *gn->names)) ||
+        !(gn->errors = calloc(2000, sizeof *gn->errors)) || !(gn->text = malloc(GWNORTH_TEXT_BYTES)) ||
+        !(gn->gathered = calloc(tags_table_count(gwtags_defs(gw->tags)) + 1, sizeof *gn->gathered))) {
         snprintf(err, errcap, "mqtt: out of memory");
         gwnorth_free(gn);
         return NULL;
     }
     memset(gn->device_up, -1, gw->cfg->device_count + 1);
+    gn->cap_gathered = tags_table_count(gwtags_defs(gw->tags));
     gn->origin.ops = &north_origin_ops;
     gn->gw = gw;
     north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = on_write };
     if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
         !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
+        gwnorth_free(gn);
+        return NULL;
+    }
+    if (define_devices(gn) != 0) {
+        snprintf(err, errcap, "mqtt: cannot announce the tags (out of memory, or a name that cannot be a topic level)");
         gwnorth_free(gn);
         return NULL;
     }
@@ -312,6 +615,9 @@ void gwnorth_free(gw_north_t *gn)
     free(gn->device_up);
     free(gn->values);
     free(gn->names);
+    free(gn->errors);
+    free(gn->text);
+    free(gn->gathered);
     free(gn);
 }
 

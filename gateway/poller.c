@@ -269,7 +269,10 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
 
     p->reads[a->seq].outstanding = false;
     answer_groups(p, a->seq, a, good, exception);
-    gwtags_apply(p->gw->tags, p->plan, a->seq, a->pdu, a->pdu_len, gw_wall_ms());
+    int64_t now_ms = gw_wall_ms();
+    gwtags_apply(p->gw->tags, p->plan, a->seq, a->pdu, a->pdu_len, now_ms);
+    if (p->gw->north)   /* MQTT: the tags' values, read back on the I/O thread */
+        gwnorth_tags_answer(p->gw->north, p->plan, a->seq, now_ms);
     if (exception && a->pdu[1] == 0x02 && r->members > 1)
         split(p, a->seq);
 }

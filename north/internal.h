@@ -188,6 +188,7 @@ void client_pump_later(north_t *n);
 
 /* values.c */
 int values_start(north_t *n);
+int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count);
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count);
 void values_free(north_t *n);
 /* A JSON number ("null" for NaN and infinities) into buf (>= 32 bytes). */

@@ -36,6 +36,7 @@ const north_module_t rtugw_mqtt_module = {
     .destroy = north_free,
     .publish = north_publish,
     .device_status = north_device_status,
+    .define_device = north_define_device,
     .write_done = north_write_done,
     .get_stats = north_get_stats,
     .now_ms = north_now_ms,

@@ -137,6 +137,11 @@ int north_publish(north_t *n, const char *device, uint64_t timestamp_ms, const n
     return values_publish(n, device, timestamp_ms, values, count);
 }
 
+int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count)
+{
+    return values_define_device(n, device, defs, count);
+}
+
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms)
 {
     char topic[NORTH_PREFIX_MAX + 2 * NORTH_NAME_MAX + 16];

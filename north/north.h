@@ -84,6 +84,25 @@ typedef struct north_config {
 
 typedef enum north_kind { NORTH_NUMBER = 0, NORTH_BOOL, NORTH_STRING } north_kind_t;
 
+/*
+ * What a value is, beyond its kind: a tag's type (tags/). JSON prints the
+ * integer types exactly (64 bits included) from i or u; Sparkplug takes its
+ * datatype from it. NORTH_TYPE_AUTO: from the kind (number -> double).
+ */
+typedef enum north_type {
+    NORTH_TYPE_AUTO = 0,
+    NORTH_TYPE_INT16,
+    NORTH_TYPE_UINT16,
+    NORTH_TYPE_INT32,
+    NORTH_TYPE_UINT32,
+    NORTH_TYPE_INT64,
+    NORTH_TYPE_UINT64,
+    NORTH_TYPE_FLOAT,
+    NORTH_TYPE_DOUBLE,
+    NORTH_TYPE_BOOL,
+    NORTH_TYPE_STRING,
+} north_type_t;
+
 typedef struct north_value {
     const char *tag;         /* unique within its device; no '/', '+', '#' */
     north_kind_t kind;
@@ -92,7 +111,25 @@ typedef struct north_value {
     const char *text;
     const char *unit;        /* NULL: none */
     const char *error;       /* NULL: good; else why there is no value ("timeout", "exception 02") */
+    north_type_t type;       /* AUTO for untyped values (poll groups) */
+    int64_t i;               /* INT16..INT64: the exact value (number holds it too) */
+    uint64_t u;              /* UINT16..UINT64: the exact value */
+    bool stale;              /* good, but older than twice its interval */
+    bool has_deadband;       /* deadband below is the tag's own, not [mqtt] deadband */
+    double deadband;
 } north_value_t;
+
+/*
+ * A device's tags, announced once before its values (Sparkplug's DBIRTH
+ * describes every metric before the first value; JSON uses the unit).
+ * Tags handed over later that were not defined are still published.
+ */
+typedef struct north_metric_def {
+    const char *tag;
+    north_type_t type;
+    const char *unit;        /* NULL: none */
+    bool writable;
+} north_metric_def_t;
 
 /* ---- writes ----------------------------------------------------------------------- */
 
@@ -117,6 +154,8 @@ typedef struct north_write {
     const char *device;
     const char *tag;
     bool is_bool;                         /* value was true/false */
+    const char *text;                     /* one value as text: a number as written, true/false, or a
+                                             string's characters; NULL for a list */
     size_t count;                         /* 1, or the length of a list */
     double values[NORTH_WRITE_MAX_VALUES];
 } north_write_t;
@@ -168,6 +207,9 @@ void north_free(north_t *n);
  * name that cannot be part of a topic, -ENOMEM.
  */
 int north_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *values, size_t count);
+/* The tags of a device (copied). 0, -EINVAL for a name that cannot be part
+ * of a topic, -ENOMEM. Calling it again for a device replaces its list. */
+int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count);
 /* A device went online or offline (retained on PREFIX/GATEWAY/DEVICE/status). */
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
 /* The answer to a write handed to hooks->write. A stale token is ignored. */
@@ -187,7 +229,7 @@ uint64_t north_now_ms(void);
  * rtugw_mqtt_module, this table. It also lends its libmosquitto to bench
  * mqtt's reference client and subscriber.
  */
-#define NORTH_MODULE_ABI 1
+#define NORTH_MODULE_ABI 2
 struct mosquitto;
 struct mosquitto_message;
 
@@ -218,6 +260,7 @@ typedef struct north_module {
     void (*destroy)(north_t *n);
     int (*publish)(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *values, size_t count);
     int (*device_status)(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
+    int (*define_device)(north_t *n, const char *device, const north_metric_def_t *defs, size_t count);
     void (*write_done)(north_t *n, uint32_t token, int error, const char *message);
     void (*get_stats)(const north_t *n, north_stats_t *st);
     uint64_t (*now_ms)(void);

@@ -33,14 +33,24 @@ typedef struct north_tag {
     char *name;
     char *unit;
     north_kind_t kind;
+    north_type_t type;
     double number;
+    int64_t i;                   /* exact, for the integer types */
+    uint64_t u;
     bool flag;
+    bool stale;
+    bool has_deadband;           /* the tag's own deadband, else [mqtt] deadband */
+    double deadband;
+    bool writable;               /* as north_define_device said */
     char *text;
     char error[48];
     bool published;              /* p_* hold what went out last */
     north_kind_t p_kind;
     double p_number;
+    int64_t p_i;
+    uint64_t p_u;
     bool p_flag;
+    bool p_stale;
     char *p_text;
     char p_error[48];
     bool fresh;                  /* handed over since the last interval tick */
@@ -117,13 +127,34 @@ void values_add_quoted(struct evbuffer *b, const char *s)
     }
 }
 
+static bool type_is_integer(north_type_t type)
+{
+    return type >= NORTH_TYPE_INT16 && type <= NORTH_TYPE_UINT64;
+}
+
+static bool type_is_unsigned(north_type_t type)
+{
+    return type == NORTH_TYPE_UINT16 || type == NORTH_TYPE_UINT32 || type == NORTH_TYPE_UINT64;
+}
+
 #define ADD_LITERAL(b, text) evbuffer_add((b), (text), sizeof(text) - 1)
 
 static void add_integer(struct evbuffer *b, uint64_t v)
 {
-    char num[24];
-    format_integer(num, (int64_t)v);
-    evbuffer_add(b, num, strlen(num));
+    char digits[24];
+    size_t n = sizeof digits;
+    do {
+        digits[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    evbuffer_add(b, digits + n, sizeof digits - n);
+}
+
+static void add_signed(struct evbuffer *b, int64_t v)
+{
+    if (v < 0)
+        evbuffer_add(b, "-", 1);
+    add_integer(b, v < 0 ? 0u - (uint64_t)v : (uint64_t)v);
 }
 
 static void add_value(struct evbuffer *b, const north_tag_t *t)
@@ -131,8 +162,14 @@ static void add_value(struct evbuffer *b, const north_tag_t *t)
     char num[40];
     switch (t->kind) {
     case NORTH_NUMBER:
-        values_format_number(num, sizeof num, t->number);
-        evbuffer_add(b, num, strlen(num));
+        if (type_is_unsigned(t->type))
+            add_integer(b, t->u);        /* all 64 bits exactly */
+        else if (type_is_integer(t->type))
+            add_signed(b, t->i);
+        else {
+            values_format_number(num, sizeof num, t->number);
+            evbuffer_add(b, num, strlen(num));
+        }
         break;
     case NORTH_BOOL:
         if (t->flag)
@@ -245,8 +282,14 @@ static int set_string(char **dst, const char *src)
 static int tag_update(north_tag_t *t, const north_value_t *v)
 {
     t->kind = v->kind;
+    t->type = v->type;
     t->number = v->number;
+    t->i = v->i;
+    t->u = v->u;
     t->flag = v->flag;
+    t->stale = v->stale;
+    t->has_deadband = v->has_deadband;
+    t->deadband = v->deadband;
     snprintf(t->error, sizeof t->error, "%s", v->error ? v->error : "");
     t->fresh = true;
     if (set_string(&t->unit, v->unit) != 0)
@@ -256,13 +299,16 @@ static int tag_update(north_tag_t *t, const north_value_t *v)
 
 static bool tag_changed(const north_t *n, const north_tag_t *t)
 {
-    if (!t->published || strcmp(t->error, t->p_error) != 0 || t->kind != t->p_kind)
+    if (!t->published || strcmp(t->error, t->p_error) != 0 || t->kind != t->p_kind || t->stale != t->p_stale)
         return true;
     if (t->error[0])
         return false;
+    double deadband = t->has_deadband ? t->deadband : n->cfg.deadband;
     switch (t->kind) {
     case NORTH_NUMBER:
-        return isnan(t->number) != isnan(t->p_number) || fabs(t->number - t->p_number) > n->cfg.deadband;
+        if (deadband == 0 && type_is_integer(t->type))
+            return t->i != t->p_i || t->u != t->p_u;   /* 64-bit counters: every step is a change */
+        return isnan(t->number) != isnan(t->p_number) || fabs(t->number - t->p_number) > deadband;
     case NORTH_BOOL:
         return t->flag != t->p_flag;
     case NORTH_STRING:
@@ -276,7 +322,10 @@ static void tag_mark_published(north_tag_t *t)
     t->published = true;
     t->p_kind = t->kind;
     t->p_number = t->number;
+    t->p_i = t->i;
+    t->p_u = t->u;
     t->p_flag = t->flag;
+    t->p_stale = t->stale;
     snprintf(t->p_error, sizeof t->p_error, "%s", t->error);
     if (set_string(&t->p_text, t->text) != 0)
         t->published = false;   /* out of memory: it goes out again next time */
@@ -333,7 +382,12 @@ static void tag_message(north_t *n, struct evbuffer *b, const north_tag_t *t, ui
         values_add_quoted(b, t->unit);
     else
         ADD_LITERAL(b, "null");
-    evbuffer_add_printf(b, ",\"quality\":\"%s\"", t->error[0] ? "bad" : "good");
+    if (t->error[0])
+        ADD_LITERAL(b, ",\"quality\":\"bad\"");
+    else if (t->stale)
+        ADD_LITERAL(b, ",\"quality\":\"stale\"");
+    else
+        ADD_LITERAL(b, ",\"quality\":\"good\"");
     if (t->error[0]) {
         ADD_LITERAL(b, ",\"error\":");
         values_add_quoted(b, t->error);
@@ -380,6 +434,30 @@ static void emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, ui
     }
     for (size_t i = 0; i < k; i++)
         tag_mark_published(tags[i]);
+}
+
+int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count)
+{
+    if (!topic_name_ok(device))
+        return -EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (!defs[i].tag || !topic_name_ok(defs[i].tag))
+            return -EINVAL;
+    north_device_t *d = device_get(n, device);
+    if (!d)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        north_tag_t *t = tag_get(n, d, defs[i].tag);
+        if (!t || set_string(&t->unit, defs[i].unit) != 0)
+            return -ENOMEM;
+        t->type = defs[i].type;
+        t->kind = defs[i].type == NORTH_TYPE_BOOL ? NORTH_BOOL : defs[i].type == NORTH_TYPE_STRING ? NORTH_STRING
+                                                                                                   : NORTH_NUMBER;
+        t->writable = defs[i].writable;
+        if (!t->published && !t->fresh)
+            snprintf(t->error, sizeof t->error, "not read yet");
+    }
+    return 0;
 }
 
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count)

@@ -2,8 +2,8 @@
  * north/writes.c -- PREFIX/GATEWAY/write: requests in, one answer out.
  *
  * A request is {"uuid", "device", "tag", "value"} or a list of them (at
- * most NORTH_WRITE_MAX_ITEMS); value is a number, true/false, or a list of
- * numbers (consecutive registers). Each item gets exactly one answer on
+ * most NORTH_WRITE_MAX_ITEMS); value is a number, true/false, a string, or
+ * a list of numbers (consecutive registers). Each item gets exactly one answer on
  * PREFIX/GATEWAY/write/response: {"uuid", "error": 0 | code, "message"}.
  * What is not a well-formed request (too large, not JSON, a field missing
  * or of the wrong type) is answered with an error, counted, and changes
@@ -76,7 +76,8 @@ static bool is_number(struct json_object *v)
     return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
 }
 
-/* value: a number, true/false, or a list of numbers. */
+/* value: a number, true/false, a string (string tags), or a list of numbers
+ * (consecutive registers of a poll group). */
 static bool read_value(struct json_object *o, north_write_t *w)
 {
     struct json_object *v;
@@ -86,12 +87,23 @@ static bool read_value(struct json_object *o, north_write_t *w)
         w->is_bool = true;
         w->count = 1;
         w->values[0] = json_object_get_boolean(v) ? 1 : 0;
+        w->text = w->values[0] ? "true" : "false";
         return true;
     }
     if (is_number(v)) {
         w->count = 1;
         w->values[0] = json_object_get_double(v);
+        /* the number as it was written (json-c keeps a double's text), so a
+         * 64-bit integer or a decimal reaches the tag codec unrounded */
+        w->text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
         return true;
+    }
+    if (json_object_is_type(v, json_type_string)) {
+        size_t len = (size_t)json_object_get_string_len(v);
+        w->text = json_object_get_string(v);
+        w->count = 1;
+        w->values[0] = 0;
+        return strlen(w->text) == len && len <= 2 * 125;   /* no NUL inside; the longest string tag */
     }
     if (!json_object_is_type(v, json_type_array))
         return false;
@@ -148,7 +160,8 @@ static void write_item(north_t *n, struct json_object *o, size_t index)
         return;
     }
     if (!read_value(o, &w)) {
-        refuse(n, uuid, NORTH_WRITE_BAD_FIELD, "value: expected a number, true/false, or a list of 1..123 numbers");
+        refuse(n, uuid, NORTH_WRITE_BAD_FIELD,
+               "value: expected a number, true/false, a string of at most 250 bytes, or a list of 1..123 numbers");
         return;
     }
     if (n->cfg.read_only || !n->hooks.write) {

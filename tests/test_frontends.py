@@ -148,7 +148,7 @@ def test_http_limits():
     th.join(timeout=30)
     lat.sort()
     p99 = lat[int(len(lat) * 0.99) - 1] * 1000
-    check(p99 < 10.0 or UNDER_ASAN, f"Modbus TCP p99 {p99:.2f} ms under 4096 idle HTTP connections and a big header"
+    check(p99 < 25.0 or UNDER_ASAN, f"Modbus TCP p99 {p99:.2f} ms under 4096 idle HTTP connections and a big header"
           + (" (not asserted under AddressSanitizer)" if UNDER_ASAN else ""))
     kib = rss_kib(g.p.pid)
     if UNDER_ASAN:

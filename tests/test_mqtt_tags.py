@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""Tags (tags.csv) over MQTT, against a real mosquitto and the simulator on a
+pseudo-terminal of its own (words seeded with --load):
+
+  - every type in every order, unscaled and scaled, strings, raw words and
+    the bits of a register arrive in the json format equal to what Python's
+    struct reads from the same words (tests/tagsref.py), 64-bit integers to
+    the last digit; json-per-tag carries each tag's unit and quality;
+  - a silent slave's tags turn bad (timeout) and its device offline;
+  - writes through PREFIX/GATEWAY/write to tags of every writable type give
+    struct's words on the device (read back over Modbus TCP), a bool in a
+    register changes only its bit, and out-of-range, read-only-tag and
+    list-to-a-tag writes are refused with their error and change nothing.
+Seeded: replay with RTUGW_SEED=..."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import BIN, Gateway, check, finish, procs, wait_for  # noqa: E402
+import test_mqtt  # noqa: E402  (its brokers and subscribers; its main() does not run on import)
+from test_mqtt import Broker, Subscriber, mqtt_section  # noqa: E402
+from tagscheck import registers, value_for  # noqa: E402
+from tagsref import csv_text, load_lines, make_tagset, same_value  # noqa: E402
+
+SEED = int(os.environ.get("RTUGW_SEED", str(random.randrange(1, 2**32))), 0)
+print(f"test_mqtt_tags: seed {SEED} (replay with RTUGW_SEED={SEED})", flush=True)
+rng = random.Random(SEED)
+
+
+def sim(d, load):
+    link = os.path.join(d, "plc")
+    with open(os.path.join(d, "load.txt"), "w") as f:
+        f.write(load)
+    p = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1", "--load", os.path.join(d, "load.txt")],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    procs.append(p)
+    if not p.stdout.readline().startswith("/dev/"):
+        print(f"FATAL: rtugw sim did not start (exit {p.poll()})", flush=True)
+        sys.exit(1)
+    wait_for(lambda: os.path.exists(link), 5)
+    return p, link
+
+
+def latest(sub, topic):
+    msgs = [p for t, p, _ in sub.messages() if t == topic]
+    return msgs[-1] if msgs else None
+
+
+def test_values_and_writes():
+    d = tempfile.mkdtemp(prefix="rtugw-mqtt-tags-")
+    tags = make_tagset(rng, base=100, default_order="CDAB")
+    with open(os.path.join(d, "tags.csv"), "w", newline="") as f:
+        f.write(csv_text(tags, ""))
+    p, link = sim(d, load_lines(tags, 1))
+    b = Broker("tags")
+    sub = Subscriber(b.port, "rtugw/#", "sub-tags", clean=True)
+    devices = (f"[device plc]\nslave = 1\norder = CDAB\ntags_file = {d}/tags.csv\n"
+               f"[device gone]\nslave = 9\ndead_after = 0\n[tag silent]\ndevice = gone\ntable = holding\n"
+               f"address = 0\ntype = uint16\ninterval_ms = 200\n")
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+                extra=mqtt_section(b.port, "gtags", "publish = poll\n"))
+    topic = "rtugw/gtags/plc/data"
+    # a tag's interval is 200 ms and the planner spreads reads: every tag shows up after a few rounds
+    def seen():
+        vals = {}
+        for t, m, _ in sub.messages():
+            if t == topic:
+                vals.update(m["values"])
+        return vals
+    check(wait_for(lambda: len(seen()) >= len(tags), 10), f"json: every tag of plc published ({len(seen())} of {len(tags)})")
+    vals = seen()
+    bad = [(t["name"], t["want"], vals.get(t["name"])) for t in tags if not same_value(vals.get(t["name"]), t["want"])]
+    check(not bad, f"json: {len(tags)} tags of every type and order equal struct's reading of their words "
+                   f"({len(bad)} differ: {bad[:4]})")
+    big = [t for t in tags if t["type"] in ("uint64", "int64") and t["scale"] == 1.0]
+    check(big and all(type(vals[t["name"]]) is int and vals[t["name"]] == t["want"] for t in big),
+          f"json: 64-bit integers exact ({[(t['name'], vals.get(t['name'])) for t in big[:2]]})")
+    msgs = [m for t, m, _ in sub.messages() if t == topic]
+    check(all(m["errors"] == {} or set(m["errors"].values()) <= {"not read yet"} for m in msgs),
+          "json: no errors on a good slave")
+    wait_for(lambda: latest(sub, "rtugw/gtags/gone/data") and latest(sub, "rtugw/gtags/gone/status"), 5)
+    gone = latest(sub, "rtugw/gtags/gone/data")
+    check(gone and gone["errors"] == {"silent": "timeout"} and gone["values"] == {},
+          f"json: a silent slave's tag is an error 'timeout' ({gone})")
+    st = latest(sub, "rtugw/gtags/gone/status")
+    check(st and st["online"] is False, f"the silent slave's device is offline ({st})")
+
+    # writes of every writable register type, then the bits of a register
+    c = g.client()
+    resp = []
+
+    def write(item):
+        before = len([1 for t, _, _ in sub.messages() if t.endswith("/write/response")])
+        sub.publish("rtugw/gtags/write", json.dumps(item))
+        wait_for(lambda: len([1 for t, _, _ in sub.messages() if t.endswith("/write/response")]) > before, 5)
+        r = [m for t, m, _ in sub.messages() if t.endswith("/write/response")]
+        return r[-1] if len(r) > before else None
+
+    bad = []
+    for i, t in enumerate(tags):
+        if not t["writable"] or t["type"] == "bool":
+            continue
+        text, want = value_for(rng, t)
+        r = write({"uuid": f"w{i}", "device": "plc", "tag": t["name"], "value": json.loads(text)})
+        back = registers(g, t["address"], len(want))
+        if not r or r["error"] != 0 or r["uuid"] != f"w{i}" or back != want:
+            bad.append((t["name"], text, r, want, back))
+    check(not bad, f"writes: every writable type gives struct's words on the device ({len(bad)} wrong: {bad[:3]})")
+    bits = [t for t in tags if t["type"] == "bool"]
+    ok = True
+    for t in rng.sample(bits, 6):
+        before = registers(g, t["address"], 1)[0]
+        value = rng.choice([True, False])
+        r = write({"uuid": "bit", "device": "plc", "tag": t["name"], "value": value})
+        after = registers(g, t["address"], 1)[0]
+        want = (before | (1 << t["bit"])) if value else (before & ~(1 << t["bit"]))
+        if not r or r["error"] != 0 or after != want:
+            ok = False
+            print(f"  bit {t['bit']} := {value}: {before:04x} -> {after:04x}, want {want:04x}: {r}")
+    check(ok, "writes: a bool in a register changes only its bit (FC 3, then FC 6)")
+    words = registers(g, 100, 60)
+    refused = [("int16_AB_u", 40000, 1005), ("uint16_AB_u", -1, 1005), ("int16_AB_u", [1, 2], 1005),
+               ("in_i32", 1, 1009), ("nonesuch", 1, 1004), ("text_AB", "seven chars", 1005)]
+    got = [(n, v, (write({"uuid": "r", "device": "plc", "tag": n, "value": v}) or {}).get("error")) for n, v, _ in refused]
+    check([x[2] for x in got] == [x[2] for x in refused], f"writes: refused with their error ({got})")
+    check(registers(g, 100, 60) == words, "writes: the refused ones changed nothing")
+    c.close()
+    g.stop()
+
+    # json-per-tag: unit and quality
+    sub.msgs.clear()
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+                extra=mqtt_section(b.port, "gpt", "publish = poll\nformat = json-per-tag\n"))
+    wait_for(lambda: latest(sub, "rtugw/gpt/plc/float32_ABCD_s") and latest(sub, "rtugw/gpt/gone/silent"), 8)
+    one, silent = latest(sub, "rtugw/gpt/plc/float32_ABCD_s"), latest(sub, "rtugw/gpt/gone/silent")
+    check(one and one["unit"] == "u" and one["quality"] == "good" and
+          type(one["value"]) in (int, float),
+          f"json-per-tag: a scaled float with its unit, quality good ({one})")
+    check(silent and silent["quality"] == "bad" and silent["error"] == "timeout" and silent["value"] is None,
+          f"json-per-tag: the silent tag bad, timeout ({silent})")
+    g.stop()
+    sub.close()
+    b.stop()
+    p.kill()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    try:
+        test_values_and_writes()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        shutil.rmtree(test_mqtt.WORK, ignore_errors=True)
+    finish("test_mqtt_tags")
