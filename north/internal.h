@@ -153,7 +153,6 @@ struct north {
     north_map_t devices;
     north_device_t **device_list;
     size_t n_devices, cap_devices, n_tags;
-    struct event *ev_interval;
     struct evbuffer *scratch;        /* one payload at a time */
     uint64_t seq;                    /* the last data sequence number used */
     bool warned_tags;
@@ -188,7 +187,8 @@ void client_pump_later(north_t *n);
 
 /* values.c */
 int values_start(north_t *n);
-int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count);
+int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
+                         const north_device_opts_t *opts);
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count);
 void values_free(north_t *n);
 /* A JSON number ("null" for NaN and infinities) into buf (>= 32 bytes). */
