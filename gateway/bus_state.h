@@ -42,7 +42,14 @@ typedef struct slave_state {
     uint64_t suspect_delay_ns;    /* a verification is running: how late the suspect copy came */
     uint8_t copies;               /* COPIES_UNKNOWN, _GENUINE (equal answers are real), _SENT */
     bool verifying;               /* the question in flight re-asks a suspect answer's */
+    /* I5 (after a give-up): answers must agree before one is delivered. */
+    bool confirming;
+    uint64_t confirm_hash;        /* the candidate answer waiting for its equal; 0: none */
+    uint64_t confirm_question;    /* the question it answered */
+    unsigned confirm_asks;        /* re-asks of the question in flight for it */
 } slave_state_t;
+
+#define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
 
 enum { COPIES_UNKNOWN = 0, COPIES_GENUINE, COPIES_SENT };
 
@@ -79,6 +86,7 @@ struct gw_bus {
     bool pending;
     bool pending_doubtful;
     bool pending_suspect;      /* I4: equal to the slave's last answer, for another question */
+    bool pending_unconfirmed;  /* I5: the first answer after a give-up, or one its re-ask did not repeat */
     int pending_unexplained;   /* bytes heard in the window that no whole frame accounts for */
     uint64_t pending_t_last_ns;
     bool resolve_sent;         /* I3's barrier is in the mailbox (line_start_next) */
@@ -123,6 +131,8 @@ void line_drain_frames(gw_bus_t *bus);
 void line_pending_bytes(gw_bus_t *bus, size_t n);
 void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns);
 void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last);
+/* I5: the slave's question was given up; what it sends may still answer it. */
+void line_confirm_begin(gw_bus_t *bus, unsigned slave);
 void line_copies_delivered(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
                            uint64_t t_last);
 void line_copies_stray(gw_bus_t *bus, unsigned slave, const rtu_frame_t *f);

@@ -65,7 +65,7 @@ static const metric_def_t bus_defs[] = {
     BM(broadcasts, "Broadcast writes sent"),
     BM(late_bytes_guarded, "Frames dropped: heard in their slave's guard (late)"),
     BM(late_answers, "Late answers taken for their slave's parked question"),
-    BM(ambiguous, "Answers not delivered: a different second candidate followed (asked again or 0x0B)"),
+    BM(ambiguous, "Answers not delivered yet: a different second candidate followed, a copy to verify (I4), or one to confirm after a give-up (I5); asked again or 0x0B"),
     BM(gone_dropped, "Requests not sent: their client had gone"),
     BM(broadcast_refused, "Broadcasts refused: not a write"),
     BM(verify_mismatches, "Shadow verification mismatches against the reference decoder"),

@@ -48,6 +48,17 @@
  *   copies fall where they answer nothing. A copy seen where it answers
  *   nothing (in I3's window, or unasked) gives the same verdict.
  *
+ *   I5 (after a give-up). A question given up may still be answered, later
+ *   than any guard if the slave stalled (a busy PLC, a scheduler): that
+ *   answer has the shape of the slave's next question of the same kind. So
+ *   after a give-up, the slave's answers are delivered only when two
+ *   attempts of one question, each asked after the slave's guard, are
+ *   answered with the same bytes: a stale answer arrives once (or twice as
+ *   adjacent copies, which I3 sees), and while the slave is confirming no
+ *   frame is taken for a parked question. At most CONFIRM_MAX_ASKS re-asks,
+ *   then 0x0B. It costs one transaction after each give-up, which are rare
+ *   on a healthy bus and already cost a timeout each.
+ *
  * Why no wrong answer follows, scenario by scenario (docs/architecture.md has
  * the long form):
  *   - noise before a slow answer: bad bytes never end an attempt; the bus keeps
@@ -62,9 +73,13 @@
  *   - a slave that answers twice: the copy is heard either in the vouching
  *     window (I3) or in a later transaction of S where, if it is not caught
  *     by I3 there, it is a frame that answers nothing and guards S (I2);
+ *   - a slave that stalls past its guard after a question was given up: its
+ *     stale answer is the first candidate after the give-up, and I5 asks
+ *     again until two answers agree;
  *   - the remaining, documented limit: a frame from S later than S's guard
  *     after the last thing heard from S, with the same shape as S's next
- *     question, cannot be told from its answer. The guard widens each time
+ *     question, while no question of S was given up (every earlier one
+ *     answered), cannot be told from its answer. The guard widens each time
  *     a late answer is heard, so a slave pays for this once, not forever.
  *
  * The guard holds one slave, not the line (RS-485 is half-duplex, but by
@@ -296,12 +311,30 @@ static void resolve_pending(gw_bus_t *bus, uint64_t now)
     slave_state_t *s = &bus->slaves[bus->cur.slave];
     bus->pending = false;
     bool unexplained = bus->pending_unexplained > 0;
-    if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect) {
+    if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect && !bus->pending_unconfirmed) {
         line_copies_delivered(bus, &bus->cur, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
         return;
     }
     guard_slave(bus, bus->cur.slave, now);
+    if (bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained) {
+        /* I5: after a give-up, asked again once the slave is quiet, until two
+         * answers agree; a bounded number of times, then refused. */
+        gw_count(&bus->m.ambiguous);
+        bool again = ++s->confirm_asks <= CONFIRM_MAX_ASKS;
+        gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: first answer since a question was given "
+               "up%s; %s", bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
+               s->confirm_asks > 1 ? " differs from the one before" : "",
+               again ? "asking again after the guard to confirm it" : "refused (0x0B)");
+        if (again) {
+            bus_park(bus, &bus->cur, bus->attempts);
+        } else {
+            s->confirm_hash = 0;
+            s->confirm_asks = 0;
+            line_refuse(bus, &bus->cur, now);
+        }
+        return;
+    }
     if (bus->pending_suspect) {
         /* I4: equal to the last answer, for another question. Asked again
          * once the slave is quiet, whatever the retry budget: it is a
@@ -406,6 +439,7 @@ void line_on_timeout(gw_bus_t *bus, uint64_t now)
         bus_park(bus, &bus->cur, bus->attempts);
     } else {
         s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
+        line_confirm_begin(bus, slave);   /* I5: its answer may still come, shaped like the next one's */
         /* Given up: whatever the slave still sends for it must fall in the
          * guard, so it is twice as long as after a timeout that is retried. */
         guard_slave(bus, slave, now + guard_ns(s));
@@ -524,7 +558,7 @@ static void on_other_frame(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelo
         gw_count(&bus->m.foreign_frames);
         return;
     }
-    if (s->parked && frame_matches(s->parked, env, f)) {
+    if (s->parked && frame_matches(s->parked, env, f) && !s->confirming) {
         /* The late answer to the slave's one outstanding question (I1). */
         gw_request_t req;
         unsigned attempts;
@@ -567,7 +601,17 @@ static void on_other_frame(gw_bus_t *bus, const rtu_frame_t *f, const rtu_envelo
  * late one). It is never delivered (F), but it counts for the slave's guard
  * (I2) and widens its timeout like a late answer: both only make the bus
  * wait longer, never take a frame for an answer. Returns the slave (0: none).
+ * The guard is not set when the damaged answer is to the attempt in flight
+ * and that attempt is asked again at once (retry_after_damage): the guard
+ * would only be lifted again, and a guard set earlier by another frame must
+ * stay (it is not lowered).
  */
+static bool retry_after_damage_allowed(const gw_bus_t *bus, unsigned slave)
+{
+    return bus->busy && slave == bus->cur.slave && bus->attempts <= bus->cfg.retries &&
+           !bus->slaves[slave].failures;
+}
+
 static unsigned garbled_from(gw_bus_t *bus, const rtu_frame_t *f)
 {
     if (f->len < 2 || f->adu[0] == 0 || f->adu[0] >= N_SLAVES)
@@ -579,7 +623,8 @@ static unsigned garbled_from(gw_bus_t *bus, const rtu_frame_t *f)
     uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
     if (first_byte > s->last_send_ns)
         widen_timeout(bus, slave, first_byte - s->last_send_ns);
-    guard_slave(bus, slave, f->t_last_ns);
+    if (!retry_after_damage_allowed(bus, slave))
+        guard_slave(bus, slave, f->t_last_ns);
     return slave;
 }
 
@@ -591,18 +636,18 @@ static unsigned garbled_from(gw_bus_t *bus, const rtu_frame_t *f)
  * it, and an answer to a question asked twice guards the slave (I2), so the
  * other answer cannot reach the next question. Only while retries remain;
  * the last attempt still waits for its deadline (its answer may yet come).
+ * No guard is added (garbled_from left it out: the line's own rest after the
+ * last byte is enough), and none already set is lowered.
  */
-static bool retry_after_damage(gw_bus_t *bus, uint64_t now)
+static bool retry_after_damage(gw_bus_t *bus)
 {
-    slave_state_t *s = &bus->slaves[bus->cur.slave];
-    if (!bus->busy || bus->attempts > bus->cfg.retries || s->failures)
+    if (!retry_after_damage_allowed(bus, bus->cur.slave))
         return false;
     bus->busy = false;
     bus->deadline_ns = 0;
     gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
            bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur), bus->attempts);
     bus_park(bus, &bus->cur, bus->attempts);
-    s->hold_until_ns = now;   /* no guard: the line's own rest after the last byte is enough */
     return true;
 }
 
@@ -624,7 +669,7 @@ static void on_frame(gw_bus_t *bus, const rtu_frame_t *f)
             bus->pending_doubtful = true;
         unsigned from = garbled_from(bus, f);
         if (from && bus->busy && from == bus->cur.slave)
-            retry_after_damage(bus, now);
+            retry_after_damage(bus);
         gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", bus->cfg.name,
                rtu_status_name((rtu_status_t)env.status), f->len);
         return;

@@ -34,13 +34,51 @@ void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns)
         s->quiet_ns = q;
 }
 
-/* The held answer: is it equal to the slave's last one, for another question? */
+void line_confirm_begin(gw_bus_t *bus, unsigned slave)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    s->confirming = true;
+    s->confirm_hash = 0;
+    s->confirm_asks = 0;
+}
+
+/*
+ * I5: after a give-up, the held answer is delivered only when an answer to
+ * another attempt of the same question, asked after the guard, has the
+ * same bytes. Returns true when it must wait for that (pending_unconfirmed).
+ */
+static bool confirm_check(gw_bus_t *bus, slave_state_t *s, uint64_t h, uint64_t q)
+{
+    if (!s->confirming)
+        return false;
+    if (s->confirm_hash == h && s->confirm_question == q) {
+        s->confirming = false;   /* two attempts agree: the slave answers this question again */
+        s->confirm_hash = 0;
+        s->confirm_asks = 0;
+        return false;
+    }
+    if (s->confirm_question != q)
+        s->confirm_asks = 0;
+    s->confirm_hash = h;
+    s->confirm_question = q;
+    bus->pending_unconfirmed = true;
+    return true;
+}
+
+/* The held answer: is it equal to the slave's last one, for another question
+ * (I4)? And after a give-up, has it been confirmed (I5)? */
 void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last)
 {
     slave_state_t *s = &bus->slaves[slave];
     uint64_t h = fnv1a(bus->pending_pdu, bus->pending_len);
     uint64_t q = fnv1a(bus->cur.pdu, bus->cur.pdu_len);
     bus->pending_suspect = false;
+    bus->pending_unconfirmed = false;
+    if (s->confirming) {
+        if (!confirm_check(bus, s, h, q))
+            s->verifying = false;   /* two fresh answers agree: no copy check (I4) needed */
+        return;
+    }
     if (s->verifying) {   /* the answer to the re-ask settles it */
         s->verifying = false;
         if (h == s->last_answer_hash)

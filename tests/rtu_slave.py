@@ -24,7 +24,9 @@ Faults, each on every answer unless said otherwise:
   --noise-bytes N    N random bytes before the answer, --noise-lead-ms before
                      it (default: half the wait), for the first --noise-count
                      answers only (0: every answer);
-  --double-gap-ms N  send every answer twice, the copy N ms after the first.
+  --double-gap-ms N  send every answer twice, the copy N ms after the first;
+  --stall-every N --stall-ms M  every Nth answer M ms later still (a PLC
+                     busy with its own program now and then).
 On SIGTERM it prints its counters on standard error and exits 0.
 
     /usr/bin/python3 tests/rtu_slave.py --link DIR/plc --slaves 1,2 --late-ms 40 --in-order
@@ -145,6 +147,9 @@ class Slave:
     def send_answer(self, frame, t_req):
         a = self.args
         wait = (a.turnaround_ms + a.late_ms) / 1000.0
+        if a.stall_every and (self.counts["answers"] + 1) % a.stall_every == 0:
+            wait += a.stall_ms / 1000.0
+            self.counts["stalls"] += 1
         noisy = a.noise_bytes and (a.noise_count == 0 or self.counts["answers"] < a.noise_count)
         if noisy:
             lead = (a.noise_lead_ms if a.noise_lead_ms is not None else wait * 500) / 1000.0
@@ -260,6 +265,8 @@ def main():
     p.add_argument("--noise-lead-ms", type=float, default=None)
     p.add_argument("--noise-count", type=int, default=0)
     p.add_argument("--double-gap-ms", type=float, default=0.0)
+    p.add_argument("--stall-every", type=int, default=0)
+    p.add_argument("--stall-ms", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
     slave = Slave(args)

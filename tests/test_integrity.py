@@ -17,7 +17,9 @@ MBAP framing):
     alone; and a slow slave with one noise burst before its first answer;
   - tests/rtu_slave.py, an RTU slave written for these tests (no code shared
     with rtugw): noise before a slow answer (queueing), double answers,
-    always late (queueing, and deaf while busy);
+    always late (queueing, and deaf while busy), and one that now and then
+    stalls past any guard, so answers come after their question was given up
+    and the next one asked (I5: on main before it, 9 of 300 wrong);
   - pymodbus's RTU server (Debian 3.0.0) behind socat, always late: its
     response_manipulator sleeps, which holds its event loop, so it queues.
 Asserted for each configuration: 0 wrong answers; every request answered
@@ -449,6 +451,11 @@ def phase_matrix():
                              "sim", all_faults(rate, True), timeout, reads[rate]))
         buses.append(Bus(f"m{len(buses)}", f"sim all faults {rate}, timeout {LATE // 2}",
                          "sim", all_faults(rate, False), LATE // 2, reads[rate]))
+    # I5: answers that come after their question was given up and the next one asked
+    buses.append(Bus(f"m{len(buses)}", "rtu_slave stalls 400 ms every 25th answer, deaf when busy", "slave",
+                     ["--stall-every", "25", "--stall-ms", "400"], 30, 300))
+    buses.append(Bus(f"m{len(buses)}", "rtu_slave stalls 400 ms every 25th answer, in order", "slave",
+                     ["--stall-every", "25", "--stall-ms", "400", "--in-order"], 30, 300))
     return run_configurations("matrix", buses)
 
 
