@@ -301,7 +301,7 @@ typedef struct sp_metric {
     bool is_historical;
     bool is_null;
     int quality;             /* out: < 0 no "Quality" property, else its Int32 value */
-    const char *error;       /* out: NULL, or an "Error" String property */
+    const char *error;       /* out: NULL, or a "Reason" String property (why there is no value) */
     sp_vtype_t vtype;
     uint32_t int_value;
     uint64_t long_value;

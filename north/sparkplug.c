@@ -8,9 +8,10 @@
  *
  * The session, as the specification orders it:
  *   - every CONNECT carries the will NDEATH {bdSeq}, bdSeq one more than
- *     the previous CONNECT's (0..255, wrapping); with spool_dir set the last
- *     one is kept in SPOOL_DIR/sparkplug-bdseq so a restart goes on from
- *     it, else it starts at 0 with each start of the daemon;
+ *     the previous session's (0..255, wrapping; an attempt that got no
+ *     session reuses its number); with spool_dir set the last one is kept in
+ *     SPOOL_DIR/sparkplug-bdseq so a restart goes on from it, else it starts
+ *     at 0 with each start of the daemon;
  *   - after CONNACK: subscribe NCMD, DCMD (of this node) and, with
  *     primary_host_id, STATE; then (at once, or once STATE says online) the
  *     births: NBIRTH (seq 0, bdSeq, Node Control/Rebirth) and one DBIRTH per
@@ -462,11 +463,8 @@ int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_
 int sparkplug_will(north_t *n, bool attempt, char *topic, size_t topic_cap, void *payload, size_t cap, size_t *len)
 {
     north_sparkplug_t *sp = n->sp;
-    if (attempt) {
-        sp->bdseq = sp->bdseq_next;
-        sp->bdseq_next = (sp->bdseq + 1) % 256;
-        bdseq_save(n);
-    }
+    if (attempt)
+        sp->bdseq = sp->bdseq_next;   /* taken for good once the session is up (sparkplug_on_connect) */
     sp_metric_t m = { .name = "bdSeq", .has_timestamp = true, .timestamp = north_now_ms(), .datatype = SP_UINT64,
                       .vtype = SPV_LONG, .long_value = sp->bdseq, .quality = -1 };
     struct evbuffer *b = evbuffer_new();
@@ -487,6 +485,10 @@ void sparkplug_on_connect(north_t *n)
     north_sparkplug_t *sp = n->sp;
     char sub[SP_TOPIC_MAX + 2];
     sp->connected = true;
+    /* One bdSeq per session: a CONNECT that failed had no session for a
+     * host to see, so the next attempt carries the same one. */
+    sp->bdseq_next = (sp->bdseq + 1) % 256;
+    bdseq_save(n);
     client_subscribe(n, sp->t_ncmd);
     snprintf(sub, sizeof sub, "%s+", sp->t_dcmd);
     client_subscribe(n, sub);

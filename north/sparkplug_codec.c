@@ -125,7 +125,7 @@ int spc_encode(struct evbuffer *b, uint64_t timestamp, const sp_metric_t *m, siz
         }
         if (m[i].error) {
             rtugw__sparkplug__sp_property_value__init(&pp->values[k]);
-            pp->keys[k] = (char *)"Error";
+            pp->keys[k] = (char *)"Reason";
             pp->values[k].has_type = true;
             pp->values[k].type = SP_STRING;
             pp->values[k].value_case = RTUGW__SPARKPLUG__SP_PROPERTY_VALUE__VALUE_STRING_VALUE;
