@@ -90,6 +90,8 @@ typedef struct config_device {
     unsigned max_read_registers;    /* the read planner's limits for this device: 1..125 */
     unsigned max_read_bits;         /* 1..2000 */
     unsigned max_gap;               /* registers read over rather than split: 0..125 */
+    int mqtt_publish;               /* a north_publish_mode_t, or -1: [mqtt] publish */
+    unsigned mqtt_interval_ms;      /* mqtt_publish = interval: 0 is [mqtt] interval_ms */
     unsigned line;
 } config_device_t;
 

@@ -68,6 +68,8 @@ static const key_spec_t device_keys[] = {
     U(config_device_t, max_read_registers, 1, 125),
     U(config_device_t, max_read_bits, 1, 2000),
     U(config_device_t, max_gap, 0, 125),
+    C("mqtt_publish", config_mqtt_set_device_publish),
+    U(config_device_t, mqtt_interval_ms, 100, 86400000),
 };
 
 static const key_spec_t poll_keys[] = {

@@ -77,21 +77,37 @@ void config_mqtt_open(loader_t *ld)
 
 /* ---- keys with a vocabulary or a rule of their own --------------------------------- */
 
-static bool set_publish(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+static bool parse_publish(loader_t *ld, const key_spec_t *k, const char *value, north_publish_mode_t *mode)
 {
-    north_config_t *m = &ld->cfg->mqtt;
-    (void)number;
     if (strcmp(value, "change") == 0)
-        m->publish = NORTH_PUBLISH_CHANGE;
+        *mode = NORTH_PUBLISH_CHANGE;
     else if (strcmp(value, "poll") == 0)
-        m->publish = NORTH_PUBLISH_POLL;
+        *mode = NORTH_PUBLISH_POLL;
     else if (strcmp(value, "interval") == 0)
-        m->publish = NORTH_PUBLISH_INTERVAL;
+        *mode = NORTH_PUBLISH_INTERVAL;
     else {
         config_bad_value(ld, k->name, value,
                          "expected change (beyond deadband), poll (every poll) or interval (every interval_ms)");
         return false;
     }
+    return true;
+}
+
+static bool set_publish(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    (void)number;
+    return parse_publish(ld, k, value, &ld->cfg->mqtt.publish);
+}
+
+/* [device NAME] mqtt_publish: that device's mode, over [mqtt] publish. */
+bool config_mqtt_set_device_publish(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_device_t *dev = ld->target;
+    north_publish_mode_t mode;
+    (void)number;
+    if (!parse_publish(ld, k, value, &mode))
+        return false;
+    dev->mqtt_publish = (int)mode;
     return true;
 }
 
@@ -216,6 +232,15 @@ void config_mqtt_resolve(loader_t *ld)
     unsigned line = ld->mqtt_line;
     char host[CONFIG_NAME_MAX];
 
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        const config_device_t *d = &cfg->devices[i];
+        if ((d->mqtt_publish >= 0 || d->mqtt_interval_ms) && !cfg->mqtt_enabled)
+            config_error_at(ld, d->line, "[device %s]: mqtt_publish and mqtt_interval_ms need an [mqtt] section",
+                            d->name);
+        else if (d->mqtt_interval_ms && d->mqtt_publish != NORTH_PUBLISH_INTERVAL)
+            config_error_at(ld, d->line, "[device %s]: mqtt_interval_ms is set but mqtt_publish is not interval",
+                            d->name);
+    }
     if (!cfg->mqtt_enabled)
         return;
     if (!m->host[0])

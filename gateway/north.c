@@ -280,28 +280,30 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int6
     }
 }
 
-/* At start: each device's tags, so north knows their types before values. */
+/* At start: each device's tags and publish mode, before any value. */
 static int define_devices(gw_north_t *gn)
 {
+    const config_t *cfg = gn->gw->cfg;
     const tags_table_t *defs = gwtags_defs(gn->gw->tags);
     north_metric_def_t *list = calloc(tags_table_count(defs) + 1, sizeof *list);
-    if (!list)
-        return -1;
-    for (size_t d = 0; d < tags_table_device_count(defs); d++) {
-        size_t n;
-        const unsigned *idx = tags_table_device_tags(defs, d, &n);
+    int rc = list ? 0 : -1;
+    for (unsigned c = 0; c < cfg->device_count && rc == 0; c++) {
+        const config_device_t *dev = &cfg->devices[c];
+        int d = tags_table_find_device(defs, dev->name);
+        size_t n = 0;
+        const unsigned *idx = d >= 0 ? tags_table_device_tags(defs, (size_t)d, &n) : NULL;
         for (size_t k = 0; k < n; k++) {
             const tags_tag_t *g = tags_table_tag(defs, idx[k]);
             list[k] = (north_metric_def_t){ .tag = g->name, .type = north_type_of(g),
                                             .unit = g->unit[0] ? g->unit : NULL, .writable = g->writable };
         }
-        if (gn->m->define_device(gn->north, tags_table_device_name(defs, d), list, n) != 0) {
-            free(list);
-            return -1;
-        }
+        north_device_opts_t opts = { (north_publish_mode_t)dev->mqtt_publish, dev->mqtt_interval_ms };
+        if ((n || dev->mqtt_publish >= 0) &&
+            gn->m->define_device(gn->north, dev->name, list, n, dev->mqtt_publish >= 0 ? &opts : NULL) != 0)
+            rc = -1;
     }
     free(list);
-    return 0;
+    return rc;
 }
 
 /* ---- in: writes ------------------------------------------------------------------------- */
@@ -352,6 +354,10 @@ static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t
     if (g->function == 2 || g->function == 4) {
         *why = "not writable: the tag is an input (function 2 or 4)";
         return NORTH_WRITE_NOT_WRITABLE;
+    }
+    if (w->is_string) {
+        *why = "bad value: a poll group's register or coil takes a number or true/false, not a string";
+        return NORTH_WRITE_BAD_VALUE;
     }
     if (g->function == 1) {
         if (w->count != 1 || (w->values[0] != 0 && w->values[0] != 1)) {

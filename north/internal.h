@@ -159,6 +159,10 @@ typedef struct north_tag {
 
 typedef struct north_device {
     char name[NORTH_NAME_MAX];
+    north_t *north;
+    north_publish_mode_t publish;
+    unsigned interval_ms;
+    struct event *ev_interval;   /* interval mode only */
     north_map_t tags;
     north_tag_t **list;          /* in order of first arrival */
     size_t n, cap;
@@ -203,7 +207,6 @@ struct north {
     north_map_t devices;
     north_device_t **device_list;
     size_t n_devices, cap_devices, n_tags;
-    struct event *ev_interval;
     struct evbuffer *scratch;        /* one payload at a time */
     uint64_t seq;                    /* the last data sequence number used */
     bool warned_tags;
@@ -242,7 +245,8 @@ void client_subscribe(north_t *n, const char *topic);
 
 /* values.c */
 int values_start(north_t *n);
-int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count);
+int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
+                         const north_device_opts_t *opts);
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count);
 void values_free(north_t *n);
 /* A JSON number ("null" for NaN and infinities) into buf (>= 32 bytes). */

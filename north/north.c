@@ -139,9 +139,10 @@ int north_publish(north_t *n, const char *device, uint64_t timestamp_ms, const n
     return values_publish(n, device, timestamp_ms, values, count);
 }
 
-int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count)
+int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
+                        const north_device_opts_t *opts)
 {
-    return values_define_device(n, device, defs, count);
+    return values_define_device(n, device, defs, count, opts);
 }
 
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms)

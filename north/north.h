@@ -136,6 +136,13 @@ typedef struct north_metric_def {
     bool writable;
 } north_metric_def_t;
 
+/* How one device's values go out, over the configuration's publish and
+ * interval_ms (north_define_device with NULL: the configuration's). */
+typedef struct north_device_opts {
+    north_publish_mode_t publish;
+    unsigned interval_ms;        /* NORTH_PUBLISH_INTERVAL: 100..86400000 */
+} north_device_opts_t;
+
 /* ---- writes ----------------------------------------------------------------------- */
 
 /* Answer codes on PREFIX/GATEWAY/write/response: 0, a Modbus exception code
@@ -159,6 +166,7 @@ typedef struct north_write {
     const char *device;
     const char *tag;
     bool is_bool;                         /* value was true/false */
+    bool is_string;                       /* value was a string (text holds it; values[0] is 0) */
     const char *text;                     /* one value as text: a number as written, true/false, or a
                                              string's characters; NULL for a list */
     size_t count;                         /* 1, or the length of a list */
@@ -214,7 +222,8 @@ void north_free(north_t *n);
 int north_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *values, size_t count);
 /* The tags of a device (copied). 0, -EINVAL for a name that cannot be part
  * of a topic, -ENOMEM. Calling it again for a device replaces its list. */
-int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count);
+int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
+                        const north_device_opts_t *opts);
 /* A device went online or offline (retained on PREFIX/GATEWAY/DEVICE/status). */
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
 /* The answer to a write handed to hooks->write. A stale token is ignored. */
@@ -265,7 +274,8 @@ typedef struct north_module {
     void (*destroy)(north_t *n);
     int (*publish)(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *values, size_t count);
     int (*device_status)(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
-    int (*define_device)(north_t *n, const char *device, const north_metric_def_t *defs, size_t count);
+    int (*define_device)(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
+                         const north_device_opts_t *opts);
     void (*write_done)(north_t *n, uint32_t token, int error, const char *message);
     void (*get_stats)(const north_t *n, north_stats_t *st);
     uint64_t (*now_ms)(void);

@@ -548,6 +548,7 @@ static const char *command_text(uint32_t dt, const sp_metric_t *m, char *buf, si
     case SP_STRING:
         if (m->vtype != SPV_STRING || strlen(m->string_value) > 250)
             return NULL;
+        w->is_string = true;
         return m->string_value;
     default:
         break;

@@ -9,6 +9,9 @@
  *   poll      every value, every time;
  *   interval  every interval_ms, each device's tags that were handed over
  *             since the previous tick, with their latest value.
+ * The mode is the configuration's, or a device's own (north_define_device
+ * with options: [device NAME] mqtt_publish); each device in interval mode
+ * has a timer of its own.
  *
  * Payloads (docs/mqtt.md):
  *   json          PREFIX/GATEWAY/DEVICE/data
@@ -167,10 +170,31 @@ static void tag_free(void *p)
 static void device_free(void *p)
 {
     north_device_t *d = p;
+    if (d->ev_interval)
+        event_free(d->ev_interval);
     map_free(&d->tags, tag_free);
     free(d->list);
     free(d->pick);
     free(d);
+}
+
+static void on_interval(evutil_socket_t fd, short what, void *arg);
+
+/* Sets d's publish mode; interval mode (re)starts its timer. 0 or -ENOMEM. */
+static int device_mode(north_device_t *d, north_publish_mode_t mode, unsigned interval_ms)
+{
+    if (d->ev_interval)
+        event_free(d->ev_interval);
+    d->ev_interval = NULL;
+    d->publish = mode;
+    d->interval_ms = interval_ms ? interval_ms : d->north->cfg.interval_ms;
+    if (mode != NORTH_PUBLISH_INTERVAL)
+        return 0;
+    struct timeval tv = { d->interval_ms / 1000, (d->interval_ms % 1000) * 1000 };
+    if (!(d->ev_interval = event_new(d->north->base, -1, EV_PERSIST, on_interval, d)) ||
+        event_add(d->ev_interval, &tv) != 0)
+        return -ENOMEM;
+    return 0;
 }
 
 static north_device_t *device_get(north_t *n, const char *name)
@@ -189,8 +213,11 @@ static north_device_t *device_get(north_t *n, const char *name)
     if (!(d = calloc(1, sizeof *d)))
         return NULL;
     snprintf(d->name, sizeof d->name, "%s", name);
+    d->north = n;
     d->sp_up = -1;
-    if (map_put(&n->devices, name, d) != 0) {
+    if (device_mode(d, n->cfg.publish, n->cfg.interval_ms) != 0 || map_put(&n->devices, name, d) != 0) {
+        if (d->ev_interval)
+            event_free(d->ev_interval);
         free(d);
         return NULL;
     }
@@ -412,7 +439,8 @@ static void emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, ui
         values_mark_published(tags[i]);
 }
 
-int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count)
+int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
+                         const north_device_opts_t *opts)
 {
     if (!topic_name_ok(device))
         return -EINVAL;
@@ -420,7 +448,7 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
         if (!defs[i].tag || !topic_name_ok(defs[i].tag))
             return -EINVAL;
     north_device_t *d = device_get(n, device);
-    if (!d)
+    if (!d || (opts && device_mode(d, opts->publish, opts->interval_ms) != 0))
         return -ENOMEM;
     for (size_t i = 0; i < count; i++) {
         north_tag_t *t = tag_get(n, d, defs[i].tag);
@@ -455,13 +483,13 @@ int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const 
             continue;
         }
         n->st.values++;
-        if (n->cfg.publish == NORTH_PUBLISH_POLL || (n->cfg.publish == NORTH_PUBLISH_CHANGE && tag_changed(n, t)))
+        if (d->publish == NORTH_PUBLISH_POLL || (d->publish == NORTH_PUBLISH_CHANGE && tag_changed(n, t)))
             d->pick[k++] = t;
     }
     d->fresh = true;
     d->sp_has_values = true;
     d->timestamp_ms = timestamp_ms;
-    if (n->cfg.publish != NORTH_PUBLISH_INTERVAL)
+    if (d->publish != NORTH_PUBLISH_INTERVAL)
         emit(n, d, d->pick, k, timestamp_ms);
     return rc;
 }
@@ -481,44 +509,31 @@ north_tag_t *values_find_tag(north_device_t *d, const char *name, uint64_t alias
     return NULL;
 }
 
+/* A device's interval tick: its tags handed over since the last one. */
 static void on_interval(evutil_socket_t fd, short what, void *arg)
 {
-    north_t *n = arg;
+    north_device_t *d = arg;
+    size_t k = 0;
     (void)fd;
     (void)what;
-    for (size_t i = 0; i < n->n_devices; i++) {
-        north_device_t *d = n->device_list[i];
-        size_t k = 0;
-        if (!d->fresh)
-            continue;
-        for (size_t j = 0; j < d->n; j++)
-            if (d->list[j]->fresh)
-                d->pick[k++] = d->list[j];
-        emit(n, d, d->pick, k, d->timestamp_ms);
-        d->fresh = false;
-    }
+    if (!d->fresh)
+        return;
+    for (size_t j = 0; j < d->n; j++)
+        if (d->list[j]->fresh)
+            d->pick[k++] = d->list[j];
+    emit(d->north, d, d->pick, k, d->timestamp_ms);
+    d->fresh = false;
 }
 
 int values_start(north_t *n)
 {
-    if (!(n->scratch = evbuffer_new()))
-        return -ENOMEM;
-    if (n->cfg.publish != NORTH_PUBLISH_INTERVAL)
-        return 0;
-    n->ev_interval = event_new(n->base, -1, EV_PERSIST, on_interval, n);
-    struct timeval tv = { n->cfg.interval_ms / 1000, (n->cfg.interval_ms % 1000) * 1000 };
-    if (!n->ev_interval || event_add(n->ev_interval, &tv) != 0)
-        return -ENOMEM;
-    return 0;
+    return (n->scratch = evbuffer_new()) ? 0 : -ENOMEM;
 }
 
 void values_free(north_t *n)
 {
-    if (n->ev_interval)
-        event_free(n->ev_interval);
     if (n->scratch)
         evbuffer_free(n->scratch);
-    n->ev_interval = NULL;
     n->scratch = NULL;
     map_free(&n->devices, device_free);
     free(n->device_list);

@@ -101,6 +101,7 @@ static bool read_value(struct json_object *o, north_write_t *w)
     if (json_object_is_type(v, json_type_string)) {
         size_t len = (size_t)json_object_get_string_len(v);
         w->text = json_object_get_string(v);
+        w->is_string = true;
         w->count = 1;
         w->values[0] = 0;
         return strlen(w->text) == len && len <= 2 * 125;   /* no NUL inside; the longest string tag */

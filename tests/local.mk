@@ -16,7 +16,7 @@ tests_test_request_LDADD = $(TEST_LIBS)
 
 TESTS += tests/test_crc tests/test_decode tests/test_request tests/test_decode_cli.py \
 	tests/test_native_tiers.sh
-EXTRA_DIST += tests/data tests/test_decode_cli.py tests/test_native_tiers.sh tests/rtugwtest.py
+EXTRA_DIST += tests/data tests/test_decode_cli.py tests/test_native_tiers.sh tests/rtugwtest.py tests/tsan.supp
 
 # Our response decode against libmodbus's own RTU client, over pseudo-terminals.
 check_PROGRAMS += tests/test_libmodbus_crosscheck

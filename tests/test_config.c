@@ -636,6 +636,27 @@ static void test_mqtt_section(void **state)
     cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\ngroup_id = g\n", &errs);
     assert_null(cfg);
     expect_error(&errs, "t.ini:3: [mqtt]: group_id, edge_node_id and primary_host_id need format = sparkplug", NULL);
+
+    /* [device NAME] mqtt_publish and mqtt_interval_ms */
+    cfg = load("[bus a]\nport = sim\n[device p]\nbus = a\nslave = 1\nmqtt_publish = poll\n"
+               "[device i]\nbus = a\nslave = 2\nmqtt_publish = interval\nmqtt_interval_ms = 250\n"
+               "[device c]\nbus = a\nslave = 3\n[mqtt]\nhost = b\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->devices[0].mqtt_publish, NORTH_PUBLISH_POLL);
+    assert_int_equal(cfg->devices[1].mqtt_publish, NORTH_PUBLISH_INTERVAL);
+    assert_int_equal(cfg->devices[1].mqtt_interval_ms, 250);
+    assert_int_equal(cfg->devices[2].mqtt_publish, -1);
+    config_free(cfg);
+    cfg = load("[bus a]\nport = sim\n[device x]\nbus = a\nslave = 1\nmqtt_publish = often\n"      /* 1-6 */
+               "[device y]\nbus = a\nslave = 2\nmqtt_interval_ms = 50\n"                          /* 7-10 */
+               "[device z]\nbus = a\nslave = 3\nmqtt_interval_ms = 500\n[mqtt]\nhost = b\n", &errs); /* 11-16 */
+    assert_null(cfg);
+    expect_error(&errs, "t.ini:6: [device x] mqtt_publish = 'often'", "interval");
+    expect_error(&errs, "t.ini:10: [device y] mqtt_interval_ms = '50'", "100..");
+    expect_error(&errs, "t.ini:11: [device z]: mqtt_interval_ms is set but mqtt_publish is not interval", NULL);
+    cfg = load("[bus a]\nport = sim\n[device x]\nbus = a\nslave = 1\nmqtt_publish = poll\n", &errs);
+    assert_null(cfg);
+    expect_error(&errs, "t.ini:3: [device x]: mqtt_publish and mqtt_interval_ms need an [mqtt] section", NULL);
 }
 
 int main(void)

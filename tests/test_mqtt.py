@@ -214,6 +214,17 @@ def test_publish_modes():
           f"change: {polls:.0f} polls of unchanging registers, {len(ch)} message")
     check(3 <= len(iv) <= 6 and all(p["values"] == {"hr.0": 1000, "hr.1": 1001} for p in iv),
           f"interval 500 ms over ~2.5 s of 10 Hz polls: {len(iv)} messages")
+    # per device: [device NAME] mqtt_publish over [mqtt] publish = change
+    devices = ("[device d1]\nslave = 1\n[device d2]\nslave = 2\nmqtt_publish = poll\n"
+               "[device d3]\nslave = 3\nmqtt_publish = interval\nmqtt_interval_ms = 500\n")
+    gd = Gateway(devices=devices, extra=poll("a", "d1", 3, 0, 2, 100) + poll("b", "d2", 3, 0, 2, 100) +
+                 poll("c", "d3", 3, 0, 2, 100) + mqtt_section(b.port, "gd"))
+    time.sleep(2.6)
+    gd.stop()
+    n = {d: len(sub.messages(f"rtugw/gd/{d}/data")) for d in ("d1", "d2", "d3")}
+    check(n["d1"] == 1 and n["d2"] >= 15 and 3 <= n["d3"] <= 6,
+          f"per device: d1 change (1 message), d2 mqtt_publish = poll (every 100 ms poll), "
+          f"d3 interval 500 ms over ~2.5 s: {n}")
     sub.close()
     b.stop()
 
@@ -352,7 +363,7 @@ def test_writes():
            (json.dumps({"uuid": "b2", "device": "nosuch", "tag": "hr.0", "value": 1}), 1003, "b2"),
            (json.dumps({"uuid": "b3", "device": "d1", "tag": "hr.9", "value": 1}), 1004, "b3"),
            (json.dumps({"uuid": "b4", "device": "d1", "tag": "hr.0", "value": 70000}), 1005, "b4"),
-           (json.dumps({"uuid": "b5", "device": "d1", "tag": "hr.0", "value": "x"}), 1002, "b5"),
+           (json.dumps({"uuid": "b5", "device": "d1", "tag": "hr.0", "value": "x"}), 1005, "b5"),
            (json.dumps({"uuid": "b6", "device": "d1", "tag": "ir.0", "value": 1}), 1009, "b6"),
            (json.dumps({"uuid": "b7", "device": "d1", "tag": "hr.3", "value": [1, 2]}), 1005, "b7"),
            (json.dumps({"uuid": "b8", "device": "d8", "tag": "gone.0", "value": 1}), 11, "b8"),
@@ -364,7 +375,7 @@ def test_writes():
     hr2 = c.read_holding_registers(10, 4, slave=1).registers
     check(hr2 == hr, f"the bad writes changed nothing ({hr2})")
     m = g.metrics()
-    check(m["rtugw_mqtt_write_malformed_total"] == 6 and m["rtugw_mqtt_write_ok_total"] == 3 and
+    check(m["rtugw_mqtt_write_malformed_total"] == 5 and m["rtugw_mqtt_write_ok_total"] == 3 and
           m["rtugw_mqtt_write_requests_total"] == 3 + len(bad),
           f"counted: {m['rtugw_mqtt_write_requests_total']:.0f} requests, {m['rtugw_mqtt_write_ok_total']:.0f} ok, "
           f"{m['rtugw_mqtt_write_malformed_total']:.0f} malformed")
