@@ -427,6 +427,8 @@ static void on_socket(evutil_socket_t fd, short what, void *arg)
             session_down(n, MOSQ_ERR_ERRNO);
             return;
         }
+        if ((what & EV_WRITE) && !n->tcp_up && n->sp)
+            sparkplug_connect_sent(n);   /* the CONNECT, with its will, leaves now */
         if (what & EV_WRITE)
             n->tcp_up = true;
     }

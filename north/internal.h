@@ -276,6 +276,9 @@ void sparkplug_free(north_t *n);
  * clean stop publishes before DISCONNECT). */
 int sparkplug_will(north_t *n, bool attempt, char *topic, size_t topic_cap, void *payload, size_t cap,
                    size_t *len);
+/* The TCP connection is up: the CONNECT with this will is on its way, so
+ * the next will takes the next bdSeq. */
+void sparkplug_connect_sent(north_t *n);
 /* CONNACK: the subscriptions, and the births unless a primary host is away. */
 void sparkplug_on_connect(north_t *n);
 void sparkplug_session_lost(north_t *n);

@@ -7,9 +7,9 @@
  * spBv1.0/GROUP/{DBIRTH,DDEATH,DDATA,DCMD}/EDGE/DEVICE; spBv1.0/STATE/HOST.
  *
  * The session, as the specification orders it:
- *   - every CONNECT carries the will NDEATH {bdSeq}, bdSeq one more than
- *     the previous session's (0..255, wrapping; an attempt that got no
- *     session reuses its number); with spool_dir set the last one is kept in
+ *   - every CONNECT carries the will NDEATH {bdSeq (Int64)}, bdSeq one more
+ *     than the previous CONNECT's (0..255, wrapping; an attempt whose TCP
+ *     connection failed sent none and reuses it); with spool_dir the last is kept in
  *     SPOOL_DIR/sparkplug-bdseq so a restart goes on from it, else it starts
  *     at 0 with each start of the daemon;
  *   - after CONNACK: subscribe NCMD, DCMD (of this node) and, with
@@ -360,7 +360,7 @@ static void nbirth(north_t *n)
     north_sparkplug_t *sp = n->sp;
     uint64_t now = north_now_ms();
     sp_metric_t m[2] = {
-        { .name = "bdSeq", .has_timestamp = true, .timestamp = now, .datatype = SP_UINT64, .vtype = SPV_LONG,
+        { .name = "bdSeq", .has_timestamp = true, .timestamp = now, .datatype = SP_INT64, .vtype = SPV_LONG,
           .long_value = sp->bdseq, .quality = -1 },
         { .name = SP_REBIRTH, .has_timestamp = true, .timestamp = now, .datatype = SP_BOOLEAN, .vtype = SPV_BOOL,
           .boolean_value = false, .quality = -1 },
@@ -464,8 +464,8 @@ int sparkplug_will(north_t *n, bool attempt, char *topic, size_t topic_cap, void
 {
     north_sparkplug_t *sp = n->sp;
     if (attempt)
-        sp->bdseq = sp->bdseq_next;   /* taken for good once the session is up (sparkplug_on_connect) */
-    sp_metric_t m = { .name = "bdSeq", .has_timestamp = true, .timestamp = north_now_ms(), .datatype = SP_UINT64,
+        sp->bdseq = sp->bdseq_next;   /* taken for good once the CONNECT leaves (sparkplug_connect_sent) */
+    sp_metric_t m = { .name = "bdSeq", .has_timestamp = true, .timestamp = north_now_ms(), .datatype = SP_INT64,
                       .vtype = SPV_LONG, .long_value = sp->bdseq, .quality = -1 };
     struct evbuffer *b = evbuffer_new();
     if (!b || spc_encode(b, north_now_ms(), &m, 1) != 0 || evbuffer_get_length(b) > cap) {
@@ -480,15 +480,22 @@ int sparkplug_will(north_t *n, bool attempt, char *topic, size_t topic_cap, void
     return 0;
 }
 
+/* 3.0: every CONNECT carries a bdSeq one more than the previous CONNECT's.
+ * An attempt whose TCP connection never came up sent no CONNECT, so the
+ * next one reuses its number; one that failed after (TLS, refused) has used
+ * it: a number may be skipped, never sent twice. */
+void sparkplug_connect_sent(north_t *n)
+{
+    north_sparkplug_t *sp = n->sp;
+    sp->bdseq_next = (sp->bdseq + 1) % 256;
+    bdseq_save(n);
+}
+
 void sparkplug_on_connect(north_t *n)
 {
     north_sparkplug_t *sp = n->sp;
     char sub[SP_TOPIC_MAX + 2];
     sp->connected = true;
-    /* One bdSeq per session: a CONNECT that failed had no session for a
-     * host to see, so the next attempt carries the same one. */
-    sp->bdseq_next = (sp->bdseq + 1) % 256;
-    bdseq_save(n);
     client_subscribe(n, sp->t_ncmd);
     snprintf(sub, sizeof sub, "%s+", sp->t_dcmd);
     client_subscribe(n, sub);
