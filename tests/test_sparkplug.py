@@ -16,6 +16,7 @@ boolean_value 14, string_value 15), not with the project's .proto. Commands
     seq +1 per message, wrapping past 255;
   - DCMD writes (by name and by alias) reach the simulator's registers;
     read-only and unknown metrics and a broken payload are ignored, counted;
+    138 hostile commands later the daemon is up and publishing;
   - NCMD rebirth: NBIRTH (seq 0, same bdSeq) and the DBIRTHs again;
   - the port down: DDEATH; a silent slave gets no DBIRTH; back: DBIRTH;
   - a broker restart: a new session, bdSeq + 1, births, then what changed
@@ -426,6 +427,29 @@ def test_session():
               for _, _, p, _, _ in host.since(start, "DDATA", "d1") for m in metrics_of(p)),
           "the written value shows in the next DDATA")
     c.close()
+
+    # hostile commands: random bytes, truncated and mutated valid payloads, deep nesting, huge
+    # lengths, over max_write_bytes, wrong value kinds; the daemon takes them all and goes on
+    import random
+    rng = random.Random(17)
+    good = command(metric(name="t_i16", datatype=2, int_value=65534), metric(alias=alias["t_f32"], float_value=1.0))
+    nested = field(2, 2, field(9, 2, field(2, 2, field(9, 2, b"\x12\x00" * 3) * 2)))
+    payloads = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))) for _ in range(60)]
+    payloads += [good[:k] for k in range(1, len(good))]
+    payloads += [bytes(x ^ (1 << rng.randrange(8)) if rng.random() < 0.1 else x for x in good) for _ in range(40)]
+    payloads += [nested, field(2, 2, b"\x0a\xff\xff\xff\xff\x0f"), b"\x12" + varint(2**40), b"\x00" * 20000,
+                 command(metric(name="t_coil", string="true")), command(metric(name="t_i16", boolean=True)),
+                 command(metric(name="t_i16", int_value=2**32 - 1)), command(metric(alias=2**63))]
+    for i, pl in enumerate(payloads):
+        topic = f"spBv1.0/{GROUP}/{'NCMD' if i % 3 == 0 else 'DCMD'}/{EDGE}" + ("" if i % 3 == 0 else "/d1")
+        host.c.publish(topic, pl, qos=0)
+    host.publish(f"spBv1.0/{GROUP}/DCMD/{EDGE}/nosuch", good)
+    time.sleep(1.0)
+    start = host.count()
+    wait_for(lambda: host.since(start, "DDATA", "d1"), 3)
+    check(g.p.poll() is None and host.since(start, "DDATA", "d1") and metric_count(g, "write_malformed") > malformed0 + 1,
+          f"{len(payloads)} hostile commands: the daemon is up and publishing, malformed ones counted "
+          f"({metric_count(g, 'write_malformed'):.0f})")
 
     # NCMD rebirth
     start = host.count()
