@@ -265,6 +265,8 @@ void config_mqtt_resolve(loader_t *ld)
     if (m->format == NORTH_FORMAT_SPARKPLUG) {
         if (!m->group_id[0])
             config_error_at(ld, line, "[mqtt]: format = sparkplug needs group_id (spBv1.0/GROUP/...)");
+        if (!m->clean_session)   /* 3.0: an edge node's CONNECT has Clean Session set */
+            config_error_at(ld, line, "[mqtt]: format = sparkplug needs clean_session = true (Sparkplug 3.0)");
         if (!ld->mqtt_edge_node_set)
             snprintf(m->edge_node_id, sizeof m->edge_node_id, "%s", m->gateway);
         return;   /* the names below are JSON topics only */

@@ -628,8 +628,9 @@ static void test_mqtt_section(void **state)
     assert_string_equal(cfg->mqtt.primary_host_id, "scada");
     config_free(cfg);
     cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nformat = sparkplug\n"      /* 3-5 */
-               "edge_node_id = a/b\nprimary_host_id = #\n", &errs);                     /* 6-7 */
+               "edge_node_id = a/b\nprimary_host_id = #\nclean_session = false\n", &errs); /* 6-8 */
     assert_null(cfg);
+    expect_error(&errs, "t.ini:3: [mqtt]: format = sparkplug needs clean_session = true", NULL);
     expect_error(&errs, "t.ini:6: [mqtt] edge_node_id = 'a/b'", "Sparkplug topic level");
     expect_error(&errs, "t.ini:7: [mqtt] primary_host_id = '#'", "Sparkplug topic level");
     expect_error(&errs, "t.ini:3: [mqtt]: format = sparkplug needs group_id", NULL);
