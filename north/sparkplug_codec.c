@@ -66,7 +66,8 @@ static void set_value(metric_t *o, const sp_metric_t *m)
         break;
     case SPV_STRING:
         o->value_case = RTUGW__SPARKPLUG__SP_METRIC__VALUE_STRING_VALUE;
-        o->string_value = (char *)(m->string_value ? m->string_value : "");
+        o->string_value.data = (uint8_t *)(m->string_value ? m->string_value : "");
+        o->string_value.len = strlen((const char *)o->string_value.data);
         break;
     }
 }
@@ -170,6 +171,7 @@ int spc_decode(const void *payload, size_t len, void (*fn)(void *ctx, const sp_m
     payload_t *p = rtugw__sparkplug__sp_payload__unpack(NULL, len, payload);
     if (!p)
         return -EINVAL;
+    char text[256];   /* the longest string a tag takes is 250 bytes */
     for (size_t i = 0; i < p->n_metrics; i++) {
         const metric_t *o = p->metrics[i];
         sp_metric_t m = { .name = o->name, .has_alias = o->has_alias, .alias = o->alias,
@@ -198,8 +200,13 @@ int spc_decode(const void *payload, size_t len, void (*fn)(void *ctx, const sp_m
             m.boolean_value = o->boolean_value;
             break;
         case RTUGW__SPARKPLUG__SP_METRIC__VALUE_STRING_VALUE:
-            m.vtype = SPV_STRING;
-            m.string_value = o->string_value;
+            /* a C string of exactly its bytes, or no value: a NUL inside is refused */
+            if (o->string_value.len < sizeof text && !memchr(o->string_value.data, 0, o->string_value.len)) {
+                memcpy(text, o->string_value.data, o->string_value.len);
+                text[o->string_value.len] = 0;
+                m.vtype = SPV_STRING;
+                m.string_value = text;
+            }
             break;
         default:
             m.vtype = SPV_NONE;   /* bytes, or none: no value rtugw takes */

@@ -205,7 +205,7 @@ def sim(link, extra=()):
     with open(load, "w") as f:
         f.write("1 holding 10 65535\n1 holding 11 1234\n1 holding 12 65534 31072\n1 holding 14 16320 0\n"
                 "1 holding 16 65535 65535 65535 65534\n1 coils 0 1\n1 holding 20 7\n1 holding 21 65436\n"
-                "2 holding 0 42\n")
+                "1 holding 30 16706 17220\n2 holding 0 42\n")
     p = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1,2", "--load", load, "--live",
                           "--live-period-ms", "20", *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          text=True)
@@ -228,8 +228,9 @@ TAGS = [  # name, table, address, type, extra keys
     ("t_scaled", "holding", 21, "int16", "scale = 0.1\n"),
     ("t_live", "input", 0, "uint16", "interval_ms = 20\n"),
     ("t_bad", "holding", 5000, "uint16", ""),   # past the simulator's registers: exception 02
+    ("t_str", "holding", 30, "string:2", "writable = true\n"),
 ]
-DATATYPE = {"int16": 2, "uint16": 6, "int32": 3, "float32": 9, "uint64": 8, "bool": 11}
+DATATYPE = {"int16": 2, "uint16": 6, "int32": 3, "float32": 9, "uint64": 8, "bool": 11, "string:2": 12}
 
 
 def devices_text():
@@ -353,7 +354,7 @@ def test_session():
 
     # every value arrives (the DBIRTH may hold some as is_null "not read yet"; DDATA follows)
     want = {"t_i16": 65535, "t_u16": 1234, "t_i32": (-100000) & 0xFFFFFFFF, "t_f32": 1.5,
-            "t_u64": 2**64 - 2, "t_coil": 1, "t_ro": 7, "t_scaled": -10.0}
+            "t_u64": 2**64 - 2, "t_coil": 1, "t_ro": 7, "t_scaled": -10.0, "t_str": "ABCD"}
 
     def state():
         return fold(host.since(0), "d1")[0]
@@ -401,19 +402,21 @@ def test_session():
         metric(alias=alias["t_i32"], int_value=(-5) & 0xFFFFFFFF),
         metric(name="t_f32", datatype=9, float_value=2.25),
         metric(name="t_coil", datatype=11, boolean=False),
+        metric(name="t_str", datatype=12, string="wxyz"),
         metric(name="t_ro", datatype=6, int_value=9),
         metric(name="nosuch", int_value=1)))
     host.publish(f"spBv1.0/{GROUP}/DCMD/{EDGE}/d1", b"\xff\xff\xff")
     c = g.client()
 
     def regs():
-        r = c.read_holding_registers(10, 11, slave=1).registers
+        r = c.read_holding_registers(10, 22, slave=1).registers
         return r, c.read_coils(0, 1, slave=1).bits[0]
-    wait_for(lambda: regs()[0][0] == 65534 and not regs()[1], 5)
+    wait_for(lambda: regs()[0][0] == 65534 and not regs()[1] and regs()[0][20] == 0x7778, 5)
     r, coil = regs()
     check(r[0] == 65534 and (r[2] << 16 | r[3]) == (-5) & 0xFFFFFFFF and
-          struct.unpack(">f", struct.pack(">HH", r[4], r[5]))[0] == 2.25 and coil is False and r[10] == 7,
-          f"DCMD: Int16 -2, Int32 -5 by alias, Float 2.25 and a coil reach the simulator; the read-only tag "
+          struct.unpack(">f", struct.pack(">HH", r[4], r[5]))[0] == 2.25 and coil is False and r[10] == 7 and
+          struct.pack(">HH", r[20], r[21]) == b"wxyz",
+          f"DCMD: Int16 -2, Int32 -5 by alias, Float 2.25, a coil and a String reach the simulator; the read-only tag "
           f"stays 7 ({r}, coil {coil})")
     wait_for(lambda: metric_count(g, "write_malformed") > malformed0, 3)
     check(metric_count(g, "write_errors") >= errors0 + 3 and metric_count(g, "write_malformed") == malformed0 + 1,
@@ -439,6 +442,7 @@ def test_session():
     payloads += [bytes(x ^ (1 << rng.randrange(8)) if rng.random() < 0.1 else x for x in good) for _ in range(40)]
     payloads += [nested, field(2, 2, b"\x0a\xff\xff\xff\xff\x0f"), b"\x12" + varint(2**40), b"\x00" * 20000,
                  command(metric(name="t_coil", string="true")), command(metric(name="t_i16", boolean=True)),
+                 command(metric(name="t_i16", string="1\x002")),
                  command(metric(name="t_i16", int_value=2**32 - 1)), command(metric(alias=2**63))]
     for i, pl in enumerate(payloads):
         topic = f"spBv1.0/{GROUP}/{'NCMD' if i % 3 == 0 else 'DCMD'}/{EDGE}" + ("" if i % 3 == 0 else "/d1")
