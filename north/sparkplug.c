@@ -571,7 +571,7 @@ static const char *command_text(uint32_t dt, const sp_metric_t *m, char *buf, si
             snprintf(buf, cap, "%" PRId64, (int64_t)raw);
         else
             snprintf(buf, cap, "%" PRIu64, raw);   /* unsigned, Float, Double: the tag codec checks the range */
-        w->values[0] = (double)(dt == SP_INT64 ? (double)(int64_t)raw : (double)raw);
+        w->values[0] = strtod(buf, NULL);   /* what the text says (a poll group's path reads it) */
         return buf;
     }
     if (m->vtype == SPV_FLOAT || m->vtype == SPV_DOUBLE) {
