@@ -19,6 +19,7 @@ boolean_value 14, string_value 15), not with the project's .proto. Commands
     138 hostile commands later the daemon is up and publishing;
   - NCMD rebirth: NBIRTH (seq 0, same bdSeq) and the DBIRTHs again;
   - the port down: DDEATH; a silent slave gets no DBIRTH; back: DBIRTH;
+    exceptions from a slave: its tags bad (Quality 0) and good (192, once);
   - a broker restart: a new session, bdSeq + 1, births, then what changed
     meanwhile as DDATA flagged is_historical;
   - kill -9: the will NDEATH carries the session's bdSeq; with spool_dir the
@@ -473,11 +474,40 @@ def test_session():
     check({d for _, d, _, _, _ in dd} == {"d1", "d2"} and all(2 not in p and one(p, 3) is not None for _, _, p, _, _ in dd),
           f"simulator gone (port down): DDEATH of d1 and d2, no metrics, with seq ({[d for _, d, _, _, _ in dd]})")
     start = host.count()
-    s = sim(link, ["--silent", "2"])
+    s = sim(link, ["--silent", "2", "--exception-rate", "0.3"])
     wait_for(lambda: host.since(start, "DBIRTH", "d1"), 10)
     time.sleep(1.5)
     check(host.since(start, "DBIRTH", "d1") and not host.since(start, "DBIRTH", "d2"),
           "back with slave 2 silent: DBIRTH of d1, none of d2")
+
+    # slave 1 answers 30% of its reads with exception 04: its tags turn bad and good again
+    def quality_flips():
+        seen = {}
+        for _, _, p, _, _ in host.since(start, "DDATA", "d1"):
+            for m in metrics_of(p):
+                props = one(m, 9, {})
+                q = dict(zip(props.get(1, []), props.get(2, []))).get("Quality")
+                if one(m, 7) == 1 and q and one(q, 3) == 0:
+                    seen[one(m, 2)] = "bad"
+                elif seen.get(one(m, 2)) == "bad" and one(m, 7) is None and q and one(q, 3) == 192:
+                    return m
+        return None
+    wait_for(lambda: quality_flips() is not None, 5)
+    m = quality_flips()
+    check(m is not None and any(f in m for f in range(10, 17)),
+          f"a tag bad (is_null, Quality 0) then good again: its value with Quality 192 ({m})")
+    last, repeats = {}, []   # alias -> the Quality its previous good value carried
+    for _, _, p, _, _ in host.since(start, "DDATA", "d1"):
+        for x in metrics_of(p):
+            props = one(x, 9, {})
+            q = dict(zip(props.get(1, []), props.get(2, []))).get("Quality")
+            if one(x, 7) == 1:
+                last.pop(one(x, 2), None)
+                continue
+            if last.get(one(x, 2)) == 192 and q is not None and one(q, 3) == 192:
+                repeats.append(x)
+            last[one(x, 2)] = one(q, 3) if q else None
+    check(not repeats, f"Quality 192 is said once: the good values after it carry no Quality ({repeats[:2]})")
     start = host.count()
     s.kill()
     s.wait()
