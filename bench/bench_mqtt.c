@@ -23,6 +23,12 @@
  * alternates between rounds (round 0 runs north first: it makes the
  * payloads). Figures are medians over rounds with p10-p90, and the ratio
  * north / plain is taken within each round.
+ *
+ * --format sparkplug: north is a Sparkplug B edge node (group = the phase's
+ * name), values are DDATA by alias; Sparkplug publishes QoS 0, so both sides
+ * do, and a message is known by its order of arrival (its seq wraps at 256;
+ * QoS 0 on one TCP connection keeps order). One value set is handed over
+ * before the clock starts: it becomes the DBIRTH, which is not counted.
  */
 #include "bench/bench.h"
 #include "bench/internal.h"
@@ -50,6 +56,7 @@
 
 typedef struct opts {
     unsigned long values, messages, rounds, rate, latency_messages;
+    bool sparkplug;
 } opts_t;
 
 typedef struct phase {
@@ -69,6 +76,7 @@ typedef struct phase {
     size_t *lengths;
     bool capture;
     bool failed;
+    bool sparkplug;               /* --format sparkplug: prefix spBv1.0/GROUP, DDATA only, QoS 0 */
 } phase_t;
 
 typedef struct bench {
@@ -121,8 +129,25 @@ static void sub_on_connect(struct mosquitto *m, void *arg, int rc)
 {
     bench_t *b = arg;
     const north_mosquitto_t *M = b->mod->mosquitto;
-    if (rc == 0 && M->subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS)
+    if (rc == 0 && M->subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS &&
+        M->subscribe(m, NULL, "spBv1.0/#", 1) == MOSQ_ERR_SUCCESS)
         atomic_store(&b->sub_ready, true);
+}
+
+/* Under b->lock: message seq of p arrived at now. */
+static void record(phase_t *p, const struct mosquitto_message *msg, unsigned long seq, uint64_t now)
+{
+    if (seq >= 1 && seq <= p->count && !p->seen[seq]) {
+        p->seen[seq] = 1;
+        unsigned long k = atomic_load(&p->received);
+        p->lat_ms[k] = (double)(now - p->t_send[seq]) / 1e6;
+        if (p->capture && !p->payloads[seq] && (p->payloads[seq] = malloc((size_t)msg->payloadlen)) != NULL) {
+            memcpy(p->payloads[seq], msg->payload, (size_t)msg->payloadlen);
+            p->lengths[seq] = (size_t)msg->payloadlen;
+        }
+        atomic_store(&p->t_last_ns, now);
+        atomic_store(&p->received, k + 1);
+    }
 }
 
 static void sub_on_message(struct mosquitto *m, void *arg, const struct mosquitto_message *msg)
@@ -134,24 +159,15 @@ static void sub_on_message(struct mosquitto *m, void *arg, const struct mosquitt
     phase_t *p = b->current;
     size_t plen = p ? strlen(p->prefix) : 0;
     const char *text = msg->payload, *at;
-    if (p && msg->payloadlen > 0 && strncmp(msg->topic, p->prefix, plen) == 0 && msg->topic[plen] == '/' &&
-        (at = strstr(text, "\"seq\":")) != NULL) {
-        unsigned long seq = strtoul(at + 6, NULL, 10);
-        if (seq >= 1 && seq <= p->count && !p->seen[seq]) {
-            p->seen[seq] = 1;
-            unsigned long k = atomic_load(&p->received);
-            p->lat_ms[k] = (double)(now - p->t_send[seq]) / 1e6;
-            if (p->capture && !p->payloads[seq] && (p->payloads[seq] = malloc((size_t)msg->payloadlen)) != NULL) {
-                memcpy(p->payloads[seq], msg->payload, (size_t)msg->payloadlen);
-                p->lengths[seq] = (size_t)msg->payloadlen;
-            }
-            atomic_store(&p->t_last_ns, now);
-            atomic_store(&p->received, k + 1);
-        }
+    bool mine = p && msg->payloadlen > 0 && strncmp(msg->topic, p->prefix, plen) == 0 && msg->topic[plen] == '/';
+    if (mine && p->sparkplug && strstr(msg->topic + plen, "/DDATA/")) {
+        unsigned long seq = atomic_load(&p->received) + 1;   /* QoS 0, one connection: in order */
+        record(p, msg, seq, now);
+    } else if (mine && !p->sparkplug && (at = strstr(text, "\"seq\":")) != NULL) {
+        record(p, msg, strtoul(at + 6, NULL, 10), now);
     }
     pthread_mutex_unlock(&b->lock);
 }
-
 static int subscriber_start(bench_t *b, unsigned port)
 {
     const north_mosquitto_t *M = b->mod->mosquitto;
@@ -225,6 +241,8 @@ static void north_on_check(evutil_socket_t fd, short what, void *arg)
     if (!r->feeding) {
         r->p->mod->get_stats(r->north, &st);
         if (st.connected) {
+            if (r->p->sparkplug)   /* the DBIRTH, before the clock starts */
+                r->p->mod->publish(r->north, "d1", r->p->mod->now_ms(), r->vals, r->p->values);
             r->feeding = true;
             r->cpu0 = thread_cpu_ns();
             r->started_ns = r->p->t_first_ns = bench_now_ns();
@@ -251,6 +269,11 @@ static void *north_thread(void *arg)
                            .buffer_messages = (unsigned)p->count + 16, .buffer_bytes = 1u << 30,
                            .max_write_bytes = 16384 };
     snprintf(cfg.topic_prefix, sizeof cfg.topic_prefix, "%s", p->prefix);
+    if (p->sparkplug) {
+        cfg.format = NORTH_FORMAT_SPARKPLUG;
+        snprintf(cfg.group_id, sizeof cfg.group_id, "%s", strchr(p->prefix, '/') + 1);
+        snprintf(cfg.edge_node_id, sizeof cfg.edge_node_id, "gw");
+    }
     north_hooks_t hooks = { 0 };
     r.vals = calloc(p->values, sizeof *r.vals);
     r.names = calloc(p->values, sizeof *r.names);
@@ -295,7 +318,7 @@ static void plain_publish(struct mosquitto *m, phase_t *p, const char *topic, un
 {
     const north_mosquitto_t *M = p->mod->mosquitto;
     p->t_send[seq] = bench_now_ns();
-    M->publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], 1, false);
+    M->publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], p->sparkplug ? 0 : 1, false);
 }
 
 static void *plain_thread(void *arg)
@@ -305,7 +328,7 @@ static void *plain_thread(void *arg)
     bool up = false;
     char topic[96];
     struct mosquitto *m = M->create("bench-plain", true, &up);
-    snprintf(topic, sizeof topic, "%s/gw/d1/data", p->prefix);
+    snprintf(topic, sizeof topic, p->sparkplug ? "%s/DDATA/gw/d1" : "%s/gw/d1/data", p->prefix);
     p->failed = true;
     if (!m)
         return NULL;
@@ -408,11 +431,13 @@ static void print_row(const char *name, const char *fmt, double *n, double *p, d
 static void usage(FILE *to)
 {
     fprintf(to, "usage: rtugw bench mqtt [--values N] [--messages N] [--rounds N] [--rate N] [--latency-messages N]\n"
+                "                        [--format json|sparkplug]\n"
                 "  --values N            values per message (default 20)\n"
                 "  --messages N          messages per flat-out phase (default 5000)\n"
                 "  --rounds N            rounds, each side both ways (default 5)\n"
                 "  --rate N              messages/s of the paced phases (default 500)\n"
                 "  --latency-messages N  messages per paced phase (default 1000)\n"
+                "  --format F            json (default; QoS 1) or sparkplug (Sparkplug B DDATA; QoS 0)\n"
                 "Needs mosquitto (Debian package mosquitto) on PATH.\n");
 }
 
@@ -422,6 +447,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         { "values", required_argument, NULL, 'v' }, { "messages", required_argument, NULL, 'm' },
         { "rounds", required_argument, NULL, 'r' }, { "rate", required_argument, NULL, 'R' },
         { "latency-messages", required_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' },
+        { "format", required_argument, NULL, 'f' },
         { NULL, 0, NULL, 0 },
     };
     *o = (opts_t){ .values = 20, .messages = 5000, .rounds = 5, .rate = 500, .latency_messages = 1000 };
@@ -434,6 +460,10 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         if (c == 'h') {
             usage(stdout);
             return 0;
+        }
+        if (c == 'f' && (strcmp(optarg, "json") == 0 || strcmp(optarg, "sparkplug") == 0)) {
+            o->sparkplug = strcmp(optarg, "sparkplug") == 0;
+            continue;
         }
         if (!dst || bench_parse_ulong(optarg, 1, max, dst) != 0) {
             usage(stderr);
@@ -490,8 +520,9 @@ static int run_round(bench_t *b, unsigned port, const opts_t *o, unsigned round,
             phase_t *p = phase_new(b->mod, port, o, paced, payloads, lengths);
             if (!p)
                 return -1;
-            snprintf(p->prefix, sizeof p->prefix, "bench/r%u%s%s", round, side ? "plain" : "north",
-                     paced ? "paced" : "flat");
+            snprintf(p->prefix, sizeof p->prefix, "%s/r%u%s%s", o->sparkplug ? "spBv1.0" : "bench", round,
+                     side ? "plain" : "north", paced ? "paced" : "flat");
+            p->sparkplug = o->sparkplug;
             p->capture = side == 0 && round == 0 && !paced;
             rc = run_phase(b, p, side ? plain_thread : north_thread);
             if (rc == 0 && !paced) {
@@ -549,8 +580,9 @@ int bench_mqtt_main(int argc, char **argv)
     M->lib_version(&lib_major, &lib_minor, &lib_rev);
     if (rc == 0)
         printf("# rtugw bench mqtt\n\nmosquitto broker on 127.0.0.1:%u, libmosquitto %d.%d.%d; %lu values per message; "
-               "%lu rounds: %lu messages flat out, %lu at %lu/s paced; QoS 1, 64 in flight, a QoS 1 subscriber.\n\n",
-               port, lib_major, lib_minor, lib_rev, o.values, o.rounds, o.messages, o.latency_messages, o.rate);
+               "%lu rounds: %lu messages flat out, %lu at %lu/s paced; %s, a QoS 1 subscriber.\n\n",
+               port, lib_major, lib_minor, lib_rev, o.values, o.rounds, o.messages, o.latency_messages, o.rate,
+               o.sparkplug ? "format sparkplug (DDATA by alias), QoS 0 as Sparkplug wants" : "format json, QoS 1, 64 in flight");
     for (unsigned r = 0; r < o.rounds && rc == 0; r++) {
         if (run_round(&b, port, &o, r, payloads, lengths, m[r]) != 0) {
             rc = 1;

@@ -116,7 +116,7 @@ struct loader {
     security_pending_t security;
     transports_pending_t transports;
     unsigned mqtt_line;          /* [mqtt]: where it starts; keys whose default depends on others */
-    bool mqtt_tls_set, mqtt_read_only_set, mqtt_gateway_set, mqtt_client_id_set;
+    bool mqtt_tls_set, mqtt_read_only_set, mqtt_gateway_set, mqtt_client_id_set, mqtt_edge_node_set;
     /* input */
     FILE *file;
     const char *text;
@@ -189,7 +189,7 @@ bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, cons
 void security_resolve(loader_t *ld);
 int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
-#define CONFIG_MQTT_KEYS 27
+#define CONFIG_MQTT_KEYS 30
 extern const key_spec_t config_mqtt_keys[CONFIG_MQTT_KEYS];
 void config_mqtt_open(loader_t *ld);      /* the section's first header: its defaults */
 void config_mqtt_resolve(loader_t *ld);   /* after the file */

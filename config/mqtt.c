@@ -7,7 +7,9 @@
  * Names that become topic levels (gateway, topic_prefix) and the client id
  * are checked here, so no configuration can inject a level or a wildcard;
  * a device called status or write would collide with the gateway's own
- * topics and is refused when [mqtt] is present.
+ * topics and is refused when [mqtt] is present (JSON formats). So are the
+ * Sparkplug ids (group_id, edge_node_id, primary_host_id): names, like the
+ * gateway's, so none can hold '/', '+' or '#'.
  */
 #include "config/internal.h"
 
@@ -20,6 +22,7 @@ static bool set_prefix(loader_t *ld, const key_spec_t *k, unsigned number, const
 static bool set_gateway(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_client_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_noted_bool(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_sparkplug_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
 #define U(f, lo, hi) { .name = #f, .type = K_UINT, .offset = offsetof(north_config_t, f), .min = lo, .max = hi }
 #define B(f) { .name = #f, .type = K_BOOL, .offset = offsetof(north_config_t, f) }
@@ -54,6 +57,9 @@ const key_spec_t config_mqtt_keys[] = {
     U(spool_fsync_ms, 0, 60000),
     U(max_write_bytes, 256, 1048576),
     C("read_only", set_noted_bool),
+    C("group_id", set_sparkplug_id),
+    C("edge_node_id", set_sparkplug_id),
+    C("primary_host_id", set_sparkplug_id),
 };
 _Static_assert(COUNT(config_mqtt_keys) == CONFIG_MQTT_KEYS, "CONFIG_MQTT_KEYS in config/internal.h");
 
@@ -113,8 +119,10 @@ static bool set_format(loader_t *ld, const key_spec_t *k, unsigned number, const
         m->format = NORTH_FORMAT_JSON;
     else if (strcmp(value, "json-per-tag") == 0)
         m->format = NORTH_FORMAT_JSON_PER_TAG;
+    else if (strcmp(value, "sparkplug") == 0)
+        m->format = NORTH_FORMAT_SPARKPLUG;
     else {
-        config_bad_value(ld, k->name, value, "expected json or json-per-tag");
+        config_bad_value(ld, k->name, value, "expected json, json-per-tag or sparkplug (Sparkplug B)");
         return false;
     }
     return true;
@@ -171,6 +179,23 @@ static bool set_client_id(loader_t *ld, const key_spec_t *k, unsigned number, co
         return false;
     }
     snprintf(m->client_id, sizeof m->client_id, "%s", value);
+    return true;
+}
+
+/* group_id, edge_node_id, primary_host_id: Sparkplug topic levels. */
+static bool set_sparkplug_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    char *dst = strcmp(k->name, "group_id") == 0 ? m->group_id
+                : strcmp(k->name, "edge_node_id") == 0 ? m->edge_node_id : m->primary_host_id;
+    (void)number;
+    if (dst == m->edge_node_id)
+        ld->mqtt_edge_node_set = true;
+    if (!config_valid_name(value)) {
+        config_bad_value(ld, k->name, value, "expected 1..31 letters, digits, '-', '_' or '.' (a Sparkplug topic level)");
+        return false;
+    }
+    snprintf(dst, NORTH_NAME_MAX, "%s", value);
     return true;
 }
 
@@ -237,6 +262,17 @@ void config_mqtt_resolve(loader_t *ld)
         snprintf(m->gateway, sizeof m->gateway, "%s", host);
     if (!ld->mqtt_client_id_set)
         snprintf(m->client_id, sizeof m->client_id, "rtugw-%s", host);
+    if (m->format == NORTH_FORMAT_SPARKPLUG) {
+        if (!m->group_id[0])
+            config_error_at(ld, line, "[mqtt]: format = sparkplug needs group_id (spBv1.0/GROUP/...)");
+        if (!m->clean_session)   /* 3.0: an edge node's CONNECT has Clean Session set */
+            config_error_at(ld, line, "[mqtt]: format = sparkplug needs clean_session = true (Sparkplug 3.0)");
+        if (!ld->mqtt_edge_node_set)
+            snprintf(m->edge_node_id, sizeof m->edge_node_id, "%s", m->gateway);
+        return;   /* the names below are JSON topics only */
+    }
+    if (m->group_id[0] || ld->mqtt_edge_node_set || m->primary_host_id[0])
+        config_error_at(ld, line, "[mqtt]: group_id, edge_node_id and primary_host_id need format = sparkplug");
     /* PREFIX/GATEWAY/status and PREFIX/GATEWAY/write are the gateway's own. */
     for (unsigned i = 0; i < cfg->device_count; i++)
         if (strcmp(cfg->devices[i].name, "status") == 0 || strcmp(cfg->devices[i].name, "write") == 0)

@@ -33,5 +33,5 @@ gateway_rtugw_tls_so_LDADD = $(EVENT_OPENSSL_LIBS) $(OPENSSL_LIBS)
 TESTS += tests/test_gateway.py
 EXTRA_DIST += tests/test_gateway.py
 # MQTT end to end: real brokers (mosquitto), a bridge, TLS, paho subscribers.
-TESTS += tests/test_mqtt.py tests/test_mqtt_tags.py
-EXTRA_DIST += tests/test_mqtt.py tests/test_mqtt_tags.py
+TESTS += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py
+EXTRA_DIST += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py

@@ -27,7 +27,8 @@
  *     not hammered.
  *
  * On connect: the retained online status, the write subscription, then the
- * backlog. The will is the retained offline status.
+ * backlog. The will is the retained offline status. With format = sparkplug
+ * the will is NDEATH and the connect is sparkplug.c's (births).
  */
 #include "north/internal.h"
 
@@ -139,6 +140,13 @@ void client_pump_later(north_t *n)
         event_active(n->ev_pump, EV_TIMEOUT, 0);
 }
 
+void client_subscribe(north_t *n, const char *topic)
+{
+    int mid;
+    if (n->mosq)
+        mosquitto_subscribe(n->mosq, &mid, topic, 1);
+}
+
 void client_flush_later(north_t *n)
 {
     if (n->mosq && n->sock >= 0)
@@ -214,6 +222,8 @@ static void session_down(north_t *n, int rc)
     describe(n, rc, err, why, sizeof why);
     teardown(n);
     queue_session_lost(n);
+    if (n->sp)
+        sparkplug_session_lost(n);
     if (n->state == NS_STOPPED)
         return;
     if (was_up) {
@@ -296,6 +306,11 @@ static void cb_connect(struct mosquitto *m, void *arg, int rc)
                   (unsigned long long)sp.records);
     }
     n->last_reason[0] = 0;
+    if (n->sp) {
+        sparkplug_on_connect(n);
+        queue_pump(n);
+        return;
+    }
     size_t len = status_payload(n, true, NULL, payload, sizeof payload);
     int mid;
     if (len)
@@ -324,6 +339,11 @@ static void cb_message(struct mosquitto *m, void *arg, const struct mosquitto_me
 {
     north_t *n = arg;
     (void)m;
+    if (n->sp) {
+        if (msg->topic && msg->payloadlen >= 0)
+            sparkplug_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen);
+        return;
+    }
     if (msg->topic && strcmp(msg->topic, n->topic_write) == 0 && msg->payloadlen >= 0)
         writes_on_message(n, msg->payload, (size_t)msg->payloadlen);
 }
@@ -349,10 +369,11 @@ static int no_passphrase(char *buf, int size, int rwflag, void *userdata)
     return 0;   /* never prompt on a terminal: an encrypted key fails to load */
 }
 
-/* A fresh libmosquitto instance with every option of this client. */
-static int session_setup(north_t *n)
+/* A fresh libmosquitto instance with every option of this client; attempt:
+ * it is to connect (a Sparkplug will takes the next bdSeq). */
+static int session_setup(north_t *n, bool attempt)
 {
-    char will[512];
+    char will[512], will_topic[sizeof n->topic_status + 3 * NORTH_NAME_MAX];
     n->mosq = mosquitto_new(n->cfg.client_id, n->cfg.clean_session, n);
     if (!n->mosq)
         return MOSQ_ERR_NOMEM;
@@ -366,9 +387,19 @@ static int session_setup(north_t *n)
     int rc = MOSQ_ERR_SUCCESS;
     if (n->cfg.username[0])
         rc = mosquitto_username_pw_set(n->mosq, n->cfg.username, n->cfg.password_file[0] ? n->password : NULL);
-    size_t len = status_payload(n, false, NULL, will, sizeof will);
-    if (rc == MOSQ_ERR_SUCCESS)
-        rc = mosquitto_will_set(n->mosq, n->topic_status, (int)len, will, (int)n->cfg.status_qos, true);
+    size_t len = 0;
+    if (n->sp) {
+        /* Sparkplug: NDEATH {bdSeq}, QoS 1, not retained */
+        if (rc == MOSQ_ERR_SUCCESS && sparkplug_will(n, attempt, will_topic, sizeof will_topic, will, sizeof will,
+                                                     &len) != 0)
+            rc = MOSQ_ERR_NOMEM;
+        if (rc == MOSQ_ERR_SUCCESS)
+            rc = mosquitto_will_set(n->mosq, will_topic, (int)len, will, 1, false);
+    } else {
+        len = status_payload(n, false, NULL, will, sizeof will);
+        if (rc == MOSQ_ERR_SUCCESS)
+            rc = mosquitto_will_set(n->mosq, n->topic_status, (int)len, will, (int)n->cfg.status_qos, true);
+    }
     if (rc == MOSQ_ERR_SUCCESS && n->cfg.tls) {
         rc = mosquitto_tls_set(n->mosq, n->cfg.ca_file[0] ? n->cfg.ca_file : NULL,
                                n->cfg.ca_file[0] ? NULL : "/etc/ssl/certs", n->cfg.cert_file[0] ? n->cfg.cert_file : NULL,
@@ -396,6 +427,8 @@ static void on_socket(evutil_socket_t fd, short what, void *arg)
             session_down(n, MOSQ_ERR_ERRNO);
             return;
         }
+        if ((what & EV_WRITE) && !n->tcp_up && n->sp)
+            sparkplug_connect_sent(n);   /* the CONNECT, with its will, leaves now */
         if (what & EV_WRITE)
             n->tcp_up = true;
     }
@@ -410,7 +443,7 @@ static void on_socket(evutil_socket_t fd, short what, void *arg)
 
 static void connect_to(north_t *n, const char *address)
 {
-    int rc = session_setup(n);
+    int rc = session_setup(n, true);
     n->tcp_up = false;
     if (rc == MOSQ_ERR_SUCCESS)
         rc = mosquitto_connect_async(n->mosq, address, (int)n->cfg.port, (int)n->cfg.keepalive_s);
@@ -526,7 +559,7 @@ int client_start(north_t *n, char *err, size_t errcap)
         return -1;
     }
     /* The options once now, so a bad TLS file is a start-up error, not a retry loop. */
-    int rc = session_setup(n);
+    int rc = session_setup(n, false);
     if (rc != MOSQ_ERR_SUCCESS) {
         snprintf(err, errcap, "mqtt: %s%s", mosquitto_strerror(rc),
                  n->cfg.tls ? " (check ca_file, cert_file and key_file)" : "");
@@ -541,11 +574,16 @@ int client_start(north_t *n, char *err, size_t errcap)
 /* Offline status, DISCONNECT, and at most STOP_FLUSH_MS to get them out. */
 static void say_goodbye(north_t *n)
 {
-    char payload[512];
+    char payload[512], topic[sizeof n->topic_status + 3 * NORTH_NAME_MAX];
     int mid;
-    size_t len = status_payload(n, false, "stopped", payload, sizeof payload);
-    if (len)
+    size_t len = 0;
+    if (n->sp) {
+        /* the broker drops the will on DISCONNECT: NDEATH, bdSeq of this session */
+        if (sparkplug_will(n, false, topic, sizeof topic, payload, sizeof payload, &len) == 0)
+            mosquitto_publish(n->mosq, &mid, topic, (int)len, payload, 1, false);
+    } else if ((len = status_payload(n, false, "stopped", payload, sizeof payload)) != 0) {
         mosquitto_publish(n->mosq, &mid, n->topic_status, (int)len, payload, (int)n->cfg.status_qos, true);
+    }
     mosquitto_disconnect(n->mosq);
     uint64_t deadline = north_mono_ns() + STOP_FLUSH_MS * 1000000ull;
     while (mosquitto_socket(n->mosq) >= 0 && mosquitto_want_write(n->mosq) && north_mono_ns() < deadline) {

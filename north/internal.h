@@ -5,6 +5,11 @@
  *   north.c    north_new/free, publishing values, device status, stats
  *   values.c   the tag store: change and deadband, the interval timer, and
  *              the JSON payloads (json, json-per-tag)
+ *   sparkplug.c  format = sparkplug: the Sparkplug B edge node session
+ *              (births, deaths, seq and bdSeq, rebirth, primary host STATE,
+ *              NCMD/DCMD); values.c hands it what is to be published
+ *   sparkplug_codec.c  the protobuf-c encoding and decoding of Sparkplug
+ *              payloads, the only file that includes the generated header
  *   writes.c   PREFIX/GATEWAY/write: json-c parsing, the open writes, answers
  *   client.c   the session: libmosquitto on the event_base, DNS, TLS, will
  *              and status, back-off
@@ -120,7 +125,56 @@ typedef struct north_queue {
     uint64_t bytes;
 } north_queue_t;
 
-typedef struct north_device north_device_t;
+/* The tag store (values.c keeps it; sparkplug.c reads it and keeps its
+ * own fields here). */
+typedef struct north_tag {
+    char *name;
+    char *unit;
+    north_kind_t kind;
+    north_type_t type;
+    double number;
+    int64_t i;                   /* exact, for the integer types */
+    uint64_t u;
+    bool flag;
+    bool stale;
+    bool has_deadband;           /* the tag's own deadband, else [mqtt] deadband */
+    double deadband;
+    bool writable;               /* as north_define_device said */
+    char *text;
+    char error[48];
+    bool published;              /* p_* hold what went out last */
+    north_kind_t p_kind;
+    double p_number;
+    int64_t p_i;
+    uint64_t p_u;
+    bool p_flag;
+    bool p_stale;
+    char *p_text;
+    char p_error[48];
+    bool fresh;                  /* handed over since the last interval tick */
+    bool force;                  /* goes out with the next hand-over, changed or not (after a DCMD) */
+    uint64_t alias;              /* Sparkplug: a number of its own over the node, from 1 */
+    uint32_t sp_datatype;        /* Sparkplug: the datatype its device's last DBIRTH declared; 0: none */
+} north_tag_t;
+
+typedef struct north_device {
+    char name[NORTH_NAME_MAX];
+    north_t *north;
+    north_publish_mode_t publish;
+    unsigned interval_ms;
+    struct event *ev_interval;   /* interval mode only */
+    north_map_t tags;
+    north_tag_t **list;          /* in order of first arrival */
+    size_t n, cap;
+    north_tag_t **pick;          /* scratch: the tags one message carries */
+    bool fresh;
+    uint64_t timestamp_ms;
+    signed char sp_up;           /* Sparkplug: -1 not told, 0 down, 1 up (north_device_status) */
+    bool sp_born;                /* Sparkplug: its DBIRTH went out in this birth of the node */
+    bool sp_has_values;          /* Sparkplug: values were handed over */
+} north_device_t;
+
+typedef struct north_sparkplug north_sparkplug_t;
 
 struct north {
     north_config_t cfg;
@@ -156,6 +210,8 @@ struct north {
     struct evbuffer *scratch;        /* one payload at a time */
     uint64_t seq;                    /* the last data sequence number used */
     bool warned_tags;
+    uint64_t next_alias;             /* Sparkplug: the alias of the next new tag */
+    north_sparkplug_t *sp;           /* format = sparkplug: the edge node's session */
     /* writes */
     north_pending_t pending[NORTH_PENDING_WRITES];
     uint32_t next_gen;
@@ -184,6 +240,8 @@ int client_send(north_t *n, const char *topic, const void *payload, size_t len, 
 void client_flush_later(north_t *n);
 /* queue_pump() from the loop, after the current libmosquitto call. */
 void client_pump_later(north_t *n);
+/* A QoS 1 subscription on the current session. */
+void client_subscribe(north_t *n, const char *topic);
 
 /* values.c */
 int values_start(north_t *n);
@@ -196,8 +254,77 @@ void values_format_number(char *buf, size_t cap, double v);
 /* buf gets the evbuffer's text; a json_quote'd string appended. */
 void values_add_quoted(struct evbuffer *b, const char *s);
 
+/* The device of that name, or NULL. */
+north_device_t *values_find_device(north_t *n, const char *name);
+/* The tag of d with that name or (name NULL) that alias, or NULL. */
+north_tag_t *values_find_tag(north_device_t *d, const char *name, uint64_t alias);
+/* Marks t published (what went out last is what it holds now). */
+void values_mark_published(north_tag_t *t);
+
 /* writes.c */
 void writes_on_message(north_t *n, const void *payload, size_t len);
 void writes_stop(north_t *n);
+/* A slot for a write handed to hooks->write (note: what the answer is
+ * logged with). 0, or -1 when every slot is taken. */
+int writes_take_slot(north_t *n, const char *note, uint32_t *token);
+
+/* sparkplug.c (cfg.format == NORTH_FORMAT_SPARKPLUG only) */
+int sparkplug_start(north_t *n, char *err, size_t errcap);
+void sparkplug_free(north_t *n);
+/* The will of the next CONNECT: NDEATH with the next bdSeq (attempt: a real
+ * CONNECT; else the current bdSeq: a check of the options, or the NDEATH a
+ * clean stop publishes before DISCONNECT). */
+int sparkplug_will(north_t *n, bool attempt, char *topic, size_t topic_cap, void *payload, size_t cap,
+                   size_t *len);
+/* The TCP connection is up: the CONNECT with this will is on its way, so
+ * the next will takes the next bdSeq. */
+void sparkplug_connect_sent(north_t *n);
+/* CONNACK: the subscriptions, and the births unless a primary host is away. */
+void sparkplug_on_connect(north_t *n);
+void sparkplug_session_lost(north_t *n);
+/* A message on a subscribed topic; true when it was Sparkplug's. */
+bool sparkplug_on_message(north_t *n, const char *topic, const void *payload, size_t len);
+/* values.c: k tags of d that changed (or all, poll/interval), at ts. */
+void sparkplug_emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, uint64_t ts);
+int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_t ts);
+void sparkplug_write_done(north_t *n, const char *note, int error, const char *message);
+uint64_t sparkplug_seq(const north_t *n);
+
+/* sparkplug_codec.c */
+enum {
+    SP_INT8 = 1, SP_INT16, SP_INT32, SP_INT64, SP_UINT8, SP_UINT16, SP_UINT32, SP_UINT64, SP_FLOAT, SP_DOUBLE,
+    SP_BOOLEAN, SP_STRING, SP_DATETIME, SP_TEXT,
+};
+typedef enum sp_vtype { SPV_NONE = 0, SPV_INT, SPV_LONG, SPV_FLOAT, SPV_DOUBLE, SPV_BOOL, SPV_STRING } sp_vtype_t;
+
+/* One metric, out or in. */
+typedef struct sp_metric {
+    const char *name;        /* NULL: by alias only */
+    bool has_alias;
+    uint64_t alias;
+    bool has_timestamp;
+    uint64_t timestamp;
+    uint32_t datatype;       /* 0: left out */
+    bool is_historical;
+    bool is_null;
+    int quality;             /* out: < 0 no "Quality" property, else its Int32 value */
+    const char *error;       /* out: NULL, or a "Reason" String property (why there is no value) */
+    sp_vtype_t vtype;
+    uint32_t int_value;
+    uint64_t long_value;
+    float float_value;
+    double double_value;
+    bool boolean_value;
+    const char *string_value;
+} sp_metric_t;
+
+/* Encodes {timestamp, metrics} (no seq: the session appends it when the
+ * message goes out) into b. 0, or -ENOMEM. */
+int spc_encode(struct evbuffer *b, uint64_t timestamp, const sp_metric_t *m, size_t count);
+/* Appends field 3 (seq) to an encoded payload in b. */
+void spc_append_seq(struct evbuffer *b, uint64_t seq);
+/* Decodes a command payload; each metric to fn (its strings live until
+ * the return). 0, or -EINVAL for a payload that is not one. */
+int spc_decode(const void *payload, size_t len, void (*fn)(void *ctx, const sp_metric_t *m), void *ctx);
 
 #endif

@@ -106,7 +106,8 @@ north_t *north_new(struct event_base *base, const north_config_t *cfg, const nor
     snprintf(n->topic_write, sizeof n->topic_write, "%s/%s/write", cfg->topic_prefix, cfg->gateway);
     snprintf(n->topic_response, sizeof n->topic_response, "%s/%s/write/response", cfg->topic_prefix, cfg->gateway);
     if ((cfg->password_file[0] && read_password(n, err, errcap) != 0) ||
-        (cfg->spool_dir[0] && start_spool(n, err, errcap) != 0) || values_start(n) != 0 ||
+        (cfg->spool_dir[0] && start_spool(n, err, errcap) != 0) ||
+        (cfg->format == NORTH_FORMAT_SPARKPLUG && sparkplug_start(n, err, errcap) != 0) || values_start(n) != 0 ||
         client_start(n, err, errcap) != 0) {
         if (!err[0])
             snprintf(err, errcap, "mqtt: out of memory");
@@ -127,6 +128,7 @@ void north_free(north_t *n)
     spool_close(n->spool, n->seq + 1);
     queue_free(n);
     values_free(n);
+    sparkplug_free(n);
     memset(n->password, 0, sizeof n->password);
     free(n);
     mosquitto_lib_cleanup();
@@ -148,6 +150,8 @@ int north_device_status(north_t *n, const char *device, bool online, const char 
     char topic[NORTH_PREFIX_MAX + 2 * NORTH_NAME_MAX + 16];
     if (!device[0] || strlen(device) >= NORTH_NAME_MAX || strpbrk(device, "/+#"))
         return -EINVAL;
+    if (n->sp)
+        return sparkplug_device_status(n, device, online, timestamp_ms);   /* DDEATH, or DBIRTH to come */
     struct evbuffer *b = evbuffer_new();
     if (!b)
         return -ENOMEM;
@@ -175,7 +179,7 @@ void north_get_stats(const north_t *n, north_stats_t *st)
     *st = n->st;
     st->buffered = n->q.count;
     st->buffered_bytes = n->q.bytes;
-    st->seq = n->seq;
+    st->seq = n->sp ? sparkplug_seq(n) : n->seq;
     if (n->spool) {
         spool_stats_t sp;
         spool_get_stats(n->spool, &sp);

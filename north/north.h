@@ -48,6 +48,7 @@ typedef enum north_publish_mode {
 typedef enum north_format {
     NORTH_FORMAT_JSON = 0,        /* PREFIX/GATEWAY/DEVICE/data: one message per device and hand-over */
     NORTH_FORMAT_JSON_PER_TAG,    /* PREFIX/GATEWAY/DEVICE/TAG: one message per value */
+    NORTH_FORMAT_SPARKPLUG,       /* Sparkplug B: spBv1.0/GROUP/DDATA/EDGE/DEVICE (docs/sparkplug.md) */
 } north_format_t;
 
 typedef struct north_config {
@@ -78,6 +79,10 @@ typedef struct north_config {
     unsigned spool_fsync_ms;             /* 0: fsync after every message */
     unsigned max_write_bytes;            /* largest write request payload taken */
     bool read_only;                      /* writes are refused (NORTH_WRITE_READ_ONLY) */
+    /* format = sparkplug: topic levels (no '/', '+', '#') */
+    char group_id[NORTH_NAME_MAX];
+    char edge_node_id[NORTH_NAME_MAX];   /* the gateway name unless set */
+    char primary_host_id[NORTH_NAME_MAX];/* empty: no primary host; else publish while it is online */
 } north_config_t;
 
 /* ---- values --------------------------------------------------------------------- */
@@ -238,7 +243,7 @@ uint64_t north_now_ms(void);
  * rtugw_mqtt_module, this table. It also lends its libmosquitto to bench
  * mqtt's reference client and subscriber.
  */
-#define NORTH_MODULE_ABI 2
+#define NORTH_MODULE_ABI 3
 struct mosquitto;
 struct mosquitto_message;
 

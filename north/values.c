@@ -18,8 +18,14 @@
  *                 {"timestamp","gateway","device","seq","values":{..},"errors":{..}}
  *   json-per-tag  PREFIX/GATEWAY/DEVICE/TAG
  *                 {"value","unit","quality","timestamp","seq"} (+ "error" when bad)
+ *   sparkplug     sparkplug.c builds the messages (DBIRTH/DDATA) from the
+ *                 same decision: which tags go out, at which time.
  * Each message takes the next sequence number of the gateway. Every string
  * goes through json_quote().
+ *
+ * Every tag gets an alias when it is first seen, 1, 2, 3... over the whole
+ * node in the order north_define_device (or the first value) named it:
+ * Sparkplug's metric alias, stable for a configuration.
  */
 #include "north/internal.h"
 #include "json/json.h"
@@ -31,47 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct north_tag {
-    char *name;
-    char *unit;
-    north_kind_t kind;
-    north_type_t type;
-    double number;
-    int64_t i;                   /* exact, for the integer types */
-    uint64_t u;
-    bool flag;
-    bool stale;
-    bool has_deadband;           /* the tag's own deadband, else [mqtt] deadband */
-    double deadband;
-    bool writable;               /* as north_define_device said */
-    char *text;
-    char error[48];
-    bool published;              /* p_* hold what went out last */
-    north_kind_t p_kind;
-    double p_number;
-    int64_t p_i;
-    uint64_t p_u;
-    bool p_flag;
-    bool p_stale;
-    char *p_text;
-    char p_error[48];
-    bool fresh;                  /* handed over since the last interval tick */
-} north_tag_t;
-
-struct north_device {
-    char name[NORTH_NAME_MAX];
-    north_t *north;
-    north_publish_mode_t publish;
-    unsigned interval_ms;
-    struct event *ev_interval;   /* interval mode only */
-    north_map_t tags;
-    north_tag_t **list;          /* in order of first arrival */
-    size_t n, cap;
-    north_tag_t **pick;          /* scratch: the tags one message carries */
-    bool fresh;
-    uint64_t timestamp_ms;
-};
 
 /* A name that can stand as one topic level. */
 static bool topic_name_ok(const char *s)
@@ -249,6 +214,7 @@ static north_device_t *device_get(north_t *n, const char *name)
         return NULL;
     snprintf(d->name, sizeof d->name, "%s", name);
     d->north = n;
+    d->sp_up = -1;
     if (device_mode(d, n->cfg.publish, n->cfg.interval_ms) != 0 || map_put(&n->devices, name, d) != 0) {
         if (d->ev_interval)
             event_free(d->ev_interval);
@@ -290,6 +256,7 @@ static north_tag_t *tag_get(north_t *n, north_device_t *d, const char *name)
     }
     d->list[d->n++] = t;
     n->n_tags++;
+    t->alias = ++n->next_alias;
     return t;
 }
 
@@ -330,7 +297,7 @@ static int tag_update(north_tag_t *t, const north_value_t *v)
 
 static bool tag_changed(const north_t *n, const north_tag_t *t)
 {
-    if (!t->published || strcmp(t->error, t->p_error) != 0 || t->kind != t->p_kind || t->stale != t->p_stale)
+    if (t->force || !t->published || strcmp(t->error, t->p_error) != 0 || t->kind != t->p_kind || t->stale != t->p_stale)
         return true;
     if (t->error[0])
         return false;
@@ -348,9 +315,10 @@ static bool tag_changed(const north_t *n, const north_tag_t *t)
     return true;
 }
 
-static void tag_mark_published(north_tag_t *t)
+void values_mark_published(north_tag_t *t)
 {
     t->published = true;
+    t->force = false;
     t->p_kind = t->kind;
     t->p_number = t->number;
     t->p_i = t->i;
@@ -447,6 +415,10 @@ static void emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, ui
     char topic[NORTH_PREFIX_MAX + 3 * NORTH_NAME_MAX + 8];
     struct evbuffer *b = n->scratch;
 
+    if (n->cfg.format == NORTH_FORMAT_SPARKPLUG) {
+        sparkplug_emit(n, d, tags, k, ts);   /* marks them published; k = 0 may still be a DBIRTH */
+        return;
+    }
     if (k == 0)
         return;
     if (n->cfg.format == NORTH_FORMAT_JSON) {
@@ -464,7 +436,7 @@ static void emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, ui
         }
     }
     for (size_t i = 0; i < k; i++)
-        tag_mark_published(tags[i]);
+        values_mark_published(tags[i]);
 }
 
 int values_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
@@ -515,10 +487,26 @@ int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const 
             d->pick[k++] = t;
     }
     d->fresh = true;
+    d->sp_has_values = true;
     d->timestamp_ms = timestamp_ms;
     if (d->publish != NORTH_PUBLISH_INTERVAL)
         emit(n, d, d->pick, k, timestamp_ms);
     return rc;
+}
+
+north_device_t *values_find_device(north_t *n, const char *name)
+{
+    return map_get(&n->devices, name);
+}
+
+north_tag_t *values_find_tag(north_device_t *d, const char *name, uint64_t alias)
+{
+    if (name)
+        return map_get(&d->tags, name);
+    for (size_t i = 0; i < d->n; i++)
+        if (d->list[i]->alias == alias)
+            return d->list[i];
+    return NULL;
 }
 
 /* A device's interval tick: its tags handed over since the last one. */

@@ -121,7 +121,7 @@ static bool read_value(struct json_object *o, north_write_t *w)
     return true;
 }
 
-static int take_slot(north_t *n, const char *uuid, uint32_t *token)
+int writes_take_slot(north_t *n, const char *uuid, uint32_t *token)
 {
     for (unsigned i = 0; i < NORTH_PENDING_WRITES; i++) {
         north_pending_t *p = &n->pending[i];
@@ -170,7 +170,7 @@ static void write_item(north_t *n, struct json_object *o, size_t index)
         return;
     }
     uint32_t token;
-    if (take_slot(n, uuid, &token) != 0) {
+    if (writes_take_slot(n, uuid, &token) != 0) {
         respond(n, uuid, NORTH_WRITE_BUSY, "busy: too many writes waiting for their answer");
         return;
     }
@@ -227,7 +227,10 @@ void north_write_done(north_t *n, uint32_t token, int error, const char *message
     char uuid[sizeof p->uuid];
     memcpy(uuid, p->uuid, sizeof uuid);
     p->gen = 0;
-    respond(n, uuid, error, message ? message : (error ? "error" : "ok"));
+    if (n->cfg.format == NORTH_FORMAT_SPARKPLUG)
+        sparkplug_write_done(n, uuid, error, message);   /* a DCMD has no answer topic */
+    else
+        respond(n, uuid, error, message ? message : (error ? "error" : "ok"));
 }
 
 void writes_stop(north_t *n)

@@ -1,11 +1,13 @@
 #!/bin/sh
 # `rtugw bench mqtt` in its cheap mode: it starts its own broker, every
 # message of every phase must reach the subscriber (exit 1 otherwise), and
-# the report must carry each figure for both sides.
+# the report must carry each figure for both sides; json, then sparkplug.
 set -eu
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$RTUGW_BIN" bench mqtt --values 10 --messages 400 --rounds 2 --rate 400 --latency-messages 200 >"$out"
+for format in json sparkplug; do
+"$RTUGW_BIN" bench mqtt --format $format --values 10 --messages 400 --rounds 2 --rate 400 --latency-messages 200 >"$out"
+grep -q "format $format" "$out" || { echo "FAIL: the report does not say format $format"; cat "$out"; exit 1; }
 for row in "values/s delivered" "CPU us per 1,000 values" "latency p50 ms" "latency p99 ms"; do
     grep -q "^| $row" "$out" || { echo "FAIL: no row '$row'"; cat "$out"; exit 1; }
 done
@@ -20,3 +22,4 @@ for l in rows:
         assert float(c.split()[0]) > 0, l
 print("ok: bench mqtt: %d rows, both sides measured" % len(rows))
 PY
+done

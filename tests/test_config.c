@@ -594,7 +594,7 @@ static void test_mqtt_section(void **state)
     assert_null(cfg);
     expect_error(&errs, "t.ini:7: [mqtt] qos = '2'", "0..1");
     expect_error(&errs, "t.ini:8: [mqtt] publish = 'sometimes'", "change");
-    expect_error(&errs, "t.ini:9: [mqtt] format = 'xml'", "json-per-tag");
+    expect_error(&errs, "t.ini:9: [mqtt] format = 'xml'", "sparkplug");
     expect_error(&errs, "t.ini:10: [mqtt] topic_prefix = 'a/+/b'", "'+'");
     expect_error(&errs, "t.ini:11: [mqtt] gateway = 'g/1'", "topic level");
     expect_error(&errs, "t.ini:12: [mqtt] client_id = 'has space'", "without spaces");
@@ -611,6 +611,32 @@ static void test_mqtt_section(void **state)
     cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nqos = 0\nspool_dir = /tmp/x\n", &errs);
     assert_null(cfg);
     expect_error(&errs, "t.ini:3: [mqtt]: spool_dir needs qos = 1", NULL);
+
+    /* Sparkplug: group_id required, edge_node_id defaults to the gateway */
+    cfg = load("[tcp]\nenabled = false\n[bus a]\nport = sim\n[device status]\nbus = a\nslave = 1\n"
+               "[mqtt]\nhost = b\nformat = sparkplug\ngroup_id = plant1\ngateway = gw7\n", &errs);
+    assert_non_null(cfg);   /* a device called status is no JSON topic here */
+    assert_int_equal(cfg->mqtt.format, NORTH_FORMAT_SPARKPLUG);
+    assert_string_equal(cfg->mqtt.group_id, "plant1");
+    assert_string_equal(cfg->mqtt.edge_node_id, "gw7");
+    assert_string_equal(cfg->mqtt.primary_host_id, "");
+    config_free(cfg);
+    cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nformat = sparkplug\ngroup_id = g\n"
+               "edge_node_id = e1\nprimary_host_id = scada\n", &errs);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->mqtt.edge_node_id, "e1");
+    assert_string_equal(cfg->mqtt.primary_host_id, "scada");
+    config_free(cfg);
+    cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nformat = sparkplug\n"      /* 3-5 */
+               "edge_node_id = a/b\nprimary_host_id = #\nclean_session = false\n", &errs); /* 6-8 */
+    assert_null(cfg);
+    expect_error(&errs, "t.ini:3: [mqtt]: format = sparkplug needs clean_session = true", NULL);
+    expect_error(&errs, "t.ini:6: [mqtt] edge_node_id = 'a/b'", "Sparkplug topic level");
+    expect_error(&errs, "t.ini:7: [mqtt] primary_host_id = '#'", "Sparkplug topic level");
+    expect_error(&errs, "t.ini:3: [mqtt]: format = sparkplug needs group_id", NULL);
+    cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\ngroup_id = g\n", &errs);
+    assert_null(cfg);
+    expect_error(&errs, "t.ini:3: [mqtt]: group_id, edge_node_id and primary_host_id need format = sparkplug", NULL);
 
     /* [device NAME] mqtt_publish and mqtt_interval_ms */
     cfg = load("[bus a]\nport = sim\n[device p]\nbus = a\nslave = 1\nmqtt_publish = poll\n"
