@@ -215,15 +215,23 @@ def finish(name, extra=""):
     sys.exit(1 if _failures[0] else 0)
 
 
-def run_tests(name, tests):
-    """Each test function in turn, then every process they started killed,
+def run_tests(name, tests, cleanup=()):
+    """Each test function in turn (or those named on the command line), then
+    every process they started killed and the folders in cleanup removed,
     then finish(name)."""
+    only = sys.argv[1:]
     try:
         for t in tests:
+            if only and t.__name__ not in only:
+                continue
             print(f"== {t.__name__}", flush=True)
+            t0 = time.time()
             t()
+            print(f"-- {t.__name__}: {time.time() - t0:.1f} s", flush=True)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
+        for d in cleanup:
+            shutil.rmtree(d, ignore_errors=True)
     finish(name)

@@ -33,7 +33,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, finish, free_port, procs, wait_for, wait_listening  # noqa: E402
+from rtugwtest import Gateway, check, free_port, procs, run_tests, wait_for, wait_listening  # noqa: E402
 
 import paho.mqtt.client as mqtt  # noqa: E402
 
@@ -542,21 +542,9 @@ def test_fleet():
 
 
 def main():
-    tests = [test_module_only_with_mqtt, test_payloads, test_publish_modes, test_writes, test_will, test_tls, test_dns, test_refused_and_credentials,
-             test_buffer_bound, test_outage, test_spool_restart, test_fleet]
-    only = sys.argv[1:]
-    try:
-        for t in tests:
-            if not only or t.__name__ in only:
-                t0 = time.time()
-                t()
-                print(f"-- {t.__name__}: {time.time() - t0:.1f} s", flush=True)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        shutil.rmtree(WORK, ignore_errors=True)
-    finish("test_mqtt")
+    run_tests("test_mqtt", [test_module_only_with_mqtt, test_payloads, test_publish_modes, test_writes, test_will,
+                            test_tls, test_dns, test_refused_and_credentials, test_buffer_bound, test_outage,
+                            test_spool_restart, test_fleet], cleanup=[WORK])
 
 
 if __name__ == "__main__":

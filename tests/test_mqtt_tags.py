@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, finish, procs, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers and subscribers; its main() does not run on import)
 from test_mqtt import Broker, Subscriber, mqtt_section  # noqa: E402
 from tagscheck import registers, value_for  # noqa: E402
@@ -152,11 +152,4 @@ def test_values_and_writes():
 
 
 if __name__ == "__main__":
-    try:
-        test_values_and_writes()
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        shutil.rmtree(test_mqtt.WORK, ignore_errors=True)
-    finish("test_mqtt_tags")
+    run_tests("test_mqtt_tags", [test_values_and_writes], cleanup=[test_mqtt.WORK])

@@ -37,7 +37,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, finish, procs, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers; its main() does not run on import)
 from test_mqtt import Broker  # noqa: E402
 
@@ -662,22 +662,8 @@ def test_bytes_per_value():
 
 
 def main():
-    tests = [test_session, test_primary_host, test_bytes_per_value]
-    only = sys.argv[1:]
-    try:
-        for t in tests:
-            if not only or t.__name__ in only:
-                t0 = time.time()
-                t()
-                print(f"-- {t.__name__}: {time.time() - t0:.1f} s", flush=True)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        import shutil
-        shutil.rmtree(WORK, ignore_errors=True)
-        shutil.rmtree(test_mqtt.WORK, ignore_errors=True)
-    finish("test_sparkplug")
+    run_tests("test_sparkplug", [test_session, test_primary_host, test_bytes_per_value],
+              cleanup=[WORK, test_mqtt.WORK])
 
 
 if __name__ == "__main__":
