@@ -2,7 +2,8 @@
 """What an idle rtugw costs a small box: resident memory by mapping, and CPU.
 
     bench/footprint.py [--arm LABEL=PATH[,VAR=VALUE...]]... [--config FILE]
-                       [--rounds N] [--settle S] [--idle S] [--json]
+                       [--rounds N] [--settle S] [--idle S]
+                       [--requests N [--tcp-port P]] [--json]
 
 Each arm is an rtugw binary (default: ./rtugw) started as an operator does:
 `rtugw demo --quiet` on free ports, or `rtugw run -c FILE` with --config
@@ -13,7 +14,13 @@ smaps_rollup; with --idle S it then samples utime+stime (/proc/PID/stat) and
 every thread's voluntary and nonvoluntary context switches
 (/proc/PID/task/TID/status) at the start and the end of S seconds, and
 reports the difference: CPU as a percentage of one core, and wake-ups per
-second by thread name. Then SIGTERM, and the exit status must be 0.
+second by thread name. With --requests N, one Modbus TCP client (this
+script, TCP_NODELAY) then reads 8 holding registers of unit 1, back to back:
+200 unmeasured, then N, each answer checked; reported per request are the
+gateway's CPU time (the sum of /proc/PID/task/*/schedstat run times, in ns,
+not the 10 ms ticks of /proc/PID/stat) and context switches, all threads and
+the main (I/O) thread alone, and the request rate. --tcp-port is the port
+of --config's [tcp]. Then SIGTERM, and the exit status must be 0.
 
 Reported per arm: median (p10-p90) over the rounds of VmRSS, RssAnon,
 RssFile, Pss, VmSize, the number of mappings, idle CPU and wake-ups, and the
@@ -27,6 +34,7 @@ import os
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -122,13 +130,53 @@ def thread_switches(pid):
     return out
 
 
+def run_ns(pid):
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total
+
+
+def drive(pid, port, n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def request(i):
+        s.sendall(struct.pack(">HHHBBHH", i & 0xFFFF, 0, 6, 1, 3, 0, 8))
+        got = b""
+        while len(got) < 25:
+            chunk = s.recv(25 - len(got))
+            if not chunk:
+                raise SystemExit("the gateway closed the connection")
+            got += chunk
+        if got[:2] != struct.pack(">H", i & 0xFFFF) or got[7] != 3 or got[8] != 16:
+            raise SystemExit(f"request {i}: unexpected answer {got.hex()}")
+
+    for i in range(200):
+        request(i)
+    s0, c0, t0 = thread_switches(pid), run_ns(pid), time.monotonic()
+    for i in range(n):
+        request(i)
+    s1, c1, t1 = thread_switches(pid), run_ns(pid), time.monotonic()
+    s.close()
+    sw = {t: s1[t][1] - s0.get(t, (None, 0))[1] for t in s1}
+    return {"rps": n / (t1 - t0), "cpu_us_per_req": (c1 - c0) / 1000.0 / n,
+            "ctxsw_per_req": sum(sw.values()) / n, "io_ctxsw_per_req": sw.get(str(pid), 0) / n}
+
+
 def one_run(arm, args):
     env = dict(os.environ)
     env.update(arm["env"])
     if args.config:
         cmd = [arm["path"], "run", "-c", args.config]
+        tcp_port = args.tcp_port
     else:
-        cmd = [arm["path"], "demo", "--quiet", "--tcp-port", str(free_port()),
+        tcp_port = free_port()
+        cmd = [arm["path"], "demo", "--quiet", "--tcp-port", str(tcp_port),
                "--http-port", str(free_port())]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -154,6 +202,8 @@ def one_run(arm, args):
                 wake[name] = wake.get(name, 0) + (n - before) / secs
             res["wakeups_per_s"] = wake
             res["wakeups_total_per_s"] = sum(wake.values())
+        if args.requests > 0:
+            res["load"] = drive(proc.pid, tcp_port, args.requests)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -189,10 +239,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--settle", type=float, default=2.0)
     ap.add_argument("--idle", type=float, default=0.0, help="seconds of CPU and wake-up sampling")
+    ap.add_argument("--requests", type=int, default=0, help="requests of one client after the idle time")
+    ap.add_argument("--tcp-port", type=int, default=0, help="--config's [tcp] port, for --requests")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    if args.rounds < 1 or args.settle < 0.2 or args.idle < 0:
-        raise SystemExit("--rounds >= 1, --settle >= 0.2, --idle >= 0")
+    if args.rounds < 1 or args.settle < 0.2 or args.idle < 0 or args.requests < 0:
+        raise SystemExit("--rounds >= 1, --settle >= 0.2, --idle >= 0, --requests >= 0")
+    if args.requests and args.config and not args.tcp_port:
+        raise SystemExit("--requests with --config needs --tcp-port (the file's [tcp] port)")
     arms = [parse_arm(a) for a in args.arm] or [parse_arm("rtugw=./rtugw")]
     runs = {a["label"]: [] for a in arms}
     for _ in range(args.rounds):
@@ -216,6 +270,8 @@ def main():
             threads = sorted({t for r in rs for t in r["wakeups_per_s"]})
             arm["thread_wakeups_per_s"] = {t: spread([r["wakeups_per_s"].get(t, 0) for r in rs])
                                            for t in threads}
+        if args.requests > 0:
+            arm["load"] = {k: spread([r["load"][k] for r in rs]) for k in rs[0]["load"]}
         report["arms"].append(arm)
 
     if args.json:
@@ -247,6 +303,14 @@ def main():
         for arm in report["arms"]:
             th = ", ".join(f"{t} {fmt(v, 1)}" for t, v in arm["thread_wakeups_per_s"].items())
             print(f"- {arm['label']}: CPU {fmt(arm['cpu_pct'], 3)} %, wake-ups/s {fmt(arm['wakeups_per_s'], 1)}; {th}")
+    if args.requests > 0:
+        print(f"\n# {args.requests} requests of one client (fc 3, 8 registers, unit 1) per round")
+        print("| arm | requests/s | gateway CPU us/req | ctxsw/req (all threads) | ctxsw/req (I/O thread) |")
+        print("|---|---|---|---|---|")
+        for arm in report["arms"]:
+            l = arm["load"]
+            print(f"| {arm['label']} | {fmt(l['rps'])} | {fmt(l['cpu_us_per_req'], 1)} | "
+                  f"{fmt(l['ctxsw_per_req'], 2)} | {fmt(l['io_ctxsw_per_req'], 2)} |")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,30 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     free(c);
 }
 
+/*
+ * An answer goes out with one send() when nothing is waiting before it in
+ * the bufferevent and the connection is a plain socket (TLS writes through
+ * OpenSSL's bufferevent): handing it to the bufferevent costs an epoll_ctl
+ * to watch for writability, an epoll_wait that reports it at once, the write,
+ * and an epoll_ctl to stop watching (docs/footprint.md). What the socket does
+ * not take (a full send buffer) and every error go to the bufferevent, which
+ * keeps the order and reports the error as before.
+ */
+static void conn_write(tcp_conn_t *c, const uint8_t *frame, size_t n)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evutil_socket_t fd = c->tls ? -1 : bufferevent_getfd(c->bev);
+    size_t sent = 0;
+
+    if (fd >= 0 && evbuffer_get_length(out) == 0) {
+        ssize_t w = send(fd, frame, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0)
+            sent = (size_t)w;
+    }
+    if (sent < n)
+        bufferevent_write(c->bev, frame + sent, n - sent);
+}
+
 /* Writes every answered slot from the head of the ring, in order. */
 static void conn_flush(tcp_conn_t *c)
 {
@@ -147,7 +172,7 @@ static void conn_flush(tcp_conn_t *c)
             break;
         int n = tcp->framing->encode(s->tid, s->unit, s->pdu, s->len, frame, sizeof frame);
         if (n > 0) {   /* RTU writes nothing for a broadcast */
-            bufferevent_write(c->bev, frame, (size_t)n);
+            conn_write(c, frame, (size_t)n);
             gw_count(&tcp->m->answers);
         }
         s->state = SLOT_FREE;
