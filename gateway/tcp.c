@@ -135,15 +135,10 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     free(c);
 }
 
-/*
- * An answer goes out with one send() when nothing is waiting before it in
- * the bufferevent and the connection is a plain socket (TLS writes through
- * OpenSSL's bufferevent): handing it to the bufferevent costs an epoll_ctl
- * to watch for writability, an epoll_wait that reports it at once, the write,
- * and an epoll_ctl to stop watching (docs/footprint.md). What the socket does
- * not take (a full send buffer) and every error go to the bufferevent, which
- * keeps the order and reports the error as before.
- */
+/* One send() when nothing waits before it and the socket is plain (not TLS),
+ * instead of the bufferevent's epoll_ctl, epoll_wait, writev, epoll_ctl
+ * (docs/footprint.md). What the socket does not take, and every error, go to
+ * the bufferevent, which keeps the order and reports the error as before. */
 static void conn_write(tcp_conn_t *c, const uint8_t *frame, size_t n)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
@@ -657,12 +652,9 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
  * adu_timeout_ms after its first byte (a client trickling a byte a second
  * would otherwise hold its slot forever: slowloris).
  */
-/*
- * The sweep (deadlines of handshakes, partial ADUs and idle connections)
- * runs every 250 ms while there is a connection, and not at all without
- * one: an idle gateway's I/O thread then sleeps until something happens
- * (docs/footprint.md: the two sweeps were 8 of its wake-ups a second).
- */
+/* The sweep (deadlines of handshakes, partial ADUs, idle connections) runs
+ * every 250 ms while there is a connection, never without one, so an idle
+ * gateway's I/O thread sleeps (docs/footprint.md). */
 static void sweep_arm(gw_tcp_t *tcp)
 {
     if (!evtimer_pending(tcp->ev_idle, NULL)) {
