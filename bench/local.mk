@@ -30,3 +30,8 @@ EXTRA_DIST += bench/tls.py
 bench_libbench_a_SOURCES += bench/transports.h bench/bench_transports.c bench/transports_peers.c
 TESTS += tests/test_bench_transports.sh
 EXTRA_DIST += tests/test_bench_transports.sh
+# Resident memory by mapping, idle CPU and wake-ups, the cost of a request
+# (docs/footprint.md): a script that reads /proc, like bench/tls.py.
+EXTRA_DIST += bench/footprint.py bench/footprint-idle.ini bench/footprint-load.ini
+TESTS += tests/test_bench_footprint.sh
+EXTRA_DIST += tests/test_bench_footprint.sh

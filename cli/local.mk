@@ -6,4 +6,8 @@ rtugw_SOURCES = cli/main.c cli/cli.h \
 # Order matters for static libraries: users before what they use.
 RTUGW_LIBS = gateway/libgateway.a bench/libbench.a north/libnorth.a $(ROUTING_LIB) $(ACTOR_LIB) config/libconfig.a tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a
 rtugw_LDADD = $(RTUGW_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(JSONC_LIBS) -lm
+# Libraries only as needed: rtugw calls nothing of libm any more
+# (routing/numeric.c, tags/codec.c's rounding; docs/footprint.md), so it is not
+# mapped, and a target whose compiler still calls libm for sqrt keeps it.
+rtugw_LDFLAGS = $(AM_LDFLAGS) -Wl,--as-needed
 rtugw_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS) $(EVENT_CFLAGS) $(SERIALPORT_CFLAGS) $(INIH_CFLAGS)

@@ -558,6 +558,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 }
 
 /* evhttp asks us for each new connection's bufferevent: we keep a reference. */
+static void sweep_arm(gw_http_t *h);
+
 static struct bufferevent *make_bev(struct event_base *base, void *arg)
 {
     gw_http_t *h = arg;
@@ -577,6 +579,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
     *c = (http_conn_t){ .bev = bev, .since_ns = gw_now_ns(), .next = h->conns };
     h->conns = c;
     h->active++;
+    sweep_arm(h);
     gw_set(&h->gw->http_metrics.active, h->active);
     gw_count(&h->gw->http_metrics.accepted);
     if (h->active >= cfg->max_connections) {
@@ -593,14 +596,27 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
 
 /*
  * Out of descriptors: libevent's listener would retry accept() at once,
- * forever. It is paused instead; the sweep resumes it within 250 ms. (evhttp
+ * forever. It is paused instead and resumed 250 ms later. (evhttp
  * owns the listener's callback argument, so such failures are counted by
  * the Modbus TCP front end's accept_errors, which meets the same limit.)
  */
+static void resume_listener(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    evconnlistener_enable(arg);
+}
+
 static void on_accept_error(struct evconnlistener *l, void *arg)
 {
+    struct timeval quarter = { 0, 250000 };
     (void)arg;
     evconnlistener_disable(l);
+    /* Resumed in 250 ms by a one-shot timer, not by the sweep, which runs only
+     * while there are connections. At the cap, the connection it may then
+     * accept is refused as any past the cap is (make_bev). */
+    if (event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, resume_listener, l, &quarter) != 0)
+        evconnlistener_enable(l);   /* no timer: libevent's own retry at once, as without the pause */
 }
 
 /* Is evhttp done with it? bufferevent_free() clears the callbacks, and our
@@ -615,6 +631,21 @@ static bool released(struct bufferevent *bev)
 }
 
 /* Every 250 ms, and at once when a connection is over the cap. */
+/*
+ * The sweep (request deadlines, refusals, released connections, the
+ * listener's rest at the cap) runs every 250 ms while there is a connection,
+ * and not at all without one (docs/footprint.md): an idle gateway's I/O
+ * thread sleeps. It is also run at once (event_active) when a connection
+ * closes or is refused.
+ */
+static void sweep_arm(gw_http_t *h)
+{
+    if (!evtimer_pending(h->ev_sweep, NULL)) {
+        struct timeval quarter = { 0, 250000 };
+        event_add(h->ev_sweep, &quarter);
+    }
+}
+
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     gw_http_t *h = arg;
@@ -643,6 +674,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     gw_set(&h->gw->http_metrics.active, h->active);
     if (h->active < h->gw->cfg->http.max_connections)
         evconnlistener_enable(h->listener);   /* after a pause for room or for descriptors */
+    if (!h->conns)
+        event_del(h->ev_sweep);   /* sweep_arm() starts it again with the next connection */
 }
 
 void http_hold(gw_http_t *h, struct evhttp_request *req, bool held)
@@ -705,8 +738,6 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         http_free(h);
         return NULL;
     }
-    struct timeval quarter = { 0, 250000 };
-    event_add(h->ev_sweep, &quarter);
     return h;
 }
 

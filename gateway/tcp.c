@@ -51,6 +51,7 @@
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,25 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     free(c);
 }
 
+/* One send() when nothing waits before it and the socket is plain (not TLS),
+ * instead of the bufferevent's epoll_ctl, epoll_wait, writev, epoll_ctl
+ * (docs/footprint.md). What the socket does not take, and every error, go to
+ * the bufferevent, which keeps the order and reports the error as before. */
+static void conn_write(tcp_conn_t *c, const uint8_t *frame, size_t n)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evutil_socket_t fd = c->tls ? -1 : bufferevent_getfd(c->bev);
+    size_t sent = 0;
+
+    if (fd >= 0 && evbuffer_get_length(out) == 0) {
+        ssize_t w = send(fd, frame, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0)
+            sent = (size_t)w;
+    }
+    if (sent < n)
+        bufferevent_write(c->bev, frame + sent, n - sent);
+}
+
 /* Writes every answered slot from the head of the ring, in order. */
 static void conn_flush(tcp_conn_t *c)
 {
@@ -147,7 +167,7 @@ static void conn_flush(tcp_conn_t *c)
             break;
         int n = tcp->framing->encode(s->tid, s->unit, s->pdu, s->len, frame, sizeof frame);
         if (n > 0) {   /* RTU writes nothing for a broadcast */
-            bufferevent_write(c->bev, frame, (size_t)n);
+            conn_write(c, frame, (size_t)n);
             gw_count(&tcp->m->answers);
         }
         s->state = SLOT_FREE;
@@ -564,6 +584,8 @@ static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
         evconnlistener_enable(tcp->tls_listener);
 }
 
+static void sweep_arm(gw_tcp_t *tcp);
+
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
@@ -617,6 +639,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
     tcp->conns[index] = c;
     atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
+    sweep_arm(tcp);
     gw_count(&tcp->m->accepted);
     atomic_fetch_add_explicit(&tcp->m->active, 1, memory_order_relaxed);
     bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
@@ -629,9 +652,21 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
  * adu_timeout_ms after its first byte (a client trickling a byte a second
  * would otherwise hold its slot forever: slowloris).
  */
+/* The sweep (deadlines of handshakes, partial ADUs, idle connections) runs
+ * every 250 ms while there is a connection, never without one, so an idle
+ * gateway's I/O thread sleeps (docs/footprint.md). */
+static void sweep_arm(gw_tcp_t *tcp)
+{
+    if (!evtimer_pending(tcp->ev_idle, NULL)) {
+        struct timeval quarter = { 0, 250000 };
+        event_add(tcp->ev_idle, &quarter);
+    }
+}
+
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     gw_tcp_t *tcp = arg;
+    unsigned left = 0;
     uint64_t now = gw_now_ns();
     uint64_t idle = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
     uint64_t adu = (uint64_t)tcp->cfg.adu_timeout_ms * 1000000ull;
@@ -652,7 +687,10 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         } else if (idle && c->head_seq == c->next_seq && now - c->last_activity_ns > idle) {
             conn_close(c, &tcp->m->idle_closed);
         }
+        left += tcp->conns[i] != NULL;
     }
+    if (left == 0)
+        event_del(tcp->ev_idle);   /* sweep_arm() starts it again with the next connection */
 }
 
 /* A listener of section's bind:port whose connections on_accept serves. */
@@ -697,8 +735,11 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
     }
     tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
     tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
-    struct timeval quarter = { 0, 250000 };
-    event_add(tcp->ev_idle, &quarter);
+    if (!tcp->ev_accept_retry || !tcp->ev_idle) {
+        snprintf(err, errcap, "out of memory");
+        tcp_free(tcp);
+        return NULL;
+    }
     return tcp;
 }
 

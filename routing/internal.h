@@ -138,4 +138,8 @@ void router_bucket_pulls(const router_thread_t *t, unsigned bucket, uint64_t pul
 void router_warn(const router_t *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* routing/numeric.c: libm's exp2 and erfc, as accurate as the router needs. */
+double router_exp2(double x);
+double router_erfc(double x);
+
 #endif

@@ -70,11 +70,11 @@ int router_report(router_t *r, router_report_t *out)
             br->explored[a] = m.explored[b][a];
             br->timed[a] = m.timed[b][a];
             br->has_cost[a] = m.n_est[b][a] > 0;
-            br->cost_ns[a] = br->has_cost[a] ? exp2(m.est[b][a]) : 0.0;
+            br->cost_ns[a] = br->has_cost[a] ? router_exp2(m.est[b][a]) : 0.0;
             out->decisions += m.pulls[b][a];
         }
         br->pairs = m.n_diff[b];
-        br->paired_ratio = m.n_diff[b] ? exp2(m.diff[b]) : 0.0;
+        br->paired_ratio = m.n_diff[b] ? router_exp2(m.diff[b]) : 0.0;
         uint64_t w0 = br->window_pulls[0], w1 = br->window_pulls[1], n = w0 + w1;
         router_arm_t current = (router_arm_t)m.choice[b];
         if (w0 != w1)

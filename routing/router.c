@@ -553,7 +553,7 @@ router_arm_t router_choice(const router_thread_t *t, size_t len)
 static uint32_t thompson_threshold(const router_t *r, unsigned choice, double d, double se)
 {
     double s = choice == ROUTER_ARM_FALLBACK ? d : -d; /* > 0: the pairs back the choice */
-    double q = se > 0.0 ? 0.5 * erfc(s / (se * M_SQRT2)) : (s > 0.0 ? 0.0 : 1.0);
+    double q = se > 0.0 ? 0.5 * router_erfc(s / (se * M_SQRT2)) : (s > 0.0 ? 0.0 : 1.0);
     double p = threshold_p(r->explore_threshold);
     if (q > p)
         q = p;

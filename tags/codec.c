@@ -236,13 +236,32 @@ static int_range_t range_of(tags_type_t type)
     }
 }
 
+/*
+ * round(): half away from zero, exactly as libm's, without mapping libm
+ * (docs/footprint.md). Below 2^52 the truncation and the fraction are exact,
+ * so 0.49999999999999994 stays 0 (adding 0.5 would make it 1); from 2^52 up
+ * every double is an integer already.
+ */
+static double round_half_away(double v)
+{
+    if (!(fabs(v) < 0x1p52))
+        return v;
+    double t = (double)(long long)v;
+    double f = v - t;
+    if (f >= 0.5)
+        t += 1.0;
+    else if (f <= -0.5)
+        t -= 1.0;
+    return t == 0.0 ? copysign(0.0, v) : t;
+}
+
 static int encode_integer(const tags_tag_t *tag, double eng, unsigned flags, tags_write_t *w,
                           char *msg, size_t cap)
 {
     if (!isfinite(eng))
         return tags_fail(msg, cap, -EDOM, "tag '%s': %g is not a number an %s can hold", tag->name,
                          eng, tags_type_name(tag->type));
-    double x = round((eng - tag->offset) / tag->scale);
+    double x = round_half_away((eng - tag->offset) / tag->scale);
     int_range_t r = range_of(tag->type);
     if (!(x >= r.min && x < r.max))
         return tags_fail(msg, cap, -ERANGE, "tag '%s': %.17g is raw %.17g, outside %s (%s)",

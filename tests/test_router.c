@@ -23,6 +23,7 @@
  * Seeds come from test_seed() (printed; replay with RTUGW_SEED=...).
  */
 #include "routing/router.h"
+#include "routing/internal.h"
 #include "parser/rtu.h"
 #include "tests/testutil.h"
 
@@ -606,6 +607,35 @@ static void expect_thompson_converged(router_t *r, const fake_cost_t *f)
     }
 }
 
+/* routing/numeric.c against libm (this test links it): the router's own
+ * exp2 and erfc keep rtugw off libm and must be as good as the header says. */
+static void test_numeric_vs_libm(void **state)
+{
+    (void)state;
+    double worst_exp2 = 0.0, worst_erfc = 0.0;
+    for (double x = -1000.0; x <= 1000.0; x += 0.0137) {
+        double want = exp2(x), got = router_exp2(x);
+        double rel = fabs(got - want) / want;
+        if (rel > worst_exp2)
+            worst_exp2 = rel;
+    }
+    for (double x = -6.0; x <= 26.0; x += 0.00071) {
+        double want = erfc(x), got = router_erfc(x);
+        double rel = fabs(got - want) / want;
+        if (rel > worst_erfc)
+            worst_erfc = rel;
+    }
+    print_message("router_exp2: worst relative error %.3g; router_erfc: %.3g\n", worst_exp2, worst_erfc);
+    assert_true(worst_exp2 < 4e-15);
+    assert_true(worst_erfc < 1e-12);
+    assert_true(router_exp2(0.0) == 1.0 && router_exp2(10.0) == 1024.0 && router_exp2(-3.0) == 0.125);
+    assert_true(router_exp2(1024.0) == HUGE_VAL && router_exp2(-1100.0) == 0.0);
+    assert_true(isnan(router_exp2(NAN)) && isnan(router_erfc(NAN)));
+    assert_true(router_erfc(0.0) == 1.0 && router_erfc(30.0) == 0.0 && router_erfc(-30.0) == 2.0);
+    /* Subnormal results stay within a few of their last bits. */
+    assert_true(fabs(router_exp2(-1070.3) - exp2(-1070.3)) <= 4 * 0x1p-1074);
+}
+
 static void test_thompson(void **state)
 {
     (void)state;
@@ -1078,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_pairs_cancel_phase),
         cmocka_unit_test(test_tie_does_not_flap),
         cmocka_unit_test(test_thompson),
+        cmocka_unit_test(test_numeric_vs_libm),
         cmocka_unit_test(test_coarse_clock),
         cmocka_unit_test(test_equivalence),
     };

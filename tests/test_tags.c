@@ -130,6 +130,37 @@ static void test_known_vectors_every_order(void **state)
     assert_int_equal(val.raw.i, -2);   /* 0xFFFE */
 }
 
+/* tags/codec.c rounds without libm (docs/footprint.md): the raw integer a
+ * number encodes to must be libm's round(), half away from zero, at the
+ * edges where a naive x + 0.5 goes wrong and up to 2^53. */
+static void test_rounding_matches_libm(void **state)
+{
+    (void)state;
+    tags_tag_t q = added(make(TAGS_INT64, TAGS_ORDER_ABCD, 0));
+    const double edges[] = { 0.0, -0.0, 0.49999999999999994, -0.49999999999999994, 0.5, -0.5, 1.5, -1.5,
+                             2.5, -2.5, 0.5000000000000001, 4503599627370495.5, -4503599627370495.5,
+                             4503599627370497.0, 9007199254740991.0, -9007199254740991.0, 1e15 + 0.5,
+                             123456.49999999999, -7.5, 7.4999999999999991 };
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0] + 20000; i++) {
+        double v;
+        if (i < sizeof edges / sizeof edges[0]) {
+            v = edges[i];
+        } else {   /* halves and near-halves of every size up to 2^53 */
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            double m = (double)(x >> 11) / 0x1p53 * ldexp(1.0, (int)(x % 53));
+            v = (x & 1 ? -1.0 : 1.0) * (floor(m) + (x & 2 ? 0.5 : nextafter(0.5, x & 4 ? 0.0 : 1.0)));
+        }
+        tags_write_t w;
+        char msg[256];
+        assert_int_equal(tags_encode_number(&q, v, 0, &w, msg, sizeof msg), 0);
+        tags_value_t val;
+        tags_decode(&q, w.words, &val);
+        if (val.raw.i != (long long)round(v))
+            fail_msg("%.17g encoded as %lld, round() says %.17g", v, (long long)val.raw.i, round(v));
+    }
+}
+
 static void test_scale_and_format(void **state)
 {
     (void)state;
@@ -487,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_parse_names),
         cmocka_unit_test(test_known_vectors_every_order),
         cmocka_unit_test(test_scale_and_format),
+        cmocka_unit_test(test_rounding_matches_libm),
         cmocka_unit_test(test_scaled_round_trip_every_16_bit_value),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_writes_and_pdus),

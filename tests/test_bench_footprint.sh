@@ -1,0 +1,41 @@
+#!/bin/sh
+# bench/footprint.py against the built rtugw, in its cheap mode:
+# - the demo: rtugw does not map libm (routing/numeric.c, tags/codec.c), the
+#   figures have the documented shape, and 300 requests of one client are
+#   answered (footprint.py checks every answer) at a cost that is a count of
+#   something that happened;
+# - a gateway with nothing to do (bench/footprint-idle.ini on free ports):
+#   its I/O thread does not wake at all in 3 s (the TCP and HTTP sweeps run
+#   only while there are connections; docs/footprint.md).
+set -eu
+src=${srcdir:-.}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+/usr/bin/python3 "$src/bench/footprint.py" --arm "rtugw=$RTUGW_BIN" --rounds 1 --settle 1 \
+    --requests 300 --json >"$dir/demo.json"
+tcp=$(free_port); http=$(free_port)
+sed -e "s/^port = 15961/port = $tcp/" -e "s/^port = 18961/port = $http/" \
+    "$src/bench/footprint-idle.ini" >"$dir/idle.ini"
+grep -q "^port = $tcp\$" "$dir/idle.ini" && grep -q "^port = $http\$" "$dir/idle.ini"
+/usr/bin/python3 "$src/bench/footprint.py" --arm "rtugw=$RTUGW_BIN" --config "$dir/idle.ini" \
+    --rounds 1 --settle 1 --idle 3 --json >"$dir/idle.json"
+/usr/bin/python3 - "$dir/demo.json" "$dir/idle.json" <<'PY'
+import json, sys
+demo = json.load(open(sys.argv[1]))["arms"][0]
+idle = json.load(open(sys.argv[2]))["arms"][0]
+maps = demo["mappings_kib"]
+assert "libm.so" not in maps, maps
+assert maps["rtugw"]["rss"] > 0 and maps["libc.so"]["rss"] > 0, maps
+for k in ("VmRSS", "RssAnon", "RssFile", "Pss", "mappings"):
+    med, p10, p90 = demo["status"][k]
+    assert 0 < p10 <= med <= p90, (k, demo["status"][k])
+load = demo["load"]
+assert load["rps"][0] > 0, load
+# Each answered request woke the gateway's I/O thread at least once.
+assert load["io_ctxsw_per_req"][0] >= 1 and load["cpu_us_per_req"][0] > 0, load
+wake = idle["thread_wakeups_per_s"]["main"][0]
+assert wake == 0, f"idle I/O thread woke {wake} times a second: {idle['thread_wakeups_per_s']}"
+print("footprint: demo VmRSS %d KiB, %.1f us and %.2f context switches a request; idle I/O thread: 0 wake-ups"
+      % (demo["status"]["VmRSS"][0], load["cpu_us_per_req"][0], load["ctxsw_per_req"][0]))
+PY
