@@ -153,7 +153,8 @@ worker_t *sched_current(const actor_system_t *sys);
 void sched_make_runnable(actor_system_t *sys, actor_t *a);
 int sched_start(actor_system_t *sys);
 /* pthread_create with an ACTOR_STACK_SIZE stack; 0 or -errno. */
-int sched_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+/* A thread of ACTOR_STACK_SIZE named `name` (at most 15 characters). */
+int sched_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name);
 void sched_stop(actor_system_t *sys);
 bool sched_all_parked(actor_system_t *sys);
 

@@ -52,6 +52,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -242,7 +243,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int sched_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+int sched_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name)
 {
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
@@ -252,6 +253,8 @@ int sched_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
     rc = pthread_attr_setstacksize(&attr, ACTOR_STACK_SIZE);
     if (rc == 0)
         rc = pthread_create(thread, &attr, fn, arg);
+    if (rc == 0)   /* what `top -H` and /proc/PID/task/N/comm show; best effort */
+        pthread_setname_np(*thread, name);
     pthread_attr_destroy(&attr);
     return -rc;
 }
@@ -272,7 +275,9 @@ int sched_start(actor_system_t *sys)
     }
     for (unsigned i = 0; i < sys->nworkers; i++) {
         worker_t *w = &sys->workers[i];
-        int rc = sched_thread_start(&w->thread, worker_main, w);
+        char name[16];
+        snprintf(name, sizeof name, "rtugw-worker%u", i % 100u);
+        int rc = sched_thread_start(&w->thread, worker_main, w, name);
         if (rc != 0)
             return rc;
         w->started = true;

@@ -165,7 +165,7 @@ int timers_start(actor_system_t *sys)
     pthread_condattr_destroy(&ca);
     tw->next_id = 1;
     sys->timers = tw;
-    int rc = sched_thread_start(&tw->thread, timer_main, sys);
+    int rc = sched_thread_start(&tw->thread, timer_main, sys, "rtugw-timers");
     if (rc != 0)
         return rc;
     tw->running = true;

@@ -122,9 +122,10 @@ def thread_switches(pid):
         except OSError:
             continue
         fields = dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
-        # Threads are unnamed (they all carry the program's name): the main
-        # thread is the I/O thread; the others are numbered in creation order.
-        name = "main" if int(tid) == pid else f"thread{k}"
+        # The main thread is the I/O thread; the others carry their names
+        # (rtugw-timers, rtugw-worker0.., rtugw-sim), numbered where unnamed.
+        comm = fields.get("Name", "").strip()
+        name = "main" if int(tid) == pid else comm if comm.startswith("rtugw-") else f"thread{k}"
         n = int(fields["voluntary_ctxt_switches"]) + int(fields["nonvoluntary_ctxt_switches"])
         out[tid] = (name, n)
     return out

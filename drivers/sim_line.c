@@ -376,6 +376,7 @@ int driver_sim_start(driver_sim_t *sim, int fd)
     int rc = pthread_create(&sim->thread, NULL, serve_thread, sim);
     if (rc)
         return -rc;
+    pthread_setname_np(sim->thread, "rtugw-sim");
     sim->thread_running = true;
     return 0;
 }

@@ -34,7 +34,9 @@ load = demo["load"]
 assert load["rps"][0] > 0, load
 # Each answered request woke the gateway's I/O thread at least once.
 assert load["io_ctxsw_per_req"][0] >= 1 and load["cpu_us_per_req"][0] > 0, load
-wake = idle["thread_wakeups_per_s"]["main"][0]
+threads = idle["thread_wakeups_per_s"]
+assert "rtugw-timers" in threads and "rtugw-worker0" in threads, f"threads named for top -H: {sorted(threads)}"
+wake = threads["main"][0]
 assert wake == 0, f"idle I/O thread woke {wake} times a second: {idle['thread_wakeups_per_s']}"
 print("footprint: demo VmRSS %d KiB, %.1f us and %.2f context switches a request; idle I/O thread: 0 wake-ups"
       % (demo["status"]["VmRSS"][0], load["cpu_us_per_req"][0], load["ctxsw_per_req"][0]))
