@@ -63,6 +63,7 @@ static uint32_t ref_gen(actor_ref_t ref)
     return (uint32_t)(ref >> 32);
 }
 
+
 static actor_ref_t make_ref(uint32_t index, uint32_t gen)
 {
     return ((uint64_t)gen << 32) | (uint64_t)(index + 1);

@@ -85,7 +85,9 @@ int actor_stop(actor_system_t *sys, actor_ref_t ref);
 
 /* Timers: a message sent by the timer thread after delay_ns, or every
  * period_ns (first after one period). Timers due at the same instant fire
- * in the order they were armed. A periodic timer whose target has stopped
+ * in the order they were armed. A one-shot timer without *out that a pinned
+ * actor arms for itself while running on its host is sent by the host
+ * thread instead (host.c, H4). A periodic timer whose target has stopped
  * cancels itself. *out (may be NULL) receives an id for actor_timer_cancel. */
 int actor_send_after(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *data,
                      size_t len, uint64_t delay_ns, actor_timer_t *out);
@@ -121,6 +123,9 @@ int actor_spawn_on(actor_system_t *sys, actor_host_t *host, actor_behaviour_fn b
 /* Host thread only: runs up to max_runs actor runs (each at most a batch of
  * messages); returns how many ran. */
 unsigned actor_host_run(actor_host_t *host, unsigned max_runs);
+/* The monotonic deadline (CLOCK_MONOTONIC ns) of the earliest timer the host
+ * keeps (host.c, H4): its thread must call actor_host_run by then. 0: none. */
+uint64_t actor_host_next_deadline(actor_host_t *host);
 bool actor_host_pending(actor_host_t *host);
 void actor_host_release(actor_host_t *host);
 void actor_host_destroy(actor_host_t *host);

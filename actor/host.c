@@ -19,12 +19,38 @@
  *      so a burst costs one wake-up;
  *   H3 after actor_host_release the host takes nothing more: its queued
  *      actors and every later transition go to the workers, as for any
- *      actor, so shutdown drains them without the host thread.
+ *      actor, so shutdown drains them without the host thread;
+ *   H4 a one-shot timer that a pinned actor arms for itself while it runs on
+ *      its host, due now or in HOST_TIMER_MIN_NS or more (a bus's deadline,
+ *      its guard), is kept by the host,
+ *      in (deadline, arming order), and sent by actor_host_run on the host
+ *      thread once due: the timer thread never wakes for it and its message
+ *      needs no wake-up of the host. The owner of the host thread arms its
+ *      own timer for actor_host_next_deadline. Such a timer is the actor's
+ *      own, so its messages keep their order among themselves (deadline
+ *      order, as the timer thread's do); they are not ordered against
+ *      timers that other threads arm for the actor (another sender). At
+ *      release, the timers still held go to the timer thread with what is
+ *      left of their delay (H3). Shorter delays (an inter-frame rest, often
+ *      a fraction of a millisecond) stay with the timer thread: an event
+ *      loop sleeps in whole milliseconds (epoll), which would stretch them;
+ *      a deadline of 10 ms or more fired up to 1 ms late only waits longer.
  */
 #include "actor/internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct host_timer {
+    struct host_timer *next;
+    uint64_t deadline;
+    actor_ref_t to;
+    uint32_t type;
+    size_t len;
+    unsigned char data[];
+} host_timer_t;
 
 struct actor_host {
     actor_system_t *sys;
@@ -32,8 +58,24 @@ struct actor_host {
     void *ctx;
     pthread_mutex_t lock;
     actor_t *head, *tail;      /* runnable pinned actors, under lock */
+    host_timer_t *timers;      /* H4: by deadline, then arming order; under lock */
     bool released;             /* under lock */
 };
+
+/* H4: the shortest delay but 0 the host keeps (its loop may fire up to 1 ms
+ * late: 10 % of this at most). */
+#define HOST_TIMER_MIN_NS 10000000ull
+
+/* The host whose actor runs on this thread now, and that actor (H4). */
+static __thread actor_host_t *tl_host;
+static __thread actor_t *tl_running;
+
+static uint64_t host_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 int actor_host_create(actor_system_t *sys, void (*wake)(void *ctx), void *ctx, actor_host_t **out)
 {
@@ -84,15 +126,83 @@ static actor_t *host_pop(actor_host_t *h)
     return a;
 }
 
+bool host_timer_arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *data, size_t len,
+                    uint64_t delay_ns, int *rc)
+{
+    actor_host_t *h = tl_host;
+    if (!h || h->sys != sys || !tl_running || tl_running->self != to)
+        return false;   /* not an actor arming for itself on its host */
+    if (delay_ns != 0 && delay_ns < HOST_TIMER_MIN_NS)
+        return false;   /* precise: the timer thread's */
+    host_timer_t *t = malloc(sizeof *t + len);
+    if (!t) {
+        *rc = -ENOMEM;
+        return true;
+    }
+    t->deadline = host_now_ns() + delay_ns;
+    t->to = to;
+    t->type = type;
+    t->len = len;
+    if (len)
+        memcpy(t->data, data, len);
+    pthread_mutex_lock(&h->lock);
+    if (h->released) {
+        pthread_mutex_unlock(&h->lock);
+        free(t);
+        return false;   /* H3: the timer thread takes it */
+    }
+    host_timer_t **at = &h->timers;
+    while (*at && (*at)->deadline <= t->deadline)   /* equal deadlines: after, in arming order */
+        at = &(*at)->next;
+    t->next = *at;
+    *at = t;
+    pthread_mutex_unlock(&h->lock);
+    *rc = 0;
+    return true;
+}
+
+/* H4: the host's timers that are due, sent from this (the host) thread. */
+static void fire_due(actor_host_t *h)
+{
+    uint64_t now = host_now_ns();
+    for (;;) {
+        pthread_mutex_lock(&h->lock);
+        host_timer_t *t = h->timers;
+        if (!t || t->deadline > now) {
+            pthread_mutex_unlock(&h->lock);
+            return;
+        }
+        h->timers = t->next;
+        pthread_mutex_unlock(&h->lock);
+        actor_send(h->sys, t->to, t->type, t->len ? t->data : NULL, t->len);   /* -ESRCH: it stopped */
+        free(t);
+    }
+}
+
 unsigned actor_host_run(actor_host_t *h, unsigned max_runs)
 {
     unsigned n = 0;
     actor_t *a;
+    actor_host_t *outer = tl_host;
+    tl_host = h;
+    fire_due(h);
     while (n < max_runs && (a = host_pop(h)) != NULL) {
+        tl_running = a;
         actor_run(h->sys, NULL, a);
+        tl_running = NULL;
         n++;
     }
+    fire_due(h);   /* delay 0 (a rest already over): its actor is pending now */
+    tl_host = outer;
     return n;
+}
+
+uint64_t actor_host_next_deadline(actor_host_t *h)
+{
+    pthread_mutex_lock(&h->lock);
+    uint64_t d = h->timers ? h->timers->deadline : 0;
+    pthread_mutex_unlock(&h->lock);
+    return d;
 }
 
 bool actor_host_pending(actor_host_t *h)
@@ -116,7 +226,16 @@ void actor_host_release(actor_host_t *h)
     h->released = true;
     a = h->head;
     h->head = h->tail = NULL;
+    host_timer_t *timers = h->timers;
+    h->timers = NULL;
     pthread_mutex_unlock(&h->lock);
+    uint64_t now = host_now_ns();
+    for (host_timer_t *t = timers, *next; t; t = next) {   /* H3, H4: to the timer thread */
+        next = t->next;
+        actor_send_after(h->sys, t->to, t->type, t->len ? t->data : NULL, t->len,
+                         t->deadline > now ? t->deadline - now : 0, NULL);
+        free(t);
+    }
     while (a) {
         actor_t *next = a->host_next;
         sched_make_runnable(h->sys, a);   /* released: to the workers (H3) */
@@ -128,6 +247,10 @@ void actor_host_destroy(actor_host_t *h)
 {
     if (!h)
         return;
+    for (host_timer_t *t = h->timers, *next; t; t = next) {
+        next = t->next;
+        free(t);
+    }
     pthread_mutex_destroy(&h->lock);
     free(h);
 }

@@ -165,6 +165,10 @@ int actor_spawn_pinned(actor_system_t *sys, actor_host_t *host, actor_behaviour_
 
 /* host.c */
 bool host_push(actor_host_t *h, actor_t *a);
+/* timer.c's arm() asks first: a one-shot timer that a pinned actor, running
+ * on its host, arms for itself is kept by the host (H4). true: taken, *rc set. */
+bool host_timer_arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *data, size_t len,
+                    uint64_t delay_ns, int *rc);
 
 /* timer.c */
 int timers_start(actor_system_t *sys);

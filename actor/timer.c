@@ -200,6 +200,9 @@ static int arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *d
         return -EMSGSIZE;
     if (!sys || (len && !data) || type >= ACTOR_TYPE_RESERVED || to == ACTOR_REF_NONE)
         return -EINVAL;
+    int host_rc;
+    if (period_ns == 0 && !out && host_timer_arm(sys, to, type, data, len, delay_ns, &host_rc))
+        return host_rc;   /* H4 (host.c): fired by the host thread, no timer-thread wake-up */
     timer_wheel_t *tw = sys->timers;
     if (!tw)
         return -ESHUTDOWN;

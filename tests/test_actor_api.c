@@ -691,6 +691,100 @@ static void test_host_runs_pinned_actor(void **state)
     assert_true(atomic_load(&h.off_host) <= n - n / 2);
 }
 
+typedef struct timed {
+    pthread_t host_thread;
+    unsigned order[8];
+    _Atomic unsigned n;
+    _Atomic unsigned off_host;
+    actor_ref_t other;
+} timed_t;
+
+/* H4: timers a pinned actor arms for itself go to its host. */
+static void timed_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
+                            const void *data, size_t len)
+{
+    timed_t *t = state;
+    (void)len;
+    if (type == 1) {   /* kick-off: three timers for itself out of order, one for another actor */
+        unsigned v;
+        v = 2, actor_send_after(sys, self, 3, &v, sizeof v, 30000000ull, NULL);
+        v = 1, actor_send_after(sys, self, 3, &v, sizeof v, 10000000ull, NULL);
+        v = 0, actor_send_after(sys, self, 3, &v, sizeof v, 0, NULL);
+        v = 3, actor_send_after(sys, self, 3, &v, sizeof v, 400000000ull, NULL);   /* still held at release */
+        v = 9, actor_send_after(sys, t->other, 3, &v, sizeof v, 1000000000ull, NULL);
+    } else if (type == 3) {
+        unsigned v, k = atomic_load(&t->n);
+        memcpy(&v, data, sizeof v);
+        if (k < 8)
+            t->order[k] = v;
+        if (!pthread_equal(pthread_self(), t->host_thread))
+            atomic_fetch_add(&t->off_host, 1);
+        atomic_fetch_add(&t->n, 1);
+    }
+}
+
+static void ignore_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
+                             const void *data, size_t len)
+{
+    (void)sys, (void)self, (void)state, (void)type, (void)data, (void)len;
+}
+
+/* The host sends them, in deadline order, once actor_host_run is called by
+ * actor_host_next_deadline; the timer armed for another actor is not the
+ * host's; at release, the one still held goes to the timer thread. */
+static void test_host_keeps_own_timers(void **state)
+{
+    (void)state;
+    static timed_t t;
+    host_ctx_t hc = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+    memset(&t, 0, sizeof t);
+    t.host_thread = pthread_self();
+    actor_system_t *sys = make(2, 0);
+    actor_host_t *host;
+    actor_ref_t pinned;
+    assert_int_equal(actor_host_create(sys, host_wake, &hc, &host), 0);
+    assert_int_equal(actor_spawn(sys, ignore_behaviour, NULL, &t.other), 0);
+    assert_int_equal(actor_spawn_on(sys, host, timed_behaviour, &t, &pinned), 0);
+    assert_int_equal(actor_host_next_deadline(host), 0);
+    assert_int_equal(actor_send(sys, pinned, 1, NULL, 0), 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    actor_host_run(host, 16);   /* the kick-off, and the timer of delay 0 made due */
+    actor_host_run(host, 16);
+    assert_int_equal(atomic_load(&t.n), 1);
+    uint64_t d = actor_host_next_deadline(host);
+    assert_true(d >= t0 + 10000000ull && d <= t0 + 10000000ull + 1000000000ull);   /* the 10 ms one */
+    time_t start = time(NULL);
+    while (atomic_load(&t.n) < 3 && time(NULL) - start < WAIT_S) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        d = actor_host_next_deadline(host);
+        if (d > now)
+            usleep((useconds_t)((d - now) / 1000 + 1));
+        actor_host_run(host, 16);
+        actor_host_run(host, 16);
+    }
+    assert_int_equal(atomic_load(&t.n), 3);
+    assert_int_equal(t.order[0], 0);
+    assert_int_equal(t.order[1], 1);
+    assert_int_equal(t.order[2], 2);
+    assert_int_equal(atomic_load(&t.off_host), 0);
+    d = actor_host_next_deadline(host);
+    assert_true(d >= t0 + 400000000ull);   /* the 400 ms one; the other actor's is not here */
+    actor_host_release(host);
+    assert_int_equal(actor_host_next_deadline(host), 0);
+    time_t w0 = time(NULL);
+    while (atomic_load(&t.n) < 4 && time(NULL) - w0 < WAIT_S)
+        usleep(1000);
+    assert_int_equal(atomic_load(&t.n), 4);
+    assert_int_equal(t.order[3], 3);
+    assert_int_equal(atomic_load(&t.off_host), 1);   /* sent by the timer thread, run by a worker */
+    assert_int_equal(actor_system_shutdown(sys, 5000000000ull), 0);
+    actor_system_destroy(sys);
+    actor_host_destroy(host);
+}
+
 static void test_counters_reconcile(void **state)
 {
     (void)state;
@@ -733,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_workers_from_env),
         cmocka_unit_test(test_counters_reconcile),
         cmocka_unit_test(test_host_runs_pinned_actor),
+        cmocka_unit_test(test_host_keeps_own_timers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
