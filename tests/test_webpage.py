@@ -377,11 +377,23 @@ def daemon_has_tags():
     return p.returncode == 0, (p.stderr or p.stdout).strip().splitlines()[:1]
 
 
+def on_fresh(b, css, act, tries=10):
+    """act(element) on the element css names now: the table is re-rendered by
+    each refresh, so an element found a moment ago may be gone (stale)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    for _ in range(tries - 1):
+        try:
+            return act(b.d.find_element(By.CSS_SELECTOR, css))
+        except StaleElementReferenceException:
+            time.sleep(0.05)
+    return act(b.d.find_element(By.CSS_SELECTOR, css))
+
+
 def write_through_page(b, token, value):
     b.d.find_element(By.ID, "token").send_keys(token)
     b.d.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
     b.wait("return document.querySelector('tr[data-tag=\"boiler_sp\"] button')", "tags: Edit is offered with a token")
-    b.d.find_element(By.CSS_SELECTOR, "tr[data-tag=\"boiler_sp\"] button").click()
+    on_fresh(b, "tr[data-tag=\"boiler_sp\"] button", lambda e: e.click())
     # The page asks /tags/NAME whether the tag is writable before it opens the form.
     b.wait("return document.querySelector('tr[data-tag=\"boiler_sp\"] form input')", "tags: the edit form opens")
     field = b.d.find_element(By.CSS_SELECTOR, "tr[data-tag=\"boiler_sp\"] form input")
