@@ -857,7 +857,8 @@ static void test_coarse_clock(void **state)
                 router_arm_name((router_arm_t)arm), b.cost_ns[arm],
                 (unsigned long long)b.timed[arm]);
         assert_true(b.timed[arm] > 20);
-        assert_true(b.cost_ns[arm] >= 10.0 && b.cost_ns[arm] <= 20.0);
+        /* 10 exactly when half the samples read one tick: allow for rounding in the averaging */
+        assert_true(b.cost_ns[arm] >= 10.0 - 1e-9 && b.cost_ns[arm] <= 20.0 + 1e-9);
     }
 }
 
