@@ -400,7 +400,7 @@ void actor_system_destroy(actor_system_t *sys)
         return;
     if (!sys->shut_down)
         actor_system_shutdown(sys, 0);
-    timers_stop(sys);
+    timers_free(sys);   /* the workers are joined: nobody arms a timer now */
     for (unsigned i = 0; i < sys->nworkers; i++)
         runq_free(&sys->workers[i].rq);
     pool_destroy(sys);

@@ -173,6 +173,7 @@ bool host_timer_arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const vo
 /* timer.c */
 int timers_start(actor_system_t *sys);
 void timers_stop(actor_system_t *sys);
+void timers_free(actor_system_t *sys);
 
 /* Counts on the calling worker's block (owner-only: relaxed load and store,
  * no locked instruction) or, from any other thread, on the external block

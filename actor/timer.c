@@ -172,20 +172,36 @@ int timers_start(actor_system_t *sys)
     return 0;
 }
 
-/* Joins the thread and drops pending timers. Idempotent; frees the wheel. */
+/* Joins the thread and drops pending timers. Idempotent. The wheel stays:
+ * actors still draining may arm timers (refused, -ESHUTDOWN, under its
+ * lock) until the workers have stopped, and only timers_free, after them,
+ * frees it. */
 void timers_stop(actor_system_t *sys)
 {
     timer_wheel_t *tw = sys->timers;
     if (!tw)
         return;
     pthread_mutex_lock(&tw->lock);
+    bool was_stopped = tw->stop;
     tw->stop = true;
     pthread_cond_signal(&tw->cond);
     pthread_mutex_unlock(&tw->lock);
-    if (tw->running)
+    if (tw->running && !was_stopped)
         pthread_join(tw->thread, NULL);
+    pthread_mutex_lock(&tw->lock);
     for (size_t i = 0; i < tw->n; i++)
         free(tw->heap[i]);
+    tw->n = 0;
+    pthread_mutex_unlock(&tw->lock);
+}
+
+/* After every worker has stopped: frees the wheel. */
+void timers_free(actor_system_t *sys)
+{
+    timer_wheel_t *tw = sys->timers;
+    if (!tw)
+        return;
+    timers_stop(sys);
     free(tw->heap);
     pthread_cond_destroy(&tw->cond);
     pthread_mutex_destroy(&tw->lock);

@@ -785,6 +785,38 @@ static void test_host_keeps_own_timers(void **state)
     actor_host_destroy(host);
 }
 
+/* Re-arms itself from a worker: keeps arming while the system shuts down. */
+static void rearm_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
+                            const void *data, size_t len)
+{
+    _Atomic unsigned *fired = state;
+    (void)data, (void)len;
+    if (type == ACTOR_STOPPED)
+        return;
+    atomic_fetch_add(fired, 1);
+    actor_send_after(sys, self, 1, NULL, 0, 0, NULL);   /* -ESHUTDOWN once the timers are stopped */
+}
+
+/* Shutdown stops the timers while actors still run and arm them: the wheel
+ * must outlive them (ASan/TSan see a use after free or a race otherwise). */
+static void test_shutdown_while_arming(void **state)
+{
+    (void)state;
+    static _Atomic unsigned fired;
+    atomic_store(&fired, 0);
+    actor_system_t *sys = make(2, 0);
+    actor_ref_t a[4];
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(actor_spawn(sys, rearm_behaviour, (void *)&fired, &a[i]), 0);
+        assert_int_equal(actor_send(sys, a[i], 1, NULL, 0), 0);
+    }
+    while (atomic_load(&fired) < 1000)
+        usleep(100);
+    assert_int_equal(actor_system_shutdown(sys, 2000000000ull), 0);
+    assert_int_equal(actor_send_after(sys, a[0], 1, NULL, 0, 0, NULL), -ESHUTDOWN);
+    actor_system_destroy(sys);
+}
+
 static void test_counters_reconcile(void **state)
 {
     (void)state;
@@ -828,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_counters_reconcile),
         cmocka_unit_test(test_host_runs_pinned_actor),
         cmocka_unit_test(test_host_keeps_own_timers),
+        cmocka_unit_test(test_shutdown_while_arming),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
