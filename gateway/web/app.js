@@ -24,6 +24,7 @@
     tagList: null,
     token: '',                  /* the write token: in this variable only, never stored */
     editing: null,              /* the tag being edited */
+    rebuild: false,             /* rebuild the tags table once even with an editor open */
     writable: {},               /* tag -> writable, from /tags/NAME where the list leaves it out */
     results: {},                /* tag -> {ok, text}: the last write's answer */
     frames: {},                 /* bus -> {since, rows, paused} */
@@ -326,9 +327,12 @@
   }
 
   function renderTagTables(list) {
-    /* an open editor is kept as it is: its row is not rebuilt under the user's typing */
+    /* An open editor is kept as it is, focused or not: the table is not rebuilt
+     * under the user's typing (nor after a click elsewhere, which would reset
+     * what was typed); it refreshes again after Write or Cancel. */
     const open = state.editing && document.querySelector('#tags tr[data-tag="' + CSS.escape(state.editing) + '"] form');
-    if (open && open.contains(document.activeElement)) return;
+    if (open && !state.rebuild) return;
+    state.rebuild = false;
     const blocks = [];
     for (const [device, tags] of groupBy(list, 'device')) {
       blocks.push(el('h3', { text: device || '(no device)' }),
@@ -367,8 +371,9 @@
     }
     state.results[t.name] = result;
     if (result.ok) state.editing = null;
-    /* the editor keeps the focus; the answer shows whatever has it */
+    /* the answer shows in the row, rebuilt once even with the editor still open */
     if (document.activeElement) document.activeElement.blur();
+    state.rebuild = true;
     renderTags();
     if (result.ok) setTimeout(refreshTags, 200);
   }
