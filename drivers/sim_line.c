@@ -329,6 +329,8 @@ static int serve_loop(sim_line_t *l)
             return 0; /* stopped while answering */
         if (d < 0)
             return d;
+        if (idle_due && rtu_framer_settled(l->fr))
+            idle_due = 0; /* a request framed by its length: no silence to wait for */
     }
 }
 

@@ -97,7 +97,10 @@ static void on_bytes(gw_bus_t *bus, const gw_bytes_t *b)
     if (noise && bus->pending)
         bus->pending_doubtful = true;
     bus->last_chunk_ns = b->t_ns;
-    if (!bus->framed)   /* A frame without a length rule ends with t3.5 of silence. */
+    /* A frame without a length rule ends with t3.5 of silence; a framer that
+     * holds nothing has no use for it (rtu_framer_settled), and a poll's
+     * answer, framed by its length, then costs no wake-up for the silence. */
+    if (!bus->framed && !rtu_framer_settled(bus->framer))
         arm_idle(bus, bus->t35_ns + IDLE_SLACK_NS);
     line_start_next(bus);
 }

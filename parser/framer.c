@@ -580,6 +580,13 @@ void rtu_framer_idle(rtu_framer_t *fr, uint64_t now_ns)
     }
 }
 
+bool rtu_framer_settled(const rtu_framer_t *fr)
+{
+    /* tail_closed: idle has nothing left to note; garbage_run 0: no
+     * discarded run that a silence would end. */
+    return fr->head == fr->tail && (fr->garbage_run == 0 || fr->tail_closed);
+}
+
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out)
 {
     if (fr->q_count == 0)

@@ -256,6 +256,11 @@ void rtu_framer_free(rtu_framer_t *fr);
 void rtu_framer_feed(rtu_framer_t *fr, const uint8_t *bytes, size_t n, uint64_t t_ns);
 /* Tell the framer the line has been quiet up to now_ns (t3.5 delimiting). */
 void rtu_framer_idle(rtu_framer_t *fr, uint64_t now_ns);
+/* True when the framer holds no byte and has discarded none since its last
+ * frame or silence: rtu_framer_idle would then only note the silence, which nothing
+ * uses (a segment's own first byte is never asked whether silence came
+ * before it), so a caller may leave its silence timer unarmed. */
+bool rtu_framer_settled(const rtu_framer_t *fr);
 /* Next complete frame: 1 and *out filled, or 0 when none is ready. */
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out);
 /* Drop buffered bytes (after a reopen, a timeout). */

@@ -1090,6 +1090,91 @@ static void check_random_rate(unsigned baud, size_t min_permille, uint64_t *rs)
     rtu_framer_free(fr);
 }
 
+/*
+ * rtu_framer_settled: a framer that holds no byte and has discarded none
+ * since its last frame can skip rtu_framer_idle with nothing changed. Two
+ * framers take the same random segments (frames, noise, chunking jitter);
+ * one is told of every silence, the other only when it is not settled; the
+ * frames that come out (bytes, CRC verdict, stamps) and the noise counted
+ * must be the same.
+ */
+static void test_settled_skips_nothing(void **state)
+{
+    (void)state;
+    static const uint8_t regs[] = { 2, 0, 7 };
+    uint8_t a[RTU_MAX_ADU];
+    size_t la = mk(a, 1, 0x03, regs, sizeof regs);
+    uint64_t t35 = rtu_t35_ns(19200, 11);
+
+    rtu_framer_t *fr = framer(19200, RTU_DIR_RESPONSE);
+    out_t *o = out_new();
+    assert_true(rtu_framer_settled(fr));
+    rtu_framer_feed(fr, a, la - 1, T0);
+    assert_false(rtu_framer_settled(fr));   /* a frame's head waits for its CRC */
+    rtu_framer_feed(fr, a + la - 1, 1, T0 + 1000);
+    assert_int_equal(drain(fr, o), 1);
+    assert_true(rtu_framer_settled(fr));    /* framed by its length */
+    static const uint8_t noise[] = { 0xff, 0x00, 0x13 };
+    rtu_framer_feed(fr, noise, sizeof noise, T0 + 10 * t35);
+    drain(fr, o);
+    assert_false(rtu_framer_settled(fr));   /* noise held or discarded: the silence matters */
+    rtu_framer_idle(fr, T0 + 12 * t35);
+    drain(fr, o);
+    assert_true(rtu_framer_settled(fr));
+    rtu_framer_free(fr);
+
+    uint64_t rs = test_seed("test_framer settled");
+    rtu_framer_t *all = framer(19200, RTU_DIR_RESPONSE), *some = framer(19200, RTU_DIR_RESPONSE);
+    out_t *oa = out_new(), *os = out_new();
+    uint64_t t = T0, ch = char_ns(19200);
+    static uint8_t seg[8 * 300 + 64];
+    static item_t items[32];
+    size_t skipped = 0, told = 0;
+    for (size_t sg = 0; sg < 300; sg++) {
+        size_t nit, len;
+        while ((len = build_segment(seg, items, &nit, &rs, 1)) == 0)
+            ;
+        t += t35 + test_rand(&rs) % (3 * t35);
+        for (size_t pos = 0; pos < len;) {
+            size_t take = 1 + test_rand(&rs) % 48;
+            if (take > len - pos)
+                take = len - pos;
+            t += take * ch + (pos ? test_rand(&rs) % (t35 / 2) : 0);
+            rtu_framer_feed(all, seg + pos, take, t);
+            rtu_framer_feed(some, seg + pos, take, t);
+            pos += take;
+            drain(all, oa);
+            drain(some, os);
+        }
+        rtu_framer_idle(all, t + t35);
+        if (rtu_framer_settled(some)) {
+            skipped++;
+        } else {
+            rtu_framer_idle(some, t + t35);
+            told++;
+        }
+        drain(all, oa);
+        drain(some, os);
+        assert_int_equal(oa->n, os->n);
+        for (size_t i = 0; i < oa->n; i++) {
+            assert_int_equal(oa->f[i].len, os->f[i].len);
+            assert_memory_equal(oa->f[i].adu, os->f[i].adu, oa->f[i].len);
+            assert_int_equal(oa->f[i].crc_ok, os->f[i].crc_ok);
+            assert_int_equal(oa->f[i].t_first_ns, os->f[i].t_first_ns);
+            assert_int_equal(oa->f[i].t_last_ns, os->f[i].t_last_ns);
+        }
+        oa->n = os->n = 0;
+    }
+    assert_int_equal(stats(all).noise_bytes, stats(some).noise_bytes);
+    assert_int_equal(stats(all).frames, stats(some).frames);
+    assert_true(skipped > 0 && told > 0);   /* both paths were taken */
+    rtu_framer_free(all);
+    rtu_framer_free(some);
+    free(o);
+    free(oa);
+    free(os);
+}
+
 static void test_randomized(void **state)
 {
     (void)state;
@@ -1129,6 +1214,7 @@ int main(void)
         cmocka_unit_test(test_overflow_garbage),
         cmocka_unit_test(test_overflow_undrained),
         cmocka_unit_test(test_reset),
+        cmocka_unit_test(test_settled_skips_nothing),
         cmocka_unit_test(test_randomized),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
