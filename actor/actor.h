@@ -85,9 +85,9 @@ int actor_stop(actor_system_t *sys, actor_ref_t ref);
 
 /* Timers: a message sent by the timer thread after delay_ns, or every
  * period_ns (first after one period). Timers due at the same instant fire
- * in the order they were armed. A one-shot timer without *out that a pinned
- * actor arms for itself while running on its host is sent by the host
- * thread instead (host.c, H4). A periodic timer whose target has stopped
+ * in the order they were armed. A one-shot timer that a pinned actor arms
+ * for itself while running on its host is sent by the host thread instead
+ * (host.c, H4); only that actor, on its host, can cancel it. A periodic timer whose target has stopped
  * cancels itself. *out (may be NULL) receives an id for actor_timer_cancel. */
 int actor_send_after(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *data,
                      size_t len, uint64_t delay_ns, actor_timer_t *out);
@@ -126,6 +126,11 @@ unsigned actor_host_run(actor_host_t *host, unsigned max_runs);
 /* The monotonic deadline (CLOCK_MONOTONIC ns) of the earliest timer the host
  * keeps (host.c, H4): its thread must call actor_host_run by then. 0: none. */
 uint64_t actor_host_next_deadline(actor_host_t *host);
+/* The shortest delay but 0 the host keeps (H4); shorter ones than the owner
+ * can honour go to the timer thread. Default 10 ms, for an owner that sleeps
+ * in whole milliseconds; 0 for one that wakes at the deadline (a timerfd).
+ * Set it before the host runs. */
+void actor_host_set_timer_floor(actor_host_t *host, uint64_t min_ns);
 bool actor_host_pending(actor_host_t *host);
 void actor_host_release(actor_host_t *host);
 void actor_host_destroy(actor_host_t *host);

@@ -21,8 +21,8 @@
  *      actors and every later transition go to the workers, as for any
  *      actor, so shutdown drains them without the host thread;
  *   H4 a one-shot timer that a pinned actor arms for itself while it runs on
- *      its host, due now or in HOST_TIMER_MIN_NS or more (a bus's deadline,
- *      its guard), is kept by the host,
+ *      its host, due now or in the host's timer floor or more (a bus's
+ *      deadline, its guard, its inter-frame rest), is kept by the host,
  *      in (deadline, arming order), and sent by actor_host_run on the host
  *      thread once due: the timer thread never wakes for it and its message
  *      needs no wake-up of the host. The owner of the host thread arms its
@@ -31,10 +31,13 @@
  *      order, as the timer thread's do); they are not ordered against
  *      timers that other threads arm for the actor (another sender). At
  *      release, the timers still held go to the timer thread with what is
- *      left of their delay (H3). Shorter delays (an inter-frame rest, often
- *      a fraction of a millisecond) stay with the timer thread: an event
- *      loop sleeps in whole milliseconds (epoll), which would stretch them;
- *      a deadline of 10 ms or more fired up to 1 ms late only waits longer.
+ *      left of their delay (H3). The floor is what the owner's wake can
+ *      honour: 10 ms by default, for a loop that sleeps in whole
+ *      milliseconds (epoll), which would stretch a shorter rest, while a
+ *      deadline of 10 ms or more fired up to 1 ms late only waits longer;
+ *      0 for an owner that wakes at the deadline itself (the gateway's loop
+ *      arms a timerfd for actor_host_next_deadline), so a rest of a
+ *      fraction of a millisecond costs no timer thread either.
  */
 #include "actor/internal.h"
 
@@ -46,6 +49,7 @@
 typedef struct host_timer {
     struct host_timer *next;
     uint64_t deadline;
+    actor_timer_t id;          /* HOST_TIMER_ID_BIT | a count */
     actor_ref_t to;
     uint32_t type;
     size_t len;
@@ -59,12 +63,15 @@ struct actor_host {
     pthread_mutex_t lock;
     actor_t *head, *tail;      /* runnable pinned actors, under lock */
     host_timer_t *timers;      /* H4: by deadline, then arming order; under lock */
+    uint64_t timer_floor_ns;   /* H4: the shortest delay but 0 it keeps; set before it runs */
+    uint64_t timer_count;      /* ids, under lock */
     bool released;             /* under lock */
 };
 
-/* H4: the shortest delay but 0 the host keeps (its loop may fire up to 1 ms
- * late: 10 % of this at most). */
-#define HOST_TIMER_MIN_NS 10000000ull
+/* H4: the shortest delay but 0 a host keeps unless its owner says it wakes
+ * precisely (actor_host_set_timer_floor): an owner that sleeps in whole
+ * milliseconds fires up to 1 ms late, 10 % of this at most. */
+#define HOST_TIMER_FLOOR_NS 10000000ull
 
 /* The host whose actor runs on this thread now, and that actor (H4). */
 static __thread actor_host_t *tl_host;
@@ -85,6 +92,7 @@ int actor_host_create(actor_system_t *sys, void (*wake)(void *ctx), void *ctx, a
     if (!h)
         return -ENOMEM;
     h->sys = sys;
+    h->timer_floor_ns = HOST_TIMER_FLOOR_NS;
     h->wake = wake;
     h->ctx = ctx;
     pthread_mutex_init(&h->lock, NULL);
@@ -127,13 +135,13 @@ static actor_t *host_pop(actor_host_t *h)
 }
 
 bool host_timer_arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *data, size_t len,
-                    uint64_t delay_ns, int *rc)
+                    uint64_t delay_ns, actor_timer_t *out, int *rc)
 {
     actor_host_t *h = tl_host;
     if (!h || h->sys != sys || !tl_running || tl_running->self != to)
         return false;   /* not an actor arming for itself on its host */
-    if (delay_ns != 0 && delay_ns < HOST_TIMER_MIN_NS)
-        return false;   /* precise: the timer thread's */
+    if (delay_ns != 0 && delay_ns < h->timer_floor_ns)
+        return false;   /* shorter than its owner's resolution: the timer thread's */
     host_timer_t *t = malloc(sizeof *t + len);
     if (!t) {
         *rc = -ENOMEM;
@@ -151,14 +159,43 @@ bool host_timer_arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const vo
         free(t);
         return false;   /* H3: the timer thread takes it */
     }
+    t->id = HOST_TIMER_ID_BIT | ++h->timer_count;
     host_timer_t **at = &h->timers;
     while (*at && (*at)->deadline <= t->deadline)   /* equal deadlines: after, in arming order */
         at = &(*at)->next;
     t->next = *at;
     *at = t;
     pthread_mutex_unlock(&h->lock);
+    if (out)
+        *out = t->id;
     *rc = 0;
     return true;
+}
+
+/* H4: a held timer is the actor's own, so only that actor cancels it, while
+ * it runs on its host (a pinned actor runs nowhere else). One already sent
+ * is in the mailbox and arrives; one handed to the timer thread at release
+ * (H3) has a new id there, so this id no longer names it: -ENOENT, and its
+ * message arrives. Both are what actor_timer_cancel promises. */
+int host_timer_cancel(actor_system_t *sys, actor_timer_t id)
+{
+    actor_host_t *h = tl_host;
+    if (!h || h->sys != sys)
+        return -ENOENT;
+    int rc = -ENOENT;
+    host_timer_t *gone = NULL;
+    pthread_mutex_lock(&h->lock);
+    for (host_timer_t **at = &h->timers; *at; at = &(*at)->next) {
+        if ((*at)->id == id) {
+            gone = *at;
+            *at = gone->next;
+            rc = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    free(gone);
+    return rc;
 }
 
 /* H4: the host's timers that are due, sent from this (the host) thread. */
@@ -195,6 +232,11 @@ unsigned actor_host_run(actor_host_t *h, unsigned max_runs)
     fire_due(h);   /* delay 0 (a rest already over): its actor is pending now */
     tl_host = outer;
     return n;
+}
+
+void actor_host_set_timer_floor(actor_host_t *h, uint64_t min_ns)
+{
+    h->timer_floor_ns = min_ns;
 }
 
 uint64_t actor_host_next_deadline(actor_host_t *h)

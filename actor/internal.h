@@ -166,9 +166,13 @@ int actor_spawn_pinned(actor_system_t *sys, actor_host_t *host, actor_behaviour_
 /* host.c */
 bool host_push(actor_host_t *h, actor_t *a);
 /* timer.c's arm() asks first: a one-shot timer that a pinned actor, running
- * on its host, arms for itself is kept by the host (H4). true: taken, *rc set. */
+ * on its host, arms for itself is kept by the host (H4). true: taken, *rc set
+ * (and *out, when not NULL, an id with HOST_TIMER_ID_BIT set). */
+#define HOST_TIMER_ID_BIT (1ull << 63)   /* the wheel's ids count up from 1: never this high */
 bool host_timer_arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *data, size_t len,
-                    uint64_t delay_ns, int *rc);
+                    uint64_t delay_ns, actor_timer_t *out, int *rc);
+/* actor_timer_cancel of a host's timer: by its own actor on its host. */
+int host_timer_cancel(actor_system_t *sys, actor_timer_t id);
 
 /* timer.c */
 int timers_start(actor_system_t *sys);

@@ -217,7 +217,7 @@ static int arm(actor_system_t *sys, actor_ref_t to, uint32_t type, const void *d
     if (!sys || (len && !data) || type >= ACTOR_TYPE_RESERVED || to == ACTOR_REF_NONE)
         return -EINVAL;
     int host_rc;
-    if (period_ns == 0 && !out && host_timer_arm(sys, to, type, data, len, delay_ns, &host_rc))
+    if (period_ns == 0 && host_timer_arm(sys, to, type, data, len, delay_ns, out, &host_rc))
         return host_rc;   /* H4 (host.c): fired by the host thread, no timer-thread wake-up */
     timer_wheel_t *tw = sys->timers;
     if (!tw)
@@ -270,6 +270,8 @@ int actor_timer_cancel(actor_system_t *sys, actor_timer_t id)
 {
     if (!sys || id == 0)
         return -EINVAL;
+    if (id & HOST_TIMER_ID_BIT)
+        return host_timer_cancel(sys, id);
     timer_wheel_t *tw = sys->timers;
     if (!tw)
         return -ENOENT;

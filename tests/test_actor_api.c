@@ -785,6 +785,73 @@ static void test_host_keeps_own_timers(void **state)
     actor_host_destroy(host);
 }
 
+/* H4 with a floor of 0 (an owner that wakes at the deadline): a 1 ms timer
+ * is the host's too, and its actor can cancel one of its own there. */
+typedef struct cancelling {
+    timed_t t;
+    actor_timer_t first, second;
+    int cancel_rc, cancel_again_rc;
+} cancelling_t;
+
+static void cancelling_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
+                                 const void *data, size_t len)
+{
+    cancelling_t *c = state;
+    if (type == 1) {
+        unsigned v = 1;
+        actor_send_after(sys, self, 3, &v, sizeof v, 1000000ull, &c->first);
+        v = 2;
+        actor_send_after(sys, self, 3, &v, sizeof v, 2000000ull, &c->second);
+        c->cancel_rc = actor_timer_cancel(sys, c->first);
+        c->cancel_again_rc = actor_timer_cancel(sys, c->first);
+    } else {
+        timed_behaviour(sys, self, &c->t, type, data, len);
+    }
+}
+
+static void test_host_timer_floor_and_cancel(void **state)
+{
+    (void)state;
+    static cancelling_t c;
+    host_ctx_t hc = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+    memset(&c, 0, sizeof c);
+    c.t.host_thread = pthread_self();
+    actor_system_t *sys = make(2, 0);
+    actor_host_t *host;
+    actor_ref_t pinned;
+    assert_int_equal(actor_host_create(sys, host_wake, &hc, &host), 0);
+    actor_host_set_timer_floor(host, 0);
+    assert_int_equal(actor_spawn_on(sys, host, cancelling_behaviour, &c, &pinned), 0);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t0 = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    assert_int_equal(actor_send(sys, pinned, 1, NULL, 0), 0);
+    actor_host_run(host, 16);
+    assert_int_equal(c.cancel_rc, 0);
+    assert_int_equal(c.cancel_again_rc, -ENOENT);
+    assert_true(c.first != 0 && c.second != 0 && c.first != c.second);
+    uint64_t d = actor_host_next_deadline(host);
+    assert_true(d >= t0 + 2000000ull && d < t0 + 1000000000ull);   /* the 2 ms one is held; the 1 ms one gone */
+    /* Off its host (no actor of it running here), the id names nothing. */
+    assert_int_equal(actor_timer_cancel(sys, c.second), -ENOENT);
+    time_t start = time(NULL);
+    while (atomic_load(&c.t.n) < 1 && time(NULL) - start < WAIT_S) {
+        usleep(500);
+        actor_host_run(host, 16);
+    }
+    assert_int_equal(atomic_load(&c.t.n), 1);
+    assert_int_equal(c.t.order[0], 2);
+    assert_int_equal(atomic_load(&c.t.off_host), 0);   /* sent by the host, run on it */
+    usleep(5000);
+    actor_host_run(host, 16);
+    assert_int_equal(atomic_load(&c.t.n), 1);   /* the cancelled one never comes */
+    assert_int_equal(actor_host_next_deadline(host), 0);
+    actor_host_release(host);
+    assert_int_equal(actor_system_shutdown(sys, 5000000000ull), 0);
+    actor_system_destroy(sys);
+    actor_host_destroy(host);
+}
+
 /* Re-arms itself from a worker: keeps arming while the system shuts down. */
 static void rearm_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                             const void *data, size_t len)
@@ -860,6 +927,7 @@ int main(void)
         cmocka_unit_test(test_counters_reconcile),
         cmocka_unit_test(test_host_runs_pinned_actor),
         cmocka_unit_test(test_host_keeps_own_timers),
+        cmocka_unit_test(test_host_timer_floor_and_cancel),
         cmocka_unit_test(test_shutdown_while_arming),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
