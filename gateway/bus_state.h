@@ -101,6 +101,13 @@ struct gw_bus {
      * alive, each a heap node and a wake-up.
      */
     uint64_t timer_at_ns;
+    /* ... and its id: when sparse traffic leaves the line idle, it is
+     * cancelled (its host keeps it, actor/host.c H4: no wake-up) rather than
+     * left to wake the loop for nothing; dense traffic keeps the one timer,
+     * which serves the requests that follow it (line.c, drop_deadline_timer). */
+    actor_timer_t timer_id;
+    uint64_t idle_since_ns;    /* when the line last fell idle; 0: busy since */
+    bool sparse;               /* the line had been idle 10 ms or more before this attempt */
     uint64_t kick_at_ns;
     uint64_t last_chunk_ns;
     bool idle_pending;

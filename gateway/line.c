@@ -245,8 +245,33 @@ void line_arm_timeout(gw_bus_t *bus, uint64_t deadline)
     if (bus->timer_at_ns && bus->timer_at_ns <= deadline)
         return;   /* the pending timer fires first and re-arms for this deadline */
     bus->timer_at_ns = deadline;
+    bus->timer_id = 0;
     actor_send_after(bus->gw->actors, bus->self, BUS_MSG_TIMEOUT, &deadline, sizeof deadline,
-                     deadline > now ? deadline - now : 0, NULL);
+                     deadline > now ? deadline - now : 0, &bus->timer_id);
+}
+
+/* Not busy: no attempt has a deadline, and the timer armed for one would
+ * wake the loop only for on_timer to find nothing to do. Under dense traffic
+ * (the line idle for less than SPARSE_NS before this attempt) the next
+ * request is likely to come before it fires and reuse it, where cancelling
+ * and arming again would cost two timerfd syscalls per request against one
+ * wake-up per timeout; under sparse traffic (a poll every few hundred ms)
+ * each stale fire is a wake-up of its own, so it is cancelled. A cancel that
+ * misses (the message is already in the mailbox) changes nothing: on_timer
+ * clears timer_at_ns when it comes. */
+#define SPARSE_NS 10000000ull
+
+static void drop_deadline_timer(gw_bus_t *bus, uint64_t now)
+{
+    if (bus->busy)
+        return;
+    if (!bus->idle_since_ns)
+        bus->idle_since_ns = now;
+    if (!bus->sparse || !bus->timer_at_ns || !bus->timer_id)
+        return;
+    if (actor_timer_cancel(bus->gw->actors, bus->timer_id) == 0)
+        bus->timer_at_ns = 0;
+    bus->timer_id = 0;
 }
 
 static void arm_kick(gw_bus_t *bus, uint64_t at, uint64_t now)
@@ -286,6 +311,8 @@ static void send_current(gw_bus_t *bus)
         line_refuse(bus, &bus->cur, now);
         return;
     }
+    bus->sparse = bus->idle_since_ns && now - bus->idle_since_ns >= SPARSE_NS;
+    bus->idle_since_ns = 0;
     rtu_framer_reset(bus->framer);
     log_frame(bus, "tx", adu, (size_t)n);
     port_write(bus->port, adu, (size_t)n);
@@ -403,6 +430,7 @@ void line_start_next(gw_bus_t *bus)
     } else if (wake) {
         arm_kick(bus, wake, now);
     }
+    drop_deadline_timer(bus, now);
     gw_set(&bus->m.queue_depth, bus_queued(bus));
 }
 

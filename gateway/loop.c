@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,7 +42,8 @@ struct gw_loop {
     struct event *ev_wake;
     struct event *ev_host;        /* runs the actors pinned to this thread */
     actor_host_t *host;
-    struct event *ev_host_timer;   /* by the host's earliest timer (H4) */
+    int timer_fd;                  /* a timerfd at the host's earliest timer (H4) */
+    struct event *ev_host_timer;   /* its read event */
     uint64_t host_timer_at;        /* the deadline it is armed for; 0: none */
     pthread_t thread;             /* set by loop_run */
     _Atomic bool running;
@@ -153,15 +155,25 @@ static void host_wake(void *ctx)
 #define HOST_SLICE 64
 
 /* The host keeps the timers its actors arm for themselves (actor/host.c,
- * H4): the loop's own timer event runs the host by the earliest of them,
- * so a bus's deadline and rest cost no timer thread and no wake-up. */
+ * H4), every delay, a fraction of a millisecond too: the loop arms one
+ * timerfd, at an absolute CLOCK_MONOTONIC deadline (the host's clock), for
+ * the earliest of them, so a bus's deadline and its inter-frame rest cost no
+ * timer thread and no wake-up of another thread. epoll's own timeout is in
+ * whole milliseconds and would stretch a rest; libevent's precise mode would
+ * re-arm a timerfd on every loop iteration (two syscalls per pass, ~8 us per
+ * forwarded request, docs/footprint.md). This one is re-armed only when the
+ * earliest deadline changes (armed, cancelled, fired). */
 static void arm_host_timer(gw_loop_t *loop)
 {
     uint64_t d = actor_host_next_deadline(loop->host);
-    if (loop->host_timer_at && (d == 0 || loop->host_timer_at <= d))
-        return;   /* the armed one fires first, and arms for d then (one re-arm, not one per timer) */
-    if (d == 0)
+    if (d == loop->host_timer_at)
+        return;   /* armed for the earliest already (or none held, none armed) */
+    if (d == 0) {   /* the armed one was cancelled or sent: disarm rather than wake for nothing */
+        struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+        (void)timerfd_settime(loop->timer_fd, 0, &off, NULL);
+        loop->host_timer_at = 0;
         return;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -169,9 +181,12 @@ static void arm_host_timer(gw_loop_t *loop)
         event_active(loop->ev_host, EV_TIMEOUT, 0);
         d = 0;   /* due: runs now; asked again after */
     } else {
-        uint64_t us = (d - now + 999) / 1000;
-        struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
-        event_add(loop->ev_host_timer, &tv);
+        struct itimerspec its = { .it_value = { (time_t)(d / 1000000000ull), (long)(d % 1000000000ull) } };
+        if (timerfd_settime(loop->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) != 0) {
+            gw_log(loop->gw, CONFIG_LOG_ERROR, "timerfd_settime: %s", strerror(errno));
+            event_active(loop->ev_host, EV_TIMEOUT, 0);   /* run the host now rather than never */
+            d = 0;
+        }
     }
     loop->host_timer_at = d;
 }
@@ -187,8 +202,10 @@ static void run_host(gw_loop_t *loop)
 static void on_host_timer(evutil_socket_t fd, short what, void *arg)
 {
     gw_loop_t *loop = arg;
-    (void)fd;
+    uint64_t expirations;
     (void)what;
+    if (read(fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        gw_log(loop->gw, CONFIG_LOG_ERROR, "timerfd read: %s", strerror(errno));
     loop->host_timer_at = 0;
     run_host(loop);
 }
@@ -240,24 +257,25 @@ gw_loop_t *loop_new(gw_t *gw)
         return NULL;
     loop->gw = gw;
     pthread_mutex_init(&loop->lock, NULL);
-    /* Millisecond timeouts (plain epoll): the host keeps only timers of 10 ms
-     * or more (actor/host.c, H4). libevent's precise timer (timerfd) would
-     * let it keep the sub-millisecond rests too, but measured at ~8 us more
-     * CPU per forwarded request (docs/footprint.md). */
+    /* Millisecond timeouts (plain epoll) for the loop's own events; the
+     * host's timers have their timerfd (arm_host_timer). */
     loop->base = event_base_new();
     loop->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (!loop->base || loop->wake_fd < 0) {
+    loop->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (!loop->base || loop->wake_fd < 0 || loop->timer_fd < 0) {
         loop_free(loop);
         return NULL;
     }
     loop->ev_wake = event_new(loop->base, loop->wake_fd, EV_READ | EV_PERSIST, on_wake, loop);
     loop->ev_host = event_new(loop->base, -1, 0, on_host, loop);
-    loop->ev_host_timer = evtimer_new(loop->base, on_host_timer, loop);
+    loop->ev_host_timer = event_new(loop->base, loop->timer_fd, EV_READ | EV_PERSIST, on_host_timer, loop);
     if (!loop->ev_wake || !loop->ev_host || !loop->ev_host_timer || actor_host_create(gw->actors, host_wake, loop, &loop->host) != 0) {
         loop_free(loop);
         return NULL;
     }
+    actor_host_set_timer_floor(loop->host, 0);   /* the timerfd wakes at the deadline */
     event_add(loop->ev_wake, NULL);
+    event_add(loop->ev_host_timer, NULL);
     return loop;
 }
 
@@ -302,6 +320,8 @@ void loop_free(gw_loop_t *loop)
     }
     if (loop->wake_fd >= 0)
         close(loop->wake_fd);
+    if (loop->timer_fd >= 0)
+        close(loop->timer_fd);
     if (loop->base)
         event_base_free(loop->base);
     pthread_mutex_destroy(&loop->lock);

@@ -19,6 +19,13 @@
  * all sent at once: 150 reads at the same instant would overflow the bus
  * queue (exception 06) every cycle, at the same phase.
  *
+ * Where the buses run on the I/O thread (the default), the poller does too
+ * (pinned to its host, actor/host.c): every message it sends or gets is the
+ * bus's or its own timer's, so a poll costs no worker wake-up on the tick and
+ * none on the answer, and its ticks are one-shot timers it arms for itself
+ * (H4: kept by the host, no timer thread). Its work per answer is bounded: at
+ * most 125 registers or 2000 bits cut into groups and tags.
+ *
  * A read whose previous request has not been answered when its timer fires
  * skips that round (counted as an overrun on each of its groups; its tags
  * age, and turn stale past twice their interval) rather than queueing a
@@ -32,9 +39,14 @@
 
 enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER };
 
-/* A tick names its plan's generation: ticks of a plan replaced are ignored.
- * A read's first tick (start) also starts its periodic timer. */
+/* A tick names its plan's generation: ticks of a plan replaced are ignored,
+ * and are not re-armed, so a replaced plan's timers end by themselves. Each
+ * tick arms the next, one period after its own due time (start: the first,
+ * due when it arrives), so the ticks do not drift with the time it took to
+ * run them; one that finds itself a whole period late skips ahead rather
+ * than firing a burst. */
 typedef struct poll_tick {
+    uint64_t due;          /* CLOCK_MONOTONIC ns this tick was due */
     uint32_t generation, read, start;
 } poll_tick_t;
 
@@ -50,7 +62,6 @@ typedef struct poll_answer {
 typedef struct poll_read {
     unsigned device;       /* index into cfg->devices */
     bool outstanding;
-    actor_timer_t timer;
 } poll_read_t;
 
 struct gw_poller {
@@ -122,13 +133,6 @@ static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
     return 0;
 }
 
-static void stop_timers(gw_poller_t *p)
-{
-    for (unsigned i = 0; i < p->n_reads; i++)
-        if (p->reads[i].timer)
-            actor_timer_cancel(p->gw->actors, p->reads[i].timer);
-}
-
 /* Plans the groups and tags (again) and starts a timer per read. */
 static int replan(gw_poller_t *p, char *err, size_t errcap)
 {
@@ -146,7 +150,6 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         tags_plan_free(rc == 0 ? plan : NULL);
         return -1;
     }
-    stop_timers(p);
     tags_plan_free(p->plan);
     free(p->reads);
     p->plan = plan;
@@ -161,7 +164,7 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         for (size_t k = 0; k < nm; k++)
             if (m[k].is_group)
                 atomic_store(&p->group_read[m[k].index], r);
-        poll_tick_t tick = { p->generation, r, 1 };
+        poll_tick_t tick = { 0, p->generation, r, 1 };
         uint64_t spread = (read->interval_ms < 1000 ? read->interval_ms : 1000) * 1000000ull;
         actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, spread * r / n, NULL);
     }
@@ -288,12 +291,13 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
         memcpy(&tick, data, sizeof tick);
         if (tick.generation != p->generation || tick.read >= p->n_reads)
             return;
-        if (tick.start) {
-            uint64_t period = (uint64_t)tags_plan_read(p->plan, tick.read)->interval_ms * 1000000ull;
-            tick.start = 0;
-            actor_send_every(p->gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, period,
-                             &p->reads[tick.read].timer);
-        }
+        uint64_t now = gw_now_ns();
+        uint64_t period = (uint64_t)tags_plan_read(p->plan, tick.read)->interval_ms * 1000000ull;
+        poll_tick_t next = { tick.start ? now : tick.due, tick.generation, tick.read, 0 };
+        next.due += period;
+        if (next.due <= now)
+            next.due = now + period;   /* a period or more late: skip ahead */
+        actor_send_after(p->gw->actors, p->self, POLLER_MSG_TICK, &next, sizeof next, next.due - now, NULL);
         poll_once(p, tick.read);
     } else if (type == POLLER_MSG_ANSWER) {
         /* answers travel trimmed to their PDU: copy what came */
@@ -329,7 +333,9 @@ gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap)
         poller_free(p);
         return NULL;
     }
-    if (actor_spawn(gw->actors, poller_behaviour, p, &p->self) != 0) {
+    int rc = gw->cfg->buses_on_io_thread ? actor_spawn_on(gw->actors, loop_host(gw->loop), poller_behaviour, p, &p->self)
+                                         : actor_spawn(gw->actors, poller_behaviour, p, &p->self);
+    if (rc != 0) {
         snprintf(err, errcap, "poller: out of actors");
         poller_free(p);
         return NULL;
