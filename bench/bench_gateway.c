@@ -184,9 +184,11 @@ typedef struct direct {
     modbus_t *ctx;
 } direct_t;
 
-static int direct_open(direct_t *d)
+/* The simulator (slave 1, 115200 8N1, unpaced) on a thread of this process,
+ * serving the master side of a new pty pair; *path is the other side. */
+static int pty_sim_open(direct_t *d, char *path, size_t cap)
 {
-    char err[DRIVER_ERRLEN], path[128];
+    char err[DRIVER_ERRLEN];
     driver_sim_config_t sc;
 
     memset(d, 0, sizeof *d);
@@ -196,7 +198,7 @@ static int direct_open(direct_t *d)
     sc.baud = 115200;
     sc.char_bits = 10; /* 8N1, what the master below uses */
     sc.live = true;    /* as in the gateway's simulator */
-    int rc = driver_pty_open(&d->master, &d->slave_hold, path, sizeof path);
+    int rc = driver_pty_open(&d->master, &d->slave_hold, path, cap);
     if (rc) {
         fprintf(stderr, "rtugw bench gateway: pseudo-terminal: %s\n", strerror(-rc));
         return -1;
@@ -213,6 +215,15 @@ static int direct_open(direct_t *d)
         d->sim = NULL;
         return -1;
     }
+    return 0;
+}
+
+static int direct_open(direct_t *d)
+{
+    char path[128];
+
+    if (pty_sim_open(d, path, sizeof path) != 0)
+        return -1;
     d->ctx = modbus_new_rtu(path, 115200, 'N', 8, 1);
     if (!d->ctx || modbus_set_slave(d->ctx, 1) != 0 || modbus_connect(d->ctx) != 0) {
         fprintf(stderr, "rtugw bench gateway: libmodbus RTU on %s: %s\n", path, modbus_strerror(errno));
@@ -268,6 +279,7 @@ typedef struct gw_options {
     double seconds;
     unsigned rounds, warmup, paced_cycles, workers;
     int json;
+    int sim_outside;   /* the gateway's simulator runs here; the gateway opens its pty */
 } gw_options_t;
 
 static const unsigned cell_regs[] = { 1, 8, 125 };
@@ -570,18 +582,21 @@ static void print_json_cost(const cell_t *c)
            c->direct_rss_kib, c->threads);
 }
 
-static void print_cost_table(const cell_t *cells, size_t ncells)
+static void print_cost_table(const cell_t *cells, size_t ncells, int sim_outside)
 {
     printf("\nCost per request, median (p10-p90) over the same rounds: CPU time (utime + stime, all\n"
            "threads) and context switches (voluntary + nonvoluntary, every thread) of the gateway process\n"
-           "(its simulator thread included) and of the direct arm's process (the master and its\n"
+           "(%s) and of the direct arm's process (the master and its\n"
            "simulator thread), after the ';' the main thread's alone (the gateway's I/O thread, the\n"
-           "direct master); the TCP clients' CPU time (this process, rtugw segments); VmRSS after the\n"
+           "direct master); the TCP clients' CPU time (this process, rtugw segments%s); VmRSS after the\n"
            "cell (the direct arm's is this bench process).\n\n"
            "| regs | clients | rtugw CPU us | direct CPU us | rtugw ctxsw (; I/O thread) "
            "| direct ctxsw (; master) "
            "| client CPU us | rtugw VmRSS KiB | direct VmRSS KiB | gateway threads |\n"
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+           sim_outside ? "its simulator outside it, in this process: the gateway's threads alone"
+                       : "its simulator thread included",
+           sim_outside ? ", the gateway's simulator thread included" : "");
     for (size_t i = 0; i < ncells; i++) {
         const cell_t *c = &cells[i];
         printf("| %u | %u | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2f (%.2f-%.2f; %.2f) "
@@ -598,8 +613,9 @@ static void print_report(const gw_options_t *opt, const cell_t *cells, size_t nc
                          const rss_result_t *rss, const paced_result_t *paced)
 {
     if (opt->json) {
-        printf("{\"gap_us\": %d, \"workers\": %u, \"seconds\": %g, \"rounds\": %u, \"warmup\": %u, \"rows\": [",
-               GAP_US, opt->workers, opt->seconds, opt->rounds, opt->warmup);
+        printf("{\"gap_us\": %d, \"workers\": %u, \"seconds\": %g, \"rounds\": %u, \"warmup\": %u, "
+               "\"sim_outside\": %s, \"rows\": [",
+               GAP_US, opt->workers, opt->seconds, opt->rounds, opt->warmup, opt->sim_outside ? "true" : "false");
         for (size_t i = 0; i < ncells; i++) {
             const cell_t *c = &cells[i];
             printf("%s{\"registers\": %u, \"clients\": %u, \"rtugw_rps\": %.1f, \"direct_rps\": %.1f, "
@@ -635,7 +651,7 @@ static void print_report(const gw_options_t *opt, const cell_t *cells, size_t nc
         return;
     }
     printf("# rtugw bench gateway\n\n"
-           "rtugw (subprocess, `port = sim:1`, gap_us = %d) driven by libmodbus TCP clients, vs a direct\n"
+           "rtugw (subprocess, `port = %s`, gap_us = %d) driven by libmodbus TCP clients, vs a direct\n"
            "libmodbus RTU master on a pty against the same simulator, unpaced. Read holding registers\n"
            "(fc 3). Arms alternate in rounds (direct, rtugw, ...): %u measured rounds of %.3f s per arm\n"
            "and cell, %u warm-up rounds dropped. rps: median (p10-p90) over rounds; ratio: per-round\n"
@@ -643,7 +659,8 @@ static void print_report(const gw_options_t *opt, const cell_t *cells, size_t nc
            "one stream (a serial line has one master) in every row.\n\n"
            "| regs | clients | rtugw rps | direct rps | ratio | p50 us | p99 us | direct p50 us | p50 delta us | errors |\n"
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-           GAP_US, opt->rounds, opt->seconds / opt->rounds, opt->warmup);
+           opt->sim_outside ? "PTY` on a simulator in this process, `" : "sim:1", GAP_US, opt->rounds,
+           opt->seconds / opt->rounds, opt->warmup);
     for (size_t i = 0; i < ncells; i++) {
         const cell_t *c = &cells[i];
         printf("| %u | %u | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.2f (%.2f-%.2f) | %.1f | %.1f | %.1f | %+.1f | %llu |\n",
@@ -652,7 +669,7 @@ static void print_report(const gw_options_t *opt, const cell_t *cells, size_t nc
                c->ratio.p90, c->p50, c->p99, c->direct_p50, c->p50 - c->direct_p50,
                (unsigned long long)(c->errors + c->direct_errors));
     }
-    print_cost_table(cells, ncells);
+    print_cost_table(cells, ncells, opt->sim_outside);
     printf("\nTargets: p50 delta <= 40 us; ratio >= 0.6. With 4 or 8 clients a request waits behind the\n"
            "others' on the one line, so its latency is about that many transactions: the latency target is\n"
            "for the 1-client rows.\n\n"
@@ -677,6 +694,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: rtugw bench gateway [--json] [--seconds S] [--rounds N] [--warmup N] [--paced-cycles N]\n"
+            "                           [--workers N] [--sim-outside]\n"
             "\n"
             "Requests/s and latency through rtugw (a subprocess on the built-in simulator,\n"
             "libmodbus TCP clients) next to a direct libmodbus RTU master on a pty against the\n"
@@ -688,6 +706,9 @@ static void usage(FILE *to)
             "  --warmup N        warm-up rounds per cell, dropped (default 2)\n"
             "  --paced-cycles N  paced poll cycles, 0 to skip (default 5)\n"
             "  --workers N       the gateway's [gateway] workers (default 0: one per core)\n"
+            "  --sim-outside     the gateway's simulator runs in this process on a pty pair and the\n"
+            "                    gateway opens the pty as a serial port, so its CPU and context\n"
+            "                    switches are the gateway's alone (default: the built-in `sim:1`)\n"
             "  --json            JSON instead of Markdown\n");
 }
 
@@ -701,6 +722,7 @@ int bench_gateway_main(int argc, char **argv)
         { "warmup", required_argument, NULL, 'w' },
         { "paced-cycles", required_argument, NULL, 'p' },
         { "workers", required_argument, NULL, 'W' },
+        { "sim-outside", no_argument, NULL, 'o' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -711,6 +733,7 @@ int bench_gateway_main(int argc, char **argv)
         char *end;
         switch (c) {
         case 'j': opt.json = 1; break;
+        case 'o': opt.sim_outside = 1; break;
         case 'h': usage(stdout); return 0;
         case 's':
             opt.seconds = strtod(optarg, &end);
@@ -756,12 +779,20 @@ int bench_gateway_main(int argc, char **argv)
         direct_close(&d);
         return 1;
     }
-    snprintf(bus, sizeof bus, "port = sim:1\nbaud = 115200\nparity = none\ngap_us = %d\n"
-             "response_timeout_ms = 1000\nretries = 0\n", GAP_US);
+    direct_t outside = { .master = -1, .slave_hold = -1 };
+    char pty[128] = "sim:1";
+    if (opt.sim_outside && pty_sim_open(&outside, pty, sizeof pty) != 0) {
+        direct_close(&outside);
+        direct_close(&d);
+        return 1;
+    }
+    snprintf(bus, sizeof bus, "port = %s\nbaud = 115200\nparity = none\ngap_us = %d\n"
+             "response_timeout_ms = 1000\nretries = 0\n", pty, GAP_US);
     char extra[64];
     snprintf(extra, sizeof extra, "workers = %u\n", opt.workers);
     bench_gw_t *gw = bench_gw_start(bus, 1, opt.workers ? extra : NULL);
     if (!gw) {
+        direct_close(&outside);
         direct_close(&d);
         return 1;
     }
@@ -798,6 +829,7 @@ int bench_gateway_main(int argc, char **argv)
         fprintf(stderr, "rtugw bench gateway: the gateway did not stop cleanly\n");
         rc = 1;
     }
+    direct_close(&outside);
     if (rc == 0 && opt.paced_cycles && run_paced(&opt, &paced) != 0) {
         fprintf(stderr, "rtugw bench gateway: the paced run failed\n");
         rc = 1;

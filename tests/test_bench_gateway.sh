@@ -44,3 +44,17 @@ print("ok: bench gateway JSON shape and invariants;",
       ", ".join("%dx%d %.0f/%.0f rps %.0f/%.0f us" % (r["registers"], r["clients"], r["rtugw_rps"], r["direct_rps"],
                                                    r["cpu_us_per_req"], r["direct_cpu_us_per_req"]) for r in rows))
 PY
+# --sim-outside: the gateway on a pty as a serial port, the simulator in the
+# bench process; the same invariants, and the flag is reported.
+"$RTUGW_BIN" bench gateway --sim-outside --seconds 0.3 --rounds 2 --warmup 0 --paced-cycles 0 --json >"$out"
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sim_outside"] is True, d
+for r in d["rows"]:
+    assert r["errors"] == 0 and r["direct_errors"] == 0 and r["requests"] > 0, r
+    assert r["ctxsw_per_req"] > 0 and r["io_ctxsw_per_req"] <= r["ctxsw_per_req"], r
+assert d["rss"]["errors"] == 0, d["rss"]
+print("ok: --sim-outside,", ", ".join("%dx%d %.2f ctxsw" % (r["registers"], r["clients"], r["ctxsw_per_req"])
+                                      for r in d["rows"]))
+PY
