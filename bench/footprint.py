@@ -10,7 +10,8 @@ Each arm is an rtugw binary (default: ./rtugw) started as an operator does:
 (the file's own ports are used as written). Arms are interleaved, one start
 of each per round, so a drift of the machine hits them alike. After --settle
 seconds (default 2) the script reads /proc/PID/status, /proc/PID/smaps and
-smaps_rollup; with --idle S it then samples utime+stime (/proc/PID/stat) and
+smaps_rollup; with --idle S it then samples utime+stime (/proc/PID/stat, in
+10 ms ticks), the threads' run time (/proc/PID/task/*/schedstat, in ns) and
 every thread's voluntary and nonvoluntary context switches
 (/proc/PID/task/TID/status) at the start and the end of S seconds, and
 reports the difference: CPU as a percentage of one core, and wake-ups per
@@ -192,11 +193,12 @@ def one_run(arm, args):
         res = {"status": st, "rss": rss, "anon": anon}
         if args.idle > 0:
             hz = os.sysconf("SC_CLK_TCK")
-            t0, c0, s0 = time.monotonic(), cpu_ticks(proc.pid), thread_switches(proc.pid)
+            t0, c0, s0, r0 = time.monotonic(), cpu_ticks(proc.pid), thread_switches(proc.pid), run_ns(proc.pid)
             time.sleep(args.idle)
-            t1, c1, s1 = time.monotonic(), cpu_ticks(proc.pid), thread_switches(proc.pid)
+            t1, c1, s1, r1 = time.monotonic(), cpu_ticks(proc.pid), thread_switches(proc.pid), run_ns(proc.pid)
             secs = t1 - t0
             res["cpu_pct"] = 100.0 * (c1 - c0) / hz / secs
+            res["run_pct"] = 100.0 * (r1 - r0) / 1e9 / secs   # schedstat ns: finer than the ticks
             wake = {}
             for tid, (name, n) in s1.items():
                 before = s0.get(tid, (name, 0))[1]
@@ -267,6 +269,7 @@ def main():
                                       "anon": statistics.median(r["anon"].get(n, 0) for r in rs)}
         if args.idle > 0:
             arm["cpu_pct"] = spread([r["cpu_pct"] for r in rs])
+            arm["run_pct"] = spread([r["run_pct"] for r in rs])
             arm["wakeups_per_s"] = spread([r["wakeups_total_per_s"] for r in rs])
             threads = sorted({t for r in rs for t in r["wakeups_per_s"]})
             arm["thread_wakeups_per_s"] = {t: spread([r["wakeups_per_s"].get(t, 0) for r in rs])
@@ -303,7 +306,8 @@ def main():
         print(f"\n# idle {args.idle} s: CPU % of one core, wake-ups/s (context switches of all threads)")
         for arm in report["arms"]:
             th = ", ".join(f"{t} {fmt(v, 1)}" for t, v in arm["thread_wakeups_per_s"].items())
-            print(f"- {arm['label']}: CPU {fmt(arm['cpu_pct'], 3)} %, wake-ups/s {fmt(arm['wakeups_per_s'], 1)}; {th}")
+            print(f"- {arm['label']}: CPU {fmt(arm['cpu_pct'], 3)} % (10 ms ticks), run time "
+                  f"{fmt(arm['run_pct'], 3)} % (schedstat), wake-ups/s {fmt(arm['wakeups_per_s'], 1)}; {th}")
     if args.requests > 0:
         print(f"\n# {args.requests} requests of one client (fc 3, 8 registers, unit 1) per round")
         print("| arm | requests/s | gateway CPU us/req | ctxsw/req (all threads) | ctxsw/req (I/O thread) |")

@@ -308,7 +308,7 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
     }
 }
 
-/* origin: a bus worker hands the answer to the poller actor. */
+/* origin: the bus hands the answer to the poller actor (a message: on the same host, no wake-up). */
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_poller_t *p = (gw_poller_t *)o;
