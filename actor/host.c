@@ -62,7 +62,13 @@ struct actor_host {
     void *ctx;
     pthread_mutex_t lock;
     actor_t *head, *tail;      /* runnable pinned actors, under lock */
-    host_timer_t *timers;      /* H4: by deadline, then arming order; under lock */
+    /* H4: by deadline, then arming order; under lock. A sorted list: a host
+     * holds a few timers per bus and one tick per poll read, so an insertion
+     * walks tens to hundreds of nodes (a microsecond or so), a few hundred
+     * times a second for a few hundred reads at 1 s; thousands of reads at
+     * short intervals would want a heap (with an arming count for equal
+     * deadlines). */
+    host_timer_t *timers;
     uint64_t timer_floor_ns;   /* H4: the shortest delay but 0 it keeps; set before it runs */
     uint64_t timer_count;      /* ids, under lock */
     bool released;             /* under lock */

@@ -33,6 +33,7 @@
  */
 #include "gateway/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,7 +298,10 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
         next.due += period;
         if (next.due <= now)
             next.due = now + period;   /* a period or more late: skip ahead */
-        actor_send_after(p->gw->actors, p->self, POLLER_MSG_TICK, &next, sizeof next, next.due - now, NULL);
+        int rc = actor_send_after(p->gw->actors, p->self, POLLER_MSG_TICK, &next, sizeof next, next.due - now, NULL);
+        if (rc != 0 && rc != -ESHUTDOWN)   /* the chain of this read's ticks ends here: say so */
+            gw_log(p->gw, CONFIG_LOG_ERROR, "poller: read %u: its next poll could not be armed (%s); it is polled no more",
+                   tick.read, strerror(-rc));
         poll_once(p, tick.read);
     } else if (type == POLLER_MSG_ANSWER) {
         /* answers travel trimmed to their PDU: copy what came */

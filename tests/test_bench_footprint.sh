@@ -6,7 +6,11 @@
 #   something that happened;
 # - a gateway with nothing to do (bench/footprint-idle.ini on free ports):
 #   its I/O thread does not wake at all in 3 s (the TCP and HTTP sweeps run
-#   only while there are connections; docs/footprint.md).
+#   only while there are connections; docs/footprint.md);
+# - the demo polling, 3 s: the I/O thread wakes (the polls), the actor timer
+#   thread and the workers never do (the poller and the buses are pinned to
+#   the I/O thread and their timers are its host's: actor/host.c H4). A count,
+#   not a time: a parked thread has no switch to count, however loaded the box.
 set -eu
 src=${srcdir:-.}
 dir=$(mktemp -d)
@@ -20,15 +24,21 @@ sed -e "s/^port = 15961/port = $tcp/" -e "s/^port = 18961/port = $http/" \
 grep -q "^port = $tcp\$" "$dir/idle.ini" && grep -q "^port = $http\$" "$dir/idle.ini"
 /usr/bin/python3 "$src/bench/footprint.py" --arm "rtugw=$RTUGW_BIN" --config "$dir/idle.ini" \
     --rounds 1 --settle 1 --idle 3 --json >"$dir/idle.json"
+/usr/bin/python3 "$src/bench/footprint.py" --arm "rtugw=$RTUGW_BIN" --rounds 1 --settle 1.5 \
+    --idle 3 --json >"$dir/polling.json"
 # rtugw links no libm (routing/numeric.c, tags/codec.c): not in its NEEDED list.
 if readelf -d "$RTUGW_BIN" | grep -q 'NEEDED.*libm\.so'; then
     echo "FAIL: rtugw links libm: $(readelf -d "$RTUGW_BIN" | grep NEEDED | tr -s ' ' | tr '\n' ' ')"
     exit 1
 fi
-/usr/bin/python3 - "$dir/demo.json" "$dir/idle.json" <<'PY'
+/usr/bin/python3 - "$dir/demo.json" "$dir/idle.json" "$dir/polling.json" <<'PY'
 import json, sys
 demo = json.load(open(sys.argv[1]))["arms"][0]
 idle = json.load(open(sys.argv[2]))["arms"][0]
+polling = json.load(open(sys.argv[3]))["arms"][0]["thread_wakeups_per_s"]
+assert polling["main"][0] > 0, f"the demo's I/O thread never woke: no polls? {polling}"
+off = {t: v[0] for t, v in polling.items() if (t == "rtugw-timers" or t.startswith("rtugw-worker")) and v[0] != 0}
+assert not off, f"the demo's polls woke threads off the I/O thread: {off} (all: {polling})"
 maps = demo["mappings_kib"]
 # libasan itself needs libm: under the sanitizers the mapping proves nothing,
 # and the NEEDED list (checked above, with readelf) is what rtugw links.
@@ -45,6 +55,7 @@ threads = idle["thread_wakeups_per_s"]
 assert "rtugw-timers" in threads and "rtugw-worker0" in threads, f"threads named for top -H: {sorted(threads)}"
 wake = threads["main"][0]
 assert wake == 0, f"idle I/O thread woke {wake} times a second: {idle['thread_wakeups_per_s']}"
-print("footprint: demo VmRSS %d KiB, %.1f us and %.2f context switches a request; idle I/O thread: 0 wake-ups"
-      % (demo["status"]["VmRSS"][0], load["cpu_us_per_req"][0], load["ctxsw_per_req"][0]))
+print("footprint: demo VmRSS %d KiB, %.1f us and %.2f context switches a request; idle I/O thread: 0 wake-ups;"
+      " polling demo: I/O thread %.1f/s, timer thread and workers 0"
+      % (demo["status"]["VmRSS"][0], load["cpu_us_per_req"][0], load["ctxsw_per_req"][0], polling["main"][0]))
 PY
