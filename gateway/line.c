@@ -45,11 +45,8 @@
  *   this slave's real data (verdict GENUINE, never asked again). Other
  *   bytes: the slave sends copies (verdict SENT), and from then on it is
  *   asked nothing new for 1.5x the copy's delay after each answer, so its
- *   copies fall where they answer nothing; and since that hold is only a
- *   timing margin (a slave stalled by its own load can send a copy later),
- *   its answers equal to its last one for another question are still asked
- *   again, every time. A copy seen where it answers nothing (in I3's
- *   window, or unasked) gives the same verdict.
+ *   copies fall where they answer nothing. A copy seen where it answers
+ *   nothing (in I3's window, or unasked) gives the same verdict.
  *
  *   I5 (after a give-up). A question given up may still be answered, later
  *   than any guard if the slave stalled (a busy PLC, a scheduler): that

@@ -2,10 +2,9 @@
  * gateway/line_copies.c -- the line discipline's invariant I4 (line.c):
  * slaves that repeat their answers. What the slave answered last is kept as
  * a hash (8 bytes a slave, not its 256-byte answer), so a copy of it is
- * known; an answer equal to the last one for another question is verified
- * by asking again (the first time, and always for a slave found to repeat),
- * and a slave found to repeat is asked nothing new for 1.5x its copy's delay
- * after each answer.
+ * known; the first answer equal to the last one for another question is
+ * verified by asking again, and a slave found to repeat is asked nothing
+ * new for 1.5x its copy's delay after each answer.
  */
 #include "gateway/bus_state.h"
 
@@ -82,19 +81,13 @@ void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last)
     }
     if (s->verifying) {   /* the answer to the re-ask settles it */
         s->verifying = false;
-        if (h != s->last_answer_hash)
-            line_copies_sent(bus, slave, s->suspect_delay_ns);   /* it was a copy: hold longer */
-        else if (s->copies == COPIES_UNKNOWN)
+        if (h == s->last_answer_hash)
             s->copies = COPIES_GENUINE;
-        /* A slave known to repeat stays so: equal data this once is no proof
-         * that its next equal answer is not a copy. */
+        else
+            line_copies_sent(bus, slave, s->suspect_delay_ns);
         return;
     }
-    /* A slave that repeats is still checked: its hold (1.5x the copy delay
-     * seen) is a timing margin, and a copy later than that (a slave stalled
-     * by its own load) must not pass as the next answer. It costs a re-ask
-     * when such a slave really answers two questions with the same bytes. */
-    if (s->copies != COPIES_GENUINE && s->last_answer_hash == h && s->last_question_hash != q) {
+    if (s->copies == COPIES_UNKNOWN && s->last_answer_hash == h && s->last_question_hash != q) {
         bus->pending_suspect = true;
         s->suspect_delay_ns = t_last - s->last_answer_end_ns;
     }
