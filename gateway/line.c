@@ -44,7 +44,7 @@
  *   (no copy can be pending then). The same bytes again: equal answers are
  *   this slave's real data (verdict GENUINE, never asked again). Other
  *   bytes: the slave sends copies (verdict SENT), and from then on it is
- *   asked nothing new for 1.5x the copy's delay after each answer, so its
+ *   asked nothing new for 3x the copy's delay after each answer, so its
  *   copies fall where they answer nothing. A copy seen where it answers
  *   nothing (in I3's window, or unasked) gives the same verdict.
  *
