@@ -44,6 +44,7 @@ typedef struct slave_state {
     bool verifying;               /* the question in flight re-asks a suspect answer's */
     /* I5 (after a give-up): answers must agree before one is delivered. */
     bool confirming;
+    uint8_t confirm_cause;        /* CONFIRM_GIVE_UP, or CONFIRM_COPY (I4, a slave that repeats) */
     uint64_t confirm_hash;        /* the candidate answer waiting for its equal; 0: none */
     uint64_t confirm_question;    /* the question it answered */
     unsigned confirm_asks;        /* re-asks of the question in flight for it */
@@ -52,6 +53,7 @@ typedef struct slave_state {
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
 
 enum { COPIES_UNKNOWN = 0, COPIES_GENUINE, COPIES_SENT };
+enum { CONFIRM_GIVE_UP = 0, CONFIRM_COPY };
 
 typedef struct request_ring {
     gw_request_t *slot;

@@ -46,7 +46,12 @@
  *   bytes: the slave sends copies (verdict SENT), and from then on it is
  *   asked nothing new for 3x the copy's delay after each answer, so its
  *   copies fall where they answer nothing. A copy seen where it answers
- *   nothing (in I3's window, or unasked) gives the same verdict.
+ *   nothing (in I3's window, or unasked) gives the same verdict. The hold
+ *   is only a timing margin: a copy later than it (the slave stalled by its
+ *   own load) is again equal to the last answer for another question, so
+ *   a SENT slave's such answer is confirmed as after a give-up (I5): one
+ *   re-ask would not do, its answer may be stale too (an always-late slave
+ *   is SENT by its retries' answers).
  *
  *   I5 (after a give-up). A question given up may still be answered, later
  *   than any guard if the slave stalled (a busy PLC, a scheduler): that
@@ -349,9 +354,11 @@ static void resolve_pending(gw_bus_t *bus, uint64_t now)
          * answers agree; a bounded number of times, then refused. */
         gw_count(&bus->m.ambiguous);
         bool again = ++s->confirm_asks <= CONFIRM_MAX_ASKS;
-        gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: first answer since a question was given "
-               "up%s; %s", bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
-               s->confirm_asks > 1 ? " differs from the one before" : "",
+        gw_log(bus->gw, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s%s; %s", bus->cfg.name,
+               bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
+               s->confirm_cause == CONFIRM_COPY ? "a slave that repeats gave its last answer for another question"
+                                                : "first answer since a question was given up",
+               s->confirm_asks > 1 ? " and its re-ask's answer differs from the one before" : "",
                again ? "asking again after the guard to confirm it" : "refused (0x0B)");
         if (again) {
             bus_park(bus, &bus->cur, bus->attempts);

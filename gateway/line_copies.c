@@ -4,7 +4,8 @@
  * a hash (8 bytes a slave, not its 256-byte answer), so a copy of it is
  * known; the first answer equal to the last one for another question is
  * verified by asking again, and a slave found to repeat is asked nothing
- * new for 3x its copy's delay after each answer.
+ * new for 3x its copy's delay after each answer, and its answers equal to
+ * the last one for another question are confirmed as after a give-up (I5).
  */
 #include "gateway/bus_state.h"
 
@@ -41,6 +42,7 @@ void line_confirm_begin(gw_bus_t *bus, unsigned slave)
 {
     slave_state_t *s = &bus->slaves[slave];
     s->confirming = true;
+    s->confirm_cause = CONFIRM_GIVE_UP;
     s->confirm_hash = 0;
     s->confirm_asks = 0;
 }
@@ -90,9 +92,22 @@ void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last)
             line_copies_sent(bus, slave, s->suspect_delay_ns);
         return;
     }
-    if (s->copies == COPIES_UNKNOWN && s->last_answer_hash == h && s->last_question_hash != q) {
+    if (s->last_answer_hash != h || s->last_question_hash == q)
+        return;
+    if (s->copies == COPIES_UNKNOWN) {
         bus->pending_suspect = true;
         s->suspect_delay_ns = t_last - s->last_answer_end_ns;
+    } else if (s->copies == COPIES_SENT) {
+        /* A slave known to repeat, equal to its last answer for another
+         * question: maybe a copy later than its hold (a slave stalled by its
+         * own load). One re-ask cannot settle it, since its answer may be
+         * stale too; so it is confirmed as after a give-up (I5): delivered
+         * when two attempts, each asked after the guard, agree. It costs
+         * two transactions when such a slave really answers two questions
+         * with the same bytes. */
+        line_confirm_begin(bus, slave);
+        s->confirm_cause = CONFIRM_COPY;
+        confirm_check(bus, s, h, q);
     }
 }
 

@@ -25,6 +25,8 @@ Faults, each on every answer unless said otherwise:
                      it (default: half the wait), for the first --noise-count
                      answers only (0: every answer);
   --double-gap-ms N  send every answer twice, the copy N ms after the first;
+  --copy-stall-every N --copy-stall-ms M  every Nth copy M ms later still
+                     (the slave stalled between its answer and the copy);
   --stall-every N --stall-ms M  every Nth answer M ms later still (a PLC
                      busy with its own program now and then).
 On SIGTERM it prints its counters on standard error and exits 0.
@@ -162,7 +164,11 @@ class Slave:
         self.write(frame)
         self.counts["answers"] += 1
         if a.double_gap_ms:
-            time.sleep(a.double_gap_ms / 1000.0)
+            gap = a.double_gap_ms
+            if a.copy_stall_every and (self.counts["copies"] + 1) % a.copy_stall_every == 0:
+                gap += a.copy_stall_ms
+                self.counts["copies stalled"] += 1
+            time.sleep(gap / 1000.0)
             self.write(frame)
             self.counts["copies"] += 1
 
@@ -265,6 +271,8 @@ def main():
     p.add_argument("--noise-lead-ms", type=float, default=None)
     p.add_argument("--noise-count", type=int, default=0)
     p.add_argument("--double-gap-ms", type=float, default=0.0)
+    p.add_argument("--copy-stall-every", type=int, default=0)
+    p.add_argument("--copy-stall-ms", type=float, default=0.0)
     p.add_argument("--stall-every", type=int, default=0)
     p.add_argument("--stall-ms", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)

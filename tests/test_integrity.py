@@ -17,7 +17,9 @@ MBAP framing):
     alone; and a slow slave with one noise burst before its first answer;
   - tests/rtu_slave.py, an RTU slave written for these tests (no code shared
     with rtugw): noise before a slow answer (queueing), double answers,
-    always late (queueing, and deaf while busy), and one that now and then
+    always late (queueing, and deaf while busy), double answers whose copy
+    now and then comes later than the slave's hold (I4: on 888521b, before
+    a repeating slave's equal answers were confirmed, 5 of 300 wrong), and one that now and then
     stalls past any guard, so answers come after their question was given up
     and the next one asked (I5: on main before it, 9 of 300 wrong);
   - pymodbus's RTU server (Debian 3.0.0) behind socat, always late: its
@@ -456,6 +458,9 @@ def phase_matrix():
                      ["--stall-every", "25", "--stall-ms", "400"], 30, 300))
     buses.append(Bus(f"m{len(buses)}", "rtu_slave stalls 400 ms every 25th answer, in order", "slave",
                      ["--stall-every", "25", "--stall-ms", "400", "--in-order"], 30, 300))
+    # I4: a copy later than a repeating slave's hold, where the next answer is expected
+    buses.append(Bus(f"m{len(buses)}", "rtu_slave double, every 10th copy 25 ms later still", "slave",
+                     ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"], 50, 300))
     return run_configurations("matrix", buses)
 
 
