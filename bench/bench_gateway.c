@@ -13,7 +13,13 @@
  *             the slave side of driver_pty_open(), the simulator on a thread
  *             serving the master side. A serial line has one master, so the
  *             direct arm is always a single stream; the 4- and 8-client rows
- *             compare rtugw's clients (queued on the one bus) with that stream.
+ *             compare rtugw's clients (queued on the one bus) with that stream;
+ *   relay  -- with --relay, the floor: bench/relay.c, the least a Modbus TCP
+ *             to RTU gateway does (one thread, poll(), no line discipline), a
+ *             child process on a simulator of its own in this process, driven
+ *             like rtugw in the same rounds (direct, rtugw, relay, ...). What
+ *             it costs is what this machine's kernel, ptys and wake-ups cost
+ *             any gateway; rtugw's figures are read against it.
  *
  * The gap: 0 in the config means t3.5, i.e. 1.75 ms above 19200 baud, a rest
  * that would cap the line at ~570 transactions/s and measure the gap, not the
@@ -49,6 +55,7 @@
  * The gateway subprocess and its /proc and /metrics readings are bench_gw.c's.
  */
 #include "bench/bench.h"
+#include "bench/gateway.h"
 #include "bench/internal.h"
 #include "drivers/driver.h"
 
@@ -275,20 +282,11 @@ static double run_direct(direct_t *d, unsigned regs, uint64_t seg_ns, dvec_t *la
 
 /* ---- the benchmark ------------------------------------------------------------------ */
 
-typedef struct gw_options {
-    double seconds;
-    unsigned rounds, warmup, paced_cycles, workers;
-    int json;
-    int sim_outside;   /* the gateway's simulator runs here; the gateway opens its pty */
-} gw_options_t;
-
 static const unsigned cell_regs[] = { 1, 8, 125 };
 static const unsigned cell_clients[] = { 1, 4, 8 };
 #define MAX_CELL_CLIENTS 8
 #define NREGS (sizeof cell_regs / sizeof cell_regs[0])
 #define NCLIENTS (sizeof cell_clients / sizeof cell_clients[0])
-#define GAP_US 1
-#define RSS_CLIENTS 32
 
 /* Per-request cost, per measured round: CPU time of the gateway process
  * (all threads, its simulator thread included) and of the direct arm's
@@ -300,16 +298,6 @@ typedef struct cell_cost {
     double *cpu_us, *ctxsw, *direct_cpu_us, *direct_ctxsw, *client_cpu_us;
     double *main_ctxsw, *direct_main_ctxsw;
 } cell_cost_t;
-
-typedef struct cell {
-    unsigned regs, clients;
-    bench_spread_t rtugw_rps, direct_rps, ratio;
-    bench_spread_t cpu_us, ctxsw, direct_cpu_us, direct_ctxsw, client_cpu_us, main_ctxsw, direct_main_ctxsw;
-    double p50, p99, direct_p50, direct_p99;
-    uint64_t errors, direct_errors, requests, direct_requests;
-    long rss_kib, direct_rss_kib;    /* VmRSS after the cell's rounds */
-    unsigned threads;                /* the gateway's */
-} cell_t;
 
 static void close_clients(modbus_t **ctx, unsigned n)
 {
@@ -356,8 +344,54 @@ static void round_cost(cell_cost_t *cost, unsigned m, const bench_proc_usage_t u
     cost->main_ctxsw[m] = per_request((double)(u[3].main_ctx_switches - u[2].main_ctx_switches), n_rtugw);
 }
 
-static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t *cell)
+/* The floor's arm of a cell (--relay): its clients, and per measured round
+ * its rate, rtugw's rate over it, and its cost per request. */
+typedef struct relay_arm {
+    bench_gw_t *gw;
+    modbus_t *ctx[MAX_CELL_CLIENTS];
+    double *v;                  /* 4 x rounds: rps, rtugw/relay, CPU us, switches */
+    dvec_t lat;
+} relay_arm_t;
+
+static void relay_segment(relay_arm_t *ra, cell_t *cell, uint64_t seg_ns, int m, unsigned rounds, double g_rps)
 {
+    bench_proc_usage_t a, b;
+    pid_t pid = bench_gw_pid(ra->gw);
+    size_t n0 = ra->lat.n;
+    uint64_t errors = 0;
+    bench_proc_usage(pid, &a);
+    double rps = run_clients(ra->ctx, cell->clients, cell->regs, seg_ns, m >= 0 ? &ra->lat : NULL, &errors);
+    bench_proc_usage(pid, &b);
+    if (m < 0)
+        return;   /* a warm-up round */
+    uint64_t n = ra->lat.n - n0;
+    ra->v[m] = rps;
+    ra->v[rounds + m] = rps > 0 ? g_rps / rps : 0;
+    ra->v[2 * rounds + m] = per_request((b.cpu_s - a.cpu_s) * 1e6, n);
+    ra->v[3 * rounds + m] = per_request((double)(b.ctx_switches - a.ctx_switches), n);
+    cell->relay_errors += errors;
+    cell->relay_requests += n;
+}
+
+static void relay_finish(relay_arm_t *ra, cell_t *cell, unsigned rounds)
+{
+    if (ra->v && rounds) {
+        bench_spread(ra->v, rounds, &cell->relay_rps);
+        bench_spread(ra->v + rounds, rounds, &cell->rtugw_per_relay);
+        bench_spread(ra->v + 2 * rounds, rounds, &cell->relay_cpu_us);
+        bench_spread(ra->v + 3 * rounds, rounds, &cell->relay_ctxsw);
+        qsort(ra->lat.v, ra->lat.n, sizeof *ra->lat.v, cmp_double);
+        cell->relay_p50 = quantile(&ra->lat, 0.5);
+        cell->relay_p99 = quantile(&ra->lat, 0.99);
+    }
+    close_clients(ra->ctx, MAX_CELL_CLIENTS);
+    free(ra->v);
+    free(ra->lat.v);
+}
+
+static int run_cell(const gw_options_t *opt, bench_gw_t *gw, bench_gw_t *relay, direct_t *d, cell_t *cell)
+{
+    relay_arm_t ra = { .gw = relay };
     modbus_t *ctx[MAX_CELL_CLIENTS] = { 0 };
     pid_t self = getpid(), gpid = bench_gw_pid(gw);
     double *costs = calloc(7 * (size_t)opt->rounds, sizeof *costs);
@@ -372,6 +406,9 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t
 
     if (!rps_g || !rps_d || !ratio || !costs || open_clients(gw, ctx, cell->clients, 1))
         goto out;
+    if (relay && (!(ra.v = calloc(4 * (size_t)opt->rounds, sizeof *ra.v)) ||
+                  open_clients(relay, ra.ctx, cell->clients, 1)))
+        goto out;
     for (unsigned r = 0; r < opt->warmup + opt->rounds; r++) {
         bool measured = r >= opt->warmup;
         uint64_t e_d = 0, e_g = 0;
@@ -385,6 +422,8 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t
         double g_rps = run_clients(ctx, cell->clients, cell->regs, seg_ns, measured ? &lat_g : NULL, &e_g);
         bench_proc_usage(gpid, &u[3]);
         bench_proc_usage(self, &u[5]);
+        if (relay)
+            relay_segment(&ra, cell, seg_ns, measured ? (int)(r - opt->warmup) : -1, opt->rounds, g_rps);
         if (!measured)
             continue;
         unsigned m = r - opt->warmup;
@@ -419,6 +458,7 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, direct_t *d, cell_t
     cell->direct_p99 = quantile(&lat_d, 0.99);
     rc = 0;
 out:
+    relay_finish(&ra, cell, rc == 0 ? opt->rounds : 0);
     close_clients(ctx, MAX_CELL_CLIENTS);
     free(costs);
     free(rps_g);
@@ -428,12 +468,6 @@ out:
     free(lat_d.v);
     return rc;
 }
-
-typedef struct rss_result {
-    long before_kib, idle_kib, busy_kib, hwm_kib, anon_kib, file_kib, pss_kib;
-    double busy_rps;
-    uint64_t errors;
-} rss_result_t;
 
 /* 32 clients connected: idle, then all busy (8 registers each, back to back). */
 static int run_rss(const gw_options_t *opt, bench_gw_t *gw, rss_result_t *out)
@@ -456,19 +490,6 @@ static int run_rss(const gw_options_t *opt, bench_gw_t *gw, rss_result_t *out)
     close_clients(ctx, RSS_CLIENTS);
     return 0;
 }
-
-typedef struct paced_result {
-    bench_spread_t cycle_ms, ratio_full, ratio_resp;
-    double wire_full_ms, wire_resp_ms;
-    unsigned cycles;
-    uint64_t errors;
-    double crc_errors, retries, transactions;
-} paced_result_t;
-
-#define PACED_DEVICES 10
-#define PACED_REGS 10
-#define PACED_BAUD 19200
-#define PACED_CHAR_BITS 11   /* 8E1 */
 
 typedef struct paced_client {
     pthread_t thread;
@@ -557,144 +578,11 @@ out:
     return rc;
 }
 
-static void print_json_spread(const char *key, const bench_spread_t *s)
-{
-    printf("\"%s\": %.2f, \"%s_p10\": %.2f, \"%s_p90\": %.2f", key, s->median, key, s->p10, key, s->p90);
-}
-
-/* The cost keys of a row (after the rate and latency keys). */
-static void print_json_cost(const cell_t *c)
-{
-    static const struct { const char *key; size_t off; } keys[] = {
-        { "cpu_us_per_req", offsetof(cell_t, cpu_us) },
-        { "ctxsw_per_req", offsetof(cell_t, ctxsw) },
-        { "direct_cpu_us_per_req", offsetof(cell_t, direct_cpu_us) },
-        { "direct_ctxsw_per_req", offsetof(cell_t, direct_ctxsw) },
-        { "client_cpu_us_per_req", offsetof(cell_t, client_cpu_us) },
-        { "io_ctxsw_per_req", offsetof(cell_t, main_ctxsw) },
-        { "direct_master_ctxsw_per_req", offsetof(cell_t, direct_main_ctxsw) },
-    };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        print_json_spread(keys[i].key, (const bench_spread_t *)((const char *)c + keys[i].off));
-        printf(", ");
-    }
-    printf("\"rss_kib\": %ld, \"direct_rss_kib\": %ld, \"gateway_threads\": %u", c->rss_kib,
-           c->direct_rss_kib, c->threads);
-}
-
-static void print_cost_table(const cell_t *cells, size_t ncells, int sim_outside)
-{
-    printf("\nCost per request, median (p10-p90) over the same rounds: CPU time (utime + stime, all\n"
-           "threads) and context switches (voluntary + nonvoluntary, every thread) of the gateway process\n"
-           "(%s) and of the direct arm's process (the master and its\n"
-           "simulator thread), after the ';' the main thread's alone (the gateway's I/O thread, the\n"
-           "direct master); the TCP clients' CPU time (this process, rtugw segments%s); VmRSS after the\n"
-           "cell (the direct arm's is this bench process).\n\n"
-           "| regs | clients | rtugw CPU us | direct CPU us | rtugw ctxsw (; I/O thread) "
-           "| direct ctxsw (; master) "
-           "| client CPU us | rtugw VmRSS KiB | direct VmRSS KiB | gateway threads |\n"
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-           sim_outside ? "its simulator outside it, in this process: the gateway's threads alone"
-                       : "its simulator thread included",
-           sim_outside ? ", the gateway's simulator thread included" : "");
-    for (size_t i = 0; i < ncells; i++) {
-        const cell_t *c = &cells[i];
-        printf("| %u | %u | %.1f (%.1f-%.1f) | %.1f (%.1f-%.1f) | %.2f (%.2f-%.2f; %.2f) "
-               "| %.2f (%.2f-%.2f; %.2f) | %.1f (%.1f-%.1f) | %ld | %ld | %u |\n",
-               c->regs, c->clients, c->cpu_us.median, c->cpu_us.p10, c->cpu_us.p90, c->direct_cpu_us.median,
-               c->direct_cpu_us.p10, c->direct_cpu_us.p90, c->ctxsw.median, c->ctxsw.p10, c->ctxsw.p90,
-               c->main_ctxsw.median, c->direct_ctxsw.median, c->direct_ctxsw.p10, c->direct_ctxsw.p90,
-               c->direct_main_ctxsw.median, c->client_cpu_us.median,
-               c->client_cpu_us.p10, c->client_cpu_us.p90, c->rss_kib, c->direct_rss_kib, c->threads);
-    }
-}
-
-static void print_report(const gw_options_t *opt, const cell_t *cells, size_t ncells,
-                         const rss_result_t *rss, const paced_result_t *paced)
-{
-    if (opt->json) {
-        printf("{\"gap_us\": %d, \"workers\": %u, \"seconds\": %g, \"rounds\": %u, \"warmup\": %u, "
-               "\"sim_outside\": %s, \"rows\": [",
-               GAP_US, opt->workers, opt->seconds, opt->rounds, opt->warmup, opt->sim_outside ? "true" : "false");
-        for (size_t i = 0; i < ncells; i++) {
-            const cell_t *c = &cells[i];
-            printf("%s{\"registers\": %u, \"clients\": %u, \"rtugw_rps\": %.1f, \"direct_rps\": %.1f, "
-                   "\"p50_us\": %.1f, \"p99_us\": %.1f, \"direct_p50_us\": %.1f, "
-                   "\"direct_p99_us\": %.1f, \"rtugw_rps_p10\": %.1f, \"rtugw_rps_p90\": %.1f, "
-                   "\"direct_rps_p10\": %.1f, \"direct_rps_p90\": %.1f, \"ratio\": %.3f, "
-                   "\"ratio_p10\": %.3f, \"ratio_p90\": %.3f, \"requests\": %llu, "
-                   "\"direct_requests\": %llu, \"errors\": %llu, \"direct_errors\": %llu, ",
-                   i ? ", " : "", c->regs, c->clients, c->rtugw_rps.median, c->direct_rps.median,
-                   c->p50, c->p99, c->direct_p50, c->direct_p99, c->rtugw_rps.p10, c->rtugw_rps.p90,
-                   c->direct_rps.p10, c->direct_rps.p90, c->ratio.median, c->ratio.p10, c->ratio.p90,
-                   (unsigned long long)c->requests, (unsigned long long)c->direct_requests,
-                   (unsigned long long)c->errors, (unsigned long long)c->direct_errors);
-            print_json_cost(c);
-            printf("}");
-        }
-        printf("], \"rss\": {\"clients\": %d, \"before_kib\": %ld, \"idle_kib\": %ld, \"busy_kib\": %ld, "
-               "\"hwm_kib\": %ld, \"anon_kib\": %ld, \"file_kib\": %ld, \"pss_kib\": %ld, \"busy_rps\": %.1f, "
-               "\"errors\": %llu}",
-               RSS_CLIENTS, rss->before_kib, rss->idle_kib, rss->busy_kib, rss->hwm_kib, rss->anon_kib,
-               rss->file_kib, rss->pss_kib, rss->busy_rps, (unsigned long long)rss->errors);
-        if (paced)
-            printf(", \"paced\": {\"devices\": %d, \"registers\": %d, \"baud\": %d, \"cycles\": %u, "
-                   "\"cycle_ms\": %.2f, \"cycle_ms_p10\": %.2f, \"cycle_ms_p90\": %.2f, "
-                   "\"wire_ms\": %.2f, \"wire_answers_ms\": %.2f, \"ratio\": %.3f, "
-                   "\"ratio_answers\": %.3f, \"errors\": %llu, \"responses\": %.0f, "
-                   "\"crc_errors\": %.0f, \"retries\": %.0f}",
-                   PACED_DEVICES, PACED_REGS, PACED_BAUD, paced->cycles, paced->cycle_ms.median,
-                   paced->cycle_ms.p10, paced->cycle_ms.p90, paced->wire_full_ms, paced->wire_resp_ms,
-                   paced->ratio_full.median, paced->ratio_resp.median, (unsigned long long)paced->errors,
-                   paced->transactions, paced->crc_errors, paced->retries);
-        printf("}\n");
-        return;
-    }
-    printf("# rtugw bench gateway\n\n"
-           "rtugw (subprocess, `port = %s`, gap_us = %d) driven by libmodbus TCP clients, vs a direct\n"
-           "libmodbus RTU master on a pty against the same simulator, unpaced. Read holding registers\n"
-           "(fc 3). Arms alternate in rounds (direct, rtugw, ...): %u measured rounds of %.3f s per arm\n"
-           "and cell, %u warm-up rounds dropped. rps: median (p10-p90) over rounds; ratio: per-round\n"
-           "rtugw/direct; latency percentiles pooled over the measured rounds. The direct master is\n"
-           "one stream (a serial line has one master) in every row.\n\n"
-           "| regs | clients | rtugw rps | direct rps | ratio | p50 us | p99 us | direct p50 us | p50 delta us | errors |\n"
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-           opt->sim_outside ? "PTY` on a simulator in this process, `" : "sim:1", GAP_US, opt->rounds,
-           opt->seconds / opt->rounds, opt->warmup);
-    for (size_t i = 0; i < ncells; i++) {
-        const cell_t *c = &cells[i];
-        printf("| %u | %u | %.0f (%.0f-%.0f) | %.0f (%.0f-%.0f) | %.2f (%.2f-%.2f) | %.1f | %.1f | %.1f | %+.1f | %llu |\n",
-               c->regs, c->clients, c->rtugw_rps.median, c->rtugw_rps.p10, c->rtugw_rps.p90,
-               c->direct_rps.median, c->direct_rps.p10, c->direct_rps.p90, c->ratio.median, c->ratio.p10,
-               c->ratio.p90, c->p50, c->p99, c->direct_p50, c->p50 - c->direct_p50,
-               (unsigned long long)(c->errors + c->direct_errors));
-    }
-    print_cost_table(cells, ncells, opt->sim_outside);
-    printf("\nTargets: p50 delta <= 40 us; ratio >= 0.6. With 4 or 8 clients a request waits behind the\n"
-           "others' on the one line, so its latency is about that many transactions: the latency target is\n"
-           "for the 1-client rows.\n\n"
-           "Gateway resident memory, 1 bus, %d clients: before connecting %ld KiB, connected idle %ld KiB,\n"
-           "after all busy (%.0f rps) %ld KiB (anonymous %ld, file-backed %ld; PSS %ld), peak (VmHWM)\n"
-           "%ld KiB. Target <= 4096 KiB.\n",
-           RSS_CLIENTS, rss->before_kib, rss->idle_kib, rss->busy_rps, rss->busy_kib, rss->anon_kib,
-           rss->file_kib, rss->pss_kib, rss->hwm_kib);
-    if (paced)
-        printf("\nPaced (sim-paced, %d baud 8E1): one cycle = %d devices x %d registers, asked at once:\n"
-               "%.2f ms (p10 %.2f, p90 %.2f) over %u cycles; computed wire time %.2f ms (requests +\n"
-               "answers + t3.5 between): ratio %.3f; answers + t3.5 only (a pty delivers the request at\n"
-               "once; only the simulator's answers are paced) %.2f ms: ratio %.3f. Target <= 1.05.\n"
-               "Failed reads %llu; the bus counted %.0f responses, %.0f CRC errors, %.0f retries.\n",
-               PACED_BAUD, PACED_DEVICES, PACED_REGS, paced->cycle_ms.median, paced->cycle_ms.p10,
-               paced->cycle_ms.p90, paced->cycles, paced->wire_full_ms, paced->ratio_full.median,
-               paced->wire_resp_ms, paced->ratio_resp.median, (unsigned long long)paced->errors,
-               paced->transactions, paced->crc_errors, paced->retries);
-}
-
 static void usage(FILE *to)
 {
     fprintf(to,
             "usage: rtugw bench gateway [--json] [--seconds S] [--rounds N] [--warmup N] [--paced-cycles N]\n"
-            "                           [--workers N] [--sim-outside]\n"
+            "                           [--workers N] [--sim-outside] [--relay]\n"
             "\n"
             "Requests/s and latency through rtugw (a subprocess on the built-in simulator,\n"
             "libmodbus TCP clients) next to a direct libmodbus RTU master on a pty against the\n"
@@ -709,6 +597,9 @@ static void usage(FILE *to)
             "  --sim-outside     the gateway's simulator runs in this process on a pty pair and the\n"
             "                    gateway opens the pty as a serial port, so its CPU and context\n"
             "                    switches are the gateway's alone (default: the built-in `sim:1`)\n"
+            "  --relay           a third arm in every round, the floor: the least a Modbus TCP to\n"
+            "                    RTU gateway does (one thread, poll(), no line discipline), as a\n"
+            "                    child process on a simulator of its own; implies --sim-outside\n"
             "  --json            JSON instead of Markdown\n");
 }
 
@@ -723,6 +614,7 @@ int bench_gateway_main(int argc, char **argv)
         { "paced-cycles", required_argument, NULL, 'p' },
         { "workers", required_argument, NULL, 'W' },
         { "sim-outside", no_argument, NULL, 'o' },
+        { "relay", no_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -734,6 +626,7 @@ int bench_gateway_main(int argc, char **argv)
         switch (c) {
         case 'j': opt.json = 1; break;
         case 'o': opt.sim_outside = 1; break;
+        case 'R': opt.relay = opt.sim_outside = 1; break;
         case 'h': usage(stdout); return 0;
         case 's':
             opt.seconds = strtod(optarg, &end);
@@ -796,18 +689,30 @@ int bench_gateway_main(int argc, char **argv)
         direct_close(&d);
         return 1;
     }
+    direct_t floor_sim = { .master = -1, .slave_hold = -1 };
+    char floor_pty[128];
+    bench_gw_t *relay = NULL;
+    if (opt.relay && (pty_sim_open(&floor_sim, floor_pty, sizeof floor_pty) != 0 ||
+                      !(relay = bench_relay_start(floor_pty)))) {
+        bench_gw_stop(gw);
+        direct_close(&floor_sim);
+        direct_close(&outside);
+        direct_close(&d);
+        return 1;
+    }
     for (size_t r = 0; r < NREGS && rc == 0; r++)
         for (size_t k = 0; k < NCLIENTS && rc == 0; k++) {
             cell_t *cell = &cells[ncells];
             *cell = (cell_t){ .regs = cell_regs[r], .clients = cell_clients[k] };
-            if (run_cell(&opt, gw, &d, cell) != 0)
+            if (run_cell(&opt, gw, relay, &d, cell) != 0)
                 rc = 1;
             else
                 ncells++;
-            if (cell->errors || cell->direct_errors) {
-                fprintf(stderr, "rtugw bench gateway: %u registers, %u clients: %llu rtugw and %llu "
-                        "direct requests failed\n", cell->regs, cell->clients,
-                        (unsigned long long)cell->errors, (unsigned long long)cell->direct_errors);
+            if (cell->errors || cell->direct_errors || cell->relay_errors) {
+                fprintf(stderr, "rtugw bench gateway: %u registers, %u clients: %llu rtugw, %llu "
+                        "direct and %llu relay requests failed\n", cell->regs, cell->clients,
+                        (unsigned long long)cell->errors, (unsigned long long)cell->direct_errors,
+                        (unsigned long long)cell->relay_errors);
                 rc = 1;
             }
         }
@@ -815,6 +720,11 @@ int bench_gateway_main(int argc, char **argv)
         fprintf(stderr, "rtugw bench gateway: the gateway did not stop cleanly\n");
         rc = 1;
     }
+    if (relay && bench_gw_stop(relay) != 0) {
+        fprintf(stderr, "rtugw bench gateway: the relay did not stop cleanly\n");
+        rc = 1;
+    }
+    direct_close(&floor_sim);
     direct_close(&d);
     /* Memory on a fresh gateway, so the cells above do not count. */
     gw = rc == 0 ? bench_gw_start(bus, 1, opt.workers ? extra : NULL) : NULL;
@@ -841,7 +751,7 @@ int bench_gateway_main(int argc, char **argv)
                 "%.0f retries on the bus)\n", (unsigned long long)paced.errors, paced.crc_errors,
                 paced.retries);
     if (ncells)
-        print_report(&opt, cells, ncells, &rss, opt.paced_cycles ? &paced : NULL);
+        gateway_print_report(&opt, cells, ncells, &rss, opt.paced_cycles ? &paced : NULL);
     if (rc)
         fprintf(stderr, "rtugw bench gateway: errors during the run (see above and the counts)\n");
     return rc;

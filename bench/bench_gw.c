@@ -86,6 +86,8 @@ modbus_t *bench_gw_client(const bench_gw_t *gw, int slave)
  * several rounds keeps every gateway's), then the directory goes. */
 static void remove_dir(const bench_gw_t *gw)
 {
+    if (!gw->dir[0])
+        return;   /* adopted: no directory of ours */
     if (gw->keep_log[0]) {
         FILE *in = fopen(gw->log, "r"), *out = fopen(gw->keep_log, "a");
         char buf[8192];
@@ -234,6 +236,16 @@ bench_gw_t *bench_gw_start(const char *bus_text, unsigned probe_slave, const cha
 {
     bench_gw_spec_t spec = { .bus = bus_text, .gateway = extra, .probe_slave = probe_slave };
     return bench_gw_launch(&spec);
+}
+
+bench_gw_t *bench_gw_adopt(pid_t pid, unsigned tcp_port)
+{
+    bench_gw_t *gw = calloc(1, sizeof *gw);
+    if (gw) {
+        gw->pid = pid;
+        gw->tcp_port = tcp_port;
+    }
+    return gw;
 }
 
 /* SIGTERM, wait up to 5 s (then SIGKILL). 0 after a clean exit 0. */

@@ -1,8 +1,9 @@
 /*
  * bench/internal.h -- shared between bench/'s own files only: the gateway
  * under test that bench gateway, bench soak and bench isolation drive
- * (bench_gw.c), and the callgrind child run that bench parse and bench
- * crossover count instructions with (callgrind.c).
+ * (bench_gw.c), the floor bench gateway reads it against (relay.c), and the
+ * callgrind child run that bench parse and bench crossover count
+ * instructions with (callgrind.c).
  */
 #ifndef RTUGW_BENCH_INTERNAL_H
 #define RTUGW_BENCH_INTERNAL_H
@@ -33,6 +34,12 @@ bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec);
 /* The same for this binary, the bus keys and extra [gateway] keys. */
 bench_gw_t *bench_gw_start(const char *bus_text, unsigned probe_slave, const char *extra);
 int bench_gw_stop(bench_gw_t *gw);
+/* A process already running that serves Modbus TCP on tcp_port (the relay):
+ * stopped, measured and connected to like a gateway; no config, no log. */
+bench_gw_t *bench_gw_adopt(pid_t pid, unsigned tcp_port);
+/* relay.c: the least a Modbus TCP to RTU gateway does, as a child process
+ * serving the pty at pty_path; NULL with a message on stderr. */
+bench_gw_t *bench_relay_start(const char *pty_path);
 pid_t bench_gw_pid(const bench_gw_t *gw);
 unsigned bench_gw_tcp_port(const bench_gw_t *gw);
 /* A field of /proc/PID/status in KiB (VmRSS, ...), or -1. */

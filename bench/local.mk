@@ -3,7 +3,7 @@ bench_libbench_a_SOURCES = bench/internal.h \
 	bench/bench.h bench/stats.c bench/callgrind.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
-bench_libbench_a_SOURCES += bench/bench_gw.c bench/bench_gateway.c
+bench_libbench_a_SOURCES += bench/bench_gw.c bench/gateway.h bench/bench_gateway.c bench/gateway_report.c bench/relay.c
 bench_libbench_a_SOURCES += bench/bench_soak.c
 bench_libbench_a_SOURCES += bench/bench_isolation.c
 TESTS += tests/test_bench_gateway.sh tests/test_bench_soak.sh tests/test_bench_isolation.sh
