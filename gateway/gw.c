@@ -195,7 +195,7 @@ int gw_run(gw_t *gw)
     }
     gw_notify("READY=1");
     gw_watchdog_start(gw);
-    gw_log(gw, CONFIG_LOG_DEBUG, "start-up's pages of read-only file mappings given back: %zu KiB",
+    gw_log(gw, CONFIG_LOG_DEBUG, "start-up's pages of read-only segments given back: %zu KiB advised",
            gw_trim_resident());
     int rc = loop_run(gw->loop);
     if (ev_status) {

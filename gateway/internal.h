@@ -28,7 +28,7 @@
  *               slave), write what the sink asks
  *   loop.c      the I/O thread's event loop and its command queue
  *   notify.c    systemd's notify socket; the watchdog keep-alive on the loop
- *   trim.c      gives back start-up's resident pages of read-only file mappings
+ *   trim.c      gives back start-up's resident pages of read-only segments
  *   frames.c    the last frames of each bus, for /frames ([http] frame_ring)
  *   log.c, metrics.c   logging, counters, the clock (leaves)
  *
@@ -181,9 +181,9 @@ uint64_t gw_now_ns(void);
 /* The wall clock in ms (CLOCK_REALTIME): what tag values are stamped with. */
 int64_t gw_wall_ms(void);
 
-/* trim.c: drops this process's resident pages of read-only, never-written
- * file mappings (they stay in the page cache; a touch maps them back).
- * Returns the KiB released. Call once start-up is done. */
+/* trim.c: drops this process's resident pages of its loaded objects'
+ * read-only, never-written segments (they stay in the page cache; a touch
+ * maps them back). Returns the KiB advised. Call once start-up is done. */
 size_t gw_trim_resident(void);
 
 /* notify.c: sd_notify(3) without libsystemd. Sends STATE ("READY=1", ...) to

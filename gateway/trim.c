@@ -1,6 +1,6 @@
 /*
  * gateway/trim.c -- once the daemon is up, give back the resident pages of
- * its read-only file mappings, so that what stays resident is what it runs.
+ * its read-only segments, so that what stays resident is what it runs.
  *
  * Why. After start-up most of the daemon's resident set is file pages: libc,
  * ld.so, libevent and rtugw's own text and constants, mapped by code that
@@ -17,77 +17,132 @@
  * give back: both were tried.) rtugw is linked with -z now, so the steady
  * state never enters ld.so to bind a symbol (cli/local.mk).
  *
- * Why it cannot change a byte the daemon reads. Only mappings that are not
- * writable and hold no anonymous page are trimmed. A page of such a mapping
- * is the file's page: dropping it and faulting it back gives the same bytes.
- * A read-only mapping that holds anonymous pages is one that was written
- * before it was made read-only -- RELRO (.data.rel.ro and the GOT, relocated
- * by ld.so, then mprotect()ed) -- and dropping those would bring back the
- * file's unrelocated bytes; smaps' "Anonymous:" count per mapping excludes
- * them. Writable mappings, anonymous memory, the stack, [vdso] and [vvar] are
- * never touched. It runs on the I/O thread at READY, when no library is being
- * loaded (a library being relocated is writable, so skipped in any case).
+ * Which pages, and why none of them can change a byte the daemon reads. The
+ * ranges come from the program headers of every loaded object
+ * (dl_iterate_phdr), not from /proc, which under an emulator (qemu-user, the
+ * CI's ARM runs) describes the emulator's own memory:
+ *   - the pages of a PT_LOAD segment that is not writable (text, read-only
+ *     data), rounded outwards;
+ *   - minus every page of a writable segment (also one it shares with a
+ *     read-only neighbour), and minus PT_GNU_RELRO's pages: that data (the
+ *     GOT, vtables) was written by ld.so's relocations and then made
+ *     read-only, so its pages are private copies, not the file's;
+ *   - never an object with text relocations (DT_TEXTREL: ld.so wrote its
+ *     text), nor the vDSO (the kernel's, not a file's).
+ * What is left is the file's bytes, unmodified: dropping a page and faulting
+ * it back gives the same bytes. (A debugger's breakpoints are writes too; a
+ * daemon started under one keeps them only if attached after READY.) It runs
+ * on the I/O thread at READY, when no library is being loaded.
  */
 #include "gateway/internal.h"
 
-#include <stdio.h>
-#include <string.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
-#define TRIM_MAX_RANGES 256   /* a daemon maps a few dozen; the rest are left as they are */
+#define TRIM_MAX_RANGES 256   /* a daemon has a few dozen; more are left resident */
 
-typedef struct trim_range {
-    unsigned long start, end;
-    unsigned long rss_kb;
-} trim_range_t;
+/* The ranges are collected first and advised after the walk: the program
+ * headers being read lie in the first read-only page of each object, and
+ * dropping it in the middle of the walk would fault it (and its 64 KiB of
+ * fault-around) straight back. */
+typedef struct trim_walk {
+    uintptr_t page, vdso;   /* vdso: its ELF header's address (0: none) */
+    struct { uintptr_t a, b; } ranges[TRIM_MAX_RANGES];
+    size_t n;
+} trim_walk_t;
 
-/* A mapping header of smaps: "start-end perms offset dev inode [path]". */
-static int trim_header(const char *line, trim_range_t *r, int *candidate)
+static bool trim_has_textrel(const struct dl_phdr_info *info)
 {
-    char perms[8];
-    int path_at = 0;
-    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &r->start, &r->end, perms, &path_at) != 3)
-        return -1;
-    r->rss_kb = 0;
-    /* read-only, private, backed by a file (a path, not [vdso] or [heap]) */
-    *candidate = perms[0] == 'r' && perms[1] == '-' && perms[3] == 'p' && path_at > 0 && line[path_at] == '/';
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_DYNAMIC)
+            continue;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr); d->d_tag != DT_NULL; d++)
+            if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL)))
+                return true;
+    }
+    return false;
+}
+
+/* The pages [*ra, *rb) that ph covers, if it is one that trim_range must not
+ * touch: a writable segment (its data, and a page it shares with a
+ * read-only neighbour), or RELRO (written by ld.so before it was made
+ * read-only). */
+static bool trim_excluded(const trim_walk_t *w, const struct dl_phdr_info *info, const ElfW(Phdr) *ph,
+                          uintptr_t *ra, uintptr_t *rb)
+{
+    if (ph->p_type != PT_GNU_RELRO && !(ph->p_type == PT_LOAD && (ph->p_flags & PF_W)))
+        return false;
+    *ra = (info->dlpi_addr + ph->p_vaddr) & ~(w->page - 1);
+    *rb = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + w->page - 1) & ~(w->page - 1);
+    return true;
+}
+
+/* madvise the pages [a, b) less every excluded range of the object, from the
+ * program header `from` on. */
+static void trim_range(trim_walk_t *w, const struct dl_phdr_info *info, uintptr_t a, uintptr_t b, unsigned from)
+{
+    for (unsigned i = from; i < info->dlpi_phnum && a < b; i++) {
+        uintptr_t ra, rb;
+        if (!trim_excluded(w, info, &info->dlpi_phdr[i], &ra, &rb) || rb <= a || ra >= b)
+            continue;
+        if (ra > a)
+            trim_range(w, info, a, ra, i + 1);   /* below it, less the later exclusions */
+        a = rb;                                  /* above it */
+    }
+    if (a < b && w->n < TRIM_MAX_RANGES) {
+        w->ranges[w->n].a = a;
+        w->ranges[w->n++].b = b;
+    }
+}
+
+/* The vDSO is the object one of whose segments holds AT_SYSINFO_EHDR. */
+static bool trim_is_vdso(const trim_walk_t *w, const struct dl_phdr_info *info)
+{
+    for (unsigned i = 0; w->vdso && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && w->vdso >= a && w->vdso < a + ph->p_memsz)
+            return true;
+    }
+    return false;
+}
+
+static int trim_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    trim_walk_t *w = arg;
+    (void)size;
+    if (trim_is_vdso(w, info) || trim_has_textrel(info))
+        return 0;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
+            continue;
+        /* whole pages: a page it shares with a writable segment is excluded there */
+        uintptr_t a = (info->dlpi_addr + ph->p_vaddr) & ~(w->page - 1);
+        uintptr_t b = (info->dlpi_addr + ph->p_vaddr + ph->p_filesz + w->page - 1) & ~(w->page - 1);
+        trim_range(w, info, a, b, 0);
+    }
     return 0;
 }
 
 size_t gw_trim_resident(void)
 {
-    FILE *f = fopen("/proc/self/smaps", "re");
-    if (!f)
-        return 0;   /* no /proc (a chroot): nothing is trimmed, nothing breaks */
-    trim_range_t ranges[TRIM_MAX_RANGES], cur = { 0, 0, 0 };
-    size_t n = 0;
-    int candidate = 0, anon_seen = 0;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        unsigned long kb;
-        if (line[0] >= 'A' && line[0] <= 'Z') {   /* "Key:   value kB" of the mapping above */
-            if (sscanf(line, "Rss: %lu kB", &kb) == 1)
-                cur.rss_kb = kb;
-            else if (sscanf(line, "Anonymous: %lu kB", &kb) == 1) {
-                anon_seen = 1;
-                if (kb)
-                    candidate = 0;   /* written before it was made read-only (RELRO) */
-            }
-            continue;
-        }
-        if (candidate && anon_seen && cur.rss_kb && n < TRIM_MAX_RANGES)
-            ranges[n++] = cur;
-        anon_seen = 0;
-        if (trim_header(line, &cur, &candidate) != 0)
-            candidate = 0;   /* not a header (a long path cut by fgets): skip the mapping */
-    }
-    if (candidate && anon_seen && cur.rss_kb && n < TRIM_MAX_RANGES)
-        ranges[n++] = cur;
-    fclose(f);
-
-    size_t released_kb = 0;
-    for (size_t i = 0; i < n; i++)
-        if (madvise((void *)ranges[i].start, ranges[i].end - ranges[i].start, MADV_DONTNEED) == 0)
-            released_kb += ranges[i].rss_kb;
-    return released_kb;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || (page & (page - 1)))
+        return 0;
+    trim_walk_t w;   /* 4 KiB of the I/O thread's stack, which start-up has used deeper */
+    w.page = (uintptr_t)page;
+    w.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+    w.n = 0;
+    dl_iterate_phdr(trim_object, &w);
+    size_t advised = 0;
+    for (size_t i = 0; i < w.n; i++)
+        if (madvise((void *)w.ranges[i].a, w.ranges[i].b - w.ranges[i].a, MADV_DONTNEED) == 0)
+            advised += w.ranges[i].b - w.ranges[i].a;
+    return advised / 1024;
 }
