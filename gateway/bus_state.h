@@ -141,7 +141,7 @@ void line_pending_bytes(gw_bus_t *bus, size_t n);
 void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns);
 void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last);
 /* I5: the slave's question was given up; what it sends may still answer it. */
-void line_confirm_begin(gw_bus_t *bus, unsigned slave);
+void line_confirm_begin(gw_bus_t *bus, unsigned slave, uint8_t cause);   /* CONFIRM_* */
 void line_copies_delivered(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
                            uint64_t t_last);
 void line_copies_stray(gw_bus_t *bus, unsigned slave, const rtu_frame_t *f);

@@ -474,7 +474,7 @@ void line_on_timeout(gw_bus_t *bus, uint64_t now)
         bus_park(bus, &bus->cur, bus->attempts);
     } else {
         s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
-        line_confirm_begin(bus, slave);   /* I5: its answer may still come, shaped like the next one's */
+        line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);   /* I5: its answer may still come, shaped like the next one's */
         /* Given up: whatever the slave still sends for it must fall in the
          * guard, so it is twice as long as after a timeout that is retried. */
         guard_slave(bus, slave, now + guard_ns(s));

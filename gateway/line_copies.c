@@ -38,11 +38,11 @@ void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns)
         s->quiet_ns = q;
 }
 
-void line_confirm_begin(gw_bus_t *bus, unsigned slave)
+void line_confirm_begin(gw_bus_t *bus, unsigned slave, uint8_t cause)
 {
     slave_state_t *s = &bus->slaves[slave];
     s->confirming = true;
-    s->confirm_cause = CONFIRM_GIVE_UP;
+    s->confirm_cause = cause;
     s->confirm_hash = 0;
     s->confirm_asks = 0;
 }
@@ -105,8 +105,7 @@ void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last)
          * when two attempts, each asked after the guard, agree. It costs
          * two transactions when such a slave really answers two questions
          * with the same bytes. */
-        line_confirm_begin(bus, slave);
-        s->confirm_cause = CONFIRM_COPY;
+        line_confirm_begin(bus, slave, CONFIRM_COPY);
         confirm_check(bus, s, h, q);
     }
 }
