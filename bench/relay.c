@@ -64,6 +64,14 @@ static size_t mbap_total(const uint8_t *in, size_t len)
     return n >= 8 && n <= RELAY_ADU ? n : (size_t)-1;
 }
 
+/* The head of the queue leaves it: answered, or dropped. */
+static int relay_pop(relay_t *r)
+{
+    int i = r->queue[0];
+    memmove(r->queue, r->queue + 1, --r->queued * sizeof r->queue[0]);
+    return i;
+}
+
 static void relay_drop(relay_t *r, int i)
 {
     close(r->conns[i].fd);
@@ -93,8 +101,7 @@ static void relay_ask(relay_t *r)
             r->sent_ns = bench_now_ns();
             return;
         }
-        relay_drop(r, r->queue[0]);   /* not what this relay answers: the client sees a hang-up */
-        memmove(r->queue, r->queue + 1, --r->queued * sizeof r->queue[0]);
+        relay_drop(r, relay_pop(r));   /* not what this relay answers: the client sees a hang-up */
     }
 }
 
@@ -114,8 +121,7 @@ static void relay_answered(relay_t *r, bool ok)
     } else {
         ok = false;
     }
-    int i = r->queue[0];
-    memmove(r->queue, r->queue + 1, --r->queued * sizeof r->queue[0]);
+    int i = relay_pop(r);
     r->ans_want = 0;
     if (ok) {
         c->len = 0;
@@ -146,19 +152,11 @@ static void relay_read_conn(relay_t *r, int i)
     relay_conn_t *c = &r->conns[i];
     ssize_t n = read(c->fd, c->in + c->len, sizeof c->in - c->len);
     if (n <= 0) {
-        if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-            if (c->queued && r->queued && r->queue[0] == i)
-                r->ans_want = 0;   /* its answer, when it comes, is dropped as unasked */
-            if (c->queued)
-                for (unsigned k = 0; k < r->queued; k++)
-                    if (r->queue[k] == i) {
-                        memmove(r->queue + k, r->queue + k + 1, (r->queued - k - 1) * sizeof r->queue[0]);
-                        r->queued--;
-                        break;
-                    }
+        /* Only a connection with no request queued is polled (relay_serve),
+         * so one that goes is in no queue: a queued one is dropped when its
+         * reply cannot be written. */
+        if (n == 0 || (errno != EAGAIN && errno != EINTR))
             relay_drop(r, i);
-            relay_ask(r);
-        }
         return;
     }
     c->len += (size_t)n;
