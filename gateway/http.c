@@ -746,12 +746,14 @@ void http_free(gw_http_t *h)
     if (!h)
         return;
     web_stop(h->gw);
-    if (h->ev_sweep)
-        event_free(h->ev_sweep);
+    /* evhttp_free() closes the connections, and each close calls on_close,
+     * which activates the sweep: the sweep's event is freed after it. */
     if (h->http)
         evhttp_free(h->http);   /* frees its connections and the bound listener */
     else if (h->listener)
         evconnlistener_free(h->listener);
+    if (h->ev_sweep)
+        event_free(h->ev_sweep);
     for (http_conn_t *c = h->conns, *n; c; c = n) {
         n = c->next;
         bufferevent_decref(c->bev);

@@ -46,6 +46,10 @@ EXTRA_DIST += tests/test_integrity.py tests/rtu_slave.py
 # socket bound like systemd's; libsystemd mapped neither by ldd nor at run time.
 TESTS += tests/test_notify.py
 EXTRA_DIST += tests/test_notify.py
+# Every stop is clean with connections open: the daemon under valgrind with
+# Modbus TCP, TLS, HTTP keep-alive and MQTT connections open at SIGTERM.
+TESTS += tests/test_stop.py
+EXTRA_DIST += tests/test_stop.py
 
 # The daemon's tags end to end: the simulator and pymodbus as devices, the
 # HTTP API, rtugw read and rtugw check (tests/tagsref.py is the reference).
