@@ -231,6 +231,7 @@ static const metric_def_t http_defs[] = {
     HM(tag_writes, "Tag writes (PUT /tags/NAME) the slave confirmed"),
     HM(tag_writes_refused, "Tag writes refused before the bus (token, read-only, value, tag)"),
     HM(tag_write_failures, "Tag writes answered with an exception or no answer"),
+    HM(tag_writes_abandoned, "Tag writes whose client closed before the answer: its connection freed at once"),
 };
 
 static void http_metrics_text(gw_t *gw, struct evbuffer *b)
@@ -630,7 +631,27 @@ static bool released(struct bufferevent *bev)
     return !rd && !wr && !ev;
 }
 
-/* Every 250 ms, and at once when a connection is over the cap. */
+/*
+ * Has the client of a held request (a tag write waiting for its bus) gone?
+ * evhttp does not read a connection while its request is unanswered, so it
+ * cannot tell, and such a connection would hold one of max_connections
+ * until the bus gives up on the write (seconds per write on a silent
+ * slave). A peek tells: end of file or an error. A client that only shut
+ * its sending side (half-close) and still waits counts as gone too, as
+ * nginx counts it: HTTP has no use for a half-close, and the write it sent
+ * is then dropped if not yet on the line, or its answer goes to no one.
+ * Bytes waiting (a pipelined request) mean it is still there.
+ */
+static bool client_gone(struct bufferevent *bev)
+{
+    evutil_socket_t sock = bufferevent_getfd(bev);
+    char byte;
+    if (sock < 0)
+        return false;
+    ssize_t n = recv(sock, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /*
  * The sweep (request deadlines, refusals, released connections, the
  * listener's rest at the cap) runs every 250 ms while there is a connection,
@@ -658,6 +679,14 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
             bufferevent_decref(c->bev);   /* the last reference: closes its descriptor */
             free(c);
             h->active--;
+            continue;
+        }
+        struct evhttp_connection *abandoned = c->held && client_gone(c->bev)
+                                                  ? http_tags_abandon(h->tags, c->bev) : NULL;
+        if (abandoned) {
+            c->held = false;
+            evhttp_connection_free(abandoned);   /* frees its request too; released on the next sweep */
+            pp = &c->next;
             continue;
         }
         bool late = !c->held && now - c->since_ns > limit;

@@ -40,7 +40,7 @@
 
 typedef struct tag_write {
     uint64_t id;                  /* index | generation << 16; 0: free */
-    struct evhttp_request *req;
+    struct evhttp_request *req;   /* NULL once its client has gone (http_tags_abandon) */
     unsigned tag;
     unsigned bus, slave;
     tags_write_t w;
@@ -53,6 +53,7 @@ struct gw_http_tags {
     gw_t *gw;
     gw_http_t *http;
     tag_write_t *writes;          /* one per HTTP connection at most */
+    _Atomic uint64_t *live;       /* per slot: its id while its client waits (read by bus workers) */
     unsigned n_writes, in_flight;
     uint64_t generation;
 };
@@ -127,6 +128,8 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
 
 static void reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
+    if (!req)
+        return;   /* an abandoned write's answer: counted by the caller, sent to no one */
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, code, reason, b);
 }
@@ -135,9 +138,10 @@ static void reply_json(struct evhttp_request *req, int code, const char *reason,
 static void reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,
                         const char *why)
 {
-    struct evbuffer *b = evbuffer_new();
+    struct evbuffer *b = req ? evbuffer_new() : NULL;
     if (!b) {
-        evhttp_send_error(req, 500, "out of memory");
+        if (req)
+            evhttp_send_error(req, 500, "out of memory");
         return;
     }
     evbuffer_add_printf(b, "{\"tag\":");
@@ -280,7 +284,9 @@ static tag_write_t *slot_of(gw_http_tags_t *ht, uint64_t id)
 static struct evhttp_request *release(gw_http_tags_t *ht, tag_write_t *w)
 {
     struct evhttp_request *req = w->req;
-    http_hold(ht->http, req, false);
+    if (req)
+        http_hold(ht->http, req, false);
+    atomic_store_explicit(&ht->live[w - ht->writes], 0, memory_order_relaxed);
     w->id = 0;
     w->req = NULL;
     ht->in_flight--;
@@ -464,7 +470,9 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
     *s = (tag_write_t){ .id = free_slot | (++ht->generation << 16), .req = req, .tag = (unsigned)i,
                         .bus = dev->bus, .slave = dev->slave, .w = w, .rmw = w.needs_read };
     ht->in_flight++;
+    atomic_store_explicit(&ht->live[free_slot], s->id, memory_order_relaxed);
     if (submit(ht, s) != 0) {
+        atomic_store_explicit(&ht->live[free_slot], 0, memory_order_relaxed);
         s->id = 0;
         ht->in_flight--;
         refuse(ht, req, 503, "Service Unavailable", name, "the bus refused the request");
@@ -500,15 +508,16 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_t *s, struct evhttp
             reply_json(req, status, status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable"
                                                                                      : "Bad Gateway", b);
             evbuffer_free(b);
-        } else {
+        } else if (req) {
             evhttp_send_error(req, 500, "out of memory");
         }
         return;
     }
     gw_count(&ht->gw->http_metrics.tag_writes);
-    struct evbuffer *b = evbuffer_new();
+    struct evbuffer *b = req ? evbuffer_new() : NULL;
     if (!b) {
-        evhttp_send_error(req, 500, "out of memory");
+        if (req)
+            evhttp_send_error(req, 500, "out of memory");
         return;
     }
     evbuffer_add_printf(b, "{\"tag\":");
@@ -530,6 +539,10 @@ static void on_write_answer(void *ctx, uint64_t id, uint32_t unused, const uint8
     (void)unused;
     if (!s)
         return;
+    if (!s->req && s->reading) {   /* its client has gone before anything was written: no write */
+        release(ht, s);
+        return;
+    }
     if (s->reading && !(len >= 2 && (pdu[0] & 0x80))) {
         const char *name = tags_table_tag(gwtags_defs(ht->gw->tags), s->tag)->name;
         int code = 0;
@@ -562,7 +575,16 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
         gw_log(ht->gw, CONFIG_LOG_ERROR, "http: cannot queue a tag write's answer (out of memory)");
 }
 
-static const gw_origin_ops_t http_tags_origin_ops = { "http-tags", origin_answer, NULL };
+/* origin: on a bus worker, before the request goes on the line. An abandoned
+ * write is dropped there (answered 0x0B without line time), as a Modbus TCP
+ * client's request is once its connection has gone. */
+static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
+{
+    gw_http_tags_t *ht = (gw_http_tags_t *)o;
+    return atomic_load_explicit(&ht->live[req->conn_id & 0xFFFF], memory_order_relaxed) == req->conn_id;
+}
+
+static const gw_origin_ops_t http_tags_origin_ops = { "http-tags", origin_answer, origin_wanted };
 
 /* ---- routing and life ---------------------------------------------------------------- */
 
@@ -601,7 +623,11 @@ gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h)
     ht->gw = gw;
     ht->http = h;
     ht->n_writes = gw->cfg->http.max_connections;
-    if (!(ht->writes = calloc(ht->n_writes, sizeof *ht->writes))) {
+    ht->writes = calloc(ht->n_writes, sizeof *ht->writes);
+    ht->live = calloc(ht->n_writes, sizeof *ht->live);
+    if (!ht->writes || !ht->live) {
+        free(ht->writes);
+        free(ht->live);
         free(ht);
         return NULL;
     }
@@ -614,5 +640,28 @@ void http_tags_free(gw_http_tags_t *ht)
     if (!ht)
         return;
     free(ht->writes);
+    free(ht->live);
     free(ht);
+}
+
+/*
+ * The client of a held write has gone (http.c's sweep saw its connection
+ * end). The write keeps its slot until the bus answers, since the bus holds
+ * the request, but not the client's HTTP connection: that is handed back
+ * for closing now, and the answer, when it comes, is counted and goes to no
+ * one. A write not yet on the line is dropped by origin_wanted.
+ */
+struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev)
+{
+    for (unsigned i = 0; i < ht->n_writes; i++) {
+        tag_write_t *s = &ht->writes[i];
+        struct evhttp_connection *evcon = s->id && s->req ? evhttp_request_get_connection(s->req) : NULL;
+        if (evcon && evhttp_connection_get_bufferevent(evcon) == bev) {
+            s->req = NULL;
+            atomic_store_explicit(&ht->live[i], 0, memory_order_relaxed);
+            gw_count(&ht->gw->http_metrics.tag_writes_abandoned);
+            return evcon;
+        }
+    }
+    return NULL;
 }

@@ -160,7 +160,7 @@ typedef struct gw_tls_metrics {
 
 typedef struct gw_http_metrics {
     atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
-    atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures;
+    atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
 } gw_http_metrics_t;
 
 /* metrics.c */
@@ -439,6 +439,7 @@ void http_tags_free(gw_http_tags_t *ht);
 /* Answers req when path is /tags or /tags/NAME; false when it is not. */
 bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const char *path);
 unsigned http_tags_in_flight(const gw_http_tags_t *ht);
+struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev);
 /* ,"tags":{...} of config device d, for its /status object. */
 void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
 /* The tags' lines of /metrics (the gauges per tag only with [http] tag_metrics). */

@@ -236,6 +236,52 @@ def test_quality():
     sim.kill()
 
 
+def test_abandoned_writes():
+    """Issue 35, fault 8: writes to a silent slave whose clients close at once
+    (60 of them, more than [http] max_connections) must not hold the HTTP
+    connections: /status and /metrics answer at once, the connection count
+    falls back, and a write whose client stays still gets its 0x0B."""
+    d = tempfile.mkdtemp(prefix="rtugw-tags-")
+    sim = PtySim(d, "1")
+    devices = ("[device plc]\nslave = 1\ndead_after = 0\n"
+               "[tag t]\ntable = holding\naddress = 3\ntype = uint16\ninterval_ms = 5000\nwritable = true\n")
+    g = gateway(d, sim, devices, extra=f"write_token = {TOKEN}\nmax_connections = 8\n", timeout_ms=1000)
+    check(wait_for(lambda: all_good(g), 5), "good while the slave answers")
+    sim.signal(signal.SIGSTOP)   # silent: every write waits for its timeouts
+    body = b'{"value": 6}'
+    for _ in range(60):
+        try:
+            s = socket.create_connection(("127.0.0.1", g.http_port), timeout=2)
+            s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (TOKEN.encode(), len(body), body))
+            time.sleep(0.01)
+            s.close()
+        except OSError:
+            pass
+    t0 = time.time()
+    try:
+        status, _ = http(g, "GET", "/status", timeout=10)
+    except OSError as e:
+        status = e
+    dt = time.time() - t0
+    check(status == 200 and dt < 1.5, f"/status answered beside 60 abandoned writes: {status} in {dt:.2f} s")
+    check(wait_for(lambda: g.metrics().get("rtugw_http_active") is not None and
+                   g.metrics().get("rtugw_http_active") <= 1, 3),
+          f"the abandoned writes hold no HTTP connection: {g.metrics().get('rtugw_http_active')}")
+    m = g.metrics()
+    check(m.get("rtugw_http_tag_writes_abandoned_total", 0) >= 1,
+          f"abandoned writes counted: {m.get('rtugw_http_tag_writes_abandoned_total')}")
+    abandoned = m.get("rtugw_http_tag_writes_abandoned_total", 0)
+    check(wait_for(lambda: g.metrics().get("rtugw_http_tag_write_failures_total", 0) >= abandoned, 15),
+          "each abandoned write is answered once (0x0B: on the line, or dropped before it), to no one")
+    sim.signal(signal.SIGCONT)
+    check(wait_for(lambda: put(g, "t", "7")[0] == 200, 60), "a write goes through once the slave answers again")
+    check(registers(g, 3, 1) == [7], "and its value is on the device")
+    rc, _ = g.stop()
+    check(rc == 0, f"exit 0 on SIGTERM ({rc})")
+    sim.kill()
+
+
 def test_split_on_exception_02():
     """The simulator has registers 0..999: a read of 995..1002 spans the hole
     996..1001 and the missing 1000+; exception 02 splits it, and the tag at
@@ -357,5 +403,5 @@ def test_check_reports():
     check(f"{conf}:7: [tag big]" not in p.stderr, "a float64 (4 registers) fits max_read_registers = 4")
 
 
-run_tests("test_tags_gw", (test_types_and_writes, test_read_only_and_no_token, test_quality,
+run_tests("test_tags_gw", (test_types_and_writes, test_read_only_and_no_token, test_quality, test_abandoned_writes,
                            test_split_on_exception_02, test_demo_file, test_check_reports))
