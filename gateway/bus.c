@@ -1,21 +1,49 @@
 /*
- * gateway/bus.c -- the bus actor: one per serial line. This file is the
- * actor (its messages), its construction, and the driver it opens; the
- * queues are bus_queue.c and the line discipline, with the argument for why
- * no answer reaches the wrong request, is line.c.
+ * gateway/bus.c -- the bus actor: one per serial line, the host of its line
+ * core (line/line.h). This file is the actor (its messages, turned into the
+ * core's events with the clock's time), the core's operations carried out
+ * (port writes, timers, the barrier, logging), and the driver it opens. The
+ * line discipline, with the argument for why no answer reaches the wrong
+ * request, is line/discipline.c.
  */
-#include "gateway/bus_state.h"
+#include "gateway/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
-const config_bus_t *bus_config(const gw_bus_t *bus) { return &bus->cfg; }
-gw_bus_metrics_t *bus_metrics(gw_bus_t *bus) { return &bus->m; }
+/*
+ * The bus's state: the line core and what hosts it. Its events come as
+ * messages to the bus actor, stamped with the clock when they are handled;
+ * its actions are carried out here (a write through the port, a timer as a
+ * delayed message to itself, the barrier as a message to itself: the
+ * mailbox is FIFO, so when it comes back every chunk the port sent before
+ * it has been fed).
+ */
+struct gw_bus {
+    gw_t *gw;
+    unsigned index;
+    driver_t *driver;
+    gw_port_t *port;
+    actor_ref_t self;
+    router_thread_t *router;
+    line_t *line;
+};
+
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE };
+
+typedef struct bus_timer_msg {
+    uint64_t at;
+    uint32_t kind;   /* enum line_timer */
+} bus_timer_msg_t;
+
+const config_bus_t *bus_config(const gw_bus_t *bus) { return line_config(bus->line); }
+gw_bus_metrics_t *bus_metrics(gw_bus_t *bus) { return line_metrics(bus->line); }
 
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave)
 {
-    return slave < N_SLAVES ? &bus->sm[slave] : NULL;
+    return line_slave_metrics(bus->line, slave);
 }
 
 void bus_describe(const gw_bus_t *bus, char *buf, size_t cap)
@@ -28,132 +56,65 @@ void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st)
     driver_get_stats(bus->driver, st);
 }
 
-/* How long past t3.5 the bus waits before it believes the line is quiet: the
- * silence is judged on a worker, and bytes the I/O thread has not handed over
- * yet must not make a frame look finished. */
-#define IDLE_SLACK_NS 5000000ull
+/* ---- the line core's operations ----------------------------------------------- */
 
-static void arm_idle(gw_bus_t *bus, uint64_t delay)
+static void env_write(void *ctx, const uint8_t *adu, size_t len)
 {
-    if (bus->idle_pending)
-        return;
-    bus->idle_pending = true;
-    actor_send_after(bus->gw->actors, bus->self, BUS_MSG_IDLE, NULL, 0, delay, NULL);
+    gw_bus_t *bus = ctx;
+    port_write(bus->port, adu, len);
 }
 
-/* ---- the behaviour ------------------------------------------------------------- */
-
-static void on_request(gw_bus_t *bus, const gw_request_t *req)
+static void env_arm(void *ctx, enum line_timer kind, uint64_t at, uint64_t now, uint64_t *id)
 {
-    uint64_t now = gw_now_ns();
-    uint8_t fc = req->pdu[0];
-
-    gw_count(&bus->m.requests);
-    if (req->slave < N_SLAVES)
-        gw_count(&bus->sm[req->slave].requests);
-    if (!bus->port_up || req->slave >= N_SLAVES) {
-        gw_count(&bus->m.unavailable);
-        gw_answer_exception(req, MB_EX_PATH_UNAVAILABLE);
-        return;
-    }
-    if (req->slave == 0 && fc != 5 && fc != 6 && fc != 15 && fc != 16 && fc != 22) {
-        /* Only writes are broadcast: nothing answers a broadcast read. */
-        gw_count(&bus->m.broadcast_refused);
-        gw_answer_exception(req, MB_EX_ILLEGAL_FUNCTION);
-        return;
-    }
-    if (bus_slave_dead(bus, req->slave, now)) {
-        gw_count(&bus->m.dead_fast);
-        gw_answer_exception(req, MB_EX_TARGET_FAILED);
-        return;
-    }
-    unsigned qi = (req->background && bus->cfg.tcp_first) ? 1 : 0;
-    if (!bus_queue_push_or_purge(bus, qi, req, now)) {
-        gw_count(&bus->m.queue_full);
-        gw_answer_exception(req, MB_EX_BUSY);
-        return;
-    }
-    line_start_next(bus);
+    gw_bus_t *bus = ctx;
+    bus_timer_msg_t m = { .at = at, .kind = (uint32_t)kind };
+    actor_timer_t t = 0;
+    actor_send_after(bus->gw->actors, bus->self, BUS_MSG_TIMER, &m, sizeof m, at > now ? at - now : 0,
+                     id ? &t : NULL);
+    if (id)
+        *id = t;
 }
 
-static void on_bytes(gw_bus_t *bus, const gw_bytes_t *b)
+static int env_cancel(void *ctx, uint64_t id)
 {
-    rtu_framer_stats_t before, after;
-
-    /* The line is not free while anyone talks: it rests for the gap after
-     * the last byte heard, whoever sent it. */
-    if (b->t_ns + bus->gap_ns > bus->t_line_free_ns)
-        bus->t_line_free_ns = b->t_ns + bus->gap_ns;
-    if (bus->pending)
-        line_pending_bytes(bus, b->len);
-    rtu_framer_get_stats(bus->framer, &before);
-    rtu_framer_feed(bus->framer, b->data, b->len, b->t_ns);
-    if (bus->framed)   /* the chunk is one whole frame (ASCII, MBAP): its end is the frame's */
-        rtu_framer_idle(bus->framer, b->t_ns + bus->t35_ns);
-    line_drain_frames(bus);
-    rtu_framer_get_stats(bus->framer, &after);
-    uint64_t noise = after.noise_bytes - before.noise_bytes;
-    atomic_fetch_add_explicit(&bus->m.noise_bytes, noise, memory_order_relaxed);
-    if (noise && bus->pending)
-        bus->pending_doubtful = true;
-    bus->last_chunk_ns = b->t_ns;
-    /* A frame without a length rule ends with t3.5 of silence; a framer that
-     * holds nothing has no use for it (rtu_framer_settled), and a poll's
-     * answer, framed by its length, then costs no wake-up for the silence. */
-    if (!bus->framed && !rtu_framer_settled(bus->framer))
-        arm_idle(bus, bus->t35_ns + IDLE_SLACK_NS);
-    line_start_next(bus);
+    gw_bus_t *bus = ctx;
+    return id ? actor_timer_cancel(bus->gw->actors, id) : -1;
 }
 
-static void on_idle(gw_bus_t *bus)
+static int env_barrier(void *ctx)
 {
-    uint64_t now = gw_now_ns(), quiet_at = bus->last_chunk_ns + bus->t35_ns + IDLE_SLACK_NS;
-    bus->idle_pending = false;
-    if (now < quiet_at) {
-        arm_idle(bus, quiet_at - now);   /* bytes came since: look again later */
-        return;
-    }
-    rtu_framer_idle(bus->framer, now - IDLE_SLACK_NS);
-    line_drain_frames(bus);
-    line_start_next(bus);
+    gw_bus_t *bus = ctx;
+    return actor_send(bus->gw->actors, bus->self, BUS_MSG_RESOLVE, NULL, 0);
 }
 
-static void on_timer(gw_bus_t *bus, uint64_t fired)
+/* Bytes in the kernel that the port has not read yet: the port's read event
+ * brings them, and the line looks again then. */
+static int env_unread(void *ctx)
 {
-    uint64_t now = gw_now_ns();
-    if (fired == bus->timer_at_ns)
-        bus->timer_at_ns = 0;
-    if (!bus->busy || !bus->deadline_ns)
-        return;
-    if (now < bus->deadline_ns) {
-        line_arm_timeout(bus, bus->deadline_ns);   /* a later attempt's deadline */
-        return;
-    }
-    line_on_timeout(bus, now);
+    gw_bus_t *bus = ctx;
+    int unread = 0;
+    return ioctl(driver_fd(bus->driver), FIONREAD, &unread) == 0 ? unread : 0;
 }
 
-static void on_port(gw_bus_t *bus, bool up)
+static void env_log(void *ctx, int level, const char *msg)
 {
-    bus->port_up = up;
-    if (!up) {
-        if (bus->pending) {
-            bus->pending = false;   /* heard before the port went: still the answer */
-            line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
-        } else if (bus->busy) {
-            gw_count(&bus->m.unavailable);
-            gw_answer_exception(&bus->cur, MB_EX_PATH_UNAVAILABLE);
-        }
-        bus->busy = false;
-        bus->deadline_ns = 0;
-    }
-    line_start_next(bus);
+    gw_bus_t *bus = ctx;
+    gw_log(bus->gw, level, "%s", msg);
 }
+
+static void env_frame(void *ctx, bool tx, const uint8_t *adu, size_t len)
+{
+    gw_bus_t *bus = ctx;
+    gw_frame_seen(bus->gw, bus->index, tx, adu, len);
+}
+
+/* ---- the actor ------------------------------------------------------------------ */
 
 static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                           const void *data, size_t len)
 {
     gw_bus_t *bus = state;
-    uint64_t at;
+    uint64_t now = gw_now_ns();
 
     (void)sys;
     (void)self;
@@ -163,30 +124,25 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
         gw_request_t req;
         memset(&req, 0, sizeof req);
         memcpy(&req, data, len < sizeof req ? len : sizeof req);
-        on_request(bus, &req);
+        line_submit(bus->line, &req, now);
         break;
     }
-    case PORT_MSG_BYTES:
-        on_bytes(bus, data);
+    case PORT_MSG_BYTES: {
+        const gw_bytes_t *b = data;
+        line_bytes(bus->line, b->data, b->len, b->t_ns, now);
         break;
-    case BUS_MSG_IDLE:
-        on_idle(bus);
+    }
+    case BUS_MSG_TIMER: {
+        bus_timer_msg_t m;
+        memcpy(&m, data, sizeof m);
+        line_timer(bus->line, (enum line_timer)m.kind, m.at, now);
         break;
-    case BUS_MSG_TIMEOUT:
-        memcpy(&at, data, sizeof at);
-        on_timer(bus, at);
-        break;
+    }
     case BUS_MSG_RESOLVE:
-        line_on_resolve(bus);
-        break;
-    case BUS_MSG_KICK:
-        memcpy(&at, data, sizeof at);
-        if (at == bus->kick_at_ns)
-            bus->kick_pending = false;
-        line_start_next(bus);
+        line_resolved(bus->line, now);
         break;
     case PORT_MSG_STATE:
-        on_port(bus, *(const uint8_t *)data != 0);
+        line_port(bus->line, *(const uint8_t *)data != 0, now);
         break;
     default:
         break;
@@ -248,17 +204,18 @@ driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
 static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
 {
     const config_t *cfg = bus->gw->cfg;
+    const config_bus_t *c = &cfg->buses[bus->index];
 
     /* "sim" or "sim-paced", optionally ":1,2,3" (config/ validated the list):
      * the built-in simulator, serving the listed slaves, or else every device
      * configured on this bus. */
-    if (bus->cfg.port_kind == CONFIG_PORT_SIM || bus->cfg.port_kind == CONFIG_PORT_SIM_PACED) {
-        const char *list = config_bus_sim_slaves(&bus->cfg);
+    if (c->port_kind == CONFIG_PORT_SIM || c->port_kind == CONFIG_PORT_SIM_PACED) {
+        const char *list = config_bus_sim_slaves(c);
         driver_sim_config_t sc;
         driver_sim_defaults(&sc);
         if (list) {
             if (driver_sim_parse_slaves(list, &sc) != 0) {
-                snprintf(err, errcap, "port = '%s': expected sim:SLAVE,SLAVE,...", bus->cfg.port);
+                snprintf(err, errcap, "port = '%s': expected sim:SLAVE,SLAVE,...", c->port);
                 return NULL;
             }
         } else {
@@ -269,62 +226,13 @@ static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
             if (sc.n_slaves == 0)
                 driver_sim_parse_slaves("1,2,3", &sc);
         }
-        sc.baud = bus->cfg.baud;
-        sc.char_bits = bus->char_bits;
-        sc.pace = bus->cfg.port_kind == CONFIG_PORT_SIM_PACED;
+        sc.baud = c->baud;
+        sc.char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
+        sc.pace = c->port_kind == CONFIG_PORT_SIM_PACED;
         sc.live = true;
         return driver_sim_driver_new(&sc, err, errcap);
     }
-    return gw_bus_driver_new(&bus->cfg, err, errcap);
-}
-
-/*
- * Time on the line, per transport. A serial line: t3.5 ends a frame
- * without a length rule, a byte takes its character time, the line rests
- * t3.5 between frames. ASCII: two characters a byte. A device server (RTU
- * over TCP): the answer still crosses its serial line at the configured
- * baud, but the stream to rtugw keeps no character timing, so the framer's
- * silence is frame_silence_ms. A Modbus TCP device: no serial line at all
- * (no wire time, no rest between frames unless gap_us asks for one); ASCII
- * and MBAP frames end by their own delimiters (the driver is framed).
- */
-static void init_timing(gw_bus_t *bus)
-{
-    const config_bus_t *c = &bus->cfg;
-    bool stream = c->port_kind == CONFIG_PORT_TCP && c->framing == CONFIG_FRAMING_RTU;
-
-    bus->char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
-    bus->wire_bits = c->framing == CONFIG_FRAMING_ASCII ? 2 * bus->char_bits
-                   : c->framing == CONFIG_FRAMING_TCP ? 0 : bus->char_bits;
-    bus->t35_ns = stream ? (uint64_t)c->frame_silence_ms * 1000000ull : rtu_t35_ns(c->baud, bus->char_bits);
-    bus->gap_ns = c->gap_us ? (uint64_t)c->gap_us * 1000u
-                : c->framing == CONFIG_FRAMING_TCP ? 0 : rtu_t35_ns(c->baud, bus->char_bits);
-}
-
-static void init_slaves(gw_bus_t *bus)
-{
-    const config_t *cfg = bus->gw->cfg;
-    for (unsigned s = 0; s < N_SLAVES; s++)
-        bus->slaves[s] = (slave_state_t){ .timeout_ms = bus->cfg.response_timeout_ms, .dead_after = 3,
-                                          .backoff_ms = 10000 };
-    for (unsigned i = 0; i < cfg->device_count; i++) {
-        const config_device_t *d = &cfg->devices[i];
-        if (d->bus != bus->index)
-            continue;
-        slave_state_t *s = &bus->slaves[d->slave];
-        s->timeout_ms = d->timeout_ms ? d->timeout_ms : bus->cfg.response_timeout_ms;
-        s->dead_after = d->dead_after;
-        s->backoff_ms = d->dead_backoff_ms;
-    }
-    /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
-     * answer carries that answer's transaction id, no longer in flight, so
-     * the MBAP layer hands it up failing its CRC. Equal answers are real. */
-    bool ids = bus->cfg.framing == CONFIG_FRAMING_TCP;
-    for (unsigned s = 0; s < N_SLAVES; s++) {
-        bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
-        bus->slaves[s].copies = ids ? COPIES_GENUINE : COPIES_UNKNOWN;
-        gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);
-    }
+    return gw_bus_driver_new(c, err, errcap);
 }
 
 gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
@@ -336,22 +244,19 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
     }
     bus->gw = gw;
     bus->index = index;
-    bus->cfg = gw->cfg->buses[index];
-    init_timing(bus);
-    bus->verify_state = 0x9E3779B97F4A7C15ull + index;
-    init_slaves(bus);
-    for (unsigned q = 0; q < BUS_QUEUES; q++)
-        bus->queue[q].slot = calloc(bus->cfg.queue_depth, sizeof(gw_request_t));
     bus->driver = open_driver(bus, err, errcap);
-    bus->framed = bus->driver && driver_frames_whole(bus->driver);
-    bool stream = bus->cfg.port_kind == CONFIG_PORT_TCP && bus->cfg.framing == CONFIG_FRAMING_RTU;
-    rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
-                               .silence_ns = stream ? bus->t35_ns : 0 };
-    bus->framer = rtu_framer_new(&fc);
     bus->router = router_thread_new(gw->router);
-    if (!bus->queue[0].slot || !bus->queue[1].slot || !bus->framer || !bus->router || !bus->driver) {
+    if (!bus->driver || !bus->router) {
         if (bus->driver || !*err)
-            snprintf(err, errcap, "bus %s: out of memory", bus->cfg.name);
+            snprintf(err, errcap, "bus %s: out of memory", gw->cfg->buses[index].name);
+        bus_free(bus);
+        return NULL;
+    }
+    line_params_t p = { .framed = driver_frames_whole(bus->driver), .log_level = gw->cfg->log_level,
+                        .verify_rate = gw->cfg->router.verify_rate, .router = bus->router };
+    line_env_t env = { .ctx = bus, .write = env_write, .arm = env_arm, .cancel = env_cancel,
+                       .barrier = env_barrier, .unread = env_unread, .log = env_log, .frame = env_frame };
+    if (!(bus->line = line_new(gw->cfg, index, &p, &env, err, errcap))) {
         bus_free(bus);
         return NULL;
     }
@@ -360,15 +265,14 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
 
 int bus_start(gw_bus_t *bus, gw_loop_t *loop)
 {
-    bus->port_up = false;   /* the port reports its state */
     int rc = bus->gw->cfg->buses_on_io_thread
                  ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
                  : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
     if (rc != 0)
         return -1;
     char name[CONFIG_NAME_MAX + 8];
-    snprintf(name, sizeof name, "bus %s", bus->cfg.name);
-    bus->port = port_new(bus->gw, loop, bus->driver, name, bus->self, &bus->m);
+    snprintf(name, sizeof name, "bus %s", bus_config(bus)->name);
+    bus->port = port_new(bus->gw, loop, bus->driver, name, bus->self, line_metrics(bus->line));
     return bus->port ? 0 : -1;
 }
 
@@ -377,13 +281,9 @@ void bus_free(gw_bus_t *bus)
     if (!bus)
         return;
     port_free(bus->port);
+    line_free(bus->line);
     driver_free(bus->driver);
     if (bus->router)
         router_thread_free(bus->router);
-    rtu_framer_free(bus->framer);
-    for (unsigned q = 0; q < BUS_QUEUES; q++)
-        free(bus->queue[q].slot);
-    for (unsigned s = 0; s < N_SLAVES; s++)
-        free(bus->slaves[s].parked);
     free(bus);
 }

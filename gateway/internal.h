@@ -53,6 +53,7 @@
 #include "config/config.h"
 #include "drivers/driver.h"
 #include "gateway/gateway.h"
+#include "line/line.h"
 #include "parser/rtu.h"
 #include "routing/router.h"
 #include "tags/tags.h"
@@ -68,75 +69,11 @@ struct evbuffer;
 struct evhttp_request;
 struct sockaddr;
 
-/* ---- the request path: what every front end knows ------------------------ */
+/* ---- the request path ------------------------------------------------------ */
 
-/* Gateway exception codes (Modbus application protocol, 7). */
-#define MB_EX_ILLEGAL_FUNCTION 0x01
-#define MB_EX_ILLEGAL_DATA_VALUE 0x03
-#define MB_EX_BUSY 0x06
-#define MB_EX_PATH_UNAVAILABLE 0x0A
-#define MB_EX_TARGET_FAILED 0x0B
-
-typedef struct gw_request gw_request_t;
-typedef struct gw_origin gw_origin_t;
-
-/*
- * Where an answer goes. A front end embeds a gw_origin_t in its own state
- * and names it in every request it submits. The contract, which bus.c
- * keeps for every request it accepts:
- *   - answer() is called exactly once per request: data, the slave's
- *     exception, or a gateway exception; on a bus worker thread, so it must
- *     not block (post to the loop or send to an actor);
- *   - wanted() (may be NULL: always) is asked, from a worker, just before a
- *     request would go on the line; false means its asker has gone, and
- *     the request is answered (and so accounted for) without line time.
- */
-typedef struct gw_origin_ops {
-    const char *name;
-    void (*answer)(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len);
-    bool (*wanted)(gw_origin_t *o, const gw_request_t *req);
-} gw_origin_ops_t;
-
-struct gw_origin {
-    const gw_origin_ops_t *ops;
-};
-
-struct gw_request {
-    gw_origin_t *origin;
-    uint64_t conn_id;    /* the origin's own: TCP connection (index and generation) */
-    uint64_t t_accept_ns;
-    uint32_t seq;        /* the origin's own: TCP request number, poll read index */
-    uint8_t slave;       /* 0: broadcast */
-    uint8_t background;  /* queued behind interactive requests when tcp_first */
-    uint8_t bus;         /* the bus it was submitted to (for the origin's bookkeeping) */
-    uint16_t pdu_len;
-    uint8_t pdu[RTU_MAX_PDU];
-};
-
-/* The answer of an exception to req, through its origin. */
-void gw_answer_exception(const gw_request_t *req, uint8_t code);
-
-/* ---- counters --------------------------------------------------------------- */
-
-#define GW_LATENCY_BUCKETS 12
-extern const double gw_latency_edges_ms[GW_LATENCY_BUCKETS]; /* last is +Inf */
-
-typedef struct gw_bus_metrics {
-    atomic_uint_fast64_t requests, responses, exceptions, timeouts, retries;
-    atomic_uint_fast64_t crc_errors, foreign_frames, noise_bytes, queue_full, dead_fast;
-    atomic_uint_fast64_t broadcasts, unavailable, verify_mismatches, late_bytes_guarded;
-    atomic_uint_fast64_t late_answers, ambiguous, gone_dropped, broadcast_refused;
-    atomic_uint_fast64_t queue_depth, port_up, reopen_attempts;
-    atomic_uint_fast64_t latency[GW_LATENCY_BUCKETS];
-    atomic_uint_fast64_t latency_sum_us;
-} gw_bus_metrics_t;
-
-typedef struct gw_slave_metrics {
-    atomic_uint_fast64_t requests, responses, timeouts, exceptions, late_answers;
-    atomic_uint_fast64_t dead;        /* 1 while backed off */
-    atomic_uint_fast64_t last_ok_ns;  /* CLOCK_MONOTONIC of the last good answer */
-    atomic_uint_fast64_t timeout_ms;  /* the response timeout in force (adaptive) */
-} gw_slave_metrics_t;
+/* The request, the origin interface, the gateway exception codes and the bus
+ * counters are the line core's (line/line.h): every front end builds a
+ * gw_request_t, names itself as its origin, and gets its one answer there. */
 
 typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
@@ -163,20 +100,7 @@ typedef struct gw_http_metrics {
     atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
 } gw_http_metrics_t;
 
-/* metrics.c */
-void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns);
-static inline void gw_count(atomic_uint_fast64_t *c)
-{
-    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-static inline uint64_t gw_read(const atomic_uint_fast64_t *c)
-{
-    return atomic_load_explicit(c, memory_order_relaxed);
-}
-static inline void gw_set(atomic_uint_fast64_t *c, uint64_t v)
-{
-    atomic_store_explicit(c, v, memory_order_relaxed);
-}
+/* metrics.c: the clocks (the counters' helpers are line/line.h's) */
 uint64_t gw_now_ns(void);
 /* The wall clock in ms (CLOCK_REALTIME): what tag values are stamped with. */
 int64_t gw_wall_ms(void);

@@ -321,6 +321,7 @@ static void emit(rtu_framer_t *fr, size_t len, int crc_ok, uint8_t is_request, i
     f->is_request = is_request;
     f->t_first_ns = fr->stamp[fr->head];
     f->t_last_ns = fr->stamp[fr->head + len - 1];
+    f->noise_mark = fr->stats.noise_bytes;   /* the noise before it is counted already (skip_to_frame) */
     fr->q_count++;
     fr->head += len;
     fr->scan = fr->head;

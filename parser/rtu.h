@@ -239,6 +239,8 @@ typedef struct rtu_frame {
     uint8_t crc_ok;
     uint64_t t_first_ns;  /* arrival stamp of the first byte */
     uint64_t t_last_ns;   /* arrival stamp of the last byte */
+    uint64_t noise_mark;  /* the framer's noise_bytes as this frame was emitted: a count that
+                             grows past it later means bytes discarded after this frame */
 } rtu_frame_t;
 
 typedef struct rtu_framer_stats {

@@ -1,21 +1,19 @@
 /*
- * gateway/bus_state.h -- the bus actor's state, shared by its three files
- * and by nothing else: bus.c (the actor, its messages, construction),
- * bus_queue.c (the request queues and parked retries) and line.c (the line
- * discipline, whose invariants are stated at the top of line.c).
+ * line/state.h -- the line core's state, shared by its files and by nothing
+ * else: events.c (the events, construction, timing), queue.c (the request
+ * queues and parked retries), discipline.c (the line discipline, whose
+ * invariants are stated at its top) and copies.c (I4 and I5).
  */
-#ifndef RTUGW_GATEWAY_BUS_STATE_H
-#define RTUGW_GATEWAY_BUS_STATE_H
+#ifndef RTUGW_LINE_STATE_H
+#define RTUGW_LINE_STATE_H
 
-#include "gateway/internal.h"
+#include "line/line.h"
 
 #define BUS_QUEUES 2   /* 0: interactive (or everything), 1: background polls */
 #define BROADCAST_TURNAROUND_NS 20000000ull  /* slaves act on a broadcast before the next frame */
 #define TIMEOUT_WIDEN_LIMIT 4                /* adaptive timeout: at most 4x the configured one */
 #define LOG_SUMMARY_NS 10000000000ull        /* info summaries per slave: at most one per 10 s */
 #define N_SLAVES 248
-
-enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMEOUT, BUS_MSG_KICK, BUS_MSG_IDLE, BUS_MSG_RESOLVE };
 
 /* What happened to a slave, for the rate-limited info summary. */
 enum slave_event { EV_TIMEOUT, EV_LATE, EV_DROPPED, EV_REFUSED, EV_COUNT };
@@ -60,15 +58,12 @@ typedef struct request_ring {
     unsigned head, len;
 } request_ring_t;
 
-struct gw_bus {
-    gw_t *gw;
-    unsigned index;
+struct line {
     config_bus_t cfg;
-    driver_t *driver;
-    gw_port_t *port;
-    actor_ref_t self;
+    line_env_t env;
+    line_params_t p;
+    uint64_t now_ns;          /* the time of the event being handled: the core's only clock */
     rtu_framer_t *framer;
-    router_thread_t *router;
     uint64_t t35_ns, gap_ns;  /* the silence that ends a frame; the rest between frames */
     unsigned wire_bits;       /* bits a byte takes on the wire (deadlines include them): a
                                  character's, two in ASCII, none on a Modbus TCP device */
@@ -91,6 +86,7 @@ struct gw_bus {
     bool pending_unconfirmed;  /* I5: the first answer after a give-up, or one its re-ask did not repeat */
     int pending_unexplained;   /* bytes heard in the window that no whole frame accounts for */
     uint64_t pending_t_last_ns;
+    uint64_t pending_noise_mark;   /* the framer's noise count as the held answer was framed */
     bool resolve_sent;         /* I3's barrier is in the mailbox (line_start_next) */
     uint16_t pending_len;
     uint8_t pending_pdu[RTU_MAX_PDU];
@@ -107,7 +103,7 @@ struct gw_bus {
      * cancelled (its host keeps it, actor/host.c H4: no wake-up) rather than
      * left to wake the loop for nothing; dense traffic keeps the one timer,
      * which serves the requests that follow it (line.c, drop_deadline_timer). */
-    actor_timer_t timer_id;
+    uint64_t timer_id;
     uint64_t idle_since_ns;    /* when the line last fell idle; 0: busy since */
     bool sparse;               /* the line had been idle 10 ms or more before this attempt */
     uint64_t kick_at_ns;
@@ -119,36 +115,37 @@ struct gw_bus {
     gw_slave_metrics_t sm[N_SLAVES];
 };
 
-/* bus_queue.c: the two request queues and the parked retries (I1). */
-unsigned bus_queued(const gw_bus_t *bus);
-bool bus_queue_push(gw_bus_t *bus, unsigned qi, const gw_request_t *req);
-bool bus_queue_push_or_purge(gw_bus_t *bus, unsigned qi, const gw_request_t *req, uint64_t now);
-bool bus_queue_pick(gw_bus_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake);
-void bus_queue_answer_all(gw_bus_t *bus, uint8_t code);
-void bus_park(gw_bus_t *bus, const gw_request_t *req, unsigned attempts);
-void bus_unpark(gw_bus_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts);
-bool bus_slave_dead(const gw_bus_t *bus, unsigned slave, uint64_t now);
+/* queue.c: the two request queues and the parked retries (I1). */
+bool line_queue_push(line_t *bus, unsigned qi, const gw_request_t *req);
+bool line_queue_push_or_purge(line_t *bus, unsigned qi, const gw_request_t *req, uint64_t now);
+bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake);
+void line_queue_answer_all(line_t *bus, uint8_t code);
+void line_park(line_t *bus, const gw_request_t *req, unsigned attempts);
+void line_unpark(line_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts);
+bool line_slave_dead(const line_t *bus, unsigned slave, uint64_t now);
 
-/* line.c: the discipline. */
-void line_start_next(gw_bus_t *bus);
+/* discipline.c: the discipline. */
+void line_start_next(line_t *bus);
 /* I3's barrier came back: every byte read before it has been seen. */
-void line_on_resolve(gw_bus_t *bus);
+void line_on_resolve(line_t *bus);
 /* The attempt in flight had no answer by its deadline. */
-void line_on_timeout(gw_bus_t *bus, uint64_t now);
-void line_drain_frames(gw_bus_t *bus);
-/* line_copies.c: I4. */
-void line_pending_bytes(gw_bus_t *bus, size_t n);
-void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns);
-void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last);
+void line_on_timeout(line_t *bus, uint64_t now);
+void line_drain_frames(line_t *bus);
+/* A log line, formatted only when its level is on. */
+void line_log(const line_t *bus, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* copies.c: I4. */
+void line_pending_bytes(line_t *bus, size_t n);
+void line_copies_sent(line_t *bus, unsigned slave, uint64_t delay_ns);
+void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last);
 /* I5: the slave's question was given up; what it sends may still answer it. */
-void line_confirm_begin(gw_bus_t *bus, unsigned slave, uint8_t cause);   /* CONFIRM_* */
-void line_copies_delivered(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
+void line_confirm_begin(line_t *bus, unsigned slave, uint8_t cause);   /* CONFIRM_* */
+void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
                            uint64_t t_last);
-void line_copies_stray(gw_bus_t *bus, unsigned slave, const rtu_frame_t *f);
-void line_deliver(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
-void line_refuse(gw_bus_t *bus, const gw_request_t *req, uint64_t now);
-void line_slave_event(gw_bus_t *bus, unsigned slave, enum slave_event ev, uint64_t now);
-uint64_t line_wire_ns(const gw_bus_t *bus, size_t bytes);
-void line_arm_timeout(gw_bus_t *bus, uint64_t deadline);
+void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f);
+void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
+void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now);
+void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t now);
+uint64_t line_wire_ns(const line_t *bus, size_t bytes);
+void line_arm_timeout(line_t *bus, uint64_t deadline);
 
 #endif

@@ -1,12 +1,12 @@
 /*
- * gateway/bus_queue.c -- a bus's requests waiting for the line: two rings
+ * line/queue.c -- a line's requests waiting for the wire: two rings
  * (interactive first, then background polls when tcp_first) and at most one
- * parked retry per slave (line.c's invariant I1). Which request goes next is
+ * parked retry per slave (discipline.c's invariant I1). Which request goes next is
  * decided here: a parked retry whose guard has passed, else the first queued
  * request whose slave is free. Per slave the order is first come, first
  * served; across slaves a guarded slave's requests wait while the others go.
  */
-#include "gateway/bus_state.h"
+#include "line/state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,18 +14,18 @@
 
 /* ---- the queue ------------------------------------------------------------- */
 
-unsigned bus_queued(const gw_bus_t *bus)
+unsigned line_queued(const line_t *bus)
 {
     return bus->queue[0].len + bus->queue[1].len + bus->parked_count;
 }
 
-static gw_request_t *ring_at(gw_bus_t *bus, unsigned qi, unsigned i)
+static gw_request_t *ring_at(line_t *bus, unsigned qi, unsigned i)
 {
     request_ring_t *r = &bus->queue[qi];
     return &r->slot[(r->head + i) % bus->cfg.queue_depth];
 }
 
-bool bus_queue_push(gw_bus_t *bus, unsigned qi, const gw_request_t *req)
+bool line_queue_push(line_t *bus, unsigned qi, const gw_request_t *req)
 {
     request_ring_t *r = &bus->queue[qi];
     if (r->len == bus->cfg.queue_depth)
@@ -36,7 +36,7 @@ bool bus_queue_push(gw_bus_t *bus, unsigned qi, const gw_request_t *req)
 }
 
 /* Takes entry i out, keeping the others in order. */
-static void ring_take(gw_bus_t *bus, unsigned qi, unsigned i, gw_request_t *out)
+static void ring_take(line_t *bus, unsigned qi, unsigned i, gw_request_t *out)
 {
     request_ring_t *r = &bus->queue[qi];
     *out = *ring_at(bus, qi, i);
@@ -45,12 +45,12 @@ static void ring_take(gw_bus_t *bus, unsigned qi, unsigned i, gw_request_t *out)
     r->len--;
 }
 
-void bus_park(gw_bus_t *bus, const gw_request_t *req, unsigned attempts)
+void line_park(line_t *bus, const gw_request_t *req, unsigned attempts)
 {
     slave_state_t *s = &bus->slaves[req->slave];
     gw_request_t *copy = malloc(sizeof *copy);
     if (!copy) {   /* no room to wait: refused, never lost */
-        line_refuse(bus, req, gw_now_ns());
+        line_refuse(bus, req, bus->now_ns);
         return;
     }
     *copy = *req;
@@ -59,7 +59,7 @@ void bus_park(gw_bus_t *bus, const gw_request_t *req, unsigned attempts)
     bus->parked_count++;
 }
 
-void bus_unpark(gw_bus_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts)
+void line_unpark(line_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts)
 {
     slave_state_t *s = &bus->slaves[slave];
     *out = *s->parked;
@@ -69,13 +69,13 @@ void bus_unpark(gw_bus_t *bus, unsigned slave, gw_request_t *out, unsigned *atte
     bus->parked_count--;
 }
 
-bool bus_slave_dead(const gw_bus_t *bus, unsigned slave, uint64_t now)
+bool line_slave_dead(const line_t *bus, unsigned slave, uint64_t now)
 {
     return slave && slave < N_SLAVES && bus->slaves[slave].dead_until_ns > now;
 }
 
 /* Answers everything waiting with code (the port went down). */
-void bus_queue_answer_all(gw_bus_t *bus, uint8_t code)
+void line_queue_answer_all(line_t *bus, uint8_t code)
 {
     gw_request_t req;
     unsigned attempts;
@@ -87,7 +87,7 @@ void bus_queue_answer_all(gw_bus_t *bus, uint8_t code)
         }
     for (unsigned s = 0; s < N_SLAVES && bus->parked_count; s++)
         if (bus->slaves[s].parked) {
-            bus_unpark(bus, s, &req, &attempts);
+            line_unpark(bus, s, &req, &attempts);
             gw_count(&bus->m.unavailable);
             gw_answer_exception(&req, code);
         }
@@ -101,10 +101,10 @@ static bool wanted(const gw_request_t *r)
 
 /* Entry i will never go on the line (its slave is backed off, or its asker
  * has gone): take it out and answer it now. */
-static bool answer_unsendable(gw_bus_t *bus, unsigned qi, unsigned i, uint64_t now)
+static bool answer_unsendable(line_t *bus, unsigned qi, unsigned i, uint64_t now)
 {
     gw_request_t *r = ring_at(bus, qi, i);
-    bool dead = bus_slave_dead(bus, r->slave, now);
+    bool dead = line_slave_dead(bus, r->slave, now);
     if (!dead && wanted(r))
         return false;
     gw_request_t gone;
@@ -116,14 +116,14 @@ static bool answer_unsendable(gw_bus_t *bus, unsigned qi, unsigned i, uint64_t n
 
 /* A full queue first gives up the places of requests that will never go
  * on the line, so they do not turn a live client away with 0x06. */
-bool bus_queue_push_or_purge(gw_bus_t *bus, unsigned qi, const gw_request_t *req, uint64_t now)
+bool line_queue_push_or_purge(line_t *bus, unsigned qi, const gw_request_t *req, uint64_t now)
 {
-    if (bus_queue_push(bus, qi, req))
+    if (line_queue_push(bus, qi, req))
         return true;
     for (unsigned i = 0; i < bus->queue[qi].len;)
         if (!answer_unsendable(bus, qi, i, now))
             i++;
-    return bus_queue_push(bus, qi, req);
+    return line_queue_push(bus, qi, req);
 }
 
 /*
@@ -133,7 +133,7 @@ bool bus_queue_push_or_purge(gw_bus_t *bus, unsigned qi, const gw_request_t *req
  * on the way, without line time. *wake: the earliest guard that holds a
  * request back (0: none).
  */
-bool bus_queue_pick(gw_bus_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake)
+bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake)
 {
     *wake = 0;
     for (unsigned s = 0; s < N_SLAVES && bus->parked_count; s++) {
@@ -141,7 +141,7 @@ bool bus_queue_pick(gw_bus_t *bus, uint64_t now, unsigned *attempts, uint64_t *w
         if (!ss->parked)
             continue;
         if (ss->hold_until_ns <= now) {
-            bus_unpark(bus, s, &bus->cur, attempts);
+            line_unpark(bus, s, &bus->cur, attempts);
             if (wanted(&bus->cur))
                 return true;
             gw_count(&bus->m.gone_dropped);

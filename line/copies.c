@@ -1,5 +1,5 @@
 /*
- * gateway/line_copies.c -- the line discipline's invariant I4 (line.c):
+ * line/copies.c -- the line discipline's invariant I4 (discipline.c):
  * slaves that repeat their answers. What the slave answered last is kept as
  * a hash (8 bytes a slave, not its 256-byte answer), so a copy of it is
  * known; the first answer equal to the last one for another question is
@@ -7,7 +7,7 @@
  * new for 3x its copy's delay after each answer, and its answers equal to
  * the last one for another question are confirmed as after a give-up (I5).
  */
-#include "gateway/bus_state.h"
+#include "line/state.h"
 
 #include <string.h>
 
@@ -19,7 +19,7 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
     return h | 1;   /* never 0: 0 means none */
 }
 
-void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns)
+void line_copies_sent(line_t *bus, unsigned slave, uint64_t delay_ns)
 {
     slave_state_t *s = &bus->slaves[slave];
     /* 3x the copy's delay: the hold is a timing margin against a slave's own
@@ -30,7 +30,7 @@ void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns)
     if (q > guard)
         q = guard;
     if (s->copies != COPIES_SENT || q > s->quiet_ns)
-        gw_log(bus->gw, CONFIG_LOG_INFO, "bus %s slave %u repeats its answers (a copy %.1f ms after); "
+        line_log(bus, CONFIG_LOG_INFO, "bus %s slave %u repeats its answers (a copy %.1f ms after); "
                "asked nothing new for %.1f ms after each answer", bus->cfg.name, slave,
                (double)delay_ns / 1e6, (double)q / 1e6);
     s->copies = COPIES_SENT;
@@ -38,7 +38,7 @@ void line_copies_sent(gw_bus_t *bus, unsigned slave, uint64_t delay_ns)
         s->quiet_ns = q;
 }
 
-void line_confirm_begin(gw_bus_t *bus, unsigned slave, uint8_t cause)
+void line_confirm_begin(line_t *bus, unsigned slave, uint8_t cause)
 {
     slave_state_t *s = &bus->slaves[slave];
     s->confirming = true;
@@ -52,7 +52,7 @@ void line_confirm_begin(gw_bus_t *bus, unsigned slave, uint8_t cause)
  * another attempt of the same question, asked after the guard, has the
  * same bytes. Returns true when it must wait for that (pending_unconfirmed).
  */
-static bool confirm_check(gw_bus_t *bus, slave_state_t *s, uint64_t h, uint64_t q)
+static bool confirm_check(line_t *bus, slave_state_t *s, uint64_t h, uint64_t q)
 {
     if (!s->confirming)
         return false;
@@ -72,7 +72,7 @@ static bool confirm_check(gw_bus_t *bus, slave_state_t *s, uint64_t h, uint64_t 
 
 /* The held answer: is it equal to the slave's last one, for another question
  * (I4)? And after a give-up, has it been confirmed (I5)? */
-void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last)
+void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
 {
     slave_state_t *s = &bus->slaves[slave];
     uint64_t h = fnv1a(bus->pending_pdu, bus->pending_len);
@@ -111,7 +111,7 @@ void line_copies_check(gw_bus_t *bus, unsigned slave, uint64_t t_last)
 }
 
 /* An answer goes out: remember it (I4), and keep a repeating slave quiet. */
-void line_copies_delivered(gw_bus_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
+void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
                              uint64_t t_last)
 {
     slave_state_t *s = &bus->slaves[req->slave];
@@ -123,7 +123,7 @@ void line_copies_delivered(gw_bus_t *bus, const gw_request_t *req, const uint8_t
 }
 
 /* A frame of the slave that answers nothing: a copy of its last answer? */
-void line_copies_stray(gw_bus_t *bus, unsigned slave, const rtu_frame_t *f)
+void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f)
 {
     slave_state_t *s = &bus->slaves[slave];
     if (s->last_answer_hash && fnv1a(f->adu + 1, f->len - 3u) == s->last_answer_hash &&
@@ -131,7 +131,7 @@ void line_copies_stray(gw_bus_t *bus, unsigned slave, const rtu_frame_t *f)
         line_copies_sent(bus, slave, f->t_last_ns - s->last_answer_end_ns);
 }
 
-void line_pending_bytes(gw_bus_t *bus, size_t n)
+void line_pending_bytes(line_t *bus, size_t n)
 {
     bus->pending_unexplained += (int)n;
 }

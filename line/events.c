@@ -1,0 +1,273 @@
+/*
+ * line/events.c -- the line core's way in: the events (line/line.h), each
+ * stamping the core's clock with the time it brings, its construction, and
+ * the time a byte and a frame take on each transport. The discipline they
+ * drive, and why no answer reaches the wrong request, is discipline.c.
+ */
+#include "line/state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How long past t3.5 the line waits before it believes the wire is quiet: the
+ * host may judge the silence on another thread than the one that reads the
+ * port, and bytes it has not handed over yet must not make a frame look
+ * finished. */
+#define IDLE_SLACK_NS 5000000ull
+
+const config_bus_t *line_config(const line_t *l) { return &l->cfg; }
+gw_bus_metrics_t *line_metrics(line_t *l) { return &l->m; }
+
+gw_slave_metrics_t *line_slave_metrics(line_t *l, unsigned slave)
+{
+    return slave < N_SLAVES ? &l->sm[slave] : NULL;
+}
+
+static void arm_idle(line_t *bus, uint64_t at)
+{
+    if (bus->idle_pending)
+        return;
+    bus->idle_pending = true;
+    bus->env.arm(bus->env.ctx, LINE_TIMER_IDLE, at, bus->now_ns, NULL);
+}
+
+/*
+ * I3: bytes discarded as noise after the held answer make it doubtful. Only
+ * after it: a turnaround glitch just before an answer, in the same chunk,
+ * is discarded before the answer is framed (the frame's noise_mark counts
+ * it), and once made the answer doubtful, so that every such answer was
+ * asked again and, with the glitch again, refused (tests/test_line_core.c,
+ * test_noise_before_answer: 0x0B after two attempts before this).
+ */
+static void noise_after_answer(line_t *bus, const rtu_framer_stats_t *st)
+{
+    if (bus->pending && st->noise_bytes > bus->pending_noise_mark)
+        bus->pending_doubtful = true;
+}
+
+/* ---- events --------------------------------------------------------------------- */
+
+void line_submit(line_t *bus, const gw_request_t *req, uint64_t now)
+{
+    uint8_t fc = req->pdu[0];
+
+    bus->now_ns = now;
+    gw_count(&bus->m.requests);
+    if (req->slave < N_SLAVES)
+        gw_count(&bus->sm[req->slave].requests);
+    if (!bus->port_up || req->slave >= N_SLAVES) {
+        gw_count(&bus->m.unavailable);
+        gw_answer_exception(req, MB_EX_PATH_UNAVAILABLE);
+        return;
+    }
+    if (req->slave == 0 && fc != 5 && fc != 6 && fc != 15 && fc != 16 && fc != 22) {
+        /* Only writes are broadcast: nothing answers a broadcast read. */
+        gw_count(&bus->m.broadcast_refused);
+        gw_answer_exception(req, MB_EX_ILLEGAL_FUNCTION);
+        return;
+    }
+    if (line_slave_dead(bus, req->slave, now)) {
+        gw_count(&bus->m.dead_fast);
+        gw_answer_exception(req, MB_EX_TARGET_FAILED);
+        return;
+    }
+    unsigned qi = (req->background && bus->cfg.tcp_first) ? 1 : 0;
+    if (!line_queue_push_or_purge(bus, qi, req, now)) {
+        gw_count(&bus->m.queue_full);
+        gw_answer_exception(req, MB_EX_BUSY);
+        return;
+    }
+    line_start_next(bus);
+}
+
+void line_bytes(line_t *bus, const uint8_t *data, size_t len, uint64_t t_ns, uint64_t now)
+{
+    rtu_framer_stats_t before, after;
+
+    bus->now_ns = now;
+    /* The line is not free while anyone talks: it rests for the gap after
+     * the last byte heard, whoever sent it. */
+    if (t_ns + bus->gap_ns > bus->t_line_free_ns)
+        bus->t_line_free_ns = t_ns + bus->gap_ns;
+    if (bus->pending)
+        line_pending_bytes(bus, len);
+    rtu_framer_get_stats(bus->framer, &before);
+    rtu_framer_feed(bus->framer, data, len, t_ns);
+    if (bus->p.framed)   /* the chunk is one whole frame (ASCII, MBAP): its end is the frame's */
+        rtu_framer_idle(bus->framer, t_ns + bus->t35_ns);
+    line_drain_frames(bus);
+    rtu_framer_get_stats(bus->framer, &after);
+    atomic_fetch_add_explicit(&bus->m.noise_bytes, after.noise_bytes - before.noise_bytes, memory_order_relaxed);
+    noise_after_answer(bus, &after);
+    bus->last_chunk_ns = t_ns;
+    /* A frame without a length rule ends with t3.5 of silence; a framer that
+     * holds nothing has no use for it (rtu_framer_settled), and a poll's
+     * answer, framed by its length, then costs no wake-up for the silence. */
+    if (!bus->p.framed && !rtu_framer_settled(bus->framer))
+        arm_idle(bus, now + bus->t35_ns + IDLE_SLACK_NS);
+    line_start_next(bus);
+}
+
+static void on_idle(line_t *bus, uint64_t now)
+{
+    uint64_t quiet_at = bus->last_chunk_ns + bus->t35_ns + IDLE_SLACK_NS;
+    bus->idle_pending = false;
+    if (now < quiet_at) {
+        arm_idle(bus, quiet_at);   /* bytes came since: look again later */
+        return;
+    }
+    rtu_framer_stats_t before, after;
+    rtu_framer_get_stats(bus->framer, &before);
+    rtu_framer_idle(bus->framer, now - IDLE_SLACK_NS);
+    line_drain_frames(bus);
+    rtu_framer_get_stats(bus->framer, &after);
+    atomic_fetch_add_explicit(&bus->m.noise_bytes, after.noise_bytes - before.noise_bytes, memory_order_relaxed);
+    noise_after_answer(bus, &after);
+    line_start_next(bus);
+}
+
+static void on_deadline(line_t *bus, uint64_t fired, uint64_t now)
+{
+    if (fired == bus->timer_at_ns)
+        bus->timer_at_ns = 0;
+    if (!bus->busy || !bus->deadline_ns)
+        return;
+    if (now < bus->deadline_ns) {
+        line_arm_timeout(bus, bus->deadline_ns);   /* a later attempt's deadline */
+        return;
+    }
+    line_on_timeout(bus, now);
+}
+
+void line_timer(line_t *bus, enum line_timer kind, uint64_t at, uint64_t now)
+{
+    bus->now_ns = now;
+    switch (kind) {
+    case LINE_TIMER_DEADLINE:
+        on_deadline(bus, at, now);
+        break;
+    case LINE_TIMER_KICK:
+        if (at == bus->kick_at_ns)
+            bus->kick_pending = false;
+        line_start_next(bus);
+        break;
+    case LINE_TIMER_IDLE:
+        on_idle(bus, now);
+        break;
+    }
+}
+
+void line_resolved(line_t *bus, uint64_t now)
+{
+    bus->now_ns = now;
+    line_on_resolve(bus);
+}
+
+void line_port(line_t *bus, bool up, uint64_t now)
+{
+    bus->now_ns = now;
+    bus->port_up = up;
+    if (!up) {
+        if (bus->pending) {
+            bus->pending = false;   /* heard before the port went: still the answer */
+            line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
+        } else if (bus->busy) {
+            gw_count(&bus->m.unavailable);
+            gw_answer_exception(&bus->cur, MB_EX_PATH_UNAVAILABLE);
+        }
+        bus->busy = false;
+        bus->deadline_ns = 0;
+    }
+    line_start_next(bus);
+}
+
+/* ---- construction ---------------------------------------------------------------- */
+
+/*
+ * Time on the line, per transport. A serial line: t3.5 ends a frame
+ * without a length rule, a byte takes its character time, the line rests
+ * t3.5 between frames. ASCII: two characters a byte. A device server (RTU
+ * over TCP): the answer still crosses its serial line at the configured
+ * baud, but the stream to rtugw keeps no character timing, so the framer's
+ * silence is frame_silence_ms. A Modbus TCP device: no serial line at all
+ * (no wire time, no rest between frames unless gap_us asks for one); ASCII
+ * and MBAP frames end by their own delimiters (the transport is framed).
+ */
+static void init_timing(line_t *bus)
+{
+    const config_bus_t *c = &bus->cfg;
+    bool stream = c->port_kind == CONFIG_PORT_TCP && c->framing == CONFIG_FRAMING_RTU;
+
+    bus->char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
+    bus->wire_bits = c->framing == CONFIG_FRAMING_ASCII ? 2 * bus->char_bits
+                   : c->framing == CONFIG_FRAMING_TCP ? 0 : bus->char_bits;
+    bus->t35_ns = stream ? (uint64_t)c->frame_silence_ms * 1000000ull : rtu_t35_ns(c->baud, bus->char_bits);
+    bus->gap_ns = c->gap_us ? (uint64_t)c->gap_us * 1000u
+                : c->framing == CONFIG_FRAMING_TCP ? 0 : rtu_t35_ns(c->baud, bus->char_bits);
+}
+
+static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
+{
+    for (unsigned s = 0; s < N_SLAVES; s++)
+        bus->slaves[s] = (slave_state_t){ .timeout_ms = bus->cfg.response_timeout_ms, .dead_after = 3,
+                                          .backoff_ms = 10000 };
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        const config_device_t *d = &cfg->devices[i];
+        if (d->bus != index)
+            continue;
+        slave_state_t *s = &bus->slaves[d->slave];
+        s->timeout_ms = d->timeout_ms ? d->timeout_ms : bus->cfg.response_timeout_ms;
+        s->dead_after = d->dead_after;
+        s->backoff_ms = d->dead_backoff_ms;
+    }
+    /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
+     * answer carries that answer's transaction id, no longer in flight, so
+     * the MBAP layer hands it up failing its CRC. Equal answers are real. */
+    bool ids = bus->cfg.framing == CONFIG_FRAMING_TCP;
+    for (unsigned s = 0; s < N_SLAVES; s++) {
+        bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
+        bus->slaves[s].copies = ids ? COPIES_GENUINE : COPIES_UNKNOWN;
+        gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);
+    }
+}
+
+line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, const line_env_t *env,
+                 char *err, size_t errcap)
+{
+    line_t *bus = calloc(1, sizeof *bus);
+    if (!bus) {
+        snprintf(err, errcap, "out of memory");
+        return NULL;
+    }
+    bus->cfg = cfg->buses[index];
+    bus->env = *env;
+    bus->p = *p;
+    init_timing(bus);
+    bus->verify_state = 0x9E3779B97F4A7C15ull + index;
+    init_slaves(bus, cfg, index);
+    for (unsigned q = 0; q < BUS_QUEUES; q++)
+        bus->queue[q].slot = calloc(bus->cfg.queue_depth, sizeof(gw_request_t));
+    bool stream = bus->cfg.port_kind == CONFIG_PORT_TCP && bus->cfg.framing == CONFIG_FRAMING_RTU;
+    rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
+                               .silence_ns = stream ? bus->t35_ns : 0 };
+    bus->framer = rtu_framer_new(&fc);
+    if (!bus->queue[0].slot || !bus->queue[1].slot || !bus->framer) {
+        snprintf(err, errcap, "bus %s: out of memory", bus->cfg.name);
+        line_free(bus);
+        return NULL;
+    }
+    return bus;
+}
+
+void line_free(line_t *bus)
+{
+    if (!bus)
+        return;
+    rtu_framer_free(bus->framer);
+    for (unsigned q = 0; q < BUS_QUEUES; q++)
+        free(bus->queue[q].slot);
+    for (unsigned s = 0; s < N_SLAVES; s++)
+        free(bus->slaves[s].parked);
+    free(bus);
+}
