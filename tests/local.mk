@@ -75,3 +75,22 @@ EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
 # bad LRC, and the [rtu_tcp] and [serial_slave] front ends (mbpoll on a pty).
 TESTS += tests/test_transports.py
 EXTRA_DIST += tests/test_transports.py
+
+# The line core in simulated time: scripted scenarios and the seeded explorer
+# (10^6 transactions here; `make check-long` runs 10^7). test_line_broken is
+# the same explorer against the core built without I2's guard: it must
+# find wrong answers, or the explorer is not looking.
+LINE_CORE_SOURCES = line/line.h line/state.h line/events.c line/discipline.c line/queue.c line/copies.c line/metrics.c
+check_PROGRAMS += tests/test_line_core tests/test_line_broken
+tests_test_line_core_SOURCES = tests/test_line_core.c tests/linesim.c tests/linesim.h
+tests_test_line_core_CFLAGS = $(TEST_CFLAGS)
+tests_test_line_core_LDADD = line/libline.a config/libconfig.a tags/libtags.a $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
+tests_test_line_broken_SOURCES = tests/test_line_core.c tests/linesim.c tests/linesim.h $(LINE_CORE_SOURCES)
+tests_test_line_broken_CFLAGS = $(TEST_CFLAGS)
+tests_test_line_broken_CPPFLAGS = $(AM_CPPFLAGS) -DLINE_BREAK_I2 -DLINE_BROKEN
+tests_test_line_broken_LDADD = config/libconfig.a tags/libtags.a $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
+TESTS += tests/test_line_core tests/test_line_broken
+
+check-long: tests/test_line_core
+	RTUGW_EXPLORE_TRANSACTIONS=10000000 $(builddir)/tests/test_line_core
+.PHONY: check-long
