@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static config_t *load(const char *text, config_errors_t *errs)
 {
@@ -150,6 +151,27 @@ static void test_syntax_and_long_lines(void **state)
 
     assert_null(config_load_file("/nonexistent/rtugw.ini", &errs));
     expect_error(&errs, "/nonexistent/rtugw.ini: cannot open", NULL);
+}
+
+/* A NUL in a line is an error at its line and column, as the CSV reader
+ * makes it: the text after it is not silently dropped (here it would have
+ * hidden "junk" after the port). */
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/rtugw-test-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char text[] = "[bus a]\nport = /dev/x\0 junk\n[device d]\nslave = 1\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    config_errors_t errs;
+    config_t *cfg = config_load_file(path, &errs);
+    char want[64];
+    snprintf(want, sizeof want, "%s:2:14: NUL byte", path);
+    unlink(path);
+    assert_null(cfg);
+    expect_error(&errs, want, NULL);
 }
 
 static void test_required_and_cross_checks(void **state)
@@ -682,6 +704,7 @@ int main(void)
         cmocka_unit_test(test_rtu_tcp_section),
         cmocka_unit_test(test_serial_slave_section),
         cmocka_unit_test(test_mqtt_section),
+        cmocka_unit_test(test_nul_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
