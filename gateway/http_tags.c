@@ -572,9 +572,16 @@ bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const cha
     bool one = strncmp(path, "/tags/", 6) == 0 && path[6];
     if (strcmp(path, "/tags") != 0 && !one)
         return false;
-    char *name = one ? evhttp_uridecode(path + 6, 0, NULL) : NULL;
+    size_t name_len = 0;
+    char *name = one ? evhttp_uridecode(path + 6, 0, &name_len) : NULL;
     if (one && !name) {
         evhttp_send_error(req, 500, "out of memory");
+    } else if (one && strlen(name) != name_len) {
+        /* %00 decodes to a NUL: as a C string the name would be cut there and
+         * another tag's (w_u16%00xyz is not w_u16); no tag name holds one */
+        if (cmd == EVHTTP_REQ_PUT)
+            gw_count(&ht->gw->http_metrics.tag_writes_refused);
+        reply_error(req, HTTP_BADREQUEST, "Bad Request", name, "the tag name holds a NUL byte (%00)");
     } else if (cmd == EVHTTP_REQ_PUT && one) {
         put_tag(ht, req, name);
     } else if (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD) {
