@@ -606,7 +606,15 @@ static void test_mqtt_section(void **state)
     assert_int_equal(cfg->mqtt.publish, NORTH_PUBLISH_INTERVAL);
     assert_int_equal(cfg->mqtt.format, NORTH_FORMAT_JSON_PER_TAG);
     assert_string_equal(cfg->mqtt.topic_prefix, "site1/rtugw");
+    assert_int_equal(cfg->mqtt.max_write_items, 64);   /* the default: as many as can wait for answers */
     config_free(cfg);
+
+    cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nmax_write_items = 8\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->mqtt.max_write_items, 8);
+    config_free(cfg);
+    assert_null(load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nmax_write_items = 65\n", &errs));
+    expect_error(&errs, "t.ini:5: [mqtt] max_write_items = '65'", "1..64");
 
     cfg = load("[bus a]\nport = sim\n[device status]\nbus = a\nslave = 1\n[mqtt]\n"   /* 1-6 */
                "qos = 2\npublish = sometimes\nformat = xml\ntopic_prefix = a/+/b\n"       /* 7-10 */
