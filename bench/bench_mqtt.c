@@ -267,7 +267,8 @@ static void *north_thread(void *arg)
                            .qos = 1, .status_qos = 0, .gateway = "gw", .publish = NORTH_PUBLISH_POLL,
                            .clean_session = true, .format = NORTH_FORMAT_JSON, .verify = true,
                            .buffer_messages = (unsigned)p->count + 16, .buffer_bytes = 1u << 30,
-                           .max_write_bytes = 16384 };
+                           .max_write_bytes = 16384,
+                           .max_write_items = NORTH_WRITE_MAX_ITEMS };
     snprintf(cfg.topic_prefix, sizeof cfg.topic_prefix, "%s", p->prefix);
     if (p->sparkplug) {
         cfg.format = NORTH_FORMAT_SPARKPLUG;

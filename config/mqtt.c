@@ -56,6 +56,7 @@ const key_spec_t config_mqtt_keys[] = {
     U(spool_max_bytes, 1048576, 4294967295.0),
     U(spool_fsync_ms, 0, 60000),
     U(max_write_bytes, 256, 1048576),
+    U(max_write_items, 1, NORTH_WRITE_MAX_ITEMS),
     C("read_only", set_noted_bool),
     C("group_id", set_sparkplug_id),
     C("edge_node_id", set_sparkplug_id),
@@ -72,7 +73,8 @@ void config_mqtt_open(loader_t *ld)
                                       .clean_session = true, .format = NORTH_FORMAT_JSON,
                                       .buffer_messages = 10000, .buffer_bytes = 8u << 20,
                                       .spool_max_bytes = 64u << 20, .spool_fsync_ms = 1000,
-                                      .max_write_bytes = 16384 };
+                                      .max_write_bytes = 16384,
+                                      .max_write_items = NORTH_WRITE_MAX_ITEMS };
 }
 
 /* ---- keys with a vocabulary or a rule of their own --------------------------------- */

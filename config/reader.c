@@ -117,13 +117,31 @@ char *config_read_line(char *str, int num, void *stream)
     int c = 0;
 
     if (ld->file) {
-        if (!fgets(str, num, ld->file))
+        /* Byte by byte, not fgets: fgets cannot tell a NUL from the end of
+         * the line, and the text after one was silently dropped. A NUL is
+         * an error at its line and column, as the CSV reader makes it. */
+        size_t nul_at = 0;   /* its column, 1-based; 0: none */
+        while (n + 1 < (size_t)num && (c = fgetc(ld->file)) != EOF) {
+            if (c == 0 && !nul_at)
+                nul_at = n + 1;
+            str[n++] = (char)c;
+            if (c == '\n')
+                break;
+        }
+        if (n == 0)
             return NULL;
-        n = strlen(str);
+        str[n] = 0;
         if (n == (size_t)num - 1 && str[n - 1] != '\n' && !feof(ld->file)) {
             while ((c = fgetc(ld->file)) != EOF && c != '\n')
                 ;
             too_long(ld, str, num);
+            return str;
+        }
+        if (nul_at) {
+            ld->line++;
+            config_error_text(ld, "%s:%u:%zu: NUL byte in the file", ld->source, ld->line, nul_at);
+            str[0] = '\n';   /* inih sees an empty line */
+            str[1] = 0;
             return str;
         }
     } else {

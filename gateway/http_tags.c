@@ -7,8 +7,9 @@
  * read-only ([tcp] read_only), [http] write_token is set and presented as
  * "Authorization: Bearer TOKEN" (403 otherwise), the tag is writable (403),
  * and its value fits the tag's type after scale and offset (422; refused,
- * never wrapped or clamped). The body is JSON, {"value": V}, parsed by
- * json-c and bounded by [http] max_body_bytes. V is a number, a boolean or
+ * never wrapped or clamped). The body is JSON, {"value": V} and nothing
+ * after it, parsed by json_parse_request and bounded by [http]
+ * max_body_bytes. V is a number, a boolean or
  * a string (a string tag's text, a raw tag's hex words, or any value as
  * text). Integers keep all 64 bits: they go to the codec as text.
  *
@@ -328,18 +329,20 @@ static bool spelled(const char *body, const char *digits)
     return false;
 }
 
-/* The body's value, encoded for the tag. Returns the HTTP status of a refusal, or 0. */
+/* The body's value, encoded for the tag. Returns the HTTP status of a refusal, or 0.
+ * The body is parsed by the rule MQTT write payloads follow too
+ * (json_parse_request): {"value": V} has two structural tokens; a string V
+ * holds none that count. */
 static int encode_body(const tags_tag_t *g, const char *body, size_t len, tags_write_t *w, char *msg,
                        size_t cap)
 {
-    struct json_tokener *tok = json_tokener_new_ex(4);
-    struct json_object *root = tok ? json_tokener_parse_ex(tok, body, (int)len) : NULL, *v = NULL;
+    char why[96];
+    struct json_object *root = json_parse_request(body, len, 4, 2, why, sizeof why), *v = NULL;
     int status = 0;
 
-    if (!root || json_tokener_get_error(tok) != json_tokener_success ||
-        !json_object_is_type(root, json_type_object) || json_object_object_length(root) != 1 ||
+    if (!root || !json_object_is_type(root, json_type_object) || json_object_object_length(root) != 1 ||
         !json_object_object_get_ex(root, "value", &v)) {
-        snprintf(msg, cap, "the body must be a JSON object {\"value\": V}");
+        snprintf(msg, cap, "the body must be a JSON object {\"value\": V}%s%s", root ? "" : ": ", root ? "" : why);
         status = HTTP_BADREQUEST;
     } else if (json_object_is_type(v, json_type_double)) {
         double d = json_object_get_double(v);
@@ -364,8 +367,6 @@ static int encode_body(const tags_tag_t *g, const char *body, size_t len, tags_w
         status = HTTP_BADREQUEST;
     }
     json_object_put(root);
-    if (tok)
-        json_tokener_free(tok);
     return status;
 }
 
@@ -449,8 +450,7 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
     }
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
-    int status = memchr(body, '\0', len) ? (snprintf(msg, sizeof msg, "the body holds a NUL byte"), 400)
-                                         : encode_body(g, body, len, &w, msg, sizeof msg);
+    int status = encode_body(g, body, len, &w, msg, sizeof msg);
     free(body);
     if (status) {
         refuse(ht, req, status, status == 422 ? "Unprocessable Entity" : "Bad Request", name, msg);
@@ -594,9 +594,16 @@ bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const cha
     bool one = strncmp(path, "/tags/", 6) == 0 && path[6];
     if (strcmp(path, "/tags") != 0 && !one)
         return false;
-    char *name = one ? evhttp_uridecode(path + 6, 0, NULL) : NULL;
+    size_t name_len = 0;
+    char *name = one ? evhttp_uridecode(path + 6, 0, &name_len) : NULL;
     if (one && !name) {
         evhttp_send_error(req, 500, "out of memory");
+    } else if (one && strlen(name) != name_len) {
+        /* %00 decodes to a NUL: as a C string the name would be cut there and
+         * another tag's (w_u16%00xyz is not w_u16); no tag name holds one */
+        if (cmd == EVHTTP_REQ_PUT)
+            gw_count(&ht->gw->http_metrics.tag_writes_refused);
+        reply_error(req, HTTP_BADREQUEST, "Bad Request", name, "the tag name holds a NUL byte (%00)");
     } else if (cmd == EVHTTP_REQ_PUT && one) {
         put_tag(ht, req, name);
     } else if (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD) {

@@ -109,7 +109,7 @@ typedef enum north_state {
 } north_state_t;
 
 #define NORTH_WINDOW 64              /* QoS 1 publications in flight at once */
-#define NORTH_PENDING_WRITES 64      /* writes waiting for their answer */
+#define NORTH_PENDING_WRITES NORTH_WRITE_MAX_ITEMS   /* writes waiting for their answer */
 #define NORTH_MAX_TAGS (1u << 20)
 
 typedef struct north_pending {
@@ -316,6 +316,7 @@ typedef struct sp_metric {
     double double_value;
     bool boolean_value;
     const char *string_value;
+    const char *refused;     /* in: why the metric is refused whatever its name says (a NUL in it), or NULL */
 } sp_metric_t;
 
 /* Encodes {timestamp, metrics} (no seq: the session appends it when the
@@ -324,7 +325,9 @@ int spc_encode(struct evbuffer *b, uint64_t timestamp, const sp_metric_t *m, siz
 /* Appends field 3 (seq) to an encoded payload in b. */
 void spc_append_seq(struct evbuffer *b, uint64_t seq);
 /* Decodes a command payload; each metric to fn (its strings live until
- * the return). 0, or -EINVAL for a payload that is not one. */
-int spc_decode(const void *payload, size_t len, void (*fn)(void *ctx, const sp_metric_t *m), void *ctx);
+ * the return). 0; -EINVAL for a payload that is not one, -E2BIG for one of
+ * more than max_metrics metrics (then fn sees none). */
+int spc_decode(const void *payload, size_t len, size_t max_metrics, void (*fn)(void *ctx, const sp_metric_t *m),
+               void *ctx);
 
 #endif

@@ -38,6 +38,7 @@ struct event_base;
 #define NORTH_NAME_MAX 64         /* gateway, device and tag names */
 #define NORTH_PREFIX_MAX 128
 #define NORTH_WRITE_MAX_VALUES 123   /* one FC 16 request */
+#define NORTH_WRITE_MAX_ITEMS 64     /* writes one request may carry: the writes that can wait for answers */
 
 typedef enum north_publish_mode {
     NORTH_PUBLISH_CHANGE = 0,     /* a value that moved beyond the deadband, or changed quality */
@@ -78,6 +79,7 @@ typedef struct north_config {
     unsigned spool_max_bytes;
     unsigned spool_fsync_ms;             /* 0: fsync after every message */
     unsigned max_write_bytes;            /* largest write request payload taken */
+    unsigned max_write_items;            /* writes in one request (a JSON list, a Sparkplug command), 1..64 */
     bool read_only;                      /* writes are refused (NORTH_WRITE_READ_ONLY) */
     /* format = sparkplug: topic levels (no '/', '+', '#') */
     char group_id[NORTH_NAME_MAX];

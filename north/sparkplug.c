@@ -67,6 +67,7 @@
 #define SP_TOPIC_MAX (NORTH_NAME_MAX * 3 + 32)
 #define SP_STATE_MAX 1024            /* a STATE payload larger than this is not one */
 #define SP_REBIRTH "Node Control/Rebirth"
+#define SP_REBIRTH_LOG_NS 10000000000ull  /* rebirths a host asks for: one info line per 10 s at most */
 
 typedef struct sp_held {
     struct sp_held *next;
@@ -90,6 +91,8 @@ struct north_sparkplug {
     sp_held_t *held_head, *held_tail;
     unsigned held_count;
     uint64_t held_bytes;
+    uint64_t rebirth_log_next_ns;    /* monotonic: the next rebirth logged at info level */
+    unsigned rebirths_quiet;         /* rebirths since the last such line */
     struct evbuffer *b;
     sp_metric_t *ms;
     size_t ms_cap;
@@ -373,8 +376,35 @@ static void nbirth(north_t *n)
     send_seq(n, sp->t_nbirth, true);
 }
 
-/* NBIRTH, the DBIRTHs, then what was kept. */
-static void births(north_t *n)
+/* The line that says births went out, at info level. Births of a new
+ * session or of a primary host back online are rare and each is logged; a
+ * rebirth is whatever a host's NCMD asks, as often as it asks, so those
+ * are said in one line at most every SP_REBIRTH_LOG_NS with the number
+ * since, the others at debug level (the counters count them all). */
+static void log_births(north_t *n, bool requested)
+{
+    north_sparkplug_t *sp = n->sp;
+    uint64_t now = north_mono_ns();
+    char more[64] = "";
+    if (requested && now < sp->rebirth_log_next_ns) {
+        sp->rebirths_quiet++;
+        north_log(n, 3, "mqtt: sparkplug: rebirth requested (NCMD): NBIRTH (bdSeq %" PRIu64 ") and DBIRTHs",
+                  sp->bdseq);
+        return;
+    }
+    if (requested) {
+        if (sp->rebirths_quiet)
+            snprintf(more, sizeof more, " (and %u more rebirths since the last line)", sp->rebirths_quiet);
+        sp->rebirths_quiet = 0;
+        sp->rebirth_log_next_ns = now + SP_REBIRTH_LOG_NS;
+    }
+    north_log(n, 2, "mqtt: sparkplug: %sNBIRTH (bdSeq %" PRIu64 ") and DBIRTH of the devices up; %u messages kept "
+                    "go out behind them%s", requested ? "rebirth requested (NCMD): " : "", sp->bdseq,
+              sp->held_count, more);
+}
+
+/* NBIRTH, the DBIRTHs, then what was kept; requested: a host's NCMD Rebirth. */
+static void births(north_t *n, bool requested)
 {
     north_sparkplug_t *sp = n->sp;
     uint64_t now = north_now_ms();
@@ -386,8 +416,7 @@ static void births(north_t *n)
         if (d->sp_up != 0 && d->sp_has_values)
             dbirth(n, d, d->timestamp_ms ? d->timestamp_ms : now);
     }
-    north_log(n, 2, "mqtt: sparkplug: NBIRTH (bdSeq %" PRIu64 ") and DBIRTH of the devices up; %u messages kept "
-                    "go out behind them", sp->bdseq, sp->held_count);
+    log_births(n, requested);
     flush_held(n);
 }
 
@@ -503,7 +532,7 @@ void sparkplug_on_connect(north_t *n)
         client_subscribe(n, sp->t_state);   /* the retained STATE answers; births follow if online */
         return;
     }
-    births(n);
+    births(n, false);
 }
 
 void sparkplug_session_lost(north_t *n)
@@ -533,6 +562,10 @@ static void on_ncmd_metric(void *arg, const sp_metric_t *m)
 {
     cmd_ctx_t *c = arg;
     c->n->st.write_requests++;
+    if (m->refused) {
+        ignored(c->n, "NCMD metric", m->refused);
+        return;
+    }
     if (m->name && strcmp(m->name, SP_REBIRTH) == 0 && m->vtype == SPV_BOOL) {
         c->n->st.write_ok++;
         c->rebirth |= m->boolean_value;
@@ -591,6 +624,10 @@ static void on_dcmd_metric(void *arg, const sp_metric_t *m)
     north_t *n = c->n;
     char what[2 * NORTH_NAME_MAX + 16], num[40];
     n->st.write_requests++;
+    if (m->refused) {
+        ignored(n, "DCMD metric", m->refused);
+        return;
+    }
     north_tag_t *t = m->name ? values_find_tag(c->d, m->name, 0) : m->has_alias ? values_find_tag(c->d, NULL, m->alias)
                                                                                  : NULL;
     if (!t) {
@@ -654,7 +691,7 @@ static void on_state(north_t *n, const void *payload, size_t len)
             north_log(n, 2, "mqtt: sparkplug: primary host %s is %s", n->cfg.primary_host_id,
                       online ? "online: births" : "offline: data is kept until it returns");
             if (online && sp->connected)
-                births(n);
+                births(n, false);
             else if (!online)
                 unborn(n);
         } else {
@@ -685,17 +722,18 @@ bool sparkplug_on_message(north_t *n, const char *topic, const void *payload, si
         ignored(n, "DCMD", "no such device");
         return true;
     }
-    if (len > n->cfg.max_write_bytes || spc_decode(payload, len, ncmd ? on_ncmd_metric : on_dcmd_metric, &c) != 0) {
+    int rc = len > n->cfg.max_write_bytes ? -EMSGSIZE
+             : spc_decode(payload, len, n->cfg.max_write_items, ncmd ? on_ncmd_metric : on_dcmd_metric, &c);
+    if (rc != 0) {
+        const char *why = rc == -EMSGSIZE ? "larger than max_write_bytes"
+                          : rc == -E2BIG ? "more metrics than max_write_items" : "not a Sparkplug B payload";
         n->st.write_requests++;
         n->st.write_malformed++;
-        ignored(n, ncmd ? "NCMD" : "DCMD", len > n->cfg.max_write_bytes ? "larger than max_write_bytes"
-                                                                         : "not a Sparkplug B payload");
+        ignored(n, ncmd ? "NCMD" : "DCMD", why);
         return true;
     }
-    if (c.rebirth && active(sp)) {
-        north_log(n, 2, "mqtt: sparkplug: rebirth requested (NCMD)");
-        births(n);
-    }
+    if (c.rebirth && active(sp))
+        births(n, true);
     return true;
 }
 

@@ -9,13 +9,15 @@
  * the primary host is away gets its seq only when it is sent.
  *
  * Decoding (NCMD, DCMD): the payload was bounded by max_write_bytes before
- * it comes here; protobuf-c checks every length against what is left; the
+ * it comes here; it is walked and its metrics counted before protobuf-c
+ * unpacks one metric at a time into a bounded arena (spc_decode); the
  * .proto declares no message that nests, so the depth is at most four.
  */
 #include "north/internal.h"
 #include "north/sparkplug.pb-c.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +102,9 @@ int spc_encode(struct evbuffer *b, uint64_t timestamp, const sp_metric_t *m, siz
         metric_t *o = &ms[i];
         rtugw__sparkplug__sp_metric__init(o);
         ptrs[i] = o;
-        o->name = (char *)m[i].name;
+        o->has_name = m[i].name != NULL;
+        o->name.data = (uint8_t *)m[i].name;
+        o->name.len = m[i].name ? strlen(m[i].name) : 0;
         o->has_alias = m[i].has_alias;
         o->alias = m[i].alias;
         o->has_timestamp = m[i].has_timestamp;
@@ -166,54 +170,182 @@ void spc_append_seq(struct evbuffer *b, uint64_t seq)
     evbuffer_add(b, v, n);
 }
 
-int spc_decode(const void *payload, size_t len, void (*fn)(void *ctx, const sp_metric_t *m), void *ctx)
+/* ---- decoding: bounded before protobuf-c allocates --------------------------------------- */
+
+/*
+ * protobuf-c's unpack allocates per element (each metric, each property,
+ * each unknown field, each string), so a 1 MiB payload of two-byte empty
+ * metrics made half a million allocations on the I/O thread: 100 ms and
+ * 10 MiB a command, Modbus TCP waiting meanwhile. So the payload is walked
+ * here first, in the wire format, without allocating: its fields checked
+ * and its metrics counted, and one with more metrics than max_metrics (a
+ * command's writes, max_write_items) is refused before anything is
+ * unpacked. Each metric is then unpacked alone into an arena on the stack:
+ * a metric that needs more than METRIC_ARENA bytes unpacked (a long name,
+ * a long string, many properties or unknown fields) fails its unpack, is
+ * ignored and counted, and nothing of it reaches the heap. The cost of a
+ * command is one pass over its bytes and at most max_metrics unpacks of a
+ * bounded size, whatever max_write_bytes allows.
+ */
+#define METRIC_ARENA 4096   /* a metric rtugw takes: ~200 B of message, a 63-byte name, a 250-byte string */
+
+typedef struct {
+    const uint8_t *data;     /* wire type 2: the field's bytes */
+    size_t len;
+    uint32_t number;
+    unsigned wire;
+} wire_field_t;
+
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
-    payload_t *p = rtugw__sparkplug__sp_payload__unpack(NULL, len, payload);
-    if (!p)
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* The field at *p, and *p past it; -EINVAL for what is not one (groups,
+ * which Sparkplug B does not use, included). */
+static int next_field(const uint8_t **p, const uint8_t *end, wire_field_t *f)
+{
+    uint64_t key, n = 0;
+    if (read_varint(p, end, &key) != 0 || key >> 3 == 0 || key >> 3 > UINT32_MAX)
         return -EINVAL;
-    char text[256];   /* the longest string a tag takes is 250 bytes */
-    for (size_t i = 0; i < p->n_metrics; i++) {
-        const metric_t *o = p->metrics[i];
-        sp_metric_t m = { .name = o->name, .has_alias = o->has_alias, .alias = o->alias,
-                          .has_timestamp = o->has_timestamp, .timestamp = o->timestamp,
-                          .datatype = o->has_datatype ? o->datatype : 0, .is_null = o->has_is_null && o->is_null,
-                          .quality = -1 };
-        switch (o->value_case) {
-        case RTUGW__SPARKPLUG__SP_METRIC__VALUE_INT_VALUE:
-            m.vtype = SPV_INT;
-            m.int_value = o->int_value;
-            break;
-        case RTUGW__SPARKPLUG__SP_METRIC__VALUE_LONG_VALUE:
-            m.vtype = SPV_LONG;
-            m.long_value = o->long_value;
-            break;
-        case RTUGW__SPARKPLUG__SP_METRIC__VALUE_FLOAT_VALUE:
-            m.vtype = SPV_FLOAT;
-            m.float_value = o->float_value;
-            break;
-        case RTUGW__SPARKPLUG__SP_METRIC__VALUE_DOUBLE_VALUE:
-            m.vtype = SPV_DOUBLE;
-            m.double_value = o->double_value;
-            break;
-        case RTUGW__SPARKPLUG__SP_METRIC__VALUE_BOOLEAN_VALUE:
-            m.vtype = SPV_BOOL;
-            m.boolean_value = o->boolean_value;
-            break;
-        case RTUGW__SPARKPLUG__SP_METRIC__VALUE_STRING_VALUE:
-            /* a C string of exactly its bytes, or no value: a NUL inside is refused */
-            if (o->string_value.len < sizeof text && !memchr(o->string_value.data, 0, o->string_value.len)) {
-                memcpy(text, o->string_value.data, o->string_value.len);
-                text[o->string_value.len] = 0;
-                m.vtype = SPV_STRING;
-                m.string_value = text;
-            }
-            break;
-        default:
-            m.vtype = SPV_NONE;   /* bytes, or none: no value rtugw takes */
-            break;
+    f->number = (uint32_t)(key >> 3);
+    f->wire = key & 7;
+    switch (f->wire) {
+    case 0:
+        f->data = NULL, f->len = 0;
+        return read_varint(p, end, &n);
+    case 1: n = 8; break;
+    case 5: n = 4; break;
+    case 2:
+        if (read_varint(p, end, &n) != 0)
+            return -EINVAL;
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (n > (uint64_t)(end - *p))
+        return -EINVAL;
+    f->data = *p;
+    f->len = (size_t)n;
+    *p += n;
+    return 0;
+}
+
+typedef struct {
+    ProtobufCAllocator base;
+    size_t used;
+    _Alignas(max_align_t) unsigned char buf[METRIC_ARENA];
+} arena_t;
+
+static void *arena_alloc(void *data, size_t size)
+{
+    arena_t *a = data;
+    size_t at = (a->used + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1);
+    if (at > sizeof a->buf || size > sizeof a->buf - at)
+        return NULL;
+    a->used = at + size;
+    return a->buf + at;
+}
+
+static void arena_free(void *data, void *pointer)
+{
+    (void)data, (void)pointer;   /* the arena goes as a whole, with the next metric */
+}
+
+/* The metric's name as a C string of exactly its bytes, or why it is refused. */
+static const char *take_name(const metric_t *o, char *name, size_t cap, sp_metric_t *m)
+{
+    if (!o->has_name)
+        return NULL;
+    if (memchr(o->name.data, 0, o->name.len))
+        return "its name holds a NUL byte";
+    if (o->name.len >= cap)
+        return "its name is longer than any this node has";
+    memcpy(name, o->name.data, o->name.len);
+    name[o->name.len] = 0;
+    m->name = name;
+    return NULL;
+}
+
+static void take_value(const metric_t *o, char *text, size_t cap, sp_metric_t *m)
+{
+    switch (o->value_case) {
+    case RTUGW__SPARKPLUG__SP_METRIC__VALUE_INT_VALUE:
+        m->vtype = SPV_INT;
+        m->int_value = o->int_value;
+        break;
+    case RTUGW__SPARKPLUG__SP_METRIC__VALUE_LONG_VALUE:
+        m->vtype = SPV_LONG;
+        m->long_value = o->long_value;
+        break;
+    case RTUGW__SPARKPLUG__SP_METRIC__VALUE_FLOAT_VALUE:
+        m->vtype = SPV_FLOAT;
+        m->float_value = o->float_value;
+        break;
+    case RTUGW__SPARKPLUG__SP_METRIC__VALUE_DOUBLE_VALUE:
+        m->vtype = SPV_DOUBLE;
+        m->double_value = o->double_value;
+        break;
+    case RTUGW__SPARKPLUG__SP_METRIC__VALUE_BOOLEAN_VALUE:
+        m->vtype = SPV_BOOL;
+        m->boolean_value = o->boolean_value;
+        break;
+    case RTUGW__SPARKPLUG__SP_METRIC__VALUE_STRING_VALUE:
+        /* a C string of exactly its bytes, or no value: a NUL inside is refused */
+        if (o->string_value.len < cap && !memchr(o->string_value.data, 0, o->string_value.len)) {
+            memcpy(text, o->string_value.data, o->string_value.len);
+            text[o->string_value.len] = 0;
+            m->vtype = SPV_STRING;
+            m->string_value = text;
+        }
+        break;
+    default:
+        m->vtype = SPV_NONE;   /* bytes, or none: no value rtugw takes */
+        break;
+    }
+}
+
+int spc_decode(const void *payload, size_t len, size_t max_metrics, void (*fn)(void *ctx, const sp_metric_t *m),
+               void *ctx)
+{
+    const uint8_t *end = (const uint8_t *)payload + len, *p = payload;
+    wire_field_t f;
+    size_t metrics = 0;
+
+    while (p < end) {
+        if (next_field(&p, end, &f) != 0 || (f.number == 2 && f.wire != 2))
+            return -EINVAL;
+        if (f.number == 2 && ++metrics > max_metrics)
+            return -E2BIG;
+    }
+    arena_t a = { .base = { .alloc = arena_alloc, .free = arena_free, .allocator_data = &a } };
+    char name[NORTH_NAME_MAX], text[256];   /* the longest string a tag takes is 250 bytes */
+    for (p = payload; p < end;) {
+        next_field(&p, end, &f);   /* checked above */
+        if (f.number != 2)
+            continue;
+        a.used = 0;
+        const metric_t *o = rtugw__sparkplug__sp_metric__unpack(&a.base, f.len, f.data);
+        sp_metric_t m = { .quality = -1 };
+        if (!o) {
+            m.refused = "it does not decode, or needs more than 4 KiB decoded";
+        } else {
+            m = (sp_metric_t){ .has_alias = o->has_alias, .alias = o->alias, .has_timestamp = o->has_timestamp,
+                               .timestamp = o->timestamp, .datatype = o->has_datatype ? o->datatype : 0,
+                               .is_null = o->has_is_null && o->is_null, .quality = -1 };
+            m.refused = take_name(o, name, sizeof name, &m);
+            take_value(o, text, sizeof text, &m);
         }
         fn(ctx, &m);
     }
-    rtugw__sparkplug__sp_payload__free_unpacked(p, NULL);
     return 0;
 }

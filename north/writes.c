@@ -2,13 +2,14 @@
  * north/writes.c -- PREFIX/GATEWAY/write: requests in, one answer out.
  *
  * A request is {"uuid", "device", "tag", "value"} or a list of them (at
- * most NORTH_WRITE_MAX_ITEMS); value is a number, true/false, a string, or
+ * most max_write_items); value is a number, true/false, a string, or
  * a list of numbers (consecutive registers). Each item gets exactly one answer on
  * PREFIX/GATEWAY/write/response: {"uuid", "error": 0 | code, "message"}.
  * What is not a well-formed request (too large, not JSON, a field missing
  * or of the wrong type) is answered with an error, counted, and changes
- * nothing. The payload is bounded by max_write_bytes before json-c sees
- * it, and json-c's nesting depth by WRITE_DEPTH.
+ * nothing. The payload is bounded by max_write_bytes, then its values by
+ * what the largest request needs and its depth by WRITE_DEPTH before json-c
+ * parses it (json_parse_request, the rule HTTP bodies follow too).
  *
  * An accepted item takes a slot (NORTH_PENDING_WRITES at most: beyond,
  * NORTH_WRITE_BUSY) whose token goes to the gateway; north_write_done()
@@ -16,13 +17,13 @@
  * late or repeated answer is ignored.
  */
 #include "north/internal.h"
+#include "json/json.h"
 
 #include <event2/buffer.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
 
-#define NORTH_WRITE_MAX_ITEMS 64
 #define WRITE_DEPTH 8
 #define UUID_MAX 64
 
@@ -177,44 +178,40 @@ static void write_item(north_t *n, struct json_object *o, size_t index)
     n->hooks.write(n->hooks.ctx, token, &w);
 }
 
+/* The structural tokens ('[', '{', ',', ':') of the largest request this
+ * gateway takes: per item an object of four keys and a list of values. */
+#define WRITE_TOKENS_PER_ITEM (8 + NORTH_WRITE_MAX_VALUES)
+
 void writes_on_message(north_t *n, const void *payload, size_t len)
 {
-    char why[160];
+    char why[160], what[96];
     if (len > n->cfg.max_write_bytes) {
         n->st.write_requests++;
         snprintf(why, sizeof why, "too large: %zu bytes, max_write_bytes is %u", len, n->cfg.max_write_bytes);
         refuse(n, NULL, NORTH_WRITE_TOO_LARGE, why);
         return;
     }
-    struct json_tokener *tok = json_tokener_new_ex(WRITE_DEPTH);
-    if (!tok)
-        return;
-    struct json_object *root = json_tokener_parse_ex(tok, payload, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    while (end < len && strchr(" \t\r\n", ((const char *)payload)[end]))
-        end++;
-    if (!root || jerr != json_tokener_success || end != len) {
+    struct json_object *root = json_parse_request(payload, len, WRITE_DEPTH,
+                                                  (size_t)n->cfg.max_write_items * WRITE_TOKENS_PER_ITEM, what,
+                                                  sizeof what);
+    if (!root) {
         n->st.write_requests++;
-        const char *what = jerr == json_tokener_continue ? "incomplete"
-                           : jerr != json_tokener_success ? json_tokener_error_desc(jerr)
-                                                          : "text after the value";
         snprintf(why, sizeof why, "malformed JSON: %s", what);
         refuse(n, NULL, NORTH_WRITE_MALFORMED, why);
     } else if (json_object_is_type(root, json_type_array)) {
         size_t items = json_object_array_length(root);
-        if (items == 0 || items > NORTH_WRITE_MAX_ITEMS) {
+        if (items == 0 || items > n->cfg.max_write_items) {
             n->st.write_requests++;
-            snprintf(why, sizeof why, "a list of %zu writes: expected 1..%d", items, NORTH_WRITE_MAX_ITEMS);
+            snprintf(why, sizeof why, "a list of %zu writes: expected 1..%u (max_write_items)", items,
+                     n->cfg.max_write_items);
             refuse(n, NULL, NORTH_WRITE_TOO_LARGE, why);
         }
-        for (size_t i = 0; i < items && items <= NORTH_WRITE_MAX_ITEMS; i++)
+        for (size_t i = 0; i < items && items <= n->cfg.max_write_items; i++)
             write_item(n, json_object_array_get_idx(root, i), i);
     } else {
         write_item(n, root, 0);
     }
     json_object_put(root);
-    json_tokener_free(tok);
 }
 
 void north_write_done(north_t *n, uint32_t token, int error, const char *message)

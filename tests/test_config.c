@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static config_t *load(const char *text, config_errors_t *errs)
 {
@@ -150,6 +151,27 @@ static void test_syntax_and_long_lines(void **state)
 
     assert_null(config_load_file("/nonexistent/rtugw.ini", &errs));
     expect_error(&errs, "/nonexistent/rtugw.ini: cannot open", NULL);
+}
+
+/* A NUL in a line is an error at its line and column, as the CSV reader
+ * makes it: the text after it is not silently dropped (here it would have
+ * hidden "junk" after the port). */
+static void test_nul_byte(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/rtugw-test-config-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char text[] = "[bus a]\nport = /dev/x\0 junk\n[device d]\nslave = 1\n";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    config_errors_t errs;
+    config_t *cfg = config_load_file(path, &errs);
+    char want[64];
+    snprintf(want, sizeof want, "%s:2:14: NUL byte", path);
+    unlink(path);
+    assert_null(cfg);
+    expect_error(&errs, want, NULL);
 }
 
 static void test_required_and_cross_checks(void **state)
@@ -584,7 +606,15 @@ static void test_mqtt_section(void **state)
     assert_int_equal(cfg->mqtt.publish, NORTH_PUBLISH_INTERVAL);
     assert_int_equal(cfg->mqtt.format, NORTH_FORMAT_JSON_PER_TAG);
     assert_string_equal(cfg->mqtt.topic_prefix, "site1/rtugw");
+    assert_int_equal(cfg->mqtt.max_write_items, 64);   /* the default: as many as can wait for answers */
     config_free(cfg);
+
+    cfg = load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nmax_write_items = 8\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->mqtt.max_write_items, 8);
+    config_free(cfg);
+    assert_null(load("[tcp]\nenabled = false\n[mqtt]\nhost = b\nmax_write_items = 65\n", &errs));
+    expect_error(&errs, "t.ini:5: [mqtt] max_write_items = '65'", "1..64");
 
     cfg = load("[bus a]\nport = sim\n[device status]\nbus = a\nslave = 1\n[mqtt]\n"   /* 1-6 */
                "qos = 2\npublish = sometimes\nformat = xml\ntopic_prefix = a/+/b\n"       /* 7-10 */
@@ -682,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_rtu_tcp_section),
         cmocka_unit_test(test_serial_slave_section),
         cmocka_unit_test(test_mqtt_section),
+        cmocka_unit_test(test_nul_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,11 @@
 /*
  * tests/test_json.c -- json_quote() against the strings a hostile
- * configuration can hold. The output of each case is also checked by a
+ * configuration can hold, and json_parse_request()'s rule for requests. The output of each case is also checked by a
  * strict parser in tests/test_json_status.py (through /status).
  */
 #include "json/json.h"
+
+#include <json-c/json.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,6 +64,37 @@ static void test_truncation(void **state)
     assert_int_equal(n, 5);
 }
 
+/* json_parse_request: the one rule for requests from outside (HTTP, MQTT). */
+static void expect_refused(const char *text, size_t len, size_t max_tokens, const char *why)
+{
+    char got[96] = "";
+    struct json_object *root = json_parse_request(text, len, 8, max_tokens, got, sizeof got);
+    if (root)
+        json_object_put(root);
+    assert_null(root);
+    if (!strstr(got, why))
+        fail_msg("'%.*s': '%s', expected '%s'", (int)len, text, got, why);
+}
+
+static void test_request_rule(void **state)
+{
+    char why[96];
+    (void)state;
+    struct json_object *root = json_parse_request("{\"value\": [1, 2]} \r\n", 20, 8, 4, why, sizeof why);
+    assert_non_null(root);   /* '{', ':', '[', ',': four tokens; whitespace after */
+    json_object_put(root);
+    expect_refused("{\"value\": 5} junk", 17, 16, "text after the value");
+    expect_refused("{\"value\": 5}{}", 14, 16, "text after the value");
+    expect_refused("{\"value\": 5}\0", 13, 16, "NUL");
+    expect_refused("{\"value\": [1, 2, 3]}", 20, 4, "more than 4 values");
+    expect_refused("{\"value\": [1, 2]", 16, 16, "incomplete");
+    expect_refused("[[[[[[[[[[1]]]]]]]]]]", 21, 64, "nesting too deep");
+    /* tokens inside strings, escaped quotes included, do not count: two here */
+    root = json_parse_request("{\"v\": \"a,b:[{\\\",\"}", 18, 8, 2, why, sizeof why);
+    assert_non_null(root);
+    json_object_put(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -70,6 +103,7 @@ int main(void)
         cmocka_unit_test(test_control),
         cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_request_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

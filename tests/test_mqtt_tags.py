@@ -10,7 +10,9 @@ pseudo-terminal of its own (words seeded with --load):
   - writes through PREFIX/GATEWAY/write to tags of every writable type give
     struct's words on the device (read back over Modbus TCP), a bool in a
     register changes only its bit, and out-of-range, read-only-tag and
-    list-to-a-tag writes are refused with their error and change nothing.
+    list-to-a-tag writes are refused with their error and change nothing;
+  - max_write_bytes at its maximum: payloads of 1 MiB of list items are
+    refused by their count before json-c parses them, the peak RSS flat.
 Seeded: replay with RTUGW_SEED=..."""
 import json
 import os
@@ -24,7 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers and subscribers; its main() does not run on import)
-from test_mqtt import Broker, Subscriber, mqtt_section  # noqa: E402
+from test_mqtt import Broker, Subscriber, mqtt_section, poll  # noqa: E402
 from tagscheck import registers, value_for  # noqa: E402
 from tagsref import csv_text, load_lines, make_tagset, same_value  # noqa: E402
 
@@ -151,5 +153,48 @@ def test_values_and_writes():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def peak_rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return -1
+
+
+def test_write_bounds():
+    """max_write_bytes at its maximum: 10 payloads of 1 MiB of list items are
+    refused by their count of values before json-c parses them (the peak RSS
+    does not move), counted; a NUL in a tag name is refused, not cut."""
+    b = Broker("write-bounds")
+    sub = Subscriber(b.port, "rtugw/gwb/write/response", "sub-bounds", clean=True)
+    g = Gateway(extra=poll("hr", "d1", 3, 10, 4) + mqtt_section(b.port, "gwb", "max_write_bytes = 1048576\n"))
+    wait_for(lambda: g.metrics().get("rtugw_mqtt_connected") == 1, 5)
+
+    def write(payload, n=1):
+        before = len(sub.messages())
+        sub.publish("rtugw/gwb/write", payload)
+        wait_for(lambda: len(sub.messages()) >= before + n, 10)
+        return [p for _, p, _ in sub.messages()[before:]]
+
+    peak0 = peak_rss_kib(g.p.pid)
+    big = ("[" + ",".join(["0"] * (1048576 // 2 - 1)) + "]").encode()
+    answers = [a for _ in range(10) for a in write(big)]
+    grew = peak_rss_kib(g.p.pid) - peak0
+    m = g.metrics()
+    check(len(answers) == 10 and all(a["error"] == 1001 and "more than" in a["message"] for a in answers) and
+          m["rtugw_mqtt_write_malformed_total"] == 10 and grew < 8192,
+          f"10 payloads of 1 MiB, a list of 524287 values: refused by their count before parsing (1001), "
+          f"counted ({m['rtugw_mqtt_write_malformed_total']:.0f}), peak RSS +{grew} KiB (< 8 MiB) ({answers[:1]})")
+    r = write(json.dumps({"uuid": "n1", "device": "d1", "tag": "hr.1\u0000x", "value": 5}))
+    check(len(r) == 1 and r[0]["error"] == 1002 and r[0]["uuid"] == "n1", f"a NUL in the tag name: refused ({r})")
+    r = write(json.dumps({"uuid": "ok1", "device": "d1", "tag": "hr.1", "value": 4242}))
+    c = g.client()
+    check(r == [{"uuid": "ok1", "error": 0, "message": "ok"}] and
+          c.read_holding_registers(10, 4, slave=1).registers[1] == 4242, f"a good write after them: done ({r})")
+    c.close()
+    g.stop()
+    sub.close()
+    b.stop()
+
+
 if __name__ == "__main__":
-    run_tests("test_mqtt_tags", [test_values_and_writes], cleanup=[test_mqtt.WORK])
+    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds], cleanup=[test_mqtt.WORK])

@@ -604,6 +604,73 @@ def test_primary_host():
     b.stop()
 
 
+# ---- commands at the edge of their bounds ----------------------------------------------------------
+
+
+def peak_rss_kib(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return -1
+
+
+def test_command_bounds():
+    """Names are compared with all their bytes; a command is refused by its
+    metric count before it is unpacked; rebirths on demand are logged once
+    per 10 s."""
+    link = os.path.join(WORK, "plc4")
+    s = sim(link)
+    b = Broker("sp-bounds")
+    host = Host(b.port, "host4")
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=devices_text(), timeout_ms=100,
+                extra=sp_section(b.port, "max_write_bytes = 1048576\n"))
+    check(births_of(host, 0) is not None, "births")
+    c = g.client()
+    dcmd = f"spBv1.0/{GROUP}/DCMD/{EDGE}/d1"
+    ncmd = f"spBv1.0/{GROUP}/NCMD/{EDGE}"
+
+    # a NUL in a name: not the tag whose name is the part before it
+    errors0 = metric_count(g, "write_errors")
+    host.publish(dcmd, command(metric(name="t_i16\0evil", datatype=2, int_value=4321)))
+    host.publish(dcmd, command(metric(name="t_i32", datatype=3, int_value=77)))   # behind it: it was read
+    wait_for(lambda: c.read_holding_registers(12, 2, slave=1).registers == [0, 77], 5)
+    r = c.read_holding_registers(10, 4, slave=1).registers
+    check(r[2:] == [0, 77] and r[0] != 4321 and metric_count(g, "write_errors") == errors0 + 1,
+          f"DCMD metric 't_i16\\0evil': ignored and counted, t_i16 not written ({r}, errors "
+          f"{errors0} -> {metric_count(g, 'write_errors')})")
+    start = host.count()
+    host.publish(ncmd, command(metric(name="Node Control/Rebirth\0x", datatype=11, boolean=True)))
+    time.sleep(1.0)
+    check(not host.since(start, "NBIRTH"), "NCMD 'Node Control/Rebirth\\0x': no rebirth")
+
+    # rebirths on demand: one info line, not two per command
+    start = host.count()
+    for _ in range(20):
+        host.publish(ncmd, command(metric(name="Node Control/Rebirth", datatype=11, boolean=True)))
+    wait_for(lambda: len(host.since(start, "NBIRTH")) >= 20, 10)
+    lines = [x for x in g.log_text().splitlines() if "rebirth" in x.lower()]
+    check(len(host.since(start, "NBIRTH")) == 20 and 1 <= len(lines) <= 2,
+          f"20 rebirths requested: 20 NBIRTHs, {len(lines)} info lines about them ({lines[:3]})")
+
+    # 10 commands of max_write_bytes of empty metrics: refused by their count, unpacked never
+    malformed0, peak0 = metric_count(g, "write_malformed"), peak_rss_kib(g.p.pid)
+    big = field(2, 2, b"") * (1048576 // 2)
+    for _ in range(10):
+        host.publish(dcmd, big)
+    wait_for(lambda: metric_count(g, "write_malformed") >= malformed0 + 10, 20)
+    grew = peak_rss_kib(g.p.pid) - peak0
+    check(metric_count(g, "write_malformed") == malformed0 + 10 and grew < 8192,
+          f"10 DCMDs of 1 MiB of empty metrics: refused (more than max_write_items metrics) and counted "
+          f"({metric_count(g, 'write_malformed') - malformed0:.0f}), peak RSS +{grew} KiB (< 8 MiB)")
+    check(c.read_holding_registers(12, 2, slave=1).registers == [0, 77] and g.p.poll() is None,
+          "the gateway answers Modbus TCP after them")
+    c.close()
+    g.stop()
+    host.close()
+    s.kill()
+    b.stop()
+
+
 # ---- figures: bytes per value -------------------------------------------------------------------
 
 
@@ -662,7 +729,7 @@ def test_bytes_per_value():
 
 
 def main():
-    run_tests("test_sparkplug", [test_session, test_primary_host, test_bytes_per_value],
+    run_tests("test_sparkplug", [test_session, test_primary_host, test_command_bounds, test_bytes_per_value],
               cleanup=[WORK, test_mqtt.WORK])
 
 

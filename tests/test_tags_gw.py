@@ -9,8 +9,8 @@ terminal of its own (words seeded with --load) and the HTTP API:
 - writes: PUT /tags/NAME for every writable type gives the words struct.pack
   gives, read back through Modbus TCP and through /tags; a bool in a register
   keeps the other bits; out-of-range values, a missing or wrong token, a tag
-  that is not writable, bad JSON, read-only mode: refused, the device
-  untouched;
+  that is not writable, bad JSON or text after it, a name with %00 in it,
+  read-only mode: refused, the device untouched;
 - quality: a slave made silent turns its tags stale, then bad (timeout); its
   port gone, bad (port down); exceptions give bad with the code; a read across
   a hole that gets exception 02 is split and its tags come good;
@@ -133,6 +133,9 @@ def refusals(g, tags):
         ("int16_AB_u", None, '{"value": null}', 400, "number, a boolean or a string"),
         ("int16_AB_u", None, '{"value": 1, "force": true}', 400, "JSON object"),
         ("int16_AB_u", None, '[1]', 400, "JSON object"),
+        ("int16_AB_u", None, '{"value": 12345} junk', 400, "text after the value"),   # as MQTT refuses it
+        ("int16_AB_u%00xyz", "12345", None, 400, "NUL"),   # not int16_AB_u: the name is cut nowhere
+        ("int16_AB_u%00", "12345", None, 400, "NUL"),
         ("in_i32", "1", None, 403, "not writable"),
         ("nonesuch", "1", None, 404, "no such tag"),
     ]
