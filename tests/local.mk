@@ -71,3 +71,11 @@ EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
 # bad LRC, and the [rtu_tcp] and [serial_slave] front ends (mbpoll on a pty).
 TESTS += tests/test_transports.py
 EXTRA_DIST += tests/test_transports.py
+
+# RTU over TCP: where a request without a length rule ends, fed 10^6 random
+# requests split at random points (gateway/rtu_tcp_frame.c).
+check_PROGRAMS += tests/test_rtu_tcp_frame
+tests_test_rtu_tcp_frame_SOURCES = tests/test_rtu_tcp_frame.c gateway/rtu_tcp_frame.c
+tests_test_rtu_tcp_frame_CFLAGS = $(TEST_CFLAGS)
+tests_test_rtu_tcp_frame_LDADD = $(TEST_LIBS)
+TESTS += tests/test_rtu_tcp_frame
