@@ -32,6 +32,7 @@
 #define CONFIG_MAX_TAGS 65536       /* tags in all: [tag NAME] sections and tags_file rows */
 #define CONFIG_TOKEN_MAX 128
 #define CONFIG_MAX_ROLES 16
+#define CONFIG_MAX_HANDSHAKES 256   /* [tls] max_handshakes: table slots beside max_clients' 1024 */
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
@@ -213,6 +214,8 @@ typedef struct config_tls {
     unsigned min_version;           /* 12: TLS 1.2, 13: TLS 1.3 */
     unsigned session_cache;         /* resumable sessions kept; 0: no resumption */
     unsigned handshake_timeout_ms;
+    unsigned max_handshakes;        /* sockets in a handshake at once, apart from max_clients */
+    unsigned max_handshakes_per_address;  /* of them from one address; 0: max_handshakes */
     int default_role;               /* index into roles for a certificate without a
                                        role; -1: such a certificate is refused */
     unsigned line;                  /* of the [tls] header; 0: no section */

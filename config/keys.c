@@ -135,6 +135,8 @@ static const key_spec_t tls_keys[] = {
     C("min_version", security_set_min_version),
     U(config_tls_t, session_cache, 0, 10000),
     U(config_tls_t, handshake_timeout_ms, 100, 60000),
+    U(config_tls_t, max_handshakes, 1, CONFIG_MAX_HANDSHAKES),
+    U(config_tls_t, max_handshakes_per_address, 0, CONFIG_MAX_HANDSHAKES),
     C("default_role", security_set_default_role),
 };
 

@@ -19,7 +19,8 @@
 void security_defaults(config_t *cfg)
 {
     cfg->tls = (config_tls_t){ .bind = "127.0.0.1", .port = 802, .min_version = 12, .session_cache = 128,
-                               .handshake_timeout_ms = 5000, .default_role = -1 };
+                               .handshake_timeout_ms = 5000, .max_handshakes = 16,
+                               .max_handshakes_per_address = 4, .default_role = -1 };
 }
 
 int config_role_find(const config_t *cfg, const char *name)

@@ -95,6 +95,7 @@ static const metric_def_t tcp_defs[] = {
     TM(adu_timeout_closed, "Connections closed: an ADU incomplete after adu_timeout_ms"),
     TM(accept_errors, "accept() failures (e.g. out of descriptors): the listener pauses 100 ms"),
     TM(revoked_closed, "Connections closed by a reload: address no longer allowed, or TLS certificate no longer valid"),
+    TM(ambiguous_refused, "RTU requests answered 0x03: where they end could not be decided (never cut)"),
 };
 
 /* A configuration string as a JSON string, quotes included. */
@@ -251,6 +252,10 @@ static const metric_def_t tls_defs[] = {
     TLSM(active, "TLS connections open", true),
     TLSM(reloads, "SIGHUP: certificates, key and CRL reloaded", false),
     TLSM(reload_failures, "SIGHUP: a file did not load; the old ones kept", false),
+    TLSM(handshaking, "Sockets in a TLS handshake now (at most max_handshakes)", true),
+    TLSM(handshakes_refused_full, "Sockets refused at once: max_handshakes in a handshake already", false),
+    TLSM(handshakes_refused_address,
+         "Sockets refused at once: max_handshakes_per_address from that address in a handshake already", false),
 };
 
 /* MB-TCP-Security: handshakes, refusals by reason, requests and refusals per role. */

@@ -80,6 +80,7 @@ typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t requests, answers, bad_mbap, discarded, read_only_refused;
     atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
     atomic_uint_fast64_t half_closed, refused_address, adu_timeout_closed, accept_errors, revoked_closed;
+    atomic_uint_fast64_t ambiguous_refused;
 } gw_tcp_metrics_t;
 
 /* Why a TLS client was refused (mbaps.c counts them by reason). */
@@ -91,6 +92,7 @@ extern const char *const gw_tls_refusal_names[GW_TLS_REFUSAL_COUNT];
 
 typedef struct gw_tls_metrics {
     atomic_uint_fast64_t accepted, handshakes, resumed, active, reloads, reload_failures;
+    atomic_uint_fast64_t handshaking, handshakes_refused_full, handshakes_refused_address;
     atomic_uint_fast64_t refused[GW_TLS_REFUSAL_COUNT];
     atomic_uint_fast64_t role_requests[CONFIG_MAX_ROLES], role_refused[CONFIG_MAX_ROLES];
 } gw_tls_metrics_t;
@@ -235,6 +237,7 @@ typedef struct tcp_adu {
     size_t len;              /* bytes of the stream the request takes */
     uint16_t tid;            /* MBAP's transaction id; 0 for RTU */
     uint8_t unit;            /* MBAP's unit id, RTU's slave id: both route alike */
+    uint8_t refuse;          /* non-zero: answer this exception, not the request (its end is unsure) */
     const uint8_t *pdu;
     size_t pdu_len;
 } tcp_adu_t;
@@ -244,12 +247,28 @@ typedef struct tcp_framing {
     size_t min_len;          /* fewer bytes cannot start telling a request */
     /* At the front of buf (what has arrived, at most MBAP_MAX_ADU bytes):
      * 1 and *adu (pdu points into buf) for a whole request, 0 when more
-     * bytes are needed, -1 with why when the stream cannot be framed (the
-     * connection is closed, counted as bad_mbap). Pure. */
-    int (*next)(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why, size_t cap);
+     * bytes are needed, 2 when it is whole only if nothing more arrives
+     * within RTU_TCP_QUIET_MS (then asked again with quiet), -1 with why
+     * when the stream cannot be framed (the connection is closed, counted
+     * as bad_mbap). Pure. */
+    int (*next)(const uint8_t *buf, size_t avail, bool quiet, tcp_adu_t *adu, char *why, size_t cap);
     /* The answer as written back: its length, or <= 0 to write nothing. */
     int (*encode)(uint16_t tid, uint8_t unit, const uint8_t *pdu, size_t len, uint8_t *out, size_t cap);
 } tcp_framing_t;
+
+/*
+ * rtu_tcp_frame.c: where a request of a function without a length rule ends
+ * in an RTU over TCP stream (buf: what has arrived). quiet: nothing has
+ * arrived for RTU_TCP_QUIET_MS. FOUND sets *len; IF_QUIET: ask again once
+ * quiet; MORE: wait for bytes; NONE: 256 bytes and no frame; AMBIGUOUS:
+ * quiet, and more than one end is possible: refuse, never cut.
+ */
+#define RTU_TCP_QUIET_MS 5
+typedef enum rtu_tcp_end {
+    RTU_TCP_END_AMBIGUOUS = -2, RTU_TCP_END_NONE = -1, RTU_TCP_END_MORE = 0, RTU_TCP_END_FOUND = 1,
+    RTU_TCP_END_IF_QUIET = 2
+} rtu_tcp_end_t;
+rtu_tcp_end_t rtu_tcp_frame_end(const uint8_t *buf, size_t avail, bool quiet, size_t *len);
 
 /* A listener on cfg's bind and port, its requests split by framing, counted in m. */
 gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
@@ -271,6 +290,11 @@ typedef struct gw_mbaps gw_mbaps_t;
 /* Loads the TLS module and makes a context of [tls]'s files; NULL with err. */
 gw_mbaps_t *mbaps_new(gw_t *gw, char *err, size_t errcap);
 void mbaps_free(gw_mbaps_t *t);
+/* May one more socket begin a handshake, with in_handshake sockets in one
+ * already, from_address of them from its address? A no is counted. */
+bool mbaps_admit(gw_mbaps_t *t, unsigned in_handshake, unsigned from_address);
+/* The number of sockets in a handshake now (the gauge). */
+void mbaps_handshaking(gw_mbaps_t *t, unsigned in_handshake);
 /* A bufferevent that runs a handshake on fd (counted); NULL: out of memory. */
 struct bufferevent *mbaps_accept(gw_mbaps_t *t, int fd);
 /* The handshake is done: the client's role index, or -1 when it is refused

@@ -135,6 +135,33 @@ void mbaps_free(gw_mbaps_t *t)
     free(t);
 }
 
+/*
+ * An unauthenticated socket costs a handshake slot until it finishes or
+ * handshake_timeout_ms passes: [tls] max_handshakes bounds them all and
+ * max_handshakes_per_address those of one address, so a flood from one
+ * host leaves slots to the others (tcp.c keeps them apart from the
+ * clients' max_clients). A refusal is counted, not logged: a flood would
+ * be all the log said.
+ */
+bool mbaps_admit(gw_mbaps_t *t, unsigned in_handshake, unsigned from_address)
+{
+    const config_tls_t *c = &t->gw->cfg->tls;
+    if (in_handshake >= c->max_handshakes) {
+        gw_count(&t->metrics.handshakes_refused_full);
+        return false;
+    }
+    if (c->max_handshakes_per_address && from_address >= c->max_handshakes_per_address) {
+        gw_count(&t->metrics.handshakes_refused_address);
+        return false;
+    }
+    return true;
+}
+
+void mbaps_handshaking(gw_mbaps_t *t, unsigned in_handshake)
+{
+    gw_set(&t->metrics.handshaking, in_handshake);
+}
+
 struct bufferevent *mbaps_accept(gw_mbaps_t *t, int fd)
 {
     struct bufferevent *bev = t->tls->accept(t->ctx, loop_base(t->gw->loop), fd);

@@ -7,11 +7,11 @@
  *
  * Where a request ends: its length rule (parser/, rtu_request_length) for
  * the functions that have one; for the others (diagnostics, report slave
- * id, device identification, user functions) the shortest prefix of 4..256
- * bytes whose CRC is good. A TCP stream keeps no silence to end a frame by,
- * a client sends one request and waits for its answer, and a false CRC
- * match on a shorter prefix has odds of 2^-16 per byte of a short frame.
- * A request whose CRC fails, or 256 bytes with no frame in them, closes the
+ * id, device identification, user functions) the CRC, what has arrived
+ * and the quiet after it decide (rtu_tcp_frame.c, where the argument is):
+ * a request whose end they cannot decide is answered with exception 0x03
+ * (illegal data value) and counted (ambiguous_refused), never cut. A
+ * request whose CRC fails, or 256 bytes with no frame in them, closes the
  * connection (counted as bad_mbap): TCP delivers what was sent, so the
  * client is broken or the stream is out of step, and nothing after the bad
  * bytes can be framed with confidence.
@@ -28,7 +28,7 @@ static bool crc_good(const uint8_t *p, size_t n)
     return rtu_crc16(p, n - 2) == (uint16_t)(p[n - 2] | p[n - 1] << 8);
 }
 
-static int rtu_next(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why, size_t cap)
+static int rtu_next(const uint8_t *buf, size_t avail, bool quiet, tcp_adu_t *adu, char *why, size_t cap)
 {
     int want = rtu_request_length(buf, avail);
     size_t n = 0;
@@ -48,15 +48,22 @@ static int rtu_next(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why,
             return -1;
         }
     } else {
-        for (size_t k = RTU_MIN_ADU; k <= avail && k <= RTU_MAX_ADU && !n; k++)
-            if (crc_good(buf, k))
-                n = k;
-        if (!n && avail >= RTU_MAX_ADU) {
+        switch (rtu_tcp_frame_end(buf, avail, quiet, &n)) {
+        case RTU_TCP_END_FOUND:
+            break;
+        case RTU_TCP_END_MORE:
+            return 0;
+        case RTU_TCP_END_IF_QUIET:
+            return 2;
+        case RTU_TCP_END_NONE:
             snprintf(why, cap, "256 bytes without a frame (slave %u, function %u)", buf[0], buf[1]);
             return -1;
+        case RTU_TCP_END_AMBIGUOUS:
+            /* All the client sent, and it waits: one refusal for all of it. */
+            *adu = (tcp_adu_t){ .len = avail, .unit = buf[0], .refuse = MB_EX_ILLEGAL_DATA_VALUE, .pdu = buf + 1,
+                                .pdu_len = 1 };
+            return 1;
         }
-        if (!n)
-            return 0;
     }
     *adu = (tcp_adu_t){ .len = n, .unit = buf[0], .pdu = buf + 1, .pdu_len = n - 3 };
     return 1;

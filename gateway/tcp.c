@@ -57,7 +57,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TCP_TABLE 1024            /* the largest max_clients the config allows */
+/* The largest max_clients the config allows, and beside it the TLS
+ * handshakes' own slots (max_handshakes), which never take a client's. */
+#define TCP_TABLE (1024 + CONFIG_MAX_HANDSHAKES)
 #define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
 
 enum slot_state { SLOT_FREE = 0, SLOT_WAITING, SLOT_READY };
@@ -78,6 +80,7 @@ typedef struct tcp_conn {
     tcp_slot_t *slots;
     uint64_t last_activity_ns;
     uint64_t partial_since_ns;      /* first byte of an ADU not yet complete; 0: none */
+    struct event *ev_quiet;         /* RTU: a request whose end waits for quiet; NULL until needed */
     struct sockaddr_storage peer;
     bool paused;                    /* reading stopped: ring full */
     bool half_closed;               /* the client sent EOF: close when answered */
@@ -98,6 +101,7 @@ struct gw_tcp {
     struct event *ev_accept_retry;  /* accepting again after running out of descriptors */
     int reserve_fd;                 /* spare descriptor: refuse cleanly when there are none */
     bool stopped;
+    unsigned handshaking;           /* connections in their TLS handshake: not max_clients' */
     uint64_t accept_log_next_ns;
     tcp_conn_t *conns[TCP_TABLE];
     uint64_t generation[TCP_TABLE];
@@ -113,6 +117,15 @@ static tcp_conn_t *conn_by_id(gw_tcp_t *tcp, uint64_t id)
     return tcp->conns[index];
 }
 
+/* A TLS connection leaves its handshake (done, refused or closed): its
+ * handshake slot is free again. */
+static void handshake_over(tcp_conn_t *c)
+{
+    c->handshaking = false;
+    c->tcp->handshaking--;
+    mbaps_handshaking(c->tcp->gw->mbaps, c->tcp->handshaking);
+}
+
 static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
 {
     gw_tcp_t *tcp = c->tcp;
@@ -122,6 +135,10 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     for (uint32_t s = c->head_seq; s != c->next_seq; s++)
         waiting++;
     tcp->in_flight -= waiting;
+    if (c->handshaking)
+        handshake_over(c);
+    if (c->ev_quiet)
+        event_free(c->ev_quiet);
     if (c->tls)
         mbaps_closed(tcp->gw->mbaps, c->bev);
     if (reason)
@@ -309,9 +326,13 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     gw_count(&tcp->m->requests);
     *s = (tcp_slot_t){ .tid = h->tid, .unit = h->unit, .state = SLOT_WAITING };
 
-    /* A role's refusal comes first: beyond its rights, a request is not
-     * even decoded, and says nothing about routes or the slaves. */
-    if (c->role >= 0 && !mbaps_allows(gw->mbaps, c->role, h->unit, routed ? (int)bus : -1, pdu, len)) {
+    /* A request the framing could not tell the end of is refused as it
+     * stands; a role's refusal comes next: beyond its rights, a request is
+     * not even decoded, and says nothing about routes or the slaves. */
+    if (h->refuse) {
+        gw_count(&tcp->m->ambiguous_refused);
+        slot_exception(s, pdu[0], h->refuse);
+    } else if (c->role >= 0 && !mbaps_allows(gw->mbaps, c->role, h->unit, routed ? (int)bus : -1, pdu, len)) {
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if ((st = rtu_request_decode_pdu(pdu, len, &req)) == RTU_ERR_FUNCTION) {
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
@@ -347,11 +368,12 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
  * nothing to wait for. Otherwise mbap_stream_next says whether a whole ADU
  * is there.
  */
-static int mbap_next(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why, size_t cap)
+static int mbap_next(const uint8_t *buf, size_t avail, bool quiet, tcp_adu_t *adu, char *why, size_t cap)
 {
     mbap_header_t h;
     size_t adu_len;
 
+    (void)quiet;   /* MBAP's length field always tells */
     if (avail >= 4) {
         unsigned protocol = (unsigned)(buf[2] << 8 | buf[3]), length = avail >= 6 ? (unsigned)(buf[4] << 8 | buf[5]) : 2;
         if (protocol != 0 || length < 2 || length > RTU_MAX_PDU + 1) {
@@ -375,29 +397,43 @@ static int mbap_next(const uint8_t *buf, size_t avail, tcp_adu_t *adu, char *why
 
 static const tcp_framing_t tcp_framing_mbap = { "tcp", MBAP_HEADER_LEN, mbap_next, mbap_encode };
 
+static void on_quiet(evutil_socket_t fd, short what, void *arg);
+
 /*
  * Splits what has arrived into requests (the framing's next()) and hands
  * each to conn_request. A partial request stays in the buffer for the next
  * read; bytes that cannot be framed close the connection, as nothing after
  * them can be. With the ring full, reading stops once a request's worth of
- * bytes is waiting (min_len), even before it is whole.
+ * bytes is waiting (min_len), even before it is whole. quiet: nothing has
+ * arrived for RTU_TCP_QUIET_MS (or the client sent EOF), for the RTU
+ * requests whose end only that decides (rtu_tcp_frame.c).
+ *
+ * The ADU deadline (adu_timeout_ms, against slowloris) measures how long
+ * the request at the head of the buffer has stayed incomplete while this
+ * connection was being read: it restarts whenever a request is taken off
+ * (what is left began arriving with it, or after), and it does not run
+ * while the ring is full and reading is stopped, since the bytes the
+ * gateway is not reading are not the client's delay. A client pipelining
+ * faster than the line answers is therefore never cut; one trickling the
+ * bytes of a request while it is read still is, after adu_timeout_ms.
  */
-static void conn_read(struct bufferevent *bev, void *arg)
+static void conn_parse(tcp_conn_t *c, bool quiet)
 {
-    tcp_conn_t *c = arg;
     gw_tcp_t *tcp = c->tcp;
     const tcp_framing_t *f = tcp->framing;
-    struct evbuffer *in = bufferevent_get_input(bev);
+    struct evbuffer *in = bufferevent_get_input(c->bev);
     uint8_t frame[MBAP_MAX_ADU];
     char why[128];
     tcp_adu_t adu;
     uint64_t id = c->id;   /* c may be freed by a flush below; the id tells */
+    bool took = false;
 
-    c->last_activity_ns = gw_now_ns();
+    if (c->ev_quiet)
+        event_del(c->ev_quiet);   /* armed again below if still needed */
     for (;;) {
         /* No request is longer than the frame, so this much always holds a whole one. */
         ev_ssize_t got = evbuffer_copyout(in, frame, sizeof frame);
-        int rc = f->next(frame, got > 0 ? (size_t)got : 0, &adu, why, sizeof why);
+        int rc = f->next(frame, got > 0 ? (size_t)got : 0, quiet, &adu, why, sizeof why);
         if (rc < 0) {
             gw_log(tcp->gw, CONFIG_LOG_WARN, "%s: %s; closing that connection", f->section, why);
             conn_close(c, &tcp->m->bad_mbap);
@@ -406,10 +442,20 @@ static void conn_read(struct bufferevent *bev, void *arg)
         if (got < (ev_ssize_t)f->min_len)
             break;
         if (c->next_seq - c->head_seq == tcp->cfg.max_pending) {
-            /* Ring full: stop reading until answers free a slot. */
-            bufferevent_disable(bev, EV_READ);
+            /* Ring full: stop reading until answers free a slot; the ADU
+             * deadline waits with it. */
+            bufferevent_disable(c->bev, EV_READ);
             c->paused = true;
+            c->partial_since_ns = 0;
             return;
+        }
+        if (rc == 2) {
+            struct timeval q = { 0, RTU_TCP_QUIET_MS * 1000 };
+            if (!c->ev_quiet)
+                c->ev_quiet = evtimer_new(loop_base(tcp->gw->loop), on_quiet, c);
+            if (c->ev_quiet)
+                evtimer_add(c->ev_quiet, &q);
+            break;
         }
         if (rc == 0)
             break;    /* the rest of this request has not arrived yet */
@@ -417,12 +463,35 @@ static void conn_read(struct bufferevent *bev, void *arg)
         conn_request(c, &adu);
         if (!conn_by_id(tcp, id))
             return;   /* closed while flushing (slow reader) */
+        took = true;
     }
-    /* The ADU deadline runs from the first byte of an ADU still incomplete. */
     if (evbuffer_get_length(in) == 0)
         c->partial_since_ns = 0;
-    else if (!c->partial_since_ns)
-        c->partial_since_ns = c->last_activity_ns;
+    else if (!c->partial_since_ns || took)
+        c->partial_since_ns = gw_now_ns();
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+    tcp_conn_t *c = arg;
+    (void)bev;
+    c->last_activity_ns = gw_now_ns();
+    conn_parse(c, false);
+}
+
+/* RTU_TCP_QUIET_MS without a byte after a request whose end needed it. */
+static void on_quiet(evutil_socket_t fd, short what, void *arg)
+{
+    tcp_conn_t *c = arg;
+    gw_tcp_t *tcp = c->tcp;
+    uint64_t id = c->id;
+    (void)fd;
+    (void)what;
+    if (c->paused)
+        return;   /* asked again when reading resumes */
+    conn_parse(c, true);
+    if ((c = conn_by_id(tcp, id)) != NULL && c->half_closed)
+        conn_flush(c);
 }
 
 /* The output buffer ran empty: a half-closed connection may now close. */
@@ -434,17 +503,25 @@ static void conn_written(struct bufferevent *bev, void *arg)
         conn_close(c, &c->tcp->m->half_closed);
 }
 
+static atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self);
+
 static void conn_event(struct bufferevent *bev, short what, void *arg)
 {
     tcp_conn_t *c = arg;
     gw_tcp_t *tcp = c->tcp;
     uint64_t id = c->id;
     if (c->handshaking) {
-        /* TLS: authenticated, with a role, or refused (counted and logged). */
-        c->handshaking = false;
+        /* TLS: authenticated, with a role, or refused (counted and logged).
+         * Authenticated, it becomes a client like a plain one, within
+         * max_clients and max_per_address, or is refused as one would be. */
+        handshake_over(c);
         if ((what & BEV_EVENT_CONNECTED) &&
-            (c->role = mbaps_connected(tcp->gw->mbaps, bev, (const struct sockaddr *)&c->peer)) >= 0)
+            (c->role = mbaps_connected(tcp->gw->mbaps, bev, (const struct sockaddr *)&c->peer)) >= 0) {
+            atomic_uint_fast64_t *refused = clients_full(tcp, (const struct sockaddr *)&c->peer, c);
+            if (refused)
+                conn_close(c, refused);
             return;
+        }
         if (!(what & BEV_EVENT_CONNECTED))
             mbaps_refused(tcp->gw->mbaps, bev, (const struct sockaddr *)&c->peer, false);
         conn_close(c, NULL);
@@ -454,7 +531,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
         /* Half-close: what was asked is still answered, then we close. */
         c->half_closed = true;
         if (!c->paused)
-            conn_read(c->bev, c);   /* complete requests still buffered */
+            conn_parse(c, true);   /* complete requests still buffered; EOF: nothing more comes */
         if ((c = conn_by_id(tcp, id)) != NULL)
             conn_flush(c);
         return;
@@ -480,7 +557,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
         c->paused = false;
         if (!c->half_closed)
             bufferevent_enable(c->bev, EV_READ);
-        conn_read(c->bev, c);   /* requests already buffered */
+        conn_parse(c, c->half_closed);   /* requests already buffered */
         if ((c = conn_by_id(tcp, conn_id)) != NULL && c->half_closed)
             conn_flush(c);
     }
@@ -525,17 +602,43 @@ static bool same_address(const struct sockaddr_storage *a, const struct sockaddr
     return false;
 }
 
-/* One address may hold at most max_per_address of the max_clients slots,
- * so one misbehaving host cannot lock every other client out. */
-static bool address_full(const gw_tcp_t *tcp, const struct sockaddr *sa)
+/*
+ * Clients (plain connections, and TLS ones once authenticated) are held to
+ * max_clients, and one address to max_per_address of them, so one
+ * misbehaving host cannot lock every other client out. Sockets in a TLS
+ * handshake are unauthenticated: they have slots of their own ([tls]
+ * max_handshakes, max_handshakes_per_address) and never take a client's,
+ * so a handshake flood (sockets opened on the TLS port that send nothing,
+ * or half a ClientHello, until handshake_timeout_ms) can fill only those:
+ * plain Modbus TCP goes on being accepted and answered.
+ * The counter a new client would be refused under, or NULL; self: a
+ * connection already in the table, not counted against itself.
+ */
+static atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self)
 {
-    unsigned limit = tcp->cfg.max_per_address, n = 0;
-    if (!limit)
-        return false;
+    unsigned limit = tcp->cfg.max_per_address, clients = 0, here = 0;
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        const tcp_conn_t *c = tcp->conns[i];
+        if (!c || c == self || c->handshaking)
+            continue;
+        clients++;
+        here += same_address(&c->peer, sa);
+    }
+    if (limit && here >= limit)
+        return &tcp->m->refused_address;
+    if (clients >= tcp->cfg.max_clients)
+        return &tcp->m->refused_full;
+    return NULL;
+}
+
+/* May another socket from sa begin a TLS handshake? (mbaps.c counts a no.) */
+static bool handshake_admitted(const gw_tcp_t *tcp, const struct sockaddr *sa)
+{
+    unsigned here = 0;
     for (unsigned i = 0; i < TCP_TABLE; i++)
-        if (tcp->conns[i] && same_address(&tcp->conns[i]->peer, sa) && ++n >= limit)
-            return true;
-    return false;
+        if (tcp->conns[i] && tcp->conns[i]->handshaking && same_address(&tcp->conns[i]->peer, sa))
+            here++;
+    return mbaps_admit(tcp->gw->mbaps, tcp->handshaking, here);
 }
 
 /*
@@ -593,21 +696,22 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     gw_t *gw = tcp->gw;
     unsigned index = TCP_TABLE;
     bool tls = l == tcp->tls_listener;
+    atomic_uint_fast64_t *refused = NULL;
 
     if (!allowed(tcp, sa)) {
         gw_count(&tcp->m->refused_allow);
         evutil_closesocket(fd);
         return;
     }
-    if (address_full(tcp, sa)) {
-        gw_count(&tcp->m->refused_address);
+    if (tls ? !handshake_admitted(tcp, sa) : (refused = clients_full(tcp, sa, NULL)) != NULL) {
+        if (refused)
+            gw_count(refused);
         evutil_closesocket(fd);
         return;
     }
-    if (gw_read(&tcp->m->active) < tcp->cfg.max_clients)
-        for (index = 0; index < TCP_TABLE && tcp->conns[index]; index++)
-            ;
-    if (index >= TCP_TABLE) {
+    for (index = 0; index < TCP_TABLE && tcp->conns[index]; index++)
+        ;
+    if (index >= TCP_TABLE) {   /* cannot happen within the caps; kept as the table's own bound */
         gw_count(&tcp->m->refused_full);
         evutil_closesocket(fd);
         return;
@@ -633,6 +737,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->slots = slots;
     c->tls = c->handshaking = tls;
     c->role = -1;
+    if (tls)
+        mbaps_handshaking(gw->mbaps, ++tcp->handshaking);
     /* Generation from 1, so no live id is ever 0. */
     c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
     c->last_activity_ns = gw_now_ns();

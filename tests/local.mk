@@ -76,6 +76,14 @@ EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
 TESTS += tests/test_transports.py
 EXTRA_DIST += tests/test_transports.py
 
+# RTU over TCP: where a request without a length rule ends, fed 10^6 random
+# requests split at random points (gateway/rtu_tcp_frame.c).
+check_PROGRAMS += tests/test_rtu_tcp_frame
+tests_test_rtu_tcp_frame_SOURCES = tests/test_rtu_tcp_frame.c gateway/rtu_tcp_frame.c
+tests_test_rtu_tcp_frame_CFLAGS = $(TEST_CFLAGS)
+tests_test_rtu_tcp_frame_LDADD = $(TEST_LIBS)
+TESTS += tests/test_rtu_tcp_frame
+
 # The line core in simulated time: scripted scenarios and the seeded explorer
 # (10^6 transactions here; `make check-long` runs 10^7). test_line_broken is
 # the same explorer against the core built without I2's guard: it must

@@ -14,6 +14,7 @@ Timing is asserted only where it is the behaviour under test, with margins
 of several times the configured value."""
 import json
 import os
+import random
 import resource
 import socket
 import struct
@@ -23,7 +24,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, closed_by_peer, finish, mbap, procs, recv_frame  # noqa: E402
+from rtugwtest import Gateway, check, closed_by_peer, free_port, mbap, recv_frame, run_tests  # noqa: E402
 
 UNDER_ASAN = b"__asan_init" in open(os.environ.get("RTUGW_BIN", "./rtugw"), "rb").read()
 
@@ -309,16 +310,149 @@ def test_cache_coherent_with_writes():
     g.stop()
 
 
-try:
-    test_read_only_allow_list()
-    test_tcp_slowloris()
-    test_reload_applies_or_says_so()
-    test_status_escapes_every_string()
-    test_cache_coherent_with_writes()
-    test_descriptor_exhaustion()
-    test_http_limits()
-finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-finish("frontends")
+def echo_device():
+    """A Modbus TCP device that answers every request with itself (FC 8's
+    echo) and keeps the PDUs it was asked."""
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(8)
+    seen = []
+
+    def serve(c):
+        while True:
+            f = recv_frame(c)
+            if f is None:
+                return
+            seen.append(f[2])
+            c.sendall(mbap(f[0], f[1], f[2]))
+
+    def accept():
+        while True:
+            c, _ = ls.accept()
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+    threading.Thread(target=accept, daemon=True).start()
+    return ls.getsockname()[1], seen
+
+
+def rtu_crc(b):
+    crc = 0xFFFF
+    for x in b:
+        crc ^= x
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return bytes([crc & 0xFF, crc >> 8])
+
+
+def test_rtu_tcp_not_cut():
+    """[rtu_tcp]: a request without a length rule whose last byte is 0x00
+    has a CRC-good prefix one byte short; it must be answered whole, never
+    cut (issue 35, fault 2). Random FC 8 echoes, those of that shape and
+    the issue's crafted requests, through the real listener to an echoing
+    Modbus TCP device, on 8 connections."""
+    dev_port, seen = echo_device()
+    rtu_port = free_port()
+    g = Gateway(devices="", extra=f"[bus echo]\nport = tcp://127.0.0.1:{dev_port}\nframing = tcp\n"
+                      f"[rtu_tcp]\nenabled = true\nport = {rtu_port}\ndefault_bus = echo\n")
+    time.sleep(0.3)
+    rnd = random.Random(35)
+
+    def request(zero_tail):
+        while True:
+            body = bytes([1 + rnd.randrange(247), 8, 0, 0]) + bytes(rnd.randrange(256) for _ in range(16))
+            frame = body + rtu_crc(body)
+            if not zero_tail or frame[-1] == 0:
+                return frame
+    frames = [request(i % 8 == 0) for i in range(2400)]
+    crafted = [bytes([24, 8, 0, 0x0A, 0, 0]), bytes([1, 43, 14, 1, 0xB4])]
+    crafted = [f + rtu_crc(f) for f in crafted]
+    check(all(f[-1] == 0 for f in crafted), "the crafted requests end in 0x00")
+    wrong = []
+
+    def client(part):
+        s = socket.create_connection(("127.0.0.1", rtu_port), timeout=0.5)
+        for f in part:
+            s.sendall(f)
+            got = b""
+            try:
+                while len(got) < len(f):
+                    chunk = s.recv(len(f) - len(got))
+                    if not chunk:
+                        break
+                    got += chunk
+            except OSError:
+                pass
+            if got != f:
+                wrong.append((f.hex(), got.hex()))
+                s.close()
+                s = socket.create_connection(("127.0.0.1", rtu_port), timeout=0.5)
+        s.close()
+    threads = [threading.Thread(target=client, args=(frames[k::8],)) for k in range(8)]
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    dt = time.time() - t0
+    check(not wrong, f"{len(frames)} random FC 8 echoes ({len(frames) // 8} ending in 0x00): "
+                     f"{len(wrong)} answers not the request's own echo ({wrong[:1]}), {dt:.1f} s")
+    s = socket.create_connection(("127.0.0.1", rtu_port), timeout=2)
+    for f in crafted:
+        seen.clear()
+        s.sendall(f)
+        s.settimeout(0.5)
+        try:
+            s.recv(300)
+        except OSError:
+            pass
+        check(seen and seen[-1] == f[1:-2], f"crafted {f.hex()}: the device was asked the whole request ({seen[-1:]})")
+    s.close()
+    g.stop()
+
+
+def test_pipelined_not_closed():
+    """8 connections each pipelining 300 reads with duplicated transaction
+    ids, max_pending = 16, against the simulator at 19200 baud: the gateway
+    stops reading them for whole seconds (back-pressure), which is not the
+    clients' delay; adu_timeout_ms = 200 must not close them (issue 35,
+    fault 9). Every answer arrives, each its own."""
+    g = Gateway(extra_tcp="max_pending = 16\nadu_timeout_ms = 200\n",
+                bus="port = sim:1,2,3\nbaud = 19200\nqueue_depth = 256\n")
+    n, failures = 300, []
+
+    def client(k):
+        s = connect(g)
+        s.settimeout(10)
+        stream = b"".join(mbap(i % 4, 1 + k % 3, bytes([3, 0, i % 100, 0, 1])) for i in range(n))
+
+        def send():   # in pieces that cut ADUs, as a stream does
+            for at in range(0, len(stream), 1000):
+                s.sendall(stream[at:at + 1000])
+                time.sleep(0.02)
+        threading.Thread(target=send, daemon=True).start()
+        for i in range(n):
+            try:
+                f = recv_frame(s)
+            except OSError:
+                f = None
+            unit = 1 + k % 3
+            want = (i % 4, unit, bytes([3, 2]) + struct.pack(">H", unit * 1000 + i % 100))
+            if f != want:
+                failures.append((k, i, f))
+                break
+        s.close()
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    m = g.metrics()
+    check(not failures, f"8 x {n} pipelined reads: every answer its own, in order ({failures[:2]})")
+    check(m.get("rtugw_tcp_adu_timeout_closed_total", 0) == 0,
+          f"no connection closed by adu_timeout_ms ({m.get('rtugw_tcp_adu_timeout_closed_total')})")
+    g.stop()
+
+
+run_tests("frontends", [test_read_only_allow_list, test_tcp_slowloris, test_pipelined_not_closed,
+                        test_rtu_tcp_not_cut, test_reload_applies_or_says_so, test_status_escapes_every_string,
+                        test_cache_coherent_with_writes, test_descriptor_exhaustion, test_http_limits])

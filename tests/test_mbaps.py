@@ -28,6 +28,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 import warnings
@@ -516,5 +517,65 @@ def test_plain_listener_off():
     shutil.rmtree(d, ignore_errors=True)
 
 
-run_tests("test_mbaps", [test_roles, test_refused_in_handshake, test_default_role, test_reload,
+def test_handshake_flood():
+    """40 sockets held open on the TLS port from one address, sending nothing
+    or half a ClientHello and reopened as they close: plain Modbus TCP goes
+    on accepting and answering (p99 <= 10 ms), the handshakes are capped
+    apart from max_clients, and /metrics counts what was refused."""
+    g = TlsGateway(extra_tcp="max_clients = 32\n", bus="port = sim:1,2,3\nbaud = 115200\n")
+    half_hello = bytes.fromhex("16030100c8010000c40303") + os.urandom(32)   # a ClientHello cut short
+    stop = [False]
+
+    def attacker(k):
+        while not stop[0]:
+            try:
+                a = socket.create_connection(("127.0.0.1", g.tls_port), timeout=2)
+                if k % 2:
+                    a.sendall(half_hello)
+                a.settimeout(1.5)
+                a.recv(1)   # held until the gateway closes it (refused, or handshake_timeout_ms)
+            except OSError:
+                time.sleep(0.01)
+            finally:
+                try:
+                    a.close()
+                except Exception:
+                    pass
+            time.sleep(0.05)   # reopened 50 ms after it closes: the test's own client keeps the CPU
+    threads = [threading.Thread(target=attacker, args=(k,), daemon=True) for k in range(40)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)   # the flood in place (longer than handshake_timeout_ms: reopened once)
+    times, refused = [], 0
+    for i in range(100):
+        t0 = time.perf_counter()
+        try:
+            s = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=2)
+            body = call(s, i + 1, 1, bytes([3, 0, 0, 0, 1]))
+            s.close()
+        except OSError:
+            body = None
+        if body != bytes([3, 2, 0x03, 0xE8]):
+            refused += 1
+        else:
+            times.append(time.perf_counter() - t0)
+    m = g.metrics()
+    stop[0] = True
+    for t in threads:
+        t.join(3)
+    times.sort()
+    p99 = times[int(len(times) * 0.99) - 1] * 1000 if times else float("inf")
+    check(refused == 0, f"handshake flood: plain Modbus TCP still accepts and answers ({refused} of 100 failed)")
+    check(p99 <= 10, f"handshake flood: plain connect + read + close p99 {p99:.1f} ms (<= 10)")
+    check(m.get("rtugw_tls_handshaking", 99) <= 4,
+          f"one address holds at most max_handshakes_per_address (4) handshakes ({m.get('rtugw_tls_handshaking')})")
+    check(m.get("rtugw_tls_handshakes_refused_address_total", 0) > 0, "the flood's excess counted")
+    check(m.get('rtugw_tls_refused_total{reason="timeout"}', 0) > 0, "handshakes that never finish time out, counted")
+    s, _ = tls_connect(g, "reader")
+    check(call(s, 1, 1, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "after the flood, TLS serves again")
+    s.close()
+    g.stop()
+
+
+run_tests("test_mbaps", [test_handshake_flood, test_roles, test_refused_in_handshake, test_default_role, test_reload,
                         test_every_function_as_plain, test_footprint, test_plain_listener_off])
