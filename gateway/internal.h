@@ -21,8 +21,9 @@
  *   mbaps.c     MB-TCP-Security for tcp.c's TLS listener: loads the TLS
  *               module, counts and logs handshakes, checks a role's rights
  *   tls.c       the TLS module (rtugw-tls.so, OpenSSL): calls nothing here
- *   bus.c       the bus actor: the line discipline; answers go back
- *               through the request's origin, never to a named front end
+ *   bus.c       the bus actor: the host of its bus's line core (line/,
+ *               the line discipline); answers go back through the
+ *               request's origin, never to a named front end
  *   port.c      a port (serial line, TCP connection) on the I/O thread:
  *               open, reopen, read into its sink actor (a bus or a serial
  *               slave), write what the sink asks
@@ -38,8 +39,9 @@
  * Threads and ownership:
  *   - the I/O thread (loop.c, port.c, tcp.c, http.c) owns every fd, the TCP
  *     connections and their in-order reply slots, and the serial ports;
- *   - a bus actor (bus.c) owns one line's request queue, the transaction in
- *     flight, the framer, retries, guards and the per-slave state;
+ *   - a bus actor (bus.c) owns one line core (line/line.h: the request
+ *     queue, the transaction in flight, the framer, retries, guards and
+ *     the per-slave state) and feeds it its events;
  *   - the poller actor (poller.c) owns the read plan (tags/ planner over
  *     poll groups and tags) and its timers; its results go to the cache,
  *     which HTTP reads under the cache's own mutex, and to the tag values,
