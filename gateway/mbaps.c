@@ -245,25 +245,15 @@ int mbaps_connected(gw_mbaps_t *t, struct bufferevent *bev, const struct sockadd
     return role;
 }
 
-/* The classes a request needs (config.h, CONFIG_FN_*); 0: no role has it. */
+/* The classes a request needs: the one classifier's (parser/function.c),
+ * whose class bits are config/'s CONFIG_FN_*; 0: no role has it. */
+_Static_assert(RTU_FN_READ == CONFIG_FN_READ && RTU_FN_WRITE == CONFIG_FN_WRITE &&
+               RTU_FN_DIAGNOSTICS == CONFIG_FN_DIAGNOSTICS && RTU_FN_FILE == CONFIG_FN_FILE &&
+               RTU_FN_USER == CONFIG_FN_USER, "a role's classes are the classifier's");
+
 static unsigned function_class(const uint8_t *pdu, size_t len)
 {
-    switch (pdu[0]) {
-    case 1: case 2: case 3: case 4: case 24:
-        return CONFIG_FN_READ;
-    case 5: case 6: case 15: case 16: case 22:
-        return CONFIG_FN_WRITE;
-    case 23:
-        return CONFIG_FN_READ | CONFIG_FN_WRITE;
-    case 7: case 8: case 11: case 12: case 17:
-        return CONFIG_FN_DIAGNOSTICS;
-    case 43:   /* MEI 14, read device identification; other MEI types are no class */
-        return len >= 2 && pdu[1] == 14 ? CONFIG_FN_DIAGNOSTICS : 0;
-    case 20: case 21:
-        return CONFIG_FN_FILE;
-    default:
-        return (pdu[0] >= 65 && pdu[0] <= 72) || (pdu[0] >= 100 && pdu[0] <= 110) ? CONFIG_FN_USER : 0;
-    }
+    return rtu_function_class(pdu, len) & CONFIG_FN_ALL;
 }
 
 bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t *pdu, size_t len)

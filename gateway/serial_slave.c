@@ -129,15 +129,12 @@ static void on_deadline(gw_serial_slave_t *s, const void *msg)
 /* A broadcast from the master: forwarded when unit0 routes it, never answered. */
 static void forward_broadcast(gw_serial_slave_t *s, const config_route_t *r, const uint8_t *pdu, size_t len)
 {
-    uint8_t fc = pdu[0];
-    if (fc != 5 && fc != 6 && fc != 15 && fc != 16 && fc != 22)
+    if (!(rtu_function_class(pdu, len) & RTU_FN_BROADCAST))
         return;   /* only writes are broadcast */
     gw_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
                          .pdu_len = (uint16_t)len, .t_accept_ns = gw_now_ns() };
     memcpy(req.pdu, pdu, len);
-    cache_write_begin(s->gw, r->bus, r->slave, pdu, len);
-    if (bus_submit(s->gw->buses[r->bus], &req) != 0)
-        cache_write_end(s->gw, r->bus, r->slave, pdu, len);
+    gw_submit(s->gw, &req);   /* refused or not, a broadcast is never answered */
 }
 
 static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
@@ -174,10 +171,9 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
                          .pdu_len = (uint16_t)len, .seq = s->seq, .t_accept_ns = gw_now_ns() };
     memcpy(req.pdu, pdu, len);
     atomic_store_explicit(&s->live_seq, s->seq, memory_order_relaxed);
-    cache_write_begin(s->gw, r->bus, r->slave, pdu, len);
-    if (bus_submit(s->gw->buses[r->bus], &req) != 0) {
-        cache_write_end(s->gw, r->bus, r->slave, pdu, len);
-        send_exception(s, MB_EX_PATH_UNAVAILABLE);
+    int code = gw_submit(s->gw, &req);
+    if (code) {
+        send_exception(s, (uint8_t)code);
         return;
     }
     uint32_t seq = s->seq;
@@ -259,7 +255,6 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
 {
     gw_serial_slave_t *s = (gw_serial_slave_t *)o;
     ss_answer_t a = { .seq = req->seq };
-    cache_write_end(s->gw, req->bus, req->slave, req->pdu, req->pdu_len);   /* a no-op for reads */
     memcpy(a.pdu, pdu, len);
     actor_send(s->gw->actors, s->self, SS_MSG_ANSWER, &a, offsetof(ss_answer_t, pdu) + len);
 }

@@ -218,31 +218,6 @@ static void slot_exception(tcp_slot_t *s, uint8_t fc, uint8_t code)
     slot_answer(s, pdu, sizeof pdu);
 }
 
-/*
- * read_only: an allow-list of the functions that cannot change a slave.
- * Everything else -- writes, file records (21), diagnostics that restart or
- * silence a slave or clear its counters (8 other than 0), user-defined
- * functions, MEI types other than 14 -- is refused with exception 01.
- */
-static bool read_only_allows(const uint8_t *pdu, size_t len)
-{
-    switch (pdu[0]) {
-    case 1: case 2: case 3: case 4: case 7: case 11: case 12: case 17: case 20: case 24:
-        return true;
-    case 8:   /* diagnostics: sub-function 0, return query data, only */
-        return len >= 3 && pdu[1] == 0 && pdu[2] == 0;
-    case 43:  /* encapsulated interface: MEI 14, read device identification */
-        return len >= 2 && pdu[1] == 14;
-    default:
-        return false;
-    }
-}
-
-static bool is_broadcast_write(uint8_t fc)
-{
-    return fc == 5 || fc == 6 || fc == 15 || fc == 16 || fc == 22;
-}
-
 /* unit -> bus and slave, per the [tcp] section. false: no path. */
 static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *slave)
 {
@@ -338,13 +313,13 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (st != RTU_OK) {
         slot_exception(s, pdu[0], 0x03);   /* illegal data value: malformed request */
-    } else if (tcp->cfg.read_only && !read_only_allows(pdu, len)) {
+    } else if (tcp->cfg.read_only && (rtu_function_class(pdu, len) & RTU_FN_CHANGES)) {
         gw_count(&tcp->m->read_only_refused);
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (!routed) {
         gw_count(&tcp->m->unrouted);
         slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
-    } else if (slave == 0 && !is_broadcast_write(pdu[0])) {
+    } else if (slave == 0 && !(rtu_function_class(pdu, len) & RTU_FN_BROADCAST)) {
         /* Only writes are broadcast: nothing would answer a read. */
         gw_count(&tcp->m->unrouted);
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
@@ -352,11 +327,9 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
         gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
                            .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns() };
         memcpy(r.pdu, pdu, len);
-        cache_write_begin(gw, bus, slave, pdu, len);
-        if (bus_submit(gw->buses[bus], &r) != 0) {
-            cache_write_end(gw, bus, slave, pdu, len);
-            slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
-        }
+        int code = gw_submit(gw, &r);
+        if (code)
+            slot_exception(s, pdu[0], (uint8_t)code);
     }
     conn_flush(c);
 }
@@ -567,7 +540,6 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;
-    cache_write_end(tcp->gw, req->bus, req->slave, req->pdu, req->pdu_len);   /* a no-op for reads */
     if (loop_post(tcp->gw->loop, on_answer, tcp, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: cannot queue an answer (out of memory)", tcp->framing->section);
 }

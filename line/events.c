@@ -50,32 +50,30 @@ static void noise_after_answer(line_t *bus, const rtu_framer_stats_t *st)
 
 void line_submit(line_t *bus, const gw_request_t *req, uint64_t now)
 {
-    uint8_t fc = req->pdu[0];
-
     bus->now_ns = now;
     gw_count(&bus->m.requests);
     if (req->slave < N_SLAVES)
         gw_count(&bus->sm[req->slave].requests);
     if (!bus->port_up || req->slave >= N_SLAVES) {
         gw_count(&bus->m.unavailable);
-        gw_answer_exception(req, MB_EX_PATH_UNAVAILABLE);
+        line_answer_exception(bus, req, MB_EX_PATH_UNAVAILABLE);
         return;
     }
-    if (req->slave == 0 && fc != 5 && fc != 6 && fc != 15 && fc != 16 && fc != 22) {
+    if (req->slave == 0 && !(rtu_function_class(req->pdu, req->pdu_len) & RTU_FN_BROADCAST)) {
         /* Only writes are broadcast: nothing answers a broadcast read. */
         gw_count(&bus->m.broadcast_refused);
-        gw_answer_exception(req, MB_EX_ILLEGAL_FUNCTION);
+        line_answer_exception(bus, req, MB_EX_ILLEGAL_FUNCTION);
         return;
     }
     if (line_slave_dead(bus, req->slave, now)) {
         gw_count(&bus->m.dead_fast);
-        gw_answer_exception(req, MB_EX_TARGET_FAILED);
+        line_answer_exception(bus, req, MB_EX_TARGET_FAILED);
         return;
     }
     unsigned qi = (req->background && bus->cfg.tcp_first) ? 1 : 0;
     if (!line_queue_push_or_purge(bus, qi, req, now)) {
         gw_count(&bus->m.queue_full);
-        gw_answer_exception(req, MB_EX_BUSY);
+        line_answer_exception(bus, req, MB_EX_BUSY);
         return;
     }
     line_start_next(bus);
@@ -174,7 +172,7 @@ void line_port(line_t *bus, bool up, uint64_t now)
             line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
         } else if (bus->busy) {
             gw_count(&bus->m.unavailable);
-            gw_answer_exception(&bus->cur, MB_EX_PATH_UNAVAILABLE);
+            line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);
         }
         bus->busy = false;
         bus->deadline_ns = 0;

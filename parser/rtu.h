@@ -137,6 +137,18 @@ typedef struct rtu_request {
     uint16_t data_len;
 } rtu_request_t;
 
+/* What a request does to a slave (parser/function.c): one classifier for
+ * read-only mode, TLS roles and broadcasts. The classes a role is granted
+ * (READ .. USER) have the values of config/'s CONFIG_FN_*. */
+#define RTU_FN_READ 0x01u         /* reads data: 1, 2, 3, 4, 24 (and 23) */
+#define RTU_FN_WRITE 0x02u        /* writes data: 5, 6, 15, 16, 22 (and 23) */
+#define RTU_FN_DIAGNOSTICS 0x04u  /* 7, 8, 11, 12, 17, 43/14 */
+#define RTU_FN_FILE 0x08u         /* 20, 21 */
+#define RTU_FN_USER 0x10u         /* user-defined: 65..72, 100..110 */
+#define RTU_FN_CHANGES 0x20u      /* may change the slave: what read-only mode refuses */
+#define RTU_FN_BROADCAST 0x40u    /* may go to unit 0: a write every slave acts on unasked */
+unsigned rtu_function_class(const uint8_t *pdu, size_t len);
+
 /* Decode a request PDU (function code first, no slave, no CRC). */
 rtu_status_t rtu_request_decode_pdu(const uint8_t *pdu, size_t len, rtu_request_t *req);
 /* Decode a request RTU ADU (slave, PDU, CRC): checks length and CRC first. */
