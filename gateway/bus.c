@@ -108,6 +108,14 @@ static void env_frame(void *ctx, bool tx, const uint8_t *adu, size_t len)
     gw_frame_seen(bus->gw, bus->index, tx, adu, len);
 }
 
+/* The cache's bracket of a write (begun by gw_submit) ends as its answer
+ * leaves the line, whatever the answer; a no-op for reads. */
+static void env_answered(void *ctx, const gw_request_t *req)
+{
+    gw_bus_t *bus = ctx;
+    cache_write_end(bus->gw, bus->index, req->slave, req->pdu, req->pdu_len);
+}
+
 /* ---- the actor ------------------------------------------------------------------ */
 
 static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
@@ -255,7 +263,8 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
     line_params_t p = { .framed = driver_frames_whole(bus->driver), .log_level = gw->cfg->log_level,
                         .verify_rate = gw->cfg->router.verify_rate, .router = bus->router };
     line_env_t env = { .ctx = bus, .write = env_write, .arm = env_arm, .cancel = env_cancel,
-                       .barrier = env_barrier, .unread = env_unread, .log = env_log, .frame = env_frame };
+                       .barrier = env_barrier, .unread = env_unread, .log = env_log, .frame = env_frame,
+                       .answered = env_answered };
     if (!(bus->line = line_new(gw->cfg, index, &p, &env, err, errcap))) {
         bus_free(bus);
         return NULL;

@@ -18,7 +18,7 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
     gw_t *gw = arg;
     (void)fd;
     (void)what;
-    unsigned left = tcp_in_flight(gw->tcp) + tcp_in_flight(gw->rtu_tcp) + http_in_flight(gw->http);
+    unsigned left = tcp_in_flight(gw->tcp) + tcp_in_flight(gw->rtu_tcp) + tag_writes_in_flight(gw->tag_writes);
     if (left == 0 || gw_now_ns() >= gw->drain_deadline_ns) {
         if (left)
             gw_log(gw, CONFIG_LOG_WARN, "stopping with %u requests unanswered after 2 s", left);

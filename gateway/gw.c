@@ -159,7 +159,9 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         }
     }
     /* MQTT before the poller, whose answers it takes (set before they come) */
+    /* tag writes: one per HTTP connection, and as many as one MQTT request may carry */
     if (start_serial_slaves(gw, err, sizeof err) != 0 || !(gw->tags = gwtags_new(cfg, err, sizeof err)) ||
+        !(gw->tag_writes = tag_writes_new(gw, cfg->http.max_connections + GW_TAG_WRITES_MQTT)) ||
         (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
         !(gw->poller = poller_new(gw, err, sizeof err)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
@@ -237,6 +239,7 @@ void gw_free(gw_t *gw)
     for (unsigned i = 0; i < gw->cfg->bus_count; i++)
         bus_free(gw->buses[i]);
     loop_free(gw->loop);
+    tag_writes_free(gw->tag_writes);   /* the loop has stopped: no outcome is on its way */
     if (gw->actors)
         actor_system_destroy(gw->actors);
     if (gw->router)

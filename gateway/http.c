@@ -721,11 +721,6 @@ void http_hold(gw_http_t *h, struct evhttp_request *req, bool held)
     c->since_ns = gw_now_ns();   /* answered: the next request is due from now */
 }
 
-unsigned http_in_flight(const gw_http_t *h)
-{
-    return h ? http_tags_in_flight(h->tags) : 0;
-}
-
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
 {
     const config_http_t *cfg = &gw->cfg->http;

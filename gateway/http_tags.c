@@ -14,15 +14,14 @@
  * text). Integers keep all 64 bits: they go to the codec as text.
  *
  * The request then waits (evhttp lets a reply come later) while the write
- * goes to the bus with this file's own origin. Its one answer arrives on
- * the bus actor's thread and goes to the I/O thread with loop_post: queued
- * from a worker, run at once for a bus pinned to the I/O thread (whose turn
- * runs from its host's own event, never inside an HTTP callback). There it
- * answers the request with the slave's result or exception. A bool in a register is a
- * read-modify-write: fc 3 of the register first, the bit merged, then fc 6.
- * While one is in flight, another write to that register is refused (409)
- * rather than allowed to undo its bit; writes from Modbus TCP clients to
- * the same register in between cannot be seen from here (docs/tags.md).
+ * goes to the device through tag_write.c, the one way a tag is written for
+ * HTTP, MQTT and Sparkplug alike: its table of writes in flight, its
+ * overlap rule (a write that touches a register of a read-modify-write in
+ * flight, or is one, is refused: 409 here), the read-modify-write of a bool
+ * in a register. Its outcome comes back on the I/O thread (write_done) and
+ * answers the request with the slave's result or exception. Writes from
+ * Modbus TCP clients to the same register in between cannot be seen from
+ * here (docs/tags.md).
  */
 #include "gateway/internal.h"
 #include "json/json.h"
@@ -39,24 +38,9 @@
 
 #define WRITE_BODY_MAX 16384   /* bytes of a PUT body parsed, whatever max_body_bytes allows */
 
-typedef struct tag_write {
-    uint64_t id;                  /* index | generation << 16; 0: free */
-    struct evhttp_request *req;   /* NULL once its client has gone (http_tags_abandon) */
-    unsigned tag;
-    unsigned bus, slave;
-    tags_write_t w;
-    bool rmw;                     /* a read-modify-write (a bool in a register) */
-    bool reading;                 /* ... whose read is in flight */
-} tag_write_t;
-
 struct gw_http_tags {
-    gw_origin_t origin;           /* first: the answers' way back */
     gw_t *gw;
     gw_http_t *http;
-    tag_write_t *writes;          /* one per HTTP connection at most */
-    _Atomic uint64_t *live;       /* per slot: its id while its client waits (read by bus workers) */
-    unsigned n_writes, in_flight;
-    uint64_t generation;
 };
 
 /* ---- JSON ----------------------------------------------------------------------- */
@@ -274,26 +258,6 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
 
 /* ---- writes ---------------------------------------------------------------------------- */
 
-static tag_write_t *slot_of(gw_http_tags_t *ht, uint64_t id)
-{
-    tag_write_t *w = &ht->writes[id & 0xFFFF];
-    return (id & 0xFFFF) < ht->n_writes && w->id == id ? w : NULL;
-}
-
-/* Frees the slot and returns its request, to be answered now: before the
- * answer, since answering a request whose client has gone frees it. */
-static struct evhttp_request *release(gw_http_tags_t *ht, tag_write_t *w)
-{
-    struct evhttp_request *req = w->req;
-    if (req)
-        http_hold(ht->http, req, false);
-    atomic_store_explicit(&ht->live[w - ht->writes], 0, memory_order_relaxed);
-    w->id = 0;
-    w->req = NULL;
-    ht->in_flight--;
-    return req;
-}
-
 /* A write refused before it reached a bus: counted, and said why. */
 static void refuse(gw_http_tags_t *ht, struct evhttp_request *req, int code, const char *reason,
                    const char *tag, const char *why)
@@ -370,46 +334,7 @@ static int encode_body(const tags_tag_t *g, const char *body, size_t len, tags_w
     return status;
 }
 
-/* Another write in flight to the same registers, one of them a read-modify-write. */
-static bool registers(const tags_write_t *w)
-{
-    return w->function == 6 || w->function == 16;
-}
-
-static bool conflicts(const gw_http_tags_t *ht, unsigned bus, unsigned slave, const tags_write_t *w)
-{
-    for (unsigned i = 0; i < ht->n_writes; i++) {
-        const tag_write_t *o = &ht->writes[i];
-        bool rmw = w->needs_read || o->rmw;
-        if (o->id && rmw && o->bus == bus && o->slave == slave && registers(w) && registers(&o->w) &&
-            w->address < o->w.address + o->w.count && o->w.address < w->address + w->count)
-            return true;
-    }
-    return false;
-}
-
-/* Sends the slot's next request: the register's read, or the write. */
-static int submit(gw_http_tags_t *ht, tag_write_t *s)
-{
-    gw_request_t q = { .origin = &ht->origin, .slave = (uint8_t)s->slave, .bus = (uint8_t)s->bus,
-                       .conn_id = s->id, .t_accept_ns = gw_now_ns() };
-    if (s->w.needs_read) {
-        uint8_t pdu[5] = { 3, (uint8_t)(s->w.address >> 8), (uint8_t)s->w.address, 0, 1 };
-        memcpy(q.pdu, pdu, sizeof pdu);
-        q.pdu_len = sizeof pdu;
-    } else {
-        int n = tags_write_pdu(&s->w, q.pdu, sizeof q.pdu);
-        if (n < 0)
-            return n;
-        q.pdu_len = (uint16_t)n;
-        cache_write_begin(ht->gw, s->bus, s->slave, q.pdu, q.pdu_len);
-    }
-    s->reading = s->w.needs_read;
-    int rc = bus_submit(ht->gw->buses[s->bus], &q);
-    if (rc != 0 && !s->reading)
-        cache_write_end(ht->gw, s->bus, s->slave, q.pdu, q.pdu_len);
-    return rc;
-}
+static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *o);
 
 /* Who may write what: the policy checks, in the order a caller fixes them. */
 static bool write_allowed(gw_http_tags_t *ht, struct evhttp_request *req, const char *name)
@@ -457,35 +382,23 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
         return;
     }
     const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
-    unsigned free_slot = 0;
-    while (free_slot < ht->n_writes && ht->writes[free_slot].id)
-        free_slot++;
-    if (free_slot == ht->n_writes || conflicts(ht, dev->bus, dev->slave, &w)) {
-        bool full = free_slot == ht->n_writes;
-        refuse(ht, req, full ? 503 : 409, full ? "Service Unavailable" : "Conflict", name,
-                    full ? "too many writes in flight" : "a read-modify-write of that register is in flight");
-        return;
-    }
-    tag_write_t *s = &ht->writes[free_slot];
-    *s = (tag_write_t){ .id = free_slot | (++ht->generation << 16), .req = req, .tag = (unsigned)i,
-                        .bus = dev->bus, .slave = dev->slave, .w = w, .rmw = w.needs_read };
-    ht->in_flight++;
-    atomic_store_explicit(&ht->live[free_slot], s->id, memory_order_relaxed);
-    if (submit(ht, s) != 0) {
-        atomic_store_explicit(&ht->live[free_slot], 0, memory_order_relaxed);
-        s->id = 0;
-        ht->in_flight--;
-        refuse(ht, req, 503, "Service Unavailable", name, "the bus refused the request");
+    int rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &w, write_done, ht,
+                             (uint64_t)(uintptr_t)req);
+    if (rc != TAG_WRITE_QUEUED) {
+        refuse(ht, req, rc == TAG_WRITE_OVERLAP ? 409 : 503, rc == TAG_WRITE_OVERLAP ? "Conflict" : "Service Unavailable",
+               name, rc == TAG_WRITE_OVERLAP ? "a read-modify-write of that register is in flight"
+                     : rc == TAG_WRITE_FULL ? "too many writes in flight" : "the bus refused the request");
         return;
     }
     http_hold(ht->http, req, true);
 }
 
 /* The slave's answer to the write: its echo, or the exception, as JSON. */
-static void reply_result(gw_http_tags_t *ht, const tag_write_t *s, struct evhttp_request *req,
-                         const uint8_t *pdu, size_t len)
+static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struct evhttp_request *req)
 {
-    const tags_tag_t *g = tags_table_tag(gwtags_defs(ht->gw->tags), s->tag);
+    const tags_tag_t *g = tags_table_tag(gwtags_defs(ht->gw->tags), o->tag);
+    const uint8_t *pdu = o->pdu;
+    size_t len = o->len;
     if (len >= 2 && (pdu[0] & 0x80)) {
         static const char *const names[] = { "", "illegal function", "illegal data address",
                                              "illegal data value", "slave device failure" };
@@ -522,69 +435,31 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_t *s, struct evhttp
     }
     evbuffer_add_printf(b, "{\"tag\":");
     add_str(b, g->name);
-    evbuffer_add_printf(b, ",\"ok\":true,\"function\":%u,\"address\":%u,\"count\":%u,\"words\":[", s->w.function,
-                        len >= 3 ? (unsigned)(pdu[1] << 8 | pdu[2]) : 0u, s->w.count);
-    for (unsigned k = 0; k < s->w.count; k++)
-        evbuffer_add_printf(b, k ? ",%u" : "%u", s->w.words[k]);
+    evbuffer_add_printf(b, ",\"ok\":true,\"function\":%u,\"address\":%u,\"count\":%u,\"words\":[", o->w->function,
+                        len >= 3 ? (unsigned)(pdu[1] << 8 | pdu[2]) : 0u, o->w->count);
+    for (unsigned k = 0; k < o->w->count; k++)
+        evbuffer_add_printf(b, k ? ",%u" : "%u", o->w->words[k]);
     evbuffer_add_printf(b, "]}\n");
     reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
 
-/* I/O thread: an answer for slot `id`. */
-static void on_write_answer(void *ctx, uint64_t id, uint32_t unused, const uint8_t *pdu, size_t len)
+/* The write's outcome (tag_write.c), on the I/O thread: the request
+ * answered, or counted only when its client had gone. */
+static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *o)
 {
-    gw_http_tags_t *ht = ctx;
-    tag_write_t *s = slot_of(ht, id);
-    (void)unused;
-    if (!s)
-        return;
-    if (!s->req && s->reading) {   /* its client has gone before anything was written: no write */
-        release(ht, s);
-        return;
-    }
-    if (s->reading && !(len >= 2 && (pdu[0] & 0x80))) {
-        const char *name = tags_table_tag(gwtags_defs(ht->gw->tags), s->tag)->name;
-        int code = 0;
-        const char *why = NULL;
-        if (len != 4 || pdu[0] != 3 || pdu[1] != 2) {
-            code = 502, why = "the register's read came back malformed";
-        } else if (ht->gw->cfg->tcp.read_only) {
-            code = 403, why = "the gateway is read-only ([tcp] read_only)";
-        } else {
-            tags_write_merge(&s->w, (uint16_t)(pdu[2] << 8 | pdu[3]));
-            if (submit(ht, s) == 0)
-                return;   /* the write's answer comes next */
-            code = 503, why = "the bus refused the request";
-        }
+    gw_http_tags_t *ht = owner;
+    struct evhttp_request *req = o->abandoned ? NULL : (struct evhttp_request *)(uintptr_t)cookie;
+    if (req)
+        http_hold(ht->http, req, false);
+    if (o->malformed_read) {
         gw_count(&ht->gw->http_metrics.tag_write_failures);
-        reply_error(release(ht, s), code, code == 502 ? "Bad Gateway" : code == 403 ? "Forbidden"
-                                                                    : "Service Unavailable", name, why);
+        reply_error(req, 502, "Bad Gateway", tags_table_tag(gwtags_defs(ht->gw->tags), o->tag)->name,
+                    "the register's read came back malformed");
         return;
     }
-    tag_write_t done = *s;
-    reply_result(ht, &done, release(ht, s), pdu, len);
+    reply_result(ht, o, req);
 }
-
-/* origin: on the bus actor's thread; the HTTP request is the I/O thread's. */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
-{
-    gw_http_tags_t *ht = (gw_http_tags_t *)o;
-    cache_write_end(ht->gw, req->bus, req->slave, req->pdu, req->pdu_len);   /* a no-op for the read */
-    if (loop_post(ht->gw->loop, on_write_answer, ht, req->conn_id, 0, pdu, len) != 0)
-        gw_log(ht->gw, CONFIG_LOG_ERROR, "http: cannot queue a tag write's answer (out of memory)");
-}
-
-/* origin: on a bus worker, before the request goes on the line. An abandoned
- * write is dropped there (answered 0x0B without line time), as a Modbus TCP
- * client's request is once its connection has gone. */
-static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
-{
-    gw_http_tags_t *ht = (gw_http_tags_t *)o;
-    return atomic_load_explicit(&ht->live[req->conn_id & 0xFFFF], memory_order_relaxed) == req->conn_id;
-}
-
-static const gw_origin_ops_t http_tags_origin_ops = { "http-tags", origin_answer, origin_wanted };
 
 /* ---- routing and life ---------------------------------------------------------------- */
 
@@ -616,38 +491,20 @@ bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const cha
     return true;
 }
 
-unsigned http_tags_in_flight(const gw_http_tags_t *ht)
-{
-    return ht ? ht->in_flight : 0;
-}
-
 gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h)
 {
     gw_http_tags_t *ht = calloc(1, sizeof *ht);
     if (!ht)
         return NULL;
-    ht->origin.ops = &http_tags_origin_ops;
     ht->gw = gw;
     ht->http = h;
-    ht->n_writes = gw->cfg->http.max_connections;
-    ht->writes = calloc(ht->n_writes, sizeof *ht->writes);
-    ht->live = calloc(ht->n_writes, sizeof *ht->live);
-    if (!ht->writes || !ht->live) {
-        free(ht->writes);
-        free(ht->live);
-        free(ht);
-        return NULL;
-    }
     return ht;
 }
 
-/* After evhttp_free: the requests still waiting were freed with their connections. */
+/* After evhttp_free, which freed the requests still waiting; their writes'
+ * outcomes, if any come, go nowhere (the loop has stopped). */
 void http_tags_free(gw_http_tags_t *ht)
 {
-    if (!ht)
-        return;
-    free(ht->writes);
-    free(ht->live);
     free(ht);
 }
 
@@ -656,19 +513,19 @@ void http_tags_free(gw_http_tags_t *ht)
  * end). The write keeps its slot until the bus answers, since the bus holds
  * the request, but not the client's HTTP connection: that is handed back
  * for closing now, and the answer, when it comes, is counted and goes to no
- * one. A write not yet on the line is dropped by origin_wanted.
+ * one. A write not yet on the line is dropped (tag_write.c).
  */
+static bool on_connection(uint64_t cookie, const void *bev)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection((struct evhttp_request *)(uintptr_t)cookie);
+    return evcon && evhttp_connection_get_bufferevent(evcon) == bev;
+}
+
 struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev)
 {
-    for (unsigned i = 0; i < ht->n_writes; i++) {
-        tag_write_t *s = &ht->writes[i];
-        struct evhttp_connection *evcon = s->id && s->req ? evhttp_request_get_connection(s->req) : NULL;
-        if (evcon && evhttp_connection_get_bufferevent(evcon) == bev) {
-            s->req = NULL;
-            atomic_store_explicit(&ht->live[i], 0, memory_order_relaxed);
-            gw_count(&ht->gw->http_metrics.tag_writes_abandoned);
-            return evcon;
-        }
-    }
-    return NULL;
+    uint64_t cookie;
+    if (!tag_write_abandon(ht->gw->tag_writes, ht, on_connection, bev, &cookie))
+        return NULL;
+    gw_count(&ht->gw->http_metrics.tag_writes_abandoned);
+    return evhttp_request_get_connection((struct evhttp_request *)(uintptr_t)cookie);
 }

@@ -34,7 +34,8 @@
  *   log.c, metrics.c   logging, counters, the clock (leaves)
  *
  * A new front end needs this header only: the request, the origin
- * interface, bus_submit(), the loop for its sockets, and the counters.
+ * interface, gw_submit() (submit.c: the one way into a bus), the loop for
+ * its sockets, and the counters.
  *
  * Threads and ownership:
  *   - the I/O thread (loop.c, port.c, tcp.c, http.c) owns every fd, the TCP
@@ -137,8 +138,41 @@ typedef struct gw_cache_entry {
 
 /* cache.c: writes through the gateway keep serve_cached_ms reads coherent
  * (under cache_lock, taken inside). */
+/* The bracket of a write: gw_submit begins it, bus.c ends it as the answer leaves the line. */
 void cache_write_begin(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
 void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
+
+/* tag_write.c: the one way a tag's value is written (HTTP, MQTT, Sparkplug). */
+typedef struct gw_tag_writes gw_tag_writes_t;
+enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE };
+typedef struct tag_write_outcome {
+    unsigned tag;                 /* the tag's index in the tag table */
+    const tags_write_t *w;        /* what was written (after a read-modify-write's merge) */
+    uint8_t exception;            /* 0: the slave confirmed; else its or the gateway's exception */
+    bool malformed_read;          /* a read-modify-write's read came back malformed: nothing written */
+    bool abandoned;               /* its owner had abandoned it: count it, answer no one */
+    const uint8_t *pdu;           /* the slave's answer */
+    size_t len;
+} tag_write_outcome_t;
+typedef void (*tag_write_done_fn)(void *owner, uint64_t cookie, const tag_write_outcome_t *o);
+#define GW_TAG_WRITES_MQTT 64   /* north's NORTH_WRITE_MAX_ITEMS: the writes one MQTT request may carry */
+gw_tag_writes_t *tag_writes_new(gw_t *gw, unsigned slots);
+void tag_writes_free(gw_tag_writes_t *tw);
+/* I/O thread. TAG_WRITE_QUEUED: done(owner, cookie, outcome) comes once, on
+ * the I/O thread; else refused (no slot, an overlapping write in flight,
+ * the bus took nothing) and done never comes. */
+int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *w,
+                    tag_write_done_fn done, void *owner, uint64_t cookie);
+/* The first write of owner whose cookie matches: its outcome is marked
+ * abandoned; *cookie gets it. False when none. */
+bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t cookie, const void *arg),
+                       const void *arg, uint64_t *cookie);
+unsigned tag_writes_in_flight(const gw_tag_writes_t *tw);
+
+/* submit.c: the one way a request enters a bus (req->bus). 0: queued, and
+ * its one answer will come to req->origin; else the exception code the
+ * caller answers with (0x0A), nothing queued. */
+int gw_submit(gw_t *gw, const gw_request_t *req);
 /* Called with cache_lock held. */
 bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
 
@@ -214,7 +248,7 @@ void bus_free(gw_bus_t *bus);
 /* Spawns the bus actor, then opens its port on the loop. */
 int bus_start(gw_bus_t *bus, gw_loop_t *loop);
 /* Any thread: queue a request; exactly one answer comes to req->origin. */
-int bus_submit(gw_bus_t *bus, const gw_request_t *req);
+int bus_submit(gw_bus_t *bus, const gw_request_t *req);   /* submit.c's; front ends call gw_submit */
 const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
@@ -379,7 +413,6 @@ void http_free(gw_http_t *h);
 /* A request answered later (a tag write): not cut by request_timeout_ms while held. */
 void http_hold(gw_http_t *h, struct evhttp_request *req, bool held);
 /* Tag writes waiting for their slave's answer. */
-unsigned http_in_flight(const gw_http_t *h);
 
 /* http_tags.c (I/O thread): GET /tags, /tags/NAME, PUT /tags/NAME, and the
  * tags' part of /status and /metrics. */
@@ -388,7 +421,6 @@ gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h);
 void http_tags_free(gw_http_tags_t *ht);
 /* Answers req when path is /tags or /tags/NAME; false when it is not. */
 bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const char *path);
-unsigned http_tags_in_flight(const gw_http_tags_t *ht);
 struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev);
 /* ,"tags":{...} of config device d, for its /status object. */
 void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
@@ -445,6 +477,7 @@ struct gw {
     unsigned bus_count;
     gw_poller_t *poller;
     gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
+    gw_tag_writes_t *tag_writes; /* tag writes in flight (tag_write.c), for HTTP, MQTT and Sparkplug */
     gw_tcp_t *tcp;
     gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
     gw_tcp_t *rtu_tcp;          /* NULL unless [rtu_tcp] is enabled */

@@ -3,7 +3,7 @@ noinst_LIBRARIES += gateway/libgateway.a
 gateway_libgateway_a_SOURCES = gateway/gateway.h gateway/internal.h \
 	gateway/gw.c gateway/control.c gateway/log.c gateway/loop.c gateway/port.c gateway/bus.c \
 	gateway/tcp.c gateway/rtu_tcp.c gateway/rtu_tcp_frame.c gateway/serial_slave.c gateway/poller.c gateway/http.c gateway/http_tags.c gateway/cache.c gateway/tags_gw.c gateway/north.c \
-	gateway/metrics.c gateway/notify.c gateway/trim.c gateway/web.c gateway/frames.c gateway/mbaps.c
+	gateway/submit.c gateway/tag_write.c gateway/metrics.c gateway/notify.c gateway/trim.c gateway/web.c gateway/frames.c gateway/mbaps.c
 gateway_libgateway_a_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS) $(EVENT_CFLAGS) $(SERIALPORT_CFLAGS) $(INIH_CFLAGS) \
 	$(JSONC_CFLAGS) $(MOSQUITTO_CFLAGS)
 gateway_libgateway_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"'

@@ -21,13 +21,15 @@
  * once at start (north_define_device: type, unit, writable).
  *
  * In: a write names a device and a tag. A tag of tags.csv is encoded by the
- * tag codec (type, order, scale: tags_encode_text) and written with FC 5, 6,
- * 15 or 16; a bool in a register is a read-modify-write (FC 3, then FC 6)
- * with at most one such write per register in flight from MQTT. Otherwise
- * the tag is POLLNAME.N and the group says the table and the address. Holding registers take FC 6 (one value) or FC 16 (a list),
- * coils FC 5; inputs are refused. The request goes to the device's bus
- * with this file's own origin and exactly one answer comes back through
- * it, which becomes the write's answer (north_write_done).
+ * tag codec (type, order, scale: tags_encode_text) and written through
+ * tag_write.c, the one way a tag is written for HTTP, MQTT and Sparkplug
+ * (its table of writes in flight, its overlap rule, the read-modify-write of
+ * a bool in a register); its outcome becomes the write's answer
+ * (north_write_done). Otherwise the tag is POLLNAME.N and the group says
+ * the table and the address: holding registers take FC 6 (one value) or FC
+ * 16 (a list), coils FC 5; inputs are refused. That request goes to the
+ * device's bus with this file's own origin and exactly one answer comes
+ * back through it.
  */
 #include "gateway/internal.h"
 
@@ -37,15 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A bool in a register being written: the register's read is on the bus. */
-#define GWNORTH_RMW_MAX 16
 #define GWNORTH_TEXT_BYTES 16384   /* a read is at most 125 registers: 1,000 bytes of text and NULs */
-typedef struct gw_north_rmw {
-    uint32_t token;               /* 0: free */
-    unsigned bus, slave;
-    tags_write_t w;
-} gw_north_rmw_t;
-
 struct gw_north {
     gw_origin_t origin;           /* first: the write answers' way back */
     gw_t *gw;
@@ -58,7 +52,6 @@ struct gw_north {
     size_t n_gathered, cap_gathered;
     char *text;                   /* string and raw values of one read, NUL-separated */
     char (*errors)[16];           /* per value of one read: "exception 02" */
-    gw_north_rmw_t rmw[GWNORTH_RMW_MAX];
 };
 
 static void log_hook(void *ctx, int level, const char *msg)
@@ -404,43 +397,18 @@ static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t
 
 /* ---- in: writes of tags ------------------------------------------------------------------ */
 
-static int submit_tag_write(gw_north_t *gn, uint32_t token, unsigned bus, unsigned slave, const tags_write_t *w,
-                            uint32_t rmw_slot)
-{
-    gw_request_t r = { .origin = &gn->origin, .slave = (uint8_t)slave, .bus = (uint8_t)bus, .conn_id = token,
-                       .seq = rmw_slot, .t_accept_ns = gw_now_ns() };
-    if (rmw_slot) {   /* the register's value first: Modbus has no single-bit register write */
-        uint8_t pdu[5] = { 3, (uint8_t)(w->address >> 8), (uint8_t)w->address, 0, 1 };
-        memcpy(r.pdu, pdu, sizeof pdu);
-        r.pdu_len = sizeof pdu;
-        return bus_submit(gn->gw->buses[bus], &r);
-    }
-    int n = tags_write_pdu(w, r.pdu, sizeof r.pdu);
-    if (n < 0)
-        return n;
-    r.pdu_len = (uint16_t)n;
-    cache_write_begin(gn->gw, bus, slave, r.pdu, r.pdu_len);
-    int rc = bus_submit(gn->gw->buses[bus], &r);
-    if (rc != 0)
-        cache_write_end(gn->gw, bus, slave, r.pdu, r.pdu_len);
-    return rc;
-}
+static const char *exception_text(uint8_t code);
 
-/* A read-modify-write slot for w, or 0 when one of the same register is in
- * flight (two would each write back the other's bit unchanged) or all are. */
-static uint32_t take_rmw(gw_north_t *gn, uint32_t token, unsigned bus, unsigned slave, const tags_write_t *w)
+/* A tag write's outcome (tag_write.c), on the I/O thread: its answer. */
+static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_t *o)
 {
-    uint32_t free_slot = 0;
-    for (uint32_t i = 0; i < GWNORTH_RMW_MAX; i++) {
-        const gw_north_rmw_t *s = &gn->rmw[i];
-        if (!s->token && !free_slot)
-            free_slot = i + 1;
-        if (s->token && s->bus == bus && s->slave == slave && s->w.address == w->address)
-            return 0;
-    }
-    if (free_slot)
-        gn->rmw[free_slot - 1] = (gw_north_rmw_t){ .token = token, .bus = bus, .slave = slave, .w = *w };
-    return free_slot;
+    gw_north_t *gn = owner;
+    if (o->malformed_read)
+        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
+    else if (o->exception)
+        gn->m->write_done(gn->north, (uint32_t)token, o->exception, exception_text(o->exception));
+    else
+        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
 }
 
 /* A tag of tags.csv: true when w names one of the device (answered here). */
@@ -472,35 +440,14 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
         return true;
     }
     const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
-    uint32_t slot = tw.needs_read ? take_rmw(gn, token, dev->bus, dev->slave, &tw) : 0;
-    if (tw.needs_read && !slot) {
+    rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &tw, tag_write_done, gn, token);
+    if (rc == TAG_WRITE_OVERLAP)
         gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY,
-                          "busy: a write of another bit of that register is in flight");
-        return true;
-    }
-    if (submit_tag_write(gn, token, dev->bus, dev->slave, &tw, slot) != 0) {
-        if (slot)
-            gn->rmw[slot - 1].token = 0;
+                          "busy: a read-modify-write of that register is in flight");
+    else if (rc == TAG_WRITE_FULL)
+        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY, "busy: too many writes in flight");
+    else if (rc != TAG_WRITE_QUEUED)
         gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
-    }
-    return true;
-}
-
-/* The register's value for read-modify-write slot `slot` came: write it back
- * with the bit changed. True when the write is on its way. */
-static bool rmw_continue(gw_north_t *gn, uint32_t slot, const uint8_t *pdu, size_t len)
-{
-    gw_north_rmw_t s = gn->rmw[slot - 1];
-    gn->rmw[slot - 1].token = 0;
-    if (len != 4 || pdu[0] != 3 || pdu[1] != 2) {
-        gn->m->write_done(gn->north, s.token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
-        return false;
-    }
-    tags_write_merge(&s.w, (uint16_t)(pdu[2] << 8 | pdu[3]));
-    if (submit_tag_write(gn, s.token, s.bus, s.slave, &s.w, 0) != 0) {
-        gn->m->write_done(gn->north, s.token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
-        return false;
-    }
     return true;
 }
 
@@ -528,9 +475,7 @@ static void on_write(void *ctx, uint32_t token, const north_write_t *w)
         gn->m->write_done(gn->north, token, rc, why);
         return;
     }
-    cache_write_begin(gw, dev->bus, dev->slave, r.pdu, r.pdu_len);
-    if (bus_submit(gw->buses[dev->bus], &r) != 0) {
-        cache_write_end(gw, dev->bus, dev->slave, r.pdu, r.pdu_len);
+    if (gw_submit(gw, &r) != 0) {
         gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
     }
 }
@@ -550,15 +495,10 @@ static const char *exception_text(uint8_t code)
 }
 
 /* On the I/O thread: the bus's answer to a write. */
-static void on_write_answer(void *ctx, uint64_t token, uint32_t b, const uint8_t *pdu, size_t len)
+static void on_write_answer(void *ctx, uint64_t token, uint32_t unused, const uint8_t *pdu, size_t len)
 {
     gw_north_t *gn = ctx;
-    if (b >= 1 && b <= GWNORTH_RMW_MAX && gn->rmw[b - 1].token == (uint32_t)token && !(len >= 2 && (pdu[0] & 0x80))) {
-        rmw_continue(gn, b, pdu, len);
-        return;
-    }
-    if (b >= 1 && b <= GWNORTH_RMW_MAX && gn->rmw[b - 1].token == (uint32_t)token)
-        gn->rmw[b - 1].token = 0;   /* the read failed: its exception is the write's answer */
+    (void)unused;
     if (len >= 2 && (pdu[0] & 0x80))
         gn->m->write_done(gn->north, (uint32_t)token, pdu[1], exception_text(pdu[1]));
     else
@@ -570,7 +510,6 @@ static void on_write_answer(void *ctx, uint64_t token, uint32_t b, const uint8_t
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_north_t *gn = (gw_north_t *)o;
-    cache_write_end(gn->gw, req->bus, req->slave, req->pdu, req->pdu_len);
     if (loop_post(gn->gw->loop, on_write_answer, gn, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot queue a write answer (out of memory)");
 }

@@ -195,8 +195,8 @@ static void poll_once(gw_poller_t *p, unsigned ri)
                        .seq = ri, .conn_id = p->generation, .t_accept_ns = gw_now_ns(),
                        .bus = (uint8_t)dev->bus };
     tags_read_pdu(tags_plan_read(p->plan, ri), q.pdu);
-    if (bus_submit(gw->buses[dev->bus], &q) == 0)
-        r->outstanding = true;
+    if (gw_submit(gw, &q) == 0)
+        r->outstanding = true;   /* else it is read again at its next tick */
 }
 
 /* Item i of the answer (register, or bit as 0/1). */

@@ -119,10 +119,19 @@
 
 /* ---- answers and logging ------------------------------------------------- */
 
-void gw_answer_exception(const gw_request_t *req, uint8_t code)
+/* Every answer leaves the line here, and through the host's answered
+ * operation first: data, the slave's exception, or the line's own. */
+void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len)
+{
+    if (bus->env.answered)
+        bus->env.answered(bus->env.ctx, req);
+    req->origin->ops->answer(req->origin, req, pdu, len);
+}
+
+void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code)
 {
     uint8_t pdu[2] = { (uint8_t)(req->pdu[0] | 0x80), code };
-    req->origin->ops->answer(req->origin, req, pdu, sizeof pdu);
+    line_deliver(bus, req, pdu, sizeof pdu);
 }
 
 static bool debug_on(const line_t *bus)
@@ -183,17 +192,11 @@ void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t
     s->log_next_ns = now + LOG_SUMMARY_NS;
 }
 
-void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len)
-{
-    (void)bus;
-    req->origin->ops->answer(req->origin, req, pdu, len);
-}
-
 void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now)
 {
     if (req->slave < N_SLAVES)
         line_slave_event(bus, req->slave, EV_REFUSED, now);
-    gw_answer_exception(req, MB_EX_TARGET_FAILED);
+    line_answer_exception(bus, req, MB_EX_TARGET_FAILED);
 }
 
 /* ---- wire time ------------------------------------------------------------- */

@@ -79,8 +79,6 @@ struct gw_request {
     uint8_t pdu[RTU_MAX_PDU];
 };
 
-/* The answer of an exception to req, through its origin. */
-void gw_answer_exception(const gw_request_t *req, uint8_t code);
 
 /* ---- counters --------------------------------------------------------------- */
 
@@ -149,6 +147,9 @@ typedef struct line_env {
     void (*log)(void *ctx, int level, const char *msg);
     /* Every frame on the line, sent (tx) or heard; may be NULL. */
     void (*frame)(void *ctx, bool tx, const uint8_t *adu, size_t len);
+    /* req's one answer is about to go to its origin; may be NULL. (The
+     * daemon ends the cache's bracket of a write here.) */
+    void (*answered)(void *ctx, const gw_request_t *req);
 } line_env_t;
 
 /* What the core needs besides the configuration. */

@@ -83,13 +83,13 @@ void line_queue_answer_all(line_t *bus, uint8_t code)
         while (bus->queue[qi].len) {
             ring_take(bus, qi, 0, &req);
             gw_count(&bus->m.unavailable);
-            gw_answer_exception(&req, code);
+            line_answer_exception(bus, &req, code);
         }
     for (unsigned s = 0; s < N_SLAVES && bus->parked_count; s++)
         if (bus->slaves[s].parked) {
             line_unpark(bus, s, &req, &attempts);
             gw_count(&bus->m.unavailable);
-            gw_answer_exception(&req, code);
+            line_answer_exception(bus, &req, code);
         }
 }
 
@@ -110,7 +110,7 @@ static bool answer_unsendable(line_t *bus, unsigned qi, unsigned i, uint64_t now
     gw_request_t gone;
     ring_take(bus, qi, i, &gone);
     gw_count(dead ? &bus->m.dead_fast : &bus->m.gone_dropped);
-    gw_answer_exception(&gone, MB_EX_TARGET_FAILED);
+    line_answer_exception(bus, &gone, MB_EX_TARGET_FAILED);
     return true;
 }
 
@@ -145,7 +145,7 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
             if (wanted(&bus->cur))
                 return true;
             gw_count(&bus->m.gone_dropped);
-            gw_answer_exception(&bus->cur, MB_EX_TARGET_FAILED);
+            line_answer_exception(bus, &bus->cur, MB_EX_TARGET_FAILED);
             continue;
         }
         if (!*wake || ss->hold_until_ns < *wake)

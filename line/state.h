@@ -143,6 +143,7 @@ void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *
                            uint64_t t_last);
 void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f);
 void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
+void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code);
 void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now);
 void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t now);
 uint64_t line_wire_ns(const line_t *bus, size_t bytes);

@@ -196,5 +196,70 @@ def test_write_bounds():
     b.stop()
 
 
+def test_http_and_mqtt_share_the_overlap_rule():
+    """One tag-write module for HTTP, MQTT and Sparkplug (gateway/tag_write.c,
+    issue 28): while a read-modify-write of register 7 (a bool in it) is in
+    flight, from either side, a write of register 7 from the other side is
+    refused (HTTP 409, MQTT 1007), and one of register 8 is not."""
+    import signal
+    import threading
+    import urllib.error
+    import urllib.request
+    d = tempfile.mkdtemp(prefix="rtugw-mqtt-overlap-")
+    with open(os.path.join(d, "tags.csv"), "w") as f:
+        f.write("name,device,table,address,type,writable\r\nb0,,holding,7.0,bool,true\r\n"
+                "r7,,holding,7,uint16,true\r\nr8,,holding,8,uint16,true\r\n")
+    p, link = sim(d, "")
+    b = Broker("overlap")
+    sub = Subscriber(b.port, "rtugw/gov/write/response", "sub-overlap", clean=True)
+    token = "overlap-token"
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n",
+                devices=f"[device plc]\nslave = 1\ndead_after = 0\ntags_file = {d}/tags.csv\n", timeout_ms=1500,
+                extra=f"write_token = {token}\n" + mqtt_section(b.port, "gov"))
+    check(wait_for(lambda: g.metrics().get("rtugw_mqtt_connected") == 1, 5), "MQTT up")
+
+    def put(name, value):
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/tags/{name}", method="PUT",
+                                     data=json.dumps({"value": value}).encode())
+        req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def mqtt_write(uuid, tag, value):
+        sub.publish("rtugw/gov/write", json.dumps({"uuid": uuid, "device": "plc", "tag": tag, "value": value}))
+        wait_for(lambda: any(m.get("uuid") == uuid for _, m, _ in sub.messages()), 15)
+        r = [m for _, m, _ in sub.messages() if m.get("uuid") == uuid]
+        return r[-1]["error"] if r else None
+
+    os.kill(p.pid, signal.SIGSTOP)   # silent: a write stays in flight for its timeouts
+    t = threading.Thread(target=lambda: put("b0", True))
+    t.start()
+    time.sleep(0.3)
+    e7, e8 = mqtt_write("m7", "r7", 5), None
+    s7 = put("r7", 5)
+    check(e7 == 1007 and s7 == 409, f"HTTP's read-modify-write in flight: MQTT r7 refused 1007 ({e7}), "
+                                    f"HTTP r7 refused 409 ({s7})")
+    t.join()
+    sub.msgs.clear()
+    sub.publish("rtugw/gov/write", json.dumps({"uuid": "mb0", "device": "plc", "tag": "b0", "value": True}))
+    time.sleep(0.3)
+    s7 = put("r7", 6)
+    e7 = mqtt_write("m7b", "r7", 6)
+    check(s7 == 409 and e7 == 1007, f"MQTT's read-modify-write in flight: HTTP r7 refused 409 ({s7}), "
+                                    f"MQTT r7 refused 1007 ({e7})")
+    e8 = mqtt_write("m8", "r8", 8)
+    check(e8 not in (1007, None), f"a write of register 8 is not refused by the rule ({e8}: the silent slave's)")
+    os.kill(p.pid, signal.SIGCONT)
+    check(wait_for(lambda: put("r7", 7) == 200, 30), "once the slave answers, register 7 is written")
+    g.stop()
+    sub.close()
+    b.stop()
+    p.kill()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds], cleanup=[test_mqtt.WORK])
+    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule], cleanup=[test_mqtt.WORK])

@@ -1,0 +1,220 @@
+/*
+ * gateway/tag_write.c -- the one way a tag's value is written to its device,
+ * for every front end that writes tags: HTTP (PUT /tags/NAME, http_tags.c),
+ * MQTT json and Sparkplug commands (north.c). The value comes encoded by
+ * tags/ (tags_encode_text, tags_encode_number: its type, order, scale and
+ * range checks); the front end has checked who may write. This file owns
+ * what happens next, so that the front ends cannot disagree about it:
+ *
+ *   - a bounded table of writes in flight (a slot each, until its answer);
+ *   - the overlap rule: a write is refused while another write in flight
+ *     touches one of its registers and either of them is a read-modify-write
+ *     (a bool in a register: the register is read, the bit merged, the
+ *     register written). Two such writes would each write back the other's
+ *     bit unchanged. HTTP refused overlapping ranges and MQTT only the same
+ *     address before; this is HTTP's rule, for both, and one table, so an
+ *     HTTP write and an MQTT write of the same register see each other;
+ *   - the read-modify-write itself (fc 3 of the register, merge, fc 6);
+ *   - the submission (gw_submit) under this file's origin, and the one
+ *     outcome per write, on the I/O thread, to the owner's callback;
+ *   - abandonment: an owner that no longer waits (an HTTP client gone)
+ *     still gets the outcome, marked abandoned (to count it, not to answer
+ *     it); the write is dropped before the line if it is not there yet
+ *     (origin_wanted, 0x0B), as a Modbus TCP client's request is, and a
+ *     read-modify-write whose read comes back writes nothing.
+ */
+#include "gateway/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tag_write {
+    uint64_t id;                  /* index | generation << 16; 0: free */
+    tag_write_done_fn done;
+    bool abandoned;               /* its owner no longer waits: told, but to answer no one */
+    void *owner;
+    uint64_t cookie;
+    unsigned tag, bus, slave;
+    tags_write_t w;
+    bool rmw;                     /* a read-modify-write ... */
+    bool reading;                 /* ... whose read is in flight */
+} tag_write_t;
+
+struct gw_tag_writes {
+    gw_origin_t origin;           /* first: the answers' way back */
+    gw_t *gw;
+    tag_write_t *slots;
+    _Atomic uint64_t *live;       /* per slot: its id while its owner waits (read by bus workers) */
+    unsigned n_slots, in_flight;
+    uint64_t generation;
+};
+
+static tag_write_t *slot_of(gw_tag_writes_t *tw, uint64_t id)
+{
+    tag_write_t *s = &tw->slots[id & 0xFFFF];
+    return (id & 0xFFFF) < tw->n_slots && s->id == id ? s : NULL;
+}
+
+static bool registers(const tags_write_t *w)
+{
+    return w->function == 6 || w->function == 16;
+}
+
+/* The overlap rule (above). */
+static bool overlaps(const gw_tag_writes_t *tw, unsigned bus, unsigned slave, const tags_write_t *w)
+{
+    for (unsigned i = 0; i < tw->n_slots; i++) {
+        const tag_write_t *o = &tw->slots[i];
+        if (o->id && (w->needs_read || o->rmw) && o->bus == bus && o->slave == slave && registers(w) &&
+            registers(&o->w) && w->address < o->w.address + o->w.count && o->w.address < w->address + w->count)
+            return true;
+    }
+    return false;
+}
+
+/* The slot's next request: the register's read, or the write. */
+static int submit(gw_tag_writes_t *tw, tag_write_t *s)
+{
+    gw_request_t q = { .origin = &tw->origin, .slave = (uint8_t)s->slave, .bus = (uint8_t)s->bus,
+                       .conn_id = s->id, .t_accept_ns = gw_now_ns() };
+    if (s->w.needs_read) {
+        uint8_t pdu[5] = { 3, (uint8_t)(s->w.address >> 8), (uint8_t)s->w.address, 0, 1 };
+        memcpy(q.pdu, pdu, sizeof pdu);
+        q.pdu_len = sizeof pdu;
+    } else {
+        int n = tags_write_pdu(&s->w, q.pdu, sizeof q.pdu);
+        if (n < 0)
+            return MB_EX_ILLEGAL_DATA_VALUE;
+        q.pdu_len = (uint16_t)n;
+    }
+    s->reading = s->w.needs_read;
+    return gw_submit(tw->gw, &q);
+}
+
+/* Frees the slot, then tells its owner (if it still waits): the owner may
+ * begin another write from its callback. */
+static void finish(gw_tag_writes_t *tw, tag_write_t *s, tag_write_outcome_t *o)
+{
+    tag_write_t done = *s;
+    atomic_store_explicit(&tw->live[s - tw->slots], 0, memory_order_relaxed);
+    s->id = 0;
+    tw->in_flight--;
+    o->tag = done.tag;
+    o->w = &done.w;
+    o->abandoned = done.abandoned;
+    done.done(done.owner, done.cookie, o);
+}
+
+int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *w,
+                    tag_write_done_fn done, void *owner, uint64_t cookie)
+{
+    unsigned i = 0;
+    while (i < tw->n_slots && tw->slots[i].id)
+        i++;
+    if (i == tw->n_slots)
+        return TAG_WRITE_FULL;
+    if (overlaps(tw, bus, slave, w))
+        return TAG_WRITE_OVERLAP;
+    tag_write_t *s = &tw->slots[i];
+    *s = (tag_write_t){ .id = i | (++tw->generation << 16), .done = done, .owner = owner, .cookie = cookie,
+                        .tag = tag, .bus = bus, .slave = slave, .w = *w, .rmw = w->needs_read };
+    tw->in_flight++;
+    atomic_store_explicit(&tw->live[i], s->id, memory_order_relaxed);
+    if (submit(tw, s) != 0) {
+        atomic_store_explicit(&tw->live[i], 0, memory_order_relaxed);
+        s->id = 0;
+        tw->in_flight--;
+        return TAG_WRITE_UNAVAILABLE;
+    }
+    return TAG_WRITE_QUEUED;
+}
+
+bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t cookie, const void *arg),
+                       const void *arg, uint64_t *cookie)
+{
+    for (unsigned i = 0; i < tw->n_slots; i++) {
+        tag_write_t *s = &tw->slots[i];
+        if (s->id && !s->abandoned && s->owner == owner && match(s->cookie, arg)) {
+            s->abandoned = true;
+            atomic_store_explicit(&tw->live[i], 0, memory_order_relaxed);
+            *cookie = s->cookie;
+            return true;
+        }
+    }
+    return false;
+}
+
+unsigned tag_writes_in_flight(const gw_tag_writes_t *tw)
+{
+    return tw ? tw->in_flight : 0;
+}
+
+/* I/O thread: an answer for slot `id`. */
+static void on_answer(void *ctx, uint64_t id, uint32_t unused, const uint8_t *pdu, size_t len)
+{
+    gw_tag_writes_t *tw = ctx;
+    tag_write_t *s = slot_of(tw, id);
+    tag_write_outcome_t o = { .pdu = pdu, .len = len };
+    (void)unused;
+    if (!s)
+        return;
+    bool exception = len >= 2 && (pdu[0] & 0x80);
+    if (exception) {
+        o.exception = pdu[1];
+    } else if (s->reading) {
+        if (len != 4 || pdu[0] != 3 || pdu[1] != 2) {
+            o.malformed_read = true;
+        } else if (!s->abandoned) {   /* an abandoned write stops here: nothing was written */
+            tags_write_merge(&s->w, (uint16_t)(pdu[2] << 8 | pdu[3]));
+            int code = submit(tw, s);
+            if (code == 0)
+                return;   /* the write's answer comes next */
+            o.exception = (uint8_t)code;
+        }
+    }
+    finish(tw, s, &o);
+}
+
+/* origin: on the bus actor's thread; the outcome is the I/O thread's. */
+static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+{
+    gw_tag_writes_t *tw = (gw_tag_writes_t *)o;
+    if (loop_post(tw->gw->loop, on_answer, tw, req->conn_id, 0, pdu, len) != 0)
+        gw_log(tw->gw, CONFIG_LOG_ERROR, "tags: cannot queue a tag write's answer (out of memory)");
+}
+
+/* origin: on a bus worker, before the request goes on the line. */
+static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
+{
+    gw_tag_writes_t *tw = (gw_tag_writes_t *)o;
+    return atomic_load_explicit(&tw->live[req->conn_id & 0xFFFF], memory_order_relaxed) == req->conn_id;
+}
+
+static const gw_origin_ops_t tag_write_origin_ops = { "tag-write", origin_answer, origin_wanted };
+
+gw_tag_writes_t *tag_writes_new(gw_t *gw, unsigned slots)
+{
+    gw_tag_writes_t *tw = calloc(1, sizeof *tw);
+    if (!tw || slots == 0 || slots > 0xFFFF)
+        return free(tw), NULL;
+    tw->origin.ops = &tag_write_origin_ops;
+    tw->gw = gw;
+    tw->n_slots = slots;
+    tw->slots = calloc(slots, sizeof *tw->slots);
+    tw->live = calloc(slots, sizeof *tw->live);
+    if (!tw->slots || !tw->live) {
+        tag_writes_free(tw);
+        return NULL;
+    }
+    return tw;
+}
+
+/* After the loop has stopped: answers still to come go nowhere. */
+void tag_writes_free(gw_tag_writes_t *tw)
+{
+    if (!tw)
+        return;
+    free(tw->slots);
+    free(tw->live);
+    free(tw);
+}
