@@ -194,7 +194,11 @@ void writes_on_message(north_t *n, const void *payload, size_t len)
     size_t end = json_tokener_get_parse_end(tok);
     while (end < len && strchr(" \t\r\n", ((const char *)payload)[end]))
         end++;
-    if (!root || jerr != json_tokener_success || end != len) {
+    if (jerr == json_tokener_continue && end == len) {   /* a bare 1 or true ends with the input: say so */
+        root = json_tokener_parse_ex(tok, "", 1);
+        jerr = json_tokener_get_error(tok);
+    }
+    if (jerr != json_tokener_success || end != len) {   /* root NULL and success: null, not an object (below) */
         n->st.write_requests++;
         const char *what = jerr == json_tokener_continue ? "incomplete"
                            : jerr != json_tokener_success ? json_tokener_error_desc(jerr)
