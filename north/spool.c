@@ -434,11 +434,17 @@ static void read_mark(north_spool_t *s, uint64_t *seq)
 }
 
 /* One record at the end of the current segment (a new one when it is past
- * its bound or none is open). 0 or -errno; on failure nothing of it stays. */
+ * its bound or none is open). 0 or -errno; on failure nothing of it stays.
+ * A segment whose first record the broker has acknowledged also ends past
+ * SEG_MIN: while the broker keeps up, the current segment is seldom fully
+ * acknowledged at any one moment (some are always in flight), and only a
+ * segment that is not current can go as soon as its last record is; so
+ * what is acknowledged holds at most about SEG_MIN of the disk, not a
+ * whole segment bound (8 MiB with the defaults). */
 static int append_record(north_spool_t *s, north_msg_t *m)
 {
     segment_t *cur = s->n_segs ? &s->segs[s->n_segs - 1] : NULL;
-    if (s->wfd < 0 || !cur || cur->bytes >= s->seg_bytes) {
+    if (s->wfd < 0 || !cur || cur->bytes >= s->seg_bytes || (cur->bytes >= SEG_MIN && cur->first_id <= s->acked_id)) {
         int rc = seg_start(s);
         if (rc)
             return rc;
