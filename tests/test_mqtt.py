@@ -310,6 +310,76 @@ def test_spool_restart():
     b.stop()
 
 
+def test_spool_disk_full():
+    """spool_dir on a 256 KiB tmpfs, 1,000 publications a second: the broker
+    away until the disk is full, back until the spool has drained, away
+    again for 1,000 more, then kill -9. The spool must come back from the
+    full disk (its acked mark rewritten in place, the acknowledged segment
+    deleted), so every one of the 1,000 is on disk and delivered after the
+    restart, in order, and no sequence number is used twice. A tmpfs needs
+    root: where it cannot be mounted the test fails, it does not skip."""
+    b = Broker("full")
+    mnt = os.path.join(WORK, "spool-full")
+    os.makedirs(mnt, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], capture_output=True, text=True)
+    check(mounted.returncode == 0, f"a 256 KiB tmpfs for the spool ({mounted.stderr.strip() or 'mounted'})")
+    if mounted.returncode != 0:
+        return
+    try:
+        sub = Subscriber(b.port, "rtugw/gf/#", "sub-full")
+        section = poll("hr", "d1", 3, 0, 10, interval_ms=10) + mqtt_section(
+            b.port, "gf", f"publish = poll\nformat = json-per-tag\nspool_dir = {mnt}/spool\n")
+        b.stop()
+        g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", extra=section)
+        check(wait_for(lambda: metric(g, "dropped_total") > 100, 15),
+              f"broker away: the disk filled ({metric(g, 'spool_bytes'):.0f} bytes spooled, "
+              f"{metric(g, 'dropped_total'):.0f} publications dropped)")
+        b.start()
+        check(wait_for(lambda: metric(g, "connected") == 1 and metric(g, "spooled") < 100, 20),
+              "broker back: the backlog drained")
+        time.sleep(0.5)
+        failures = metric(g, "spool_write_failures_total")
+        check(failures > 100, f"{failures:.0f} publications the full spool could not take, counted")
+        b.stop()
+        first = metric(g, "seq") + 1
+        check(wait_for(lambda: metric(g, "seq") >= first + 1000, 10), "broker away again: 1,000 more publications")
+        last = metric(g, "seq")
+        m = g.metrics()
+        g.p.kill()
+        g.p.wait()
+        log = g.log_text()
+        more = m["rtugw_mqtt_spool_write_failures_total"] - failures if failures >= 0 else "unknown"
+        check(more == 0 and m["rtugw_mqtt_spooled"] >= last - first,
+              f"after the drain the full disk took them all: {m['rtugw_mqtt_spooled']:.0f} spooled, "
+              f"{more} more failures")
+        warnings = [x for x in log.splitlines() if "mqtt: spool:" in x]
+        check(1 <= len(warnings) <= 4 and "writing again" in log,
+              f"the full disk is logged when it starts and when it ends, not per message ({len(warnings)} lines)")
+        b.start()
+        g2 = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", extra=section)
+        want = set(range(int(first), int(last) + 1))
+
+        def data_seqs():
+            return [p["seq"] for _, p, _ in sub.messages() if p and "seq" in p]
+
+        def delivered():
+            return want <= set(data_seqs())
+        ok = wait_for(lambda: delivered() and metric(g2, "seq") > last + 100, 20)
+        g2.stop()
+        seqs = data_seqs()
+        firsts = list(dict.fromkeys(seqs))
+        got = want & set(seqs)
+        check(ok, f"after kill -9 and a restart every one of seqs {first:.0f}..{last:.0f} arrived "
+                  f"({len(got)} of {len(want)})")
+        check(firsts == sorted(firsts) and len(seqs) - len(firsts) <= 64,
+              f"first arrivals in order, none reused ({len(firsts)} distinct, {len(seqs) - len(firsts)} repeats, "
+              f"out of order at {[(a, c) for a, c in zip(firsts, firsts[1:]) if c < a][:3]})")
+        sub.close()
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+    b.stop()
+
+
 def test_spool_damage():
     """A spool damaged while the gateway was down: one flipped byte in a
     middle record, and an acked mark no run can have written (2^64 - 1).
@@ -425,11 +495,15 @@ def test_writes():
         r = write(payload)
         check(len(r) == 1 and r[0]["error"] == code and r[0]["uuid"] == uuid and r[0]["message"],
               f"bad write {payload[:50]!r} -> error {code} ({r})")
+    for payload in ("null", "1", "true"):
+        r = write(payload)
+        check(len(r) == 1 and r[0]["error"] == 1001 and "not an object" in r[0]["message"],
+              f"bare JSON {payload}: answered that a write is an object ({r})")
     hr2 = c.read_holding_registers(10, 4, slave=1).registers
     check(hr2 == hr, f"the bad writes changed nothing ({hr2})")
     m = g.metrics()
-    check(m["rtugw_mqtt_write_malformed_total"] == 5 and m["rtugw_mqtt_write_ok_total"] == 3 and
-          m["rtugw_mqtt_write_requests_total"] == 3 + len(bad),
+    check(m["rtugw_mqtt_write_malformed_total"] == 5 + 3 and m["rtugw_mqtt_write_ok_total"] == 3 and
+          m["rtugw_mqtt_write_requests_total"] == 3 + len(bad) + 3,
           f"counted: {m['rtugw_mqtt_write_requests_total']:.0f} requests, {m['rtugw_mqtt_write_ok_total']:.0f} ok, "
           f"{m['rtugw_mqtt_write_malformed_total']:.0f} malformed")
     c.close()
@@ -597,7 +671,7 @@ def test_fleet():
 def main():
     run_tests("test_mqtt", [test_module_only_with_mqtt, test_payloads, test_publish_modes, test_writes, test_will,
                             test_tls, test_dns, test_refused_and_credentials, test_buffer_bound, test_outage,
-                            test_spool_restart, test_spool_damage, test_fleet], cleanup=[WORK])
+                            test_spool_restart, test_spool_disk_full, test_spool_damage, test_fleet], cleanup=[WORK])
 
 
 if __name__ == "__main__":
