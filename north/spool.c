@@ -28,9 +28,9 @@
  * go only after the mark covering them is on disk: the mark's SEQ is then
  * the only trace of their sequence numbers, and without it a restart would
  * hand them out again. So a full disk empties as soon as the broker has
- * acknowledged what is on it, and a fully acknowledged current segment is
- * also retired once it passes 64 KiB, so that acknowledged data does not
- * sit on a small disk until it fills.
+ * acknowledged what is on it; and a segment whose first record is
+ * acknowledged ends past 64 KiB (append_record), so that acknowledged data
+ * does not sit on a small disk until it fills.
  *
  * Damage: at start each segment is read through; a torn last record (the
  * file ends inside it: a power cut mid-write) is cut off; any other record
@@ -210,8 +210,9 @@ static north_msg_t *find_record(int fd, uint64_t from, uint64_t end, uint64_t af
 }
 
 /* One damaged stretch [off, resumed) of path: records first..last lost
- * (last < first: none known). Logged and counted; those not acknowledged
- * nor already delivered count as dropped. */
+ * (last < first: the stretch runs to the end, their ids unknown). Logged
+ * and counted; those not acknowledged nor already delivered count as
+ * dropped. */
 static void report_damage(north_spool_t *s, const char *path, uint64_t off, uint64_t resumed, uint64_t first,
                           uint64_t last)
 {
@@ -220,6 +221,13 @@ static void report_damage(north_spool_t *s, const char *path, uint64_t off, uint
     uint64_t lost = last >= from ? last - from + 1 : 0;
     s->damaged++;
     s->dropped += lost;
+    if (last < first) {
+        north_log(s->owner, 1,
+                  "mqtt: spool: %s: damaged from byte %" PRIu64 " to the end (%" PRIu64 " bytes, at most %" PRIu64
+                  " records after record %" PRIu64 "): cut off; their sequence numbers are not used again",
+                  path, off, resumed - off, (resumed - off + REC_MIN - 1) / REC_MIN, first - 1);
+        return;
+    }
     north_log(s->owner, 1,
               "mqtt: spool: %s: damaged record at byte %" PRIu64 ": %" PRIu64 " publications lost (records %" PRIu64
               "..%" PRIu64 ", %" PRIu64 " of them not yet acknowledged); the records from byte %" PRIu64 " on are kept",
@@ -420,6 +428,9 @@ static void read_mark(north_spool_t *s, uint64_t *seq)
         }
     }
     text[strcspn(text, "\n")] = 0;
+    for (char *c = text; *c; c++)   /* the log line stays one line of text */
+        if (*c < ' ' || *c > '~')
+            *c = '?';
     if (!found || best_a >= MARK_LIMIT || best_q >= MARK_LIMIT) {
         s->damaged++;
         north_log(s->owner, 0,

@@ -11,6 +11,10 @@ on the serial side, pymodbus to read back what a write did.
     with a persistent session gets every sequence number, in order; the
     same with the disk spool and the gateway killed and restarted while
     the broker is away;
+  - the spool on a tmpfs that fills: it writes again once the broker has
+    acknowledged what is on it, and keeps 1,000 more across kill -9; a
+    damaged record and an absurd acked mark are logged and counted, the
+    records after the damage kept, and no sequence number reused;
   - the will: kill -9 the gateway and the retained status says offline;
   - writes round-trip to the simulator, bad ones are answered with errors;
   - TLS: the right CA connects, a wrong one fails with one clear log line
@@ -328,9 +332,10 @@ def test_spool_disk_full():
     try:
         sub = Subscriber(b.port, "rtugw/gf/#", "sub-full")
         section = poll("hr", "d1", 3, 0, 10, interval_ms=10) + mqtt_section(
-            b.port, "gf", f"publish = poll\nformat = json-per-tag\nspool_dir = {mnt}/spool\n")
-        b.stop()
+            b.port, "gf", f"publish = poll\nformat = json-per-tag\nspool_dir = {mnt}/spool\nbuffer_messages = 100\n")
         g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", extra=section)
+        wait_for(lambda: metric(g, "connected") == 1, 5)
+        b.stop()   # connected first: the reconnection's back-off starts from its shortest
         check(wait_for(lambda: metric(g, "dropped_total") > 100, 15),
               f"broker away: the disk filled ({metric(g, 'spool_bytes'):.0f} bytes spooled, "
               f"{metric(g, 'dropped_total'):.0f} publications dropped)")
@@ -345,6 +350,7 @@ def test_spool_disk_full():
         check(wait_for(lambda: metric(g, "seq") >= first + 1000, 10), "broker away again: 1,000 more publications")
         last = metric(g, "seq")
         m = g.metrics()
+        killed_ms = time.time() * 1000
         g.p.kill()
         g.p.wait()
         log = g.log_text()
@@ -362,18 +368,25 @@ def test_spool_disk_full():
         def data_seqs():
             return [p["seq"] for _, p, _ in sub.messages() if p and "seq" in p]
 
-        def delivered():
-            return want <= set(data_seqs())
+        def delivered():   # by the gateway that was killed: a number reused after the restart does not count
+            return want <= {p["seq"] for _, p, _ in sub.messages() if p and "seq" in p and p["timestamp"] <= killed_ms}
         ok = wait_for(lambda: delivered() and metric(g2, "seq") > last + 100, 20)
         g2.stop()
         seqs = data_seqs()
         firsts = list(dict.fromkeys(seqs))
-        got = want & set(seqs)
+        got = want & {p["seq"] for _, p, _ in sub.messages() if p and "seq" in p and p["timestamp"] <= killed_ms}
         check(ok, f"after kill -9 and a restart every one of seqs {first:.0f}..{last:.0f} arrived "
                   f"({len(got)} of {len(want)})")
-        check(firsts == sorted(firsts) and len(seqs) - len(firsts) <= 64,
-              f"first arrivals in order, none reused ({len(firsts)} distinct, {len(seqs) - len(firsts)} repeats, "
-              f"out of order at {[(a, c) for a, c in zip(firsts, firsts[1:]) if c < a][:3]})")
+        # A repeat is a resend (at least once) when topic and payload are the
+        # same; a number handed out twice carries another message.
+        first_seen, reused = {}, set()
+        for t, p, _ in sub.messages():
+            if p and "seq" in p and first_seen.setdefault(p["seq"], (t, p)) != (t, p):
+                reused.add(p["seq"])
+        check(firsts == sorted(firsts) and not reused,
+              f"first arrivals in order, none reused ({len(firsts)} distinct, {len(seqs) - len(firsts)} resends, "
+              f"out of order at {[(a, c) for a, c in zip(firsts, firsts[1:]) if c < a][:3]}, "
+              f"reused {sorted(reused)[:3]})")
         sub.close()
     finally:
         subprocess.run(["umount", "-l", mnt])
