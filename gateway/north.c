@@ -590,6 +590,8 @@ void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b)
         { "write_ok", "Writes answered with success", offsetof(north_stats_t, write_ok), false },
         { "write_errors", "Writes answered with an error", offsetof(north_stats_t, write_errors), false },
         { "write_malformed", "Write requests malformed (not JSON, a field wrong, too large)", offsetof(north_stats_t, write_malformed), false },
+        { "spool_write_failures", "Publications the disk spool could not write (disk full, I/O error)", offsetof(north_stats_t, spool_write_failures), false },
+        { "spool_damaged", "Damaged spool records passed over, and acked marks refused", offsetof(north_stats_t, spool_damaged), false },
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         const char *suffix = defs[i].gauge ? "" : "_total";

@@ -67,10 +67,16 @@ struct json_object *json_parse_request(const char *text, size_t len, int max_dep
     size_t end = json_tokener_get_parse_end(tok);
     while (end < len && strchr(" \t\r\n", text[end]))
         end++;
+    /* A bare number or literal ends only where its text does: json-c waits
+     * for more ("1" may be "12"). The request is all there is, so say so. */
+    if (jerr == json_tokener_continue && end == len) {
+        root = json_tokener_parse_ex(tok, "", 1);
+        jerr = json_tokener_get_error(tok);
+    }
     if (!root || jerr != json_tokener_success || end != len) {
         snprintf(why, cap, "%s", jerr == json_tokener_continue ? "incomplete"
                                  : jerr != json_tokener_success ? json_tokener_error_desc(jerr)
-                                                                : "text after the value");
+                                 : end != len ? "text after the value" : "null is not an object");
         json_object_put(root);
         root = NULL;
     }

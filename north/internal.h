@@ -74,12 +74,14 @@ typedef struct north_spool north_spool_t;
 
 typedef struct spool_stats {
     uint64_t records, bytes, dropped;
+    uint64_t damaged;        /* damaged stretches passed, acked marks refused */
 } spool_stats_t;
 
-/* Opens (creating it) dir; reads what a previous run left. *next_seq: the
- * first data sequence number not used by it. 0, or -errno with err. */
-int spool_open(const char *dir, unsigned max_bytes, north_spool_t **out, uint64_t *next_seq, char *err,
-               size_t errcap);
+/* Opens (creating it) dir; reads what a previous run left, logging to
+ * owner what it finds damaged. *next_seq: the first data sequence number
+ * not used by it. 0, or -errno with err. */
+int spool_open(north_t *owner, const char *dir, unsigned max_bytes, north_spool_t **out, uint64_t *next_seq,
+               char *err, size_t errcap);
 /* Appends m, gives it its id. 0, or -errno (the message stays memory-only). */
 int spool_append(north_spool_t *s, north_msg_t *m);
 /* Records on disk not yet read back into memory. */
@@ -203,6 +205,9 @@ struct north {
     north_queue_t q;
     north_spool_t *spool;
     struct event *ev_sync;
+    uint64_t spool_failing;          /* publications the spool failed since it last wrote one */
+    uint64_t spool_failing_dropped;  /* of them, dropped (older ones wait on disk) */
+    uint64_t spool_failing_logged_ns;
     /* values */
     north_map_t devices;
     north_device_t **device_list;

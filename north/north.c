@@ -69,7 +69,7 @@ static void on_sync(evutil_socket_t fd, short what, void *arg)
 static int start_spool(north_t *n, char *err, size_t errcap)
 {
     uint64_t next_seq = 1;
-    if (spool_open(n->cfg.spool_dir, n->cfg.spool_max_bytes, &n->spool, &next_seq, err, errcap) != 0)
+    if (spool_open(n, n->cfg.spool_dir, n->cfg.spool_max_bytes, &n->spool, &next_seq, err, errcap) != 0)
         return -1;
     n->seq = next_seq - 1;
     spool_stats_t st;
@@ -186,5 +186,6 @@ void north_get_stats(const north_t *n, north_stats_t *st)
         st->spooled = sp.records;
         st->spool_bytes = sp.bytes;
         st->dropped += sp.dropped;
+        st->spool_damaged = sp.damaged;
     }
 }

@@ -204,6 +204,8 @@ typedef struct north_stats {
     uint64_t write_ok;
     uint64_t write_errors;       /* answered with an error, malformed ones included */
     uint64_t write_malformed;
+    uint64_t spool_write_failures; /* publications the spool could not write (disk full, I/O error) */
+    uint64_t spool_damaged;      /* damaged spool records passed, acked marks refused */
 } north_stats_t;
 
 typedef struct north north_t;

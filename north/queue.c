@@ -110,6 +110,38 @@ static void refill(north_t *n)
     }
 }
 
+/* A spool that cannot write (a full disk, an I/O error) fails every
+ * publication until it recovers, at the poll rate: one line when it starts,
+ * one a minute while it lasts and one when it ends, with the counts; each
+ * failure is counted (spool_write_failures) and each drop (dropped). */
+#define SPOOL_FAILING_LOG_NS (60ull * 1000000000ull)
+
+static void spool_failed(north_t *n, bool dropped)
+{
+    uint64_t now = north_mono_ns();
+    n->st.spool_write_failures++;
+    n->spool_failing_dropped += dropped;
+    if (n->spool_failing++ == 0) {
+        north_log(n, 1, "mqtt: spool: %s; until it can write again, publications are kept in memory only, or "
+                  "dropped while older ones wait on disk", spool_last_error(n->spool));
+        n->spool_failing_logged_ns = now;
+    } else if (now - n->spool_failing_logged_ns >= SPOOL_FAILING_LOG_NS) {
+        north_log(n, 1, "mqtt: spool: still cannot write (%s): %llu publications not spooled so far, %llu of them "
+                  "dropped", spool_last_error(n->spool), (unsigned long long)n->spool_failing,
+                  (unsigned long long)n->spool_failing_dropped);
+        n->spool_failing_logged_ns = now;
+    }
+}
+
+static void spool_wrote(north_t *n)
+{
+    if (!n->spool_failing)
+        return;
+    north_log(n, 2, "mqtt: spool: writing again; %llu publications were not spooled, %llu of them dropped",
+              (unsigned long long)n->spool_failing, (unsigned long long)n->spool_failing_dropped);
+    n->spool_failing = n->spool_failing_dropped = 0;
+}
+
 int queue_publish(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain,
                   uint64_t seq)
 {
@@ -131,6 +163,7 @@ int queue_publish(north_t *n, const char *topic, const void *payload, size_t len
     if (n->spool) {
         bool behind = spool_behind(n->spool);
         if (spool_append(n->spool, m) == 0) {
+            spool_wrote(n);
             if (n->cfg.spool_fsync_ms == 0)
                 spool_flush(n->spool);   /* on disk before anything else happens */
             if (behind || !has_room(n, msg_size(m))) {
@@ -142,7 +175,7 @@ int queue_publish(north_t *n, const char *topic, const void *payload, size_t len
             queue_pump(n);
             return 0;
         }
-        north_log(n, 1, "mqtt: spool: %s; this message is kept in memory only", spool_last_error(n->spool));
+        spool_failed(n, behind);
         if (behind) {
             /* older messages wait on disk: this one may not overtake them */
             free(m);

@@ -5,8 +5,10 @@
  * Layout under spool_dir:
  *   XXXXXXXXXXXXXXXX.seg  append-only segments, named by the id (hex) of
  *                         their first record; records have consecutive ids
- *   acked                 "acked ID next_seq SEQ": every record <= ID is
- *                         acknowledged; SEQ is the next data sequence number
+ *   acked                 the acked mark: two 128-byte slots, each
+ *                         "acked ID next_seq SEQ gen G check C": every record
+ *                         <= ID is acknowledged; SEQ is above every data
+ *                         sequence number ever assigned
  * A record: magic, body length, FNV-1a of the body; the body: id, data
  * sequence number, QoS, retain, topic length, payload length, topic,
  * payload (host byte order: the spool is this machine's).
@@ -15,10 +17,30 @@
  * starts past max(64 KiB, min(16 MiB, spool_max_bytes / 8)). What write()
  * has handed the kernel survives the process dying (kill -9); fsync() every
  * spool_fsync_ms (and at a clean stop) bounds what a power cut can take.
- * The acked mark is rewritten (temporary file, rename) at the same cadence:
- * after a crash the records acknowledged since the last mark are sent once
- * more (at least once). At start a torn last record (bad length or
- * checksum) is cut off.
+ * The acked mark is rewritten at the same cadence: after a crash the
+ * records acknowledged since the last mark are sent once more (at least
+ * once).
+ *
+ * A full disk: the mark is written in place, into the slot not holding
+ * the newest mark (the file is made 256 bytes at start, so rewriting it
+ * takes no new block), so it can always be brought up to date; then every
+ * fully acknowledged segment, the current one included, can go. Segments
+ * go only after the mark covering them is on disk: the mark's SEQ is then
+ * the only trace of their sequence numbers, and without it a restart would
+ * hand them out again. So a full disk empties as soon as the broker has
+ * acknowledged what is on it; and a segment whose first record is
+ * acknowledged ends past 64 KiB (append_record), so that acknowledged data
+ * does not sit on a small disk until it fills.
+ *
+ * Damage: at start each segment is read through; a torn last record (the
+ * file ends inside it: a power cut mid-write) is cut off; any other record
+ * that fails its checks is damage: logged, counted, its records counted as
+ * dropped, and the records after it kept (find_record() says how they are
+ * found again). Sequence numbers of lost records are never reused: next_seq
+ * comes from the mark and from every record read, and the records after a
+ * damaged one carry higher ones. A mark that cannot be right (a value past
+ * 2^53, see MARK_LIMIT) is refused, logged with the file and its text, and
+ * counted; every record in the spool is then sent again (at least once).
  *
  * Bound: past spool_max_bytes the oldest segment is deleted; its records
  * that were neither acknowledged nor already read into memory are dropped
@@ -39,6 +61,14 @@
 
 #define SPOOL_MAGIC 0x3154514du   /* "MQT1" */
 #define BODY_FIXED 24u            /* id, seq, qos, retain, topic length, payload length */
+#define REC_MIN (sizeof(rec_head_t) + BODY_FIXED)   /* the smallest record on disk */
+#define SEG_MIN 65536u            /* the smallest segment bound; a fully acked one this big retires */
+#define MARK_SLOT 128u            /* bytes per slot of the acked mark; the file holds two */
+/* Sequence numbers are JSON numbers: past 2^53 a subscriber in JavaScript
+ * can no longer tell consecutive ones apart, and at a million messages a
+ * second the gateway takes 285 years to get there. A mark or a record
+ * holding more is damage, not history. */
+#define MARK_LIMIT (1ull << 53)
 
 typedef struct rec_head {
     uint32_t magic, body_len, check;
@@ -47,9 +77,11 @@ typedef struct rec_head {
 typedef struct segment {
     uint64_t first_id, last_id;   /* last_id < first_id: empty */
     uint64_t bytes;
+    bool damage_reported;         /* at the start's scan: the reader skips it quietly */
 } segment_t;
 
 struct north_spool {
+    north_t *owner;               /* for its log */
     char dir[NORTH_PATH_MAX];
     uint64_t max_bytes, seg_bytes;
     segment_t *segs;              /* oldest first; the last one is written */
@@ -57,12 +89,17 @@ struct north_spool {
     int wfd;                      /* the last segment's, -1: none open */
     bool unsynced;
     uint64_t next_id;
-    uint64_t acked_id, acked_marked, seq_marked;
+    uint64_t acked_id, acked_marked, seq_marked;   /* the marked ones: on disk (fdatasync) */
+    uint64_t seq_floor;           /* above every sequence number appended or marked */
+    int mark_fd;
+    uint64_t mark_gen;            /* of the newest slot written */
+    bool mark_dirty;              /* a slot written since the last fdatasync */
     uint64_t read_id;             /* the last record in memory or behind the reader */
     uint64_t r_first;             /* the segment the reader is in (first id) */
     uint64_t r_off;
+    uint64_t r_last;              /* the id of the record that ends at r_off */
     int rfd;
-    uint64_t total_bytes, dropped;
+    uint64_t total_bytes, dropped, damaged;
     char error[NORTH_PATH_MAX + 128];
 };
 
@@ -109,7 +146,7 @@ static north_msg_t *read_record(int fd, uint64_t off, uint64_t *size)
     memcpy(&seq, fixed + 8, 8);
     memcpy(&topic_len, fixed + 18, 2);
     memcpy(&payload_len, fixed + 20, 4);
-    if ((uint64_t)BODY_FIXED + topic_len + payload_len != h.body_len)
+    if ((uint64_t)BODY_FIXED + topic_len + payload_len != h.body_len || id >= MARK_LIMIT || seq >= MARK_LIMIT)
         return NULL;
     north_msg_t *m = malloc(sizeof *m + topic_len + 1u + payload_len);
     if (!m)
@@ -133,6 +170,68 @@ static north_msg_t *read_record(int fd, uint64_t off, uint64_t *size)
     rest[topic_len] = 0;
     *size = sizeof h + h.body_len;
     return m;
+}
+
+/* Resynchronisation past a damaged record at from (before end), the last
+ * good record before it being after_id: the next record, or NULL if none.
+ * Records are not aligned, so a boundary is looked for at every byte past
+ * from: a candidate must start with the magic, have a length that fits the
+ * file, a body whose FNV-1a matches (read_record), and an id above after_id
+ * by no more than the skipped bytes can hold (each record takes REC_MIN
+ * bytes at least). Damage passes the magic and the checksum together by
+ * chance with odds of 2^-64 per position, and what passes is a whole record
+ * as spool_append wrote it (id, sequence number, topic and payload under
+ * one checksum): a false resynchronisation cannot hand out bytes that were
+ * not written as one record; at worst a record copied whole into a lost
+ * payload, whose id must then still fit the window. */
+static north_msg_t *find_record(int fd, uint64_t from, uint64_t end, uint64_t after_id, uint64_t *at, uint64_t *size)
+{
+    uint8_t buf[16384];
+    const uint32_t magic = SPOOL_MAGIC;
+    uint64_t pos = from + 1;
+    while (pos + sizeof(rec_head_t) <= end) {
+        size_t want = end - pos < sizeof buf ? (size_t)(end - pos) : sizeof buf;
+        ssize_t got = pread(fd, buf, want, (off_t)pos);
+        if (got < (ssize_t)sizeof magic)
+            return NULL;
+        for (const uint8_t *hit = buf; (hit = memmem(hit, (size_t)(buf + got - hit), &magic, sizeof magic)) != NULL;
+             hit++) {
+            uint64_t off = pos + (uint64_t)(hit - buf);
+            north_msg_t *m = read_record(fd, off, size);
+            if (m && m->id > after_id && m->id - after_id - 1 <= (off - from) / REC_MIN) {
+                *at = off;
+                return m;
+            }
+            free(m);
+        }
+        pos += (uint64_t)got - (sizeof magic - 1);   /* a magic across the chunks' border is found next time */
+    }
+    return NULL;
+}
+
+/* One damaged stretch [off, resumed) of path: records first..last lost
+ * (last < first: the stretch runs to the end, their ids unknown). Logged
+ * and counted; those not acknowledged nor already delivered count as
+ * dropped. */
+static void report_damage(north_spool_t *s, const char *path, uint64_t off, uint64_t resumed, uint64_t first,
+                          uint64_t last)
+{
+    uint64_t done = s->acked_id > s->read_id ? s->acked_id : s->read_id;
+    uint64_t from = first > done ? first : done + 1;
+    uint64_t lost = last >= from ? last - from + 1 : 0;
+    s->damaged++;
+    s->dropped += lost;
+    if (last < first) {
+        north_log(s->owner, 1,
+                  "mqtt: spool: %s: damaged from byte %" PRIu64 " to the end (%" PRIu64 " bytes, at most %" PRIu64
+                  " records after record %" PRIu64 "): cut off; their sequence numbers are not used again",
+                  path, off, resumed - off, (resumed - off + REC_MIN - 1) / REC_MIN, first - 1);
+        return;
+    }
+    north_log(s->owner, 1,
+              "mqtt: spool: %s: damaged record at byte %" PRIu64 ": %" PRIu64 " publications lost (records %" PRIu64
+              "..%" PRIu64 ", %" PRIu64 " of them not yet acknowledged); the records from byte %" PRIu64 " on are kept",
+              path, off, last >= first ? last - first + 1 : 0, first, last, lost, resumed);
 }
 
 /* ---- segments ------------------------------------------------------------------------ */
@@ -159,7 +258,8 @@ static segment_t *seg_find(north_spool_t *s, uint64_t first_id)
     return NULL;
 }
 
-/* Deletes the oldest segment (never the one being written). */
+/* Deletes the oldest segment; when it is the one being written, the next
+ * append starts a new one. */
 static void seg_drop_oldest(north_spool_t *s)
 {
     segment_t *seg = &s->segs[0];
@@ -174,11 +274,27 @@ static void seg_drop_oldest(north_spool_t *s)
         close(s->rfd);
         s->rfd = -1;
     }
+    if (s->n_segs == 1 && s->wfd >= 0) {
+        close(s->wfd);
+        s->wfd = -1;
+    }
     seg_path(s, seg->first_id, path, sizeof path);
     unlink(path);
     s->total_bytes -= seg->bytes;
     memmove(&s->segs[0], &s->segs[1], (s->n_segs - 1) * sizeof *s->segs);
     s->n_segs--;
+}
+
+/* Deletes the segments the mark on disk covers; the current one only from
+ * current_min bytes on (0: even empty). How many went. */
+static unsigned drop_acked_segments(north_spool_t *s, uint64_t current_min)
+{
+    unsigned n = 0;
+    while (s->n_segs && s->segs[0].last_id <= s->acked_marked && (s->n_segs > 1 || s->segs[0].bytes >= current_min)) {
+        seg_drop_oldest(s);
+        n++;
+    }
+    return n;
 }
 
 static int seg_start(north_spool_t *s)
@@ -206,10 +322,140 @@ static int seg_start(north_spool_t *s)
     return rc;
 }
 
-int spool_append(north_spool_t *s, north_msg_t *m)
+/* ---- the acked mark ------------------------------------------------------------------- */
+
+/* One slot's text, padded with spaces to MARK_SLOT bytes, ending in '\n'. */
+static void mark_format(char *slot, uint64_t acked, uint64_t seq, uint64_t gen)
+{
+    char text[MARK_SLOT];
+    int len = snprintf(text, sizeof text, "acked %" PRIu64 " next_seq %" PRIu64 " gen %" PRIu64, acked, seq, gen);
+    memset(slot, ' ', MARK_SLOT);
+    len = snprintf(slot, MARK_SLOT, "%s check %08" PRIx32, text, fnv1a(text, (size_t)len, 2166136261u));
+    slot[len] = ' ';
+    slot[MARK_SLOT - 1] = '\n';
+}
+
+/* The mark, in place into the slot after the newest; durable: fdatasync.
+ * Rewriting bytes the file already has needs no free space. */
+static int write_mark(north_spool_t *s, uint64_t next_seq, bool durable)
+{
+    char slot[MARK_SLOT];
+    if (next_seq < s->seq_floor)
+        next_seq = s->seq_floor;
+    if (s->mark_fd < 0) {
+        char path[NORTH_PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/acked", s->dir);
+        if ((s->mark_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+            return -errno;
+    }
+    uint64_t gen = s->mark_gen + 1;
+    mark_format(slot, s->acked_id, next_seq, gen);
+    if (pwrite(s->mark_fd, slot, MARK_SLOT, (off_t)((gen & 1) * MARK_SLOT)) != (ssize_t)MARK_SLOT)
+        return errno ? -errno : -EIO;
+    s->mark_gen = gen;
+    s->seq_floor = next_seq;
+    s->mark_dirty = true;
+    if (durable) {
+        if (fdatasync(s->mark_fd) != 0)
+            return -errno;
+        s->mark_dirty = false;
+        s->acked_marked = s->acked_id;
+        s->seq_marked = next_seq;
+    }
+    return 0;
+}
+
+/* At start: a fresh 256-byte mark (both slots), through a temporary file and
+ * rename, so that later ones can be written in place. */
+static int reset_mark(north_spool_t *s, uint64_t next_seq)
+{
+    char path[NORTH_PATH_MAX + 16], tmp[NORTH_PATH_MAX + 16], both[2 * MARK_SLOT];
+    snprintf(path, sizeof path, "%s/acked", s->dir);
+    snprintf(tmp, sizeof tmp, "%s/acked.tmp", s->dir);
+    mark_format(both, s->acked_id, next_seq, 2);
+    mark_format(both + MARK_SLOT, s->acked_id, next_seq, 1);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    bool ok = write(fd, both, sizeof both) == (ssize_t)sizeof both && fdatasync(fd) == 0;
+    int err = errno;
+    close(fd);
+    if (!ok || rename(tmp, path) != 0) {
+        err = ok ? errno : err;
+        unlink(tmp);
+        return -(err ? err : EIO);
+    }
+    s->mark_gen = 2;
+    s->acked_marked = s->acked_id;
+    s->seq_marked = s->seq_floor = next_seq;
+    return 0;
+}
+
+/* One slot's values; false if it does not parse or its check fails. A
+ * mark of the older format ("acked ID next_seq SEQ") has no check: gen 0. */
+static bool mark_parse(const char *slot, uint64_t *acked, uint64_t *seq, uint64_t *gen)
+{
+    uint32_t check;
+    int end = 0;
+    if (sscanf(slot, "acked %" SCNu64 " next_seq %" SCNu64 "%n", acked, seq, &end) != 2)
+        return false;
+    *gen = 0;
+    if (sscanf(slot + end, " gen %" SCNu64 " check %" SCNx32, gen, &check) != 2)
+        return strncmp(slot + end, " gen", 4) != 0;
+    return check == fnv1a(slot, (size_t)(strstr(slot, " check") - slot), 2166136261u);
+}
+
+/* The newest valid slot of the mark, if its values can be right. */
+static void read_mark(north_spool_t *s, uint64_t *seq)
+{
+    char path[NORTH_PATH_MAX + 16], text[2 * MARK_SLOT + 1] = { 0 };
+    snprintf(path, sizeof path, "%s/acked", s->dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t got = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (got <= 0)
+        return;
+    uint64_t a = 0, q = 0, g = 0, best_a = 0, best_q = 0, best_g = 0;
+    bool found = false;
+    for (size_t off = 0; off < (size_t)got; off += MARK_SLOT) {
+        char slot[MARK_SLOT + 1] = { 0 };
+        memcpy(slot, text + off, (size_t)got - off < MARK_SLOT ? (size_t)got - off : MARK_SLOT);
+        if (mark_parse(slot, &a, &q, &g) && (!found || g > best_g)) {
+            found = true;
+            best_a = a, best_q = q, best_g = g;
+        }
+    }
+    text[strcspn(text, "\n")] = 0;
+    for (char *c = text; *c; c++)   /* the log line stays one line of text */
+        if (*c < ' ' || *c > '~')
+            *c = '?';
+    if (!found || best_a >= MARK_LIMIT || best_q >= MARK_LIMIT) {
+        s->damaged++;
+        north_log(s->owner, 0,
+                  "mqtt: spool: %s: refused: \"%.100s\" %s; every record in the spool is sent again, and the next "
+                  "sequence number follows the highest one in the records",
+                  path, text, found ? "holds a value past 2^53, which no run can have reached" : "does not parse");
+        return;
+    }
+    s->acked_id = s->acked_marked = best_a;
+    *seq = s->seq_marked = best_q;
+    s->mark_gen = best_g;
+}
+
+/* One record at the end of the current segment (a new one when it is past
+ * its bound or none is open). 0 or -errno; on failure nothing of it stays.
+ * A segment whose first record the broker has acknowledged also ends past
+ * SEG_MIN: while the broker keeps up, the current segment is seldom fully
+ * acknowledged at any one moment (some are always in flight), and only a
+ * segment that is not current can go as soon as its last record is; so
+ * what is acknowledged holds at most about SEG_MIN of the disk, not a
+ * whole segment bound (8 MiB with the defaults). */
+static int append_record(north_spool_t *s, north_msg_t *m)
 {
     segment_t *cur = s->n_segs ? &s->segs[s->n_segs - 1] : NULL;
-    if (s->wfd < 0 || !cur || cur->bytes >= s->seg_bytes) {
+    if (s->wfd < 0 || !cur || cur->bytes >= s->seg_bytes || (cur->bytes >= SEG_MIN && cur->first_id <= s->acked_id)) {
         int rc = seg_start(s);
         if (rc)
             return rc;
@@ -246,6 +492,28 @@ int spool_append(north_spool_t *s, north_msg_t *m)
     cur->bytes += (uint64_t)want;
     s->total_bytes += (uint64_t)want;
     s->unsynced = true;
+    if (m->seq >= s->seq_floor)
+        s->seq_floor = m->seq + 1;
+    return 0;
+}
+
+int spool_append(north_spool_t *s, north_msg_t *m)
+{
+    int rc = append_record(s, m);
+    /* The disk is full: what the broker has acknowledged can make room, the
+     * mark first (in place: it needs no space), then its segments. */
+    if (rc == -ENOSPC && s->acked_id > s->acked_marked && write_mark(s, s->seq_floor, true) != 0)
+        set_error(s, "cannot write the acked mark", errno ? errno : EIO);
+    if (rc == -ENOSPC && drop_acked_segments(s, 0) > 0)
+        rc = append_record(s, m);
+    if (rc) {
+        /* Kept in memory or dropped, it has its sequence number: the mark
+         * says so at once (in place, synced with the next spool_sync), so
+         * that a restart after a crash cannot hand the number out again. */
+        if (m->seq >= s->seq_floor)
+            write_mark(s, m->seq + 1, false);
+        return rc;
+    }
     while (s->total_bytes > s->max_bytes && s->n_segs > 1)
         seg_drop_oldest(s);
     return 0;
@@ -266,6 +534,7 @@ void spool_caught_up(north_spool_t *s)
     /* The next record to read will be the next one appended. */
     s->r_first = s->n_segs ? s->segs[s->n_segs - 1].first_id : 0;
     s->r_off = s->n_segs ? s->segs[s->n_segs - 1].bytes : 0;
+    s->r_last = s->n_segs ? s->segs[s->n_segs - 1].last_id : 0;
 }
 
 /* Moves the reader to the segment holding read_id + 1. */
@@ -273,7 +542,7 @@ static segment_t *reader_segment(north_spool_t *s)
 {
     uint64_t want = s->read_id + 1;
     segment_t *seg = s->r_first ? seg_find(s, s->r_first) : NULL;
-    if (seg && want >= seg->first_id && want <= seg->last_id)
+    if (seg && want >= seg->first_id && want <= seg->last_id && s->r_off < seg->bytes)
         return seg;
     if (s->rfd >= 0) {
         close(s->rfd);
@@ -287,6 +556,7 @@ static segment_t *reader_segment(north_spool_t *s)
             s->read_id = seg->first_id - 1;
         s->r_first = seg->first_id;
         s->r_off = 0;
+        s->r_last = seg->first_id - 1;
         return seg;
     }
     return NULL;
@@ -294,28 +564,36 @@ static segment_t *reader_segment(north_spool_t *s)
 
 north_msg_t *spool_read(north_spool_t *s)
 {
+    char path[NORTH_PATH_MAX + 32];
     if (s->acked_id > s->read_id)
         s->read_id = s->acked_id;
     while (spool_behind(s)) {
         segment_t *seg = reader_segment(s);
         if (!seg)
             return NULL;
-        if (s->rfd < 0) {
-            char path[NORTH_PATH_MAX + 32];
-            seg_path(s, seg->first_id, path, sizeof path);
-            if ((s->rfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-                set_error(s, "cannot read a segment", errno);
-                return NULL;
+        seg_path(s, seg->first_id, path, sizeof path);
+        if (s->rfd < 0 && (s->rfd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+            set_error(s, "cannot read a segment", errno);
+            return NULL;
+        }
+        uint64_t size, at = s->r_off;
+        north_msg_t *m = read_record(s->rfd, s->r_off, &size);
+        if (!m || m->id != s->r_last + 1) {
+            /* Damaged since the start's scan (which reported what it found). */
+            free(m);
+            m = find_record(s->rfd, s->r_off, seg->bytes, s->r_last, &at, &size);
+            if (!seg->damage_reported)
+                report_damage(s, path, s->r_off, m ? at : seg->bytes, s->r_last + 1, m ? m->id - 1 : seg->last_id);
+            if (!m) {
+                if (s->read_id < seg->last_id)
+                    s->read_id = seg->last_id;   /* nothing more to read in this segment */
+                s->r_off = seg->bytes;
+                s->r_last = seg->last_id;
+                continue;
             }
         }
-        uint64_t size;
-        north_msg_t *m = read_record(s->rfd, s->r_off, &size);
-        if (!m) {
-            set_error(s, "damaged record", EIO);
-            s->read_id = seg->last_id;   /* skip the rest of this segment */
-            continue;
-        }
-        s->r_off += size;
+        s->r_off = at + size;
+        s->r_last = m->id;
         if (m->id <= s->read_id) {       /* acknowledged already */
             free(m);
             continue;
@@ -332,24 +610,6 @@ void spool_ack(north_spool_t *s, uint64_t id)
         s->acked_id = id;
 }
 
-static int write_mark(north_spool_t *s, uint64_t next_seq)
-{
-    char path[NORTH_PATH_MAX + 16], tmp[NORTH_PATH_MAX + 16], text[96];
-    snprintf(path, sizeof path, "%s/acked", s->dir);
-    snprintf(tmp, sizeof tmp, "%s/acked.tmp", s->dir);
-    int len = snprintf(text, sizeof text, "acked %" PRIu64 " next_seq %" PRIu64 "\n", s->acked_id, next_seq);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
-    bool ok = write(fd, text, (size_t)len) == len && fdatasync(fd) == 0;
-    close(fd);
-    if (!ok || rename(tmp, path) != 0)
-        return -EIO;
-    s->acked_marked = s->acked_id;
-    s->seq_marked = next_seq;
-    return 0;
-}
-
 void spool_flush(north_spool_t *s)
 {
     if (s->unsynced && s->wfd >= 0) {
@@ -361,21 +621,21 @@ void spool_flush(north_spool_t *s)
 
 void spool_sync(north_spool_t *s, uint64_t next_seq)
 {
+    s->error[0] = 0;   /* what this call reports is its own */
     spool_flush(s);
-    if (s->acked_id == s->acked_marked && next_seq == s->seq_marked)
+    if (s->acked_id == s->acked_marked && next_seq <= s->seq_marked && !s->mark_dirty)
         return;
-    if (write_mark(s, next_seq) != 0) {
+    if (write_mark(s, next_seq, true) != 0) {
         set_error(s, "cannot write the acked mark", errno ? errno : EIO);
         return;
     }
     /* The mark is on disk: segments it covers can go. */
-    while (s->n_segs > 1 && s->segs[0].last_id <= s->acked_id)
-        seg_drop_oldest(s);
+    drop_acked_segments(s, SEG_MIN);
 }
 
 void spool_get_stats(const north_spool_t *s, spool_stats_t *st)
 {
-    *st = (spool_stats_t){ .bytes = s->total_bytes, .dropped = s->dropped };
+    *st = (spool_stats_t){ .bytes = s->total_bytes, .dropped = s->dropped, .damaged = s->damaged };
     for (size_t i = 0; i < s->n_segs; i++) {
         const segment_t *seg = &s->segs[i];
         uint64_t from = seg->first_id > s->acked_id ? seg->first_id : s->acked_id + 1;
@@ -386,23 +646,9 @@ void spool_get_stats(const north_spool_t *s, spool_stats_t *st)
 
 /* ---- opening: what the last run left ----------------------------------------------------- */
 
-static void read_mark(north_spool_t *s, uint64_t *seq)
-{
-    char path[NORTH_PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/acked", s->dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    uint64_t a, q;
-    if (fscanf(f, "acked %" SCNu64 " next_seq %" SCNu64, &a, &q) == 2) {
-        s->acked_id = s->acked_marked = a;
-        *seq = s->seq_marked = q;
-    }
-    fclose(f);
-}
-
-/* Scans one segment: its ids and size; a torn tail is cut off. */
-static int scan_segment(north_spool_t *s, uint64_t first_id, uint64_t *max_seq)
+/* Scans one segment: its ids, size and highest sequence number; damage is
+ * reported and passed (find_record), a torn tail cut off. */
+static int scan_segment(north_spool_t *s, uint64_t first_id)
 {
     char path[NORTH_PATH_MAX + 32];
     seg_path(s, first_id, path, sizeof path);
@@ -411,22 +657,43 @@ static int scan_segment(north_spool_t *s, uint64_t first_id, uint64_t *max_seq)
         return -errno;
     segment_t seg = { .first_id = first_id, .last_id = first_id - 1 };
     struct stat stt;
-    uint64_t size;
-    north_msg_t *m;
-    fstat(fd, &stt);
-    while ((m = read_record(fd, seg.bytes, &size)) != NULL) {
-        if (m->id != seg.last_id + 1) {
+    uint64_t size, at, end = fstat(fd, &stt) == 0 ? (uint64_t)stt.st_size : 0;
+    while (seg.bytes < end) {
+        north_msg_t *m = read_record(fd, seg.bytes, &size);
+        at = seg.bytes;
+        if (!m || m->id != seg.last_id + 1) {
             free(m);
-            break;
+            if (!(m = find_record(fd, seg.bytes, end, seg.last_id, &at, &size)))
+                break;
+            report_damage(s, path, seg.bytes, at, seg.last_id + 1, m->id - 1);
+            seg.damage_reported = true;
         }
         seg.last_id = m->id;
-        if (m->seq > *max_seq)
-            *max_seq = m->seq;
-        seg.bytes += size;
+        if (m->seq >= s->seq_floor)
+            s->seq_floor = m->seq + 1;
+        seg.bytes = at + size;
         free(m);
     }
-    if ((uint64_t)stt.st_size > seg.bytes && ftruncate(fd, (off_t)seg.bytes) != 0)
-        set_error(s, "cannot cut a torn record", errno);
+    if (end > seg.bytes) {
+        /* No record after seg.bytes. A header whose record would end past
+         * the file's end, or less than a header, is a write a power cut
+         * tore: the publication was never sent (at least once promises
+         * nothing for it). Anything else is damage: it held at most a
+         * record per REC_MIN bytes, whose sequence numbers must not come
+         * back. */
+        rec_head_t h;
+        uint64_t tail = end - seg.bytes;
+        bool torn = pread(fd, &h, sizeof h, (off_t)seg.bytes) != (ssize_t)sizeof h ||
+                    (h.magic == SPOOL_MAGIC && seg.bytes + sizeof h + h.body_len > end);
+        if (torn) {
+            north_log(s->owner, 2, "mqtt: spool: %s: a torn last record (%" PRIu64 " bytes) cut off", path, tail);
+        } else {
+            report_damage(s, path, seg.bytes, end, seg.last_id + 1, seg.last_id);
+            s->seq_floor += (tail + REC_MIN - 1) / REC_MIN;
+        }
+        if (ftruncate(fd, (off_t)seg.bytes) != 0)
+            set_error(s, "cannot cut a torn record", errno);
+    }
     close(fd);
     if (seg.last_id < seg.first_id || seg.last_id <= s->acked_id) {
         unlink(path);
@@ -444,7 +711,7 @@ static int by_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int scan_dir(north_spool_t *s, uint64_t *max_seq)
+static int scan_dir(north_spool_t *s)
 {
     DIR *d = opendir(s->dir);
     if (!d)
@@ -458,7 +725,7 @@ static int scan_dir(north_spool_t *s, uint64_t *max_seq)
         if (strlen(e->d_name) != 20 || strcmp(e->d_name + 16, ".seg") != 0)
             continue;
         uint64_t id = strtoull(e->d_name, &end, 16);
-        if (end != e->d_name + 16 || id == 0)
+        if (end != e->d_name + 16 || id == 0 || id >= MARK_LIMIT)
             continue;
         if (n == cap) {
             uint64_t *bigger = realloc(ids, (cap = cap ? cap * 2 : 32) * sizeof *ids);
@@ -474,28 +741,29 @@ static int scan_dir(north_spool_t *s, uint64_t *max_seq)
     if (n)
         qsort(ids, n, sizeof *ids, by_id);
     for (size_t i = 0; i < n && rc == 0; i++)
-        rc = scan_segment(s, ids[i], max_seq);
+        rc = scan_segment(s, ids[i]);
     free(ids);
     return rc;
 }
 
-int spool_open(const char *dir, unsigned max_bytes, north_spool_t **out, uint64_t *next_seq, char *err,
-               size_t errcap)
+int spool_open(north_t *owner, const char *dir, unsigned max_bytes, north_spool_t **out, uint64_t *next_seq,
+               char *err, size_t errcap)
 {
     north_spool_t *s = calloc(1, sizeof *s);
-    uint64_t max_seq = 0, seq_mark = 0;
+    uint64_t seq_mark = 0;
     if (!s) {
         snprintf(err, errcap, "spool: out of memory");
         return -ENOMEM;
     }
+    s->owner = owner;
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     s->max_bytes = max_bytes;
     s->seg_bytes = max_bytes / 8;
-    if (s->seg_bytes < 65536)
-        s->seg_bytes = 65536;
+    if (s->seg_bytes < SEG_MIN)
+        s->seg_bytes = SEG_MIN;
     if (s->seg_bytes > (16u << 20))
         s->seg_bytes = 16u << 20;
-    s->wfd = s->rfd = -1;
+    s->wfd = s->rfd = s->mark_fd = -1;
     s->next_id = 1;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errcap, "spool_dir = '%s': cannot create: %s", dir, strerror(errno));
@@ -508,7 +776,7 @@ int spool_open(const char *dir, unsigned max_bytes, north_spool_t **out, uint64_
         return -EACCES;
     }
     read_mark(s, &seq_mark);
-    int rc = scan_dir(s, &max_seq);
+    int rc = scan_dir(s);
     if (rc) {
         snprintf(err, errcap, "spool_dir = '%s': cannot read: %s", dir, strerror(-rc));
         spool_close(s, 0);
@@ -517,9 +785,13 @@ int spool_open(const char *dir, unsigned max_bytes, north_spool_t **out, uint64_
     if (s->next_id <= s->acked_id)
         s->next_id = s->acked_id + 1;
     s->read_id = s->acked_id;
-    *next_seq = max_seq + 1 > seq_mark ? max_seq + 1 : seq_mark;
+    *next_seq = s->seq_floor > seq_mark ? s->seq_floor : seq_mark;
     if (*next_seq == 0)
         *next_seq = 1;
+    /* On a full disk this fails; the mark is then rewritten in place. */
+    if ((rc = reset_mark(s, *next_seq)) != 0)
+        north_log(owner, 1, "mqtt: spool: cannot rewrite %s/acked: %s; it is rewritten in place", dir, strerror(-rc));
+    s->seq_floor = *next_seq;
     *out = s;
     return 0;
 }
@@ -534,6 +806,8 @@ void spool_close(north_spool_t *s, uint64_t next_seq)
         close(s->wfd);
     if (s->rfd >= 0)
         close(s->rfd);
+    if (s->mark_fd >= 0)
+        close(s->mark_fd);
     free(s->segs);
     free(s);
 }

@@ -11,6 +11,10 @@ on the serial side, pymodbus to read back what a write did.
     with a persistent session gets every sequence number, in order; the
     same with the disk spool and the gateway killed and restarted while
     the broker is away;
+  - the spool on a tmpfs that fills: it writes again once the broker has
+    acknowledged what is on it, and keeps 1,000 more across kill -9; a
+    damaged record and an absurd acked mark are logged and counted, the
+    records after the damage kept, and no sequence number reused;
   - the will: kill -9 the gateway and the retained status says offline;
   - writes round-trip to the simulator, bad ones are answered with errors;
   - TLS: the right CA connects, a wrong one fails with one clear log line
@@ -310,6 +314,138 @@ def test_spool_restart():
     b.stop()
 
 
+def test_spool_disk_full():
+    """spool_dir on a 256 KiB tmpfs, 1,000 publications a second: the broker
+    away until the disk is full, back until the spool has drained, away
+    again for 1,000 more, then kill -9. The spool must come back from the
+    full disk (its acked mark rewritten in place, the acknowledged segment
+    deleted), so every one of the 1,000 is on disk and delivered after the
+    restart, in order, and no sequence number is used twice. A tmpfs needs
+    root: where it cannot be mounted the test fails, it does not skip."""
+    b = Broker("full")
+    mnt = os.path.join(WORK, "spool-full")
+    os.makedirs(mnt, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], capture_output=True, text=True)
+    check(mounted.returncode == 0, f"a 256 KiB tmpfs for the spool ({mounted.stderr.strip() or 'mounted'})")
+    if mounted.returncode != 0:
+        return
+    try:
+        sub = Subscriber(b.port, "rtugw/gf/#", "sub-full")
+        section = poll("hr", "d1", 3, 0, 10, interval_ms=10) + mqtt_section(
+            b.port, "gf", f"publish = poll\nformat = json-per-tag\nspool_dir = {mnt}/spool\nbuffer_messages = 100\n")
+        g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", extra=section)
+        wait_for(lambda: metric(g, "connected") == 1, 5)
+        b.stop()   # connected first: the reconnection's back-off starts from its shortest
+        check(wait_for(lambda: metric(g, "dropped_total") > 100, 15),
+              f"broker away: the disk filled ({metric(g, 'spool_bytes'):.0f} bytes spooled, "
+              f"{metric(g, 'dropped_total'):.0f} publications dropped)")
+        b.start()
+        check(wait_for(lambda: metric(g, "connected") == 1 and metric(g, "spooled") < 100, 20),
+              "broker back: the backlog drained")
+        time.sleep(0.5)
+        failures = metric(g, "spool_write_failures_total")
+        check(failures > 100, f"{failures:.0f} publications the full spool could not take, counted")
+        b.stop()
+        first = metric(g, "seq") + 1
+        check(wait_for(lambda: metric(g, "seq") >= first + 1000, 10), "broker away again: 1,000 more publications")
+        last = metric(g, "seq")
+        m = g.metrics()
+        killed_ms = time.time() * 1000
+        g.p.kill()
+        g.p.wait()
+        log = g.log_text()
+        more = m["rtugw_mqtt_spool_write_failures_total"] - failures if failures >= 0 else "unknown"
+        check(more == 0 and m["rtugw_mqtt_spooled"] >= last - first,
+              f"after the drain the full disk took them all: {m['rtugw_mqtt_spooled']:.0f} spooled, "
+              f"{more} more failures")
+        warnings = [x for x in log.splitlines() if "mqtt: spool:" in x]
+        check(1 <= len(warnings) <= 4 and "writing again" in log,
+              f"the full disk is logged when it starts and when it ends, not per message ({len(warnings)} lines)")
+        b.start()
+        g2 = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", extra=section)
+        want = set(range(int(first), int(last) + 1))
+
+        def data_seqs():
+            return [p["seq"] for _, p, _ in sub.messages() if p and "seq" in p]
+
+        def delivered():   # by the gateway that was killed: a number reused after the restart does not count
+            return want <= {p["seq"] for _, p, _ in sub.messages() if p and "seq" in p and p["timestamp"] <= killed_ms}
+        ok = wait_for(lambda: delivered() and metric(g2, "seq") > last + 100, 20)
+        g2.stop()
+        seqs = data_seqs()
+        firsts = list(dict.fromkeys(seqs))
+        got = want & {p["seq"] for _, p, _ in sub.messages() if p and "seq" in p and p["timestamp"] <= killed_ms}
+        check(ok, f"after kill -9 and a restart every one of seqs {first:.0f}..{last:.0f} arrived "
+                  f"({len(got)} of {len(want)})")
+        # A repeat is a resend (at least once) when topic and payload are the
+        # same; a number handed out twice carries another message.
+        first_seen, reused = {}, set()
+        for t, p, _ in sub.messages():
+            if p and "seq" in p and first_seen.setdefault(p["seq"], (t, p)) != (t, p):
+                reused.add(p["seq"])
+        check(firsts == sorted(firsts) and not reused,
+              f"first arrivals in order, none reused ({len(firsts)} distinct, {len(seqs) - len(firsts)} resends, "
+              f"out of order at {[(a, c) for a, c in zip(firsts, firsts[1:]) if c < a][:3]}, "
+              f"reused {sorted(reused)[:3]})")
+        sub.close()
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+    b.stop()
+
+
+def test_spool_damage():
+    """A spool damaged while the gateway was down: one flipped byte in a
+    middle record, and an acked mark no run can have written (2^64 - 1).
+    Both are logged and counted; the records after the damaged one are
+    delivered; the lost one is a gap no later message fills (its sequence
+    number is never handed out again), and the mark is refused, not obeyed."""
+    b = Broker("damage")
+    spool = os.path.join(WORK, "spool-damage")
+    sub = Subscriber(b.port, "rtugw/gd/#", "sub-damage")
+
+    def section(port):
+        return poll("hr", "d1", 3, 0, 2, interval_ms=50) + mqtt_section(
+            port, "gd", f"publish = poll\nspool_dir = {spool}\nbuffer_messages = 8\n")
+    g = Gateway(extra=section(free_port()))   # no broker there: everything stays in the spool
+    check(wait_for(lambda: metric(g, "spooled") >= 40, 15), f"{metric(g, 'spooled'):.0f} publications spooled")
+    g.p.kill()
+    g.p.wait()
+    segs = sorted(f for f in os.listdir(spool) if f.endswith(".seg"))
+    path = os.path.join(spool, segs[0])
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    starts = [i for i in range(len(data)) if data.startswith(b"MQT1", i)]
+    k = next(i for i in range(len(starts) // 3, len(starts) - 2) if b"/data" in data[starts[i]:starts[i + 1]])
+    data[starts[k + 1] - 3] ^= 0x08   # a digit of the payload's last value: only the checksum can tell
+    with open(path, "wb") as f:
+        f.write(data)
+    with open(os.path.join(spool, "acked"), "w") as f:
+        f.write("acked 18446744073709551615 next_seq 18446744073709551615\n")
+    g2 = Gateway(extra=section(b.port))
+    ok = wait_for(lambda: metric(g2, "spooled") == 0 and metric(g2, "buffered") == 0 and metric(g2, "seq") > len(starts) + 5, 20)
+    check(ok, "after the restart the damaged spool drained, and new publications followed")
+    time.sleep(0.5)
+    m = g2.metrics()
+    log = g2.log_text()
+    g2.stop()
+    seqs = [p["seq"] for _, p, _ in sub.messages("/data")]
+    firsts = list(dict.fromkeys(seqs))
+    top = max(firsts, default=0)
+    missing = sorted(set(range(1, top + 1)) - set(firsts)) if top < 10 ** 6 else ["all but a few"]
+    check(firsts == sorted(firsts) and len(missing) == 1 and max(firsts) > len(starts) and max(firsts) < 2 ** 53,
+          f"delivered in order {firsts[:1]}..{firsts[-1:]}: one sequence number lost to the damage, "
+          f"never reused (missing {missing[:5]}, {len(firsts)} delivered, {len(starts)} records on disk)")
+    check("damaged record at byte" in log and "1 publications lost" in log,
+          f"the damage is logged ({[x for x in log.splitlines() if 'damaged' in x][:1]})")
+    check(f"{spool}/acked: refused" in log and "18446744073709551615" in log,
+          f"the absurd mark is refused by name ({[x for x in log.splitlines() if 'refused' in x][:1]})")
+    check(m.get("rtugw_mqtt_spool_damaged_total") == 2 and m["rtugw_mqtt_dropped_total"] == 1,
+          f"counted: spool_damaged_total {m.get('rtugw_mqtt_spool_damaged_total')} (2), "
+          f"dropped_total {m['rtugw_mqtt_dropped_total']:.0f} (1)")
+    sub.close()
+    b.stop()
+
+
 def test_will():
     b = Broker("will")
     g = Gateway(extra=mqtt_section(b.port, "gw", "keepalive_s = 5\n"))
@@ -372,11 +508,15 @@ def test_writes():
         r = write(payload)
         check(len(r) == 1 and r[0]["error"] == code and r[0]["uuid"] == uuid and r[0]["message"],
               f"bad write {payload[:50]!r} -> error {code} ({r})")
+    for payload in ("null", "1", "true"):
+        r = write(payload)
+        check(len(r) == 1 and r[0]["error"] == 1001 and "not an object" in r[0]["message"],
+              f"bare JSON {payload}: answered that a write is an object ({r})")
     hr2 = c.read_holding_registers(10, 4, slave=1).registers
     check(hr2 == hr, f"the bad writes changed nothing ({hr2})")
     m = g.metrics()
-    check(m["rtugw_mqtt_write_malformed_total"] == 5 and m["rtugw_mqtt_write_ok_total"] == 3 and
-          m["rtugw_mqtt_write_requests_total"] == 3 + len(bad),
+    check(m["rtugw_mqtt_write_malformed_total"] == 5 + 3 and m["rtugw_mqtt_write_ok_total"] == 3 and
+          m["rtugw_mqtt_write_requests_total"] == 3 + len(bad) + 3,
           f"counted: {m['rtugw_mqtt_write_requests_total']:.0f} requests, {m['rtugw_mqtt_write_ok_total']:.0f} ok, "
           f"{m['rtugw_mqtt_write_malformed_total']:.0f} malformed")
     c.close()
@@ -544,7 +684,7 @@ def test_fleet():
 def main():
     run_tests("test_mqtt", [test_module_only_with_mqtt, test_payloads, test_publish_modes, test_writes, test_will,
                             test_tls, test_dns, test_refused_and_credentials, test_buffer_bound, test_outage,
-                            test_spool_restart, test_fleet], cleanup=[WORK])
+                            test_spool_restart, test_spool_disk_full, test_spool_damage, test_fleet], cleanup=[WORK])
 
 
 if __name__ == "__main__":
