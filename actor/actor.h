@@ -1,10 +1,11 @@
 /*
  * actor/actor.h -- the actor scheduler: actors with lock-free mailboxes run
- * by a pool of worker threads, timers, and per-worker counters.
+ * by a pool of worker threads, timers, and per-worker counters. Owns:
+ * actors, mailboxes, workers, run queues, timers. May call: libc and
+ * pthreads only.
  *
  * The only header other folders include. Everything behind it is opaque;
- * see docs/actor.md for the design and its invariants. Owns: actors,
- * mailboxes, workers, run queues, timers. May call: libc and pthreads only.
+ * see docs/actor.md for the design and its invariants.
  *
  * Errors are negative errno values:
  *   -EINVAL    a bad argument (NULL, a malformed reference, a reserved type)

@@ -2,8 +2,9 @@
  * bench/bench.h -- the benchmarks behind `rtugw bench ...`, and the small
  * statistics every one of them reports with (median and p10-p90 over
  * measured rounds; warm-up rounds never enter the samples). Owns the
- * benchmarks; may call every library below gateway/ (and start the rtugw
- * binary itself for the end-to-end ones); only cli/ calls it.
+ * benchmarks. May call every library below gateway/ (every folder above
+ * bench/ in the layout table), and starts the rtugw binary itself for the
+ * end-to-end ones; only cli/ calls it.
  */
 #ifndef RTUGW_BENCH_BENCH_H
 #define RTUGW_BENCH_BENCH_H

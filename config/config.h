@@ -1,14 +1,15 @@
 /*
  * config/config.h -- the rtugw configuration: an INI file read with libinih,
  * every value range-checked, every error reported as FILE:LINE with the
- * section, key and value that is wrong.
+ * section, key and value that is wrong. Owns: the configuration's
+ * structs, defaults, loading and validation. May call: libinih, libc and
+ * tags/ (tag files and [tag NAME] sections are loaded and checked here, so
+ * `rtugw check` reports them) and north/north.h (north_config_t, the [mqtt]
+ * section's struct; no code of that folder); everything above it reads it.
  *
  * The loaded configuration is plain data (the structs below are its
  * contract, read-only for the rest of the program); how it is parsed and
- * validated stays inside config/. May call: libinih, libc and tags/ (tag
- * files and [tag NAME] sections are loaded and checked here, so `rtugw
- * check` reports them) and north/north.h (north_config_t, the [mqtt]
- * section's struct; no code of north/); everything above it reads it.
+ * validated stays inside config/.
  */
 #ifndef RTUGW_CONFIG_CONFIG_H
 #define RTUGW_CONFIG_CONFIG_H

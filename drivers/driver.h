@@ -1,10 +1,12 @@
 /*
- * drivers/driver.h -- byte sources and sinks behind one interface.
+ * drivers/driver.h -- byte sources and sinks behind one interface. This is
+ * the one public header of drivers/. Owns: the backends below and the
+ * layers over them. May call: parser/, libserialport, libmodbus (the
+ * simulator's slaves) and pthreads; nothing above it.
  *
- * This is the one public header of drivers/ (it may call parser/, actor/
- * and libserialport; nothing above it). A driver_t is an opaque handle
- * on a backend: a table of functions (driver_backend_t, in the spirit of
- * libmodbus's modbus_backend_t). Three backends ship with it:
+ * A driver_t is an opaque handle on a backend: a table of functions
+ * (driver_backend_t, in the spirit of libmodbus's modbus_backend_t). Three
+ * backends ship with it:
  *
  *   serial  -- a real port (libserialport opens and configures it) or a
  *              pseudo-terminal (plain termios: libserialport 0.1.1 refuses

@@ -2,11 +2,11 @@
  * gateway/gateway.h -- the rtugw daemon: one I/O thread (libevent) that owns
  * every fd and timer, bus actors (one per serial line) and a poller actor on
  * the actor scheduler, a Modbus TCP front end and an HTTP status server.
- *
- * This is gateway/'s public header, used by cli/ only. Owns the daemon. May
- * call: every library below it (parser, routing, actor, drivers, config,
- * json) and libevent; its own parts talk through gateway/internal.h, which
- * states their direction.
+ * This is gateway/'s public header, used by cli/ only. Owns the daemon.
+ * May call: json/, parser/, routing/, actor/, drivers/, tags/, north/ (the
+ * MQTT module's loader and interface), config/ and line/ (the core each bus
+ * hosts), libevent, and OpenSSL in the TLS module; its own parts talk
+ * through gateway/internal.h, which states their direction.
  */
 #ifndef RTUGW_GATEWAY_GATEWAY_H
 #define RTUGW_GATEWAY_GATEWAY_H

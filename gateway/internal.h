@@ -18,6 +18,8 @@
  *   north.c       MQTT client (north/): poll values out, writes in
  *   tags_gw.c   the live tag table and its lock (a leaf: the poller writes
  *               values into it, HTTP reads them)
+ *   cache.c     the poll cache's coherence with writes (a leaf: every
+ *               front end that writes marks it, tcp.c serves from it)
  *   mbaps.c     MB-TCP-Security for tcp.c's TLS listener: loads the TLS
  *               module, counts and logs handshakes, checks a role's rights
  *   tls.c       the TLS module (rtugw-tls.so, OpenSSL): calls nothing here

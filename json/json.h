@@ -4,8 +4,10 @@
  * names, the environment): quotes, backslashes and control characters are
  * escaped, and bytes that are not UTF-8 become U+FFFD, so every document
  * the daemon and the commands write parses with a strict parser whatever a
- * configuration file holds. Depends on libc only (json_parse_request,
- * json-c too).
+ * configuration file holds. Owns: that encoder, and the one rule for a
+ * JSON document that comes from outside as a request (json_parse_request).
+ * May call: libc and json-c (json_parse_request) only; every folder may
+ * call it.
  */
 #ifndef RTUGW_JSON_H
 #define RTUGW_JSON_H

@@ -1,25 +1,26 @@
 /*
  * line/line.h -- the line core: one bus's line discipline as a state machine
- * with no I/O and no clock of its own. Events go in (a request submitted,
- * bytes heard with the time they were heard, a timer fired, a barrier back,
- * the port lost or back), each with the time it happens; actions come out
- * through the host's operations (line_env_t: write these bytes, arm or
- * cancel a timer for T, ask for a barrier, log this, show this frame) and
- * answers through each request's own origin.
+ * with no I/O and no clock of its own. It owns: the request queues, the one
+ * attempt on the wire, retries and guards, the invariants F and I1-I5
+ * (stated above the code in line/discipline.c), each slave's state
+ * (adaptive timeout, back-off, copies), the framer that turns timestamped
+ * bytes into frames, and the bus's counters. It may call: parser/
+ * (framing, decoding), routing/ (the decode path per frame size, when the
+ * host gives it a router) and config/ (the bus's and its devices'
+ * settings).
  *
- * It owns: the request queues, the one attempt on the wire, retries and
- * guards, the invariants F and I1-I5 (stated above the code in
- * line/discipline.c), each slave's state (adaptive timeout, back-off,
- * copies), the framer that turns timestamped bytes into frames, and the
- * bus's counters.
+ * Events go in (a request submitted, bytes heard with the time they were
+ * heard, a timer fired, a barrier back, the port lost or back), each with
+ * the time it happens; actions come out through the host's operations
+ * (line_env_t: write these bytes, arm or cancel a timer for T, ask for a
+ * barrier, log this, show this frame) and answers through each request's
+ * own origin.
  *
- * It may call: parser/ (framing, decoding), routing/ (the decode path per
- * frame size, when the host gives it a router) and config/ (the bus's and
- * its devices' settings). Nothing else: no fd, no thread, no clock, no
- * allocation after line_new but a parked retry's copy. So the same code runs
- * in the daemon (gateway/bus.c is its host: an actor, its port and timers)
- * and in simulated time (tests/test_line_core.c: scripted scenarios and a
- * seeded explorer with model slaves and faults).
+ * It calls nothing else: no fd, no thread, no clock, no allocation after
+ * line_new but a parked retry's copy. So the same code runs in the daemon
+ * (gateway/bus.c is its host: an actor, its port and timers) and in
+ * simulated time (tests/test_line_core.c: scripted scenarios and a seeded
+ * explorer with model slaves and faults).
  *
  * Threads: a line is one thread's at a time (its host's); the counters are
  * relaxed atomics with that thread as their single writer, read by anyone.

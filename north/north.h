@@ -1,6 +1,9 @@
 /*
  * north/north.h -- the MQTT northbound client: publishes named values of
- * named devices to a broker and takes write requests from it.
+ * named devices to a broker and takes write requests from it. Owns: the
+ * client, Sparkplug B, the spool, all in the module rtugw-mqtt.so, and the
+ * loader that finds it (north_module_load, the only part rtugw links). May
+ * call: json/, libmosquitto, libevent, json-c and protobuf-c.
  *
  * It runs on an event_base it is given (the gateway's I/O thread) and has
  * no thread of its own: libmosquitto is driven through mosquitto_socket(),
@@ -21,7 +24,7 @@
  *     PREFIX/GATEWAY/write/response.
  *
  * The configuration is plain data (config/ fills it from [mqtt]); the rest
- * is opaque. Depends on libmosquitto, libevent, json-c and json/.
+ * is opaque.
  */
 #ifndef RTUGW_NORTH_NORTH_H
 #define RTUGW_NORTH_NORTH_H

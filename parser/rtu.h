@@ -1,9 +1,10 @@
 /*
  * parser/rtu.h -- Modbus RTU and Modbus TCP (MBAP) framing, CRC-16/MODBUS,
- * request and response ADU decode/encode.
+ * request and response ADU decode/encode. This is the one public header of
+ * parser/. Owns: framing (the streaming framer too), CRC, decode and
+ * encode. May call: libc only; every other folder may call it.
  *
- * This is the one public header of parser/. Owns: framing, CRC, decode and
- * encode. May call: libc only; every other folder may call it. Three implementations of the response decoder exist (reference,
+ * Three implementations of the response decoder exist (reference,
  * fallback, native); for every input they produce byte-identical envelopes,
  * which is what the tests and the equivalence gate check with memcmp().
  *

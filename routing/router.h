@@ -4,9 +4,8 @@
  * arm's cost from a sample of timed decodes, and explores at a configured
  * rate. It never changes a result: both arms produce the reference
  * envelope byte for byte (parser/rtu.h), the router only picks which runs.
- *
  * Owns: the per-bucket statistics, the policy, the state file. May call:
- * parser/ and libc.
+ * parser/, libc and pthreads (the handle registry's lock).
  *
  * Threads: one router_t is shared; every thread that decodes takes its own
  * router_thread_t (router_thread_new) and uses only that. A handle's

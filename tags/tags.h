@@ -1,6 +1,8 @@
 /*
  * tags/tags.h -- tags: named, typed, scaled values of Modbus devices, the
  * codec between them and 16-bit words, a CSV loader and the read planner.
+ * Owns: the tag model, the codec, the CSV loader, the planner. May call:
+ * libc only.
  *
  * Pure code: nothing here opens a port or a socket or reads a clock. The only
  * I/O is reading a CSV file (tags_load_csv). Times are passed in by the caller
@@ -33,7 +35,8 @@
  * msg/cap, it writes one line there naming the value that is wrong.
  *
  * Not thread-safe: a table, a planner and a plan are each used by one thread
- * at a time (the gateway guards the table with its cache lock).
+ * at a time. The gateway guards its live table with a mutex of the table's
+ * own (gateway/tags_gw.c, gwtags_lock), not with its cache lock.
  */
 #ifndef RTUGW_TAGS_TAGS_H
 #define RTUGW_TAGS_TAGS_H

@@ -18,6 +18,14 @@ TESTS += tests/test_crc tests/test_decode tests/test_request tests/test_decode_c
 	tests/test_native_tiers.sh
 EXTRA_DIST += tests/data tests/test_decode_cli.py tests/test_native_tiers.sh tests/rtugwtest.py tests/tsan.supp
 
+# Which folder may include which: scripts/check-includes reads the layout table
+# of docs/architecture.md and fails on an arrow up it, on another folder's
+# internal header, and on words (the table's, a public header's) that the
+# includes do not bear out; the test also plants each fault in a copy of
+# the tree and requires the check to name it.
+TESTS += tests/test_includes.sh
+EXTRA_DIST += tests/test_includes.sh scripts/check-includes
+
 # Our response decode against libmodbus's own RTU client, over pseudo-terminals.
 check_PROGRAMS += tests/test_libmodbus_crosscheck
 tests_test_libmodbus_crosscheck_SOURCES = tests/test_libmodbus_crosscheck.c tests/testutil.h tests/testutil.c

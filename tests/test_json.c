@@ -1,7 +1,9 @@
 /*
  * tests/test_json.c -- json_quote() against the strings a hostile
- * configuration can hold, and json_parse_request()'s rule for requests. The output of each case is also checked by a
- * strict parser in tests/test_json_status.py (through /status).
+ * configuration can hold, and json_parse_request()'s rule for requests.
+ * The daemon's output of such strings is also checked by a strict parser in
+ * tests/test_frontends.py (test_status_escapes_every_string, through
+ * /status).
  */
 #include "json/json.h"
 
