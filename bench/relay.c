@@ -13,7 +13,7 @@
  *
  * It is not a gateway anyone should run: it takes whatever bytes come next
  * for the answer (a late answer would go to the next request), which is what
- * gateway/line.c exists to refuse. It answers function codes 3 and 4 (and
+ * line/discipline.c exists to refuse. It answers function codes 3 and 4 (and
  * their exceptions) only, which is all bench gateway asks.
  */
 #include "bench/bench.h"

@@ -69,7 +69,10 @@ struct json_object *json_parse_request(const char *text, size_t len, int max_dep
         end++;
     /* A bare number or literal ends only where its text does: json-c waits
      * for more ("1" may be "12"). The request is all there is, so say so. */
-    if (jerr == json_tokener_continue && end == len) {
+    size_t first = 0;
+    while (first < len && strchr(" \t\r\n", text[first]))
+        first++;
+    if (jerr == json_tokener_continue && end == len && first < len && strchr("-0123456789tfn", text[first])) {
         root = json_tokener_parse_ex(tok, "", 1);
         jerr = json_tokener_get_error(tok);
     }
