@@ -76,3 +76,53 @@ bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns
 {
     return e->ok && !e->writes_pending && e->t_req_ns > e->written_ns && now - e->t_ns <= max_age_ns;
 }
+
+/* ---- the poller's subscriber ---------------------------------------------------- */
+
+/* Each group in the read gets its entry cut from the answer (or its failure). */
+static void on_poll_answer(void *ctx, const gw_poll_result_t *r)
+{
+    gw_t *gw = ctx;
+    const tags_read_t *read = tags_plan_read(r->plan, r->read);
+    size_t n;
+    const tags_member_t *m = tags_plan_members(r->plan, r->read, &n);
+
+    pthread_mutex_lock(&gw->cache_lock);
+    for (size_t k = 0; k < n; k++) {
+        if (!m[k].is_group)
+            continue;
+        gw_cache_entry_t *e = &gw->cache[m[k].index];
+        e->polls++;
+        if (!r->good) {
+            e->ok = 0;
+            e->exception = r->exception ? r->pdu[1] : 0;
+            e->failures++;
+        } else {
+            for (unsigned i = 0; i < m[k].count; i++)
+                e->values[i] = poll_item(r, m[k].address - read->address + i);
+            e->ok = 1;
+            e->count = m[k].count;
+            e->t_ns = r->now_ns;
+            e->t_req_ns = r->t_req_ns;
+        }
+    }
+    pthread_mutex_unlock(&gw->cache_lock);
+}
+
+/* A read skipped a round: each of its groups counts an overrun. */
+static void on_poll_overrun(void *ctx, const tags_plan_t *plan, size_t read)
+{
+    gw_t *gw = ctx;
+    size_t n;
+    const tags_member_t *m = tags_plan_members(plan, read, &n);
+    pthread_mutex_lock(&gw->cache_lock);
+    for (size_t k = 0; k < n; k++)
+        if (m[k].is_group)
+            gw->cache[m[k].index].overruns++;
+    pthread_mutex_unlock(&gw->cache_lock);
+}
+
+gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw)
+{
+    return (gw_poll_subscriber_t){ .answer = on_poll_answer, .overrun = on_poll_overrun, .ctx = gw };
+}

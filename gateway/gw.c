@@ -117,6 +117,19 @@ static int start_serial_slaves(gw_t *gw, char *err, size_t errcap)
     return 0;
 }
 
+/* The poller, and who hears its reads, in this order: the cache, the tag
+ * table, then MQTT (which reads the tags' new values back). */
+static gw_poller_t *start_poller(gw_t *gw, char *err, size_t errcap)
+{
+    gw_poll_subscriber_t subs[GW_POLL_SUBSCRIBERS_MAX];
+    unsigned n = 0;
+    subs[n++] = cache_poll_subscriber(gw);
+    subs[n++] = gwtags_poll_subscriber(gw->tags);
+    if (gw->north)
+        subs[n++] = gwnorth_poll_subscriber(gw->north);
+    return poller_new(gw, subs, n, err, errcap);
+}
+
 gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
 {
     gw_t *gw = calloc(1, sizeof *gw);
@@ -163,7 +176,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     if (start_serial_slaves(gw, err, sizeof err) != 0 || !(gw->tags = gwtags_new(cfg, err, sizeof err)) ||
         !(gw->tag_writes = tag_writes_new(gw, cfg->http.max_connections + GW_TAG_WRITES_MQTT)) ||
         (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
-        !(gw->poller = poller_new(gw, err, sizeof err)) ||
+        !(gw->poller = start_poller(gw, err, sizeof err)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||

@@ -126,6 +126,11 @@ int gw_watchdog_start(gw_t *gw);
 
 /* ---- the cache of polled values ----------------------------------------------- */
 
+/* poller.c's, defined there: who hears poll reads, and what they hear */
+typedef struct gw_poll_subscriber gw_poll_subscriber_t;
+typedef struct gw_poll_result gw_poll_result_t;
+
+#define GW_GROUP_ITEMS_MAX 2000   /* a poll group's count: 125 registers, or 2000 bits */
 typedef struct gw_cache_entry {
     uint64_t t_ns;            /* 0: never polled */
     uint16_t count;
@@ -135,7 +140,7 @@ typedef struct gw_cache_entry {
     uint64_t t_req_ns;        /* when the poll that filled it was submitted */
     uint64_t written_ns;      /* when a write touching it was last answered */
     unsigned writes_pending;  /* writes touching it not yet answered */
-    uint16_t values[2000];    /* registers, or bits as 0/1 */
+    uint16_t values[GW_GROUP_ITEMS_MAX];   /* registers, or bits as 0/1 */
 } gw_cache_entry_t;
 
 /* cache.c: writes through the gateway keep serve_cached_ms reads coherent
@@ -177,6 +182,8 @@ unsigned tag_writes_in_flight(const gw_tag_writes_t *tw);
 int gw_submit(gw_t *gw, const gw_request_t *req);
 /* Called with cache_lock held. */
 bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
+/* The poller's subscriber for the cache: each group's entry cut from its read. */
+gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw);
 
 /* ---- tags_gw.c: the live tag table --------------------------------------------- */
 
@@ -194,6 +201,8 @@ const tags_table_t *gwtags_defs(const gw_tags_t *t);
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
 /* The answer (PDU, or a gateway exception) to read r of plan into its tags,
  * stamped now_ms; takes the lock. Returns how many values changed. */
+/* The poller's subscriber for the tag table (gwtags_apply). */
+gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t);
 int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
                  int64_t now_ms);
 /* Whether defs (a fresh configuration's) defines the same tags. */
@@ -386,7 +395,36 @@ typedef struct gw_tls_module {
 } gw_tls_module_t;
 
 /* poller.c */
-gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap);
+
+/* What one poll read brought, for the poller's subscribers. */
+struct gw_poll_result {
+    const tags_plan_t *plan;
+    size_t read;                  /* the read's index in plan */
+    const uint8_t *pdu;           /* the bus's answer to it */
+    size_t len;
+    bool good;                    /* data of the length asked for */
+    bool exception;               /* an exception (pdu[1] its code) */
+    uint64_t t_req_ns, now_ns;    /* submitted, answered (CLOCK_MONOTONIC) */
+    int64_t wall_ms;              /* answered (CLOCK_REALTIME): what values are stamped with */
+};
+
+/*
+ * Who hears poll reads: the cache (cache.c), the tag table (tags_gw.c), MQTT
+ * (north.c), each through this, in the order gw.c lists them; the poller
+ * names none of them. Called on the poller's thread: they must not block
+ * (north posts to the loop). overrun (may be NULL): read `read` was due
+ * again before its last request was answered, and skips this round.
+ */
+struct gw_poll_subscriber {
+    void (*answer)(void *ctx, const gw_poll_result_t *r);
+    void (*overrun)(void *ctx, const tags_plan_t *plan, size_t read);
+    void *ctx;
+};
+#define GW_POLL_SUBSCRIBERS_MAX 4
+
+/* Item i of a good answer: register i, or bit i as 0/1. */
+uint16_t poll_item(const gw_poll_result_t *r, unsigned i);
+gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_subs, char *err, size_t errcap);
 void poller_free(gw_poller_t *p);
 /* Which read of the plan a poll group belongs to, and how many reads there are. */
 unsigned poller_read_of(const gw_poller_t *p, unsigned group);
@@ -458,6 +496,8 @@ void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b
 typedef struct gw_north gw_north_t;
 gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap);
 void gwnorth_free(gw_north_t *gn);
+/* The poller's subscriber for MQTT (its groups' values, its tags' values). */
+gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn);
 /* Any thread (the poller): one poll group's answer; never blocks. */
 void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
                          unsigned count, unsigned function);

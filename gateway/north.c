@@ -137,6 +137,33 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand poll values to the I/O thread (out of memory)");
 }
 
+/* ---- the poller's subscriber ------------------------------------------------------ */
+
+/* The read's groups' values (cut from the answer as the cache cuts them),
+ * then its tags' values (read back from the tag table on the I/O thread). */
+static void on_poll_result(void *ctx, const gw_poll_result_t *r)
+{
+    gw_north_t *gn = ctx;
+    const tags_read_t *read = tags_plan_read(r->plan, r->read);
+    size_t n;
+    const tags_member_t *m = tags_plan_members(r->plan, r->read, &n);
+    uint16_t values[GW_GROUP_ITEMS_MAX];
+    for (size_t k = 0; k < n; k++) {
+        if (!m[k].is_group)
+            continue;
+        unsigned count = m[k].count <= GW_GROUP_ITEMS_MAX ? m[k].count : GW_GROUP_ITEMS_MAX;
+        for (unsigned i = 0; r->good && i < count; i++)
+            values[i] = poll_item(r, m[k].address - read->address + i);
+        gwnorth_poll_answer(gn, m[k].index, r->good, r->exception ? r->pdu[1] : 0, values, count, read->function);
+    }
+    gwnorth_tags_answer(gn, r->plan, r->read, r->wall_ms);
+}
+
+gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
+{
+    return (gw_poll_subscriber_t){ .answer = on_poll_result, .ctx = gn };
+}
+
 /* ---- out: tags ------------------------------------------------------------------------ */
 
 #define CHUNK_TAGS (RTU_MAX_ADU / sizeof(uint32_t))

@@ -1,7 +1,8 @@
 /*
  * gateway/poller.c -- the poller actor: poll groups (raw ranges) and tags
- * become reads on periodic timers; answers go into the register cache (by
- * group) and into the tag values (tags_gw.c).
+ * become reads on periodic timers; each answer goes to the subscribers gw.c
+ * gave it (gw_poll_subscriber_t: the register cache by group, the tag
+ * values, MQTT), whom it does not name.
  *
  * One planner plans both (tags/, tags_plan_build): by device, table and
  * interval, the fewest reads within the device's limits (max_read_registers,
@@ -78,6 +79,8 @@ struct gw_poller {
     atomic_uint *group_read;        /* per group: its read (read by HTTP) */
     atomic_uint read_count;
     atomic_uint_fast64_t splits;
+    gw_poll_subscriber_t subs[GW_POLL_SUBSCRIBERS_MAX];
+    unsigned n_subs;
 };
 
 unsigned poller_read_of(const gw_poller_t *p, unsigned group)
@@ -182,13 +185,9 @@ static void poll_once(gw_poller_t *p, unsigned ri)
     const config_device_t *dev = &gw->cfg->devices[r->device];
 
     if (r->outstanding) {
-        size_t n;
-        const tags_member_t *m = tags_plan_members(p->plan, ri, &n);
-        pthread_mutex_lock(&gw->cache_lock);
-        for (size_t k = 0; k < n; k++)
-            if (m[k].is_group)
-                gw->cache[m[k].index].overruns++;
-        pthread_mutex_unlock(&gw->cache_lock);
+        for (unsigned k = 0; k < p->n_subs; k++)
+            if (p->subs[k].overrun)
+                p->subs[k].overrun(p->subs[k].ctx, p->plan, ri);
         return;
     }
     gw_request_t q = { .origin = &p->origin, .slave = (uint8_t)dev->slave, .pdu_len = 5, .background = 1,
@@ -199,45 +198,11 @@ static void poll_once(gw_poller_t *p, unsigned ri)
         r->outstanding = true;   /* else it is read again at its next tick */
 }
 
-/* Item i of the answer (register, or bit as 0/1). */
-static uint16_t item(const tags_read_t *r, const poll_answer_t *a, unsigned i)
+uint16_t poll_item(const gw_poll_result_t *r, unsigned i)
 {
-    if (r->function >= 3)
-        return (uint16_t)(a->pdu[2 + 2 * i] << 8 | a->pdu[3 + 2 * i]);
-    return (a->pdu[2 + i / 8] >> (i % 8)) & 1;
-}
-
-/* The groups' cache entries, each cut from the answer. */
-static void answer_groups(gw_poller_t *p, unsigned ri, const poll_answer_t *a, bool good, bool exception)
-{
-    gw_t *gw = p->gw;
-    const tags_read_t *r = tags_plan_read(p->plan, ri);
-    size_t n;
-    const tags_member_t *m = tags_plan_members(p->plan, ri, &n);
-    uint64_t now = gw_now_ns();
-
-    pthread_mutex_lock(&gw->cache_lock);
-    for (size_t k = 0; k < n; k++) {
-        if (!m[k].is_group)
-            continue;
-        gw_cache_entry_t *e = &gw->cache[m[k].index];
-        e->polls++;
-        if (!good) {
-            e->ok = 0;
-            e->exception = exception ? a->pdu[1] : 0;
-            e->failures++;
-        } else {
-            for (unsigned i = 0; i < m[k].count; i++)
-                e->values[i] = item(r, a, m[k].address - r->address + i);
-            e->ok = 1;
-            e->count = m[k].count;
-            e->t_ns = now;
-            e->t_req_ns = a->t_req_ns;
-        }
-        if (gw->north)   /* MQTT: handed to the I/O thread, never waited on */
-            gwnorth_poll_answer(gw->north, m[k].index, good, e->exception, e->values, m[k].count, r->function);
-    }
-    pthread_mutex_unlock(&gw->cache_lock);
+    if (tags_plan_read(r->plan, r->read)->function >= 3)
+        return (uint16_t)(r->pdu[2 + 2 * i] << 8 | r->pdu[3 + 2 * i]);
+    return (r->pdu[2 + i / 8] >> (i % 8)) & 1;
 }
 
 /* Exception 02 on read ri: cut it where the planner says, and plan again. */
@@ -272,11 +237,11 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
     bool good = !exception && a->pdu_len == 2u + want && a->pdu[1] == want;
 
     p->reads[a->seq].outstanding = false;
-    answer_groups(p, a->seq, a, good, exception);
-    int64_t now_ms = gw_wall_ms();
-    gwtags_apply(p->gw->tags, p->plan, a->seq, a->pdu, a->pdu_len, now_ms);
-    if (p->gw->north)   /* MQTT: the tags' values, read back on the I/O thread */
-        gwnorth_tags_answer(p->gw->north, p->plan, a->seq, now_ms);
+    gw_poll_result_t res = { .plan = p->plan, .read = a->seq, .pdu = a->pdu, .len = a->pdu_len, .good = good,
+                             .exception = exception, .t_req_ns = a->t_req_ns, .now_ns = gw_now_ns(),
+                             .wall_ms = gw_wall_ms() };
+    for (unsigned k = 0; k < p->n_subs; k++)
+        p->subs[k].answer(p->subs[k].ctx, &res);
     if (exception && a->pdu[1] == 0x02 && r->members > 1)
         split(p, a->seq);
 }
@@ -324,15 +289,18 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
 
 static const gw_origin_ops_t poller_origin_ops = { "poll", origin_answer, NULL };
 
-gw_poller_t *poller_new(gw_t *gw, char *err, size_t errcap)
+gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_subs, char *err, size_t errcap)
 {
     gw_poller_t *p = calloc(1, sizeof *p);
-    if (!p) {
-        snprintf(err, errcap, "out of memory");
+    if (!p || n_subs > GW_POLL_SUBSCRIBERS_MAX) {
+        snprintf(err, errcap, "%s", p ? "poller: too many subscribers" : "out of memory");
+        free(p);
         return NULL;
     }
     p->origin.ops = &poller_origin_ops;
     p->gw = gw;
+    memcpy(p->subs, subs, n_subs * sizeof *subs);
+    p->n_subs = n_subs;
     if (planner_setup(p, err, errcap) != 0) {
         poller_free(p);
         return NULL;

@@ -194,9 +194,11 @@ static const gw_origin_ops_t tag_write_origin_ops = { "tag-write", origin_answer
 
 gw_tag_writes_t *tag_writes_new(gw_t *gw, unsigned slots)
 {
+    if (slots == 0 || slots > 0xFFFF)
+        return NULL;
     gw_tag_writes_t *tw = calloc(1, sizeof *tw);
-    if (!tw || slots == 0 || slots > 0xFFFF)
-        return free(tw), NULL;
+    if (!tw)
+        return NULL;
     tw->origin.ops = &tag_write_origin_ops;
     tw->gw = gw;
     tw->n_slots = slots;

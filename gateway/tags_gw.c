@@ -165,3 +165,13 @@ bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
     }
     return true;
 }
+
+static void on_poll_answer(void *ctx, const gw_poll_result_t *r)
+{
+    gwtags_apply(ctx, r->plan, r->read, r->pdu, r->len, r->wall_ms);
+}
+
+gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t)
+{
+    return (gw_poll_subscriber_t){ .answer = on_poll_answer, .ctx = t };
+}
