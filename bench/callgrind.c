@@ -15,7 +15,7 @@ long long bench_callgrind_collected(const char *self, const char *args)
 {
     char cmd[4400];
     int n = snprintf(cmd, sizeof cmd,
-                     "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' bench %s "
+                     "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' %s "
                      "2>&1 >/dev/null",
                      self, args);
     if (n < 0 || (size_t)n >= sizeof cmd)
