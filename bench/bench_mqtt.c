@@ -60,7 +60,7 @@ typedef struct opts {
 } opts_t;
 
 typedef struct phase {
-    const north_module_t *mod;    /* rtugw-mqtt.so: north, and libmosquitto */
+    const north_module_t *mod;    /* rtugw-mqtt.so: north as the daemon loads it */
     char prefix[64];              /* topics: PREFIX/gw/d1/data */
     unsigned port;
     bool paced;
@@ -114,12 +114,12 @@ static pid_t broker_start(unsigned port, char *conf, size_t cap)
     return pid;
 }
 
-static bool port_open(const north_mosquitto_t *M, unsigned port)
+static bool port_open(unsigned port)
 {
-    struct mosquitto *m = M->create(NULL, true, NULL);
-    bool ok = m && M->connect(m, "127.0.0.1", (int)port, 5) == MOSQ_ERR_SUCCESS;
+    struct mosquitto *m = mosquitto_new(NULL, true, NULL);
+    bool ok = m && mosquitto_connect(m, "127.0.0.1", (int)port, 5) == MOSQ_ERR_SUCCESS;
     if (m)
-        M->destroy(m);
+        mosquitto_destroy(m);
     return ok;
 }
 
@@ -128,9 +128,8 @@ static bool port_open(const north_mosquitto_t *M, unsigned port)
 static void sub_on_connect(struct mosquitto *m, void *arg, int rc)
 {
     bench_t *b = arg;
-    const north_mosquitto_t *M = b->mod->mosquitto;
-    if (rc == 0 && M->subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS &&
-        M->subscribe(m, NULL, "spBv1.0/#", 1) == MOSQ_ERR_SUCCESS)
+    if (rc == 0 && mosquitto_subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS &&
+        mosquitto_subscribe(m, NULL, "spBv1.0/#", 1) == MOSQ_ERR_SUCCESS)
         atomic_store(&b->sub_ready, true);
 }
 
@@ -170,14 +169,13 @@ static void sub_on_message(struct mosquitto *m, void *arg, const struct mosquitt
 }
 static int subscriber_start(bench_t *b, unsigned port)
 {
-    const north_mosquitto_t *M = b->mod->mosquitto;
-    b->sub = M->create("bench-subscriber", true, b);
+    b->sub = mosquitto_new("bench-subscriber", true, b);
     if (!b->sub)
         return -1;
-    M->connect_callback_set(b->sub, sub_on_connect);
-    M->message_callback_set(b->sub, sub_on_message);
-    if (M->connect(b->sub, "127.0.0.1", (int)port, 30) != MOSQ_ERR_SUCCESS ||
-        M->loop_start(b->sub) != MOSQ_ERR_SUCCESS)
+    mosquitto_connect_callback_set(b->sub, sub_on_connect);
+    mosquitto_message_callback_set(b->sub, sub_on_message);
+    if (mosquitto_connect(b->sub, "127.0.0.1", (int)port, 30) != MOSQ_ERR_SUCCESS ||
+        mosquitto_loop_start(b->sub) != MOSQ_ERR_SUCCESS)
         return -1;
     for (int i = 0; i < 500 && !atomic_load(&b->sub_ready); i++)
         usleep(10000);
@@ -317,31 +315,29 @@ static void plain_on_connect(struct mosquitto *m, void *arg, int rc)
 
 static void plain_publish(struct mosquitto *m, phase_t *p, const char *topic, unsigned long seq)
 {
-    const north_mosquitto_t *M = p->mod->mosquitto;
     p->t_send[seq] = bench_now_ns();
-    M->publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], p->sparkplug ? 0 : 1, false);
+    mosquitto_publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], p->sparkplug ? 0 : 1, false);
 }
 
 static void *plain_thread(void *arg)
 {
     phase_t *p = arg;
-    const north_mosquitto_t *M = p->mod->mosquitto;
     bool up = false;
     char topic[96];
-    struct mosquitto *m = M->create("bench-plain", true, &up);
+    struct mosquitto *m = mosquitto_new("bench-plain", true, &up);
     snprintf(topic, sizeof topic, p->sparkplug ? "%s/DDATA/gw/d1" : "%s/gw/d1/data", p->prefix);
     p->failed = true;
     if (!m)
         return NULL;
-    M->connect_callback_set(m, plain_on_connect);
-    M->int_option(m, MOSQ_OPT_SEND_MAXIMUM, WINDOW);
-    M->int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
-    if (M->connect(m, "127.0.0.1", (int)p->port, 30) != MOSQ_ERR_SUCCESS) {
-        M->destroy(m);
+    mosquitto_connect_callback_set(m, plain_on_connect);
+    mosquitto_int_option(m, MOSQ_OPT_SEND_MAXIMUM, WINDOW);
+    mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
+    if (mosquitto_connect(m, "127.0.0.1", (int)p->port, 30) != MOSQ_ERR_SUCCESS) {
+        mosquitto_destroy(m);
         return NULL;
     }
     for (int i = 0; i < 500 && !up; i++)
-        M->loop(m, 10, 1);
+        mosquitto_loop(m, 10, 1);
     uint64_t cpu0 = thread_cpu_ns(), start = bench_now_ns(), deadline = start + 60000000000ull;
     p->t_first_ns = start;
     unsigned long next = 1;
@@ -349,7 +345,7 @@ static void *plain_thread(void *arg)
         if (!p->paced) {
             for (unsigned i = 0; i < BATCH && next <= p->count; i++)
                 plain_publish(m, p, topic, next++);
-            M->loop(m, next <= p->count ? 0 : 5, 1);
+            mosquitto_loop(m, next <= p->count ? 0 : 5, 1);
             continue;
         }
         uint64_t now = bench_now_ns();
@@ -357,12 +353,12 @@ static void *plain_thread(void *arg)
             plain_publish(m, p, topic, next++);
         uint64_t due = start + (next - 1) * 1000000000ull / p->rate;
         int wait_ms = next > p->count ? 5 : due > now ? (int)((due - now) / 1000000u) : 0;
-        M->loop(m, wait_ms, 1);
+        mosquitto_loop(m, wait_ms, 1);
     }
     p->cpu_ns = thread_cpu_ns() - cpu0;
     p->failed = atomic_load(&p->received) < p->count;
-    M->disconnect(m);
-    M->destroy(m);
+    mosquitto_disconnect(m);
+    mosquitto_destroy(m);
     return NULL;
 }
 
@@ -551,13 +547,12 @@ int bench_mqtt_main(int argc, char **argv)
         fprintf(stderr, "rtugw bench mqtt: %s\n", err);
         return 1;
     }
-    const north_mosquitto_t *M = mod->mosquitto;
     unsigned port = bench_free_port();
-    M->lib_init();
+    mosquitto_lib_init();
     pid_t broker = broker_start(port, conf, sizeof conf);
-    for (int i = 0; i < 100 && broker > 0 && !port_open(M, port); i++)
+    for (int i = 0; i < 100 && broker > 0 && !port_open(port); i++)
         usleep(50000);
-    if (broker <= 0 || !port_open(M, port)) {
+    if (broker <= 0 || !port_open(port)) {
         fprintf(stderr, "rtugw bench mqtt: cannot start mosquitto on 127.0.0.1:%u (Debian package mosquitto)\n", port);
         if (broker > 0) {
             kill(broker, SIGTERM);
@@ -578,7 +573,7 @@ int bench_mqtt_main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "rtugw bench mqtt: the subscriber cannot connect\n");
     int lib_major, lib_minor, lib_rev;
-    M->lib_version(&lib_major, &lib_minor, &lib_rev);
+    mosquitto_lib_version(&lib_major, &lib_minor, &lib_rev);
     if (rc == 0)
         printf("# rtugw bench mqtt\n\nmosquitto broker on 127.0.0.1:%u, libmosquitto %d.%d.%d; %lu values per message; "
                "%lu rounds: %lu messages flat out, %lu at %lu/s paced; %s, a QoS 1 subscriber.\n\n",
@@ -603,9 +598,9 @@ int bench_mqtt_main(int argc, char **argv)
             print_row(measure_names[k], measure_formats[k], col[0][k], col[1][k], col[2][k], o.rounds);
     }
     if (b.sub) {
-        M->disconnect(b.sub);
-        M->loop_stop(b.sub, true);
-        M->destroy(b.sub);
+        mosquitto_disconnect(b.sub);
+        mosquitto_loop_stop(b.sub, true);
+        mosquitto_destroy(b.sub);
     }
     kill(broker, SIGTERM);
     waitpid(broker, NULL, 0);
@@ -618,6 +613,6 @@ int bench_mqtt_main(int argc, char **argv)
     for (int s = 0; s < 3; s++)
         for (int k = 0; k < M_COUNT; k++)
             free(col[s][k]);
-    M->lib_cleanup();
+    mosquitto_lib_cleanup();
     return rc;
 }
