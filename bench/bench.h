@@ -22,6 +22,11 @@ typedef struct bench_spread {
 
 /* Sorts samples in place and fills out. n may be 0 (all fields 0). */
 void bench_spread(double *samples, size_t n, bench_spread_t *out);
+/* Ascending, in place. */
+void bench_sort(double *samples, size_t n);
+/* The q-quantile (0..1) of sorted samples, linear between closest ranks
+ * (numpy's default); 0 when n is 0. */
+double bench_quantile(const double *sorted, size_t n, double q);
 uint64_t bench_now_ns(void);
 /* Any clock_gettime clock in ns (CLOCK_THREAD_CPUTIME_ID, ...). */
 uint64_t bench_clock_ns(int clock);

@@ -102,20 +102,12 @@ static int dvec_append(dvec_t *d, const dvec_t *s)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* p50 and p99 of a latency vector (sorts it). */
+static void latency_percentiles(dvec_t *d, double *p50, double *p99)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Quantile of a sorted vector, linear between closest ranks. */
-static double quantile(const dvec_t *d, double q)
-{
-    if (d->n == 0)
-        return 0;
-    double pos = q * (double)(d->n - 1);
-    size_t lo = (size_t)pos, hi = lo + 1 < d->n ? lo + 1 : lo;
-    return d->v[lo] + (d->v[hi] - d->v[lo]) * (pos - (double)lo);
+    bench_sort(d->v, d->n);
+    *p50 = bench_quantile(d->v, d->n, 0.5);
+    *p99 = bench_quantile(d->v, d->n, 0.99);
 }
 
 /* ---- the arms -------------------------------------------------------------------- */
@@ -380,9 +372,7 @@ static void relay_finish(relay_arm_t *ra, cell_t *cell, unsigned rounds)
         bench_spread(ra->v + rounds, rounds, &cell->rtugw_per_relay);
         bench_spread(ra->v + 2 * rounds, rounds, &cell->relay_cpu_us);
         bench_spread(ra->v + 3 * rounds, rounds, &cell->relay_ctxsw);
-        qsort(ra->lat.v, ra->lat.n, sizeof *ra->lat.v, cmp_double);
-        cell->relay_p50 = quantile(&ra->lat, 0.5);
-        cell->relay_p99 = quantile(&ra->lat, 0.99);
+        latency_percentiles(&ra->lat, &cell->relay_p50, &cell->relay_p99);
     }
     close_clients(ra->ctx, MAX_CELL_CLIENTS);
     free(ra->v);
@@ -450,12 +440,8 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, bench_gw_t *relay, 
     cell->threads = bench_proc_usage(gpid, &now) == 0 ? now.threads : 0;
     cell->rss_kib = bench_gw_status_kib(gpid, "VmRSS");
     cell->direct_rss_kib = bench_gw_status_kib(self, "VmRSS");
-    qsort(lat_g.v, lat_g.n, sizeof *lat_g.v, cmp_double);
-    qsort(lat_d.v, lat_d.n, sizeof *lat_d.v, cmp_double);
-    cell->p50 = quantile(&lat_g, 0.5);
-    cell->p99 = quantile(&lat_g, 0.99);
-    cell->direct_p50 = quantile(&lat_d, 0.5);
-    cell->direct_p99 = quantile(&lat_d, 0.99);
+    latency_percentiles(&lat_g, &cell->p50, &cell->p99);
+    latency_percentiles(&lat_d, &cell->direct_p50, &cell->direct_p99);
     rc = 0;
 out:
     relay_finish(&ra, cell, rc == 0 ? opt->rounds : 0);

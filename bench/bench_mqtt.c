@@ -396,14 +396,6 @@ static double cpu_us_per_1000(const phase_t *p)
     return (double)p->cpu_ns / 1e3 / ((double)(p->count * p->values) / 1000.0);
 }
 
-static double percentile(double *v, size_t n, double q)
-{
-    bench_spread_t s;
-    bench_spread(v, n, &s);   /* sorts */
-    size_t i = (size_t)(q * (double)(n - 1) + 0.5);
-    return n ? v[i] : 0;
-}
-
 enum { M_RATE, M_CPU, M_P50, M_P99, M_COUNT };
 static const char *const measure_formats[M_COUNT] = { "%.0f", "%.1f", "%.3f", "%.3f" };
 static const char *const measure_names[M_COUNT] = {
@@ -526,8 +518,9 @@ static int run_round(bench_t *b, unsigned port, const opts_t *o, unsigned round,
                 m[side][M_RATE] = values_per_s(p);
                 m[side][M_CPU] = cpu_us_per_1000(p);
             } else if (rc == 0) {
-                m[side][M_P50] = percentile(p->lat_ms, p->count, 0.50);
-                m[side][M_P99] = percentile(p->lat_ms, p->count, 0.99);
+                bench_sort(p->lat_ms, p->count);
+                m[side][M_P50] = bench_quantile(p->lat_ms, p->count, 0.50);
+                m[side][M_P99] = bench_quantile(p->lat_ms, p->count, 0.99);
             }
             phase_free(p);
         }
