@@ -3,7 +3,8 @@
  * statistics every one of them reports with (median and p10-p90 over
  * measured rounds; warm-up rounds never enter the samples). Owns the
  * benchmarks; may call every library below gateway/ (and start the rtugw
- * binary itself for the end-to-end ones); only cli/ calls it.
+ * binary for the end-to-end ones); only bench/main.c, the program
+ * rtugw-bench, calls it: the daemon links none of it.
  */
 #ifndef RTUGW_BENCH_BENCH_H
 #define RTUGW_BENCH_BENCH_H

@@ -5,7 +5,7 @@
  * against the same simulator code.
  *
  * Arms (the same simulator, driver_sim_*, unpaced, slave 1, on a pty pair):
- *   rtugw  -- this binary started as a subprocess (`rtugw run -c FILE`, a
+ *   rtugw  -- the rtugw that ran the bench, as a subprocess (`rtugw run -c FILE`, a
  *             config in a temp dir with free ports, `port = sim:1`,
  *             `gap_us = 1`), driven by 1, 4 or 8 libmodbus TCP clients, one
  *             thread each, each doing read-holding-registers back to back;

@@ -3,7 +3,7 @@
  * live slave keeps while a client hammers a silent slave on the same bus, as
  * a ratio to the live client's solo rate measured in the same run.
  *
- * Setup: one `rtugw run` gateway (bench_gw.c; this binary or --rtugw PATH,
+ * Setup: one `rtugw run` gateway (bench_gw.c; the rtugw that ran it or --rtugw PATH,
  * e.g. an older build) on one bus, `port = sim-paced:1` at 19200 8E1 with
  * the t3.5 gap: the simulator answers slave 1 at wire speed and never
  * answers slave 2, so the line, not the CPU, bounds the rate, as on a real
@@ -81,7 +81,7 @@ typedef struct iso_options {
     unsigned window_s, solo_s, rounds, timeout_ms, backoff_ms, baud, pause_ms;
     bool json;
     const char *port;         /* the bus's port = */
-    const char *rtugw;        /* NULL: this binary */
+    const char *rtugw;        /* NULL: the rtugw that ran the bench */
     const char *log_path;     /* debug log of every gateway, appended; NULL: none */
 } iso_options_t;
 

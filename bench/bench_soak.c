@@ -50,7 +50,7 @@
 
 /* Under ASan or TSan freed memory sits in quarantine and shadow memory grows
  * with the heap: RSS says nothing about leaks there, so it is reported, not
- * judged. (The gateway is this same binary.) */
+ * judged. (The gateway is the same build's rtugw.) */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SOAK_JUDGE_RSS 0
 #else

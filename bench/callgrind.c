@@ -1,6 +1,6 @@
 /*
- * bench/callgrind.c -- one child run of this binary under valgrind's
- * callgrind, for the benches that count instructions per frame (bench parse
+ * bench/callgrind.c -- one child run of this binary (rtugw-bench KIND ...)
+ * under valgrind's callgrind, for the benches that count instructions per frame (bench parse
  * --callgrind, bench crossover --callgrind): each runs itself in its --only
  * mode twice and takes the difference of the totals.
  */

@@ -2,7 +2,7 @@
  * cli/cli.h -- the `rtugw` command line: main.c finds the subcommand, and
  * each subcommand is one file, a thin layer over the libraries it drives
  * (decode over parser/ and routing/, replay and sim over drivers/, bench
- * over bench/, check over config/ and drivers/, run and demo over
+ * execs the program rtugw-bench (bench/), check over config/ and drivers/, run and demo over
  * gateway/, read over libmodbus and tags/). Nothing outside cli/ includes
  * this header; cli/ may call every library, and no library calls cli/.
  *
