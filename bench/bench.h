@@ -37,8 +37,6 @@ uint64_t bench_xorshift(uint64_t *state);
 /* A read-holding-registers response from `slave` with `registers` random
  * registers and its CRC into adu; returns its length (5 + 2 * registers). */
 size_t bench_register_frame(uint8_t *adu, unsigned slave, unsigned registers, uint64_t *seed);
-/* A decimal option value within [min, max]. 0, or -1 when it is not one. */
-int bench_parse_ulong(const char *text, unsigned long min, unsigned long max, unsigned long *out);
 
 /* Each returns the process exit code: 0 ok, 1 runtime failure, 2 usage. */
 int bench_parse_main(int argc, char **argv);

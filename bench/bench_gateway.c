@@ -55,6 +55,7 @@
  * The gateway subprocess and its /proc and /metrics readings are bench_gw.c's.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/gateway.h"
 #include "bench/internal.h"
 #include "drivers/driver.h"
@@ -589,61 +590,33 @@ static void usage(FILE *to)
             "  --json            JSON instead of Markdown\n");
 }
 
+/* The floor runs its simulator here, so the gateway's must run here too:
+ * the arms compare like with like. */
+static int set_relay(void *dst, const char *unused)
+{
+    gw_options_t *opt = dst;
+    (void)unused;
+    opt->relay = opt->sim_outside = 1;
+    return 0;
+}
+
 int bench_gateway_main(int argc, char **argv)
 {
     gw_options_t opt = { .seconds = 3, .rounds = 10, .warmup = 2, .paced_cycles = 5 };
-    static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "seconds", required_argument, NULL, 's' },
-        { "rounds", required_argument, NULL, 'r' },
-        { "warmup", required_argument, NULL, 'w' },
-        { "paced-cycles", required_argument, NULL, 'p' },
-        { "workers", required_argument, NULL, 'W' },
-        { "sim-outside", no_argument, NULL, 'o' },
-        { "relay", no_argument, NULL, 'R' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_FLAG("json", &opt.json),
+        BENCH_DOUBLE("seconds", &opt.seconds, 0.001, 3600),
+        BENCH_UINT("rounds", &opt.rounds, 1, 10000),
+        BENCH_UINT("warmup", &opt.warmup, 0, 10000),
+        BENCH_UINT("paced-cycles", &opt.paced_cycles, 0, 10000),
+        BENCH_UINT("workers", &opt.workers, 0, 10000),
+        BENCH_FLAG("sim-outside", &opt.sim_outside),
+        BENCH_CALL("relay", set_relay, &opt, no_argument, NULL),
+        BENCH_OPT_END,
     };
-    int c;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'j': opt.json = 1; break;
-        case 'o': opt.sim_outside = 1; break;
-        case 'R': opt.relay = opt.sim_outside = 1; break;
-        case 'h': usage(stdout); return 0;
-        case 's':
-            opt.seconds = strtod(optarg, &end);
-            if (*end || end == optarg || !(opt.seconds > 0) || opt.seconds > 3600) {
-                fprintf(stderr, "rtugw bench gateway: invalid value '%s' for --seconds\n", optarg);
-                return 2;
-            }
-            break;
-        case 'r': case 'w': case 'p': case 'W': {
-            errno = 0;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (errno || *end || end == optarg || v > 10000 || (c == 'r' && v == 0)) {
-                fprintf(stderr, "rtugw bench gateway: invalid value '%s' for --%s\n", optarg,
-                        c == 'r' ? "rounds" : c == 'w' ? "warmup" : c == 'p' ? "paced-cycles" : "workers");
-                return 2;
-            }
-            if (c == 'r') opt.rounds = (unsigned)v;
-            else if (c == 'w') opt.warmup = (unsigned)v;
-            else if (c == 'p') opt.paced_cycles = (unsigned)v;
-            else opt.workers = (unsigned)v;
-            break;
-        }
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = bench_options(argc, argv, "gateway", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
 
     signal(SIGPIPE, SIG_IGN);
     cell_t cells[NREGS * NCLIENTS];
@@ -651,8 +624,8 @@ int bench_gateway_main(int argc, char **argv)
     paced_result_t paced = { 0 };
     direct_t d;
     char bus[256];
-    int rc = 0;
     size_t ncells = 0;
+    rc = 0;
 
     if (direct_open(&d)) {
         direct_close(&d);

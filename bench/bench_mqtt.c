@@ -31,6 +31,7 @@
  * before the clock starts: it becomes the DBIRTH, which is not counted.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/internal.h"
 #include "north/north.h"
 
@@ -430,35 +431,29 @@ static void usage(FILE *to)
                 "Needs mosquitto (Debian package mosquitto) on PATH.\n");
 }
 
+static int set_format(void *dst, const char *format)
+{
+    if (strcmp(format, "json") != 0 && strcmp(format, "sparkplug") != 0)
+        return -1;
+    *(bool *)dst = strcmp(format, "sparkplug") == 0;
+    return 0;
+}
+
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        { "values", required_argument, NULL, 'v' }, { "messages", required_argument, NULL, 'm' },
-        { "rounds", required_argument, NULL, 'r' }, { "rate", required_argument, NULL, 'R' },
-        { "latency-messages", required_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' },
-        { "format", required_argument, NULL, 'f' },
-        { NULL, 0, NULL, 0 },
-    };
     *o = (opts_t){ .values = 20, .messages = 5000, .rounds = 5, .rate = 500, .latency_messages = 1000 };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        unsigned long *dst = c == 'v' ? &o->values : c == 'm' ? &o->messages : c == 'r' ? &o->rounds
-                           : c == 'R' ? &o->rate : c == 'l' ? &o->latency_messages : NULL;
-        unsigned long max = c == 'v' ? 2000 : c == 'r' ? 100 : 1000000;
-        if (c == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if (c == 'f' && (strcmp(optarg, "json") == 0 || strcmp(optarg, "sparkplug") == 0)) {
-            o->sparkplug = strcmp(optarg, "sparkplug") == 0;
-            continue;
-        }
-        if (!dst || bench_parse_ulong(optarg, 1, max, dst) != 0) {
-            usage(stderr);
-            return 2;
-        }
-    }
+    const bench_opt_t opts[] = {
+        BENCH_UINT("values", &o->values, 1, 2000),
+        BENCH_UINT("messages", &o->messages, 1, 1000000),
+        BENCH_UINT("rounds", &o->rounds, 1, 100),
+        BENCH_UINT("rate", &o->rate, 1, 1000000),
+        BENCH_UINT("latency-messages", &o->latency_messages, 1, 1000000),
+        BENCH_CALL("format", set_format, &o->sparkplug, required_argument, "json or sparkplug"),
+        BENCH_OPT_END,
+    };
+    int rc = bench_options(argc, argv, "mqtt", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (o->latency_messages > o->messages) {
         fprintf(stderr, "rtugw bench mqtt: --latency-messages may not exceed --messages (the payloads are north's)\n");
         return 2;

@@ -17,7 +17,7 @@ tests_test_bench_stats_CFLAGS = $(TEST_CFLAGS)
 tests_test_bench_stats_LDADD = bench/libbench.a $(TEST_LIBS)
 TESTS += tests/test_bench_stats
 bench_libbench_a_SOURCES = bench/internal.h \
-	bench/bench.h bench/stats.c bench/callgrind.c bench/bench_parse.c
+	bench/bench.h bench/stats.c bench/options.h bench/options.c bench/callgrind.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
 bench_libbench_a_SOURCES += bench/bench_gw.c bench/gateway.h bench/bench_gateway.c bench/gateway_report.c bench/relay.c

@@ -5,8 +5,6 @@
 #include "bench/bench.h"
 #include "parser/rtu.h"
 
-#include <errno.h>
-
 #include <stdlib.h>
 #include <time.h>
 
@@ -82,15 +80,4 @@ size_t bench_register_frame(uint8_t *a, unsigned slave, unsigned registers, uint
     a[len - 2] = (uint8_t)crc;
     a[len - 1] = (uint8_t)(crc >> 8);
     return len;
-}
-
-int bench_parse_ulong(const char *text, unsigned long min, unsigned long max, unsigned long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (errno || *end || end == text || *text == '-' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
 }
