@@ -10,12 +10,13 @@ rtugw_bench_LDADD = bench/libbench.a north/libnorth.a $(ROUTING_LIB) $(ACTOR_LIB
 	tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a \
 	$(MOSQUITTO_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(JSONC_LIBS) -lm
 noinst_LIBRARIES += bench/libbench.a
-# The benches' one percentile code (bench/stats.c) against numpy's definition.
-check_PROGRAMS += tests/test_bench_stats
-tests_test_bench_stats_SOURCES = tests/test_bench_stats.c
-tests_test_bench_stats_CFLAGS = $(TEST_CFLAGS)
-tests_test_bench_stats_LDADD = bench/libbench.a $(TEST_LIBS)
-TESTS += tests/test_bench_stats
+# What every bench shares: the percentile code (bench/stats.c, against
+# numpy's definition) and the option parser (bench/options.c).
+check_PROGRAMS += tests/test_bench_kit
+tests_test_bench_kit_SOURCES = tests/test_bench_kit.c
+tests_test_bench_kit_CFLAGS = $(TEST_CFLAGS)
+tests_test_bench_kit_LDADD = bench/libbench.a $(TEST_LIBS)
+TESTS += tests/test_bench_kit
 bench_libbench_a_SOURCES = bench/internal.h \
 	bench/bench.h bench/stats.c bench/options.h bench/options.c bench/callgrind.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
