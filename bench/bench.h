@@ -4,7 +4,8 @@
  * measured rounds; warm-up rounds never enter the samples). Owns the
  * benchmarks. May call every library below gateway/ (every folder above
  * bench/ in the layout table), and starts the rtugw binary itself for the
- * end-to-end ones; only cli/ calls it.
+ * end-to-end ones; only bench/main.c, the program rtugw-bench, calls it:
+ * the daemon links none of it.
  */
 #ifndef RTUGW_BENCH_BENCH_H
 #define RTUGW_BENCH_BENCH_H
@@ -23,6 +24,11 @@ typedef struct bench_spread {
 
 /* Sorts samples in place and fills out. n may be 0 (all fields 0). */
 void bench_spread(double *samples, size_t n, bench_spread_t *out);
+/* Ascending, in place. */
+void bench_sort(double *samples, size_t n);
+/* The q-quantile (0..1) of sorted samples, linear between closest ranks
+ * (numpy's default); 0 when n is 0. */
+double bench_quantile(const double *sorted, size_t n, double q);
 uint64_t bench_now_ns(void);
 /* Any clock_gettime clock in ns (CLOCK_THREAD_CPUTIME_ID, ...). */
 uint64_t bench_clock_ns(int clock);
@@ -32,8 +38,6 @@ uint64_t bench_xorshift(uint64_t *state);
 /* A read-holding-registers response from `slave` with `registers` random
  * registers and its CRC into adu; returns its length (5 + 2 * registers). */
 size_t bench_register_frame(uint8_t *adu, unsigned slave, unsigned registers, uint64_t *seed);
-/* A decimal option value within [min, max]. 0, or -1 when it is not one. */
-int bench_parse_ulong(const char *text, unsigned long min, unsigned long max, unsigned long *out);
 
 /* Each returns the process exit code: 0 ok, 1 runtime failure, 2 usage. */
 int bench_parse_main(int argc, char **argv);

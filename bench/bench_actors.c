@@ -30,6 +30,7 @@
  */
 #include "actor/actor.h"
 #include "bench/bench.h"
+#include "bench/options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -513,55 +514,22 @@ static void usage(FILE *to)
             "  --json            JSON instead of Markdown\n");
 }
 
-static int parse_uint(const char *text, unsigned long min, unsigned long max, unsigned *out)
-{
-    unsigned long v;
-    if (bench_parse_ulong(text, min, max, &v) != 0)
-        return -1;
-    *out = (unsigned)v;
-    return 0;
-}
-
 int bench_actors_main(int argc, char **argv)
 {
     bench_options_t opt = { .pairs = 32, .rounds = 20000, .reps = 11, .warmup = 2 };
-    static const struct option longopts[] = {
-        { "pairs", required_argument, NULL, 'p' },
-        { "rounds", required_argument, NULL, 'r' },
-        { "mutex-rounds", required_argument, NULL, 'm' },
-        { "reps", required_argument, NULL, 'n' },
-        { "warmup", required_argument, NULL, 'w' },
-        { "workers", required_argument, NULL, 'W' },
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_UINT("pairs", &opt.pairs, 1, 100000),
+        BENCH_UINT("rounds", &opt.rounds, 1, 100000000),
+        BENCH_UINT("mutex-rounds", &opt.mutex_rounds, 1, 100000000),
+        BENCH_UINT("reps", &opt.reps, 1, 10000),
+        BENCH_UINT("warmup", &opt.warmup, 0, 10000),
+        BENCH_UINT("workers", &opt.workers, 1, 1024),
+        BENCH_FLAG("json", &opt.json),
+        BENCH_OPT_END,
     };
-    int c;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        unsigned *dst = NULL;
-        unsigned long min = 1, max = 100000000;
-        switch (c) {
-        case 'j': opt.json = 1; continue;
-        case 'h': usage(stdout); return 0;
-        case 'p': dst = &opt.pairs; max = 100000; break;
-        case 'r': dst = &opt.rounds; break;
-        case 'm': dst = &opt.mutex_rounds; break;
-        case 'n': dst = &opt.reps; max = 10000; break;
-        case 'w': dst = &opt.warmup; min = 0; max = 10000; break;
-        case 'W': dst = &opt.workers; max = 1024; break;
-        default: usage(stderr); return 2;
-        }
-        if (parse_uint(optarg, min, max, dst) != 0) {
-            fprintf(stderr, "rtugw bench actors: invalid value '%s'\n", optarg);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "rtugw bench actors: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
+    int rc = bench_options(argc, argv, "actors", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (opt.mutex_rounds == 0)
         opt.mutex_rounds = opt.rounds / 10 ? opt.rounds / 10 : 1;
     return run(&opt);

@@ -41,6 +41,7 @@
  */
 #include "actor/actor.h"
 #include "bench/crossover.h"
+#include "bench/options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -145,80 +146,47 @@ static void usage(FILE *to)
             "the actor layer); the run must then stop with exit status 1.\n");
 }
 
+/* --json alone: JSON on stdout (or into the file named after the options);
+ * --json=FILE: into FILE. */
+static int set_json(void *dst, const char *file)
+{
+    crossover_options_t *opt = dst;
+    if (file)
+        opt->json_file = file;
+    else
+        opt->json_stdout = 1;
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, crossover_options_t *opt)
 {
-    static const struct option longopts[] = {
-        { "sweep", no_argument, NULL, 's' },
-        { "callgrind", no_argument, NULL, 'c' },
-        { "json", optional_argument, NULL, 'j' },
-        { "out", required_argument, NULL, 'o' },
-        { "svg", required_argument, NULL, 'g' },
-        { "rounds", required_argument, NULL, 'r' },
-        { "warmup", required_argument, NULL, 'w' },
-        { "frames", required_argument, NULL, 'f' },
-        { "tasks", required_argument, NULL, 't' },
-        { "epsilon", required_argument, NULL, 'e' },
-        { "no-progress", no_argument, NULL, 'n' },
-        { "only", required_argument, NULL, 'O' },
-        { "bytes", required_argument, NULL, 'b' },
-        { "iterations", required_argument, NULL, 'i' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_FLAG("sweep", &opt->sweep),
+        BENCH_FLAG("callgrind", &opt->callgrind),
+        BENCH_CALL("json", set_json, opt, optional_argument, NULL),
+        BENCH_TEXT("out", &opt->out_file),
+        BENCH_TEXT("svg", &opt->svg_file),
+        BENCH_UINT("rounds", &opt->rounds, 1, 100000000),
+        BENCH_UINT("warmup", &opt->warmup, 0, 100000000),
+        BENCH_UINT("frames", &opt->frames, 1, 100000000),
+        BENCH_UINT("tasks", &opt->tasks, 1, 100000000),
+        BENCH_DOUBLE("epsilon", &opt->epsilon, 0.0, 1.0),
+        BENCH_FLAG("no-progress", &opt->no_progress),
+        BENCH_TEXT("only", &opt->only),
+        BENCH_UINT("bytes", &opt->only_bytes, 1, 100000000),
+        BENCH_UINT("iterations", &opt->iterations, 1, 100000000),
+        BENCH_OPT_END,
     };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end;
-        errno = 0;
-        switch (c) {
-        case 's': opt->sweep = 1; break;
-        case 'c': opt->callgrind = 1; break;
-        case 'j':
-            if (optarg)
-                opt->json_file = optarg;
-            else
-                opt->json_stdout = 1;
-            break;
-        case 'o': opt->out_file = optarg; break;
-        case 'g': opt->svg_file = optarg; break;
-        case 'n': opt->no_progress = 1; break;
-        case 'O': opt->only = optarg; break;
-        case 'h': usage(stdout); return 0;
-        case 'e': {
-            double v = strtod(optarg, &end);
-            if (*end || end == optarg || !(v >= 0.0 && v <= 1.0)) {
-                fprintf(stderr, "rtugw bench crossover: --epsilon '%s': expected 0..1\n", optarg);
-                return 2;
-            }
-            opt->epsilon = v;
-            break;
-        }
-        case 'r': case 'w': case 'f': case 't': case 'b': case 'i': {
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (*end || end == optarg || errno || v > 100000000 || (v == 0 && c != 'w')) {
-                fprintf(stderr, "rtugw bench crossover: invalid value '%s'\n", optarg);
-                return 2;
-            }
-            if (c == 'r') opt->rounds = (unsigned)v;
-            else if (c == 'w') opt->warmup = (unsigned)v;
-            else if (c == 'f') opt->frames = (unsigned)v;
-            else if (c == 't') opt->tasks = (unsigned)v;
-            else if (c == 'b') opt->only_bytes = (unsigned)v;
-            else opt->iterations = v;
-            break;
-        }
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    /* `--json FILE` (the spelling) as well as `--json=FILE` */
-    if (opt->json_stdout && !opt->json_file && optind == argc - 1) {
-        opt->json_file = argv[optind++];
+    int rest, rc = bench_options(argc, argv, "crossover", opts, usage, &rest);
+    if (rc >= 0)
+        return rc;
+    /* --json FILE (with a space) names the file as the one argument left. */
+    if (opt->json_stdout && !opt->json_file && rest == argc - 1) {
+        opt->json_file = argv[rest++];
         opt->json_stdout = 0;
     }
-    if (optind < argc) {
-        fprintf(stderr, "rtugw bench crossover: unexpected argument '%s'\n", argv[optind]);
+    if (rest < argc) {
+        fprintf(stderr, "rtugw bench crossover: unexpected argument '%s'\n", argv[rest]);
         return 2;
     }
     return -1;

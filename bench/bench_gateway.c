@@ -5,7 +5,7 @@
  * against the same simulator code.
  *
  * Arms (the same simulator, driver_sim_*, unpaced, slave 1, on a pty pair):
- *   rtugw  -- this binary started as a subprocess (`rtugw run -c FILE`, a
+ *   rtugw  -- the rtugw that ran the bench, as a subprocess (`rtugw run -c FILE`, a
  *             config in a temp dir with free ports, `port = sim:1`,
  *             `gap_us = 1`), driven by 1, 4 or 8 libmodbus TCP clients, one
  *             thread each, each doing read-holding-registers back to back;
@@ -55,6 +55,7 @@
  * The gateway subprocess and its /proc and /metrics readings are bench_gw.c's.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/gateway.h"
 #include "bench/internal.h"
 #include "drivers/driver.h"
@@ -102,20 +103,12 @@ static int dvec_append(dvec_t *d, const dvec_t *s)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* p50 and p99 of a latency vector (sorts it). */
+static void latency_percentiles(dvec_t *d, double *p50, double *p99)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Quantile of a sorted vector, linear between closest ranks. */
-static double quantile(const dvec_t *d, double q)
-{
-    if (d->n == 0)
-        return 0;
-    double pos = q * (double)(d->n - 1);
-    size_t lo = (size_t)pos, hi = lo + 1 < d->n ? lo + 1 : lo;
-    return d->v[lo] + (d->v[hi] - d->v[lo]) * (pos - (double)lo);
+    bench_sort(d->v, d->n);
+    *p50 = bench_quantile(d->v, d->n, 0.5);
+    *p99 = bench_quantile(d->v, d->n, 0.99);
 }
 
 /* ---- the arms -------------------------------------------------------------------- */
@@ -380,9 +373,7 @@ static void relay_finish(relay_arm_t *ra, cell_t *cell, unsigned rounds)
         bench_spread(ra->v + rounds, rounds, &cell->rtugw_per_relay);
         bench_spread(ra->v + 2 * rounds, rounds, &cell->relay_cpu_us);
         bench_spread(ra->v + 3 * rounds, rounds, &cell->relay_ctxsw);
-        qsort(ra->lat.v, ra->lat.n, sizeof *ra->lat.v, cmp_double);
-        cell->relay_p50 = quantile(&ra->lat, 0.5);
-        cell->relay_p99 = quantile(&ra->lat, 0.99);
+        latency_percentiles(&ra->lat, &cell->relay_p50, &cell->relay_p99);
     }
     close_clients(ra->ctx, MAX_CELL_CLIENTS);
     free(ra->v);
@@ -450,12 +441,8 @@ static int run_cell(const gw_options_t *opt, bench_gw_t *gw, bench_gw_t *relay, 
     cell->threads = bench_proc_usage(gpid, &now) == 0 ? now.threads : 0;
     cell->rss_kib = bench_gw_status_kib(gpid, "VmRSS");
     cell->direct_rss_kib = bench_gw_status_kib(self, "VmRSS");
-    qsort(lat_g.v, lat_g.n, sizeof *lat_g.v, cmp_double);
-    qsort(lat_d.v, lat_d.n, sizeof *lat_d.v, cmp_double);
-    cell->p50 = quantile(&lat_g, 0.5);
-    cell->p99 = quantile(&lat_g, 0.99);
-    cell->direct_p50 = quantile(&lat_d, 0.5);
-    cell->direct_p99 = quantile(&lat_d, 0.99);
+    latency_percentiles(&lat_g, &cell->p50, &cell->p99);
+    latency_percentiles(&lat_d, &cell->direct_p50, &cell->direct_p99);
     rc = 0;
 out:
     relay_finish(&ra, cell, rc == 0 ? opt->rounds : 0);
@@ -603,61 +590,33 @@ static void usage(FILE *to)
             "  --json            JSON instead of Markdown\n");
 }
 
+/* The floor runs its simulator here, so the gateway's must run here too:
+ * the arms compare like with like. */
+static int set_relay(void *dst, const char *unused)
+{
+    gw_options_t *opt = dst;
+    (void)unused;
+    opt->relay = opt->sim_outside = 1;
+    return 0;
+}
+
 int bench_gateway_main(int argc, char **argv)
 {
     gw_options_t opt = { .seconds = 3, .rounds = 10, .warmup = 2, .paced_cycles = 5 };
-    static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "seconds", required_argument, NULL, 's' },
-        { "rounds", required_argument, NULL, 'r' },
-        { "warmup", required_argument, NULL, 'w' },
-        { "paced-cycles", required_argument, NULL, 'p' },
-        { "workers", required_argument, NULL, 'W' },
-        { "sim-outside", no_argument, NULL, 'o' },
-        { "relay", no_argument, NULL, 'R' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_FLAG("json", &opt.json),
+        BENCH_DOUBLE("seconds", &opt.seconds, 0.001, 3600),
+        BENCH_UINT("rounds", &opt.rounds, 1, 10000),
+        BENCH_UINT("warmup", &opt.warmup, 0, 10000),
+        BENCH_UINT("paced-cycles", &opt.paced_cycles, 0, 10000),
+        BENCH_UINT("workers", &opt.workers, 0, 10000),
+        BENCH_FLAG("sim-outside", &opt.sim_outside),
+        BENCH_CALL("relay", set_relay, &opt, no_argument, NULL),
+        BENCH_OPT_END,
     };
-    int c;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'j': opt.json = 1; break;
-        case 'o': opt.sim_outside = 1; break;
-        case 'R': opt.relay = opt.sim_outside = 1; break;
-        case 'h': usage(stdout); return 0;
-        case 's':
-            opt.seconds = strtod(optarg, &end);
-            if (*end || end == optarg || !(opt.seconds > 0) || opt.seconds > 3600) {
-                fprintf(stderr, "rtugw bench gateway: invalid value '%s' for --seconds\n", optarg);
-                return 2;
-            }
-            break;
-        case 'r': case 'w': case 'p': case 'W': {
-            errno = 0;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (errno || *end || end == optarg || v > 10000 || (c == 'r' && v == 0)) {
-                fprintf(stderr, "rtugw bench gateway: invalid value '%s' for --%s\n", optarg,
-                        c == 'r' ? "rounds" : c == 'w' ? "warmup" : c == 'p' ? "paced-cycles" : "workers");
-                return 2;
-            }
-            if (c == 'r') opt.rounds = (unsigned)v;
-            else if (c == 'w') opt.warmup = (unsigned)v;
-            else if (c == 'p') opt.paced_cycles = (unsigned)v;
-            else opt.workers = (unsigned)v;
-            break;
-        }
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = bench_options(argc, argv, "gateway", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
 
     signal(SIGPIPE, SIG_IGN);
     cell_t cells[NREGS * NCLIENTS];
@@ -665,8 +624,8 @@ int bench_gateway_main(int argc, char **argv)
     paced_result_t paced = { 0 };
     direct_t d;
     char bus[256];
-    int rc = 0;
     size_t ncells = 0;
+    rc = 0;
 
     if (direct_open(&d)) {
         direct_close(&d);

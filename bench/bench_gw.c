@@ -1,7 +1,8 @@
 /*
  * bench/bench_gw.c -- a gateway under test, driven from the outside, shared
  * by bench gateway, bench soak and bench isolation: `rtugw run -c FILE` as a
- * subprocess (this binary, or another one, e.g. an older build) on a config
+ * subprocess (the rtugw that ran `rtugw bench`, or another one, e.g. an
+ * older build) on a config
  * in a temporary directory with free ports; libmodbus TCP clients on it; one
  * value from its /metrics; and what /proc says about a process (memory,
  * descriptors, CPU time and context switches of all its threads).
@@ -180,24 +181,55 @@ static int wait_ready(bench_gw_t *gw, unsigned probe_slave)
     return -1;
 }
 
+/*
+ * The gateway a bench starts by default is the rtugw that ran `rtugw bench`
+ * (cli/cmd_bench.c names it in RTUGW_BENCH_DAEMON before it execs this
+ * program), so a build benchmarks its own daemon. rtugw-bench started by
+ * hand looks beside itself (the build tree), then where make install puts
+ * rtugw.
+ */
+static int find_daemon(char *out, size_t cap)
+{
+    const char *named = getenv("RTUGW_BENCH_DAEMON");
+    ssize_t n;
+
+    if (named && *named) {
+        snprintf(out, cap, "%s", named);
+        return 0;
+    }
+    n = readlink("/proc/self/exe", out, cap - 1);
+    if (n > 0) {
+        out[n] = 0;
+        char *slash = strrchr(out, '/');
+        if (slash && (size_t)(slash + 1 - out) + sizeof "rtugw" <= cap) {
+            memcpy(slash + 1, "rtugw", sizeof "rtugw");
+            if (access(out, X_OK) == 0)
+                return 0;
+        }
+    }
+    snprintf(out, cap, "%s/rtugw", RTUGW_BINDIR);
+    if (access(out, X_OK) == 0)
+        return 0;
+    fprintf(stderr, "rtugw bench: no rtugw to benchmark: not beside rtugw-bench, not at %s "
+                    "(run it as rtugw bench)\n", out);
+    return -1;
+}
+
 bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec)
 {
     bench_gw_t *gw = calloc(1, sizeof *gw);
-    char self[PATH_MAX];
+    char found[PATH_MAX];
     const char *tmp = getenv("TMPDIR");
     const char *binary = spec->binary;
 
     if (!gw)
         return NULL;
     if (!binary) {
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) {
-            fprintf(stderr, "rtugw bench: cannot find my own binary\n");
+        if (find_daemon(found, sizeof found) != 0) {
             free(gw);
             return NULL;
         }
-        self[n] = 0;
-        binary = self;
+        binary = found;
     }
     if (spec->keep_log)
         snprintf(gw->keep_log, sizeof gw->keep_log, "%s", spec->keep_log);

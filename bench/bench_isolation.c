@@ -3,7 +3,7 @@
  * live slave keeps while a client hammers a silent slave on the same bus, as
  * a ratio to the live client's solo rate measured in the same run.
  *
- * Setup: one `rtugw run` gateway (bench_gw.c; this binary or --rtugw PATH,
+ * Setup: one `rtugw run` gateway (bench_gw.c; the rtugw that ran it or --rtugw PATH,
  * e.g. an older build) on one bus, `port = sim-paced:1` at 19200 8E1 with
  * the t3.5 gap: the simulator answers slave 1 at wire speed and never
  * answers slave 2, so the line, not the CPU, bounds the rate, as on a real
@@ -48,6 +48,7 @@
  * hammer's, say which).
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/internal.h"
 
 #include <modbus/modbus.h>
@@ -81,7 +82,7 @@ typedef struct iso_options {
     unsigned window_s, solo_s, rounds, timeout_ms, backoff_ms, baud, pause_ms;
     bool json;
     const char *port;         /* the bus's port = */
-    const char *rtugw;        /* NULL: this binary */
+    const char *rtugw;        /* NULL: the rtugw that ran the bench */
     const char *log_path;     /* debug log of every gateway, appended; NULL: none */
 } iso_options_t;
 
@@ -623,57 +624,34 @@ static void usage(FILE *to)
             "  --json           JSON instead of Markdown\n");
 }
 
+/* --unpaced: the simulator answers at once instead of at wire speed. */
+static int set_unpaced(void *dst, const char *unused)
+{
+    (void)unused;
+    *(const char **)dst = "sim:1";
+    return 0;
+}
+
 static int parse_options(int argc, char **argv, iso_options_t *opt)
 {
-    static const struct option longopts[] = {
-        { "window", required_argument, NULL, 'w' }, { "solo", required_argument, NULL, 's' },
-        { "rounds", required_argument, NULL, 'r' }, { "timeout-ms", required_argument, NULL, 't' },
-        { "backoff-ms", required_argument, NULL, 'b' }, { "baud", required_argument, NULL, 'B' },
-        { "unpaced", no_argument, NULL, 'u' }, { "port", required_argument, NULL, 'P' },
-        { "rtugw", required_argument, NULL, 'g' },
-        { "log", required_argument, NULL, 'l' }, { "json", no_argument, NULL, 'j' },
-        { "hammer-pause-ms", required_argument, NULL, 'p' },
-        { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_UINT("window", &opt->window_s, 2, MAX_WINDOW_S),
+        BENCH_UINT("solo", &opt->solo_s, 1, MAX_SOLO_S),
+        BENCH_UINT("rounds", &opt->rounds, 1, MAX_ROUNDS),
+        BENCH_UINT("timeout-ms", &opt->timeout_ms, 1, 60000),
+        BENCH_UINT("backoff-ms", &opt->backoff_ms, 0, 3600000),
+        BENCH_UINT("baud", &opt->baud, 1200, 4000000),
+        BENCH_CALL("unpaced", set_unpaced, &opt->port, no_argument, NULL),
+        BENCH_TEXT("port", &opt->port),
+        BENCH_TEXT("rtugw", &opt->rtugw),
+        BENCH_TEXT("log", &opt->log_path),
+        BENCH_FLAG("json", &opt->json),
+        BENCH_UINT("hammer-pause-ms", &opt->pause_ms, 0, 10000),
+        BENCH_OPT_END,
     };
-    static const struct { int opt; const char *name; unsigned long min, max; size_t off; } nums[] = {
-        { 'w', "window", 2, MAX_WINDOW_S, offsetof(iso_options_t, window_s) },
-        { 's', "solo", 1, MAX_SOLO_S, offsetof(iso_options_t, solo_s) },
-        { 'r', "rounds", 1, MAX_ROUNDS, offsetof(iso_options_t, rounds) },
-        { 't', "timeout-ms", 1, 60000, offsetof(iso_options_t, timeout_ms) },
-        { 'b', "backoff-ms", 0, 3600000, offsetof(iso_options_t, backoff_ms) },
-        { 'B', "baud", 1200, 4000000, offsetof(iso_options_t, baud) },
-        { 'p', "hammer-pause-ms", 0, 10000, offsetof(iso_options_t, pause_ms) },
-    };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        size_t i = 0;
-        while (i < sizeof nums / sizeof nums[0] && nums[i].opt != c)
-            i++;
-        if (i < sizeof nums / sizeof nums[0]) {
-            unsigned long v;
-            if (bench_parse_ulong(optarg, nums[i].min, nums[i].max, &v) != 0) {
-                fprintf(stderr, "rtugw bench isolation: --%s '%s': expected %lu..%lu\n", nums[i].name,
-                        optarg, nums[i].min, nums[i].max);
-                return 2;
-            }
-            *(unsigned *)((char *)opt + nums[i].off) = (unsigned)v;
-            continue;
-        }
-        switch (c) {
-        case 'u': opt->port = "sim:1"; break;
-        case 'P': opt->port = optarg; break;
-        case 'g': opt->rtugw = optarg; break;
-        case 'l': opt->log_path = optarg; break;
-        case 'j': opt->json = true; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = bench_options(argc, argv, "isolation", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
     /* It goes into a config line and the JSON as it is. */
     if (strlen(opt->port) > 200 || strpbrk(opt->port, "\"\\\n\r;#")) {
         fprintf(stderr, "rtugw bench isolation: --port '%s': a path of at most 200 characters, "

@@ -31,6 +31,7 @@
  * before the clock starts: it becomes the DBIRTH, which is not counted.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/internal.h"
 #include "north/north.h"
 
@@ -60,7 +61,7 @@ typedef struct opts {
 } opts_t;
 
 typedef struct phase {
-    const north_module_t *mod;    /* rtugw-mqtt.so: north, and libmosquitto */
+    const north_module_t *mod;    /* rtugw-mqtt.so: north as the daemon loads it */
     char prefix[64];              /* topics: PREFIX/gw/d1/data */
     unsigned port;
     bool paced;
@@ -114,12 +115,12 @@ static pid_t broker_start(unsigned port, char *conf, size_t cap)
     return pid;
 }
 
-static bool port_open(const north_mosquitto_t *M, unsigned port)
+static bool port_open(unsigned port)
 {
-    struct mosquitto *m = M->create(NULL, true, NULL);
-    bool ok = m && M->connect(m, "127.0.0.1", (int)port, 5) == MOSQ_ERR_SUCCESS;
+    struct mosquitto *m = mosquitto_new(NULL, true, NULL);
+    bool ok = m && mosquitto_connect(m, "127.0.0.1", (int)port, 5) == MOSQ_ERR_SUCCESS;
     if (m)
-        M->destroy(m);
+        mosquitto_destroy(m);
     return ok;
 }
 
@@ -128,9 +129,8 @@ static bool port_open(const north_mosquitto_t *M, unsigned port)
 static void sub_on_connect(struct mosquitto *m, void *arg, int rc)
 {
     bench_t *b = arg;
-    const north_mosquitto_t *M = b->mod->mosquitto;
-    if (rc == 0 && M->subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS &&
-        M->subscribe(m, NULL, "spBv1.0/#", 1) == MOSQ_ERR_SUCCESS)
+    if (rc == 0 && mosquitto_subscribe(m, NULL, "bench/#", 1) == MOSQ_ERR_SUCCESS &&
+        mosquitto_subscribe(m, NULL, "spBv1.0/#", 1) == MOSQ_ERR_SUCCESS)
         atomic_store(&b->sub_ready, true);
 }
 
@@ -170,14 +170,13 @@ static void sub_on_message(struct mosquitto *m, void *arg, const struct mosquitt
 }
 static int subscriber_start(bench_t *b, unsigned port)
 {
-    const north_mosquitto_t *M = b->mod->mosquitto;
-    b->sub = M->create("bench-subscriber", true, b);
+    b->sub = mosquitto_new("bench-subscriber", true, b);
     if (!b->sub)
         return -1;
-    M->connect_callback_set(b->sub, sub_on_connect);
-    M->message_callback_set(b->sub, sub_on_message);
-    if (M->connect(b->sub, "127.0.0.1", (int)port, 30) != MOSQ_ERR_SUCCESS ||
-        M->loop_start(b->sub) != MOSQ_ERR_SUCCESS)
+    mosquitto_connect_callback_set(b->sub, sub_on_connect);
+    mosquitto_message_callback_set(b->sub, sub_on_message);
+    if (mosquitto_connect(b->sub, "127.0.0.1", (int)port, 30) != MOSQ_ERR_SUCCESS ||
+        mosquitto_loop_start(b->sub) != MOSQ_ERR_SUCCESS)
         return -1;
     for (int i = 0; i < 500 && !atomic_load(&b->sub_ready); i++)
         usleep(10000);
@@ -317,31 +316,29 @@ static void plain_on_connect(struct mosquitto *m, void *arg, int rc)
 
 static void plain_publish(struct mosquitto *m, phase_t *p, const char *topic, unsigned long seq)
 {
-    const north_mosquitto_t *M = p->mod->mosquitto;
     p->t_send[seq] = bench_now_ns();
-    M->publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], p->sparkplug ? 0 : 1, false);
+    mosquitto_publish(m, NULL, topic, (int)p->lengths[seq], p->payloads[seq], p->sparkplug ? 0 : 1, false);
 }
 
 static void *plain_thread(void *arg)
 {
     phase_t *p = arg;
-    const north_mosquitto_t *M = p->mod->mosquitto;
     bool up = false;
     char topic[96];
-    struct mosquitto *m = M->create("bench-plain", true, &up);
+    struct mosquitto *m = mosquitto_new("bench-plain", true, &up);
     snprintf(topic, sizeof topic, p->sparkplug ? "%s/DDATA/gw/d1" : "%s/gw/d1/data", p->prefix);
     p->failed = true;
     if (!m)
         return NULL;
-    M->connect_callback_set(m, plain_on_connect);
-    M->int_option(m, MOSQ_OPT_SEND_MAXIMUM, WINDOW);
-    M->int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
-    if (M->connect(m, "127.0.0.1", (int)p->port, 30) != MOSQ_ERR_SUCCESS) {
-        M->destroy(m);
+    mosquitto_connect_callback_set(m, plain_on_connect);
+    mosquitto_int_option(m, MOSQ_OPT_SEND_MAXIMUM, WINDOW);
+    mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1);
+    if (mosquitto_connect(m, "127.0.0.1", (int)p->port, 30) != MOSQ_ERR_SUCCESS) {
+        mosquitto_destroy(m);
         return NULL;
     }
     for (int i = 0; i < 500 && !up; i++)
-        M->loop(m, 10, 1);
+        mosquitto_loop(m, 10, 1);
     uint64_t cpu0 = thread_cpu_ns(), start = bench_now_ns(), deadline = start + 60000000000ull;
     p->t_first_ns = start;
     unsigned long next = 1;
@@ -349,7 +346,7 @@ static void *plain_thread(void *arg)
         if (!p->paced) {
             for (unsigned i = 0; i < BATCH && next <= p->count; i++)
                 plain_publish(m, p, topic, next++);
-            M->loop(m, next <= p->count ? 0 : 5, 1);
+            mosquitto_loop(m, next <= p->count ? 0 : 5, 1);
             continue;
         }
         uint64_t now = bench_now_ns();
@@ -357,12 +354,12 @@ static void *plain_thread(void *arg)
             plain_publish(m, p, topic, next++);
         uint64_t due = start + (next - 1) * 1000000000ull / p->rate;
         int wait_ms = next > p->count ? 5 : due > now ? (int)((due - now) / 1000000u) : 0;
-        M->loop(m, wait_ms, 1);
+        mosquitto_loop(m, wait_ms, 1);
     }
     p->cpu_ns = thread_cpu_ns() - cpu0;
     p->failed = atomic_load(&p->received) < p->count;
-    M->disconnect(m);
-    M->destroy(m);
+    mosquitto_disconnect(m);
+    mosquitto_destroy(m);
     return NULL;
 }
 
@@ -400,14 +397,6 @@ static double cpu_us_per_1000(const phase_t *p)
     return (double)p->cpu_ns / 1e3 / ((double)(p->count * p->values) / 1000.0);
 }
 
-static double percentile(double *v, size_t n, double q)
-{
-    bench_spread_t s;
-    bench_spread(v, n, &s);   /* sorts */
-    size_t i = (size_t)(q * (double)(n - 1) + 0.5);
-    return n ? v[i] : 0;
-}
-
 enum { M_RATE, M_CPU, M_P50, M_P99, M_COUNT };
 static const char *const measure_formats[M_COUNT] = { "%.0f", "%.1f", "%.3f", "%.3f" };
 static const char *const measure_names[M_COUNT] = {
@@ -442,35 +431,29 @@ static void usage(FILE *to)
                 "Needs mosquitto (Debian package mosquitto) on PATH.\n");
 }
 
+static int set_format(void *dst, const char *format)
+{
+    if (strcmp(format, "json") != 0 && strcmp(format, "sparkplug") != 0)
+        return -1;
+    *(bool *)dst = strcmp(format, "sparkplug") == 0;
+    return 0;
+}
+
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        { "values", required_argument, NULL, 'v' }, { "messages", required_argument, NULL, 'm' },
-        { "rounds", required_argument, NULL, 'r' }, { "rate", required_argument, NULL, 'R' },
-        { "latency-messages", required_argument, NULL, 'l' }, { "help", no_argument, NULL, 'h' },
-        { "format", required_argument, NULL, 'f' },
-        { NULL, 0, NULL, 0 },
-    };
     *o = (opts_t){ .values = 20, .messages = 5000, .rounds = 5, .rate = 500, .latency_messages = 1000 };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        unsigned long *dst = c == 'v' ? &o->values : c == 'm' ? &o->messages : c == 'r' ? &o->rounds
-                           : c == 'R' ? &o->rate : c == 'l' ? &o->latency_messages : NULL;
-        unsigned long max = c == 'v' ? 2000 : c == 'r' ? 100 : 1000000;
-        if (c == 'h') {
-            usage(stdout);
-            return 0;
-        }
-        if (c == 'f' && (strcmp(optarg, "json") == 0 || strcmp(optarg, "sparkplug") == 0)) {
-            o->sparkplug = strcmp(optarg, "sparkplug") == 0;
-            continue;
-        }
-        if (!dst || bench_parse_ulong(optarg, 1, max, dst) != 0) {
-            usage(stderr);
-            return 2;
-        }
-    }
+    const bench_opt_t opts[] = {
+        BENCH_UINT("values", &o->values, 1, 2000),
+        BENCH_UINT("messages", &o->messages, 1, 1000000),
+        BENCH_UINT("rounds", &o->rounds, 1, 100),
+        BENCH_UINT("rate", &o->rate, 1, 1000000),
+        BENCH_UINT("latency-messages", &o->latency_messages, 1, 1000000),
+        BENCH_CALL("format", set_format, &o->sparkplug, required_argument, "json or sparkplug"),
+        BENCH_OPT_END,
+    };
+    int rc = bench_options(argc, argv, "mqtt", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (o->latency_messages > o->messages) {
         fprintf(stderr, "rtugw bench mqtt: --latency-messages may not exceed --messages (the payloads are north's)\n");
         return 2;
@@ -530,8 +513,9 @@ static int run_round(bench_t *b, unsigned port, const opts_t *o, unsigned round,
                 m[side][M_RATE] = values_per_s(p);
                 m[side][M_CPU] = cpu_us_per_1000(p);
             } else if (rc == 0) {
-                m[side][M_P50] = percentile(p->lat_ms, p->count, 0.50);
-                m[side][M_P99] = percentile(p->lat_ms, p->count, 0.99);
+                bench_sort(p->lat_ms, p->count);
+                m[side][M_P50] = bench_quantile(p->lat_ms, p->count, 0.50);
+                m[side][M_P99] = bench_quantile(p->lat_ms, p->count, 0.99);
             }
             phase_free(p);
         }
@@ -551,13 +535,12 @@ int bench_mqtt_main(int argc, char **argv)
         fprintf(stderr, "rtugw bench mqtt: %s\n", err);
         return 1;
     }
-    const north_mosquitto_t *M = mod->mosquitto;
     unsigned port = bench_free_port();
-    M->lib_init();
+    mosquitto_lib_init();
     pid_t broker = broker_start(port, conf, sizeof conf);
-    for (int i = 0; i < 100 && broker > 0 && !port_open(M, port); i++)
+    for (int i = 0; i < 100 && broker > 0 && !port_open(port); i++)
         usleep(50000);
-    if (broker <= 0 || !port_open(M, port)) {
+    if (broker <= 0 || !port_open(port)) {
         fprintf(stderr, "rtugw bench mqtt: cannot start mosquitto on 127.0.0.1:%u (Debian package mosquitto)\n", port);
         if (broker > 0) {
             kill(broker, SIGTERM);
@@ -578,7 +561,7 @@ int bench_mqtt_main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "rtugw bench mqtt: the subscriber cannot connect\n");
     int lib_major, lib_minor, lib_rev;
-    M->lib_version(&lib_major, &lib_minor, &lib_rev);
+    mosquitto_lib_version(&lib_major, &lib_minor, &lib_rev);
     if (rc == 0)
         printf("# rtugw bench mqtt\n\nmosquitto broker on 127.0.0.1:%u, libmosquitto %d.%d.%d; %lu values per message; "
                "%lu rounds: %lu messages flat out, %lu at %lu/s paced; %s, a QoS 1 subscriber.\n\n",
@@ -603,9 +586,9 @@ int bench_mqtt_main(int argc, char **argv)
             print_row(measure_names[k], measure_formats[k], col[0][k], col[1][k], col[2][k], o.rounds);
     }
     if (b.sub) {
-        M->disconnect(b.sub);
-        M->loop_stop(b.sub, true);
-        M->destroy(b.sub);
+        mosquitto_disconnect(b.sub);
+        mosquitto_loop_stop(b.sub, true);
+        mosquitto_destroy(b.sub);
     }
     kill(broker, SIGTERM);
     waitpid(broker, NULL, 0);
@@ -618,6 +601,6 @@ int bench_mqtt_main(int argc, char **argv)
     for (int s = 0; s < 3; s++)
         for (int k = 0; k < M_COUNT; k++)
             free(col[s][k]);
-    M->lib_cleanup();
+    mosquitto_lib_cleanup();
     return rc;
 }

@@ -14,6 +14,7 @@
  * start-up and is the same on a loaded or an idle machine.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/internal.h"
 #include "parser/rtu.h"
 
@@ -276,50 +277,20 @@ static void usage(FILE *to)
 int bench_parse_main(int argc, char **argv)
 {
     parse_options_t opt = { .rounds = 41, .warmup = 5, .frames = 4000, .iterations = 1000 };
-    static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "rounds", required_argument, NULL, 'r' },
-        { "warmup", required_argument, NULL, 'w' },
-        { "frames", required_argument, NULL, 'f' },
-        { "callgrind", no_argument, NULL, 'c' },
-        { "only", required_argument, NULL, 'o' },
-        { "bytes", required_argument, NULL, 'b' },
-        { "iterations", required_argument, NULL, 'i' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_FLAG("json", &opt.json),
+        BENCH_UINT("rounds", &opt.rounds, 1, 100000000),
+        BENCH_UINT("warmup", &opt.warmup, 0, 100000000),
+        BENCH_UINT("frames", &opt.frames, 1, 100000000),
+        BENCH_FLAG("callgrind", &opt.callgrind),
+        BENCH_TEXT("only", &opt.only),
+        BENCH_UINT("bytes", &opt.only_bytes, 1, 100000000),
+        BENCH_UINT("iterations", &opt.iterations, 1, 100000000),
+        BENCH_OPT_END,
     };
-    int c;
-    unsigned long v;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j': opt.json = 1; break;
-        case 'c': opt.callgrind = 1; break;
-        case 'o': opt.only = optarg; break;
-        case 'h': usage(stdout); return 0;
-        case 'r': case 'w': case 'f': case 'b': case 'i':
-            if (bench_parse_ulong(optarg, c == 'w' ? 0 : 1, 100000000, &v) != 0) {
-                fprintf(stderr, "rtugw bench parse: invalid value '%s' for --%s\n", optarg,
-                        c == 'r' ? "rounds" : c == 'w' ? "warmup" : c == 'f' ? "frames"
-                        : c == 'b' ? "bytes" : "iterations");
-                return 2;
-            }
-            if (c == 'r') opt.rounds = (unsigned)v;
-            else if (c == 'w') opt.warmup = (unsigned)v;
-            else if (c == 'f') opt.frames = (unsigned)v;
-            else if (c == 'b') opt.only_bytes = (unsigned)v;
-            else opt.iterations = v;
-            break;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "rtugw bench parse: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
+    int rc = bench_options(argc, argv, "parse", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (opt.only)
         return run_only(&opt);
     if (opt.callgrind)

@@ -31,6 +31,7 @@
  * within the dispatch's own difference between them.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "parser/rtu.h"
 #include "routing/router.h"
 
@@ -148,8 +149,9 @@ static void usage(FILE *to)
 
 /* "7,21" -> bits of tier_registers (a tier's frame is 5 + 2 x registers
  * bytes long). */
-static int parse_tiers(const char *list, unsigned *mask)
+static int parse_tiers(void *dst, const char *list)
 {
+    unsigned *mask = dst;
     *mask = 0;
     for (const char *p = list;;) {
         char *end;
@@ -158,11 +160,8 @@ static int parse_tiers(const char *list, unsigned *mask)
         size_t k = 0;
         while (k < TIER_COUNT && 5 + 2 * (unsigned long)tier_registers[k] != v)
             k++;
-        if (end == p || errno || k == TIER_COUNT || (*end && *end != ',')) {
-            fprintf(stderr, "rtugw bench router: --bytes '%s': expected a list of 7, 21, 255\n",
-                    list);
+        if (end == p || errno || k == TIER_COUNT || (*end && *end != ','))
             return -1;
-        }
         *mask |= 1u << k;
         if (!*end)
             return 0;
@@ -170,68 +169,26 @@ static int parse_tiers(const char *list, unsigned *mask)
     }
 }
 
+static int parse_policy(void *dst, const char *text)
+{
+    return router_parse_policy(text, dst) == 0 ? 0 : -1;
+}
+
 static int parse_options(int argc, char **argv, router_bench_options_t *opt)
 {
-    static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },
-        { "rounds", required_argument, NULL, 'r' },
-        { "warmup", required_argument, NULL, 'w' },
-        { "frames", required_argument, NULL, 'f' },
-        { "bytes", required_argument, NULL, 'b' },
-        { "epsilon", required_argument, NULL, 'e' },
-        { "sample-every", required_argument, NULL, 'k' },
-        { "explore-run", required_argument, NULL, 'm' },
-        { "policy", required_argument, NULL, 'p' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_FLAG("json", &opt->json),
+        BENCH_UINT("rounds", &opt->rounds, 1, 100000000),
+        BENCH_UINT("warmup", &opt->warmup, 0, 100000000),
+        BENCH_UINT("frames", &opt->frames, 1, 100000000),
+        BENCH_CALL("bytes", parse_tiers, &opt->tiers, required_argument, "a list of 7, 21, 255"),
+        BENCH_DOUBLE("epsilon", &opt->epsilon, 0.0, 1.0),
+        BENCH_UINT("sample-every", &opt->sample_every, 1, 100000000),
+        BENCH_UINT("explore-run", &opt->explore_run, 1, 100000000),
+        BENCH_CALL("policy", parse_policy, &opt->policy, required_argument, "epsilon-greedy or thompson"),
+        BENCH_OPT_END,
     };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end;
-        errno = 0;
-        if (c == 'j') {
-            opt->json = 1;
-        } else if (c == 'p') {
-            if (router_parse_policy(optarg, &opt->policy) != 0) {
-                fprintf(stderr, "rtugw bench router: --policy '%s': expected epsilon-greedy or "
-                        "thompson\n", optarg);
-                return 2;
-            }
-        } else if (c == 'b') {
-            if (parse_tiers(optarg, &opt->tiers) != 0)
-                return 2;
-        } else if (c == 'h') {
-            usage(stdout);
-            return 0;
-        } else if (c == 'e') {
-            double v = strtod(optarg, &end);
-            if (*end || end == optarg || !(v >= 0.0 && v <= 1.0)) {
-                fprintf(stderr, "rtugw bench router: --epsilon '%s': expected 0..1\n", optarg);
-                return 2;
-            }
-            opt->epsilon = v;
-        } else if (c == 'r' || c == 'w' || c == 'f' || c == 'k' || c == 'm') {
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (*end || end == optarg || errno || v > 100000000 || (v == 0 && c != 'w')) {
-                fprintf(stderr, "rtugw bench router: invalid value '%s'\n", optarg);
-                return 2;
-            }
-            if (c == 'r') opt->rounds = (unsigned)v;
-            else if (c == 'w') opt->warmup = (unsigned)v;
-            else if (c == 'f') opt->frames = (unsigned)v;
-            else if (c == 'k') opt->sample_every = (unsigned)v;
-            else opt->explore_run = (unsigned)v;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "rtugw bench router: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
-    return -1;
+    return bench_options(argc, argv, "router", opts, usage, NULL);
 }
 
 int bench_router_main(int argc, char **argv)

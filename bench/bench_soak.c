@@ -25,6 +25,7 @@
  * before they connected. Exit 1 if any of it fails.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/internal.h"
 
 #include <modbus/modbus.h>
@@ -50,7 +51,7 @@
 
 /* Under ASan or TSan freed memory sits in quarantine and shadow memory grows
  * with the heap: RSS says nothing about leaks there, so it is reported, not
- * judged. (The gateway is this same binary.) */
+ * judged. (The gateway is the same build's rtugw.) */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SOAK_JUDGE_RSS 0
 #else
@@ -289,49 +290,17 @@ static long max_rss_after(const soak_sample_t *s, size_t n, size_t from)
 int bench_soak_main(int argc, char **argv)
 {
     soak_options_t opt = { .requests = 1000000, .clients = 32, .sample_ms = 2000, .timeout_ms = 1000 };
-    static const struct option longopts[] = {
-        { "requests", required_argument, NULL, 'n' },
-        { "clients", required_argument, NULL, 'c' },
-        { "sample-ms", required_argument, NULL, 's' },
-        { "response-timeout-ms", required_argument, NULL, 't' },
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_UINT("requests", &opt.requests, 1, 1000000000000ull),
+        BENCH_UINT("clients", &opt.clients, 1, MAX_CLIENTS),
+        BENCH_UINT("sample-ms", &opt.sample_ms, 1, 600000),
+        BENCH_UINT("response-timeout-ms", &opt.timeout_ms, 1, 60000),
+        BENCH_FLAG("json", &opt.json),
+        BENCH_OPT_END,
     };
-    int ch;
-
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end;
-        unsigned long long v;
-        switch (ch) {
-        case 'j': opt.json = 1; break;
-        case 'h': usage(stdout); return 0;
-        case 'n': case 'c': case 's': case 't':
-            errno = 0;
-            v = strtoull(optarg, &end, 10);
-            if (errno || *end || end == optarg || v == 0 ||
-                (ch == 'c' && v > MAX_CLIENTS) || (ch == 's' && v > 600000) || (ch == 't' && v > 60000) ||
-                (ch == 'n' && v > 1000000000000ull)) {
-                fprintf(stderr, "rtugw bench soak: invalid value '%s' for --%s\n", optarg,
-                        ch == 'n' ? "requests" : ch == 'c' ? "clients" : ch == 's' ? "sample-ms"
-                        : "response-timeout-ms");
-                return 2;
-            }
-            if (ch == 'n') opt.requests = v;
-            else if (ch == 'c') opt.clients = (unsigned)v;
-            else if (ch == 's') opt.sample_ms = (unsigned)v;
-            else opt.timeout_ms = (unsigned)v;
-            break;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = bench_options(argc, argv, "soak", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (opt.requests < 4ull * opt.clients) {
         fprintf(stderr, "rtugw bench soak: --requests must be at least 4 per client (%u)\n", 4 * opt.clients);
         return 2;
@@ -341,7 +310,7 @@ int bench_soak_main(int argc, char **argv)
     soak_client_t *cl = calloc(opt.clients, sizeof *cl);
     soak_sample_t *samples = calloc(MAX_SAMPLES, sizeof *samples);
     size_t nsamples = 0, baseline = SIZE_MAX;
-    int rc = 0;
+    rc = 0;
     if (!cl || !samples) {
         free(cl);
         free(samples);

@@ -24,6 +24,7 @@
  * difference of N cancels start-up; the same on a loaded or an idle machine.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/internal.h"
 #include "tags/tags.h"
 
@@ -392,43 +393,20 @@ static void usage(FILE *to)
 
 static int parse_options(int argc, char **argv, tags_options_t *opt)
 {
-    static const struct option longopts[] = {
-        { "file", required_argument, NULL, 'f' },     { "tags", required_argument, NULL, 't' },
-        { "devices", required_argument, NULL, 'd' },  { "seed", required_argument, NULL, 's' },
-        { "rounds", required_argument, NULL, 'r' },   { "warmup", required_argument, NULL, 'w' },
-        { "type", required_argument, NULL, 'y' },     { "iterations", required_argument, NULL, 'i' },
-        { "json", no_argument, NULL, 'j' },           { "help", no_argument, NULL, 'h' },
-        { "callgrind", no_argument, NULL, 'c' },
-        { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_TEXT("file", &opt->file),
+        BENCH_UINT("tags", &opt->tags, 1, 100000000),
+        BENCH_UINT("devices", &opt->devices, 1, 100000000),
+        BENCH_UINT("seed", &opt->seed, 0, 100000000),
+        BENCH_UINT("rounds", &opt->rounds, 1, 100000000),
+        BENCH_UINT("warmup", &opt->warmup, 0, 100000000),
+        BENCH_TEXT("type", &opt->only),
+        BENCH_UINT("iterations", &opt->iterations, 1, 100000000),
+        BENCH_FLAG("json", &opt->json),
+        BENCH_FLAG("callgrind", &opt->callgrind),
+        BENCH_OPT_END,
     };
-    int c, index;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, &index)) != -1) {
-        unsigned long *num = c == 't' ? &opt->tags : c == 'd' ? &opt->devices : c == 's' ? &opt->seed
-                           : c == 'r' ? &opt->rounds : c == 'w' ? &opt->warmup : c == 'i' ? &opt->iterations
-                           : NULL;
-        if (num && bench_parse_ulong(optarg, c == 'w' || c == 's' ? 0 : 1, 100000000, num) != 0) {
-            fprintf(stderr, "rtugw bench tags: invalid value '%s' for --%s\n", optarg, longopts[index].name);
-            return 2;
-        }
-        if (c == 'f')
-            opt->file = optarg;
-        else if (c == 'y')
-            opt->only = optarg;
-        else if (c == 'j')
-            opt->json = 1;
-        else if (c == 'c')
-            opt->callgrind = 1;
-        else if (c == 'h')
-            return usage(stdout), 0;
-        else if (!num)
-            return usage(stderr), 2;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "rtugw bench tags: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
-    return -1;
+    return bench_options(argc, argv, "tags", opts, usage, NULL);
 }
 
 int bench_tags_main(int argc, char **argv)

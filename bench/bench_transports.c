@@ -29,6 +29,7 @@
  * p10-p90 pooled over every measured request of the arm.
  */
 #include "bench/bench.h"
+#include "bench/options.h"
 #include "bench/internal.h"
 #include "bench/transports.h"
 
@@ -415,42 +416,18 @@ static void usage(FILE *to)
 int bench_transports_main(int argc, char **argv)
 {
     options_t o = { .seconds = 2, .rounds = 8, .warmup = 1 };
-    static const struct option longopts[] = {
-        { "json", no_argument, NULL, 'j' },          { "seconds", required_argument, NULL, 's' },
-        { "rounds", required_argument, NULL, 'r' },  { "warmup", required_argument, NULL, 'w' },
-        { "help", no_argument, NULL, 'h' },          { NULL, 0, NULL, 0 },
+    const bench_opt_t opts[] = {
+        BENCH_FLAG("json", &o.json),
+        BENCH_DOUBLE("seconds", &o.seconds, 0.001, 3600),
+        BENCH_UINT("rounds", &o.rounds, 1, 10000),
+        BENCH_UINT("warmup", &o.warmup, 0, 10000),
+        BENCH_OPT_END,
     };
     cell_result_t cells[8];
     unsigned n = 0;
-    int c;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'j': o.json = true; break;
-        case 'h': usage(stdout); return 0;
-        case 's':
-            o.seconds = strtod(optarg, &end);
-            if (*end || end == optarg || !(o.seconds > 0) || o.seconds > 3600) {
-                fprintf(stderr, "rtugw bench transports: invalid value '%s' for --seconds\n", optarg);
-                return 2;
-            }
-            break;
-        case 'r': case 'w':
-            if (bench_parse_ulong(optarg, c == 'r' ? 1 : 0, 10000, c == 'r' ? &o.rounds : &o.warmup) != 0) {
-                fprintf(stderr, "rtugw bench transports: invalid value '%s' for --%s\n", optarg,
-                        c == 'r' ? "rounds" : "warmup");
-                return 2;
-            }
-            break;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
+    int rc = bench_options(argc, argv, "transports", opts, usage, NULL);
+    if (rc >= 0)
+        return rc;
     if (path_rtu_over_tcp(&o, cells, &n) != 0 || path_tcp_device(&o, cells, &n) != 0 ||
         path_rtu_tcp_front_end(&o, cells, &n) != 0) {
         fprintf(stderr, "rtugw bench transports: a path could not be measured\n");

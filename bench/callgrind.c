@@ -1,6 +1,6 @@
 /*
- * bench/callgrind.c -- one child run of this binary under valgrind's
- * callgrind, for the benches that count instructions per frame (bench parse
+ * bench/callgrind.c -- one child run of this binary (rtugw-bench KIND ...)
+ * under valgrind's callgrind, for the benches that count instructions per frame (bench parse
  * --callgrind, bench crossover --callgrind): each runs itself in its --only
  * mode twice and takes the difference of the totals.
  */
@@ -15,7 +15,7 @@ long long bench_callgrind_collected(const char *self, const char *args)
 {
     char cmd[4400];
     int n = snprintf(cmd, sizeof cmd,
-                     "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' bench %s "
+                     "valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s' %s "
                      "2>&1 >/dev/null",
                      self, args);
     if (n < 0 || (size_t)n >= sizeof cmd)

@@ -19,7 +19,7 @@ unsigned bench_free_port(void);
 
 /* What goes into the gateway's config, and which binary runs it. */
 typedef struct bench_gw_spec {
-    const char *binary;      /* NULL: this binary (/proc/self/exe) */
+    const char *binary;      /* NULL: the rtugw that ran the bench (bench_gw.c) */
     const char *bus;         /* the keys of [bus line] */
     const char *gateway;     /* more [gateway] keys, or NULL */
     const char *sections;    /* whole sections after [bus line] ([device ...]), or NULL */
@@ -31,7 +31,7 @@ typedef struct bench_gw_spec {
 /* Starts `BINARY run` on a temporary config with free ports, and returns
  * once the gateway answered; NULL with a message on stderr. */
 bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec);
-/* The same for this binary, the bus keys and extra [gateway] keys. */
+/* The same for the default rtugw, the bus keys and extra [gateway] keys. */
 bench_gw_t *bench_gw_start(const char *bus_text, unsigned probe_slave, const char *extra);
 int bench_gw_stop(bench_gw_t *gw);
 /* A process already running that serves Modbus TCP on tcp_port (the relay):

@@ -1,6 +1,24 @@
+# The benchmarks are their own program, rtugw-bench, which `rtugw bench`
+# execs (cli/cmd_bench.c): the daemon carries none of their code. It is
+# installed where programs run by other programs go, not on PATH.
+pkglibexec_PROGRAMS = rtugw-bench
+rtugw_bench_SOURCES = bench/main.c
+rtugw_bench_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS)
+# bench mqtt's reference publisher and subscriber link libmosquitto here;
+# north/ itself is the module, loaded as the daemon loads it.
+rtugw_bench_LDADD = bench/libbench.a north/libnorth.a $(ROUTING_LIB) $(ACTOR_LIB) config/libconfig.a \
+	tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a \
+	$(MOSQUITTO_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(JSONC_LIBS) -lm
 noinst_LIBRARIES += bench/libbench.a
+# What every bench shares: the percentile code (bench/stats.c, against
+# numpy's definition) and the option parser (bench/options.c).
+check_PROGRAMS += tests/test_bench_kit
+tests_test_bench_kit_SOURCES = tests/test_bench_kit.c
+tests_test_bench_kit_CFLAGS = $(TEST_CFLAGS)
+tests_test_bench_kit_LDADD = bench/libbench.a $(TEST_LIBS)
+TESTS += tests/test_bench_kit
 bench_libbench_a_SOURCES = bench/internal.h \
-	bench/bench.h bench/stats.c bench/callgrind.c bench/bench_parse.c
+	bench/bench.h bench/stats.c bench/options.h bench/options.c bench/callgrind.c bench/bench_parse.c
 bench_libbench_a_SOURCES += bench/bench_router.c
 bench_libbench_a_SOURCES += bench/bench_actors.c
 bench_libbench_a_SOURCES += bench/bench_gw.c bench/gateway.h bench/bench_gateway.c bench/gateway_report.c bench/relay.c
@@ -18,7 +36,7 @@ bench_libbench_a_SOURCES += bench/crossover.h bench/bench_crossover.c \
 	bench/crossover_verdict.c bench/crossover_report.c bench/crossover_json.c \
 	bench/crossover_svg.c
 bench_libbench_a_SOURCES += bench/bench_tags.c
-bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"' -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
+bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"' -DRTUGW_BINDIR='"$(bindir)"' -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 TESTS += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += bench/actor-scaling.sh

@@ -1,10 +1,9 @@
 /*
- * bench/stats.c -- order statistics for benchmark rounds.
+ * bench/stats.c -- order statistics for benchmark rounds and latencies: the
+ * one percentile code of every bench (bench/bench.h).
  */
 #include "bench/bench.h"
 #include "parser/rtu.h"
-
-#include <errno.h>
 
 #include <stdlib.h>
 #include <time.h>
@@ -15,9 +14,19 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Linear interpolation between closest ranks, as numpy's default does. */
-static double quantile(const double *sorted, size_t n, double q)
+void bench_sort(double *samples, size_t n)
 {
+    if (n > 1)
+        qsort(samples, n, sizeof *samples, cmp_double);
+}
+
+/* Linear interpolation between closest ranks, as numpy's default does: one
+ * definition for every figure the benches print, so a p99 of bench gateway
+ * and one of bench mqtt mean the same thing. */
+double bench_quantile(const double *sorted, size_t n, double q)
+{
+    if (n == 0)
+        return 0;
     double pos = q * (double)(n - 1);
     size_t lo = (size_t)pos;
     size_t hi = lo + 1 < n ? lo + 1 : lo;
@@ -30,12 +39,12 @@ void bench_spread(double *samples, size_t n, bench_spread_t *out)
     *out = (bench_spread_t){ .n = n };
     if (n == 0)
         return;
-    qsort(samples, n, sizeof *samples, cmp_double);
-    out->median = quantile(samples, n, 0.5);
-    out->p10 = quantile(samples, n, 0.1);
-    out->p25 = quantile(samples, n, 0.25);
-    out->p75 = quantile(samples, n, 0.75);
-    out->p90 = quantile(samples, n, 0.9);
+    bench_sort(samples, n);
+    out->median = bench_quantile(samples, n, 0.5);
+    out->p10 = bench_quantile(samples, n, 0.1);
+    out->p25 = bench_quantile(samples, n, 0.25);
+    out->p75 = bench_quantile(samples, n, 0.75);
+    out->p90 = bench_quantile(samples, n, 0.9);
 }
 
 uint64_t bench_clock_ns(int clock)
@@ -71,15 +80,4 @@ size_t bench_register_frame(uint8_t *a, unsigned slave, unsigned registers, uint
     a[len - 2] = (uint8_t)crc;
     a[len - 1] = (uint8_t)(crc >> 8);
     return len;
-}
-
-int bench_parse_ulong(const char *text, unsigned long min, unsigned long max, unsigned long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(text, &end, 10);
-    if (errno || *end || end == text || *text == '-' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
 }

@@ -2,10 +2,10 @@
  * cli/cli.h -- the `rtugw` command line: main.c finds the subcommand, and
  * each subcommand is one file, a thin layer over the libraries it drives
  * (decode over parser/ and routing/, replay and sim over drivers/, bench
- * over bench/, check over config/ and drivers/, run and demo over
- * gateway/, read over libmodbus and tags/). Owns the `rtugw` program.
- * Nothing outside cli/ includes this header; cli/ may call every library,
- * and no library calls cli/.
+ * execs the program rtugw-bench (bench/), check over config/ and drivers/,
+ * run and demo over gateway/, read over libmodbus and tags/). Owns the
+ * `rtugw` program. Nothing outside cli/ includes this header; cli/ may
+ * call every library, and no library calls cli/.
  *
  * Each command takes the argv that starts with its own name and returns
  * the exit code: 0 ok, 1 runtime failure, 2 usage or configuration error.

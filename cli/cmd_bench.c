@@ -1,50 +1,53 @@
 /*
- * cli/cmd_bench.c -- `rtugw bench KIND ...` dispatches to bench/.
+ * cli/cmd_bench.c -- `rtugw bench KIND ...` runs the program rtugw-bench.
+ *
+ * The benchmarks are not linked into the daemon (issue 28: a quarter of the
+ * code, on boxes where memory is the constraint). This command execs them
+ * with the same argv, so options, output and exit codes stay the command's
+ * own. rtugw-bench is looked up beside this binary first (the build tree,
+ * or a copy of both unpacked together), then where `make install` puts it
+ * (pkglibexecdir): a build always runs its own benchmarks, never an
+ * installed older one. The benches that start a gateway start the rtugw
+ * that ran them, named in RTUGW_BENCH_DAEMON (bench/bench_gw.c).
  */
-#include "bench/bench.h"
+#include "config.h"
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-static const struct {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-} benches[] = {
-    { "parse", bench_parse_main, "ns per response decode, per form, at 7/21/255 bytes" },
-    { "actors", bench_actors_main, "ns per message, actor pairs ping-pong, 1 vs all workers vs mutex" },
-    { "router", bench_router_main, "routed decode vs the faster arm, overhead, convergence" },
-    { "gateway", bench_gateway_main, "rtugw rps and latency vs a direct RTU master, RSS, paced cycle" },
-    { "isolation", bench_isolation_main, "a live slave's rate while a client hammers a silent one, vs solo" },
-    { "soak", bench_soak_main, "N mixed requests from many clients: answered once, RSS and fds flat" },
-    { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },
-    { "tags", bench_tags_main, "reads per poll cycle: planner vs per tag vs touching; ns per decoded value" },
-    { "transports", bench_transports_main, "RTU over TCP, Modbus TCP devices, [rtu_tcp]: rtugw vs each direct arm" },
-    { "mqtt", bench_mqtt_main, "MQTT values/s, latency and CPU per 1,000 values vs a plain libmosquitto publisher" },
-};
-
-static void usage(FILE *to)
-{
-    fprintf(to, "usage: rtugw bench KIND [OPTIONS]\n\nkinds:\n");
-    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
-        fprintf(to, "  %-10s %s\n", benches[i].name, benches[i].summary);
-    fprintf(to, "\n`rtugw bench KIND --help` describes each.\n");
-}
+#include <unistd.h>
 
 int cmd_bench(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
+    char self[PATH_MAX], beside[PATH_MAX + 16];
+    const char *installed = RTUGW_PKGLIBEXECDIR "/rtugw-bench";
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+
+    (void)argc;
+    beside[0] = 0;
+    if (n > 0) {
+        self[n] = 0;
+        setenv("RTUGW_BENCH_DAEMON", self, 1);
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(beside, sizeof beside, "%s/rtugw-bench", self);
+        }
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(stdout);
-        return 0;
+    argv[0] = (char *)"rtugw-bench";
+    if (beside[0] && access(beside, X_OK) == 0) {
+        execv(beside, argv);
+        fprintf(stderr, "rtugw bench: cannot run %s: %s\n", beside, strerror(errno));
+        return 1;
     }
-    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
-        if (strcmp(argv[1], benches[i].name) == 0)
-            return benches[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "rtugw bench: unknown kind '%s' (try rtugw bench --help)\n", argv[1]);
-    return 2;
+    execv(installed, argv);
+    int err = errno;
+    fprintf(stderr, "rtugw bench: cannot run rtugw-bench, the benchmarks' program: ");
+    if (beside[0])
+        fprintf(stderr, "not beside rtugw (%s), and ", beside);
+    fprintf(stderr, "%s: %s (make install puts it there)\n", installed, strerror(err));
+    return 1;
 }

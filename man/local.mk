@@ -57,6 +57,7 @@ AM_TESTS_ENVIRONMENT += \
 	RTUGW_BUILDDIR='$(abs_top_builddir)'; export RTUGW_BUILDDIR; \
 	RTUGW_MAKE='$(MAKE)'; export RTUGW_MAKE; \
 	RTUGW_INST_BINDIR='$(bindir)'; export RTUGW_INST_BINDIR; \
+	RTUGW_INST_PKGLIBEXECDIR='$(pkglibexecdir)'; export RTUGW_INST_PKGLIBEXECDIR; \
 	RTUGW_INST_MANDIR='$(mandir)'; export RTUGW_INST_MANDIR; \
 	RTUGW_INST_CONFDIR='$(rtugwconfdir)'; export RTUGW_INST_CONFDIR; \
 	RTUGW_INST_UNITDIR='$(systemdsystemunitdir)'; export RTUGW_INST_UNITDIR;

@@ -247,33 +247,9 @@ uint64_t north_now_ms(void);
  * rtugw-mqtt.so (with libmosquitto, and through it libssl), which the
  * daemon loads with dlopen() only when [mqtt] is present, so that a daemon
  * without MQTT never maps libssl. Its one exported symbol is
- * rtugw_mqtt_module, this table. It also lends its libmosquitto to bench
- * mqtt's reference client and subscriber.
+ * rtugw_mqtt_module, this table.
  */
-#define NORTH_MODULE_ABI 3
-struct mosquitto;
-struct mosquitto_message;
-
-typedef struct north_mosquitto {
-    int (*lib_init)(void);
-    int (*lib_cleanup)(void);
-    int (*lib_version)(int *major, int *minor, int *revision);
-    struct mosquitto *(*create)(const char *id, bool clean_session, void *obj);
-    void (*destroy)(struct mosquitto *m);
-    int (*connect)(struct mosquitto *m, const char *host, int port, int keepalive);
-    int (*disconnect)(struct mosquitto *m);
-    int (*loop)(struct mosquitto *m, int timeout_ms, int max_packets);
-    int (*loop_start)(struct mosquitto *m);
-    int (*loop_stop)(struct mosquitto *m, bool force);
-    int (*publish)(struct mosquitto *m, int *mid, const char *topic, int len, const void *payload, int qos,
-                   bool retain);
-    int (*subscribe)(struct mosquitto *m, int *mid, const char *sub, int qos);
-    int (*int_option)(struct mosquitto *m, int option, int value);   /* MOSQ_OPT_* */
-    void (*connect_callback_set)(struct mosquitto *m, void (*cb)(struct mosquitto *, void *, int));
-    void (*message_callback_set)(struct mosquitto *m,
-                                 void (*cb)(struct mosquitto *, void *, const struct mosquitto_message *));
-} north_mosquitto_t;
-
+#define NORTH_MODULE_ABI 4
 typedef struct north_module {
     unsigned abi;                     /* NORTH_MODULE_ABI */
     north_t *(*create)(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
@@ -286,7 +262,6 @@ typedef struct north_module {
     void (*write_done)(north_t *n, uint32_t token, int error, const char *message);
     void (*get_stats)(const north_t *n, north_stats_t *st);
     uint64_t (*now_ms)(void);
-    const north_mosquitto_t *mosquitto;
 } north_module_t;
 
 /* north/load.c (linked into rtugw, no libmosquitto): the module, found beside

@@ -1,6 +1,8 @@
 #!/bin/sh
 # make install into a staging DESTDIR, then check what landed where:
-#  - the binary, both man pages, the example config (never rtugw.conf itself)
+#  - the binary, the benchmarks' program rtugw-bench (pkglibexecdir, not on
+#    PATH: `rtugw bench` runs it, and names the path when it is missing),
+#    both man pages, the example config (never rtugw.conf itself)
 #    and both systemd units, at the paths ./configure chose;
 #  - the man pages render without a single groff warning, describe every
 #    command `rtugw --help` lists, every option of run, demo, decode, check
@@ -10,12 +12,12 @@
 #    pass `systemd-analyze verify` with no message at all;
 #  - make uninstall removes every file again.
 # Environment (set by man/local.mk): RTUGW_BUILDDIR, RTUGW_MAKE, RTUGW_SRCDIR,
-# RTUGW_INST_{BINDIR,MANDIR,CONFDIR,UNITDIR}.
+# RTUGW_INST_{BINDIR,PKGLIBEXECDIR,MANDIR,CONFDIR,UNITDIR}.
 set -u
 
 builddir=${RTUGW_BUILDDIR:?run me from make check}
 srcdir=${RTUGW_SRCDIR:?run me from make check}
-bindir=${RTUGW_INST_BINDIR:?} mandir=${RTUGW_INST_MANDIR:?}
+bindir=${RTUGW_INST_BINDIR:?} libexecdir=${RTUGW_INST_PKGLIBEXECDIR:?} mandir=${RTUGW_INST_MANDIR:?}
 confdir=${RTUGW_INST_CONFDIR:?} unitdir=${RTUGW_INST_UNITDIR:?}
 make=${RTUGW_MAKE:-make}
 failures=0
@@ -46,6 +48,7 @@ if ! $make -C "$builddir" install DESTDIR="$dest" >"$tmp/install.log" 2>&1; then
 fi
 
 bin=$dest$bindir/rtugw
+benchbin=$dest$libexecdir/rtugw-bench
 page8=$dest$mandir/man8/rtugw.8
 page5=$dest$mandir/man5/rtugw.conf.5
 example=$dest$confdir/rtugw.conf.example
@@ -53,6 +56,7 @@ unit=$dest$unitdir/rtugw.service
 tunit=$dest$unitdir/rtugw@.service
 
 [ -x "$bin" ] || fail "binary not installed at $bindir/rtugw"
+[ -x "$benchbin" ] || fail "rtugw-bench not installed at $libexecdir/rtugw-bench"
 for f in "$page8" "$page5" "$example" "$unit" "$tunit"; do
     [ -f "$f" ] || fail "not installed: ${f#"$dest"}"
 done
@@ -63,6 +67,16 @@ if [ "$failures" -ne 0 ]; then
 fi
 
 "$bin" --version >/dev/null || fail "installed binary does not run"
+"$benchbin" parse --help >/dev/null || fail "installed rtugw-bench does not run"
+# The daemon carries no benchmark: staged under DESTDIR, rtugw finds no
+# rtugw-bench beside it nor at the configured path, and says where it looked
+# (exit 1). A copy really installed there would answer instead.
+"$bin" bench parse --help >"$tmp/bench.out" 2>&1
+rc=$?
+if [ $rc -ne 0 ]; then
+    [ $rc -eq 1 ] && grep -q "$libexecdir/rtugw-bench" "$tmp/bench.out" ||
+        fail "rtugw bench without rtugw-bench: exit $rc, not 1 naming $libexecdir/rtugw-bench: $(cat "$tmp/bench.out")"
+fi
 
 # ---- example config ----------------------------------------------------------
 "$bin" check -c "$example" >"$tmp/check.out" 2>&1 ||
@@ -99,7 +113,10 @@ done
 # replay have more options than the page lists, and point to their --help).
 for c in "run" "demo" "decode" "check" "bench parse"; do
     # shellcheck disable=SC2086
-    "$bin" $c --help >"$tmp/help" 2>/dev/null || continue
+    case $c in
+    "bench parse") "$benchbin" parse --help >"$tmp/help" 2>/dev/null || continue ;;
+    *) "$bin" $c --help >"$tmp/help" 2>/dev/null || continue ;;
+    esac
     opts=$(grep -o -- '--[a-z][a-z-]*' "$tmp/help" | sort -u)
     for o in $opts; do
         esc=$(printf '%s' "$o" | sed 's/-/\\\\-/g')
