@@ -77,6 +77,15 @@ def wait_listening(port, proc, seconds=10):
     return False
 
 
+def status_kib(pid, field):
+    """A /proc/PID/status figure in KiB: VmRSS, VmHWM (the peak); -1 when absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return -1
+
+
 def sanitizer_env():
     """The environment for a daemon: under TSan, tests/tsan.supp (libmosquitto's
     internal lock order, which one thread cannot deadlock; see the file)."""

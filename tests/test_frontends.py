@@ -24,7 +24,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, closed_by_peer, free_port, mbap, recv_frame, run_tests  # noqa: E402
+from rtugwtest import Gateway, check, status_kib, closed_by_peer, free_port, mbap, recv_frame, run_tests  # noqa: E402
 
 UNDER_ASAN = b"__asan_init" in open(os.environ.get("RTUGW_BIN", "./rtugw"), "rb").read()
 
@@ -84,12 +84,6 @@ def nonblocking_connects(port, n):
         socks.append(c)
     return socks
 
-
-def rss_kib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS"):
-            return int(line.split()[1])
-    return -1
 
 
 def test_http_limits():
@@ -151,7 +145,7 @@ def test_http_limits():
     p99 = lat[int(len(lat) * 0.99) - 1] * 1000
     check(p99 < 25.0 or UNDER_ASAN, f"Modbus TCP p99 {p99:.2f} ms under 4096 idle HTTP connections and a big header"
           + (" (not asserted under AddressSanitizer)" if UNDER_ASAN else ""))
-    kib = rss_kib(g.p.pid)
+    kib = status_kib(g.p.pid, "VmRSS")
     if UNDER_ASAN:
         print(f"note: RSS {kib} KiB not asserted under AddressSanitizer (its shadow memory)")
     else:

@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, procs, run_tests, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, status_kib, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers and subscribers; its main() does not run on import)
 from test_mqtt import Broker, Subscriber, mqtt_section, poll  # noqa: E402
 from tagscheck import registers, value_for  # noqa: E402
@@ -153,12 +153,6 @@ def test_values_and_writes():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def peak_rss_kib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return -1
-
 
 def test_write_bounds():
     """max_write_bytes at its maximum: 10 payloads of 1 MiB of list items are
@@ -175,10 +169,10 @@ def test_write_bounds():
         wait_for(lambda: len(sub.messages()) >= before + n, 10)
         return [p for _, p, _ in sub.messages()[before:]]
 
-    peak0 = peak_rss_kib(g.p.pid)
+    peak0 = status_kib(g.p.pid, "VmHWM")
     big = ("[" + ",".join(["0"] * (1048576 // 2 - 1)) + "]").encode()
     answers = [a for _ in range(10) for a in write(big)]
-    grew = peak_rss_kib(g.p.pid) - peak0
+    grew = status_kib(g.p.pid, "VmHWM") - peak0
     m = g.metrics()
     check(len(answers) == 10 and all(a["error"] == 1001 and "more than" in a["message"] for a in answers) and
           m["rtugw_mqtt_write_malformed_total"] == 10 and grew < 8192,

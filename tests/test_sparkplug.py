@@ -37,7 +37,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, procs, run_tests, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, status_kib, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers; its main() does not run on import)
 from test_mqtt import Broker  # noqa: E402
 
@@ -607,12 +607,6 @@ def test_primary_host():
 # ---- commands at the edge of their bounds ----------------------------------------------------------
 
 
-def peak_rss_kib(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return -1
-
 
 def test_command_bounds():
     """Names are compared with all their bytes; a command is refused by its
@@ -653,12 +647,12 @@ def test_command_bounds():
           f"20 rebirths requested: 20 NBIRTHs, {len(lines)} info lines about them ({lines[:3]})")
 
     # 10 commands of max_write_bytes of empty metrics: refused by their count, unpacked never
-    malformed0, peak0 = metric_count(g, "write_malformed"), peak_rss_kib(g.p.pid)
+    malformed0, peak0 = metric_count(g, "write_malformed"), status_kib(g.p.pid, "VmHWM")
     big = field(2, 2, b"") * (1048576 // 2)
     for _ in range(10):
         host.publish(dcmd, big)
     wait_for(lambda: metric_count(g, "write_malformed") >= malformed0 + 10, 20)
-    grew = peak_rss_kib(g.p.pid) - peak0
+    grew = status_kib(g.p.pid, "VmHWM") - peak0
     check(metric_count(g, "write_malformed") == malformed0 + 10 and grew < 8192,
           f"10 DCMDs of 1 MiB of empty metrics: refused (more than max_write_items metrics) and counted "
           f"({metric_count(g, 'write_malformed') - malformed0:.0f}), peak RSS +{grew} KiB (< 8 MiB)")
