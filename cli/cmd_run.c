@@ -3,7 +3,7 @@
  * (the daemon on the embedded demo configuration).
  */
 #include "cli/cli.h"
-#include "gateway/gateway.h"
+#include "daemon/daemon.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
  * was executed after the write and carries its effect. Everything here runs
  * under cache_lock.
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 /* The table a write changes (as the poll function that reads it) and its range. */
 static bool write_range(const uint8_t *pdu, size_t len, unsigned *fn, unsigned *addr, unsigned *count)

@@ -19,7 +19,7 @@
  * frames after the last number it saw, and is told how many of those the ring
  * had already overwritten (missed, also counted in /metrics).
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <event2/buffer.h>
 #include <stdio.h>

@@ -1,20 +1,61 @@
 /*
- * gateway/gateway.h -- the rtugw daemon: one I/O thread (libevent) that owns
- * every fd and timer, bus actors (one per serial line) and a poller actor on
- * the actor scheduler, a Modbus TCP front end and an HTTP status server.
- * This is gateway/'s public header, used by cli/ only. Owns the daemon.
- * May call: json/, parser/, routing/, actor/, drivers/, tags/, north/ (the
- * MQTT module's loader and interface), config/ and line/ (the core each bus
- * hosts), libevent, and OpenSSL in the TLS module; its own parts talk
- * through gateway/internal.h, which states their direction.
+ * gateway/gateway.h -- the daemon's runtime, which the front ends (front/),
+ * the web side (web/) and the wiring (daemon/) are built on. Owns the I/O
+ * thread's loop and its command queue (loop.c), the ports (port.c), the bus
+ * actors that host the line cores (bus.c), the one way into a bus
+ * (submit.c), the one way a tag is written (tag_write.c), the poller and
+ * its subscribers (poller.c; cache.c, tags_gw.c, north.c: the register
+ * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
+ * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
+ * and the clocks (log.c, metrics.c), and gw_t, the handle every part is
+ * given. May call parser/, routing/, actor/, drivers/, tags/, north/ (the
+ * MQTT module's loader and interface, through config/config.h), config/
+ * and line/ (the core each bus hosts), libevent; nothing above it.
+ *
+ * The front ends, the web side and the wiring are built on it; they
+ * appear here only as opaque handles in gw_t.
+ *
+ * Inside gateway/ the calls go one way (docs/architecture.md has the
+ * table, read from the objects): everything may call log.c and metrics.c;
+ * loop.c, cache.c, frames.c, tags_gw.c and trim.c call nothing else here;
+ * port.c calls loop.c; bus.c calls port.c, cache.c (a write's bracket ends
+ * as its answer leaves the line) and frames.c; submit.c calls cache.c and
+ * bus.c; tag_write.c and the poller call submit.c; north.c calls submit.c,
+ * tag_write.c and tags_gw.c.
+ *
+ * Threads and ownership:
+ *   - the I/O thread (loop.c, port.c, and front/ and web/ on it) owns every
+ *     fd, the TCP connections and their in-order reply slots, and the ports;
+ *   - a bus actor (bus.c) owns one line core (line/line.h: the request
+ *     queue, the transaction in flight, the framer, retries, guards and
+ *     the per-slave state) and feeds it its events;
+ *   - the poller actor (poller.c) owns the read plan (tags/ planner over
+ *     poll groups and tags) and its timers; its results go to its
+ *     subscribers: the cache, which HTTP reads under the cache's own mutex,
+ *     the tag values, under the tag table's own mutex (tags_gw.c), MQTT.
+ * Counters that HTTP reads are relaxed atomics with a single writer each.
  */
 #ifndef RTUGW_GATEWAY_GATEWAY_H
 #define RTUGW_GATEWAY_GATEWAY_H
 
+#include "actor/actor.h"
 #include "config/config.h"
 #include "drivers/driver.h"
+#include "line/line.h"
+#include "parser/rtu.h"
+#include "routing/router.h"
+#include "tags/tags.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct event_base;
+struct evbuffer;
+struct evhttp_request;
+struct sockaddr;
 
 typedef struct gw gw_t;
 
@@ -23,16 +64,6 @@ typedef struct gw_options {
     bool status_line;           /* live one-line status on stderr (demo on a tty) */
     bool install_signals;       /* SIGINT/SIGTERM stop, SIGHUP reload */
 } gw_options_t;
-
-/* Builds the gateway from a validated config (which it copies). NULL with a
- * message on stderr (naming the port, address or file) when something cannot
- * be opened. */
-gw_t *gw_new(const config_t *cfg, const gw_options_t *opt);
-/* Runs until gw_stop() or a signal. Returns the exit code (0 or 1). */
-int gw_run(gw_t *gw);
-/* Asks a running gateway to stop (any thread). */
-void gw_stop(gw_t *gw);
-void gw_free(gw_t *gw);
 
 /* The serial driver's settings for a bus, as the daemon opens it (so that
  * `rtugw check` validates exactly what `rtugw run` would open). */
@@ -44,5 +75,326 @@ driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap);
 /* Logging, to stderr with a timestamp; level as in config_log_t. */
 void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+
+/* ---- the request path ------------------------------------------------------ */
+
+/* The request, the origin interface, the gateway exception codes and the bus
+ * counters are the line core's (line/line.h): every front end builds a
+ * gw_request_t, names itself as its origin, and gets its one answer there. */
+
+typedef struct gw_tcp_metrics {
+    atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
+    atomic_uint_fast64_t requests, answers, bad_mbap, discarded, read_only_refused;
+    atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
+    atomic_uint_fast64_t half_closed, refused_address, adu_timeout_closed, accept_errors, revoked_closed;
+    atomic_uint_fast64_t ambiguous_refused;
+} gw_tcp_metrics_t;
+
+/* Why a TLS client was refused (mbaps.c counts them by reason). */
+typedef enum gw_tls_refusal {
+    GW_TLS_NO_CERTIFICATE, GW_TLS_UNTRUSTED, GW_TLS_EXPIRED, GW_TLS_REVOKED, GW_TLS_NO_ROLE, GW_TLS_UNKNOWN_ROLE,
+    GW_TLS_VERSION, GW_TLS_TIMEOUT, GW_TLS_CLOSED, GW_TLS_OTHER, GW_TLS_REFUSAL_COUNT
+} gw_tls_refusal_t;
+extern const char *const gw_tls_refusal_names[GW_TLS_REFUSAL_COUNT];
+
+typedef struct gw_tls_metrics {
+    atomic_uint_fast64_t accepted, handshakes, resumed, active, reloads, reload_failures;
+    atomic_uint_fast64_t handshaking, handshakes_refused_full, handshakes_refused_address;
+    atomic_uint_fast64_t refused[GW_TLS_REFUSAL_COUNT];
+    atomic_uint_fast64_t role_requests[CONFIG_MAX_ROLES], role_refused[CONFIG_MAX_ROLES];
+} gw_tls_metrics_t;
+
+typedef struct gw_http_metrics {
+    atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
+    atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
+} gw_http_metrics_t;
+
+/* metrics.c: the clocks (the counters' helpers are line/line.h's) */
+uint64_t gw_now_ns(void);
+/* The wall clock in ms (CLOCK_REALTIME): what tag values are stamped with. */
+int64_t gw_wall_ms(void);
+
+/* trim.c: drops this process's resident pages of its loaded objects'
+ * read-only, never-written segments (they stay in the page cache; a touch
+ * maps them back). Returns the KiB advised. Call once start-up is done. */
+size_t gw_trim_resident(void);
+
+/* notify.c: sd_notify(3) without libsystemd. Sends STATE ("READY=1", ...) to
+ * $NOTIFY_SOCKET; 0 when sent or when unset (not under systemd), else -errno. */
+int gw_notify(const char *state);
+/* If systemd asked for a watchdog ($WATCHDOG_USEC, $WATCHDOG_PID), sends
+ * WATCHDOG=1 every half of it from the I/O loop (call before loop_run). */
+int gw_watchdog_start(gw_t *gw);
+
+/* ---- the cache of polled values ----------------------------------------------- */
+
+/* poller.c's, defined there: who hears poll reads, and what they hear */
+typedef struct gw_poll_subscriber gw_poll_subscriber_t;
+typedef struct gw_poll_result gw_poll_result_t;
+
+#define GW_GROUP_ITEMS_MAX 2000   /* a poll group's count: 125 registers, or 2000 bits */
+typedef struct gw_cache_entry {
+    uint64_t t_ns;            /* 0: never polled */
+    uint16_t count;
+    uint8_t ok;
+    uint8_t exception;        /* the slave's or the gateway's exception when !ok */
+    uint64_t polls, failures, overruns;
+    uint64_t t_req_ns;        /* when the poll that filled it was submitted */
+    uint64_t written_ns;      /* when a write touching it was last answered */
+    unsigned writes_pending;  /* writes touching it not yet answered */
+    uint16_t values[GW_GROUP_ITEMS_MAX];   /* registers, or bits as 0/1 */
+} gw_cache_entry_t;
+
+/* cache.c: writes through the gateway keep serve_cached_ms reads coherent
+ * (under cache_lock, taken inside). */
+/* The bracket of a write: gw_submit begins it, bus.c ends it as the answer leaves the line. */
+void cache_write_begin(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
+void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
+
+/* tag_write.c: the one way a tag's value is written (HTTP, MQTT, Sparkplug). */
+typedef struct gw_tag_writes gw_tag_writes_t;
+enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE };
+typedef struct tag_write_outcome {
+    unsigned tag;                 /* the tag's index in the tag table */
+    const tags_write_t *w;        /* what was written (after a read-modify-write's merge) */
+    uint8_t exception;            /* 0: the slave confirmed; else its or the gateway's exception */
+    bool malformed_read;          /* a read-modify-write's read came back malformed: nothing written */
+    bool abandoned;               /* its owner had abandoned it: count it, answer no one */
+    const uint8_t *pdu;           /* the slave's answer */
+    size_t len;
+} tag_write_outcome_t;
+typedef void (*tag_write_done_fn)(void *owner, uint64_t cookie, const tag_write_outcome_t *o);
+#define GW_TAG_WRITES_MQTT 64   /* north's NORTH_WRITE_MAX_ITEMS: the writes one MQTT request may carry */
+gw_tag_writes_t *tag_writes_new(gw_t *gw, unsigned slots);
+void tag_writes_free(gw_tag_writes_t *tw);
+/* I/O thread. TAG_WRITE_QUEUED: done(owner, cookie, outcome) comes once, on
+ * the I/O thread; else refused (no slot, an overlapping write in flight,
+ * the bus took nothing) and done never comes. */
+int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *w,
+                    tag_write_done_fn done, void *owner, uint64_t cookie);
+/* The first write of owner whose cookie matches: its outcome is marked
+ * abandoned; *cookie gets it. False when none. */
+bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t cookie, const void *arg),
+                       const void *arg, uint64_t *cookie);
+unsigned tag_writes_in_flight(const gw_tag_writes_t *tw);
+
+/* submit.c: the one way a request enters a bus (req->bus). 0: queued, and
+ * its one answer will come to req->origin; else the exception code the
+ * caller answers with (0x0A), nothing queued. */
+int gw_submit(gw_t *gw, const gw_request_t *req);
+/* Called with cache_lock held. */
+bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
+/* The poller's subscriber for the cache: each group's entry cut from its read. */
+gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw);
+
+/* ---- tags_gw.c: the live tag table --------------------------------------------- */
+
+typedef struct gw_tags gw_tags_t;
+
+/* The tags of cfg (its definitions, copied; values start "not read"). */
+gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap);
+void gwtags_free(gw_tags_t *t);
+/* Values are read and written only between these two (any thread). */
+tags_table_t *gwtags_lock(gw_tags_t *t);
+void gwtags_unlock(gw_tags_t *t);
+/* The definitions, which never change: no lock needed to read them. */
+const tags_table_t *gwtags_defs(const gw_tags_t *t);
+/* The index in cfg->devices of a tag's device. */
+unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
+/* The answer (PDU, or a gateway exception) to read r of plan into its tags,
+ * stamped now_ms; takes the lock. Returns how many values changed. */
+/* The poller's subscriber for the tag table (gwtags_apply). */
+gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t);
+int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
+                 int64_t now_ms);
+/* Whether defs (a fresh configuration's) defines the same tags. */
+bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs);
+
+/* ---- loop.c: the I/O thread -------------------------------------------------- */
+
+typedef struct gw_loop gw_loop_t;
+/* A command run on the I/O thread: a function and a copy of its bytes. */
+typedef void (*loop_fn)(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len);
+
+gw_loop_t *loop_new(gw_t *gw);
+void loop_free(gw_loop_t *loop);
+struct event_base *loop_base(gw_loop_t *loop);
+/* Any thread: run fn(ctx, a, b, data, len) on the I/O thread, in post order. */
+int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, const void *data, size_t len);
+int loop_run(gw_loop_t *loop);        /* the loop, on the calling thread */
+void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */
+void loop_wake(gw_loop_t *loop);      /* any thread: run the loop's on_wake hook */
+/* The actors pinned to the I/O thread (bus actors, unless configured off)
+ * run on it between events: serial bytes, the bus's decision, the serial
+ * write and the TCP answer then cost no thread hand-off. Release before
+ * the actor system shuts down, so they drain on the workers. */
+actor_host_t *loop_host(gw_loop_t *loop);
+void loop_release_host(gw_loop_t *loop);
+/* I/O thread hook, run after each batch of commands and on loop_wake. */
+void loop_on_wake(gw_loop_t *loop, void (*fn)(void *ctx), void *ctx);
+
+/* ---- port.c: a serial port on the I/O thread ----------------------------------- */
+
+typedef struct gw_port gw_port_t;
+/* Message types a port sends to its bus actor. */
+enum { PORT_MSG_BYTES = 100, PORT_MSG_STATE };
+typedef struct gw_bytes {
+    uint64_t t_ns;
+    uint16_t len;
+    uint8_t data[512];
+} gw_bytes_t;
+
+/* Opens the driver now (or retries with back-off) and reports to sink:
+ * PORT_MSG_STATE (uint8_t 1 up / 0 down) and PORT_MSG_BYTES (gw_bytes_t). */
+gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
+                    gw_bus_metrics_t *m);
+void port_free(gw_port_t *p);
+/* Any thread: queue a write of one ADU. */
+int port_write(gw_port_t *p, const uint8_t *adu, size_t len);
+
+/* ---- bus.c: the bus actor ----------------------------------------------------- */
+
+typedef struct gw_bus gw_bus_t;
+
+gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap);
+void bus_free(gw_bus_t *bus);
+/* Spawns the bus actor, then opens its port on the loop. */
+int bus_start(gw_bus_t *bus, gw_loop_t *loop);
+/* Any thread: queue a request; exactly one answer comes to req->origin. */
+int bus_submit(gw_bus_t *bus, const gw_request_t *req);   /* submit.c's; front ends call gw_submit */
+const config_bus_t *bus_config(const gw_bus_t *bus);
+gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
+gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
+void bus_describe(const gw_bus_t *bus, char *buf, size_t cap);
+/* The driver's counters; I/O thread only (port.c updates them there). */
+void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st);
+
+/* ---- what the layers above keep here, as opaque handles ------------------------ */
+
+/* front/ and web/ own these; gw_t (below) holds them for daemon/ and web/. */
+typedef struct gw_tcp gw_tcp_t;
+typedef struct gw_http gw_http_t;
+typedef struct gw_serial_slave gw_serial_slave_t;
+typedef struct gw_mbaps gw_mbaps_t;
+typedef struct gw_poller gw_poller_t;
+
+/* poller.c */
+
+/* What one poll read brought, for the poller's subscribers. */
+struct gw_poll_result {
+    const tags_plan_t *plan;
+    size_t read;                  /* the read's index in plan */
+    const uint8_t *pdu;           /* the bus's answer to it */
+    size_t len;
+    bool good;                    /* data of the length asked for */
+    bool exception;               /* an exception (pdu[1] its code) */
+    uint64_t t_req_ns, now_ns;    /* submitted, answered (CLOCK_MONOTONIC) */
+    int64_t wall_ms;              /* answered (CLOCK_REALTIME): what values are stamped with */
+};
+
+/*
+ * Who hears poll reads: the cache (cache.c), the tag table (tags_gw.c), MQTT
+ * (north.c), each through this, in the order gw.c lists them; the poller
+ * names none of them. Called on the poller's thread: they must not block
+ * (north posts to the loop). overrun (may be NULL): read `read` was due
+ * again before its last request was answered, and skips this round.
+ */
+struct gw_poll_subscriber {
+    void (*answer)(void *ctx, const gw_poll_result_t *r);
+    void (*overrun)(void *ctx, const tags_plan_t *plan, size_t read);
+    void *ctx;
+};
+#define GW_POLL_SUBSCRIBERS_MAX 4
+
+/* Item i of a good answer: register i, or bit i as 0/1. */
+uint16_t poll_item(const gw_poll_result_t *r, unsigned i);
+gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_subs, char *err, size_t errcap);
+void poller_free(gw_poller_t *p);
+/* Which read of the plan a poll group belongs to, and how many reads there are. */
+unsigned poller_read_of(const gw_poller_t *p, unsigned group);
+unsigned poller_read_count(const gw_poller_t *p);
+/* Reads divided after exception 02, and plans built since the first. */
+uint64_t poller_splits(const gw_poller_t *p);
+
+/* ---- frames.c: the last frames of each bus ------------------------------------------ */
+
+typedef struct gw_frames gw_frames_t;
+
+/* NULL when capacity is 0 (nothing kept) or out of memory. */
+gw_frames_t *frames_new(unsigned buses, unsigned capacity);
+void frames_free(gw_frames_t *f);
+/* The bus's actor: one frame it sent (tx) or heard. A copy, under the ring's
+ * mutex; decoded only when served. */
+void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, size_t len);
+unsigned frames_capacity(const gw_frames_t *f);
+/* I/O thread: the bus's frames after `since` (at most limit, the newest) as
+ * the fields of a JSON object, "last" (the seq to pass as since next), "frames"
+ * and what was missed or skipped. */
+void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, struct evbuffer *b);
+/* I/O thread: the rtugw_frames_* lines of /metrics (f may be NULL). */
+void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b);
+
+/* north.c: the MQTT client, only with an [mqtt] section (I/O thread) */
+typedef struct gw_north gw_north_t;
+gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap);
+void gwnorth_free(gw_north_t *gn);
+/* The poller's subscriber for MQTT (its groups' values, its tags' values). */
+gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn);
+/* Any thread (the poller): one poll group's answer; never blocks. */
+void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
+                         unsigned count, unsigned function);
+/* The poller's thread: read r of plan was answered (or failed) and applied to
+ * the tag table; its tags go out. Never blocks. */
+void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms);
+struct evbuffer;
+void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
+
+/* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
+
+struct gw {
+    config_t *cfg;
+    gw_options_t opt;
+    actor_system_t *actors;
+    router_t *router;
+    gw_loop_t *loop;
+    gw_bus_t **buses;
+    unsigned bus_count;
+    gw_poller_t *poller;
+    gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
+    gw_tag_writes_t *tag_writes; /* tag writes in flight (tag_write.c), for HTTP, MQTT and Sparkplug */
+    gw_tcp_t *tcp;
+    gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
+    gw_tcp_t *rtu_tcp;          /* NULL unless [rtu_tcp] is enabled */
+    gw_serial_slave_t **serial_slaves;
+    unsigned serial_slave_count;
+    gw_http_t *http;
+    gw_north_t *north;          /* NULL without [mqtt] */
+    gw_tcp_metrics_t tcp_metrics;
+    gw_tcp_metrics_t rtu_tcp_metrics;
+    gw_http_metrics_t http_metrics;
+    /* Published by web_start after the buses have started, read by their
+     * actors for every frame: NULL (frame_ring = 0) costs them one load. */
+    _Atomic(gw_frames_t *) frames;
+    pthread_mutex_t cache_lock;
+    gw_cache_entry_t *cache;  /* one per poll group */
+    struct event *ev_drain;
+    struct event *ev_signals[3];
+    uint64_t drain_deadline_ns;
+    bool draining;
+    char restart_needed[512];   /* what the last reload could not apply, by name */
+    atomic_int stopping;
+    uint64_t started_ns;
+};
+
+
+/* A bus's actor, for each frame on its line (line.c): kept for /frames when
+ * the ring is on. */
+static inline void gw_frame_seen(gw_t *gw, unsigned bus, bool tx, const uint8_t *adu, size_t len)
+{
+    gw_frames_t *f = atomic_load_explicit(&gw->frames, memory_order_acquire);
+    if (f)
+        frames_record(f, bus, tx, adu, len);
+}
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * gateway/metrics.c -- the clocks (the latency histogram is line/metrics.c's).
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <math.h>
 #include <time.h>

@@ -31,7 +31,7 @@
  * device's bus with this file's own origin and exactly one answer comes
  * back through it.
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <event2/buffer.h>
 #include <math.h>

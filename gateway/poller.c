@@ -32,7 +32,7 @@
  * age, and turn stale past twice their interval) rather than queueing a
  * second copy: a slow slave gets fewer polls, never a growing backlog.
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
  * rather than let requests wait for a connection that may never come. A
  * connect that fails or times out takes the same back-off as a reopen.
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <errno.h>
 #include <event2/event.h>

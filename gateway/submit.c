@@ -19,7 +19,7 @@
  * Which functions write, for read-only mode, TLS roles and broadcasts, is
  * parser/'s one classifier (rtu_function_class).
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 int gw_submit(gw_t *gw, const gw_request_t *req)
 {

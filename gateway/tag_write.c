@@ -23,7 +23,7 @@
  *     (origin_wanted, 0x0B), as a Modbus TCP client's request is, and a
  *     read-modify-write whose read comes back writes nothing.
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <stdlib.h>
 #include <string.h>

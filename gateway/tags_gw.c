@@ -12,7 +12,7 @@
  * formatted under it must not hold up the Modbus TCP front end's cached
  * reads, and the poller holds it only for one answer's apply (~20 ns a tag).
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -34,7 +34,7 @@
  * daemon started under one keeps them only if attached after READY.) It runs
  * on the I/O thread at READY, when no library is being loaded.
  */
-#include "gateway/internal.h"
+#include "gateway/gateway.h"
 
 #include <elf.h>
 #include <link.h>

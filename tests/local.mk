@@ -85,9 +85,9 @@ TESTS += tests/test_transports.py
 EXTRA_DIST += tests/test_transports.py
 
 # RTU over TCP: where a request without a length rule ends, fed 10^6 random
-# requests split at random points (gateway/rtu_tcp_frame.c).
+# requests split at random points (front/rtu_tcp_frame.c).
 check_PROGRAMS += tests/test_rtu_tcp_frame
-tests_test_rtu_tcp_frame_SOURCES = tests/test_rtu_tcp_frame.c gateway/rtu_tcp_frame.c
+tests_test_rtu_tcp_frame_SOURCES = tests/test_rtu_tcp_frame.c front/rtu_tcp_frame.c
 tests_test_rtu_tcp_frame_CFLAGS = $(TEST_CFLAGS)
 tests_test_rtu_tcp_frame_LDADD = $(TEST_LIBS)
 TESTS += tests/test_rtu_tcp_frame

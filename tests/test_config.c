@@ -341,7 +341,7 @@ static void test_port_forms(void **state)
     assert_int_equal(errs.total, 3);   /* and not "port is required" besides */
 }
 
-/* What gateway/tcp.c and http.c would refuse at start-up is refused here. */
+/* What front/tcp.c and http.c would refuse at start-up is refused here. */
 static void test_tcp_bind_and_strict_numbers(void **state)
 {
     (void)state;

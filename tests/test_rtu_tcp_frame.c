@@ -1,12 +1,12 @@
 /*
  * tests/test_rtu_tcp_frame.c -- where an RTU over TCP request without a
- * length rule ends (gateway/rtu_tcp_frame.c), fed 10^6 random requests as
+ * length rule ends (front/rtu_tcp_frame.c), fed 10^6 random requests as
  * a TCP stream delivers them: split at random points, one at a time or
  * several back to back, the stream quiet after the last byte. No request
  * may be cut or run into the next (a wrong answer), none may be left
  * waiting once quiet; a few may be refused (the end undecidable).
  */
-#include "gateway/internal.h"
+#include "front/internal.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_mbap_stream.c -- the Modbus TCP front end's stream
- * handling (gateway/tcp.c, conn_read) on arbitrary bytes, however they are
+ * handling (front/tcp.c, conn_read) on arbitrary bytes, however they are
  * cut into reads, with the ring of pending requests filling and emptying.
  *
  * conn_read itself needs libevent and a socket; what it decides lives in
@@ -226,7 +226,7 @@ static bool split_one(session_t *s)
     return rc == 1;
 }
 
-/* gateway/tcp.c conn_read, with conn_request reduced to taking a slot. */
+/* front/tcp.c conn_read, with conn_request reduced to taking a slot. */
 static void conn_read(session_t *s)
 {
     while (s->rx_len >= MBAP_HEADER_LEN) {

@@ -1,12 +1,12 @@
 /*
- * gateway/control.c -- the daemon's life after start-up: SIGHUP reloads the
+ * daemon/control.c -- the daemon's life after start-up: SIGHUP reloads the
  * configuration, SIGINT/SIGTERM (or gw_stop) stop it gracefully. Like gw.c
  * it sits above every part and may call any of them.
  *
  * Stopping: stop accepting, answer what is in flight (at most 1.8 s, within
  * the 2 s promise), then leave the loop; gw_run drains the actors.
  */
-#include "gateway/internal.h"
+#include "daemon/internal.h"
 
 #include <event2/event.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 /*
- * gateway/tls.c -- the OpenSSL half of MB-TCP-Security: a server context
+ * front/tls.c -- the OpenSSL half of MB-TCP-Security: a server context
  * made from the [tls] files, the client certificate's role, and why a
  * handshake failed. Everything else (sessions, slots, counting, logging,
  * the role's rights) is the daemon's, in tcp.c and mbaps.c.
@@ -25,7 +25,7 @@
  *     entries; no tickets, so nothing resumes past a reload, which brings a
  *     new context and an empty cache, and a new CRL takes effect at once).
  */
-#include "gateway/internal.h"
+#include "front/internal.h"
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>

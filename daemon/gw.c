@@ -1,5 +1,5 @@
 /*
- * gateway/gw.c -- puts the daemon together, runs it, takes it apart.
+ * daemon/gw.c -- puts the daemon together, runs it, takes it apart.
  *
  * Order matters: actors before the buses that spawn on them, bus actors
  * before their ports open (the I/O thread tells them the port's state), the
@@ -7,7 +7,7 @@
  * in reverse: stop accepting, answer what is in flight (control.c), drain
  * the actors, then free. This is the one file that knows every part.
  */
-#include "gateway/internal.h"
+#include "daemon/internal.h"
 
 #include <event2/event.h>
 #include <stdio.h>

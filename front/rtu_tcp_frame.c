@@ -1,5 +1,5 @@
 /*
- * gateway/rtu_tcp_frame.c -- where an RTU over TCP request of a function
+ * front/rtu_tcp_frame.c -- where an RTU over TCP request of a function
  * without a length rule ends (diagnostics, report slave id, device
  * identification, user functions): rtu_tcp.c's framing asks it. Pure, so
  * that tests/test_rtu_tcp_frame.c can feed it millions of requests.
@@ -35,7 +35,7 @@
  *     CRC-good: after a good frame the register is 0, not 0xFFFF, and B's
  *     CRC was computed from 0xFFFF.
  */
-#include "gateway/internal.h"
+#include "front/internal.h"
 
 static bool crc_good(const uint8_t *p, size_t n)
 {

@@ -1,5 +1,5 @@
 /*
- * gateway/http_tags.c -- the tags over HTTP: GET /tags and /tags/NAME (value,
+ * web/http_tags.c -- the tags over HTTP: GET /tags and /tags/NAME (value,
  * unit, quality, time, age), the tags' part of /status and /metrics, and
  * PUT /tags/NAME, a write to the device.
  *
@@ -23,7 +23,7 @@
  * Modbus TCP clients to the same register in between cannot be seen from
  * here (docs/tags.md).
  */
-#include "gateway/internal.h"
+#include "web/internal.h"
 #include "json/json.h"
 
 #include <errno.h>

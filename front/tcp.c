@@ -1,5 +1,5 @@
 /*
- * gateway/tcp.c -- the Modbus TCP front end, on the I/O thread.
+ * front/tcp.c -- the Modbus TCP front end, on the I/O thread.
  *
  * Each connection keeps a ring of reply slots, one per request it has sent
  * and not yet been answered, numbered by a per-connection sequence. Answers
@@ -40,7 +40,7 @@
  * (below); [rtu_tcp] is RTU over TCP (rtu_tcp.c). Slots, bounds, routes,
  * read_only, the cache, the allow-list and the sweeps are the same code.
  */
-#include "gateway/internal.h"
+#include "front/internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

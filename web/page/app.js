@@ -1,5 +1,5 @@
 /*
- * gateway/web/app.js -- the gateway's page: plain JavaScript, no framework,
+ * web/page/app.js -- the gateway's page: plain JavaScript, no framework,
  * no build step. It reads /status once a second (and /tags, /frames while
  * those views are open) and shows what it reads; every figure on the page is
  * in /status or /metrics, or is a rate the page takes from two readings of a

@@ -1,5 +1,5 @@
 /*
- * gateway/serial_slave.c -- a serial master in front of rtugw
+ * front/serial_slave.c -- a serial master in front of rtugw
  * ([serial_slave NAME]): on a port of its own, rtugw answers as the RTU
  * slaves its unitN routes name, forwarding each request to any bus (a
  * serial line, a device server, a Modbus TCP device).
@@ -22,7 +22,7 @@
  * waits at least t3.5 after the request's last byte, as a slave on the line
  * must.
  */
-#include "gateway/internal.h"
+#include "front/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,15 +1,15 @@
 /*
- * gateway/web.c -- the web page (GET /, /app.js, /style.css) and its frame
+ * web/web.c -- the web page (GET /, /app.js, /style.css) and its frame
  * monitor's data (GET /frames?bus=NAME&since=SEQ&limit=N), on http.c's server.
  *
- * The page's files are in gateway/web/, compiled into the binary by
- * gateway/web/embed.sh (an `xxd -i` that needs only od): nothing to install,
+ * The page's files are in web/page/, compiled into the binary by
+ * web/page/embed.sh (an `xxd -i` that needs only od): nothing to install,
  * nothing fetched from elsewhere, and the page always matches the daemon that
  * serves it. The page reads /status (and /tags where the daemon has them) for
  * everything it shows but the frames; /frames is ordinary JSON too, for any
  * client. A strict Content-Security-Policy holds the page to its own origin.
  */
-#include "gateway/internal.h"
+#include "web/internal.h"
 #include "json/json.h"
 
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* gateway/web_assets.c, generated from gateway/web/ at build time. */
+/* web/web_assets.c, generated from web/page/ at build time. */
 extern const unsigned char web_index_html[], web_app_js[], web_style_css[];
 extern const size_t web_index_html_len, web_app_js_len, web_style_css_len;
 

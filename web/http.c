@@ -1,12 +1,13 @@
 /*
- * gateway/http.c -- /metrics (Prometheus text) and /status (JSON), served by
+ * web/http.c -- /metrics (Prometheus text) and /status (JSON), served by
  * libevent's evhttp on the I/O thread, and the connections' bounds. The
  * /tags part is http_tags.c; the web page and /frames are web.c's.
  * Everything read here is a relaxed atomic with a single writer, the cache
  * under its mutex or the tags under theirs, so a scrape never stalls a bus.
  * Only /tags/NAME takes PUT.
  */
-#include "gateway/internal.h"
+#include "front/front.h"
+#include "web/internal.h"
 #include "json/json.h"
 
 #include <arpa/inet.h>

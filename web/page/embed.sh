@@ -1,5 +1,5 @@
 #!/bin/sh
-# gateway/web/embed.sh OUT FILE... -- writes OUT, a C file with each FILE as
+# web/page/embed.sh OUT FILE... -- writes OUT, a C file with each FILE as
 # an array, the way `xxd -i` would (xxd comes with vim; od is in coreutils):
 #   const unsigned char web_NAME[] = { 0x3c, ... };
 #   const size_t web_NAME_len = sizeof web_NAME;
@@ -10,7 +10,7 @@ shift
 tmp=$out.tmp
 trap 'rm -f "$tmp"' EXIT
 {
-    echo "/* Generated from gateway/web/ by gateway/web/embed.sh: edit those files, not this one. */"
+    echo "/* Generated from web/page/ by web/page/embed.sh: edit those files, not this one. */"
     echo "#include <stddef.h>"
     for f in "$@"; do
         name=web_$(basename "$f" | tr '.-' '__')

@@ -1,11 +1,11 @@
 /*
- * gateway/mbaps.c -- MB-TCP-Security (Modbus/TCP over TLS, port 802) for
+ * front/mbaps.c -- MB-TCP-Security (Modbus/TCP over TLS, port 802) for
  * tcp.c's second listener, on the I/O thread.
  *
  * The MBAP frames inside the TLS session are those of plain Modbus/TCP, and
  * so is their path: tcp.c serves both listeners with the same connections,
  * reply slots, bounds and exactly-once answers. What this file adds:
- *   - the TLS module (gateway/tls.c, rtugw-tls.so), loaded with dlopen()
+ *   - the TLS module (front/tls.c, rtugw-tls.so), loaded with dlopen()
  *     only when [tls] is enabled, so that a daemon without it never maps
  *     libssl and libcrypto (1.8 MiB resident, 0.5 MiB of it anonymous);
  *   - handshakes counted, and refusals counted by reason and logged with
@@ -17,11 +17,11 @@
  *   - SIGHUP: a new context from the files, or the old one kept.
  *
  * The module is looked for next to the executable first (the build tree:
- * ./gateway/rtugw-tls.so beside ./rtugw), then in RTUGW_MODULEDIR, where
+ * ./front/rtugw-tls.so beside ./rtugw), then in RTUGW_MODULEDIR, where
  * make install puts it. It is never unloaded: OpenSSL pins itself for its
  * exit handler anyway, and a daemon loads it once.
  */
-#include "gateway/internal.h"
+#include "front/internal.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -70,7 +70,7 @@ static void *open_module(char *err, size_t errcap)
         char *slash = strrchr(exe, '/');
         if (slash)
             *slash = 0;
-        snprintf(path, sizeof path, "%s/gateway/" MODULE_FILE, exe);
+        snprintf(path, sizeof path, "%s/front/" MODULE_FILE, exe);
         if (access(path, R_OK) != 0)
             snprintf(path, sizeof path, "%s/" MODULE_FILE, RTUGW_MODULEDIR);
     } else {

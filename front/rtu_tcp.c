@@ -1,5 +1,5 @@
 /*
- * gateway/rtu_tcp.c -- the RTU over TCP front end ([rtu_tcp]): clients that
+ * front/rtu_tcp.c -- the RTU over TCP front end ([rtu_tcp]): clients that
  * speak RTU frames on a TCP stream (SCADA drivers written for serial device
  * servers, pymodbus with its RTU framer). The sessions are tcp.c's; this
  * file is only where a request ends in the stream and how an answer is
@@ -19,7 +19,7 @@
  * Answers are RTU frames to the slave id the client addressed. Nothing is
  * written for a broadcast (slave 0): on an RTU line nobody answers one.
  */
-#include "gateway/internal.h"
+#include "front/internal.h"
 
 #include <stdio.h>
 

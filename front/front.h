@@ -1,0 +1,58 @@
+/*
+ * front/front.h -- the Modbus front ends: the clients and masters in front
+ * of rtugw. Owns the Modbus TCP listener and its sessions (tcp.c), RTU over
+ * TCP (rtu_tcp.c, rtu_tcp_frame.c: the same sessions, RTU framing),
+ * Modbus/TCP Security (mbaps.c, and the TLS module tls.c, rtugw-tls.so),
+ * and the serial slave (serial_slave.c: a master on a port of its own). Each
+ * builds gw_request_t's, names itself as their origin and hands them to
+ * gw_submit(). May call gateway/ (the runtime: submit, loop, ports, the
+ * cache, the counters), parser/, config/ and line/ (the request and the
+ * origin), libevent, and OpenSSL in the TLS module.
+ *
+ * The wiring and the web side call what this header declares.
+ */
+#ifndef RTUGW_FRONT_FRONT_H
+#define RTUGW_FRONT_FRONT_H
+
+#include "gateway/gateway.h"
+
+/* [tcp]: tcp_listen with MBAP framing. */
+gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap);
+/* [rtu_tcp] (rtu_tcp.c): tcp_listen with RTU framing. */
+gw_tcp_t *rtu_tcp_new(gw_t *gw, char *err, size_t errcap);
+void tcp_free(gw_tcp_t *tcp);
+void tcp_stop_accepting(gw_tcp_t *tcp);
+unsigned tcp_in_flight(const gw_tcp_t *tcp);
+/* Applies what can apply now; restart gets the keys that need a restart. */
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap);
+/* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
+void tcp_recheck_sessions(gw_tcp_t *tcp);
+
+
+/* mbaps.c (I/O thread): MB-TCP-Security for the TLS listener of tcp.c.
+ * Loads the TLS module and makes a context of [tls]'s files; NULL with err. */
+gw_mbaps_t *mbaps_new(gw_t *gw, char *err, size_t errcap);
+void mbaps_free(gw_mbaps_t *t);
+/* SIGHUP: a new context from fresh's files and settings for the next
+ * connections; 0. A file that does not load keeps the old context: -1, logged. */
+int mbaps_reload(gw_mbaps_t *t, const config_t *fresh);
+const gw_tls_metrics_t *mbaps_metrics(const gw_mbaps_t *t);
+/* The server certificate in force: subject and notAfter (s since the epoch). */
+void mbaps_certificate(const gw_mbaps_t *t, const char **subject, int64_t *not_after);
+
+/*
+ * serial_slave.c: a serial master in front of rtugw, on a port of its own
+ * ([serial_slave NAME]): an actor that frames the master's requests, answers
+ * as the slaves its routes name through the buses, within answer_timeout_ms
+ * or with exception 0x0B. Counters for /metrics.
+ */
+typedef struct gw_serial_slave_metrics {
+    atomic_uint_fast64_t requests, answers, exceptions, timeouts, late_dropped, abandoned, ignored;
+    atomic_uint_fast64_t bad_frames, port_up;
+} gw_serial_slave_metrics_t;
+gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t errcap);
+void serial_slave_free(gw_serial_slave_t *s);
+const char *serial_slave_name(const gw_serial_slave_t *s);
+gw_serial_slave_metrics_t *serial_slave_metrics(gw_serial_slave_t *s);
+
+#endif

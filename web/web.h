@@ -1,0 +1,21 @@
+/*
+ * web/web.h -- the web side: /status, /metrics (http.c), /tags and tag
+ * writes (http_tags.c), the page and /frames (web.c, web/page/), all on
+ * libevent's evhttp on the I/O thread, within [http]'s bounds. Owns the
+ * HTTP connections and their deadlines. May call gateway/ (counters, the
+ * cache, the tags, the frames, tag_write.c, the loop), front/ (the TLS and
+ * serial slave counters it shows), parser/, config/, line/, json/, tags/,
+ * libevent and json-c.
+ *
+ * The wiring calls what this header declares.
+ */
+#ifndef RTUGW_WEB_WEB_H
+#define RTUGW_WEB_WEB_H
+
+#include "gateway/gateway.h"
+
+/* http.c (I/O thread) */
+gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
+void http_free(gw_http_t *h);
+
+#endif
