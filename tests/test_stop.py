@@ -30,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, free_port, mbap, procs, recv_frame, run_tests, sanitizer_env, wait_for  # noqa: E402
+from rtugwtest import BIN, check, free_port, mbap, procs, recv_frame, run_tests, sanitized, sanitizer_env, wait_for  # noqa: E402
 from rtugwtest import fetch_metrics, wait_listening  # noqa: E402
 
 SRCDIR = os.environ.get("RTUGW_SRCDIR", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,8 +44,7 @@ except ImportError as e:
     print(f"missing {e.name}: install the Debian packages python3-pymodbus python3-serial-asyncio")
     sys.exit(1)
 
-with open(BIN, "rb") as f:
-    SANITIZED = any(m in f.read() for m in (b"__asan_init", b"__tsan_init"))
+SANITIZED = sanitized()
 WORK = tempfile.mkdtemp(prefix="rtugw-stop-")
 PKI = os.path.join(WORK, "pki")
 os.makedirs(PKI)

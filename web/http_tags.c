@@ -113,22 +113,27 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
 
 static void reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
-    if (!req)
-        return;   /* an abandoned write's answer: counted by the caller, sent to no one */
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, code, reason, b);
+}
+
+/* A buffer for req's answer; NULL when there is no one to answer (an
+ * abandoned write's outcome) or no memory (then req is answered 500). */
+static struct evbuffer *reply_buffer(struct evhttp_request *req)
+{
+    struct evbuffer *b = req ? evbuffer_new() : NULL;
+    if (req && !b)
+        evhttp_send_error(req, 500, "out of memory");
+    return b;
 }
 
 /* {"tag": NAME, "ok": false, "error": WHY}, with the HTTP status that says so. */
 static void reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,
                         const char *why)
 {
-    struct evbuffer *b = req ? evbuffer_new() : NULL;
-    if (!b) {
-        if (req)
-            evhttp_send_error(req, 500, "out of memory");
+    struct evbuffer *b = reply_buffer(req);
+    if (!b)
         return;
-    }
     evbuffer_add_printf(b, "{\"tag\":");
     add_str(b, tag ? tag : "");
     evbuffer_add_printf(b, ",\"ok\":false,\"error\":");
@@ -409,30 +414,25 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
                  : code == MB_EX_PATH_UNAVAILABLE ? "gateway path unavailable (port down)"
                  : code == MB_EX_TARGET_FAILED ? "no answer from the device" : "from the device");
         gw_count(&ht->gw->http_metrics.tag_write_failures);
-        struct evbuffer *b = evbuffer_new();
-        if (b) {
-            evbuffer_add_printf(b, "{\"tag\":");
-            add_str(b, g->name);
-            evbuffer_add_printf(b, ",\"ok\":false,\"exception\":%u,\"error\":", code);
-            add_str(b, why);
-            evbuffer_add_printf(b, "}\n");
-            int status = code == MB_EX_TARGET_FAILED ? 504 : code == MB_EX_BUSY || code == MB_EX_PATH_UNAVAILABLE
-                                                                 ? 503 : 502;
-            reply_json(req, status, status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable"
-                                                                                     : "Bad Gateway", b);
-            evbuffer_free(b);
-        } else if (req) {
-            evhttp_send_error(req, 500, "out of memory");
-        }
+        struct evbuffer *b = reply_buffer(req);
+        if (!b)
+            return;
+        evbuffer_add_printf(b, "{\"tag\":");
+        add_str(b, g->name);
+        evbuffer_add_printf(b, ",\"ok\":false,\"exception\":%u,\"error\":", code);
+        add_str(b, why);
+        evbuffer_add_printf(b, "}\n");
+        int status = code == MB_EX_TARGET_FAILED ? 504 : code == MB_EX_BUSY || code == MB_EX_PATH_UNAVAILABLE
+                                                             ? 503 : 502;
+        reply_json(req, status, status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable"
+                                                                                 : "Bad Gateway", b);
+        evbuffer_free(b);
         return;
     }
     gw_count(&ht->gw->http_metrics.tag_writes);
-    struct evbuffer *b = req ? evbuffer_new() : NULL;
-    if (!b) {
-        if (req)
-            evhttp_send_error(req, 500, "out of memory");
+    struct evbuffer *b = reply_buffer(req);
+    if (!b)
         return;
-    }
     evbuffer_add_printf(b, "{\"tag\":");
     add_str(b, g->name);
     evbuffer_add_printf(b, ",\"ok\":true,\"function\":%u,\"address\":%u,\"count\":%u,\"words\":[", o->w->function,
