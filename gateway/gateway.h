@@ -160,6 +160,7 @@ typedef struct tag_write_outcome {
     const tags_write_t *w;        /* what was written (after a read-modify-write's merge) */
     uint8_t exception;            /* 0: the slave confirmed; else its or the gateway's exception */
     bool malformed_read;          /* a read-modify-write's read came back malformed: nothing written */
+    bool unwritten;               /* abandoned between a read-modify-write's read and its write: nothing written */
     bool abandoned;               /* its owner had abandoned it: count it, answer no one */
     const uint8_t *pdu;           /* the slave's answer */
     size_t len;

@@ -164,7 +164,9 @@ static void on_answer(void *ctx, uint64_t id, uint32_t unused, const uint8_t *pd
     } else if (s->reading) {
         if (len != 4 || pdu[0] != 3 || pdu[1] != 2) {
             o.malformed_read = true;
-        } else if (!s->abandoned) {   /* an abandoned write stops here: nothing was written */
+        } else if (s->abandoned) {   /* an abandoned write stops here: nothing was written */
+            o.unwritten = true;
+        } else {
             tags_write_merge(&s->w, (uint16_t)(pdu[2] << 8 | pdu[3]));
             int code = submit(tw, s);
             if (code == 0)

@@ -452,6 +452,10 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
     struct evhttp_request *req = o->abandoned ? NULL : (struct evhttp_request *)(uintptr_t)cookie;
     if (req)
         http_hold(ht->http, req, false);
+    if (o->unwritten) {   /* its client had gone before the write itself went */
+        gw_count(&ht->gw->http_metrics.tag_write_failures);
+        return;
+    }
     if (o->malformed_read) {
         gw_count(&ht->gw->http_metrics.tag_write_failures);
         reply_error(req, 502, "Bad Gateway", tags_table_tag(gwtags_defs(ht->gw->tags), o->tag)->name,
