@@ -179,6 +179,7 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
 bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t cookie, const void *arg),
                        const void *arg, uint64_t *cookie);
 unsigned tag_writes_in_flight(const gw_tag_writes_t *tw);
+unsigned tag_writes_capacity(const gw_tag_writes_t *tw);
 
 /* submit.c: the one way a request enters a bus (req->bus). 0: queued, and
  * its one answer will come to req->origin; else the exception code the

@@ -149,6 +149,11 @@ unsigned tag_writes_in_flight(const gw_tag_writes_t *tw)
     return tw ? tw->in_flight : 0;
 }
 
+unsigned tag_writes_capacity(const gw_tag_writes_t *tw)
+{
+    return tw ? tw->n_slots : 0;
+}
+
 /* I/O thread: an answer for slot `id`. */
 static void on_answer(void *ctx, uint64_t id, uint32_t unused, const uint8_t *pdu, size_t len)
 {

@@ -254,9 +254,15 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
                            "# TYPE rtugw_poller_reads gauge\nrtugw_poller_reads %u\n"
                            "# HELP rtugw_poller_splits_total Reads divided after exception 02 across holes\n"
                            "# TYPE rtugw_poller_splits_total counter\nrtugw_poller_splits_total %llu\n"
-                           "# HELP rtugw_tags Tags configured\n# TYPE rtugw_tags gauge\nrtugw_tags %zu\n",
+                           "# HELP rtugw_tags Tags configured\n# TYPE rtugw_tags gauge\nrtugw_tags %zu\n"
+                           "# HELP rtugw_tag_writes_in_flight Tag writes (HTTP, MQTT, Sparkplug) waiting for their "
+                           "slave, of at most rtugw_tag_writes_max\n# TYPE rtugw_tag_writes_in_flight gauge\n"
+                           "rtugw_tag_writes_in_flight %u\n# HELP rtugw_tag_writes_max Tag writes that may be in "
+                           "flight: [http] max_connections + 64\n# TYPE rtugw_tag_writes_max gauge\n"
+                           "rtugw_tag_writes_max %u\n",
                         poller_read_count(gw->poller), (unsigned long long)poller_splits(gw->poller),
-                        tags_table_count(gwtags_defs(gw->tags)));
+                        tags_table_count(gwtags_defs(gw->tags)), tag_writes_in_flight(gw->tag_writes),
+                        tag_writes_capacity(gw->tag_writes));
     if (gw->cfg->http.tag_metrics)
         tag_gauges(gw, b);
 }
