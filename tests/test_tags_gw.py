@@ -199,14 +199,21 @@ def qualities(g, name, seconds, until):
     return seen
 
 
-def test_quality():
+def silenced(interval_ms, timeout_ms, extra=""):
+    """A writable uint16 tag t (holding 3) on slave 1, never backed off, good;
+    then the slave is stopped: the port stays open, nothing answers."""
     d = tempfile.mkdtemp(prefix="rtugw-tags-")
     sim = PtySim(d, "1")
     devices = ("[device plc]\nslave = 1\ndead_after = 0\n"
-               "[tag t]\ntable = holding\naddress = 3\ntype = uint16\ninterval_ms = 200\nwritable = true\n")
-    g = gateway(d, sim, devices, extra=f"write_token = {TOKEN}\n", timeout_ms=1500)
+               f"[tag t]\ntable = holding\naddress = 3\ntype = uint16\ninterval_ms = {interval_ms}\nwritable = true\n")
+    g = gateway(d, sim, devices, extra=f"write_token = {TOKEN}\n{extra}", timeout_ms=timeout_ms)
     check(wait_for(lambda: all_good(g), 5), "good while the slave answers")
-    sim.signal(signal.SIGSTOP)   # silent: the port stays open, nothing answers
+    sim.signal(signal.SIGSTOP)
+    return d, sim, g, devices
+
+
+def test_quality():
+    d, sim, g, devices = silenced(200, 1500)
     seq = qualities(g, "t", 12, lambda t: t.get("reason") == "timeout")
     if seq and seq[0] == ("good", None, None):
         seq = seq[1:]
@@ -242,15 +249,10 @@ def test_quality():
 def test_abandoned_writes():
     """Issue 35, fault 8: writes to a silent slave whose clients close at once
     (60 of them, more than [http] max_connections) must not hold the HTTP
-    connections: /status and /metrics answer at once, the connection count
-    falls back, and a write whose client stays still gets its 0x0B."""
-    d = tempfile.mkdtemp(prefix="rtugw-tags-")
-    sim = PtySim(d, "1")
-    devices = ("[device plc]\nslave = 1\ndead_after = 0\n"
-               "[tag t]\ntable = holding\naddress = 3\ntype = uint16\ninterval_ms = 5000\nwritable = true\n")
-    g = gateway(d, sim, devices, extra=f"write_token = {TOKEN}\nmax_connections = 8\n", timeout_ms=1000)
-    check(wait_for(lambda: all_good(g), 5), "good while the slave answers")
-    sim.signal(signal.SIGSTOP)   # silent: every write waits for its timeouts
+    connections: /status answers at once, the connection count falls back,
+    each abandoned write is answered once (to no one), and a write goes
+    through once the slave answers again."""
+    d, sim, g, _ = silenced(5000, 1000, "max_connections = 8\n")
     body = b'{"value": 6}'
     for _ in range(60):
         try:
