@@ -91,7 +91,14 @@ static int find_poll(const config_t *cfg, const char *name)
     return -1;
 }
 
-/* [gateway], [tcp], [http], [router], [mqtt]: *first is set when it was given before. */
+/* [gateway], [tcp], [http], [router], [mqtt]: *first is set when it was given before.
+ *
+ * One rule for every service section ([tcp], [http], [tls], [rtu_tcp],
+ * [mqtt]): present = on, unless it says enabled = false. Before, [mqtt] was
+ * on when present while [tls] and [rtu_tcp] needed enabled = true, so the same
+ * shape of section meant two things. The header turns the service on and a
+ * later enabled = false in it turns it off again; [tcp] and [http] are also on
+ * when absent (the gateway's own front end and status page). */
 static void *single_section(loader_t *ld, int kind, unsigned *first)
 {
     config_t *cfg = ld->cfg;
@@ -103,8 +110,15 @@ static void *single_section(loader_t *ld, int kind, unsigned *first)
     case S_GATEWAY: return cfg;
     case S_TCP: return &cfg->tcp;
     case S_HTTP: return &cfg->http;
-    case S_TLS: cfg->tls.line = ld->header_line; return &cfg->tls;
-    case S_RTU_TCP: return &cfg->rtu_tcp;
+    case S_TLS:
+        cfg->tls.line = ld->header_line;
+        if (!*first)
+            cfg->tls.enabled = true;
+        return &cfg->tls;
+    case S_RTU_TCP:
+        if (!*first)
+            cfg->rtu_tcp.enabled = true;
+        return &cfg->rtu_tcp;
     case S_MQTT:
         if (!*first)
             config_mqtt_open(ld);
@@ -471,11 +485,15 @@ void config_free(config_t *cfg)
     free(cfg);
 }
 
+/* The services off by default are named when on: a section present is on,
+ * so check says which of them the file turns on. */
 int config_summary(const config_t *cfg, char *buf, size_t cap)
 {
     size_t tags = cfg->tags ? tags_table_count(cfg->tags) : 0;
-    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s",
+    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s%s%s%s",
                     cfg->bus_count, cfg->bus_count == 1 ? "" : "es", cfg->device_count,
                     cfg->device_count == 1 ? "" : "s", cfg->poll_count, cfg->poll_count == 1 ? "" : "s",
-                    tags, tags == 1 ? "" : "s", cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off");
+                    tags, tags == 1 ? "" : "s", cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off",
+                    cfg->rtu_tcp.enabled ? ", rtu_tcp on" : "", cfg->tls.enabled ? ", tls on" : "",
+                    cfg->mqtt_enabled ? ", mqtt on" : "");
 }

@@ -249,7 +249,7 @@ typedef struct config {
     config_tls_t tls;
     config_role_t roles[CONFIG_MAX_ROLES];
     unsigned role_count;
-    bool mqtt_enabled;              /* an [mqtt] section is present */
+    bool mqtt_enabled;              /* an [mqtt] section is present, without enabled = false */
     north_config_t mqtt;            /* [mqtt]: filled and checked here, used by north/ */
 } config_t;
 

@@ -189,7 +189,7 @@ bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, cons
 void security_resolve(loader_t *ld);
 int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
-#define CONFIG_MQTT_KEYS 31
+#define CONFIG_MQTT_KEYS 32
 extern const key_spec_t config_mqtt_keys[CONFIG_MQTT_KEYS];
 void config_mqtt_open(loader_t *ld);      /* the section's first header: its defaults */
 void config_mqtt_resolve(loader_t *ld);   /* after the file */

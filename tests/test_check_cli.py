@@ -136,5 +136,51 @@ check("not a serial port: Is a directory; retrying" in line, f"run on a director
 os.close(master)
 os.close(slave)
 
+# config/example.ini: every commented block (";[section]" or a ";key = value"
+# run inside a live section) is an option its comment says to uncomment by
+# removing the ';'. Each, uncommented alone in place, must pass check; a
+# header commented as prose ("; [mqtt] -- text") would not and is refused.
+import re  # noqa: E402
+ex_dir = os.path.join(tmp, "example")
+os.mkdir(ex_dir)
+shutil.copy(os.path.join(SRC, "config", "plc1-tags.csv"), ex_dir)
+with open(os.path.join(SRC, "config", "example.ini")) as f:
+    ex_lines = f.read().split("\n")
+option = re.compile(r"^;(\[|[a-z_0-9]+ *=)")
+check(not [ln for ln in ex_lines if re.match(r"^[;#] +\[[a-z]", ln)],
+      "example.ini: no section header commented with a space (it reads as prose, not as an option)")
+blocks, start = [], None
+for i, ln in enumerate(ex_lines + [""]):
+    if option.match(ln) and start is None:
+        start = i
+    elif not option.match(ln) and start is not None:
+        blocks.append((start, i))
+        start = None
+check(len(blocks) >= 8, f"example.ini: {len(blocks)} commented blocks found")
+for a, b in blocks:
+    text = "\n".join(ex_lines[:a] + [ln[1:] for ln in ex_lines[a:b]] + ex_lines[b:])
+    f = os.path.join(ex_dir, "example.ini")
+    with open(f, "w") as out:
+        out.write(text)
+    p = run("-c", f)
+    check(p.returncode == 0, f"example.ini lines {a + 1}-{b} uncommented: {p.stderr.strip()!r}")
+
+# One rule for service sections: present = on, enabled = false = off. Old
+# files that said enabled = true keep working; a [tls] present without it is
+# now on, and its missing keys say how to keep it off.
+ON = [("[tls]\nport = 8802\n", 2, "cert_file is required (a section present is on; enabled = false keeps it off)"),
+      ("[tls]\nenabled = false\n", 0, "http on\n"),
+      ("[tls]\nenabled = true\nport = 8802\n", 2, "key_file is required"),
+      ("[rtu_tcp]\nport = 1600\n", 0, "http on, rtu_tcp on\n"),
+      ("[rtu_tcp]\nenabled = false\nport = 1600\n", 0, "http on\n"),
+      ("[mqtt]\nhost = 127.0.0.1\n", 0, "http on, mqtt on\n"),
+      ("[mqtt]\nenabled = false\n", 0, "http on\n"),
+      ("[mqtt]\nenabled = maybe\n", 2, "[mqtt] enabled = 'maybe': expected true or false")]
+for body, rc, text in ON:
+    f = write("on.ini", "[bus a]\nport = sim\n" + body)
+    p = run("-c", f)
+    check(p.returncode == rc and text in (p.stdout if rc == 0 else p.stderr),
+          f"{body!r}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+
 shutil.rmtree(tmp)
 finish("check cli")
