@@ -145,6 +145,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
     }
     if (kind == S_SERIAL_SLAVE)
         return transports_new_serial_slave(ld, name, first);
+    if (kind == S_TEMPLATE)
+        return config_tags_new_template(ld, name, first);
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -162,7 +164,7 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
             config_device_t *d = &cfg->devices[cfg->device_count++];
             *d = (config_device_t){ .dead_after = 3, .dead_backoff_ms = 10000, .max_read_registers = 125,
                                     .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1,
-                                    .line = ld->header_line };
+                                    .template_index = -1, .line = ld->header_line };
             snprintf(d->name, sizeof d->name, "%s", name);
             return d;
         }
@@ -198,8 +200,8 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
             k = i;
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
-                        "poll NAME, tag NAME, tcp, http, router, tls, role NAME, rtu_tcp, serial_slave NAME "
-                        "or mqtt)", raw);
+                        "poll NAME, tag NAME, template NAME, tcp, http, router, tls, role NAME, rtu_tcp, "
+                        "serial_slave NAME or mqtt)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];

@@ -26,6 +26,7 @@
 #define CONFIG_PATH_MAX 256
 #define CONFIG_MAX_BUSES 16
 #define CONFIG_MAX_DEVICES 256
+#define CONFIG_MAX_TEMPLATES 64
 #define CONFIG_MAX_POLLS 512
 #define CONFIG_MAX_ALLOW 16
 #define CONFIG_MAX_BUCKETS 16
@@ -94,8 +95,24 @@ typedef struct config_device {
     unsigned max_gap;               /* registers read over rather than split: 0..125 */
     int mqtt_publish;               /* a north_publish_mode_t, or -1: [mqtt] publish */
     unsigned mqtt_interval_ms;      /* mqtt_publish = interval: 0 is [mqtt] interval_ms */
+    unsigned interval_ms;           /* its tags' default read interval; 0: the template's, else 1000 */
+    bool order_set;                 /* order was written (it overrides the template's) */
+    char template_name[CONFIG_NAME_MAX];  /* template = NAME, as written; "" none */
+    int template_index;             /* index into templates, or -1 */
     unsigned line;
 } config_device_t;
+
+/* [template NAME]: a register list (a tags CSV whose rows name no device)
+ * that any number of devices use with template = NAME; each device gets a
+ * copy of every row, named DEVICE.ROW (docs/tags.md). */
+typedef struct config_template {
+    char name[CONFIG_NAME_MAX];
+    char tags_file[CONFIG_PATH_MAX];/* as written (relative: to the config file's folder) */
+    tags_order_t order;             /* default of its rows that name none, under the device's own */
+    bool order_set;
+    unsigned interval_ms;           /* default read interval, under the device's own; 0: 1000 */
+    unsigned line;
+} config_template_t;
 
 typedef struct config_poll {
     char name[CONFIG_NAME_MAX];
@@ -234,6 +251,8 @@ typedef struct config {
     unsigned bus_count;
     config_device_t devices[CONFIG_MAX_DEVICES];
     unsigned device_count;
+    config_template_t templates[CONFIG_MAX_TEMPLATES];
+    unsigned template_count;
     config_poll_t polls[CONFIG_MAX_POLLS];
     unsigned poll_count;
     config_tcp_t tcp;

@@ -27,7 +27,7 @@
 #define CONFIG_SECTION_KEYS_MAX 288
 
 enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE,
-       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_COUNT };
+       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_TEMPLATE, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -151,9 +151,13 @@ config_tags_t *config_tags_new(void);
 void config_tags_free(config_tags_t *ct);
 /* A [tag NAME] header: the section's target, or NULL (the error reported). */
 void *config_tags_section(loader_t *ld, const char *name);
-/* Setters of the [tag NAME] keys, and of [device NAME]'s order and tags_file. */
+/* Setters of the [tag NAME] keys, and of [device NAME]'s order, tags_file and template. */
 bool config_tags_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* A [template NAME] header (a new entry, or NULL with *first set when the
+ * name was given before), and its tags_file and order. */
+void *config_tags_new_template(loader_t *ld, const char *name, unsigned *first);
+bool config_tags_set_template(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool config_mqtt_set_device_publish(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* After the file, the devices resolved: reads every tags_file, adds the
  * sections, checks the planner's limits, and sets cfg->tags (NULL when

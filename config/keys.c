@@ -65,6 +65,8 @@ static const key_spec_t device_keys[] = {
     U(config_device_t, dead_backoff_ms, 0, 3600000),
     C("order", config_tags_set_device),
     C("tags_file", config_tags_set_device),
+    C("template", config_tags_set_device),
+    U(config_device_t, interval_ms, 1, 86400000),
     U(config_device_t, max_read_registers, 1, 125),
     U(config_device_t, max_read_bits, 1, 2000),
     U(config_device_t, max_gap, 0, 125),
@@ -165,6 +167,13 @@ static const key_spec_t tag_keys[] = {
     C("writable", config_tags_set), C("interval_ms", config_tags_set), C("description", config_tags_set),
 };
 
+/* [template NAME]: a register list and its defaults (config/tags.c). */
+static const key_spec_t template_keys[] = {
+    C("tags_file", config_tags_set_template),
+    C("order", config_tags_set_template),
+    U(config_template_t, interval_ms, 1, 86400000),
+};
+
 const section_kind_t config_section_kinds[S_COUNT] = {
     [S_GATEWAY] = { "gateway", false, gateway_keys, COUNT(gateway_keys) },
     [S_BUS] = { "bus", true, bus_keys, COUNT(bus_keys) },
@@ -180,6 +189,7 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_RTU_TCP] = { "rtu_tcp", false, tcp_keys, COUNT(tcp_keys) },
     [S_SERIAL_SLAVE] = { "serial_slave", true, serial_slave_keys, COUNT(serial_slave_keys) },
     [S_MQTT] = { "mqtt", false, config_mqtt_keys, CONFIG_MQTT_KEYS },
+    [S_TEMPLATE] = { "template", true, template_keys, COUNT(template_keys) },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)

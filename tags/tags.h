@@ -278,6 +278,8 @@ typedef struct tags_device_defaults {
     const char *name;                /* as the CSV's device column writes it */
     tags_order_t order;              /* for tags without an order of their own */
     unsigned interval_ms;            /* for tags without an interval; 0: 1000 */
+    bool scoped;                     /* a register list (template) read for this device: its rows
+                                        name no device and each tag is named DEVICE.NAME */
 } tags_device_defaults_t;
 
 typedef struct tags_errors {
@@ -296,7 +298,10 @@ typedef struct tags_errors {
  *
  * devices: when n_devices > 0, a row's device must be one of them (an empty
  * device column is allowed when there is exactly one); when 0, any device
- * name goes, with order ABCD and interval 1000 ms.
+ * name goes, with order ABCD and interval 1000 ms. A scoped default (pass it
+ * alone) reads the file as a register list for that device: a row naming a
+ * device is an error, and row "voltage" becomes tag "DEVICE.voltage", so one
+ * list read once per device gives each its own tags.
  *
  * Every error is reported, each "FILE:LINE:COLUMN: column 'value': reason"
  * (COLUMN counts bytes from 1, where the field starts), up to

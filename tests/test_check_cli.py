@@ -156,7 +156,7 @@ for i, ln in enumerate(ex_lines + [""]):
     elif not option.match(ln) and start is not None:
         blocks.append((start, i))
         start = None
-check(len(blocks) >= 8, f"example.ini: {len(blocks)} commented blocks found")
+check(len(blocks) >= 9, f"example.ini: {len(blocks)} commented blocks found")
 for a, b in blocks:
     text = "\n".join(ex_lines[:a] + [ln[1:] for ln in ex_lines[a:b]] + ex_lines[b:])
     f = os.path.join(ex_dir, "example.ini")

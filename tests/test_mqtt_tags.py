@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, rss_growth_bound_kib, status_kib, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers and subscribers; its main() does not run on import)
 from test_mqtt import Broker, Subscriber, mqtt_section, poll  # noqa: E402
-from tagscheck import registers, value_for  # noqa: E402
+from tagscheck import http, registers, value_for  # noqa: E402
 from tagsref import csv_text, load_lines, make_tagset, same_value  # noqa: E402
 
 SEED = int(os.environ.get("RTUGW_SEED", str(random.randrange(1, 2**32))), 0)
@@ -255,5 +255,63 @@ def test_http_and_mqtt_share_the_overlap_rule():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_template_15_devices():
+    """[template meter]: one register list used by 15 devices gives 15 x 4
+    tags named meterK.ROW in /tags, each decoded from its own slave's words
+    with the device's defaults over the template's (order, interval_ms), and
+    one MQTT topic per device carrying its own scoped names only."""
+    d = tempfile.mkdtemp(prefix="rtugw-template-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,scale,unit\nvoltage,holding,0,uint16,0.1,V\ncurrent,holding,1,uint16,,A\n"
+                "energy,holding,2,uint32,,Wh\nstatus,input,5,uint16,,\n")
+    b = Broker("template")
+    sub = Subscriber(b.port, "rtugw/#", "sub-template", clean=True)
+    n = 15
+    devices = (f"[template meter]\ntags_file = {d}/meter.csv\norder = CDAB\ninterval_ms = 500\n" +
+               "".join(f"[device meter{k}]\nslave = {k}\ntemplate = meter\n"
+                       + ("interval_ms = 1500\n" if k == 3 else "order = ABCD\n" if k == 15 else "")
+                       for k in range(1, n + 1)))
+    g = Gateway(bus="port = sim:" + ",".join(str(k) for k in range(1, n + 1)) + "\nbaud = 115200\n",
+                devices=devices, timeout_ms=300, extra=mqtt_section(b.port, "gtpl"))
+
+    def tags():
+        st, out = http(g, "GET", "/tags")
+        return {t["name"]: t for t in json.loads(out)["tags"]} if st == 200 else {}
+    check(wait_for(lambda: len(tags()) == 4 * n and all(t["quality"] == "good" for t in tags().values()), 20),
+          f"15 x 4 tags, all good ({len(tags())})")
+    v, bad = tags(), []
+    for k in range(1, n + 1):
+        w = [k * 1000 + a for a in range(4)]
+        energy = (w[2] << 16 | w[3]) if k == 15 else (w[3] << 16 | w[2])
+        want = {"voltage": w[0] * 0.1, "current": w[1], "energy": energy, "status": 0x8000 + k * 1000 + 5}
+        for row, val in want.items():
+            t = v.get(f"meter{k}.{row}", {})
+            if t.get("device") != f"meter{k}" or abs(t.get("value", -1) - val) > 1e-6:
+                bad.append((f"meter{k}.{row}", val, t))
+    check(not bad and "voltage" not in v, f"scoped names, each device's own words: {bad[:3]}")
+    full = {k: json.loads(http(g, "GET", f"/tags/meter{k}.energy")[1]) for k in (1, 3, 15)}
+    check([full[k]["interval_ms"] for k in (1, 3, 15)] == [500, 1500, 500] and
+          [full[k]["order"] for k in (1, 3, 15)] == ["CDAB", "CDAB", "ABCD"],
+          f"the device's interval_ms and order over the template's: "
+          f"{[(full[k]['interval_ms'], full[k]['order']) for k in (1, 3, 15)]}")
+
+    def topics():
+        got = {}
+        for t, m, _ in sub.messages():
+            if t.startswith("rtugw/gtpl/meter") and t.endswith("/data"):
+                got.setdefault(t, set()).update(m["values"])
+        return got
+    check(wait_for(lambda: len(topics()) == n and all(len(x) == 4 for x in topics().values()), 10),
+          f"one topic per device ({len(topics())})")
+    wrong = {t: names for t, names in topics().items()
+             if names != {f"{t.split('/')[2]}.{r}" for r in ("voltage", "current", "energy", "status")}}
+    check(not wrong, f"each topic carries its own device's scoped names: {list(wrong.items())[:2]}")
+    g.stop()
+    sub.close()
+    b.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule], cleanup=[test_mqtt.WORK])
+    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
+                                 test_template_15_devices], cleanup=[test_mqtt.WORK])
