@@ -99,6 +99,76 @@ static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size
     run->tls = next;
 }
 
+/* Whether the devices differ in more than what only their tags use (order,
+ * interval_ms, tags_file, template): those change with the tag table. */
+static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
+{
+    if (a->device_count != b->device_count)
+        return true;
+    for (unsigned i = 0; i < a->device_count; i++) {
+        config_device_t x = a->devices[i], y = b->devices[i];
+        config_device_t *both[2] = { &x, &y };
+        for (int k = 0; k < 2; k++) {
+            both[k]->order = 0;
+            both[k]->order_set = false;
+            both[k]->interval_ms = 0;
+            memset(both[k]->tags_file, 0, sizeof both[k]->tags_file);
+            memset(both[k]->template_name, 0, sizeof both[k]->template_name);
+            both[k]->template_index = -1;
+        }
+        if (memcmp(&x, &y, sizeof x) != 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The tags, live: the table rebuilt from the fresh configuration, the poller
+ * planned again, MQTT told; the TCP front ends and the MQTT session are not
+ * touched. Only where that is safe without stopping anything (tags_gw.c):
+ * the poller on the I/O thread (buses_on_io_thread), the buses, poll groups
+ * and the devices but for their tag keys unchanged, and no tag write in
+ * flight (it holds a tag's index); otherwise *why says what stands in the way
+ * and the tags wait for a restart (or, for writes, the next SIGHUP).
+ */
+static bool reload_tags(gw_t *gw, const config_t *fresh, bool others_changed, const char **why)
+{
+    char err[320];
+    size_t kept = 0;
+    unsigned writes = tag_writes_in_flight(gw->tag_writes);
+
+    *why = others_changed ? "buses, poll groups or devices changed too"
+         : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false"
+         : writes ? "tag writes in flight: send SIGHUP again" : NULL;
+    if (*why)
+        return false;
+    if (gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) {
+        *why = "out of memory";
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s", err);
+        return false;
+    }
+    for (unsigned i = 0; i < fresh->device_count; i++) {
+        config_device_t *d = &gw->cfg->devices[i];
+        const config_device_t *f = &fresh->devices[i];
+        d->order = f->order;
+        d->order_set = f->order_set;
+        d->interval_ms = f->interval_ms;
+        memcpy(d->tags_file, f->tags_file, sizeof d->tags_file);
+        memcpy(d->template_name, f->template_name, sizeof d->template_name);
+        d->template_index = f->template_index;
+    }
+    memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
+    gw->cfg->template_count = fresh->template_count;
+    if (poller_replan(gw->poller, err, sizeof err) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; the tags are not polled until a restart", err);
+    if (gw->north && gwnorth_tags_changed(gw->north) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: mqtt: cannot announce the new tags (out of memory)");
+    size_t n = tags_table_count(gwtags_defs(gw->tags));
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: tags applied: %zu tags, %zu of them unchanged (values kept), %u reads",
+           n, kept, poller_read_count(gw->poller));
+    return true;
+}
+
 static void reload(gw_t *gw)
 {
     config_errors_t errs;
@@ -119,20 +189,29 @@ static void reload(gw_t *gw)
     }
     char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
     size_t used = 0;
-    /* Buses, devices, poll groups, tags, the router and HTTP are owned by running
+    /* Buses, devices, poll groups, the router and HTTP are owned by running
      * actors and listeners: a change there needs a restart, and the log and
-     * /status name each one rather than pretending it was applied. */
+     * /status name each one rather than pretending it was applied. The tags
+     * (and the devices' tag keys) apply live where reload_tags can. */
 #define CHANGED(name, cond)                                                                        \
     if (cond)                                                                                      \
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
-    CHANGED("buses", gw->cfg->bus_count != fresh->bus_count ||
-                         memcmp(gw->cfg->buses, fresh->buses, sizeof fresh->buses) != 0);
-    CHANGED("devices", gw->cfg->device_count != fresh->device_count ||
-                           memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0);
-    CHANGED("polls", gw->cfg->poll_count != fresh->poll_count ||
-                         memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0);
-    CHANGED("tags", !gwtags_same(gw->tags, fresh->tags));
+    bool buses = gw->cfg->bus_count != fresh->bus_count ||
+                 memcmp(gw->cfg->buses, fresh->buses, sizeof fresh->buses) != 0;
+    bool polls = gw->cfg->poll_count != fresh->poll_count ||
+                 memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0;
+    bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
+    bool tags = !gwtags_same(gw->tags, fresh->tags) ||
+                (!devices && memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0);
+    const char *tags_why = NULL;
+    bool tags_live = tags && reload_tags(gw, fresh, buses || polls || devices, &tags_why);
+    CHANGED("buses", buses);
+    CHANGED("devices", devices);
+    CHANGED("polls", polls);
+    CHANGED("tags", tags && !tags_live);
+    if (tags && !tags_live)
+        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the tags changed but are not applied: %s", tags_why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
@@ -160,9 +239,9 @@ static void reload(gw_t *gw)
     }
     gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s", gw->opt.config_path,
-           gw->mbaps ? ", [tls] and the roles' rights" : "", restart[0] ? "; not applied until a restart: " : "",
-           restart);
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s", gw->opt.config_path,
+           gw->mbaps ? ", [tls] and the roles' rights" : "", tags_live ? ", the tags" : "",
+           restart[0] ? "; not applied until a restart: " : "", restart);
     config_free(fresh);
 }
 

@@ -200,7 +200,8 @@ void gwtags_free(gw_tags_t *t);
 /* Values are read and written only between these two (any thread). */
 tags_table_t *gwtags_lock(gw_tags_t *t);
 void gwtags_unlock(gw_tags_t *t);
-/* The definitions, which never change: no lock needed to read them. */
+/* The definitions, which change only in a reload on the I/O thread
+ * (gwtags_replace): no lock needed to read them there, within one callback. */
 const tags_table_t *gwtags_defs(const gw_tags_t *t);
 /* The index in cfg->devices of a tag's device. */
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
@@ -212,6 +213,12 @@ int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t 
                  int64_t now_ms);
 /* Whether defs (a fresh configuration's) defines the same tags. */
 bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs);
+/* A reload: the table rebuilt from cfg (its tags and devices), values kept
+ * for tags defined as before (*kept of them). On the I/O thread, with every
+ * user of the definitions there and no tag write in flight (tags_gw.c). */
+int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, size_t errcap);
+/* +1 per replace: work naming tag indices carries it, and an older one is dropped. */
+uint32_t gwtags_generation(const gw_tags_t *t);
 
 /* ---- loop.c: the I/O thread -------------------------------------------------- */
 
@@ -316,6 +323,10 @@ void poller_free(gw_poller_t *p);
 /* Which read of the plan a poll group belongs to, and how many reads there are. */
 unsigned poller_read_of(const gw_poller_t *p, unsigned group);
 unsigned poller_read_count(const gw_poller_t *p);
+/* Plans again from the tag table as it is now (after gwtags_replace): a new
+ * generation, the old reads' ticks and answers ignored. Only where the
+ * poller runs on the calling thread (the I/O thread). */
+int poller_replan(gw_poller_t *p, char *err, size_t errcap);
 /* Reads divided after exception 02, and plans built since the first. */
 uint64_t poller_splits(const gw_poller_t *p);
 
@@ -349,6 +360,8 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
 /* The poller's thread: read r of plan was answered (or failed) and applied to
  * the tag table; its tags go out. Never blocks. */
 void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms);
+/* After gwtags_replace, on the I/O thread: the devices' tags announced again. */
+int gwnorth_tags_changed(gw_north_t *gn);
 struct evbuffer;
 void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 

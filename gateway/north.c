@@ -18,7 +18,10 @@
  * device's values. The chunks of one read cannot interleave with another's:
  * there is one poller actor, so its posts come from one thread at a time
  * and loop_post keeps their order. Each device's tags are announced to north
- * once at start (north_define_device: type, unit, writable).
+ * at start (north_define_device: type, unit, writable), and again after a
+ * reload replaced the tag table (gwnorth_tags_changed). Chunks carry the
+ * table's generation: one posted before a reload names indices of the old
+ * table and is dropped.
  *
  * In: a write names a device and a tag. A tag of tags.csv is encoded by the
  * tag codec (type, order, scale: tags_encode_text) and written through
@@ -168,6 +171,8 @@ gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
 
 #define CHUNK_TAGS (RTU_MAX_ADU / sizeof(uint32_t))
 #define CHUNK_LAST 0x80000000u
+#define CHUNK_GEN_SHIFT 16
+#define CHUNK_GEN_MASK 0x7fffu
 
 /* The north type a tag is published as: its own for whole numbers read as
  * they are, a double once scale or offset make it an engineering value. */
@@ -244,6 +249,9 @@ static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
     gn->n_gathered = 0;
     if (n == 0 || n > 2000)
         return;
+    for (size_t k = 0; k < n; k++)
+        if (gn->gathered[k] >= tags_table_count(defs))
+            return;   /* cannot happen: chunks of an older table are dropped in on_tags */
     const tags_tag_t *first = tags_table_tag(defs, gn->gathered[0]);
     unsigned device = gwtags_config_device(gw->tags, first);
     bool reachable = false, any_answer = false;
@@ -264,11 +272,16 @@ static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
     gwtags_unlock(gw->tags);   /* string values point into the table's words until here */
 }
 
-/* On the I/O thread: a = wall time, b = count | CHUNK_LAST, data = tag indices. */
+/* On the I/O thread: a = wall time, b = count | generation << 16 | CHUNK_LAST,
+ * data = tag indices. */
 static void on_tags(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_north_t *gn = ctx;
     size_t count = len / sizeof(uint32_t);
+    if (((b >> CHUNK_GEN_SHIFT) & CHUNK_GEN_MASK) != (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK)) {
+        gn->n_gathered = 0;   /* indices of a table since replaced */
+        return;
+    }
     if (gn->n_gathered + count <= gn->cap_gathered) {
         memcpy(gn->gathered + gn->n_gathered, data, count * sizeof(uint32_t));
         gn->n_gathered += count;
@@ -292,7 +305,8 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int6
         chunk[k++] = m[i].index;
         sent++;
         if (k == CHUNK_TAGS || sent == tags) {
-            uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST : 0);
+            uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST : 0) |
+                         (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK) << CHUNK_GEN_SHIFT;
             if (loop_post(gn->gw->loop, on_tags, gn, (uint64_t)wall_ms, b, chunk, k * sizeof chunk[0]) != 0)
                 gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand tag values to the I/O thread (out of memory)");
             k = 0;
@@ -324,6 +338,18 @@ static int define_devices(gw_north_t *gn)
     }
     free(list);
     return rc;
+}
+
+int gwnorth_tags_changed(gw_north_t *gn)
+{
+    size_t n = tags_table_count(gwtags_defs(gn->gw->tags));
+    uint32_t *g = realloc(gn->gathered, (n + 1) * sizeof *g);
+    if (!g)
+        return -1;
+    gn->gathered = g;
+    gn->cap_gathered = n;
+    gn->n_gathered = 0;
+    return define_devices(gn);
 }
 
 /* ---- in: writes ------------------------------------------------------------------------- */

@@ -176,6 +176,21 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
     return 0;
 }
 
+int poller_replan(gw_poller_t *p, char *err, size_t errcap)
+{
+    if (replan(p, err, errcap) == 0)
+        return 0;
+    /* The old plan names indices of the table replaced: it must not run on. */
+    tags_plan_free(p->plan);
+    free(p->reads);
+    p->plan = NULL;
+    p->reads = NULL;
+    p->n_reads = 0;
+    p->generation++;
+    atomic_store(&p->read_count, 0);
+    return -1;
+}
+
 /* ---- polls and answers -------------------------------------------------------------- */
 
 static void poll_once(gw_poller_t *p, unsigned ri)

@@ -262,6 +262,11 @@ size_t tags_table_count(const tags_table_t *t);
 const tags_tag_t *tags_table_tag(const tags_table_t *t, size_t index);
 /* Index of the tag called name, or -ENOENT. */
 int tags_table_find(const tags_table_t *t, const char *name);
+/* Copies the value of tag si of src (quality, time, last reported value, the
+ * words of a string or raw) to tag di of dst, a table built again with the
+ * same definition of that tag (a reload): it keeps its value instead of
+ * starting "not read". -EINVAL when the two differ in type or width. */
+int tags_table_carry_value(tags_table_t *dst, size_t di, const tags_table_t *src, size_t si);
 size_t tags_table_device_count(const tags_table_t *t);
 const char *tags_table_device_name(const tags_table_t *t, size_t device);
 /* Index of the device called name, or -ENOENT. */

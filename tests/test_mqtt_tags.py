@@ -18,6 +18,9 @@ import json
 import os
 import random
 import shutil
+import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -27,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, rss_growth_bound_kib, status_kib, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers and subscribers; its main() does not run on import)
 from test_mqtt import Broker, Subscriber, mqtt_section, poll  # noqa: E402
-from tagscheck import http, registers, value_for  # noqa: E402
+from tagscheck import all_good, http, registers, tag_values, value_for  # noqa: E402
 from tagsref import csv_text, load_lines, make_tagset, same_value  # noqa: E402
 
 SEED = int(os.environ.get("RTUGW_SEED", str(random.randrange(1, 2**32))), 0)
@@ -312,6 +315,84 @@ def test_template_15_devices():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def mbap_read(sock, tid, address, count=1):
+    """Holding registers of unit 1 on an open Modbus TCP socket (no reconnect, unlike pymodbus)."""
+    sock.sendall(struct.pack(">HHHBBHH", tid, 0, 6, 1, 3, address, count))
+    want, got = 9 + 2 * count, b""
+    while len(got) < want:
+        part = sock.recv(want - len(got))
+        if not part:
+            return None
+        got += part
+    return list(struct.unpack(f">{count}H", got[9:])) if got[7] == 3 else None
+
+
+def test_reload_tags_live():
+    """A row added to a tags_file and SIGHUP: the new tag's value is in /tags
+    within a poll or so, the unchanged tag keeps its good value, and the rest
+    keeps running: a Modbus TCP connection opened before answers on the same
+    socket after, the MQTT session stays up (QoS 1 subscriber: no sequence
+    gap, no reconnection). A file that fails check changes nothing."""
+    d = tempfile.mkdtemp(prefix="rtugw-reload-tags-")
+    csv_path = os.path.join(d, "tags.csv")
+    with open(csv_path, "w") as f:
+        f.write("name,table,address,type,interval_ms\nv0,holding,0,uint16,200\n")
+    b = Broker("reload")
+    sub = Subscriber(b.port, "rtugw/#", "sub-reload", clean=True)
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=f"[device d]\nslave = 1\ntags_file = {csv_path}\n",
+                extra=mqtt_section(b.port, "glive", "publish = poll\n"))
+    check(wait_for(lambda: all_good(g), 5), "v0 good before the reload")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
+    check(mbap_read(sock, 1, 5) == [1005], "Modbus TCP answers before the reload")
+    with open(csv_path, "a") as f:
+        f.write("v9,holding,9,uint16,200\n")
+    t0 = time.monotonic()
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: tag_values(g).get("v9", {}).get("quality") == "good", 5),
+          "the added tag is good in /tags after SIGHUP")
+    took = time.monotonic() - t0
+    v = tag_values(g)
+    check(v["v9"]["value"] == 1009 and v["v0"]["value"] == 1000 and v["v0"]["quality"] == "good",
+          f"its value, and the unchanged tag's ({took:.2f} s after the signal; reads every 0.2 s)")
+    check(took < 3, f"within a few polls: {took:.2f} s")
+    check(mbap_read(sock, 2, 5) == [1005], "the Modbus TCP connection opened before answers on the same socket")
+    log = g.log_text()
+    check("tags applied: 2 tags, 1 of them unchanged" in log and "not applied until a restart" not in log,
+          "the log says the tags were applied, and nothing waits for a restart")
+    check(g.status().get("restart_needed") == "", "/status: restart_needed is empty")
+    check(wait_for(lambda: any("v9" in p["values"] for t, p, _ in sub.messages("/data")), 5),
+          "MQTT publishes the added tag")
+    # a file that check refuses: nothing changes
+    with open(csv_path, "a") as f:
+        f.write("v10,holding,10,uint17,200\n")
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: "keeping the running configuration" in g.log_text(), 5), "a bad file is refused")
+    check(sorted(tag_values(g)) == ["v0", "v9"], "and the tags are those running before")
+    # a valid row, but a bus changed in the same reload: the tags wait, and say why
+    with open(csv_path) as f:
+        rows = f.read().replace("uint17", "uint16")
+    with open(csv_path, "w") as f:
+        f.write(rows)
+    g.rewrite(g.text.replace("baud = 115200", "baud = 57600"))
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: g.status().get("restart_needed") == "buses tags", 5),
+          f"a bus changed too: /status names buses and tags ({g.status().get('restart_needed')})")
+    check("the tags changed but are not applied: buses, poll groups or devices changed too" in g.log_text() and
+          sorted(tag_values(g)) == ["v0", "v9"], "the log says why, and the running tags stay")
+    time.sleep(0.5)
+    check(mbap_read(sock, 3, 9) == [1009], "Modbus TCP still answers on the same socket")
+    sock.close()
+    check(wait_for(lambda: sum("v9" in p["values"] for _, p, _ in sub.messages("/data")) >= 4, 5),
+          "MQTT keeps publishing after the reloads")
+    seqs = [p["seq"] for _, p, _ in sub.messages("/data")]
+    test_mqtt.seq_check(seqs, "QoS 1 subscriber across every reload")
+    check(g.metrics().get("rtugw_mqtt_reconnects_total", 0) == 0, "the MQTT session was never dropped")
+    g.stop()
+    sub.close()
+    b.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
-                                 test_template_15_devices], cleanup=[test_mqtt.WORK])
+                                 test_template_15_devices, test_reload_tags_live], cleanup=[test_mqtt.WORK])

@@ -30,6 +30,7 @@ boolean_value 14, string_value 15), not with the project's .proto. Commands
   - figures: bytes per published value, Sparkplug against json, same tags."""
 import os
 import struct
+import signal
 import subprocess
 import sys
 import tempfile
@@ -745,6 +746,19 @@ def test_template_metrics():
     check(wait_for(lambda: states() is not None, 10), "every metric of every device has a value")
     want = {f"m{k}": {f"m{k}.voltage": k * 1000, f"m{k}.current": k * 1000 + 1} for k in (1, 2, 3)}
     check(states() == want, f"metrics named DEVICE.ROW with their own slave's values: {states()}")
+    # a row added to the template, live (SIGHUP): each device is born again
+    # naming the new metric, which a host could not know by alias otherwise
+    start = host.count()
+    with open(csv_path, "a") as f:
+        f.write("power,holding,2,uint16\n")
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: all(any(m[0] == "DBIRTH" and m[1] == d for m in host.since(start)) for d in names), 10),
+          "SIGHUP with a row added: a new DBIRTH of each device")
+    check(wait_for(lambda: fold(host.since(start), "m2")[0].get("m2.power") == 2002, 10),
+          f"the new metric by its DBIRTH's alias: {fold(host.since(start), 'm2')[0]}")
+    check(not any(m[0] in ("NDEATH", "NBIRTH") for m in host.since(start)), "the node was not born again")
+    bad = seq_ok(host.since(0))
+    check(not bad, f"seq +1 per message across the reload: {bad[:3]}")
     g.stop()
     host.close()
     b.stop()
