@@ -122,32 +122,68 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
     return false;
 }
 
+/* Whether two poll groups read the same thing (their line in the file aside). */
+static bool same_group(const config_poll_t *a, const config_poll_t *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->device == b->device && a->function == b->function &&
+           a->address == b->address && a->count == b->count;
+}
+
+/* The poll groups and their cache entries, swapped under the cache's lock
+ * (the Modbus TCP front end serves cached reads under it): a group reading
+ * what it read before keeps its entry (values, counters, writes pending). */
+static int swap_groups(gw_t *gw, const config_t *fresh)
+{
+    gw_cache_entry_t *cache = calloc(fresh->poll_count + 1, sizeof *cache);
+    if (!cache)
+        return -1;
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < fresh->poll_count; i++)
+        for (unsigned j = 0; j < gw->cfg->poll_count; j++)
+            if (same_group(&fresh->polls[i], &gw->cfg->polls[j])) {
+                cache[i] = gw->cache[j];
+                break;
+            }
+    gw_cache_entry_t *old = gw->cache;
+    gw->cache = cache;
+    memcpy(gw->cfg->polls, fresh->polls, sizeof fresh->polls);
+    gw->cfg->poll_count = fresh->poll_count;
+    pthread_mutex_unlock(&gw->cache_lock);
+    free(old);
+    return 0;
+}
+
 /*
- * The tags, live: the table rebuilt from the fresh configuration, the poller
+ * Tags and poll groups, live: the tag table rebuilt from the fresh
+ * configuration, the groups and their cache entries swapped, the poller
  * planned again, MQTT told; the TCP front ends and the MQTT session are not
  * touched. Only where that is safe without stopping anything (tags_gw.c):
- * the poller on the I/O thread (buses_on_io_thread), the buses, poll groups
- * and the devices but for their tag keys unchanged, and no tag write in
- * flight (it holds a tag's index); otherwise *why says what stands in the way
- * and the tags wait for a restart (or, for writes, the next SIGHUP).
+ * the poller on the I/O thread (buses_on_io_thread), the buses and the
+ * devices but for their tag keys unchanged, and no tag write in flight (it
+ * holds a tag's index); otherwise *why says what stands in the way and they
+ * wait for a restart (or, for writes, the next SIGHUP).
  */
-static bool reload_tags(gw_t *gw, const config_t *fresh, bool others_changed, const char **why)
+static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, bool others_changed,
+                           const char **why)
 {
     char err[320];
     size_t kept = 0;
     unsigned writes = tag_writes_in_flight(gw->tag_writes);
 
-    *why = others_changed ? "buses, poll groups or devices changed too"
+    *why = others_changed ? "buses or devices changed too"
          : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false"
          : writes ? "tag writes in flight: send SIGHUP again" : NULL;
     if (*why)
         return false;
-    if (gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) {
-        *why = "out of memory";
-        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s", err);
-        return false;
+    if ((tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
+        (polls && swap_groups(gw, fresh) != 0)) {
+        *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: out of memory");
+        polls = false;
+        if (!tags)
+            return false;
     }
-    for (unsigned i = 0; i < fresh->device_count; i++) {
+    for (unsigned i = 0; tags && i < fresh->device_count; i++) {
         config_device_t *d = &gw->cfg->devices[i];
         const config_device_t *f = &fresh->devices[i];
         d->order = f->order;
@@ -157,16 +193,24 @@ static bool reload_tags(gw_t *gw, const config_t *fresh, bool others_changed, co
         memcpy(d->template_name, f->template_name, sizeof d->template_name);
         d->template_index = f->template_index;
     }
-    memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
-    gw->cfg->template_count = fresh->template_count;
-    if (poller_replan(gw->poller, err, sizeof err) != 0)
-        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; the tags are not polled until a restart", err);
-    if (gw->north && gwnorth_tags_changed(gw->north) != 0)
+    if (tags) {
+        memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
+        gw->cfg->template_count = fresh->template_count;
+    }
+    if (poller_replan(gw->poller, polls, err, sizeof err) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; nothing is polled until a restart", err);
+    if (gw->north && polls)
+        gwnorth_polls_changed(gw->north);
+    if (gw->north && tags && gwnorth_tags_changed(gw->north) != 0)
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: mqtt: cannot announce the new tags (out of memory)");
     size_t n = tags_table_count(gwtags_defs(gw->tags));
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: tags applied: %zu tags, %zu of them unchanged (values kept), %u reads",
-           n, kept, poller_read_count(gw->poller));
-    return true;
+    if (tags)
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: tags applied: %zu tags, %zu of them unchanged (values kept)", n, kept);
+    if (polls)
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: poll groups applied: %u groups", gw->cfg->poll_count);
+    gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups and %zu tags in %u reads", gw->cfg->poll_count, n,
+           poller_read_count(gw->poller));
+    return *why == NULL;
 }
 
 static void reload(gw_t *gw)
@@ -204,14 +248,15 @@ static void reload(gw_t *gw)
     bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
     bool tags = !gwtags_same(gw->tags, fresh->tags) ||
                 (!devices && memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0);
-    const char *tags_why = NULL;
-    bool tags_live = tags && reload_tags(gw, fresh, buses || polls || devices, &tags_why);
+    const char *why = NULL;
+    bool live = (tags || polls) && reload_polling(gw, fresh, tags, polls, buses || devices, &why);
     CHANGED("buses", buses);
     CHANGED("devices", devices);
-    CHANGED("polls", polls);
-    CHANGED("tags", tags && !tags_live);
-    if (tags && !tags_live)
-        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the tags changed but are not applied: %s", tags_why);
+    CHANGED("polls", polls && !live);
+    CHANGED("tags", tags && !live);
+    if ((tags || polls) && !live)
+        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
+               tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
@@ -240,7 +285,7 @@ static void reload(gw_t *gw)
     gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s", gw->opt.config_path,
-           gw->mbaps ? ", [tls] and the roles' rights" : "", tags_live ? ", the tags" : "",
+           gw->mbaps ? ", [tls] and the roles' rights" : "", live ? ", the tags and poll groups" : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     config_free(fresh);
 }

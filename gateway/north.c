@@ -55,7 +55,16 @@ struct gw_north {
     size_t n_gathered, cap_gathered;
     char *text;                   /* string and raw values of one read, NUL-separated */
     char (*errors)[16];           /* per value of one read: "exception 02" */
+    unsigned polls_generation;    /* +1 per reload that changed the poll groups */
 };
+
+/* A group's values cross to the I/O thread as b = group | generation | good |
+ * exception: a group index posted before a reload changed the groups would
+ * name another group (or none) after it, so its generation goes along. */
+#define POLL_GROUP_SHIFT 16
+#define POLL_GROUP_MASK 0x3ffu     /* CONFIG_MAX_POLLS (512) fits */
+#define POLL_GEN_SHIFT 26
+#define POLL_GEN_MASK 0x3fu
 
 static void log_hook(void *ctx, int level, const char *msg)
 {
@@ -86,18 +95,19 @@ static void device_state(gw_north_t *gn, unsigned device, bool up, const char *r
     gn->m->device_status(gn->north, gn->gw->cfg->devices[device].name, up, reason, t_ms);
 }
 
-/* On the I/O thread: a = wall time (ms), b = group << 16 | good << 8 | exception,
- * data = the group's items (registers big-endian, or bits packed 8 a byte). */
+/* On the I/O thread: a = wall time (ms), b = group << 16 | generation << 26 |
+ * good << 8 | exception, data = the group's items (registers big-endian, or
+ * bits packed 8 a byte). */
 static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_north_t *gn = ctx;
     const config_t *cfg = gn->gw->cfg;
-    unsigned group = b >> 16;
+    unsigned group = (b >> POLL_GROUP_SHIFT) & POLL_GROUP_MASK;
     bool good = (b >> 8) & 1;
     uint8_t exception = (uint8_t)b;
     char why[32];
 
-    if (group >= cfg->poll_count)
+    if (group >= cfg->poll_count || ((b >> POLL_GEN_SHIFT) & POLL_GEN_MASK) != (gn->polls_generation & POLL_GEN_MASK))
         return;
     const config_poll_t *g = &cfg->polls[group];
     const char *error = good ? NULL : poll_error(exception, why, sizeof why);
@@ -135,7 +145,9 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
         for (unsigned i = 0; i < count && i / 8 < len; i++)
             data[i / 8] |= (uint8_t)((values[i] & 1) << (i % 8));
     }
-    uint32_t b = group << 16 | (unsigned)good << 8 | exception;
+    _Static_assert(CONFIG_MAX_POLLS <= POLL_GROUP_MASK + 1, "a group index fits its bits");
+    uint32_t b = (group & POLL_GROUP_MASK) << POLL_GROUP_SHIFT | (gn->polls_generation & POLL_GEN_MASK) << POLL_GEN_SHIFT |
+                 (unsigned)good << 8 | exception;
     if (loop_post(gn->gw->loop, on_poll, gn, gn->m->now_ms(), b, data, len) != 0)
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand poll values to the I/O thread (out of memory)");
 }
@@ -338,6 +350,11 @@ static int define_devices(gw_north_t *gn)
     }
     free(list);
     return rc;
+}
+
+void gwnorth_polls_changed(gw_north_t *gn)
+{
+    gn->polls_generation++;
 }
 
 int gwnorth_tags_changed(gw_north_t *gn)

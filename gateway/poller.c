@@ -108,14 +108,37 @@ static int device_index(const config_t *cfg, const char *name)
     return -1;
 }
 
+/* The config's poll groups as planner items, and where each is read (HTTP). */
+static int setup_groups(gw_poller_t *p, char *err, size_t errcap)
+{
+    const config_t *cfg = p->gw->cfg;
+    tags_group_t *groups = calloc(cfg->poll_count + 1, sizeof *groups);
+    atomic_uint *group_read = calloc(cfg->poll_count + 1, sizeof *group_read);
+    if (!groups || !group_read) {
+        free(groups);
+        free((void *)group_read);
+        snprintf(err, errcap, "poller: out of memory");
+        return -1;
+    }
+    for (unsigned i = 0; i < cfg->poll_count; i++) {
+        const config_poll_t *g = &cfg->polls[i];
+        groups[i] = (tags_group_t){ .device = cfg->devices[g->device].name,
+                                    .area = (tags_area_t)(g->function - 1), .address = g->address,
+                                    .count = g->count, .interval_ms = g->interval_ms, .id = i };
+    }
+    free(p->groups);
+    free((void *)p->group_read);
+    p->groups = groups;
+    p->group_read = group_read;
+    return 0;
+}
+
 /* The planner with every device's limits, and the groups as planner items. */
 static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
 {
     const config_t *cfg = p->gw->cfg;
     p->planner = tags_planner_new(NULL);
-    p->groups = calloc(cfg->poll_count + 1, sizeof *p->groups);
-    p->group_read = calloc(cfg->poll_count + 1, sizeof *p->group_read);
-    if (!p->planner || !p->groups || !p->group_read) {
+    if (!p->planner) {
         snprintf(err, errcap, "poller: out of memory");
         return -1;
     }
@@ -128,13 +151,7 @@ static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
             return -1;
         }
     }
-    for (unsigned i = 0; i < cfg->poll_count; i++) {
-        const config_poll_t *g = &cfg->polls[i];
-        p->groups[i] = (tags_group_t){ .device = cfg->devices[g->device].name,
-                                       .area = (tags_area_t)(g->function - 1), .address = g->address,
-                                       .count = g->count, .interval_ms = g->interval_ms, .id = i };
-    }
-    return 0;
+    return setup_groups(p, err, errcap);
 }
 
 /* Plans the groups and tags (again) and starts a timer per read. */
@@ -176,9 +193,9 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
     return 0;
 }
 
-int poller_replan(gw_poller_t *p, char *err, size_t errcap)
+int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap)
 {
-    if (replan(p, err, errcap) == 0)
+    if ((!groups_changed || setup_groups(p, err, errcap) == 0) && replan(p, err, errcap) == 0)
         return 0;
     /* The old plan names indices of the table replaced: it must not run on. */
     tags_plan_free(p->plan);
