@@ -122,6 +122,37 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
     return false;
 }
 
+/*
+ * Whether the running gateway can follow the devices' change live: the keys
+ * the buses' line cores hold per slave (bus, slave, timeout_ms, dead_after,
+ * dead_backoff_ms: set when a line starts) unchanged for the devices there
+ * are, and devices only appended, each with what a line already does for a
+ * slave no device names (the bus's timeout, dead_after 3, 10 s back-off).
+ * The other keys (the planner's limits, mqtt_publish, the tag keys) are read
+ * where the reload can reach them. why says which device stands in the way.
+ */
+static bool devices_can_follow(const config_t *run, const config_t *fresh, char *why, size_t cap)
+{
+    if (fresh->device_count < run->device_count) {
+        snprintf(why, cap, "a device removed");
+        return false;
+    }
+    for (unsigned i = 0; i < fresh->device_count; i++) {
+        const config_device_t *f = &fresh->devices[i], *r = i < run->device_count ? &run->devices[i] : NULL;
+        bool same = r ? strcmp(f->name, r->name) == 0 && f->bus == r->bus && f->slave == r->slave &&
+                            f->timeout_ms == r->timeout_ms && f->dead_after == r->dead_after &&
+                            f->dead_backoff_ms == r->dead_backoff_ms
+                      : f->timeout_ms == 0 && f->dead_after == 3 && f->dead_backoff_ms == 10000;
+        if (!same) {
+            snprintf(why, cap, r ? "[device %s]: its name, bus, slave, timeout_ms, dead_after or dead_backoff_ms"
+                                 : "[device %s], added: timeout_ms, dead_after or dead_backoff_ms not the default",
+                     f->name);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Whether two poll groups read the same thing (their line in the file aside). */
 static bool same_group(const config_poll_t *a, const config_poll_t *b)
 {
@@ -163,18 +194,22 @@ static int swap_groups(gw_t *gw, const config_t *fresh)
  * holds a tag's index); otherwise *why says what stands in the way and they
  * wait for a restart (or, for writes, the next SIGHUP).
  */
-static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, bool others_changed,
+static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, const char *others,
                            const char **why)
 {
     char err[320];
     size_t kept = 0;
     unsigned writes = tag_writes_in_flight(gw->tag_writes);
 
-    *why = others_changed ? "buses or devices changed too"
+    *why = others ? others
          : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false"
          : writes ? "tag writes in flight: send SIGHUP again" : NULL;
     if (*why)
         return false;
+    /* Only appended, or changed in keys read here (devices_can_follow): the
+     * running copy takes them all, before the tags map their device by name. */
+    memcpy(gw->cfg->devices, fresh->devices, sizeof fresh->devices);
+    gw->cfg->device_count = fresh->device_count;
     if ((tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
         (polls && swap_groups(gw, fresh) != 0)) {
         *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */
@@ -182,16 +217,6 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
         polls = false;
         if (!tags)
             return false;
-    }
-    for (unsigned i = 0; tags && i < fresh->device_count; i++) {
-        config_device_t *d = &gw->cfg->devices[i];
-        const config_device_t *f = &fresh->devices[i];
-        d->order = f->order;
-        d->order_set = f->order_set;
-        d->interval_ms = f->interval_ms;
-        memcpy(d->tags_file, f->tags_file, sizeof d->tags_file);
-        memcpy(d->template_name, f->template_name, sizeof d->template_name);
-        d->template_index = f->template_index;
     }
     if (tags) {
         memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
@@ -246,17 +271,24 @@ static void reload(gw_t *gw)
     bool polls = gw->cfg->poll_count != fresh->poll_count ||
                  memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0;
     bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
-    bool tags = !gwtags_same(gw->tags, fresh->tags) ||
-                (!devices && memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0);
+    char devices_why[160] = "";
+    bool devices_follow = devices && devices_can_follow(gw->cfg, fresh, devices_why, sizeof devices_why);
+    /* a device's change goes with the tags: they name it, and MQTT announces both */
+    bool devices_moved = gw->cfg->device_count != fresh->device_count ||
+                         memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0;
+    bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
+    bool tags = tag_defs || devices_moved;
     const char *why = NULL;
-    bool live = (tags || polls) && reload_polling(gw, fresh, tags, polls, buses || devices, &why);
+    bool live = (tags || polls) &&
+                reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
+                               devices_why : NULL, &why);
     CHANGED("buses", buses);
-    CHANGED("devices", devices);
+    CHANGED("devices", devices && !live);
     CHANGED("polls", polls && !live);
-    CHANGED("tags", tags && !live);
+    CHANGED("tags", tag_defs && !live);
     if ((tags || polls) && !live)
         gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
-               tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
+               devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
@@ -285,7 +317,7 @@ static void reload(gw_t *gw)
     gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s", gw->opt.config_path,
-           gw->mbaps ? ", [tls] and the roles' rights" : "", live ? ", the tags and poll groups" : "",
+           gw->mbaps ? ", [tls] and the roles' rights" : "", live ? ", the devices, tags and poll groups" : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     config_free(fresh);
 }

@@ -323,8 +323,8 @@ void poller_free(gw_poller_t *p);
 /* Which read of the plan a poll group belongs to, and how many reads there are. */
 unsigned poller_read_of(const gw_poller_t *p, unsigned group);
 unsigned poller_read_count(const gw_poller_t *p);
-/* Plans again from the tag table and (groups_changed) cfg's poll groups as
- * they are now, after a reload: a new generation, the old reads' ticks and
+/* Plans again from the tag table, cfg's devices' limits and (groups_changed)
+ * cfg's poll groups as they are now, after a reload: a new generation, the old reads' ticks and
  * answers ignored. Only where the poller runs on the calling thread (the I/O
  * thread). On failure nothing is polled (the old plan named what is gone). */
 int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap);
@@ -361,7 +361,8 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
 /* The poller's thread: read r of plan was answered (or failed) and applied to
  * the tag table; its tags go out. Never blocks. */
 void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms);
-/* After gwtags_replace, on the I/O thread: the devices' tags announced again. */
+/* After gwtags_replace or devices appended, on the I/O thread: the devices
+ * and their tags announced again. */
 int gwnorth_tags_changed(gw_north_t *gn);
 /* After a reload changed cfg->polls, on the I/O thread: values of the old groups in flight are dropped. */
 void gwnorth_polls_changed(gw_north_t *gn);

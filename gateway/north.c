@@ -49,6 +49,7 @@ struct gw_north {
     const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
     north_t *north;
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
+    unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
     north_value_t *values;        /* scratch for one group (at most 2000) */
     char (*names)[CONFIG_NAME_MAX + 8];
     uint32_t *gathered;           /* tag indices of the read whose chunks are arriving */
@@ -359,6 +360,15 @@ void gwnorth_polls_changed(gw_north_t *gn)
 
 int gwnorth_tags_changed(gw_north_t *gn)
 {
+    unsigned devices = gn->gw->cfg->device_count;
+    if (devices > gn->n_devices) {   /* devices appended: not known yet */
+        signed char *up = realloc(gn->device_up, devices + 1);
+        if (!up)
+            return -1;
+        memset(up + gn->n_devices, -1, devices + 1 - gn->n_devices);
+        gn->device_up = up;
+        gn->n_devices = devices;
+    }
     size_t n = tags_table_count(gwtags_defs(gn->gw->tags));
     uint32_t *g = realloc(gn->gathered, (n + 1) * sizeof *g);
     if (!g)
@@ -600,6 +610,7 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     memset(gn->device_up, -1, gw->cfg->device_count + 1);
+    gn->n_devices = gw->cfg->device_count;
     gn->cap_gathered = tags_table_count(gwtags_defs(gw->tags));
     gn->origin.ops = &north_origin_ops;
     gn->gw = gw;

@@ -133,15 +133,11 @@ static int setup_groups(gw_poller_t *p, char *err, size_t errcap)
     return 0;
 }
 
-/* The planner with every device's limits, and the groups as planner items. */
-static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
+/* Every device's limits into the planner (again after a reload: a name
+ * already there gets its new limits). */
+static int set_limits(gw_poller_t *p, char *err, size_t errcap)
 {
     const config_t *cfg = p->gw->cfg;
-    p->planner = tags_planner_new(NULL);
-    if (!p->planner) {
-        snprintf(err, errcap, "poller: out of memory");
-        return -1;
-    }
     for (unsigned i = 0; i < cfg->device_count; i++) {
         const config_device_t *d = &cfg->devices[i];
         tags_limits_t lim = { d->max_read_registers, d->max_read_bits, d->max_gap };
@@ -151,7 +147,18 @@ static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
             return -1;
         }
     }
-    return setup_groups(p, err, errcap);
+    return 0;
+}
+
+/* The planner with every device's limits, and the groups as planner items. */
+static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
+{
+    p->planner = tags_planner_new(NULL);
+    if (!p->planner) {
+        snprintf(err, errcap, "poller: out of memory");
+        return -1;
+    }
+    return set_limits(p, err, errcap) == 0 ? setup_groups(p, err, errcap) : -1;
 }
 
 /* Plans the groups and tags (again) and starts a timer per read. */
@@ -195,7 +202,8 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
 
 int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap)
 {
-    if ((!groups_changed || setup_groups(p, err, errcap) == 0) && replan(p, err, errcap) == 0)
+    if (set_limits(p, err, errcap) == 0 && (!groups_changed || setup_groups(p, err, errcap) == 0) &&
+        replan(p, err, errcap) == 0)
         return 0;
     /* The old plan names indices of the table replaced: it must not run on. */
     tags_plan_free(p->plan);
