@@ -13,6 +13,8 @@
 #ifndef RTUGW_CLI_H
 #define RTUGW_CLI_H
 
+#include <stddef.h>
+
 int cmd_decode(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_check(int argc, char **argv);
@@ -28,5 +30,9 @@ int cmd_read(int argc, char **argv);
  * rates, the simulator's slave list). Every error is printed on stderr;
  * NULL when there was one. check, run and demo all load through it. */
 struct config *cli_load_config(const char *file);
+/* drivers/' rules (a config_bus_rule_t): the daemon's reloads and its API
+ * validate with them too, so they refuse what check refuses. */
+struct config_bus;
+int cli_driver_rules(const struct config_bus *bus, const char *key, char *why, size_t cap);
 
 #endif

@@ -67,7 +67,7 @@ int cmd_run(int argc, char **argv)
     config_t *cfg = cli_load_config(file);
     if (!cfg)
         return 2;
-    gw_options_t opt = { .config_path = file, .install_signals = true };
+    gw_options_t opt = { .config_path = file, .install_signals = true, .bus_rule = cli_driver_rules };
     return run_config(cfg, &opt);
 }
 

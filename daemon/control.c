@@ -247,7 +247,7 @@ static void reload(gw_t *gw)
         return;
     }
     gw_notify("RELOADING=1");
-    config_t *fresh = config_load_file(gw->opt.config_path, &errs);
+    config_t *fresh = config_load_file_with(gw->opt.config_path, gw->opt.bus_rule, &errs);
     gw_notify("READY=1");
     if (!fresh) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
@@ -338,6 +338,7 @@ int control_start(gw_t *gw)
 {
     struct event_base *base = loop_base(gw->loop);
 
+    gw->reload = reload;
     gw->ev_drain = evtimer_new(base, drain_check, gw);
     if (!gw->ev_drain)
         return -1;

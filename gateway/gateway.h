@@ -63,6 +63,8 @@ typedef struct gw_options {
     const char *config_path;    /* for SIGHUP reload; NULL: no reload (demo) */
     bool status_line;           /* live one-line status on stderr (demo on a tty) */
     bool install_signals;       /* SIGINT/SIGTERM stop, SIGHUP reload */
+    config_bus_rule_t bus_rule; /* drivers/' rules, as `rtugw check` applies them: reloads and
+                                   the API validate with them too (one validation); NULL none */
 } gw_options_t;
 
 /* The serial driver's settings for a bus, as the daemon opens it (so that
@@ -374,6 +376,9 @@ void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 struct gw {
     config_t *cfg;
     gw_options_t opt;
+    /* daemon/control.c's reload (what SIGHUP does), for the API after it
+     * wrote the file: web/ cannot call daemon/. On the I/O thread. */
+    void (*reload)(gw_t *gw);
     actor_system_t *actors;
     router_t *router;
     gw_loop_t *loop;

@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, rss_growth_bound_kib, status_kib, procs, run_tests, wait_for  # noqa: E402
@@ -474,7 +476,78 @@ def test_reload_devices_live():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_api_config():
+    """/api/: lists of the running configuration; GET /api/config (token) with
+    its revision; POST /api/config/validate is check's verdict and changes
+    nothing; PUT /api/config needs If-Match (428), refuses a stale revision
+    (409) and a text check refuses (422, the file untouched), and otherwise
+    writes the file (which then passes `rtugw check`) and applies it live: a
+    device added from a template reads while a Modbus TCP connection opened
+    before keeps answering on the same socket."""
+    d = tempfile.mkdtemp(prefix="rtugw-api-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
+    tpl = f"[template meter]\ntags_file = {d}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n")
+    auth = {"Authorization": "Bearer s3cret"}
+
+    def call(method, path, body=None, headers=None):
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", data=body, method=method,
+                                     headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+    st, devs = call("GET", "/api/devices")
+    check(st == 200 and [(x["name"], x["template"], x["tags"]) for x in devs["devices"]] == [("meter1", "meter", 1)],
+          f"GET /api/devices: {devs}")
+    st, tps = call("GET", "/api/templates")
+    check(st == 200 and tps["templates"][0]["name"] == "meter" and tps["templates"][0]["devices"] == 1,
+          f"GET /api/templates: {tps}")
+    check(call("GET", "/api/tags")[1]["tags"][0]["name"] == "meter1.voltage", "GET /api/tags: scoped names")
+    check(call("GET", "/api/buses")[1]["buses"][0]["name"] == "line", "GET /api/buses")
+    check(call("GET", "/api/config")[0] == 403, "GET /api/config without the token: 403 (the file holds it)")
+    st, cur = call("GET", "/api/config", headers=auth)
+    with open(g.cfg) as f:
+        on_disk = f.read()
+    check(st == 200 and cur["text"] == on_disk and len(cur["revision"]) == 16, "GET /api/config: the file and a revision")
+    bad = on_disk + "[device meter2]\nslave = 2\ntemplate = nope\n"
+    st, v = call("POST", "/api/config/validate", bad.encode(), auth)
+    check(st == 422 and not v["valid"] and any("template = 'nope': no such [template nope]" in e for e in v["errors"]),
+          f"validate: check's messages ({v})")
+    good = on_disk + "[device meter2]\nslave = 2\ntemplate = meter\n"
+    st, v = call("POST", "/api/config/validate", good.encode(), auth)
+    check(st == 200 and v["valid"] and "2 devices" in v["summary"], f"validate: a good text ({v})")
+    check(call("GET", "/api/config", headers=auth)[1]["revision"] == cur["revision"] and "meter2" not in str(tag_values(g)),
+          "a dry run writes and applies nothing")
+    check(call("POST", "/api/config/validate", b"[bus a]\nport = sim\x00\n", auth)[0] == 400, "a NUL byte: 400")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
+    check(mbap_read(sock, 1, 3) == [1003], "Modbus TCP answers before the change")
+    check(call("PUT", "/api/config", good.encode(), auth)[0] == 428, "PUT without If-Match: 428")
+    check(call("PUT", "/api/config", good.encode(), {**auth, "If-Match": "0123456789abcdef"})[0] == 409,
+          "PUT with a stale revision: 409")
+    st, r = call("PUT", "/api/config", bad.encode(), {**auth, "If-Match": cur["revision"]})
+    with open(g.cfg) as f:
+        check(st == 422 and f.read() == on_disk, "PUT of a text check refuses: 422, the file untouched")
+    st, r = call("PUT", "/api/config", good.encode(), {**auth, "If-Match": f'"{cur["revision"]}"'})
+    check(st == 200 and r["restart_needed"] == "" and r["revision"] != cur["revision"], f"PUT applied: {r}")
+    with open(g.cfg) as f:
+        check(f.read() == good, "the file on disk is the new text")
+    p = subprocess.run([BIN, "check", "-c", g.cfg], capture_output=True, text=True)
+    check(p.returncode == 0, f"and passes rtugw check: {p.stderr}")
+    check(not [n for n in os.listdir(os.path.dirname(g.cfg)) if ".api-" in n], "no temporary file left")
+    check(wait_for(lambda: tag_values(g).get("meter2.voltage", {}).get("value") == 2000, 5),
+          "the added device's tag reads, live")
+    check(mbap_read(sock, 2, 3) == [1003], "the Modbus TCP connection opened before answers on the same socket")
+    check(call("PUT", "/api/config", good.encode(), {**auth, "If-Match": cur["revision"]})[0] == 409,
+          "the old revision is stale now: 409")
+    sock.close()
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
                                  test_template_15_devices, test_reload_tags_live, test_reload_polls_live,
-                                 test_reload_devices_live], cleanup=[test_mqtt.WORK])
+                                 test_reload_devices_live, test_api_config], cleanup=[test_mqtt.WORK])

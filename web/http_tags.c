@@ -278,7 +278,7 @@ static void refuse(gw_http_tags_t *ht, struct evhttp_request *req, int code, con
 }
 
 /* The token as "Bearer TOKEN", compared in time that does not depend on where it differs. */
-static bool authorized(const char *header, const char *token)
+bool http_bearer_ok(const char *header, const char *token)
 {
     if (!header || strncasecmp(header, "Bearer ", 7) != 0)
         return false;
@@ -353,7 +353,7 @@ static bool write_allowed(gw_http_tags_t *ht, struct evhttp_request *req, const 
     const config_t *cfg = ht->gw->cfg;
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     const char *why = !cfg->http.write_token[0] ? "writes are off: [http] write_token is not set"
-                      : !authorized(auth, cfg->http.write_token) ? "missing or wrong bearer token"
+                      : !http_bearer_ok(auth, cfg->http.write_token) ? "missing or wrong bearer token"
                       : cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
     if (why)
         refuse(ht, req, 403, "Forbidden", name, why);

@@ -28,6 +28,12 @@ void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
 /* The tags' lines of /metrics (the gauges per tag only with [http] tag_metrics). */
 void http_tags_metrics(gw_t *gw, struct evbuffer *b);
 
+/* "Authorization: Bearer TOKEN" names token (http_tags.c; the API's writes use it too). */
+bool http_bearer_ok(const char *header, const char *token);
+
+/* api.c (I/O thread): /api/... (docs/api.md); false when path is not under /api/. */
+bool api_request(gw_t *gw, struct evhttp_request *req, const char *path);
+
 /* web.c (I/O thread): the web page's files and GET /frames. web_start makes
  * the frame ring when [http] frame_ring is set, web_stop frees it once the
  * buses are stopped; web_handle answers req when path is one of its own. */

@@ -1,6 +1,7 @@
 /*
  * web/web.h -- the web side: /status, /metrics (http.c), /tags and tag
- * writes (http_tags.c), the page and /frames (web.c, web/page/), all on
+ * writes (http_tags.c), the configuration API /api/ (api.c, docs/api.md),
+ * the page and /frames (web.c, web/page/), all on
  * libevent's evhttp on the I/O thread, within [http]'s bounds. Owns the
  * HTTP connections and their deadlines. May call gateway/ (counters, the
  * cache, the tags, the frames, tag_write.c, the loop), front/ (the TLS and

@@ -1,0 +1,461 @@
+/*
+ * web/api.c -- the configuration API under /api/ (docs/api.md), on the I/O
+ * thread.
+ *
+ * The INI file (and its CSVs) stays the source of truth: the API reads it,
+ * validates a new text with the very loader `rtugw check` uses (config/ with
+ * drivers/' rules, gw->opt.bus_rule), writes it atomically and applies it
+ * through the reload SIGHUP runs (gw->reload), so an API change and a hand
+ * edit + SIGHUP are the same thing, applied live where the reload can, and
+ * named in restart_needed where it cannot.
+ *
+ *   GET  /api/buses | devices | templates | tags   the running configuration
+ *   GET  /api/config                            the file's text and revision
+ *   POST /api/config/validate                   dry run: check a text, change nothing
+ *   PUT  /api/config (If-Match: REVISION)       check, write, apply
+ *
+ * Revision: FNV-1a 64 of the file's bytes, in hex; a PUT whose If-Match is
+ * not the file's revision now gets 409 (two editors cannot overwrite each
+ * other; an edit by hand changes the revision too). Atomic: the text goes to
+ * a temporary file in the same folder, fsync'd, renamed over the file, and
+ * the folder fsync'd, so a crash leaves the old file or the new one, never a
+ * mix. Writes and GET /api/config (the file holds write_token) need the
+ * bearer write_token, as PUT /tags/NAME does; the lists are open like /tags.
+ * Bodies are bounded by [http] max_body_bytes (evhttp), and a text with a
+ * NUL byte is refused.
+ */
+#include "web/internal.h"
+
+#include "json/json.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define API_FILE_MAX (16u << 20)   /* a configuration file larger than this is not served */
+
+static void add_str(struct evbuffer *b, const char *s)
+{
+    size_t n = strlen(s);
+    char stack[512], *q = JSON_QUOTED_MAX(n) <= sizeof stack ? stack : malloc(JSON_QUOTED_MAX(n));
+    if (!q) {
+        evbuffer_add(b, "\"\"", 2);
+        return;
+    }
+    json_quote(q, JSON_QUOTED_MAX(n), s);
+    evbuffer_add(b, q, strlen(q));
+    if (q != stack)
+        free(q);
+}
+
+static void reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+    evhttp_send_reply(req, code, reason, b);
+}
+
+static void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    evbuffer_add_printf(b, "{\"error\":");
+    add_str(b, why);
+    evbuffer_add_printf(b, "}\n");
+    reply_json(req, code, reason, b);
+    evbuffer_free(b);
+}
+
+static void fnv_hex(const char *text, size_t len, char out[17])
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)text[i]) * 1099511628211ull;
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* The file's bytes (NUL-terminated, *len of them), or NULL with errno. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            if (cap >= API_FILE_MAX) {
+                errno = EFBIG;
+                break;
+            }
+            char *p = realloc(buf, cap = cap ? 2 * cap : 8192);
+            if (!p)
+                break;
+            buf = p;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) {
+            if (!ferror(f)) {
+                fclose(f);
+                buf[n] = 0;
+                *len = n;
+                return buf;
+            }
+            break;
+        }
+    }
+    int e = errno;
+    fclose(f);
+    free(buf);
+    errno = e;
+    return NULL;
+}
+
+/* ---- the lists --------------------------------------------------------------- */
+
+static void list_buses(const config_t *cfg, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, "{\"buses\":[");
+    for (unsigned i = 0; i < cfg->bus_count; i++) {
+        const config_bus_t *bus = &cfg->buses[i];
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, bus->name);
+        evbuffer_add_printf(b, ",\"port\":");
+        add_str(b, bus->port);
+        evbuffer_add_printf(b, ",\"baud\":%u,\"response_timeout_ms\":%u}", bus->baud, bus->response_timeout_ms);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+static void list_devices(gw_t *gw, struct evbuffer *b)
+{
+    const config_t *cfg = gw->cfg;
+    const tags_table_t *defs = gwtags_defs(gw->tags);
+    evbuffer_add_printf(b, "{\"devices\":[");
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        const config_device_t *d = &cfg->devices[i];
+        int td = tags_table_find_device(defs, d->name);
+        size_t n = 0;
+        if (td >= 0)
+            tags_table_device_tags(defs, (size_t)td, &n);
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, d->name);
+        evbuffer_add_printf(b, ",\"bus\":");
+        add_str(b, cfg->buses[d->bus].name);
+        evbuffer_add_printf(b, ",\"slave\":%u,\"template\":", d->slave);
+        if (d->template_name[0])
+            add_str(b, d->template_name);
+        else
+            evbuffer_add_printf(b, "null");
+        evbuffer_add_printf(b, ",\"tags_file\":");
+        if (d->tags_file[0])
+            add_str(b, d->tags_file);
+        else
+            evbuffer_add_printf(b, "null");
+        evbuffer_add_printf(b, ",\"order\":\"%s\",\"interval_ms\":%u,\"tags\":%zu}",
+                            tags_order_name(d->order, TAGS_UINT32), d->interval_ms, n);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+static void list_templates(const config_t *cfg, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, "{\"templates\":[");
+    for (unsigned i = 0; i < cfg->template_count; i++) {
+        const config_template_t *tp = &cfg->templates[i];
+        unsigned users = 0;
+        for (unsigned d = 0; d < cfg->device_count; d++)
+            users += cfg->devices[d].template_index == (int)i;
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, tp->name);
+        evbuffer_add_printf(b, ",\"tags_file\":");
+        add_str(b, tp->tags_file);
+        evbuffer_add_printf(b, ",\"interval_ms\":%u,\"devices\":%u}", tp->interval_ms, users);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+static void list_tags(gw_t *gw, struct evbuffer *b)
+{
+    const tags_table_t *defs = gwtags_defs(gw->tags);
+    evbuffer_add_printf(b, "{\"tags\":[");
+    for (size_t i = 0; i < tags_table_count(defs); i++) {
+        const tags_tag_t *g = tags_table_tag(defs, i);
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, g->name);
+        evbuffer_add_printf(b, ",\"device\":");
+        add_str(b, tags_table_device_name(defs, g->device));
+        evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u,\"type\":\"%s\",\"interval_ms\":%u}",
+                            tags_area_name(g->area), g->address, tags_type_name(g->type), g->interval_ms);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+/* ---- the file ------------------------------------------------------------------ */
+
+/* The request's body as a NUL-terminated text, or NULL (answered). */
+static char *body_text(struct evhttp_request *req, size_t *len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    char *text = malloc(n + 1);
+    if (!text) {
+        reply_error(req, 500, "Internal Server Error", "out of memory");
+        return NULL;
+    }
+    evbuffer_copyout(in, text, n);
+    text[n] = 0;
+    if (memchr(text, 0, n)) {
+        free(text);
+        reply_error(req, 400, "Bad Request", "the text holds a NUL byte");
+        return NULL;
+    }
+    *len = n;
+    return text;
+}
+
+/* Validates text as the configuration file (relative paths from its folder):
+ * NULL and errs filled when check would refuse it. */
+static config_t *validate(gw_t *gw, const char *text, config_errors_t *errs)
+{
+    return config_load_string_with(text, gw->opt.config_path, gw->opt.bus_rule, errs);
+}
+
+static void add_errors(struct evbuffer *b, const config_errors_t *errs)
+{
+    evbuffer_add_printf(b, "\"errors\":[");
+    for (unsigned i = 0; i < errs->count; i++) {
+        evbuffer_add_printf(b, "%s", i ? "," : "");
+        add_str(b, errs->text[i]);
+    }
+    evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
+}
+
+/* POST /api/config/validate: what check says of the body; nothing written or applied. */
+static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+{
+    size_t len;
+    char *text = body_text(req, &len);
+    if (!text)
+        return;
+    config_errors_t *errs = malloc(sizeof *errs);
+    config_t *cfg = errs ? validate(gw, text, errs) : NULL;
+    free(text);
+    if (!errs) {
+        reply_error(req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    if (cfg) {
+        char summary[256];
+        config_summary(cfg, summary, sizeof summary);
+        evbuffer_add_printf(b, "{\"valid\":true,\"summary\":");
+        add_str(b, summary);
+        evbuffer_add_printf(b, "}\n");
+        reply_json(req, 200, "OK", b);
+    } else {
+        evbuffer_add_printf(b, "{\"valid\":false,");
+        add_errors(b, errs);
+        evbuffer_add_printf(b, "}\n");
+        reply_json(req, 422, "Unprocessable Entity", b);
+    }
+    config_free(cfg);
+    free(errs);
+}
+
+/* text over path: a temporary file beside it, fsync'd, renamed, the folder fsync'd. */
+static int write_atomically(const char *path, const char *text, size_t len, char *why, size_t cap)
+{
+    char tmp[PATH_MAX], dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    if (snprintf(tmp, sizeof tmp, "%s.api-XXXXXX", path) >= (int)sizeof tmp) {
+        snprintf(why, cap, "the file's name is too long");
+        return -1;
+    }
+    struct stat st;
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot create a file beside %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (stat(path, &st) == 0)
+        (void)fchmod(fd, st.st_mode & 07777);   /* the file keeps its permissions */
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    int e = done == len ? (fsync(fd) == 0 ? 0 : errno) : errno ? errno : EIO;
+    close(fd);
+    if (e == 0 && rename(tmp, path) != 0)
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        snprintf(why, cap, "cannot write %s: %s", path, strerror(e));
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        (void)fsync(dfd);   /* the rename itself survives a power loss */
+        close(dfd);
+    }
+    return 0;
+}
+
+static bool token_ok(gw_t *gw, struct evhttp_request *req)
+{
+    const char *token = gw->cfg->http.write_token;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *why = !token[0] ? "the API's writes are off: [http] write_token is not set"
+                      : !http_bearer_ok(auth, token) ? "missing or wrong bearer token" : NULL;
+    if (why)
+        reply_error(req, 403, "Forbidden", why);
+    return why == NULL;
+}
+
+/* GET /api/config: the text and its revision (also as ETag). */
+static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+{
+    size_t len;
+    char *text = read_file(gw->opt.config_path, &len), rev[17];
+    if (!text) {
+        reply_error(req, 500, "Internal Server Error", strerror(errno));
+        return;
+    }
+    fnv_hex(text, len, rev);
+    evbuffer_add_printf(b, "{\"path\":");
+    add_str(b, gw->opt.config_path);
+    evbuffer_add_printf(b, ",\"revision\":\"%s\",\"text\":", rev);
+    add_str(b, text);
+    evbuffer_add_printf(b, "}\n");
+    char etag[20];
+    snprintf(etag, sizeof etag, "\"%s\"", rev);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "ETag", etag);
+    reply_json(req, 200, "OK", b);
+    free(text);
+}
+
+/* PUT /api/config: If-Match the revision now, the body passes check: written, then applied. */
+static void put_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+{
+    const char *match = evhttp_find_header(evhttp_request_get_input_headers(req), "If-Match");
+    size_t len, old_len;
+    char rev[17], quoted[20], why[PATH_MAX + 128];
+    if (!match) {
+        reply_error(req, 428, "Precondition Required", "If-Match: the revision the change was made from "
+                    "(GET /api/config)");
+        return;
+    }
+    char *old = read_file(gw->opt.config_path, &old_len);
+    if (!old) {
+        reply_error(req, 500, "Internal Server Error", strerror(errno));
+        return;
+    }
+    fnv_hex(old, old_len, rev);
+    free(old);
+    snprintf(quoted, sizeof quoted, "\"%s\"", rev);
+    if (strcmp(match, rev) != 0 && strcmp(match, quoted) != 0) {
+        evbuffer_add_printf(b, "{\"error\":\"the file changed since that revision\",\"revision\":\"%s\"}\n", rev);
+        reply_json(req, 409, "Conflict", b);
+        return;
+    }
+    char *text = body_text(req, &len);
+    if (!text)
+        return;
+    config_errors_t *errs = malloc(sizeof *errs);
+    config_t *cfg = errs ? validate(gw, text, errs) : NULL;
+    if (!cfg) {
+        if (errs) {
+            evbuffer_add_printf(b, "{\"valid\":false,");
+            add_errors(b, errs);
+            evbuffer_add_printf(b, "}\n");
+            reply_json(req, 422, "Unprocessable Entity", b);
+        } else {
+            reply_error(req, 500, "Internal Server Error", "out of memory");
+        }
+        free(errs);
+        free(text);
+        return;
+    }
+    config_free(cfg);
+    free(errs);
+    int rc = write_atomically(gw->opt.config_path, text, len, why, sizeof why);
+    fnv_hex(text, len, rev);
+    free(text);
+    if (rc != 0) {
+        reply_error(req, 500, "Internal Server Error", why);
+        return;
+    }
+    gw_log(gw, CONFIG_LOG_INFO, "api: %s written (revision %s); applying it", gw->opt.config_path, rev);
+    if (gw->reload)
+        gw->reload(gw);
+    evbuffer_add_printf(b, "{\"revision\":\"%s\",\"restart_needed\":", rev);
+    add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, "}\n");
+    reply_json(req, 200, "OK", b);
+}
+
+bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
+{
+    if (strncmp(path, "/api/", 5) != 0)
+        return false;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const char *what = path + 5;
+    bool get = cmd == EVHTTP_REQ_GET, config = strcmp(what, "config") == 0;
+    bool validate_path = strcmp(what, "config/validate") == 0;
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return true;
+    }
+    if ((config || validate_path) && !gw->opt.config_path) {
+        reply_error(req, 404, "Not Found", "no configuration file (the built-in demo)");
+    } else if (get && strcmp(what, "buses") == 0) {
+        list_buses(gw->cfg, b);
+        reply_json(req, 200, "OK", b);
+    } else if (get && strcmp(what, "devices") == 0) {
+        list_devices(gw, b);
+        reply_json(req, 200, "OK", b);
+    } else if (get && strcmp(what, "templates") == 0) {
+        list_templates(gw->cfg, b);
+        reply_json(req, 200, "OK", b);
+    } else if (get && strcmp(what, "tags") == 0) {
+        list_tags(gw, b);
+        reply_json(req, 200, "OK", b);
+    } else if (config && get) {
+        if (token_ok(gw, req))
+            get_config(gw, req, b);
+    } else if (config && cmd == EVHTTP_REQ_PUT) {
+        if (token_ok(gw, req))
+            put_config(gw, req, b);
+    } else if (validate_path && cmd == EVHTTP_REQ_POST) {
+        if (token_ok(gw, req))
+            post_validate(gw, req, b);
+    } else if (config || validate_path || strcmp(what, "buses") == 0 || strcmp(what, "devices") == 0 ||
+               strcmp(what, "templates") == 0 || strcmp(what, "tags") == 0) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+                          config ? "GET, PUT" : validate_path ? "POST" : "GET");
+        reply_error(req, 405, "Method Not Allowed", "see docs/api.md");
+    } else {
+        reply_error(req, 404, "Not Found", "no such API path (docs/api.md)");
+    }
+    evbuffer_free(b);
+    return true;
+}
