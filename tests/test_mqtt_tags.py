@@ -14,6 +14,7 @@ pseudo-terminal of its own (words seeded with --load):
   - max_write_bytes at its maximum: payloads of 1 MiB of list items are
     refused by their count before json-c parses them, the peak RSS flat.
 Seeded: replay with RTUGW_SEED=..."""
+from http.client import HTTPException
 import json
 import os
 import random
@@ -24,6 +25,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -547,7 +549,50 @@ def test_api_config():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_api_kill9_atomic():
+    """kill -9 at a random moment while PUT /api/config checks and writes the
+    file (a 4 MB text; the moments are drawn over the time one such PUT takes):
+    the file is then exactly the old text or exactly the new one, never a mix.
+    Seeded (RTUGW_SEED)."""
+    filler = "".join(f"# filler line {i} {'x' * 60}\n" for i in range(56000))   # ~4 MB
+
+    def put(g, text):
+        auth = {"Authorization": "Bearer k"}
+        rev = json.loads(urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{g.http_port}/api/config", headers=auth), timeout=5).read())["revision"]
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config", data=text.encode(),
+                                     method="PUT", headers={**auth, "If-Match": rev})
+        try:
+            urllib.request.urlopen(req, timeout=20).read()
+        except (OSError, HTTPException):
+            pass   # killed under it
+    g = Gateway(extra="write_token = k\nmax_body_bytes = 8388608\n")
+    with open(g.cfg) as f:
+        base = f.read()
+    t0 = time.monotonic()
+    put(g, base + filler)
+    took = time.monotonic() - t0
+    g.stop()
+    outcomes = {}
+    for k in range(8):
+        g = Gateway(extra="write_token = k\nmax_body_bytes = 8388608\n")
+        with open(g.cfg) as f:
+            old = f.read()
+        new = old + filler + f"# change {k}\n"
+        t = threading.Thread(target=put, args=(g, new), daemon=True)
+        t.start()
+        time.sleep(rng.uniform(0, took))
+        g.p.kill()
+        g.p.wait()
+        t.join(20)
+        with open(g.cfg) as f:
+            now = f.read()
+        what = "old" if now == old else "new" if now == new else "mixed"
+        outcomes[what] = outcomes.get(what, 0) + 1
+    check("mixed" not in outcomes, f"after kill -9 during a PUT ({took:.2f} s each) the file is the old or the "
+                                   f"new text: {outcomes}")
+
 if __name__ == "__main__":
     run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
                                  test_template_15_devices, test_reload_tags_live, test_reload_polls_live,
-                                 test_reload_devices_live, test_api_config], cleanup=[test_mqtt.WORK])
+                                 test_reload_devices_live, test_api_config, test_api_kill9_atomic], cleanup=[test_mqtt.WORK])
