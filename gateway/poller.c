@@ -77,6 +77,7 @@ struct gw_poller {
     unsigned n_reads;
     uint32_t generation;
     atomic_uint *group_read;        /* per group: its read (read by HTTP) */
+    unsigned n_groups;              /* group_read's length: cfg->poll_count when it was set up */
     atomic_uint read_count;
     atomic_uint_fast64_t splits;
     gw_poll_subscriber_t subs[GW_POLL_SUBSCRIBERS_MAX];
@@ -85,7 +86,7 @@ struct gw_poller {
 
 unsigned poller_read_of(const gw_poller_t *p, unsigned group)
 {
-    return p && group < p->gw->cfg->poll_count ? atomic_load(&p->group_read[group]) : 0;
+    return p && group < p->n_groups ? atomic_load(&p->group_read[group]) : 0;
 }
 
 unsigned poller_read_count(const gw_poller_t *p)
@@ -130,6 +131,7 @@ static int setup_groups(gw_poller_t *p, char *err, size_t errcap)
     free((void *)p->group_read);
     p->groups = groups;
     p->group_read = group_read;
+    p->n_groups = cfg->poll_count;
     return 0;
 }
 
