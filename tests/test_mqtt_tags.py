@@ -549,6 +549,69 @@ def test_api_config():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_api_sections():
+    """PUT /api/devices/NAME and /api/tags/NAME with a JSON object of keys:
+    the section is added at the end or replaced in place, the file's other
+    lines (comments too) untouched, and applied live; DELETE removes it;
+    hostile bodies (not JSON, nested, a bad key, a value with a line break or a
+    comment, a value check refuses) change nothing."""
+    d = tempfile.mkdtemp(prefix="rtugw-api-sections-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
+    tpl = (f"# the meters of hall 2\n[template meter]\ntags_file = {d}/meter.csv\n"
+           f"[device meter1]\nslave = 1\ntemplate = meter\n")
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n")
+    auth = {"Authorization": "Bearer s3cret"}
+
+    def rev():
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config", headers=auth)
+        return json.loads(urllib.request.urlopen(req, timeout=5).read())["revision"]
+
+    def call(method, path, obj=None, raw=None):
+        body = raw if raw is not None else json.dumps(obj).encode() if obj is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", data=body, method=method,
+                                     headers={**auth, "If-Match": rev()})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def text():
+        with open(g.cfg) as f:
+            return f.read()
+    st, r = call("PUT", "/api/devices/meter2", {"slave": 2, "template": "meter"})
+    check(st == 200 and r["restart_needed"] == "" and text().endswith("[device meter2]\nslave = 2\ntemplate = meter\n"),
+          f"PUT a new device: appended ({st} {r})")
+    check(wait_for(lambda: tag_values(g).get("meter2.voltage", {}).get("value") == 2000, 5), "and read, live")
+    before = text()
+    st, r = call("PUT", "/api/devices/meter2", {"slave": 2, "template": "meter", "max_gap": 4})
+    after = text()
+    check(st == 200 and after.count("[device meter2]") == 1 and "max_gap = 4" in after and
+          after.startswith(before[:before.index("[device meter2]")]), f"PUT again: replaced in place ({st} {r})")
+    check("# the meters of hall 2\n" in after, "the file's comments stay")
+    st, r = call("PUT", "/api/tags/extra", {"device": "meter1", "table": "holding", "address": 5, "type": "uint16"})
+    check(st == 200 and wait_for(lambda: tag_values(g).get("extra", {}).get("value") == 1005, 5),
+          f"PUT /api/tags/extra: a [tag] section, read live ({st} {r})")
+    st, r = call("DELETE", "/api/tags/extra")
+    check(st == 200 and "[tag extra]" not in text() and wait_for(lambda: "extra" not in tag_values(g), 5),
+          "DELETE /api/tags/extra: gone from the file and from /tags")
+    check(call("DELETE", "/api/tags/extra")[0] == 404, "DELETE of a section not there: 404")
+    same = text()
+    hostile = [(None, b"{not json", 400), (None, b'{"slave": {"deep": 1}}', 400), ({"sla ve": 2}, None, 400),
+               ({"description": "two\nlines"}, None, 400), ({"slave": "2 ; comment"}, None, 400),
+               (None, b'{"slave": 2}\x00', 400), ({"slave": 999, "template": "meter"}, None, 422)]
+    got = [call("PUT", "/api/devices/meter3", obj, raw)[0] for obj, raw, _ in hostile]
+    check(got == [c for _, _, c in hostile] and text() == same, f"hostile bodies refused, the file untouched: {got}")
+    st, r = call("DELETE", "/api/devices/meter2")
+    check(st == 200 and r["restart_needed"] == "devices tags" and "[device meter2]" not in text(),
+          f"DELETE of a device: written, and named as waiting for a restart ({r})")
+    p = subprocess.run([BIN, "check", "-c", g.cfg], capture_output=True, text=True)
+    check(p.returncode == 0, f"the file after every change passes rtugw check: {p.stderr}")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def test_api_kill9_atomic():
     """kill -9 at a random moment while PUT /api/config checks and writes the
     file (a 4 MB text; the moments are drawn over the time one such PUT takes):
@@ -595,4 +658,5 @@ def test_api_kill9_atomic():
 if __name__ == "__main__":
     run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
                                  test_template_15_devices, test_reload_tags_live, test_reload_polls_live,
-                                 test_reload_devices_live, test_api_config, test_api_kill9_atomic], cleanup=[test_mqtt.WORK])
+                                 test_reload_devices_live, test_api_config, test_api_sections,
+                                 test_api_kill9_atomic], cleanup=[test_mqtt.WORK])

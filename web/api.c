@@ -13,6 +13,7 @@
  *   GET  /api/config                            the file's text and revision
  *   POST /api/config/validate                   dry run: check a text, change nothing
  *   PUT  /api/config (If-Match: REVISION)       check, write, apply
+ *   PUT|DELETE /api/devices|tags|templates|polls|buses/NAME   one section
  *
  * Revision: FNV-1a 64 of the file's bytes, in hex; a PUT whose If-Match is
  * not the file's revision now gets 409 (two editors cannot overwrite each
@@ -28,6 +29,7 @@
 
 #include "json/json.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -37,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <json-c/json.h>
 #include <unistd.h>
 
 #define API_FILE_MAX (16u << 20)   /* a configuration file larger than this is not served */
@@ -352,33 +355,42 @@ static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     free(text);
 }
 
-/* PUT /api/config: If-Match the revision now, the body passes check: written, then applied. */
-static void put_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+/* The file now and its revision; NULL answered (500). */
+static char *current(gw_t *gw, struct evhttp_request *req, size_t *len, char rev[17])
+{
+    char *text = read_file(gw->opt.config_path, len);
+    if (!text) {
+        reply_error(req, 500, "Internal Server Error", strerror(errno));
+        return NULL;
+    }
+    fnv_hex(text, *len, rev);
+    return text;
+}
+
+/* If-Match names rev; else answered (428 without one, 409 with another). */
+static bool revision_matches(struct evhttp_request *req, const char *rev, struct evbuffer *b)
 {
     const char *match = evhttp_find_header(evhttp_request_get_input_headers(req), "If-Match");
-    size_t len, old_len;
-    char rev[17], quoted[20], why[PATH_MAX + 128];
+    char quoted[20];
+    snprintf(quoted, sizeof quoted, "\"%s\"", rev);
     if (!match) {
         reply_error(req, 428, "Precondition Required", "If-Match: the revision the change was made from "
                     "(GET /api/config)");
-        return;
+        return false;
     }
-    char *old = read_file(gw->opt.config_path, &old_len);
-    if (!old) {
-        reply_error(req, 500, "Internal Server Error", strerror(errno));
-        return;
-    }
-    fnv_hex(old, old_len, rev);
-    free(old);
-    snprintf(quoted, sizeof quoted, "\"%s\"", rev);
     if (strcmp(match, rev) != 0 && strcmp(match, quoted) != 0) {
         evbuffer_add_printf(b, "{\"error\":\"the file changed since that revision\",\"revision\":\"%s\"}\n", rev);
         reply_json(req, 409, "Conflict", b);
-        return;
+        return false;
     }
-    char *text = body_text(req, &len);
-    if (!text)
-        return;
+    return true;
+}
+
+/* The one write path: text passes check (else 422, nothing written), is
+ * written atomically, and applied as SIGHUP does. Takes text. */
+static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char *text, size_t len)
+{
+    char rev[17], why[PATH_MAX + 128];
     config_errors_t *errs = malloc(sizeof *errs);
     config_t *cfg = errs ? validate(gw, text, errs) : NULL;
     if (!cfg) {
@@ -412,6 +424,170 @@ static void put_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     reply_json(req, 200, "OK", b);
 }
 
+/* PUT /api/config: If-Match the revision now, the body passes check: written, then applied. */
+static void put_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+{
+    size_t len, old_len;
+    char rev[17];
+    char *old = current(gw, req, &old_len, rev);
+    if (!old)
+        return;
+    free(old);
+    if (!revision_matches(req, rev, b))
+        return;
+    char *text = body_text(req, &len);
+    if (text)
+        commit_text(gw, req, b, text, len);
+}
+
+/* ---- one section: PUT (create or replace) and DELETE ----------------------------
+ *
+ * /api/devices/NAME, /api/tags/NAME, /api/templates/NAME, /api/polls/NAME and
+ * /api/buses/NAME stand for the section [KIND NAME] of the file; a PUT's body
+ * is a JSON object of its keys ({"slave": 2, "template": "meter"}). The rule
+ * for the text, so that it stays the engineer's file: a PUT of a section that
+ * is there replaces its lines in place (from its header to the next header,
+ * the comment lines inside it included), a new one goes at the end, a DELETE
+ * removes those lines; every other line, comments included, stays as it was.
+ * Then the one write path (commit_text): check, atomic write, reload.
+ */
+static const struct { const char *path, *kind; } section_paths[] = {
+    { "devices/", "device" }, { "tags/", "tag" }, { "templates/", "template" }, { "polls/", "poll" },
+    { "buses/", "bus" },
+};
+#define API_SECTION_KEYS 64
+
+/* Where [kind name] is in text: *from its header line, *to the next header (or the end). */
+static bool find_section(const char *text, const char *kind, const char *name, size_t *from, size_t *to)
+{
+    bool in = false;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+        const char *p = line;
+        while (p < line + n && (*p == ' ' || *p == '\t'))
+            p++;
+        if (*p == '[') {
+            if (in) {
+                *to = (size_t)(line - text);
+                return true;
+            }
+            char k[32], nm[TAGS_NAME_MAX + 8], close = 0;
+            if (sscanf(p, "[%31s %55[^] \t]%c", k, nm, &close) == 3 && close == ']' && strcmp(k, kind) == 0 &&
+                strcmp(nm, name) == 0) {
+                in = true;
+                *from = (size_t)(line - text);
+            }
+        }
+        line += n;
+    }
+    if (in)
+        *to = strlen(text);
+    return in;
+}
+
+/* A value as one INI line takes it: no line break, no NUL, no comment start. */
+static bool value_ok(const char *v)
+{
+    if (!*v || isspace((unsigned char)v[0]) || isspace((unsigned char)v[strlen(v) - 1]))
+        return false;
+    for (const char *c = v; *c; c++)
+        if (*c == '\n' || *c == '\r' || ((*c == ';' || *c == '#') && c > v && (c[-1] == ' ' || c[-1] == '\t')))
+            return false;
+    return true;
+}
+
+/* The section's lines from the JSON body, into out; false with why. */
+static bool section_lines(const char *kind, const char *name, const char *body, size_t len, struct evbuffer *out,
+                          char *why, size_t cap)
+{
+    struct json_object *root = json_parse_request(body, len, 2, 2 * API_SECTION_KEYS, why, cap);
+    if (!root)
+        return false;
+    bool ok = json_object_is_type(root, json_type_object);
+    if (!ok)
+        snprintf(why, cap, "expected a JSON object of the section's keys");
+    evbuffer_add_printf(out, "[%s %s]\n", kind, name);
+    json_object_object_foreach(root, key, val) {
+        if (!ok)
+            break;
+        const char *v = json_object_get_string(val);
+        bool key_ok = *key && strlen(key) <= 40;
+        for (const char *c = key; key_ok && *c; c++)
+            key_ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+        enum json_type t = json_object_get_type(val);
+        if (!key_ok) {
+            snprintf(why, cap, "'%.40s': not a key name", key);
+            ok = false;
+        } else if ((t != json_type_string && t != json_type_int && t != json_type_double &&
+                    t != json_type_boolean) || !v || !value_ok(v)) {
+            snprintf(why, cap, "%s: expected a string, number or boolean on one line, without ' ;' or ' #'", key);
+            ok = false;
+        } else {
+            evbuffer_add_printf(out, "%s = %s\n", key, v);
+        }
+    }
+    json_object_put(root);
+    return ok;
+}
+
+static void edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const char *kind,
+                         const char *name, bool delete)
+{
+    size_t len, from = 0, to = 0;
+    char rev[17], why[320];
+    bool name_ok = *name && strlen(name) < TAGS_NAME_MAX;
+    for (const char *c = name; name_ok && *c; c++)
+        name_ok = (unsigned char)*c > ' ' && *c != ']' && *c != '[' && *c != 0x7f;
+    if (!name_ok) {
+        reply_error(req, 400, "Bad Request", "not a section name");
+        return;
+    }
+    char *text = current(gw, req, &len, rev);
+    if (!text)
+        return;
+    if (!revision_matches(req, rev, b)) {
+        free(text);
+        return;
+    }
+    bool there = find_section(text, kind, name, &from, &to);
+    if (delete && !there) {
+        free(text);
+        reply_error(req, 404, "Not Found", "no such section in the file");
+        return;
+    }
+    struct evbuffer *lines = evbuffer_new(), *in = evhttp_request_get_input_buffer(req);
+    size_t blen = evbuffer_get_length(in);
+    char *body = delete ? NULL : malloc(blen + 1);
+    if (!lines || (!delete && !body)) {
+        reply_error(req, 500, "Internal Server Error", "out of memory");
+    } else if (!delete && (evbuffer_copyout(in, body, blen), body[blen] = 0,
+                           !section_lines(kind, name, body, blen, lines, why, sizeof why))) {
+        reply_error(req, 400, "Bad Request", why);
+    } else {
+        if (!there) {
+            from = to = len;
+            if (len && text[len - 1] != '\n')
+                evbuffer_prepend(lines, "\n", 1);
+        }
+        size_t n = evbuffer_get_length(lines);
+        char *next = malloc(len - (to - from) + n + 1);
+        if (!next) {
+            reply_error(req, 500, "Internal Server Error", "out of memory");
+        } else {
+            memcpy(next, text, from);
+            evbuffer_copyout(lines, next + from, n);
+            memcpy(next + from + n, text + to, len - to);
+            next[len - (to - from) + n] = 0;
+            commit_text(gw, req, b, next, len - (to - from) + n);
+        }
+    }
+    if (lines)
+        evbuffer_free(lines);
+    free(body);
+    free(text);
+}
+
 bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
 {
     if (strncmp(path, "/api/", 5) != 0)
@@ -425,8 +601,20 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
         evhttp_send_error(req, 500, "out of memory");
         return true;
     }
-    if ((config || validate_path) && !gw->opt.config_path) {
+    const char *kind = NULL, *name = NULL;
+    for (size_t i = 0; i < sizeof section_paths / sizeof section_paths[0] && !kind; i++)
+        if (strncmp(what, section_paths[i].path, strlen(section_paths[i].path)) == 0) {
+            kind = section_paths[i].kind;
+            name = what + strlen(section_paths[i].path);
+        }
+    if ((config || validate_path || kind) && !gw->opt.config_path) {
         reply_error(req, 404, "Not Found", "no configuration file (the built-in demo)");
+    } else if (kind && (cmd == EVHTTP_REQ_PUT || cmd == EVHTTP_REQ_DELETE)) {
+        if (token_ok(gw, req))
+            edit_section(gw, req, b, kind, name, cmd == EVHTTP_REQ_DELETE);
+    } else if (kind) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "PUT, DELETE");
+        reply_error(req, 405, "Method Not Allowed", "see docs/api.md");
     } else if (get && strcmp(what, "buses") == 0) {
         list_buses(gw->cfg, b);
         reply_json(req, 200, "OK", b);

@@ -553,9 +553,9 @@ static void on_request(struct evhttp_request *req, void *arg)
     gw_count(&h->gw->http_metrics.requests);
     if (path && (http_tags_request(h->tags, req, path) || api_request(h->gw, req, path)))
         return;
-    if (evhttp_request_get_command(req) & (EVHTTP_REQ_PUT | EVHTTP_REQ_POST)) {
+    if (evhttp_request_get_command(req) & (EVHTTP_REQ_PUT | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        evhttp_send_error(req, 405, "only /tags/NAME and /api/ take PUT or POST");
+        evhttp_send_error(req, 405, "only /tags/NAME and /api/ take PUT, POST or DELETE");
     } else if (path && strcmp(path, "/metrics") == 0)
         on_metrics(req, h->gw);
     else if (path && strcmp(path, "/status") == 0)
@@ -762,7 +762,8 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_max_headers_size(h->http, cfg->max_header_bytes);
     evhttp_set_max_body_size(h->http, cfg->max_body_bytes);
     evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
-    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_POST);
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_POST |
+                                              EVHTTP_REQ_DELETE);
     evhttp_set_gencb(h->http, on_request, h);
     if (web_start(gw, err, errcap) != 0) {
         http_free(h);
