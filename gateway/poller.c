@@ -64,6 +64,7 @@ typedef struct poll_answer {
 typedef struct poll_read {
     unsigned device;       /* index into cfg->devices */
     bool outstanding;
+    uint64_t next_due;     /* CLOCK_MONOTONIC ns of its next tick; 0: not armed yet */
 } poll_read_t;
 
 struct gw_poller {
@@ -163,7 +164,22 @@ static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
     return set_limits(p, err, errcap) == 0 ? setup_groups(p, err, errcap) : -1;
 }
 
-/* Plans the groups and tags (again) and starts a timer per read. */
+/* The old plan's read that reads what new read r reads, or -1. */
+static int same_read(const tags_plan_t *old, unsigned n_old, const tags_read_t *r)
+{
+    for (unsigned i = 0; old && i < n_old; i++) {
+        const tags_read_t *o = tags_plan_read(old, i);
+        if (o->function == r->function && o->address == r->address && o->count == r->count &&
+            o->interval_ms == r->interval_ms && strcmp(o->device, r->device) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Plans the groups and tags (again) and starts a timer per read. A read the
+ * plan before had too (a reload that added a tag elsewhere) keeps its phase:
+ * its first tick is when its next one was due, so its tags do not go stale
+ * for a re-spread; a new read is spread as at start. */
 static int replan(gw_poller_t *p, char *err, size_t errcap)
 {
     gw_t *gw = p->gw;
@@ -180,8 +196,12 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         tags_plan_free(rc == 0 ? plan : NULL);
         return -1;
     }
-    tags_plan_free(p->plan);
-    free(p->reads);
+    tags_plan_t *old = p->plan;
+    poll_read_t *old_reads = p->reads;
+    unsigned n_old = p->n_reads;
+    uint64_t now = gw_now_ns();
+    if ((uint64_t)n_old * n > 4000000u)
+        n_old = 0;   /* the matching is quadratic: past ~2,000 reads each, spread as at start */
     p->plan = plan;
     p->reads = reads;
     p->n_reads = (unsigned)n;
@@ -194,10 +214,16 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         for (size_t k = 0; k < nm; k++)
             if (m[k].is_group)
                 atomic_store(&p->group_read[m[k].index], r);
-        poll_tick_t tick = { 0, p->generation, r, 1 };
+        int was = same_read(old, n_old, read);
+        uint64_t due = was >= 0 ? old_reads[was].next_due : 0;
+        poll_tick_t tick = { due, p->generation, r, due ? 0 : 1 };
         uint64_t spread = (read->interval_ms < 1000 ? read->interval_ms : 1000) * 1000000ull;
-        actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, spread * r / n, NULL);
+        reads[r].next_due = due;
+        actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick,
+                         due ? (due > now ? due - now : 0) : spread * r / n, NULL);
     }
+    tags_plan_free(old);
+    free(old_reads);
     atomic_store(&p->read_count, p->n_reads);
     return 0;
 }
@@ -305,6 +331,7 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
         next.due += period;
         if (next.due <= now)
             next.due = now + period;   /* a period or more late: skip ahead */
+        p->reads[tick.read].next_due = next.due;
         int rc = actor_send_after(p->gw->actors, p->self, POLLER_MSG_TICK, &next, sizeof next, next.due - now, NULL);
         if (rc != 0 && rc != -ESHUTDOWN)   /* the chain of this read's ticks ends here: say so */
             gw_log(p->gw, CONFIG_LOG_ERROR, "poller: read %u: its next poll could not be armed (%s); it is polled no more",
