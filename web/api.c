@@ -14,6 +14,7 @@
  *   POST /api/config/validate                   dry run: check a text, change nothing
  *   PUT  /api/config (If-Match: REVISION)       check, write, apply
  *   PUT|DELETE /api/devices|tags|templates|polls|buses/NAME   one section
+ *   GET  /api/openapi.json                      the OpenAPI description of these
  *
  * Revision: FNV-1a 64 of the file's bytes, in hex; a PUT whose If-Match is
  * not the file's revision now gets 409 (two editors cannot overwrite each
@@ -588,6 +589,44 @@ static void edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *
     free(text);
 }
 
+/* GET /api/openapi.json: this file's calls, for clients and generators
+ * (OpenAPI 3.0). Static: it changes with the code, not the configuration. */
+static const char openapi[] =
+    "{\"openapi\":\"3.0.3\",\"info\":{\"title\":\"rtugw configuration API\",\"version\":\"1\","
+    "\"description\":\"docs/api.md\"},"
+    "\"components\":{\"securitySchemes\":{\"token\":{\"type\":\"http\",\"scheme\":\"bearer\"}},"
+    "\"parameters\":{\"IfMatch\":{\"name\":\"If-Match\",\"in\":\"header\",\"required\":true,"
+    "\"schema\":{\"type\":\"string\"}},\"Name\":{\"name\":\"name\",\"in\":\"path\",\"required\":true,"
+    "\"schema\":{\"type\":\"string\"}}}},"
+    "\"paths\":{"
+    "\"/api/buses\":{\"get\":{\"summary\":\"the running buses\",\"responses\":{\"200\":{\"description\":\"{buses:[...]}\"}}}},"
+    "\"/api/devices\":{\"get\":{\"summary\":\"the running devices\",\"responses\":{\"200\":{\"description\":\"{devices:[...]}\"}}}},"
+    "\"/api/templates\":{\"get\":{\"summary\":\"the templates\",\"responses\":{\"200\":{\"description\":\"{templates:[...]}\"}}}},"
+    "\"/api/tags\":{\"get\":{\"summary\":\"every tag's definition\",\"responses\":{\"200\":{\"description\":\"{tags:[...]}\"}}}},"
+    "\"/api/config\":{\"get\":{\"summary\":\"the file and its revision\",\"security\":[{\"token\":[]}],"
+    "\"responses\":{\"200\":{\"description\":\"{path,revision,text}\"},\"403\":{\"description\":\"no token\"}}},"
+    "\"put\":{\"summary\":\"check, write atomically, apply\",\"security\":[{\"token\":[]}],"
+    "\"parameters\":[{\"$ref\":\"#/components/parameters/IfMatch\"}],"
+    "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
+    "\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},\"409\":{\"description\":\"stale revision\"},"
+    "\"422\":{\"description\":\"check refused it: {valid:false,errors}\"},\"428\":{\"description\":\"no If-Match\"}}}},"
+    "\"/api/config/validate\":{\"post\":{\"summary\":\"dry run: check a text\",\"security\":[{\"token\":[]}],"
+    "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
+    "\"responses\":{\"200\":{\"description\":\"{valid:true,summary}\"},\"422\":{\"description\":\"{valid:false,errors}\"}}}},"
+#define SECTION_PATH(p)                                                                                        \
+    "\"/api/" p "/{name}\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"},"                       \
+    "{\"$ref\":\"#/components/parameters/IfMatch\"}],\"put\":{\"summary\":\"add or replace the section\","         \
+    "\"security\":[{\"token\":[]}],\"requestBody\":{\"content\":{\"application/json\":{\"schema\":"            \
+    "{\"type\":\"object\"}}}},\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"         \
+    "\"400\":{\"description\":\"a bad body\"},\"409\":{\"description\":\"stale revision\"},"                   \
+    "\"422\":{\"description\":\"check refused it\"}}},\"delete\":{\"summary\":\"remove the section\","          \
+    "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"     \
+    "\"404\":{\"description\":\"no such section\"},\"409\":{\"description\":\"stale revision\"}}}}"
+    SECTION_PATH("devices") "," SECTION_PATH("tags") "," SECTION_PATH("templates") "," SECTION_PATH("polls") ","
+    SECTION_PATH("buses")
+#undef SECTION_PATH
+    "}}\n";
+
 bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
 {
     if (strncmp(path, "/api/", 5) != 0)
@@ -615,6 +654,9 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
     } else if (kind) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "PUT, DELETE");
         reply_error(req, 405, "Method Not Allowed", "see docs/api.md");
+    } else if (get && strcmp(what, "openapi.json") == 0) {
+        evbuffer_add(b, openapi, sizeof openapi - 1);
+        reply_json(req, 200, "OK", b);
     } else if (get && strcmp(what, "buses") == 0) {
         list_buses(gw->cfg, b);
         reply_json(req, 200, "OK", b);
