@@ -613,6 +613,9 @@ def test_api_sections():
           f"DELETE of a device: written, and named as waiting for a restart ({r})")
     p = subprocess.run([BIN, "check", "-c", g.cfg], capture_output=True, text=True)
     check(p.returncode == 0, f"the file after every change passes rtugw check: {p.stderr}")
+    m = g.metrics()
+    check(m.get("rtugw_http_api_changes_total") == 5 and m.get("rtugw_http_api_refused_total") == 8,
+          f"counted: {m.get('rtugw_http_api_changes_total')} changes, {m.get('rtugw_http_api_refused_total')} refused")
     g.stop()
     shutil.rmtree(d, ignore_errors=True)
 

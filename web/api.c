@@ -59,14 +59,17 @@ static void add_str(struct evbuffer *b, const char *s)
         free(q);
 }
 
-static void reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
+/* Every answer goes out here: a refusal (4xx) is counted (rtugw_http_api_refused_total). */
+static void reply_json(gw_t *gw, struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
+    if (code >= 400 && code < 500)
+        gw_count(&gw->http_metrics.api_refused);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
     evhttp_send_reply(req, code, reason, b);
 }
 
-static void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why)
+static void reply_error(gw_t *gw, struct evhttp_request *req, int code, const char *reason, const char *why)
 {
     struct evbuffer *b = evbuffer_new();
     if (!b) {
@@ -76,7 +79,7 @@ static void reply_error(struct evhttp_request *req, int code, const char *reason
     evbuffer_add_printf(b, "{\"error\":");
     add_str(b, why);
     evbuffer_add_printf(b, "}\n");
-    reply_json(req, code, reason, b);
+    reply_json(gw, req, code, reason, b);
     evbuffer_free(b);
 }
 
@@ -209,20 +212,20 @@ static void list_tags(gw_t *gw, struct evbuffer *b)
 /* ---- the file ------------------------------------------------------------------ */
 
 /* The request's body as a NUL-terminated text, or NULL (answered). */
-static char *body_text(struct evhttp_request *req, size_t *len)
+static char *body_text(gw_t *gw, struct evhttp_request *req, size_t *len)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t n = evbuffer_get_length(in);
     char *text = malloc(n + 1);
     if (!text) {
-        reply_error(req, 500, "Internal Server Error", "out of memory");
+        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         return NULL;
     }
     evbuffer_copyout(in, text, n);
     text[n] = 0;
     if (memchr(text, 0, n)) {
         free(text);
-        reply_error(req, 400, "Bad Request", "the text holds a NUL byte");
+        reply_error(gw, req, 400, "Bad Request", "the text holds a NUL byte");
         return NULL;
     }
     *len = n;
@@ -250,14 +253,14 @@ static void add_errors(struct evbuffer *b, const config_errors_t *errs)
 static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
 {
     size_t len;
-    char *text = body_text(req, &len);
+    char *text = body_text(gw, req, &len);
     if (!text)
         return;
     config_errors_t *errs = malloc(sizeof *errs);
     config_t *cfg = errs ? validate(gw, text, errs) : NULL;
     free(text);
     if (!errs) {
-        reply_error(req, 500, "Internal Server Error", "out of memory");
+        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         return;
     }
     if (cfg) {
@@ -266,12 +269,12 @@ static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer 
         evbuffer_add_printf(b, "{\"valid\":true,\"summary\":");
         add_str(b, summary);
         evbuffer_add_printf(b, "}\n");
-        reply_json(req, 200, "OK", b);
+        reply_json(gw, req, 200, "OK", b);
     } else {
         evbuffer_add_printf(b, "{\"valid\":false,");
         add_errors(b, errs);
         evbuffer_add_printf(b, "}\n");
-        reply_json(req, 422, "Unprocessable Entity", b);
+        reply_json(gw, req, 422, "Unprocessable Entity", b);
     }
     config_free(cfg);
     free(errs);
@@ -330,7 +333,7 @@ static bool token_ok(gw_t *gw, struct evhttp_request *req)
     const char *why = !token[0] ? "the API's writes are off: [http] write_token is not set"
                       : !http_bearer_ok(auth, token) ? "missing or wrong bearer token" : NULL;
     if (why)
-        reply_error(req, 403, "Forbidden", why);
+        reply_error(gw, req, 403, "Forbidden", why);
     return why == NULL;
 }
 
@@ -340,7 +343,7 @@ static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     size_t len;
     char *text = read_file(gw->opt.config_path, &len), rev[17];
     if (!text) {
-        reply_error(req, 500, "Internal Server Error", strerror(errno));
+        reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
         return;
     }
     fnv_hex(text, len, rev);
@@ -352,7 +355,7 @@ static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     char etag[20];
     snprintf(etag, sizeof etag, "\"%s\"", rev);
     evhttp_add_header(evhttp_request_get_output_headers(req), "ETag", etag);
-    reply_json(req, 200, "OK", b);
+    reply_json(gw, req, 200, "OK", b);
     free(text);
 }
 
@@ -361,7 +364,7 @@ static char *current(gw_t *gw, struct evhttp_request *req, size_t *len, char rev
 {
     char *text = read_file(gw->opt.config_path, len);
     if (!text) {
-        reply_error(req, 500, "Internal Server Error", strerror(errno));
+        reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
         return NULL;
     }
     fnv_hex(text, *len, rev);
@@ -369,19 +372,19 @@ static char *current(gw_t *gw, struct evhttp_request *req, size_t *len, char rev
 }
 
 /* If-Match names rev; else answered (428 without one, 409 with another). */
-static bool revision_matches(struct evhttp_request *req, const char *rev, struct evbuffer *b)
+static bool revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev, struct evbuffer *b)
 {
     const char *match = evhttp_find_header(evhttp_request_get_input_headers(req), "If-Match");
     char quoted[20];
     snprintf(quoted, sizeof quoted, "\"%s\"", rev);
     if (!match) {
-        reply_error(req, 428, "Precondition Required", "If-Match: the revision the change was made from "
+        reply_error(gw, req, 428, "Precondition Required", "If-Match: the revision the change was made from "
                     "(GET /api/config)");
         return false;
     }
     if (strcmp(match, rev) != 0 && strcmp(match, quoted) != 0) {
         evbuffer_add_printf(b, "{\"error\":\"the file changed since that revision\",\"revision\":\"%s\"}\n", rev);
-        reply_json(req, 409, "Conflict", b);
+        reply_json(gw, req, 409, "Conflict", b);
         return false;
     }
     return true;
@@ -399,9 +402,9 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
             evbuffer_add_printf(b, "{\"valid\":false,");
             add_errors(b, errs);
             evbuffer_add_printf(b, "}\n");
-            reply_json(req, 422, "Unprocessable Entity", b);
+            reply_json(gw, req, 422, "Unprocessable Entity", b);
         } else {
-            reply_error(req, 500, "Internal Server Error", "out of memory");
+            reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         }
         free(errs);
         free(text);
@@ -413,16 +416,17 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
     fnv_hex(text, len, rev);
     free(text);
     if (rc != 0) {
-        reply_error(req, 500, "Internal Server Error", why);
+        reply_error(gw, req, 500, "Internal Server Error", why);
         return;
     }
     gw_log(gw, CONFIG_LOG_INFO, "api: %s written (revision %s); applying it", gw->opt.config_path, rev);
+    gw_count(&gw->http_metrics.api_changes);
     if (gw->reload)
         gw->reload(gw);
     evbuffer_add_printf(b, "{\"revision\":\"%s\",\"restart_needed\":", rev);
     add_str(b, gw->restart_needed);
     evbuffer_add_printf(b, "}\n");
-    reply_json(req, 200, "OK", b);
+    reply_json(gw, req, 200, "OK", b);
 }
 
 /* PUT /api/config: If-Match the revision now, the body passes check: written, then applied. */
@@ -434,9 +438,9 @@ static void put_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     if (!old)
         return;
     free(old);
-    if (!revision_matches(req, rev, b))
+    if (!revision_matches(gw, req, rev, b))
         return;
-    char *text = body_text(req, &len);
+    char *text = body_text(gw, req, &len);
     if (text)
         commit_text(gw, req, b, text, len);
 }
@@ -541,30 +545,30 @@ static void edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *
     for (const char *c = name; name_ok && *c; c++)
         name_ok = (unsigned char)*c > ' ' && *c != ']' && *c != '[' && *c != 0x7f;
     if (!name_ok) {
-        reply_error(req, 400, "Bad Request", "not a section name");
+        reply_error(gw, req, 400, "Bad Request", "not a section name");
         return;
     }
     char *text = current(gw, req, &len, rev);
     if (!text)
         return;
-    if (!revision_matches(req, rev, b)) {
+    if (!revision_matches(gw, req, rev, b)) {
         free(text);
         return;
     }
     bool there = find_section(text, kind, name, &from, &to);
     if (delete && !there) {
         free(text);
-        reply_error(req, 404, "Not Found", "no such section in the file");
+        reply_error(gw, req, 404, "Not Found", "no such section in the file");
         return;
     }
     struct evbuffer *lines = evbuffer_new(), *in = evhttp_request_get_input_buffer(req);
     size_t blen = evbuffer_get_length(in);
     char *body = delete ? NULL : malloc(blen + 1);
     if (!lines || (!delete && !body)) {
-        reply_error(req, 500, "Internal Server Error", "out of memory");
+        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
     } else if (!delete && (evbuffer_copyout(in, body, blen), body[blen] = 0,
                            !section_lines(kind, name, body, blen, lines, why, sizeof why))) {
-        reply_error(req, 400, "Bad Request", why);
+        reply_error(gw, req, 400, "Bad Request", why);
     } else {
         if (!there) {
             from = to = len;
@@ -574,7 +578,7 @@ static void edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *
         size_t n = evbuffer_get_length(lines);
         char *next = malloc(len - (to - from) + n + 1);
         if (!next) {
-            reply_error(req, 500, "Internal Server Error", "out of memory");
+            reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         } else {
             memcpy(next, text, from);
             evbuffer_copyout(lines, next + from, n);
@@ -647,28 +651,28 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
             name = what + strlen(section_paths[i].path);
         }
     if ((config || validate_path || kind) && !gw->opt.config_path) {
-        reply_error(req, 404, "Not Found", "no configuration file (the built-in demo)");
+        reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
     } else if (kind && (cmd == EVHTTP_REQ_PUT || cmd == EVHTTP_REQ_DELETE)) {
         if (token_ok(gw, req))
             edit_section(gw, req, b, kind, name, cmd == EVHTTP_REQ_DELETE);
     } else if (kind) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "PUT, DELETE");
-        reply_error(req, 405, "Method Not Allowed", "see docs/api.md");
+        reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
     } else if (get && strcmp(what, "openapi.json") == 0) {
         evbuffer_add(b, openapi, sizeof openapi - 1);
-        reply_json(req, 200, "OK", b);
+        reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "buses") == 0) {
         list_buses(gw->cfg, b);
-        reply_json(req, 200, "OK", b);
+        reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "devices") == 0) {
         list_devices(gw, b);
-        reply_json(req, 200, "OK", b);
+        reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "templates") == 0) {
         list_templates(gw->cfg, b);
-        reply_json(req, 200, "OK", b);
+        reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "tags") == 0) {
         list_tags(gw, b);
-        reply_json(req, 200, "OK", b);
+        reply_json(gw, req, 200, "OK", b);
     } else if (config && get) {
         if (token_ok(gw, req))
             get_config(gw, req, b);
@@ -682,9 +686,9 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
                strcmp(what, "templates") == 0 || strcmp(what, "tags") == 0) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           config ? "GET, PUT" : validate_path ? "POST" : "GET");
-        reply_error(req, 405, "Method Not Allowed", "see docs/api.md");
+        reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
     } else {
-        reply_error(req, 404, "Not Found", "no such API path (docs/api.md)");
+        reply_error(gw, req, 404, "Not Found", "no such API path (docs/api.md)");
     }
     evbuffer_free(b);
     return true;

@@ -234,6 +234,8 @@ static const metric_def_t http_defs[] = {
     HM(tag_writes_refused, "Tag writes refused before the bus (token, read-only, value, tag)"),
     HM(tag_write_failures, "Tag writes answered with an exception or no answer"),
     HM(tag_writes_abandoned, "Tag writes whose client closed before the answer: its connection freed at once"),
+    HM(api_changes, "Configuration changes written and applied through /api/"),
+    HM(api_refused, "/api/ requests refused (token, revision, body, check)"),
 };
 
 static void http_metrics_text(gw_t *gw, struct evbuffer *b)
