@@ -280,10 +280,13 @@ static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer 
     free(errs);
 }
 
-/* text over path: a temporary file beside it, fsync'd, renamed, the folder fsync'd. */
-static int write_atomically(const char *path, const char *text, size_t len, char *why, size_t cap)
+/* text over path: a temporary file beside it, fsync'd, renamed, the folder
+ * fsync'd. A symbolic link is followed (its target is written), so a link in
+ * /etc to a file elsewhere stays a link. */
+static int write_atomically(const char *link, const char *text, size_t len, char *why, size_t cap)
 {
-    char tmp[PATH_MAX], dir[PATH_MAX];
+    char tmp[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
+    const char *path = realpath(link, real) ? real : link;
     const char *slash = strrchr(path, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
     if (slash == path)
