@@ -143,7 +143,7 @@ os.close(slave)
 import re  # noqa: E402
 ex_dir = os.path.join(tmp, "example")
 os.mkdir(ex_dir)
-shutil.copy(os.path.join(SRC, "config", "plc1-tags.csv"), ex_dir)
+shutil.copy(os.path.join(SRC, "config", "example-tags.csv"), ex_dir)
 with open(os.path.join(SRC, "config", "example.ini")) as f:
     ex_lines = f.read().split("\n")
 option = re.compile(r"^;(\[|[a-z_0-9]+ *=)")
