@@ -352,6 +352,7 @@ static void resolve(loader_t *ld)
         config_error_at(ld, 0, "[tcp] and [http] both use %s:%u", cfg->tcp.bind, cfg->tcp.port);
     config_tags_resolve(ld);
     security_resolve(ld);
+    users_resolve(ld);
     transports_resolve(ld);
     config_mqtt_resolve(ld);
 }

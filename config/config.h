@@ -170,6 +170,8 @@ typedef struct config_http {
     char write_token[CONFIG_TOKEN_MAX]; /* PUT /tags/NAME needs "Authorization: Bearer TOKEN"; empty: none */
     unsigned frame_ring;            /* frames kept per bus for GET /frames (the web page's
                                        monitor); 0: none kept, no memory taken */
+    char tls_cert[CONFIG_PATH_MAX]; /* HTTPS: the server's certificate chain (PEM); "": plain HTTP */
+    char tls_key[CONFIG_PATH_MAX];  /* its private key (PEM) */
 } config_http_t;
 
 typedef struct config_router {

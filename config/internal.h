@@ -187,6 +187,8 @@ bool security_set_units(loader_t *ld, const key_spec_t *k, unsigned number, cons
 bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* Bus names, default_role, and what an enabled [tls] needs. */
 void security_resolve(loader_t *ld);
+/* users.c: [http] tls_cert and tls_key, [user NAME]; once all is read. */
+void users_resolve(loader_t *ld);
 int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
 #define CONFIG_MQTT_KEYS 31

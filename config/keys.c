@@ -118,6 +118,10 @@ static const key_spec_t http_keys[] = {
     { .name = "write_token", .type = K_STRING, .offset = offsetof(config_http_t, write_token),
       .max = CONFIG_TOKEN_MAX },
     U(config_http_t, frame_ring, 0, 4096),
+    { .name = "tls_cert", .type = K_STRING, .offset = offsetof(config_http_t, tls_cert), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    { .name = "tls_key", .type = K_STRING, .offset = offsetof(config_http_t, tls_key), .min = 1,
+      .max = CONFIG_PATH_MAX },
 };
 
 /* MB-TCP-Security (config/security.c) */

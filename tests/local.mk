@@ -78,6 +78,11 @@ EXTRA_DIST += tests/test_webpage.py
 TESTS += tests/test_mbaps.py tests/test_bench_tls.sh
 EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
 
+# The web side's security: HTTPS, users and roles, logins, sessions, the
+# audit log; curl and Python's ssl against a certificate the test makes.
+TESTS += tests/test_web_auth.py
+EXTRA_DIST += tests/test_web_auth.py
+
 # Every transport end to end: RTU over TCP (socat device servers, pymodbus),
 # a Modbus TCP device shared by 8 masters and restarted, Modbus ASCII with a
 # bad LRC, and the [rtu_tcp] and [serial_slave] front ends (mbpoll on a pty).

@@ -35,4 +35,44 @@ int web_start(gw_t *gw, char *err, size_t errcap);
 void web_stop(gw_t *gw);
 bool web_handle(gw_t *gw, struct evhttp_request *req, const char *path);
 
+/*
+ * http_tls.c (I/O thread): [http] over TLS, when tls_cert is set. It loads
+ * the HTTPS module (web/https.c, rtugw-https.so) and makes its context;
+ * evhttp's bufferevents come from http_tls_bev, TLS ones then. It also
+ * writes the TLS parts of /status and /metrics (MB-TCP-Security's too).
+ */
+typedef struct http_tls http_tls_t;
+struct event_base;
+/* NULL with err naming the file when the module or a file does not load. */
+http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap);
+void http_tls_free(http_tls_t *t);
+/* A new connection's bufferevent, without its descriptor yet: a TLS one
+ * that handshakes first, or plain with t NULL. NULL: out of memory. */
+struct bufferevent *http_tls_bev(http_tls_t *t, struct event_base *base);
+/* evhttp is done with bev: counted as a finished or failed handshake. */
+void http_tls_released(http_tls_t *t, struct bufferevent *bev);
+void http_tls_metrics(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
+/* ,"tls":{...} (MB-TCP-Security) and ,"https":{...} of /status. */
+void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
+
+/*
+ * The HTTPS module's table (web/https.c, built as rtugw-https.so, loaded by
+ * http_tls.c only when [http] tls_cert is set, so that a daemon without it
+ * never maps libssl). The module calls nothing of the daemon's.
+ */
+#define WEB_HTTPS_MODULE_ABI 1
+typedef struct https_ctx https_ctx_t;
+typedef struct web_https_module {
+    unsigned abi;   /* WEB_HTTPS_MODULE_ABI */
+    /* A server context of the certificate chain and key files (PEM); NULL
+     * with err naming the file and OpenSSL's reason. */
+    https_ctx_t *(*ctx_new)(const char *cert, const char *key, char *err, size_t cap);
+    void (*ctx_free)(https_ctx_t *ctx);   /* open connections keep theirs */
+    void (*ctx_certificate)(const https_ctx_t *ctx, char *subject, size_t cap, int64_t *not_after);
+    /* A bufferevent that runs the server side of a handshake once evhttp
+     * gives it its descriptor; NULL: out of memory. */
+    struct bufferevent *(*accept)(https_ctx_t *ctx, struct event_base *base);
+    bool (*established)(struct bufferevent *bev);   /* the handshake finished */
+} web_https_module_t;
+
 #endif

@@ -2,7 +2,8 @@
  * web/web.h -- the web side: /status, /metrics (http.c), /tags and tag
  * writes (http_tags.c), the page and /frames (web.c, web/page/), all on
  * libevent's evhttp on the I/O thread, within [http]'s bounds. Owns the
- * HTTP connections and their deadlines. May call gateway/ (counters, the
+ * HTTP connections and their deadlines; HTTPS through its module
+ * (http_tls.c, rtugw-https.so, OpenSSL). May call gateway/ (counters, the
  * cache, the tags, the frames, tag_write.c, the loop), front/ (the TLS and
  * serial slave counters it shows), parser/, config/, line/, json/, tags/,
  * libevent and json-c.
