@@ -131,6 +131,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
     }
     if (kind == S_SERIAL_SLAVE)
         return transports_new_serial_slave(ld, name, first);
+    if (kind == S_USER)
+        return users_new(ld, name, first);
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -184,8 +186,8 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
             k = i;
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
-                        "poll NAME, tag NAME, tcp, http, router, tls, role NAME, rtu_tcp, serial_slave NAME "
-                        "or mqtt)", raw);
+                        "poll NAME, tag NAME, tcp, http, router, tls, role NAME, rtu_tcp, serial_slave NAME, "
+                        "mqtt or user NAME)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -371,7 +373,8 @@ static config_t *load(loader_t *ld)
                                .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000 };
     cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502, .max_connections = 16,
                                  .max_header_bytes = 8192, .max_body_bytes = 65536,
-                                 .request_timeout_ms = 5000, .idle_timeout_s = 30 };
+                                 .request_timeout_ms = 5000, .idle_timeout_s = 30,
+                                 .session_timeout_s = 3600, .max_sessions = 64 };
     transports_defaults(cfg);
     cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
                                      .policy = "epsilon",

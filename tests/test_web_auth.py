@@ -7,8 +7,22 @@ What must hold:
   - with [http] tls_cert/tls_key the port speaks HTTPS only: `curl --cacert`
     verifies the certificate and gets /status; plain HTTP on that port gets
     no answer (the connection is closed, counted); a daemon without tls_cert
-    never maps libssl."""
+    never maps libssl;
+  - `rtugw hash-password` makes a yescrypt hash; [user NAME] refuses a
+    plain-text password (without echoing it), an unknown role, a missing key;
+  - with users, nothing but the page and /login is open: 401 without a
+    session; a viewer reads and gets 403 on a tag write; an operator writes
+    a tag value but not the configuration (/api/, /audit); the write_token
+    stands for an operator; /metrics opens with metrics_open;
+  - the session cookie is HttpOnly, SameSite=Strict and Secure under HTTPS;
+    a cookie write needs this server's Origin; logout ends the session;
+  - a wrong password is slowed after 5 tries (429 and Retry-After, even for
+    the right one), and heard again after the wait;
+  - hostile logins (huge, NUL, nested or mistyped JSON, odd cookies and
+    tokens) get clear 4xx errors and the daemon goes on;
+  - every write and login is in the audit log and at GET /audit (admins)."""
 import atexit
+import http.client
 import json
 import os
 import shutil
@@ -48,8 +62,9 @@ def curl(*args):
     return r.returncode, int(code or 0), body, r.stderr
 
 
-def https_metrics(g):
-    rc, code, body, _ = curl("--cacert", CA, f"https://127.0.0.1:{g.http_port}/metrics")
+def https_metrics(g, token=None):
+    auth = ["-H", f"Authorization: Bearer {token}"] if token else []
+    rc, code, body, _ = curl("--cacert", CA, *auth, f"https://127.0.0.1:{g.http_port}/metrics")
     out = {}
     for line in body.splitlines():
         if line and not line.startswith("#"):
@@ -137,4 +152,241 @@ def test_https_config_errors():
         shutil.rmtree(g_dir, ignore_errors=True)
 
 
-run_tests("test_web_auth", [test_https, test_https_config_errors])
+
+def hash_password(pw, cost="1"):
+    r = subprocess.run([BIN, "hash-password", "--cost", cost], input=pw + "\n", capture_output=True, text=True)
+    return r.returncode, r.stdout.strip(), r.stderr
+
+
+def users_section(extra=""):
+    return "".join(f"[user {name}]\npassword_hash = {hash_password(pw)[1]}\nrole = {role}\n"
+                   for name, pw, role in (("ada", "admin-pw", "admin"), ("otto", "operator-pw", "operator"),
+                                          ("vera", "viewer-pw", "viewer"), ("slow", "slow-pw", "viewer"))) + extra
+
+
+TAG = "[tag sp]\ndevice = d1\ntable = holding\naddress = 10\ntype = uint16\nwritable = true\ninterval_ms = 200\n"
+
+
+def users_gateway(http_extra=""):
+    return Gateway(extra=TLS + "write_token = the-write-token\n" + http_extra + users_section() + TAG)
+
+
+def request(g, method, path, body=None, headers=None):
+    """(status, headers as a dict of lists, body) over HTTPS, the CA verified."""
+    ctx = ssl.create_default_context(cafile=CA)
+    c = http.client.HTTPSConnection("127.0.0.1", g.http_port, context=ctx, timeout=5)
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    h = {}
+    for k, v in r.getheaders():
+        h.setdefault(k.lower(), []).append(v)
+    data = r.read().decode(errors="replace")
+    c.close()
+    return r.status, h, data
+
+
+def login(g, user, pw):
+    st, h, body = request(g, "POST", "/login", json.dumps({"user": user, "password": pw}),
+                          {"Content-Type": "application/json"})
+    return st, h, (json.loads(body) if body.startswith("{") else body)
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_users_config():
+    rc, h, err = hash_password("correct horse")
+    check(rc == 0 and h.startswith("$y$") and len(h) > 40, f"rtugw hash-password prints a yescrypt hash ({h}, {err})")
+    rc2, h2, _ = hash_password("correct horse")
+    check(rc2 == 0 and h2 != h, "a fresh salt each time")
+    r = subprocess.run([BIN, "hash-password", "--cost", "99"], input="x\n", capture_output=True, text=True)
+    check(r.returncode == 2 and "1..11" in r.stderr, f"a cost out of range is refused ({r.stderr.strip()})")
+    d = tempfile.mkdtemp(prefix="rtugw-web-users-")
+    try:
+        def rtugw_check(users):
+            p = os.path.join(d, "c.ini")
+            with open(p, "w") as f:
+                f.write(f"[bus a]\nport = sim:1\n[tcp]\nport = 15020\n[http]\nport = 18080\n{users}")
+            r = subprocess.run([BIN, "check", "-c", p], capture_output=True, text=True)
+            return r.returncode, r.stdout + r.stderr
+        rc, out = rtugw_check(f"[user ada]\npassword_hash = {h}\nrole = admin\n")
+        check(rc == 0, f"a user with a hash and a role passes rtugw check ({out.strip()})")
+        rc, out = rtugw_check("[user ada]\npassword_hash = hunter2-plain-text\nrole = admin\n")
+        check(rc != 0 and "c.ini:8: [user ada] password_hash: not a crypt(3) hash" in out and "hunter2" not in out,
+              f"a plain-text password is refused, with file and line, and not echoed ({out.strip()})")
+        rc, out = rtugw_check("[user ada]\npassword_hash = $1$abcdefgh$abcdefghijklmnopqrstuv\nrole = admin\n")
+        check(rc != 0 and "a hash method not kept" in out, f"an MD5-crypt hash is refused ({out.strip()})")
+        rc, out = rtugw_check(f"[user ada]\npassword_hash = {h}\nrole = root\n")
+        check(rc != 0 and "[user ada] role = 'root': expected viewer" in out, f"an unknown role is refused ({out.strip()})")
+        rc, out = rtugw_check("[user ada]\nrole = admin\n")
+        check(rc != 0 and "[user ada]: password_hash is required" in out, f"a user without a hash ({out.strip()})")
+        rc, out = rtugw_check(f"[user ada]\npassword_hash = {h}\n")
+        check(rc != 0 and "[user ada]: role is required" in out, f"a user without a role ({out.strip()})")
+        rc, out = rtugw_check(f"[user ada]\npassword_hash = {h}\nrole = admin\n[user ada]\nrole = viewer\n")
+        check(rc != 0 and "ada" in out, f"a user given twice is refused ({out.strip()})")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_roles():
+    g = users_gateway("metrics_open = true\n")
+    try:
+        for path in ("/status", "/tags", "/tags/sp", "/frames?bus=line", "/audit"):
+            st, h, body = request(g, "GET", path)
+            check(st == 401 and "log in" in body and h.get("www-authenticate"),
+                  f"GET {path} without a session: 401 ({st} {body.strip()})")
+        st, _, body = request(g, "GET", "/")
+        check(st == 200 and "<html" in body.lower(), f"the page itself is open, for its login form ({st})")
+        st, _, body = request(g, "GET", "/metrics")
+        check(st == 200 and "rtugw_http_logins_total" in body, f"/metrics is open with metrics_open ({st})")
+        sessions = {}
+        for user, pw, role in (("ada", "admin-pw", "admin"), ("otto", "operator-pw", "operator"),
+                               ("vera", "viewer-pw", "viewer")):
+            st, h, body = login(g, user, pw)
+            check(st == 200 and body.get("role") == role and len(body.get("token", "")) == 64,
+                  f"{user} logs in as {role} ({st} {body})")
+            sessions[role] = body["token"]
+        st, _, body = request(g, "GET", "/status", headers=bearer(sessions["viewer"]))
+        check(st == 200 and "buses" in json.loads(body), f"a viewer reads /status ({st})")
+        st, _, body = request(g, "GET", "/tags", headers=bearer(sessions["viewer"]))
+        check(st == 200, f"a viewer reads /tags ({st})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 7}', bearer(sessions["viewer"]))
+        check(st == 403 and "vera is a viewer: this needs operator" in body, f"a viewer may not write: 403 ({st} {body})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 7}', bearer(sessions["operator"]))
+        check(st == 200 and json.loads(body).get("ok") is True, f"an operator writes a tag value ({st} {body})")
+        st, _, body = request(g, "POST", "/api/devices", '{"name": "x"}',
+                              {**bearer(sessions["operator"]), "Content-Type": "application/json"})
+        check(st == 403 and "needs admin" in body, f"an operator may not change the configuration (/api/): 403 ({st} {body})")
+        st, _, body = request(g, "GET", "/audit", headers=bearer(sessions["operator"]))
+        check(st == 403, f"an operator may not read the audit ring ({st})")
+        st, _, body = request(g, "GET", "/audit", headers=bearer(sessions["admin"]))
+        check(st == 200 and json.loads(body)["count"] >= 1, f"an admin reads /audit ({st})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("the-write-token"))
+        check(st == 200, f"with users, the write_token still writes a tag value, as an operator ({st} {body})")
+        st, _, body = request(g, "POST", "/api/devices", "{}", bearer("the-write-token"))
+        check(st == 403 and "write_token is an operator" in body, f"... and no more ({st} {body})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("f" * 64))
+        check(st == 401 and "unknown or expired bearer token" in body, f"an unknown token: 401 ({st} {body})")
+        m = https_metrics(g)
+        check(m.get("rtugw_http_auth_refused_total", 0) >= 8 and m.get("rtugw_http_logins_total") == 3,
+              "refusals and logins are counted in /metrics")
+    finally:
+        g.stop()
+
+
+def test_cookie_session():
+    g = users_gateway()
+    try:
+        st, h, body = login(g, "otto", "operator-pw")
+        cookie = h.get("set-cookie", [""])[0]
+        attrs = [a.strip() for a in cookie.split(";")]
+        check(st == 200 and attrs[0].startswith("rtugw_session=") and "HttpOnly" in attrs and
+              "SameSite=Strict" in attrs and "Secure" in attrs and "Path=/" in attrs and "Max-Age=3600" in attrs,
+              f"the session cookie is HttpOnly, SameSite=Strict, Secure under HTTPS ({cookie})")
+        jar = {"Cookie": attrs[0]}
+        own = f"https://127.0.0.1:{g.http_port}"
+        st, _, _ = request(g, "GET", "/status", headers=jar)
+        check(st == 200, f"the cookie reads ({st})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 5}', jar)
+        check(st == 403 and "Origin" in body, f"a cookie write without an Origin is refused ({st} {body})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 5}', {**jar, "Origin": "https://evil.example"})
+        check(st == 403 and "cross-site" in body, f"a cookie write from another site is refused ({st} {body})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 5}', {**jar, "Origin": own})
+        check(st == 200, f"a cookie write from this server's page passes ({st} {body})")
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 5}', {**jar, "Referer": own + "/"})
+        check(st == 200, f"... or with its Referer ({st} {body})")
+        st, _, body = request(g, "GET", "/whoami", headers=jar)
+        check(st == 200 and json.loads(body) == {"login_required": True, "user": "otto", "role": "operator",
+                                                   "via": "cookie"}, f"/whoami ({body.strip()})")
+        st, h, body = request(g, "POST", "/logout", "", {**jar, "Origin": own})
+        check(st == 200 and "Max-Age=0" in h.get("set-cookie", [""])[0], f"logout clears the cookie ({st} {h})")
+        st, _, body = request(g, "GET", "/status", headers=jar)
+        check(st == 401 and "unknown or expired" in body, f"the session is over after logout ({st} {body})")
+    finally:
+        g.stop()
+
+
+def test_login_slowdown():
+    g = users_gateway()
+    try:
+        codes = [login(g, "slow", "wrong")[0] for _ in range(5)]
+        check(codes == [401] * 5, f"5 wrong passwords: 401 each ({codes})")
+        st, h, body = login(g, "slow", "wrong")
+        wait = int(h.get("retry-after", ["0"])[0])
+        check(st == 429 and 1 <= wait <= 60 and "too many failed logins" in body["error"],
+              f"the 6th try is slowed: 429 with Retry-After ({st} {h.get('retry-after')} {body})")
+        st, h, body = login(g, "slow", "slow-pw")
+        check(st == 429, f"even the right password waits ({st})")
+        time.sleep(int(h.get("retry-after", ["1"])[0]) + 0.2)
+        st, _, body = login(g, "slow", "slow-pw")
+        check(st == 200 and body.get("user") == "slow", f"after the wait the right password logs in ({st} {body})")
+        m = https_metrics(g, body.get("token"))
+        check(m.get("rtugw_http_login_failures_total") == 5 and m.get("rtugw_http_login_throttled_total", 0) >= 2,
+              f"failures and slowed tries are counted ({m.get('rtugw_http_login_failures_total')})")
+    finally:
+        g.stop()
+
+
+def test_hostile_login():
+    g = users_gateway()
+    try:
+        json_h = {"Content-Type": "application/json"}
+        cases = [
+            ("huge", "x" * 5000, {}, 413, "larger than 1024"),
+            ("NUL", "user=ada\x00&password=admin-pw", {}, 400, "NUL"),
+            ("nested", '{"user":[[["a"]]]}', json_h, 400, "nesting too deep"),
+            ("many values", '{"user":"ada","password":"x","a":1,"b":2,"c":3,"d":4,"e":5}', json_h, 400, "more than 8"),
+            ("mistyped", '{"user": 5, "password": true}', json_h, 400, "expected"),
+            ("not JSON", '{"user": "ada", "password": ', json_h, 400, ""),
+            ("odd name", "user=..%2F..%2Fetc&password=x", {}, 400, "user name"),
+            ("long password", "user=ada&password=" + "p" * 300, {}, 400, "1 to 256"),
+            ("empty", "", {}, 400, "expected"),
+        ]
+        for name, body, headers, want, text in cases:
+            st, _, got = request(g, "POST", "/login", body.encode(), headers)
+            check(st == want and text in got and got.startswith('{"ok":false'),
+                  f"login body {name}: {want} with a clear error ({st} {got.strip()[:120]})")
+        st, h, _ = request(g, "GET", "/login")
+        check(st == 405 and h.get("allow") == ["POST"], f"GET /login: 405, Allow: POST ({st})")
+        for name, cookie in (("garbage", "rtugw_session=<script>"), ("short", "rtugw_session=abc"),
+                             ("long", "rtugw_session=" + "a" * 4000), ("many", "; ".join(["x=1"] * 200)),
+                             ("unknown", "rtugw_session=" + "0" * 64)):
+            st, _, got = request(g, "GET", "/status", headers={"Cookie": cookie})
+            check(st == 401 and ('"ok":false' in got), f"a {name} cookie: 401 with a clear error ({st} {got.strip()[:100]})")
+        st, _, got = request(g, "GET", "/status", headers={"Authorization": "Bearer " + "x" * 3000})
+        check(st == 401, f"a huge bearer token: 401 ({st})")
+        st, _, got = request(g, "GET", "/status", headers={"Cookie": "rtugw_session=" + "a" * 20000})
+        check(st in (400, 413, 431), f"a cookie beyond max_header_bytes: refused by evhttp ({st})")
+        st, _, body = login(g, "ada", "admin-pw")
+        check(st == 200, f"the daemon still logs in after all that ({st})")
+        check(g.p.poll() is None, "and is still running")
+    finally:
+        g.stop()
+
+
+def test_audit():
+    g = users_gateway()
+    try:
+        _, _, op = login(g, "otto", "operator-pw")
+        st, _, _ = request(g, "PUT", "/tags/sp", '{"value": 11}', bearer(op["token"]))
+        check(st == 200, "the operator's write")
+        login(g, "vera", "wrong")
+        _, _, admin = login(g, "ada", "admin-pw")
+        st, _, body = request(g, "GET", "/audit", headers=bearer(admin["token"]))
+        entries = json.loads(body)["entries"] if st == 200 else []
+        write = [e for e in entries if e["request"] == "PUT /tags/sp"]
+        check(write and write[0]["user"] == "otto" and write[0]["role"] == "operator" and
+              write[0]["from"].startswith("127.0.0.1:") and '"value": 11' in write[0]["what"] and
+              write[0]["time"].endswith("Z"), f"/audit has who, from where, what and when of the write ({write})")
+        check(any("login failed for user 'vera'" in e["what"] for e in entries), "a failed login is audited")
+        check(any(e["what"] == "login as ada (admin)" for e in entries), "a login is audited")
+        log = g.log_text()
+        check("audit: otto (operator) from 127.0.0.1:" in log and "PUT /tags/sp" in log,
+              "the write is in the daemon's log too")
+    finally:
+        g.stop()
+
+
+run_tests("test_web_auth", [test_https, test_https_config_errors, test_users_config, test_roles, test_cookie_session,
+                          test_login_slowdown, test_hostile_login, test_audit])

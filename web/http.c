@@ -41,7 +41,12 @@ struct gw_http {
     unsigned active;
     gw_http_tags_t *tags;
     http_tls_t *tls;               /* [http] tls_cert: HTTPS; NULL: plain HTTP */
+    web_auth_t *auth;              /* users, sessions (auth.c) */
+    web_audit_t *audit;            /* the audit ring (audit.c) */
 };
+
+web_auth_t *http_auth(gw_http_t *h) { return h->auth; }
+web_audit_t *http_audit(gw_http_t *h) { return h->audit; }
 
 typedef struct metric_def {
     const char *name;
@@ -349,6 +354,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
     http_tls_metrics(gw, gw->http->tls, b);
+    web_auth_metrics(gw->http->auth, b);
     frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
     actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
@@ -525,11 +531,13 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
     gw_count(&h->gw->http_metrics.requests);
-    if (path && http_tags_request(h->tags, req, path))
+    if (!web_auth_route(h->auth, req, path))
+        return;   /* refused: no session, a role too low, cross-site */
+    if (path && (web_auth_handle(h->auth, req, path) || http_tags_request(h->tags, req, path)))
         return;
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_PUT) {
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_PUT || evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        evhttp_send_error(req, 405, "only /tags/NAME takes PUT");
+        evhttp_send_error(req, 405, "only /tags/NAME takes PUT, /login and /logout POST");
     } else if (path && strcmp(path, "/metrics") == 0)
         on_metrics(req, h->gw);
     else if (path && strcmp(path, "/status") == 0)
@@ -709,7 +717,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     h->gw = gw;
-    if (!(h->tags = http_tags_new(gw, h))) {
+    if (!(h->tags = http_tags_new(gw, h)) || !(h->auth = web_auth_new(gw)) || !(h->audit = web_audit_new())) {
         snprintf(err, errcap, "out of memory");
         http_free(h);
         return NULL;
@@ -743,7 +751,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_max_headers_size(h->http, cfg->max_header_bytes);
     evhttp_set_max_body_size(h->http, cfg->max_body_bytes);
     evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
-    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT);
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_POST);
     evhttp_set_gencb(h->http, on_request, h);
     if (web_start(gw, err, errcap) != 0) {
         http_free(h);
@@ -772,5 +780,7 @@ void http_free(gw_http_t *h)
     }
     http_tags_free(h->tags);   /* after evhttp_free, which freed the requests it held */
     http_tls_free(h->tls);     /* after the connections, which hold their own references */
+    web_auth_free(h->auth);
+    web_audit_free(h->audit);
     free(h);
 }

@@ -352,9 +352,19 @@ static bool write_allowed(gw_http_tags_t *ht, struct evhttp_request *req, const 
 {
     const config_t *cfg = ht->gw->cfg;
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    const char *why = !cfg->http.write_token[0] ? "writes are off: [http] write_token is not set"
-                      : !authorized(auth, cfg->http.write_token) ? "missing or wrong bearer token"
-                      : cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
+    const char *why;
+    if (cfg->http.user_count) {
+        /* users: an operator or an admin (a session, or the write_token) */
+        if (!web_auth_require(ht->gw, req, ROLE_OPERATOR)) {
+            gw_count(&ht->gw->http_metrics.tag_writes_refused);
+            return false;
+        }
+        why = cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
+    } else {
+        why = !cfg->http.write_token[0] ? "writes are off: [http] write_token is not set"
+              : !authorized(auth, cfg->http.write_token) ? "missing or wrong bearer token"
+              : cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
+    }
     if (why)
         refuse(ht, req, 403, "Forbidden", name, why);
     return why == NULL;
@@ -387,6 +397,8 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
     int status = encode_body(g, body, len, &w, msg, sizeof msg);
+    char asked[100];   /* for the audit log: what was asked, cut */
+    snprintf(asked, sizeof asked, "%.96s", body);
     free(body);
     if (status) {
         refuse(ht, req, status, status == 422 ? "Unprocessable Entity" : "Bad Request", name, msg);
@@ -401,6 +413,7 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
                      : rc == TAG_WRITE_FULL ? "too many writes in flight" : "the bus refused the request");
         return;
     }
+    web_audit(gw, req, "tag write %s: %s", name, asked);
     http_hold(ht->http, req, true);
 }
 

@@ -19,4 +19,9 @@
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
 void http_free(gw_http_t *h);
 
+/* auth.c: a crypt(3) yescrypt ("$y$") hash of password for [user NAME]
+ * password_hash (`rtugw hash-password`); cost 1..11 (libxcrypt's). 0 with
+ * the hash in out, or -1. */
+int web_password_hash(const char *password, unsigned cost, char *out, size_t cap);
+
 #endif
