@@ -20,7 +20,12 @@ What must hold:
     the right one), and heard again after the wait;
   - hostile logins (huge, NUL, nested or mistyped JSON, odd cookies and
     tokens) get clear 4xx errors and the daemon goes on;
-  - every write and login is in the audit log and at GET /audit (admins)."""
+  - every write and login is in the audit log and at GET /audit (admins);
+  - the page in a real browser (headless chromium via selenium, as
+    tests/test_webpage.py): over HTTPS it shows a login form; a viewer sees
+    the tags and is offered no Edit (a write from the page gets 403); an
+    admin logs in, sees the tags and writes one through the page; the
+    session cookie is not readable by the page's script (HttpOnly)."""
 import atexit
 import http.client
 import json
@@ -388,5 +393,88 @@ def test_audit():
         g.stop()
 
 
+def chromium():
+    """A headless chromium through selenium (Debian's chromium, chromium-driver,
+    python3-selenium; scripts/bootstrap installs them). It is told to accept
+    the test CA's server certificate (--ignore-certificate-errors): chromium
+    has no --cacert, and curl above verifies the certificate itself."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        check(False, "python3-selenium is installed (scripts/bootstrap)")
+        return None
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    profile = tempfile.mkdtemp(prefix="rtugw-chromium-")
+    atexit.register(shutil.rmtree, profile, True)
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--ignore-certificate-errors", "--window-size=1280,900", "--user-data-dir=" + profile):
+        o.add_argument(a)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def test_browser_login():
+    from selenium.webdriver.common.by import By
+    d = chromium()
+    if not d:
+        return
+    g = users_gateway()
+
+    def wait(script, what, timeout=10.0):
+        end, v = time.time() + timeout, None
+        while time.time() < end:
+            v = d.execute_script(script)
+            if v:
+                break
+            time.sleep(0.2)
+        check(bool(v), what)
+        return v
+
+    def log_in(user, pw):
+        d.find_element(By.ID, "login-user").clear()
+        d.find_element(By.ID, "login-user").send_keys(user)
+        d.find_element(By.ID, "login-password").send_keys(pw)
+        d.find_element(By.ID, "login-submit").click()
+
+    row = "tr[data-tag=\"sp\"]"
+    try:
+        d.get(f"https://127.0.0.1:{g.http_port}/#tags")
+        wait("return !document.getElementById('view-login').hidden", "the page shows its login form")
+        check(d.execute_script("return document.getElementById('view-tags').hidden"), "and no tags before a login")
+        log_in("vera", "wrong")
+        wait("const e = document.getElementById('login-error'); return !e.hidden && e.textContent", "a wrong password is said so")
+        check("wrong user or password" in d.find_element(By.ID, "login-error").text, "... in the server's words")
+        log_in("vera", "viewer-pw")
+        wait(f"return document.querySelector('{row}')?.dataset.quality === 'good'", "a viewer sees the tag, good")
+        check(d.execute_script("return document.getElementById('who').textContent") == "vera (viewer)", "who is shown")
+        check(d.execute_script(f"return !document.querySelector('{row} button')"), "a viewer is offered no Edit")
+        st = d.execute_async_script("const done = arguments[0];"
+                                    "fetch('/tags/sp', {method: 'PUT', headers: {'Content-Type': 'application/json'},"
+                                    " body: '{\"value\": 5}'}).then(r => done(r.status), e => done(String(e)));")
+        check(st == 403, f"a write from the viewer's page is refused: 403 ({st})")
+        check("rtugw_session" not in d.execute_script("return document.cookie"),
+              "the session cookie is not readable by the page (HttpOnly)")
+        d.find_element(By.ID, "logout").click()
+        wait("return !document.getElementById('view-login').hidden", "logout brings the login form back")
+        log_in("ada", "admin-pw")
+        wait(f"return document.querySelector('{row} button')", "an admin sees the tag with Edit")
+        d.find_element(By.CSS_SELECTOR, f"{row} button").click()
+        wait(f"return document.querySelector('{row} form input')", "the edit form opens")
+        field = d.find_element(By.CSS_SELECTOR, f"{row} form input")
+        field.clear()
+        field.send_keys("77")
+        d.find_element(By.CSS_SELECTOR, f"{row} form button[type=submit]").click()
+        msg = wait(f"const m = document.querySelector('{row} .msg');"
+                   "return m && !m.textContent.startsWith('writing') ? m.textContent : null;", "the write is answered")
+        check(msg == "written", f"the admin's write through the page is done ({msg})")
+        c = g.client()
+        check(c.read_holding_registers(10, 1, slave=1).registers[0] == 77, "... and the register holds 77")
+        c.close()
+    finally:
+        d.quit()
+        g.stop()
+
+
 run_tests("test_web_auth", [test_https, test_https_config_errors, test_users_config, test_roles, test_cookie_session,
-                          test_login_slowdown, test_hostile_login, test_audit])
+                          test_login_slowdown, test_hostile_login, test_audit, test_browser_login])
