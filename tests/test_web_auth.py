@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, run_tests, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, run_tests, wait_for, wait_listening  # noqa: E402
 
 if not shutil.which("openssl") or not shutil.which("curl"):
     print("missing openssl or curl: install the Debian packages openssl and curl (scripts/bootstrap does)")
@@ -85,6 +85,7 @@ def mapped_libssl(pid):
 
 def test_https():
     g = Gateway(extra=TLS)
+    wait_listening(g.http_port, g.p)
     try:
         rc, code, body, err = curl("--cacert", CA, f"https://127.0.0.1:{g.http_port}/status")
         check(rc == 0 and code == 200 and "uptime_s" in json.loads(body),
@@ -173,7 +174,9 @@ TAG = "[tag sp]\ndevice = d1\ntable = holding\naddress = 10\ntype = uint16\nwrit
 
 
 def users_gateway(http_extra=""):
-    return Gateway(extra=TLS + "write_token = the-write-token\n" + http_extra + users_section() + TAG)
+    g = Gateway(extra=TLS + "write_token = the-write-token\n" + http_extra + users_section() + TAG)
+    wait_listening(g.http_port, g.p)
+    return g
 
 
 def request(g, method, path, body=None, headers=None):
