@@ -7,7 +7,9 @@ What must hold:
   - with [http] tls_cert/tls_key the port speaks HTTPS only: `curl --cacert`
     verifies the certificate and gets /status; plain HTTP on that port gets
     no answer (the connection is closed, counted); a daemon without tls_cert
-    never maps libssl;
+    never maps libssl; silent sockets and half handshakes beyond
+    max_connections are cut after request_timeout_ms, counted, and a real
+    client is then served;
   - `rtugw hash-password` makes a yescrypt hash; [user NAME] refuses a
     plain-text password (without echoing it), an unknown role, a missing key;
   - with users, nothing but the page and /login is open: 401 without a
@@ -121,6 +123,33 @@ def test_https():
         check(not mapped_libssl(plain.p.pid), "without tls_cert the daemon does not map libssl")
     finally:
         plain.stop()
+
+
+def test_handshake_bound():
+    """Silent sockets and half handshakes hold one of max_connections each,
+    and for request_timeout_ms at most: then they are cut and a real HTTPS
+    client is served."""
+    g = Gateway(extra=TLS + "max_connections = 4\nrequest_timeout_ms = 500\n")
+    wait_listening(g.http_port, g.p)
+    hostile = []
+    try:
+        for i in range(8):
+            s = socket.create_connection(("127.0.0.1", g.http_port), timeout=3)
+            if i % 2:
+                s.sendall(bytes.fromhex("160301020001"))   # a ClientHello's first bytes, never the rest
+            hostile.append(s)
+        t0 = time.time()
+        rc, code, body, err = curl("-m", "8", "--cacert", CA, f"https://127.0.0.1:{g.http_port}/status")
+        check(rc == 0 and code == 200, f"with 8 hostile sockets on a cap of 4, an HTTPS client is still served "
+              f"once they are cut ({time.time() - t0:.1f} s, rc {rc}, {err.strip()})")
+        m = https_metrics(g)
+        check(m.get("rtugw_http_tls_failed_total", 0) >= 8 and m.get("rtugw_http_timed_out_total", 0) >= 8,
+              f"each cut handshake is counted ({m.get('rtugw_http_tls_failed_total')} failed, "
+              f"{m.get('rtugw_http_timed_out_total')} timed out)")
+    finally:
+        for s in hostile:
+            s.close()
+        g.stop()
 
 
 def test_https_config_errors():
@@ -479,5 +508,5 @@ def test_browser_login():
         g.stop()
 
 
-run_tests("test_web_auth", [test_https, test_https_config_errors, test_users_config, test_roles, test_cookie_session,
+run_tests("test_web_auth", [test_https, test_handshake_bound, test_https_config_errors, test_users_config, test_roles, test_cookie_session,
                           test_login_slowdown, test_hostile_login, test_audit, test_browser_login])
