@@ -140,24 +140,18 @@ static bool is_hex_token(const char *s, size_t n)
     return true;
 }
 
-static void peer_of(struct evhttp_request *req, char *out, size_t cap)
+/* The client's address, with ":PORT" when with_port. */
+static void peer_of(struct evhttp_request *req, bool with_port, char *out, size_t cap)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     char *addr = NULL;
     ev_uint16_t port = 0;
     if (evcon)
         evhttp_connection_get_peer(evcon, &addr, &port);
-    snprintf(out, cap, "%s:%u", addr ? addr : "?", (unsigned)port);
-}
-
-static void address_of(struct evhttp_request *req, char *out, size_t cap)
-{
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    char *addr = NULL;
-    ev_uint16_t port = 0;
-    if (evcon)
-        evhttp_connection_get_peer(evcon, &addr, &port);
-    snprintf(out, cap, "%s", addr ? addr : "?");
+    if (with_port)
+        snprintf(out, cap, "%s:%u", addr ? addr : "?", (unsigned)port);
+    else
+        snprintf(out, cap, "%s", addr ? addr : "?");
 }
 
 static bool is_read(struct evhttp_request *req)
@@ -562,7 +556,7 @@ static void on_login(web_auth_t *a, struct evhttp_request *req)
         web_reply_error(req, status, "Bad Request", why);
         return;
     }
-    address_of(req, addr, sizeof addr);
+    peer_of(req, false, addr, sizeof addr);
     snprintf(addr_key, sizeof addr_key, "a:%s", addr);
     snprintf(user_key, sizeof user_key, "u:%s", user);
     unsigned wait = fail_wait_s(a, addr_key), wait_user = fail_wait_s(a, user_key);
@@ -736,5 +730,5 @@ void web_auth_metrics(const web_auth_t *a, struct evbuffer *b)
 
 void web_auth_peer(struct evhttp_request *req, char *out, size_t cap)
 {
-    peer_of(req, out, cap);
+    peer_of(req, true, out, cap);
 }
