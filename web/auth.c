@@ -308,12 +308,12 @@ config_user_role_t web_auth_who(web_auth_t *a, struct evhttp_request *req, web_w
     } else if (cfg->user_count) {
         const char *tok = cookie_token(evhttp_find_header(in, "Cookie"), &n);
         session_t *s = tok ? session_find(a, tok, n) : NULL;
-        if (tok && !s)
+        if (tok && !s) {
             who->why = "the session is unknown or expired: log in again";
-        else if (s && !is_read(req) && !same_origin(a, req, true))
-            who->why = "a write with the session cookie needs an Origin of this server (cross-site request refused)",
+        } else if (s && !is_read(req) && !same_origin(a, req, true)) {
+            who->why = "a write with the session cookie needs an Origin of this server (cross-site request refused)";
             who->cross_site = true;
-        else if (s) {
+        } else if (s) {
             who->role = s->role;
             snprintf(who->name, sizeof who->name, "%s", s->user);
             who->via = "cookie";
