@@ -41,7 +41,9 @@ static void usage(FILE *to)
             "  --slaves LIST       slave ids served (default 1,2,3)\n"
             "  --baud B            line speed for pacing and t3.5 (default 19200)\n"
             "  --format F          character format, 8N1, 8E1, ... (default 8E1)\n"
-            "  --pace              send answers at wire speed (a pseudo-terminal ignores baud)\n"
+            "  --pace              model the wire: answers at wire speed, and on its own\n"
+            "                      pseudo-terminal a master set to another baud or format\n"
+            "                      is not heard (docs/drivers.md)\n"
             "  --turnaround-us N   wait N us after a request before answering (default 0)\n"
             "  --registers N       items per table (default 1000)\n"
             "  --live              input registers count up, discrete inputs toggle\n"
@@ -213,6 +215,12 @@ int cmd_sim(int argc, char **argv)
         return 2;
     }
     cfg.char_bits = rtu_char_bits(sc.data_bits, sc.parity, sc.stop_bits);
+    cfg.parity = sc.parity;
+    cfg.stop_bits = sc.stop_bits;
+    /* --pace models the wire: on its own pty, also the line's speed and format
+     * (a master at another one is not heard; docs/drivers.md). A real port's
+     * UART checks that itself. */
+    cfg.check_line = cfg.pace && !port;
 
     char err[DRIVER_ERRLEN];
     driver_sim_t *sim = driver_sim_new(&cfg, err, sizeof err);
@@ -295,10 +303,10 @@ int cmd_sim(int argc, char **argv)
     driver_sim_get_stats(sim, &st);
     fprintf(stderr,
             "rtugw sim: %llu requests, %llu answers, %llu exceptions, %llu for other slaves, "
-            "%llu bad CRC\n",
+            "%llu bad CRC, %llu bytes at another speed or format\n",
             (unsigned long long)st.requests, (unsigned long long)st.replies,
             (unsigned long long)st.exceptions, (unsigned long long)st.ignored,
-            (unsigned long long)st.bad_crc);
+            (unsigned long long)st.bad_crc, (unsigned long long)st.line_mismatch);
     fprintf(stderr,
             "rtugw sim: faults injected: %llu silent, %llu exception, %llu late, %llu noise, "
             "%llu truncated, %llu CRC, %llu split, %llu doubled\n",

@@ -34,6 +34,8 @@ void driver_sim_defaults(driver_sim_config_t *cfg)
     cfg->registers = DRIVER_SIM_DEFAULT_REGISTERS;
     cfg->baud = 19200;
     cfg->char_bits = 11;
+    cfg->parity = 'E';
+    cfg->stop_bits = 1;
     cfg->live_period_ms = 1000;
     cfg->faults.exception_code = 4;
     cfg->faults.late_ms = 1500;

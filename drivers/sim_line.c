@@ -275,6 +275,22 @@ static int ms_until(uint64_t due)
     return now >= due ? 0 : (int)((due - now + 999999) / 1000000);
 }
 
+/* check_line: whether the master set the pty to this slave's speed and
+ * format. A pty carries bytes whatever either end asked for, so without this
+ * a scan would find the slave at every speed; a real UART at another speed
+ * or parity sees framing and parity errors, never a good frame, and the
+ * slave stays silent: dropping the bytes is what the master observes. The
+ * settings are read per chunk, since a scanning master changes them. */
+static bool line_matches(sim_line_t *l)
+{
+    const driver_sim_config_t *c = &l->sim->cfg;
+    unsigned baud, stop;
+    char parity;
+    if (driver_pty_peer_format(l->fd, &baud, &parity, &stop) != 0)
+        return true; /* not a pty: the port's own UART does the checking */
+    return baud == c->baud && parity == c->parity && stop == c->stop_bits;
+}
+
 /* Reads what the line has. 0, or DRIVER_HANGUP / -errno. */
 static int line_read(sim_line_t *l, uint64_t now, uint64_t *idle_due, uint64_t quiet)
 {
@@ -284,6 +300,13 @@ static int line_read(sim_line_t *l, uint64_t now, uint64_t *idle_due, uint64_t q
         return DRIVER_HANGUP;
     if (n < 0 && errno != EAGAIN && errno != EINTR)
         return -errno;
+    if (n > 0 && l->sim->cfg.check_line && !line_matches(l)) {
+        driver_sim_t *sim = l->sim;
+        pthread_mutex_lock(&sim->lock);
+        sim->stats.line_mismatch += (uint64_t)n;
+        pthread_mutex_unlock(&sim->lock);
+        return 0;
+    }
     if (n > 0) {
         rtu_framer_feed(l->fr, buf, (size_t)n, now);
         *idle_due = now + quiet;
