@@ -227,6 +227,7 @@ int driver_ports_list(FILE *out);
 #define DRIVER_SIM_MAX_SLAVES 32
 #define DRIVER_SIM_QUEUE 16     /* in_order: requests the slave holds; more are lost */
 #define DRIVER_SIM_DEFAULT_REGISTERS 1000
+#define DRIVER_SIM_MAX_CLAMPS 8
 
 typedef enum driver_sim_table {
     DRIVER_SIM_COILS = 0,
@@ -290,6 +291,11 @@ typedef struct driver_sim_config {
      * or format (driver_pty_peer_format) is garbage to this slave's UART, so
      * its bytes are dropped unanswered and counted (line_mismatch). */
     bool check_line;
+    /* Holding registers that clamp what is written to them (every slave):
+     * a write of 108 to one whose max is 100 is echoed as written and holds
+     * 100, as a drive that limits a set point does (`--clamp ADDR=MAX`). */
+    struct { uint16_t address, max; } clamp[DRIVER_SIM_MAX_CLAMPS];
+    size_t n_clamps;
     char parity;           /* 'N', 'E', 'O'; default 'E' */
     unsigned stop_bits;    /* default 1 */
     driver_sim_faults_t faults;

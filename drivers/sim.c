@@ -418,6 +418,14 @@ static size_t libmodbus_reply(driver_sim_t *sim, int idx, const uint8_t *adu, si
     int rc = modbus_reply(sim->ctx, adu, (int)len, sim->map[idx]);
     if (rc <= 0)
         return 0;
+    /* the clamp acts after the write, so the echo says what was asked */
+    uint8_t fc = adu[1];
+    if (fc == 6 || fc == 16 || fc == 22 || fc == 23)
+        for (size_t i = 0; i < sim->cfg.n_clamps; i++) {
+            unsigned a = sim->cfg.clamp[i].address;
+            if ((int)a < sim->map[idx]->nb_registers && sim->map[idx]->tab_registers[a] > sim->cfg.clamp[i].max)
+                sim->map[idx]->tab_registers[a] = sim->cfg.clamp[i].max;
+        }
     ssize_t n = read(sim->pipe_r, out, DRIVER_SIM_MAX_ADU);
     return n > 0 ? (size_t)n : 0;
 }

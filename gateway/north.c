@@ -434,8 +434,17 @@ static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
     else if (o->exception)
         gn->m->write_done(gn->north, (uint32_t)token, o->exception, exception_text(o->exception));
-    else
+    else if (!o->confirmed)
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
+    else {   /* confirm_write: the answer carries what the device holds, as data messages write it */
+        const tags_tag_t *g = tags_table_tag(gwtags_defs(gn->gw->tags), o->tag);
+        tags_value_t v;
+        north_value_t nv;
+        char err[32], text[6 * TAGS_MAX_REGISTERS + 8], *at = text;
+        tag_write_read_value(g, o, &v);
+        tag_value(g, &v, &nv, err, sizeof err, &at, text + sizeof text);
+        gn->m->write_done_value(gn->north, (uint32_t)token, &nv);
+    }
 }
 
 /* A tag of tags.csv: true when w names one of the device (answered here). */

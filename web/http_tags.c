@@ -442,10 +442,22 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
     evbuffer_add_printf(b, "{\"tag\":");
     add_str(b, g->name);
     evbuffer_add_printf(b, ",\"ok\":true,\"function\":%u,\"address\":%u,\"count\":%u,\"words\":[", o->w->function,
-                        len >= 3 ? (unsigned)(pdu[1] << 8 | pdu[2]) : 0u, o->w->count);
+                        o->w->address, o->w->count);
     for (unsigned k = 0; k < o->w->count; k++)
         evbuffer_add_printf(b, k ? ",%u" : "%u", o->w->words[k]);
-    evbuffer_add_printf(b, "]}\n");
+    /* confirm_write: what the slave holds now, read back, as /tags writes it */
+    evbuffer_add_printf(b, "],\"confirmed\":%s", o->confirmed ? "true" : "false");
+    if (o->confirmed) {
+        tags_value_t v;
+        tag_write_read_value(g, o, &v);
+        evbuffer_add_printf(b, ",\"value\":");
+        add_value(b, g, &v);
+        evbuffer_add_printf(b, ",\"read_words\":[");
+        for (unsigned k = 0; k < o->w->count; k++)
+            evbuffer_add_printf(b, k ? ",%u" : "%u", o->read_words[k]);
+        evbuffer_add_printf(b, "]");
+    }
+    evbuffer_add_printf(b, "}\n");
     reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
