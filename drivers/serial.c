@@ -553,7 +553,9 @@ driver_t *driver_serial_new(const driver_serial_config_t *cfg, char *err, size_t
         return NULL;
     }
     if (!baud_constant(cfg->baud)) {
-        snprintf(err, errcap, "%s: baud %u: use 1200 ... 921600", cfg->path, cfg->baud);
+        /* the list, not a range: 14400 lies between 1200 and 921600 and no port takes it */
+        snprintf(err, errcap, "%s: baud %u: not a speed the port can be set to; use one of 1200, 2400, "
+                 "4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600", cfg->path, cfg->baud);
         return NULL;
     }
     if ((cfg->data_bits != 7 && cfg->data_bits != 8) || !strchr("NEO", cfg->parity) ||

@@ -174,16 +174,11 @@ static void apply_live(driver_sim_t *sim, uint64_t now_ns)
 
 static int parse_table(const char *name, driver_sim_table_t *t)
 {
-    static const struct { const char *a, *b; driver_sim_table_t t; } names[] = {
-        { "coils", "co", DRIVER_SIM_COILS }, { "discrete", "di", DRIVER_SIM_DISCRETE },
-        { "holding", "hr", DRIVER_SIM_HOLDING }, { "input", "ir", DRIVER_SIM_INPUT },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i].a) == 0 || strcmp(name, names[i].b) == 0) {
-            *t = names[i].t;
-            return 0;
-        }
-    return -EINVAL;
+    int table = rtu_table_parse(name);   /* the one parser, shared with the tag CSV */
+    if (table < 0)
+        return -EINVAL;
+    *t = (driver_sim_table_t)table;
+    return 0;
 }
 
 /*
@@ -223,7 +218,7 @@ static int load_values(driver_sim_t *sim, const char *path, char *err, size_t er
             break;
         }
         if (!tname || parse_table(tname, &table) != 0) {
-            snprintf(err, errcap, "%s:%lu: table '%s': expected coils, discrete, holding or input",
+            snprintf(err, errcap, "%s:%lu: table '%s': expected " RTU_TABLE_NAMES,
                      path, lineno, tname ? tname : "");
             rc = -EINVAL;
             break;

@@ -68,7 +68,10 @@ CASES = [
     ("sim list too long", "[bus a]\nport = sim:" + ",".join(str(i) for i in range(1, 34)) + "\n",
      ["{f}:2: [bus a] port = 'sim:1,2,3,", "1 to 32 slaves"]),
     ("baud the driver cannot set", "[bus a]\nport = sim\nbaud = 300\n",
-     ["{f}:3: [bus a] baud = '300': baud 300: use 1200 ... 921600"]),
+     ["{f}:3: [bus a] baud = '300': baud 300: not a speed the port can be set to; use one of 1200, 2400"]),
+    ("a baud inside the range no port takes", "[bus a]\nport = sim\nbaud = 14400\n",
+     ["{f}:3: [bus a] baud = '14400': baud 14400: not a speed the port can be set to; use one of 1200, "
+      "2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600"]),
     ("empty misspelt sections", "[bus a]\nport = sim\n[bsu x]\n[tpc]\n",
      ["{f}:3: [bsu x]: unknown section", "{f}:4: [tpc]: unknown section"]),
     ("a name with extra words", "[bus a b]\nport = sim\n", ["{f}:1: [bus a b]: one name expected"]),
