@@ -94,7 +94,7 @@ int cmd_demo(int argc, char **argv)
                    "Runs the gateway on the embedded demo configuration (rtugw check --demo --print):\n"
                    "simulated PLCs (slaves 1, 2, 3) on a pseudo-terminal, polled; Modbus TCP on\n"
                    "127.0.0.1:1502 and HTTP /status and /metrics on 127.0.0.1:8502. Try:\n"
-                   "  mbpoll -m tcp -p 1502 -a 1 -r 1 -c 10 127.0.0.1\n"
+                   "  mbpoll -m tcp -p 1502 -a 1 -r 1 -c 10 -1 127.0.0.1   (-1: one poll, not forever)\n"
                    "  curl http://127.0.0.1:8502/status\n"
                    "Ctrl-C stops it. --quiet: no live status line.\n");
             return 0;

@@ -498,6 +498,7 @@ def test_writes():
     bad = [("{nope", 1001, None), ("[]", 1008, None), (json.dumps({"device": "d1", "tag": "hr.0", "value": 1}), 1002, None),
            (json.dumps({"uuid": "b1", "tag": "hr.0", "value": 1}), 1002, "b1"),
            (json.dumps({"uuid": "b2", "device": "nosuch", "tag": "hr.0", "value": 1}), 1003, "b2"),
+           (json.dumps({"uuid": "b2b", "device": "nosuch", "tag": "setpoint", "value": 1}), 1003, "b2b"),
            (json.dumps({"uuid": "b3", "device": "d1", "tag": "hr.9", "value": 1}), 1004, "b3"),
            (json.dumps({"uuid": "b4", "device": "d1", "tag": "hr.0", "value": 70000}), 1005, "b4"),
            (json.dumps({"uuid": "b5", "device": "d1", "tag": "hr.0", "value": "x"}), 1005, "b5"),
