@@ -30,5 +30,8 @@ int cmd_scan(int argc, char **argv);
  * rates, the simulator's slave list). Every error is printed on stderr;
  * NULL when there was one. check, run and demo all load through it. */
 struct config *cli_load_config(const char *file);
+/* The same rules for configuration TEXT named SOURCE in its messages (NULL
+ * text: the file SOURCE): the demo with --mqtt's section added. */
+struct config *cli_load_text(const char *text, const char *source);
 
 #endif

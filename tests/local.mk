@@ -73,6 +73,11 @@ EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_
 TESTS += tests/test_webpage.py
 EXTRA_DIST += tests/test_webpage.py
 
+# rtugw demo: typed tags on every simulated PLC, the frame monitor, --mqtt, and the
+# README's demo lines run as written there.
+TESTS += tests/test_demo.py
+EXTRA_DIST += tests/test_demo.py
+
 # MB-TCP-Security end to end: real TLS peers (pymodbus, Python's ssl,
 # openssl s_client) against certificates tests/mbaps-certs.sh makes.
 TESTS += tests/test_mbaps.py tests/test_bench_tls.sh
