@@ -185,6 +185,11 @@ bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t 
 void tag_write_read_value(const tags_tag_t *g, const tag_write_outcome_t *o, tags_value_t *v);
 unsigned tag_writes_in_flight(const gw_tag_writes_t *tw);
 unsigned tag_writes_capacity(const gw_tag_writes_t *tw);
+/* I/O thread: confirm_write's read-backs so far, by result: the slave holds
+ * what was written, something else (it clamped or refused part), or the
+ * read-back got no good answer (the write then stands as echoed). */
+enum { TAG_READBACK_SAME = 0, TAG_READBACK_DIFFERS, TAG_READBACK_FAILED };
+uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result);
 
 /* submit.c: the one way a request enters a bus (req->bus). 0: queued, and
  * its one answer will come to req->origin; else the exception code the

@@ -56,6 +56,7 @@ struct gw_tag_writes {
     _Atomic uint64_t *live;       /* per slot: its id while its owner waits (read by bus workers) */
     unsigned n_slots, in_flight;
     uint64_t generation;
+    uint64_t readbacks[3];        /* I/O thread: TAG_READBACK_SAME, _DIFFERS, _FAILED */
 };
 
 static tag_write_t *slot_of(gw_tag_writes_t *tw, uint64_t id)
@@ -174,6 +175,11 @@ unsigned tag_writes_in_flight(const gw_tag_writes_t *tw)
     return tw ? tw->in_flight : 0;
 }
 
+uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result)
+{
+    return tw && result >= 0 && result < 3 ? tw->readbacks[result] : 0;
+}
+
 unsigned tag_writes_capacity(const gw_tag_writes_t *tw)
 {
     return tw ? tw->n_slots : 0;
@@ -201,6 +207,11 @@ static void on_answer(void *ctx, uint64_t id, uint32_t unused, const uint8_t *pd
             for (unsigned k = 0; k < s->w.count; k++)
                 o.read_words[k] = coils ? (pdu[2 + k / 8] >> (k % 8)) & 1
                                         : (uint16_t)(pdu[2 + 2 * k] << 8 | pdu[3 + 2 * k]);
+            /* a slave that holds other than it echoed (a clamp) is worth a counter */
+            bool same = memcmp(o.read_words, s->w.words, s->w.count * sizeof *o.read_words) == 0;
+            tw->readbacks[same ? TAG_READBACK_SAME : TAG_READBACK_DIFFERS]++;
+        } else {
+            tw->readbacks[TAG_READBACK_FAILED]++;
         }
         poller_poll_tag_now(tw->gw->poller, s->tag);
     } else if (exception) {

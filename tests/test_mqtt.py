@@ -585,6 +585,9 @@ def test_confirmed_write():
     r = mqtt_write("c2", "temp", 21.5)
     check(r == [{"uuid": "c2", "error": 0, "message": "ok", "value": 21.5}],
           f"MQTT: a scaled tag's value read back, scaled ({r})")
+    m = g.metrics()
+    got = [m.get(f'rtugw_tag_write_readbacks_total{{result="{k}"}}') for k in ("same", "differs", "failed")]
+    check(got == [2, 2, 0], f"/metrics: read-backs 2 same, 2 differing (the clamped 108s), 0 failed ({got})")
     g.stop()
     sub.close()
     b.stop()

@@ -263,6 +263,13 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
                         poller_read_count(gw->poller), (unsigned long long)poller_splits(gw->poller),
                         tags_table_count(gwtags_defs(gw->tags)), tag_writes_in_flight(gw->tag_writes),
                         tag_writes_capacity(gw->tag_writes));
+    evbuffer_add_printf(b, "# HELP rtugw_tag_write_readbacks_total Tag writes read back after the slave's echo "
+                           "(confirm_write), by what was read: same as written, differs (the slave clamped or "
+                           "refused part), failed\n# TYPE rtugw_tag_write_readbacks_total counter\n");
+    static const char *const results[] = { "same", "differs", "failed" };
+    for (int r = 0; r < 3; r++)
+        evbuffer_add_printf(b, "rtugw_tag_write_readbacks_total{result=\"%s\"} %llu\n", results[r],
+                            (unsigned long long)tag_writes_readbacks(gw->tag_writes, r));
     if (gw->cfg->http.tag_metrics)
         tag_gauges(gw, b);
 }
