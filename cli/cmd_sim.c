@@ -239,6 +239,7 @@ int cmd_sim(int argc, char **argv)
      * (a master at another one is not heard; docs/drivers.md). A real port's
      * UART checks that itself. */
     cfg.check_line = cfg.pace && !port;
+    cfg.notes = stderr;
 
     char err[DRIVER_ERRLEN];
     driver_sim_t *sim = driver_sim_new(&cfg, err, sizeof err);

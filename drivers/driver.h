@@ -298,6 +298,7 @@ typedef struct driver_sim_config {
     size_t n_clamps;
     char parity;           /* 'N', 'E', 'O'; default 'E' */
     unsigned stop_bits;    /* default 1 */
+    FILE *notes;           /* check_line: the first master not heard is named here (NULL: nowhere) */
     driver_sim_faults_t faults;
 } driver_sim_config_t;
 

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,7 @@ typedef struct sim_line {
     plan_step_t step[4];       /* noise, first part, second part, copy */
     unsigned n_steps, next;
     uint64_t prev_end_ns;      /* the request's time, then the end of each step */
+    bool told_mismatch;        /* check_line: the first master not heard was named on cfg.notes */
 } sim_line_t;
 
 /* ---- writing ------------------------------------------------------------------------ */
@@ -288,7 +290,19 @@ static bool line_matches(sim_line_t *l)
     char parity;
     if (driver_pty_peer_format(l->fd, &baud, &parity, &stop) != 0)
         return true; /* not a pty: the port's own UART does the checking */
-    return baud == c->baud && parity == c->parity && stop == c->stop_bits;
+    bool same = baud == c->baud && parity == c->parity && stop == c->stop_bits;
+    /* once: a master that is not rtugw (mbpoll, pymodbus) cannot declare a
+     * parity on a pty, so an 8E1 one looks 8N1 here; say so rather than
+     * leave its user with timeouts and no reason */
+    if (!same && !l->told_mismatch && c->notes) {
+        l->told_mismatch = true;
+        fprintf(c->notes, "rtugw sim: a master at %u 8%c%u is not heard: this line is %u 8%c%u (--pace models "
+                "the line's speed and format; on a pty a master other than rtugw is seen as parity none: "
+                "give the simulator --format 8N1 for it, or leave out --pace)\n",
+                baud, parity, stop, c->baud, c->parity, c->stop_bits);
+        fflush(c->notes);
+    }
+    return same;
 }
 
 /* Reads what the line has. 0, or DRIVER_HANGUP / -errno. */
