@@ -94,6 +94,7 @@ typedef struct config_device {
     unsigned max_gap;               /* registers read over rather than split: 0..125 */
     int mqtt_publish;               /* a north_publish_mode_t, or -1: [mqtt] publish */
     unsigned mqtt_interval_ms;      /* mqtt_publish = interval: 0 is [mqtt] interval_ms */
+    bool confirm_write;             /* a tag write is read back and answered with what was read */
     unsigned line;
 } config_device_t;
 

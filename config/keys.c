@@ -70,6 +70,7 @@ static const key_spec_t device_keys[] = {
     U(config_device_t, max_gap, 0, 125),
     C("mqtt_publish", config_mqtt_set_device_publish),
     U(config_device_t, mqtt_interval_ms, 100, 86400000),
+    B(config_device_t, confirm_write),
 };
 
 static const key_spec_t poll_keys[] = {

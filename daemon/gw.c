@@ -191,11 +191,17 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         bus_describe(gw->buses[i], desc, sizeof desc);
         gw_log(gw, CONFIG_LOG_INFO, "bus %s: %s", cfg->buses[i].name, desc);
     }
-    gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s%s:%u; modbus tls %s%s:%u; %s %s%s:%u",
-           actor_system_workers(gw->actors), cfg->tcp.enabled ? "" : "off ", cfg->tcp.bind, cfg->tcp.port,
-           cfg->tls.enabled ? "" : "off ", cfg->tls.bind, cfg->tls.port, cfg->http.tls_cert[0] ? "https" : "http",
-           cfg->http.enabled ? "" : "off ",
-           cfg->http.bind, cfg->http.port);
+    /* a front end that is off has no address: "modbus tls off 127.0.0.1:802"
+     * read as a listener on 802 */
+    char tcp[80] = "off", tls[80] = "off", http[80] = "off";
+    if (cfg->tcp.enabled)
+        snprintf(tcp, sizeof tcp, "%s:%u", cfg->tcp.bind, cfg->tcp.port);
+    if (cfg->tls.enabled)
+        snprintf(tls, sizeof tls, "%s:%u", cfg->tls.bind, cfg->tls.port);
+    if (cfg->http.enabled)
+        snprintf(http, sizeof http, "%s:%u", cfg->http.bind, cfg->http.port);
+    gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s; modbus tls %s; %s %s",
+           actor_system_workers(gw->actors), tcp, tls, cfg->http.tls_cert[0] ? "https" : "http", http);
     if (cfg->rtu_tcp.enabled)
         gw_log(gw, CONFIG_LOG_INFO, "rtu over tcp %s:%u", cfg->rtu_tcp.bind, cfg->rtu_tcp.port);
     return gw;

@@ -64,14 +64,19 @@ EXTRA_DIST += tests/test_stop.py
 check_PROGRAMS += tests/tags_demo_tool
 tests_tags_demo_tool_SOURCES = tests/tags_demo_tool.c
 tests_tags_demo_tool_LDADD = tags/libtags.a -lm
-TESTS += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py
-EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/tagsref.py \
+TESTS += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/test_scan.py
+EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/test_scan.py tests/tagsref.py \
 	tests/tagscheck.py
 # The web page (GET /) in a real browser: headless chromium through selenium,
 # against `rtugw demo` and a gateway with silent slaves; screenshots go to
 # tests/screenshots/ in the build tree.
 TESTS += tests/test_webpage.py
 EXTRA_DIST += tests/test_webpage.py
+
+# rtugw demo: typed tags on every simulated PLC, the frame monitor, --mqtt, and the
+# README's demo lines run as written there.
+TESTS += tests/test_demo.py
+EXTRA_DIST += tests/test_demo.py
 
 # MB-TCP-Security end to end: real TLS peers (pymodbus, Python's ssl,
 # openssl s_client) against certificates tests/mbaps-certs.sh makes.

@@ -263,6 +263,13 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
                         poller_read_count(gw->poller), (unsigned long long)poller_splits(gw->poller),
                         tags_table_count(gwtags_defs(gw->tags)), tag_writes_in_flight(gw->tag_writes),
                         tag_writes_capacity(gw->tag_writes));
+    evbuffer_add_printf(b, "# HELP rtugw_tag_write_readbacks_total Tag writes read back after the slave's echo "
+                           "(confirm_write), by what was read: same as written, differs (the slave clamped or "
+                           "refused part), failed\n# TYPE rtugw_tag_write_readbacks_total counter\n");
+    static const char *const results[] = { "same", "differs", "failed" };
+    for (int r = 0; r < 3; r++)
+        evbuffer_add_printf(b, "rtugw_tag_write_readbacks_total{result=\"%s\"} %llu\n", results[r],
+                            (unsigned long long)tag_writes_readbacks(gw->tag_writes, r));
     if (gw->cfg->http.tag_metrics)
         tag_gauges(gw, b);
 }
@@ -455,10 +462,22 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
     evbuffer_add_printf(b, "{\"tag\":");
     add_str(b, g->name);
     evbuffer_add_printf(b, ",\"ok\":true,\"function\":%u,\"address\":%u,\"count\":%u,\"words\":[", o->w->function,
-                        len >= 3 ? (unsigned)(pdu[1] << 8 | pdu[2]) : 0u, o->w->count);
+                        o->w->address, o->w->count);
     for (unsigned k = 0; k < o->w->count; k++)
         evbuffer_add_printf(b, k ? ",%u" : "%u", o->w->words[k]);
-    evbuffer_add_printf(b, "]}\n");
+    /* confirm_write: what the slave holds now, read back, as /tags writes it */
+    evbuffer_add_printf(b, "],\"confirmed\":%s", o->confirmed ? "true" : "false");
+    if (o->confirmed) {
+        tags_value_t v;
+        tag_write_read_value(g, o, &v);
+        evbuffer_add_printf(b, ",\"value\":");
+        add_value(b, g, &v);
+        evbuffer_add_printf(b, ",\"read_words\":[");
+        for (unsigned k = 0; k < o->w->count; k++)
+            evbuffer_add_printf(b, k ? ",%u" : "%u", o->read_words[k]);
+        evbuffer_add_printf(b, "]");
+    }
+    evbuffer_add_printf(b, "}\n");
     reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
