@@ -147,10 +147,10 @@ check(p.returncode == 0 and bench and all(k in p.stdout for k in ("gateway", "so
 p = rtugw("demo", "--help")
 mb = [ln for ln in p.stdout.splitlines() if "mbpoll" in ln]
 check(p.returncode == 0 and mb and " -1 " in mb[0], f"rtugw demo --help: its mbpoll line polls once (-1): {mb}")
-# every key of rtugw.conf.5 starts its own paragraph (.TP): frame_ring ran into write_token
+# every key of rtugw.conf.5 starts its own paragraph (.TP, or .TQ to share the one after): frame_ring ran into write_token
 with open(os.path.join(SRC, "man", "rtugw.conf.5")) as f:
     man = f.read().splitlines()
-run_on = [man[i] for i in range(1, len(man)) if man[i].startswith('.BI "') and " = " in man[i] and man[i - 1] != ".TP"]
+run_on = [man[i] for i in range(1, len(man)) if man[i].startswith('.BI "') and " = " in man[i] and man[i - 1] not in (".TP", ".TQ")]
 check(not run_on, f"rtugw.conf.5: every key begins a paragraph (.TP): {run_on}")
 # the start-up line: a front end that is off shows no address
 tls_off = write("tlsoff.ini", "[bus a]\nport = sim\n" + TAIL.format(tcp_bind="", http_bind="", tcp=free_port(),
