@@ -44,7 +44,7 @@ TESTS += tests/test_bench_tags.py
 EXTRA_DIST += tests/test_bench_tags.py
 # MB-TCP-Security figures (TLS against plain TCP): a script, so that no
 # rtugw binary links libssl (docs/security.md).
-EXTRA_DIST += bench/tls.py
+EXTRA_DIST += bench/tls.py bench/web_auth.py
 bench_libbench_a_SOURCES += bench/transports.h bench/bench_transports.c bench/transports_peers.c
 TESTS += tests/test_bench_transports.sh
 EXTRA_DIST += tests/test_bench_transports.sh

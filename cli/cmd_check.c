@@ -64,9 +64,14 @@ int cli_driver_rules(const config_bus_t *bus, const char *key, char *why, size_t
 
 config_t *cli_load_config(const char *file)
 {
+    return file ? cli_load_text(NULL, file) : cli_load_text(config_demo_text(), "<demo>");
+}
+
+config_t *cli_load_text(const char *text, const char *source)
+{
     config_errors_t errs;
-    config_t *cfg = file ? config_load_file_with(file, cli_driver_rules, &errs)
-                         : config_load_string_with(config_demo_text(), "<demo>", cli_driver_rules, &errs);
+    config_t *cfg = !text ? config_load_file_with(source, cli_driver_rules, &errs)
+                          : config_load_string_with(text, source, cli_driver_rules, &errs);
     if (!cfg) {
         for (unsigned i = 0; i < errs.count; i++)
             fprintf(stderr, "%s\n", errs.text[i]);

@@ -147,6 +147,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         return transports_new_serial_slave(ld, name, first);
     if (kind == S_TEMPLATE)
         return config_tags_new_template(ld, name, first);
+    if (kind == S_USER)
+        return users_new(ld, name, first);
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -163,7 +165,7 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         } else if (cfg->device_count < CONFIG_MAX_DEVICES) {
             config_device_t *d = &cfg->devices[cfg->device_count++];
             *d = (config_device_t){ .dead_after = 3, .dead_backoff_ms = 10000, .max_read_registers = 125,
-                                    .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1,
+                                    .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1, .confirm_write = true,
                                     .template_index = -1, .line = ld->header_line };
             snprintf(d->name, sizeof d->name, "%s", name);
             return d;
@@ -201,7 +203,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
                         "poll NAME, tag NAME, template NAME, tcp, http, router, tls, role NAME, rtu_tcp, "
-                        "serial_slave NAME or mqtt)", raw);
+                        "serial_slave NAME, mqtt or user NAME)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -368,6 +370,7 @@ static void resolve(loader_t *ld)
         config_error_at(ld, 0, "[tcp] and [http] both use %s:%u", cfg->tcp.bind, cfg->tcp.port);
     config_tags_resolve(ld);
     security_resolve(ld);
+    users_resolve(ld);
     transports_resolve(ld);
     config_mqtt_resolve(ld);
 }
@@ -386,7 +389,8 @@ static config_t *load(loader_t *ld)
                                .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000 };
     cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502, .max_connections = 16,
                                  .max_header_bytes = 8192, .max_body_bytes = 65536,
-                                 .request_timeout_ms = 5000, .idle_timeout_s = 30 };
+                                 .request_timeout_ms = 5000, .idle_timeout_s = 30,
+                                 .session_timeout_s = 3600, .max_sessions = 64 };
     transports_defaults(cfg);
     cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
                                      .policy = "epsilon",

@@ -27,7 +27,7 @@
 #define CONFIG_SECTION_KEYS_MAX 288
 
 enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE,
-       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_TEMPLATE, S_COUNT };
+       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_USER, S_TEMPLATE, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -191,6 +191,12 @@ bool security_set_units(loader_t *ld, const key_spec_t *k, unsigned number, cons
 bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* Bus names, default_role, and what an enabled [tls] needs. */
 void security_resolve(loader_t *ld);
+/* users.c: [http] tls_cert and tls_key, [user NAME]; once all is read. */
+void users_resolve(loader_t *ld);
+/* A new [user NAME], or NULL with *first set when the name was given before. */
+config_user_t *users_new(loader_t *ld, const char *name, unsigned *first);
+bool users_set_password_hash(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool users_set_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
 #define CONFIG_MQTT_KEYS 32

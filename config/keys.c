@@ -72,6 +72,7 @@ static const key_spec_t device_keys[] = {
     U(config_device_t, max_gap, 0, 125),
     C("mqtt_publish", config_mqtt_set_device_publish),
     U(config_device_t, mqtt_interval_ms, 100, 86400000),
+    B(config_device_t, confirm_write),
 };
 
 static const key_spec_t poll_keys[] = {
@@ -120,6 +121,19 @@ static const key_spec_t http_keys[] = {
     { .name = "write_token", .type = K_STRING, .offset = offsetof(config_http_t, write_token),
       .max = CONFIG_TOKEN_MAX },
     U(config_http_t, frame_ring, 0, 4096),
+    { .name = "tls_cert", .type = K_STRING, .offset = offsetof(config_http_t, tls_cert), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    { .name = "tls_key", .type = K_STRING, .offset = offsetof(config_http_t, tls_key), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    U(config_http_t, session_timeout_s, 60, 604800),
+    U(config_http_t, max_sessions, 1, 1024),
+    B(config_http_t, metrics_open),
+};
+
+/* [user NAME] (config/users.c) */
+static const key_spec_t user_keys[] = {
+    C("password_hash", users_set_password_hash),
+    C("role", users_set_role),
 };
 
 /* MB-TCP-Security (config/security.c) */
@@ -189,6 +203,7 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_RTU_TCP] = { "rtu_tcp", false, tcp_keys, COUNT(tcp_keys) },
     [S_SERIAL_SLAVE] = { "serial_slave", true, serial_slave_keys, COUNT(serial_slave_keys) },
     [S_MQTT] = { "mqtt", false, config_mqtt_keys, CONFIG_MQTT_KEYS },
+    [S_USER] = { "user", true, user_keys, COUNT(user_keys) },
     [S_TEMPLATE] = { "template", true, template_keys, COUNT(template_keys) },
 };
 

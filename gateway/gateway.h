@@ -165,8 +165,10 @@ typedef struct tag_write_outcome {
     bool malformed_read;          /* a read-modify-write's read came back malformed: nothing written */
     bool unwritten;               /* abandoned between a read-modify-write's read and its write: nothing written */
     bool abandoned;               /* its owner had abandoned it: count it, answer no one */
-    const uint8_t *pdu;           /* the slave's answer */
+    const uint8_t *pdu;           /* the slave's answer to the write (NULL after a read-back) */
     size_t len;
+    bool confirmed;               /* read back (confirm_write): read_words is what the slave holds */
+    uint16_t read_words[TAGS_WRITE_MAX]; /* the tag's registers (coils: 0/1), w->count of them */
 } tag_write_outcome_t;
 typedef void (*tag_write_done_fn)(void *owner, uint64_t cookie, const tag_write_outcome_t *o);
 #define GW_TAG_WRITES_MQTT 64   /* north's NORTH_WRITE_MAX_ITEMS: the writes one MQTT request may carry */
@@ -181,8 +183,16 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
  * abandoned; *cookie gets it. False when none. */
 bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t cookie, const void *arg),
                        const void *arg, uint64_t *cookie);
+/* A confirmed outcome's value read back, decoded as the tag (good quality):
+ * each front end writes it as it writes the tag's values. */
+void tag_write_read_value(const tags_tag_t *g, const tag_write_outcome_t *o, tags_value_t *v);
 unsigned tag_writes_in_flight(const gw_tag_writes_t *tw);
 unsigned tag_writes_capacity(const gw_tag_writes_t *tw);
+/* I/O thread: confirm_write's read-backs so far, by result: the slave holds
+ * what was written, something else (it clamped or refused part), or the
+ * read-back got no good answer (the write then stands as echoed). */
+enum { TAG_READBACK_SAME = 0, TAG_READBACK_DIFFERS, TAG_READBACK_FAILED };
+uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result);
 
 /* submit.c: the one way a request enters a bus (req->bus). 0: queued, and
  * its one answer will come to req->origin; else the exception code the
@@ -333,6 +343,9 @@ unsigned poller_read_count(const gw_poller_t *p);
 int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap);
 /* Reads divided after exception 02, and plans built since the first. */
 uint64_t poller_splits(const gw_poller_t *p);
+/* Any thread: poll the read that holds tag `tag` now (after a write), so its
+ * new value reaches the subscribers without waiting for its interval. */
+void poller_poll_tag_now(gw_poller_t *p, unsigned tag);
 
 /* ---- frames.c: the last frames of each bus ------------------------------------------ */
 

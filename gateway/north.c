@@ -381,9 +381,16 @@ int gwnorth_tags_changed(gw_north_t *gn)
 
 /* ---- in: writes ------------------------------------------------------------------------- */
 
-/* "POLLNAME.N" of device -> its group and N. */
+/* "POLLNAME.N" of device -> its group and N. The device is looked at first:
+ * a device that does not exist is 1003 whatever the tag's name looks like
+ * (a tag name without ".N" used to make it 1004, docs/mqtt.md says 1003). */
 static int find_tag(const config_t *cfg, const char *device, const char *tag, unsigned *group, unsigned *index)
 {
+    bool device_known = false;
+    for (unsigned d = 0; d < cfg->device_count && !device_known; d++)
+        device_known = strcmp(cfg->devices[d].name, device) == 0;
+    if (!device_known)
+        return NORTH_WRITE_UNKNOWN_DEVICE;
     const char *dot = strrchr(tag, '.');
     char *end;
     if (!dot || dot == tag || !dot[1])
@@ -391,22 +398,16 @@ static int find_tag(const config_t *cfg, const char *device, const char *tag, un
     unsigned long n = strtoul(dot + 1, &end, 10);
     if (*end || dot[1] == '-' || dot[1] == '+')
         return NORTH_WRITE_UNKNOWN_TAG;
-    bool device_known = false;
     for (unsigned i = 0; i < cfg->poll_count; i++) {
         const config_poll_t *g = &cfg->polls[i];
-        if (strcmp(cfg->devices[g->device].name, device) != 0)
-            continue;
-        device_known = true;
-        if (strlen(g->name) == (size_t)(dot - tag) && strncmp(g->name, tag, (size_t)(dot - tag)) == 0 &&
-            n < g->count) {
+        if (strcmp(cfg->devices[g->device].name, device) == 0 && strlen(g->name) == (size_t)(dot - tag) &&
+            strncmp(g->name, tag, (size_t)(dot - tag)) == 0 && n < g->count) {
             *group = i;
             *index = (unsigned)n;
             return 0;
         }
     }
-    for (unsigned d = 0; d < cfg->device_count && !device_known; d++)
-        device_known = strcmp(cfg->devices[d].name, device) == 0;
-    return device_known ? NORTH_WRITE_UNKNOWN_TAG : NORTH_WRITE_UNKNOWN_DEVICE;
+    return NORTH_WRITE_UNKNOWN_TAG;
 }
 
 /* A register value: 0..65535, or -32768..-1 as its two's complement. */
@@ -487,8 +488,17 @@ static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
     else if (o->exception)
         gn->m->write_done(gn->north, (uint32_t)token, o->exception, exception_text(o->exception));
-    else
+    else if (!o->confirmed)
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
+    else {   /* confirm_write: the answer carries what the device holds, as data messages write it */
+        const tags_tag_t *g = tags_table_tag(gwtags_defs(gn->gw->tags), o->tag);
+        tags_value_t v;
+        north_value_t nv;
+        char err[32], text[6 * TAGS_MAX_REGISTERS + 8], *at = text;
+        tag_write_read_value(g, o, &v);
+        tag_value(g, &v, &nv, err, sizeof err, &at, text + sizeof text);
+        gn->m->write_done_value(gn->north, (uint32_t)token, &nv);
+    }
 }
 
 /* A tag of tags.csv: true when w names one of the device (answered here). */

@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER };
+enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER, POLLER_MSG_NOW };
 
 /* A tick names its plan's generation: ticks of a plan replaced are ignored,
  * and are not re-armed, so a replaced plan's timers end by themselves. Each
@@ -314,6 +314,27 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
         split(p, a->seq);
 }
 
+/* The read whose members include tag `tag`, polled now (a written tag's
+ * new value published at once); the read's ticks go on as before. */
+static void poll_tag(gw_poller_t *p, unsigned tag)
+{
+    for (unsigned ri = 0; ri < p->n_reads; ri++) {
+        size_t n;
+        const tags_member_t *m = tags_plan_members(p->plan, ri, &n);
+        for (size_t k = 0; k < n; k++)
+            if (!m[k].is_group && m[k].index == tag) {
+                poll_once(p, ri);
+                return;
+            }
+    }
+}
+
+void poller_poll_tag_now(gw_poller_t *p, unsigned tag)
+{
+    if (p)
+        actor_send(p->gw->actors, p->self, POLLER_MSG_NOW, &tag, sizeof tag);
+}
+
 static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                              const void *data, size_t len)
 {
@@ -337,6 +358,10 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
             gw_log(p->gw, CONFIG_LOG_ERROR, "poller: read %u: its next poll could not be armed (%s); it is polled no more",
                    tick.read, strerror(-rc));
         poll_once(p, tick.read);
+    } else if (type == POLLER_MSG_NOW && len == sizeof(unsigned)) {
+        unsigned tag;
+        memcpy(&tag, data, sizeof tag);
+        poll_tag(p, tag);
     } else if (type == POLLER_MSG_ANSWER) {
         /* answers travel trimmed to their PDU: copy what came */
         poll_answer_t a;

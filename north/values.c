@@ -155,6 +155,13 @@ static void add_value(struct evbuffer *b, const north_tag_t *t)
     }
 }
 
+void values_add_one(struct evbuffer *b, const north_value_t *v)
+{
+    north_tag_t t = { .kind = v->kind, .type = v->type, .number = v->number, .i = v->i, .u = v->u,
+                      .flag = v->flag, .text = (char *)v->text };
+    add_value(b, &t);
+}
+
 /* ---- the store ----------------------------------------------------------------------- */
 
 static void tag_free(void *p)

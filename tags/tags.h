@@ -2,7 +2,8 @@
  * tags/tags.h -- tags: named, typed, scaled values of Modbus devices, the
  * codec between them and 16-bit words, a CSV loader and the read planner.
  * Owns: the tag model, the codec, the CSV loader, the planner. May call:
- * libc only.
+ * `parser/` (the one parser of a table's name, rtu_table_parse, inline in
+ * its header) and libc.
  *
  * Pure code: nothing here opens a port or a socket or reads a clock. The only
  * I/O is reading a CSV file (tags_load_csv). Times are passed in by the caller

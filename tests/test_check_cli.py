@@ -68,7 +68,10 @@ CASES = [
     ("sim list too long", "[bus a]\nport = sim:" + ",".join(str(i) for i in range(1, 34)) + "\n",
      ["{f}:2: [bus a] port = 'sim:1,2,3,", "1 to 32 slaves"]),
     ("baud the driver cannot set", "[bus a]\nport = sim\nbaud = 300\n",
-     ["{f}:3: [bus a] baud = '300': baud 300: use 1200 ... 921600"]),
+     ["{f}:3: [bus a] baud = '300': baud 300: not a speed the port can be set to; use one of 1200, 2400"]),
+    ("a baud inside the range no port takes", "[bus a]\nport = sim\nbaud = 14400\n",
+     ["{f}:3: [bus a] baud = '14400': baud 14400: not a speed the port can be set to; use one of 1200, "
+      "2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600"]),
     ("empty misspelt sections", "[bus a]\nport = sim\n[bsu x]\n[tpc]\n",
      ["{f}:3: [bsu x]: unknown section", "{f}:4: [tpc]: unknown section"]),
     ("a name with extra words", "[bus a b]\nport = sim\n", ["{f}:1: [bus a b]: one name expected"]),
@@ -181,6 +184,30 @@ for body, rc, text in ON:
     p = run("-c", f)
     check(p.returncode == rc and text in (p.stdout if rc == 0 else p.stderr),
           f"{body!r}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+# The friction a newcomer met (issue 33): each says what it means.
+p = rtugw("--help")
+bench = [ln for ln in p.stdout.splitlines() if ln.strip().startswith("bench")]
+check(p.returncode == 0 and bench and all(k in p.stdout for k in ("gateway", "soak", "transports", "mqtt")),
+      f"rtugw --help lists the benchmarks, not 'parse' alone: {bench}")
+p = rtugw("demo", "--help")
+mb = [ln for ln in p.stdout.splitlines() if "mbpoll" in ln]
+check(p.returncode == 0 and mb and " -1 " in mb[0], f"rtugw demo --help: its mbpoll line polls once (-1): {mb}")
+# every key of rtugw.conf.5 starts its own paragraph (.TP, or .TQ to share the one after): frame_ring ran into write_token
+with open(os.path.join(SRC, "man", "rtugw.conf.5")) as f:
+    man = f.read().splitlines()
+run_on = [man[i] for i in range(1, len(man)) if man[i].startswith('.BI "') and " = " in man[i] and man[i - 1] not in (".TP", ".TQ")]
+check(not run_on, f"rtugw.conf.5: every key begins a paragraph (.TP): {run_on}")
+# the start-up line: a front end that is off shows no address
+tls_off = write("tlsoff.ini", "[bus a]\nport = sim\n" + TAIL.format(tcp_bind="", http_bind="", tcp=free_port(),
+                                                                    http=free_port()))
+try:
+    r = rtugw("run", "-c", tls_off, timeout=3)
+    out = r.stderr
+except subprocess.TimeoutExpired as e:
+    out = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+line = [ln for ln in out.splitlines() if "modbus tls" in ln]
+check(line and "modbus tls off;" in line[0] and "off 127.0.0.1" not in line[0],
+      f"the log: 'modbus tls off', no address for what does not listen: {line}")
 
 shutil.rmtree(tmp)
 finish("check cli")

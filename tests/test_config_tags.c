@@ -125,7 +125,7 @@ static void test_section_errors(void **state)
     static const char *const want[] = {
         "t.ini:5: [device plc] order = 'ABDC': unknown order",
         "t.ini:6: [device plc] max_read_registers = '200': expected a whole number 1..125",
-        "t.ini:11: [tag a] table = 'holdnig': unknown table 'holdnig' (coil, discrete, holding or input)",
+        "t.ini:11: [tag a] table = 'holdnig': unknown table 'holdnig' (coil, discrete, holding or input (or co, di, hr, ir))",
         "t.ini:14: [tag b]: tag 'b': a coil is a bool, without a bit",
         "t.ini:19: [tag c]: device is required",
         "t.ini:24: [tag d] device = 'nope': no such device",

@@ -21,8 +21,9 @@
  * other; an edit by hand changes the revision too). Atomic: the text goes to
  * a temporary file in the same folder, fsync'd, renamed over the file, and
  * the folder fsync'd, so a crash leaves the old file or the new one, never a
- * mix. Writes and GET /api/config (the file holds write_token) need the
- * bearer write_token, as PUT /tags/NAME does; the lists are open like /tags.
+ * mix. Writes and GET /api/config (the file holds secrets) need an admin
+ * (web_auth_require: the write_token without [user]s, an admin's session
+ * with them); the lists are open like /tags.
  * Bodies are bounded by [http] max_body_bytes (evhttp), and a text with a
  * NUL byte is refused.
  */
@@ -329,15 +330,15 @@ static int write_atomically(const char *link, const char *text, size_t len, char
     return 0;
 }
 
+/* The API's key: an admin (web/auth.c's one check: without [user]s, the
+ * write_token is an admin's and no credential a viewer's; with users, an
+ * admin's session). Answered (401 or 403) and counted when not. */
 static bool token_ok(gw_t *gw, struct evhttp_request *req)
 {
-    const char *token = gw->cfg->http.write_token;
-    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    const char *why = !token[0] ? "the API's writes are off: [http] write_token is not set"
-                      : !http_bearer_ok(auth, token) ? "missing or wrong bearer token" : NULL;
-    if (why)
-        reply_error(gw, req, 403, "Forbidden", why);
-    return why == NULL;
+    if (web_auth_require(gw, req, ROLE_ADMIN))
+        return true;
+    gw_count(&gw->http_metrics.api_refused);
+    return false;
 }
 
 /* GET /api/config: the text and its revision (also as ETag). */
@@ -423,6 +424,8 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
         return;
     }
     gw_log(gw, CONFIG_LOG_INFO, "api: %s written (revision %s); applying it", gw->opt.config_path, rev);
+    web_audit(gw, req, "%s %s: configuration written, revision %s",
+              evhttp_request_get_command(req) == EVHTTP_REQ_DELETE ? "DELETE" : "PUT", evhttp_request_get_uri(req), rev);
     gw_count(&gw->http_metrics.api_changes);
     if (gw->reload)
         gw->reload(gw);
