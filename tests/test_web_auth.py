@@ -425,6 +425,40 @@ def test_audit():
         g.stop()
 
 
+def test_api_admin():
+    """The configuration API with users: an admin's session reads the file and
+    changes a section (written and applied live: the new tag reads), and the
+    change is in the audit ring with who made it; an operator and the
+    write_token (an operator's with users) are refused."""
+    g = users_gateway()
+    try:
+        _, _, admin = login(g, "ada", "admin-pw")
+        _, _, op = login(g, "otto", "operator-pw")
+        st, _, body = request(g, "GET", "/api/config", headers=bearer(op["token"]))
+        check(st == 403, f"an operator may not read the file ({st})")
+        st, _, body = request(g, "GET", "/api/config", headers=bearer(admin["token"]))
+        rev = json.loads(body)["revision"] if st == 200 else ""
+        check(st == 200 and "[user ada]" in json.loads(body)["text"], f"an admin reads it ({st})")
+        tag = '{"device": "d1", "table": "holding", "address": 11, "type": "uint16", "interval_ms": 200}'
+        for who in (op["token"], "the-write-token"):
+            st, _, body = request(g, "PUT", "/api/tags/extra", tag, {**bearer(who), "If-Match": rev})
+            check(st == 403, f"refused to a non-admin ({st} {body.strip()})")
+        st, _, body = request(g, "PUT", "/api/tags/extra", tag, {**bearer(admin["token"]), "If-Match": rev})
+        check(st == 200 and json.loads(body)["restart_needed"] == "", f"an admin adds a [tag] section ({st} {body})")
+
+        def extra():
+            st, _, body = request(g, "GET", "/tags/extra", headers=bearer(admin["token"]))
+            return st == 200 and json.loads(body).get("quality") == "good"
+        check(wait_for(extra, 5), "and it reads, live")
+        st, _, body = request(g, "GET", "/audit", headers=bearer(admin["token"]))
+        entries = json.loads(body)["entries"] if st == 200 else []
+        change = [e for e in entries if "configuration written" in e["what"]]
+        check(change and change[0]["user"] == "ada" and change[0]["request"] == "PUT /api/tags/extra",
+              f"the change is audited with its user ({change})")
+    finally:
+        g.stop()
+
+
 def chromium():
     """A headless chromium through selenium (Debian's chromium, chromium-driver,
     python3-selenium; scripts/bootstrap installs them). It is told to accept
@@ -509,4 +543,4 @@ def test_browser_login():
 
 
 run_tests("test_web_auth", [test_https, test_handshake_bound, test_https_config_errors, test_users_config, test_roles, test_cookie_session,
-                          test_login_slowdown, test_hostile_login, test_audit, test_browser_login])
+                          test_login_slowdown, test_hostile_login, test_audit, test_api_admin, test_browser_login])
