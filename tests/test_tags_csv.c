@@ -213,7 +213,7 @@ static void test_bad_rows_name_line_and_column(void **state)
     refused(ROW("a,holding,1,float33\n"), -EINVAL, "t.csv:2:13: type: unknown type 'float33'", NULL);
     refused(ROW("b,holding,70000,int16\n"), -EINVAL, "t.csv:2:11: address: address '70000'", NULL);
     refused(ROW("b,holding,1.x,int16\n"), -EINVAL, "t.csv:2:11:", "'1.x'");
-    refused(ROW("c,holdings,1,int16\n"), -EINVAL, "t.csv:2:3: table: unknown table 'holdings'", NULL);
+    refused(ROW("c,holdng,1,int16\n"), -EINVAL, "t.csv:2:3: table: unknown table 'holdng'", NULL);
     refused(ROW("d,holding,65535,int32\n"), -ERANGE, "t.csv:2:11: address:", "65535");
     refused(ROW("e,coil,1.2,bool\n"), -EINVAL, "t.csv:2:8: address:", "without a bit");
     refused(ROW("f,holding,1,bool\n"), -EINVAL, "t.csv:2:11: address:", "needs its bit");
