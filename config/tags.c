@@ -146,9 +146,11 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return rc;
     }
     if (strcmp(key, "type") == 0) {
-        int rc = tags_parse_type(value, &g->type, &u, msg, cap);
+        unsigned point;
+        int rc = tags_parse_type_point(value, &g->type, &u, &point, msg, cap);
         if (rc == 0) {
             g->count = (uint16_t)u;
+            g->point = (uint8_t)point;
             pt->has_type = true;
         }
         return rc;
@@ -279,7 +281,7 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
                               : "table, address and type are required");
         return;
     }
-    g->order = cfg->devices[d].order;
+    g->order = tags_device_order(cfg->devices[d].order, g->type);
     if (pt->order[0] && tags_parse_order_for(pt->order, g->type, &g->order, msg, sizeof msg) < 0) {
         config_error_at(ld, pt->order_line, "[%s] order = '%s': %s", section, pt->order, msg);
         return;

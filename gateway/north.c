@@ -170,7 +170,10 @@ gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
 #define CHUNK_LAST 0x80000000u
 
 /* The north type a tag is published as: its own for whole numbers read as
- * they are, a double once scale or offset make it an engineering value. */
+ * they are, a double once scale or offset make it an engineering value. The
+ * narrower types go as the smallest north type that holds every value (BCD
+ * 9999 in a uint16, a float16 exactly in a float); fixed-point is a decimal,
+ * a double. */
 static north_type_t north_type_of(const tags_tag_t *g)
 {
     bool scaled = g->scale != 1 || g->offset != 0;
@@ -184,6 +187,11 @@ static north_type_t north_type_of(const tags_tag_t *g)
     case TAGS_UINT64: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT64;
     case TAGS_FLOAT32: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_FLOAT;
     case TAGS_FLOAT64: return NORTH_TYPE_DOUBLE;
+    case TAGS_BCD16: case TAGS_UINT8H: case TAGS_UINT8L: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT16;
+    case TAGS_BCD32: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT32;
+    case TAGS_INT8H: case TAGS_INT8L: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_INT16;
+    case TAGS_FLOAT16: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_FLOAT;
+    case TAGS_FIXED16: case TAGS_UFIXED16: case TAGS_FIXED32: case TAGS_UFIXED32: return NORTH_TYPE_DOUBLE;
     case TAGS_STRING:
     case TAGS_RAW: return NORTH_TYPE_STRING;   /* raw: its words as hex text */
     }
@@ -197,6 +205,7 @@ static const char *tag_error(const tags_value_t *v, char *buf, size_t cap)
     case TAGS_BAD_TIMEOUT: return "timeout";
     case TAGS_BAD_PORT_DOWN: return "unavailable";
     case TAGS_BAD_SHORT: return "bad answer";
+    case TAGS_BAD_DATA: return "bad data";
     case TAGS_BAD_NOT_READ: return "not read yet";
     case TAGS_BAD_EXCEPTION: snprintf(buf, cap, "exception %02X", v->exception); return buf;
     }
@@ -255,7 +264,8 @@ static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
         tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
         if (v.reason != TAGS_BAD_NOT_READ) {
             any_answer = true;
-            reachable |= v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT;
+            reachable |= v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT ||
+                         v.reason == TAGS_BAD_DATA;
         }
     }
     if (any_answer)

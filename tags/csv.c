@@ -346,7 +346,7 @@ static int parse_interval(const char *text, unsigned *out, char *msg, size_t cap
 static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t cap)
 {
     tags_tag_t *g = &w->tag;
-    unsigned u, count;
+    unsigned u, count, point;
     int bit, rc;
     switch (k) {
     case TAGS_FIELD_NAME: return copy_text(v, g->name, sizeof g->name, msg, cap);
@@ -360,8 +360,10 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
         }
         return rc;
     case TAGS_FIELD_TYPE:
-        if ((rc = tags_parse_type(v, &g->type, &count, msg, cap)) == 0)
+        if ((rc = tags_parse_type_point(v, &g->type, &count, &point, msg, cap)) == 0) {
             g->count = (uint16_t)count;
+            g->point = (uint8_t)point;
+        }
         return rc;
     case TAGS_FIELD_ORDER:
         w->have_order = *v != '\0';
@@ -410,6 +412,8 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
         int rc = tags_parse_order_for(w.order_text, w.tag.type, &w.tag.order, msg, sizeof msg);
         if (rc < 0)
             cell_error(r, lay, TAGS_FIELD_ORDER, rc, msg);
+    } else {
+        w.tag.order = tags_device_order(w.tag.order, w.tag.type);
     }
     if (r->errs->total != before)
         return;

@@ -12,6 +12,34 @@
 int tags_fail(char *msg, size_t cap, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A decimal number without sign or spaces, within [min, max]; -EINVAL if not. */
+int tags_parse_decimal(const char *text, unsigned long min, unsigned long max, unsigned long *out);
+
+/* What a type's raw value is, for the codec and the table (tags/types.c). */
+typedef enum tags_kind {
+    TAGS_KIND_OTHER = 0,         /* bool, string, raw */
+    TAGS_KIND_SIGNED,            /* raw.i, an integer */
+    TAGS_KIND_UNSIGNED,          /* raw.u, an integer (BCD: its decimal value) */
+    TAGS_KIND_FIXED_SIGNED,      /* raw.i, the integer before the point */
+    TAGS_KIND_FIXED_UNSIGNED,    /* raw.u, the same */
+    TAGS_KIND_FLOAT,             /* raw.f */
+} tags_kind_t;
+tags_kind_t tags_type_kind(tags_type_t type);
+
+/* tags/numbers.c: BCD, float16 and fixed-point, exactly. */
+double tags_pow10(unsigned point);
+/* 0, or -EINVAL for a nibble above 9. */
+int tags_bcd_decode(uint64_t bits, unsigned digits, uint64_t *value);
+uint64_t tags_bcd_encode(uint64_t value);
+double tags_half_to_double(uint16_t h);
+/* Nearest, ties to even; beyond 65504 rounds to infinity (the caller refuses it). */
+uint16_t tags_double_to_half(double x);
+int tags_format_half(double x, char *buf, size_t cap);
+/* "1450.30": magnitude 145030, point 2. snprintf's return. */
+int tags_format_fixed(uint64_t magnitude, bool negative, unsigned point, char *buf, size_t cap);
+/* Plain decimal text times 10^point, rounded half away from zero: 0, -EINVAL, -ERANGE. */
+int tags_parse_fixed(const char *text, unsigned point, bool *negative, uint64_t *magnitude);
+
 /* Names of devices and tags: 1..max-1 bytes of [A-Za-z0-9_.:/-]. */
 bool tags_name_ok(const char *name, size_t max);
 

@@ -61,6 +61,25 @@ static void test_parse_names(void **state)
     assert_int_equal(tags_parse_type("int16:2", &type, &count, msg, sizeof msg), -EINVAL);
     assert_int_equal(tags_parse_type("real", &type, &count, msg, sizeof msg), -EINVAL);
     assert_non_null(strstr(msg, "'real'"));
+    /* the vendors' types: Kepware's names as aliases, fixed-point with its digits */
+    unsigned point = 7;
+    assert_int_equal(tags_parse_type_point("LBCD", &type, &count, &point, msg, sizeof msg), 0);
+    assert_true(type == TAGS_BCD32 && count == 2 && point == 0);
+    assert_int_equal(tags_parse_type_point("uint8h", &type, &count, &point, msg, sizeof msg), 0);
+    assert_true(type == TAGS_UINT8H && count == 1);
+    assert_int_equal(tags_parse_type_point("fixed32:3", &type, &count, &point, msg, sizeof msg), 0);
+    assert_true(type == TAGS_FIXED32 && count == 2 && point == 3);
+    assert_int_equal(tags_parse_type_point("fixed16", &type, &count, &point, msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "fixed16:D"));
+    assert_int_equal(tags_parse_type_point("ufixed16:10", &type, &count, &point, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_type_point("float16:2", &type, &count, &point, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_type("fixed16:2", &type, &count, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_order_for("CDAB", TAGS_STRING, &order, msg, sizeof msg), 0);
+    assert_string_equal(tags_order_name(order, TAGS_STRING), "CDAB");
+    assert_int_equal(tags_parse_order_for("AB", TAGS_INT8H, &order, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_order_for("CDAB", TAGS_BCD16, &order, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_device_order(TAGS_ORDER_DCBA, TAGS_STRING), TAGS_ORDER_BADC);
+    assert_int_equal(tags_device_order(TAGS_ORDER_DCBA, TAGS_BCD32), TAGS_ORDER_DCBA);
 
     assert_int_equal(tags_parse_order("GHEFCDAB", &order, msg, sizeof msg), 0);
     assert_int_equal(order, TAGS_ORDER_CDAB);
