@@ -161,7 +161,7 @@ static const key_spec_t router_keys[] = {
 static const key_spec_t tag_keys[] = {
     C("device", config_tags_set), C("table", config_tags_set), C("address", config_tags_set),
     C("type", config_tags_set), C("order", config_tags_set), C("scale", config_tags_set),
-    C("offset", config_tags_set), C("unit", config_tags_set), C("deadband", config_tags_set),
+    C("offset", config_tags_set), C("unit", config_tags_set), C("deadband", config_tags_set), C("decimals", config_tags_set),
     C("writable", config_tags_set), C("interval_ms", config_tags_set), C("description", config_tags_set),
 };
 

@@ -163,6 +163,8 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return parse_number(value, &g->scale, msg, cap);
     if (strcmp(key, "offset") == 0)
         return parse_number(value, &g->offset, msg, cap);
+    if (strcmp(key, "decimals") == 0)
+        return tags_parse_decimals(value, &g->has_decimals, &g->decimals, msg, cap);
     if (strcmp(key, "deadband") == 0)
         return parse_number(value, &g->deadband, msg, cap);
     if (strcmp(key, "unit") == 0)

@@ -239,6 +239,20 @@ static void tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t 
         out->number = v->eng;
         out->i = v->raw.i;
         out->u = v->raw.u;
+        /* the one formatter's text (tags_format), so MQTT json prints what
+         * /tags prints, and Sparkplug's float or double carries the value
+         * that text says (1450.3 for 14503 x 0.1, not 1450.3000000000002; a
+         * tag's decimals rounded). Past the arena (it holds a read's worth),
+         * north formats the number itself. */
+        if (!out->error && text_end - *text > 1) {
+            int n = tags_format(g, v, *text, (size_t)(text_end - *text));
+            if (n >= 0) {
+                out->number_text = *text;
+                *text += n + 1;
+                if ((out->type == NORTH_TYPE_FLOAT || out->type == NORTH_TYPE_DOUBLE) && isfinite(v->eng))
+                    out->number = strtod(out->number_text, NULL);
+            }
+        }
     }
 }
 

@@ -184,72 +184,21 @@ done:
     return len;
 }
 
-static bool unscaled(const tags_tag_t *tag)
-{
-    return tag->scale == 1.0 && tag->offset == 0.0;
-}
-
 static bool exact_integer(const tags_tag_t *tag)
 {
-    tags_kind_t k = tags_type_kind(tag->type);
-    return (k == TAGS_KIND_SIGNED || k == TAGS_KIND_UNSIGNED) && unscaled(tag);
+    return tags_exact_integer(tag);
 }
 
 static bool exact_fixed(const tags_tag_t *tag)
 {
     tags_kind_t k = tags_type_kind(tag->type);
-    return (k == TAGS_KIND_FIXED_SIGNED || k == TAGS_KIND_FIXED_UNSIGNED) && unscaled(tag);
+    return (k == TAGS_KIND_FIXED_SIGNED || k == TAGS_KIND_FIXED_UNSIGNED) && tag->scale == 1.0 &&
+           tag->offset == 0.0;
 }
 
 static bool is_signed(tags_type_t type)
 {
-    tags_kind_t k = tags_type_kind(type);
-    return k == TAGS_KIND_SIGNED || k == TAGS_KIND_FIXED_SIGNED;
-}
-
-/* The fewest significant digits that read back as the same double. */
-static int format_double(double x, char *buf, size_t cap)
-{
-    int n = 0;
-    for (int digits = 15; digits <= 17; digits++) {
-        n = snprintf(buf, cap, "%.*g", digits, x);
-        if (n < 0 || (size_t)n >= cap || isnan(x) || strtod(buf, NULL) == x)
-            break;
-    }
-    return n;
-}
-
-int tags_format(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap)
-{
-    int n = 0;
-    if (cap == 0)
-        return -ENOSPC;
-    buf[0] = '\0';
-    if (tag->type == TAGS_BOOL) {
-        n = snprintf(buf, cap, "%s", v->raw.b ? "true" : "false");
-    } else if (tag->type == TAGS_STRING) {
-        char text[2 * TAGS_MAX_REGISTERS + 1];
-        tags_string_text(tag, v, text, sizeof text);
-        n = snprintf(buf, cap, "%s", text);
-    } else if (tag->type == TAGS_RAW) {
-        size_t used = 0;
-        for (unsigned i = 0; v->words && i < v->n_words; i++)
-            used += (size_t)snprintf(used < cap ? buf + used : NULL, used < cap ? cap - used : 0,
-                                     "%s%04x", i ? " " : "", v->words[i]);
-        n = (int)used;
-    } else if (exact_integer(tag)) {
-        n = is_signed(tag->type) ? snprintf(buf, cap, "%" PRId64, v->raw.i)
-                                 : snprintf(buf, cap, "%" PRIu64, v->raw.u);
-    } else if (exact_fixed(tag)) {
-        bool neg = is_signed(tag->type) && v->raw.i < 0;
-        uint64_t mag = !is_signed(tag->type) ? v->raw.u : neg ? 0 - (uint64_t)v->raw.i : (uint64_t)v->raw.i;
-        n = tags_format_fixed(mag, neg, tag->point, buf, cap);
-    } else if (tag->type == TAGS_FLOAT16 && unscaled(tag)) {
-        n = tags_format_half(v->eng, buf, cap);
-    } else {
-        n = format_double(v->eng, buf, cap);
-    }
-    return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
+    return tags_type_signed(type);
 }
 
 /* ---- encode -------------------------------------------------------------- */
@@ -351,25 +300,6 @@ static int_range_t range_of(tags_type_t type)
     }
 }
 
-/*
- * round(): half away from zero, exactly as libm's, without mapping libm
- * (docs/footprint.md). Below 2^52 the truncation and the fraction are exact,
- * so 0.49999999999999994 stays 0 (adding 0.5 would make it 1); from 2^52 up
- * every double is an integer already.
- */
-static double round_half_away(double v)
-{
-    if (!(fabs(v) < 0x1p52))
-        return v;
-    double t = (double)(long long)v;
-    double f = v - t;
-    if (f >= 0.5)
-        t += 1.0;
-    else if (f <= -0.5)
-        t -= 1.0;
-    return t == 0.0 ? copysign(0.0, v) : t;
-}
-
 static int encode_integer(const tags_tag_t *tag, double eng, unsigned flags, tags_write_t *w,
                           char *msg, size_t cap)
 {
@@ -379,7 +309,7 @@ static int encode_integer(const tags_tag_t *tag, double eng, unsigned flags, tag
     double q = (eng - tag->offset) / tag->scale;
     if (tags_type_kind(tag->type) >= TAGS_KIND_FIXED_SIGNED)   /* fixed-point: the raw integer */
         q *= tags_pow10(tag->point);
-    double x = round_half_away(q);
+    double x = tags_round_half_away(q);
     int_range_t r = range_of(tag->type);
     if (!(x >= r.min && x < r.max))
         return tags_fail(msg, cap, -ERANGE, "tag '%s': %.17g is raw %.17g, outside %s (%s)",

@@ -25,6 +25,12 @@ typedef enum tags_kind {
     TAGS_KIND_FLOAT,             /* raw.f */
 } tags_kind_t;
 tags_kind_t tags_type_kind(tags_type_t type);
+/* raw.i holds it: the signed integers and signed fixed-point. */
+bool tags_type_signed(tags_type_t type);
+/* An integer type (BCD and the bytes too) with scale 1 and offset 0: its text is the integer. */
+bool tags_exact_integer(const tags_tag_t *tag);
+/* round(): half away from zero, exactly, without libm (tags/numbers.c). */
+double tags_round_half_away(double v);
 
 /* tags/numbers.c: BCD, float16 and fixed-point, exactly. */
 double tags_pow10(unsigned point);
@@ -34,7 +40,6 @@ uint64_t tags_bcd_encode(uint64_t value);
 double tags_half_to_double(uint16_t h);
 /* Nearest, ties to even; beyond 65504 rounds to infinity (the caller refuses it). */
 uint16_t tags_double_to_half(double x);
-int tags_format_half(double x, char *buf, size_t cap);
 /* "1450.30": magnitude 145030, point 2. snprintf's return. */
 int tags_format_fixed(uint64_t magnitude, bool negative, unsigned point, char *buf, size_t cap);
 /* Plain decimal text times 10^point, rounded half away from zero: 0, -EINVAL, -ERANGE. */
@@ -47,9 +52,9 @@ bool tags_name_ok(const char *name, size_t max);
 typedef enum tags_field {
     TAGS_FIELD_NAME = 0, TAGS_FIELD_DEVICE, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
     TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
-    TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION,
+    TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
 } tags_field_t;
-#define TAGS_FIELD_COUNT 13
+#define TAGS_FIELD_COUNT 14
 
 /* tags_table_add that also says which part of the tag a refusal is about. */
 int tags_table_add_at(tags_table_t *t, const tags_tag_t *tag, const char *device, tags_field_t *field,

@@ -7,6 +7,7 @@
 #include "tags/internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,25 @@ static const double pow10_exact[TAGS_POINT_MAX + 1] = { 1e0, 1e1, 1e2, 1e3, 1e4,
 double tags_pow10(unsigned point)
 {
     return pow10_exact[point <= TAGS_POINT_MAX ? point : 0];
+}
+
+/*
+ * round(): half away from zero, exactly as libm's, without mapping libm
+ * (docs/footprint.md). Below 2^52 the truncation and the fraction are exact,
+ * so 0.49999999999999994 stays 0 (adding 0.5 would make it 1); from 2^52 up
+ * every double is an integer already.
+ */
+double tags_round_half_away(double v)
+{
+    if (!(fabs(v) < 0x1p52))
+        return v;
+    double t = (double)(long long)v;
+    double f = v - t;
+    if (f >= 0.5)
+        t += 1.0;
+    else if (f <= -0.5)
+        t -= 1.0;
+    return t == 0.0 ? copysign(0.0, v) : t;
 }
 
 /* ---- BCD ------------------------------------------------------------------------
@@ -96,19 +116,6 @@ uint16_t tags_double_to_half(double x)
         return (uint16_t)(sign | (((uint64_t)(e + 15) << 10) + (shift_round(sig, 42) - 1024)));
     unsigned shift = (unsigned)(28 - e);      /* subnormal: units of 2^-24 */
     return (uint16_t)(sign | (shift >= 64 ? 0 : shift_round(sig, shift)));
-}
-
-/* The fewest significant digits that read back to the same float16. */
-int tags_format_half(double x, char *buf, size_t cap)
-{
-    int n = 0;
-    uint16_t h = tags_double_to_half(x);
-    for (int digits = 1; digits <= 5; digits++) {
-        n = snprintf(buf, cap, "%.*g", digits, x);
-        if (n < 0 || (size_t)n >= cap || x != x || tags_double_to_half(strtod(buf, NULL)) == h)
-            break;
-    }
-    return n;
 }
 
 /* ---- fixed-point -------------------------------------------------------------- */

@@ -228,6 +228,10 @@ static int validate_numbers(const tags_tag_t *g, tags_field_t *field, char *msg,
     if (plain && (g->scale != 1 || g->offset != 0 || g->deadband != 0))
         return tags_fail(msg, cap, -EINVAL, "tag '%s': a %s takes no scale, offset or deadband", n,
                          tags_type_name(g->type));
+    *field = TAGS_FIELD_DECIMALS;
+    if (g->has_decimals && (plain || g->decimals > TAGS_DECIMALS_MAX))
+        return tags_fail(msg, cap, -EINVAL, "tag '%s': decimals %u: %s", n, g->decimals,
+                         plain ? "a number's, not a bool's, string's or raw's" : "more than 15");
     *field = TAGS_FIELD_INTERVAL;
     if (g->interval_ms < 1 || g->interval_ms > INTERVAL_MAX)
         return tags_fail(msg, cap, -ERANGE, "tag '%s': interval %u ms is not 1..%u", n,
@@ -258,6 +262,8 @@ static int validate(tags_tag_t *g, tags_field_t *field, char *msg, size_t cap)
         g->order &= TAGS_ORDER_BYTESWAP;   /* one register: only the byte swap means anything */
     if (!g->in_register)
         g->bit = 0;
+    if (!g->has_decimals)
+        g->decimals = 0;
     return 0;
 }
 

@@ -88,6 +88,7 @@ typedef enum tags_type {
 } tags_type_t;
 #define TAGS_TYPE_LAST TAGS_UFIXED32
 #define TAGS_POINT_MAX 9         /* decimal digits of a fixed-point type */
+#define TAGS_DECIMALS_MAX 15     /* a tag's display decimals */
 
 /*
  * Word and byte order, as two independent swaps of the big-endian (Modbus)
@@ -139,6 +140,8 @@ typedef struct tags_tag {
     uint16_t count;                  /* registers it occupies (bits: 1) */
     tags_order_t order;              /* in effect: the tag's own or its device's default */
     uint8_t point;                   /* fixed-point types: digits after the decimal point */
+    bool has_decimals;               /* its text has `decimals` digits after the point */
+    uint8_t decimals;                /* 0..TAGS_DECIMALS_MAX; numbers only */
     double scale;                    /* engineering = raw * scale + offset */
     double offset;
     double deadband;                 /* a change smaller than this is not a change; 0: any */
@@ -198,6 +201,8 @@ tags_order_t tags_device_order(tags_order_t device_order, tags_type_t type);
 /* "100" or "0x64" (0..65535); "100.3" is bit 3 of register 100 (bit may be NULL:
  * then a bit is refused). */
 int tags_parse_address(const char *text, unsigned *address, int *bit, char *msg, size_t cap);
+/* A tag's display decimals, 0..TAGS_DECIMALS_MAX: sets *has and *decimals. */
+int tags_parse_decimals(const char *text, bool *has, uint8_t *decimals, char *msg, size_t cap);
 /* true/false, yes/no, on/off, 1/0. */
 int tags_parse_bool(const char *text, bool *value, char *msg, size_t cap);
 const char *tags_area_name(tags_area_t area);
@@ -227,13 +232,25 @@ void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out
  * first NUL, NUL-terminated. Returns its length (truncated to cap - 1). */
 size_t tags_string_text(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap);
 
-/* A value as text, what HTTP and MQTT publish: integers (BCD and 8-bit too)
- * with scale 1 and offset 0 exactly; fixed-point with scale 1 and offset 0
- * exactly, all D digits after the point ("1450.30"); float16 with scale 1 and
- * offset 0 in the fewest digits that read back to the same float16; other
- * numbers in the fewest digits that read back to the same double; bool
- * true/false; strings as text; raw as hex words "0001 ff00".
- * Returns the length, or -ENOSPC when cap is too small. */
+/*
+ * A value as text: the one number formatter, what HTTP (/tags and the page),
+ * MQTT json and Sparkplug's strings publish. The shortest text that reads
+ * back as the same value of the tag's type:
+ *   integers (BCD and bytes too), unscaled: exactly, all 64 bits;
+ *   fixed-point, unscaled: its decimal, all D digits ("1450.30");
+ *   float16 and float32, unscaled: the fewest digits that read back as the
+ *     same float16 or float32 ("3.14159", not 3.141590118408203);
+ *   an integer scaled: the decimal of raw x scale + offset with scale and
+ *     offset as written (their shortest decimals): 14503 x 0.1 is "1450.3",
+ *     not 1450.3000000000002, and writing it back gives raw 14503 again;
+ *   anything else (floats scaled, float64): the fewest digits (15 to 17)
+ *     that read back as the same double;
+ *   with has_decimals: any number (below 1e15) with exactly `decimals`
+ *     digits after the point, rounded ("21.50");
+ * bool true/false; strings as text; raw as hex words "0001 ff00". NaN and
+ * the infinities print "nan", "inf", "-inf" (JSON writers print null).
+ * Returns the length, or -ENOSPC when cap is too small (64 holds any number).
+ */
 int tags_format(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap);
 
 /* What a write puts on the wire. For a bool in a register the caller must
@@ -332,7 +349,7 @@ typedef struct tags_errors {
 /*
  * Loads one tag per row of an RFC 4180 CSV file into t: a header row names
  * the columns (name, device, table, address, type, order, scale, offset,
- * unit, deadband, writable, interval_ms, description; name, table, address
+ * unit, deadband, writable, interval_ms, description, decimals; name, table, address
  * and type are required; an unknown or repeated column is an error). Quoted
  * fields may hold commas, doubled quotes and line breaks; lines end in LF or
  * CRLF; a UTF-8 byte order mark is skipped; blank lines are skipped.

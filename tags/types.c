@@ -161,6 +161,17 @@ tags_order_t tags_device_order(tags_order_t device_order, tags_type_t type)
     return type == TAGS_STRING ? (tags_order_t)(device_order & TAGS_ORDER_BYTESWAP) : device_order;
 }
 
+int tags_parse_decimals(const char *text, bool *has, uint8_t *decimals, char *msg, size_t cap)
+{
+    unsigned long v;
+    if (tags_parse_decimal(text, 0, TAGS_DECIMALS_MAX, &v) < 0)
+        return tags_fail(msg, cap, -EINVAL, "decimals '%s' is not 0..%u (digits after the point)",
+                         text, TAGS_DECIMALS_MAX);
+    *has = true;
+    *decimals = (uint8_t)v;
+    return 0;
+}
+
 const char *tags_type_name(tags_type_t type)
 {
     return (unsigned)type < TYPE_COUNT ? type_names[type] : "?";
@@ -207,4 +218,16 @@ tags_kind_t tags_type_kind(tags_type_t type)
     default:
         return TAGS_KIND_OTHER;
     }
+}
+
+bool tags_type_signed(tags_type_t type)
+{
+    tags_kind_t k = tags_type_kind(type);
+    return k == TAGS_KIND_SIGNED || k == TAGS_KIND_FIXED_SIGNED;
+}
+
+bool tags_exact_integer(const tags_tag_t *tag)
+{
+    tags_kind_t k = tags_type_kind(tag->type);
+    return (k == TAGS_KIND_SIGNED || k == TAGS_KIND_UNSIGNED) && tag->scale == 1.0 && tag->offset == 0.0;
 }

@@ -144,12 +144,8 @@ for order in O16:
         x = struct.unpack(">e", value_bytes(words_to_bytes([word]), order))[0]
         if not math.isfinite(x):
             continue
-        for digits in range(1, 6):   # the fewest digits that read back to the same float16
-            text = "%.*g" % (digits, x)
-            if abs(float(text)) < 65520 and struct.pack(">e", float(text)) == struct.pack(">e", x):
-                break
         requests.append(f"format float16 {order} 1 0 {word:04x}")
-        expect.append(text)
+        expect.append(x)
 for typ, (regs, orders, fmt) in FIXED.items():
     for order in orders:
         for _ in range(CASES // 3):
@@ -163,8 +159,88 @@ for typ, (fmt, byte) in BYTES.items():
         word = rng.randrange(65536)
         requests.append(f"format {typ} - 1 0 {word:04x}")
         expect.append(str(struct.unpack(">" + fmt, words_to_bytes([word])[byte:byte + 1])[0]))
-compare("text of bcd, float16 (fewest digits), fixed-point (decimal), 8-bit", requests, expect,
-        lambda got, want: got == f"ok {want}")
+
+
+def significant(text):
+    return len(Decimal(text).normalize().as_tuple().digits)
+
+
+def fewest_half_digits(x):
+    """The fewest significant digits of any decimal that struct 'e' packs to x's float16."""
+    for digits in range(1, 6):
+        y = float("%.*g" % (digits, x))
+        if abs(y) < 65520 and struct.pack(">e", y) == struct.pack(">e", x):
+            return significant("%.*g" % (digits, x))
+    return 5
+
+
+def judge_text(got, want):
+    if not got.startswith("ok "):
+        return False
+    text = got[3:]
+    if isinstance(want, float):   # float16: reads back the same, in the fewest digits
+        return abs(float(text)) < 65520 and struct.pack(">e", float(text)) == struct.pack(">e", want) and \
+            significant(text) == fewest_half_digits(want)
+    return text == want
+
+
+compare("text of bcd, float16 (fewest digits), fixed-point (decimal), 8-bit", requests, expect, judge_text)
+
+# ---- the one formatter on the old types: float32 in float32 digits, scaled integers as decimals --------
+
+
+def fewest_float_digits(x):
+    for digits in range(1, 10):
+        if struct.pack(">f", float("%.*g" % (digits, x))) == struct.pack(">f", x):
+            return significant("%.*g" % (digits, x))
+    return 9
+
+
+def plain_ok(text, x):
+    """No exponent between 1e-6 and 1e21, as JavaScript prints numbers."""
+    return ("e" in text) == (x != 0 and not 1e-6 <= abs(x) < 1e21)
+
+
+requests, expect = [], []
+for order in O32:
+    for _ in range(CASES):
+        words = [rng.randrange(65536) for _ in range(2)] if rng.random() < 0.5 else \
+            bytes_to_words(wire_bytes(struct.pack(">f", rng.choice([rng.uniform(-1e4, 1e4), rng.uniform(-1, 1),
+                                                                   float(rng.randrange(-10**7, 10**7))])), order))
+        x = struct.unpack(">f", value_bytes(words_to_bytes(words), order))[0]
+        if math.isfinite(x):
+            requests.append(f"format float32 {order} 1 0 {hexwords(words)}")
+            expect.append(("float32", x))
+for typ, fmt, order in (("int16", ">h", "AB"), ("uint16", ">H", "AB"), ("int32", ">i", "ABCD")):
+    for _ in range(CASES):
+        scale, offset = rng.choice([(0.1, 0.0), (0.01, -40.0), (0.5, 273.15), (2.5e-05, 0.0), (10.0, 0.0),
+                                    (0.001, 0.5), (1 / 3, 0.0)])
+        words = [rng.randrange(65536) for _ in range(struct.calcsize(fmt) // 2)]
+        raw = struct.unpack(fmt, words_to_bytes(words))[0]
+        exact = Decimal(raw) * Decimal(repr(scale)) + Decimal(repr(offset))
+        requests.append(f"format {typ} {order} {num(scale)} {num(offset)} {hexwords(words)}")
+        expect.append(("scaled", raw, scale, offset, exact))
+
+
+def judge_number(got, want):
+    if not got.startswith("ok "):
+        return False
+    text = got[3:]
+    if want[0] == "float32":
+        x = want[1]
+        return struct.pack(">f", float(text)) == struct.pack(">f", x) and \
+            significant(text) == fewest_float_digits(x) and plain_ok(text, x)
+    _, raw, scale, offset, exact = want
+    back = round_half_away((float(text) - offset) / scale)
+    if back == raw and len(str(exact.normalize())) < 24 and Decimal(text) == exact:
+        return True   # the decimal scale and offset as written make
+    # no short decimal (1/3): the double's own shortest digits
+    return float(text) == float(raw) * scale + offset and Decimal(text) != exact and back == raw
+
+
+compare("text of float32 (float32 digits, no exponent where JavaScript has none) and scaled integers "
+        "(the decimal of raw x scale + offset as written, writing back the same raw)", requests, expect,
+        judge_number)
 
 # ---- encode: engineering values -> words, refused outside the type ------------------------
 requests, expect = [], []

@@ -52,19 +52,26 @@ static void add_str(struct evbuffer *b, const char *s)
     evbuffer_add(b, q, strlen(q));
 }
 
-/* A good (or stale) value as JSON: a number, true/false, or a string. */
+/* A good (or stale) value as JSON: a number, true/false, or a string. A
+ * number also goes as "text", the formatter's own characters (tags_format):
+ * the page shows that, so it never reformats (a JSON parser turns "21.50"
+ * into 21.5 and 1e+20 into 100000000000000000000). */
 static void add_value(struct evbuffer *b, const tags_tag_t *g, const tags_value_t *v)
 {
     char text[6 * TAGS_MAX_REGISTERS + 8];
-    if (v->quality == TAGS_BAD || tags_format(g, v, text, sizeof text) < 0 ||
-        ((g->type == TAGS_FLOAT16 || g->type == TAGS_FLOAT32 || g->type == TAGS_FLOAT64 || g->scale != 1 ||
-          g->offset != 0) &&
-         !isfinite(v->eng)))
+    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
+    if (v->quality == TAGS_BAD || tags_format(g, v, text, sizeof text) < 0 || (number && !isfinite(v->eng))) {
         evbuffer_add_printf(b, "null");
-    else if (g->type == TAGS_STRING || g->type == TAGS_RAW)
-        add_str(b, text);
-    else
+    } else if (!number) {
+        if (g->type == TAGS_BOOL)
+            evbuffer_add(b, text, strlen(text));
+        else
+            add_str(b, text);
+    } else {
         evbuffer_add(b, text, strlen(text));
+        evbuffer_add_printf(b, ",\"text\":");
+        add_str(b, text);
+    }
 }
 
 /* Why a value is bad, as the JSON API spells it. */
@@ -105,6 +112,8 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
             evbuffer_add_printf(b, ",\"bit\":%u", g->bit);
         if (g->point)
             evbuffer_add_printf(b, ",\"point\":%u", g->point);
+        if (g->has_decimals)
+            evbuffer_add_printf(b, ",\"decimals\":%u", g->decimals);
         evbuffer_add_printf(b, ",\"type\":\"%s\",\"registers\":%u,\"order\":\"%s\",\"scale\":%.17g,"
                                "\"offset\":%.17g,\"deadband\":%.17g,\"writable\":%s,\"interval_ms\":%u,"
                                "\"description\":",
