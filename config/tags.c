@@ -27,7 +27,8 @@ typedef struct pending_tag {
     tags_tag_t tag;
     char device[CONFIG_NAME_MAX];
     char order[24];
-    unsigned device_line, order_line;
+    char address[24];            /* as written: read once the device's addressing is known */
+    unsigned device_line, order_line, address_line;
     bool has_table, has_address, has_type;
     bool bad;                    /* a key's value was refused: not added (nor reported again) */
 } pending_tag_t;
@@ -124,7 +125,6 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
 {
     tags_tag_t *g = &pt->tag;
     unsigned u;
-    int bit;
 
     if (strcmp(key, "device") == 0) {
         pt->device_line = line;
@@ -136,13 +136,9 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return rc;
     }
     if (strcmp(key, "address") == 0) {
-        int rc = tags_parse_address(value, &u, &bit, msg, cap);
-        if (rc == 0) {
-            g->address = (uint16_t)u;
-            g->in_register = bit >= 0;
-            g->bit = bit >= 0 ? (uint8_t)bit : 0;
-            pt->has_address = true;
-        }
+        pt->address_line = line;
+        int rc = copy_text(value, pt->address, sizeof pt->address, msg, cap);
+        pt->has_address = rc == 0;
         return rc;
     }
     if (strcmp(key, "type") == 0) {
@@ -222,6 +218,28 @@ bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, 
     return false;
 }
 
+bool config_tags_set_addressing(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    (void)number;
+    int mode = strcmp(value, "protocol") == 0 ? CONFIG_ADDRESSING_PROTOCOL
+               : strcmp(value, "modicon") == 0 ? CONFIG_ADDRESSING_MODICON : -1;
+    if (mode < 0) {
+        config_bad_value(ld, k->name, value, "expected protocol (addresses from 0) or modicon (40101 is "
+                         "holding register 100)");
+        return false;
+    }
+    if (strcmp(ld->section, "gateway") == 0)
+        ((config_t *)ld->target)->addressing = mode;
+    else
+        ((config_device_t *)ld->target)->addressing = mode;
+    return true;
+}
+
+static bool modicon_of(const config_t *cfg, const config_device_t *dev)
+{
+    return (dev->addressing >= 0 ? dev->addressing : cfg->addressing) == CONFIG_ADDRESSING_MODICON;
+}
+
 /* ---- once the file is read ---------------------------------------------------- */
 
 static int device_index(const config_t *cfg, const char *name)
@@ -277,12 +295,25 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
         config_error_at(ld, pt->device_line, "[%s] device = '%s': no such device", section, pt->device);
         return;
     }
-    if (d < 0 || !pt->has_table || !pt->has_address || !pt->has_type) {
+    bool modicon = d >= 0 && modicon_of(cfg, &cfg->devices[d]);
+    if (d < 0 || (!pt->has_table && !modicon) || !pt->has_address || !pt->has_type) {
         config_error_at(ld, g->line, "[%s]: %s", section,
                         d < 0 ? "device is required (more than one device is configured)"
-                              : "table, address and type are required");
+                        : modicon ? "address and type are required"
+                                  : "table, address and type are required");
         return;
     }
+    unsigned address;
+    int bit;
+    if (tags_parse_address_as(pt->address, modicon, pt->has_table, &g->area, &address, &bit, msg,
+                              sizeof msg) < 0) {
+        config_error_at(ld, pt->address_line, "[%s] address = '%s': %s", section, pt->address, msg);
+        return;
+    }
+    g->address = (uint16_t)address;
+    g->in_register = bit >= 0;
+    g->bit = bit >= 0 ? (uint8_t)bit : 0;
+    g->modicon = modicon;
     g->order = tags_device_order(cfg->devices[d].order, g->type);
     if (pt->order[0] && tags_parse_order_for(pt->order, g->type, &g->order, msg, sizeof msg) < 0) {
         config_error_at(ld, pt->order_line, "[%s] order = '%s': %s", section, pt->order, msg);
@@ -342,7 +373,8 @@ static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsign
         if (!same_file(other, lf->path))
             continue;
         done[j] = true;
-        defs[n++] = (tags_device_defaults_t){ cfg->devices[j].name, cfg->devices[j].order, 0 };
+        defs[n++] = (tags_device_defaults_t){ cfg->devices[j].name, cfg->devices[j].order, 0,
+                                              modicon_of(cfg, &cfg->devices[j]) };
     }
     lf->first = lf->end = tags_table_count(t);
     if (access(lf->path, R_OK) != 0) {

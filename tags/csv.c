@@ -269,6 +269,8 @@ typedef struct row {
     tags_tag_t tag;
     bool have_order;
     const char *order_text;
+    bool modicon;                 /* the device's addressing */
+    bool have_table;
 } row_t;
 
 /* The field of column k in the row ("" when the file has no such column). */
@@ -323,6 +325,7 @@ static int find_defaults(row_t *w, const char *name, char *msg, size_t cap)
         if (strcmp(w->devices[i].name, name) == 0) {
             w->device = w->devices[i].name;
             w->tag.order = w->devices[i].order;
+            w->modicon = w->devices[i].modicon;
             w->tag.interval_ms = w->devices[i].interval_ms ? w->devices[i].interval_ms : 1000;
             return 0;
         }
@@ -351,12 +354,18 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
     switch (k) {
     case TAGS_FIELD_NAME: return copy_text(v, g->name, sizeof g->name, msg, cap);
     case TAGS_FIELD_DEVICE: return find_defaults(w, v, msg, cap);
-    case TAGS_FIELD_TABLE: return tags_parse_area(v, &g->area, msg, cap);
+    case TAGS_FIELD_TABLE:
+        if (w->modicon && !*v)
+            return 0;   /* the Modicon address names it */
+        rc = tags_parse_area(v, &g->area, msg, cap);
+        w->have_table = rc == 0;
+        return rc;
     case TAGS_FIELD_ADDRESS:
-        if ((rc = tags_parse_address(v, &u, &bit, msg, cap)) == 0) {
+        if ((rc = tags_parse_address_as(v, w->modicon, w->have_table, &g->area, &u, &bit, msg, cap)) == 0) {
             g->address = (uint16_t)u;
             g->in_register = bit >= 0;
             g->bit = bit >= 0 ? (uint8_t)bit : 0;
+            g->modicon = w->modicon;
         }
         return rc;
     case TAGS_FIELD_TYPE:

@@ -150,6 +150,7 @@ typedef struct tags_tag {
     char unit[TAGS_UNIT_MAX];
     char description[TAGS_DESCRIPTION_MAX];
     unsigned line;                   /* CSV line it came from; 0 when added by code */
+    bool modicon;                    /* its address was written in Modicon form (40101) */
 } tags_tag_t;
 
 /*
@@ -203,6 +204,16 @@ tags_order_t tags_device_order(tags_order_t device_order, tags_type_t type);
 int tags_parse_address(const char *text, unsigned *address, int *bit, char *msg, size_t cap);
 /* A tag's display decimals, 0..TAGS_DECIMALS_MAX: sets *has and *decimals. */
 int tags_parse_decimals(const char *text, bool *has, uint8_t *decimals, char *msg, size_t cap);
+/* Modicon notation: 0xxxx coil, 1xxxx discrete, 3xxxx input, 4xxxx holding,
+ * counting from 1 (40101 is holding register 100), and the 6-digit forms
+ * (400001..465536); "40101.3" a bit of a register (bit may be NULL: refused). */
+int tags_parse_modicon(const char *text, tags_area_t *area, unsigned *address, int *bit, char *msg,
+                       size_t cap);
+/* An address as a device with that addressing writes it: protocol (from 0,
+ * tags_parse_address) or Modicon, whose first digit gives *area (a table the
+ * caller already has, have_table, must agree). */
+int tags_parse_address_as(const char *text, bool modicon, bool have_table, tags_area_t *area,
+                          unsigned *address, int *bit, char *msg, size_t cap);
 /* true/false, yes/no, on/off, 1/0. */
 int tags_parse_bool(const char *text, bool *value, char *msg, size_t cap);
 const char *tags_area_name(tags_area_t area);
@@ -329,6 +340,18 @@ int tags_table_find_device(const tags_table_t *t, const char *name);
 /* The tags of one device, in the order they were added; *n their number. */
 const unsigned *tags_table_device_tags(const tags_table_t *t, size_t device, size_t *n);
 
+/*
+ * Warnings about a map that is likely misread, one line each to warn(ctx,
+ * "SOURCE:LINE: warning: ..."): an address that looks like a Modicon number
+ * (40001..49999 as a holding register, 30001.. input, 10001.. discrete) on a
+ * tag not written in Modicon form; a device whose 32/64-bit tags all start at
+ * odd addresses (a one-based map); two tags whose registers overlap (bits and
+ * bytes of a register are views of it and do not count). Returns how many.
+ */
+typedef void (*tags_lint_fn)(void *ctx, const char *line);
+/* source: the file of tags added by code ([tag] sections: the config file). */
+unsigned tags_lint(const tags_table_t *t, const char *source, tags_lint_fn warn, void *ctx);
+
 /* The value of a tag now: STALE when good and older than 2 x interval_ms.
  * String and raw words stay valid until the tag's next update. */
 int tags_table_value(const tags_table_t *t, size_t index, int64_t now_ms, tags_value_t *out);
@@ -338,6 +361,7 @@ typedef struct tags_device_defaults {
     const char *name;                /* as the CSV's device column writes it */
     tags_order_t order;              /* for tags without an order of their own */
     unsigned interval_ms;            /* for tags without an interval; 0: 1000 */
+    bool modicon;                    /* addresses in Modicon form; the table column may be empty */
 } tags_device_defaults_t;
 
 typedef struct tags_errors {

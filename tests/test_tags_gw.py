@@ -248,6 +248,40 @@ def test_new_types():
     sim.kill()
 
 
+def test_modicon_addressing():
+    """addressing = modicon: address = 40101 reads holding register 100 (a
+    [tag] section without a table), 400103 holding 102 and 30005 input 4 (a
+    CSV), a write to 40101 lands in register 100; [gateway] addressing is
+    every device's default, and a device's own addressing = protocol reads
+    100 as register 100."""
+    d = tempfile.mkdtemp(prefix="rtugw-tags-")
+    with open(os.path.join(d, "load.txt"), "w") as f:
+        f.write("1 holding 100 1111 2222 3333\n1 input 4 4444\n2 holding 100 5555\n")
+    with open(os.path.join(d, "m.csv"), "w") as f:
+        f.write("name,table,address,type,writable\nsix,,400103,uint16,false\nin4,input,30005,uint16,false\n")
+    sim = PtySim(d, "1,2", ["--load", os.path.join(d, "load.txt")])
+    devices = (f"[device plc]\nslave = 1\ntags_file = {d}/m.csv\n"
+               "[device raw]\nslave = 2\naddressing = protocol\n"
+               "[tag hr]\ndevice = plc\naddress = 40101\ntype = uint16\nwritable = true\ninterval_ms = 200\n"
+               "[tag plain]\ndevice = raw\ntable = holding\naddress = 100\ntype = uint16\ninterval_ms = 200\n")
+    g = Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+                extra=f"write_token = {TOKEN}\n", gateway_extra="addressing = modicon\n")
+    check(wait_for(lambda: all_good(g), 10), "Modicon-addressed tags good")
+    v = tag_values(g)
+    got = {n: v.get(n, {}).get("value") for n in ("hr", "six", "in4", "plain")}
+    check(got == {"hr": 1111, "six": 3333, "in4": 4444, "plain": 5555},
+          f"40101 is holding 100, 400103 holding 102, 30005 input 4; a protocol device's 100 is 100: {got}")
+    status, full = http(g, "GET", "/tags/hr")
+    full = json.loads(full)
+    check(full.get("table") == "holding" and full.get("address") == 100,
+          f"/tags/hr says the protocol address it reads: {full}")
+    status, ans = put(g, "hr", "4321")
+    check(status == 200 and ans.get("address") == 100 and registers(g, 100, 1) == [4321],
+          f"a write to 40101 goes to holding 100 ({status} {ans})")
+    g.stop()
+    sim.kill()
+
+
 def test_read_only_and_no_token():
     d = tempfile.mkdtemp(prefix="rtugw-tags-")
     sim = PtySim(d, "1")
@@ -491,5 +525,5 @@ def test_check_reports():
     check(f"{conf}:7: [tag big]" not in p.stderr, "a float64 (4 registers) fits max_read_registers = 4")
 
 
-run_tests("test_tags_gw", (test_types_and_writes, test_new_types, test_read_only_and_no_token, test_quality, test_abandoned_writes,
+run_tests("test_tags_gw", (test_types_and_writes, test_new_types, test_modicon_addressing, test_read_only_and_no_token, test_quality, test_abandoned_writes,
                            test_split_on_exception_02, test_demo_file, test_check_reports))
