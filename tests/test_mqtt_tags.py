@@ -213,6 +213,39 @@ def test_one_formatter():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_change_one_message_per_poll():
+    """publish = change: a device whose tags take three reads (input 0, 50
+    and 100: farther apart than max_gap) and all change every poll (rtugw sim
+    --live) sends one data message per poll carrying all three, not one per
+    read; a tag that does not change (holding 0) is in none after the first."""
+    d = tempfile.mkdtemp(prefix="rtugw-mqtt-change-")
+    with open(os.path.join(d, "tags.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nin0,input,0,uint16,300\nin50,input,50,uint16,300\n"
+                "in100,input,100,uint16,300\nsteady,holding,0,uint16,300\n")
+    link = os.path.join(d, "plc")
+    p = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1", "--live", "--live-period-ms", "50"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    procs.append(p)
+    check(p.stdout.readline().startswith("/dev/"), "simulator started")
+    wait_for(lambda: os.path.exists(link), 5)
+    b = Broker("change")
+    sub = Subscriber(b.port, "rtugw/gch/plc/data", "sub-change", clean=True)
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=f"[device plc]\nslave = 1\ntags_file = {d}/tags.csv\n",
+                timeout_ms=300, extra=mqtt_section(b.port, "gch", "publish = change\n"))
+    wait_for(lambda: len(sub.messages()) >= 8, 10)
+    time.sleep(0.5)
+    msgs = [m["values"] for _, m, _ in sub.messages() if m and m.get("values")]
+    later = msgs[2:]   # the first polls: tags not read yet go out as they come
+    check(len(later) >= 5 and all(set(v) == {"in0", "in50", "in100"} for v in later),
+          f"publish = change: one message per poll with all three changed tags of three reads, the steady "
+          f"one in none ({len(msgs)} messages: {[sorted(v) for v in msgs[:8]]})")
+    g.stop()
+    sub.close()
+    b.stop()
+    p.kill()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def test_write_bounds():
     """max_write_bytes at its maximum: 10 payloads of 1 MiB of list items are
     refused by their count of values before json-c parses them (the peak RSS
@@ -315,4 +348,5 @@ def test_http_and_mqtt_share_the_overlap_rule():
 
 
 if __name__ == "__main__":
-    run_tests("test_mqtt_tags", [test_values_and_writes, test_one_formatter, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule], cleanup=[test_mqtt.WORK])
+    run_tests("test_mqtt_tags", [test_values_and_writes, test_one_formatter, test_change_one_message_per_poll,
+                                 test_write_bounds, test_http_and_mqtt_share_the_overlap_rule], cleanup=[test_mqtt.WORK])
