@@ -14,6 +14,7 @@
 #include "drivers/driver.h"
 #include "cli/cli.h"
 #include "gateway/gateway.h"
+#include "tags/tags.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -126,6 +127,12 @@ static void usage(FILE *to)
             "  --print            with --demo: print it (a complete example to start from)\n");
 }
 
+static void print_warning(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "%s\n", line);
+}
+
 int cmd_check(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -165,6 +172,11 @@ int cmd_check(int argc, char **argv)
     char summary[256];
     config_summary(cfg, summary, sizeof summary);
     printf("%s: ok: %s\n", cfg->source, summary);
+    /* valid, but likely misread: Modicon or one-based numbers where the
+     * device reads protocol addresses, overlapping tags (tags_lint). Said,
+     * not refused: the configuration may mean it. */
+    if (cfg->tags)
+        tags_lint(cfg->tags, cfg->source, print_warning, NULL);
     unsigned failed = open_ports_too ? open_ports(cfg) : 0;
     config_free(cfg);
     return failed ? 1 : 0;

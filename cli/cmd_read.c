@@ -46,10 +46,13 @@ static void usage(FILE *to)
             "decimal or 0x hex; ADDRESS.BIT is one bit (0..15) of a register, read as bool.\n"
             "\n"
             "  --type T         of registers: int16, uint16 (default), int32, uint32, int64,\n"
-            "                   uint64, float32, float64, string:N, raw:N (coils, discrete\n"
-            "                   inputs and bits are bool)\n"
+            "                   uint64, float16, float32, float64, string:N, raw:N, bcd16,\n"
+            "                   bcd32, int8h, int8l, uint8h, uint8l (high or low byte),\n"
+            "                   fixed16:D, ufixed16:D, fixed32:D, ufixed32:D (D digits after\n"
+            "                   the point); coils, discrete inputs and bits are bool\n"
             "  --order O        ABCD (default), CDAB, BADC, DCBA (64-bit: their 8-letter names\n"
-            "                   or these, applied by meaning); 16-bit types and strings AB, BA\n"
+            "                   or these, applied by meaning); 16-bit types AB, BA; strings\n"
+            "                   AB, BA, or CDAB/DCBA for registers swapped in pairs\n"
             "  --scale X, --offset X   value = raw * X + offset (default 1 and 0)\n"
             "  --all-orders     print the value in every order side by side\n"
             "  --interval MS    poll every MS ms (default 1000 with --count)\n"
@@ -107,7 +110,7 @@ static int add_target(tags_table_t *t, const read_options_t *o, const char *arg)
 {
     tags_tag_t g = { .scale = o->scale, .offset = o->offset, .interval_ms = 1000 };
     char table[16], msg[256];
-    unsigned address, count = 1;
+    unsigned address, count = 1, point = 0;
     int bit;
     const char *colon = strchr(arg, ':');
 
@@ -125,7 +128,7 @@ static int add_target(tags_table_t *t, const read_options_t *o, const char *arg)
     bool bits = g.area == TAGS_AREA_COIL || g.area == TAGS_AREA_DISCRETE;
     /* --type is for registers: a coil, a discrete input or a bit is a bool */
     const char *type = bits || bit >= 0 ? "bool" : o->type ? o->type : "uint16";
-    if (tags_parse_type(type, &g.type, &count, msg, sizeof msg) < 0 ||
+    if (tags_parse_type_point(type, &g.type, &count, &point, msg, sizeof msg) < 0 ||
         (o->order && tags_parse_order(o->order, &g.order, msg, sizeof msg) < 0)) {
         fprintf(stderr, "rtugw read: %s\n", msg);
         return -1;
@@ -134,6 +137,7 @@ static int add_target(tags_table_t *t, const read_options_t *o, const char *arg)
     g.in_register = bit >= 0;
     g.bit = bit >= 0 ? (uint8_t)bit : 0;
     g.count = (uint16_t)count;
+    g.point = (uint8_t)point;
     snprintf(g.name, sizeof g.name, "%s", arg);
     if (tags_table_add(t, &g, "target", msg, sizeof msg) < 0) {
         fprintf(stderr, "rtugw read: '%s': %s\n", arg, msg);
@@ -193,12 +197,15 @@ static void value_text(const tags_tag_t *g, const uint16_t *words, bool json, ch
         snprintf(out, cap, "%s", text);
 }
 
-/* The orders worth showing for this type: every one, both byte orders, or none. */
+/* The orders worth showing for this type: every one, both byte orders, or
+ * none (an 8-bit type names its byte; bool and raw have no order). A string
+ * of two registers or more takes the word swap too. */
 static unsigned orders_of(const tags_tag_t *g)
 {
-    if (g->type == TAGS_BOOL || g->type == TAGS_RAW)
+    if (g->type == TAGS_BOOL || g->type == TAGS_RAW || g->type == TAGS_INT8H || g->type == TAGS_INT8L ||
+        g->type == TAGS_UINT8H || g->type == TAGS_UINT8L)
         return 1;
-    return g->count == 1 || g->type == TAGS_STRING ? 2 : 4;
+    return g->count == 1 ? 2 : 4;
 }
 
 static void print_value(const tags_tag_t *g, const uint16_t *words, const read_options_t *o)

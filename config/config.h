@@ -81,6 +81,11 @@ typedef struct config_bus {
     unsigned max_inflight;          /* framing tcp: requests on the connection at once (1) */
 } config_bus_t;
 
+/* How a device's tags write their addresses: protocol addresses from 0 (the
+ * default), or Modicon numbers (40101 is holding register 100). */
+#define CONFIG_ADDRESSING_PROTOCOL 0
+#define CONFIG_ADDRESSING_MODICON 1
+
 typedef struct config_device {
     char name[CONFIG_NAME_MAX];
     unsigned bus;                   /* index into buses */
@@ -89,6 +94,7 @@ typedef struct config_device {
     unsigned dead_after;            /* consecutive timeouts before back-off; 0: never */
     unsigned dead_backoff_ms;
     tags_order_t order;             /* word and byte order of its tags that name none */
+    int addressing;                 /* CONFIG_ADDRESSING_*, or -1: [gateway] addressing */
     char tags_file[CONFIG_PATH_MAX];/* a tags CSV, as written (relative: to the config file's folder) */
     unsigned max_read_registers;    /* the read planner's limits for this device: 1..125 */
     unsigned max_read_bits;         /* 1..2000 */
@@ -271,6 +277,7 @@ typedef struct config {
     char source[CONFIG_PATH_MAX];   /* file name, or "<demo>" */
     unsigned workers;               /* 0: online cores */
     bool buses_on_io_thread;        /* bus actors run on the I/O thread (default), not a worker */
+    int addressing;                 /* how devices' tags write addresses, unless a device says */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
     config_bus_t buses[CONFIG_MAX_BUSES];

@@ -153,6 +153,8 @@ void config_tags_free(config_tags_t *ct);
 void *config_tags_section(loader_t *ld, const char *name);
 /* Setters of the [tag NAME] keys, and of [device NAME]'s order, tags_file and template. */
 bool config_tags_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* addressing = protocol | modicon, of [gateway] (ld->target the config) or a [device]. */
+bool config_tags_set_addressing(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* A [template NAME] header (a new entry, or NULL with *first set when the
  * name was given before), and its tags_file and order. */

@@ -34,6 +34,7 @@ static const key_spec_t gateway_keys[] = {
     B(config_t, buses_on_io_thread),
     T(config_t, log_level, K_LOG),
     { .name = "log_target", .type = K_LOGTARGET, .offset = offsetof(config_t, log_syslog) },
+    C("addressing", config_tags_set_addressing),
 };
 
 static const key_spec_t bus_keys[] = {
@@ -64,6 +65,7 @@ static const key_spec_t device_keys[] = {
     U(config_device_t, dead_after, 0, 1000),
     U(config_device_t, dead_backoff_ms, 0, 3600000),
     C("order", config_tags_set_device),
+    C("addressing", config_tags_set_addressing),
     C("tags_file", config_tags_set_device),
     C("template", config_tags_set_device),
     U(config_device_t, interval_ms, 1, 86400000),
@@ -177,7 +179,7 @@ static const key_spec_t router_keys[] = {
 static const key_spec_t tag_keys[] = {
     C("device", config_tags_set), C("table", config_tags_set), C("address", config_tags_set),
     C("type", config_tags_set), C("order", config_tags_set), C("scale", config_tags_set),
-    C("offset", config_tags_set), C("unit", config_tags_set), C("deadband", config_tags_set),
+    C("offset", config_tags_set), C("unit", config_tags_set), C("deadband", config_tags_set), C("decimals", config_tags_set),
     C("writable", config_tags_set), C("interval_ms", config_tags_set), C("description", config_tags_set),
 };
 

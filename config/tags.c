@@ -35,7 +35,8 @@ typedef struct pending_tag {
     tags_tag_t tag;
     char device[CONFIG_NAME_MAX];
     char order[24];
-    unsigned device_line, order_line;
+    char address[24];            /* as written: read once the device's addressing is known */
+    unsigned device_line, order_line, address_line;
     bool has_table, has_address, has_type, has_interval;
     bool bad;                    /* a key's value was refused: not added (nor reported again) */
 } pending_tag_t;
@@ -132,7 +133,6 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
 {
     tags_tag_t *g = &pt->tag;
     unsigned u;
-    int bit;
 
     if (strcmp(key, "device") == 0) {
         pt->device_line = line;
@@ -144,19 +144,17 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return rc;
     }
     if (strcmp(key, "address") == 0) {
-        int rc = tags_parse_address(value, &u, &bit, msg, cap);
-        if (rc == 0) {
-            g->address = (uint16_t)u;
-            g->in_register = bit >= 0;
-            g->bit = bit >= 0 ? (uint8_t)bit : 0;
-            pt->has_address = true;
-        }
+        pt->address_line = line;
+        int rc = copy_text(value, pt->address, sizeof pt->address, msg, cap);
+        pt->has_address = rc == 0;
         return rc;
     }
     if (strcmp(key, "type") == 0) {
-        int rc = tags_parse_type(value, &g->type, &u, msg, cap);
+        unsigned point;
+        int rc = tags_parse_type_point(value, &g->type, &u, &point, msg, cap);
         if (rc == 0) {
             g->count = (uint16_t)u;
+            g->point = (uint8_t)point;
             pt->has_type = true;
         }
         return rc;
@@ -169,6 +167,8 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return parse_number(value, &g->scale, msg, cap);
     if (strcmp(key, "offset") == 0)
         return parse_number(value, &g->offset, msg, cap);
+    if (strcmp(key, "decimals") == 0)
+        return tags_parse_decimals(value, &g->has_decimals, &g->decimals, msg, cap);
     if (strcmp(key, "deadband") == 0)
         return parse_number(value, &g->deadband, msg, cap);
     if (strcmp(key, "unit") == 0)
@@ -269,6 +269,28 @@ bool config_tags_set_template(loader_t *ld, const key_spec_t *k, unsigned number
     return false;
 }
 
+bool config_tags_set_addressing(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    (void)number;
+    int mode = strcmp(value, "protocol") == 0 ? CONFIG_ADDRESSING_PROTOCOL
+               : strcmp(value, "modicon") == 0 ? CONFIG_ADDRESSING_MODICON : -1;
+    if (mode < 0) {
+        config_bad_value(ld, k->name, value, "expected protocol (addresses from 0) or modicon (40101 is "
+                         "holding register 100)");
+        return false;
+    }
+    if (strcmp(ld->section, "gateway") == 0)
+        ((config_t *)ld->target)->addressing = mode;
+    else
+        ((config_device_t *)ld->target)->addressing = mode;
+    return true;
+}
+
+static bool modicon_of(const config_t *cfg, const config_device_t *dev)
+{
+    return (dev->addressing >= 0 ? dev->addressing : cfg->addressing) == CONFIG_ADDRESSING_MODICON;
+}
+
 /* ---- once the file is read ---------------------------------------------------- */
 
 static int device_index(const config_t *cfg, const char *name)
@@ -324,13 +346,26 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
         config_error_at(ld, pt->device_line, "[%s] device = '%s': no such device", section, pt->device);
         return;
     }
-    if (d < 0 || !pt->has_table || !pt->has_address || !pt->has_type) {
+    bool modicon = d >= 0 && modicon_of(cfg, &cfg->devices[d]);
+    if (d < 0 || (!pt->has_table && !modicon) || !pt->has_address || !pt->has_type) {
         config_error_at(ld, g->line, "[%s]: %s", section,
                         d < 0 ? "device is required (more than one device is configured)"
-                              : "table, address and type are required");
+                        : modicon ? "address and type are required"
+                                  : "table, address and type are required");
         return;
     }
-    g->order = cfg->devices[d].order;
+    unsigned address;
+    int bit;
+    if (tags_parse_address_as(pt->address, modicon, pt->has_table, &g->area, &address, &bit, msg,
+                              sizeof msg) < 0) {
+        config_error_at(ld, pt->address_line, "[%s] address = '%s': %s", section, pt->address, msg);
+        return;
+    }
+    g->address = (uint16_t)address;
+    g->in_register = bit >= 0;
+    g->bit = bit >= 0 ? (uint8_t)bit : 0;
+    g->modicon = modicon;
+    g->order = tags_device_order(cfg->devices[d].order, g->type);
     if (!pt->has_interval && cfg->devices[d].interval_ms)
         g->interval_ms = cfg->devices[d].interval_ms;
     if (pt->order[0] && tags_parse_order_for(pt->order, g->type, &g->order, msg, sizeof msg) < 0) {
@@ -392,7 +427,8 @@ static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsign
             continue;
         done[j] = true;
         defs[n++] = (tags_device_defaults_t){ cfg->devices[j].name, cfg->devices[j].order,
-                                              cfg->devices[j].interval_ms, false };
+                                              cfg->devices[j].interval_ms, false,
+                                              modicon_of(cfg, &cfg->devices[j]) };
     }
     lf->first = lf->end = tags_table_count(t);
     if (access(lf->path, R_OK) != 0) {
@@ -428,6 +464,7 @@ static void load_template(loader_t *ld, const config_t *cfg, tags_table_t *t, un
         .order = dev->order_set || !tp->order_set ? dev->order : tp->order,
         .interval_ms = dev->interval_ms ? dev->interval_ms : tp->interval_ms,
         .scoped = true,
+        .modicon = modicon_of(cfg, dev),
     };
 
     resolve_path(ld->source, tp->tags_file, lf->path, sizeof lf->path);

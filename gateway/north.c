@@ -13,15 +13,20 @@
  *
  * Tags (tags.csv) go out typed: after each poll answer the poller hands the
  * indices of the read's tags here (gwnorth_tags_answer), in chunks that fit
- * a loop_post; the I/O thread gathers them and, on the last chunk, reads
- * their values from the live table under its lock and publishes them as one
- * device's values. The chunks of one read cannot interleave with another's:
- * there is one poller actor, so its posts come from one thread at a time
- * and loop_post keeps their order. Each device's tags are announced to north
- * at start (north_define_device: type, unit, writable), and again after a
- * reload replaced the tag table (gwnorth_tags_changed). Chunks carry the
- * table's generation: one posted before a reload names indices of the old
- * table and is dropped.
+ * a loop_post; the I/O thread marks them pending. A device's poll is every
+ * read of its tags at one interval (the poller spreads those reads over the
+ * interval); when the last of them has answered, the poller says so on the
+ * read's last chunk, and the I/O thread reads the values of that device's
+ * pending tags of that interval from the live table under its lock and
+ * publishes them as one message: publish = change sends one message per
+ * device per poll with every value that changed, not one per read. The
+ * chunks of one read cannot interleave with another's: there is one poller
+ * actor, so its posts come from one thread at a time and loop_post keeps
+ * their order. Each device's tags are announced to north at start
+ * (north_define_device: type, unit, writable), and again after a reload
+ * replaced the tag table (gwnorth_tags_changed). Chunks carry the table's
+ * generation: one posted before a reload names indices of the old table and
+ * is dropped, and the reload clears what was pending.
  *
  * In: a write names a device and a tag. A tag of tags.csv is encoded by the
  * tag codec (type, order, scale: tags_encode_text) and written through
@@ -37,12 +42,14 @@
 #include "gateway/gateway.h"
 
 #include <event2/buffer.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define GWNORTH_TEXT_BYTES 16384   /* a read is at most 125 registers: 1,000 bytes of text and NULs */
+#define GWNORTH_TEXT_BYTES 262144  /* the text of one message's values; a batch ends before it runs out */
+#define GWNORTH_BATCH 2000         /* values in one message at most (north's scratch) */
 struct gw_north {
     gw_origin_t origin;           /* first: the write answers' way back */
     gw_t *gw;
@@ -52,8 +59,16 @@ struct gw_north {
     unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
     north_value_t *values;        /* scratch for one group (at most 2000) */
     char (*names)[CONFIG_NAME_MAX + 8];
-    uint32_t *gathered;           /* tag indices of the read whose chunks are arriving */
-    size_t n_gathered, cap_gathered;
+    uint32_t *gathered;           /* tag indices of the poll being published */
+    size_t cap_gathered;
+    uint8_t *pending;             /* per tag: answered in its device's current poll (I/O thread) */
+    /* the poller thread's: which reads make one device's poll, and which of
+     * them have answered in the current one (rebuilt when the plan changes) */
+    const tags_plan_t *cycle_plan;
+    size_t cycle_reads;
+    unsigned *cycle_first;        /* per read: the first read of its device and interval, or UINT_MAX */
+    unsigned *cycle_left;         /* per first read: its poll's reads not answered yet */
+    uint8_t *cycle_seen;          /* per read: answered in the current poll */
     char *text;                   /* string and raw values of one read, NUL-separated */
     char (*errors)[16];           /* per value of one read: "exception 02" */
     unsigned polls_generation;    /* +1 per reload that changed the poll groups */
@@ -184,11 +199,15 @@ gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
 
 #define CHUNK_TAGS (RTU_MAX_ADU / sizeof(uint32_t))
 #define CHUNK_LAST 0x80000000u
+#define POLL_DONE 0x40000000u
 #define CHUNK_GEN_SHIFT 16
-#define CHUNK_GEN_MASK 0x7fffu
+#define CHUNK_GEN_MASK 0x3fffu   /* bits 16-29: below POLL_DONE and CHUNK_LAST */
 
 /* The north type a tag is published as: its own for whole numbers read as
- * they are, a double once scale or offset make it an engineering value. */
+ * they are, a double once scale or offset make it an engineering value. The
+ * narrower types go as the smallest north type that holds every value (BCD
+ * 9999 in a uint16, a float16 exactly in a float); fixed-point is a decimal,
+ * a double. */
 static north_type_t north_type_of(const tags_tag_t *g)
 {
     bool scaled = g->scale != 1 || g->offset != 0;
@@ -202,6 +221,11 @@ static north_type_t north_type_of(const tags_tag_t *g)
     case TAGS_UINT64: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT64;
     case TAGS_FLOAT32: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_FLOAT;
     case TAGS_FLOAT64: return NORTH_TYPE_DOUBLE;
+    case TAGS_BCD16: case TAGS_UINT8H: case TAGS_UINT8L: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT16;
+    case TAGS_BCD32: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_UINT32;
+    case TAGS_INT8H: case TAGS_INT8L: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_INT16;
+    case TAGS_FLOAT16: return scaled ? NORTH_TYPE_DOUBLE : NORTH_TYPE_FLOAT;
+    case TAGS_FIXED16: case TAGS_UFIXED16: case TAGS_FIXED32: case TAGS_UFIXED32: return NORTH_TYPE_DOUBLE;
     case TAGS_STRING:
     case TAGS_RAW: return NORTH_TYPE_STRING;   /* raw: its words as hex text */
     }
@@ -215,6 +239,7 @@ static const char *tag_error(const tags_value_t *v, char *buf, size_t cap)
     case TAGS_BAD_TIMEOUT: return "timeout";
     case TAGS_BAD_PORT_DOWN: return "unavailable";
     case TAGS_BAD_SHORT: return "bad answer";
+    case TAGS_BAD_DATA: return "bad data";
     case TAGS_BAD_NOT_READ: return "not read yet";
     case TAGS_BAD_EXCEPTION: snprintf(buf, cap, "exception %02X", v->exception); return buf;
     }
@@ -248,35 +273,48 @@ static void tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t 
         out->number = v->eng;
         out->i = v->raw.i;
         out->u = v->raw.u;
+        /* the one formatter's text (tags_format), so MQTT json prints what
+         * /tags prints, and Sparkplug's float or double carries the value
+         * that text says (1450.3 for 14503 x 0.1, not 1450.3000000000002; a
+         * tag's decimals rounded). Past the arena (it holds a read's worth),
+         * north formats the number itself. */
+        if (!out->error && text_end - *text > 1) {
+            int n = tags_format(g, v, *text, (size_t)(text_end - *text));
+            if (n >= 0) {
+                out->number_text = *text;
+                *text += n + 1;
+                if ((out->type == NORTH_TYPE_FLOAT || out->type == NORTH_TYPE_DOUBLE) && isfinite(v->eng))
+                    out->number = strtod(out->number_text, NULL);
+            }
+        }
     }
 }
 
 /* On the I/O thread: the read's tags are all here; publish them. */
-static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
+static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, size_t n)
 {
     gw_t *gw = gn->gw;
     const tags_table_t *defs = gwtags_defs(gw->tags);
-    size_t n = gn->n_gathered;
     char *text = gn->text, *text_end = gn->text + GWNORTH_TEXT_BYTES;
 
-    gn->n_gathered = 0;
-    if (n == 0 || n > 2000)
+    if (n == 0 || n > GWNORTH_BATCH)
         return;
     for (size_t k = 0; k < n; k++)
-        if (gn->gathered[k] >= tags_table_count(defs))
+        if (idx[k] >= tags_table_count(defs))
             return;   /* cannot happen: chunks of an older table are dropped in on_tags */
-    const tags_tag_t *first = tags_table_tag(defs, gn->gathered[0]);
+    const tags_tag_t *first = tags_table_tag(defs, idx[0]);
     unsigned device = gwtags_config_device(gw->tags, first);
     bool reachable = false, any_answer = false;
     const tags_table_t *t = gwtags_lock(gw->tags);
     for (size_t k = 0; k < n; k++) {
-        const tags_tag_t *g = tags_table_tag(defs, gn->gathered[k]);
+        const tags_tag_t *g = tags_table_tag(defs, idx[k]);
         tags_value_t v;
-        tags_table_value(t, gn->gathered[k], (int64_t)t_ms, &v);
+        tags_table_value(t, idx[k], (int64_t)t_ms, &v);
         tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
         if (v.reason != TAGS_BAD_NOT_READ) {
             any_answer = true;
-            reachable |= v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT;
+            reachable |= v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT ||
+                         v.reason == TAGS_BAD_DATA;
         }
     }
     if (any_answer)
@@ -285,22 +323,111 @@ static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
     gwtags_unlock(gw->tags);   /* string values point into the table's words until here */
 }
 
-/* On the I/O thread: a = wall time, b = count | generation << 16 | CHUNK_LAST,
- * data = tag indices. */
+/* The poll of the device and interval of tag `one` is complete: its pending
+ * tags go out, in one message (more only past GWNORTH_BATCH values or the
+ * text arena: a read's worth, 125 registers, is far below either). */
+static void publish_poll(gw_north_t *gn, uint64_t t_ms, uint32_t one)
+{
+    const tags_table_t *defs = gwtags_defs(gn->gw->tags);
+    const tags_tag_t *g1 = tags_table_tag(defs, one);
+    size_t n_dev, n = 0, text = 0;
+    const unsigned *tags = tags_table_device_tags(defs, g1->device, &n_dev);
+    for (size_t k = 0; k < n_dev; k++) {
+        const tags_tag_t *g = tags_table_tag(defs, tags[k]);
+        if (!gn->pending[tags[k]] || g->interval_ms != g1->interval_ms)
+            continue;
+        gn->pending[tags[k]] = 0;
+        size_t need = g->type == TAGS_STRING || g->type == TAGS_RAW ? 6u * g->count + 8 : 64;
+        if (n == GWNORTH_BATCH || text + need > GWNORTH_TEXT_BYTES) {
+            publish_batch(gn, t_ms, gn->gathered, n);
+            n = text = 0;
+        }
+        gn->gathered[n++] = tags[k];
+        text += need;
+    }
+    publish_batch(gn, t_ms, gn->gathered, n);
+}
+
+/* On the I/O thread: a = wall time, b = count | generation << 16 | POLL_DONE |
+ * CHUNK_LAST, data = tag indices. */
 static void on_tags(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_north_t *gn = ctx;
     size_t count = len / sizeof(uint32_t);
-    if (((b >> CHUNK_GEN_SHIFT) & CHUNK_GEN_MASK) != (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK)) {
-        gn->n_gathered = 0;   /* indices of a table since replaced */
-        return;
+    if (((b >> CHUNK_GEN_SHIFT) & CHUNK_GEN_MASK) != (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK))
+        return;   /* indices of a table since replaced */
+    uint32_t idx = 0;
+    for (size_t i = 0; i < count; i++) {
+        memcpy(&idx, data + i * sizeof idx, sizeof idx);
+        if (idx < gn->cap_gathered)
+            gn->pending[idx] = 1;
     }
-    if (gn->n_gathered + count <= gn->cap_gathered) {
-        memcpy(gn->gathered + gn->n_gathered, data, count * sizeof(uint32_t));
-        gn->n_gathered += count;
+    if ((b & CHUNK_LAST) && (b & POLL_DONE) && count && idx < gn->cap_gathered)
+        publish_poll(gn, t_ms, idx);
+}
+
+/* On the poller's thread: which reads make each device's poll (same device,
+ * same interval, with tags), for a plan not seen before. */
+static int cycle_rebuild(gw_north_t *gn, const tags_plan_t *plan)
+{
+    size_t n = tags_plan_read_count(plan);
+    free(gn->cycle_first);
+    free(gn->cycle_left);
+    free(gn->cycle_seen);
+    gn->cycle_first = calloc(n + 1, sizeof *gn->cycle_first);
+    gn->cycle_left = calloc(n + 1, sizeof *gn->cycle_left);
+    gn->cycle_seen = calloc(n + 1, 1);
+    gn->cycle_plan = NULL;
+    if (!gn->cycle_first || !gn->cycle_left || !gn->cycle_seen)
+        return -ENOMEM;
+    for (size_t r = 0; r < n; r++) {
+        const tags_read_t *read = tags_plan_read(plan, r);
+        size_t nm, tags = 0;
+        const tags_member_t *m = tags_plan_members(plan, r, &nm);
+        for (size_t k = 0; k < nm; k++)
+            tags += !m[k].is_group;
+        gn->cycle_first[r] = UINT_MAX;
+        if (!tags)
+            continue;
+        /* reads come sorted by device, table, interval: the first match is the poll's first read */
+        for (size_t q = 0; q <= r && gn->cycle_first[r] == UINT_MAX; q++) {
+            const tags_read_t *o = tags_plan_read(plan, q);
+            if (gn->cycle_first[q] != UINT_MAX && o->interval_ms == read->interval_ms &&
+                strcmp(o->device, read->device) == 0)
+                gn->cycle_first[r] = gn->cycle_first[q];
+        }
+        if (gn->cycle_first[r] == UINT_MAX)
+            gn->cycle_first[r] = (unsigned)r;
+        gn->cycle_left[gn->cycle_first[r]]++;
     }
-    if (b & CHUNK_LAST)
-        publish_gathered(gn, t_ms);
+    gn->cycle_plan = plan;
+    gn->cycle_reads = n;
+    return 0;
+}
+
+/* On the poller's thread: read r answered (or failed); true when it was the
+ * last of its device's poll not answered yet, which starts the next poll. A
+ * read skipped for an overrun leaves its poll open until it answers: the two
+ * polls then go out as one message, never as two halves. */
+static bool cycle_answered(gw_north_t *gn, const tags_plan_t *plan, size_t r)
+{
+    if ((plan != gn->cycle_plan || r >= gn->cycle_reads) && cycle_rebuild(gn, plan) != 0)
+        return true;   /* out of memory: each read its own message, as before */
+    unsigned first = gn->cycle_first[r];
+    if (first == UINT_MAX)
+        return true;
+    if (!gn->cycle_seen[r]) {
+        gn->cycle_seen[r] = 1;
+        gn->cycle_left[first]--;
+    }
+    if (gn->cycle_left[first] > 0)
+        return false;
+    for (size_t q = first; q < gn->cycle_reads; q++)
+        if (gn->cycle_first[q] == first) {
+            gn->cycle_seen[q] = 0;
+            gn->cycle_left[first]++;
+        }
+    return true;
 }
 
 void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms)
@@ -312,13 +439,14 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int6
 
     for (size_t i = 0; i < n; i++)
         tags += !m[i].is_group;
+    bool done = tags && cycle_answered(gn, plan, r);
     for (size_t i = 0; i < n && tags; i++) {
         if (m[i].is_group)
             continue;
         chunk[k++] = m[i].index;
         sent++;
         if (k == CHUNK_TAGS || sent == tags) {
-            uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST : 0) |
+            uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST | (done ? POLL_DONE : 0) : 0) |
                          (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK) << CHUNK_GEN_SHIFT;
             if (loop_post(gn->gw->loop, on_tags, gn, (uint64_t)wall_ms, b, chunk, k * sizeof chunk[0]) != 0)
                 gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand tag values to the I/O thread (out of memory)");
@@ -374,8 +502,12 @@ int gwnorth_tags_changed(gw_north_t *gn)
     if (!g)
         return -1;
     gn->gathered = g;
+    uint8_t *p = realloc(gn->pending, n + 1);
+    if (!p)
+        return -1;
+    memset(p, 0, n + 1);   /* indices of the old table: their chunks are dropped from now on */
+    gn->pending = p;
     gn->cap_gathered = n;
-    gn->n_gathered = 0;
     return define_devices(gn);
 }
 
@@ -614,7 +746,8 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
     if (!gn || !(gn->device_up = malloc(gw->cfg->device_count + 1)) ||
         !(gn->values = calloc(2000, sizeof *gn->values)) || !(gn->names = calloc(2000, sizeof *gn->names)) ||
         !(gn->errors = calloc(2000, sizeof *gn->errors)) || !(gn->text = malloc(GWNORTH_TEXT_BYTES)) ||
-        !(gn->gathered = calloc(tags_table_count(gwtags_defs(gw->tags)) + 1, sizeof *gn->gathered))) {
+        !(gn->gathered = calloc(tags_table_count(gwtags_defs(gw->tags)) + 1, sizeof *gn->gathered)) ||
+        !(gn->pending = calloc(tags_table_count(gwtags_defs(gw->tags)) + 1, 1))) {
         snprintf(err, errcap, "mqtt: out of memory");
         gwnorth_free(gn);
         return NULL;
@@ -654,6 +787,10 @@ void gwnorth_free(gw_north_t *gn)
     free(gn->errors);
     free(gn->text);
     free(gn->gathered);
+    free(gn->pending);
+    free(gn->cycle_first);
+    free(gn->cycle_left);
+    free(gn->cycle_seen);
     free(gn);
 }
 

@@ -175,7 +175,8 @@ static bool same_tag(const tags_tag_t *a, const char *dev_a, const tags_tag_t *b
 {
     return strcmp(a->name, b->name) == 0 && strcmp(dev_a, dev_b) == 0 && a->area == b->area &&
            a->address == b->address && a->in_register == b->in_register && a->bit == b->bit &&
-           a->type == b->type && a->count == b->count && a->order == b->order && a->scale == b->scale &&
+           a->type == b->type && a->count == b->count && a->point == b->point &&
+           a->has_decimals == b->has_decimals && a->decimals == b->decimals && a->modicon == b->modicon && a->order == b->order && a->scale == b->scale &&
            a->offset == b->offset && a->deadband == b->deadband && a->writable == b->writable &&
            a->interval_ms == b->interval_ms && strcmp(a->unit, b->unit) == 0 &&
            strcmp(a->description, b->description) == 0;

@@ -119,6 +119,8 @@ typedef struct north_value {
     double number;
     bool flag;
     const char *text;
+    const char *number_text; /* a number as the tag formatter wrote it (tags_format): JSON prints
+                                it as it is, so HTTP, MQTT and the page agree; NULL: north's own */
     const char *unit;        /* NULL: none */
     const char *error;       /* NULL: good; else why there is no value ("timeout", "exception 02") */
     north_type_t type;       /* AUTO for untyped values (poll groups) */

@@ -190,7 +190,11 @@ static void tag_metric(const north_tag_t *t, sp_metric_t *m, bool birth, bool hi
     switch (dt) {
     case SP_INT16:
         m->vtype = SPV_INT;
-        m->int_value = (uint16_t)(int16_t)t->i;   /* two's complement of its width */
+        /* sign-extended to 32 bits, as Eclipse Tahu's encoders write it: its
+         * decoder reads int_value as a signed 32-bit number (Int32Array), so
+         * the 16-bit form 65535 would read as 65535, not -1; a decoder that
+         * cuts int_value to the width reads -1 from either (docs/sparkplug.md) */
+        m->int_value = (uint32_t)(int32_t)(int16_t)t->i;
         break;
     case SP_INT32:
         m->vtype = SPV_INT;

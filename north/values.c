@@ -134,7 +134,9 @@ static void add_value(struct evbuffer *b, const north_tag_t *t)
     char num[40];
     switch (t->kind) {
     case NORTH_NUMBER:
-        if (type_is_unsigned(t->type))
+        if (t->text && isfinite(t->number))   /* the tag's own text (tags_format); no "nan" in JSON */
+            evbuffer_add(b, t->text, strlen(t->text));
+        else if (type_is_unsigned(t->type))
             add_integer(b, t->u);        /* all 64 bits exactly */
         else if (type_is_integer(t->type))
             add_signed(b, t->i);
@@ -299,7 +301,8 @@ static int tag_update(north_tag_t *t, const north_value_t *v)
     t->fresh = true;
     if (set_string(&t->unit, v->unit) != 0)
         return -ENOMEM;
-    return set_string(&t->text, v->kind == NORTH_STRING ? (v->text ? v->text : "") : NULL);
+    return set_string(&t->text, v->kind == NORTH_STRING ? (v->text ? v->text : "")
+                                : v->kind == NORTH_NUMBER ? v->number_text : NULL);
 }
 
 static bool tag_changed(const north_t *n, const north_tag_t *t)

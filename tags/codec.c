@@ -49,6 +49,51 @@ static double engineering(const tags_tag_t *tag, double raw)
     return raw * tag->scale + tag->offset;
 }
 
+/* The engineering value of a fixed-point integer: divided by 10^D first, which
+ * rounds once to the double nearest the decimal (14503 / 10 is 1450.3, where
+ * 14503 * 0.1 is 1450.3000000000002). */
+static double fixed_engineering(const tags_tag_t *tag, double raw)
+{
+    return engineering(tag, raw / tags_pow10(tag->point));
+}
+
+/* The types after raw: BCD, float16, the bytes, fixed-point. */
+static void decode_more(const tags_tag_t *tag, uint64_t bits, tags_value_t *out)
+{
+    switch (tag->type) {
+    case TAGS_BCD16: case TAGS_BCD32:
+        if (tags_bcd_decode(bits, 4u * tag->count, &out->raw.u) < 0) {
+            out->raw.u = 0;
+            out->quality = TAGS_BAD;
+            out->reason = TAGS_BAD_DATA;
+        }
+        out->eng = engineering(tag, (double)out->raw.u);
+        break;
+    case TAGS_FLOAT16:
+        out->raw.f = tags_half_to_double((uint16_t)bits);
+        out->eng = engineering(tag, out->raw.f);
+        break;
+    case TAGS_INT8H: case TAGS_INT8L:
+        out->raw.i = (int8_t)(tag->type == TAGS_INT8H ? bits >> 8 : bits);
+        out->eng = engineering(tag, (double)out->raw.i);
+        break;
+    case TAGS_UINT8H: case TAGS_UINT8L:
+        out->raw.u = (uint8_t)(tag->type == TAGS_UINT8H ? bits >> 8 : bits);
+        out->eng = engineering(tag, (double)out->raw.u);
+        break;
+    case TAGS_FIXED16: case TAGS_FIXED32:
+        out->raw.i = tag->type == TAGS_FIXED16 ? (int16_t)bits : (int32_t)bits;
+        out->eng = fixed_engineering(tag, (double)out->raw.i);
+        break;
+    case TAGS_UFIXED16: case TAGS_UFIXED32:
+        out->raw.u = bits;
+        out->eng = fixed_engineering(tag, (double)out->raw.u);
+        break;
+    default:
+        break;
+    }
+}
+
 void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out)
 {
     uint64_t bits = 0;
@@ -58,6 +103,10 @@ void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out
     out->eng = 0;
     if (tag->type != TAGS_STRING && tag->type != TAGS_RAW && tag->type != TAGS_BOOL)
         bits = gather(words, tag->count, tag->order);
+    if (tag->type >= TAGS_BCD16) {
+        decode_more(tag, bits, out);
+        return;
+    }
 
     switch (tag->type) {
     case TAGS_BOOL: {
@@ -101,7 +150,18 @@ void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out
         out->words = words;
         out->n_words = tag->count;
         break;
+    default:   /* decode_more's */
+        break;
     }
+}
+
+/* Where register i of a string is: the word swap exchanges each pair's two
+ * registers (an odd last one stays). */
+static unsigned string_register(const tags_tag_t *tag, unsigned i, unsigned n)
+{
+    if ((tag->order & TAGS_ORDER_WORDSWAP) && (i ^ 1u) < n)
+        return i ^ 1u;
+    return i;
 }
 
 size_t tags_string_text(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap)
@@ -110,7 +170,8 @@ size_t tags_string_text(const tags_tag_t *tag, const tags_value_t *v, char *buf,
     if (cap == 0)
         return 0;
     for (unsigned i = 0; v->words && i < v->n_words; i++) {
-        uint16_t x = (tag->order & TAGS_ORDER_BYTESWAP) ? swap16(v->words[i]) : v->words[i];
+        uint16_t x = v->words[string_register(tag, i, v->n_words)];
+        x = (tag->order & TAGS_ORDER_BYTESWAP) ? swap16(x) : x;
         char pair[2] = { (char)(x >> 8), (char)x };
         for (unsigned k = 0; k < 2; k++) {
             if (pair[k] == '\0' || len + 1 >= cap)
@@ -125,51 +186,19 @@ done:
 
 static bool exact_integer(const tags_tag_t *tag)
 {
-    return tag->type >= TAGS_INT16 && tag->type <= TAGS_UINT64 && tag->scale == 1.0 && tag->offset == 0.0;
+    return tags_exact_integer(tag);
+}
+
+static bool exact_fixed(const tags_tag_t *tag)
+{
+    tags_kind_t k = tags_type_kind(tag->type);
+    return (k == TAGS_KIND_FIXED_SIGNED || k == TAGS_KIND_FIXED_UNSIGNED) && tag->scale == 1.0 &&
+           tag->offset == 0.0;
 }
 
 static bool is_signed(tags_type_t type)
 {
-    return type == TAGS_INT16 || type == TAGS_INT32 || type == TAGS_INT64;
-}
-
-/* The fewest significant digits that read back as the same double. */
-static int format_double(double x, char *buf, size_t cap)
-{
-    int n = 0;
-    for (int digits = 15; digits <= 17; digits++) {
-        n = snprintf(buf, cap, "%.*g", digits, x);
-        if (n < 0 || (size_t)n >= cap || isnan(x) || strtod(buf, NULL) == x)
-            break;
-    }
-    return n;
-}
-
-int tags_format(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap)
-{
-    int n = 0;
-    if (cap == 0)
-        return -ENOSPC;
-    buf[0] = '\0';
-    if (tag->type == TAGS_BOOL) {
-        n = snprintf(buf, cap, "%s", v->raw.b ? "true" : "false");
-    } else if (tag->type == TAGS_STRING) {
-        char text[2 * TAGS_MAX_REGISTERS + 1];
-        tags_string_text(tag, v, text, sizeof text);
-        n = snprintf(buf, cap, "%s", text);
-    } else if (tag->type == TAGS_RAW) {
-        size_t used = 0;
-        for (unsigned i = 0; v->words && i < v->n_words; i++)
-            used += (size_t)snprintf(used < cap ? buf + used : NULL, used < cap ? cap - used : 0,
-                                     "%s%04x", i ? " " : "", v->words[i]);
-        n = (int)used;
-    } else if (exact_integer(tag)) {
-        n = is_signed(tag->type) ? snprintf(buf, cap, "%" PRId64, v->raw.i)
-                                 : snprintf(buf, cap, "%" PRIu64, v->raw.u);
-    } else {
-        n = format_double(v->eng, buf, cap);
-    }
-    return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
+    return tags_type_signed(type);
 }
 
 /* ---- encode -------------------------------------------------------------- */
@@ -219,6 +248,33 @@ static int put_bits(const tags_tag_t *tag, uint64_t bits, unsigned flags, tags_w
     return put_words(tag, words, tag->count, flags, w, msg, cap);
 }
 
+/* One byte of a register: like a bool in a register, the other byte must be
+ * read first and kept (Modbus writes whole registers). */
+static int put_byte(const tags_tag_t *tag, uint64_t value, unsigned flags, tags_write_t *w, char *msg,
+                    size_t cap)
+{
+    bool high = tag->type == TAGS_INT8H || tag->type == TAGS_UINT8H;
+    w->needs_read = true;
+    w->mask = high ? 0xFF00 : 0x00FF;
+    w->bits = (uint16_t)(high ? (value & 0xFF) << 8 : value & 0xFF);
+    uint16_t word = w->bits;
+    return put_words(tag, &word, 1, flags, w, msg, cap);
+}
+
+/* An integer already within its type's range, to its words. */
+static int put_integer(const tags_tag_t *tag, uint64_t bits, unsigned flags, tags_write_t *w, char *msg,
+                       size_t cap)
+{
+    switch (tag->type) {
+    case TAGS_BCD16: case TAGS_BCD32:
+        return put_bits(tag, tags_bcd_encode(bits), flags, w, msg, cap);
+    case TAGS_INT8H: case TAGS_INT8L: case TAGS_UINT8H: case TAGS_UINT8L:
+        return put_byte(tag, bits, flags, w, msg, cap);
+    default:
+        return put_bits(tag, bits, flags, w, msg, cap);
+    }
+}
+
 typedef struct int_range {
     double min, max;          /* max is exclusive: 2^bits or 2^(bits-1) */
     const char *text;
@@ -232,27 +288,16 @@ static int_range_t range_of(tags_type_t type)
     case TAGS_INT32: return (int_range_t){ -0x1p31, 0x1p31, "-2147483648..2147483647" };
     case TAGS_UINT32: return (int_range_t){ 0, 0x1p32, "0..4294967295" };
     case TAGS_INT64: return (int_range_t){ -0x1p63, 0x1p63, "-2^63..2^63-1" };
+    case TAGS_BCD16: return (int_range_t){ 0, 1e4, "0..9999" };
+    case TAGS_BCD32: return (int_range_t){ 0, 1e8, "0..99999999" };
+    case TAGS_INT8H: case TAGS_INT8L: return (int_range_t){ -0x1p7, 0x1p7, "-128..127" };
+    case TAGS_UINT8H: case TAGS_UINT8L: return (int_range_t){ 0, 0x1p8, "0..255" };
+    case TAGS_FIXED16: return (int_range_t){ -0x1p15, 0x1p15, "raw -32768..32767" };
+    case TAGS_UFIXED16: return (int_range_t){ 0, 0x1p16, "raw 0..65535" };
+    case TAGS_FIXED32: return (int_range_t){ -0x1p31, 0x1p31, "raw -2147483648..2147483647" };
+    case TAGS_UFIXED32: return (int_range_t){ 0, 0x1p32, "raw 0..4294967295" };
     default: return (int_range_t){ 0, 0x1p64, "0..2^64-1" };
     }
-}
-
-/*
- * round(): half away from zero, exactly as libm's, without mapping libm
- * (docs/footprint.md). Below 2^52 the truncation and the fraction are exact,
- * so 0.49999999999999994 stays 0 (adding 0.5 would make it 1); from 2^52 up
- * every double is an integer already.
- */
-static double round_half_away(double v)
-{
-    if (!(fabs(v) < 0x1p52))
-        return v;
-    double t = (double)(long long)v;
-    double f = v - t;
-    if (f >= 0.5)
-        t += 1.0;
-    else if (f <= -0.5)
-        t -= 1.0;
-    return t == 0.0 ? copysign(0.0, v) : t;
 }
 
 static int encode_integer(const tags_tag_t *tag, double eng, unsigned flags, tags_write_t *w,
@@ -261,13 +306,16 @@ static int encode_integer(const tags_tag_t *tag, double eng, unsigned flags, tag
     if (!isfinite(eng))
         return tags_fail(msg, cap, -EDOM, "tag '%s': %g is not a number an %s can hold", tag->name,
                          eng, tags_type_name(tag->type));
-    double x = round_half_away((eng - tag->offset) / tag->scale);
+    double q = (eng - tag->offset) / tag->scale;
+    if (tags_type_kind(tag->type) >= TAGS_KIND_FIXED_SIGNED)   /* fixed-point: the raw integer */
+        q *= tags_pow10(tag->point);
+    double x = tags_round_half_away(q);
     int_range_t r = range_of(tag->type);
     if (!(x >= r.min && x < r.max))
         return tags_fail(msg, cap, -ERANGE, "tag '%s': %.17g is raw %.17g, outside %s (%s)",
                          tag->name, eng, x, tags_type_name(tag->type), r.text);
     uint64_t bits = is_signed(tag->type) ? (uint64_t)(int64_t)x : (uint64_t)x;
-    return put_bits(tag, bits, flags, w, msg, cap);
+    return put_integer(tag, bits, flags, w, msg, cap);
 }
 
 static int encode_float(const tags_tag_t *tag, double eng, unsigned flags, tags_write_t *w,
@@ -281,6 +329,13 @@ static int encode_float(const tags_tag_t *tag, double eng, unsigned flags, tags_
         uint64_t bits;
         memcpy(&bits, &x, sizeof bits);
         return put_bits(tag, bits, flags, w, msg, cap);
+    }
+    if (tag->type == TAGS_FLOAT16) {
+        uint16_t h = tags_double_to_half(x);
+        if (isfinite(x) && (h & 0x7FFF) == 0x7C00)
+            return tags_fail(msg, cap, -ERANGE, "tag '%s': %.17g is beyond float16 (65504)",
+                             tag->name, x);
+        return put_bits(tag, h, flags, w, msg, cap);
     }
     float f = (float)x;
     if (isfinite(x) && !isfinite(f))
@@ -305,7 +360,7 @@ int tags_encode_number(const tags_tag_t *tag, double eng, unsigned flags, tags_w
         if (eng != 0.0 && eng != 1.0)
             return tags_fail(msg, cap, -ERANGE, "tag '%s': %g is not a bool (0 or 1)", tag->name, eng);
         return put_bool(tag, eng == 1.0, flags, w, msg, cap);
-    case TAGS_FLOAT32: case TAGS_FLOAT64:
+    case TAGS_FLOAT16: case TAGS_FLOAT32: case TAGS_FLOAT64:
         return encode_float(tag, eng, flags, w, msg, cap);
     case TAGS_STRING: case TAGS_RAW:
         return tags_fail(msg, cap, -EINVAL, "tag '%s' is a %s: write it as text", tag->name,
@@ -346,7 +401,29 @@ static int encode_exact(const tags_tag_t *tag, const char *text, unsigned flags,
             return 1;
         }
     }
-    *rc = put_bits(tag, bits, flags, w, msg, cap);
+    *rc = put_integer(tag, bits, flags, w, msg, cap);
+    return 1;
+}
+
+/* A fixed-point value written as a plain decimal: its digits, exactly. 1 when
+ * text is one (and was encoded or refused), 0 when it is not (an exponent). */
+static int encode_fixed_text(const tags_tag_t *tag, const char *text, unsigned flags, tags_write_t *w,
+                             char *msg, size_t cap, int *rc)
+{
+    bool neg;
+    uint64_t mag;
+    int_range_t r = range_of(tag->type);
+    int parsed = tags_parse_fixed(text, tag->point, &neg, &mag);
+    if (parsed == -EINVAL)
+        return 0;
+    bool fits = parsed == 0 && (neg ? (is_signed(tag->type) ? (double)mag <= -r.min : mag == 0)
+                                    : (double)mag < r.max);
+    if (!fits) {
+        *rc = tags_fail(msg, cap, -ERANGE, "tag '%s': '%s' is outside %s:%u (%s)", tag->name, text,
+                        tags_type_name(tag->type), tag->point, r.text);
+        return 1;
+    }
+    *rc = put_integer(tag, neg ? 0 - mag : mag, flags, w, msg, cap);
     return 1;
 }
 
@@ -360,9 +437,12 @@ static int encode_string(const tags_tag_t *tag, const char *text, unsigned flags
                          tag->name, len, tag->count, 2u * tag->count);
     for (size_t i = 0; i < len; i++)
         words[i / 2] |= (uint16_t)((uint8_t)text[i] << (i % 2 ? 0 : 8));
-    for (unsigned i = 0; (tag->order & TAGS_ORDER_BYTESWAP) && i < tag->count; i++)
-        words[i] = swap16(words[i]);
-    return put_words(tag, words, tag->count, flags, w, msg, cap);
+    uint16_t wire[TAGS_MAX_REGISTERS];
+    for (unsigned i = 0; i < tag->count; i++) {
+        uint16_t x = (tag->order & TAGS_ORDER_BYTESWAP) ? swap16(words[i]) : words[i];
+        wire[string_register(tag, i, tag->count)] = x;
+    }
+    return put_words(tag, wire, tag->count, flags, w, msg, cap);
 }
 
 static int encode_raw(const tags_tag_t *tag, const char *text, unsigned flags, tags_write_t *w,
@@ -407,6 +487,8 @@ int tags_encode_text(const tags_tag_t *tag, const char *text, unsigned flags, ta
         return rc < 0 ? rc : put_bool(tag, on, flags, w, msg, cap);
     }
     if (exact_integer(tag) && encode_exact(tag, text, flags, w, msg, cap, &rc))
+        return rc;
+    if (exact_fixed(tag) && encode_fixed_text(tag, text, flags, w, msg, cap, &rc))
         return rc;
     char *end;
     double eng = strtod(text, &end);

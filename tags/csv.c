@@ -28,7 +28,7 @@
 
 static const char *const column_names[TAGS_FIELD_COUNT] = {
     "name", "device", "table", "address", "type", "order", "scale",
-    "offset", "unit", "deadband", "writable", "interval_ms", "description",
+    "offset", "unit", "deadband", "writable", "interval_ms", "description", "decimals",
 };
 
 typedef struct field {
@@ -245,7 +245,7 @@ static int header(reader_t *r, layout_t *lay)
         if (k == TAGS_FIELD_COUNT)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col,
                    "unknown column '%s' (name, device, table, address, type, order, scale, offset, "
-                   "unit, deadband, writable, interval_ms, description)", name);
+                   "unit, deadband, writable, interval_ms, description, decimals)", name);
         else if (lay->column[k] >= 0)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col, "column '%s' twice", name);
         else
@@ -269,6 +269,8 @@ typedef struct row {
     tags_tag_t tag;
     bool have_order;
     const char *order_text;
+    bool modicon;                 /* the device's addressing */
+    bool have_table;
 } row_t;
 
 /* The field of column k in the row ("" when the file has no such column). */
@@ -326,6 +328,7 @@ static int find_defaults(row_t *w, const char *name, char *msg, size_t cap)
         if (strcmp(w->devices[i].name, name) == 0) {
             w->device = w->devices[i].name;
             w->tag.order = w->devices[i].order;
+            w->modicon = w->devices[i].modicon;
             w->tag.interval_ms = w->devices[i].interval_ms ? w->devices[i].interval_ms : 1000;
             return 0;
         }
@@ -359,7 +362,7 @@ static int parse_interval(const char *text, unsigned *out, char *msg, size_t cap
 static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t cap)
 {
     tags_tag_t *g = &w->tag;
-    unsigned u, count;
+    unsigned u, count, point;
     int bit, rc;
     switch (k) {
     case TAGS_FIELD_NAME:
@@ -373,17 +376,25 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
         }
         return copy_text(v, g->name, sizeof g->name, msg, cap);
     case TAGS_FIELD_DEVICE: return find_defaults(w, v, msg, cap);
-    case TAGS_FIELD_TABLE: return tags_parse_area(v, &g->area, msg, cap);
+    case TAGS_FIELD_TABLE:
+        if (w->modicon && !*v)
+            return 0;   /* the Modicon address names it */
+        rc = tags_parse_area(v, &g->area, msg, cap);
+        w->have_table = rc == 0;
+        return rc;
     case TAGS_FIELD_ADDRESS:
-        if ((rc = tags_parse_address(v, &u, &bit, msg, cap)) == 0) {
+        if ((rc = tags_parse_address_as(v, w->modicon, w->have_table, &g->area, &u, &bit, msg, cap)) == 0) {
             g->address = (uint16_t)u;
             g->in_register = bit >= 0;
             g->bit = bit >= 0 ? (uint8_t)bit : 0;
+            g->modicon = w->modicon;
         }
         return rc;
     case TAGS_FIELD_TYPE:
-        if ((rc = tags_parse_type(v, &g->type, &count, msg, cap)) == 0)
+        if ((rc = tags_parse_type_point(v, &g->type, &count, &point, msg, cap)) == 0) {
             g->count = (uint16_t)count;
+            g->point = (uint8_t)point;
+        }
         return rc;
     case TAGS_FIELD_ORDER:
         w->have_order = *v != '\0';
@@ -396,6 +407,7 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
     case TAGS_FIELD_DESCRIPTION: return copy_text(v, g->description, sizeof g->description, msg, cap);
     case TAGS_FIELD_WRITABLE: return *v ? tags_parse_bool(v, &g->writable, msg, cap) : 0;
     case TAGS_FIELD_INTERVAL: return parse_interval(v, &g->interval_ms, msg, cap);
+    case TAGS_FIELD_DECIMALS: return *v ? tags_parse_decimals(v, &g->has_decimals, &g->decimals, msg, cap) : 0;
     }
     return 0;
 }
@@ -418,7 +430,7 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
     static const tags_field_t order[TAGS_FIELD_COUNT] = {
         TAGS_FIELD_DEVICE, TAGS_FIELD_NAME, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
         TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
-        TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION,
+        TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
     };
     bool type_ok = true;
     for (unsigned i = 0; i < TAGS_FIELD_COUNT; i++) {
@@ -432,6 +444,8 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
         int rc = tags_parse_order_for(w.order_text, w.tag.type, &w.tag.order, msg, sizeof msg);
         if (rc < 0)
             cell_error(r, lay, TAGS_FIELD_ORDER, rc, msg);
+    } else {
+        w.tag.order = tags_device_order(w.tag.order, w.tag.type);
     }
     if (r->errs->total != before)
         return;

@@ -12,6 +12,39 @@
 int tags_fail(char *msg, size_t cap, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A decimal number without sign or spaces, within [min, max]; -EINVAL if not. */
+int tags_parse_decimal(const char *text, unsigned long min, unsigned long max, unsigned long *out);
+
+/* What a type's raw value is, for the codec and the table (tags/types.c). */
+typedef enum tags_kind {
+    TAGS_KIND_OTHER = 0,         /* bool, string, raw */
+    TAGS_KIND_SIGNED,            /* raw.i, an integer */
+    TAGS_KIND_UNSIGNED,          /* raw.u, an integer (BCD: its decimal value) */
+    TAGS_KIND_FIXED_SIGNED,      /* raw.i, the integer before the point */
+    TAGS_KIND_FIXED_UNSIGNED,    /* raw.u, the same */
+    TAGS_KIND_FLOAT,             /* raw.f */
+} tags_kind_t;
+tags_kind_t tags_type_kind(tags_type_t type);
+/* raw.i holds it: the signed integers and signed fixed-point. */
+bool tags_type_signed(tags_type_t type);
+/* An integer type (BCD and the bytes too) with scale 1 and offset 0: its text is the integer. */
+bool tags_exact_integer(const tags_tag_t *tag);
+/* round(): half away from zero, exactly, without libm (tags/numbers.c). */
+double tags_round_half_away(double v);
+
+/* tags/numbers.c: BCD, float16 and fixed-point, exactly. */
+double tags_pow10(unsigned point);
+/* 0, or -EINVAL for a nibble above 9. */
+int tags_bcd_decode(uint64_t bits, unsigned digits, uint64_t *value);
+uint64_t tags_bcd_encode(uint64_t value);
+double tags_half_to_double(uint16_t h);
+/* Nearest, ties to even; beyond 65504 rounds to infinity (the caller refuses it). */
+uint16_t tags_double_to_half(double x);
+/* "1450.30": magnitude 145030, point 2. snprintf's return. */
+int tags_format_fixed(uint64_t magnitude, bool negative, unsigned point, char *buf, size_t cap);
+/* Plain decimal text times 10^point, rounded half away from zero: 0, -EINVAL, -ERANGE. */
+int tags_parse_fixed(const char *text, unsigned point, bool *negative, uint64_t *magnitude);
+
 /* Names of devices and tags: 1..max-1 bytes of [A-Za-z0-9_.:/-]. */
 bool tags_name_ok(const char *name, size_t max);
 
@@ -19,9 +52,9 @@ bool tags_name_ok(const char *name, size_t max);
 typedef enum tags_field {
     TAGS_FIELD_NAME = 0, TAGS_FIELD_DEVICE, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
     TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
-    TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION,
+    TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
 } tags_field_t;
-#define TAGS_FIELD_COUNT 13
+#define TAGS_FIELD_COUNT 14
 
 /* tags_table_add that also says which part of the tag a refusal is about. */
 int tags_table_add_at(tags_table_t *t, const tags_tag_t *tag, const char *device, tags_field_t *field,

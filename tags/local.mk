@@ -2,7 +2,7 @@
 # planner. Pure code on libc (and libm); nothing here does I/O but read a CSV.
 noinst_LIBRARIES += tags/libtags.a
 tags_libtags_a_SOURCES = tags/tags.h tags/internal.h \
-	tags/names.c tags/table.c tags/codec.c tags/values.c tags/csv.c tags/plan.c tags/demo.c
+	tags/names.c tags/types.c tags/table.c tags/codec.c tags/numbers.c tags/format.c tags/address.c tags/values.c tags/csv.c tags/plan.c tags/demo.c
 # No fused multiply-add: raw * scale + offset rounds twice on every CPU, as the
 # reference (Python's float) does, so decoded values match it to the bit.
 tags_libtags_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off
@@ -25,5 +25,5 @@ TESTS += tests/test_tags tests/test_tags_plan tests/test_tags_csv
 check_PROGRAMS += tests/tags_codec_tool
 tests_tags_codec_tool_SOURCES = tests/tags_codec_tool.c
 tests_tags_codec_tool_LDADD = tags/libtags.a -lm
-TESTS += tests/test_tags_codec.py
-EXTRA_DIST += tests/test_tags_codec.py
+TESTS += tests/test_tags_codec.py tests/test_tags_types.py
+EXTRA_DIST += tests/test_tags_codec.py tests/test_tags_types.py

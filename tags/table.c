@@ -176,7 +176,7 @@ static int validate_shape(tags_tag_t *g, tags_field_t *field, char *msg, size_t 
 {
     const char *n = g->name;
     *field = TAGS_FIELD_TYPE;
-    if ((unsigned)g->area > TAGS_AREA_INPUT || (unsigned)g->type > TAGS_RAW || (unsigned)g->order > 3)
+    if ((unsigned)g->area > TAGS_AREA_INPUT || (unsigned)g->type > TAGS_TYPE_LAST || (unsigned)g->order > 3)
         return tags_fail(msg, cap, -EINVAL, "tag '%s': table, type or order out of range", n);
     bool sized = g->type == TAGS_STRING || g->type == TAGS_RAW;
     unsigned regs = tags_type_registers(g->type, sized ? g->count : 0);
@@ -184,6 +184,12 @@ static int validate_shape(tags_tag_t *g, tags_field_t *field, char *msg, size_t 
         return tags_fail(msg, cap, -ERANGE, "tag '%s': %s:%u is not 1..%u registers", n,
                          tags_type_name(g->type), g->count, TAGS_MAX_REGISTERS);
     g->count = (uint16_t)regs;
+    bool fixed = g->type >= TAGS_FIXED16 && g->type <= TAGS_UFIXED32;
+    if (fixed && (g->point < 1 || g->point > TAGS_POINT_MAX))
+        return tags_fail(msg, cap, -ERANGE, "tag '%s': %s:%u is not 1..%u digits after the point",
+                         n, tags_type_name(g->type), g->point, TAGS_POINT_MAX);
+    if (!fixed)
+        g->point = 0;
     bool bits = g->area == TAGS_AREA_COIL || g->area == TAGS_AREA_DISCRETE;
     *field = g->in_register ? TAGS_FIELD_ADDRESS : TAGS_FIELD_TYPE;
     if (bits && (g->type != TAGS_BOOL || g->in_register))
@@ -222,6 +228,10 @@ static int validate_numbers(const tags_tag_t *g, tags_field_t *field, char *msg,
     if (plain && (g->scale != 1 || g->offset != 0 || g->deadband != 0))
         return tags_fail(msg, cap, -EINVAL, "tag '%s': a %s takes no scale, offset or deadband", n,
                          tags_type_name(g->type));
+    *field = TAGS_FIELD_DECIMALS;
+    if (g->has_decimals && (plain || g->decimals > TAGS_DECIMALS_MAX))
+        return tags_fail(msg, cap, -EINVAL, "tag '%s': decimals %u: %s", n, g->decimals,
+                         plain ? "a number's, not a bool's, string's or raw's" : "more than 15");
     *field = TAGS_FIELD_INTERVAL;
     if (g->interval_ms < 1 || g->interval_ms > INTERVAL_MAX)
         return tags_fail(msg, cap, -ERANGE, "tag '%s': interval %u ms is not 1..%u", n,
@@ -245,12 +255,15 @@ static int validate(tags_tag_t *g, tags_field_t *field, char *msg, size_t cap)
         rc = validate_numbers(g, field, msg, cap);
     if (rc < 0)
         return rc;
-    if (g->type == TAGS_BOOL || g->type == TAGS_RAW)
-        g->order = TAGS_ORDER_ABCD;
-    else if (g->count == 1 || g->type == TAGS_STRING)
+    if (g->type == TAGS_BOOL || g->type == TAGS_RAW || g->type == TAGS_INT8H || g->type == TAGS_INT8L ||
+        g->type == TAGS_UINT8H || g->type == TAGS_UINT8L)
+        g->order = TAGS_ORDER_ABCD;        /* an 8-bit type names its byte */
+    else if (g->count == 1)
         g->order &= TAGS_ORDER_BYTESWAP;   /* one register: only the byte swap means anything */
     if (!g->in_register)
         g->bit = 0;
+    if (!g->has_decimals)
+        g->decimals = 0;
     return 0;
 }
 

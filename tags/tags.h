@@ -75,14 +75,30 @@ typedef enum tags_type {
     TAGS_FLOAT64,
     TAGS_STRING,     /* N registers of text, two bytes each, NUL-padded */
     TAGS_RAW,        /* N words as they are */
+    TAGS_BCD16,      /* 4 packed BCD digits, 0..9999 (Kepware's BCD) */
+    TAGS_BCD32,      /* 8 packed BCD digits, 0..99999999 (Kepware's LBCD) */
+    TAGS_FLOAT16,    /* IEEE 754 binary16 */
+    TAGS_INT8H,      /* the high byte of a register, signed */
+    TAGS_INT8L,      /* the low byte, signed */
+    TAGS_UINT8H,
+    TAGS_UINT8L,
+    TAGS_FIXED16,    /* int16 with `point` decimal digits: 14503 at point 1 is 1450.3 */
+    TAGS_UFIXED16,
+    TAGS_FIXED32,
+    TAGS_UFIXED32,
 } tags_type_t;
+#define TAGS_TYPE_LAST TAGS_UFIXED32
+#define TAGS_POINT_MAX 9         /* decimal digits of a fixed-point type */
+#define TAGS_DECIMALS_MAX 15     /* a tag's display decimals */
 
 /*
  * Word and byte order, as two independent swaps of the big-endian (Modbus)
  * layout, so one device default serves every width: CDAB on a 32-bit value
  * is GHEFCDAB on a 64-bit one (the words reversed), BADC is BADCFEHG (the
- * bytes of each register swapped). For one-register types and strings only
- * the byte swap means anything (AB / BA).
+ * bytes of each register swapped). For one-register types only the byte swap
+ * means anything (AB / BA). A string takes both: the word swap exchanges the
+ * registers of each pair (CDAB: a string stored as 32-bit little-word
+ * values), the byte swap turns each register around (BA).
  */
 typedef enum tags_order {
     TAGS_ORDER_ABCD = 0,                 /* ABCDEFGH, AB: big-endian, the Modbus default */
@@ -106,6 +122,7 @@ typedef enum tags_reason {
     TAGS_BAD_TIMEOUT,    /* no answer after the retries (gateway exception 0x0B) */
     TAGS_BAD_PORT_DOWN,  /* the serial line is closed (gateway exception 0x0A) */
     TAGS_BAD_SHORT,      /* the answer had fewer words than the read asked for */
+    TAGS_BAD_DATA,       /* words that are no value of the type (BCD nibble above 9) */
 } tags_reason_t;
 
 /*
@@ -123,6 +140,9 @@ typedef struct tags_tag {
     tags_type_t type;
     uint16_t count;                  /* registers it occupies (bits: 1) */
     tags_order_t order;              /* in effect: the tag's own or its device's default */
+    uint8_t point;                   /* fixed-point types: digits after the decimal point */
+    bool has_decimals;               /* its text has `decimals` digits after the point */
+    uint8_t decimals;                /* 0..TAGS_DECIMALS_MAX; numbers only */
     double scale;                    /* engineering = raw * scale + offset */
     double offset;
     double deadband;                 /* a change smaller than this is not a change; 0: any */
@@ -131,6 +151,7 @@ typedef struct tags_tag {
     char unit[TAGS_UNIT_MAX];
     char description[TAGS_DESCRIPTION_MAX];
     unsigned line;                   /* CSV line it came from; 0 when added by code */
+    bool modicon;                    /* its address was written in Modicon form (40101) */
 } tags_tag_t;
 
 /*
@@ -160,21 +181,46 @@ typedef struct tags_value {
  * Each parser returns 0, or -EINVAL with one line in msg naming the value and
  * what would have been accepted. msg may be NULL. */
 int tags_parse_area(const char *text, tags_area_t *area, char *msg, size_t cap);
-/* "bool", "int16", ... "float64", "string:N", "raw:N" (N = 1..125). */
+/* "bool", "int16", ... "float64", "string:N", "raw:N" (N = 1..125), "bcd16",
+ * "bcd32" (aliases "bcd", "lbcd"), "float16", "int8h", "int8l", "uint8h",
+ * "uint8l". A fixed-point type ("fixed16:D", "ufixed16:D", "fixed32:D",
+ * "ufixed32:D", D = 1..9 digits after the point) needs tags_parse_type_point. */
 int tags_parse_type(const char *text, tags_type_t *type, unsigned *count, char *msg, size_t cap);
+/* The same, every type: *point gets a fixed-point type's D, else 0. */
+int tags_parse_type_point(const char *text, tags_type_t *type, unsigned *count, unsigned *point,
+                          char *msg, size_t cap);
 /* Any order name of any width (a device default). */
 int tags_parse_order(const char *text, tags_order_t *order, char *msg, size_t cap);
 /* An order name for this type: 32-bit names for 32-bit types, 64-bit names for
- * 64-bit ones, AB/BA for 16-bit types and strings; bool and raw take none. */
+ * 64-bit ones, AB/BA for 16-bit types; strings AB/BA and the 32-bit names;
+ * bool, raw and the 8-bit types (their byte is in their name) take none. */
 int tags_parse_order_for(const char *text, tags_type_t type, tags_order_t *order, char *msg, size_t cap);
+/* What a device's default order means for a tag of this type that names none:
+ * a string takes only its byte swap (a device's CDAB is about its 32-bit
+ * values; a string's registers are swapped in pairs only where its tag says
+ * CDAB or DCBA). */
+tags_order_t tags_device_order(tags_order_t device_order, tags_type_t type);
 /* "100" or "0x64" (0..65535); "100.3" is bit 3 of register 100 (bit may be NULL:
  * then a bit is refused). */
 int tags_parse_address(const char *text, unsigned *address, int *bit, char *msg, size_t cap);
+/* A tag's display decimals, 0..TAGS_DECIMALS_MAX: sets *has and *decimals. */
+int tags_parse_decimals(const char *text, bool *has, uint8_t *decimals, char *msg, size_t cap);
+/* Modicon notation: 0xxxx coil, 1xxxx discrete, 3xxxx input, 4xxxx holding,
+ * counting from 1 (40101 is holding register 100), and the 6-digit forms
+ * (400001..465536); "40101.3" a bit of a register (bit may be NULL: refused). */
+int tags_parse_modicon(const char *text, tags_area_t *area, unsigned *address, int *bit, char *msg,
+                       size_t cap);
+/* An address as a device with that addressing writes it: protocol (from 0,
+ * tags_parse_address) or Modicon, whose first digit gives *area (a table the
+ * caller already has, have_table, must agree). */
+int tags_parse_address_as(const char *text, bool modicon, bool have_table, tags_area_t *area,
+                          unsigned *address, int *bit, char *msg, size_t cap);
 /* true/false, yes/no, on/off, 1/0. */
 int tags_parse_bool(const char *text, bool *value, char *msg, size_t cap);
 const char *tags_area_name(tags_area_t area);
 const char *tags_type_name(tags_type_t type);     /* without the :N */
-/* The order's name at this type's width: "CDAB", "GHEFCDAB", "BA", "" for bool/raw. */
+/* The order's name at this type's width: "CDAB", "GHEFCDAB", "BA", "" for bool/raw;
+ * a string's: AB, CDAB, BA, DCBA. */
 const char *tags_order_name(tags_order_t order, tags_type_t type);
 const char *tags_reason_name(tags_reason_t reason);
 const char *tags_quality_name(tags_quality_t quality);
@@ -186,7 +232,11 @@ unsigned tags_type_registers(tags_type_t type, unsigned n);
 /*
  * Decodes tag->count words (the tag's first register first; for a coil or
  * discrete input words[0] != 0 is on) into out's raw, eng, words and n_words.
- * Quality and time are the caller's. String and raw values point at `words`.
+ * Quality and time are the caller's, but for words that are no value of the
+ * type (a BCD nibble above 9): then quality TAGS_BAD, reason TAGS_BAD_DATA.
+ * String and raw values point at `words`. raw holds i for the signed
+ * integers (int8, fixed: the integer before the point), u for the unsigned
+ * ones and BCD (its decimal value), f for the floats (float16 too).
  */
 void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out);
 
@@ -194,10 +244,25 @@ void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out
  * first NUL, NUL-terminated. Returns its length (truncated to cap - 1). */
 size_t tags_string_text(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap);
 
-/* A value as text, what HTTP and MQTT publish: integers with scale 1 and
- * offset 0 exactly; other numbers in the fewest digits that read back to the
- * same double; bool true/false; strings as text; raw as hex words "0001 ff00".
- * Returns the length, or -ENOSPC when cap is too small. */
+/*
+ * A value as text: the one number formatter, what HTTP (/tags and the page),
+ * MQTT json and Sparkplug's strings publish. The shortest text that reads
+ * back as the same value of the tag's type:
+ *   integers (BCD and bytes too), unscaled: exactly, all 64 bits;
+ *   fixed-point, unscaled: its decimal, all D digits ("1450.30");
+ *   float16 and float32, unscaled: the fewest digits that read back as the
+ *     same float16 or float32 ("3.14159", not 3.141590118408203);
+ *   an integer scaled: the decimal of raw x scale + offset with scale and
+ *     offset as written (their shortest decimals): 14503 x 0.1 is "1450.3",
+ *     not 1450.3000000000002, and writing it back gives raw 14503 again;
+ *   anything else (floats scaled, float64): the fewest digits (15 to 17)
+ *     that read back as the same double;
+ *   with has_decimals: any number (below 1e15) with exactly `decimals`
+ *     digits after the point, rounded ("21.50");
+ * bool true/false; strings as text; raw as hex words "0001 ff00". NaN and
+ * the infinities print "nan", "inf", "-inf" (JSON writers print null).
+ * Returns the length, or -ENOSPC when cap is too small (64 holds any number).
+ */
 int tags_format(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap);
 
 /* What a write puts on the wire. For a bool in a register the caller must
@@ -209,30 +274,36 @@ typedef struct tags_write {
     uint16_t address;
     uint16_t count;                  /* coils (5, 15) or registers (6, 16) */
     uint16_t words[TAGS_WRITE_MAX];  /* registers, wire order; coils: 0 or 1 */
-    bool needs_read;                 /* a bool in a register, not merged yet */
-    uint16_t mask;                   /* the bit it changes */
-    uint16_t bits;                   /* that bit's new value, within mask */
+    bool needs_read;                 /* a bool or a byte in a register, not merged yet */
+    uint16_t mask;                   /* the bit (or byte) it changes */
+    uint16_t bits;                   /* their new value, within mask */
 } tags_write_t;
 
 #define TAGS_WRITE_MULTIPLE 1u       /* fc 15/16 even for one coil/register */
 
 /*
  * Encodes an engineering value: raw = (eng - offset) / scale, rounded to the
- * nearest integer for the integer types (half away from zero). Refused, never
- * wrapped or clamped: a value outside the type (-ERANGE), NaN or an infinity
- * for an integer or a bool (-EDOM), a bool other than 0 or 1, a float32 beyond
- * its largest finite value, a tag that is not writable (-EACCES), strings and
- * raw (-EINVAL: use tags_encode_text).
+ * nearest integer for the integer types (half away from zero; fixed-point:
+ * raw * 10^D rounded), to the nearest float16 (ties to even). Refused, never
+ * wrapped or clamped: a value outside the type (-ERANGE: int8 -128..127,
+ * uint8 0..255, bcd16 0..9999, bcd32 0..99999999), NaN or an infinity for an
+ * integer or a bool (-EDOM), a bool other than 0 or 1, a float32 or float16
+ * beyond its largest finite value (65504), a tag that is not writable
+ * (-EACCES), strings and raw (-EINVAL: use tags_encode_text). An 8-bit type
+ * writes its byte as a bool in a register writes its bit: needs_read, mask
+ * 0xff00 or 0x00ff, then tags_write_merge.
  */
 int tags_encode_number(const tags_tag_t *tag, double eng, unsigned flags, tags_write_t *w,
                        char *msg, size_t cap);
 /* Encodes text as tags_format writes it: integers with scale 1 and offset 0
- * exactly (all 64 bits), other numbers through tags_encode_number, bool as
+ * exactly (all 64 bits), fixed-point with scale 1 and offset 0 as exact
+ * decimals ("4.0005" at D 3 is 4001, half away from zero, as Python's
+ * decimal rounds it), other numbers through tags_encode_number, bool as
  * tags_parse_bool takes it, a string of at most 2N bytes (NUL-padded), raw as
  * exactly N hex words separated by spaces or commas. */
 int tags_encode_text(const tags_tag_t *tag, const char *text, unsigned flags, tags_write_t *w,
                      char *msg, size_t cap);
-/* The words to words[0] for a bool in a register, from the register's value now. */
+/* The words to words[0] for a bool or a byte in a register, from the register's value now. */
 void tags_write_merge(tags_write_t *w, uint16_t current);
 /* The request PDU (function code first). Returns its length, -EAGAIN while
  * needs_read, -ENOSPC when cap is too small. 6 + 2 * TAGS_WRITE_MAX is enough. */
@@ -275,6 +346,18 @@ int tags_table_find_device(const tags_table_t *t, const char *name);
 /* The tags of one device, in the order they were added; *n their number. */
 const unsigned *tags_table_device_tags(const tags_table_t *t, size_t device, size_t *n);
 
+/*
+ * Warnings about a map that is likely misread, one line each to warn(ctx,
+ * "SOURCE:LINE: warning: ..."): an address that looks like a Modicon number
+ * (40001..49999 as a holding register, 30001.. input, 10001.. discrete) on a
+ * tag not written in Modicon form; a device whose 32/64-bit tags all start at
+ * odd addresses (a one-based map); two tags whose registers overlap (bits and
+ * bytes of a register are views of it and do not count). Returns how many.
+ */
+typedef void (*tags_lint_fn)(void *ctx, const char *line);
+/* source: the file of tags added by code ([tag] sections: the config file). */
+unsigned tags_lint(const tags_table_t *t, const char *source, tags_lint_fn warn, void *ctx);
+
 /* The value of a tag now: STALE when good and older than 2 x interval_ms.
  * String and raw words stay valid until the tag's next update. */
 int tags_table_value(const tags_table_t *t, size_t index, int64_t now_ms, tags_value_t *out);
@@ -286,6 +369,7 @@ typedef struct tags_device_defaults {
     unsigned interval_ms;            /* for tags without an interval; 0: 1000 */
     bool scoped;                     /* a register list (template) read for this device: its rows
                                         name no device and each tag is named DEVICE.NAME */
+    bool modicon;                    /* addresses in Modicon form; the table column may be empty */
 } tags_device_defaults_t;
 
 typedef struct tags_errors {
@@ -297,7 +381,7 @@ typedef struct tags_errors {
 /*
  * Loads one tag per row of an RFC 4180 CSV file into t: a header row names
  * the columns (name, device, table, address, type, order, scale, offset,
- * unit, deadband, writable, interval_ms, description; name, table, address
+ * unit, deadband, writable, interval_ms, description, decimals; name, table, address
  * and type are required; an unknown or repeated column is an error). Quoted
  * fields may hold commas, doubled quotes and line breaks; lines end in LF or
  * CRLF; a UTF-8 byte order mark is skipped; blank lines are skipped.

@@ -114,7 +114,7 @@ def sanitizer_env():
 
 class Gateway:
     def __init__(self, extra_tcp="", bus="port = sim:1,2,3\nbaud = 19200\n", devices=None, extra="",
-                 log_level="info", timeout_ms=150, nofile=None):
+                 log_level="info", timeout_ms=150, nofile=None, gateway_extra=""):
         self.tcp_port, self.http_port = free_port(), free_port()
         self.dir = tempfile.mkdtemp(prefix="rtugw-test-")
         self.cfg = os.path.join(self.dir, "rtugw.conf")
@@ -123,7 +123,7 @@ class Gateway:
             for s in (1, 2, 3, 8, 9))
         # a key given twice is an error: the default only when the caller sets none
         tcp_defaults = "" if "max_clients" in extra_tcp else "max_clients = 64\n"
-        self.text = (f"[gateway]\nlog_level = {log_level}\n[bus line]\n{bus}response_timeout_ms = {timeout_ms}\nretries = 1\n"
+        self.text = (f"[gateway]\nlog_level = {log_level}\n{gateway_extra}[bus line]\n{bus}response_timeout_ms = {timeout_ms}\nretries = 1\n"
                      f"{devices}[tcp]\nport = {self.tcp_port}\ndefault_bus = line\n{tcp_defaults}{extra_tcp}"
                      f"[http]\nport = {self.http_port}\n{extra}")
         with open(self.cfg, "w", errors="surrogateescape") as f:   # lone surrogates: raw bytes

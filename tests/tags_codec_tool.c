@@ -6,6 +6,10 @@
  *   decode TYPE ORDER SCALE OFFSET W1 W2 ...  -> ok RAW ENG
  *   encode TYPE ORDER SCALE OFFSET VALUE      -> ok W1 W2 ... | refused CODE MESSAGE
  *   text   TYPE ORDER SCALE OFFSET HEXBYTES   -> the same, through tags_encode_text
+ *   format TYPE ORDER SCALE OFFSET W1 W2 ...  -> ok TEXT (tags_format of the decoded value)
+ * A write of one byte of a register (int8h ...) answers the byte's mask and
+ * bits: "ok WORD mask MASK" (tags_write_merge's inputs); a BCD that is no BCD
+ * decodes to "ok bad bad data".
  * TYPE as in a CSV, plus bool:N for bit N of a register; ORDER a name or
  * '-'; numbers in any form strtod reads (Python sends float.hex()); words
  * in hex. RAW is exact: integers in decimal, floats and ENG in C's %a,
@@ -26,15 +30,16 @@ static int make_tag(tags_table_t *t, char *type, const char *order, const char *
                     const char *offset, const tags_tag_t **out, char *msg, size_t cap)
 {
     tags_tag_t g = { .name = "t", .area = TAGS_AREA_HOLDING, .writable = true, .interval_ms = 1000 };
-    unsigned count;
+    unsigned count, point;
     if (strncmp(type, "bool:", 5) == 0) {
         g.type = TAGS_BOOL;
         g.in_register = true;
         g.bit = (uint8_t)atoi(type + 5);
-    } else if (tags_parse_type(type, &g.type, &count, msg, cap) < 0) {
+    } else if (tags_parse_type_point(type, &g.type, &count, &point, msg, cap) < 0) {
         return -1;
     } else {
         g.count = (uint16_t)count;
+        g.point = (uint8_t)point;
     }
     if (strcmp(order, "-") != 0 && tags_parse_order_for(order, g.type, &g.order, msg, cap) < 0)
         return -1;
@@ -55,6 +60,16 @@ static void print_decoded(const tags_tag_t *tag, const tags_value_t *v)
     case TAGS_INT16: case TAGS_INT32: case TAGS_INT64: printf("%" PRId64, v->raw.i); break;
     case TAGS_UINT16: case TAGS_UINT32: case TAGS_UINT64: printf("%" PRIu64, v->raw.u); break;
     case TAGS_FLOAT32: case TAGS_FLOAT64: printf("%a", v->raw.f); break;
+    case TAGS_FLOAT16: printf("%a", v->raw.f); break;
+    case TAGS_BCD16: case TAGS_BCD32: case TAGS_UINT8H: case TAGS_UINT8L: case TAGS_UFIXED16:
+    case TAGS_UFIXED32:
+        if (v->quality == TAGS_BAD) {
+            printf("bad %s\n", tags_reason_name(v->reason));
+            return;
+        }
+        printf("%" PRIu64, v->raw.u);
+        break;
+    case TAGS_INT8H: case TAGS_INT8L: case TAGS_FIXED16: case TAGS_FIXED32: printf("%" PRId64, v->raw.i); break;
     case TAGS_STRING: {
         char text[2 * WORDS_MAX + 1];
         size_t n = tags_string_text(tag, v, text, sizeof text);
@@ -81,6 +96,8 @@ static void print_write(int rc, const tags_write_t *w, const char *msg)
     printf("ok");
     for (unsigned i = 0; i < w->count; i++)
         printf(" %04x", w->words[i]);
+    if (w->needs_read)
+        printf(" mask %04x", w->mask);
     printf("\n");
 }
 
@@ -125,9 +142,23 @@ static void answer(char *line)
         if (n != tag->count) {
             printf("error %d words for %u registers\n", n, tag->count);
         } else {
-            tags_value_t v;
+            tags_value_t v = { .quality = TAGS_GOOD };
             tags_decode(tag, words, &v);
             print_decoded(tag, &v);
+        }
+    } else if (strcmp(argv[0], "format") == 0) {
+        uint16_t words[WORDS_MAX];
+        char text[6 * WORDS_MAX + 8];
+        int n = argc - 5;
+        for (int i = 0; i < n && i < WORDS_MAX; i++)
+            words[i] = (uint16_t)strtoul(argv[5 + i], NULL, 16);
+        tags_value_t v = { .quality = TAGS_GOOD };
+        if (n != tag->count) {
+            printf("error %d words for %u registers\n", n, tag->count);
+        } else {
+            tags_decode(tag, words, &v);
+            tags_format(tag, &v, text, sizeof text);
+            printf("ok %s\n", text);
         }
     } else if (strcmp(argv[0], "encode") == 0) {
         tags_write_t w;

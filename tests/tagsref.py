@@ -5,6 +5,7 @@ test (tests/test_tags_codec.py) and the end-to-end tests of the daemon's
 tags (tests/test_tags_gw.py, tests/test_tags_pymodbus.py, tests/test_read_cli.py)."""
 import math
 import struct
+from decimal import Decimal
 from fractions import Fraction
 
 # type -> (struct format, registers, orders)
@@ -70,9 +71,11 @@ def expected_words(typ, order, eng, scale=1.0, offset=0.0):
 
 
 def decode(typ, order, words, scale=1.0, offset=0.0, bit=None):
-    """What a tag of this type reads from its words: the engineering value
-    (int where unscaled integers print exactly, else float), True/False, a
-    string's text up to its first NUL, a raw tag's hex words."""
+    """What a tag of this type reads from its words, as the daemon shows it:
+    the engineering value (int where unscaled integers print exactly; a
+    scaled integer's decimal; an unscaled float32 in float32 digits; else the
+    float), True/False, a string's text up to its first NUL, a raw tag's hex
+    words."""
     if typ == "bool":
         return bool((words[0] >> bit) & 1) if bit is not None else bool(words[0])
     if typ.startswith("string"):
@@ -84,6 +87,29 @@ def decode(typ, order, words, scale=1.0, offset=0.0, bit=None):
     raw = struct.unpack(fmt, value_bytes(words_to_bytes(words), order))[0]
     if typ in INT_RANGE and scale == 1.0 and offset == 0.0:
         return raw
+    if typ in INT_RANGE:
+        return shown_scaled(raw, scale, offset)
+    if typ == "float32" and scale == 1.0 and offset == 0.0 and math.isfinite(raw):
+        return float(shortest_float32(raw))
+    return float(raw) * scale + offset
+
+
+def shortest_float32(x):
+    """The fewest significant digits that struct 'f' packs to the same float32."""
+    for digits in range(1, 10):
+        text = "%.*g" % (digits, x)
+        if struct.pack(">f", float(text)) == struct.pack(">f", x):
+            return text
+    return repr(x)
+
+
+def shown_scaled(raw, scale, offset):
+    """What the daemon shows for a scaled integer: the decimal raw x scale +
+    offset makes with scale and offset as written (their shortest repr), when
+    that decimal writes back to the same raw; else the double."""
+    exact = Decimal(raw) * Decimal(repr(scale)) + Decimal(repr(offset))
+    if round_half_away((float(exact) - offset) / scale) == raw:
+        return float(exact)
     return float(raw) * scale + offset
 
 

@@ -129,6 +129,49 @@ for port, reason in [(tmp, "not a serial port: Is a directory"),
     check(f"{f}:4: [bus a] port = '{port}': {reason}" in p.stderr, f"--open {port}: {p.stderr!r}")
     check("Success" not in p.stderr, f"--open {port}: no 'Success': {p.stderr!r}")
 
+# Addresses: in the default mode a Modicon-looking or one-based map and
+# overlapping tags are warned about, naming file and line, and still pass
+# (exit 0); with addressing = modicon (a device's, or [gateway]'s for all)
+# the same numbers are table and offset and nothing is warned; a Modicon
+# number that is none, or that disagrees with the table, is refused.
+write("map.csv", "name,table,address,type\nflow,holding,40101,float32\nstate,holding,40102,uint16\n"
+      "count,holding,7,int32\ntotal,holding,9,int32\n")
+f = write("map.ini", "[bus b]\nport = sim:1\n[device plc]\nbus = b\nslave = 1\ntags_file = map.csv\n"
+          "[tag level]\ndevice = plc\ntable = input\naddress = 30005\ntype = uint16\n")
+p = run("-c", f)
+mapcsv = os.path.join(tmp, "map.csv")
+check(p.returncode == 0 and
+      f"{f}:7: warning: tag 'level' at 30005 looks like a Modicon address (input register 4)" in p.stderr and
+      f"{mapcsv}:2: warning: tag 'flow' at 40101 looks like a Modicon address (holding register 100)" in p.stderr and
+      f"{mapcsv}:3: warning: tag 'state' (holding 40102..40102) overlaps tag 'flow' (40101..40102)" in p.stderr and
+      f"{mapcsv}:2: warning: device 'plc': all 3 of its 32/64-bit tags start at an odd address" in p.stderr,
+      f"default addressing: Modicon-looking, one-based and overlapping tags warned, by file and line, exit 0: "
+      f"{p.returncode} {p.stderr!r}")
+write("modicon.csv", "name,table,address,type\nflow,,40101,float32\nstate,holding,400103,uint16\n"
+      "run,,00001,bool\n")
+for where, dev in (("[device]", "addressing = modicon\n"), ("[gateway]", "")):
+    head = "[gateway]\naddressing = modicon\n" if not dev else ""
+    f = write("modicon.ini", head + f"[bus b]\nport = sim:1\n[device plc]\nbus = b\nslave = 1\n{dev}"
+              "tags_file = modicon.csv\n[tag level]\ndevice = plc\naddress = 30005\ntype = uint16\n")
+    p = run("-c", f)
+    check(p.returncode == 0 and "warning" not in p.stderr and "4 tags" in p.stdout,
+          f"addressing = modicon in {where}: 5- and 6-digit forms, no table needed, no warning: {p.stdout} {p.stderr!r}")
+for text, why in (("40000", "Modicon numbers count from 1"), ("50001", "starts with 0 (coil), 1"),
+                  ("465537", "count from 1 (400001 is holding 0) up to 65536")):
+    write("modicon.csv", f"name,table,address,type\nx,,{text},uint16\n")
+    p = run("-c", f)
+    check(p.returncode == 2 and f"modicon.csv:2:4: address: address '{text}'" in p.stderr and why in p.stderr,
+          f"Modicon address {text} refused with its line and column: {p.stderr!r}")
+f = write("modicon.ini", "[bus b]\nport = sim:1\n[device plc]\nbus = b\nslave = 1\naddressing = modicon\n"
+          "[tag level]\ndevice = plc\ntable = holding\naddress = 30005\ntype = uint16\n")
+p = run("-c", f)
+check(p.returncode == 2 and f"{f}:10: [tag level] address = '30005': address '30005' is a Modicon input "
+      "address, the table says holding" in p.stderr, f"a Modicon address against its table: {p.stderr!r}")
+f = write("modicon.ini", "[bus b]\nport = sim:1\n[device plc]\nbus = b\nslave = 1\naddressing = one\n")
+p = run("-c", f)
+check(p.returncode == 2 and f"{f}:6: [device plc] addressing = 'one': expected protocol" in p.stderr,
+      f"addressing takes protocol or modicon: {p.stderr!r}")
+
 # run on a directory: the log carries the same real reason while it retries.
 f = write("dir.ini", f"[bus a]\nport = {tmp}\n" + TAIL.format(tcp_bind="", http_bind="", tcp=free_port(), http=free_port()))
 d = subprocess.Popen([BIN, "run", "-c", f], stderr=subprocess.PIPE, text=True)

@@ -161,6 +161,97 @@ def test_values_and_writes():
 
 
 
+def literals(raw):
+    """A JSON text with every number kept as the characters it was written in."""
+    return json.loads(raw, parse_float=lambda t: ("num", t), parse_int=lambda t: ("num", t))
+
+
+def test_one_formatter():
+    """One number formatter (tags_format) for every output: the same tag
+    prints the same characters as /tags's value, /tags's "text" (what the
+    page shows) and the MQTT json data message (a real mosquitto, paho):
+    a float32 in float32 digits (3.14159, not 3.141590118408203), a scaled
+    int16 as its decimal (14503 x 0.1 = 1450.3, not 1450.3000000000002), and
+    a tag's decimals, from a CSV column and a [tag] key, applied in both."""
+    import paho.mqtt.client as mqtt
+    import urllib.request
+    d = tempfile.mkdtemp(prefix="rtugw-mqtt-format-")
+    with open(os.path.join(d, "tags.csv"), "w") as f:
+        f.write("name,table,address,type,scale,decimals\n"
+                "pi,holding,10,float32,,\n"
+                "pi2,holding,10,float32,,2\n"
+                "temp,holding,12,int16,0.1,\n"
+                "big,holding,13,float32,,\n")
+    p, link = sim(d, "1 holding 10 16457 4048 14503 18804 9216\n")   # 3.14159f, 14503, 1e6f
+    b = Broker("format")
+    raw, lock = [], threading.Lock()
+    c = mqtt.Client(client_id="sub-format", clean_session=True)
+    c.on_connect = lambda c, u, f, rc: c.subscribe("rtugw/gfmt/plc/data", qos=1)
+    c.on_message = lambda c, u, m: (lock.acquire(), raw.append(m.payload.decode()), lock.release())
+    c.connect("127.0.0.1", b.port, keepalive=10)
+    c.loop_start()
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n",
+                devices=f"[device plc]\nslave = 1\ntags_file = {d}/tags.csv\n"
+                        "[tag temp3]\ndevice = plc\ntable = holding\naddress = 12\ntype = int16\n"
+                        "scale = 0.1\ndecimals = 3\ninterval_ms = 200\n",
+                timeout_ms=300, extra=mqtt_section(b.port, "gfmt", "publish = poll\n"))
+    want = {"pi": "3.14159", "pi2": "3.14", "temp": "1450.3", "temp3": "1450.300", "big": "1000000"}
+
+    def mqtt_values():
+        out = {}
+        with lock:
+            for r in raw:
+                out.update(literals(r)["values"])
+        return out
+
+    wait_for(lambda: set(want) <= set(mqtt_values()), 10)
+    with urllib.request.urlopen(f"http://127.0.0.1:{g.http_port}/tags", timeout=10) as r:
+        tags = {t["name"]: t for t in literals(r.read().decode())["tags"]}
+    m = mqtt_values()
+    got = {n: (tags.get(n, {}).get("value"), tags.get(n, {}).get("text"), m.get(n)) for n in want}
+    check(all(got[n] == (("num", w), w, ("num", w)) for n, w in want.items()),
+          f"the same characters on /tags (value), /tags (text, the page's) and MQTT json: {got}")
+    g.stop()
+    c.loop_stop()
+    c.disconnect()
+    b.stop()
+    p.kill()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_change_one_message_per_poll():
+    """publish = change: a device whose tags take three reads (input 0, 50
+    and 100: farther apart than max_gap) and all change every poll (rtugw sim
+    --live) sends one data message per poll carrying all three, not one per
+    read; a tag that does not change (holding 0) is in none after the first."""
+    d = tempfile.mkdtemp(prefix="rtugw-mqtt-change-")
+    with open(os.path.join(d, "tags.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nin0,input,0,uint16,300\nin50,input,50,uint16,300\n"
+                "in100,input,100,uint16,300\nsteady,holding,0,uint16,300\n")
+    link = os.path.join(d, "plc")
+    p = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1", "--live", "--live-period-ms", "50"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    procs.append(p)
+    check(p.stdout.readline().startswith("/dev/"), "simulator started")
+    wait_for(lambda: os.path.exists(link), 5)
+    b = Broker("change")
+    sub = Subscriber(b.port, "rtugw/gch/plc/data", "sub-change", clean=True)
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=f"[device plc]\nslave = 1\ntags_file = {d}/tags.csv\n",
+                timeout_ms=300, extra=mqtt_section(b.port, "gch", "publish = change\n"))
+    wait_for(lambda: len(sub.messages()) >= 8, 10)
+    time.sleep(0.5)
+    msgs = [m["values"] for _, m, _ in sub.messages() if m and m.get("values")]
+    later = msgs[2:]   # the first polls: tags not read yet go out as they come
+    check(len(later) >= 5 and all(set(v) == {"in0", "in50", "in100"} for v in later),
+          f"publish = change: one message per poll with all three changed tags of three reads, the steady "
+          f"one in none ({len(msgs)} messages: {[sorted(v) for v in msgs[:8]]})")
+    g.stop()
+    sub.close()
+    b.stop()
+    p.kill()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def test_write_bounds():
     """max_write_bytes at its maximum: 10 payloads of 1 MiB of list items are
     refused by their count of values before json-c parses them (the peak RSS
@@ -664,7 +755,8 @@ def test_api_kill9_atomic():
                                    f"new text: {outcomes}")
 
 if __name__ == "__main__":
-    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
+    run_tests("test_mqtt_tags", [test_values_and_writes, test_one_formatter, test_change_one_message_per_poll,
+                                 test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
                                  test_template_15_devices, test_reload_tags_live, test_reload_polls_live,
                                  test_reload_devices_live, test_api_config, test_api_sections,
                                  test_api_kill9_atomic], cleanup=[test_mqtt.WORK])

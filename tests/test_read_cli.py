@@ -9,10 +9,12 @@ Seeded: replay with RTUGW_SEED=..."""
 import json
 import os
 import random
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, procs, run_tests  # noqa: E402
@@ -45,6 +47,7 @@ text = bytes(rng.randrange(33, 127) for _ in range(8))
 string_words = [w for w in (int.from_bytes(text[i:i + 2], "big") for i in range(0, 8, 2))]
 load.append(f"1 holding 300 " + " ".join(map(str, string_words)))
 load.append("1 input 7 4660")
+load.append("1 holding 400 4660 22136 16968 12345 65285")   # bcd32, float16, fixed16:2, int8h
 with open(os.path.join(d, "load.txt"), "w") as f:
     f.write("\n".join(load) + "\n")
 sim = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1", "--load", os.path.join(d, "load.txt")],
@@ -78,14 +81,48 @@ def every_order(link_args, how):
           f[4] == f"[{words[0]:04x}]", f"{how}: --scale --offset, printed for people: {p.stdout!r} want {want}")
     p = read(*link_args, "--type", "string:4", "--all-orders", "--json", "holding:300")
     got = lines(p)
-    want_ab = as_json_text(text)
-    want_ba = as_json_text(b"".join(value_bytes(words_to_bytes([w]), "BA") for w in string_words).split(b"\0")[0])
-    check(p.returncode == 0 and len(got) == 1 and got[0]["values"] == {"AB": want_ab, "BA": want_ba},
-          f"{how}: a string in both byte orders ({got})")
+    want = {}
+    for order, pair_order in (("AB", "ABCD"), ("CDAB", "CDAB"), ("BA", "BADC"), ("DCBA", "DCBA")):
+        # each pair of registers in value order by the 32-bit order's letters
+        raw = b"".join(value_bytes(words_to_bytes(string_words[i:i + 2]), pair_order) for i in (0, 2))
+        want[order] = as_json_text(raw.split(b"\0")[0])
+    check(p.returncode == 0 and len(got) == 1 and got[0]["values"] == want,
+          f"{how}: a string in its byte and word orders ({got})")
+
+
+def shortest_half(x):
+    """The fewest significant digits that struct 'e' packs to the same float16."""
+    for digits in range(1, 6):
+        y = float("%.*g" % (digits, x))
+        if abs(y) < 65520 and struct.pack(">e", y) == struct.pack(">e", x):
+            return y
+    return x
+
+
+def new_types_all_orders(link_args, how):
+    """The vendors' types side by side: BCD in the four orders (digits read
+    from the value bytes' hex), float16 by struct 'e' in its shortest text,
+    fixed-point as a decimal, a byte of a register (no orders)."""
+    b = lambda w, o: value_bytes(words_to_bytes(w), o)   # noqa: E731
+    cases = [("bcd32", 400, {o: int(b([4660, 22136], o).hex()) for o in ("ABCD", "CDAB", "BADC", "DCBA")}),
+             ("float16", 402, {"AB": 3.14, "BA": shortest_half(struct.unpack(">e", b([16968], "BA"))[0])}),
+             ("fixed16:2", 403, {"AB": 123.45, "BA": float(Decimal(struct.unpack(">h", b([12345], "BA"))[0])
+                                                           .scaleb(-2))}),
+             ("int8h", 404, None)]
+    for typ, a, want in cases:
+        p = read(*link_args, "--type", typ, "--all-orders", "--json", f"holding:{a}")
+        got = lines(p)
+        ok = p.returncode == 0 and len(got) == 1
+        if want is None:
+            ok = ok and got[0].get("value") == -1 and "values" not in got[0]
+        else:
+            ok = ok and got[0].get("values") == want
+        check(ok, f"{how}: --all-orders {typ}: {got or p.stderr.strip()} want {want}")
 
 
 def test_read():
     every_order(["--port", link, "--slave", "1", "--timeout", "2000"], "rtu")
+    new_types_all_orders(["--port", link, "--slave", "1", "--timeout", "2000"], "rtu")
     p = read("--port", link, "--slave", "1", "--type", "uint16", "input:7", "holding:5.3", "coil:3", "discrete:2")
     check(p.returncode == 0 and p.stdout.splitlines()[0].split()[:3] == ["input:7", "uint16", "AB"] and
           p.stdout.splitlines()[0].split()[3] == "4660" and

@@ -10,8 +10,10 @@ boolean_value 14, string_value 15), not with the project's .proto. Commands
 (NCMD, DCMD) are encoded here by hand from the same definition.
 
   - NBIRTH: seq 0, bdSeq (Int64) and Node Control/Rebirth; a DBIRTH per
-    device with every metric's name, alias, datatype and value (Int16 -1 as
-    65535, Int32 as its 32-bit two's complement, UInt64 to the last digit,
+    device with every metric's name, alias, datatype and value (Int16 -1
+    sign-extended, 4294967295, which Eclipse Tahu's own decoder, npm
+    sparkplug-payload installed into a cache folder, reads as -1; Int32 as
+    its 32-bit two's complement, UInt64 to the last digit,
     Float's bits, Boolean, a scaled tag as Double); DDATA by alias only;
     seq +1 per message, wrapping past 255;
   - DCMD writes (by name and by alias) reach the simulator's registers;
@@ -28,6 +30,8 @@ boolean_value 14, string_value 15), not with the project's .proto. Commands
     an older STATE is ignored, malformed ones are counted; online again:
     births and the kept data (historical);
   - figures: bytes per published value, Sparkplug against json, same tags."""
+import base64
+import json
 import os
 import struct
 import signal
@@ -326,6 +330,63 @@ def metric_count(g, name):
 # ---- the session --------------------------------------------------------------------------
 
 
+# ---- Eclipse Tahu's own decoder (npm sparkplug-payload) ------------------------------------
+NPM_CACHE = os.environ.get("RTUGW_NPM_CACHE",
+                           os.path.join(os.path.expanduser("~"), ".cache", "rtugw-tests", "npm"))
+# A DDATA metric carries its alias and value, not its datatype (the DBIRTH
+# said it once), and Tahu's decodePayload gives null for a metric without
+# one; so, payload by payload in order, the datatype from the DBIRTH is put
+# back with Tahu's own protobuf code, and then Tahu's decodePayload reads the
+# value by its own rules (getValue: Int8/16/32 through new Int32Array). One
+# node process for every payload (stdin: a JSON list of base64 payloads).
+TAHU_JS = ("const mod=process.argv[1],types={},names={};"
+           "const sp=require(mod).get('spBv1.0');"
+           "const P=require(mod+'/lib/sparkplugPayloadProto').org.eclipse.tahu.protobuf.Payload;"
+           "const c=[];process.stdin.on('data',d=>c.push(d));process.stdin.on('end',()=>{const out={};"
+           "for(const b of JSON.parse(Buffer.concat(c).toString())){"
+           "const msg=P.decode(new Uint8Array(Buffer.from(b,'base64')));"
+           "for(const m of msg.metrics){const a=m.alias==null?null:String(m.alias);"
+           "if(m.name&&a!==null){names[a]=m.name;types[a]=m.datatype;}"
+           "else if(!m.datatype&&a!==null&&types[a])m.datatype=types[a];}"
+           "for(const m of sp.decodePayload(P.encode(msg).finish()).metrics){"
+           "const n=m.name!=null?m.name:names[String(m.alias)];"
+           "if(m.value!=null)out[n]=typeof m.value==='object'?String(m.value):m.value;}}"
+           "console.log(JSON.stringify(out));});")
+
+
+def tahu_module():
+    """sparkplug-payload 1.0.3 (Eclipse Tahu's JS payload codec), installed once
+    into a cache folder by npm; a failed check, not a skip, when npm cannot."""
+    mod = os.path.join(NPM_CACHE, "node_modules", "sparkplug-payload")
+    if not os.path.isdir(mod):
+        p = subprocess.run(["npm", "install", "--prefix", NPM_CACHE, "--no-audit", "--no-fund",
+                            "sparkplug-payload@1.0.3"], capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0 and os.path.isdir(mod),
+              f"npm installs sparkplug-payload into {NPM_CACHE} (RTUGW_NPM_CACHE): {p.stderr[-400:]}")
+    return mod if os.path.isdir(mod) else None
+
+
+def tahu_reads(host):
+    """Tahu's decoder reads the d1 DBIRTH's names and aliases, then every d1
+    value it can: Int16 -1 must come out -1 (the 16-bit form would be 65535),
+    Int32 -100000 as -100000."""
+    mod = tahu_module()
+    if not mod:
+        return
+    with host.lock:
+        raw = [(t, p) for t, p, _ in host.msgs if t.endswith(f"/{EDGE}/d1") and
+               t.split("/")[2] in ("DBIRTH", "DDATA")]
+    p = subprocess.run(["node", "-e", TAHU_JS, mod], capture_output=True, timeout=60,
+                       input=json.dumps([base64.b64encode(payload).decode() for _, payload in raw]).encode())
+    if p.returncode != 0:
+        check(False, f"Tahu's decoder refused a payload: {p.stderr.decode()[-300:]}")
+        return
+    values = json.loads(p.stdout)
+    got = {k: values.get(k) for k in ("t_i16", "t_i32", "t_u16")}
+    check(got == {"t_i16": -1, "t_i32": -100000, "t_u16": 1234},
+          f"Eclipse Tahu's decoder (sparkplug-payload) reads Int16 -1 as -1, Int32 -100000, UInt16 1234: {got}")
+
+
 def test_session():
     link = os.path.join(WORK, "plc")
     s = sim(link)
@@ -355,7 +416,7 @@ def test_session():
     check(got_dt == want_dt, f"DBIRTH d1: datatypes from the tag types ({got_dt})")
 
     # every value arrives (the DBIRTH may hold some as is_null "not read yet"; DDATA follows)
-    want = {"t_i16": 65535, "t_u16": 1234, "t_i32": (-100000) & 0xFFFFFFFF, "t_f32": 1.5,
+    want = {"t_i16": 4294967295, "t_u16": 1234, "t_i32": (-100000) & 0xFFFFFFFF, "t_f32": 1.5,
             "t_u64": 2**64 - 2, "t_coil": 1, "t_ro": 7, "t_scaled": -10.0, "t_str": "ABCD"}
 
     def state():
@@ -363,8 +424,9 @@ def test_session():
     wait_for(lambda: all(state().get(k) == v for k, v in want.items()), 5)
     st = state()
     check(all(st.get(k) == v for k, v in want.items()),
-          f"values: Int16 -1 = 65535, Int32 two's complement, UInt64 exact, Float, Boolean, scaled Double "
+          f"values: Int16 -1 = 4294967295 (sign-extended), Int32 two's complement, UInt64 exact, Float, Boolean, scaled Double "
           f"({ {k: st.get(k) for k in want} })")
+    tahu_reads(host)
     # a tag with no value (exception 02): is_null, and why in properties
     bad_alias = next(one(m, 2) for m in metrics_of(db) if one(m, 1) == "t_bad")
 
@@ -425,12 +487,12 @@ def test_session():
           f"read-only, unknown and an undecodable DCMD ignored and counted "
           f"(errors {errors0} -> {metric_count(g, 'write_errors')}, malformed {malformed0} -> "
           f"{metric_count(g, 'write_malformed')})")
-    wait_for(lambda: fold(host.since(start), "d1")[0].get("t_i16") == 65534 or
-             any(one(m, 2) == alias["t_i16"] and one(m, 10) == 65534
+    wait_for(lambda: fold(host.since(start), "d1")[0].get("t_i16") == 4294967294 or
+             any(one(m, 2) == alias["t_i16"] and one(m, 10) == 4294967294
                  for _, _, p, _, _ in host.since(start, "DDATA", "d1") for m in metrics_of(p)), 3)
-    check(any(one(m, 2) == alias["t_i16"] and one(m, 10) == 65534
+    check(any(one(m, 2) == alias["t_i16"] and one(m, 10) == 4294967294
               for _, _, p, _, _ in host.since(start, "DDATA", "d1") for m in metrics_of(p)),
-          "the written value shows in the next DDATA")
+          "the written value shows in the next DDATA (Int16 -2 sign-extended)")
     c.close()
 
     # hostile commands: random bytes, truncated and mutated valid payloads, deep nesting, huge

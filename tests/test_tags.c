@@ -61,6 +61,25 @@ static void test_parse_names(void **state)
     assert_int_equal(tags_parse_type("int16:2", &type, &count, msg, sizeof msg), -EINVAL);
     assert_int_equal(tags_parse_type("real", &type, &count, msg, sizeof msg), -EINVAL);
     assert_non_null(strstr(msg, "'real'"));
+    /* the vendors' types: Kepware's names as aliases, fixed-point with its digits */
+    unsigned point = 7;
+    assert_int_equal(tags_parse_type_point("LBCD", &type, &count, &point, msg, sizeof msg), 0);
+    assert_true(type == TAGS_BCD32 && count == 2 && point == 0);
+    assert_int_equal(tags_parse_type_point("uint8h", &type, &count, &point, msg, sizeof msg), 0);
+    assert_true(type == TAGS_UINT8H && count == 1);
+    assert_int_equal(tags_parse_type_point("fixed32:3", &type, &count, &point, msg, sizeof msg), 0);
+    assert_true(type == TAGS_FIXED32 && count == 2 && point == 3);
+    assert_int_equal(tags_parse_type_point("fixed16", &type, &count, &point, msg, sizeof msg), -EINVAL);
+    assert_non_null(strstr(msg, "fixed16:D"));
+    assert_int_equal(tags_parse_type_point("ufixed16:10", &type, &count, &point, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_type_point("float16:2", &type, &count, &point, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_type("fixed16:2", &type, &count, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_order_for("CDAB", TAGS_STRING, &order, msg, sizeof msg), 0);
+    assert_string_equal(tags_order_name(order, TAGS_STRING), "CDAB");
+    assert_int_equal(tags_parse_order_for("AB", TAGS_INT8H, &order, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_parse_order_for("CDAB", TAGS_BCD16, &order, msg, sizeof msg), -EINVAL);
+    assert_int_equal(tags_device_order(TAGS_ORDER_DCBA, TAGS_STRING), TAGS_ORDER_BADC);
+    assert_int_equal(tags_device_order(TAGS_ORDER_DCBA, TAGS_BCD32), TAGS_ORDER_DCBA);
 
     assert_int_equal(tags_parse_order("GHEFCDAB", &order, msg, sizeof msg), 0);
     assert_int_equal(order, TAGS_ORDER_CDAB);
@@ -185,8 +204,54 @@ static void test_scale_and_format(void **state)
     tags_tag_t f = added(make(TAGS_FLOAT32, TAGS_ORDER_ABCD, 0));
     tags_decode(&f, (uint16_t[]){ 0x3DCC, 0xCCCD }, &v);   /* 0.1f */
     tags_format(&f, &v, text, sizeof text);
-    assert_string_equal(text, "0.10000000149011612");   /* the float's own value: 17 digits to read back */
+    assert_string_equal(text, "0.1");   /* in float32 digits: reads back as the same float */
+    assert_true((float)strtod(text, NULL) == (float)v.eng);
+
+    /* a scaled integer: the decimal meant, which writes back to the same raw */
+    tags_tag_t sc = make(TAGS_INT16, TAGS_ORDER_ABCD, 0);
+    sc.scale = 0.1;
+    sc = added(sc);
+    tags_decode(&sc, (uint16_t[]){ 14503 }, &v);
+    assert_true(v.eng != 1450.3);   /* the double product is 1450.3000000000002 */
+    tags_format(&sc, &v, text, sizeof text);
+    assert_string_equal(text, "1450.3");
+    sc.offset = -273.15;
+    tags_decode(&sc, (uint16_t[]){ 0xFFFF }, &v);
+    tags_format(&sc, &v, text, sizeof text);
+    assert_string_equal(text, "-273.25");
+    sc.scale = 1.0 / 3;   /* no short decimal: the double's own digits */
+    sc.offset = 0;
+    tags_decode(&sc, (uint16_t[]){ 2 }, &v);
+    tags_format(&sc, &v, text, sizeof text);
     assert_true(strtod(text, NULL) == v.eng);
+    /* decimals: every number with exactly that many digits after the point */
+    f.has_decimals = true;
+    f.decimals = 3;
+    tags_decode(&f, (uint16_t[]){ 0x4049, 0x0FD0 }, &v);   /* 3.14159f */
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "3.142");
+    f.decimals = 0;
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "3");
+    f.has_decimals = false;
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "3.14159");
+    tags_decode(&f, (uint16_t[]){ 0x4974, 0x2400 }, &v);   /* 1e6f: no exponent, as JavaScript */
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "1000000");
+    /* decimals are a number's: refused on a bool, a string or raw */
+    tags_table_t *dt = tags_table_new(4);
+    char why[256];
+    tags_tag_t db = make(TAGS_STRING, TAGS_ORDER_ABCD, 2);
+    db.has_decimals = true;
+    assert_int_equal(tags_table_add(dt, &db, "dev", why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, "decimals"));
+    tags_table_free(dt);
+    bool has;
+    uint8_t dec;
+    assert_int_equal(tags_parse_decimals("16", &has, &dec, why, sizeof why), -EINVAL);
+    assert_int_equal(tags_parse_decimals("15", &has, &dec, why, sizeof why), 0);
+    assert_true(has && dec == 15);
 
     tags_tag_t s = added(make(TAGS_STRING, TAGS_ORDER_BADC, 3));
     tags_decode(&s, (uint16_t[]){ 0x4241, 0x0043, 0x4444 }, &v);   /* "AB" "C\0" "DD" */

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const tags_device_defaults_t plc1[] = { { "plc1", TAGS_ORDER_CDAB, 500, false } };
+static const tags_device_defaults_t plc1[] = { { "plc1", TAGS_ORDER_CDAB, 500, false, false } };
 
 /* Error i (they come in the file's order) must contain both fragments. */
 static void expect_error(const tags_errors_t *errs, unsigned i, const char *a, const char *b)
@@ -93,7 +93,7 @@ static void test_generated_2000_tags_load_and_plan(void **state)
     char names[10][8];
     for (unsigned d = 0; d < 10; d++) {
         snprintf(names[d], sizeof names[d], "plc%u", d + 1);
-        devs[d] = (tags_device_defaults_t){ names[d], d % 2 ? TAGS_ORDER_CDAB : TAGS_ORDER_ABCD, 0, false };
+        devs[d] = (tags_device_defaults_t){ names[d], d % 2 ? TAGS_ORDER_CDAB : TAGS_ORDER_ABCD, 0, false, false };
     }
     for (uint64_t seed = 1; seed <= 5; seed++) {
         char *text = demo(2000, 10, seed);
@@ -291,11 +291,21 @@ static void test_bounds_and_devices(void **state)
     assert_int_equal(tags_load_csv_string(t, text, "t.csv", NULL, 0, &errs), -EINVAL);
     expect_error(&errs, 0, "t.csv:2:1: device:", "no device");
     /* two defaults: the column is needed; a device of the list is taken */
-    const tags_device_defaults_t two[] = { { "a1", TAGS_ORDER_ABCD, 0, false }, { "b2", TAGS_ORDER_DCBA, 2000, false } };
-    assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nq,b2,holding,9,float32\n",
+    const tags_device_defaults_t two[] = { { "a1", TAGS_ORDER_ABCD, 0, false, false }, { "b2", TAGS_ORDER_DCBA, 2000, false, true } };
+    /* b2 writes Modicon addresses: 40010 is holding 9, the table may be left out */
+    assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nq,b2,,40010,float32\n",
                                           "t.csv", two, 2, &errs), 1);
     assert_int_equal(tags_table_tag(t, 0)->order, TAGS_ORDER_DCBA);
     assert_int_equal(tags_table_tag(t, 0)->interval_ms, 2000);
+    assert_int_equal(tags_table_tag(t, 0)->area, TAGS_AREA_HOLDING);
+    assert_int_equal(tags_table_tag(t, 0)->address, 9);
+    assert_true(tags_table_tag(t, 0)->modicon);
+    tags_table_free(t);
+    t = tags_table_new(2);
+    assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nq,b2,input,40010,float32\n"
+                                          "p,a1,holding,40010,float32\n", "m.csv", two, 2, &errs), -EINVAL);
+    expect_error(&errs, 0, "m.csv:2:", "the table says input");   /* a1's 40010 is just 40010 */
+    assert_int_equal(errs.total, 1);
     assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nr,,holding,9,float32\n",
                                           "u.csv", two, 2, &errs), -EINVAL);
     expect_error(&errs, 0, "u.csv:2:3: device: empty, and this file is read for 2 devices ('a1', ...)", NULL);
@@ -311,8 +321,8 @@ static void test_scoped(void **state)
     tags_errors_t errs;
     tags_table_t *t = tags_table_new(100);
     const char *list = "name,table,address,type,interval_ms\nvoltage,holding,0,float32,\ncurrent,holding,2,float32,250\n";
-    const tags_device_defaults_t m7 = { "meter7", TAGS_ORDER_CDAB, 500, true };
-    const tags_device_defaults_t m8 = { "meter8", TAGS_ORDER_ABCD, 0, true };
+    const tags_device_defaults_t m7 = { "meter7", TAGS_ORDER_CDAB, 500, true, false };
+    const tags_device_defaults_t m8 = { "meter8", TAGS_ORDER_ABCD, 0, true, false };
     assert_int_equal(tags_load_csv_string(t, list, "meter.csv", &m7, 1, &errs), 2);
     assert_int_equal(tags_load_csv_string(t, list, "meter.csv", &m8, 1, &errs), 2);
     assert_int_equal(tags_table_count(t), 4);
@@ -326,7 +336,7 @@ static void test_scoped(void **state)
     assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nx,meter7,holding,9,int16\n",
                                           "m.csv", &m7, 1, &errs), -EINVAL);
     expect_error(&errs, 0, "m.csv:2:3: device: 'meter7': a template's rows name no device", NULL);
-    const tags_device_defaults_t longdev = { "a-device-name-of-thirty-chars", TAGS_ORDER_ABCD, 0, true };
+    const tags_device_defaults_t longdev = { "a-device-name-of-thirty-chars", TAGS_ORDER_ABCD, 0, true, false };
     assert_int_equal(tags_load_csv_string(t, "name,table,address,type\nan_eighteen_chars_\x31,holding,1,int16\n",
                                           "m.csv", &longdev, 1, &errs), -E2BIG);
     expect_error(&errs, 0, "m.csv:2:1: name:", "is longer than 47 bytes");

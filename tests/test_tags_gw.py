@@ -165,6 +165,123 @@ def refusals(g, tags):
           f"refusals counted: {m.get('rtugw_http_tag_writes_refused_total', 0) - before} of {refused + 2}")
 
 
+# ---- the vendors' types: BCD, float16, bytes, fixed-point, word-swapped strings ------
+
+NEW_TYPES = [   # name, type, order, words at 300.., the value /tags shows
+    ("bcd", "bcd16", "AB", [0x1234], 1234),
+    ("lbcd", "lbcd", "CDAB", [0x5678, 0x1234], 12345678),
+    ("notbcd", "bcd16", "", [0x12A4], None),
+    ("half", "float16", "BA", [0x4842], 3.14),   # 3.140625: 3.14 is the same float16
+    ("hi", "int8h", "", [0xFF05], -1),
+    ("lo", "uint8l", "", [0xFF05], 5),   # the same register as hi: one byte each
+    ("temp", "fixed16:1", "", [14503], 1450.3),
+    ("flow", "ufixed32:3", "CDAB", [0x0001, 0x0002], 131.073),
+    ("label", "string:3", "CDAB", [0x4344, 0x4142, 0x4546], "ABCDEF"),
+]
+
+
+def test_new_types():
+    """The new types through the gateway: read from a tags_file and [tag]
+    sections equal what the reference says; a write in range puts the
+    reference's words on the slave (a byte keeps its neighbour); writes out
+    of range are refused (422) with every register untouched."""
+    d = tempfile.mkdtemp(prefix="rtugw-tags-")
+    addr, rows, sections, load = 300, ["name,table,address,type,order,writable"], "", []
+    where = {}
+    for k, (name, typ, order, words, _) in enumerate(NEW_TYPES):
+        if name == "lo":
+            addr -= 1   # hi's register
+        where[name] = addr
+        load.append(f"1 holding {addr} " + " ".join(str(w) for w in words))
+        if k % 2:
+            sections += (f"[tag {name}]\ndevice = plc\ntable = holding\naddress = {addr}\ntype = {typ}\n" +
+                         (f"order = {order}\n" if order else "") + "writable = true\ninterval_ms = 200\n")
+        else:
+            rows.append(f"{name},holding,{addr},{typ},{order},true")
+        addr += len(words)
+    with open(os.path.join(d, "load.txt"), "w") as f:
+        f.write("\n".join(load) + "\n")
+    with open(os.path.join(d, "tags.csv"), "w") as f:
+        f.write("\n".join(rows) + "\n")
+    sim = PtySim(d, "1", ["--load", os.path.join(d, "load.txt")])
+    g = gateway(d, sim, f"[device plc]\nslave = 1\ntags_file = {d}/tags.csv\n" + sections,
+                extra=f"write_token = {TOKEN}\n")
+    check(wait_for(lambda: all_good(g, [n for n, *_ in NEW_TYPES if n != "notbcd"]), 10),
+          "the new types' tags good after the first polls")
+    got = tag_values(g)
+    bad = [(n, want, got.get(n, {}).get("value")) for n, _, _, _, want in NEW_TYPES
+           if n != "notbcd" and got.get(n, {}).get("value") != want]
+    check(not bad, f"/tags: bcd16, lbcd, float16, int8h/uint8l, fixed16:1, ufixed32:3, CDAB string ({bad})")
+    nb = got.get("notbcd", {})
+    check(nb.get("quality") == "bad" and nb.get("reason") == "bad_data" and nb.get("value") is None,
+          f"a register that is no BCD (0x12A4): bad, reason bad_data, no value ({nb})")
+    status, full = http(g, "GET", "/tags/flow")
+    full = json.loads(full)
+    check(full.get("type") == "ufixed32" and full.get("point") == 3 and full.get("order") == "CDAB",
+          f"/tags/NAME says a fixed-point tag's type and digits: {full}")
+
+    span_words = addr - 300
+    before = registers(g, 300, span_words)
+    refused = [("bcd", "10000"), ("bcd", "-1"), ("lbcd", "100000000"), ("hi", "-129"), ("hi", "128"),
+               ("lo", "256"), ("half", "65520"), ("half", "1e6"), ("temp", "3276.8"), ("temp", "-3276.9"),
+               ("flow", "-0.001"), ("flow", "4294967.296"), ("label", '"ABCDEFG"')]
+    answers = [(n, v, *put(g, n, v)) for n, v in refused]
+    wrong = [(n, v, st, a) for n, v, st, a in answers if st != 422]
+    check(not wrong, f"{len(refused)} writes out of range refused with 422 ({wrong[:3]})")
+    time.sleep(0.5)
+    check(registers(g, 300, span_words) == before,
+          f"the refused writes left every register untouched ({before} -> {registers(g, 300, span_words)})")
+
+    writes = [("bcd", "9999", [0x9999]), ("lbcd", "87654321", [0x4321, 0x8765]), ("half", "-2.5", [0x00C1]),
+              ("hi", "-128", [0x8005]), ("lo", "170", [0x80AA]), ("temp", "-12.35", [0xFF84]), 
+              ("flow", "65.535", [0xFFFF, 0x0000]), ("flow", "4.0005", [0x0FA1, 0x0000]), ("label", '"xyz"', [0x7A00, 0x7879, 0x0000])]
+    bad = []
+    for name, value, words in writes:
+        status, ans = put(g, name, value)
+        now = registers(g, where[name], len(words))
+        if status != 200 or now != words:
+            bad.append((name, value, status, ans, [f"{w:04x}" for w in now or []]))
+    check(not bad, f"writes in range: the reference's words on the slave; int8h then uint8l keep each "
+          f"other's byte; fixed-point rounds the JSON number's digits half away: -12.35 to -124, 4.0005 to 4001 (not "
+          f"4000 as 4.0005 * 1000 in double) ({bad})")
+    g.stop()
+    sim.kill()
+
+
+def test_modicon_addressing():
+    """addressing = modicon: address = 40101 reads holding register 100 (a
+    [tag] section without a table), 400103 holding 102 and 30005 input 4 (a
+    CSV), a write to 40101 lands in register 100; [gateway] addressing is
+    every device's default, and a device's own addressing = protocol reads
+    100 as register 100."""
+    d = tempfile.mkdtemp(prefix="rtugw-tags-")
+    with open(os.path.join(d, "load.txt"), "w") as f:
+        f.write("1 holding 100 1111 2222 3333\n1 input 4 4444\n2 holding 100 5555\n")
+    with open(os.path.join(d, "m.csv"), "w") as f:
+        f.write("name,table,address,type,writable\nsix,,400103,uint16,false\nin4,input,30005,uint16,false\n")
+    sim = PtySim(d, "1,2", ["--load", os.path.join(d, "load.txt")])
+    devices = (f"[device plc]\nslave = 1\ntags_file = {d}/m.csv\n"
+               "[device raw]\nslave = 2\naddressing = protocol\n"
+               "[tag hr]\ndevice = plc\naddress = 40101\ntype = uint16\nwritable = true\ninterval_ms = 200\n"
+               "[tag plain]\ndevice = raw\ntable = holding\naddress = 100\ntype = uint16\ninterval_ms = 200\n")
+    g = Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+                extra=f"write_token = {TOKEN}\n", gateway_extra="addressing = modicon\n")
+    check(wait_for(lambda: all_good(g), 10), "Modicon-addressed tags good")
+    v = tag_values(g)
+    got = {n: v.get(n, {}).get("value") for n in ("hr", "six", "in4", "plain")}
+    check(got == {"hr": 1111, "six": 3333, "in4": 4444, "plain": 5555},
+          f"40101 is holding 100, 400103 holding 102, 30005 input 4; a protocol device's 100 is 100: {got}")
+    status, full = http(g, "GET", "/tags/hr")
+    full = json.loads(full)
+    check(full.get("table") == "holding" and full.get("address") == 100,
+          f"/tags/hr says the protocol address it reads: {full}")
+    status, ans = put(g, "hr", "4321")
+    check(status == 200 and ans.get("address") == 100 and registers(g, 100, 1) == [4321],
+          f"a write to 40101 goes to holding 100 ({status} {ans})")
+    g.stop()
+    sim.kill()
+
+
 def test_read_only_and_no_token():
     d = tempfile.mkdtemp(prefix="rtugw-tags-")
     sim = PtySim(d, "1")
@@ -408,5 +525,5 @@ def test_check_reports():
     check(f"{conf}:7: [tag big]" not in p.stderr, "a float64 (4 registers) fits max_read_registers = 4")
 
 
-run_tests("test_tags_gw", (test_types_and_writes, test_read_only_and_no_token, test_quality, test_abandoned_writes,
+run_tests("test_tags_gw", (test_types_and_writes, test_new_types, test_modicon_addressing, test_read_only_and_no_token, test_quality, test_abandoned_writes,
                            test_split_on_exception_02, test_demo_file, test_check_reports))

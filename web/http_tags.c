@@ -52,24 +52,33 @@ static void add_str(struct evbuffer *b, const char *s)
     evbuffer_add(b, q, strlen(q));
 }
 
-/* A good (or stale) value as JSON: a number, true/false, or a string. */
+/* A good (or stale) value as JSON: a number, true/false, or a string. A
+ * number also goes as "text", the formatter's own characters (tags_format):
+ * the page shows that, so it never reformats (a JSON parser turns "21.50"
+ * into 21.5 and 1e+20 into 100000000000000000000). */
 static void add_value(struct evbuffer *b, const tags_tag_t *g, const tags_value_t *v)
 {
     char text[6 * TAGS_MAX_REGISTERS + 8];
-    if (v->quality == TAGS_BAD || tags_format(g, v, text, sizeof text) < 0 ||
-        ((g->type == TAGS_FLOAT32 || g->type == TAGS_FLOAT64 || g->scale != 1 || g->offset != 0) &&
-         !isfinite(v->eng)))
+    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
+    if (v->quality == TAGS_BAD || tags_format(g, v, text, sizeof text) < 0 || (number && !isfinite(v->eng))) {
         evbuffer_add_printf(b, "null");
-    else if (g->type == TAGS_STRING || g->type == TAGS_RAW)
-        add_str(b, text);
-    else
+    } else if (!number) {
+        if (g->type == TAGS_BOOL)
+            evbuffer_add(b, text, strlen(text));
+        else
+            add_str(b, text);
+    } else {
         evbuffer_add(b, text, strlen(text));
+        evbuffer_add_printf(b, ",\"text\":");
+        add_str(b, text);
+    }
 }
 
 /* Why a value is bad, as the JSON API spells it. */
 static const char *reason_token(tags_reason_t r)
 {
-    static const char *const tokens[] = { "", "not_read", "exception", "timeout", "port_down", "short" };
+    static const char *const tokens[] = { "", "not_read", "exception", "timeout", "port_down", "short",
+                                          "bad_data" };
     return (unsigned)r < sizeof tokens / sizeof tokens[0] ? tokens[r] : "unknown";
 }
 
@@ -101,6 +110,10 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
         evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u", tags_area_name(g->area), g->address);
         if (g->in_register)
             evbuffer_add_printf(b, ",\"bit\":%u", g->bit);
+        if (g->point)
+            evbuffer_add_printf(b, ",\"point\":%u", g->point);
+        if (g->has_decimals)
+            evbuffer_add_printf(b, ",\"decimals\":%u", g->decimals);
         evbuffer_add_printf(b, ",\"type\":\"%s\",\"registers\":%u,\"order\":\"%s\",\"scale\":%.17g,"
                                "\"offset\":%.17g,\"deadband\":%.17g,\"writable\":%s,\"interval_ms\":%u,"
                                "\"description\":",
@@ -327,10 +340,14 @@ static int encode_body(const tags_tag_t *g, const char *body, size_t len, tags_w
         snprintf(msg, cap, "the body must be a JSON object {\"value\": V}%s%s", root ? "" : ": ", root ? "" : why);
         status = HTTP_BADREQUEST;
     } else if (json_object_is_type(v, json_type_double)) {
+        /* as the body spells it (json-c keeps a parsed number's text): a
+         * fixed-point tag rounds on the decimal digits, 4.0005 at three
+         * digits is 4001, where the double 4.0005 times 1000 is 4000.4999999999995;
+         * every other type reads the text back to the same double */
         double d = json_object_get_double(v);
-        status = !isfinite(d) ? (snprintf(msg, cap, "%s is not a finite number",
-                                          json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)), 422)
-                 : tags_encode_number(g, d, 0, w, msg, cap) < 0 ? 422 : 0;
+        const char *text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+        status = !isfinite(d) ? (snprintf(msg, cap, "%s is not a finite number", text), 422)
+                 : tags_encode_text(g, text, 0, w, msg, cap) < 0 ? 422 : 0;
     } else if (json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_boolean)) {
         const char *text = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
         bool limit = strcmp(text, "-9223372036854775808") == 0 || strcmp(text, "18446744073709551615") == 0;

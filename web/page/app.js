@@ -276,7 +276,7 @@
 
   function formatValue(t) {
     if (t.value === null || t.value === undefined) return '-';
-    if (typeof t.value === 'number') return String(Math.round(t.value * 1e6) / 1e6);
+    if (typeof t.text === 'string') return t.text;   /* the daemon's one formatter, as MQTT prints it */
     return String(t.value);
   }
 
