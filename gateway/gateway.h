@@ -311,6 +311,7 @@ struct gw_poll_result {
     size_t len;
     bool good;                    /* data of the length asked for */
     bool exception;               /* an exception (pdu[1] its code) */
+    bool on_demand;               /* asked out of its rhythm (a written tag's read back): not part of a poll */
     uint64_t t_req_ns, now_ns;    /* submitted, answered (CLOCK_MONOTONIC) */
     int64_t wall_ms;              /* answered (CLOCK_REALTIME): what values are stamped with */
 };
@@ -376,7 +377,7 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
                          unsigned count, unsigned function);
 /* The poller's thread: read r of plan was answered (or failed) and applied to
  * the tag table; its tags go out. Never blocks. */
-void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms);
+void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms);
 /* After gwtags_replace or devices appended, on the I/O thread: the devices
  * and their tags announced again. */
 int gwnorth_tags_changed(gw_north_t *gn);

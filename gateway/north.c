@@ -187,7 +187,7 @@ static void on_poll_result(void *ctx, const gw_poll_result_t *r)
             values[i] = poll_item(r, m[k].address - read->address + i);
         gwnorth_poll_answer(gn, m[k].index, r->good, r->exception ? r->pdu[1] : 0, values, count, read->function);
     }
-    gwnorth_tags_answer(gn, r->plan, r->read, r->wall_ms);
+    gwnorth_tags_answer(gn, r->plan, r->read, r->on_demand, r->wall_ms);
 }
 
 gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
@@ -430,7 +430,7 @@ static bool cycle_answered(gw_north_t *gn, const tags_plan_t *plan, size_t r)
     return true;
 }
 
-void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms)
+void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms)
 {
     size_t n, sent = 0;
     const tags_member_t *m = tags_plan_members(plan, r, &n);
@@ -439,7 +439,10 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int6
 
     for (size_t i = 0; i < n; i++)
         tags += !m[i].is_group;
-    bool done = tags && cycle_answered(gn, plan, r);
+    /* a read asked out of its rhythm (a confirmed write's read back) is no
+     * part of the device's poll: its values go out at once, with whatever
+     * of the poll is pending, and the poll's count is left as it was */
+    bool done = tags && (on_demand || cycle_answered(gn, plan, r));
     for (size_t i = 0; i < n && tags; i++) {
         if (m[i].is_group)
             continue;

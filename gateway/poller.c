@@ -64,6 +64,7 @@ typedef struct poll_answer {
 typedef struct poll_read {
     unsigned device;       /* index into cfg->devices */
     bool outstanding;
+    bool on_demand;        /* the outstanding read was asked out of its rhythm (poller_poll_tag_now) */
     uint64_t next_due;     /* CLOCK_MONOTONIC ns of its next tick; 0: not armed yet */
 } poll_read_t;
 
@@ -304,10 +305,11 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
     bool exception = a->pdu_len >= 2 && (a->pdu[0] & 0x80);
     bool good = !exception && a->pdu_len == 2u + want && a->pdu[1] == want;
 
-    p->reads[a->seq].outstanding = false;
     gw_poll_result_t res = { .plan = p->plan, .read = a->seq, .pdu = a->pdu, .len = a->pdu_len, .good = good,
-                             .exception = exception, .t_req_ns = a->t_req_ns, .now_ns = gw_now_ns(),
-                             .wall_ms = gw_wall_ms() };
+                             .exception = exception, .on_demand = p->reads[a->seq].on_demand,
+                             .t_req_ns = a->t_req_ns, .now_ns = gw_now_ns(), .wall_ms = gw_wall_ms() };
+    p->reads[a->seq].outstanding = false;
+    p->reads[a->seq].on_demand = false;
     for (unsigned k = 0; k < p->n_subs; k++)
         p->subs[k].answer(p->subs[k].ctx, &res);
     if (exception && a->pdu[1] == 0x02 && r->members > 1)
@@ -323,6 +325,9 @@ static void poll_tag(gw_poller_t *p, unsigned tag)
         const tags_member_t *m = tags_plan_members(p->plan, ri, &n);
         for (size_t k = 0; k < n; k++)
             if (!m[k].is_group && m[k].index == tag) {
+                /* an outstanding read is not asked twice; its answer comes in its rhythm */
+                if (!p->reads[ri].outstanding)
+                    p->reads[ri].on_demand = true;
                 poll_once(p, ri);
                 return;
             }
