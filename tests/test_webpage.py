@@ -351,7 +351,8 @@ def test_silent(b):
         b.d.get(url + "#frames")
         b.wait("return document.getElementById('frame-info').textContent.includes('frame monitor is off')",
                "frames: with frame_ring unset the page says the monitor is off")
-        check(not b.console_errors(), "no console error with silent slaves")
+        errs = b.console_errors()
+        check(not errs, f"no console error with silent slaves ({errs})")
     finally:
         g.stop()
 
