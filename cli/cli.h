@@ -22,6 +22,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_ports(int argc, char **argv);
 int cmd_read(int argc, char **argv);
+int cmd_sniff(int argc, char **argv);
 
 /* Loads FILE (NULL: the embedded demo configuration) with every rule `rtugw
  * run` applies before it opens a device: config/'s own and drivers/' (baud

@@ -20,6 +20,7 @@ static const command_t commands[] = {
     { "check", cmd_check, "validate a configuration file (rtugw check -c FILE)" },
     { "read", cmd_read, "a typed read of a device or through a gateway (commissioning)" },
     { "sim", cmd_sim, "a PLC simulator on a pseudo-terminal or port" }, { "replay", cmd_replay, "decode a capture (pcap, pcapng, text hex log)" }, { "ports", cmd_ports, "list serial ports (USB vendor:product)" },
+    { "sniff", cmd_sniff, "decode a line another master polls, never writing to it" },
     { "bench", cmd_bench, "benchmarks: parse (see rtugw bench --help)" },
 };
 

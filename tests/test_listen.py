@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Listening to a line another master polls: mbpoll (the master) polls `rtugw sim
+--pace` through a fan-out written here (three pseudo-terminal pairs: it passes bytes
+between master and slave and copies both directions to a third, the tap), and rtugw
+listens on the tap. Checked: what rtugw decodes equals what the master read, rtugw
+writes nothing to the tap (the fan-out counts), the master's success is the same with
+and without rtugw, faults (noise, CRC errors, late and double answers) never make
+rtugw pair a value that no valid answer to a matching request carried, and a capture
+reads back with `rtugw replay` frame for frame."""
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+import tty
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import BIN, check, procs, run_tests  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="rtugw-listen-")
+
+
+def raw_pty():
+    """A pseudo-terminal pair in raw mode: (master fd, slave path)."""
+    m, s = pty.openpty()
+    tty.setraw(s)
+    path = os.ttyname(s)
+    return m, s, path
+
+
+class Tap:
+    """The fan-out: master side <-> slave side, both directions copied to the tap.
+    Bytes read from the tap (written by whoever listens there) are counted and
+    dropped, never forwarded: a listener that wrote would show here."""
+
+    def __init__(self, slave_path):
+        self.m_master, self.m_hold, self.master_path = raw_pty()
+        self.t_master, self.t_hold, self.tap_path = raw_pty()
+        self.slave = os.open(slave_path, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(self.slave)
+        self.written_by_tap = 0
+        self.forwarded = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def copy_to_tap(self, data):
+        try:
+            os.write(self.t_master, data)
+        except OSError:
+            pass   # nobody on the tap yet: the tap loses bytes, the line does not
+
+    def run(self):
+        fds = [self.m_master, self.slave, self.t_master]
+        while not self.stop:
+            r, _, _ = select.select(fds, [], [], 0.05)
+            for fd in r:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    continue
+                if fd == self.m_master:
+                    os.write(self.slave, data)
+                    self.copy_to_tap(data)
+                    self.forwarded += len(data)
+                elif fd == self.slave:
+                    os.write(self.m_master, data)
+                    self.copy_to_tap(data)
+                    self.forwarded += len(data)
+                else:
+                    self.written_by_tap += len(data)
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        for fd in (self.m_master, self.m_hold, self.t_master, self.t_hold, self.slave):
+            os.close(fd)
+
+
+def start_sim(*faults, load=None):
+    args = [BIN, "sim", "--pace", "--baud", "115200", "--slaves", "1,2"]
+    if load:
+        args += ["--load", load]
+    p = subprocess.Popen(args + list(faults), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(p)
+    path = p.stdout.readline().strip()
+    return p, path
+
+
+def mbpoll(path, seconds, slave="1", ref="1", count="10", table="4", rate="100"):
+    """mbpoll polling for `seconds`: [(slave, {ref: value})] per successful poll, and its failures."""
+    # stdbuf: mbpoll's output to a pipe is block-buffered, and what it holds at SIGTERM is lost.
+    p = subprocess.Popen(["stdbuf", "-oL", "mbpoll", "-m", "rtu", "-b", "115200", "-P", "even", "-a", slave, "-r", ref,
+                          "-c", count, "-t", table, "-l", rate, "-o", "0.2", "-0", path],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    procs.append(p)
+    time.sleep(seconds)
+    p.terminate()
+    out, _ = p.communicate(timeout=5)
+    polls, failures, cur, cur_slave = [], 0, None, None
+    for line in out.splitlines():
+        m = re.match(r"-- Polling slave (\d+)", line)
+        if m:
+            cur_slave = int(m.group(1))
+            cur = {}
+            polls.append((cur_slave, cur))
+            continue
+        m = re.match(r"\[(\d+)\]:\s+(-?\d+)", line)
+        if m and cur is not None:
+            cur[int(m.group(1))] = int(m.group(2)) & 0xFFFF
+        if "Read" in line and "failed" in line or "timeout" in line.lower():
+            failures += 1
+    polls = [(s, v) for s, v in polls if len(v) == int(count)]   # the last may be cut by SIGTERM
+    return polls, failures
+
+
+def sniff(tap_path, seconds, *extra):
+    # The fan-out is a Python thread on a loaded machine, not a wire: it hands bytes on
+    # with more jitter than t3.5 at 115200 (1.75 ms; stalls of 17 ms were seen with
+    # two cores shared), so silence is judged over 30 ms; frames still end by their
+    # length and CRC (mbpoll leaves ~95 ms between polls).
+    p = subprocess.Popen([BIN, "sniff", "--port", tap_path, "--baud", "115200", "--json", "--silence-ms", "30",
+                          "--duration", str(seconds)] + list(extra),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(p)
+    return p
+
+
+def sniffed(p):
+    out, err = p.communicate(timeout=30)
+    check(p.returncode == 0, f"rtugw sniff exits 0" + ("" if p.returncode == 0 else f" (got {p.returncode}: {err[-300:]!r})"))
+    return [json.loads(l) for l in out.splitlines()], err
+
+
+def answered_values(events):
+    """[(slave, address, [registers])] of every answer rtugw paired and vouched for."""
+    out, req = [], None
+    for e in events:
+        if e["role"] == "req":
+            req = e
+        elif e["pair"] == "answered" and req and req.get("decoded"):
+            d, q = e["decoded"], req["decoded"]
+            out.append((d["slave"], q["address"], d.get("registers", [])))
+    return out
+
+
+def tap_session(sim_faults=(), seconds=3.0, slave="1", count="10", ref="0", load=None, extra=()):
+    sim, sim_path = start_sim(*sim_faults, load=load)
+    tap = Tap(sim_path)
+    sn = sniff(tap.tap_path, seconds + 1.0, *extra)
+    time.sleep(0.3)
+    polls, failures = mbpoll(tap.master_path, seconds, slave=slave, ref=ref, count=count)
+    events, err = sniffed(sn)
+    written = tap.written_by_tap
+    tap.close()
+    sim.terminate()
+    sim.wait(5)
+    return polls, failures, events, err, written
+
+
+def test_tap_values():
+    """Clean line: every value mbpoll read is what rtugw paired, within one poll; 0 bytes
+    written by rtugw; the master's failures the same as without rtugw."""
+    polls, failures, events, err, written = tap_session(extra=["--summary"])
+    check(len(polls) >= 10, f"mbpoll polled ({len(polls)} polls, {failures} failures)")
+    got = answered_values(events)
+    check(len(got) >= len(polls) - 1, f"rtugw paired {len(got)} answers for {len(polls)} polls")
+    seen = [tuple(regs) for _, _, regs in got]
+    missing = [v for _, v in polls if tuple(v[k] for k in sorted(v)) not in seen]
+    check(not missing, f"every value mbpoll printed was paired by rtugw ({len(missing)} missing)")
+    check(written == 0, f"rtugw wrote {written} bytes to the tap")
+    check(all(e["pair"] in ("answered",) for e in events if e["role"] == "ans"),
+          "a clean line: every answer paired")
+    check(re.search(r"fc 3 0\.\.9 \(10\): \d+ polls", err) is not None, f"summary names the poll: {err[-400:]!r}")
+    # The same master alone on the line.
+    sim, sim_path = start_sim()
+    tap = Tap(sim_path)
+    polls_alone, failures_alone = mbpoll(tap.master_path, 3.0)
+    tap.close()
+    sim.terminate()
+    sim.wait(5)
+    check(failures == failures_alone == 0, f"master failures with rtugw {failures}, alone {failures_alone}")
+    check(len(polls) >= 0.7 * len(polls_alone), f"master polls with rtugw {len(polls)}, alone {len(polls_alone)}")
+
+
+def test_tap_faults():
+    """Noise, CRC errors, late and double answers: no paired value that no valid answer to a
+    matching request carried (the simulator's holding[a] = slave*1000 + a), doubtful counted."""
+    faults = ["--noise-rate", "0.15", "--crc-rate", "0.1", "--late-rate", "0.1", "--late-ms", "250",
+              "--double-rate", "0.15", "--double-gap-ms", "5", "--seed", "7"]
+    polls, failures, events, err, written = tap_session(sim_faults=faults, seconds=4.0, extra=["--summary"])
+    got = answered_values(events)
+    check(len(got) >= 10, f"rtugw paired {len(got)} answers through the faults")
+    wrong = [(s, a, r) for s, a, r in got if r != [s * 1000 + a + i for i in range(len(r))]]
+    check(not wrong, f"no paired value outside a valid matching answer ({wrong[:3]})")
+    line = re.search(r"noise bytes: (\d+).*\npairs: .*unanswered (\d+), doubtful (\d+), unpaired (\d+), "
+                     r"damaged (\d+), duplicates (\d+)", err)
+    check(line is not None, "the summary counts the pairs")
+    if line:
+        noise, unanswered, doubtful, unpaired, damaged, dups = map(int, line.groups())
+        check(noise + damaged > 0, f"noise and CRC errors counted ({noise} noise bytes, {damaged} damaged)")
+        check(dups + doubtful + unpaired > 0,
+              f"double answers counted ({dups} duplicates, {doubtful} doubtful, {unpaired} unpaired)")
+        check(unanswered > 0 and failures > 0, f"the master's failures heard ({unanswered} unanswered, "
+              f"mbpoll {failures} failures)")
+        check(doubtful == sum(1 for e in events if e["pair"] == "doubtful" and e["role"] == "ans"),
+              "each doubtful pair shown once")
+    check(written == 0, f"rtugw wrote {written} bytes to the tap")
+
+
+def test_equal_values():
+    """All-zero registers at two addresses the master alternates: equal answers are data,
+    paired, not doubted (no copies heard)."""
+    load = os.path.join(TMP, "zeros.txt")
+    with open(load, "w") as f:
+        f.write("1 holding 0 " + " ".join(["0"] * 20) + "\n")
+    sim, sim_path = start_sim(load=load)
+    tap = Tap(sim_path)
+    sn = sniff(tap.tap_path, 3.0)
+    time.sleep(0.3)
+    a = subprocess.Popen(["mbpoll", "-m", "rtu", "-b", "115200", "-P", "even", "-a", "1", "-r", "0", "-c", "5",
+                          "-l", "50", "-o", "0.2", "-0", "-1", tap.master_path], stdout=subprocess.DEVNULL)
+    a.wait(5)
+    b = subprocess.Popen(["mbpoll", "-m", "rtu", "-b", "115200", "-P", "even", "-a", "1", "-r", "10", "-c", "5",
+                          "-l", "50", "-o", "0.2", "-0", "-1", tap.master_path], stdout=subprocess.DEVNULL)
+    b.wait(5)
+    events, _ = sniffed(sn)
+    tap.close()
+    sim.terminate()
+    sim.wait(5)
+    got = answered_values(events)
+    check([(s, addr) for s, addr, _ in got] == [(1, 0), (1, 10)] and all(r == [0] * 5 for _, _, r in got),
+          f"two all-zero answers, both paired: {got}")
+
+
+def test_capture_replay():
+    """sniff --capture of a tap session reads back with rtugw replay, frame for frame."""
+    cap = os.path.join(TMP, "tap.pcap")
+    polls, failures, events, err, written = tap_session(seconds=2.0, extra=["--capture", cap])
+    p = subprocess.run([BIN, "replay", "--json", "--baud", "115200", cap], capture_output=True, text=True)
+    check(p.returncode == 0, f"replay exits 0: {p.stderr[-200:]!r}")
+    replayed = [json.loads(l) for l in p.stdout.splitlines()]
+    sniffed_answers = [e for e in events if e["role"] == "ans"]
+    check(len(replayed) == len(sniffed_answers) and len(replayed) > 5,
+          f"replay decodes {len(replayed)} answers, sniff heard {len(sniffed_answers)}")
+    same = all(r.get("registers") == (s.get("decoded") or {}).get("registers") for r, s in zip(replayed, sniffed_answers))
+    check(same, "replay decodes the same answers, in order")
+    m = re.search(r"frames: (\d+) requests, (\d+) responses", p.stdout + p.stderr)
+    reqs = sum(1 for e in events if e["role"] == "req")
+    check(m is not None and int(m.group(1)) == reqs, f"replay: same request count as sniff ({reqs}): {m and m.group(0)}")
+
+
+def test_usage():
+    p = subprocess.run([BIN, "sniff"], capture_output=True, text=True)
+    check(p.returncode == 2 and "--port is required" in p.stderr, "sniff without --port: usage, exit 2")
+    p = subprocess.run([BIN, "sniff", "--port", "/nonexistent/tty", "--duration", "1"], capture_output=True, text=True)
+    check(p.returncode == 1 and "/nonexistent/tty" in p.stderr, f"a missing port named, exit 1: {p.stderr!r}")
+    p = subprocess.run([BIN, "sniff", "--port", "x", "--format", "9Q9"], capture_output=True, text=True)
+    check(p.returncode == 2 and "9Q9" in p.stderr, "a bad format named, exit 2")
+
+
+run_tests("listen", (test_usage, test_tap_values, test_tap_faults, test_equal_values, test_capture_replay),
+          cleanup=(TMP,))
