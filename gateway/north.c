@@ -473,6 +473,9 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
                           "busy: a read-modify-write of that register is in flight");
     else if (rc == TAG_WRITE_FULL)
         gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY, "busy: too many writes in flight");
+    else if (rc == TAG_WRITE_LISTEN_ONLY)
+        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE,
+                          "refused: its bus is listen-only (mode = listen), rtugw never writes to it");
     else if (rc != TAG_WRITE_QUEUED)
         gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
     return true;

@@ -168,6 +168,8 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         for (size_t k = 0; k < nm; k++)
             if (m[k].is_group)
                 atomic_store(&p->group_read[m[k].index], r);
+        if (gw->cfg->buses[gw->cfg->devices[reads[r].device].bus].listen)
+            continue;   /* a listen-only bus: its tags take what the line's master reads */
         poll_tick_t tick = { 0, p->generation, r, 1 };
         uint64_t spread = (read->interval_ms < 1000 ? read->interval_ms : 1000) * 1000000ull;
         actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, spread * r / n, NULL);

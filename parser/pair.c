@@ -290,6 +290,11 @@ void rtu_pairer_idle(rtu_pairer_t *p, uint64_t now_ns, uint64_t noise_bytes)
         settle(p);
 }
 
+bool rtu_pairer_holding(const rtu_pairer_t *p)
+{
+    return p->have_ans;
+}
+
 int rtu_pairer_next(rtu_pairer_t *p, rtu_pair_event_t *ev)
 {
     if (!p->q_len)

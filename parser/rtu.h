@@ -338,6 +338,8 @@ void rtu_pairer_free(rtu_pairer_t *p);
 void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes);
 /* The line has been quiet up to now_ns; noise_bytes as above. */
 void rtu_pairer_idle(rtu_pairer_t *p, uint64_t now_ns, uint64_t noise_bytes);
+/* True while an answer waits to be vouched for (rtu_pairer_idle will settle it). */
+bool rtu_pairer_holding(const rtu_pairer_t *p);
 /* Next event: 1 and *ev filled, 0 when none is ready. */
 int rtu_pairer_next(rtu_pairer_t *p, rtu_pair_event_t *ev);
 void rtu_pairer_get_stats(const rtu_pairer_t *p, rtu_pair_stats_t *st);

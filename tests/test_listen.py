@@ -21,7 +21,10 @@ import time
 import tty
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, procs, run_tests  # noqa: E402
+from rtugwtest import BIN, check, free_port, mbap, procs, recv_frame, run_tests, sanitizer_env, wait_listening  # noqa: E402
+import socket  # noqa: E402
+import urllib.error  # noqa: E402
+import urllib.request  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="rtugw-listen-")
 
@@ -256,6 +259,85 @@ def test_capture_replay():
     check(m is not None and int(m.group(1)) == reqs, f"replay: same request count as sniff ({reqs}): {m and m.group(0)}")
 
 
+def http(port, method, path, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method,
+                                 headers={"Authorization": "Bearer listen-token-0123456789"})
+    try:
+        with urllib.request.urlopen(req, timeout=3) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def test_listen_bus_tags():
+    """[bus] mode = listen on the tap: the tags over the polled registers take the values
+    mbpoll read (input registers that count up: equal within one poll), good quality and
+    a recent timestamp; tags nobody polls stay not read; rtugw writes 0 bytes to the tap;
+    a Modbus TCP request routed to the bus gets exception 0x0A; a tag write is refused."""
+    sim, sim_path = start_sim("--live", "--live-period-ms", "300")
+    tap = Tap(sim_path)
+    tcp, web = free_port(), free_port()
+    d = tempfile.mkdtemp(prefix="rtugw-listen-gw-", dir=TMP)
+    tags = "".join(f"[tag in{i}]\ndevice = plc\ntable = input\naddress = {i}\ntype = uint16\ninterval_ms = 500\n"
+                   for i in range(10))
+    tags += "[tag unpolled]\ndevice = plc\ntable = input\naddress = 50\ntype = uint16\n"
+    tags += "[tag w]\ndevice = plc\ntable = holding\naddress = 3\ntype = uint16\nwritable = true\n"
+    cfg = os.path.join(d, "rtugw.conf")
+    with open(cfg, "w") as f:
+        # frame_silence_ms: the fan-out's jitter (see sniff() above)
+        f.write(f"[bus tap]\nport = {tap.tap_path}\nbaud = 115200\nmode = listen\nframe_silence_ms = 30\n"
+                f"[device plc]\nbus = tap\nslave = 1\n{tags}"
+                f"[tcp]\nport = {tcp}\ndefault_bus = tap\n[http]\nport = {web}\nwrite_token = listen-token-0123456789\n")
+    log = open(os.path.join(d, "log"), "w+")
+    g = subprocess.Popen([BIN, "run", "-c", cfg], stdout=log, stderr=log, env=sanitizer_env())
+    procs.append(g)
+    try:
+        wait_listening(tcp, g)
+        time.sleep(0.3)
+        polls, failures = mbpoll(tap.master_path, 3.0, table="3", ref="0")
+        time.sleep(0.2)
+        status, body = http(web, "GET", "/tags")
+        got = {t["name"]: t for t in body.get("tags", [])} if status == 200 else {}
+        last = polls[-1][1] if polls else {}
+        check(len(polls) >= 10 and failures == 0, f"mbpoll polled through the tap ({len(polls)} polls, {failures} failures)")
+        vals = [got.get(f"in{i}", {}).get("value") for i in range(10)]
+        check(vals == [last.get(i) for i in range(10)], f"tags equal mbpoll's last read: {vals} vs {last}")
+        check(all(got.get(f"in{i}", {}).get("quality") == "good" for i in range(10)), "observed tags are good")
+        ages = [got.get(f"in{i}", {}).get("age_s") for i in range(10)]
+        check(all(a is not None and a < 1.0 for a in ages), f"stamped when heard ({ages})")
+        check(got.get("unpolled", {}).get("quality") == "bad" and got["unpolled"].get("reason") == "not_read",
+              f"a tag the master never reads stays not read ({got.get('unpolled')})")
+        time.sleep(1.2)
+        status, t = http(web, "GET", "/tags/in0")
+        check(t.get("quality") == "stale", f"no poll for over twice its interval: stale ({t})")
+        s = socket.create_connection(("127.0.0.1", tcp), timeout=3)
+        s.sendall(mbap(7, 1, bytes([3, 0, 0, 0, 1])))
+        ans = recv_frame(s)
+        s.close()
+        check(ans is not None and ans[2][:2] == bytes([0x83, 0x0A]), f"Modbus TCP to a listen-only bus: exception 0x0A ({ans!r})")
+        status, body = http(web, "PUT", "/tags/w", b'{"value": 5}')
+        check(status == 403 and "listen-only" in body.get("error", ""), f"a tag write is refused: {status} {body}")
+        m = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=3).read().decode()
+        fr = re.search(r'rtugw_listen_pairs_total\{bus="tap",kind="answered"\} (\d+)', m)
+        check(fr is not None and int(fr.group(1)) >= len(polls) - 1, f"/metrics counts the pairs heard ({fr and fr.group(0)})")
+        st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/status", timeout=3).read())
+        lb = [b for b in st.get("buses", []) if b.get("name") == "tap"]
+        check(lb and lb[0].get("mode") == "listen" and lb[0].get("listen", {}).get("answered", 0) > 0,
+              f"/status shows the bus listening ({lb[0].get('listen') if lb else None})")
+    finally:
+        g.terminate()
+        rc = g.wait(5)
+        written = tap.written_by_tap
+        tap.close()
+        sim.terminate()
+        sim.wait(5)
+    check(rc == 0, f"rtugw run exits 0 ({rc})")
+    check(written == 0, f"rtugw wrote {written} bytes to the tap")
+    log.seek(0)
+    text = log.read()
+    check("runtime error:" not in text and "AddressSanitizer" not in text, "no sanitizer report")
+
+
 def test_usage():
     p = subprocess.run([BIN, "sniff"], capture_output=True, text=True)
     check(p.returncode == 2 and "--port is required" in p.stderr, "sniff without --port: usage, exit 2")
@@ -263,7 +345,18 @@ def test_usage():
     check(p.returncode == 1 and "/nonexistent/tty" in p.stderr, f"a missing port named, exit 1: {p.stderr!r}")
     p = subprocess.run([BIN, "sniff", "--port", "x", "--format", "9Q9"], capture_output=True, text=True)
     check(p.returncode == 2 and "9Q9" in p.stderr, "a bad format named, exit 2")
+    # mode = listen in a configuration: what only shapes sending is refused, by file and line.
+    conf = os.path.join(TMP, "modes.conf")
+    with open(conf, "w") as f:
+        f.write("[bus a]\nport = /dev/null\nmode = listen\nretries = 2\nframe_silence_ms = 30\n"
+                "[bus b]\nport = sim\nmode = listen\n[bus c]\nport = /dev/null\nmode = bogus\n")
+    p = subprocess.run([BIN, "check", "-c", conf], capture_output=True, text=True)
+    check(p.returncode == 2 and f"{conf}:4: [bus a] retries = '2': a listen-only bus" in p.stderr and
+          f"{conf}:8: [bus b] mode = 'listen': needs a serial port" in p.stderr and
+          f"{conf}:11: [bus c] mode = 'bogus': expected master" in p.stderr and ":5:" not in p.stderr,
+          f"mode = listen validated by file and line: {p.stderr!r}")
 
 
-run_tests("listen", (test_usage, test_tap_values, test_tap_faults, test_equal_values, test_capture_replay),
+run_tests("listen", (test_usage, test_tap_values, test_tap_faults, test_equal_values, test_capture_replay,
+                     test_listen_bus_tags),
           cleanup=(TMP,))
