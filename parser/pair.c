@@ -24,20 +24,31 @@
  *   fails its CRC, or noise bytes make it DOUBTFUL (counted, not used). The
  *   same bytes again carry the same values: used once, counted as duplicate.
  *
- *   P4 (the discipline's I4: copies). A slave heard sending a frame nothing
- *   asked for (an answer-shaped frame with no request of its own pending)
- *   sends copies; from then on its answer byte-equal to its last one, for a
- *   request that differs, may be a late copy and is DOUBTFUL. A slave never
- *   seen to do so keeps equal answers as its data (all-zero registers). The
- *   same request answered with the same bytes next time is used: real, or a
- *   copy of an answer to that same request, it carries that request's values.
+ *   P4 (the discipline's I4: copies). A slave that repeats its answer can put
+ *   a copy of answer n where answer n+1 is expected, and the copy is byte-equal
+ *   to the last answer-shaped frame heard from it while the request differs.
+ *   The last frame heard, not the last one used: a copy repeats what the slave
+ *   sent, whether the tap used it or not. So such an answer is DOUBTFUL unless
+ *   the slave's verdict is GENUINE. The discipline settles the verdict by
+ *   asking again; a tap cannot ask, so it waits for the master: an equal answer
+ *   for another request that stood alone in its window twice in a row (a slave
+ *   sending copies shows a second candidate or leaves a request unanswered, as
+ *   its copy and its answer cannot both fit in one wait) makes it GENUINE (its
+ *   equal answers are data: all-zero registers). A slave heard sending a frame
+ *   nothing asked for, or a second answer in P3's window, sends copies: SENT,
+ *   for good. Asked the same request again, any slave is believed when it
+ *   answers with the same bytes: real, or a copy of an answer to that same
+ *   request, they carry that request's values. The cost: two equal answers
+ *   counted doubtful per slave with equal data, and all of a SENT slave's equal
+ *   answers to different requests.
  *
  *   P5 (the discipline's I5: after a give-up). A request the master gave up
  *   on may still be answered late, when the next request to that slave is
  *   pending, and with its shape. So after an UNANSWERED request to S, S's next
  *   answer is DOUBTFUL unless it answers a retry of that same request (then a
  *   late answer answers the same question); a frame from S that nothing asked
- *   for (the late answer, heard) clears the suspicion.
+ *   for (the late answer, heard) clears the suspicion. A request whose answer
+ *   P4 took for a copy is treated as given up: its own answer may still come.
  *
  * What remains, as for the discipline: a frame of S later than the master's
  * timeout, with the shape of S's next question, while no request of S was
@@ -57,16 +68,21 @@
 #define RTU_PAIR_HOLD_DEFAULT_NS 20000000ull
 
 typedef struct pair_slave {
-    uint8_t sends_copies;      /* P4 */
-    uint8_t gave_up;           /* P5: a request to it went unanswered */
-    uint8_t last_len;          /* its last used answer, for P4 */
-    uint16_t last_addr;        /* the request that answer was for (address word) */
-    uint8_t last[RTU_MAX_ADU];
+    uint8_t verdict;           /* P4: VERDICT_* */
+    uint8_t genuine_streak;    /* P4: equal answers for other requests that stood alone */
+    uint8_t gave_up;           /* P5: a request to it went unanswered (1), or a copy answered it (2) */
+    uint16_t heard_len;        /* P4: the last answer-shaped frame heard from it ... */
+    int32_t heard_for;         /* ... the address of the request pending then, -1: none */
+    uint8_t heard[RTU_MAX_ADU];
     uint8_t gave_up_req[RTU_MAX_ADU];
     uint16_t gave_up_len;
 } pair_slave_t;
 
+enum { VERDICT_UNKNOWN = 0, VERDICT_GENUINE, VERDICT_SENT };
+
 struct rtu_pairer {
+    bool ans_equal;            /* the held answer equals the slave's last frame, for another request */
+    bool ans_alone;            /* ... and nothing but P4 doubted it */
     uint64_t hold_ns;
     bool have_req, have_ans, ans_doubtful, ans_dup, req_retry;
     const char *ans_why;
@@ -142,20 +158,29 @@ static uint16_t req_address(const rtu_frame_t *r)
     return r->len >= 6 ? (uint16_t)(r->adu[2] << 8 | r->adu[3]) : 0;
 }
 
-static const char p4_why[] = "equal to the last answer, for another request, of a slave that sends copies";
+static const char p4_why[] = "equal to what the slave said last, for another request (a copy?)";
+static const char p5_copy_why[] = "first answer after a copy took the last request's place";
 
 /* The held answer is settled: by the next request, by silence, or by the end. */
 static void settle(rtu_pairer_t *p)
 {
     if (!p->have_ans)
         return;
-    pair_slave_t *s = &p->slaves[p->req.adu[0]];
     bool doubtful = p->ans_doubtful;
     const char *why = p->ans_why;
-    if (!doubtful && s->sends_copies && s->last_len == p->ans.len &&
-        memcmp(s->last, p->ans.adu, p->ans.len) == 0 && req_address(&p->req) != s->last_addr) {
-        doubtful = true;   /* P4 */
-        why = p4_why;
+    pair_slave_t *s = &p->slaves[p->req.adu[0]];
+    if (p->ans_equal && s->verdict == VERDICT_UNKNOWN) {   /* P4: did it stand alone? */
+        bool alone = p->ans_alone;
+        s->genuine_streak = alone ? (uint8_t)(s->genuine_streak + 1) : 0;
+        if (s->genuine_streak >= 2)
+            s->verdict = VERDICT_GENUINE;
+    }
+    if (doubtful && why == p4_why && s->verdict != VERDICT_GENUINE) {
+        /* A copy took the request's place: its own answer may still come, late,
+         * in the next request's wait, as after a give-up (P5). */
+        s->gave_up = 2;
+        memcpy(s->gave_up_req, p->req.adu, p->req.len);
+        s->gave_up_len = p->req.len;
     }
     rtu_pair_event_t *ev = push(p, doubtful ? RTU_PAIR_DOUBTFUL : RTU_PAIR_ANSWERED);
     if (ev) {
@@ -166,20 +191,14 @@ static void settle(rtu_pairer_t *p)
         ev->why = doubtful ? why : NULL;
         ev->latency_ns = p->ans.t_first_ns > p->req.t_last_ns ? p->ans.t_first_ns - p->req.t_last_ns : 0;
     }
-    /* Remembered even when doubted by P4: the same request answered with the same
-     * bytes next time is either real or a copy of an answer to that same request,
-     * and carries its values either way (the discipline's re-ask, heard). */
-    if (!doubtful || why == p4_why) {
-        memcpy(s->last, p->ans.adu, p->ans.len);
-        s->last_len = (uint8_t)p->ans.len;
-        s->last_addr = req_address(&p->req);
-    }
     p->have_ans = false;
     p->have_req = false;   /* answered (or doubtfully): nothing is pending */
 }
 
 static void doubt(rtu_pairer_t *p, const char *why)
 {
+    if (why != p4_why && why != p5_copy_why)
+        p->ans_alone = false;   /* P4's own doubts do not count against the verdict */
     if (!p->ans_doubtful)
         p->ans_why = why;
     p->ans_doubtful = true;
@@ -218,10 +237,20 @@ static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
     p->req_retry = retry;
 }
 
+/* P4: what the slave said last, and for which request. */
+static void heard(rtu_pairer_t *p, const rtu_frame_t *f, int32_t for_address)
+{
+    pair_slave_t *s = &p->slaves[f->adu[0]];
+    memcpy(s->heard, f->adu, f->len);
+    s->heard_len = f->len;
+    s->heard_for = for_address;
+}
+
 static void unpaired(rtu_pairer_t *p, const rtu_frame_t *f, const char *why)
 {
     pair_slave_t *s = &p->slaves[f->adu[0]];
-    s->sends_copies = 1;   /* P4: it said something nothing asked for */
+    s->verdict = VERDICT_SENT;   /* P4: it said something nothing asked for */
+    heard(p, f, -1);
     s->gave_up = 0;        /* P5: the late answer has come */
     rtu_pair_event_t *ev = push(p, RTU_PAIR_UNPAIRED);
     if (ev) {
@@ -233,12 +262,13 @@ static void unpaired(rtu_pairer_t *p, const rtu_frame_t *f, const char *why)
 static void on_answer(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes)
 {
     if (p->have_ans) {   /* P3: a second candidate in the window */
+        p->slaves[f->adu[0]].verdict = VERDICT_SENT;
         if (f->len == p->ans.len && memcmp(f->adu, p->ans.adu, f->len) == 0) {
             p->st.duplicates++;
             p->ans_dup = true;
-            p->slaves[f->adu[0]].sends_copies = 1;
         } else {
             doubt(p, "a second, different answer");
+            heard(p, f, -1);
         }
         return;
     }
@@ -250,14 +280,21 @@ static void on_answer(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
     p->have_ans = true;
     p->ans_doubtful = false;
     p->ans_dup = false;
+    p->ans_alone = true;
     p->ans_why = NULL;
     p->ans_noise_mark = noise_bytes;
     pair_slave_t *s = &p->slaves[f->adu[0]];
+    int32_t for_address = req_address(&p->req);
+    p->ans_equal = s->heard_len == f->len && memcmp(s->heard, f->adu, f->len) == 0 &&
+                   s->heard_for != for_address;
+    if (p->ans_equal && s->verdict != VERDICT_GENUINE)
+        doubt(p, p4_why);   /* P4 */
+    heard(p, f, for_address);
     if (s->gave_up) {   /* P5 */
         bool answers_retry = s->gave_up_len == p->req.len &&
                              memcmp(s->gave_up_req, p->req.adu, p->req.len) == 0;
         if (!answers_retry)
-            doubt(p, "first answer after the master gave up on this slave");
+            doubt(p, s->gave_up == 2 ? p5_copy_why : "first answer after the master gave up on this slave");
         s->gave_up = 0;
     }
 }

@@ -218,28 +218,28 @@ def test_tap_faults():
 
 
 def test_equal_values():
-    """All-zero registers at two addresses the master alternates: equal answers are data,
-    paired, not doubted (no copies heard)."""
+    """All-zero registers at two addresses the master alternates: equal answers for another
+    request may be copies until the slave is known (P4): exactly two are doubted, then
+    every one is paired, zeros at both addresses."""
     load = os.path.join(TMP, "zeros.txt")
     with open(load, "w") as f:
         f.write("1 holding 0 " + " ".join(["0"] * 20) + "\n")
     sim, sim_path = start_sim(load=load)
     tap = Tap(sim_path)
-    sn = sniff(tap.tap_path, 3.0)
+    sn = sniff(tap.tap_path, 2.5)
     time.sleep(0.3)
-    a = subprocess.Popen(["mbpoll", "-m", "rtu", "-b", "115200", "-P", "even", "-a", "1", "-r", "0", "-c", "5",
-                          "-l", "50", "-o", "0.2", "-0", "-1", tap.master_path], stdout=subprocess.DEVNULL)
-    a.wait(5)
-    b = subprocess.Popen(["mbpoll", "-m", "rtu", "-b", "115200", "-P", "even", "-a", "1", "-r", "10", "-c", "5",
-                          "-l", "50", "-o", "0.2", "-0", "-1", tap.master_path], stdout=subprocess.DEVNULL)
-    b.wait(5)
+    asked, answered = alternating_master(tap.master_path, 1.5, [(0, 5), (10, 5)])
     events, _ = sniffed(sn)
     tap.close()
     sim.terminate()
     sim.wait(5)
     got = answered_values(events)
-    check([(s, addr) for s, addr, _ in got] == [(1, 0), (1, 10)] and all(r == [0] * 5 for _, _, r in got),
-          f"two all-zero answers, both paired: {got}")
+    doubted = [e for e in events if e["role"] == "ans" and e["pair"] == "doubtful"]
+    check(asked >= 10 and answered == asked, f"the master read every poll ({answered} of {asked})")
+    check(len(doubted) == 2 and all(e["hex"] == doubted[0]["hex"] for e in doubted),
+          f"two equal answers doubted before the slave is known ({len(doubted)})")
+    check(len(got) == asked - 2 and {a for _, a, _ in got} == {0, 10} and all(r == [0] * 5 for _, _, r in got),
+          f"then every answer paired, zeros at both addresses ({len(got)} of {asked})")
 
 
 def test_capture_replay():
@@ -338,6 +338,97 @@ def test_listen_bus_tags():
     check("runtime error:" not in text and "AddressSanitizer" not in text, "no sanitizer report")
 
 
+def crc16(b):
+    crc = 0xFFFF
+    for x in b:
+        crc ^= x
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return bytes([crc & 0xFF, crc >> 8])
+
+
+def alternating_master(path, seconds, ranges, timeout=0.1):
+    """A master that alternates reads of the same shape at different addresses (so a late
+    answer to one fits the other), waiting `timeout` for each: what a tap must not mix up.
+    Returns (asked, answered)."""
+    fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+    tty.setraw(fd)
+    asked = answered = 0
+    end = time.time() + seconds
+    try:
+        while time.time() < end:
+            for addr, qty in ranges:
+                req = bytes([1, 3, addr >> 8, addr & 0xFF, 0, qty])
+                termios.tcflush(fd, termios.TCIFLUSH)
+                os.write(fd, req + crc16(req))
+                asked += 1
+                buf, deadline = b"", time.time() + timeout
+                while len(buf) < 5 + 2 * qty and time.time() < deadline:
+                    r, _, _ = select.select([fd], [], [], max(0, deadline - time.time()))
+                    if r:
+                        buf += os.read(fd, 256)
+                answered += len(buf) >= 5 + 2 * qty and crc16(buf[:3 + 2 * qty]) == buf[3 + 2 * qty:5 + 2 * qty]
+                time.sleep(0.03)
+    finally:
+        os.close(fd)
+    return asked, answered
+
+
+def test_listen_bus_faults():
+    """A listen-only bus under noise, CRC errors, late and double answers, with the master
+    alternating two reads of the same shape: no tag ever shows a value that no valid
+    answer to a matching request carried (holding[a] = 1000 + a on slave 1), sampled
+    throughout; doubtful and unpaired answers counted; nothing written."""
+    faults = ["--noise-rate", "0.1", "--crc-rate", "0.1", "--late-rate", "0.15", "--late-ms", "120",
+              "--double-rate", "0.15", "--double-gap-ms", "40", "--seed", "11"]
+    sim, sim_path = start_sim(*faults)
+    tap = Tap(sim_path)
+    tcp, web = free_port(), free_port()
+    d = tempfile.mkdtemp(prefix="rtugw-listen-faults-", dir=TMP)
+    tags = "".join(f"[tag h{a}]\ndevice = plc\ntable = holding\naddress = {a}\ntype = uint16\n"
+                   for a in list(range(0, 8)) + list(range(20, 28)))
+    cfg = os.path.join(d, "rtugw.conf")
+    with open(cfg, "w") as f:
+        f.write(f"[bus tap]\nport = {tap.tap_path}\nbaud = 115200\nmode = listen\nframe_silence_ms = 20\n"
+                f"[device plc]\nbus = tap\nslave = 1\n{tags}[tcp]\nport = {tcp}\n[http]\nport = {web}\n")
+    log = open(os.path.join(d, "log"), "w+")
+    g = subprocess.Popen([BIN, "run", "-c", cfg], stdout=log, stderr=log, env=sanitizer_env())
+    procs.append(g)
+    wrong, samples, good = [], 0, set()
+    try:
+        wait_listening(tcp, g)
+        result = {}
+        th = threading.Thread(target=lambda: result.update(
+            r=alternating_master(tap.master_path, 4.0, [(0, 8), (20, 8)])), daemon=True)
+        th.start()
+        while th.is_alive():
+            status, body = http(web, "GET", "/tags")
+            for t in body.get("tags", []) if status == 200 else []:
+                if t["quality"] in ("good", "stale"):
+                    a = int(t["name"][1:])
+                    good.add(a)
+                    if t["value"] != 1000 + a:
+                        wrong.append((t["name"], t["value"]))
+            samples += 1
+            time.sleep(0.05)
+        asked, answered = result.get("r", (0, 0))
+        m = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=3).read().decode()
+        kinds = {k: int(v) for k, v in re.findall(r'rtugw_listen_pairs_total\{bus="tap",kind="(\w+)"\} (\d+)', m)}
+    finally:
+        g.terminate()
+        g.wait(5)
+        written = tap.written_by_tap
+        tap.close()
+        sim.terminate()
+        sim.wait(5)
+    check(asked > 20 and answered < asked, f"the master saw the faults ({answered} of {asked} answered)")
+    check(samples > 20 and len(good) == 16, f"every tag got a value ({samples} samples, {len(good)} tags)")
+    check(not wrong, f"no tag showed a value outside a valid matching answer ({wrong[:5]})")
+    check(kinds.get("doubtful", 0) + kinds.get("unpaired", 0) > 0 and kinds.get("answered", 0) > 10,
+          f"doubtful and unpaired answers counted, good ones used ({kinds})")
+    check(written == 0, f"rtugw wrote {written} bytes to the tap")
+
+
 def test_usage():
     p = subprocess.run([BIN, "sniff"], capture_output=True, text=True)
     check(p.returncode == 2 and "--port is required" in p.stderr, "sniff without --port: usage, exit 2")
@@ -358,5 +449,5 @@ def test_usage():
 
 
 run_tests("listen", (test_usage, test_tap_values, test_tap_faults, test_equal_values, test_capture_replay,
-                     test_listen_bus_tags),
+                     test_listen_bus_tags, test_listen_bus_faults),
           cleanup=(TMP,))

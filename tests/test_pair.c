@@ -195,30 +195,49 @@ static void test_vouching(void **state)
     line_free(t);
 }
 
-/* P4: equal answers are data until the slave is heard sending a copy; then an answer
- * equal to its last one, for another address, is doubtful. */
+/* P4: an answer equal to the slave's last frame, for another request, is doubtful until
+ * the slave's verdict is GENUINE (twice such an answer stood alone); a slave heard sending
+ * a frame nothing asked for is SENT for good; the same request answered again with the
+ * same bytes is believed. */
 static void test_copies(void **state)
 {
     (void)state;
     line_t *t = line_new();
-    read_req(t, 1, 0, 5, 0);
-    read_ans(t, 1, 5, 0, 3);
-    read_req(t, 1, 10, 5, 100);
-    read_ans(t, 1, 5, 0, 103);
-    read_req(t, 1, 0, 5, 200);
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 2);   /* all-zero registers: data */
-    read_ans(t, 1, 5, 0, 203);
-    idle(t, 250);
-    read_ans(t, 1, 5, 0, 260);                          /* a copy nothing asked for */
-    assert_int_equal(count(t, RTU_PAIR_UNPAIRED), 1);
-    read_req(t, 1, 10, 5, 300);
-    read_ans(t, 1, 5, 0, 303);
-    idle(t, 350);
-    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 1);
-    read_req(t, 1, 10, 5, 400);                         /* same request, same bytes: fine */
-    read_ans(t, 1, 5, 0, 403);
-    idle(t, 450);
+    /* Slave 1, all-zero registers at two addresses the master alternates. */
+    uint64_t ms = 0;
+    for (int i = 0; i < 6; i++, ms += 100) {
+        read_req(t, 1, i % 2 ? 10 : 0, 5, ms);
+        read_ans(t, 1, 5, 0, ms + 3);
+    }
+    idle(t, ms + 50);
+    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 2);   /* the 2nd and 3rd, then GENUINE */
     assert_int_equal(count(t, RTU_PAIR_ANSWERED), 4);
+    assert_int_equal(t->ev[1].kind, RTU_PAIR_DOUBTFUL);
+    assert_int_equal(t->ev[2].kind, RTU_PAIR_DOUBTFUL);
+    /* Slave 3: its first copy ever, in the next request's wait: not used. */
+    read_req(t, 3, 20, 8, 1000);
+    read_ans(t, 3, 8, 1020, 1003);
+    read_req(t, 3, 0, 8, 1100);
+    read_ans(t, 3, 8, 1020, 1110);                      /* a copy of the answer for 20 */
+    idle(t, 1200);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
+    /* Slave 2: a copy nothing asked for makes it SENT; then equal answers to another
+     * request stay doubtful, while the same request answered alike is believed. */
+    size_t before = count(t, RTU_PAIR_DOUBTFUL);
+    read_req(t, 2, 0, 5, 2000);
+    read_ans(t, 2, 5, 0, 2003);
+    idle(t, 2050);
+    read_ans(t, 2, 5, 0, 2060);
+    assert_int_equal(count(t, RTU_PAIR_UNPAIRED), 1);
+    for (int i = 0; i < 4; i++) {
+        read_req(t, 2, i % 2 ? 0 : 10, 5, 2100 + 100u * i);
+        read_ans(t, 2, 5, 0, 2103 + 100u * i);
+    }
+    read_req(t, 2, 0, 5, 2500);                         /* the same request again */
+    read_ans(t, 2, 5, 0, 2503);
+    idle(t, 2600);
+    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL) - before, 4);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_ANSWERED);
     line_free(t);
 }
 
