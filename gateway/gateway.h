@@ -374,6 +374,8 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
 /* The poller's thread: read r of plan was answered (or failed) and applied to
  * the tag table; its tags go out. Never blocks. */
 void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms);
+/* The same for tags of one device heard on a listen-only bus (listen.c). */
+void gwnorth_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms);
 struct evbuffer;
 void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 

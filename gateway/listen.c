@@ -44,6 +44,7 @@ struct gw_listen {
     rtu_pairer_t *pairer;
     rtu_learn_t *learn;
     uint64_t hold_ns, silence_ns;
+    unsigned heard[2000];         /* the tags one answer covers (at most 2000 bits), for MQTT */
     atomic_uint_fast64_t frames, tag_updates, by_kind[RTU_PAIR_KIND_COUNT], duplicates, noise_bytes;
 };
 
@@ -119,6 +120,22 @@ static void observe(gw_listen_t *l, const rtu_pair_event_t *ev, const rtu_envelo
                                env->data.regs, NULL, env->count, heard_ms);
     if (moved > 0)
         atomic_fetch_add(&l->tag_updates, (uint64_t)moved);
+    /* MQTT json and Sparkplug publish what was heard, as a poll answer's tags
+     * (north decides what changed). gw->north and gw->tags are set before the
+     * loop runs, so before any byte reaches this actor. */
+    if (l->gw->north) {
+        const tags_table_t *defs = gwtags_defs(l->gw->tags);
+        int td = tags_table_find_device(defs, l->gw->cfg->devices[d].name);
+        size_t n = td < 0 ? 0
+                 : tags_table_covered(defs, (size_t)td, (tags_area_t)(fc - 1), address,
+                                      env->kind == RTU_KIND_BITS ? (quantity < env->count ? quantity : env->count)
+                                                                 : env->count,
+                                      l->heard, sizeof l->heard / sizeof l->heard[0]);
+        if (n > sizeof l->heard / sizeof l->heard[0])
+            n = sizeof l->heard / sizeof l->heard[0];
+        if (n)
+            gwnorth_tags_heard(l->gw->north, l->heard, n, heard_ms);
+    }
 }
 
 static void on_event(gw_listen_t *l, const rtu_pair_event_t *ev, uint64_t now)

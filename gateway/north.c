@@ -277,19 +277,19 @@ static void on_tags(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
         publish_gathered(gn, t_ms);
 }
 
-void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms)
+/* The tags of one device, in chunks to the I/O thread, which publishes them at the last. */
+static void post_tags(gw_north_t *gn, const tags_member_t *m, const unsigned *idx, size_t n, int64_t wall_ms)
 {
-    size_t n, sent = 0;
-    const tags_member_t *m = tags_plan_members(plan, r, &n);
+    size_t sent = 0;
     uint32_t chunk[CHUNK_TAGS];
     size_t k = 0, tags = 0;
 
     for (size_t i = 0; i < n; i++)
-        tags += !m[i].is_group;
+        tags += m ? !m[i].is_group : 1;
     for (size_t i = 0; i < n && tags; i++) {
-        if (m[i].is_group)
+        if (m && m[i].is_group)
             continue;
-        chunk[k++] = m[i].index;
+        chunk[k++] = m ? m[i].index : idx[i];
         sent++;
         if (k == CHUNK_TAGS || sent == tags) {
             uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST : 0);
@@ -298,6 +298,18 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int6
             k = 0;
         }
     }
+}
+
+void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms)
+{
+    size_t n;
+    const tags_member_t *m = tags_plan_members(plan, r, &n);
+    post_tags(gn, m, NULL, n, wall_ms);
+}
+
+void gwnorth_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms)
+{
+    post_tags(gn, NULL, tags, n, wall_ms);
 }
 
 /* At start: each device's tags and publish mode, before any value. */

@@ -12,6 +12,26 @@
 
 #include <errno.h>
 
+/* The one coverage rule, for storing and for telling who was stored. */
+static bool covers(const tags_tag_t *tag, tags_area_t area, uint16_t address, size_t n)
+{
+    return tag->area == area && tag->address >= address && (size_t)(tag->address - address) + tag->count <= n;
+}
+
+size_t tags_table_covered(const tags_table_t *t, size_t device, tags_area_t area, uint16_t address, size_t n,
+                          unsigned *out, size_t cap)
+{
+    size_t count, found = 0;
+    const unsigned *idx = tags_table_device_tags(t, device, &count);
+    for (size_t k = 0; idx && k < count; k++)
+        if (covers(tags_table_tag(t, idx[k]), area, address, n)) {
+            if (found < cap)
+                out[found] = idx[k];
+            found++;
+        }
+    return found;
+}
+
 int tags_table_observe(tags_table_t *t, size_t device, tags_area_t area, uint16_t address,
                        const uint16_t *words, const uint8_t *packed, size_t n, int64_t now_ms)
 {
@@ -23,7 +43,7 @@ int tags_table_observe(tags_table_t *t, size_t device, tags_area_t area, uint16_
     int moved = 0;
     for (size_t k = 0; idx && k < count; k++) {
         const tags_tag_t *tag = tags_table_tag(t, idx[k]);
-        if (tag->area != area || tag->address < address || (size_t)(tag->address - address) + tag->count > n)
+        if (!covers(tag, area, address, n))
             continue;
         size_t at = (size_t)(tag->address - address);
         if (bits) {

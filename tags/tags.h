@@ -433,6 +433,10 @@ int tags_table_apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const u
  */
 int tags_table_observe(tags_table_t *t, size_t device, tags_area_t area, uint16_t address,
                        const uint16_t *words, const uint8_t *packed, size_t n, int64_t now_ms);
+/* The tags tags_table_observe would store for that answer: up to cap indices into out;
+ * returns how many there are (may exceed cap). No value is read or written. */
+size_t tags_table_covered(const tags_table_t *t, size_t device, tags_area_t area, uint16_t address, size_t n,
+                          unsigned *out, size_t cap);
 int tags_table_apply_bits(tags_table_t *t, const tags_plan_t *plan, size_t r,
                           const uint8_t *packed, size_t n_bits, int64_t now_ms);
 /* No data for read r: its tags become bad for `reason` (with the slave's

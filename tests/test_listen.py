@@ -274,6 +274,9 @@ def test_listen_bus_tags():
     mbpoll read (input registers that count up: equal within one poll), good quality and
     a recent timestamp; tags nobody polls stay not read; rtugw writes 0 bytes to the tap;
     a Modbus TCP request routed to the bus gets exception 0x0A; a tag write is refused."""
+    from test_mqtt import Broker, Subscriber, mqtt_section
+    broker = Broker("listen")
+    mq = Subscriber(broker.port, "rtugw/#", "sub-listen", clean=True)
     sim, sim_path = start_sim("--live", "--live-period-ms", "300")
     tap = Tap(sim_path)
     tcp, web = free_port(), free_port()
@@ -287,22 +290,42 @@ def test_listen_bus_tags():
         # frame_silence_ms: the fan-out's jitter (see sniff() above)
         f.write(f"[bus tap]\nport = {tap.tap_path}\nbaud = 115200\nmode = listen\nframe_silence_ms = 30\n"
                 f"[device plc]\nbus = tap\nslave = 1\n{tags}"
-                f"[tcp]\nport = {tcp}\ndefault_bus = tap\n[http]\nport = {web}\nwrite_token = listen-token-0123456789\n")
+                f"[tcp]\nport = {tcp}\ndefault_bus = tap\n[http]\nport = {web}\nwrite_token = listen-token-0123456789\n"
+                + mqtt_section(broker.port, "glisten", "publish = poll\n"))
     log = open(os.path.join(d, "log"), "w+")
     g = subprocess.Popen([BIN, "run", "-c", cfg], stdout=log, stderr=log, env=sanitizer_env())
     procs.append(g)
     try:
         wait_listening(tcp, g)
         time.sleep(0.3)
-        polls, failures = mbpoll(tap.master_path, 3.0, table="3", ref="0")
+        # One whole poll per mbpoll run (a poll cut by SIGTERM would print part of it),
+        # so the last values printed are the master's last read.
+        polls, failures, end = [], 0, time.time() + 3.0
+        while time.time() < end:
+            once = subprocess.run(["mbpoll", "-m", "rtu", "-b", "115200", "-P", "even", "-a", "1", "-r", "0",
+                                   "-c", "10", "-t", "3", "-o", "0.2", "-0", "-1", tap.master_path],
+                                  capture_output=True, text=True)
+            got_poll = {int(a): int(v) & 0xFFFF for a, v in re.findall(r"\[(\d+)\]:\s+(-?\d+)", once.stdout)}
+            if len(got_poll) == 10:
+                polls.append((1, got_poll))
+            else:
+                failures += 1
+            time.sleep(0.05)
+        final = polls[-1][1] if polls else {}
         time.sleep(0.2)
         status, body = http(web, "GET", "/tags")
         got = {t["name"]: t for t in body.get("tags", [])} if status == 200 else {}
-        last = polls[-1][1] if polls else {}
+        last = final
         check(len(polls) >= 10 and failures == 0, f"mbpoll polled through the tap ({len(polls)} polls, {failures} failures)")
         vals = [got.get(f"in{i}", {}).get("value") for i in range(10)]
         check(vals == [last.get(i) for i in range(10)], f"tags equal mbpoll's last read: {vals} vs {last}")
         check(all(got.get(f"in{i}", {}).get("quality") == "good" for i in range(10)), "observed tags are good")
+        published = {}
+        for t, msg, _ in mq.messages():
+            if t == "rtugw/glisten/plc/data":
+                published.update(msg["values"])
+        check([published.get(f"in{i}") for i in range(10)] == vals,
+              f"MQTT json publishes the values heard ({[published.get(f'in{i}') for i in range(10)]})")
         ages = [got.get(f"in{i}", {}).get("age_s") for i in range(10)]
         check(all(a is not None and a < 1.0 for a in ages), f"stamped when heard ({ages})")
         check(got.get("unpolled", {}).get("quality") == "bad" and got["unpolled"].get("reason") == "not_read",
@@ -331,6 +354,8 @@ def test_listen_bus_tags():
         tap.close()
         sim.terminate()
         sim.wait(5)
+        mq.close()
+        broker.stop()
     check(rc == 0, f"rtugw run exits 0 ({rc})")
     check(written == 0, f"rtugw wrote {written} bytes to the tap")
     log.seek(0)
