@@ -46,6 +46,7 @@ typedef struct sniff_opts {
     unsigned long max_frames; /* 0: no limit */
     unsigned hold_ms;
     unsigned silence_ms;      /* 0: t3.5 at the baud, net of each chunk's wire time */
+    int path;                 /* -1: the router; else an rtu_path_t forced (benches) */
 } sniff_opts_t;
 
 typedef struct sniff {
@@ -67,6 +68,7 @@ static void usage(FILE *to)
             "usage: rtugw sniff --port PATH [--baud B] [--format 8E1] [--json] [--summary]\n"
             "                   [--capture FILE] [--timestamps relative|absolute]\n"
             "                   [--duration S] [--frames N] [--hold-ms N] [--silence-ms N]\n"
+            "                   [--path auto|native|fallback|reference]\n"
             "\n"
             "Listens to a Modbus RTU line that another master polls, and never writes to\n"
             "it. Prints one line per request and one per answer, paired, with the answer's\n"
@@ -87,6 +89,8 @@ static void usage(FILE *to)
             "  --frames N        stop after N frames\n"
             "  --hold-ms N       quiet time after an answer before it is vouched for, when\n"
             "                    the master's next request does not come first (default 20)\n"
+            "  --path P          decode answers with auto (the router, default), native,\n"
+            "                    fallback or reference (to compare the arms)\n"
             "  --silence-ms N    end a frame after N ms of quiet instead of t3.5: for a tap\n"
             "                    whose bytes arrive with more jitter than t3.5 (a relay, a\n"
             "                    pseudo-terminal, serial over IP); frames of known length\n"
@@ -142,7 +146,10 @@ static void print_frame(sniff_t *s, const char *role, const rtu_frame_t *f, cons
             what[0] = 0;
     } else if (f->crc_ok) {
         rtu_envelope_t env;
-        router_decode(s->route, f->adu, f->len, &env);
+        if (s->o->path < 0)
+            router_decode(s->route, f->adu, f->len, &env);
+        else
+            rtu_decoder((rtu_path_t)s->o->path)(f->adu, f->len, &env);
         if (rtu_envelope_json(&env, NULL, what, sizeof what) < 0)
             what[0] = 0;
     }
@@ -277,14 +284,14 @@ static void print_summary(FILE *to, const sniff_t *s)
 static int parse_opts(int argc, char **argv, sniff_opts_t *o)
 {
     enum { O_PORT = 256, O_BAUD, O_FORMAT, O_JSON, O_CAPTURE, O_SUMMARY, O_TS, O_DURATION, O_FRAMES,
-           O_HOLD, O_SILENCE, O_HELP };
+           O_HOLD, O_SILENCE, O_PATH, O_HELP };
     static const struct option opts[] = {
         { "port", required_argument, 0, O_PORT }, { "baud", required_argument, 0, O_BAUD },
         { "format", required_argument, 0, O_FORMAT }, { "json", no_argument, 0, O_JSON },
         { "capture", required_argument, 0, O_CAPTURE }, { "summary", no_argument, 0, O_SUMMARY },
         { "timestamps", required_argument, 0, O_TS }, { "duration", required_argument, 0, O_DURATION },
         { "frames", required_argument, 0, O_FRAMES }, { "hold-ms", required_argument, 0, O_HOLD },
-        { "silence-ms", required_argument, 0, O_SILENCE },
+        { "silence-ms", required_argument, 0, O_SILENCE }, { "path", required_argument, 0, O_PATH },
         { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
     };
     int c;
@@ -353,6 +360,18 @@ static int parse_opts(int argc, char **argv, sniff_opts_t *o)
             o->silence_ms = (unsigned)v;
             break;
         }
+        case O_PATH: {
+            rtu_path_t rp;
+            if (strcmp(optarg, "auto") == 0)
+                o->path = -1;
+            else if (rtu_path_parse(optarg, &rp) == 0)
+                o->path = (int)rp;
+            else {
+                fprintf(stderr, "rtugw sniff: --path %s: auto, native, fallback or reference\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'h':
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -415,7 +434,7 @@ static int listen_loop(sniff_t *s, driver_t *d, int sigfd)
 
 int cmd_sniff(int argc, char **argv)
 {
-    sniff_opts_t o = { .hold_ms = 20 };
+    sniff_opts_t o = { .hold_ms = 20, .path = -1 };
     driver_serial_defaults(&o.serial);
     int rc = parse_opts(argc, argv, &o);
     if (rc >= 0)
