@@ -347,9 +347,15 @@ def test_listen_bus_tags():
         lb = [b for b in st.get("buses", []) if b.get("name") == "tap"]
         check(lb and lb[0].get("mode") == "listen" and lb[0].get("listen", {}).get("answered", 0) > 0,
               f"/status shows the bus listening ({lb[0].get('listen') if lb else None})")
+    except Exception as e:   # a daemon that refused the configuration, a closed port: a failure
+        check(False, f"test_listen_bus_tags raised {type(e).__name__}: {e}")
     finally:
         g.terminate()
-        rc = g.wait(5)
+        try:
+            rc = g.wait(5)
+        except subprocess.TimeoutExpired:
+            g.kill()
+            rc = None
         written = tap.written_by_tap
         tap.close()
         sim.terminate()
@@ -439,6 +445,10 @@ def test_listen_bus_faults():
         asked, answered = result.get("r", (0, 0))
         m = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=3).read().decode()
         kinds = {k: int(v) for k, v in re.findall(r'rtugw_listen_pairs_total\{bus="tap",kind="(\w+)"\} (\d+)', m)}
+    except Exception as e:   # a daemon that refused the configuration: a failure
+        check(False, f"test_listen_bus_faults raised {type(e).__name__}: {e}")
+        asked = answered = 0
+        kinds = {}
     finally:
         g.terminate()
         g.wait(5)
