@@ -45,6 +45,7 @@ struct gw_listen {
     rtu_learn_t *learn;
     uint64_t hold_ns, silence_ns;
     unsigned heard[2000];         /* the tags one answer covers (at most 2000 bits), for MQTT */
+    pthread_mutex_t learn_lock;   /* the learner: written by the bus actor, read by /status */
     atomic_uint_fast64_t frames, tag_updates, by_kind[RTU_PAIR_KIND_COUNT], duplicates, noise_bytes;
 };
 
@@ -66,6 +67,7 @@ gw_listen_t *listen_new(gw_t *gw, unsigned bus, router_thread_t *router, char *e
         l->framer = rtu_framer_new(&fc);
         l->pairer = rtu_pairer_new(0);
         l->learn = rtu_learn_new();
+        pthread_mutex_init(&l->learn_lock, NULL);
         l->silence_ns = fc.silence_ns ? fc.silence_ns : rtu_t35_ns(c->baud, char_bits);
     }
     if (!l || !l->framer || !l->pairer || !l->learn) {
@@ -83,6 +85,7 @@ void listen_free(gw_listen_t *l)
     rtu_framer_free(l->framer);
     rtu_pairer_free(l->pairer);
     rtu_learn_free(l->learn);
+    pthread_mutex_destroy(&l->learn_lock);
     free(l);
 }
 
@@ -143,7 +146,9 @@ static void on_event(gw_listen_t *l, const rtu_pair_event_t *ev, uint64_t now)
     atomic_fetch_add(&l->by_kind[ev->kind < RTU_PAIR_KIND_COUNT ? ev->kind : RTU_PAIR_DAMAGED], 1);
     if (ev->duplicate)
         atomic_fetch_add(&l->duplicates, 1);
+    pthread_mutex_lock(&l->learn_lock);
     rtu_learn_event(l->learn, ev);
+    pthread_mutex_unlock(&l->learn_lock);
     if (ev->kind != RTU_PAIR_ANSWERED)
         return;
     rtu_envelope_t env;
@@ -203,6 +208,46 @@ void listen_get_stats(const gw_listen_t *l, gw_listen_stats_t *st)
         st->by_kind[k] = atomic_load(&l->by_kind[k]);
 }
 
+/* What the master was heard to do (parser/learn.c): per slave its timeout and retries,
+ * per poll its range and interval; at most RTU_LEARN_POLLS polls, so /status stays bounded. */
+static void learned_json(const gw_listen_t *c, struct evbuffer *b)
+{
+    gw_listen_t *l = (gw_listen_t *)c;   /* the lock only */
+    pthread_mutex_lock(&l->learn_lock);
+    evbuffer_add_printf(b, ",\"slaves\":[");
+    bool first = true;
+    for (unsigned s = 1; s < 256; s++) {
+        const rtu_learn_slave_t *ls = rtu_learn_slave(l->learn, (uint8_t)s);
+        if (!ls)
+            continue;
+        evbuffer_add_printf(b, "%s{\"slave\":%u,\"requests\":%llu,\"answered\":%llu,\"unanswered\":%llu,"
+                               "\"doubtful\":%llu,\"retries\":%llu,\"slowest_answer_ms\":%.3f",
+                            first ? "" : ",", s, (unsigned long long)ls->requests, (unsigned long long)ls->answered,
+                            (unsigned long long)ls->unanswered, (unsigned long long)ls->doubtful,
+                            (unsigned long long)ls->retries, (double)ls->latency_max_ns / 1e6);
+        if (ls->unanswered)
+            evbuffer_add_printf(b, ",\"master_timeout_ms\":[%.1f,%.1f]", (double)ls->timeout_min_ns / 1e6,
+                                (double)ls->timeout_max_ns / 1e6);
+        evbuffer_add_printf(b, "}");
+        first = false;
+    }
+    evbuffer_add_printf(b, "],\"polls\":[");
+    rtu_learn_poll_t p;
+    for (unsigned i = 0; rtu_learn_poll(l->learn, i, &p) == 1; i++) {
+        evbuffer_add_printf(b, "%s{\"slave\":%u,\"function\":%u,\"address\":%u,\"quantity\":%u,\"count\":%llu,"
+                               "\"answered\":%llu",
+                            i ? "," : "", p.slave, p.function, p.address, p.quantity, (unsigned long long)p.count,
+                            (unsigned long long)p.answered);
+        if (p.intervals)
+            evbuffer_add_printf(b, ",\"interval_ms\":%.1f,\"interval_min_ms\":%.1f,\"interval_max_ms\":%.1f",
+                                (double)(p.last_ns - p.first_ns) / 1e6 / (double)p.intervals,
+                                (double)p.interval_min_ns / 1e6, (double)p.interval_max_ns / 1e6);
+        evbuffer_add_printf(b, "}");
+    }
+    evbuffer_add_printf(b, "],\"polls_not_tracked\":%llu", (unsigned long long)rtu_learn_polls_dropped(l->learn));
+    pthread_mutex_unlock(&l->learn_lock);
+}
+
 void listen_status_json(const gw_bus_t *bus, struct evbuffer *b)
 {
     const gw_listen_t *l = bus_listen(bus);
@@ -221,6 +266,7 @@ void listen_status_json(const gw_bus_t *bus, struct evbuffer *b)
     for (int k = 0; k < RTU_PAIR_KIND_COUNT; k++)
         evbuffer_add_printf(b, ",\"%s\":%llu", rtu_pair_kind_name((rtu_pair_kind_t)k),
                             (unsigned long long)st.by_kind[k]);
+    learned_json(l, b);
     evbuffer_add_printf(b, "}");
 }
 

@@ -347,6 +347,10 @@ def test_listen_bus_tags():
         lb = [b for b in st.get("buses", []) if b.get("name") == "tap"]
         check(lb and lb[0].get("mode") == "listen" and lb[0].get("listen", {}).get("answered", 0) > 0,
               f"/status shows the bus listening ({lb[0].get('listen') if lb else None})")
+        polls_heard = lb[0].get("listen", {}).get("polls", []) if lb else []
+        mine = [q for q in polls_heard if (q["slave"], q["function"], q["address"], q["quantity"]) == (1, 4, 0, 10)]
+        check(len(mine) == 1 and mine[0]["count"] >= len(polls) and 30 <= mine[0].get("interval_ms", 0) <= 2000,
+              f"/status: what the master polls, and how often ({mine})")
     except Exception as e:   # a daemon that refused the configuration, a closed port: a failure
         check(False, f"test_listen_bus_tags raised {type(e).__name__}: {e}")
     finally:
