@@ -47,6 +47,9 @@ struct gw_listen {
     unsigned heard[2000];         /* the tags one answer covers (at most 2000 bits), for MQTT */
     pthread_mutex_t learn_lock;   /* the learner: written by the bus actor, read by /status */
     atomic_uint_fast64_t frames, tag_updates, by_kind[RTU_PAIR_KIND_COUNT], duplicates, noise_bytes;
+    /* answers decoded, per router bucket and the arm the router exploited for it
+     * (router_choice: exploration pulls aside; /metrics has the router's own counts) */
+    atomic_uint_fast64_t arm[ROUTER_MAX_BUCKETS][ROUTER_ARM_COUNT];
 };
 
 gw_listen_t *listen_new(gw_t *gw, unsigned bus, router_thread_t *router, char *err, size_t errcap)
@@ -152,6 +155,10 @@ static void on_event(gw_listen_t *l, const rtu_pair_event_t *ev, uint64_t now)
     if (ev->kind != RTU_PAIR_ANSWERED)
         return;
     rtu_envelope_t env;
+    unsigned bucket = router_bucket_of(l->gw->router, ev->answer.len);
+    router_arm_t arm = router_choice(l->router, ev->answer.len);
+    if (bucket < ROUTER_MAX_BUCKETS && (unsigned)arm < ROUTER_ARM_COUNT)
+        atomic_fetch_add(&l->arm[bucket][arm], 1);
     router_decode(l->router, ev->answer.adu, ev->answer.len, &env);
     observe(l, ev, &env, now);
 }
@@ -267,7 +274,17 @@ void listen_status_json(const gw_bus_t *bus, struct evbuffer *b)
         evbuffer_add_printf(b, ",\"%s\":%llu", rtu_pair_kind_name((rtu_pair_kind_t)k),
                             (unsigned long long)st.by_kind[k]);
     learned_json(l, b);
-    evbuffer_add_printf(b, "}");
+    router_report_t rep;
+    evbuffer_add_printf(b, ",\"router\":[");
+    if (router_report(l->gw->router, &rep) == 0)
+        for (unsigned i = 0; i < rep.n_buckets && i < ROUTER_MAX_BUCKETS; i++) {
+            evbuffer_add_printf(b, "%s{\"lo\":%u,\"hi\":%u", i ? "," : "", rep.bucket[i].lo, rep.bucket[i].hi);
+            for (int a = 0; a < ROUTER_ARM_COUNT; a++)
+                evbuffer_add_printf(b, ",\"%s\":%llu", router_arm_name((router_arm_t)a),
+                                    (unsigned long long)atomic_load(&l->arm[i][a]));
+            evbuffer_add_printf(b, "}");
+        }
+    evbuffer_add_printf(b, "]}");
 }
 
 void listen_metrics_text(gw_t *gw, struct evbuffer *b)

@@ -347,6 +347,9 @@ def test_listen_bus_tags():
         lb = [b for b in st.get("buses", []) if b.get("name") == "tap"]
         check(lb and lb[0].get("mode") == "listen" and lb[0].get("listen", {}).get("answered", 0) > 0,
               f"/status shows the bus listening ({lb[0].get('listen') if lb else None})")
+        arms = lb[0].get("listen", {}).get("router", []) if lb else []
+        check(sum(v for bk in arms for k, v in bk.items() if k not in ("lo", "hi")) == lb[0]["listen"]["answered"],
+              f"/status: the listen bus's answers counted per router bucket and arm ({arms[:3]})")
         polls_heard = lb[0].get("listen", {}).get("polls", []) if lb else []
         mine = [q for q in polls_heard if (q["slave"], q["function"], q["address"], q["quantity"]) == (1, 4, 0, 10)]
         check(len(mine) == 1 and mine[0]["count"] >= len(polls) and 30 <= mine[0].get("interval_ms", 0) <= 2000,
