@@ -252,6 +252,8 @@ void config_close_section(loader_t *ld)
 {
     if (ld->kind == S_BUS && ld->target)
         transports_check_bus(ld, ld->target);
+    if (ld->kind == S_BUS && ld->target)
+        listen_check_bus(ld, ld->target);
     if (ld->kind == S_BUS && ld->target && ld->bus_rule)
         apply_bus_rule(ld, ld->target);
     ld->target = NULL;

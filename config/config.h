@@ -79,6 +79,7 @@ typedef struct config_bus {
     unsigned frame_silence_ms;      /* tcp:// with framing rtu: ends a frame without a length rule */
     unsigned char_timeout_ms;       /* framing ascii: inter-character timeout */
     unsigned max_inflight;          /* framing tcp: requests on the connection at once (1) */
+    bool listen;                    /* mode = listen: rtugw never writes to this bus (config/listen.c) */
 } config_bus_t;
 
 /* How a device's tags write their addresses: protocol addresses from 0 (the

@@ -56,6 +56,7 @@ static const key_spec_t bus_keys[] = {
     U(config_bus_t, frame_silence_ms, 1, 10000),
     U(config_bus_t, char_timeout_ms, 1, 10000),
     C("max_inflight", transports_set_max_inflight),
+    C("mode", listen_set_mode),
 };
 
 static const key_spec_t device_keys[] = {

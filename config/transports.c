@@ -168,7 +168,7 @@ void transports_check_bus(loader_t *ld, const config_bus_t *bus)
         refuse_keys(ld, connect, COUNT(connect), "only for port = tcp://HOST:PORT");
     if (bus->framing == CONFIG_FRAMING_TCP)
         refuse_keys(ld, line, COUNT(line), "a Modbus TCP device (framing = tcp) has no serial line");
-    if (!tcp || bus->framing != CONFIG_FRAMING_RTU)
+    if ((!tcp || bus->framing != CONFIG_FRAMING_RTU) && !bus->listen)   /* listen: config/listen.c */
         refuse_keys(ld, silence, COUNT(silence),
                     "only for port = tcp://... with framing = rtu (a serial line's frames end at t3.5, "
                     "ASCII and MBAP frames end by their own delimiters)");

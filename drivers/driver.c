@@ -13,6 +13,7 @@ struct driver {
     const driver_backend_t *backend;
     void *priv;
     driver_stats_t stats;
+    bool read_only;
 };
 
 uint64_t driver_now_ns(void)
@@ -128,8 +129,20 @@ bool driver_is_open(const driver_t *d)
     return d->backend->fd(d) >= 0;
 }
 
+/* A listen-only bus taps a line another master owns: a byte from us would
+ * collide with its traffic, so the refusal sits here, below every caller,
+ * and each refused write is counted (a caller that tried is a bug to see). */
+void driver_set_read_only(driver_t *d)
+{
+    d->read_only = true;
+}
+
 ssize_t driver_write(driver_t *d, const uint8_t *buf, size_t len)
 {
+    if (d->read_only) {
+        d->stats.writes_refused++;
+        return -EROFS;
+    }
     if (!d->backend->write)
         return -EROFS;
     if (driver_fd(d) < 0)

@@ -119,6 +119,7 @@ typedef struct driver_stats {
     uint64_t frame_errors;    /* layers: frames passed up damaged (bad LRC or hex, cut
                                  short, a transaction id not asked for) */
     uint64_t noise_bytes;     /* layers: bytes outside any frame, dropped */
+    uint64_t writes_refused;  /* writes refused on a read-only driver (driver_set_read_only) */
 } driver_stats_t;
 
 /* Generic construction, for a backend written outside drivers/ (tests).
@@ -142,6 +143,8 @@ int driver_open_wait(driver_t *d, unsigned timeout_ms, char *err, size_t errcap)
 bool driver_frames_whole(const driver_t *d);
 int driver_fd(const driver_t *d);
 bool driver_is_open(const driver_t *d);
+/* From now on every write is refused (-EROFS) and counted: a listen-only bus. */
+void driver_set_read_only(driver_t *d);
 ssize_t driver_write(driver_t *d, const uint8_t *buf, size_t len);
 ssize_t driver_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns);
 int driver_describe(const driver_t *d, char *buf, size_t cap);

@@ -29,9 +29,11 @@ struct gw_bus {
     actor_ref_t self;
     router_thread_t *router;
     line_t *line;
+    gw_listen_t *listen;          /* mode = listen: the port's bytes go here, not to the line */
+    uint64_t listen_due;          /* the listen look pending (lazy, like the line's timers); 0: none */
 };
 
-enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE };
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN };
 
 typedef struct bus_timer_msg {
     uint64_t at;
@@ -39,6 +41,7 @@ typedef struct bus_timer_msg {
 } bus_timer_msg_t;
 
 const config_bus_t *bus_config(const gw_bus_t *bus) { return line_config(bus->line); }
+const gw_listen_t *bus_listen(const gw_bus_t *bus) { return bus->listen; }
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus) { return line_metrics(bus->line); }
 
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave)
@@ -118,6 +121,41 @@ static void env_answered(void *ctx, const gw_request_t *req)
 
 /* ---- the actor ------------------------------------------------------------------ */
 
+/*
+ * A listen-only bus (gateway/listen.c has the argument): the port's bytes go to
+ * the listen engine, and its line core is never told the port is up, so every
+ * request that reaches this bus (a Modbus TCP client's, a tag write) is answered
+ * 0x0A (gateway path unavailable) at once by the line's own rule for a port that
+ * is down, and counted there (unavailable); nothing is ever written. At most one
+ * look is pending; one that comes early finds a later due time and waits again.
+ */
+static void listen_arm(gw_bus_t *bus, uint64_t at, uint64_t now)
+{
+    if (!at || (bus->listen_due && bus->listen_due <= at))
+        return;
+    bus->listen_due = at;
+    actor_send_after(bus->gw->actors, bus->self, BUS_MSG_LISTEN, &at, sizeof at, at > now ? at - now : 0, NULL);
+}
+
+static bool listen_message(gw_bus_t *bus, uint32_t type, const void *data, uint64_t now)
+{
+    if (type == PORT_MSG_BYTES) {
+        const gw_bytes_t *b = data;
+        listen_arm(bus, listen_bytes(bus->listen, b->data, b->len, b->t_ns, now), now);
+        return true;
+    }
+    if (type == BUS_MSG_LISTEN) {
+        uint64_t at;
+        memcpy(&at, data, sizeof at);
+        if (at != bus->listen_due)
+            return true;   /* superseded by an earlier look */
+        bus->listen_due = 0;
+        listen_arm(bus, listen_idle(bus->listen, now), now);
+        return true;
+    }
+    return type == PORT_MSG_STATE;   /* the line stays down: requests get 0x0A */
+}
+
 static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                           const void *data, size_t len)
 {
@@ -126,6 +164,8 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
 
     (void)sys;
     (void)self;
+    if (bus->listen && listen_message(bus, type, data, now))
+        return;
     switch (type) {
     case BUS_MSG_REQUEST: {
         /* Requests travel trimmed to their PDU; the queue keeps whole structs. */
@@ -269,6 +309,13 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
         bus_free(bus);
         return NULL;
     }
+    if (gw->cfg->buses[index].listen) {
+        driver_set_read_only(bus->driver);
+        if (!(bus->listen = listen_new(gw, index, bus->router, err, errcap))) {
+            bus_free(bus);
+            return NULL;
+        }
+    }
     return bus;
 }
 
@@ -290,6 +337,7 @@ void bus_free(gw_bus_t *bus)
     if (!bus)
         return;
     port_free(bus->port);
+    listen_free(bus->listen);
     line_free(bus->line);
     driver_free(bus->driver);
     if (bus->router)

@@ -157,7 +157,7 @@ void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu,
 
 /* tag_write.c: the one way a tag's value is written (HTTP, MQTT, Sparkplug). */
 typedef struct gw_tag_writes gw_tag_writes_t;
-enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE };
+enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE, TAG_WRITE_LISTEN_ONLY };
 typedef struct tag_write_outcome {
     unsigned tag;                 /* the tag's index in the tag table */
     const tags_write_t *w;        /* what was written (after a read-modify-write's merge) */
@@ -176,7 +176,7 @@ gw_tag_writes_t *tag_writes_new(gw_t *gw, unsigned slots);
 void tag_writes_free(gw_tag_writes_t *tw);
 /* I/O thread. TAG_WRITE_QUEUED: done(owner, cookie, outcome) comes once, on
  * the I/O thread; else refused (no slot, an overlapping write in flight,
- * the bus took nothing) and done never comes. */
+ * the bus took nothing, the bus is listen-only) and done never comes. */
 int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *w,
                     tag_write_done_fn done, void *owner, uint64_t cookie);
 /* The first write of owner whose cookie matches: its outcome is marked
@@ -232,6 +232,10 @@ bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs);
 int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, size_t errcap);
 /* +1 per replace: work naming tag indices carries it, and an older one is dropped. */
 uint32_t gwtags_generation(const gw_tags_t *t);
+/* An answer overheard on a listen-only bus into the named device's tags (tags_table_observe);
+ * takes the lock. Returns how many values changed; 0 for a device without tags. */
+int gwtags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t address, const uint16_t *words,
+                   const uint8_t *packed, size_t n, int64_t now_ms);
 
 /* ---- loop.c: the I/O thread -------------------------------------------------- */
 
@@ -291,6 +295,27 @@ gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
 void bus_describe(const gw_bus_t *bus, char *buf, size_t cap);
 /* The driver's counters; I/O thread only (port.c updates them there). */
 void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st);
+/* A listen-only bus's engine (mode = listen), NULL on a bus rtugw masters. */
+typedef struct gw_listen gw_listen_t;
+const gw_listen_t *bus_listen(const gw_bus_t *bus);
+
+/* ---- listen.c: a listen-only bus (mode = listen), run by its bus actor ----------- */
+
+typedef struct gw_listen_stats {
+    uint64_t frames, tag_updates, duplicates, noise_bytes;
+    uint64_t by_kind[RTU_PAIR_KIND_COUNT];   /* answered, unanswered, doubtful, unpaired, damaged */
+} gw_listen_stats_t;
+gw_listen_t *listen_new(gw_t *gw, unsigned bus, router_thread_t *router, char *err, size_t errcap);
+void listen_free(gw_listen_t *l);
+/* Bus actor only. Each returns when it wants listen_idle next (0: not until bytes come). */
+uint64_t listen_bytes(gw_listen_t *l, const uint8_t *bytes, size_t n, uint64_t t_ns, uint64_t now);
+uint64_t listen_idle(gw_listen_t *l, uint64_t now);
+/* Any thread. */
+void listen_get_stats(const gw_listen_t *l, gw_listen_stats_t *st);
+/* I/O thread (the driver's counters): /status's ,"mode":... of one bus (a listen-only
+ * bus adds "listen":{...}), and /metrics's rtugw_listen_* lines for every listen-only bus. */
+void listen_status_json(const gw_bus_t *bus, struct evbuffer *b);
+void listen_metrics_text(gw_t *gw, struct evbuffer *b);
 
 /* ---- what the layers above keep here, as opaque handles ------------------------ */
 
@@ -383,6 +408,8 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool
 int gwnorth_tags_changed(gw_north_t *gn);
 /* After a reload changed cfg->polls, on the I/O thread: values of the old groups in flight are dropped. */
 void gwnorth_polls_changed(gw_north_t *gn);
+/* Any thread: tags of one device heard on a listen-only bus (listen.c); they go out at once. */
+void gwnorth_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms);
 struct evbuffer;
 void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 

@@ -430,23 +430,21 @@ static bool cycle_answered(gw_north_t *gn, const tags_plan_t *plan, size_t r)
     return true;
 }
 
-void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms)
+/* The tags of one device, in chunks to the I/O thread, which publishes them
+ * at the last: done says that chunk completes the device's poll. */
+static void post_tags(gw_north_t *gn, const tags_member_t *m, const unsigned *idx, size_t n, bool done,
+                      int64_t wall_ms)
 {
-    size_t n, sent = 0;
-    const tags_member_t *m = tags_plan_members(plan, r, &n);
+    size_t sent = 0;
     uint32_t chunk[CHUNK_TAGS];
     size_t k = 0, tags = 0;
 
     for (size_t i = 0; i < n; i++)
-        tags += !m[i].is_group;
-    /* a read asked out of its rhythm (a confirmed write's read back) is no
-     * part of the device's poll: its values go out at once, with whatever
-     * of the poll is pending, and the poll's count is left as it was */
-    bool done = tags && (on_demand || cycle_answered(gn, plan, r));
+        tags += m ? !m[i].is_group : 1;
     for (size_t i = 0; i < n && tags; i++) {
-        if (m[i].is_group)
+        if (m && m[i].is_group)
             continue;
-        chunk[k++] = m[i].index;
+        chunk[k++] = m ? m[i].index : idx[i];
         sent++;
         if (k == CHUNK_TAGS || sent == tags) {
             uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST | (done ? POLL_DONE : 0) : 0) |
@@ -456,6 +454,25 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool
             k = 0;
         }
     }
+}
+
+void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms)
+{
+    size_t n, tags = 0;
+    const tags_member_t *m = tags_plan_members(plan, r, &n);
+    for (size_t i = 0; i < n; i++)
+        tags += !m[i].is_group;
+    /* a read asked out of its rhythm (a confirmed write's read back) is no
+     * part of the device's poll: its values go out at once, with whatever
+     * of the poll is pending, and the poll's count is left as it was */
+    bool done = tags && (on_demand || cycle_answered(gn, plan, r));
+    post_tags(gn, m, NULL, n, done, wall_ms);
+}
+
+/* A listen-only bus has no poll of its own: what is heard goes out at once. */
+void gwnorth_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms)
+{
+    post_tags(gn, NULL, tags, n, true, wall_ms);
 }
 
 /* At start: each device's tags and publish mode, before any value. */
@@ -671,6 +688,9 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
                           "busy: a read-modify-write of that register is in flight");
     else if (rc == TAG_WRITE_FULL)
         gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY, "busy: too many writes in flight");
+    else if (rc == TAG_WRITE_LISTEN_ONLY)
+        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE,
+                          "refused: its bus is listen-only (mode = listen), rtugw never writes to it");
     else if (rc != TAG_WRITE_QUEUED)
         gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
     return true;

@@ -215,6 +215,8 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         for (size_t k = 0; k < nm; k++)
             if (m[k].is_group)
                 atomic_store(&p->group_read[m[k].index], r);
+        if (gw->cfg->buses[gw->cfg->devices[reads[r].device].bus].listen)
+            continue;   /* a listen-only bus: its tags take what the line's master reads */
         int was = same_read(old, n_old, read);
         uint64_t due = was >= 0 ? old_reads[was].next_due : 0;
         poll_tick_t tick = { due, p->generation, r, due ? 0 : 1 };

@@ -125,6 +125,8 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
                     tag_write_done_fn done, void *owner, uint64_t cookie)
 {
     unsigned i = 0;
+    if (bus < tw->gw->cfg->bus_count && tw->gw->cfg->buses[bus].listen)
+        return TAG_WRITE_LISTEN_ONLY;   /* rtugw never writes to a line another master owns */
     while (i < tw->n_slots && tw->slots[i].id)
         i++;
     if (i == tw->n_slots)

@@ -232,6 +232,16 @@ uint32_t gwtags_generation(const gw_tags_t *t)
     return t->generation;
 }
 
+int gwtags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t address, const uint16_t *words,
+                   const uint8_t *packed, size_t n, int64_t now_ms)
+{
+    pthread_mutex_lock(&t->lock);
+    int d = tags_table_find_device(t->table, device);
+    int moved = d < 0 ? 0 : tags_table_observe(t->table, (size_t)d, area, address, words, packed, n, now_ms);
+    pthread_mutex_unlock(&t->lock);
+    return moved;
+}
+
 static void on_poll_answer(void *ctx, const gw_poll_result_t *r)
 {
     gwtags_apply(ctx, r->plan, r->read, r->pdu, r->len, r->wall_ms);

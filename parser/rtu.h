@@ -317,4 +317,92 @@ void rtu_framer_get_stats(const rtu_framer_t *fr, rtu_framer_stats_t *st);
  */
 int rtu_hex_parse(const char *text, uint8_t *out, size_t cap, size_t *bad_col);
 
+/* ---- pairing on an overheard line (parser/pair.c) ----------------------------------------- */
+
+/*
+ * Is the RTU answer ans (CRC already checked) the answer to the RTU request req? Same slave
+ * and function (or its exception), and the shape the request asks for: the byte count its
+ * quantity implies, or the exact echo of a write. The line discipline's Fact F on ADUs.
+ */
+bool rtu_answer_matches(const uint8_t *req, size_t req_len, const uint8_t *ans, size_t ans_len);
+
+typedef enum rtu_pair_kind {
+    RTU_PAIR_ANSWERED = 0, /* request and the answer vouched for it: usable */
+    RTU_PAIR_UNANSWERED,   /* request the master gave up on (its next request came first) */
+    RTU_PAIR_DOUBTFUL,     /* request and an answer that may not be its own: not usable */
+    RTU_PAIR_UNPAIRED,     /* a CRC-good answer no pending request explains */
+    RTU_PAIR_DAMAGED,      /* a frame that failed its CRC (cut, garbled) */
+    RTU_PAIR_KIND_COUNT
+} rtu_pair_kind_t;
+
+typedef struct rtu_pair_event {
+    uint8_t kind;          /* rtu_pair_kind_t */
+    uint8_t retry;         /* the request repeats, byte for byte, one the master gave up on */
+    uint8_t duplicate;     /* ANSWERED: the answer came twice with the same bytes */
+    const char *why;       /* DOUBTFUL, UNPAIRED: a short reason */
+    rtu_frame_t request;   /* ANSWERED, UNANSWERED, DOUBTFUL */
+    rtu_frame_t answer;    /* ANSWERED, DOUBTFUL, UNPAIRED, DAMAGED */
+    uint64_t latency_ns;   /* ANSWERED, DOUBTFUL: answer's first byte - request's last byte;
+                              UNANSWERED: the next request's first byte - its last byte (the
+                              master's timeout, as heard) */
+} rtu_pair_event_t;
+
+typedef struct rtu_pair_stats {
+    uint64_t requests, broadcasts, retries;
+    uint64_t by_kind[RTU_PAIR_KIND_COUNT];
+    uint64_t duplicates;   /* answers heard twice with the same bytes (used once) */
+    uint64_t dropped;      /* events lost because the caller did not drain them */
+} rtu_pair_stats_t;
+
+typedef struct rtu_pairer rtu_pairer_t;
+
+/* hold_ns: how long the line must be quiet after an answer before it is vouched for (the
+ * master's next request vouches at once); 0 picks 20 ms. One fixed allocation. */
+rtu_pairer_t *rtu_pairer_new(uint64_t hold_ns);
+void rtu_pairer_free(rtu_pairer_t *p);
+/* A frame from a SNIFF framer, and the framer's noise_bytes count after it was taken out. */
+void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes);
+/* The line has been quiet up to now_ns; noise_bytes as above. */
+void rtu_pairer_idle(rtu_pairer_t *p, uint64_t now_ns, uint64_t noise_bytes);
+/* True while an answer waits to be vouched for (rtu_pairer_idle will settle it). */
+bool rtu_pairer_holding(const rtu_pairer_t *p);
+/* Next event: 1 and *ev filled, 0 when none is ready. */
+int rtu_pairer_next(rtu_pairer_t *p, rtu_pair_event_t *ev);
+void rtu_pairer_get_stats(const rtu_pairer_t *p, rtu_pair_stats_t *st);
+const char *rtu_pair_kind_name(rtu_pair_kind_t kind);
+
+/*
+ * What a tap learns about the master (parser/learn.c): per slave, the requests it polls
+ * (function, address, quantity), their intervals, the master's timeout and retries as
+ * heard. Bounded: RTU_LEARN_POLLS distinct polls; more are counted in polls_dropped.
+ */
+#define RTU_LEARN_POLLS 256
+
+typedef struct rtu_learn_poll {
+    uint8_t slave, function;
+    uint16_t address, quantity;   /* quantity: 0 when the function has none */
+    uint64_t count;               /* requests heard */
+    uint64_t answered;            /* of which ANSWERED */
+    uint64_t first_ns, last_ns;   /* the request's last byte, first and last time */
+    uint64_t interval_min_ns, interval_max_ns; /* between consecutive requests (retries excluded) */
+    uint64_t intervals;           /* how many intervals the two above and the mean cover */
+    uint64_t latency_max_ns;      /* slowest answer */
+} rtu_learn_poll_t;
+
+typedef struct rtu_learn_slave {
+    uint64_t requests, answered, unanswered, doubtful, retries;
+    uint64_t timeout_min_ns, timeout_max_ns; /* request -> the master's next request, unanswered */
+    uint64_t latency_max_ns;
+} rtu_learn_slave_t;
+
+typedef struct rtu_learn rtu_learn_t;
+rtu_learn_t *rtu_learn_new(void);
+void rtu_learn_free(rtu_learn_t *l);
+void rtu_learn_event(rtu_learn_t *l, const rtu_pair_event_t *ev);
+/* The polls heard, in first-heard order: 1 and *out for index i, 0 past the end. */
+int rtu_learn_poll(const rtu_learn_t *l, unsigned i, rtu_learn_poll_t *out);
+/* NULL for a slave never asked. */
+const rtu_learn_slave_t *rtu_learn_slave(const rtu_learn_t *l, uint8_t slave);
+uint64_t rtu_learn_polls_dropped(const rtu_learn_t *l);
+
 #endif

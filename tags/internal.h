@@ -72,4 +72,8 @@ uint16_t *tags_table_words(tags_table_t *t, size_t index);
 /* The engineering value last counted as a change (NaN: none yet). */
 double *tags_table_reported(tags_table_t *t, size_t index);
 
+/* values.c: decode tag i from words (its first register first; a bit: one word 0/1) and
+ * store it, good, at now_ms. True when it changed (tags_table_apply's rule). */
+bool tags_store_value(tags_table_t *t, size_t i, const uint16_t *words, int64_t now_ms);
+
 #endif

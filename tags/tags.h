@@ -520,6 +520,18 @@ int tags_plan_split(tags_planner_t *pl, const tags_plan_t *plan, size_t r, tags_
 int tags_table_apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const uint16_t *words,
                      size_t n_words, int64_t now_ms);
 /* The same for coils and discrete inputs: bits packed as on the wire (LSB first). */
+/*
+ * An answer overheard on a listen-only bus (observe.c): the device's tags of this
+ * area whose every register (or bit) lies in [address, address + n) take their value
+ * from it, stamped now_ms; the others are untouched. words for registers, packed
+ * for coils and discretes (the other NULL). Returns how many changed.
+ */
+int tags_table_observe(tags_table_t *t, size_t device, tags_area_t area, uint16_t address,
+                       const uint16_t *words, const uint8_t *packed, size_t n, int64_t now_ms);
+/* The tags tags_table_observe would store for that answer: up to cap indices into out;
+ * returns how many there are (may exceed cap). No value is read or written. */
+size_t tags_table_covered(const tags_table_t *t, size_t device, tags_area_t area, uint16_t address, size_t n,
+                          unsigned *out, size_t cap);
 int tags_table_apply_bits(tags_table_t *t, const tags_plan_t *plan, size_t r,
                           const uint8_t *packed, size_t n_bits, int64_t now_ms);
 /* No data for read r: its tags become bad for `reason` (with the slave's

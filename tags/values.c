@@ -35,8 +35,9 @@ static bool changed(tags_table_t *t, size_t i, const tags_value_t *old, const ta
     return moved;
 }
 
-/* Decodes tag i from words (its own first register first) and stores it. */
-static bool store(tags_table_t *t, size_t i, const uint16_t *words, int64_t now_ms)
+/* Decodes tag i from words (its own first register first) and stores it.
+ * Also how an overheard answer is stored (observe.c): one way to store. */
+bool tags_store_value(tags_table_t *t, size_t i, const uint16_t *words, int64_t now_ms)
 {
     const tags_tag_t *tag = tags_table_tag(t, i);
     tags_value_t *slot = tags_table_slot(t, i);
@@ -101,7 +102,7 @@ static int apply(tags_table_t *t, const tags_plan_t *plan, size_t r, const uint1
         if (at + m[k].count > n_units)
             moved += mark_bad(t, m[k].index, TAGS_BAD_SHORT, 0, now_ms);
         else
-            moved += store(t, m[k].index, packed ? &bit : words + at, now_ms);
+            moved += tags_store_value(t, m[k].index, packed ? &bit : words + at, now_ms);
     }
     return moved;
 }

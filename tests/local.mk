@@ -120,3 +120,14 @@ TESTS += tests/test_line_core tests/test_line_broken
 check-long: tests/test_line_core
 	RTUGW_EXPLORE_TRANSACTIONS=10000000 $(builddir)/tests/test_line_core
 .PHONY: check-long
+
+# Listening to a line another master polls: the pairer's rules P1-P5 and the learner
+# in simulated time (parser/pair.c, parser/learn.c); `rtugw sniff` on a tap between
+# mbpoll and `rtugw sim --pace` (a pty fan-out in the test), with and without faults,
+# and its capture read back by `rtugw replay`.
+check_PROGRAMS += tests/test_pair
+tests_test_pair_SOURCES = tests/test_pair.c tests/testutil.h tests/testutil.c
+tests_test_pair_CFLAGS = $(TEST_CFLAGS)
+tests_test_pair_LDADD = $(TEST_LIBS)
+TESTS += tests/test_pair tests/test_listen.py
+EXTRA_DIST += tests/test_listen.py

@@ -414,6 +414,52 @@ static void test_writes_and_pdus(void **state)
     assert_int_equal(w.words[0], 0xFDFF);
 }
 
+/* An overheard answer (tags_table_observe): the tags it covers whole take its values,
+ * a tag it covers only in part, of another area or another device, keeps its own. */
+static void test_observe(void **state)
+{
+    (void)state;
+    tags_table_t *t = tags_table_new(6);
+    char msg[256];
+    tags_tag_t a = make(TAGS_UINT16, TAGS_ORDER_ABCD, 1), f = make(TAGS_FLOAT32, TAGS_ORDER_ABCD, 2),
+               part = make(TAGS_FLOAT32, TAGS_ORDER_ABCD, 2), in = make(TAGS_UINT16, TAGS_ORDER_ABCD, 1),
+               other = make(TAGS_UINT16, TAGS_ORDER_ABCD, 1), coil = make(TAGS_BOOL, TAGS_ORDER_ABCD, 1);
+    strcpy(a.name, "a"), a.address = 10;
+    strcpy(f.name, "f"), f.address = 11;
+    strcpy(part.name, "part"), part.address = 13;      /* 13..14: the answer ends at 13 */
+    strcpy(in.name, "in"), in.address = 10, in.area = TAGS_AREA_INPUT, in.writable = false;
+    strcpy(other.name, "other"), other.address = 10;
+    strcpy(coil.name, "coil"), coil.address = 3, coil.area = TAGS_AREA_COIL;
+    assert_int_equal(tags_table_add(t, &a, "plc", msg, sizeof msg), 0);
+    assert_int_equal(tags_table_add(t, &f, "plc", msg, sizeof msg), 1);
+    assert_int_equal(tags_table_add(t, &part, "plc", msg, sizeof msg), 2);
+    assert_int_equal(tags_table_add(t, &in, "plc", msg, sizeof msg), 3);
+    assert_int_equal(tags_table_add(t, &other, "plc2", msg, sizeof msg), 4);
+    assert_int_equal(tags_table_add(t, &coil, "plc", msg, sizeof msg), 5);
+    const uint16_t words[] = { 7, 0x3fc0, 0x0000, 9 };   /* 10..13; 1.5f at 11 */
+    assert_int_equal(tags_table_observe(t, 0, TAGS_AREA_HOLDING, 10, words, NULL, 4, 5000), 2);
+    tags_value_t v;
+    tags_table_value(t, 0, 5000, &v);
+    assert_int_equal(v.quality, TAGS_GOOD);
+    assert_int_equal(v.raw.u, 7);
+    assert_int_equal(v.time_ms, 5000);
+    tags_table_value(t, 1, 5000, &v);
+    assert_true(v.raw.f == 1.5);
+    for (size_t i = 2; i <= 4; i++) {
+        tags_table_value(t, i, 5000, &v);
+        assert_int_equal(v.quality, TAGS_BAD);
+        assert_int_equal(v.reason, TAGS_BAD_NOT_READ);
+    }
+    tags_table_value(t, 0, 5000 + 2001, &v);
+    assert_int_equal(v.quality, TAGS_STALE);             /* older than twice its interval */
+    const uint8_t packed[] = { 0x08 };                    /* coils 0..7: coil 3 on */
+    assert_int_equal(tags_table_observe(t, 0, TAGS_AREA_COIL, 0, NULL, packed, 8, 6000), 1);
+    tags_table_value(t, 5, 6000, &v);
+    assert_true(v.raw.b);
+    assert_int_equal(tags_table_observe(t, 0, TAGS_AREA_COIL, 0, words, NULL, 8, 6000), -EINVAL);
+    tags_table_free(t);
+}
+
 static void test_table_validation(void **state)
 {
     (void)state;
@@ -609,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_writes_and_pdus),
         cmocka_unit_test(test_table_validation),
+        cmocka_unit_test(test_observe),
         cmocka_unit_test_setup_teardown(test_table_many_names, tags_fixture_setup, tags_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_answers_into_values, tags_fixture_setup, tags_fixture_teardown),
     };

@@ -350,6 +350,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         return;
     }
     bus_metrics_text(gw, b);
+    listen_metrics_text(gw, b);
     device_metrics_text(gw, b);
     tcp_metrics_text(b, "tcp", &gw->tcp_metrics);
     tls_metrics_text(gw, b);
@@ -424,6 +425,7 @@ static void on_status(struct evhttp_request *req, void *arg)
                             (unsigned long long)gw_read(&m->retries));
         add_ms(b, "latency_p50_ms", latency_quantile_ms(m, 0.50));
         add_ms(b, "latency_p99_ms", latency_quantile_ms(m, 0.99));
+        listen_status_json(gw->buses[k], b);
         evbuffer_add_printf(b, ",\"devices\":[");
         bool first = true;
         for (unsigned d = 0; d < gw->cfg->device_count; d++) {

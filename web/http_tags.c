@@ -431,6 +431,10 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
     const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
     int rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &w, write_done, ht,
                              (uint64_t)(uintptr_t)req);
+    if (rc == TAG_WRITE_LISTEN_ONLY) {
+        refuse(ht, req, 403, "Forbidden", name, "its bus is listen-only (mode = listen): rtugw never writes to it");
+        return;
+    }
     if (rc != TAG_WRITE_QUEUED) {
         refuse(ht, req, rc == TAG_WRITE_OVERLAP ? 409 : 503, rc == TAG_WRITE_OVERLAP ? "Conflict" : "Service Unavailable",
                name, rc == TAG_WRITE_OVERLAP ? "a read-modify-write of that register is in flight"
