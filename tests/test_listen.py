@@ -47,6 +47,15 @@ class Tap:
         self.t_master, self.t_hold, self.tap_path = raw_pty()
         self.slave = os.open(slave_path, os.O_RDWR | os.O_NOCTTY)
         tty.setraw(self.slave)
+        # the paced simulator hears only a master at its speed and format
+        # (docs/drivers.md): this end is the master's side of its line, so
+        # it says 115200 8E1 as mbpoll does on its own pty (INPCK: a pty
+        # clears PARENB, and the simulator reads the parity from INPCK)
+        a = termios.tcgetattr(self.slave)
+        a[0] |= termios.INPCK
+        a[2] |= termios.PARENB
+        a[4] = a[5] = termios.B115200
+        termios.tcsetattr(self.slave, termios.TCSANOW, a)
         self.written_by_tap = 0
         self.forwarded = 0
         self.stop = False
