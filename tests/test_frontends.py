@@ -405,14 +405,14 @@ def test_rtu_tcp_not_cut():
 
 
 def test_pipelined_not_closed():
-    """8 connections each pipelining 300 reads with duplicated transaction
+    """8 connections each pipelining 600 reads with duplicated transaction
     ids, max_pending = 16, against the simulator at 19200 baud: the gateway
     stops reading them for whole seconds (back-pressure), which is not the
     clients' delay; adu_timeout_ms = 200 must not close them (issue 35,
     fault 9). Every answer arrives, each its own."""
     g = Gateway(extra_tcp="max_pending = 16\nadu_timeout_ms = 200\n",
                 bus="port = sim:1,2,3\nbaud = 19200\nqueue_depth = 256\n")
-    n, failures = 300, []
+    n, failures = 600, []
 
     def client(k):
         s = connect(g)
