@@ -135,6 +135,9 @@ typedef struct config_tcp {
     config_route_t unit[256];       /* explicit unit routes, incl. 0 and 255 */
     config_net_t allow[CONFIG_MAX_ALLOW];
     unsigned allow_count;           /* 0: allow everyone */
+    unsigned bus_share;             /* this listener's requests in one bus's queue and line at once */
+    config_net_t priority[CONFIG_MAX_ALLOW];
+    unsigned priority_count;        /* clients of these networks are served first (priority class) */
 } config_tcp_t;
 
 /*

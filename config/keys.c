@@ -18,6 +18,7 @@
 static bool set_ref(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_priority_clients(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
@@ -94,6 +95,8 @@ static const key_spec_t tcp_keys[] = {
     B(config_tcp_t, read_only),
     C("default_bus", set_ref),
     C("allow", set_allow),
+    U(config_tcp_t, bus_share, 1, 4096),
+    C("priority_clients", set_priority_clients),
     { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },
 };
 
@@ -463,15 +466,13 @@ static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned unit, const cha
     return true;
 }
 
-/* Comma-separated IPv4 networks: 127.0.0.1, 10.0.0.0/8 */
-static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+/* Comma-separated IPv4 networks: 127.0.0.1, 10.0.0.0/8 (allow, priority_clients) */
+static bool set_networks(loader_t *ld, const key_spec_t *k, const char *value, config_net_t *nets, unsigned *count)
 {
-    config_tcp_t *tcp = ld->target;   /* [tcp] or [rtu_tcp] */
     char list[CONFIG_LINE_MAX];
 
-    (void)number;
     snprintf(list, sizeof list, "%s", value);
-    tcp->allow_count = 0;
+    *count = 0;
     for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
         char *slash = strchr(tok, '/');
         unsigned bits = 32;
@@ -484,16 +485,30 @@ static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const 
         }
         if (!why && inet_pton(AF_INET, tok, &a) != 1)
             why = "expected IPv4 networks like 127.0.0.1 or 10.0.0.0/8";
-        if (!why && tcp->allow_count == CONFIG_MAX_ALLOW)
+        if (!why && *count == CONFIG_MAX_ALLOW)
             why = "too many networks (at most 16)";
         if (why) {
             config_bad_value(ld, k->name, value, why);
             return false;
         }
         uint32_t mask = bits ? htonl(~0u << (32 - bits)) : 0;
-        tcp->allow[tcp->allow_count++] = (config_net_t){ a.s_addr & mask, mask };
+        nets[(*count)++] = (config_net_t){ a.s_addr & mask, mask };
     }
     return true;
+}
+
+static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = ld->target;   /* [tcp] or [rtu_tcp] */
+    (void)number;
+    return set_networks(ld, k, value, tcp->allow, &tcp->allow_count);
+}
+
+static bool set_priority_clients(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = ld->target;
+    (void)number;
+    return set_networks(ld, k, value, tcp->priority, &tcp->priority_count);
 }
 
 /* Ascending upper edges, the last one 256: 8,16,32,64,128,256 */

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,28 @@ static void test_demo_is_valid(void **state)
     config_free(cfg);
 }
 
+/* Back-pressure and priority keys (front/backpressure.c): defaults, values,
+ * and a bad value named with its file, line and range. */
+static void test_tcp_share_keys(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    config_t *cfg = load("[bus a]\nport = sim\n[tcp]\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->tcp.bus_share, 4);
+    assert_int_equal(cfg->tcp.priority_count, 0);
+    config_free(cfg);
+    cfg = load("[bus a]\nport = sim\n[tcp]\nbus_share = 2\npriority_clients = 10.0.0.5, 192.168.1.0/24\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->tcp.bus_share, 2);
+    assert_int_equal(cfg->tcp.priority_count, 2);
+    assert_int_equal(cfg->tcp.priority[1].mask, htonl(0xFFFFFF00u));
+    config_free(cfg);
+    assert_null(load("[bus a]\nport = sim\n[tcp]\nbus_share = 0\npriority_clients = 10.0.0.0/33\n", &errs));
+    expect_error(&errs, "t.ini:4: [tcp] bus_share = '0'", "1..4096");
+    expect_error(&errs, "t.ini:5: [tcp] priority_clients = '10.0.0.0/33'", "0..32");
+}
+
 static void test_example_file_is_valid(void **state)
 {
     (void)state;
@@ -64,6 +87,8 @@ static void test_example_file_is_valid(void **state)
         fprintf(stderr, "%s\n", errs.text[i]);
     assert_non_null(cfg);
     assert_int_equal(cfg->tcp.allow_count, 2);
+    assert_int_equal(cfg->tcp.bus_share, 4);
+    assert_int_equal(cfg->tcp.priority_count, 1);
     assert_int_equal(cfg->router.bucket_count, 6);
     assert_int_equal(cfg->buses[0].response_timeout_ms, 500);
     config_free(cfg);
@@ -695,6 +720,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_demo_is_valid),
         cmocka_unit_test(test_example_file_is_valid),
+        cmocka_unit_test(test_tcp_share_keys),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_every_error_named_with_line),
         cmocka_unit_test(test_syntax_and_long_lines),
