@@ -25,6 +25,10 @@
  * priority masters slows the others down to one place in
  * TCP_STARVATION_BOUND + 1, never to none. The class rides with the
  * request into the bus queue, which orders it the same way (line/queue.c).
+ * The priority class has TCP_PRIORITY_PLACES places beyond the share that
+ * the other class cannot take: a priority master's request then goes into
+ * the bus queue at once, ahead of the others there, and waits only for the
+ * transaction on the wire, not first for one to end and free a place.
  *
  * The count of places taken is decremented by the answer's callback on the
  * bus worker (atomic); everything else here is the I/O thread's.
@@ -71,11 +75,17 @@ static bool anyone_ahead(const tcp_shares_t *s, unsigned bus, unsigned klass)
     return false;
 }
 
+/* The places of bus the class may fill. */
+static unsigned class_limit(const tcp_shares_t *s, unsigned klass)
+{
+    return s->share + (klass == TCP_CLASS_PRIORITY ? TCP_PRIORITY_PLACES : 0);
+}
+
 bool shares_room(const tcp_shares_t *s, unsigned bus, unsigned klass, bool turn)
 {
     if (bus >= s->buses)
         return true;   /* gw_submit refuses it: no share to take */
-    if (atomic_load_explicit(&s->in_bus[bus], memory_order_relaxed) >= s->share)
+    if (atomic_load_explicit(&s->in_bus[bus], memory_order_relaxed) >= class_limit(s, klass))
         return false;
     return turn || !anyone_ahead(s, bus, klass);
 }
@@ -126,14 +136,16 @@ void shares_leave(tcp_shares_t *s, tcp_waiter_t *w)
 
 tcp_waiter_t *shares_next(tcp_shares_t *s, unsigned bus)
 {
-    if (bus >= s->buses || atomic_load_explicit(&s->in_bus[bus], memory_order_relaxed) >= s->share)
+    if (bus >= s->buses)
         return NULL;
-    tcp_waiter_t *hi = s->head[bus][TCP_CLASS_PRIORITY], *lo = s->head[bus][TCP_CLASS_NORMAL], *w = hi;
+    unsigned in = atomic_load_explicit(&s->in_bus[bus], memory_order_relaxed);
+    tcp_waiter_t *hi = in < class_limit(s, TCP_CLASS_PRIORITY) ? s->head[bus][TCP_CLASS_PRIORITY] : NULL;
+    tcp_waiter_t *lo = in < class_limit(s, TCP_CLASS_NORMAL) ? s->head[bus][TCP_CLASS_NORMAL] : NULL, *w = hi;
     if (!hi || (lo && s->passed[bus] >= TCP_STARVATION_BOUND))
         w = lo;
     if (!w)
         return NULL;
-    s->passed[bus] = (w == hi && lo) ? s->passed[bus] + 1 : 0;
+    s->passed[bus] = (w == hi && s->head[bus][TCP_CLASS_NORMAL]) ? s->passed[bus] + 1 : 0;
     shares_leave(s, w);
     return w;
 }

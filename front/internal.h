@@ -64,6 +64,7 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
 #define TCP_CLASS_NORMAL 0
 #define TCP_CLASS_PRIORITY 1      /* [tcp] priority_clients */
 #define TCP_STARVATION_BOUND 8    /* a waiting lower class is passed over at most this often in a row */
+#define TCP_PRIORITY_PLACES 1     /* places of a bus beyond bus_share only the priority class takes */
 typedef struct tcp_waiter {
     struct tcp_waiter *prev, *next;
     uint64_t since_ns;            /* when it began to wait */
