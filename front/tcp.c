@@ -92,7 +92,8 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
         handshake_over(c);
     if (c->wait.linked) {
         shares_leave(tcp->shares, &c->wait);
-        atomic_fetch_sub_explicit(c->klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(c->wait.klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1,
+                                  memory_order_relaxed);
     }
     if (c->ev_quiet)
         event_free(c->ev_quiet);
@@ -192,6 +193,15 @@ static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *sl
     return tcp->gw->bus_count > 0;
 }
 
+/* A request's class: the priority one when its client (priority_clients)
+ * or its unit (priority_units) is named there; the classes are ordered
+ * and bounded in backpressure.c and line/queue.c. */
+static uint8_t request_class(const tcp_conn_t *c, uint8_t unit)
+{
+    return c->klass == TCP_CLASS_PRIORITY || c->tcp->cfg.priority_unit[unit] ? TCP_CLASS_PRIORITY
+                                                                            : TCP_CLASS_NORMAL;
+}
+
 /*
  * A read inside a poll group that allows it (serve_cached_ms), answered from
  * the group's last poll while that is fresh enough: no bus transaction.
@@ -283,7 +293,7 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
         gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
                            .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns(),
-                           .priority = c->klass };
+                           .priority = request_class(c, h->unit) };
         memcpy(r.pdu, pdu, len);
         shares_taken(tcp->shares, bus);   /* before: its answer may come back on a worker at once */
         int code = gw_submit(gw, &r);
@@ -354,15 +364,16 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
 
     if (adu->refuse || !route(tcp, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
         return false;   /* answered here, no place taken */
-    if (shares_room(tcp->shares, bus, c->klass, c->turn)) {
+    unsigned klass = request_class(c, adu->unit);
+    if (shares_room(tcp->shares, bus, klass, c->turn)) {
         c->turn = false;
         return false;
     }
     bufferevent_setwatermark(c->bev, EV_READ, 0, WAIT_READ_LIMIT);
     c->partial_since_ns = 0;
-    shares_wait(tcp->shares, &c->wait, bus, c->klass, gw_now_ns());
-    gw_count(c->klass ? &tcp->m->priority_waits : &tcp->m->waits);
-    atomic_fetch_add_explicit(c->klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1, memory_order_relaxed);
+    shares_wait(tcp->shares, &c->wait, bus, klass, gw_now_ns());
+    gw_count(klass ? &tcp->m->priority_waits : &tcp->m->waits);
+    atomic_fetch_add_explicit(klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1, memory_order_relaxed);
     return true;
 }
 
@@ -523,9 +534,9 @@ static void serve_waiters(gw_tcp_t *tcp)
         while ((w = shares_next(tcp->shares, bus)) != NULL) {
             tcp_conn_t *c = conn_of_waiter(w);
             uint64_t id = c->id, waited_us = (now - w->since_ns) / 1000;
-            atomic_fetch_sub_explicit(c->klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1,
+            atomic_fetch_sub_explicit(w->klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1,
                                       memory_order_relaxed);
-            atomic_fetch_add_explicit(c->klass ? &tcp->m->priority_wait_us : &tcp->m->wait_us, waited_us,
+            atomic_fetch_add_explicit(w->klass ? &tcp->m->priority_wait_us : &tcp->m->wait_us, waited_us,
                                       memory_order_relaxed);
             c->turn = true;
             bufferevent_setwatermark(c->bev, EV_READ, 0, 0);

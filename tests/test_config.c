@@ -70,6 +70,13 @@ static void test_tcp_share_keys(void **state)
     assert_int_equal(cfg->tcp.priority_count, 2);
     assert_int_equal(cfg->tcp.priority[1].mask, htonl(0xFFFFFF00u));
     config_free(cfg);
+    cfg = load("[bus a]\nport = sim\n[tcp]\npriority_units = 1, 5-7\n", &errs);
+    assert_non_null(cfg);
+    assert_true(cfg->tcp.priority_unit[1] && cfg->tcp.priority_unit[5] && cfg->tcp.priority_unit[7]);
+    assert_false(cfg->tcp.priority_unit[2] || cfg->tcp.priority_unit[8]);
+    config_free(cfg);
+    assert_null(load("[bus a]\nport = sim\n[tcp]\npriority_units = 7-5\n", &errs));
+    expect_error(&errs, "t.ini:4: [tcp] priority_units = '7-5'", "0..255");
     assert_null(load("[bus a]\nport = sim\n[tcp]\nbus_share = 0\npriority_clients = 10.0.0.0/33\n", &errs));
     expect_error(&errs, "t.ini:4: [tcp] bus_share = '0'", "1..4096");
     expect_error(&errs, "t.ini:5: [tcp] priority_clients = '10.0.0.0/33'", "0..32");

@@ -448,14 +448,14 @@ def test_pipelined_not_closed():
 
 
 def _loop_clients(g, clients, seconds, depth=1, unit=1):
-    """Each (source address, depth) client keeps depth reads in flight on
+    """Each (source address, depth[, unit]) client keeps depth reads in flight on
     its own connection for seconds; returns per client (answers, exceptions
     06, latencies in s). Every answer is checked to be its own (value of the
     address it asked)."""
     stop = time.time() + seconds
     results = [None] * len(clients)
 
-    def run(k, src, depth):
+    def run(k, src, depth, unit=unit):
         s = connect(g, src)
         s.settimeout(5)
         sent, answers, busy, lat, wrong = {}, 0, 0, [], 0
@@ -487,7 +487,7 @@ def _loop_clients(g, clients, seconds, depth=1, unit=1):
             wrong += 1
         s.close()
         results[k] = (answers, busy, lat, wrong)
-    threads = [threading.Thread(target=run, args=(k, src, d)) for k, (src, d) in enumerate(clients)]
+    threads = [threading.Thread(target=run, args=(k, *c)) for k, c in enumerate(clients)]
     for t in threads:
         t.start()
     for t in threads:
@@ -543,16 +543,20 @@ def test_priority_master():
     16 others flood the same bus with 8 reads each in flight is served
     first (the wait of one transaction or two, not of the flood's queue:
     its class has a place beyond bus_share and goes first in the queue),
-    never refused; the classes' waits are in /metrics and /status. Before:
+    never refused; so is a master reading unit 2 (priority_units) from the
+    flood's own address. The classes' waits are in /metrics and /status. Before:
     it queued behind the flood or got exception 06."""
-    g = Gateway(extra_tcp="priority_clients = 127.0.0.2/32\n")
-    res = _loop_clients(g, [("127.0.0.2", 1)] + [("127.0.0.1", 8)] * 16, 2.5)
+    g = Gateway(extra_tcp="priority_clients = 127.0.0.2/32\npriority_units = 2\n")
+    res = _loop_clients(g, [("127.0.0.2", 1), ("127.0.0.1", 1, 2)] + [("127.0.0.1", 8)] * 16, 2.5)
     check(all(res) and sum(r[3] for r in res) == 0, "every answer its own")
-    prio, flood = res[0] or (0, 0, [], 1), [x for r in res[1:] if r for x in r[2]]
+    prio, unit2 = res[0] or (0, 0, [], 1), res[1] or (0, 0, [], 1)
+    flood = [x for r in res[2:] if r for x in r[2]]
     p50 = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("inf")  # noqa: E731
     check(prio[1] == 0 and prio[0] > 20, f"the priority master: {prio[0]} answers, {prio[1]} exceptions 06")
     check(p50(prio[2]) * 4 < p50(flood),
           f"served first: p50 {p50(prio[2]) * 1000:.1f} ms against the flood's {p50(flood) * 1000:.1f} ms")
+    check(unit2[1] == 0 and p50(unit2[2]) * 4 < p50(flood),
+          f"priority_units = 2: a request for unit 2 too (p50 {p50(unit2[2]) * 1000:.1f} ms, {unit2[1]} exceptions 06)")
     m = g.metrics()
     check(m.get("rtugw_tcp_waits_total", 0) > 0 and "rtugw_tcp_priority_waits_total" in m,
           "waits per class in /metrics")
