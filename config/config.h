@@ -205,6 +205,7 @@ typedef struct config_role {
     unsigned functions;             /* CONFIG_FN_* */
     uint8_t units[32];              /* bit u: MBAP unit u is granted */
     uint32_t buses;                 /* bit b: every unit routed to bus b is granted */
+    bool priority;                  /* its sessions' requests are in the priority class */
     unsigned line;
 } config_role_t;
 

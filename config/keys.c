@@ -149,6 +149,7 @@ static const key_spec_t role_keys[] = {
     C("functions", security_set_functions),
     C("units", security_set_units),
     C("buses", security_set_buses),
+    B(config_role_t, priority),
 };
 
 static const key_spec_t router_keys[] = {

@@ -106,6 +106,8 @@ void mbaps_refused(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr
 void mbaps_closed(gw_mbaps_t *t, struct bufferevent *bev);
 /* Does role grant this request (its unit, the bus it routes to or -1)? Counted. */
 bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t *pdu, size_t len);
+/* Is role's [role NAME] priority set (its requests in the priority class)? */
+bool mbaps_role_priority(gw_mbaps_t *t, int role);
 /* After a reload: may this authenticated session go on (its certificate
  * verified again against the CAs and CRL now in force)? Logged when not. */
 bool mbaps_still_trusted(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer);

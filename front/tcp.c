@@ -193,13 +193,15 @@ static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *sl
     return tcp->gw->bus_count > 0;
 }
 
-/* A request's class: the priority one when its client (priority_clients)
- * or its unit (priority_units) is named there; the classes are ordered
- * and bounded in backpressure.c and line/queue.c. */
+/* A request's class: the priority one when its client (priority_clients),
+ * its TLS session's role ([role NAME] priority) or its unit
+ * (priority_units) is named there; the classes are ordered and bounded in
+ * backpressure.c and line/queue.c. */
 static uint8_t request_class(const tcp_conn_t *c, uint8_t unit)
 {
-    return c->klass == TCP_CLASS_PRIORITY || c->tcp->cfg.priority_unit[unit] ? TCP_CLASS_PRIORITY
-                                                                            : TCP_CLASS_NORMAL;
+    bool high = c->klass == TCP_CLASS_PRIORITY || c->tcp->cfg.priority_unit[unit] ||
+                (c->role >= 0 && mbaps_role_priority(c->tcp->gw->mbaps, c->role));
+    return high ? TCP_CLASS_PRIORITY : TCP_CLASS_NORMAL;
 }
 
 /*
