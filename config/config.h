@@ -138,7 +138,8 @@ typedef struct config_tcp {
     unsigned bus_share;             /* this listener's requests in one bus's queue and line at once */
     config_net_t priority[CONFIG_MAX_ALLOW];
     unsigned priority_count;        /* clients of these networks are served first (priority class) */
-    bool priority_unit[256];        /* requests for these units are served first (priority class) */
+    uint8_t priority_units[32];     /* bit u: requests for unit u are in the priority class */
+    unsigned priority_functions;    /* CONFIG_FN_*: requests of these function classes too */
 } config_tcp_t;
 
 /*

@@ -20,6 +20,7 @@ static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned number, const c
 static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_priority_clients(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_priority_units(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_priority_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
@@ -99,6 +100,7 @@ static const key_spec_t tcp_keys[] = {
     U(config_tcp_t, bus_share, 1, 4096),
     C("priority_clients", set_priority_clients),
     C("priority_units", set_priority_units),
+    C("priority_functions", set_priority_functions),
     { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },
 };
 
@@ -514,29 +516,26 @@ static bool set_priority_clients(loader_t *ld, const key_spec_t *k, unsigned num
     return set_networks(ld, k, value, tcp->priority, &tcp->priority_count);
 }
 
-/* Comma-separated unit ids or ranges, 0..255: 1, 5-7 */
+/* Unit ids or ranges (1, 5-7, all), function classes (write, diagnostics):
+ * the role's parsers (config/security.c). */
 static bool set_priority_units(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
 {
     config_tcp_t *tcp = ld->target;
-    char list[CONFIG_LINE_MAX];
-
     (void)number;
-    snprintf(list, sizeof list, "%s", value);
-    memset(tcp->priority_unit, 0, sizeof tcp->priority_unit);
-    for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-        char *dash = strchr(tok, '-');
-        unsigned lo, hi;
-        if (dash)
-            *dash = 0;
-        if (config_parse_uint(tok, 0, 255, &lo) != 0 || config_parse_uint(dash ? dash + 1 : tok, 0, 255, &hi) != 0 ||
-            hi < lo) {
-            config_bad_value(ld, k->name, value, "expected unit ids 0..255 or ranges like 5-7");
-            return false;
-        }
-        for (unsigned u = lo; u <= hi; u++)
-            tcp->priority_unit[u] = true;
-    }
-    return true;
+    if (config_parse_units(value, tcp->priority_units))
+        return true;
+    config_bad_value(ld, k->name, value, "expected a list of units 0..255 and ranges like 1-10, or all");
+    return false;
+}
+
+static bool set_priority_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = ld->target;
+    (void)number;
+    if (config_parse_function_classes(value, &tcp->priority_functions))
+        return true;
+    config_bad_value(ld, k->name, value, "expected a list of read, write, diagnostics, file, user, or all");
+    return false;
 }
 
 /* Ascending upper edges, the last one 256: 8,16,32,64,128,256 */

@@ -194,12 +194,15 @@ static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *sl
 }
 
 /* A request's class: the priority one when its client (priority_clients),
- * its TLS session's role ([role NAME] priority) or its unit
- * (priority_units) is named there; the classes are ordered and bounded in
+ * its TLS session's role ([role NAME] priority), its unit (priority_units)
+ * or its function's class (priority_functions: parser/'s one classifier,
+ * as for roles) is named there; the classes are ordered and bounded in
  * backpressure.c and line/queue.c. */
-static uint8_t request_class(const tcp_conn_t *c, uint8_t unit)
+static uint8_t request_class(const tcp_conn_t *c, uint8_t unit, const uint8_t *pdu, size_t len)
 {
-    bool high = c->klass == TCP_CLASS_PRIORITY || c->tcp->cfg.priority_unit[unit] ||
+    const config_tcp_t *cfg = &c->tcp->cfg;
+    bool high = c->klass == TCP_CLASS_PRIORITY || (cfg->priority_units[unit / 8] >> (unit % 8) & 1) ||
+                (cfg->priority_functions && (rtu_function_class(pdu, len) & cfg->priority_functions)) ||
                 (c->role >= 0 && mbaps_role_priority(c->tcp->gw->mbaps, c->role));
     return high ? TCP_CLASS_PRIORITY : TCP_CLASS_NORMAL;
 }
@@ -295,7 +298,7 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
         gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
                            .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns(),
-                           .priority = request_class(c, h->unit) };
+                           .priority = request_class(c, h->unit, pdu, len) };
         memcpy(r.pdu, pdu, len);
         shares_taken(tcp->shares, bus);   /* before: its answer may come back on a worker at once */
         int code = gw_submit(gw, &r);
@@ -366,7 +369,7 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
 
     if (adu->refuse || !route(tcp, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
         return false;   /* answered here, no place taken */
-    unsigned klass = request_class(c, adu->unit);
+    unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
     if (shares_room(tcp->shares, bus, klass, c->turn)) {
         c->turn = false;
         return false;

@@ -72,11 +72,17 @@ static void test_tcp_share_keys(void **state)
     config_free(cfg);
     cfg = load("[bus a]\nport = sim\n[tcp]\npriority_units = 1, 5-7\n", &errs);
     assert_non_null(cfg);
-    assert_true(cfg->tcp.priority_unit[1] && cfg->tcp.priority_unit[5] && cfg->tcp.priority_unit[7]);
-    assert_false(cfg->tcp.priority_unit[2] || cfg->tcp.priority_unit[8]);
+    assert_int_equal(cfg->tcp.priority_units[0], 0xE2);   /* units 1, 5, 6, 7 */
+    assert_int_equal(cfg->tcp.priority_units[1], 0);
+    assert_int_equal(cfg->tcp.priority_functions, 0);
     config_free(cfg);
-    assert_null(load("[bus a]\nport = sim\n[tcp]\npriority_units = 7-5\n", &errs));
+    cfg = load("[bus a]\nport = sim\n[tcp]\npriority_functions = write, diagnostics\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->tcp.priority_functions, CONFIG_FN_WRITE | CONFIG_FN_DIAGNOSTICS);
+    config_free(cfg);
+    assert_null(load("[bus a]\nport = sim\n[tcp]\npriority_units = 7-5\npriority_functions = fast\n", &errs));
     expect_error(&errs, "t.ini:4: [tcp] priority_units = '7-5'", "0..255");
+    expect_error(&errs, "t.ini:5: [tcp] priority_functions = 'fast'", "read, write");
     assert_null(load("[bus a]\nport = sim\n[tcp]\nbus_share = 0\npriority_clients = 10.0.0.0/33\n", &errs));
     expect_error(&errs, "t.ini:4: [tcp] bus_share = '0'", "1..4096");
     expect_error(&errs, "t.ini:5: [tcp] priority_clients = '10.0.0.0/33'", "0..32");
