@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 BUSES = 4
 
@@ -53,7 +52,7 @@ def knows_priority(binary):
     return b"priority_clients" in open(binary, "rb").read()
 
 
-def start(binary, seconds_hint):
+def start(binary):
     tcp, http = free_port(), free_port()
     d = tempfile.mkdtemp(prefix="rtugw-overload-")
     buses = "".join(f"[bus b{b}]\nport = sim:1,2,3\nbaud = 19200\nresponse_timeout_ms = 200\n" for b in range(BUSES))
@@ -164,7 +163,7 @@ async def phase(port, pid, clients, seconds, units, master=False):
 
 
 async def one_run(binary, seconds):
-    p, port = start(binary, seconds)
+    p, port = start(binary)
     try:
         all_units = list(range(1, BUSES + 1))
         r = {"10": await phase(port, p.pid, 10, seconds, all_units),
