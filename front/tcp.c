@@ -211,17 +211,16 @@ static uint8_t request_class(const tcp_conn_t *c, uint8_t unit, const uint8_t *p
  * A read inside a poll group that allows it (serve_cached_ms), answered from
  * the group's last poll while that is fresh enough: no bus transaction.
  */
-static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
-                              tcp_slot_t *s)
+static size_t cache_answer(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
+                           uint8_t pdu[RTU_MAX_PDU])
 {
     gw_t *gw = tcp->gw;
     const config_t *cfg = gw->cfg;
     uint64_t now = gw_now_ns();
-    uint8_t pdu[RTU_MAX_PDU];
     bool hit = false;
 
     if (req->function < 1 || req->function > 4)
-        return false;
+        return 0;
     pthread_mutex_lock(&gw->cache_lock);
     for (unsigned i = 0; i < cfg->poll_count && !hit; i++) {
         const config_poll_t *g = &cfg->polls[i];
@@ -248,11 +247,19 @@ static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const
         hit = true;
     }
     pthread_mutex_unlock(&gw->cache_lock);
-    if (hit) {
-        slot_answer(s, pdu, 2u + pdu[1]);
+    return hit ? 2u + pdu[1] : 0;
+}
+
+static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
+                              tcp_slot_t *s)
+{
+    uint8_t pdu[RTU_MAX_PDU];
+    size_t len = cache_answer(tcp, bus, slave, req, pdu);
+    if (len) {
+        slot_answer(s, pdu, len);
         gw_count(&tcp->m->cache_hits);
     }
-    return hit;
+    return len != 0;
 }
 
 /* One complete request: validate, route, and give it a slot. */
@@ -374,6 +381,12 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
         c->turn = false;
         return false;
     }
+    /* A read the poll cache answers (serve_cached_ms) takes no place in the
+     * bus: it does not wait for one either, however busy the bus is. */
+    rtu_request_t req;
+    uint8_t pdu[RTU_MAX_PDU];
+    if (rtu_request_decode_pdu(adu->pdu, adu->pdu_len, &req) == RTU_OK && cache_answer(tcp, bus, slave, &req, pdu))
+        return false;
     bufferevent_setwatermark(c->bev, EV_READ, 0, WAIT_READ_LIMIT);
     c->partial_since_ns = 0;
     shares_wait(tcp->shares, &c->wait, bus, klass, gw_now_ns());

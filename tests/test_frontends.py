@@ -566,7 +566,38 @@ def test_priority_master():
     g.stop()
 
 
+def test_cached_reads_not_held():
+    """A read the poll cache answers (serve_cached_ms) takes no place in the
+    bus and so does not wait for one: while 40 clients loop reads of slave
+    2 (each waiting its turn), a client reading slave 1's cached registers
+    is answered at once, not after a turn, every answer the cached value."""
+    poll = ("[poll p]\ndevice = d1\nfunction = 3\naddress = 0\ncount = 10\ninterval_ms = 50\n"
+            "serve_cached_ms = 60000\n")
+    g = Gateway(devices="[device d1]\nslave = 1\n[device d2]\nslave = 2\n" + poll)
+    time.sleep(0.3)   # the first poll fills the cache
+    flood = []
+    t = threading.Thread(target=lambda: flood.extend(_loop_clients(g, [("127.0.0.1", 1)] * 40, 2.5, unit=2)))
+    t.start()
+    time.sleep(0.5)
+    s = connect(g)
+    lat, wrong = [], 0
+    for k in range(100):
+        t0 = time.time()
+        got = call(s, k, 1, bytes([3, 0, k % 10, 0, 1]))
+        lat.append(time.time() - t0)
+        wrong += got != bytes([3, 2]) + struct.pack(">H", 1000 + k % 10)
+    s.close()
+    t.join(30)
+    flood_lat = sorted(x for r in flood if r for x in r[2])
+    p50 = sorted(lat)[len(lat) // 2]
+    check(wrong == 0, f"every cached answer right ({wrong} wrong)")
+    check(flood_lat and p50 * 4 < flood_lat[len(flood_lat) // 2],
+          f"cached reads not held behind the flood: p50 {p50 * 1000:.1f} ms against "
+          f"{flood_lat[len(flood_lat) // 2] * 1000 if flood_lat else 0:.1f} ms")
+    check(g.metrics().get("rtugw_tcp_cache_hits_total", 0) >= 100, "all served from the cache")
+    g.stop()
+
 run_tests("frontends", [test_read_only_allow_list, test_tcp_slowloris, test_pipelined_not_closed,
-                        test_backpressure_not_busy, test_fair_shares, test_priority_master,
+                        test_backpressure_not_busy, test_fair_shares, test_priority_master, test_cached_reads_not_held,
                         test_rtu_tcp_not_cut, test_reload_applies_or_says_so, test_status_escapes_every_string,
                         test_cache_coherent_with_writes, test_descriptor_exhaustion, test_http_limits])
