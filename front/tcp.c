@@ -90,6 +90,10 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     tcp->in_flight -= waiting;
     if (c->handshaking)
         handshake_over(c);
+    if (c->reserved) {   /* the place held for it goes to the next waiter */
+        shares_answered(tcp->shares, c->reserved_bus);
+        event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+    }
     if (c->wait.linked) {
         shares_leave(tcp->shares, &c->wait);
         atomic_fetch_sub_explicit(c->wait.klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1,
@@ -307,10 +311,16 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
                            .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns(),
                            .priority = request_class(c, h->unit, pdu, len) };
         memcpy(r.pdu, pdu, len);
-        shares_taken(tcp->shares, bus);   /* before: its answer may come back on a worker at once */
+        /* The place: the one held for its turn, or one taken now (before
+         * the submit: its answer may come back on a worker at once). */
+        if (c->reserved && c->reserved_bus == bus)
+            c->reserved = false;
+        else
+            shares_taken(tcp->shares, bus);
         int code = gw_submit(gw, &r);
         if (code) {
             shares_answered(tcp->shares, bus);
+            event_active(tcp->ev_serve, EV_TIMEOUT, 0);
             slot_exception(s, pdu[0], (uint8_t)code);
         }
     }
@@ -354,6 +364,7 @@ static int mbap_next(const uint8_t *buf, size_t avail, bool quiet, tcp_adu_t *ad
 const tcp_framing_t tcp_framing_mbap = { "tcp", MBAP_HEADER_LEN, mbap_next, mbap_encode };
 
 static void on_quiet(evutil_socket_t fd, short what, void *arg);
+static void conn_release_unused(tcp_conn_t *c);
 
 /*
  * Back-pressure (backpressure.c): a whole request bound for a bus where
@@ -377,10 +388,8 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
     if (adu->refuse || !route(tcp, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
         return false;   /* answered here, no place taken */
     unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
-    if (shares_room(tcp->shares, bus, klass, c->turn)) {
-        c->turn = false;
+    if ((c->reserved && c->reserved_bus == bus) || shares_room(tcp->shares, bus, klass, false))
         return false;
-    }
     /* A read the poll cache answers (serve_cached_ms) takes no place in the
      * bus: it does not wait for one either, however busy the bus is. */
     rtu_request_t req;
@@ -473,9 +482,17 @@ void conn_read(struct bufferevent *bev, void *arg)
 {
     tcp_conn_t *c = arg;
     (void)bev;
+    gw_tcp_t *tcp = c->tcp;
+    uint64_t id = c->id;
     c->last_activity_ns = gw_now_ns();
-    if (!c->wait.linked)   /* waiting: parsed at its turn */
-        conn_parse(c, false);
+    if (c->wait.linked)
+        return;   /* waiting: parsed at its turn */
+    conn_parse(c, false);
+    if ((c = conn_by_id(tcp, id)) != NULL && c->reserved) {
+        conn_release_unused(c);
+        if (!c->reserved)
+            event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+    }
 }
 
 /* RTU_TCP_QUIET_MS without a byte after a request whose end needed it. */
@@ -489,8 +506,15 @@ static void on_quiet(evutil_socket_t fd, short what, void *arg)
     if (c->paused || c->wait.linked)
         return;   /* asked again when reading resumes */
     conn_parse(c, true);
-    if ((c = conn_by_id(tcp, id)) != NULL && c->half_closed)
-        conn_flush(c);
+    if ((c = conn_by_id(tcp, id)) != NULL) {
+        if (c->reserved) {
+            conn_release_unused(c);
+            if (!c->reserved)
+                event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+        }
+        if (c->half_closed)
+            conn_flush(c);
+    }
 }
 
 /* The output buffer ran empty: a half-closed connection may now close. */
@@ -538,10 +562,27 @@ void conn_event(struct bufferevent *bev, short what, void *arg)
 }
 
 /*
+ * A place held for a connection's turn and not used by what its turn
+ * parsed (a cache hit, a refusal) is given back, unless the request it
+ * waited with is still being completed: an RTU request without a length
+ * rule ends only after RTU_TCP_QUIET_MS of quiet (on_quiet), and must not
+ * lose its turn for that, or a client of such requests could be sent to
+ * the tail of the list at every turn, forever.
+ */
+static void conn_release_unused(tcp_conn_t *c)
+{
+    if (!c->reserved || (c->ev_quiet && evtimer_pending(c->ev_quiet, NULL)))
+        return;
+    c->reserved = false;
+    shares_answered(c->tcp->shares, c->reserved_bus);
+}
+
+/*
  * Places freed in the buses go to the connections waiting for them, in
- * turn (backpressure.c): each given its turn is read again and submits the
- * request it left unread; one with another request for a bus still full
- * goes back to the tail of that bus's list.
+ * turn (backpressure.c): the place is held for the one whose turn it is
+ * (taken here), which is read again and submits the request it left
+ * unparsed into it; one with another request for a bus still full goes
+ * back to the tail of that bus's list.
  */
 static void serve_waiters(gw_tcp_t *tcp)
 {
@@ -556,16 +597,25 @@ static void serve_waiters(gw_tcp_t *tcp)
                                       memory_order_relaxed);
             atomic_fetch_add_explicit(w->klass ? &tcp->m->priority_wait_us : &tcp->m->wait_us, waited_us,
                                       memory_order_relaxed);
-            c->turn = true;
+            shares_taken(tcp->shares, bus);
+            c->reserved = true;
+            c->reserved_bus = (uint8_t)bus;
             bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
             conn_parse(c, c->half_closed);
             if ((c = conn_by_id(tcp, id)) != NULL) {
-                c->turn = false;   /* a turn not taken (a cache hit, a refusal) is not kept */
+                conn_release_unused(c);
                 if (c->half_closed)
                     conn_flush(c);
             }
         }
     }
+}
+
+void on_serve(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    serve_waiters(arg);
 }
 
 /* The loop command behind the origin's answer(): on the I/O thread. */

@@ -295,7 +295,8 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
     }
     tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
     tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
-    if (!tcp->ev_accept_retry || !tcp->ev_idle) {
+    tcp->ev_serve = event_new(loop_base(gw->loop), -1, 0, on_serve, tcp);
+    if (!tcp->ev_accept_retry || !tcp->ev_idle || !tcp->ev_serve) {
         snprintf(err, errcap, "out of memory");
         tcp_free(tcp);
         return NULL;
@@ -388,6 +389,8 @@ void tcp_free(gw_tcp_t *tcp)
             conn_close(tcp->conns[i], NULL);
     if (tcp->ev_idle)
         event_free(tcp->ev_idle);
+    if (tcp->ev_serve)
+        event_free(tcp->ev_serve);
     if (tcp->ev_accept_retry)
         event_free(tcp->ev_accept_retry);
     if (tcp->reserve_fd >= 0)

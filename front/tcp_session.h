@@ -46,7 +46,8 @@ typedef struct tcp_conn {
     int role;                       /* TLS: its [role NAME] index; -1: plain, no role check */
     tcp_waiter_t wait;              /* linked: a request waits for a place in its bus (backpressure.c) */
     uint8_t klass;                  /* TCP_CLASS_*: its address in priority_clients or not */
-    bool turn;                      /* given its turn: its next request takes the place freed for it */
+    bool reserved;                  /* given its turn: a place in reserved_bus is held for its next request */
+    uint8_t reserved_bus;
 } tcp_conn_t;
 
 struct gw_tcp {
@@ -59,6 +60,7 @@ struct gw_tcp {
     struct evconnlistener *listener;      /* [tcp] or [rtu_tcp]; NULL when off */
     struct evconnlistener *tls_listener;  /* [tls]; NULL when off */
     struct event *ev_idle;
+    struct event *ev_serve;         /* serve_waiters soon: a held place was given back outside it */
     struct event *ev_accept_retry;  /* accepting again after running out of descriptors */
     int reserve_fd;                 /* spare descriptor: refuse cleanly when there are none */
     bool stopped;
@@ -78,6 +80,7 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason);
 void conn_read(struct bufferevent *bev, void *arg);
 void conn_written(struct bufferevent *bev, void *arg);
 void conn_event(struct bufferevent *bev, short what, void *arg);
+void on_serve(evutil_socket_t fd, short what, void *arg);   /* ev_serve's */
 
 /* tcp_accept.c: may one more client from sa be accepted (self: already in
  * the table)? The counter it would be refused under, or NULL. */
