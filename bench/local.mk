@@ -53,3 +53,8 @@ EXTRA_DIST += tests/test_bench_transports.sh
 EXTRA_DIST += bench/footprint.py bench/footprint-idle.ini bench/footprint-load.ini bench/reload_tags.py bench/listen.py
 TESTS += tests/test_bench_footprint.sh
 EXTRA_DIST += tests/test_bench_footprint.sh
+
+# Overload without collapse (issue 30): 10 and 1,000 looping Modbus TCP
+# clients on 4 simulated buses, and a priority master under a flood, side by
+# side for several builds (--bin). A script, like bench/footprint.py.
+EXTRA_DIST += bench/overload.py

@@ -160,6 +160,11 @@ typedef struct config_tcp {
     config_route_t unit[256];       /* explicit unit routes, incl. 0 and 255 */
     config_net_t allow[CONFIG_MAX_ALLOW];
     unsigned allow_count;           /* 0: allow everyone */
+    unsigned bus_share;             /* this listener's requests in one bus's queue and line at once */
+    config_net_t priority[CONFIG_MAX_ALLOW];
+    unsigned priority_count;        /* clients of these networks are served first (priority class) */
+    uint8_t priority_units[32];     /* bit u: requests for unit u are in the priority class */
+    unsigned priority_functions;    /* CONFIG_FN_*: requests of these function classes too */
 } config_tcp_t;
 
 /*
@@ -251,6 +256,7 @@ typedef struct config_role {
     unsigned functions;             /* CONFIG_FN_* */
     uint8_t units[32];              /* bit u: MBAP unit u is granted */
     uint32_t buses;                 /* bit b: every unit routed to bus b is granted */
+    bool priority;                  /* its sessions' requests are in the priority class */
     unsigned line;
 } config_role_t;
 

@@ -192,6 +192,10 @@ config_role_t *security_new_role(loader_t *ld, const char *name);
 bool security_set_min_version(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool security_set_default_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool security_set_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* "read, write" (CONFIG_FN_* names, or all) -> bits; "1-3, 7" (or all) -> a
+ * bitmap of units. false: a token that is neither (the value is left 0). */
+bool config_parse_function_classes(const char *value, unsigned *functions);
+bool config_parse_units(const char *value, uint8_t units[32]);
 bool security_set_units(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* Bus names, default_role, and what an enabled [tls] needs. */

@@ -18,6 +18,9 @@
 static bool set_ref(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_priority_clients(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_priority_units(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_priority_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
@@ -100,6 +103,10 @@ static const key_spec_t tcp_keys[] = {
     B(config_tcp_t, read_only),
     C("default_bus", set_ref),
     C("allow", set_allow),
+    U(config_tcp_t, bus_share, 1, 4096),
+    C("priority_clients", set_priority_clients),
+    C("priority_units", set_priority_units),
+    C("priority_functions", set_priority_functions),
     { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },
 };
 
@@ -163,6 +170,7 @@ static const key_spec_t role_keys[] = {
     C("functions", security_set_functions),
     C("units", security_set_units),
     C("buses", security_set_buses),
+    B(config_role_t, priority),
 };
 
 static const key_spec_t router_keys[] = {
@@ -491,15 +499,13 @@ static bool set_unit(loader_t *ld, const key_spec_t *k, unsigned unit, const cha
     return true;
 }
 
-/* Comma-separated IPv4 networks: 127.0.0.1, 10.0.0.0/8 */
-static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+/* Comma-separated IPv4 networks: 127.0.0.1, 10.0.0.0/8 (allow, priority_clients) */
+static bool set_networks(loader_t *ld, const key_spec_t *k, const char *value, config_net_t *nets, unsigned *count)
 {
-    config_tcp_t *tcp = ld->target;   /* [tcp] or [rtu_tcp] */
     char list[CONFIG_LINE_MAX];
 
-    (void)number;
     snprintf(list, sizeof list, "%s", value);
-    tcp->allow_count = 0;
+    *count = 0;
     for (char *save = NULL, *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
         char *slash = strchr(tok, '/');
         unsigned bits = 32;
@@ -512,16 +518,52 @@ static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const 
         }
         if (!why && inet_pton(AF_INET, tok, &a) != 1)
             why = "expected IPv4 networks like 127.0.0.1 or 10.0.0.0/8";
-        if (!why && tcp->allow_count == CONFIG_MAX_ALLOW)
+        if (!why && *count == CONFIG_MAX_ALLOW)
             why = "too many networks (at most 16)";
         if (why) {
             config_bad_value(ld, k->name, value, why);
             return false;
         }
         uint32_t mask = bits ? htonl(~0u << (32 - bits)) : 0;
-        tcp->allow[tcp->allow_count++] = (config_net_t){ a.s_addr & mask, mask };
+        nets[(*count)++] = (config_net_t){ a.s_addr & mask, mask };
     }
     return true;
+}
+
+static bool set_allow(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = ld->target;   /* [tcp] or [rtu_tcp] */
+    (void)number;
+    return set_networks(ld, k, value, tcp->allow, &tcp->allow_count);
+}
+
+static bool set_priority_clients(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = ld->target;
+    (void)number;
+    return set_networks(ld, k, value, tcp->priority, &tcp->priority_count);
+}
+
+/* Unit ids or ranges (1, 5-7, all), function classes (write, diagnostics):
+ * the role's parsers (config/security.c). */
+static bool set_priority_units(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = ld->target;
+    (void)number;
+    if (config_parse_units(value, tcp->priority_units))
+        return true;
+    config_bad_value(ld, k->name, value, "expected a list of units 0..255 and ranges like 1-10, or all");
+    return false;
+}
+
+static bool set_priority_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *tcp = ld->target;
+    (void)number;
+    if (config_parse_function_classes(value, &tcp->priority_functions))
+        return true;
+    config_bad_value(ld, k->name, value, "expected a list of read, write, diagnostics, file, user, or all");
+    return false;
 }
 
 /* Ascending upper edges, the last one 256: 8,16,32,64,128,256 */

@@ -62,10 +62,10 @@ static bool add_function_class(void *ctx, const char *tok)
         { "read", CONFIG_FN_READ }, { "write", CONFIG_FN_WRITE }, { "diagnostics", CONFIG_FN_DIAGNOSTICS },
         { "file", CONFIG_FN_FILE }, { "user", CONFIG_FN_USER }, { "all", CONFIG_FN_ALL },
     };
-    config_role_t *r = ctx;
+    unsigned *functions = ctx;
     for (size_t i = 0; i < COUNT(classes); i++)
         if (strcasecmp(tok, classes[i].name) == 0) {
-            r->functions |= classes[i].bits;
+            *functions |= classes[i].bits;
             return true;
         }
     return false;
@@ -74,13 +74,13 @@ static bool add_function_class(void *ctx, const char *tok)
 /* "all", "N" or "LO-HI", units 0..255. */
 static bool add_units(void *ctx, const char *tok)
 {
-    config_role_t *r = ctx;
+    uint8_t *units = ctx;   /* 32 bytes: bit u for unit u */
     unsigned lo, hi;
     char first[8];
     const char *dash = strchr(tok, '-');
 
     if (strcasecmp(tok, "all") == 0) {
-        memset(r->units, 0xFF, sizeof r->units);
+        memset(units, 0xFF, 32);
         return true;
     }
     if (dash) {
@@ -96,18 +96,36 @@ static bool add_units(void *ctx, const char *tok)
         hi = lo;
     }
     for (unsigned u = lo; u <= hi; u++)
-        r->units[u / 8] |= (uint8_t)(1u << (u % 8));
+        units[u / 8] |= (uint8_t)(1u << (u % 8));
     return true;
+}
+
+/* The one parser of function classes and of unit lists, for [role NAME]
+ * and for [tcp] priority_functions and priority_units. */
+bool config_parse_function_classes(const char *value, unsigned *functions)
+{
+    *functions = 0;
+    if (each_token(value, add_function_class, functions) && *functions)
+        return true;
+    *functions = 0;
+    return false;
+}
+
+bool config_parse_units(const char *value, uint8_t units[32])
+{
+    memset(units, 0, 32);
+    if (each_token(value, add_units, units))
+        return true;
+    memset(units, 0, 32);
+    return false;
 }
 
 bool security_set_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
 {
     config_role_t *r = ld->target;
     (void)number;
-    r->functions = 0;
-    if (each_token(value, add_function_class, r) && r->functions)
+    if (config_parse_function_classes(value, &r->functions))
         return true;
-    r->functions = 0;
     config_bad_value(ld, k->name, value, "expected a list of read, write, diagnostics, file, user, or all");
     return false;
 }
@@ -116,10 +134,8 @@ bool security_set_units(loader_t *ld, const key_spec_t *k, unsigned number, cons
 {
     config_role_t *r = ld->target;
     (void)number;
-    memset(r->units, 0, sizeof r->units);
-    if (each_token(value, add_units, r))
+    if (config_parse_units(value, r->units))
         return true;
-    memset(r->units, 0, sizeof r->units);
     config_bad_value(ld, k->name, value, "expected a list of units 0..255 and ranges like 1-10, or all");
     return false;
 }

@@ -16,7 +16,8 @@
 void transports_defaults(config_t *cfg)
 {
     cfg->rtu_tcp = (config_tcp_t){ .enabled = false, .bind = "127.0.0.1", .port = 1503, .max_clients = 32,
-                                   .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000 };
+                                   .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000,
+                               .bus_share = 4 };
 }
 
 void transports_bus_defaults(config_bus_t *bus)

@@ -55,6 +55,40 @@ rtu_tcp_end_t rtu_tcp_frame_end(const uint8_t *buf, size_t avail, bool quiet, si
 gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
                      char *err, size_t errcap);
 
+/*
+ * backpressure.c (I/O thread, but shares_answered): a listener's share of
+ * each bus (bus_share requests in its queue and on its line at once), the
+ * connections waiting for a place, per bus and class, served in turn.
+ */
+#define TCP_CLASSES 2
+#define TCP_CLASS_NORMAL 0
+#define TCP_CLASS_PRIORITY 1      /* [tcp] priority_clients */
+#define TCP_STARVATION_BOUND 8    /* a waiting lower class is passed over at most this often in a row */
+#define TCP_PRIORITY_PLACES 1     /* places of a bus beyond bus_share only the priority class takes */
+typedef struct tcp_waiter {
+    struct tcp_waiter *prev, *next;
+    uint64_t since_ns;            /* when it began to wait */
+    uint8_t bus, klass;
+    bool linked;
+} tcp_waiter_t;
+typedef struct tcp_shares tcp_shares_t;
+tcp_shares_t *shares_new(unsigned buses, unsigned share);
+void shares_free(tcp_shares_t *s);
+void shares_set(tcp_shares_t *s, unsigned share);   /* a reload's bus_share */
+/* May a request of klass take a place in bus now? turn: its connection was
+ * just given its turn (shares_next), so the list does not hold it back. */
+bool shares_room(const tcp_shares_t *s, unsigned bus, unsigned klass, bool turn);
+void shares_taken(tcp_shares_t *s, unsigned bus);      /* submitted */
+void shares_answered(tcp_shares_t *s, unsigned bus);   /* its answer came: any thread */
+/* w waits at the tail of bus's list for its class (no-op when waiting already). */
+void shares_wait(tcp_shares_t *s, tcp_waiter_t *w, unsigned bus, unsigned klass, uint64_t now_ns);
+void shares_leave(tcp_shares_t *s, tcp_waiter_t *w);   /* closed while waiting */
+/* The waiter whose turn it is on bus, taken off its list, when bus has a
+ * place free; else NULL. */
+tcp_waiter_t *shares_next(tcp_shares_t *s, unsigned bus);
+unsigned shares_buses(const tcp_shares_t *s);
+unsigned shares_waiting(const tcp_shares_t *s, unsigned klass);
+
 /* mbaps.c: what tcp.c's TLS listener asks of MB-TCP-Security. */
 /* May one more socket begin a handshake, with in_handshake sockets in one
  * already, from_address of them from its address? A no is counted. */
@@ -72,6 +106,8 @@ void mbaps_refused(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr
 void mbaps_closed(gw_mbaps_t *t, struct bufferevent *bev);
 /* Does role grant this request (its unit, the bus it routes to or -1)? Counted. */
 bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t *pdu, size_t len);
+/* Is role's [role NAME] priority set (its requests in the priority class)? */
+bool mbaps_role_priority(gw_mbaps_t *t, int role);
 /* After a reload: may this authenticated session go on (its certificate
  * verified again against the CAs and CRL now in force)? Logged when not. */
 bool mbaps_still_trusted(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer);

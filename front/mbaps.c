@@ -269,6 +269,11 @@ bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t 
     return ok;
 }
 
+bool mbaps_role_priority(gw_mbaps_t *t, int role)
+{
+    return role >= 0 && t->gw->cfg->roles[role].priority;
+}
+
 int mbaps_reload(gw_mbaps_t *t, const config_t *fresh)
 {
     char err[512];

@@ -40,7 +40,7 @@
  * (below); [rtu_tcp] is RTU over TCP (rtu_tcp.c). Slots, bounds, routes,
  * read_only, the cache, the allow-list and the sweeps are the same code.
  */
-#include "front/internal.h"
+#include "front/tcp_session.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,57 +57,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The largest max_clients the config allows, and beside it the TLS
- * handshakes' own slots (max_handshakes), which never take a client's. */
-#define TCP_TABLE (1024 + CONFIG_MAX_HANDSHAKES)
-#define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
-
-enum slot_state { SLOT_FREE = 0, SLOT_WAITING, SLOT_READY };
-
-typedef struct tcp_slot {
-    uint16_t tid;                   /* MBAP's; 0 for RTU */
-    uint8_t unit;
-    uint8_t state;
-    uint16_t len;
-    uint8_t pdu[RTU_MAX_PDU];
-} tcp_slot_t;
-
-typedef struct tcp_conn {
-    struct gw_tcp *tcp;
-    struct bufferevent *bev;
-    uint64_t id;
-    uint32_t head_seq, next_seq;   /* slots [head, next) are in use */
-    tcp_slot_t *slots;
-    uint64_t last_activity_ns;
-    uint64_t partial_since_ns;      /* first byte of an ADU not yet complete; 0: none */
-    struct event *ev_quiet;         /* RTU: a request whose end waits for quiet; NULL until needed */
-    struct sockaddr_storage peer;
-    bool paused;                    /* reading stopped: ring full */
-    bool half_closed;               /* the client sent EOF: close when answered */
-    bool tls;                       /* from the [tls] listener */
-    bool handshaking;               /* TLS, not yet authenticated */
-    int role;                       /* TLS: its [role NAME] index; -1: plain, no role check */
-} tcp_conn_t;
-
-struct gw_tcp {
-    gw_origin_t origin;             /* first: the answers' way back */
-    gw_t *gw;
-    config_tcp_t cfg;
-    const tcp_framing_t *framing;
-    gw_tcp_metrics_t *m;                  /* this listener's counters */
-    struct evconnlistener *listener;      /* [tcp] or [rtu_tcp]; NULL when off */
-    struct evconnlistener *tls_listener;  /* [tls]; NULL when off */
-    struct event *ev_idle;
-    struct event *ev_accept_retry;  /* accepting again after running out of descriptors */
-    int reserve_fd;                 /* spare descriptor: refuse cleanly when there are none */
-    bool stopped;
-    unsigned handshaking;           /* connections in their TLS handshake: not max_clients' */
-    uint64_t accept_log_next_ns;
-    tcp_conn_t *conns[TCP_TABLE];
-    uint64_t generation[TCP_TABLE];
-    _Atomic uint64_t live[TCP_TABLE];   /* the id live in each index; 0: none */
-    unsigned in_flight;
-};
+static tcp_conn_t *conn_of_waiter(tcp_waiter_t *w)
+{
+    return (tcp_conn_t *)(void *)((char *)w - offsetof(tcp_conn_t, wait));
+}
 
 static tcp_conn_t *conn_by_id(gw_tcp_t *tcp, uint64_t id)
 {
@@ -126,7 +79,7 @@ static void handshake_over(tcp_conn_t *c)
     mbaps_handshaking(c->tcp->gw->mbaps, c->tcp->handshaking);
 }
 
-static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
+void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
 {
     gw_tcp_t *tcp = c->tcp;
     unsigned index = (unsigned)(c->id & 0xFFFF);
@@ -137,6 +90,15 @@ static void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     tcp->in_flight -= waiting;
     if (c->handshaking)
         handshake_over(c);
+    if (c->reserved) {   /* the place held for it goes to the next waiter */
+        shares_answered(tcp->shares, c->reserved_bus);
+        event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+    }
+    if (c->wait.linked) {
+        shares_leave(tcp->shares, &c->wait);
+        atomic_fetch_sub_explicit(c->wait.klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1,
+                                  memory_order_relaxed);
+    }
     if (c->ev_quiet)
         event_free(c->ev_quiet);
     if (c->tls)
@@ -235,21 +197,34 @@ static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *sl
     return tcp->gw->bus_count > 0;
 }
 
+/* A request's class: the priority one when its client (priority_clients),
+ * its TLS session's role ([role NAME] priority), its unit (priority_units)
+ * or its function's class (priority_functions: parser/'s one classifier,
+ * as for roles) is named there; the classes are ordered and bounded in
+ * backpressure.c and line/queue.c. */
+static uint8_t request_class(const tcp_conn_t *c, uint8_t unit, const uint8_t *pdu, size_t len)
+{
+    const config_tcp_t *cfg = &c->tcp->cfg;
+    bool high = c->klass == TCP_CLASS_PRIORITY || (cfg->priority_units[unit / 8] >> (unit % 8) & 1) ||
+                (cfg->priority_functions && (rtu_function_class(pdu, len) & cfg->priority_functions)) ||
+                (c->role >= 0 && mbaps_role_priority(c->tcp->gw->mbaps, c->role));
+    return high ? TCP_CLASS_PRIORITY : TCP_CLASS_NORMAL;
+}
+
 /*
  * A read inside a poll group that allows it (serve_cached_ms), answered from
  * the group's last poll while that is fresh enough: no bus transaction.
  */
-static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
-                              tcp_slot_t *s)
+static size_t cache_answer(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
+                           uint8_t pdu[RTU_MAX_PDU])
 {
     gw_t *gw = tcp->gw;
     const config_t *cfg = gw->cfg;
     uint64_t now = gw_now_ns();
-    uint8_t pdu[RTU_MAX_PDU];
     bool hit = false;
 
     if (req->function < 1 || req->function > 4)
-        return false;
+        return 0;
     pthread_mutex_lock(&gw->cache_lock);
     for (unsigned i = 0; i < cfg->poll_count && !hit; i++) {
         const config_poll_t *g = &cfg->polls[i];
@@ -276,11 +251,19 @@ static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const
         hit = true;
     }
     pthread_mutex_unlock(&gw->cache_lock);
-    if (hit) {
-        slot_answer(s, pdu, 2u + pdu[1]);
+    return hit ? 2u + pdu[1] : 0;
+}
+
+static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
+                              tcp_slot_t *s)
+{
+    uint8_t pdu[RTU_MAX_PDU];
+    size_t len = cache_answer(tcp, bus, slave, req, pdu);
+    if (len) {
+        slot_answer(s, pdu, len);
         gw_count(&tcp->m->cache_hits);
     }
-    return hit;
+    return len != 0;
 }
 
 /* One complete request: validate, route, and give it a slot. */
@@ -325,11 +308,21 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
         gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
-                           .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns() };
+                           .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns(),
+                           .priority = request_class(c, h->unit, pdu, len) };
         memcpy(r.pdu, pdu, len);
+        /* The place: the one held for its turn, or one taken now (before
+         * the submit: its answer may come back on a worker at once). */
+        if (c->reserved && c->reserved_bus == bus)
+            c->reserved = false;
+        else
+            shares_taken(tcp->shares, bus);
         int code = gw_submit(gw, &r);
-        if (code)
+        if (code) {
+            shares_answered(tcp->shares, bus);
+            event_active(tcp->ev_serve, EV_TIMEOUT, 0);
             slot_exception(s, pdu[0], (uint8_t)code);
+        }
     }
     conn_flush(c);
 }
@@ -368,9 +361,48 @@ static int mbap_next(const uint8_t *buf, size_t avail, bool quiet, tcp_adu_t *ad
     return 1;
 }
 
-static const tcp_framing_t tcp_framing_mbap = { "tcp", MBAP_HEADER_LEN, mbap_next, mbap_encode };
+const tcp_framing_t tcp_framing_mbap = { "tcp", MBAP_HEADER_LEN, mbap_next, mbap_encode };
 
 static void on_quiet(evutil_socket_t fd, short what, void *arg);
+static void conn_release_unused(tcp_conn_t *c);
+
+/*
+ * Back-pressure (backpressure.c): a whole request bound for a bus where
+ * this listener's share is taken, or where others wait before it, is left
+ * in the buffer, unparsed, and the connection waits in its class's list
+ * for that bus. The socket is still read, but only up to WAIT_READ_LIMIT
+ * bytes (a read watermark; TCP flow control holds the client beyond it):
+ * so a client that resets or closes while it waits is seen at once and its
+ * place in the list and in max_clients freed, instead of its request being
+ * sent on the line for nobody. A looping client sends nothing more while
+ * it waits and costs no read at all. The ADU deadline does not run
+ * meanwhile: the request is whole, the wait is the gateway's. true: it waits.
+ */
+#define WAIT_READ_LIMIT (2 * MBAP_MAX_ADU)
+
+static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
+{
+    gw_tcp_t *tcp = c->tcp;
+    unsigned bus, slave;
+
+    if (adu->refuse || !route(tcp, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
+        return false;   /* answered here, no place taken */
+    unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
+    if ((c->reserved && c->reserved_bus == bus) || shares_room(tcp->shares, bus, klass, false))
+        return false;
+    /* A read the poll cache answers (serve_cached_ms) takes no place in the
+     * bus: it does not wait for one either, however busy the bus is. */
+    rtu_request_t req;
+    uint8_t pdu[RTU_MAX_PDU];
+    if (rtu_request_decode_pdu(adu->pdu, adu->pdu_len, &req) == RTU_OK && cache_answer(tcp, bus, slave, &req, pdu))
+        return false;
+    bufferevent_setwatermark(c->bev, EV_READ, 0, WAIT_READ_LIMIT);
+    c->partial_since_ns = 0;
+    shares_wait(tcp->shares, &c->wait, bus, klass, gw_now_ns());
+    gw_count(klass ? &tcp->m->priority_waits : &tcp->m->waits);
+    atomic_fetch_add_explicit(klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1, memory_order_relaxed);
+    return true;
+}
 
 /*
  * Splits what has arrived into requests (the framing's next()) and hands
@@ -432,6 +464,8 @@ static void conn_parse(tcp_conn_t *c, bool quiet)
         }
         if (rc == 0)
             break;    /* the rest of this request has not arrived yet */
+        if (conn_waits_its_turn(c, &adu))
+            return;
         evbuffer_drain(in, adu.len);
         conn_request(c, &adu);
         if (!conn_by_id(tcp, id))
@@ -444,12 +478,21 @@ static void conn_parse(tcp_conn_t *c, bool quiet)
         c->partial_since_ns = gw_now_ns();
 }
 
-static void conn_read(struct bufferevent *bev, void *arg)
+void conn_read(struct bufferevent *bev, void *arg)
 {
     tcp_conn_t *c = arg;
     (void)bev;
+    gw_tcp_t *tcp = c->tcp;
+    uint64_t id = c->id;
     c->last_activity_ns = gw_now_ns();
+    if (c->wait.linked)
+        return;   /* waiting: parsed at its turn */
     conn_parse(c, false);
+    if ((c = conn_by_id(tcp, id)) != NULL && c->reserved) {
+        conn_release_unused(c);
+        if (!c->reserved)
+            event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+    }
 }
 
 /* RTU_TCP_QUIET_MS without a byte after a request whose end needed it. */
@@ -460,15 +503,22 @@ static void on_quiet(evutil_socket_t fd, short what, void *arg)
     uint64_t id = c->id;
     (void)fd;
     (void)what;
-    if (c->paused)
+    if (c->paused || c->wait.linked)
         return;   /* asked again when reading resumes */
     conn_parse(c, true);
-    if ((c = conn_by_id(tcp, id)) != NULL && c->half_closed)
-        conn_flush(c);
+    if ((c = conn_by_id(tcp, id)) != NULL) {
+        if (c->reserved) {
+            conn_release_unused(c);
+            if (!c->reserved)
+                event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+        }
+        if (c->half_closed)
+            conn_flush(c);
+    }
 }
 
 /* The output buffer ran empty: a half-closed connection may now close. */
-static void conn_written(struct bufferevent *bev, void *arg)
+void conn_written(struct bufferevent *bev, void *arg)
 {
     tcp_conn_t *c = arg;
     (void)bev;
@@ -476,9 +526,7 @@ static void conn_written(struct bufferevent *bev, void *arg)
         conn_close(c, &c->tcp->m->half_closed);
 }
 
-static atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self);
-
-static void conn_event(struct bufferevent *bev, short what, void *arg)
+void conn_event(struct bufferevent *bev, short what, void *arg)
 {
     tcp_conn_t *c = arg;
     gw_tcp_t *tcp = c->tcp;
@@ -503,7 +551,7 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
         /* Half-close: what was asked is still answered, then we close. */
         c->half_closed = true;
-        if (!c->paused)
+        if (!c->paused && !c->wait.linked)
             conn_parse(c, true);   /* complete requests still buffered; EOF: nothing more comes */
         if ((c = conn_by_id(tcp, id)) != NULL)
             conn_flush(c);
@@ -511,6 +559,63 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
     }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
         conn_close(c, NULL);
+}
+
+/*
+ * A place held for a connection's turn and not used by what its turn
+ * parsed (a cache hit, a refusal) is given back, unless the request it
+ * waited with is still being completed: an RTU request without a length
+ * rule ends only after RTU_TCP_QUIET_MS of quiet (on_quiet), and must not
+ * lose its turn for that, or a client of such requests could be sent to
+ * the tail of the list at every turn, forever.
+ */
+static void conn_release_unused(tcp_conn_t *c)
+{
+    if (!c->reserved || (c->ev_quiet && evtimer_pending(c->ev_quiet, NULL)))
+        return;
+    c->reserved = false;
+    shares_answered(c->tcp->shares, c->reserved_bus);
+}
+
+/*
+ * Places freed in the buses go to the connections waiting for them, in
+ * turn (backpressure.c): the place is held for the one whose turn it is
+ * (taken here), which is read again and submits the request it left
+ * unparsed into it; one with another request for a bus still full goes
+ * back to the tail of that bus's list.
+ */
+static void serve_waiters(gw_tcp_t *tcp)
+{
+    uint64_t now = gw_now_ns();
+
+    for (unsigned bus = 0; bus < shares_buses(tcp->shares); bus++) {
+        tcp_waiter_t *w;
+        while ((w = shares_next(tcp->shares, bus)) != NULL) {
+            tcp_conn_t *c = conn_of_waiter(w);
+            uint64_t id = c->id, waited_us = (now - w->since_ns) / 1000;
+            atomic_fetch_sub_explicit(w->klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1,
+                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(w->klass ? &tcp->m->priority_wait_us : &tcp->m->wait_us, waited_us,
+                                      memory_order_relaxed);
+            shares_taken(tcp->shares, bus);
+            c->reserved = true;
+            c->reserved_bus = (uint8_t)bus;
+            bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+            conn_parse(c, c->half_closed);
+            if ((c = conn_by_id(tcp, id)) != NULL) {
+                conn_release_unused(c);
+                if (c->half_closed)
+                    conn_flush(c);
+            }
+        }
+    }
+}
+
+void on_serve(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    serve_waiters(arg);
 }
 
 /* The loop command behind the origin's answer(): on the I/O thread. */
@@ -521,6 +626,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
 
     if (!c || seq - c->head_seq >= c->next_seq - c->head_seq) {
         gw_count(&tcp->m->discarded);   /* its client left */
+        serve_waiters(tcp);
         return;
     }
     slot_answer(&c->slots[seq % tcp->cfg.max_pending], pdu, len);
@@ -534,12 +640,14 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
         if ((c = conn_by_id(tcp, conn_id)) != NULL && c->half_closed)
             conn_flush(c);
     }
+    serve_waiters(tcp);
 }
 
 /* origin: answer() runs on a bus worker; the socket is the I/O thread's. */
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;
+    shares_answered(tcp->shares, req->bus);   /* before the post: serve_waiters sees the place free */
     if (loop_post(tcp->gw->loop, on_answer, tcp, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: cannot queue an answer (out of memory)", tcp->framing->section);
 }
@@ -550,366 +658,4 @@ static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
     return atomic_load_explicit(&tcp->live[req->conn_id & 0xFFFF], memory_order_relaxed) == req->conn_id;
 }
 
-static const gw_origin_ops_t tcp_origin_ops = { "tcp", origin_answer, origin_wanted };
-
-static bool allowed(const gw_tcp_t *tcp, const struct sockaddr *sa)
-{
-    if (tcp->cfg.allow_count == 0)
-        return true;
-    if (sa->sa_family != AF_INET)
-        return false;
-    uint32_t a = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
-    for (unsigned i = 0; i < tcp->cfg.allow_count; i++)
-        if ((a & tcp->cfg.allow[i].mask) == tcp->cfg.allow[i].addr)
-            return true;
-    return false;
-}
-
-static bool same_address(const struct sockaddr_storage *a, const struct sockaddr *b)
-{
-    if (a->ss_family != b->sa_family)
-        return false;
-    if (b->sa_family == AF_INET)
-        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-    return false;
-}
-
-/*
- * Clients (plain connections, and TLS ones once authenticated) are held to
- * max_clients, and one address to max_per_address of them, so one
- * misbehaving host cannot lock every other client out. Sockets in a TLS
- * handshake are unauthenticated: they have slots of their own ([tls]
- * max_handshakes, max_handshakes_per_address) and never take a client's,
- * so a handshake flood (sockets opened on the TLS port that send nothing,
- * or half a ClientHello, until handshake_timeout_ms) can fill only those:
- * plain Modbus TCP goes on being accepted and answered.
- * The counter a new client would be refused under, or NULL; self: a
- * connection already in the table, not counted against itself.
- */
-static atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self)
-{
-    unsigned limit = tcp->cfg.max_per_address, clients = 0, here = 0;
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
-        const tcp_conn_t *c = tcp->conns[i];
-        if (!c || c == self || c->handshaking)
-            continue;
-        clients++;
-        here += same_address(&c->peer, sa);
-    }
-    if (limit && here >= limit)
-        return &tcp->m->refused_address;
-    if (clients >= tcp->cfg.max_clients)
-        return &tcp->m->refused_full;
-    return NULL;
-}
-
-/* May another socket from sa begin a TLS handshake? (mbaps.c counts a no.) */
-static bool handshake_admitted(const gw_tcp_t *tcp, const struct sockaddr *sa)
-{
-    unsigned here = 0;
-    for (unsigned i = 0; i < TCP_TABLE; i++)
-        if (tcp->conns[i] && tcp->conns[i]->handshaking && same_address(&tcp->conns[i]->peer, sa))
-            here++;
-    return mbaps_admit(tcp->gw->mbaps, tcp->handshaking, here);
-}
-
-/*
- * Out of descriptors (EMFILE/ENFILE): libevent would retry accept() at once,
- * forever, logging each failure. Instead the listener pauses for 100 ms, the
- * log says so at most once a minute, and the spare descriptor kept for this
- * is spent to accept the waiting client and close it at once: it is refused
- * cleanly instead of left hanging in the backlog. Counted (accept_errors).
- */
-static void on_accept_error(struct evconnlistener *l, void *arg)
-{
-    gw_tcp_t *tcp = arg;
-    int err = EVUTIL_SOCKET_ERROR();
-    uint64_t now = gw_now_ns();
-
-    gw_count(&tcp->m->accept_errors);
-    if (now >= tcp->accept_log_next_ns) {
-        gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: accept: %s; pausing the listener (logged once a minute)",
-               tcp->framing->section, strerror(err));
-        tcp->accept_log_next_ns = now + 60000000000ull;
-    }
-    if ((err == EMFILE || err == ENFILE) && tcp->reserve_fd >= 0) {
-        close(tcp->reserve_fd);
-        int fd = accept(evconnlistener_get_fd(l), NULL, NULL);
-        if (fd >= 0) {
-            close(fd);
-            gw_count(&tcp->m->refused_full);
-        }
-        tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    }
-    evconnlistener_disable(l);
-    struct timeval tv = { 0, 100000 };
-    evtimer_add(tcp->ev_accept_retry, &tv);
-}
-
-static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
-{
-    gw_tcp_t *tcp = arg;
-    (void)fd;
-    (void)what;
-    if (tcp->stopped)
-        return;
-    if (tcp->listener)
-        evconnlistener_enable(tcp->listener);
-    if (tcp->tls_listener)
-        evconnlistener_enable(tcp->tls_listener);
-}
-
-static void sweep_arm(gw_tcp_t *tcp);
-
-static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
-                      void *arg)
-{
-    gw_tcp_t *tcp = arg;
-    gw_t *gw = tcp->gw;
-    unsigned index = TCP_TABLE;
-    bool tls = l == tcp->tls_listener;
-    atomic_uint_fast64_t *refused = NULL;
-
-    if (!allowed(tcp, sa)) {
-        gw_count(&tcp->m->refused_allow);
-        evutil_closesocket(fd);
-        return;
-    }
-    if (tls ? !handshake_admitted(tcp, sa) : (refused = clients_full(tcp, sa, NULL)) != NULL) {
-        if (refused)
-            gw_count(refused);
-        evutil_closesocket(fd);
-        return;
-    }
-    for (index = 0; index < TCP_TABLE && tcp->conns[index]; index++)
-        ;
-    if (index >= TCP_TABLE) {   /* cannot happen within the caps; kept as the table's own bound */
-        gw_count(&tcp->m->refused_full);
-        evutil_closesocket(fd);
-        return;
-    }
-    tcp_conn_t *c = calloc(1, sizeof *c);
-    tcp_slot_t *slots = calloc(tcp->cfg.max_pending, sizeof *slots);
-    struct bufferevent *bev = tls ? mbaps_accept(gw->mbaps, fd)
-                                  : bufferevent_socket_new(loop_base(gw->loop), fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!c || !slots || !bev) {
-        free(c);
-        free(slots);
-        if (bev)
-            bufferevent_free(bev);
-        else
-            evutil_closesocket(fd);
-        gw_count(&tcp->m->refused_full);
-        return;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->tcp = tcp;
-    c->bev = bev;
-    c->slots = slots;
-    c->tls = c->handshaking = tls;
-    c->role = -1;
-    if (tls)
-        mbaps_handshaking(gw->mbaps, ++tcp->handshaking);
-    /* Generation from 1, so no live id is ever 0. */
-    c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
-    c->last_activity_ns = gw_now_ns();
-    memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
-    tcp->conns[index] = c;
-    atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
-    sweep_arm(tcp);
-    gw_count(&tcp->m->accepted);
-    atomic_fetch_add_explicit(&tcp->m->active, 1, memory_order_relaxed);
-    bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
-}
-
-/*
- * Every 250 ms: a connection with nothing owed and nothing heard for
- * idle_timeout_s is closed; so is one whose ADU is still incomplete
- * adu_timeout_ms after its first byte (a client trickling a byte a second
- * would otherwise hold its slot forever: slowloris).
- */
-/* The sweep (deadlines of handshakes, partial ADUs, idle connections) runs
- * every 250 ms while there is a connection, never without one, so an idle
- * gateway's I/O thread sleeps (docs/footprint.md). */
-static void sweep_arm(gw_tcp_t *tcp)
-{
-    if (!evtimer_pending(tcp->ev_idle, NULL)) {
-        struct timeval quarter = { 0, 250000 };
-        event_add(tcp->ev_idle, &quarter);
-    }
-}
-
-static void on_sweep(evutil_socket_t fd, short what, void *arg)
-{
-    gw_tcp_t *tcp = arg;
-    unsigned left = 0;
-    uint64_t now = gw_now_ns();
-    uint64_t idle = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
-    uint64_t adu = (uint64_t)tcp->cfg.adu_timeout_ms * 1000000ull;
-    uint64_t handshake = (uint64_t)tcp->gw->cfg->tls.handshake_timeout_ms * 1000000ull;
-    (void)fd;
-    (void)what;
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
-        tcp_conn_t *c = tcp->conns[i];
-        if (!c)
-            continue;
-        if (c->handshaking && now - c->last_activity_ns > handshake) {
-            mbaps_refused(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer, true);
-            conn_close(c, NULL);
-        } else if (c->partial_since_ns && now - c->partial_since_ns > adu) {
-            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: an ADU incomplete after %u ms; closing that connection",
-                   tcp->framing->section, tcp->cfg.adu_timeout_ms);
-            conn_close(c, &tcp->m->adu_timeout_closed);
-        } else if (idle && c->head_seq == c->next_seq && now - c->last_activity_ns > idle) {
-            conn_close(c, &tcp->m->idle_closed);
-        }
-        left += tcp->conns[i] != NULL;
-    }
-    if (left == 0)
-        event_del(tcp->ev_idle);   /* sweep_arm() starts it again with the next connection */
-}
-
-/* A listener of section's bind:port whose connections on_accept serves. */
-static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, const char *bind, unsigned port,
-                                        char *err, size_t errcap)
-{
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    if (inet_pton(AF_INET, bind, &sin.sin_addr) != 1) {
-        snprintf(err, errcap, "[%s] bind = '%s': not an IPv4 address", section, bind);
-        return NULL;
-    }
-    struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->gw->loop), on_accept, tcp,
-                                                       LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                       128, (struct sockaddr *)&sin, sizeof sin);
-    if (!l)
-        snprintf(err, errcap, "%s: cannot listen on %s:%u: %s", section, bind, port, strerror(errno));
-    else
-        evconnlistener_set_error_cb(l, on_accept_error);
-    return l;
-}
-
-/* cfg's listener when enabled, its requests split by framing, counted in m. */
-gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
-                     char *err, size_t errcap)
-{
-    gw_tcp_t *tcp = calloc(1, sizeof *tcp);
-
-    if (!tcp) {
-        snprintf(err, errcap, "out of memory");
-        return NULL;
-    }
-    tcp->origin.ops = &tcp_origin_ops;
-    tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    tcp->gw = gw;
-    tcp->cfg = *cfg;
-    tcp->framing = framing;
-    tcp->m = m;
-    if (tcp->cfg.enabled &&
-        !(tcp->listener = listen_on(tcp, framing->section, tcp->cfg.bind, tcp->cfg.port, err, errcap))) {
-        tcp_free(tcp);
-        return NULL;
-    }
-    tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
-    tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
-    if (!tcp->ev_accept_retry || !tcp->ev_idle) {
-        snprintf(err, errcap, "out of memory");
-        tcp_free(tcp);
-        return NULL;
-    }
-    return tcp;
-}
-
-/* [tcp]'s listener when enabled, [tls]'s when gw->mbaps is there: both MBAP. */
-gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
-{
-    const config_tls_t *tls = &gw->cfg->tls;
-    gw_tcp_t *tcp = tcp_listen(gw, &gw->cfg->tcp, &tcp_framing_mbap, &gw->tcp_metrics, err, errcap);
-
-    if (tcp && gw->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap))) {
-        tcp_free(tcp);
-        return NULL;
-    }
-    return tcp;
-}
-
-void tcp_stop_accepting(gw_tcp_t *tcp)
-{
-    tcp->stopped = true;
-    if (tcp->listener)
-        evconnlistener_disable(tcp->listener);
-    if (tcp->tls_listener)
-        evconnlistener_disable(tcp->tls_listener);
-}
-
-unsigned tcp_in_flight(const gw_tcp_t *tcp)
-{
-    return tcp ? tcp->in_flight : 0;
-}
-
-/*
- * SIGHUP: everything in [tcp] but the listener (enabled, bind, port) and the
- * per-connection ring (max_pending) applies now, to existing connections
- * too: a connection from an address no longer allowed is closed (counted),
- * unit routes and default_bus route the next request. The keys that cannot
- * apply are returned by name so the log and /status can say so.
- */
-void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap)
-{
-    size_t used = 0;
-    restart[0] = 0;
-#define NEEDS_RESTART(cond, key)                                                                 \
-    if (cond)                                                                                    \
-        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s.%s", used ? " " : "", \
-                                 tcp->framing->section, key)
-    NEEDS_RESTART(cfg->enabled != tcp->cfg.enabled, "enabled");
-    NEEDS_RESTART(strcmp(cfg->bind, tcp->cfg.bind) != 0, "bind");
-    NEEDS_RESTART(cfg->port != tcp->cfg.port, "port");
-    NEEDS_RESTART(cfg->max_pending != tcp->cfg.max_pending, "max_pending");
-#undef NEEDS_RESTART
-    config_tcp_t next = *cfg;
-    next.enabled = tcp->cfg.enabled;
-    memcpy(next.bind, tcp->cfg.bind, sizeof next.bind);
-    next.port = tcp->cfg.port;
-    next.max_pending = tcp->cfg.max_pending;
-    tcp->cfg = next;
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
-        tcp_conn_t *c = tcp->conns[i];
-        if (c && !allowed(tcp, (const struct sockaddr *)&c->peer)) {
-            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: a connection's address is no longer allowed; closing it",
-                   tcp->framing->section);
-            conn_close(c, &tcp->m->revoked_closed);
-        }
-    }
-}
-
-void tcp_recheck_sessions(gw_tcp_t *tcp)
-{
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
-        tcp_conn_t *c = tcp->conns[i];
-        if (c && c->tls && !c->handshaking &&
-            !mbaps_still_trusted(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer))
-            conn_close(c, &tcp->m->revoked_closed);
-    }
-}
-
-void tcp_free(gw_tcp_t *tcp)
-{
-    if (!tcp)
-        return;
-    for (unsigned i = 0; i < TCP_TABLE; i++)
-        if (tcp->conns[i])
-            conn_close(tcp->conns[i], NULL);
-    if (tcp->ev_idle)
-        event_free(tcp->ev_idle);
-    if (tcp->ev_accept_retry)
-        event_free(tcp->ev_accept_retry);
-    if (tcp->reserve_fd >= 0)
-        close(tcp->reserve_fd);
-    if (tcp->listener)
-        evconnlistener_free(tcp->listener);
-    if (tcp->tls_listener)
-        evconnlistener_free(tcp->tls_listener);
-    free(tcp);
-}
+const gw_origin_ops_t tcp_origin_ops = { "tcp", origin_answer, origin_wanted };

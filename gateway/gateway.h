@@ -91,6 +91,9 @@ typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
     atomic_uint_fast64_t half_closed, refused_address, adu_timeout_closed, accept_errors, revoked_closed;
     atomic_uint_fast64_t ambiguous_refused;
+    /* back-pressure (front/backpressure.c), per class: requests that waited
+     * for a place in their bus, the time they waited, connections waiting now */
+    atomic_uint_fast64_t waits, wait_us, waiting, priority_waits, priority_wait_us, priority_waiting;
 } gw_tcp_metrics_t;
 
 /* Why a TLS client was refused (mbaps.c counts them by reason). */

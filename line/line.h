@@ -76,6 +76,8 @@ struct gw_request {
     uint8_t slave;       /* 0: broadcast */
     uint8_t background;  /* queued behind interactive requests when tcp_first */
     uint8_t bus;         /* the bus it was submitted to (for the origin's bookkeeping) */
+    uint8_t priority;    /* 1: a priority client's, queued before others (line/queue.c) */
+    uint8_t passed;      /* line/queue.c: how often a higher one was queued before it */
     uint16_t pdu_len;
     uint8_t pdu[RTU_MAX_PDU];
 };

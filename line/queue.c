@@ -25,13 +25,36 @@ static gw_request_t *ring_at(line_t *bus, unsigned qi, unsigned i)
     return &r->slot[(r->head + i) % bus->cfg.queue_depth];
 }
 
+/*
+ * Priority (a [tcp] priority_clients master's request, req->priority): it
+ * is queued before the requests of lower priority, so it waits only for
+ * the transaction on the wire, not for the queue; but never before one
+ * that has already been passed over LINE_STARVATION_BOUND times, so a
+ * flood of priority requests delays the others by at most that many
+ * transactions each, and never starves them. Equal priorities keep their
+ * order (first come, first served), so without priority_clients the queue
+ * is the plain FIFO it always was.
+ */
+#define LINE_STARVATION_BOUND 8
+
 bool line_queue_push(line_t *bus, unsigned qi, const gw_request_t *req)
 {
     request_ring_t *r = &bus->queue[qi];
     if (r->len == bus->cfg.queue_depth)
         return false;
+    unsigned at = r->len;
+    while (at > 0) {
+        const gw_request_t *before = ring_at(bus, qi, at - 1);
+        if (before->priority >= req->priority || before->passed >= LINE_STARVATION_BOUND)
+            break;
+        at--;
+    }
     r->len++;
-    *ring_at(bus, qi, r->len - 1) = *req;
+    for (unsigned k = r->len - 1; k > at; k--) {
+        *ring_at(bus, qi, k) = *ring_at(bus, qi, k - 1);
+        ring_at(bus, qi, k)->passed++;
+    }
+    *ring_at(bus, qi, at) = *req;
     return true;
 }
 

@@ -101,6 +101,16 @@ tests_test_rtu_tcp_frame_SOURCES = tests/test_rtu_tcp_frame.c front/rtu_tcp_fram
 tests_test_rtu_tcp_frame_CFLAGS = $(TEST_CFLAGS)
 tests_test_rtu_tcp_frame_LDADD = $(TEST_LIBS)
 TESTS += tests/test_rtu_tcp_frame
+check_PROGRAMS += tests/test_shares
+tests_test_shares_SOURCES = tests/test_shares.c front/backpressure.c
+tests_test_shares_CFLAGS = $(TEST_CFLAGS)
+tests_test_shares_LDADD = $(TEST_LIBS)
+TESTS += tests/test_shares
+check_PROGRAMS += tests/test_line_queue
+tests_test_line_queue_SOURCES = tests/test_line_queue.c
+tests_test_line_queue_CFLAGS = $(TEST_CFLAGS)
+tests_test_line_queue_LDADD = line/libline.a config/libconfig.a tags/libtags.a $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
+TESTS += tests/test_line_queue
 
 # The line core in simulated time: scripted scenarios and the seeded explorer
 # (10^6 transactions here; `make check-long` runs 10^7). test_line_broken is

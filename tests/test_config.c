@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,41 @@ static void test_demo_is_valid(void **state)
     config_free(cfg);
 }
 
+/* Back-pressure and priority keys (front/backpressure.c): defaults, values,
+ * and a bad value named with its file, line and range. */
+static void test_tcp_share_keys(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    config_t *cfg = load("[bus a]\nport = sim\n[tcp]\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->tcp.bus_share, 4);
+    assert_int_equal(cfg->tcp.priority_count, 0);
+    config_free(cfg);
+    cfg = load("[bus a]\nport = sim\n[tcp]\nbus_share = 2\npriority_clients = 10.0.0.5, 192.168.1.0/24\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->tcp.bus_share, 2);
+    assert_int_equal(cfg->tcp.priority_count, 2);
+    assert_int_equal(cfg->tcp.priority[1].mask, htonl(0xFFFFFF00u));
+    config_free(cfg);
+    cfg = load("[bus a]\nport = sim\n[tcp]\npriority_units = 1, 5-7\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->tcp.priority_units[0], 0xE2);   /* units 1, 5, 6, 7 */
+    assert_int_equal(cfg->tcp.priority_units[1], 0);
+    assert_int_equal(cfg->tcp.priority_functions, 0);
+    config_free(cfg);
+    cfg = load("[bus a]\nport = sim\n[tcp]\npriority_functions = write, diagnostics\n", &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->tcp.priority_functions, CONFIG_FN_WRITE | CONFIG_FN_DIAGNOSTICS);
+    config_free(cfg);
+    assert_null(load("[bus a]\nport = sim\n[tcp]\npriority_units = 7-5\npriority_functions = fast\n", &errs));
+    expect_error(&errs, "t.ini:4: [tcp] priority_units = '7-5'", "0..255");
+    expect_error(&errs, "t.ini:5: [tcp] priority_functions = 'fast'", "read, write");
+    assert_null(load("[bus a]\nport = sim\n[tcp]\nbus_share = 0\npriority_clients = 10.0.0.0/33\n", &errs));
+    expect_error(&errs, "t.ini:4: [tcp] bus_share = '0'", "1..4096");
+    expect_error(&errs, "t.ini:5: [tcp] priority_clients = '10.0.0.0/33'", "0..32");
+}
+
 static void test_example_file_is_valid(void **state)
 {
     (void)state;
@@ -64,6 +100,8 @@ static void test_example_file_is_valid(void **state)
         fprintf(stderr, "%s\n", errs.text[i]);
     assert_non_null(cfg);
     assert_int_equal(cfg->tcp.allow_count, 2);
+    assert_int_equal(cfg->tcp.bus_share, 4);
+    assert_int_equal(cfg->tcp.priority_count, 1);
     assert_int_equal(cfg->router.bucket_count, 6);
     assert_int_equal(cfg->buses[0].response_timeout_ms, 500);
     config_free(cfg);
@@ -695,6 +733,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_demo_is_valid),
         cmocka_unit_test(test_example_file_is_valid),
+        cmocka_unit_test(test_tcp_share_keys),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_every_error_named_with_line),
         cmocka_unit_test(test_syntax_and_long_lines),

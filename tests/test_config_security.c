@@ -80,10 +80,12 @@ static void test_tls_and_roles(void **state)
     config_t *cfg = load(BUSES "[tls]\nenabled = true\nport = 8802\n" FILES "crl_file = /etc/rtugw/crl.pem\n"
                                "min_version = 1.3\nsession_cache = 0\ndefault_role = reader\n"
                                "[role reader]\nfunctions = read\nunits = 1-3, 7, 255\n"
-                               "[role operator]\nfunctions = read, write, diagnostics\nbuses = b\n"
+                               "[role operator]\nfunctions = read, write, diagnostics\nbuses = b\npriority = true\n"
                                "[role admin]\nfunctions = all\nunits = all\nbuses = all\n",
                          &errs);
     assert_non_null(cfg);
+    assert_false(cfg->roles[0].priority);
+    assert_true(cfg->roles[1].priority);   /* the operator's requests go first (front/backpressure.c) */
     expect_tls(cfg, true, 8802, 13, 0, 0, "/etc/rtugw/crl.pem", 3);
     assert_int_equal(config_role_find(cfg, "operator"), 1);
     assert_int_equal(config_role_find(cfg, "nobody"), -1);

@@ -405,14 +405,14 @@ def test_rtu_tcp_not_cut():
 
 
 def test_pipelined_not_closed():
-    """8 connections each pipelining 300 reads with duplicated transaction
+    """8 connections each pipelining 600 reads with duplicated transaction
     ids, max_pending = 16, against the simulator at 19200 baud: the gateway
     stops reading them for whole seconds (back-pressure), which is not the
     clients' delay; adu_timeout_ms = 200 must not close them (issue 35,
     fault 9). Every answer arrives, each its own."""
     g = Gateway(extra_tcp="max_pending = 16\nadu_timeout_ms = 200\n",
                 bus="port = sim:1,2,3\nbaud = 19200\nqueue_depth = 256\n")
-    n, failures = 300, []
+    n, failures = 600, []
 
     def client(k):
         s = connect(g)
@@ -447,6 +447,157 @@ def test_pipelined_not_closed():
     g.stop()
 
 
+def _loop_clients(g, clients, seconds, depth=1, unit=1):
+    """Each (source address, depth[, unit]) client keeps depth reads in flight on
+    its own connection for seconds; returns per client (answers, exceptions
+    06, latencies in s). Every answer is checked to be its own (value of the
+    address it asked)."""
+    stop = time.time() + seconds
+    results = [None] * len(clients)
+
+    def run(k, src, depth, unit=unit):
+        s = connect(g, src)
+        s.settimeout(5)
+        sent, answers, busy, lat, wrong = {}, 0, 0, [], 0
+        tid = 0
+
+        def send_one():
+            nonlocal tid
+            tid = (tid + 1) % 65536
+            sent[tid] = time.time()
+            s.sendall(mbap(tid, unit, bytes([3, 0, tid % 100, 0, 1])))
+        try:
+            for _ in range(depth):
+                send_one()
+            while sent:
+                f = recv_frame(s)
+                if f is None:
+                    break
+                t0 = sent.pop(f[0], None)
+                if f[2][:1] == b"\x83":
+                    busy += f[2][1:2] == b"\x06"
+                elif t0 is None or f[2] != bytes([3, 2]) + struct.pack(">H", unit * 1000 + f[0] % 100):
+                    wrong += 1
+                else:
+                    answers += 1
+                    lat.append(time.time() - t0)
+                if time.time() < stop:
+                    send_one()
+        except OSError:
+            wrong += 1
+        s.close()
+        results[k] = (answers, busy, lat, wrong)
+    threads = [threading.Thread(target=run, args=(k, *c)) for k, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 20)
+    return results
+
+
+def jain(xs):
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
+
+
+def test_backpressure_not_busy():
+    """40 clients looping one read each against a bus whose queue holds 8:
+    the gateway leaves what it cannot queue unread (back-pressure) instead
+    of answering exception 06 that a looping client resends at once. No
+    answer is a 06, none is another request's, every client is served
+    (Jain's index of per-client answers well above what starving some
+    would give), and the waits are counted. Before: a storm of 06."""
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 19200\nqueue_depth = 8\n")
+    res = _loop_clients(g, [("127.0.0.1", 1)] * 40, 2.0)
+    answers = [r[0] for r in res if r]
+    busy = sum(r[1] for r in res if r)
+    wrong = sum(r[3] for r in res if r)
+    m = g.metrics()
+    check(len(answers) == 40 and wrong == 0, f"40 clients, every answer its own ({wrong} wrong or cut)")
+    check(busy == 0, f"no exception 06 under a full queue: back-pressure ({busy} of {sum(answers) + busy})")
+    check(min(answers) > 0 and jain(answers) > 0.8,
+          f"every client served, in turn (min {min(answers, default=0)}, Jain {jain(answers):.2f})")
+    check(m.get("rtugw_tcp_waits_total", 0) > 0, f"waits counted ({m.get('rtugw_tcp_waits_total')})")
+    full = m.get('rtugw_bus_queue_full_total{bus="line"}', 0)
+    check(full == 0, f"the bus queue never overflowed ({full})")
+    g.stop()
+
+
+def test_fair_shares():
+    """One client pipelining 16 reads and 8 clients looping one each, on one
+    bus: requests are taken from the connections in turn, so the pipeliner
+    gets about one turn in nine, not 16 places in 24 (it had 16 times each
+    other client's answers before)."""
+    g = Gateway()
+    res = _loop_clients(g, [("127.0.0.1", 16)] + [("127.0.0.1", 1)] * 8, 2.5)
+    check(all(res) and sum(r[3] for r in res) == 0, "every answer its own")
+    big, others = res[0][0], sorted(r[0] for r in res[1:])
+    median = others[len(others) // 2]
+    check(median > 0 and big <= 3 * median,
+          f"the pipeliner gets a fair share: {big} answers against a median of {median} per looping client")
+    check(jain([r[0] for r in res]) > 0.8, f"Jain's index {jain([r[0] for r in res]):.2f}")
+    g.stop()
+
+
+def test_priority_master():
+    """priority_clients = 127.0.0.2: a master there reading in a loop while
+    16 others flood the same bus with 8 reads each in flight is served
+    first (the wait of one transaction or two, not of the flood's queue:
+    its class has a place beyond bus_share and goes first in the queue),
+    never refused; so is a master reading unit 2 (priority_units) from the
+    flood's own address. The classes' waits are in /metrics and /status. Before:
+    it queued behind the flood or got exception 06."""
+    g = Gateway(extra_tcp="priority_clients = 127.0.0.2/32\npriority_units = 2\n")
+    res = _loop_clients(g, [("127.0.0.2", 1), ("127.0.0.1", 1, 2)] + [("127.0.0.1", 8)] * 16, 2.5)
+    check(all(res) and sum(r[3] for r in res) == 0, "every answer its own")
+    prio, unit2 = res[0] or (0, 0, [], 1), res[1] or (0, 0, [], 1)
+    flood = [x for r in res[2:] if r for x in r[2]]
+    p50 = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("inf")  # noqa: E731
+    check(prio[1] == 0 and prio[0] > 20, f"the priority master: {prio[0]} answers, {prio[1]} exceptions 06")
+    check(p50(prio[2]) * 4 < p50(flood),
+          f"served first: p50 {p50(prio[2]) * 1000:.1f} ms against the flood's {p50(flood) * 1000:.1f} ms")
+    check(unit2[1] == 0 and p50(unit2[2]) * 4 < p50(flood),
+          f"priority_units = 2: a request for unit 2 too (p50 {p50(unit2[2]) * 1000:.1f} ms, {unit2[1]} exceptions 06)")
+    m = g.metrics()
+    check(m.get("rtugw_tcp_waits_total", 0) > 0 and "rtugw_tcp_priority_waits_total" in m,
+          "waits per class in /metrics")
+    classes = g.status().get("tcp", {}).get("classes", {})
+    check(classes.get("normal", {}).get("waits", 0) > 0 and "waits" in classes.get("priority", {}),
+          f"and in /status ({classes})")
+    g.stop()
+
+
+def test_cached_reads_not_held():
+    """A read the poll cache answers (serve_cached_ms) takes no place in the
+    bus and so does not wait for one: while 40 clients loop reads of slave
+    2 (each waiting its turn), a client reading slave 1's cached registers
+    is answered at once, not after a turn, every answer the cached value."""
+    poll = ("[poll p]\ndevice = d1\nfunction = 3\naddress = 0\ncount = 10\ninterval_ms = 50\n"
+            "serve_cached_ms = 60000\n")
+    g = Gateway(devices="[device d1]\nslave = 1\n[device d2]\nslave = 2\n" + poll)
+    time.sleep(0.3)   # the first poll fills the cache
+    flood = []
+    t = threading.Thread(target=lambda: flood.extend(_loop_clients(g, [("127.0.0.1", 1)] * 40, 2.5, unit=2)))
+    t.start()
+    time.sleep(0.5)
+    s = connect(g)
+    lat, wrong = [], 0
+    for k in range(100):
+        t0 = time.time()
+        got = call(s, k, 1, bytes([3, 0, k % 10, 0, 1]))
+        lat.append(time.time() - t0)
+        wrong += got != bytes([3, 2]) + struct.pack(">H", 1000 + k % 10)
+    s.close()
+    t.join(30)
+    flood_lat = sorted(x for r in flood if r for x in r[2])
+    p50 = sorted(lat)[len(lat) // 2]
+    check(wrong == 0, f"every cached answer right ({wrong} wrong)")
+    check(flood_lat and p50 * 4 < flood_lat[len(flood_lat) // 2],
+          f"cached reads not held behind the flood: p50 {p50 * 1000:.1f} ms against "
+          f"{flood_lat[len(flood_lat) // 2] * 1000 if flood_lat else 0:.1f} ms")
+    check(g.metrics().get("rtugw_tcp_cache_hits_total", 0) >= 100, "all served from the cache")
+    g.stop()
+
 run_tests("frontends", [test_read_only_allow_list, test_tcp_slowloris, test_pipelined_not_closed,
+                        test_backpressure_not_busy, test_fair_shares, test_priority_master, test_cached_reads_not_held,
                         test_rtu_tcp_not_cut, test_reload_applies_or_says_so, test_status_escapes_every_string,
                         test_cache_coherent_with_writes, test_descriptor_exhaustion, test_http_limits])

@@ -63,16 +63,16 @@ def pem(name):
     return os.path.join(PKI, name)
 
 
-def tls_section(port, extra=""):
+def tls_section(port, extra="", roles=ROLES):
     return (f"[tls]\nenabled = true\nport = {port}\ncert_file = {pem('server.pem')}\nkey_file = {pem('server.key')}\n"
-            f"ca_file = {pem('ca.pem')}\ncrl_file = {pem('crl.pem')}\nhandshake_timeout_ms = 600\n{extra}" + ROLES)
+            f"ca_file = {pem('ca.pem')}\ncrl_file = {pem('crl.pem')}\nhandshake_timeout_ms = 600\n{extra}" + roles)
 
 
 class TlsGateway(Gateway):
     """A gateway with both listeners: [tcp] on tcp_port, [tls] on tls_port."""
-    def __init__(self, tls_extra="", **kw):
+    def __init__(self, tls_extra="", roles=ROLES, **kw):
         self.tls_port = free_port()
-        super().__init__(extra=tls_section(self.tls_port, tls_extra), **kw)
+        super().__init__(extra=tls_section(self.tls_port, tls_extra, roles), **kw)
 
     def bus_requests(self):
         return self.metrics().get('rtugw_bus_requests_total{bus="line"}', 0)
@@ -581,5 +581,53 @@ def test_handshake_flood():
     g.stop()
 
 
-run_tests("test_mbaps", [test_handshake_flood, test_roles, test_refused_in_handshake, test_default_role, test_reload,
+def test_priority_role():
+    """[role admin] priority = true: an admin session reading in a loop while
+    16 plain clients flood the same bus with 8 reads each in flight is
+    served first (front/backpressure.c), never refused; an operator session
+    (no priority) waits with the flood. Before: the key was unknown."""
+    g = TlsGateway(roles=ROLES.replace("[role admin]\n", "[role admin]\npriority = true\n"))
+    stop = time.time() + 2.5
+    lat = {"admin": [], "operator": [], "flood": []}
+    busy = []
+
+    def loop(kind, sock, depth):
+        sent, tid = {}, 0
+        try:
+            while time.time() < stop or sent:
+                while len(sent) < depth and time.time() < stop:
+                    tid += 1
+                    sent[tid & 0xFFFF] = time.time()
+                    sock.sendall(mbap(tid & 0xFFFF, 1, bytes([3, 0, tid % 100, 0, 1])))
+                f = recv_frame(sock)
+                if f is None:
+                    break
+                t0 = sent.pop(f[0])
+                if f[2][0] & 0x80:
+                    busy.append((kind, f[2]))
+                else:
+                    lat[kind].append(time.time() - t0)
+        except (OSError, KeyError) as e:
+            busy.append((kind, repr(e)))
+        sock.close()
+    socks = [(k, tls_connect(g, k)[0], 1) for k in ("admin", "operator")]
+    for _ in range(16):
+        s = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=5)
+        socks.append(("flood", s, 8))
+    threads = [threading.Thread(target=loop, args=a) for a in socks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    p50 = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("inf")  # noqa: E731
+    check(not busy, f"no exception, no lost answer ({busy[:3]})")
+    check(len(lat["admin"]) > 20 and p50(lat["admin"]) * 4 < p50(lat["flood"]),
+          f"the priority role is served first: p50 {p50(lat['admin']) * 1000:.1f} ms "
+          f"against the flood's {p50(lat['flood']) * 1000:.1f} ms ({len(lat['admin'])} answers)")
+    check(p50(lat["operator"]) > 4 * p50(lat["admin"]),
+          f"a role without priority waits with the flood (p50 {p50(lat['operator']) * 1000:.1f} ms)")
+    g.stop()
+
+
+run_tests("test_mbaps", [test_priority_role, test_handshake_flood, test_roles, test_refused_in_handshake, test_default_role, test_reload,
                         test_every_function_as_plain, test_footprint, test_plain_listener_off])

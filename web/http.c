@@ -106,6 +106,13 @@ static const metric_def_t tcp_defs[] = {
     TM(accept_errors, "accept() failures (e.g. out of descriptors): the listener pauses 100 ms"),
     TM(revoked_closed, "Connections closed by a reload: address no longer allowed, or TLS certificate no longer valid"),
     TM(ambiguous_refused, "RTU requests answered 0x03: where they end could not be decided (never cut)"),
+    TM(waits, "Requests that waited unread for their turn in a full bus share (back-pressure), normal class"),
+    TM(wait_us, "Microseconds those requests waited, normal class"),
+    { "waiting", "Connections waiting for a place in a bus now, normal class", offsetof(gw_tcp_metrics_t, waiting), true },
+    TM(priority_waits, "Requests that waited for their turn, priority class (priority_clients)"),
+    TM(priority_wait_us, "Microseconds those requests waited, priority class"),
+    { "priority_waiting", "Connections waiting for a place in a bus now, priority class",
+      offsetof(gw_tcp_metrics_t, priority_waiting), true },
 };
 
 /* A configuration string as a JSON string, quotes included. */
@@ -480,10 +487,17 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, "]}");
     }
     pthread_mutex_unlock(&gw->cache_lock);
-    evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu},\"frame_ring\":%u",
-                        (unsigned long long)gw_read(&gw->tcp_metrics.active),
-                        (unsigned long long)gw_read(&gw->tcp_metrics.requests),
-                        (unsigned long long)gw_read(&gw->tcp_metrics.answers),
+    const gw_tcp_metrics_t *tm = &gw->tcp_metrics;
+    evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu,"
+                           "\"classes\":{\"normal\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu},"
+                           "\"priority\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu}}},"
+                           "\"frame_ring\":%u",
+                        (unsigned long long)gw_read(&tm->active), (unsigned long long)gw_read(&tm->requests),
+                        (unsigned long long)gw_read(&tm->answers), (unsigned long long)gw_read(&tm->waiting),
+                        (unsigned long long)gw_read(&tm->waits), (unsigned long long)gw_read(&tm->wait_us),
+                        (unsigned long long)gw_read(&tm->priority_waiting),
+                        (unsigned long long)gw_read(&tm->priority_waits),
+                        (unsigned long long)gw_read(&tm->priority_wait_us),
                         frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
     http_tls_status(gw, gw->http->tls, b);
     evbuffer_add_printf(b, ",\"restart_needed\":");

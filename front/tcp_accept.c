@@ -1,0 +1,404 @@
+/*
+ * front/tcp_accept.c -- the listeners of tcp.c's sessions: who is accepted
+ * (allow-list, max_clients, max_per_address, TLS handshake slots, running
+ * out of descriptors), each client's priority class, the sweep of
+ * deadlines, SIGHUP, and teardown. The sessions themselves are tcp.c's.
+ */
+#include "front/tcp_session.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <event2/event.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool allowed(const gw_tcp_t *tcp, const struct sockaddr *sa)
+{
+    if (tcp->cfg.allow_count == 0)
+        return true;
+    if (sa->sa_family != AF_INET)
+        return false;
+    uint32_t a = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+    for (unsigned i = 0; i < tcp->cfg.allow_count; i++)
+        if ((a & tcp->cfg.allow[i].mask) == tcp->cfg.allow[i].addr)
+            return true;
+    return false;
+}
+
+/* Its class: TCP_CLASS_PRIORITY when its address is in priority_clients. */
+static uint8_t client_class(const gw_tcp_t *tcp, const struct sockaddr *sa)
+{
+    if (sa->sa_family != AF_INET)
+        return TCP_CLASS_NORMAL;
+    uint32_t a = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+    for (unsigned i = 0; i < tcp->cfg.priority_count; i++)
+        if ((a & tcp->cfg.priority[i].mask) == tcp->cfg.priority[i].addr)
+            return TCP_CLASS_PRIORITY;
+    return TCP_CLASS_NORMAL;
+}
+
+static bool same_address(const struct sockaddr_storage *a, const struct sockaddr *b)
+{
+    if (a->ss_family != b->sa_family)
+        return false;
+    if (b->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    return false;
+}
+
+/*
+ * Clients (plain connections, and TLS ones once authenticated) are held to
+ * max_clients, and one address to max_per_address of them, so one
+ * misbehaving host cannot lock every other client out. Sockets in a TLS
+ * handshake are unauthenticated: they have slots of their own ([tls]
+ * max_handshakes, max_handshakes_per_address) and never take a client's,
+ * so a handshake flood (sockets opened on the TLS port that send nothing,
+ * or half a ClientHello, until handshake_timeout_ms) can fill only those:
+ * plain Modbus TCP goes on being accepted and answered.
+ * The counter a new client would be refused under, or NULL; self: a
+ * connection already in the table, not counted against itself.
+ */
+atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self)
+{
+    unsigned limit = tcp->cfg.max_per_address, clients = 0, here = 0;
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        const tcp_conn_t *c = tcp->conns[i];
+        if (!c || c == self || c->handshaking)
+            continue;
+        clients++;
+        here += same_address(&c->peer, sa);
+    }
+    if (limit && here >= limit)
+        return &tcp->m->refused_address;
+    if (clients >= tcp->cfg.max_clients)
+        return &tcp->m->refused_full;
+    return NULL;
+}
+
+/* May another socket from sa begin a TLS handshake? (mbaps.c counts a no.) */
+static bool handshake_admitted(const gw_tcp_t *tcp, const struct sockaddr *sa)
+{
+    unsigned here = 0;
+    for (unsigned i = 0; i < TCP_TABLE; i++)
+        if (tcp->conns[i] && tcp->conns[i]->handshaking && same_address(&tcp->conns[i]->peer, sa))
+            here++;
+    return mbaps_admit(tcp->gw->mbaps, tcp->handshaking, here);
+}
+
+/*
+ * Out of descriptors (EMFILE/ENFILE): libevent would retry accept() at once,
+ * forever, logging each failure. Instead the listener pauses for 100 ms, the
+ * log says so at most once a minute, and the spare descriptor kept for this
+ * is spent to accept the waiting client and close it at once: it is refused
+ * cleanly instead of left hanging in the backlog. Counted (accept_errors).
+ */
+static void on_accept_error(struct evconnlistener *l, void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    uint64_t now = gw_now_ns();
+
+    gw_count(&tcp->m->accept_errors);
+    if (now >= tcp->accept_log_next_ns) {
+        gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: accept: %s; pausing the listener (logged once a minute)",
+               tcp->framing->section, strerror(err));
+        tcp->accept_log_next_ns = now + 60000000000ull;
+    }
+    if ((err == EMFILE || err == ENFILE) && tcp->reserve_fd >= 0) {
+        close(tcp->reserve_fd);
+        int fd = accept(evconnlistener_get_fd(l), NULL, NULL);
+        if (fd >= 0) {
+            close(fd);
+            gw_count(&tcp->m->refused_full);
+        }
+        tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    evconnlistener_disable(l);
+    struct timeval tv = { 0, 100000 };
+    evtimer_add(tcp->ev_accept_retry, &tv);
+}
+
+static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    (void)fd;
+    (void)what;
+    if (tcp->stopped)
+        return;
+    if (tcp->listener)
+        evconnlistener_enable(tcp->listener);
+    if (tcp->tls_listener)
+        evconnlistener_enable(tcp->tls_listener);
+}
+
+static void sweep_arm(gw_tcp_t *tcp);
+
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    gw_t *gw = tcp->gw;
+    unsigned index = TCP_TABLE;
+    bool tls = l == tcp->tls_listener;
+    atomic_uint_fast64_t *refused = NULL;
+
+    if (!allowed(tcp, sa)) {
+        gw_count(&tcp->m->refused_allow);
+        evutil_closesocket(fd);
+        return;
+    }
+    if (tls ? !handshake_admitted(tcp, sa) : (refused = clients_full(tcp, sa, NULL)) != NULL) {
+        if (refused)
+            gw_count(refused);
+        evutil_closesocket(fd);
+        return;
+    }
+    for (index = 0; index < TCP_TABLE && tcp->conns[index]; index++)
+        ;
+    if (index >= TCP_TABLE) {   /* cannot happen within the caps; kept as the table's own bound */
+        gw_count(&tcp->m->refused_full);
+        evutil_closesocket(fd);
+        return;
+    }
+    tcp_conn_t *c = calloc(1, sizeof *c);
+    tcp_slot_t *slots = calloc(tcp->cfg.max_pending, sizeof *slots);
+    struct bufferevent *bev = tls ? mbaps_accept(gw->mbaps, fd)
+                                  : bufferevent_socket_new(loop_base(gw->loop), fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c || !slots || !bev) {
+        free(c);
+        free(slots);
+        if (bev)
+            bufferevent_free(bev);
+        else
+            evutil_closesocket(fd);
+        gw_count(&tcp->m->refused_full);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->tcp = tcp;
+    c->bev = bev;
+    c->slots = slots;
+    c->tls = c->handshaking = tls;
+    c->role = -1;
+    c->klass = client_class(tcp, sa);
+    if (tls)
+        mbaps_handshaking(gw->mbaps, ++tcp->handshaking);
+    /* Generation from 1, so no live id is ever 0. */
+    c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
+    c->last_activity_ns = gw_now_ns();
+    memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
+    tcp->conns[index] = c;
+    atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
+    sweep_arm(tcp);
+    gw_count(&tcp->m->accepted);
+    atomic_fetch_add_explicit(&tcp->m->active, 1, memory_order_relaxed);
+    bufferevent_setcb(bev, conn_read, conn_written, conn_event, c);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+/*
+ * Every 250 ms: a connection with nothing owed and nothing heard for
+ * idle_timeout_s is closed; so is one whose ADU is still incomplete
+ * adu_timeout_ms after its first byte (a client trickling a byte a second
+ * would otherwise hold its slot forever: slowloris).
+ */
+/* The sweep (deadlines of handshakes, partial ADUs, idle connections) runs
+ * every 250 ms while there is a connection, never without one, so an idle
+ * gateway's I/O thread sleeps (docs/footprint.md). */
+static void sweep_arm(gw_tcp_t *tcp)
+{
+    if (!evtimer_pending(tcp->ev_idle, NULL)) {
+        struct timeval quarter = { 0, 250000 };
+        event_add(tcp->ev_idle, &quarter);
+    }
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    gw_tcp_t *tcp = arg;
+    unsigned left = 0;
+    uint64_t now = gw_now_ns();
+    uint64_t idle = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
+    uint64_t adu = (uint64_t)tcp->cfg.adu_timeout_ms * 1000000ull;
+    uint64_t handshake = (uint64_t)tcp->gw->cfg->tls.handshake_timeout_ms * 1000000ull;
+    (void)fd;
+    (void)what;
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (!c)
+            continue;
+        if (c->handshaking && now - c->last_activity_ns > handshake) {
+            mbaps_refused(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer, true);
+            conn_close(c, NULL);
+        } else if (c->partial_since_ns && now - c->partial_since_ns > adu) {
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: an ADU incomplete after %u ms; closing that connection",
+                   tcp->framing->section, tcp->cfg.adu_timeout_ms);
+            conn_close(c, &tcp->m->adu_timeout_closed);
+        } else if (idle && c->head_seq == c->next_seq && !c->wait.linked && now - c->last_activity_ns > idle) {
+            conn_close(c, &tcp->m->idle_closed);
+        }
+        left += tcp->conns[i] != NULL;
+    }
+    if (left == 0)
+        event_del(tcp->ev_idle);   /* sweep_arm() starts it again with the next connection */
+}
+
+/* A listener of section's bind:port whose connections on_accept serves. */
+static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, const char *bind, unsigned port,
+                                        char *err, size_t errcap)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    if (inet_pton(AF_INET, bind, &sin.sin_addr) != 1) {
+        snprintf(err, errcap, "[%s] bind = '%s': not an IPv4 address", section, bind);
+        return NULL;
+    }
+    struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->gw->loop), on_accept, tcp,
+                                                       LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                                       128, (struct sockaddr *)&sin, sizeof sin);
+    if (!l)
+        snprintf(err, errcap, "%s: cannot listen on %s:%u: %s", section, bind, port, strerror(errno));
+    else
+        evconnlistener_set_error_cb(l, on_accept_error);
+    return l;
+}
+
+/* cfg's listener when enabled, its requests split by framing, counted in m. */
+gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
+                     char *err, size_t errcap)
+{
+    gw_tcp_t *tcp = calloc(1, sizeof *tcp);
+
+    if (!tcp) {
+        snprintf(err, errcap, "out of memory");
+        return NULL;
+    }
+    tcp->origin.ops = &tcp_origin_ops;
+    tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    tcp->gw = gw;
+    tcp->cfg = *cfg;
+    tcp->framing = framing;
+    tcp->m = m;
+    if (!(tcp->shares = shares_new(gw->bus_count, cfg->bus_share))) {
+        snprintf(err, errcap, "out of memory");
+        free(tcp);
+        return NULL;
+    }
+    if (tcp->cfg.enabled &&
+        !(tcp->listener = listen_on(tcp, framing->section, tcp->cfg.bind, tcp->cfg.port, err, errcap))) {
+        tcp_free(tcp);
+        return NULL;
+    }
+    tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
+    tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
+    tcp->ev_serve = event_new(loop_base(gw->loop), -1, 0, on_serve, tcp);
+    if (!tcp->ev_accept_retry || !tcp->ev_idle || !tcp->ev_serve) {
+        snprintf(err, errcap, "out of memory");
+        tcp_free(tcp);
+        return NULL;
+    }
+    return tcp;
+}
+
+/* [tcp]'s listener when enabled, [tls]'s when gw->mbaps is there: both MBAP. */
+gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
+{
+    const config_tls_t *tls = &gw->cfg->tls;
+    gw_tcp_t *tcp = tcp_listen(gw, &gw->cfg->tcp, &tcp_framing_mbap, &gw->tcp_metrics, err, errcap);
+
+    if (tcp && gw->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap))) {
+        tcp_free(tcp);
+        return NULL;
+    }
+    return tcp;
+}
+
+void tcp_stop_accepting(gw_tcp_t *tcp)
+{
+    tcp->stopped = true;
+    if (tcp->listener)
+        evconnlistener_disable(tcp->listener);
+    if (tcp->tls_listener)
+        evconnlistener_disable(tcp->tls_listener);
+}
+
+unsigned tcp_in_flight(const gw_tcp_t *tcp)
+{
+    return tcp ? tcp->in_flight : 0;
+}
+
+/*
+ * SIGHUP: everything in [tcp] but the listener (enabled, bind, port) and the
+ * per-connection ring (max_pending) applies now, to existing connections
+ * too: a connection from an address no longer allowed is closed (counted),
+ * unit routes and default_bus route the next request. The keys that cannot
+ * apply are returned by name so the log and /status can say so.
+ */
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap)
+{
+    size_t used = 0;
+    restart[0] = 0;
+#define NEEDS_RESTART(cond, key)                                                                 \
+    if (cond)                                                                                    \
+        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s.%s", used ? " " : "", \
+                                 tcp->framing->section, key)
+    NEEDS_RESTART(cfg->enabled != tcp->cfg.enabled, "enabled");
+    NEEDS_RESTART(strcmp(cfg->bind, tcp->cfg.bind) != 0, "bind");
+    NEEDS_RESTART(cfg->port != tcp->cfg.port, "port");
+    NEEDS_RESTART(cfg->max_pending != tcp->cfg.max_pending, "max_pending");
+#undef NEEDS_RESTART
+    config_tcp_t next = *cfg;
+    next.enabled = tcp->cfg.enabled;
+    memcpy(next.bind, tcp->cfg.bind, sizeof next.bind);
+    next.port = tcp->cfg.port;
+    next.max_pending = tcp->cfg.max_pending;
+    tcp->cfg = next;
+    shares_set(tcp->shares, next.bus_share);
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (c && !c->wait.linked)   /* a waiting one keeps its list until its turn */
+            c->klass = client_class(tcp, (const struct sockaddr *)&c->peer);
+        if (c && !allowed(tcp, (const struct sockaddr *)&c->peer)) {
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: a connection's address is no longer allowed; closing it",
+                   tcp->framing->section);
+            conn_close(c, &tcp->m->revoked_closed);
+        }
+    }
+}
+
+void tcp_recheck_sessions(gw_tcp_t *tcp)
+{
+    for (unsigned i = 0; i < TCP_TABLE; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (c && c->tls && !c->handshaking &&
+            !mbaps_still_trusted(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer))
+            conn_close(c, &tcp->m->revoked_closed);
+    }
+}
+
+void tcp_free(gw_tcp_t *tcp)
+{
+    if (!tcp)
+        return;
+    for (unsigned i = 0; i < TCP_TABLE; i++)
+        if (tcp->conns[i])
+            conn_close(tcp->conns[i], NULL);
+    if (tcp->ev_idle)
+        event_free(tcp->ev_idle);
+    if (tcp->ev_serve)
+        event_free(tcp->ev_serve);
+    if (tcp->ev_accept_retry)
+        event_free(tcp->ev_accept_retry);
+    if (tcp->reserve_fd >= 0)
+        close(tcp->reserve_fd);
+    if (tcp->listener)
+        evconnlistener_free(tcp->listener);
+    if (tcp->tls_listener)
+        evconnlistener_free(tcp->tls_listener);
+    shares_free(tcp->shares);
+    free(tcp);
+}

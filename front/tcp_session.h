@@ -1,0 +1,89 @@
+/*
+ * front/tcp_session.h -- tcp.c's connections and listener, shared with
+ * tcp_accept.c (accepting, client limits, priority class, sweeps, reload,
+ * teardown). Only these two files include it; every other file of front/
+ * sees gw_tcp_t opaque through front/internal.h.
+ */
+#ifndef RTUGW_FRONT_TCP_SESSION_H
+#define RTUGW_FRONT_TCP_SESSION_H
+
+#include "front/internal.h"
+
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+/* The largest max_clients the config allows, and beside it the TLS
+ * handshakes' own slots (max_handshakes), which never take a client's. */
+#define TCP_TABLE (1024 + CONFIG_MAX_HANDSHAKES)
+#define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
+
+enum slot_state { SLOT_FREE = 0, SLOT_WAITING, SLOT_READY };
+
+typedef struct tcp_slot {
+    uint16_t tid;                   /* MBAP's; 0 for RTU */
+    uint8_t unit;
+    uint8_t state;
+    uint16_t len;
+    uint8_t pdu[RTU_MAX_PDU];
+} tcp_slot_t;
+
+typedef struct tcp_conn {
+    struct gw_tcp *tcp;
+    struct bufferevent *bev;
+    uint64_t id;
+    uint32_t head_seq, next_seq;   /* slots [head, next) are in use */
+    tcp_slot_t *slots;
+    uint64_t last_activity_ns;
+    uint64_t partial_since_ns;      /* first byte of an ADU not yet complete; 0: none */
+    struct event *ev_quiet;         /* RTU: a request whose end waits for quiet; NULL until needed */
+    struct sockaddr_storage peer;
+    bool paused;                    /* reading stopped: ring full */
+    bool half_closed;               /* the client sent EOF: close when answered */
+    bool tls;                       /* from the [tls] listener */
+    bool handshaking;               /* TLS, not yet authenticated */
+    int role;                       /* TLS: its [role NAME] index; -1: plain, no role check */
+    tcp_waiter_t wait;              /* linked: a request waits for a place in its bus (backpressure.c) */
+    uint8_t klass;                  /* TCP_CLASS_*: its address in priority_clients or not */
+    bool reserved;                  /* given its turn: a place in reserved_bus is held for its next request */
+    uint8_t reserved_bus;
+} tcp_conn_t;
+
+struct gw_tcp {
+    gw_origin_t origin;             /* first: the answers' way back */
+    gw_t *gw;
+    config_tcp_t cfg;
+    const tcp_framing_t *framing;
+    tcp_shares_t *shares;           /* its places in each bus, and who waits for one */
+    gw_tcp_metrics_t *m;                  /* this listener's counters */
+    struct evconnlistener *listener;      /* [tcp] or [rtu_tcp]; NULL when off */
+    struct evconnlistener *tls_listener;  /* [tls]; NULL when off */
+    struct event *ev_idle;
+    struct event *ev_serve;         /* serve_waiters soon: a held place was given back outside it */
+    struct event *ev_accept_retry;  /* accepting again after running out of descriptors */
+    int reserve_fd;                 /* spare descriptor: refuse cleanly when there are none */
+    bool stopped;
+    unsigned handshaking;           /* connections in their TLS handshake: not max_clients' */
+    uint64_t accept_log_next_ns;
+    tcp_conn_t *conns[TCP_TABLE];
+    uint64_t generation[TCP_TABLE];
+    _Atomic uint64_t live[TCP_TABLE];   /* the id live in each index; 0: none */
+    unsigned in_flight;
+};
+
+
+/* tcp.c: the sessions. */
+extern const gw_origin_ops_t tcp_origin_ops;      /* answers back to a connection */
+extern const tcp_framing_t tcp_framing_mbap;      /* [tcp] and [tls] */
+void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason);
+void conn_read(struct bufferevent *bev, void *arg);
+void conn_written(struct bufferevent *bev, void *arg);
+void conn_event(struct bufferevent *bev, short what, void *arg);
+void on_serve(evutil_socket_t fd, short what, void *arg);   /* ev_serve's */
+
+/* tcp_accept.c: may one more client from sa be accepted (self: already in
+ * the table)? The counter it would be refused under, or NULL. */
+atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self);
+
+#endif

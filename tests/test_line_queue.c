@@ -1,0 +1,86 @@
+/*
+ * tests/test_line_queue.c -- line/queue.c's order of a bus queue on its
+ * own (white-box: line/state.h): first come, first served within a
+ * priority; a priority request ([tcp] priority_clients, priority_units,
+ * priority_functions, a role's priority) queued before normal ones; and
+ * no normal request passed over more than LINE_STARVATION_BOUND (8) times.
+ */
+#include "line/state.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+static const gw_origin_ops_t ops = { "test", NULL, NULL };
+static gw_origin_t origin = { &ops };
+
+static line_t *queue_of(unsigned depth)
+{
+    line_t *l = calloc(1, sizeof *l);
+    assert_non_null(l);
+    l->cfg.queue_depth = depth;
+    l->queue[0].slot = calloc(depth, sizeof(gw_request_t));
+    assert_non_null(l->queue[0].slot);
+    return l;
+}
+
+static void push(line_t *l, uint32_t seq, uint8_t priority)
+{
+    gw_request_t r = { .origin = &origin, .seq = seq, .slave = 1, .priority = priority, .pdu_len = 5,
+                       .pdu = { 3, 0, 0, 0, 1 } };
+    assert_true(line_queue_push(l, 0, &r));
+}
+
+static uint32_t next_seq(line_t *l)
+{
+    unsigned attempts;
+    uint64_t wake;
+    assert_true(line_queue_pick(l, 0, &attempts, &wake));
+    return l->cur.seq;
+}
+
+static void drop(line_t *l)
+{
+    free(l->queue[0].slot);
+    free(l);
+}
+
+static void test_priority_first_fifo_within(void **state)
+{
+    (void)state;
+    line_t *l = queue_of(16);
+    push(l, 1, 0);
+    push(l, 2, 0);
+    push(l, 10, 1);
+    push(l, 3, 0);
+    push(l, 11, 1);
+    static const uint32_t want[] = { 10, 11, 1, 2, 3 };
+    for (unsigned i = 0; i < 5; i++)
+        assert_int_equal(next_seq(l), want[i]);
+    drop(l);
+}
+
+static void test_starvation_bound(void **state)
+{
+    (void)state;
+    line_t *l = queue_of(64);
+    push(l, 1, 0);   /* a normal request, then a flood of priority ones */
+    for (uint32_t k = 0; k < 20; k++)
+        push(l, 100 + k, 1);
+    unsigned at = 0;
+    while (next_seq(l) != 1)
+        at++;
+    assert_int_equal(at, 8);   /* passed over exactly LINE_STARVATION_BOUND times */
+    drop(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_priority_first_fifo_within),
+        cmocka_unit_test(test_starvation_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
