@@ -24,9 +24,13 @@
 
 #define CONFIG_NAME_MAX 32
 #define CONFIG_PATH_MAX 256
-#define CONFIG_MAX_BUSES 16
-#define CONFIG_MAX_DEVICES 256
-#define CONFIG_MAX_POLLS 512
+/* Buses, devices, poll groups and serial slaves are tables sized from the
+ * file (allocated as their sections are read): the limits below only bound
+ * what one file may ask for, far above any box (two 16-port device servers
+ * are 32 buses), and name the limit in the error of a file past them. */
+#define CONFIG_MAX_BUSES 256
+#define CONFIG_MAX_DEVICES 8192
+#define CONFIG_MAX_POLLS 16384
 #define CONFIG_MAX_ALLOW 16
 #define CONFIG_MAX_BUCKETS 16
 #define CONFIG_MAX_ERRORS 32
@@ -141,7 +145,7 @@ typedef struct config_tcp {
  * [serial_slave NAME]: rtugw answers a serial master on a port of its own as
  * the RTU slaves its unit routes name, forwarding each request to its bus.
  */
-#define CONFIG_MAX_SERIAL_SLAVES 4
+#define CONFIG_MAX_SERIAL_SLAVES 64
 typedef struct config_serial_slave {
     char name[CONFIG_NAME_MAX];
     char port[CONFIG_PATH_MAX];     /* a device path (a real port or a pty) */
@@ -200,7 +204,7 @@ typedef struct config_role {
     char name[CONFIG_NAME_MAX];     /* the certificate's role (OID 1.3.6.1.4.1.50316.802.1) */
     unsigned functions;             /* CONFIG_FN_* */
     uint8_t units[32];              /* bit u: MBAP unit u is granted */
-    uint32_t buses;                 /* bit b: every unit routed to bus b is granted */
+    uint8_t buses[CONFIG_MAX_BUSES / 8];  /* bit b: every unit routed to bus b is granted */
     unsigned line;
 } config_role_t;
 
@@ -230,15 +234,17 @@ typedef struct config {
     bool buses_on_io_thread;        /* bus actors run on the I/O thread (default), not a worker */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
-    config_bus_t buses[CONFIG_MAX_BUSES];
+    /* Tables of bus_count, device_count, poll_count and serial_slave_count
+     * entries, owned (config_free); NULL when empty. */
+    config_bus_t *buses;
     unsigned bus_count;
-    config_device_t devices[CONFIG_MAX_DEVICES];
+    config_device_t *devices;
     unsigned device_count;
-    config_poll_t polls[CONFIG_MAX_POLLS];
+    config_poll_t *polls;
     unsigned poll_count;
     config_tcp_t tcp;
     config_tcp_t rtu_tcp;           /* [rtu_tcp]: the same keys, RTU frames instead of MBAP */
-    config_serial_slave_t serial_slaves[CONFIG_MAX_SERIAL_SLAVES];
+    config_serial_slave_t *serial_slaves;
     unsigned serial_slave_count;
     config_http_t http;
     config_router_t router;
@@ -286,6 +292,16 @@ config_t *config_load_string_with(const char *text, const char *name, config_bus
 /* port = sim:LIST or sim-paced:LIST: the LIST (inside bus->port); else NULL. */
 const char *config_bus_sim_slaves(const config_bus_t *bus);
 void config_free(config_t *cfg);
+
+/* A deep copy of cfg's tables and settings, without its tags (NULL in the
+ * copy); NULL when out of memory. Free with config_free. */
+config_t *config_copy(const config_t *cfg);
+
+/* True when role r grants bus b. */
+static inline bool config_role_has_bus(const config_role_t *r, unsigned b)
+{
+    return b < CONFIG_MAX_BUSES && (r->buses[b / 8] >> (b % 8) & 1);
+}
 
 /* The embedded demo configuration (simulated PLCs, TCP 127.0.0.1:1502, HTTP 8502). */
 const char *config_demo_text(void);

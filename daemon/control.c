@@ -127,11 +127,11 @@ static void reload(gw_t *gw)
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
     CHANGED("buses", gw->cfg->bus_count != fresh->bus_count ||
-                         memcmp(gw->cfg->buses, fresh->buses, sizeof fresh->buses) != 0);
+                         (fresh->bus_count && memcmp(gw->cfg->buses, fresh->buses, fresh->bus_count * sizeof *fresh->buses) != 0));
     CHANGED("devices", gw->cfg->device_count != fresh->device_count ||
-                           memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0);
+                           (fresh->device_count && memcmp(gw->cfg->devices, fresh->devices, fresh->device_count * sizeof *fresh->devices) != 0));
     CHANGED("polls", gw->cfg->poll_count != fresh->poll_count ||
-                         memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0);
+                         (fresh->poll_count && memcmp(gw->cfg->polls, fresh->polls, fresh->poll_count * sizeof *fresh->polls) != 0));
     CHANGED("tags", !gwtags_same(gw->tags, fresh->tags));
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
@@ -141,7 +141,7 @@ static void reload(gw_t *gw)
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);
     CHANGED("serial_slaves", gw->cfg->serial_slave_count != fresh->serial_slave_count ||
-                                 memcmp(gw->cfg->serial_slaves, fresh->serial_slaves, sizeof fresh->serial_slaves) != 0);
+                                 (fresh->serial_slave_count && memcmp(gw->cfg->serial_slaves, fresh->serial_slaves, fresh->serial_slave_count * sizeof *fresh->serial_slaves) != 0));
     if (gw->tcp)
         tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -42,49 +41,6 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
             (unsigned long long)resp, (unsigned long long)to, polls_ok, gw->cfg->poll_count,
             gw->cfg->http.bind, gw->cfg->http.port);
     fflush(stderr);
-}
-
-/* True when the n > 0 bytes at p are all zero. */
-static bool all_zero(const unsigned char *p, size_t n)
-{
-    return p[0] == 0 && memcmp(p, p + 1, n - 1) == 0;
-}
-
-/*
- * The running copy of the configuration. A config_t is 144 KiB of fixed
- * tables (256 devices, 512 poll groups, ...) of which a gateway uses a few
- * entries, and a plain memcpy would make every page of the copy resident.
- * So the copy starts as fresh zero pages of its own mapping (not calloc's:
- * from malloc's heap it memsets reused memory, which makes it resident) and
- * only the pages of the source that hold a non-zero byte are written: the
- * result is byte for byte the source (the reload compares tables with
- * memcmp), and the untouched pages cost no memory (docs/footprint.md).
- * Freed with free_config().
- */
-static config_t *copy_config(const config_t *cfg)
-{
-    void *m = mmap(NULL, sizeof(config_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    config_t *c = m;
-    unsigned char *d = (unsigned char *)c;
-    const unsigned char *s = (const unsigned char *)cfg;
-    for (size_t off = 0; off < sizeof *c;) {
-        size_t end = (size_t)((((uintptr_t)(d + off)) | 4095u) + 1 - (uintptr_t)d);   /* next page of d */
-        if (end > sizeof *c)
-            end = sizeof *c;
-        if (!all_zero(s + off, end - off))
-            memcpy(d + off, s + off, end - off);
-        off = end;
-    }
-    c->tags = NULL;   /* the caller's: the running tags are gw->tags, a copy of their own */
-    return c;
-}
-
-static void free_config(config_t *c)
-{
-    if (c)
-        munmap(c, sizeof *c);
 }
 
 static int start_router(gw_t *gw)
@@ -135,7 +91,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     gw_t *gw = calloc(1, sizeof *gw);
     char err[512] = "";
 
-    if (!gw || !(gw->cfg = copy_config(cfg))) {
+    if (!gw || !(gw->cfg = config_copy(cfg))) {
         fprintf(stderr, "rtugw: out of memory\n");
         free(gw);
         return NULL;
@@ -261,6 +217,6 @@ void gw_free(gw_t *gw)
     free(gw->buses);
     free(gw->serial_slaves);
     free(gw->cache);
-    free_config(gw->cfg);
+    config_free(gw->cfg);
     free(gw);
 }

@@ -47,7 +47,7 @@ struct gw_north {
     north_t *north;
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
     north_value_t *values;        /* scratch for one group (at most 2000) */
-    char (*names)[CONFIG_NAME_MAX + 8];
+    char (*names)[CONFIG_NAME_MAX + 12];   /* "POLL.N": N up to 10 digits */
     uint32_t *gathered;           /* tag indices of the read whose chunks are arriving */
     size_t n_gathered, cap_gathered;
     char *text;                   /* string and raw values of one read, NUL-separated */
