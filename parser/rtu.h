@@ -243,6 +243,13 @@ typedef struct rtu_framer_config {
      * TCP): this silence ends a segment, and chunks carry no wire time.
      * Needs baud != 0 (silence on). */
     uint64_t silence_ns;
+    /* RESPONSE or REQUEST: a frame whose length its rule predicts, at a
+     * boundary (after a frame, a silence or a reset), ends by that length
+     * alone; a silence inside it does not close it (a late read of the
+     * port, not the wire, made it). Silence still ends frames of unknown
+     * length and resynchronises after noise. parser/framer.c, "Length
+     * over silence". */
+    bool by_length;
 } rtu_framer_config_t;
 
 typedef struct rtu_frame {
