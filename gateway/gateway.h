@@ -251,6 +251,11 @@ typedef struct gw_bytes {
  * PORT_MSG_STATE (uint8_t 1 up / 0 down) and PORT_MSG_BYTES (gw_bytes_t). */
 gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
                     gw_bus_metrics_t *m);
+/* The same, with paced reads on an RTU line whose character takes char_ns
+ * on the wire (port.c, "Paced reads"): after a write the port reads when
+ * the answer can be complete, not per chunk. char_ns 0: port_new. */
+gw_port_t *port_new_paced(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
+                          gw_bus_metrics_t *m, uint64_t char_ns);
 void port_free(gw_port_t *p);
 /* Any thread: queue a write of one ADU. */
 int port_write(gw_port_t *p, const uint8_t *adu, size_t len);

@@ -100,9 +100,10 @@ void line_bytes(line_t *bus, const uint8_t *data, size_t len, uint64_t t_ns, uin
     noise_after_answer(bus, &after);
     bus->last_chunk_ns = t_ns;
     /* A frame without a length rule ends with t3.5 of silence; a framer that
-     * holds nothing has no use for it (rtu_framer_settled), and a poll's
-     * answer, framed by its length, then costs no wake-up for the silence. */
-    if (!bus->p.framed && !rtu_framer_settled(bus->framer))
+     * holds nothing has no use for it (rtu_framer_settled), nor one that waits
+     * for the rest of an answer no silence can end (rtu_framer_held), and a
+     * poll's answer, framed by its length, then costs no wake-up for the silence. */
+    if (!bus->p.framed && !rtu_framer_settled(bus->framer) && !rtu_framer_held(bus->framer))
         arm_idle(bus, now + bus->t35_ns + IDLE_SLACK_NS);
     line_start_next(bus);
 }

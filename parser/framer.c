@@ -680,6 +680,14 @@ bool rtu_framer_settled(const rtu_framer_t *fr)
     return fr->head == fr->tail && (fr->garbage_run == 0 || fr->tail_closed);
 }
 
+bool rtu_framer_held(const rtu_framer_t *fr)
+{
+    if (fr->head == fr->tail || !fr->synced || fr->scan != fr->head)
+        return false;
+    int want = predicted_length(fr, fr->head);
+    return want == 0 || (want > 0 && (size_t)want > fr->tail - fr->head);
+}
+
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out)
 {
     if (fr->q_count == 0)

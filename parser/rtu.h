@@ -283,6 +283,10 @@ void rtu_framer_idle(rtu_framer_t *fr, uint64_t now_ns);
  * uses (a segment's own first byte is never asked whether silence came
  * before it), so a caller may leave its silence timer unarmed. */
 bool rtu_framer_settled(const rtu_framer_t *fr);
+/* by_length: true while the head waits for the rest of the frame its rule
+ * predicts, which no silence can end: a caller need not arm its silence
+ * timer for it (the bytes that complete it, or fail its CRC, come by feed). */
+bool rtu_framer_held(const rtu_framer_t *fr);
 /* Next complete frame: 1 and *out filled, or 0 when none is ready. */
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out);
 /* Drop buffered bytes (after a reopen, a timeout). */
