@@ -232,6 +232,8 @@ typedef struct config {
     char source[CONFIG_PATH_MAX];   /* file name, or "<demo>" */
     unsigned workers;               /* 0: online cores */
     bool buses_on_io_thread;        /* bus actors run on the I/O thread (default), not a worker */
+    bool line_thread;               /* ports and bus actors on a thread of their own (default) */
+    unsigned line_thread_priority;  /* SCHED_FIFO priority of that thread, 1..99; 0: none */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
     /* Tables of bus_count, device_count, poll_count and serial_slave_count

@@ -108,7 +108,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
      * so size it to what the configuration needs rather than the default. */
     actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + cfg->serial_slave_count + 16 };
     if (!gw->cache || !gw->buses || !gw->serial_slaves || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
-        !(gw->loop = loop_new(gw))) {
+        !(gw->loop = loop_new(gw)) || (cfg->line_thread && cfg->bus_count && !(gw->line_loop = loop_new(gw)))) {
         gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");
         gw_free(gw);
         return NULL;
@@ -121,7 +121,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
             return NULL;
         }
         gw->bus_count++;
-        if (bus_start(gw->buses[i], gw->loop) != 0) {
+        if (bus_start(gw->buses[i], gw->line_loop ? gw->line_loop : gw->loop) != 0) {
             gw_log(gw, CONFIG_LOG_ERROR, "bus %s: cannot start its actor or port", cfg->buses[i].name);
             gw_free(gw);
             return NULL;
@@ -168,7 +168,15 @@ int gw_run(gw_t *gw)
     gw_watchdog_start(gw);
     gw_log(gw, CONFIG_LOG_DEBUG, "start-up's pages of read-only segments given back: %zu KiB advised",
            gw_trim_resident());
+    /* The lines start after everything they may answer to exists. */
+    if (gw->line_loop && loop_start_thread(gw->line_loop, "rtugw-line", gw->cfg->line_thread_priority) != 0) {
+        gw_log(gw, CONFIG_LOG_ERROR, "cannot start the line thread");
+        return 1;
+    }
     int rc = loop_run(gw->loop);
+    loop_stop_thread(gw->line_loop);   /* the ports stop being read; their actors drain below */
+    if (gw->line_loop)
+        loop_release_host(gw->line_loop);
     if (ev_status) {
         event_free(ev_status);
         fputc('\n', stderr);
@@ -191,8 +199,11 @@ void gw_free(gw_t *gw)
 {
     if (!gw)
         return;
+    loop_stop_thread(gw->line_loop);
     if (gw->loop)
         loop_release_host(gw->loop);
+    if (gw->line_loop)
+        loop_release_host(gw->line_loop);
     if (gw->actors)
         actor_system_shutdown(gw->actors, 0);
     control_stop(gw);
@@ -207,6 +218,7 @@ void gw_free(gw_t *gw)
     gwtags_free(gw->tags);
     for (unsigned i = 0; i < gw->cfg->bus_count; i++)
         bus_free(gw->buses[i]);
+    loop_free(gw->line_loop);
     loop_free(gw->loop);
     tag_writes_free(gw->tag_writes);   /* the loop has stopped: no outcome is on its way */
     if (gw->actors)

@@ -225,6 +225,11 @@ struct event_base *loop_base(gw_loop_t *loop);
 /* Any thread: run fn(ctx, a, b, data, len) on the I/O thread, in post order. */
 int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, const void *data, size_t len);
 int loop_run(gw_loop_t *loop);        /* the loop, on the calling thread */
+/* The loop on a thread of its own, named name; priority 1..99: SCHED_FIFO at
+ * it, if the process may (else a warning, and normal priority). */
+int loop_start_thread(gw_loop_t *loop, const char *name, unsigned priority);
+/* Any other thread: leave that loop and join its thread (no-op if none). */
+void loop_stop_thread(gw_loop_t *loop);
 void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */
 void loop_wake(gw_loop_t *loop);      /* any thread: run the loop's on_wake hook */
 /* The actors pinned to the I/O thread (bus actors, unless configured off)
@@ -365,6 +370,7 @@ struct gw {
     actor_system_t *actors;
     router_t *router;
     gw_loop_t *loop;
+    gw_loop_t *line_loop;       /* the line thread's: ports and bus actors; NULL: they are on loop's */
     gw_bus_t **buses;
     unsigned bus_count;
     gw_poller_t *poller;
