@@ -50,6 +50,6 @@ TESTS += tests/test_bench_transports.sh
 EXTRA_DIST += tests/test_bench_transports.sh
 # Resident memory by mapping, idle CPU and wake-ups, the cost of a request
 # (docs/footprint.md): a script that reads /proc, like bench/tls.py.
-EXTRA_DIST += bench/footprint.py bench/paced_wakeups.py bench/footprint-idle.ini bench/footprint-load.ini
+EXTRA_DIST += bench/footprint.py bench/paced_wakeups.py bench/storm_isolation.py bench/footprint-idle.ini bench/footprint-load.ini
 TESTS += tests/test_bench_footprint.sh
 EXTRA_DIST += tests/test_bench_footprint.sh
