@@ -164,15 +164,20 @@ int gw_run(gw_t *gw)
         struct timeval second = { 1, 0 };
         event_add(ev_status, &second);
     }
+    /* The lines start after everything they may answer to exists, and
+     * before the trim below: creating a thread faults in pages of the
+     * dynamic linker and libc that the trim then gives back (+840 KiB of
+     * VmRSS when the thread came after it). */
+    if (gw->line_loop && loop_start_thread(gw->line_loop, "rtugw-line", gw->cfg->line_thread_priority) != 0) {
+        gw_log(gw, CONFIG_LOG_ERROR, "cannot start the line thread");
+        if (ev_status)
+            event_free(ev_status);
+        return 1;
+    }
     gw_notify("READY=1");
     gw_watchdog_start(gw);
     gw_log(gw, CONFIG_LOG_DEBUG, "start-up's pages of read-only segments given back: %zu KiB advised",
            gw_trim_resident());
-    /* The lines start after everything they may answer to exists. */
-    if (gw->line_loop && loop_start_thread(gw->line_loop, "rtugw-line", gw->cfg->line_thread_priority) != 0) {
-        gw_log(gw, CONFIG_LOG_ERROR, "cannot start the line thread");
-        return 1;
-    }
     int rc = loop_run(gw->loop);
     loop_stop_thread(gw->line_loop);   /* the ports stop being read; their actors drain below */
     if (gw->line_loop)
