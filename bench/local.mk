@@ -44,12 +44,12 @@ TESTS += tests/test_bench_tags.py
 EXTRA_DIST += tests/test_bench_tags.py
 # MB-TCP-Security figures (TLS against plain TCP): a script, so that no
 # rtugw binary links libssl (docs/security.md).
-EXTRA_DIST += bench/tls.py
+EXTRA_DIST += bench/tls.py bench/web_auth.py
 bench_libbench_a_SOURCES += bench/transports.h bench/bench_transports.c bench/transports_peers.c
 TESTS += tests/test_bench_transports.sh
 EXTRA_DIST += tests/test_bench_transports.sh
 # Resident memory by mapping, idle CPU and wake-ups, the cost of a request
 # (docs/footprint.md): a script that reads /proc, like bench/tls.py.
-EXTRA_DIST += bench/footprint.py bench/paced_wakeups.py bench/storm_isolation.py bench/footprint-idle.ini bench/footprint-load.ini
+EXTRA_DIST += bench/footprint.py bench/paced_wakeups.py bench/storm_isolation.py bench/footprint-idle.ini bench/footprint-load.ini bench/reload_tags.py
 TESTS += tests/test_bench_footprint.sh
 EXTRA_DIST += tests/test_bench_footprint.sh

@@ -36,7 +36,7 @@ static void copy_reason(char *why, size_t cap, const char *err, const char *path
  * opens nothing) for the line settings. Every bus, the simulator's too,
  * ends in a serial driver at the bus's baud rate.
  */
-static int driver_rules(const config_bus_t *bus, const char *key, char *why, size_t cap)
+int cli_driver_rules(const config_bus_t *bus, const char *key, char *why, size_t cap)
 {
     const char *slaves = config_bus_sim_slaves(bus);
 
@@ -64,9 +64,14 @@ static int driver_rules(const config_bus_t *bus, const char *key, char *why, siz
 
 config_t *cli_load_config(const char *file)
 {
+    return file ? cli_load_text(NULL, file) : cli_load_text(config_demo_text(), "<demo>");
+}
+
+config_t *cli_load_text(const char *text, const char *source)
+{
     config_errors_t errs;
-    config_t *cfg = file ? config_load_file_with(file, driver_rules, &errs)
-                         : config_load_string_with(config_demo_text(), "<demo>", driver_rules, &errs);
+    config_t *cfg = !text ? config_load_file_with(source, cli_driver_rules, &errs)
+                          : config_load_string_with(text, source, cli_driver_rules, &errs);
     if (!cfg) {
         for (unsigned i = 0; i < errs.count; i++)
             fprintf(stderr, "%s\n", errs.text[i]);

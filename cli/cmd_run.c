@@ -67,8 +67,33 @@ int cmd_run(int argc, char **argv)
     config_t *cfg = cli_load_config(file);
     if (!cfg)
         return 2;
-    gw_options_t opt = { .config_path = file, .install_signals = true };
+    gw_options_t opt = { .config_path = file, .install_signals = true, .bus_rule = cli_driver_rules };
     return run_config(cfg, &opt);
+}
+
+/* The demo with an [mqtt] section for HOST:PORT, through the same loader and
+ * checks as any file: a bad host or port is refused by [mqtt]'s own rules.
+ * publish = interval: every device's latest values each second, so a
+ * subscriber that comes later sees every PLC, not only the values that move. */
+static config_t *load_demo_mqtt(const char *host_port)
+{
+    const char *colon = strrchr(host_port, ':');
+    unsigned port;
+    if (!colon || colon == host_port || parse_port(colon + 1, "--mqtt", &port) != 0) {
+        fprintf(stderr, "rtugw demo: --mqtt '%s': expected HOST:PORT, e.g. 127.0.0.1:1883\n", host_port);
+        return NULL;
+    }
+    const char *demo = config_demo_text();
+    size_t cap = strlen(demo) + strlen(host_port) + 160;
+    char *text = malloc(cap);
+    if (!text)
+        return NULL;
+    snprintf(text, cap, "%s\n[mqtt]\nhost = %.*s\nport = %u\ngateway = demo\nclient_id = rtugw-demo\n"
+             "publish = interval\ninterval_ms = 1000\n", demo,
+             (int)(colon - host_port), host_port, port);
+    config_t *cfg = cli_load_text(text, "<demo --mqtt>");
+    free(text);
+    return cfg;
 }
 
 int cmd_demo(int argc, char **argv)
@@ -77,10 +102,12 @@ int cmd_demo(int argc, char **argv)
         { "tcp-port", required_argument, NULL, 't' },
         { "http-port", required_argument, NULL, 'p' },
         { "quiet", no_argument, NULL, 'q' },
+        { "mqtt", required_argument, NULL, 'm' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     unsigned tcp_port = 0, http_port = 0;
+    const char *mqtt = NULL;
     int quiet = 0, c;
 
     optind = 1;
@@ -89,21 +116,27 @@ int cmd_demo(int argc, char **argv)
         case 't': if (parse_port(optarg, "--tcp-port", &tcp_port)) return 2; break;
         case 'p': if (parse_port(optarg, "--http-port", &http_port)) return 2; break;
         case 'q': quiet = 1; break;
+        case 'm': mqtt = optarg; break;
         case 'h':
-            printf("usage: rtugw demo [--tcp-port N] [--http-port N] [--quiet]\n\n"
+            printf("usage: rtugw demo [--tcp-port N] [--http-port N] [--mqtt HOST:PORT] [--quiet]\n\n"
                    "Runs the gateway on the embedded demo configuration (rtugw check --demo --print):\n"
-                   "simulated PLCs (slaves 1, 2, 3) on a pseudo-terminal, polled; Modbus TCP on\n"
-                   "127.0.0.1:1502 and HTTP /status and /metrics on 127.0.0.1:8502. Try:\n"
-                   "  mbpoll -m tcp -p 1502 -a 1 -r 1 -c 10 127.0.0.1\n"
-                   "  curl http://127.0.0.1:8502/status\n"
+                   "simulated PLCs (slaves 1 boiler, 2 pump, 3 meter) on a pseudo-terminal, each\n"
+                   "polled with typed tags; Modbus TCP on 127.0.0.1:1502, HTTP (/status, /tags,\n"
+                   "/metrics, the web page with its frame monitor) on 127.0.0.1:8502. Try:\n"
+                   "  mbpoll -m tcp -p 1502 -a 1 -r 1 -c 10 -1 127.0.0.1   (-1: one poll, not forever)\n"
+                   "  curl http://127.0.0.1:8502/tags\n"
+                   "  curl -X PUT -H 'Authorization: Bearer demo' -d '{\"value\": 1500}' \\\n"
+                   "       http://127.0.0.1:8502/tags/pump_speed\n"
+                   "--mqtt HOST:PORT also publishes every device's values each second to that MQTT\n"
+                   "broker (gateway 'demo': topics rtugw/demo/DEVICE/data; writes on rtugw/demo/write).\n"
                    "Ctrl-C stops it. --quiet: no live status line.\n");
             return 0;
         default:
-            fprintf(stderr, "usage: rtugw demo [--tcp-port N] [--http-port N] [--quiet]\n");
+            fprintf(stderr, "usage: rtugw demo [--tcp-port N] [--http-port N] [--mqtt HOST:PORT] [--quiet]\n");
             return 2;
         }
     }
-    config_t *cfg = cli_load_config(NULL);
+    config_t *cfg = mqtt ? load_demo_mqtt(mqtt) : cli_load_config(NULL);
     if (!cfg)
         return 2;
     if (tcp_port)

@@ -41,13 +41,17 @@ static void usage(FILE *to)
             "  --slaves LIST       slave ids served (default 1,2,3)\n"
             "  --baud B            line speed for pacing and t3.5 (default 19200)\n"
             "  --format F          character format, 8N1, 8E1, ... (default 8E1)\n"
-            "  --pace              send answers at wire speed (a pseudo-terminal ignores baud)\n"
+            "  --pace              model the wire: answers at wire speed, and on its own\n"
+            "                      pseudo-terminal a master set to another baud or format\n"
+            "                      is not heard (docs/drivers.md)\n"
             "  --turnaround-us N   wait N us after a request before answering (default 0)\n"
             "  --registers N       items per table (default 1000)\n"
             "  --live              input registers count up, discrete inputs toggle\n"
             "  --live-period-ms N  ... every N ms (default 1000)\n"
             "  --load FILE         initial values: lines 'SLAVE TABLE ADDRESS VALUE...'\n"
             "  --capture FILE      write every frame on the line to FILE (pcap, link type 147)\n"
+            "  --clamp ADDR=MAX    holding register ADDR keeps at most MAX after a write, which\n"
+            "                      is echoed as written (a drive limiting a set point; up to 8)\n"
             "  --in-order          keep reading while answering: requests wait in the\n"
             "                      simulator's own queue of 16 (arrival order, as always)\n"
             "faults (rates are probabilities 0..1 per answered request):\n"
@@ -113,7 +117,7 @@ int cmd_sim(int argc, char **argv)
         O_PORT = 256, O_LINK, O_SLAVES, O_BAUD, O_FORMAT, O_PACE, O_TURN, O_REGS, O_LIVE,
         O_LIVEP, O_LOAD, O_SILENT, O_EXR, O_EXC, O_LATER, O_LATEMS, O_NOISER, O_NOISEB,
         O_TRUNC, O_CRC, O_SEED, O_CAPTURE, O_INORDER, O_NOISEF, O_NOISEL, O_SPLITR, O_SPLITMS,
-        O_DOUBLER, O_DOUBLEGAP, O_HELP
+        O_DOUBLER, O_DOUBLEGAP, O_CLAMP, O_HELP
     };
     static const struct option opts[] = {
         { "port", required_argument, 0, O_PORT }, { "link", required_argument, 0, O_LINK },
@@ -137,6 +141,7 @@ int cmd_sim(int argc, char **argv)
         { "split-rate", required_argument, 0, O_SPLITR }, { "split-ms", required_argument, 0, O_SPLITMS },
         { "double-rate", required_argument, 0, O_DOUBLER },
         { "double-gap-ms", required_argument, 0, O_DOUBLEGAP },
+        { "clamp", required_argument, 0, O_CLAMP },
         { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
     };
     driver_sim_config_t cfg;
@@ -189,6 +194,21 @@ int cmd_sim(int argc, char **argv)
         case O_SPLITMS: bad = parse_uint(optarg, 600000, &cfg.faults.split_ms) != 0; break;
         case O_DOUBLER: bad = parse_rate(optarg, &cfg.faults.double_rate) != 0; break;
         case O_DOUBLEGAP: bad = parse_uint(optarg, 600000, &cfg.faults.double_gap_ms) != 0; break;
+        case O_CLAMP: {
+            unsigned a, m;
+            char *eq = strchr(optarg, '=');
+            bad = !eq || cfg.n_clamps == DRIVER_SIM_MAX_CLAMPS;
+            if (!bad) {
+                *eq = '\0';
+                bad = parse_uint(optarg, 65535, &a) != 0 || parse_uint(eq + 1, 65535, &m) != 0;
+                *eq = '=';
+            }
+            if (!bad) {
+                cfg.clamp[cfg.n_clamps].address = (uint16_t)a;
+                cfg.clamp[cfg.n_clamps++].max = (uint16_t)m;
+            }
+            break;
+        }
         case O_SEED: {
             char *end;
             cfg.faults.seed = strtoull(optarg, &end, 0);
@@ -213,6 +233,13 @@ int cmd_sim(int argc, char **argv)
         return 2;
     }
     cfg.char_bits = rtu_char_bits(sc.data_bits, sc.parity, sc.stop_bits);
+    cfg.parity = sc.parity;
+    cfg.stop_bits = sc.stop_bits;
+    /* --pace models the wire: on its own pty, also the line's speed and format
+     * (a master at another one is not heard; docs/drivers.md). A real port's
+     * UART checks that itself. */
+    cfg.check_line = cfg.pace && !port;
+    cfg.notes = stderr;
 
     char err[DRIVER_ERRLEN];
     driver_sim_t *sim = driver_sim_new(&cfg, err, sizeof err);
@@ -295,10 +322,10 @@ int cmd_sim(int argc, char **argv)
     driver_sim_get_stats(sim, &st);
     fprintf(stderr,
             "rtugw sim: %llu requests, %llu answers, %llu exceptions, %llu for other slaves, "
-            "%llu bad CRC\n",
+            "%llu bad CRC, %llu bytes at another speed or format\n",
             (unsigned long long)st.requests, (unsigned long long)st.replies,
             (unsigned long long)st.exceptions, (unsigned long long)st.ignored,
-            (unsigned long long)st.bad_crc);
+            (unsigned long long)st.bad_crc, (unsigned long long)st.line_mismatch);
     fprintf(stderr,
             "rtugw sim: faults injected: %llu silent, %llu exception, %llu late, %llu noise, "
             "%llu truncated, %llu CRC, %llu split, %llu doubled\n",

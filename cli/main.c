@@ -19,8 +19,11 @@ static const command_t commands[] = {
     { "decode", cmd_decode, "hex RTU frames (arguments or stdin) to JSON lines" },
     { "check", cmd_check, "validate a configuration file (rtugw check -c FILE)" },
     { "read", cmd_read, "a typed read of a device or through a gateway (commissioning)" },
+    { "scan", cmd_scan, "find the slaves on a serial line: ids, baud, format, identity" },
     { "sim", cmd_sim, "a PLC simulator on a pseudo-terminal or port" }, { "replay", cmd_replay, "decode a capture (pcap, pcapng, text hex log)" }, { "ports", cmd_ports, "list serial ports (USB vendor:product)" },
-    { "bench", cmd_bench, "benchmarks: parse (see rtugw bench --help)" },
+    { "hash-password", cmd_passwd, "a password as the hash [user NAME] password_hash takes" },
+    { "bench", cmd_bench, "benchmarks: parse, actors, router, gateway, isolation, soak, crossover,\n"
+                          "             tags, transports, mqtt (the program rtugw-bench; rtugw bench --help)" },
 };
 
 static void usage(FILE *to)

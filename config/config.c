@@ -120,7 +120,14 @@ static int find_poll(const config_t *cfg, const char *name)
     return -1;
 }
 
-/* [gateway], [tcp], [http], [router], [mqtt]: *first is set when it was given before. */
+/* [gateway], [tcp], [http], [router], [mqtt]: *first is set when it was given before.
+ *
+ * One rule for every service section ([tcp], [http], [tls], [rtu_tcp],
+ * [mqtt]): present = on, unless it says enabled = false. Before, [mqtt] was
+ * on when present while [tls] and [rtu_tcp] needed enabled = true, so the same
+ * shape of section meant two things. The header turns the service on and a
+ * later enabled = false in it turns it off again; [tcp] and [http] are also on
+ * when absent (the gateway's own front end and status page). */
 static void *single_section(loader_t *ld, int kind, unsigned *first)
 {
     config_t *cfg = ld->cfg;
@@ -132,8 +139,15 @@ static void *single_section(loader_t *ld, int kind, unsigned *first)
     case S_GATEWAY: return cfg;
     case S_TCP: return &cfg->tcp;
     case S_HTTP: return &cfg->http;
-    case S_TLS: cfg->tls.line = ld->header_line; return &cfg->tls;
-    case S_RTU_TCP: return &cfg->rtu_tcp;
+    case S_TLS:
+        cfg->tls.line = ld->header_line;
+        if (!*first)
+            cfg->tls.enabled = true;
+        return &cfg->tls;
+    case S_RTU_TCP:
+        if (!*first)
+            cfg->rtu_tcp.enabled = true;
+        return &cfg->rtu_tcp;
     case S_MQTT:
         if (!*first)
             config_mqtt_open(ld);
@@ -160,6 +174,10 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
     }
     if (kind == S_SERIAL_SLAVE)
         return transports_new_serial_slave(ld, name, first);
+    if (kind == S_TEMPLATE)
+        return config_tags_new_template(ld, name, first);
+    if (kind == S_USER)
+        return users_new(ld, name, first);
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -181,8 +199,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
                 goto out_of_memory;
             config_device_t *d = &cfg->devices[cfg->device_count++];
             *d = (config_device_t){ .dead_after = 3, .dead_backoff_ms = 10000, .max_read_registers = 125,
-                                    .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1,
-                                    .line = ld->header_line };
+                                    .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1, .confirm_write = true,
+                                    .template_index = -1, .line = ld->header_line };
             snprintf(d->name, sizeof d->name, "%s", name);
             return d;
         }
@@ -225,8 +243,8 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
             k = i;
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
-                        "poll NAME, tag NAME, tcp, http, router, tls, role NAME, rtu_tcp, serial_slave NAME "
-                        "or mqtt)", raw);
+                        "poll NAME, tag NAME, template NAME, tcp, http, router, tls, role NAME, rtu_tcp, "
+                        "serial_slave NAME, mqtt or user NAME)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -404,6 +422,7 @@ static void resolve(loader_t *ld)
         config_error_at(ld, 0, "[tcp] and [http] both use %s:%u", cfg->tcp.bind, cfg->tcp.port);
     config_tags_resolve(ld);
     security_resolve(ld);
+    users_resolve(ld);
     transports_resolve(ld);
     config_mqtt_resolve(ld);
 }
@@ -423,7 +442,8 @@ static config_t *load(loader_t *ld)
                                .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000 };
     cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502, .max_connections = 16,
                                  .max_header_bytes = 8192, .max_body_bytes = 65536,
-                                 .request_timeout_ms = 5000, .idle_timeout_s = 30 };
+                                 .request_timeout_ms = 5000, .idle_timeout_s = 30,
+                                 .session_timeout_s = 3600, .max_sessions = 64 };
     transports_defaults(cfg);
     cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
                                      .policy = "epsilon",
@@ -545,6 +565,29 @@ static void *copy_table(const void *src, unsigned n, size_t size, bool *ok)
     return t;
 }
 
+/* *table (of *count entries) replaced by a copy of n entries of src. */
+static int set_table(void **table, unsigned *count, const void *src, unsigned n, size_t size)
+{
+    bool ok = true;
+    void *t = copy_table(src, n, size, &ok);
+    if (!ok)
+        return -ENOMEM;
+    free(*table);
+    *table = t;
+    *count = n;
+    return 0;
+}
+
+int config_set_devices(config_t *cfg, const config_device_t *devices, unsigned n)
+{
+    return set_table((void **)&cfg->devices, &cfg->device_count, devices, n, sizeof *devices);
+}
+
+int config_set_polls(config_t *cfg, const config_poll_t *polls, unsigned n)
+{
+    return set_table((void **)&cfg->polls, &cfg->poll_count, polls, n, sizeof *polls);
+}
+
 config_t *config_copy(const config_t *cfg)
 {
     config_t *c = malloc(sizeof *c);
@@ -565,11 +608,15 @@ config_t *config_copy(const config_t *cfg)
     return c;
 }
 
+/* The services off by default are named when on: a section present is on,
+ * so check says which of them the file turns on. */
 int config_summary(const config_t *cfg, char *buf, size_t cap)
 {
     size_t tags = cfg->tags ? tags_table_count(cfg->tags) : 0;
-    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s",
+    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s%s%s%s",
                     cfg->bus_count, cfg->bus_count == 1 ? "" : "es", cfg->device_count,
                     cfg->device_count == 1 ? "" : "s", cfg->poll_count, cfg->poll_count == 1 ? "" : "s",
-                    tags, tags == 1 ? "" : "s", cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off");
+                    tags, tags == 1 ? "" : "s", cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off",
+                    cfg->rtu_tcp.enabled ? ", rtu_tcp on" : "", cfg->tls.enabled ? ", tls on" : "",
+                    cfg->mqtt_enabled ? ", mqtt on" : "");
 }

@@ -31,6 +31,7 @@
 #define CONFIG_MAX_BUSES 256
 #define CONFIG_MAX_DEVICES 8192
 #define CONFIG_MAX_POLLS 16384
+#define CONFIG_MAX_TEMPLATES 64
 #define CONFIG_MAX_ALLOW 16
 #define CONFIG_MAX_BUCKETS 16
 #define CONFIG_MAX_ERRORS 32
@@ -98,8 +99,25 @@ typedef struct config_device {
     unsigned max_gap;               /* registers read over rather than split: 0..125 */
     int mqtt_publish;               /* a north_publish_mode_t, or -1: [mqtt] publish */
     unsigned mqtt_interval_ms;      /* mqtt_publish = interval: 0 is [mqtt] interval_ms */
+    bool confirm_write;             /* a tag write is read back and answered with what was read */
+    unsigned interval_ms;           /* its tags' default read interval; 0: the template's, else 1000 */
+    bool order_set;                 /* order was written (it overrides the template's) */
+    char template_name[CONFIG_NAME_MAX];  /* template = NAME, as written; "" none */
+    int template_index;             /* index into templates, or -1 */
     unsigned line;
 } config_device_t;
+
+/* [template NAME]: a register list (a tags CSV whose rows name no device)
+ * that any number of devices use with template = NAME; each device gets a
+ * copy of every row, named DEVICE.ROW (docs/tags.md). */
+typedef struct config_template {
+    char name[CONFIG_NAME_MAX];
+    char tags_file[CONFIG_PATH_MAX];/* as written (relative: to the config file's folder) */
+    tags_order_t order;             /* default of its rows that name none, under the device's own */
+    bool order_set;
+    unsigned interval_ms;           /* default read interval, under the device's own; 0: 1000 */
+    unsigned line;
+} config_template_t;
 
 typedef struct config_poll {
     char name[CONFIG_NAME_MAX];
@@ -161,6 +179,24 @@ typedef struct config_serial_slave {
     unsigned port_line;
 } config_serial_slave_t;
 
+/* The web side's users ([user NAME], config/users.c): a role each, a
+ * password kept as a crypt(3) hash (yescrypt, `rtugw hash-password`). */
+#define CONFIG_MAX_USERS 32
+#define CONFIG_HASH_MAX 192
+typedef enum config_user_role {
+    CONFIG_ROLE_NONE = 0,           /* no credential: nothing but the page and /login */
+    CONFIG_ROLE_VIEWER,             /* reads */
+    CONFIG_ROLE_OPERATOR,           /* reads, and writes tag values */
+    CONFIG_ROLE_ADMIN               /* everything, the configuration too */
+} config_user_role_t;
+
+typedef struct config_user {
+    char name[CONFIG_NAME_MAX];
+    char password_hash[CONFIG_HASH_MAX];
+    config_user_role_t role;
+    unsigned line;
+} config_user_t;
+
 typedef struct config_http {
     bool enabled;
     char bind[64];
@@ -174,6 +210,13 @@ typedef struct config_http {
     char write_token[CONFIG_TOKEN_MAX]; /* PUT /tags/NAME needs "Authorization: Bearer TOKEN"; empty: none */
     unsigned frame_ring;            /* frames kept per bus for GET /frames (the web page's
                                        monitor); 0: none kept, no memory taken */
+    char tls_cert[CONFIG_PATH_MAX]; /* HTTPS: the server's certificate chain (PEM); "": plain HTTP */
+    char tls_key[CONFIG_PATH_MAX];  /* its private key (PEM) */
+    unsigned session_timeout_s;     /* a login's session lasts this long */
+    unsigned max_sessions;          /* sessions open at once; the oldest gives way */
+    bool metrics_open;              /* with users: /metrics without a login */
+    config_user_t users[CONFIG_MAX_USERS];
+    unsigned user_count;            /* 0: no login, reads open, writes by write_token */
 } config_http_t;
 
 typedef struct config_router {
@@ -242,6 +285,8 @@ typedef struct config {
     unsigned bus_count;
     config_device_t *devices;
     unsigned device_count;
+    config_template_t templates[CONFIG_MAX_TEMPLATES];
+    unsigned template_count;
     config_poll_t *polls;
     unsigned poll_count;
     config_tcp_t tcp;
@@ -257,7 +302,7 @@ typedef struct config {
     config_tls_t tls;
     config_role_t roles[CONFIG_MAX_ROLES];
     unsigned role_count;
-    bool mqtt_enabled;              /* an [mqtt] section is present */
+    bool mqtt_enabled;              /* an [mqtt] section is present, without enabled = false */
     north_config_t mqtt;            /* [mqtt]: filled and checked here, used by north/ */
 } config_t;
 
@@ -299,6 +344,11 @@ void config_free(config_t *cfg);
  * copy); NULL when out of memory. Free with config_free. */
 config_t *config_copy(const config_t *cfg);
 
+/* The running copy's devices or poll groups replaced by n of these (a
+ * live reload): 0, or -ENOMEM with cfg unchanged. */
+int config_set_devices(config_t *cfg, const config_device_t *devices, unsigned n);
+int config_set_polls(config_t *cfg, const config_poll_t *polls, unsigned n);
+
 /* True when role r grants bus b. */
 static inline bool config_role_has_bus(const config_role_t *r, unsigned b)
 {
@@ -310,6 +360,8 @@ const char *config_demo_text(void);
 
 /* The role named name, or -1. */
 int config_role_find(const config_t *cfg, const char *name);
+/* "viewer", "operator", "admin", or "none". */
+const char *config_user_role_name(config_user_role_t role);
 
 /* One-line summary, e.g. "1 bus, 3 devices, 2 poll groups, tcp 127.0.0.1:1502". */
 int config_summary(const config_t *cfg, char *buf, size_t cap);

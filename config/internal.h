@@ -27,7 +27,7 @@
 #define CONFIG_SECTION_KEYS_MAX 288
 
 enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE,
-       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_COUNT };
+       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_USER, S_TEMPLATE, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -158,9 +158,13 @@ config_tags_t *config_tags_new(void);
 void config_tags_free(config_tags_t *ct);
 /* A [tag NAME] header: the section's target, or NULL (the error reported). */
 void *config_tags_section(loader_t *ld, const char *name);
-/* Setters of the [tag NAME] keys, and of [device NAME]'s order and tags_file. */
+/* Setters of the [tag NAME] keys, and of [device NAME]'s order, tags_file and template. */
 bool config_tags_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* A [template NAME] header (a new entry, or NULL with *first set when the
+ * name was given before), and its tags_file and order. */
+void *config_tags_new_template(loader_t *ld, const char *name, unsigned *first);
+bool config_tags_set_template(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool config_mqtt_set_device_publish(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* After the file, the devices resolved: reads every tags_file, adds the
  * sections, checks the planner's limits, and sets cfg->tags (NULL when
@@ -194,9 +198,15 @@ bool security_set_units(loader_t *ld, const key_spec_t *k, unsigned number, cons
 bool security_set_buses(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* Bus names, default_role, and what an enabled [tls] needs. */
 void security_resolve(loader_t *ld);
+/* users.c: [http] tls_cert and tls_key, [user NAME]; once all is read. */
+void users_resolve(loader_t *ld);
+/* A new [user NAME], or NULL with *first set when the name was given before. */
+config_user_t *users_new(loader_t *ld, const char *name, unsigned *first);
+bool users_set_password_hash(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool users_set_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
-#define CONFIG_MQTT_KEYS 31
+#define CONFIG_MQTT_KEYS 32
 extern const key_spec_t config_mqtt_keys[CONFIG_MQTT_KEYS];
 void config_mqtt_open(loader_t *ld);      /* the section's first header: its defaults */
 void config_mqtt_resolve(loader_t *ld);   /* after the file */

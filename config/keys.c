@@ -67,11 +67,14 @@ static const key_spec_t device_keys[] = {
     U(config_device_t, dead_backoff_ms, 0, 3600000),
     C("order", config_tags_set_device),
     C("tags_file", config_tags_set_device),
+    C("template", config_tags_set_device),
+    U(config_device_t, interval_ms, 1, 86400000),
     U(config_device_t, max_read_registers, 1, 125),
     U(config_device_t, max_read_bits, 1, 2000),
     U(config_device_t, max_gap, 0, 125),
     C("mqtt_publish", config_mqtt_set_device_publish),
     U(config_device_t, mqtt_interval_ms, 100, 86400000),
+    B(config_device_t, confirm_write),
 };
 
 static const key_spec_t poll_keys[] = {
@@ -120,6 +123,19 @@ static const key_spec_t http_keys[] = {
     { .name = "write_token", .type = K_STRING, .offset = offsetof(config_http_t, write_token),
       .max = CONFIG_TOKEN_MAX },
     U(config_http_t, frame_ring, 0, 4096),
+    { .name = "tls_cert", .type = K_STRING, .offset = offsetof(config_http_t, tls_cert), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    { .name = "tls_key", .type = K_STRING, .offset = offsetof(config_http_t, tls_key), .min = 1,
+      .max = CONFIG_PATH_MAX },
+    U(config_http_t, session_timeout_s, 60, 604800),
+    U(config_http_t, max_sessions, 1, 1024),
+    B(config_http_t, metrics_open),
+};
+
+/* [user NAME] (config/users.c) */
+static const key_spec_t user_keys[] = {
+    C("password_hash", users_set_password_hash),
+    C("role", users_set_role),
 };
 
 /* MB-TCP-Security (config/security.c) */
@@ -167,6 +183,13 @@ static const key_spec_t tag_keys[] = {
     C("writable", config_tags_set), C("interval_ms", config_tags_set), C("description", config_tags_set),
 };
 
+/* [template NAME]: a register list and its defaults (config/tags.c). */
+static const key_spec_t template_keys[] = {
+    C("tags_file", config_tags_set_template),
+    C("order", config_tags_set_template),
+    U(config_template_t, interval_ms, 1, 86400000),
+};
+
 const section_kind_t config_section_kinds[S_COUNT] = {
     [S_GATEWAY] = { "gateway", false, gateway_keys, COUNT(gateway_keys) },
     [S_BUS] = { "bus", true, bus_keys, COUNT(bus_keys) },
@@ -182,6 +205,8 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_RTU_TCP] = { "rtu_tcp", false, tcp_keys, COUNT(tcp_keys) },
     [S_SERIAL_SLAVE] = { "serial_slave", true, serial_slave_keys, COUNT(serial_slave_keys) },
     [S_MQTT] = { "mqtt", false, config_mqtt_keys, CONFIG_MQTT_KEYS },
+    [S_USER] = { "user", true, user_keys, COUNT(user_keys) },
+    [S_TEMPLATE] = { "template", true, template_keys, COUNT(template_keys) },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)

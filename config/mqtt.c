@@ -1,8 +1,9 @@
 /*
  * config/mqtt.c -- [mqtt]: the MQTT client's keys (north_config_t, defined
  * by north/north.h and used by north/), their defaults, and the checks that
- * need the whole file. The section exists only when written: without it
- * cfg->mqtt_enabled stays false and nothing of MQTT runs.
+ * need the whole file. The section exists only when written: without it, or
+ * with enabled = false in it (the rule of every service section, config.c's
+ * single_section), cfg->mqtt_enabled stays false and nothing of MQTT runs.
  *
  * Names that become topic levels (gateway, topic_prefix) and the client id
  * are checked here, so no configuration can inject a level or a wildcard;
@@ -23,6 +24,7 @@ static bool set_gateway(loader_t *ld, const key_spec_t *k, unsigned number, cons
 static bool set_client_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_noted_bool(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_sparkplug_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_enabled(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
 #define U(f, lo, hi) { .name = #f, .type = K_UINT, .offset = offsetof(north_config_t, f), .min = lo, .max = hi }
 #define B(f) { .name = #f, .type = K_BOOL, .offset = offsetof(north_config_t, f) }
@@ -30,6 +32,7 @@ static bool set_sparkplug_id(loader_t *ld, const key_spec_t *k, unsigned number,
 #define C(key, fn) { .name = key, .type = K_CUSTOM, .set = fn }
 
 const key_spec_t config_mqtt_keys[] = {
+    C("enabled", set_enabled),
     S(host, 1, NORTH_HOST_MAX),
     U(port, 1, 65535),
     C("client_id", set_client_id),
@@ -211,6 +214,19 @@ static bool set_noted_bool(loader_t *ld, const key_spec_t *k, unsigned number, c
     else
         ld->mqtt_read_only_set = true;
     return config_set_key(ld, is_tls ? &tls : &read_only, number, value);
+}
+
+/* enabled: a field of config_t, not of north_config_t (the section's target),
+ * since a config without [mqtt] has it too; the header set it true. */
+static bool set_enabled(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    static const key_spec_t enabled = { .name = "enabled", .type = K_BOOL, .offset = offsetof(config_t, mqtt_enabled) };
+    void *section = ld->target;
+    (void)k;
+    ld->target = ld->cfg;
+    bool ok = config_set_key(ld, &enabled, number, value);
+    ld->target = section;
+    return ok;
 }
 
 /* ---- after the file ---------------------------------------------------------------- */

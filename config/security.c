@@ -227,7 +227,8 @@ static void resolve_listener(loader_t *ld)
 
     for (size_t i = 0; i < COUNT(required); i++)
         if (!((const char *)t + required[i].offset)[0])
-            config_error_at(ld, t->line, "[tls]: %s is required when enabled = true", required[i].key);
+            config_error_at(ld, t->line, "[tls]: %s is required (a section present is on; "
+                            "enabled = false keeps it off)", required[i].key);
     if (cfg->role_count == 0)
         config_error_at(ld, t->line, "[tls]: enabled, but there is no [role NAME]: every client would be refused");
     if (cfg->bus_count == 0)

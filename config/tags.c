@@ -12,6 +12,14 @@
  * file named by several devices is read once, with all of them as its
  * defaults, so one plant-wide CSV can serve every device that names it.
  * Nothing is added when anything is wrong, and every problem is reported.
+ *
+ * [template NAME] is the other way to share a file: a register list whose
+ * rows name no device, read once per device that says template = NAME, each
+ * row becoming DEVICE.ROW. Names stay unique without a copy of the file per
+ * device, and a device's tags are found by its own name. Defaults of a row
+ * that leaves order or interval_ms empty: the device's key, else the
+ * template's, else ABCD and 1000 ms. A bad template is reported once, not
+ * once per device.
  */
 #include "config/internal.h"
 
@@ -28,7 +36,7 @@ typedef struct pending_tag {
     char device[CONFIG_NAME_MAX];
     char order[24];
     unsigned device_line, order_line;
-    bool has_table, has_address, has_type;
+    bool has_table, has_address, has_type, has_interval;
     bool bad;                    /* a key's value was refused: not added (nor reported again) */
 } pending_tag_t;
 
@@ -171,8 +179,10 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return copy_text(value, g->description, sizeof g->description, msg, cap);
     if (strcmp(key, "writable") == 0)
         return tags_parse_bool(value, &g->writable, msg, cap);
-    if (strcmp(key, "interval_ms") == 0)
+    if (strcmp(key, "interval_ms") == 0) {
+        pt->has_interval = true;
         return parse_interval(value, &g->interval_ms, msg, cap);
+    }
     return -ENOENT;
 }
 
@@ -209,11 +219,52 @@ bool config_tags_set_device(loader_t *ld, const key_spec_t *k, unsigned number, 
     (void)number;
     if (strcmp(k->name, "order") == 0) {
         if (tags_parse_order(value, &dev->order, msg, sizeof msg) == 0)
+            return dev->order_set = true;
+    } else if (strcmp(k->name, "template") == 0) {
+        if (config_valid_name(value)) {   /* resolved once every [template] is read */
+            snprintf(dev->template_name, sizeof dev->template_name, "%s", value);
             return true;
+        }
+        snprintf(msg, sizeof msg, "expected the name of a [template NAME] section");
     } else if (!*value) {
         snprintf(msg, sizeof msg, "expected a file name");
     } else if (copy_text(value, dev->tags_file, sizeof dev->tags_file, msg, sizeof msg) == 0) {
         remember_file(ld->tags, dev->name, ld->line);
+        return true;
+    }
+    config_bad_value(ld, k->name, value, msg);
+    return false;
+}
+
+void *config_tags_new_template(loader_t *ld, const char *name, unsigned *first)
+{
+    config_t *cfg = ld->cfg;
+    for (unsigned i = 0; i < cfg->template_count; i++)
+        if (strcmp(cfg->templates[i].name, name) == 0) {
+            *first = cfg->templates[i].line;
+            return NULL;
+        }
+    if (cfg->template_count == CONFIG_MAX_TEMPLATES) {
+        config_error_at(ld, ld->header_line, "[template %s]: more than %d templates", name, CONFIG_MAX_TEMPLATES);
+        return NULL;
+    }
+    config_template_t *tp = &cfg->templates[cfg->template_count++];
+    *tp = (config_template_t){ .line = ld->header_line };
+    snprintf(tp->name, sizeof tp->name, "%s", name);
+    return tp;
+}
+
+bool config_tags_set_template(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_template_t *tp = ld->target;
+    char msg[320] = "";
+    (void)number;
+    if (strcmp(k->name, "order") == 0) {
+        if (tags_parse_order(value, &tp->order, msg, sizeof msg) == 0)
+            return tp->order_set = true;
+    } else if (!*value) {
+        snprintf(msg, sizeof msg, "expected a file name");
+    } else if (copy_text(value, tp->tags_file, sizeof tp->tags_file, msg, sizeof msg) == 0) {
         return true;
     }
     config_bad_value(ld, k->name, value, msg);
@@ -282,6 +333,8 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
         return;
     }
     g->order = cfg->devices[d].order;
+    if (!pt->has_interval && cfg->devices[d].interval_ms)
+        g->interval_ms = cfg->devices[d].interval_ms;
     if (pt->order[0] && tags_parse_order_for(pt->order, g->type, &g->order, msg, sizeof msg) < 0) {
         config_error_at(ld, pt->order_line, "[%s] order = '%s': %s", section, pt->order, msg);
         return;
@@ -339,7 +392,8 @@ static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsign
         if (!same_file(other, lf->path))
             continue;
         done[j] = true;
-        defs[n++] = (tags_device_defaults_t){ cfg->devices[j].name, cfg->devices[j].order, 0 };
+        defs[n++] = (tags_device_defaults_t){ cfg->devices[j].name, cfg->devices[j].order,
+                                              cfg->devices[j].interval_ms, false };
     }
     lf->first = lf->end = tags_table_count(t);
     if (access(lf->path, R_OK) != 0) {
@@ -360,6 +414,72 @@ static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsign
     }
     lf->end = tags_table_count(t);
     free(te);
+}
+
+/* Device i's copy of its template's rows. A template that failed for one
+ * device is not read again (*failed): its errors are the file's, the same for
+ * every device, and one report of them is enough. */
+static void load_template(loader_t *ld, const config_t *cfg, tags_table_t *t, unsigned i, bool *failed,
+                          loaded_file_t *lf)
+{
+    const config_device_t *dev = &cfg->devices[i];
+    const config_template_t *tp = &cfg->templates[dev->template_index];
+    tags_device_defaults_t def = {
+        .name = dev->name,
+        .order = dev->order_set || !tp->order_set ? dev->order : tp->order,
+        .interval_ms = dev->interval_ms ? dev->interval_ms : tp->interval_ms,
+        .scoped = true,
+    };
+
+    resolve_path(ld->source, tp->tags_file, lf->path, sizeof lf->path);
+    lf->first = lf->end = tags_table_count(t);
+    if (*failed)
+        return;
+    if (access(lf->path, R_OK) != 0) {
+        config_error_at(ld, tp->line, "[template %s] tags_file = '%s': cannot read %s: %s", tp->name, tp->tags_file,
+                        lf->path, strerror(errno));
+        *failed = true;
+        return;
+    }
+    tags_errors_t *te = malloc(sizeof *te);
+    if (!te) {
+        config_error_at(ld, 0, "%s: out of memory", lf->path);
+        *failed = true;
+        return;
+    }
+    if (tags_load_csv(t, lf->path, &def, 1, te) < 0) {
+        *failed = true;
+        for (unsigned k = 0; k < te->count; k++)
+            config_error_text(ld, "%s (template %s, for device %s)", te->text[k], tp->name, dev->name);
+        if (te->total > te->count)
+            config_error_text(ld, "%s: %u more errors", lf->path, te->total - te->count);
+    }
+    lf->end = tags_table_count(t);
+    free(te);
+}
+
+/* template = NAME of each device to an index; a template needs its file. */
+static bool resolve_templates(loader_t *ld, config_t *cfg)
+{
+    bool any = false;
+    for (unsigned i = 0; i < cfg->template_count; i++)
+        if (!cfg->templates[i].tags_file[0])
+            config_error_at(ld, cfg->templates[i].line, "[template %s]: tags_file is required (its register list)",
+                            cfg->templates[i].name);
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        config_device_t *d = &cfg->devices[i];
+        if (!d->template_name[0])
+            continue;
+        for (unsigned j = 0; j < cfg->template_count && d->template_index < 0; j++)
+            if (strcmp(cfg->templates[j].name, d->template_name) == 0)
+                d->template_index = (int)j;
+        if (d->template_index < 0)
+            config_error_at(ld, d->line, "[device %s] template = '%s': no such [template %s]", d->name,
+                            d->template_name, d->template_name);
+        else
+            any = any || cfg->templates[d->template_index].tags_file[0];
+    }
+    return any;
 }
 
 static unsigned limit_of(const config_device_t *d, bool bits)
@@ -400,13 +520,13 @@ void config_tags_resolve(loader_t *ld)
     config_tags_t *ct = ld->tags;
     /* Sized from the devices: a file read by many devices gets the
      * defaults of each (defs), and each device's file is read once (done). */
-    bool *done = calloc(cfg->device_count + 1, sizeof *done);
+    bool *done = calloc(cfg->device_count + 1, sizeof *done), template_failed[CONFIG_MAX_TEMPLATES] = { false };
     tags_device_defaults_t *defs = calloc(cfg->device_count + 1, sizeof *defs);
-    loaded_file_t *files = calloc(cfg->device_count + 1, sizeof *files);
+    loaded_file_t *files = calloc(2 * cfg->device_count + 1, sizeof *files);
     size_t n_files = 0;
     tags_table_t *t = NULL;
     unsigned before = ld->errs->total;
-    bool any_file = false;
+    bool any_file = resolve_templates(ld, cfg);
 
     for (unsigned i = 0; i < cfg->device_count; i++)
         any_file = any_file || cfg->devices[i].tags_file[0];
@@ -424,6 +544,11 @@ void config_tags_resolve(loader_t *ld)
     for (unsigned i = 0; i < cfg->device_count; i++)
         if (cfg->devices[i].tags_file[0] && !done[i])
             load_file(ld, cfg, t, i, done, defs, &files[n_files++]);
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        int tp = cfg->devices[i].template_index;
+        if (tp >= 0 && cfg->templates[tp].tags_file[0])
+            load_template(ld, cfg, t, i, &template_failed[tp], &files[n_files++]);
+    }
     check_limits(ld, cfg, t, files, n_files, n_sections);
     free(files);
     free(done);

@@ -99,6 +99,156 @@ static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size
     run->tls = next;
 }
 
+/* Whether the devices differ in more than what only their tags use (order,
+ * interval_ms, tags_file, template): those change with the tag table. */
+static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
+{
+    if (a->device_count != b->device_count)
+        return true;
+    for (unsigned i = 0; i < a->device_count; i++) {
+        config_device_t x = a->devices[i], y = b->devices[i];
+        config_device_t *both[2] = { &x, &y };
+        for (int k = 0; k < 2; k++) {
+            both[k]->order = 0;
+            both[k]->order_set = false;
+            both[k]->interval_ms = 0;
+            memset(both[k]->tags_file, 0, sizeof both[k]->tags_file);
+            memset(both[k]->template_name, 0, sizeof both[k]->template_name);
+            both[k]->template_index = -1;
+        }
+        if (memcmp(&x, &y, sizeof x) != 0)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Whether the running gateway can follow the devices' change live: the keys
+ * the buses' line cores hold per slave (bus, slave, timeout_ms, dead_after,
+ * dead_backoff_ms: set when a line starts) unchanged for the devices there
+ * are, and devices only appended, each with what a line already does for a
+ * slave no device names (the bus's timeout, dead_after 3, 10 s back-off).
+ * The other keys (the planner's limits, mqtt_publish, the tag keys) are read
+ * where the reload can reach them. why says which device stands in the way.
+ */
+static bool devices_can_follow(const config_t *run, const config_t *fresh, char *why, size_t cap)
+{
+    if (fresh->device_count < run->device_count) {
+        snprintf(why, cap, "a device removed");
+        return false;
+    }
+    for (unsigned i = 0; i < fresh->device_count; i++) {
+        const config_device_t *f = &fresh->devices[i], *r = i < run->device_count ? &run->devices[i] : NULL;
+        bool same = r ? strcmp(f->name, r->name) == 0 && f->bus == r->bus && f->slave == r->slave &&
+                            f->timeout_ms == r->timeout_ms && f->dead_after == r->dead_after &&
+                            f->dead_backoff_ms == r->dead_backoff_ms
+                      : f->timeout_ms == 0 && f->dead_after == 3 && f->dead_backoff_ms == 10000;
+        if (!same) {
+            snprintf(why, cap, r ? "[device %s]: its name, bus, slave, timeout_ms, dead_after or dead_backoff_ms"
+                                 : "[device %s], added: timeout_ms, dead_after or dead_backoff_ms not the default",
+                     f->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Whether two poll groups read the same thing (their line in the file aside). */
+static bool same_group(const config_poll_t *a, const config_poll_t *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->device == b->device && a->function == b->function &&
+           a->address == b->address && a->count == b->count;
+}
+
+/* The poll groups and their cache entries, swapped under the cache's lock
+ * (the Modbus TCP front end serves cached reads under it): a group reading
+ * what it read before keeps its entry (values, counters, writes pending). */
+static int swap_groups(gw_t *gw, const config_t *fresh)
+{
+    gw_cache_entry_t *cache = calloc(fresh->poll_count + 1, sizeof *cache);
+    if (!cache)
+        return -1;
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < fresh->poll_count; i++)
+        for (unsigned j = 0; j < gw->cfg->poll_count; j++)
+            if (same_group(&fresh->polls[i], &gw->cfg->polls[j])) {
+                cache[i] = gw->cache[j];
+                break;
+            }
+    gw_cache_entry_t *old = gw->cache;
+    gw->cache = cache;
+    if (config_set_polls(gw->cfg, fresh->polls, fresh->poll_count) != 0) {
+        gw->cache = old;
+        pthread_mutex_unlock(&gw->cache_lock);
+        free(cache);
+        return -1;
+    }
+    pthread_mutex_unlock(&gw->cache_lock);
+    free(old);
+    return 0;
+}
+
+/*
+ * Tags and poll groups, live: the tag table rebuilt from the fresh
+ * configuration, the groups and their cache entries swapped, the poller
+ * planned again, MQTT told; the TCP front ends and the MQTT session are not
+ * touched. Only where that is safe without stopping anything (tags_gw.c):
+ * the poller on the I/O thread (buses_on_io_thread), the buses and the
+ * devices but for their tag keys unchanged, and no tag write in flight (it
+ * holds a tag's index); otherwise *why says what stands in the way and they
+ * wait for a restart (or, for writes, the next SIGHUP).
+ */
+static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, const char *others,
+                           const char **why)
+{
+    char err[320];
+    size_t kept = 0;
+    unsigned writes = tag_writes_in_flight(gw->tag_writes);
+
+    *why = others ? others
+         : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false"
+         : writes ? "tag writes in flight: send SIGHUP again" : NULL;
+    if (*why)
+        return false;
+    /* Only appended, or changed in keys read here (devices_can_follow): the
+     * running copy takes them all, before the tags map their device by name. */
+    /* Under the cache's lock: the line thread's bus actors read the devices
+     * there (cache.c, a write's answer), and the old table is freed. */
+    pthread_mutex_lock(&gw->cache_lock);
+    int set = config_set_devices(gw->cfg, fresh->devices, fresh->device_count);
+    pthread_mutex_unlock(&gw->cache_lock);
+    if (set != 0) {
+        *why = "out of memory";
+        return false;
+    }
+    if ((tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
+        (polls && swap_groups(gw, fresh) != 0)) {
+        *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: out of memory");
+        polls = false;
+        if (!tags)
+            return false;
+    }
+    if (tags) {
+        memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
+        gw->cfg->template_count = fresh->template_count;
+    }
+    if (poller_replan(gw->poller, polls, err, sizeof err) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; nothing is polled until a restart", err);
+    if (gw->north && polls)
+        gwnorth_polls_changed(gw->north);
+    if (gw->north && tags && gwnorth_tags_changed(gw->north) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: mqtt: cannot announce the new tags (out of memory)");
+    size_t n = tags_table_count(gwtags_defs(gw->tags));
+    if (tags)
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: tags applied: %zu tags, %zu of them unchanged (values kept)", n, kept);
+    if (polls)
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: poll groups applied: %u groups", gw->cfg->poll_count);
+    gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups and %zu tags in %u reads", gw->cfg->poll_count, n,
+           poller_read_count(gw->poller));
+    return *why == NULL;
+}
+
 static void reload(gw_t *gw)
 {
     config_errors_t errs;
@@ -108,7 +258,7 @@ static void reload(gw_t *gw)
         return;
     }
     gw_notify("RELOADING=1");
-    config_t *fresh = config_load_file(gw->opt.config_path, &errs);
+    config_t *fresh = config_load_file_with(gw->opt.config_path, gw->opt.bus_rule, &errs);
     gw_notify("READY=1");
     if (!fresh) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
@@ -119,20 +269,38 @@ static void reload(gw_t *gw)
     }
     char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
     size_t used = 0;
-    /* Buses, devices, poll groups, tags, the router and HTTP are owned by running
+    /* Buses, devices, poll groups, the router and HTTP are owned by running
      * actors and listeners: a change there needs a restart, and the log and
-     * /status name each one rather than pretending it was applied. */
+     * /status name each one rather than pretending it was applied. The tags
+     * (and the devices' tag keys) apply live where reload_tags can. */
 #define CHANGED(name, cond)                                                                        \
     if (cond)                                                                                      \
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
-    CHANGED("buses", gw->cfg->bus_count != fresh->bus_count ||
-                         (fresh->bus_count && memcmp(gw->cfg->buses, fresh->buses, fresh->bus_count * sizeof *fresh->buses) != 0));
-    CHANGED("devices", gw->cfg->device_count != fresh->device_count ||
-                           (fresh->device_count && memcmp(gw->cfg->devices, fresh->devices, fresh->device_count * sizeof *fresh->devices) != 0));
-    CHANGED("polls", gw->cfg->poll_count != fresh->poll_count ||
-                         (fresh->poll_count && memcmp(gw->cfg->polls, fresh->polls, fresh->poll_count * sizeof *fresh->polls) != 0));
-    CHANGED("tags", !gwtags_same(gw->tags, fresh->tags));
+    bool buses = gw->cfg->bus_count != fresh->bus_count ||
+                 (fresh->bus_count && memcmp(gw->cfg->buses, fresh->buses, fresh->bus_count * sizeof *fresh->buses) != 0);
+    bool polls = gw->cfg->poll_count != fresh->poll_count ||
+                 (fresh->poll_count && memcmp(gw->cfg->polls, fresh->polls, fresh->poll_count * sizeof *fresh->polls) != 0);
+    bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
+    char devices_why[160] = "";
+    bool devices_follow = devices && devices_can_follow(gw->cfg, fresh, devices_why, sizeof devices_why);
+    /* a device's change goes with the tags: they name it, and MQTT announces both */
+    bool devices_moved = gw->cfg->device_count != fresh->device_count ||
+                         (fresh->device_count &&
+                          memcmp(gw->cfg->devices, fresh->devices, fresh->device_count * sizeof *fresh->devices) != 0);
+    bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
+    bool tags = tag_defs || devices_moved;
+    const char *why = NULL;
+    bool live = (tags || polls) &&
+                reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
+                               devices_why : NULL, &why);
+    CHANGED("buses", buses);
+    CHANGED("devices", devices && !live);
+    CHANGED("polls", polls && !live);
+    CHANGED("tags", tag_defs && !live);
+    if ((tags || polls) && !live)
+        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
+               devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
@@ -160,9 +328,9 @@ static void reload(gw_t *gw)
     }
     gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s", gw->opt.config_path,
-           gw->mbaps ? ", [tls] and the roles' rights" : "", restart[0] ? "; not applied until a restart: " : "",
-           restart);
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s", gw->opt.config_path,
+           gw->mbaps ? ", [tls] and the roles' rights" : "", live ? ", the devices, tags and poll groups" : "",
+           restart[0] ? "; not applied until a restart: " : "", restart);
     config_free(fresh);
 }
 
@@ -182,6 +350,7 @@ int control_start(gw_t *gw)
 {
     struct event_base *base = loop_base(gw->loop);
 
+    gw->reload = reload;
     gw->ev_drain = evtimer_new(base, drain_check, gw);
     if (!gw->ev_drain)
         return -1;

@@ -35,11 +35,11 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
         polls_ok += gw->cache[i].ok;
     pthread_mutex_unlock(&gw->cache_lock);
     fprintf(stderr, "\r\033[K[rtugw] buses up %u/%u | tcp %s:%u clients %llu | requests %llu responses %llu "
-                    "timeouts %llu | polls ok %u/%u | http://%s:%u/status",
+                    "timeouts %llu | polls ok %u/%u | %s://%s:%u/status",
             up, gw->bus_count, gw->cfg->tcp.bind, gw->cfg->tcp.port,
             (unsigned long long)gw_read(&gw->tcp_metrics.active), (unsigned long long)req,
             (unsigned long long)resp, (unsigned long long)to, polls_ok, gw->cfg->poll_count,
-            gw->cfg->http.bind, gw->cfg->http.port);
+            gw->cfg->http.tls_cert[0] ? "https" : "http", gw->cfg->http.bind, gw->cfg->http.port);
     fflush(stderr);
 }
 
@@ -147,10 +147,17 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         bus_describe(gw->buses[i], desc, sizeof desc);
         gw_log(gw, CONFIG_LOG_INFO, "bus %s: %s", cfg->buses[i].name, desc);
     }
-    gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s%s:%u; modbus tls %s%s:%u; http %s%s:%u",
-           actor_system_workers(gw->actors), cfg->tcp.enabled ? "" : "off ", cfg->tcp.bind, cfg->tcp.port,
-           cfg->tls.enabled ? "" : "off ", cfg->tls.bind, cfg->tls.port, cfg->http.enabled ? "" : "off ",
-           cfg->http.bind, cfg->http.port);
+    /* a front end that is off has no address: "modbus tls off 127.0.0.1:802"
+     * read as a listener on 802 */
+    char tcp[80] = "off", tls[80] = "off", http[80] = "off";
+    if (cfg->tcp.enabled)
+        snprintf(tcp, sizeof tcp, "%s:%u", cfg->tcp.bind, cfg->tcp.port);
+    if (cfg->tls.enabled)
+        snprintf(tls, sizeof tls, "%s:%u", cfg->tls.bind, cfg->tls.port);
+    if (cfg->http.enabled)
+        snprintf(http, sizeof http, "%s:%u", cfg->http.bind, cfg->http.port);
+    gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s; modbus tls %s; %s %s",
+           actor_system_workers(gw->actors), tcp, tls, cfg->http.tls_cert[0] ? "https" : "http", http);
     if (cfg->rtu_tcp.enabled)
         gw_log(gw, CONFIG_LOG_INFO, "rtu over tcp %s:%u", cfg->rtu_tcp.bind, cfg->rtu_tcp.port);
     return gw;

@@ -232,6 +232,7 @@ int driver_ports_list(FILE *out);
 #define DRIVER_SIM_MAX_SLAVES 32
 #define DRIVER_SIM_QUEUE 16     /* in_order: requests the slave holds; more are lost */
 #define DRIVER_SIM_DEFAULT_REGISTERS 1000
+#define DRIVER_SIM_MAX_CLAMPS 8
 
 typedef enum driver_sim_table {
     DRIVER_SIM_COILS = 0,
@@ -290,6 +291,19 @@ typedef struct driver_sim_config {
      * kernel buffer: the same order (arrival), but the queue is bounded,
      * counted and stamped at arrival. See docs/drivers.md. */
     bool in_order;
+    /* Model a line at baud/parity/stop_bits (`rtugw sim --pace` on its own
+     * pseudo-terminal): a request whose sender set the pty to another speed
+     * or format (driver_pty_peer_format) is garbage to this slave's UART, so
+     * its bytes are dropped unanswered and counted (line_mismatch). */
+    bool check_line;
+    /* Holding registers that clamp what is written to them (every slave):
+     * a write of 108 to one whose max is 100 is echoed as written and holds
+     * 100, as a drive that limits a set point does (`--clamp ADDR=MAX`). */
+    struct { uint16_t address, max; } clamp[DRIVER_SIM_MAX_CLAMPS];
+    size_t n_clamps;
+    char parity;           /* 'N', 'E', 'O'; default 'E' */
+    unsigned stop_bits;    /* default 1 */
+    FILE *notes;           /* check_line: the first master not heard is named here (NULL: nowhere) */
     driver_sim_faults_t faults;
 } driver_sim_config_t;
 
@@ -305,6 +319,7 @@ typedef struct driver_sim_stats {
     uint64_t queued;          /* in_order: requests that waited behind an answer */
     uint64_t queue_max;       /* in_order: the most requests waiting at once */
     uint64_t queue_lost;      /* in_order: requests dropped, the queue being full */
+    uint64_t line_mismatch;   /* check_line: bytes dropped, sent at another speed or format */
 } driver_sim_stats_t;
 
 typedef struct driver_sim driver_sim_t;
@@ -368,6 +383,14 @@ void driver_sim_request_stop(driver_sim_t *sim);
  * open so the master never sees a hang-up while clients come and go, and the
  * slave's path. 0 or -errno. */
 int driver_pty_open(int *master, int *slave, char *path, size_t pathcap);
+
+/* The line settings the master end of a pseudo-terminal pair was set to
+ * (Linux answers TCGETS on a pty master with the slave end's termios): baud
+ * (0 when not a standard rate), parity 'N'/'E'/'O' (from PARENB or, since a
+ * pty clears PARENB, the CMSPAR rtugw's serial driver declares it in, or the
+ * INPCK libmodbus sets with a parity) and
+ * stop bits. Data bits cannot be told (a pty forces CS8). 0 or -errno. */
+int driver_pty_peer_format(int master, unsigned *baud, char *parity, unsigned *stop_bits);
 
 /* The simulator as a driver: a simulator thread on a fresh pty pair, the
  * driver reading and writing the other end (through the serial code). */

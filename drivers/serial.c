@@ -121,6 +121,26 @@ static speed_t baud_constant(unsigned baud)
     return 0;
 }
 
+int driver_pty_peer_format(int master, unsigned *baud, char *parity, unsigned *stop_bits)
+{
+    static const unsigned bauds[] = { 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200,
+                                      230400, 460800, 921600 };
+    struct termios t;
+    if (tcgetattr(master, &t) != 0)
+        return -errno;
+    speed_t sp = cfgetospeed(&t);
+    *baud = 0;
+    for (size_t i = 0; i < sizeof bauds / sizeof bauds[0]; i++)
+        if (baud_constant(bauds[i]) == sp)
+            *baud = bauds[i];
+    /* INPCK too: libmodbus (mbpoll) asks for input parity checking with a
+     * parity, and a pty keeps that flag though it clears PARENB */
+    bool on = (t.c_cflag & (PARENB | CMSPAR)) != 0 || (t.c_iflag & INPCK) != 0;
+    *parity = !on ? 'N' : (t.c_cflag & PARODD) ? 'O' : 'E';
+    *stop_bits = (t.c_cflag & CSTOPB) ? 2 : 1;
+    return 0;
+}
+
 static int configure_termios(serial_t *s, char *err, size_t errcap)
 {
     struct termios t;
@@ -132,7 +152,7 @@ static int configure_termios(serial_t *s, char *err, size_t errcap)
     speed_t sp = baud_constant(s->cfg.baud);
     cfsetispeed(&t, sp);
     cfsetospeed(&t, sp);
-    t.c_cflag &= (tcflag_t)~(CSIZE | PARENB | PARODD | CSTOPB | CRTSCTS);
+    t.c_cflag &= (tcflag_t)~(CSIZE | PARENB | PARODD | CMSPAR | CSTOPB | CRTSCTS);
     t.c_cflag |= (s->cfg.data_bits == 7 ? CS7 : CS8) | CLOCAL | CREAD;
     if (s->cfg.parity == 'E')
         t.c_cflag |= PARENB;
@@ -140,6 +160,12 @@ static int configure_termios(serial_t *s, char *err, size_t errcap)
         t.c_cflag |= PARENB | PARODD;
     if (s->cfg.stop_bits == 2)
         t.c_cflag |= CSTOPB;
+    /* A pseudo-terminal clears PARENB, so 8E1 would read back as 8N1: on one,
+     * the parity asked for is also declared in CMSPAR, which a pty keeps and
+     * ignores, so that the simulator on the other end can tell a master at
+     * another character format (driver_pty_peer_format). Never on a port. */
+    if (s->is_pty && s->cfg.parity != 'N')
+        t.c_cflag |= CMSPAR;
     if (s->cfg.flow == DRIVER_FLOW_RTSCTS)
         t.c_cflag |= CRTSCTS;
     t.c_iflag &= (tcflag_t)~(IXON | IXOFF | IXANY);
@@ -156,7 +182,7 @@ static int configure_termios(serial_t *s, char *err, size_t errcap)
         /* A pseudo-terminal forces CS8 without parity and, once it has,
          * refuses a request for anything else. The configured format still
          * drives the timing (t1.5, t3.5, pacing). */
-        t.c_cflag &= (tcflag_t)~(CSIZE | PARENB | PARODD);
+        t.c_cflag &= (tcflag_t)~(CSIZE | PARENB);
         t.c_cflag |= CS8;
         rc = tcsetattr(s->fd, TCSANOW, &t);
     }
@@ -529,7 +555,9 @@ driver_t *driver_serial_new(const driver_serial_config_t *cfg, char *err, size_t
         return NULL;
     }
     if (!baud_constant(cfg->baud)) {
-        snprintf(err, errcap, "%s: baud %u: use 1200 ... 921600", cfg->path, cfg->baud);
+        /* the list, not a range: 14400 lies between 1200 and 921600 and no port takes it */
+        snprintf(err, errcap, "%s: baud %u: not a speed the port can be set to; use one of 1200, 2400, "
+                 "4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600", cfg->path, cfg->baud);
         return NULL;
     }
     if ((cfg->data_bits != 7 && cfg->data_bits != 8) || !strchr("NEO", cfg->parity) ||

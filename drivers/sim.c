@@ -34,6 +34,8 @@ void driver_sim_defaults(driver_sim_config_t *cfg)
     cfg->registers = DRIVER_SIM_DEFAULT_REGISTERS;
     cfg->baud = 19200;
     cfg->char_bits = 11;
+    cfg->parity = 'E';
+    cfg->stop_bits = 1;
     cfg->live_period_ms = 1000;
     cfg->faults.exception_code = 4;
     cfg->faults.late_ms = 1500;
@@ -172,16 +174,11 @@ static void apply_live(driver_sim_t *sim, uint64_t now_ns)
 
 static int parse_table(const char *name, driver_sim_table_t *t)
 {
-    static const struct { const char *a, *b; driver_sim_table_t t; } names[] = {
-        { "coils", "co", DRIVER_SIM_COILS }, { "discrete", "di", DRIVER_SIM_DISCRETE },
-        { "holding", "hr", DRIVER_SIM_HOLDING }, { "input", "ir", DRIVER_SIM_INPUT },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i].a) == 0 || strcmp(name, names[i].b) == 0) {
-            *t = names[i].t;
-            return 0;
-        }
-    return -EINVAL;
+    int table = rtu_table_parse(name);   /* the one parser, shared with the tag CSV */
+    if (table < 0)
+        return -EINVAL;
+    *t = (driver_sim_table_t)table;
+    return 0;
 }
 
 /*
@@ -221,7 +218,7 @@ static int load_values(driver_sim_t *sim, const char *path, char *err, size_t er
             break;
         }
         if (!tname || parse_table(tname, &table) != 0) {
-            snprintf(err, errcap, "%s:%lu: table '%s': expected coils, discrete, holding or input",
+            snprintf(err, errcap, "%s:%lu: table '%s': expected " RTU_TABLE_NAMES,
                      path, lineno, tname ? tname : "");
             rc = -EINVAL;
             break;
@@ -416,6 +413,14 @@ static size_t libmodbus_reply(driver_sim_t *sim, int idx, const uint8_t *adu, si
     int rc = modbus_reply(sim->ctx, adu, (int)len, sim->map[idx]);
     if (rc <= 0)
         return 0;
+    /* the clamp acts after the write, so the echo says what was asked */
+    uint8_t fc = adu[1];
+    if (fc == 6 || fc == 16 || fc == 22 || fc == 23)
+        for (size_t i = 0; i < sim->cfg.n_clamps; i++) {
+            unsigned a = sim->cfg.clamp[i].address;
+            if ((int)a < sim->map[idx]->nb_registers && sim->map[idx]->tab_registers[a] > sim->cfg.clamp[i].max)
+                sim->map[idx]->tab_registers[a] = sim->cfg.clamp[i].max;
+        }
     ssize_t n = read(sim->pipe_r, out, DRIVER_SIM_MAX_ADU);
     return n > 0 ? (size_t)n : 0;
 }

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,7 @@ typedef struct sim_line {
     plan_step_t step[4];       /* noise, first part, second part, copy */
     unsigned n_steps, next;
     uint64_t prev_end_ns;      /* the request's time, then the end of each step */
+    bool told_mismatch;        /* check_line: the first master not heard was named on cfg.notes */
 } sim_line_t;
 
 /* ---- writing ------------------------------------------------------------------------ */
@@ -275,6 +277,35 @@ static int ms_until(uint64_t due)
     return now >= due ? 0 : (int)((due - now + 999999) / 1000000);
 }
 
+/* check_line: whether the master set the pty to this slave's speed and
+ * format. A pty carries bytes whatever either end asked for, so without this
+ * a scan would find the slave at every speed; a real UART at another speed
+ * or parity sees framing and parity errors, never a good frame, and the
+ * slave stays silent: dropping the bytes is what the master observes. The
+ * settings are read per chunk, since a scanning master changes them. */
+static bool line_matches(sim_line_t *l)
+{
+    const driver_sim_config_t *c = &l->sim->cfg;
+    unsigned baud, stop;
+    char parity;
+    if (driver_pty_peer_format(l->fd, &baud, &parity, &stop) != 0)
+        return true; /* not a pty: the port's own UART does the checking */
+    bool same = baud == c->baud && parity == c->parity && stop == c->stop_bits;
+    /* once: a master that is neither rtugw nor libmodbus (mbpoll) cannot
+     * declare a parity on a pty (pyserial, so pymodbus, clears INPCK), so an
+     * 8E1 one looks 8N1 here; say so rather than leave its user with timeouts
+     * and no reason */
+    if (!same && !l->told_mismatch && c->notes) {
+        l->told_mismatch = true;
+        fprintf(c->notes, "rtugw sim: a master at %u 8%c%u is not heard: this line is %u 8%c%u (--pace models "
+                "the line's speed and format; on a pty a master other than rtugw or libmodbus is seen as parity none: "
+                "give the simulator --format 8N1 for it, or leave out --pace)\n",
+                baud, parity, stop, c->baud, c->parity, c->stop_bits);
+        fflush(c->notes);
+    }
+    return same;
+}
+
 /* Reads what the line has. 0, or DRIVER_HANGUP / -errno. */
 static int line_read(sim_line_t *l, uint64_t now, uint64_t *idle_due, uint64_t quiet)
 {
@@ -284,6 +315,13 @@ static int line_read(sim_line_t *l, uint64_t now, uint64_t *idle_due, uint64_t q
         return DRIVER_HANGUP;
     if (n < 0 && errno != EAGAIN && errno != EINTR)
         return -errno;
+    if (n > 0 && l->sim->cfg.check_line && !line_matches(l)) {
+        driver_sim_t *sim = l->sim;
+        pthread_mutex_lock(&sim->lock);
+        sim->stats.line_mismatch += (uint64_t)n;
+        pthread_mutex_unlock(&sim->lock);
+        return 0;
+    }
     if (n > 0) {
         rtu_framer_feed(l->fr, buf, (size_t)n, now);
         *idle_due = now + quiet;

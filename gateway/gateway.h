@@ -63,6 +63,8 @@ typedef struct gw_options {
     const char *config_path;    /* for SIGHUP reload; NULL: no reload (demo) */
     bool status_line;           /* live one-line status on stderr (demo on a tty) */
     bool install_signals;       /* SIGINT/SIGTERM stop, SIGHUP reload */
+    config_bus_rule_t bus_rule; /* drivers/' rules, as `rtugw check` applies them: reloads and
+                                   the API validate with them too (one validation); NULL none */
 } gw_options_t;
 
 /* The serial driver's settings for a bus, as the daemon opens it (so that
@@ -108,6 +110,7 @@ typedef struct gw_tls_metrics {
 typedef struct gw_http_metrics {
     atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
     atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
+    atomic_uint_fast64_t api_changes, api_refused;   /* web/api.c: files written; requests refused */
 } gw_http_metrics_t;
 
 /* metrics.c: the clocks (the counters' helpers are line/line.h's) */
@@ -162,8 +165,10 @@ typedef struct tag_write_outcome {
     bool malformed_read;          /* a read-modify-write's read came back malformed: nothing written */
     bool unwritten;               /* abandoned between a read-modify-write's read and its write: nothing written */
     bool abandoned;               /* its owner had abandoned it: count it, answer no one */
-    const uint8_t *pdu;           /* the slave's answer */
+    const uint8_t *pdu;           /* the slave's answer to the write (NULL after a read-back) */
     size_t len;
+    bool confirmed;               /* read back (confirm_write): read_words is what the slave holds */
+    uint16_t read_words[TAGS_WRITE_MAX]; /* the tag's registers (coils: 0/1), w->count of them */
 } tag_write_outcome_t;
 typedef void (*tag_write_done_fn)(void *owner, uint64_t cookie, const tag_write_outcome_t *o);
 #define GW_TAG_WRITES_MQTT 64   /* north's NORTH_WRITE_MAX_ITEMS: the writes one MQTT request may carry */
@@ -178,8 +183,16 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
  * abandoned; *cookie gets it. False when none. */
 bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t cookie, const void *arg),
                        const void *arg, uint64_t *cookie);
+/* A confirmed outcome's value read back, decoded as the tag (good quality):
+ * each front end writes it as it writes the tag's values. */
+void tag_write_read_value(const tags_tag_t *g, const tag_write_outcome_t *o, tags_value_t *v);
 unsigned tag_writes_in_flight(const gw_tag_writes_t *tw);
 unsigned tag_writes_capacity(const gw_tag_writes_t *tw);
+/* I/O thread: confirm_write's read-backs so far, by result: the slave holds
+ * what was written, something else (it clamped or refused part), or the
+ * read-back got no good answer (the write then stands as echoed). */
+enum { TAG_READBACK_SAME = 0, TAG_READBACK_DIFFERS, TAG_READBACK_FAILED };
+uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result);
 
 /* submit.c: the one way a request enters a bus (req->bus). 0: queued, and
  * its one answer will come to req->origin; else the exception code the
@@ -200,7 +213,8 @@ void gwtags_free(gw_tags_t *t);
 /* Values are read and written only between these two (any thread). */
 tags_table_t *gwtags_lock(gw_tags_t *t);
 void gwtags_unlock(gw_tags_t *t);
-/* The definitions, which never change: no lock needed to read them. */
+/* The definitions, which change only in a reload on the I/O thread
+ * (gwtags_replace): no lock needed to read them there, within one callback. */
 const tags_table_t *gwtags_defs(const gw_tags_t *t);
 /* The index in cfg->devices of a tag's device. */
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
@@ -212,6 +226,12 @@ int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t 
                  int64_t now_ms);
 /* Whether defs (a fresh configuration's) defines the same tags. */
 bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs);
+/* A reload: the table rebuilt from cfg (its tags and devices), values kept
+ * for tags defined as before (*kept of them). On the I/O thread, with every
+ * user of the definitions there and no tag write in flight (tags_gw.c). */
+int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, size_t errcap);
+/* +1 per replace: work naming tag indices carries it, and an older one is dropped. */
+uint32_t gwtags_generation(const gw_tags_t *t);
 
 /* ---- loop.c: the I/O thread -------------------------------------------------- */
 
@@ -326,8 +346,16 @@ void poller_free(gw_poller_t *p);
 /* Which read of the plan a poll group belongs to, and how many reads there are. */
 unsigned poller_read_of(const gw_poller_t *p, unsigned group);
 unsigned poller_read_count(const gw_poller_t *p);
+/* Plans again from the tag table, cfg's devices' limits and (groups_changed)
+ * cfg's poll groups as they are now, after a reload: a new generation, the old reads' ticks and
+ * answers ignored. Only where the poller runs on the calling thread (the I/O
+ * thread). On failure nothing is polled (the old plan named what is gone). */
+int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap);
 /* Reads divided after exception 02, and plans built since the first. */
 uint64_t poller_splits(const gw_poller_t *p);
+/* Any thread: poll the read that holds tag `tag` now (after a write), so its
+ * new value reaches the subscribers without waiting for its interval. */
+void poller_poll_tag_now(gw_poller_t *p, unsigned tag);
 
 /* ---- frames.c: the last frames of each bus ------------------------------------------ */
 
@@ -359,6 +387,11 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
 /* The poller's thread: read r of plan was answered (or failed) and applied to
  * the tag table; its tags go out. Never blocks. */
 void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int64_t wall_ms);
+/* After gwtags_replace or devices appended, on the I/O thread: the devices
+ * and their tags announced again. */
+int gwnorth_tags_changed(gw_north_t *gn);
+/* After a reload changed cfg->polls, on the I/O thread: values of the old groups in flight are dropped. */
+void gwnorth_polls_changed(gw_north_t *gn);
 struct evbuffer;
 void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 
@@ -367,6 +400,9 @@ void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 struct gw {
     config_t *cfg;
     gw_options_t opt;
+    /* daemon/control.c's reload (what SIGHUP does), for the API after it
+     * wrote the file: web/ cannot call daemon/. On the I/O thread. */
+    void (*reload)(gw_t *gw);
     actor_system_t *actors;
     router_t *router;
     gw_loop_t *loop;

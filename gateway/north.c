@@ -18,7 +18,10 @@
  * device's values. The chunks of one read cannot interleave with another's:
  * there is one poller actor, so its posts come from one thread at a time
  * and loop_post keeps their order. Each device's tags are announced to north
- * once at start (north_define_device: type, unit, writable).
+ * at start (north_define_device: type, unit, writable), and again after a
+ * reload replaced the tag table (gwnorth_tags_changed). Chunks carry the
+ * table's generation: one posted before a reload names indices of the old
+ * table and is dropped.
  *
  * In: a write names a device and a tag. A tag of tags.csv is encoded by the
  * tag codec (type, order, scale: tags_encode_text) and written through
@@ -46,13 +49,23 @@ struct gw_north {
     const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
     north_t *north;
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
+    unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
     north_value_t *values;        /* scratch for one group (at most 2000) */
     char (*names)[CONFIG_NAME_MAX + 12];   /* "POLL.N": N up to 10 digits */
     uint32_t *gathered;           /* tag indices of the read whose chunks are arriving */
     size_t n_gathered, cap_gathered;
     char *text;                   /* string and raw values of one read, NUL-separated */
     char (*errors)[16];           /* per value of one read: "exception 02" */
+    unsigned polls_generation;    /* +1 per reload that changed the poll groups */
 };
+
+/* A group's values cross to the I/O thread as b = group | generation | good |
+ * exception: a group index posted before a reload changed the groups would
+ * name another group (or none) after it, so its generation goes along. */
+#define POLL_GROUP_SHIFT 16
+#define POLL_GROUP_MASK 0xffffu    /* CONFIG_MAX_POLLS (16384) fits */
+#define POLL_GEN_SHIFT 9
+#define POLL_GEN_MASK 0x7fu
 
 static void log_hook(void *ctx, int level, const char *msg)
 {
@@ -83,18 +96,19 @@ static void device_state(gw_north_t *gn, unsigned device, bool up, const char *r
     gn->m->device_status(gn->north, gn->gw->cfg->devices[device].name, up, reason, t_ms);
 }
 
-/* On the I/O thread: a = wall time (ms), b = group << 16 | good << 8 | exception,
- * data = the group's items (registers big-endian, or bits packed 8 a byte). */
+/* On the I/O thread: a = wall time (ms), b = group << 16 | generation << 9 |
+ * good << 8 | exception, data = the group's items (registers big-endian, or
+ * bits packed 8 a byte). */
 static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_north_t *gn = ctx;
     const config_t *cfg = gn->gw->cfg;
-    unsigned group = b >> 16;
+    unsigned group = (b >> POLL_GROUP_SHIFT) & POLL_GROUP_MASK;
     bool good = (b >> 8) & 1;
     uint8_t exception = (uint8_t)b;
     char why[32];
 
-    if (group >= cfg->poll_count)
+    if (group >= cfg->poll_count || ((b >> POLL_GEN_SHIFT) & POLL_GEN_MASK) != (gn->polls_generation & POLL_GEN_MASK))
         return;
     const config_poll_t *g = &cfg->polls[group];
     const char *error = good ? NULL : poll_error(exception, why, sizeof why);
@@ -132,7 +146,9 @@ void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exce
         for (unsigned i = 0; i < count && i / 8 < len; i++)
             data[i / 8] |= (uint8_t)((values[i] & 1) << (i % 8));
     }
-    uint32_t b = group << 16 | (unsigned)good << 8 | exception;
+    _Static_assert(CONFIG_MAX_POLLS <= POLL_GROUP_MASK + 1, "a group index fits its bits");
+    uint32_t b = (group & POLL_GROUP_MASK) << POLL_GROUP_SHIFT | (gn->polls_generation & POLL_GEN_MASK) << POLL_GEN_SHIFT |
+                 (unsigned)good << 8 | exception;
     if (loop_post(gn->gw->loop, on_poll, gn, gn->m->now_ms(), b, data, len) != 0)
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand poll values to the I/O thread (out of memory)");
 }
@@ -168,6 +184,8 @@ gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
 
 #define CHUNK_TAGS (RTU_MAX_ADU / sizeof(uint32_t))
 #define CHUNK_LAST 0x80000000u
+#define CHUNK_GEN_SHIFT 16
+#define CHUNK_GEN_MASK 0x7fffu
 
 /* The north type a tag is published as: its own for whole numbers read as
  * they are, a double once scale or offset make it an engineering value. */
@@ -244,6 +262,9 @@ static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
     gn->n_gathered = 0;
     if (n == 0 || n > 2000)
         return;
+    for (size_t k = 0; k < n; k++)
+        if (gn->gathered[k] >= tags_table_count(defs))
+            return;   /* cannot happen: chunks of an older table are dropped in on_tags */
     const tags_tag_t *first = tags_table_tag(defs, gn->gathered[0]);
     unsigned device = gwtags_config_device(gw->tags, first);
     bool reachable = false, any_answer = false;
@@ -264,11 +285,16 @@ static void publish_gathered(gw_north_t *gn, uint64_t t_ms)
     gwtags_unlock(gw->tags);   /* string values point into the table's words until here */
 }
 
-/* On the I/O thread: a = wall time, b = count | CHUNK_LAST, data = tag indices. */
+/* On the I/O thread: a = wall time, b = count | generation << 16 | CHUNK_LAST,
+ * data = tag indices. */
 static void on_tags(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_north_t *gn = ctx;
     size_t count = len / sizeof(uint32_t);
+    if (((b >> CHUNK_GEN_SHIFT) & CHUNK_GEN_MASK) != (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK)) {
+        gn->n_gathered = 0;   /* indices of a table since replaced */
+        return;
+    }
     if (gn->n_gathered + count <= gn->cap_gathered) {
         memcpy(gn->gathered + gn->n_gathered, data, count * sizeof(uint32_t));
         gn->n_gathered += count;
@@ -292,7 +318,8 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, int6
         chunk[k++] = m[i].index;
         sent++;
         if (k == CHUNK_TAGS || sent == tags) {
-            uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST : 0);
+            uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST : 0) |
+                         (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK) << CHUNK_GEN_SHIFT;
             if (loop_post(gn->gw->loop, on_tags, gn, (uint64_t)wall_ms, b, chunk, k * sizeof chunk[0]) != 0)
                 gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand tag values to the I/O thread (out of memory)");
             k = 0;
@@ -326,11 +353,44 @@ static int define_devices(gw_north_t *gn)
     return rc;
 }
 
+void gwnorth_polls_changed(gw_north_t *gn)
+{
+    gn->polls_generation++;
+}
+
+int gwnorth_tags_changed(gw_north_t *gn)
+{
+    unsigned devices = gn->gw->cfg->device_count;
+    if (devices > gn->n_devices) {   /* devices appended: not known yet */
+        signed char *up = realloc(gn->device_up, devices + 1);
+        if (!up)
+            return -1;
+        memset(up + gn->n_devices, -1, devices + 1 - gn->n_devices);
+        gn->device_up = up;
+        gn->n_devices = devices;
+    }
+    size_t n = tags_table_count(gwtags_defs(gn->gw->tags));
+    uint32_t *g = realloc(gn->gathered, (n + 1) * sizeof *g);
+    if (!g)
+        return -1;
+    gn->gathered = g;
+    gn->cap_gathered = n;
+    gn->n_gathered = 0;
+    return define_devices(gn);
+}
+
 /* ---- in: writes ------------------------------------------------------------------------- */
 
-/* "POLLNAME.N" of device -> its group and N. */
+/* "POLLNAME.N" of device -> its group and N. The device is looked at first:
+ * a device that does not exist is 1003 whatever the tag's name looks like
+ * (a tag name without ".N" used to make it 1004, docs/mqtt.md says 1003). */
 static int find_tag(const config_t *cfg, const char *device, const char *tag, unsigned *group, unsigned *index)
 {
+    bool device_known = false;
+    for (unsigned d = 0; d < cfg->device_count && !device_known; d++)
+        device_known = strcmp(cfg->devices[d].name, device) == 0;
+    if (!device_known)
+        return NORTH_WRITE_UNKNOWN_DEVICE;
     const char *dot = strrchr(tag, '.');
     char *end;
     if (!dot || dot == tag || !dot[1])
@@ -338,22 +398,16 @@ static int find_tag(const config_t *cfg, const char *device, const char *tag, un
     unsigned long n = strtoul(dot + 1, &end, 10);
     if (*end || dot[1] == '-' || dot[1] == '+')
         return NORTH_WRITE_UNKNOWN_TAG;
-    bool device_known = false;
     for (unsigned i = 0; i < cfg->poll_count; i++) {
         const config_poll_t *g = &cfg->polls[i];
-        if (strcmp(cfg->devices[g->device].name, device) != 0)
-            continue;
-        device_known = true;
-        if (strlen(g->name) == (size_t)(dot - tag) && strncmp(g->name, tag, (size_t)(dot - tag)) == 0 &&
-            n < g->count) {
+        if (strcmp(cfg->devices[g->device].name, device) == 0 && strlen(g->name) == (size_t)(dot - tag) &&
+            strncmp(g->name, tag, (size_t)(dot - tag)) == 0 && n < g->count) {
             *group = i;
             *index = (unsigned)n;
             return 0;
         }
     }
-    for (unsigned d = 0; d < cfg->device_count && !device_known; d++)
-        device_known = strcmp(cfg->devices[d].name, device) == 0;
-    return device_known ? NORTH_WRITE_UNKNOWN_TAG : NORTH_WRITE_UNKNOWN_DEVICE;
+    return NORTH_WRITE_UNKNOWN_TAG;
 }
 
 /* A register value: 0..65535, or -32768..-1 as its two's complement. */
@@ -434,8 +488,17 @@ static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
     else if (o->exception)
         gn->m->write_done(gn->north, (uint32_t)token, o->exception, exception_text(o->exception));
-    else
+    else if (!o->confirmed)
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
+    else {   /* confirm_write: the answer carries what the device holds, as data messages write it */
+        const tags_tag_t *g = tags_table_tag(gwtags_defs(gn->gw->tags), o->tag);
+        tags_value_t v;
+        north_value_t nv;
+        char err[32], text[6 * TAGS_MAX_REGISTERS + 8], *at = text;
+        tag_write_read_value(g, o, &v);
+        tag_value(g, &v, &nv, err, sizeof err, &at, text + sizeof text);
+        gn->m->write_done_value(gn->north, (uint32_t)token, &nv);
+    }
 }
 
 /* A tag of tags.csv: true when w names one of the device (answered here). */
@@ -557,6 +620,7 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     memset(gn->device_up, -1, gw->cfg->device_count + 1);
+    gn->n_devices = gw->cfg->device_count;
     gn->cap_gathered = tags_table_count(gwtags_defs(gw->tags));
     gn->origin.ops = &north_origin_ops;
     gn->gw = gw;

@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER };
+enum poller_msg { POLLER_MSG_TICK = 1, POLLER_MSG_ANSWER, POLLER_MSG_NOW };
 
 /* A tick names its plan's generation: ticks of a plan replaced are ignored,
  * and are not re-armed, so a replaced plan's timers end by themselves. Each
@@ -64,6 +64,7 @@ typedef struct poll_answer {
 typedef struct poll_read {
     unsigned device;       /* index into cfg->devices */
     bool outstanding;
+    uint64_t next_due;     /* CLOCK_MONOTONIC ns of its next tick; 0: not armed yet */
 } poll_read_t;
 
 struct gw_poller {
@@ -77,6 +78,7 @@ struct gw_poller {
     unsigned n_reads;
     uint32_t generation;
     atomic_uint *group_read;        /* per group: its read (read by HTTP) */
+    unsigned n_groups;              /* group_read's length: cfg->poll_count when it was set up */
     atomic_uint read_count;
     atomic_uint_fast64_t splits;
     gw_poll_subscriber_t subs[GW_POLL_SUBSCRIBERS_MAX];
@@ -85,7 +87,7 @@ struct gw_poller {
 
 unsigned poller_read_of(const gw_poller_t *p, unsigned group)
 {
-    return p && group < p->gw->cfg->poll_count ? atomic_load(&p->group_read[group]) : 0;
+    return p && group < p->n_groups ? atomic_load(&p->group_read[group]) : 0;
 }
 
 unsigned poller_read_count(const gw_poller_t *p)
@@ -108,17 +110,37 @@ static int device_index(const config_t *cfg, const char *name)
     return -1;
 }
 
-/* The planner with every device's limits, and the groups as planner items. */
-static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
+/* The config's poll groups as planner items, and where each is read (HTTP). */
+static int setup_groups(gw_poller_t *p, char *err, size_t errcap)
 {
     const config_t *cfg = p->gw->cfg;
-    p->planner = tags_planner_new(NULL);
-    p->groups = calloc(cfg->poll_count + 1, sizeof *p->groups);
-    p->group_read = calloc(cfg->poll_count + 1, sizeof *p->group_read);
-    if (!p->planner || !p->groups || !p->group_read) {
+    tags_group_t *groups = calloc(cfg->poll_count + 1, sizeof *groups);
+    atomic_uint *group_read = calloc(cfg->poll_count + 1, sizeof *group_read);
+    if (!groups || !group_read) {
+        free(groups);
+        free((void *)group_read);
         snprintf(err, errcap, "poller: out of memory");
         return -1;
     }
+    for (unsigned i = 0; i < cfg->poll_count; i++) {
+        const config_poll_t *g = &cfg->polls[i];
+        groups[i] = (tags_group_t){ .device = cfg->devices[g->device].name,
+                                    .area = (tags_area_t)(g->function - 1), .address = g->address,
+                                    .count = g->count, .interval_ms = g->interval_ms, .id = i };
+    }
+    free(p->groups);
+    free((void *)p->group_read);
+    p->groups = groups;
+    p->group_read = group_read;
+    p->n_groups = cfg->poll_count;
+    return 0;
+}
+
+/* Every device's limits into the planner (again after a reload: a name
+ * already there gets its new limits). */
+static int set_limits(gw_poller_t *p, char *err, size_t errcap)
+{
+    const config_t *cfg = p->gw->cfg;
     for (unsigned i = 0; i < cfg->device_count; i++) {
         const config_device_t *d = &cfg->devices[i];
         tags_limits_t lim = { d->max_read_registers, d->max_read_bits, d->max_gap };
@@ -128,16 +150,36 @@ static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
             return -1;
         }
     }
-    for (unsigned i = 0; i < cfg->poll_count; i++) {
-        const config_poll_t *g = &cfg->polls[i];
-        p->groups[i] = (tags_group_t){ .device = cfg->devices[g->device].name,
-                                       .area = (tags_area_t)(g->function - 1), .address = g->address,
-                                       .count = g->count, .interval_ms = g->interval_ms, .id = i };
-    }
     return 0;
 }
 
-/* Plans the groups and tags (again) and starts a timer per read. */
+/* The planner with every device's limits, and the groups as planner items. */
+static int planner_setup(gw_poller_t *p, char *err, size_t errcap)
+{
+    p->planner = tags_planner_new(NULL);
+    if (!p->planner) {
+        snprintf(err, errcap, "poller: out of memory");
+        return -1;
+    }
+    return set_limits(p, err, errcap) == 0 ? setup_groups(p, err, errcap) : -1;
+}
+
+/* The old plan's read that reads what new read r reads, or -1. */
+static int same_read(const tags_plan_t *old, unsigned n_old, const tags_read_t *r)
+{
+    for (unsigned i = 0; old && i < n_old; i++) {
+        const tags_read_t *o = tags_plan_read(old, i);
+        if (o->function == r->function && o->address == r->address && o->count == r->count &&
+            o->interval_ms == r->interval_ms && strcmp(o->device, r->device) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Plans the groups and tags (again) and starts a timer per read. A read the
+ * plan before had too (a reload that added a tag elsewhere) keeps its phase:
+ * its first tick is when its next one was due, so its tags do not go stale
+ * for a re-spread; a new read is spread as at start. */
 static int replan(gw_poller_t *p, char *err, size_t errcap)
 {
     gw_t *gw = p->gw;
@@ -154,8 +196,12 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         tags_plan_free(rc == 0 ? plan : NULL);
         return -1;
     }
-    tags_plan_free(p->plan);
-    free(p->reads);
+    tags_plan_t *old = p->plan;
+    poll_read_t *old_reads = p->reads;
+    unsigned n_old = p->n_reads;
+    uint64_t now = gw_now_ns();
+    if ((uint64_t)n_old * n > 4000000u)
+        n_old = 0;   /* the matching is quadratic: past ~2,000 reads each, spread as at start */
     p->plan = plan;
     p->reads = reads;
     p->n_reads = (unsigned)n;
@@ -168,12 +214,34 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         for (size_t k = 0; k < nm; k++)
             if (m[k].is_group)
                 atomic_store(&p->group_read[m[k].index], r);
-        poll_tick_t tick = { 0, p->generation, r, 1 };
+        int was = same_read(old, n_old, read);
+        uint64_t due = was >= 0 ? old_reads[was].next_due : 0;
+        poll_tick_t tick = { due, p->generation, r, due ? 0 : 1 };
         uint64_t spread = (read->interval_ms < 1000 ? read->interval_ms : 1000) * 1000000ull;
-        actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick, spread * r / n, NULL);
+        reads[r].next_due = due;
+        actor_send_after(gw->actors, p->self, POLLER_MSG_TICK, &tick, sizeof tick,
+                         due ? (due > now ? due - now : 0) : spread * r / n, NULL);
     }
+    tags_plan_free(old);
+    free(old_reads);
     atomic_store(&p->read_count, p->n_reads);
     return 0;
+}
+
+int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap)
+{
+    if (set_limits(p, err, errcap) == 0 && (!groups_changed || setup_groups(p, err, errcap) == 0) &&
+        replan(p, err, errcap) == 0)
+        return 0;
+    /* The old plan names indices of the table replaced: it must not run on. */
+    tags_plan_free(p->plan);
+    free(p->reads);
+    p->plan = NULL;
+    p->reads = NULL;
+    p->n_reads = 0;
+    p->generation++;
+    atomic_store(&p->read_count, 0);
+    return -1;
 }
 
 /* ---- polls and answers -------------------------------------------------------------- */
@@ -246,6 +314,27 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
         split(p, a->seq);
 }
 
+/* The read whose members include tag `tag`, polled now (a written tag's
+ * new value published at once); the read's ticks go on as before. */
+static void poll_tag(gw_poller_t *p, unsigned tag)
+{
+    for (unsigned ri = 0; ri < p->n_reads; ri++) {
+        size_t n;
+        const tags_member_t *m = tags_plan_members(p->plan, ri, &n);
+        for (size_t k = 0; k < n; k++)
+            if (!m[k].is_group && m[k].index == tag) {
+                poll_once(p, ri);
+                return;
+            }
+    }
+}
+
+void poller_poll_tag_now(gw_poller_t *p, unsigned tag)
+{
+    if (p)
+        actor_send(p->gw->actors, p->self, POLLER_MSG_NOW, &tag, sizeof tag);
+}
+
 static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                              const void *data, size_t len)
 {
@@ -263,11 +352,16 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
         next.due += period;
         if (next.due <= now)
             next.due = now + period;   /* a period or more late: skip ahead */
+        p->reads[tick.read].next_due = next.due;
         int rc = actor_send_after(p->gw->actors, p->self, POLLER_MSG_TICK, &next, sizeof next, next.due - now, NULL);
         if (rc != 0 && rc != -ESHUTDOWN)   /* the chain of this read's ticks ends here: say so */
             gw_log(p->gw, CONFIG_LOG_ERROR, "poller: read %u: its next poll could not be armed (%s); it is polled no more",
                    tick.read, strerror(-rc));
         poll_once(p, tick.read);
+    } else if (type == POLLER_MSG_NOW && len == sizeof(unsigned)) {
+        unsigned tag;
+        memcpy(&tag, data, sizeof tag);
+        poll_tag(p, tag);
     } else if (type == POLLER_MSG_ANSWER) {
         /* answers travel trimmed to their PDU: copy what came */
         poll_answer_t a;

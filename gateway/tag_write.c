@@ -17,6 +17,13 @@
  *   - the read-modify-write itself (fc 3 of the register, merge, fc 6);
  *   - the submission (gw_submit) under this file's origin, and the one
  *     outcome per write, on the I/O thread, to the owner's callback;
+ *   - the confirmation: with the device's confirm_write (default on), a
+ *     write the slave echoed is read back (fc 3 of its registers, fc 1 of
+ *     its coils) and the outcome carries what was read, not what was sent:
+ *     a slave may clamp 108 to 100 and still echo 108. The tag's poll read
+ *     is then asked for at once (poller_poll_tag_now), so the new value
+ *     reaches the tag table and MQTT without waiting for its interval. A
+ *     read-back that fails leaves the write answered as written, unconfirmed;
  *   - abandonment: an owner that no longer waits (an HTTP client gone)
  *     still gets the outcome, marked abandoned (to count it, not to answer
  *     it); the write is dropped before the line if it is not there yet
@@ -38,6 +45,8 @@ typedef struct tag_write {
     tags_write_t w;
     bool rmw;                     /* a read-modify-write ... */
     bool reading;                 /* ... whose read is in flight */
+    bool confirm;                 /* read back after the write (the device's confirm_write) */
+    bool confirming;              /* the read-back is in flight */
 } tag_write_t;
 
 struct gw_tag_writes {
@@ -47,6 +56,7 @@ struct gw_tag_writes {
     _Atomic uint64_t *live;       /* per slot: its id while its owner waits (read by bus workers) */
     unsigned n_slots, in_flight;
     uint64_t generation;
+    uint64_t readbacks[3];        /* I/O thread: TAG_READBACK_SAME, _DIFFERS, _FAILED */
 };
 
 static tag_write_t *slot_of(gw_tag_writes_t *tw, uint64_t id)
@@ -72,12 +82,18 @@ static bool overlaps(const gw_tag_writes_t *tw, unsigned bus, unsigned slave, co
     return false;
 }
 
-/* The slot's next request: the register's read, or the write. */
+/* The slot's next request: the register's read, the write, or the read-back. */
 static int submit(gw_tag_writes_t *tw, tag_write_t *s)
 {
     gw_request_t q = { .origin = &tw->origin, .slave = (uint8_t)s->slave, .bus = (uint8_t)s->bus,
                        .conn_id = s->id, .t_accept_ns = gw_now_ns() };
-    if (s->w.needs_read) {
+    if (s->confirming) {
+        bool coils = s->w.function == 5 || s->w.function == 15;
+        uint8_t pdu[5] = { coils ? 1 : 3, (uint8_t)(s->w.address >> 8), (uint8_t)s->w.address,
+                           (uint8_t)(s->w.count >> 8), (uint8_t)s->w.count };
+        memcpy(q.pdu, pdu, sizeof pdu);
+        q.pdu_len = sizeof pdu;
+    } else if (s->w.needs_read) {
         uint8_t pdu[5] = { 3, (uint8_t)(s->w.address >> 8), (uint8_t)s->w.address, 0, 1 };
         memcpy(q.pdu, pdu, sizeof pdu);
         q.pdu_len = sizeof pdu;
@@ -116,8 +132,12 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
     if (overlaps(tw, bus, slave, w))
         return TAG_WRITE_OVERLAP;
     tag_write_t *s = &tw->slots[i];
+    const tags_table_t *defs = gwtags_defs(tw->gw->tags);
+    const tags_tag_t *g = tag < tags_table_count(defs) ? tags_table_tag(defs, tag) : NULL;
+    bool confirm = g && tw->gw->cfg->devices[gwtags_config_device(tw->gw->tags, g)].confirm_write;
     *s = (tag_write_t){ .id = i | (++tw->generation << 16), .done = done, .owner = owner, .cookie = cookie,
-                        .tag = tag, .bus = bus, .slave = slave, .w = *w, .rmw = w->needs_read };
+                        .tag = tag, .bus = bus, .slave = slave, .w = *w, .rmw = w->needs_read,
+                        .confirm = confirm };
     tw->in_flight++;
     atomic_store_explicit(&tw->live[i], s->id, memory_order_relaxed);
     if (submit(tw, s) != 0) {
@@ -144,9 +164,20 @@ bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t 
     return false;
 }
 
+void tag_write_read_value(const tags_tag_t *g, const tag_write_outcome_t *o, tags_value_t *v)
+{
+    *v = (tags_value_t){ .quality = TAGS_GOOD };
+    tags_decode(g, o->read_words, v);
+}
+
 unsigned tag_writes_in_flight(const gw_tag_writes_t *tw)
 {
     return tw ? tw->in_flight : 0;
+}
+
+uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result)
+{
+    return tw && result >= 0 && result < 3 ? tw->readbacks[result] : 0;
 }
 
 unsigned tag_writes_capacity(const gw_tag_writes_t *tw)
@@ -164,8 +195,32 @@ static void on_answer(void *ctx, uint64_t id, uint32_t unused, const uint8_t *pd
     if (!s)
         return;
     bool exception = len >= 2 && (pdu[0] & 0x80);
-    if (exception) {
+    if (s->confirming) {
+        /* the write itself was confirmed by its echo: a failed read-back
+         * leaves it answered as written, unconfirmed */
+        o.pdu = NULL;
+        o.len = 0;
+        bool coils = s->w.function == 5 || s->w.function == 15;
+        size_t want = coils ? (s->w.count + 7u) / 8u : 2u * s->w.count;
+        if (!exception && len == 2 + want && pdu[1] == want) {
+            o.confirmed = true;
+            for (unsigned k = 0; k < s->w.count; k++)
+                o.read_words[k] = coils ? (pdu[2 + k / 8] >> (k % 8)) & 1
+                                        : (uint16_t)(pdu[2 + 2 * k] << 8 | pdu[3 + 2 * k]);
+            /* a slave that holds other than it echoed (a clamp) is worth a counter */
+            bool same = memcmp(o.read_words, s->w.words, s->w.count * sizeof *o.read_words) == 0;
+            tw->readbacks[same ? TAG_READBACK_SAME : TAG_READBACK_DIFFERS]++;
+        } else {
+            tw->readbacks[TAG_READBACK_FAILED]++;
+        }
+        poller_poll_tag_now(tw->gw->poller, s->tag);
+    } else if (exception) {
         o.exception = pdu[1];
+    } else if (!s->reading && s->confirm && !s->abandoned) {
+        s->confirming = true;
+        if (submit(tw, s) == 0)
+            return;   /* the read-back's answer comes next */
+        poller_poll_tag_now(tw->gw->poller, s->tag);
     } else if (s->reading) {
         if (len != 4 || pdu[0] != 3 || pdu[1] != 2) {
             o.malformed_read = true;

@@ -11,6 +11,15 @@
  * this table's own mutex. It is not the cache lock: a listing of 2,000 tags
  * formatted under it must not hold up the Modbus TCP front end's cached
  * reads, and the poller holds it only for one answer's apply (~20 ns a tag).
+ *
+ * A reload (gwtags_replace) swaps in a table built from the new
+ * configuration. It runs on the I/O thread, and is only called there when
+ * every user of the definitions runs there too (the poller with the buses on
+ * the I/O thread, HTTP, MQTT) and no tag write holds an index: so no one
+ * holds a definition across the swap, and the old table is freed at once.
+ * Work in flight names its table's generation (the poller's plan, MQTT's
+ * chunks of indices): what an older generation named is dropped. A tag
+ * defined the same before and after keeps its value.
  */
 #include "gateway/gateway.h"
 
@@ -23,6 +32,7 @@ struct gw_tags {
     pthread_mutex_t lock;
     tags_table_t *table;
     unsigned *config_device;     /* per table device: its index in cfg->devices */
+    uint32_t generation;         /* +1 per reload that replaced the table */
 };
 
 static int config_device_index(const config_t *cfg, const char *name)
@@ -33,43 +43,62 @@ static int config_device_index(const config_t *cfg, const char *name)
     return -ENOENT;
 }
 
-gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap)
+/* The running copy of cfg's tags, and each table device's config index. */
+static int build(const config_t *cfg, tags_table_t **table, unsigned **config_device, char *err, size_t errcap)
 {
     const tags_table_t *src = cfg->tags;
     size_t n = src ? tags_table_count(src) : 0;
-    gw_tags_t *t = calloc(1, sizeof *t);
+    tags_table_t *t = tags_table_new(n ? n : 1);
     char msg[320];
 
-    if (!t || !(t->table = tags_table_new(n ? n : 1))) {
+    *table = NULL;
+    *config_device = NULL;
+    if (!t) {
         snprintf(err, errcap, "tags: out of memory");
-        gwtags_free(t);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tags_tag_t *g = tags_table_tag(src, i);
+        if (tags_table_add(t, g, tags_table_device_name(src, g->device), msg, sizeof msg) < 0) {
+            snprintf(err, errcap, "tags: %s", msg);   /* the config validated it: cannot happen */
+            tags_table_free(t);
+            return -1;
+        }
+    }
+    size_t n_dev = tags_table_device_count(t);
+    unsigned *cd = calloc(n_dev + 1, sizeof *cd);
+    for (size_t d = 0; cd && d < n_dev; d++) {
+        int c = config_device_index(cfg, tags_table_device_name(t, d));
+        if (c < 0) {
+            snprintf(err, errcap, "tags: device '%s' is not configured", tags_table_device_name(t, d));
+            free(cd);
+            tags_table_free(t);
+            return -1;
+        }
+        cd[d] = (unsigned)c;
+    }
+    if (!cd) {
+        snprintf(err, errcap, "tags: out of memory");
+        tags_table_free(t);
+        return -1;
+    }
+    *table = t;
+    *config_device = cd;
+    return 0;
+}
+
+gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap)
+{
+    gw_tags_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errcap, "tags: out of memory");
+        return NULL;
+    }
+    if (build(cfg, &t->table, &t->config_device, err, errcap) != 0) {
+        free(t);
         return NULL;
     }
     pthread_mutex_init(&t->lock, NULL);
-    for (size_t i = 0; i < n; i++) {
-        const tags_tag_t *g = tags_table_tag(src, i);
-        if (tags_table_add(t->table, g, tags_table_device_name(src, g->device), msg, sizeof msg) < 0) {
-            snprintf(err, errcap, "tags: %s", msg);   /* the config validated it: cannot happen */
-            gwtags_free(t);
-            return NULL;
-        }
-    }
-    size_t n_dev = tags_table_device_count(t->table);
-    t->config_device = calloc(n_dev + 1, sizeof *t->config_device);
-    for (size_t d = 0; t->config_device && d < n_dev; d++) {
-        int c = config_device_index(cfg, tags_table_device_name(t->table, d));
-        if (c < 0) {
-            snprintf(err, errcap, "tags: device '%s' is not configured", tags_table_device_name(t->table, d));
-            gwtags_free(t);
-            return NULL;
-        }
-        t->config_device[d] = (unsigned)c;
-    }
-    if (!t->config_device) {
-        snprintf(err, errcap, "tags: out of memory");
-        gwtags_free(t);
-        return NULL;
-    }
     return t;
 }
 
@@ -164,6 +193,42 @@ bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
             return false;
     }
     return true;
+}
+
+static bool same_def(const tags_table_t *a, size_t i, const tags_table_t *b, size_t j)
+{
+    const tags_tag_t *x = tags_table_tag(a, i), *y = tags_table_tag(b, j);
+    return same_tag(x, tags_table_device_name(a, x->device), y, tags_table_device_name(b, y->device));
+}
+
+int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, size_t errcap)
+{
+    tags_table_t *fresh;
+    unsigned *cd;
+    if (build(cfg, &fresh, &cd, err, errcap) != 0)
+        return -1;
+    *kept = 0;
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < tags_table_count(fresh); i++) {
+        int old = tags_table_find(t->table, tags_table_tag(fresh, i)->name);
+        if (old >= 0 && same_def(fresh, i, t->table, (size_t)old) &&
+            tags_table_carry_value(fresh, i, t->table, (size_t)old) == 0)
+            (*kept)++;
+    }
+    tags_table_t *old_table = t->table;
+    unsigned *old_cd = t->config_device;
+    t->table = fresh;
+    t->config_device = cd;
+    t->generation++;
+    pthread_mutex_unlock(&t->lock);
+    tags_table_free(old_table);
+    free(old_cd);
+    return 0;
+}
+
+uint32_t gwtags_generation(const gw_tags_t *t)
+{
+    return t->generation;
 }
 
 static void on_poll_answer(void *ctx, const gw_poll_result_t *r)

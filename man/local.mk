@@ -14,6 +14,8 @@ dist_man_MANS = man/rtugw.8 man/rtugw.conf.5
 # file; a header says to copy it to rtugw.conf.
 rtugwconfdir = $(sysconfdir)/rtugw
 rtugwconf_DATA = dist/rtugw.conf.example
+# the register list the example's commented tags_file and [template] name
+dist_rtugwconf_DATA = config/example-tags.csv
 
 # systemd units, generated from dist/*.service.in with the configured paths.
 # Default $(prefix)/lib/systemd/system: /usr/lib/systemd/system for

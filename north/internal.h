@@ -258,6 +258,8 @@ void values_free(north_t *n);
 void values_format_number(char *buf, size_t cap, double v);
 /* buf gets the evbuffer's text; a json_quote'd string appended. */
 void values_add_quoted(struct evbuffer *b, const char *s);
+/* One value as a data message writes it (a write's answer carries the value read back). */
+void values_add_one(struct evbuffer *b, const north_value_t *v);
 
 /* The device of that name, or NULL. */
 north_device_t *values_find_device(north_t *n, const char *name);

@@ -15,4 +15,5 @@ const north_module_t rtugw_mqtt_module = {
     .write_done = north_write_done,
     .get_stats = north_get_stats,
     .now_ms = north_now_ms,
+    .write_done_value = north_write_done_value,
 };

@@ -235,6 +235,10 @@ int north_define_device(north_t *n, const char *device, const north_metric_def_t
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
 /* The answer to a write handed to hooks->write. A stale token is ignored. */
 void north_write_done(north_t *n, uint32_t token, int error, const char *message);
+/* The answer "ok" to a write whose value was read back after it (confirm_write):
+ * the answer carries "value", what the device holds, written as data messages
+ * write values. */
+void north_write_done_value(north_t *n, uint32_t token, const north_value_t *read);
 
 void north_get_stats(const north_t *n, north_stats_t *st);
 /* The wall clock in ms (for timestamps). */
@@ -249,7 +253,7 @@ uint64_t north_now_ms(void);
  * without MQTT never maps libssl. Its one exported symbol is
  * rtugw_mqtt_module, this table.
  */
-#define NORTH_MODULE_ABI 4
+#define NORTH_MODULE_ABI 5
 typedef struct north_module {
     unsigned abi;                     /* NORTH_MODULE_ABI */
     north_t *(*create)(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
@@ -262,6 +266,7 @@ typedef struct north_module {
     void (*write_done)(north_t *n, uint32_t token, int error, const char *message);
     void (*get_stats)(const north_t *n, north_stats_t *st);
     uint64_t (*now_ms)(void);
+    void (*write_done_value)(north_t *n, uint32_t token, const north_value_t *read);
 } north_module_t;
 
 /* north/load.c (linked into rtugw, no libmosquitto): the module, found beside

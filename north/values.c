@@ -155,6 +155,13 @@ static void add_value(struct evbuffer *b, const north_tag_t *t)
     }
 }
 
+void values_add_one(struct evbuffer *b, const north_value_t *v)
+{
+    north_tag_t t = { .kind = v->kind, .type = v->type, .number = v->number, .i = v->i, .u = v->u,
+                      .flag = v->flag, .text = (char *)v->text };
+    add_value(b, &t);
+}
+
 /* ---- the store ----------------------------------------------------------------------- */
 
 static void tag_free(void *p)
@@ -450,6 +457,10 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
     north_device_t *d = device_get(n, device);
     if (!d || (opts && device_mode(d, opts->publish, opts->interval_ms) != 0))
         return -ENOMEM;
+    /* Defined again after a reload: a tag new to a device already born was in
+     * no DBIRTH, and a host cannot know its alias; the device is born again
+     * with its next values (Sparkplug's rebirth), naming every metric. */
+    size_t before = d->n;
     for (size_t i = 0; i < count; i++) {
         north_tag_t *t = tag_get(n, d, defs[i].tag);
         if (!t || set_string(&t->unit, defs[i].unit) != 0)
@@ -461,6 +472,8 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
         if (!t->published && !t->fresh)
             snprintf(t->error, sizeof t->error, "not read yet");
     }
+    if (d->n != before)
+        d->sp_born = false;
     return 0;
 }
 

@@ -27,7 +27,7 @@
 #define WRITE_DEPTH 8
 #define UUID_MAX 64
 
-static void respond(north_t *n, const char *uuid, int error, const char *message)
+static void respond_value(north_t *n, const char *uuid, int error, const char *message, const north_value_t *read)
 {
     struct evbuffer *b = evbuffer_new();
     if (!b) {
@@ -41,6 +41,10 @@ static void respond(north_t *n, const char *uuid, int error, const char *message
         evbuffer_add_printf(b, "null");
     evbuffer_add_printf(b, ",\"error\":%d,\"message\":", error);
     values_add_quoted(b, message);
+    if (read) {
+        evbuffer_add_printf(b, ",\"value\":");
+        values_add_one(b, read);
+    }
     evbuffer_add(b, "}", 1);
     size_t len = evbuffer_get_length(b);
     const unsigned char *p = evbuffer_pullup(b, -1);
@@ -51,6 +55,11 @@ static void respond(north_t *n, const char *uuid, int error, const char *message
         n->st.write_ok++;
     else
         n->st.write_errors++;
+}
+
+static void respond(north_t *n, const char *uuid, int error, const char *message)
+{
+    respond_value(n, uuid, error, message, NULL);
 }
 
 static void refuse(north_t *n, const char *uuid, int error, const char *message)
@@ -214,7 +223,19 @@ void writes_on_message(north_t *n, const void *payload, size_t len)
     json_object_put(root);
 }
 
+static void write_done(north_t *n, uint32_t token, int error, const char *message, const north_value_t *read);
+
 void north_write_done(north_t *n, uint32_t token, int error, const char *message)
+{
+    write_done(n, token, error, message, NULL);
+}
+
+void north_write_done_value(north_t *n, uint32_t token, const north_value_t *read)
+{
+    write_done(n, token, NORTH_WRITE_OK, "ok", read);
+}
+
+static void write_done(north_t *n, uint32_t token, int error, const char *message, const north_value_t *read)
 {
     if ((token & 0xFF) >= NORTH_PENDING_WRITES)
         return;
@@ -227,7 +248,7 @@ void north_write_done(north_t *n, uint32_t token, int error, const char *message
     if (n->cfg.format == NORTH_FORMAT_SPARKPLUG)
         sparkplug_write_done(n, uuid, error, message);   /* a DCMD has no answer topic */
     else
-        respond(n, uuid, error, message ? message : (error ? "error" : "ok"));
+        respond_value(n, uuid, error, message ? message : (error ? "error" : "ok"), read);
 }
 
 void writes_stop(north_t *n)

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <strings.h>
 
 #define RTU_MIN_ADU 4      /* slave + function + CRC */
 #define RTU_MAX_ADU 256    /* Modbus over serial line, 2.5.1.1 */
@@ -24,6 +25,31 @@
 #define RTU_MAX_REGISTERS 125
 #define MBAP_HEADER_LEN 7
 #define MBAP_MAX_ADU (MBAP_HEADER_LEN + RTU_MAX_PDU)
+
+/* ---- the four tables' names ---------------------------------------------------- */
+
+/*
+ * The one parser of a Modbus table's name, for a tag CSV, [tag] sections,
+ * `rtugw read` (tags/) and the simulator's --load file (drivers/), which
+ * disagreed (the CSV refused the `hr` the simulator took). Any case; the
+ * singular, the plural and the short form: coil(s)/co, discrete/di,
+ * holding/hr, input/ir. Returns 0 coils, 1 discrete inputs, 2 holding
+ * registers, 3 input registers (the order of tags_area_t and
+ * driver_sim_table_t), or -1. Inline, so that tags/ takes no library.
+ */
+#define RTU_TABLE_NAMES "coil, discrete, holding or input (or co, di, hr, ir)"
+static inline int rtu_table_parse(const char *name)
+{
+    static const char *const names[4][3] = {
+        { "coil", "coils", "co" }, { "discrete", "discretes", "di" },
+        { "holding", "holdings", "hr" }, { "input", "inputs", "ir" },
+    };
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 3; k++)
+            if (strcasecmp(name, names[t][k]) == 0)
+                return t;
+    return -1;
+}
 
 /* ---- status ----------------------------------------------------------- */
 

@@ -317,6 +317,9 @@ static int find_defaults(row_t *w, const char *name, char *msg, size_t cap)
         return *name ? 0 : tags_fail(msg, cap, -EINVAL, "no device (a device column, or one "
                                      "device default)");
     }
+    if (w->devices[0].scoped && *name)
+        return tags_fail(msg, cap, -EINVAL, "'%s': a template's rows name no device (each device using "
+                         "the template gets its own copy of every row)", name);
     if (!*name && w->n_devices == 1)
         name = w->devices[0].name;
     for (size_t i = 0; i < w->n_devices; i++)
@@ -326,8 +329,18 @@ static int find_defaults(row_t *w, const char *name, char *msg, size_t cap)
             w->tag.interval_ms = w->devices[i].interval_ms ? w->devices[i].interval_ms : 1000;
             return 0;
         }
-    return tags_fail(msg, cap, -EINVAL, "unknown device '%s' (%zu configured, the first '%s')", name,
-                     w->n_devices, w->devices[0].name);
+    /* The caller's devices are those this file is read for, not every device
+     * it knows: say so, so that a configured device missing here reads as
+     * "not one of this file's" rather than as unknown. */
+    if (!*name)
+        return tags_fail(msg, cap, -EINVAL, "empty, and this file is read for %zu devices ('%s', ...): "
+                         "name one, or make the file a template", w->n_devices, w->devices[0].name);
+    char list[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < w->n_devices && used < sizeof list - 1; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", i ? ", " : "", w->devices[i].name);
+    return tags_fail(msg, cap, -EINVAL, "device '%s' does not read this file (it is read for %s%s)", name,
+                     list, used >= sizeof list - 1 ? "..." : "");
 }
 
 static int parse_interval(const char *text, unsigned *out, char *msg, size_t cap)
@@ -349,7 +362,16 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
     unsigned u, count;
     int bit, rc;
     switch (k) {
-    case TAGS_FIELD_NAME: return copy_text(v, g->name, sizeof g->name, msg, cap);
+    case TAGS_FIELD_NAME:
+        if (w->n_devices == 1 && w->devices[0].scoped && *v) {
+            /* device first (row()): w->device is set when the row is good so far */
+            int n = snprintf(g->name, sizeof g->name, "%s.%s", w->devices[0].name, v);
+            if (n < 0 || (size_t)n >= sizeof g->name)
+                return tags_fail(msg, cap, -E2BIG, "'%s.%s' is longer than %zu bytes (device name and row "
+                                 "name)", w->devices[0].name, v, sizeof g->name - 1);
+            return 0;
+        }
+        return copy_text(v, g->name, sizeof g->name, msg, cap);
     case TAGS_FIELD_DEVICE: return find_defaults(w, v, msg, cap);
     case TAGS_FIELD_TABLE: return tags_parse_area(v, &g->area, msg, cap);
     case TAGS_FIELD_ADDRESS:

@@ -4,6 +4,7 @@
  * regard to case; every refusal names the value and what would be accepted.
  */
 #include "tags/internal.h"
+#include "parser/rtu.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -49,12 +50,12 @@ static const char *const order64[] = { "ABCDEFGH", "GHEFCDAB", "BADCFEHG", "HGFE
 
 int tags_parse_area(const char *text, tags_area_t *area, char *msg, size_t cap)
 {
-    for (unsigned i = 0; i < 4; i++)
-        if (strcasecmp(text, area_names[i]) == 0) {
-            *area = (tags_area_t)i;
-            return 0;
-        }
-    return tags_fail(msg, cap, -EINVAL, "unknown table '%s' (coil, discrete, holding or input)", text);
+    int t = rtu_table_parse(text);   /* the one parser, shared with the simulator's --load */
+    if (t >= 0) {
+        *area = (tags_area_t)t;
+        return 0;
+    }
+    return tags_fail(msg, cap, -EINVAL, "unknown table '%s' (" RTU_TABLE_NAMES ")", text);
 }
 
 /* A decimal number without sign or spaces, within [min, max]. */

@@ -353,6 +353,22 @@ const unsigned *tags_table_device_tags(const tags_table_t *t, size_t device, siz
     return device < t->n_devices ? t->devices[device].tags : NULL;
 }
 
+int tags_table_carry_value(tags_table_t *dst, size_t di, const tags_table_t *src, size_t si)
+{
+    if (di >= dst->count || si >= src->count || dst->tags[di].type != src->tags[si].type ||
+        dst->tags[di].count != src->tags[si].count)
+        return -EINVAL;
+    tags_value_t v = src->values[si];
+    if (dst->words[di] && src->words[si]) {   /* string and raw: the value points at its own table's words */
+        memcpy(dst->words[di], src->words[si], dst->tags[di].count * sizeof *dst->words[di]);
+        if (v.words)
+            v.words = dst->words[di];
+    }
+    dst->values[di] = v;
+    dst->reported[di] = src->reported[si];
+    return 0;
+}
+
 int tags_table_value(const tags_table_t *t, size_t index, int64_t now_ms, tags_value_t *out)
 {
     if (index >= t->count)

@@ -2,7 +2,8 @@
  * tags/tags.h -- tags: named, typed, scaled values of Modbus devices, the
  * codec between them and 16-bit words, a CSV loader and the read planner.
  * Owns: the tag model, the codec, the CSV loader, the planner. May call:
- * libc only.
+ * `parser/` (the one parser of a table's name, rtu_table_parse, inline in
+ * its header) and libc.
  *
  * Pure code: nothing here opens a port or a socket or reads a clock. The only
  * I/O is reading a CSV file (tags_load_csv). Times are passed in by the caller
@@ -262,6 +263,11 @@ size_t tags_table_count(const tags_table_t *t);
 const tags_tag_t *tags_table_tag(const tags_table_t *t, size_t index);
 /* Index of the tag called name, or -ENOENT. */
 int tags_table_find(const tags_table_t *t, const char *name);
+/* Copies the value of tag si of src (quality, time, last reported value, the
+ * words of a string or raw) to tag di of dst, a table built again with the
+ * same definition of that tag (a reload): it keeps its value instead of
+ * starting "not read". -EINVAL when the two differ in type or width. */
+int tags_table_carry_value(tags_table_t *dst, size_t di, const tags_table_t *src, size_t si);
 size_t tags_table_device_count(const tags_table_t *t);
 const char *tags_table_device_name(const tags_table_t *t, size_t device);
 /* Index of the device called name, or -ENOENT. */
@@ -278,6 +284,8 @@ typedef struct tags_device_defaults {
     const char *name;                /* as the CSV's device column writes it */
     tags_order_t order;              /* for tags without an order of their own */
     unsigned interval_ms;            /* for tags without an interval; 0: 1000 */
+    bool scoped;                     /* a register list (template) read for this device: its rows
+                                        name no device and each tag is named DEVICE.NAME */
 } tags_device_defaults_t;
 
 typedef struct tags_errors {
@@ -296,7 +304,10 @@ typedef struct tags_errors {
  *
  * devices: when n_devices > 0, a row's device must be one of them (an empty
  * device column is allowed when there is exactly one); when 0, any device
- * name goes, with order ABCD and interval 1000 ms.
+ * name goes, with order ABCD and interval 1000 ms. A scoped default (pass it
+ * alone) reads the file as a register list for that device: a row naming a
+ * device is an error, and row "voltage" becomes tag "DEVICE.voltage", so one
+ * list read once per device gives each its own tags.
  *
  * Every error is reported, each "FILE:LINE:COLUMN: column 'value': reason"
  * (COLUMN counts bytes from 1, where the field starts), up to

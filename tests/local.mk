@@ -64,8 +64,8 @@ EXTRA_DIST += tests/test_stop.py
 check_PROGRAMS += tests/tags_demo_tool
 tests_tags_demo_tool_SOURCES = tests/tags_demo_tool.c
 tests_tags_demo_tool_LDADD = tags/libtags.a -lm
-TESTS += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py
-EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/tagsref.py \
+TESTS += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/test_scan.py
+EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/test_scan.py tests/tagsref.py \
 	tests/tagscheck.py
 # The web page (GET /) in a real browser: headless chromium through selenium,
 # against `rtugw demo` and a gateway with silent slaves; screenshots go to
@@ -73,10 +73,20 @@ EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_
 TESTS += tests/test_webpage.py
 EXTRA_DIST += tests/test_webpage.py
 
+# rtugw demo: typed tags on every simulated PLC, the frame monitor, --mqtt, and the
+# README's demo lines run as written there.
+TESTS += tests/test_demo.py
+EXTRA_DIST += tests/test_demo.py
+
 # MB-TCP-Security end to end: real TLS peers (pymodbus, Python's ssl,
 # openssl s_client) against certificates tests/mbaps-certs.sh makes.
 TESTS += tests/test_mbaps.py tests/test_bench_tls.sh
 EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
+
+# The web side's security: HTTPS, users and roles, logins, sessions, the
+# audit log; curl and Python's ssl against a certificate the test makes.
+TESTS += tests/test_web_auth.py
+EXTRA_DIST += tests/test_web_auth.py
 
 # Every transport end to end: RTU over TCP (socat device servers, pymodbus),
 # a Modbus TCP device shared by 8 masters and restarted, Modbus ASCII with a

@@ -68,7 +68,10 @@ CASES = [
     ("sim list too long", "[bus a]\nport = sim:" + ",".join(str(i) for i in range(1, 34)) + "\n",
      ["{f}:2: [bus a] port = 'sim:1,2,3,", "1 to 32 slaves"]),
     ("baud the driver cannot set", "[bus a]\nport = sim\nbaud = 300\n",
-     ["{f}:3: [bus a] baud = '300': baud 300: use 1200 ... 921600"]),
+     ["{f}:3: [bus a] baud = '300': baud 300: not a speed the port can be set to; use one of 1200, 2400"]),
+    ("a baud inside the range no port takes", "[bus a]\nport = sim\nbaud = 14400\n",
+     ["{f}:3: [bus a] baud = '14400': baud 14400: not a speed the port can be set to; use one of 1200, "
+      "2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600"]),
     ("empty misspelt sections", "[bus a]\nport = sim\n[bsu x]\n[tpc]\n",
      ["{f}:3: [bsu x]: unknown section", "{f}:4: [tpc]: unknown section"]),
     ("a name with extra words", "[bus a b]\nport = sim\n", ["{f}:1: [bus a b]: one name expected"]),
@@ -135,6 +138,76 @@ d.wait(timeout=10)
 check("not a serial port: Is a directory; retrying" in line, f"run on a directory logs: {line!r}")
 os.close(master)
 os.close(slave)
+
+# config/example.ini: every commented block (";[section]" or a ";key = value"
+# run inside a live section) is an option its comment says to uncomment by
+# removing the ';'. Each, uncommented alone in place, must pass check; a
+# header commented as prose ("; [mqtt] -- text") would not and is refused.
+import re  # noqa: E402
+ex_dir = os.path.join(tmp, "example")
+os.mkdir(ex_dir)
+shutil.copy(os.path.join(SRC, "config", "example-tags.csv"), ex_dir)
+with open(os.path.join(SRC, "config", "example.ini")) as f:
+    ex_lines = f.read().split("\n")
+option = re.compile(r"^;(\[|[a-z_0-9]+ *=)")
+check(not [ln for ln in ex_lines if re.match(r"^[;#] +\[[a-z]", ln)],
+      "example.ini: no section header commented with a space (it reads as prose, not as an option)")
+blocks, start = [], None
+for i, ln in enumerate(ex_lines + [""]):
+    if option.match(ln) and start is None:
+        start = i
+    elif not option.match(ln) and start is not None:
+        blocks.append((start, i))
+        start = None
+check(len(blocks) >= 9, f"example.ini: {len(blocks)} commented blocks found")
+for a, b in blocks:
+    text = "\n".join(ex_lines[:a] + [ln[1:] for ln in ex_lines[a:b]] + ex_lines[b:])
+    f = os.path.join(ex_dir, "example.ini")
+    with open(f, "w") as out:
+        out.write(text)
+    p = run("-c", f)
+    check(p.returncode == 0, f"example.ini lines {a + 1}-{b} uncommented: {p.stderr.strip()!r}")
+
+# One rule for service sections: present = on, enabled = false = off. Old
+# files that said enabled = true keep working; a [tls] present without it is
+# now on, and its missing keys say how to keep it off.
+ON = [("[tls]\nport = 8802\n", 2, "cert_file is required (a section present is on; enabled = false keeps it off)"),
+      ("[tls]\nenabled = false\n", 0, "http on\n"),
+      ("[tls]\nenabled = true\nport = 8802\n", 2, "key_file is required"),
+      ("[rtu_tcp]\nport = 1600\n", 0, "http on, rtu_tcp on\n"),
+      ("[rtu_tcp]\nenabled = false\nport = 1600\n", 0, "http on\n"),
+      ("[mqtt]\nhost = 127.0.0.1\n", 0, "http on, mqtt on\n"),
+      ("[mqtt]\nenabled = false\n", 0, "http on\n"),
+      ("[mqtt]\nenabled = maybe\n", 2, "[mqtt] enabled = 'maybe': expected true or false")]
+for body, rc, text in ON:
+    f = write("on.ini", "[bus a]\nport = sim\n" + body)
+    p = run("-c", f)
+    check(p.returncode == rc and text in (p.stdout if rc == 0 else p.stderr),
+          f"{body!r}: exit {p.returncode}, {p.stdout!r} {p.stderr!r}")
+# The friction a newcomer met (issue 33): each says what it means.
+p = rtugw("--help")
+bench = [ln for ln in p.stdout.splitlines() if ln.strip().startswith("bench")]
+check(p.returncode == 0 and bench and all(k in p.stdout for k in ("gateway", "soak", "transports", "mqtt")),
+      f"rtugw --help lists the benchmarks, not 'parse' alone: {bench}")
+p = rtugw("demo", "--help")
+mb = [ln for ln in p.stdout.splitlines() if "mbpoll" in ln]
+check(p.returncode == 0 and mb and " -1 " in mb[0], f"rtugw demo --help: its mbpoll line polls once (-1): {mb}")
+# every key of rtugw.conf.5 starts its own paragraph (.TP, or .TQ to share the one after): frame_ring ran into write_token
+with open(os.path.join(SRC, "man", "rtugw.conf.5")) as f:
+    man = f.read().splitlines()
+run_on = [man[i] for i in range(1, len(man)) if man[i].startswith('.BI "') and " = " in man[i] and man[i - 1] not in (".TP", ".TQ")]
+check(not run_on, f"rtugw.conf.5: every key begins a paragraph (.TP): {run_on}")
+# the start-up line: a front end that is off shows no address
+tls_off = write("tlsoff.ini", "[bus a]\nport = sim\n" + TAIL.format(tcp_bind="", http_bind="", tcp=free_port(),
+                                                                    http=free_port()))
+try:
+    r = rtugw("run", "-c", tls_off, timeout=3)
+    out = r.stderr
+except subprocess.TimeoutExpired as e:
+    out = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+line = [ln for ln in out.splitlines() if "modbus tls" in ln]
+check(line and "modbus tls off;" in line[0] and "off 127.0.0.1" not in line[0],
+      f"the log: 'modbus tls off', no address for what does not listen: {line}")
 
 shutil.rmtree(tmp)
 finish("check cli")

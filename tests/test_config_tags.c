@@ -125,7 +125,7 @@ static void test_section_errors(void **state)
     static const char *const want[] = {
         "t.ini:5: [device plc] order = 'ABDC': unknown order",
         "t.ini:6: [device plc] max_read_registers = '200': expected a whole number 1..125",
-        "t.ini:11: [tag a] table = 'holdnig': unknown table 'holdnig' (coil, discrete, holding or input)",
+        "t.ini:11: [tag a] table = 'holdnig': unknown table 'holdnig' (coil, discrete, holding or input (or co, di, hr, ir))",
         "t.ini:14: [tag b]: tag 'b': a coil is a bool, without a bit",
         "t.ini:19: [tag c]: device is required",
         "t.ini:24: [tag d] device = 'nope': no such device",
@@ -231,6 +231,79 @@ static void test_tags_file(void **state)
     remove_files(&f);
 }
 
+/* [template meter]: 15 devices, one register list, 15 x 3 tags named
+ * meterK.ROW; order and interval_ms: the row's, else the device's, else the
+ * template's; [device] interval_ms also sets the default of its own tags_file
+ * rows and [tag] sections. */
+static void test_template(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    files_t f;
+    char conf[4096];
+    int n = snprintf(conf, sizeof conf, "[bus a]\nport = sim\n"
+                     "[template meter]\ntags_file = tags.csv\norder = CDAB\ninterval_ms = 700\n");
+    for (int k = 1; k <= 15; k++)
+        n += snprintf(conf + n, sizeof conf - (size_t)n, "[device meter%d]\nslave = %d\ntemplate = meter\n%s", k, k,
+                      k == 2 ? "order = DCBA\ninterval_ms = 300\n" : "");
+    snprintf(conf + n, sizeof conf - (size_t)n, "[device vfd]\nslave = 16\ninterval_ms = 250\n"
+             "[tag speed]\ntable = holding\naddress = 1\ntype = int16\n\ndevice = vfd\n"
+             "[tag torque]\ndevice = vfd\ntable = holding\naddress = 2\ntype = int16\ninterval_ms = 90\n");
+    config_t *cfg = load_files(&f, conf,
+        "name,table,address,type,order,interval_ms\n"
+        "voltage,holding,0,float32,,\n"
+        "energy,holding,2,uint32,ABCD,\n"
+        "status,input,0,uint16,,5000\n", &errs);
+    print_errors(&errs);
+    assert_non_null(cfg);
+    assert_int_equal(tags_table_count(cfg->tags), 15 * 3 + 2);
+    for (int k = 1; k <= 15; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "meter%d.voltage", k);
+        const tags_tag_t *g = find(cfg, name);
+        assert_non_null(g);
+        snprintf(name, sizeof name, "meter%d", k);
+        assert_string_equal(tags_table_device_name(cfg->tags, g->device), name);
+        assert_int_equal(g->order, k == 2 ? TAGS_ORDER_DCBA : TAGS_ORDER_CDAB);
+        assert_int_equal(g->interval_ms, k == 2 ? 300 : 700);
+    }
+    assert_null(find(cfg, "voltage"));
+    assert_int_equal(find(cfg, "meter5.energy")->order, TAGS_ORDER_ABCD);   /* the row's own */
+    assert_int_equal(find(cfg, "meter2.status")->interval_ms, 5000);
+    assert_int_equal(find(cfg, "speed")->interval_ms, 250);                /* [device vfd] interval_ms */
+    assert_int_equal(find(cfg, "torque")->interval_ms, 90);
+    config_free(cfg);
+    remove_files(&f);
+
+    /* mistakes: a template without a file, a name that is no template, a row
+     * naming a device (reported once, not once per device), and a row for a
+     * configured device whose tags_file is another's */
+    cfg = load_files(&f,
+        "[bus a]\nport = sim\n"                                           /* 1-2 */
+        "[template empty]\norder = ABCD\n"                                /* 3-4 */
+        "[template m]\ntags_file = tags.csv\n"                            /* 5-6 */
+        "[device d1]\nslave = 1\ntemplate = m\n"                          /* 7-9 */
+        "[device d2]\nslave = 2\ntemplate = m\n"                          /* 10-12 */
+        "[device d3]\nslave = 3\ntemplate = nope\n",                      /* 13-15 */
+        "name,device,table,address,type\nx,d1,holding,1,int16\n", &errs);
+    assert_null(cfg);
+    char row[256];
+    snprintf(row, sizeof row, "%s/tags.csv:2:3: device: 'd1': a template's rows name no device", f.dir);
+    const char *const want[] = { "rtugw.conf:3: [template empty]: tags_file is required",
+                                 "rtugw.conf:13: [device d3] template = 'nope': no such [template nope]", row };
+    expect_errors(&errs, want, 3);
+    assert_int_equal(errs.total, 3);
+    remove_files(&f);
+
+    cfg = load_files(&f, "[bus a]\nport = sim\n[device meter]\nslave = 1\ntags_file = tags.csv\n"
+                         "[device vfd]\nslave = 2\n",
+                     "name,device,table,address,type\nspeed,vfd,holding,1,int16\n", &errs);
+    assert_null(cfg);
+    const char *const vfd[] = { "device: device 'vfd' does not read this file (it is read for 'meter')" };
+    expect_errors(&errs, vfd, 1);
+    remove_files(&f);
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -260,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_section_errors),
         cmocka_unit_test(test_tags_file),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,9 +35,10 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, free_port, procs, run_tests, wait_for, wait_listening  # noqa: E402
+from rtugwtest import BIN, Gateway, check, free_port, procs, run_tests, wait_for, wait_listening  # noqa: E402
 
 import paho.mqtt.client as mqtt  # noqa: E402
 
@@ -497,6 +498,7 @@ def test_writes():
     bad = [("{nope", 1001, None), ("[]", 1008, None), (json.dumps({"device": "d1", "tag": "hr.0", "value": 1}), 1002, None),
            (json.dumps({"uuid": "b1", "tag": "hr.0", "value": 1}), 1002, "b1"),
            (json.dumps({"uuid": "b2", "device": "nosuch", "tag": "hr.0", "value": 1}), 1003, "b2"),
+           (json.dumps({"uuid": "b2b", "device": "nosuch", "tag": "setpoint", "value": 1}), 1003, "b2b"),
            (json.dumps({"uuid": "b3", "device": "d1", "tag": "hr.9", "value": 1}), 1004, "b3"),
            (json.dumps({"uuid": "b4", "device": "d1", "tag": "hr.0", "value": 70000}), 1005, "b4"),
            (json.dumps({"uuid": "b5", "device": "d1", "tag": "hr.0", "value": "x"}), 1005, "b5"),
@@ -529,6 +531,68 @@ def test_writes():
     g.stop()
     sub.close()
     b.stop()
+
+
+def test_confirmed_write():
+    """confirm_write (default on): a slave that clamps a write (rtugw sim
+    --clamp 100=100 echoes 108 and holds 100) is read back, the HTTP and MQTT
+    answers carry the value it holds, and the tag's data message with it
+    follows at once, though the tag is polled only every 20 s."""
+    d = tempfile.mkdtemp(prefix="rtugw-confirm-", dir=WORK)
+    link = os.path.join(d, "plc")
+    sim = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1", "--clamp", "100=100"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    procs.append(sim)
+    sim.stdout.readline()
+    b = Broker("confirm")
+    sub = Subscriber(b.port, "rtugw/gc/#", "sub-confirm", clean=True)
+    tags = ("[tag sp]\ndevice = d1\ntable = holding\naddress = 100\ntype = uint16\nwritable = true\n"
+            "interval_ms = 20000\n[tag temp]\ndevice = d1\ntable = holding\naddress = 200\ntype = int16\n"
+            "scale = 0.5\nwritable = true\ninterval_ms = 20000\n")
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices="[device d1]\nslave = 1\n",
+                extra="write_token = tok\n" + tags + mqtt_section(b.port, "gc", "publish = change\n"))
+    wait_for(lambda: any(p and p["values"].get("sp") == 1100 for _, p, _ in sub.messages("/d1/data")), 8)
+
+    def sp_data(value):
+        return [p for _, p, _ in sub.messages("/d1/data") if p and p["values"].get("sp") == value]
+
+    def mqtt_write(uuid, tag, value):
+        sub.publish("rtugw/gc/write", json.dumps({"uuid": uuid, "device": "d1", "tag": tag, "value": value}))
+        wait_for(lambda: any(p and p.get("uuid") == uuid for _, p, _ in sub.messages("/write/response")), 5)
+        return [p for _, p, _ in sub.messages("/write/response") if p and p.get("uuid") == uuid]
+
+    t0 = time.time()
+    r = mqtt_write("c1", "sp", 108)
+    check(r == [{"uuid": "c1", "error": 0, "message": "ok", "value": 100}],
+          f"MQTT: a write of 108 clamped to 100 is answered with the value read back, 100 ({r})")
+    wait_for(lambda: sp_data(100), 5)
+    check(sp_data(100) and time.time() - t0 < 5,
+          f"MQTT: the data message with 100 follows at once ({time.time() - t0:.1f} s; the tag's poll is 20 s)")
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/tags/sp", data=b'{"value": 50}', method="PUT")
+    req.add_header("Authorization", "Bearer tok")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        a = json.loads(resp.read())
+    check(a.get("ok") is True and a.get("confirmed") is True and a.get("value") == 50 and a.get("words") == [50],
+          f"HTTP: an unclamped write reads back as written ({a})")
+    wait_for(lambda: sp_data(50), 5)
+    check(sp_data(50), "the data message with 50 follows")
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/tags/sp", data=b'{"value": 108}', method="PUT")
+    req.add_header("Authorization", "Bearer tok")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        a = json.loads(resp.read())
+    check(a.get("confirmed") is True and a.get("value") == 100 and a.get("words") == [108] and
+          a.get("read_words") == [100], f"HTTP: 108 written, the slave holds 100: the answer says 100 ({a})")
+    r = mqtt_write("c2", "temp", 21.5)
+    check(r == [{"uuid": "c2", "error": 0, "message": "ok", "value": 21.5}],
+          f"MQTT: a scaled tag's value read back, scaled ({r})")
+    m = g.metrics()
+    got = [m.get(f'rtugw_tag_write_readbacks_total{{result="{k}"}}') for k in ("same", "differs", "failed")]
+    check(got == [2, 2, 0], f"/metrics: read-backs 2 same, 2 differing (the clamped 108s), 0 failed ({got})")
+    g.stop()
+    sub.close()
+    b.stop()
+    sim.kill()
+    sim.wait()
 
 
 # ---- TLS ---------------------------------------------------------------------------------------
@@ -682,7 +746,8 @@ def test_fleet():
 
 
 def main():
-    run_tests("test_mqtt", [test_module_only_with_mqtt, test_payloads, test_publish_modes, test_writes, test_will,
+    run_tests("test_mqtt", [test_module_only_with_mqtt, test_payloads, test_publish_modes, test_writes,
+                            test_confirmed_write, test_will,
                             test_tls, test_dns, test_refused_and_credentials, test_buffer_bound, test_outage,
                             test_spool_restart, test_spool_disk_full, test_spool_damage, test_fleet], cleanup=[WORK])
 

@@ -14,20 +14,27 @@ pseudo-terminal of its own (words seeded with --load):
   - max_write_bytes at its maximum: payloads of 1 MiB of list items are
     refused by their count before json-c parses them, the peak RSS flat.
 Seeded: replay with RTUGW_SEED=..."""
+from http.client import HTTPException
 import json
 import os
 import random
 import shutil
+import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, rss_growth_bound_kib, status_kib, procs, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402  (its brokers and subscribers; its main() does not run on import)
 from test_mqtt import Broker, Subscriber, mqtt_section, poll  # noqa: E402
-from tagscheck import registers, value_for  # noqa: E402
+from tagscheck import all_good, http, registers, tag_values, value_for  # noqa: E402
 from tagsref import csv_text, load_lines, make_tagset, same_value  # noqa: E402
 
 SEED = int(os.environ.get("RTUGW_SEED", str(random.randrange(1, 2**32))), 0)
@@ -255,5 +262,409 @@ def test_http_and_mqtt_share_the_overlap_rule():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_template_15_devices():
+    """[template meter]: one register list used by 15 devices gives 15 x 4
+    tags named meterK.ROW in /tags, each decoded from its own slave's words
+    with the device's defaults over the template's (order, interval_ms), and
+    one MQTT topic per device carrying its own scoped names only."""
+    d = tempfile.mkdtemp(prefix="rtugw-template-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,scale,unit\nvoltage,holding,0,uint16,0.1,V\ncurrent,holding,1,uint16,,A\n"
+                "energy,holding,2,uint32,,Wh\nstatus,input,5,uint16,,\n")
+    b = Broker("template")
+    sub = Subscriber(b.port, "rtugw/#", "sub-template", clean=True)
+    n = 15
+    devices = (f"[template meter]\ntags_file = {d}/meter.csv\norder = CDAB\ninterval_ms = 500\n" +
+               "".join(f"[device meter{k}]\nslave = {k}\ntemplate = meter\n"
+                       + ("interval_ms = 1500\n" if k == 3 else "order = ABCD\n" if k == 15 else "")
+                       for k in range(1, n + 1)))
+    g = Gateway(bus="port = sim:" + ",".join(str(k) for k in range(1, n + 1)) + "\nbaud = 115200\n",
+                devices=devices, timeout_ms=300, extra=mqtt_section(b.port, "gtpl"))
+
+    def tags():
+        st, out = http(g, "GET", "/tags")
+        return {t["name"]: t for t in json.loads(out)["tags"]} if st == 200 else {}
+    check(wait_for(lambda: len(tags()) == 4 * n and all(t["quality"] == "good" for t in tags().values()), 20),
+          f"15 x 4 tags, all good ({len(tags())})")
+    v, bad = tags(), []
+    for k in range(1, n + 1):
+        w = [k * 1000 + a for a in range(4)]
+        energy = (w[2] << 16 | w[3]) if k == 15 else (w[3] << 16 | w[2])
+        want = {"voltage": w[0] * 0.1, "current": w[1], "energy": energy, "status": 0x8000 + k * 1000 + 5}
+        for row, val in want.items():
+            t = v.get(f"meter{k}.{row}", {})
+            if t.get("device") != f"meter{k}" or abs(t.get("value", -1) - val) > 1e-6:
+                bad.append((f"meter{k}.{row}", val, t))
+    check(not bad and "voltage" not in v, f"scoped names, each device's own words: {bad[:3]}")
+    full = {k: json.loads(http(g, "GET", f"/tags/meter{k}.energy")[1]) for k in (1, 3, 15)}
+    check([full[k]["interval_ms"] for k in (1, 3, 15)] == [500, 1500, 500] and
+          [full[k]["order"] for k in (1, 3, 15)] == ["CDAB", "CDAB", "ABCD"],
+          f"the device's interval_ms and order over the template's: "
+          f"{[(full[k]['interval_ms'], full[k]['order']) for k in (1, 3, 15)]}")
+
+    def topics():
+        got = {}
+        for t, m, _ in sub.messages():
+            if t.startswith("rtugw/gtpl/meter") and t.endswith("/data"):
+                got.setdefault(t, set()).update(m["values"])
+        return got
+    check(wait_for(lambda: len(topics()) == n and all(len(x) == 4 for x in topics().values()), 10),
+          f"one topic per device ({len(topics())})")
+    wrong = {t: names for t, names in topics().items()
+             if names != {f"{t.split('/')[2]}.{r}" for r in ("voltage", "current", "energy", "status")}}
+    check(not wrong, f"each topic carries its own device's scoped names: {list(wrong.items())[:2]}")
+    g.stop()
+    sub.close()
+    b.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def mbap_read(sock, tid, address, count=1):
+    """Holding registers of unit 1 on an open Modbus TCP socket (no reconnect, unlike pymodbus)."""
+    sock.sendall(struct.pack(">HHHBBHH", tid, 0, 6, 1, 3, address, count))
+    want, got = 9 + 2 * count, b""
+    while len(got) < want:
+        part = sock.recv(want - len(got))
+        if not part:
+            return None
+        got += part
+    return list(struct.unpack(f">{count}H", got[9:])) if got[7] == 3 else None
+
+
+def test_reload_tags_live():
+    """A row added to a tags_file and SIGHUP: the new tag's value is in /tags
+    within a poll or so, the unchanged tag keeps its good value, and the rest
+    keeps running: a Modbus TCP connection opened before answers on the same
+    socket after, the MQTT session stays up (QoS 1 subscriber: no sequence
+    gap, no reconnection). A file that fails check changes nothing."""
+    d = tempfile.mkdtemp(prefix="rtugw-reload-tags-")
+    csv_path = os.path.join(d, "tags.csv")
+    with open(csv_path, "w") as f:
+        f.write("name,table,address,type,interval_ms\nv0,holding,0,uint16,200\n")
+    b = Broker("reload")
+    sub = Subscriber(b.port, "rtugw/#", "sub-reload", clean=True)
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=f"[device d]\nslave = 1\ntags_file = {csv_path}\n",
+                extra=mqtt_section(b.port, "glive", "publish = poll\n"))
+    check(wait_for(lambda: all_good(g), 5), "v0 good before the reload")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
+    check(mbap_read(sock, 1, 5) == [1005], "Modbus TCP answers before the reload")
+    with open(csv_path, "a") as f:
+        f.write("v9,holding,9,uint16,200\n")
+    t0 = time.monotonic()
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: tag_values(g).get("v9", {}).get("quality") == "good", 5),
+          "the added tag is good in /tags after SIGHUP")
+    took = time.monotonic() - t0
+    v = tag_values(g)
+    check(v["v9"]["value"] == 1009 and v["v0"]["value"] == 1000 and v["v0"]["quality"] == "good",
+          f"its value, and the unchanged tag's ({took:.2f} s after the signal; reads every 0.2 s)")
+    check(took < 3, f"within a few polls: {took:.2f} s")
+    check(mbap_read(sock, 2, 5) == [1005], "the Modbus TCP connection opened before answers on the same socket")
+    log = g.log_text()
+    check("tags applied: 2 tags, 1 of them unchanged" in log and "not applied until a restart" not in log,
+          "the log says the tags were applied, and nothing waits for a restart")
+    check(g.status().get("restart_needed") == "", "/status: restart_needed is empty")
+    check(wait_for(lambda: any("v9" in p["values"] for t, p, _ in sub.messages("/data")), 5),
+          "MQTT publishes the added tag")
+    # a file that check refuses: nothing changes
+    with open(csv_path, "a") as f:
+        f.write("v10,holding,10,uint17,200\n")
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: "keeping the running configuration" in g.log_text(), 5), "a bad file is refused")
+    check(sorted(tag_values(g)) == ["v0", "v9"], "and the tags are those running before")
+    # a valid row, but a bus changed in the same reload: the tags wait, and say why
+    with open(csv_path) as f:
+        rows = f.read().replace("uint17", "uint16")
+    with open(csv_path, "w") as f:
+        f.write(rows)
+    g.rewrite(g.text.replace("baud = 115200", "baud = 57600"))
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: g.status().get("restart_needed") == "buses tags", 5),
+          f"a bus changed too: /status names buses and tags ({g.status().get('restart_needed')})")
+    check("the tags changed but are not applied: buses changed too" in g.log_text() and
+          sorted(tag_values(g)) == ["v0", "v9"], "the log says why, and the running tags stay")
+    time.sleep(0.5)
+    check(mbap_read(sock, 3, 9) == [1009], "Modbus TCP still answers on the same socket")
+    sock.close()
+    check(wait_for(lambda: sum("v9" in p["values"] for _, p, _ in sub.messages("/data")) >= 4, 5),
+          "MQTT keeps publishing after the reloads")
+    seqs = [p["seq"] for _, p, _ in sub.messages("/data")]
+    test_mqtt.seq_check(seqs, "QoS 1 subscriber across every reload")
+    check(g.metrics().get("rtugw_mqtt_reconnects_total", 0) == 0, "the MQTT session was never dropped")
+    g.stop()
+    sub.close()
+    b.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_reload_polls_live():
+    """Poll groups added, changed and removed by SIGHUP apply live: /status
+    lists the new set, a kept group keeps its counters, the new group is polled
+    and published over MQTT as GROUP.N, and a Modbus TCP connection opened
+    before keeps answering on the same socket; the MQTT sequence has no gap."""
+    b = Broker("reload-polls")
+    sub = Subscriber(b.port, "rtugw/#", "sub-reload-polls", clean=True)
+    keep = poll("keep", "d", 3, 0, 2, 200)
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices="[device d]\nslave = 1\n",
+                extra=keep + poll("gone", "d", 3, 10, 2, 200) + mqtt_section(b.port, "gpolls"))
+
+    def groups():
+        return {p["name"]: p for p in g.status()["polls"]}
+    check(wait_for(lambda: groups().get("keep", {}).get("polls", 0) >= 3, 5), "keep is polled before the reload")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
+    check(mbap_read(sock, 1, 3) == [1003], "Modbus TCP answers before the reload")
+    before = groups()["keep"]["polls"]
+    n_before = len(sub.messages("/data"))
+    g.rewrite(g.text.replace(poll("gone", "d", 3, 10, 2, 200), poll("fresh", "d", 3, 20, 3, 200)))
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: groups().get("fresh", {}).get("values") == [1020, 1021, 1022], 5),
+          f"the added group is polled: {groups().get('fresh')}")
+    gs = groups()
+    check(sorted(gs) == ["fresh", "keep"] and gs["keep"]["polls"] >= before,
+          f"the removed group is gone, the kept one kept its counters ({before} -> {gs['keep']['polls']})")
+    check(g.status().get("restart_needed") == "" and "poll groups applied: 2 groups" in g.log_text(),
+          "applied, and nothing waits for a restart")
+    check(wait_for(lambda: any("fresh.2" in p["values"] for t, p, _ in sub.messages("/data")), 5),
+          "MQTT publishes the added group's values")
+    time.sleep(0.5)
+    late = [p for _, p, _ in sub.messages("/data")][n_before:]
+    check(late and not any("gone.0" in p["values"] for p in late),
+          f"and none of the removed group's after the reload ({[sorted(p['values']) for p in late]})")
+    check(mbap_read(sock, 2, 21) == [1021], "the Modbus TCP connection opened before answers on the same socket")
+    sock.close()
+    test_mqtt.seq_check([p["seq"] for _, p, _ in sub.messages("/data")], "QoS 1 subscriber across the reload")
+    check(g.metrics().get("rtugw_mqtt_reconnects_total", 0) == 0, "the MQTT session was never dropped")
+    g.stop()
+    sub.close()
+    b.stop()
+
+
+def test_reload_devices_live():
+    """A device added from a template by SIGHUP: its scoped tags are good in
+    /tags and published on its own MQTT topic, the TCP connection and the
+    MQTT session stay up; a change of a key the bus's line holds (timeout_ms)
+    waits for a restart, named with its device in the log and /status."""
+    d = tempfile.mkdtemp(prefix="rtugw-reload-devices-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\ncurrent,holding,1,uint16,200\n")
+    b = Broker("reload-devices")
+    sub = Subscriber(b.port, "rtugw/#", "sub-reload-devices", clean=True)
+    tpl = f"[template meter]\ntags_file = {d}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra=mqtt_section(b.port, "gdev"))
+    check(wait_for(lambda: all_good(g) and len(tag_values(g)) == 2, 5), "meter1's two tags good before the reload")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
+    check(mbap_read(sock, 1, 3) == [1003], "Modbus TCP answers before the reload")
+    g.rewrite(g.text.replace(tpl, tpl + "[device meter2]\nslave = 2\ntemplate = meter\n"))
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: tag_values(g).get("meter2.current", {}).get("value") == 2001, 5),
+          "the added device's tags are read: meter2.current = 2001")
+    check(g.status().get("restart_needed") == "", f"nothing waits for a restart ({g.status().get('restart_needed')})")
+    check(wait_for(lambda: any(t == "rtugw/gdev/meter2/data" for t, _, _ in sub.messages()), 5),
+          "meter2 has its own MQTT topic")
+    check(mbap_read(sock, 2, 3) == [1003], "the Modbus TCP connection opened before answers on the same socket")
+    g.rewrite(g.text.replace("[device meter2]\nslave = 2\n", "[device meter2]\nslave = 2\ntimeout_ms = 900\n"))
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: g.status().get("restart_needed") == "devices", 5),
+          f"a line key changed: /status says devices ({g.status().get('restart_needed')})")
+    check("[device meter2]: its name, bus, slave, timeout_ms, dead_after or dead_backoff_ms" in g.log_text(),
+          "the log names the device")
+    check(mbap_read(sock, 3, 3) == [1003], "and the connection still answers")
+    sock.close()
+    test_mqtt.seq_check([p["seq"] for _, p, _ in sub.messages("/data")], "QoS 1 subscriber across the reloads")
+    check(g.metrics().get("rtugw_mqtt_reconnects_total", 0) == 0, "the MQTT session was never dropped")
+    g.stop()
+    sub.close()
+    b.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_api_config():
+    """/api/: lists of the running configuration; GET /api/config (token) with
+    its revision; POST /api/config/validate is check's verdict and changes
+    nothing; PUT /api/config needs If-Match (428), refuses a stale revision
+    (409) and a text check refuses (422, the file untouched), and otherwise
+    writes the file (which then passes `rtugw check`) and applies it live: a
+    device added from a template reads while a Modbus TCP connection opened
+    before keeps answering on the same socket."""
+    d = tempfile.mkdtemp(prefix="rtugw-api-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
+    tpl = f"[template meter]\ntags_file = {d}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n")
+    auth = {"Authorization": "Bearer s3cret"}
+
+    def call(method, path, body=None, headers=None):
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", data=body, method=method,
+                                     headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+    st, devs = call("GET", "/api/devices")
+    check(st == 200 and [(x["name"], x["template"], x["tags"]) for x in devs["devices"]] == [("meter1", "meter", 1)],
+          f"GET /api/devices: {devs}")
+    st, tps = call("GET", "/api/templates")
+    check(st == 200 and tps["templates"][0]["name"] == "meter" and tps["templates"][0]["devices"] == 1,
+          f"GET /api/templates: {tps}")
+    check(call("GET", "/api/tags")[1]["tags"][0]["name"] == "meter1.voltage", "GET /api/tags: scoped names")
+    check(call("GET", "/api/buses")[1]["buses"][0]["name"] == "line", "GET /api/buses")
+    st, spec = call("GET", "/api/openapi.json")
+    want = {"/api/buses", "/api/devices", "/api/templates", "/api/tags", "/api/config", "/api/config/validate",
+            "/api/devices/{name}", "/api/tags/{name}", "/api/templates/{name}", "/api/polls/{name}", "/api/buses/{name}"}
+    check(st == 200 and spec["openapi"].startswith("3.") and set(spec["paths"]) == want and
+          set(spec["paths"]["/api/config"]) == {"get", "put"}, f"GET /api/openapi.json describes every call: {sorted(spec.get('paths', {}))}")
+    check(call("GET", "/api/config")[0] == 403, "GET /api/config without the token: 403 (the file holds it)")
+    st, cur = call("GET", "/api/config", headers=auth)
+    with open(g.cfg) as f:
+        on_disk = f.read()
+    check(st == 200 and cur["text"] == on_disk and len(cur["revision"]) == 16, "GET /api/config: the file and a revision")
+    bad = on_disk + "[device meter2]\nslave = 2\ntemplate = nope\n"
+    st, v = call("POST", "/api/config/validate", bad.encode(), auth)
+    check(st == 422 and not v["valid"] and any("template = 'nope': no such [template nope]" in e for e in v["errors"]),
+          f"validate: check's messages ({v})")
+    good = on_disk + "[device meter2]\nslave = 2\ntemplate = meter\n"
+    st, v = call("POST", "/api/config/validate", good.encode(), auth)
+    check(st == 200 and v["valid"] and "2 devices" in v["summary"], f"validate: a good text ({v})")
+    check(call("GET", "/api/config", headers=auth)[1]["revision"] == cur["revision"] and "meter2" not in str(tag_values(g)),
+          "a dry run writes and applies nothing")
+    check(call("POST", "/api/config/validate", b"[bus a]\nport = sim\x00\n", auth)[0] == 400, "a NUL byte: 400")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
+    check(mbap_read(sock, 1, 3) == [1003], "Modbus TCP answers before the change")
+    check(call("PUT", "/api/config", good.encode(), auth)[0] == 428, "PUT without If-Match: 428")
+    check(call("PUT", "/api/config", good.encode(), {**auth, "If-Match": "0123456789abcdef"})[0] == 409,
+          "PUT with a stale revision: 409")
+    st, r = call("PUT", "/api/config", bad.encode(), {**auth, "If-Match": cur["revision"]})
+    with open(g.cfg) as f:
+        check(st == 422 and f.read() == on_disk, "PUT of a text check refuses: 422, the file untouched")
+    st, r = call("PUT", "/api/config", good.encode(), {**auth, "If-Match": f'"{cur["revision"]}"'})
+    check(st == 200 and r["restart_needed"] == "" and r["revision"] != cur["revision"], f"PUT applied: {r}")
+    with open(g.cfg) as f:
+        check(f.read() == good, "the file on disk is the new text")
+    p = subprocess.run([BIN, "check", "-c", g.cfg], capture_output=True, text=True)
+    check(p.returncode == 0, f"and passes rtugw check: {p.stderr}")
+    check(not [n for n in os.listdir(os.path.dirname(g.cfg)) if ".api-" in n], "no temporary file left")
+    check(wait_for(lambda: tag_values(g).get("meter2.voltage", {}).get("value") == 2000, 5),
+          "the added device's tag reads, live")
+    check(mbap_read(sock, 2, 3) == [1003], "the Modbus TCP connection opened before answers on the same socket")
+    check(call("PUT", "/api/config", good.encode(), {**auth, "If-Match": cur["revision"]})[0] == 409,
+          "the old revision is stale now: 409")
+    sock.close()
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_api_sections():
+    """PUT /api/devices/NAME and /api/tags/NAME with a JSON object of keys:
+    the section is added at the end or replaced in place, the file's other
+    lines (comments too) untouched, and applied live; DELETE removes it;
+    hostile bodies (not JSON, nested, a bad key, a value with a line break or a
+    comment, a value check refuses) change nothing."""
+    d = tempfile.mkdtemp(prefix="rtugw-api-sections-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
+    tpl = (f"# the meters of hall 2\n[template meter]\ntags_file = {d}/meter.csv\n"
+           f"[device meter1]\nslave = 1\ntemplate = meter\n")
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n")
+    auth = {"Authorization": "Bearer s3cret"}
+
+    def rev():
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config", headers=auth)
+        return json.loads(urllib.request.urlopen(req, timeout=5).read())["revision"]
+
+    def call(method, path, obj=None, raw=None):
+        body = raw if raw is not None else json.dumps(obj).encode() if obj is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", data=body, method=method,
+                                     headers={**auth, "If-Match": rev()})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def text():
+        with open(g.cfg) as f:
+            return f.read()
+    st, r = call("PUT", "/api/devices/meter2", {"slave": 2, "template": "meter"})
+    check(st == 200 and r["restart_needed"] == "" and text().endswith("[device meter2]\nslave = 2\ntemplate = meter\n"),
+          f"PUT a new device: appended ({st} {r})")
+    check(wait_for(lambda: tag_values(g).get("meter2.voltage", {}).get("value") == 2000, 5), "and read, live")
+    before = text()
+    st, r = call("PUT", "/api/devices/meter2", {"slave": 2, "template": "meter", "max_gap": 4})
+    after = text()
+    check(st == 200 and after.count("[device meter2]") == 1 and "max_gap = 4" in after and
+          after.startswith(before[:before.index("[device meter2]")]), f"PUT again: replaced in place ({st} {r})")
+    check("# the meters of hall 2\n" in after, "the file's comments stay")
+    st, r = call("PUT", "/api/tags/extra", {"device": "meter1", "table": "holding", "address": 5, "type": "uint16"})
+    check(st == 200 and wait_for(lambda: tag_values(g).get("extra", {}).get("value") == 1005, 5),
+          f"PUT /api/tags/extra: a [tag] section, read live ({st} {r})")
+    st, r = call("DELETE", "/api/tags/extra")
+    check(st == 200 and "[tag extra]" not in text() and wait_for(lambda: "extra" not in tag_values(g), 5),
+          "DELETE /api/tags/extra: gone from the file and from /tags")
+    check(call("DELETE", "/api/tags/extra")[0] == 404, "DELETE of a section not there: 404")
+    same = text()
+    hostile = [(None, b"{not json", 400), (None, b'{"slave": {"deep": 1}}', 400), ({"sla ve": 2}, None, 400),
+               ({"description": "two\nlines"}, None, 400), ({"slave": "2 ; comment"}, None, 400),
+               (None, b'{"slave": 2}\x00', 400), ({"slave": 999, "template": "meter"}, None, 422)]
+    got = [call("PUT", "/api/devices/meter3", obj, raw)[0] for obj, raw, _ in hostile]
+    check(got == [c for _, _, c in hostile] and text() == same, f"hostile bodies refused, the file untouched: {got}")
+    st, r = call("DELETE", "/api/devices/meter2")
+    check(st == 200 and r["restart_needed"] == "devices tags" and "[device meter2]" not in text(),
+          f"DELETE of a device: written, and named as waiting for a restart ({r})")
+    p = subprocess.run([BIN, "check", "-c", g.cfg], capture_output=True, text=True)
+    check(p.returncode == 0, f"the file after every change passes rtugw check: {p.stderr}")
+    m = g.metrics()
+    check(m.get("rtugw_http_api_changes_total") == 5 and m.get("rtugw_http_api_refused_total") == 8,
+          f"counted: {m.get('rtugw_http_api_changes_total')} changes, {m.get('rtugw_http_api_refused_total')} refused")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_api_kill9_atomic():
+    """kill -9 at a random moment while PUT /api/config checks and writes the
+    file (a 4 MB text; the moments are drawn over the time one such PUT takes):
+    the file is then exactly the old text or exactly the new one, never a mix.
+    Seeded (RTUGW_SEED)."""
+    filler = "".join(f"# filler line {i} {'x' * 60}\n" for i in range(56000))   # ~4 MB
+
+    def put(g, text):
+        auth = {"Authorization": "Bearer k"}
+        rev = json.loads(urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{g.http_port}/api/config", headers=auth), timeout=5).read())["revision"]
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config", data=text.encode(),
+                                     method="PUT", headers={**auth, "If-Match": rev})
+        try:
+            urllib.request.urlopen(req, timeout=20).read()
+        except (OSError, HTTPException):
+            pass   # killed under it
+    g = Gateway(extra="write_token = k\nmax_body_bytes = 8388608\n")
+    with open(g.cfg) as f:
+        base = f.read()
+    t0 = time.monotonic()
+    put(g, base + filler)
+    took = time.monotonic() - t0
+    g.stop()
+    outcomes = {}
+    for k in range(8):
+        g = Gateway(extra="write_token = k\nmax_body_bytes = 8388608\n")
+        with open(g.cfg) as f:
+            old = f.read()
+        new = old + filler + f"# change {k}\n"
+        t = threading.Thread(target=put, args=(g, new), daemon=True)
+        t.start()
+        time.sleep(rng.uniform(0, took))
+        g.p.kill()
+        g.p.wait()
+        t.join(20)
+        with open(g.cfg) as f:
+            now = f.read()
+        what = "old" if now == old else "new" if now == new else "mixed"
+        outcomes[what] = outcomes.get(what, 0) + 1
+    check("mixed" not in outcomes, f"after kill -9 during a PUT ({took:.2f} s each) the file is the old or the "
+                                   f"new text: {outcomes}")
+
 if __name__ == "__main__":
-    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule], cleanup=[test_mqtt.WORK])
+    run_tests("test_mqtt_tags", [test_values_and_writes, test_write_bounds, test_http_and_mqtt_share_the_overlap_rule,
+                                 test_template_15_devices, test_reload_tags_live, test_reload_polls_live,
+                                 test_reload_devices_live, test_api_config, test_api_sections,
+                                 test_api_kill9_atomic], cleanup=[test_mqtt.WORK])

@@ -93,6 +93,12 @@ def test_read():
           p.stdout.splitlines()[2].split()[2] == ("true" if (3 + 1) % 3 == 0 else "false") and
           p.stdout.splitlines()[3].split()[2] == ("true" if (2 + 1) % 2 else "false"),
           f"input registers, a bit of a register, coils and discrete inputs: {p.stdout!r}")
+    # one table-name parser (parser/rtu.h) for tags and the simulator's --load: hr, ir, co, di and any case
+    a = read("--port", link, "--slave", "1", "holding:5", "input:7", "coil:3", "discrete:2")
+    b = read("--port", link, "--slave", "1", "hr:5", "IR:7", "co:3", "Discrete:2")
+    check(b.returncode == 0 and [ln.split()[2:] for ln in b.stdout.splitlines()] ==
+          [ln.split()[2:] for ln in a.stdout.splitlines()],
+          f"hr, IR, co, Discrete name the tables the simulator's --load calls so ({b.stdout!r} {b.stderr!r})")
     t0 = time.time()
     p = read("--port", link, "--slave", "1", "--count", "3", "--interval", "150", "holding:1")
     check(p.returncode == 0 and len(p.stdout.splitlines()) == 3 and time.time() - t0 >= 0.3,

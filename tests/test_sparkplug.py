@@ -30,6 +30,7 @@ boolean_value 14, string_value 15), not with the project's .proto. Commands
   - figures: bytes per published value, Sparkplug against json, same tags."""
 import os
 import struct
+import signal
 import subprocess
 import sys
 import tempfile
@@ -722,8 +723,50 @@ def test_bytes_per_value():
     check(jv > 50 and sv > 50 and sp < jp, "Sparkplug carries a value in fewer bytes than json")
 
 
+def test_template_metrics():
+    """Devices from one [template]: each DBIRTH names its own metrics
+    DEVICE.ROW, and each device's values are its own slave's words."""
+    csv_path = os.path.join(WORK, "meter.csv")
+    with open(csv_path, "w") as f:
+        f.write("name,table,address,type\nvoltage,holding,0,uint16\ncurrent,holding,1,uint16\n")
+    b = Broker("sptpl")
+    host = Host(b.port, "host-tpl")
+    # short device names: protoc --decode_raw reads some strings ("meter1.voltage") as
+    # nested messages, which this decoder cannot tell apart
+    devs = f"[template meter]\ntags_file = {csv_path}\ninterval_ms = 100\n" + "".join(
+        f"[device m{k}]\nslave = {k}\ntemplate = meter\n" for k in (1, 2, 3))
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=devs, extra=sp_section(b.port))
+    names = ("m1", "m2", "m3")
+    msgs = births_of(host, 0, devices=names)
+    check(msgs is not None, "an NBIRTH and a DBIRTH per templated device")
+
+    def states():
+        got = {d: fold(host.since(0), d)[0] for d in names}
+        return got if all(len(v) == 2 and None not in v.values() for v in got.values()) else None
+    check(wait_for(lambda: states() is not None, 10), "every metric of every device has a value")
+    want = {f"m{k}": {f"m{k}.voltage": k * 1000, f"m{k}.current": k * 1000 + 1} for k in (1, 2, 3)}
+    check(states() == want, f"metrics named DEVICE.ROW with their own slave's values: {states()}")
+    # a row added to the template, live (SIGHUP): each device is born again
+    # naming the new metric, which a host could not know by alias otherwise
+    start = host.count()
+    with open(csv_path, "a") as f:
+        f.write("power,holding,2,uint16\n")
+    g.p.send_signal(signal.SIGHUP)
+    check(wait_for(lambda: all(any(m[0] == "DBIRTH" and m[1] == d for m in host.since(start)) for d in names), 10),
+          "SIGHUP with a row added: a new DBIRTH of each device")
+    check(wait_for(lambda: fold(host.since(start), "m2")[0].get("m2.power") == 2002, 10),
+          f"the new metric by its DBIRTH's alias: {fold(host.since(start), 'm2')[0]}")
+    check(not any(m[0] in ("NDEATH", "NBIRTH") for m in host.since(start)), "the node was not born again")
+    bad = seq_ok(host.since(0))
+    check(not bad, f"seq +1 per message across the reload: {bad[:3]}")
+    g.stop()
+    host.close()
+    b.stop()
+
+
 def main():
-    run_tests("test_sparkplug", [test_session, test_primary_host, test_command_bounds, test_bytes_per_value],
+    run_tests("test_sparkplug", [test_session, test_primary_host, test_command_bounds, test_bytes_per_value,
+                                 test_template_metrics],
               cleanup=[WORK, test_mqtt.WORK])
 
 

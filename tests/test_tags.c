@@ -508,8 +508,29 @@ static void test_answers_into_values(void **state)
     assert_int_equal(tags_table_apply_bits(t, plan, 1, bits, 8, 7000), -EINVAL);
     assert_int_equal(tags_table_fail(t, plan, 0, TAGS_BAD_NONE, 0, 7000), -EINVAL);
 
+    /* a reload: a table built again carries the values of tags defined as
+     * before, a string's words copied into its own table (the old one freed) */
+    tags_table_t *again = tags_table_new(8);
+    assert_int_equal(tags_table_add(again, &coil, "plc1", msg, sizeof msg), 0);
+    assert_int_equal(tags_table_add(again, &label, "plc1", msg, sizeof msg), 1);
+    words[1] = 0x4F4B;
+    assert_int_equal(tags_table_apply(t, plan, 1, words, 3, 8000), 2);
+    assert_int_equal(tags_table_carry_value(again, 0, t, 2), 0);
+    assert_int_equal(tags_table_carry_value(again, 1, t, 1), 0);
+    assert_int_equal(tags_table_carry_value(again, 1, t, 0), -EINVAL);   /* a string from an int16 */
+    assert_int_equal(tags_table_carry_value(again, 2, t, 0), -EINVAL);   /* no such tag */
     tags_plan_free(plan);
     tags_planner_free(pl);
+    tags_table_free(t);
+    *state = NULL;
+    assert_int_equal(tags_table_value(again, 1, 8000, &v), 0);
+    assert_int_equal(v.quality, TAGS_GOOD);
+    assert_int_equal(v.time_ms, 8000);
+    tags_format(&label, &v, text, sizeof text);
+    assert_string_equal(text, "OK");
+    assert_int_equal(tags_table_value(again, 0, 8000, &v), 0);
+    assert_true(v.raw.b);
+    tags_table_free(again);
 }
 
 int main(void)

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const tags_device_defaults_t plc1[] = { { "plc1", TAGS_ORDER_CDAB, 500 } };
+static const tags_device_defaults_t plc1[] = { { "plc1", TAGS_ORDER_CDAB, 500, false } };
 
 /* Error i (they come in the file's order) must contain both fragments. */
 static void expect_error(const tags_errors_t *errs, unsigned i, const char *a, const char *b)
@@ -93,7 +93,7 @@ static void test_generated_2000_tags_load_and_plan(void **state)
     char names[10][8];
     for (unsigned d = 0; d < 10; d++) {
         snprintf(names[d], sizeof names[d], "plc%u", d + 1);
-        devs[d] = (tags_device_defaults_t){ names[d], d % 2 ? TAGS_ORDER_CDAB : TAGS_ORDER_ABCD, 0 };
+        devs[d] = (tags_device_defaults_t){ names[d], d % 2 ? TAGS_ORDER_CDAB : TAGS_ORDER_ABCD, 0, false };
     }
     for (uint64_t seed = 1; seed <= 5; seed++) {
         char *text = demo(2000, 10, seed);
@@ -213,7 +213,7 @@ static void test_bad_rows_name_line_and_column(void **state)
     refused(ROW("a,holding,1,float33\n"), -EINVAL, "t.csv:2:13: type: unknown type 'float33'", NULL);
     refused(ROW("b,holding,70000,int16\n"), -EINVAL, "t.csv:2:11: address: address '70000'", NULL);
     refused(ROW("b,holding,1.x,int16\n"), -EINVAL, "t.csv:2:11:", "'1.x'");
-    refused(ROW("c,holdings,1,int16\n"), -EINVAL, "t.csv:2:3: table: unknown table 'holdings'", NULL);
+    refused(ROW("c,holdng,1,int16\n"), -EINVAL, "t.csv:2:3: table: unknown table 'holdng'", NULL);
     refused(ROW("d,holding,65535,int32\n"), -ERANGE, "t.csv:2:11: address:", "65535");
     refused(ROW("e,coil,1.2,bool\n"), -EINVAL, "t.csv:2:8: address:", "without a bit");
     refused(ROW("f,holding,1,bool\n"), -EINVAL, "t.csv:2:11: address:", "needs its bit");
@@ -234,7 +234,7 @@ static void test_bad_rows_name_line_and_column(void **state)
 
     const char *h2 = "name,device,table,address,type,order,writable,scale,deadband,interval_ms\n";
 #define ROW2(r) (snprintf(text, sizeof text, "%s%s", h2, r), text)
-    refused(ROW2("a,plc9,holding,1,int16,,,,,\n"), -EINVAL, "t.csv:2:3: device: unknown device 'plc9'", NULL);
+    refused(ROW2("a,plc9,holding,1,int16,,,,,\n"), -EINVAL, "t.csv:2:3: device: device 'plc9' does not read this file (it is read for 'plc1')", NULL);
     refused(ROW2("a,plc1,holding,1,int64,CDAB,,,,\n"), -EINVAL, "t.csv:2:24: order:", "GHEFCDAB");
     refused(ROW2("a,plc1,input,1,int16,,true,,,\n"), -EINVAL, "t.csv:2:23: writable:", "read-only");
     refused(ROW2("a,plc1,holding,1,int16,,maybe,,,\n"), -EINVAL, "t.csv:2:25: writable:", "'maybe'");
@@ -291,20 +291,53 @@ static void test_bounds_and_devices(void **state)
     assert_int_equal(tags_load_csv_string(t, text, "t.csv", NULL, 0, &errs), -EINVAL);
     expect_error(&errs, 0, "t.csv:2:1: device:", "no device");
     /* two defaults: the column is needed; a device of the list is taken */
-    const tags_device_defaults_t two[] = { { "a1", TAGS_ORDER_ABCD, 0 }, { "b2", TAGS_ORDER_DCBA, 2000 } };
+    const tags_device_defaults_t two[] = { { "a1", TAGS_ORDER_ABCD, 0, false }, { "b2", TAGS_ORDER_DCBA, 2000, false } };
     assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nq,b2,holding,9,float32\n",
                                           "t.csv", two, 2, &errs), 1);
     assert_int_equal(tags_table_tag(t, 0)->order, TAGS_ORDER_DCBA);
     assert_int_equal(tags_table_tag(t, 0)->interval_ms, 2000);
     assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nr,,holding,9,float32\n",
                                           "u.csv", two, 2, &errs), -EINVAL);
-    expect_error(&errs, 0, "u.csv:2:3: device: unknown device ''", NULL);
+    expect_error(&errs, 0, "u.csv:2:3: device: empty, and this file is read for 2 devices ('a1', ...)", NULL);
+    tags_table_free(t);
+}
+
+/* A register list read once per device: every row becomes DEVICE.NAME, with
+ * the device's defaults; a row naming a device, or a scoped name too long for
+ * the table, is refused with its line and column. */
+static void test_scoped(void **state)
+{
+    (void)state;
+    tags_errors_t errs;
+    tags_table_t *t = tags_table_new(100);
+    const char *list = "name,table,address,type,interval_ms\nvoltage,holding,0,float32,\ncurrent,holding,2,float32,250\n";
+    const tags_device_defaults_t m7 = { "meter7", TAGS_ORDER_CDAB, 500, true };
+    const tags_device_defaults_t m8 = { "meter8", TAGS_ORDER_ABCD, 0, true };
+    assert_int_equal(tags_load_csv_string(t, list, "meter.csv", &m7, 1, &errs), 2);
+    assert_int_equal(tags_load_csv_string(t, list, "meter.csv", &m8, 1, &errs), 2);
+    assert_int_equal(tags_table_count(t), 4);
+    int v7 = tags_table_find(t, "meter7.voltage"), c8 = tags_table_find(t, "meter8.current");
+    assert_true(v7 >= 0 && c8 >= 0);
+    assert_true(tags_table_find(t, "voltage") < 0);
+    assert_int_equal(tags_table_tag(t, (size_t)v7)->order, TAGS_ORDER_CDAB);
+    assert_int_equal(tags_table_tag(t, (size_t)v7)->interval_ms, 500);
+    assert_int_equal(tags_table_tag(t, (size_t)c8)->interval_ms, 250);
+    assert_string_equal(tags_table_device_name(t, tags_table_tag(t, (size_t)v7)->device), "meter7");
+    assert_int_equal(tags_load_csv_string(t, "name,device,table,address,type\nx,meter7,holding,9,int16\n",
+                                          "m.csv", &m7, 1, &errs), -EINVAL);
+    expect_error(&errs, 0, "m.csv:2:3: device: 'meter7': a template's rows name no device", NULL);
+    const tags_device_defaults_t longdev = { "a-device-name-of-thirty-chars", TAGS_ORDER_ABCD, 0, true };
+    assert_int_equal(tags_load_csv_string(t, "name,table,address,type\nan_eighteen_chars_\x31,holding,1,int16\n",
+                                          "m.csv", &longdev, 1, &errs), -E2BIG);
+    expect_error(&errs, 0, "m.csv:2:1: name:", "is longer than 47 bytes");
+    assert_int_equal(tags_table_count(t), 4);
     tags_table_free(t);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scoped),
         cmocka_unit_test(test_generated_2000_tags_load_and_plan),
         cmocka_unit_test(test_generated_file_from_disk),
         cmocka_unit_test_setup_teardown(test_rfc4180, tags_fixture_setup, tags_fixture_teardown),

@@ -220,14 +220,12 @@ def test_demo(b):
         bus, _ = check_http(hp, 256)
         url = f"http://127.0.0.1:{hp}/"
 
-        # Overview: the bus up, polled devices up, the unpolled one never answered.
+        # Overview: the bus up, every demo device polled (its tags) and up, the pump too.
         b.d.get(url)
         b.wait(f"return document.querySelector('[data-bus=\"{bus}\"] [data-role=bus-state]')?.textContent === 'up'",
                "overview: the demo's bus shows up")
-        b.wait("return ['boiler','meter'].every(n => document.querySelector(`tr[data-device=\"${n}\"]`)?.dataset.state"
-               " === 'up')", "overview: boiler and meter (polled) show up")
-        check(device_state(b, bus, "pump") == "never", f"overview: pump (never asked) shows not asked yet "
-              f"({device_state(b, bus, 'pump')})")
+        b.wait("return ['boiler','pump','meter'].every(n => document.querySelector(`tr[data-device=\"${n}\"]`)"
+               "?.dataset.state === 'up')", "overview: boiler, pump and meter (all polled) show up")
         b.wait("return document.querySelector('.spark polyline.req')?.getAttribute('points').split(' ').length >= 4",
                "overview: the requests sparkline fills as the seconds go", timeout=10)
         rate = text_of(b, f"[data-bus=\"{bus}\"] .fig b")
@@ -237,27 +235,25 @@ def test_demo(b):
         check(p50 and p50.endswith(" ms"), f"overview: latency p50 from the histogram ({p50})")
         b.shot("overview.png")
 
-        # Tags view: this daemon has no /tags, so the poll groups' raw values;
-        # a register written through Modbus TCP changes on screen.
+        # Tags view: the demo's typed tags; a register written through Modbus
+        # TCP changes on screen, decoded (boiler_temp: int16 x 0.1).
         b.d.get(url + "#tags")
-        cell = "[data-poll=\"boiler-temps\"] [data-index=\"3\"]"
-        b.wait(f"return document.querySelector('{cell}')", "tags view: boiler-temps' values are shown")
-        source = text_of(b, "#tags-source") or ""
-        check("poll groups" in source, f"tags view: no tags here, so the poll groups' raw values ({source!r})")
+        cell = "tr[data-tag=\"boiler_temp\"] td.value"
+        b.wait(f"return document.querySelector('{cell}')", "tags view: the demo's tags are shown")
         before = text_of(b, cell)
         c = ModbusTcpClient("127.0.0.1", port=tcp, timeout=3)
-        check(c.connect() and not c.write_register(3, 4321, slave=1).isError(),
-              "write register 3 of slave 1 through Modbus TCP")
+        check(c.connect() and not c.write_register(5, 4321, slave=1).isError(),
+              "write register 5 of slave 1 through Modbus TCP")
         c.close()
-        b.wait(f"return document.querySelector('{cell}')?.textContent.endsWith('4321')",
-               f"tags view: register 3 changes on screen ({before!r} -> 4321)", timeout=8)
-        check(b.js("return document.querySelector('[data-poll=\"boiler-temps\"]').dataset.quality") == "good",
+        b.wait(f"return document.querySelector('{cell}')?.textContent === '432.1'",
+               f"tags view: boiler_temp changes on screen ({before!r} -> 432.1)", timeout=8)
+        check(b.js("return document.querySelector('tr[data-tag=\"boiler_temp\"]').dataset.quality") == "good",
               "tags view: a fresh poll is good")
         b.shot("polls.png")
         f = b.d.find_element(By.ID, "tag-filter")
         f.send_keys("meter")
-        b.wait("return !document.querySelector('[data-poll=\"boiler-temps\"]') && "
-               "document.querySelector('[data-poll=\"meter-inputs\"]')", "tags view: the name filter hides the others")
+        b.wait("return !document.querySelector('tr[data-tag=\"boiler_temp\"]') && "
+               "document.querySelector('tr[data-tag=\"meter_energy\"]')", "tags view: the name filter hides the others")
         f.clear()
         f.send_keys(" ")   # clear() fires no input event; a space matches every name
         check(not b.console_errors(), "no console error on the overview and tags views")

@@ -17,6 +17,8 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +31,7 @@ typedef struct http_conn {
     uint64_t since_ns;             /* accepted, or last answered: a request is due by then + limit */
     bool refuse;                   /* beyond max_connections */
     bool held;                     /* a request of it waits for a bus (a tag write) */
+    bool nodelay;                  /* TCP_NODELAY set (at its first request) */
     struct http_conn *next;
 } http_conn_t;
 
@@ -40,7 +43,13 @@ struct gw_http {
     http_conn_t *conns;
     unsigned active;
     gw_http_tags_t *tags;
+    http_tls_t *tls;               /* [http] tls_cert: HTTPS; NULL: plain HTTP */
+    web_auth_t *auth;              /* users, sessions (auth.c) */
+    web_audit_t *audit;            /* the audit ring (audit.c) */
 };
+
+web_auth_t *http_auth(gw_http_t *h) { return h->auth; }
+web_audit_t *http_audit(gw_http_t *h) { return h->audit; }
 
 typedef struct metric_def {
     const char *name;
@@ -234,6 +243,8 @@ static const metric_def_t http_defs[] = {
     HM(tag_writes_refused, "Tag writes refused before the bus (token, read-only, value, tag)"),
     HM(tag_write_failures, "Tag writes answered with an exception or no answer"),
     HM(tag_writes_abandoned, "Tag writes whose client closed before the answer: its connection freed at once"),
+    HM(api_changes, "Configuration changes written and applied through /api/"),
+    HM(api_refused, "/api/ requests refused (token, revision, body, check)"),
 };
 
 static void http_metrics_text(gw_t *gw, struct evbuffer *b)
@@ -293,44 +304,6 @@ static void tls_metrics_text(gw_t *gw, struct evbuffer *b)
                            "rtugw_tls_certificate_not_after_seconds %lld\n", (long long)not_after);
 }
 
-/* /status: the TLS listener and the server certificate, with a warning
- * from 30 days before it expires. */
-static void tls_status_json(gw_t *gw, struct evbuffer *b)
-{
-    const char *subject;
-    int64_t not_after;
-    char when[32] = "";
-    struct tm tm;
-
-    if (!gw->mbaps) {
-        evbuffer_add_printf(b, ",\"tls\":null");
-        return;
-    }
-    mbaps_certificate(gw->mbaps, &subject, &not_after);
-    time_t t = (time_t)not_after;
-    if (gmtime_r(&t, &tm))
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    double days = (double)(not_after - (int64_t)time(NULL)) / 86400.0;
-    const gw_tls_metrics_t *m = mbaps_metrics(gw->mbaps);
-    evbuffer_add_printf(b, ",\"tls\":{\"listen\":");
-    char listen[96];
-    snprintf(listen, sizeof listen, "%s:%u", gw->cfg->tls.bind, gw->cfg->tls.port);
-    add_str(b, listen);
-    evbuffer_add_printf(b, ",\"active\":%llu,\"handshakes\":%llu,\"certificate\":{\"subject\":",
-                        (unsigned long long)gw_read(&m->active), (unsigned long long)gw_read(&m->handshakes));
-    add_str(b, subject);
-    evbuffer_add_printf(b, ",\"not_after\":\"%s\",\"days_left\":%.1f},\"warning\":", when, days);
-    if (days < 30) {
-        char warning[96];
-        snprintf(warning, sizeof warning, days < 0 ? "the server certificate has expired"
-                                                   : "the server certificate expires in %.0f days", days);
-        add_str(b, warning);
-    } else {
-        evbuffer_add_printf(b, "null");
-    }
-    evbuffer_add_printf(b, "}");
-}
-
 /* [tcp] and [rtu_tcp]: the same session code, the same counters. */
 static void tcp_metrics_text(struct evbuffer *b, const char *prefix, const gw_tcp_metrics_t *m)
 {
@@ -385,6 +358,8 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     serial_slave_metrics_text(gw, b);
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
+    http_tls_metrics(gw, gw->http->tls, b);
+    web_auth_metrics(gw->http->auth, b);
     frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
     actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
@@ -508,7 +483,7 @@ static void on_status(struct evhttp_request *req, void *arg)
                         (unsigned long long)gw_read(&gw->tcp_metrics.requests),
                         (unsigned long long)gw_read(&gw->tcp_metrics.answers),
                         frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
-    tls_status_json(gw, b);
+    http_tls_status(gw, gw->http->tls, b);
     evbuffer_add_printf(b, ",\"restart_needed\":");
     add_str(b, gw->restart_needed);
     evbuffer_add_printf(b, "}\n");
@@ -548,14 +523,35 @@ static void on_request(struct evhttp_request *req, void *arg)
 
     if (c)
         c->since_ns = gw_now_ns();
+    if (c && !c->nodelay && bufferevent_getfd(c->bev) >= 0) {
+        /* An answer is one write, but under TLS 1.3 the session ticket went
+         * just before it: Nagle held the answer for the client's delayed ACK
+         * (40 ms a request on Linux, measured). */
+        int one = 1;
+        setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        c->nodelay = true;
+    }
+    if (h->tls && !c) {
+        /* a connection evhttp made itself (make_bev was out of memory): plain
+         * HTTP on the HTTPS port, never served */
+        struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+        struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+        if (bev && bufferevent_getfd(bev) >= 0)
+            shutdown(bufferevent_getfd(bev), SHUT_RDWR);
+        evhttp_send_error(req, 503, "out of memory");
+        return;
+    }
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
     gw_count(&h->gw->http_metrics.requests);
-    if (path && http_tags_request(h->tags, req, path))
+    if (!web_auth_route(h->auth, req, path))
+        return;   /* refused: no session, a role too low, cross-site */
+    if (path && (web_auth_handle(h->auth, req, path) || http_tags_request(h->tags, req, path) ||
+                 api_request(h->gw, req, path)))
         return;
-    if (evhttp_request_get_command(req) == EVHTTP_REQ_PUT) {
+    if (evhttp_request_get_command(req) & (EVHTTP_REQ_PUT | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        evhttp_send_error(req, 405, "only /tags/NAME takes PUT");
+        evhttp_send_error(req, 405, "only /tags/NAME takes PUT, /login and /logout POST, /api/ PUT, POST and DELETE");
     } else if (path && strcmp(path, "/metrics") == 0)
         on_metrics(req, h->gw);
     else if (path && strcmp(path, "/status") == 0)
@@ -571,10 +567,12 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
 {
     gw_http_t *h = arg;
     http_conn_t *c = calloc(1, sizeof *c);
-    struct bufferevent *bev = c ? bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE) : NULL;
+    struct bufferevent *bev = c ? http_tls_bev(h->tls, base) : NULL;
     if (!bev) {
+        /* evhttp makes its own, plain: it is then neither capped nor timed,
+         * and on an HTTPS port it must not be served at all */
         free(c);
-        return NULL;   /* evhttp makes its own; it is then neither capped nor timed */
+        return NULL;
     }
     bufferevent_incref(bev);
     /* Past this much unparsed input the connection stops being read: evhttp
@@ -682,6 +680,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     for (http_conn_t **pp = &h->conns, *c; (c = *pp) != NULL;) {
         if (released(c->bev)) {
             *pp = c->next;
+            http_tls_released(h->tls, c->bev);
             bufferevent_decref(c->bev);   /* the last reference: closes its descriptor */
             free(c);
             h->active--;
@@ -732,13 +731,17 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         return NULL;
     }
     h->gw = gw;
-    if (!(h->tags = http_tags_new(gw, h))) {
+    if (!(h->tags = http_tags_new(gw, h)) || !(h->auth = web_auth_new(gw)) || !(h->audit = web_audit_new())) {
         snprintf(err, errcap, "out of memory");
         http_free(h);
         return NULL;
     }
     if (inet_pton(AF_INET, cfg->bind, &sin.sin_addr) != 1) {
         snprintf(err, errcap, "[http] bind = '%s': not an IPv4 address", cfg->bind);
+        http_free(h);
+        return NULL;
+    }
+    if (cfg->tls_cert[0] && !(h->tls = http_tls_new(cfg, err, errcap))) {
         http_free(h);
         return NULL;
     }
@@ -762,7 +765,8 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_max_headers_size(h->http, cfg->max_header_bytes);
     evhttp_set_max_body_size(h->http, cfg->max_body_bytes);
     evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
-    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT);
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_POST |
+                                              EVHTTP_REQ_DELETE);
     evhttp_set_gencb(h->http, on_request, h);
     if (web_start(gw, err, errcap) != 0) {
         http_free(h);
@@ -790,5 +794,8 @@ void http_free(gw_http_t *h)
         free(c);
     }
     http_tags_free(h->tags);   /* after evhttp_free, which freed the requests it held */
+    http_tls_free(h->tls);     /* after the connections, which hold their own references */
+    web_auth_free(h->auth);
+    web_audit_free(h->audit);
     free(h);
 }

@@ -263,6 +263,13 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
                         poller_read_count(gw->poller), (unsigned long long)poller_splits(gw->poller),
                         tags_table_count(gwtags_defs(gw->tags)), tag_writes_in_flight(gw->tag_writes),
                         tag_writes_capacity(gw->tag_writes));
+    evbuffer_add_printf(b, "# HELP rtugw_tag_write_readbacks_total Tag writes read back after the slave's echo "
+                           "(confirm_write), by what was read: same as written, differs (the slave clamped or "
+                           "refused part), failed\n# TYPE rtugw_tag_write_readbacks_total counter\n");
+    static const char *const results[] = { "same", "differs", "failed" };
+    for (int r = 0; r < 3; r++)
+        evbuffer_add_printf(b, "rtugw_tag_write_readbacks_total{result=\"%s\"} %llu\n", results[r],
+                            (unsigned long long)tag_writes_readbacks(gw->tag_writes, r));
     if (gw->cfg->http.tag_metrics)
         tag_gauges(gw, b);
 }
@@ -352,9 +359,19 @@ static bool write_allowed(gw_http_tags_t *ht, struct evhttp_request *req, const 
 {
     const config_t *cfg = ht->gw->cfg;
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    const char *why = !cfg->http.write_token[0] ? "writes are off: [http] write_token is not set"
-                      : !authorized(auth, cfg->http.write_token) ? "missing or wrong bearer token"
-                      : cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
+    const char *why;
+    if (cfg->http.user_count) {
+        /* users: an operator or an admin (a session, or the write_token) */
+        if (!web_auth_require(ht->gw, req, ROLE_OPERATOR)) {
+            gw_count(&ht->gw->http_metrics.tag_writes_refused);
+            return false;
+        }
+        why = cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
+    } else {
+        why = !cfg->http.write_token[0] ? "writes are off: [http] write_token is not set"
+              : !authorized(auth, cfg->http.write_token) ? "missing or wrong bearer token"
+              : cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
+    }
     if (why)
         refuse(ht, req, 403, "Forbidden", name, why);
     return why == NULL;
@@ -387,6 +404,8 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
     int status = encode_body(g, body, len, &w, msg, sizeof msg);
+    char asked[100];   /* for the audit log: what was asked, cut */
+    snprintf(asked, sizeof asked, "%.96s", body);
     free(body);
     if (status) {
         refuse(ht, req, status, status == 422 ? "Unprocessable Entity" : "Bad Request", name, msg);
@@ -401,6 +420,7 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
                      : rc == TAG_WRITE_FULL ? "too many writes in flight" : "the bus refused the request");
         return;
     }
+    web_audit(gw, req, "tag write %s: %s", name, asked);
     http_hold(ht->http, req, true);
 }
 
@@ -442,10 +462,22 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
     evbuffer_add_printf(b, "{\"tag\":");
     add_str(b, g->name);
     evbuffer_add_printf(b, ",\"ok\":true,\"function\":%u,\"address\":%u,\"count\":%u,\"words\":[", o->w->function,
-                        len >= 3 ? (unsigned)(pdu[1] << 8 | pdu[2]) : 0u, o->w->count);
+                        o->w->address, o->w->count);
     for (unsigned k = 0; k < o->w->count; k++)
         evbuffer_add_printf(b, k ? ",%u" : "%u", o->w->words[k]);
-    evbuffer_add_printf(b, "]}\n");
+    /* confirm_write: what the slave holds now, read back, as /tags writes it */
+    evbuffer_add_printf(b, "],\"confirmed\":%s", o->confirmed ? "true" : "false");
+    if (o->confirmed) {
+        tags_value_t v;
+        tag_write_read_value(g, o, &v);
+        evbuffer_add_printf(b, ",\"value\":");
+        add_value(b, g, &v);
+        evbuffer_add_printf(b, ",\"read_words\":[");
+        for (unsigned k = 0; k < o->w->count; k++)
+            evbuffer_add_printf(b, k ? ",%u" : "%u", o->read_words[k]);
+        evbuffer_add_printf(b, "]");
+    }
+    evbuffer_add_printf(b, "}\n");
     reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }

@@ -28,11 +28,112 @@ void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
 /* The tags' lines of /metrics (the gauges per tag only with [http] tag_metrics). */
 void http_tags_metrics(gw_t *gw, struct evbuffer *b);
 
+/* api.c (I/O thread): /api/... (docs/api.md); false when path is not under /api/. */
+bool api_request(gw_t *gw, struct evhttp_request *req, const char *path);
+
 /* web.c (I/O thread): the web page's files and GET /frames. web_start makes
  * the frame ring when [http] frame_ring is set, web_stop frees it once the
  * buses are stopped; web_handle answers req when path is one of its own. */
 int web_start(gw_t *gw, char *err, size_t errcap);
 void web_stop(gw_t *gw);
 bool web_handle(gw_t *gw, struct evhttp_request *req, const char *path);
+
+/* The web side's own parts of gw_http_t (http.c). */
+typedef struct web_auth web_auth_t;
+typedef struct web_audit web_audit_t;
+web_auth_t *http_auth(gw_http_t *h);
+web_audit_t *http_audit(gw_http_t *h);
+
+/*
+ * auth.c (I/O thread): users, roles, logins and sessions; docs/security.md.
+ * Roles are config/'s (CONFIG_ROLE_VIEWER < OPERATOR < ADMIN): a role may
+ * do what the ones below it may.
+ */
+#define ROLE_VIEWER CONFIG_ROLE_VIEWER
+#define ROLE_OPERATOR CONFIG_ROLE_OPERATOR
+#define ROLE_ADMIN CONFIG_ROLE_ADMIN
+typedef struct web_who {
+    config_user_role_t role;            /* CONFIG_ROLE_NONE: no valid credential */
+    char name[CONFIG_NAME_MAX];         /* the user, "write_token", or "" */
+    const char *via;                    /* "cookie", "bearer", "write_token", "open" or "none" */
+    const char *why;                    /* with NONE: why, for a 401 */
+    bool cross_site;                    /* NONE because of its Origin: a 403 */
+} web_who_t;
+web_auth_t *web_auth_new(gw_t *gw);
+void web_auth_free(web_auth_t *a);
+/* Who req is: its session (cookie or bearer), the write_token, or without
+ * users "open" (a viewer). A write whose Origin is another site's is NONE. */
+config_user_role_t web_auth_who(web_auth_t *a, struct evhttp_request *req, web_who_t *who);
+/*
+ * THE check for a handler: true when req's client has role need or more;
+ * else req is answered (401 without a valid credential, with
+ * WWW-Authenticate; 403 naming the role it has and the one it needs) and
+ * false is returned: the handler just returns. E.g. a configuration change
+ * under /api/: `if (!web_auth_require(gw, req, ROLE_ADMIN)) return;`.
+ * Without users, the write_token counts as admin and no credential as a
+ * viewer. (web_auth_route already applies it to every route by path and
+ * method: /api/ writes need admin.)
+ */
+bool web_auth_require(gw_t *gw, struct evhttp_request *req, config_user_role_t need);
+/* The guard on_request runs first: false when req was answered (refused). */
+bool web_auth_route(web_auth_t *a, struct evhttp_request *req, const char *path);
+/* Answers POST /login, POST /logout, GET /whoami, GET /audit; false for other paths. */
+bool web_auth_handle(web_auth_t *a, struct evhttp_request *req, const char *path);
+void web_auth_metrics(const web_auth_t *a, struct evbuffer *b);
+void web_auth_peer(struct evhttp_request *req, char *out, size_t cap);   /* "ADDRESS:PORT" */
+/* {"ok":false,"error":WHY} with code. */
+void web_reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);
+
+/*
+ * audit.c (I/O thread): every write and configuration change, login and
+ * logout, with who (web_auth_who), from where, the request and what; to the
+ * log at info and to a ring shown to admins at GET /audit. Callers: a tag
+ * write, a configuration change (call it once the change is applied).
+ */
+web_audit_t *web_audit_new(void);
+void web_audit_free(web_audit_t *au);
+__attribute__((format(printf, 3, 4)))
+void web_audit(gw_t *gw, struct evhttp_request *req, const char *fmt, ...);
+void web_audit_json(gw_t *gw, struct evhttp_request *req);
+
+/*
+ * http_tls.c (I/O thread): [http] over TLS, when tls_cert is set. It loads
+ * the HTTPS module (web/https.c, rtugw-https.so) and makes its context;
+ * evhttp's bufferevents come from http_tls_bev, TLS ones then. It also
+ * writes the TLS parts of /status and /metrics (MB-TCP-Security's too).
+ */
+typedef struct http_tls http_tls_t;
+struct event_base;
+/* NULL with err naming the file when the module or a file does not load. */
+http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap);
+void http_tls_free(http_tls_t *t);
+/* A new connection's bufferevent, without its descriptor yet: a TLS one
+ * that handshakes first, or plain with t NULL. NULL: out of memory. */
+struct bufferevent *http_tls_bev(http_tls_t *t, struct event_base *base);
+/* evhttp is done with bev: counted as a finished or failed handshake. */
+void http_tls_released(http_tls_t *t, struct bufferevent *bev);
+void http_tls_metrics(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
+/* ,"tls":{...} (MB-TCP-Security) and ,"https":{...} of /status. */
+void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
+
+/*
+ * The HTTPS module's table (web/https.c, built as rtugw-https.so, loaded by
+ * http_tls.c only when [http] tls_cert is set, so that a daemon without it
+ * never maps libssl). The module calls nothing of the daemon's.
+ */
+#define WEB_HTTPS_MODULE_ABI 1
+typedef struct https_ctx https_ctx_t;
+typedef struct web_https_module {
+    unsigned abi;   /* WEB_HTTPS_MODULE_ABI */
+    /* A server context of the certificate chain and key files (PEM); NULL
+     * with err naming the file and OpenSSL's reason. */
+    https_ctx_t *(*ctx_new)(const char *cert, const char *key, char *err, size_t cap);
+    void (*ctx_free)(https_ctx_t *ctx);   /* open connections keep theirs */
+    void (*ctx_certificate)(const https_ctx_t *ctx, char *subject, size_t cap, int64_t *not_after);
+    /* A bufferevent that runs the server side of a handshake once evhttp
+     * gives it its descriptor; NULL: out of memory. */
+    struct bufferevent *(*accept)(https_ctx_t *ctx, struct event_base *base);
+    bool (*established)(struct bufferevent *bev);   /* the handshake finished */
+} web_https_module_t;
 
 #endif

@@ -1,6 +1,6 @@
 # The web side (web/web.h): /status, /metrics, /tags, the page, /frames.
 noinst_LIBRARIES += web/libweb.a
-web_libweb_a_SOURCES = web/web.h web/internal.h web/http.c web/http_tags.c web/web.c
+web_libweb_a_SOURCES = web/web.h web/internal.h web/http.c web/http_tags.c web/http_tls.c web/auth.c web/audit.c web/web.c web/api.c
 web_libweb_a_CFLAGS = $(GW_CFLAGS)
 web_libweb_a_CPPFLAGS = $(GW_CPPFLAGS)
 
@@ -13,3 +13,13 @@ web/web_assets.c: $(WEB_FILES) $(srcdir)/web/page/embed.sh
 	$(AM_V_GEN)$(SHELL) $(srcdir)/web/page/embed.sh $@ $(WEB_FILES)
 CLEANFILES += web/web_assets.c
 EXTRA_DIST += web/page/index.html web/page/app.js web/page/style.css web/page/embed.sh
+
+# The HTTPS module ([http] tls_cert): web/https.c with OpenSSL, a shared
+# object that http_tls.c dlopen()s only when HTTPS is configured, so that a
+# daemon without it never maps libssl and libcrypto (as front/'s TLS module).
+# Found beside the rtugw binary in the build tree (web/), else in $(pkglibdir).
+rtugwmodule_PROGRAMS += web/rtugw-https.so
+web_rtugw_https_so_SOURCES = web/https.c web/internal.h
+web_rtugw_https_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(EVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS)
+web_rtugw_https_so_LDFLAGS = $(AM_LDFLAGS) -shared
+web_rtugw_https_so_LDADD = $(EVENT_OPENSSL_LIBS) $(OPENSSL_LIBS)

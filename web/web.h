@@ -1,8 +1,10 @@
 /*
  * web/web.h -- the web side: /status, /metrics (http.c), /tags and tag
- * writes (http_tags.c), the page and /frames (web.c, web/page/), all on
+ * writes (http_tags.c), the configuration API /api/ (api.c, docs/api.md),
+ * the page and /frames (web.c, web/page/), all on
  * libevent's evhttp on the I/O thread, within [http]'s bounds. Owns the
- * HTTP connections and their deadlines. May call gateway/ (counters, the
+ * HTTP connections and their deadlines; HTTPS through its module
+ * (http_tls.c, rtugw-https.so, OpenSSL). May call gateway/ (counters, the
  * cache, the tags, the frames, tag_write.c, the loop), front/ (the TLS and
  * serial slave counters it shows), parser/, config/, line/, json/, tags/,
  * libevent and json-c.
@@ -17,5 +19,10 @@
 /* http.c (I/O thread) */
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
 void http_free(gw_http_t *h);
+
+/* auth.c: a crypt(3) yescrypt ("$y$") hash of password for [user NAME]
+ * password_hash (`rtugw hash-password`); cost 1..11 (libxcrypt's). 0 with
+ * the hash in out, or -1. */
+int web_password_hash(const char *password, unsigned cost, char *out, size_t cap);
 
 #endif

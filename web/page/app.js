@@ -23,6 +23,8 @@
     tags: 'unknown',            /* 'unknown' | 'yes' | 'no': does the daemon serve /tags? */
     tagList: null,
     token: '',                  /* the write token: in this variable only, never stored */
+    login: false,               /* the gateway has users: a session is needed */
+    user: null, role: 'none',   /* who the session is (GET /whoami); the cookie is HttpOnly */
     editing: null,              /* the tag being edited */
     rebuild: false,             /* rebuild the tags table once even with an editor open */
     writable: {},               /* tag -> writable, from /tags/NAME where the list leaves it out */
@@ -284,7 +286,7 @@
     const qText = q === 'bad' && t.reason ? 'bad: ' + t.reason + (t.exception ? ' ' + t.exception : '') : (t.quality || '-');
     const writable = t.writable !== undefined ? t.writable : state.writable[t.name];
     let edit = null;
-    if (writable !== false && state.token) {
+    if (writable !== false && canWrite()) {
       if (state.editing === t.name) {
         const input = el('input', { type: 'text', value: formatValue(t) === '-' ? '' : formatValue(t), 'aria-label': 'New value' });
         edit = el('form', { class: 'edit', onsubmit: (ev) => { ev.preventDefault(); writeTag(t, input.value); } },
@@ -355,13 +357,20 @@
     return text;
   }
 
+  /* The write token, or a session of an operator or an admin (its cookie,
+   * which the browser sends with the page's Origin). */
+  function canWrite() {
+    return !!state.token || state.role === 'operator' || state.role === 'admin';
+  }
+
   async function writeTag(t, text) {
     state.results[t.name] = { ok: null, text: 'writing\u2026' };
     let result;
     try {
       const r = await getJSON('/tags/' + encodeURIComponent(t.name), {
         method: 'PUT',
-        headers: { 'Authorization': 'Bearer ' + state.token, 'Content-Type': 'application/json' },
+        headers: Object.assign({ 'Content-Type': 'application/json' },
+          state.token ? { 'Authorization': 'Bearer ' + state.token } : {}),
         body: JSON.stringify({ value: parseValue(t, text) }),
       });
       result = r.ok ? { ok: true, text: 'written' }
@@ -532,9 +541,70 @@
     c.textContent = text;
   }
 
+  /* ---- the login (with [user NAME] sections) ---------------------------------------- */
+
+  function showLogin(on, error) {
+    $('view-login').hidden = !on;
+    document.querySelector('nav').hidden = on;
+    for (const name of ['overview', 'tags', 'frames']) if (on) $('view-' + name).hidden = true;
+    $('who').hidden = on || !state.user;
+    $('logout').hidden = on || !state.user;
+    $('who').textContent = state.user ? state.user + ' (' + state.role + ')' : '';
+    $('login-error').hidden = !error;
+    $('login-error').textContent = error || '';
+    $('token-form').hidden = state.login;
+    $('token-state').hidden = state.login;
+    if (!on) setView();
+  }
+
+  async function whoami() {
+    const r = await getJSON('/whoami');
+    if (r.ok && r.body) {
+      state.login = !!r.body.login_required;
+      state.user = r.body.user;
+      state.role = r.body.role || 'none';
+    }
+    return state;
+  }
+
+  async function login(ev) {
+    ev.preventDefault();
+    const r = await getJSON('/login', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ user: $('login-user').value, password: $('login-password').value }),
+    });
+    $('login-password').value = '';
+    if (!r.ok) {
+      const wait = r.status === 429 ? ' (too many tries: wait a little)' : '';
+      showLogin(true, ((r.body && r.body.error) || 'refused (' + r.status + ')') + wait);
+      return;
+    }
+    await whoami();
+    showLogin(false);
+    tick();   /* the loop stopped when the form came up */
+  }
+
+  async function logout() {
+    await getJSON('/logout', { method: 'POST' });
+    state.user = null;
+    state.role = 'none';
+    showLogin(true);
+  }
+
   async function tick() {
+    if (state.login && state.role === 'none') return;   /* the login form is up: login() starts the loop again */
     try {
       const r = await getJSON('/status');
+      if (r.status === 401 && state.login !== false) {
+        await whoami();
+        if (state.login) {
+          state.role = 'none';
+          state.user = null;
+          showLogin(true, 'Your session has ended: log in again.');
+          return;
+        }
+      }
       if (r.ok && r.body) {
         sample(r.body.buses || [], performance.now());
         state.status = r.body;
@@ -573,8 +643,13 @@
     $('frame-pause').addEventListener('click', () => { state.paused = !state.paused; if (!state.paused) refreshFrames(); else renderFrames(); });
     $('frame-clear').addEventListener('click', () => { if (state.frameBus) busFrames(state.frameBus).rows = []; renderFrames(); });
     $('frame-slave').addEventListener('input', renderFrames);
-    setView();
-    tick();
+    $('login-form').addEventListener('submit', login);
+    $('logout').addEventListener('click', logout);
+    whoami().catch(() => null).then(() => {
+      if (state.login && state.role === 'none') showLogin(true);
+      else showLogin(false);
+      tick();
+    });
   }
 
   start();

@@ -1,0 +1,701 @@
+/*
+ * web/api.c -- the configuration API under /api/ (docs/api.md), on the I/O
+ * thread.
+ *
+ * The INI file (and its CSVs) stays the source of truth: the API reads it,
+ * validates a new text with the very loader `rtugw check` uses (config/ with
+ * drivers/' rules, gw->opt.bus_rule), writes it atomically and applies it
+ * through the reload SIGHUP runs (gw->reload), so an API change and a hand
+ * edit + SIGHUP are the same thing, applied live where the reload can, and
+ * named in restart_needed where it cannot.
+ *
+ *   GET  /api/buses | devices | templates | tags   the running configuration
+ *   GET  /api/config                            the file's text and revision
+ *   POST /api/config/validate                   dry run: check a text, change nothing
+ *   PUT  /api/config (If-Match: REVISION)       check, write, apply
+ *   PUT|DELETE /api/devices|tags|templates|polls|buses/NAME   one section
+ *   GET  /api/openapi.json                      the OpenAPI description of these
+ *
+ * Revision: FNV-1a 64 of the file's bytes, in hex; a PUT whose If-Match is
+ * not the file's revision now gets 409 (two editors cannot overwrite each
+ * other; an edit by hand changes the revision too). Atomic: the text goes to
+ * a temporary file in the same folder, fsync'd, renamed over the file, and
+ * the folder fsync'd, so a crash leaves the old file or the new one, never a
+ * mix. Writes and GET /api/config (the file holds secrets) need an admin
+ * (web_auth_require: the write_token without [user]s, an admin's session
+ * with them); the lists are open like /tags.
+ * Bodies are bounded by [http] max_body_bytes (evhttp), and a text with a
+ * NUL byte is refused.
+ */
+#include "web/internal.h"
+
+#include "json/json.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <json-c/json.h>
+#include <unistd.h>
+
+#define API_FILE_MAX (16u << 20)   /* a configuration file larger than this is not served */
+
+static void add_str(struct evbuffer *b, const char *s)
+{
+    size_t n = strlen(s);
+    char stack[512], *q = JSON_QUOTED_MAX(n) <= sizeof stack ? stack : malloc(JSON_QUOTED_MAX(n));
+    if (!q) {
+        evbuffer_add(b, "\"\"", 2);
+        return;
+    }
+    json_quote(q, JSON_QUOTED_MAX(n), s);
+    evbuffer_add(b, q, strlen(q));
+    if (q != stack)
+        free(q);
+}
+
+/* Every answer goes out here: a refusal (4xx) is counted (rtugw_http_api_refused_total). */
+static void reply_json(gw_t *gw, struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
+{
+    if (code >= 400 && code < 500)
+        gw_count(&gw->http_metrics.api_refused);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+    evhttp_send_reply(req, code, reason, b);
+}
+
+static void reply_error(gw_t *gw, struct evhttp_request *req, int code, const char *reason, const char *why)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    evbuffer_add_printf(b, "{\"error\":");
+    add_str(b, why);
+    evbuffer_add_printf(b, "}\n");
+    reply_json(gw, req, code, reason, b);
+    evbuffer_free(b);
+}
+
+static void fnv_hex(const char *text, size_t len, char out[17])
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)text[i]) * 1099511628211ull;
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* The file's bytes (NUL-terminated, *len of them), or NULL with errno. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            if (cap >= API_FILE_MAX) {
+                errno = EFBIG;
+                break;
+            }
+            char *p = realloc(buf, cap = cap ? 2 * cap : 8192);
+            if (!p)
+                break;
+            buf = p;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) {
+            if (!ferror(f)) {
+                fclose(f);
+                buf[n] = 0;
+                *len = n;
+                return buf;
+            }
+            break;
+        }
+    }
+    int e = errno;
+    fclose(f);
+    free(buf);
+    errno = e;
+    return NULL;
+}
+
+/* ---- the lists --------------------------------------------------------------- */
+
+static void list_buses(const config_t *cfg, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, "{\"buses\":[");
+    for (unsigned i = 0; i < cfg->bus_count; i++) {
+        const config_bus_t *bus = &cfg->buses[i];
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, bus->name);
+        evbuffer_add_printf(b, ",\"port\":");
+        add_str(b, bus->port);
+        evbuffer_add_printf(b, ",\"baud\":%u,\"response_timeout_ms\":%u}", bus->baud, bus->response_timeout_ms);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+static void list_devices(gw_t *gw, struct evbuffer *b)
+{
+    const config_t *cfg = gw->cfg;
+    const tags_table_t *defs = gwtags_defs(gw->tags);
+    evbuffer_add_printf(b, "{\"devices\":[");
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        const config_device_t *d = &cfg->devices[i];
+        int td = tags_table_find_device(defs, d->name);
+        size_t n = 0;
+        if (td >= 0)
+            tags_table_device_tags(defs, (size_t)td, &n);
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, d->name);
+        evbuffer_add_printf(b, ",\"bus\":");
+        add_str(b, cfg->buses[d->bus].name);
+        evbuffer_add_printf(b, ",\"slave\":%u,\"template\":", d->slave);
+        if (d->template_name[0])
+            add_str(b, d->template_name);
+        else
+            evbuffer_add_printf(b, "null");
+        evbuffer_add_printf(b, ",\"tags_file\":");
+        if (d->tags_file[0])
+            add_str(b, d->tags_file);
+        else
+            evbuffer_add_printf(b, "null");
+        evbuffer_add_printf(b, ",\"order\":\"%s\",\"interval_ms\":%u,\"tags\":%zu}",
+                            tags_order_name(d->order, TAGS_UINT32), d->interval_ms, n);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+static void list_templates(const config_t *cfg, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, "{\"templates\":[");
+    for (unsigned i = 0; i < cfg->template_count; i++) {
+        const config_template_t *tp = &cfg->templates[i];
+        unsigned users = 0;
+        for (unsigned d = 0; d < cfg->device_count; d++)
+            users += cfg->devices[d].template_index == (int)i;
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, tp->name);
+        evbuffer_add_printf(b, ",\"tags_file\":");
+        add_str(b, tp->tags_file);
+        evbuffer_add_printf(b, ",\"interval_ms\":%u,\"devices\":%u}", tp->interval_ms, users);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+static void list_tags(gw_t *gw, struct evbuffer *b)
+{
+    const tags_table_t *defs = gwtags_defs(gw->tags);
+    evbuffer_add_printf(b, "{\"tags\":[");
+    for (size_t i = 0; i < tags_table_count(defs); i++) {
+        const tags_tag_t *g = tags_table_tag(defs, i);
+        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+        add_str(b, g->name);
+        evbuffer_add_printf(b, ",\"device\":");
+        add_str(b, tags_table_device_name(defs, g->device));
+        evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u,\"type\":\"%s\",\"interval_ms\":%u}",
+                            tags_area_name(g->area), g->address, tags_type_name(g->type), g->interval_ms);
+    }
+    evbuffer_add_printf(b, "]}\n");
+}
+
+/* ---- the file ------------------------------------------------------------------ */
+
+/* The request's body as a NUL-terminated text, or NULL (answered). */
+static char *body_text(gw_t *gw, struct evhttp_request *req, size_t *len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t n = evbuffer_get_length(in);
+    char *text = malloc(n + 1);
+    if (!text) {
+        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        return NULL;
+    }
+    evbuffer_copyout(in, text, n);
+    text[n] = 0;
+    if (memchr(text, 0, n)) {
+        free(text);
+        reply_error(gw, req, 400, "Bad Request", "the text holds a NUL byte");
+        return NULL;
+    }
+    *len = n;
+    return text;
+}
+
+/* Validates text as the configuration file (relative paths from its folder):
+ * NULL and errs filled when check would refuse it. */
+static config_t *validate(gw_t *gw, const char *text, config_errors_t *errs)
+{
+    return config_load_string_with(text, gw->opt.config_path, gw->opt.bus_rule, errs);
+}
+
+static void add_errors(struct evbuffer *b, const config_errors_t *errs)
+{
+    evbuffer_add_printf(b, "\"errors\":[");
+    for (unsigned i = 0; i < errs->count; i++) {
+        evbuffer_add_printf(b, "%s", i ? "," : "");
+        add_str(b, errs->text[i]);
+    }
+    evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
+}
+
+/* POST /api/config/validate: what check says of the body; nothing written or applied. */
+static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+{
+    size_t len;
+    char *text = body_text(gw, req, &len);
+    if (!text)
+        return;
+    config_errors_t *errs = malloc(sizeof *errs);
+    config_t *cfg = errs ? validate(gw, text, errs) : NULL;
+    free(text);
+    if (!errs) {
+        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    if (cfg) {
+        char summary[256];
+        config_summary(cfg, summary, sizeof summary);
+        evbuffer_add_printf(b, "{\"valid\":true,\"summary\":");
+        add_str(b, summary);
+        evbuffer_add_printf(b, "}\n");
+        reply_json(gw, req, 200, "OK", b);
+    } else {
+        evbuffer_add_printf(b, "{\"valid\":false,");
+        add_errors(b, errs);
+        evbuffer_add_printf(b, "}\n");
+        reply_json(gw, req, 422, "Unprocessable Entity", b);
+    }
+    config_free(cfg);
+    free(errs);
+}
+
+/* text over path: a temporary file beside it, fsync'd, renamed, the folder
+ * fsync'd. A symbolic link is followed (its target is written), so a link in
+ * /etc to a file elsewhere stays a link. */
+static int write_atomically(const char *link, const char *text, size_t len, char *why, size_t cap)
+{
+    char tmp[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
+    const char *path = realpath(link, real) ? real : link;
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    if (snprintf(tmp, sizeof tmp, "%s.api-XXXXXX", path) >= (int)sizeof tmp) {
+        snprintf(why, cap, "the file's name is too long");
+        return -1;
+    }
+    struct stat st;
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot create a file beside %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (stat(path, &st) == 0)
+        (void)fchmod(fd, st.st_mode & 07777);   /* the file keeps its permissions */
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    int e = done == len ? (fsync(fd) == 0 ? 0 : errno) : errno ? errno : EIO;
+    close(fd);
+    if (e == 0 && rename(tmp, path) != 0)
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        snprintf(why, cap, "cannot write %s: %s", path, strerror(e));
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        (void)fsync(dfd);   /* the rename itself survives a power loss */
+        close(dfd);
+    }
+    return 0;
+}
+
+/* The API's key: an admin (web/auth.c's one check: without [user]s, the
+ * write_token is an admin's and no credential a viewer's; with users, an
+ * admin's session). Answered (401 or 403) and counted when not. */
+static bool token_ok(gw_t *gw, struct evhttp_request *req)
+{
+    if (web_auth_require(gw, req, ROLE_ADMIN))
+        return true;
+    gw_count(&gw->http_metrics.api_refused);
+    return false;
+}
+
+/* GET /api/config: the text and its revision (also as ETag). */
+static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+{
+    size_t len;
+    char *text = read_file(gw->opt.config_path, &len), rev[17];
+    if (!text) {
+        reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
+        return;
+    }
+    fnv_hex(text, len, rev);
+    evbuffer_add_printf(b, "{\"path\":");
+    add_str(b, gw->opt.config_path);
+    evbuffer_add_printf(b, ",\"revision\":\"%s\",\"text\":", rev);
+    add_str(b, text);
+    evbuffer_add_printf(b, "}\n");
+    char etag[20];
+    snprintf(etag, sizeof etag, "\"%s\"", rev);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "ETag", etag);
+    reply_json(gw, req, 200, "OK", b);
+    free(text);
+}
+
+/* The file now and its revision; NULL answered (500). */
+static char *current(gw_t *gw, struct evhttp_request *req, size_t *len, char rev[17])
+{
+    char *text = read_file(gw->opt.config_path, len);
+    if (!text) {
+        reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
+        return NULL;
+    }
+    fnv_hex(text, *len, rev);
+    return text;
+}
+
+/* If-Match names rev; else answered (428 without one, 409 with another). */
+static bool revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev, struct evbuffer *b)
+{
+    const char *match = evhttp_find_header(evhttp_request_get_input_headers(req), "If-Match");
+    char quoted[20];
+    snprintf(quoted, sizeof quoted, "\"%s\"", rev);
+    if (!match) {
+        reply_error(gw, req, 428, "Precondition Required", "If-Match: the revision the change was made from "
+                    "(GET /api/config)");
+        return false;
+    }
+    if (strcmp(match, rev) != 0 && strcmp(match, quoted) != 0) {
+        evbuffer_add_printf(b, "{\"error\":\"the file changed since that revision\",\"revision\":\"%s\"}\n", rev);
+        reply_json(gw, req, 409, "Conflict", b);
+        return false;
+    }
+    return true;
+}
+
+/* The one write path: text passes check (else 422, nothing written), is
+ * written atomically, and applied as SIGHUP does. Takes text. */
+static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char *text, size_t len)
+{
+    char rev[17], why[PATH_MAX + 128];
+    config_errors_t *errs = malloc(sizeof *errs);
+    config_t *cfg = errs ? validate(gw, text, errs) : NULL;
+    if (!cfg) {
+        if (errs) {
+            evbuffer_add_printf(b, "{\"valid\":false,");
+            add_errors(b, errs);
+            evbuffer_add_printf(b, "}\n");
+            reply_json(gw, req, 422, "Unprocessable Entity", b);
+        } else {
+            reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        }
+        free(errs);
+        free(text);
+        return;
+    }
+    config_free(cfg);
+    free(errs);
+    int rc = write_atomically(gw->opt.config_path, text, len, why, sizeof why);
+    fnv_hex(text, len, rev);
+    free(text);
+    if (rc != 0) {
+        reply_error(gw, req, 500, "Internal Server Error", why);
+        return;
+    }
+    gw_log(gw, CONFIG_LOG_INFO, "api: %s written (revision %s); applying it", gw->opt.config_path, rev);
+    web_audit(gw, req, "%s %s: configuration written, revision %s",
+              evhttp_request_get_command(req) == EVHTTP_REQ_DELETE ? "DELETE" : "PUT", evhttp_request_get_uri(req), rev);
+    gw_count(&gw->http_metrics.api_changes);
+    if (gw->reload)
+        gw->reload(gw);
+    evbuffer_add_printf(b, "{\"revision\":\"%s\",\"restart_needed\":", rev);
+    add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, "}\n");
+    reply_json(gw, req, 200, "OK", b);
+}
+
+/* PUT /api/config: If-Match the revision now, the body passes check: written, then applied. */
+static void put_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
+{
+    size_t len, old_len;
+    char rev[17];
+    char *old = current(gw, req, &old_len, rev);
+    if (!old)
+        return;
+    free(old);
+    if (!revision_matches(gw, req, rev, b))
+        return;
+    char *text = body_text(gw, req, &len);
+    if (text)
+        commit_text(gw, req, b, text, len);
+}
+
+/* ---- one section: PUT (create or replace) and DELETE ----------------------------
+ *
+ * /api/devices/NAME, /api/tags/NAME, /api/templates/NAME, /api/polls/NAME and
+ * /api/buses/NAME stand for the section [KIND NAME] of the file; a PUT's body
+ * is a JSON object of its keys ({"slave": 2, "template": "meter"}). The rule
+ * for the text, so that it stays the engineer's file: a PUT of a section that
+ * is there replaces its lines in place (from its header to the next header,
+ * the comment lines inside it included), a new one goes at the end, a DELETE
+ * removes those lines; every other line, comments included, stays as it was.
+ * Then the one write path (commit_text): check, atomic write, reload.
+ */
+static const struct { const char *path, *kind; } section_paths[] = {
+    { "devices/", "device" }, { "tags/", "tag" }, { "templates/", "template" }, { "polls/", "poll" },
+    { "buses/", "bus" },
+};
+#define API_SECTION_KEYS 64
+
+/* Where [kind name] is in text: *from its header line, *to the next header (or the end). */
+static bool find_section(const char *text, const char *kind, const char *name, size_t *from, size_t *to)
+{
+    bool in = false;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+        const char *p = line;
+        while (p < line + n && (*p == ' ' || *p == '\t'))
+            p++;
+        if (*p == '[') {
+            if (in) {
+                *to = (size_t)(line - text);
+                return true;
+            }
+            char k[32], nm[TAGS_NAME_MAX + 8], close = 0;
+            if (sscanf(p, "[%31s %55[^] \t]%c", k, nm, &close) == 3 && close == ']' && strcmp(k, kind) == 0 &&
+                strcmp(nm, name) == 0) {
+                in = true;
+                *from = (size_t)(line - text);
+            }
+        }
+        line += n;
+    }
+    if (in)
+        *to = strlen(text);
+    return in;
+}
+
+/* A value as one INI line takes it: no line break, no NUL, no comment start. */
+static bool value_ok(const char *v)
+{
+    if (!*v || isspace((unsigned char)v[0]) || isspace((unsigned char)v[strlen(v) - 1]))
+        return false;
+    for (const char *c = v; *c; c++)
+        if (*c == '\n' || *c == '\r' || ((*c == ';' || *c == '#') && c > v && (c[-1] == ' ' || c[-1] == '\t')))
+            return false;
+    return true;
+}
+
+/* The section's lines from the JSON body, into out; false with why. */
+static bool section_lines(const char *kind, const char *name, const char *body, size_t len, struct evbuffer *out,
+                          char *why, size_t cap)
+{
+    struct json_object *root = json_parse_request(body, len, 2, 2 * API_SECTION_KEYS, why, cap);
+    if (!root)
+        return false;
+    bool ok = json_object_is_type(root, json_type_object);
+    if (!ok)
+        snprintf(why, cap, "expected a JSON object of the section's keys");
+    evbuffer_add_printf(out, "[%s %s]\n", kind, name);
+    json_object_object_foreach(root, key, val) {
+        if (!ok)
+            break;
+        const char *v = json_object_get_string(val);
+        bool key_ok = *key && strlen(key) <= 40;
+        for (const char *c = key; key_ok && *c; c++)
+            key_ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_';
+        enum json_type t = json_object_get_type(val);
+        if (!key_ok) {
+            snprintf(why, cap, "'%.40s': not a key name", key);
+            ok = false;
+        } else if ((t != json_type_string && t != json_type_int && t != json_type_double &&
+                    t != json_type_boolean) || !v || !value_ok(v)) {
+            snprintf(why, cap, "%s: expected a string, number or boolean on one line, without ' ;' or ' #'", key);
+            ok = false;
+        } else {
+            evbuffer_add_printf(out, "%s = %s\n", key, v);
+        }
+    }
+    json_object_put(root);
+    return ok;
+}
+
+static void edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const char *kind,
+                         const char *name, bool delete)
+{
+    size_t len, from = 0, to = 0;
+    char rev[17], why[320];
+    bool name_ok = *name && strlen(name) < TAGS_NAME_MAX;
+    for (const char *c = name; name_ok && *c; c++)
+        name_ok = (unsigned char)*c > ' ' && *c != ']' && *c != '[' && *c != 0x7f;
+    if (!name_ok) {
+        reply_error(gw, req, 400, "Bad Request", "not a section name");
+        return;
+    }
+    char *text = current(gw, req, &len, rev);
+    if (!text)
+        return;
+    if (!revision_matches(gw, req, rev, b)) {
+        free(text);
+        return;
+    }
+    bool there = find_section(text, kind, name, &from, &to);
+    if (delete && !there) {
+        free(text);
+        reply_error(gw, req, 404, "Not Found", "no such section in the file");
+        return;
+    }
+    struct evbuffer *lines = evbuffer_new(), *in = evhttp_request_get_input_buffer(req);
+    size_t blen = evbuffer_get_length(in);
+    char *body = delete ? NULL : malloc(blen + 1);
+    if (!lines || (!delete && !body)) {
+        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+    } else if (!delete && (evbuffer_copyout(in, body, blen), body[blen] = 0,
+                           !section_lines(kind, name, body, blen, lines, why, sizeof why))) {
+        reply_error(gw, req, 400, "Bad Request", why);
+    } else {
+        if (!there) {
+            from = to = len;
+            if (len && text[len - 1] != '\n')
+                evbuffer_prepend(lines, "\n", 1);
+        }
+        size_t n = evbuffer_get_length(lines);
+        char *next = malloc(len - (to - from) + n + 1);
+        if (!next) {
+            reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        } else {
+            memcpy(next, text, from);
+            evbuffer_copyout(lines, next + from, n);
+            memcpy(next + from + n, text + to, len - to);
+            next[len - (to - from) + n] = 0;
+            commit_text(gw, req, b, next, len - (to - from) + n);
+        }
+    }
+    if (lines)
+        evbuffer_free(lines);
+    free(body);
+    free(text);
+}
+
+/* GET /api/openapi.json: this file's calls, for clients and generators
+ * (OpenAPI 3.0). Static: it changes with the code, not the configuration. */
+static const char openapi[] =
+    "{\"openapi\":\"3.0.3\",\"info\":{\"title\":\"rtugw configuration API\",\"version\":\"1\","
+    "\"description\":\"docs/api.md\"},"
+    "\"components\":{\"securitySchemes\":{\"token\":{\"type\":\"http\",\"scheme\":\"bearer\"}},"
+    "\"parameters\":{\"IfMatch\":{\"name\":\"If-Match\",\"in\":\"header\",\"required\":true,"
+    "\"schema\":{\"type\":\"string\"}},\"Name\":{\"name\":\"name\",\"in\":\"path\",\"required\":true,"
+    "\"schema\":{\"type\":\"string\"}}}},"
+    "\"paths\":{"
+    "\"/api/buses\":{\"get\":{\"summary\":\"the running buses\",\"responses\":{\"200\":{\"description\":\"{buses:[...]}\"}}}},"
+    "\"/api/devices\":{\"get\":{\"summary\":\"the running devices\",\"responses\":{\"200\":{\"description\":\"{devices:[...]}\"}}}},"
+    "\"/api/templates\":{\"get\":{\"summary\":\"the templates\",\"responses\":{\"200\":{\"description\":\"{templates:[...]}\"}}}},"
+    "\"/api/tags\":{\"get\":{\"summary\":\"every tag's definition\",\"responses\":{\"200\":{\"description\":\"{tags:[...]}\"}}}},"
+    "\"/api/config\":{\"get\":{\"summary\":\"the file and its revision\",\"security\":[{\"token\":[]}],"
+    "\"responses\":{\"200\":{\"description\":\"{path,revision,text}\"},\"403\":{\"description\":\"no token\"}}},"
+    "\"put\":{\"summary\":\"check, write atomically, apply\",\"security\":[{\"token\":[]}],"
+    "\"parameters\":[{\"$ref\":\"#/components/parameters/IfMatch\"}],"
+    "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
+    "\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},\"409\":{\"description\":\"stale revision\"},"
+    "\"422\":{\"description\":\"check refused it: {valid:false,errors}\"},\"428\":{\"description\":\"no If-Match\"}}}},"
+    "\"/api/config/validate\":{\"post\":{\"summary\":\"dry run: check a text\",\"security\":[{\"token\":[]}],"
+    "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
+    "\"responses\":{\"200\":{\"description\":\"{valid:true,summary}\"},\"422\":{\"description\":\"{valid:false,errors}\"}}}},"
+#define SECTION_PATH(p)                                                                                        \
+    "\"/api/" p "/{name}\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"},"                       \
+    "{\"$ref\":\"#/components/parameters/IfMatch\"}],\"put\":{\"summary\":\"add or replace the section\","         \
+    "\"security\":[{\"token\":[]}],\"requestBody\":{\"content\":{\"application/json\":{\"schema\":"            \
+    "{\"type\":\"object\"}}}},\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"         \
+    "\"400\":{\"description\":\"a bad body\"},\"409\":{\"description\":\"stale revision\"},"                   \
+    "\"422\":{\"description\":\"check refused it\"}}},\"delete\":{\"summary\":\"remove the section\","          \
+    "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"     \
+    "\"404\":{\"description\":\"no such section\"},\"409\":{\"description\":\"stale revision\"}}}}"
+    SECTION_PATH("devices") "," SECTION_PATH("tags") "," SECTION_PATH("templates") "," SECTION_PATH("polls") ","
+    SECTION_PATH("buses")
+#undef SECTION_PATH
+    "}}\n";
+
+bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
+{
+    if (strncmp(path, "/api/", 5) != 0)
+        return false;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const char *what = path + 5;
+    bool get = cmd == EVHTTP_REQ_GET, config = strcmp(what, "config") == 0;
+    bool validate_path = strcmp(what, "config/validate") == 0;
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return true;
+    }
+    const char *kind = NULL, *name = NULL;
+    for (size_t i = 0; i < sizeof section_paths / sizeof section_paths[0] && !kind; i++)
+        if (strncmp(what, section_paths[i].path, strlen(section_paths[i].path)) == 0) {
+            kind = section_paths[i].kind;
+            name = what + strlen(section_paths[i].path);
+        }
+    if ((config || validate_path || kind) && !gw->opt.config_path) {
+        reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
+    } else if (kind && (cmd == EVHTTP_REQ_PUT || cmd == EVHTTP_REQ_DELETE)) {
+        if (token_ok(gw, req))
+            edit_section(gw, req, b, kind, name, cmd == EVHTTP_REQ_DELETE);
+    } else if (kind) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "PUT, DELETE");
+        reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
+    } else if (get && strcmp(what, "openapi.json") == 0) {
+        evbuffer_add(b, openapi, sizeof openapi - 1);
+        reply_json(gw, req, 200, "OK", b);
+    } else if (get && strcmp(what, "buses") == 0) {
+        list_buses(gw->cfg, b);
+        reply_json(gw, req, 200, "OK", b);
+    } else if (get && strcmp(what, "devices") == 0) {
+        list_devices(gw, b);
+        reply_json(gw, req, 200, "OK", b);
+    } else if (get && strcmp(what, "templates") == 0) {
+        list_templates(gw->cfg, b);
+        reply_json(gw, req, 200, "OK", b);
+    } else if (get && strcmp(what, "tags") == 0) {
+        list_tags(gw, b);
+        reply_json(gw, req, 200, "OK", b);
+    } else if (config && get) {
+        if (token_ok(gw, req))
+            get_config(gw, req, b);
+    } else if (config && cmd == EVHTTP_REQ_PUT) {
+        if (token_ok(gw, req))
+            put_config(gw, req, b);
+    } else if (validate_path && cmd == EVHTTP_REQ_POST) {
+        if (token_ok(gw, req))
+            post_validate(gw, req, b);
+    } else if (config || validate_path || strcmp(what, "buses") == 0 || strcmp(what, "devices") == 0 ||
+               strcmp(what, "templates") == 0 || strcmp(what, "tags") == 0) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+                          config ? "GET, PUT" : validate_path ? "POST" : "GET");
+        reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
+    } else {
+        reply_error(gw, req, 404, "Not Found", "no such API path (docs/api.md)");
+    }
+    evbuffer_free(b);
+    return true;
+}

@@ -1,0 +1,734 @@
+/*
+ * web/auth.c -- who a request is, and what it may do: users with roles
+ * ([user NAME]), logins (POST /login, /logout, GET /whoami), sessions, the
+ * failed logins' slowdown, the cross-site check and the route guard every
+ * request passes (web_auth_route), on the I/O thread.
+ *
+ * Without [user NAME] sections nothing changes from before users existed:
+ * reads are open, and the write_token (Authorization: Bearer) is the one
+ * credential, so it may do everything a write needs. With users, every
+ * route but the page's files, the login and (with metrics_open) /metrics
+ * needs a session: a login's cookie (HttpOnly, SameSite=Strict, Secure
+ * under HTTPS) for the page, or the same token as "Authorization: Bearer"
+ * for scripts. The write_token then stands for an operator: it writes tag
+ * values and nothing else.
+ *
+ * Cross-site requests: a cookie goes with any request the browser makes, so
+ * a write that a cookie authenticates must carry an Origin (or, without it,
+ * a Referer) naming this very server; any request that carries an Origin
+ * of another site is refused, whatever its credential. SameSite=Strict
+ * already keeps the cookie off cross-site requests in current browsers;
+ * the Origin check holds where it does not (older browsers, a sibling
+ * subdomain counted as the same site). A bearer token is never sent by a
+ * browser on its own, so it needs no such check.
+ *
+ * Bounds: sessions, max_sessions (the one nearest its expiry gives way);
+ * failed logins remembered per address and per user name, FAILS_MAX
+ * entries (the oldest gives way); a password hashed at most
+ * VERIFY_PER_SECOND times a second (each costs the I/O thread a few ms and
+ * a few MiB for yescrypt's memory: a flood of logins from many addresses
+ * is then answered 503 at once, and cannot starve Modbus TCP).
+ */
+#include "web/internal.h"
+#include "json/json.h"
+
+#include <crypt.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#define TOKEN_BYTES 32                  /* 256 bits from getrandom() */
+#define TOKEN_HEX (2 * TOKEN_BYTES)
+#define COOKIE "rtugw_session"
+#define LOGIN_BODY_MAX 1024
+#define PASSWORD_MAX 256
+#define FAILS_FREE 5                    /* failed logins before the slowdown */
+#define FAILS_MAX 256                   /* addresses and user names remembered */
+#define FAIL_DELAY_MAX_S 60
+#define FAIL_FORGET_S 900               /* a record with no failure for this long starts over */
+#define VERIFY_PER_SECOND 8
+
+typedef struct session {
+    char token[TOKEN_HEX + 1];          /* "" : free */
+    char user[CONFIG_NAME_MAX];
+    config_user_role_t role;
+    uint64_t expires_ns;
+} session_t;
+
+typedef struct fail_record {
+    char key[CONFIG_NAME_MAX + 8];      /* "a:ADDRESS" or "u:USER"; "" : free */
+    unsigned fails;
+    uint64_t last_ns, until_ns;         /* no try before until_ns */
+} fail_record_t;
+
+struct web_auth {
+    gw_t *gw;
+    bool https;
+    session_t *sessions;
+    unsigned session_cap;
+    fail_record_t fails[FAILS_MAX];
+    uint64_t verify_second;             /* the second the budget is for */
+    unsigned verify_used;
+    uint64_t logins, login_failures, login_throttled, login_busy, refused, evicted;
+};
+
+/* ---- passwords ------------------------------------------------------------------------- */
+
+int web_password_hash(const char *password, unsigned cost, char *out, size_t cap)
+{
+    char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+    struct crypt_data *cd = calloc(1, sizeof *cd);
+    int rc = -1;
+
+    if (cd && crypt_gensalt_rn("$y$", cost, NULL, 0, salt, sizeof salt)) {
+        const char *h = crypt_r(password, salt, cd);
+        if (h && h[0] == '$' && strlen(h) < cap) {
+            snprintf(out, cap, "%s", h);
+            rc = 0;
+        }
+    }
+    free(cd);
+    return rc;
+}
+
+/* Does password hash to hash? crypt_r's work area (32 KiB) is taken for the
+ * call only. A hash crypt cannot use ("*0", "*1") never matches. */
+static bool password_matches(const char *password, const char *hash)
+{
+    struct crypt_data *cd = calloc(1, sizeof *cd);
+    bool ok = false;
+    if (cd) {
+        const char *h = crypt_r(password, hash, cd);
+        size_t n = strlen(hash);
+        if (h && h[0] == '$' && strlen(h) == n) {
+            unsigned diff = 0;
+            for (size_t i = 0; i < n; i++)
+                diff |= (unsigned)(uint8_t)h[i] ^ (uint8_t)hash[i];
+            ok = diff == 0;
+        }
+        explicit_bzero(cd, sizeof *cd);
+    }
+    free(cd);
+    return ok;
+}
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+static bool same_secret(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned diff = na != nb;
+    for (size_t i = 0; i < na; i++)
+        diff |= (unsigned)(uint8_t)a[i] ^ (uint8_t)b[i < nb ? i : 0];
+    return diff == 0;
+}
+
+static bool is_hex_token(const char *s, size_t n)
+{
+    if (n != TOKEN_HEX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* The client's address, with ":PORT" when with_port. */
+static void peer_of(struct evhttp_request *req, bool with_port, char *out, size_t cap)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    if (evcon)
+        evhttp_connection_get_peer(evcon, &addr, &port);
+    if (with_port)
+        snprintf(out, cap, "%s:%u", addr ? addr : "?", (unsigned)port);
+    else
+        snprintf(out, cap, "%s", addr ? addr : "?");
+}
+
+static bool is_read(struct evhttp_request *req)
+{
+    enum evhttp_cmd_type c = evhttp_request_get_command(req);
+    return c == EVHTTP_REQ_GET || c == EVHTTP_REQ_HEAD;
+}
+
+void web_reply_error(struct evhttp_request *req, int code, const char *reason, const char *why)
+{
+    char q[JSON_QUOTED_MAX(320)];
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    json_quote(q, sizeof q, why);
+    evbuffer_add_printf(b, "{\"ok\":false,\"error\":%s}\n", q);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, code, reason, b);
+    evbuffer_free(b);
+}
+
+/* ---- sessions -------------------------------------------------------------------------- */
+
+static session_t *session_find(web_auth_t *a, const char *token, size_t n)
+{
+    uint64_t now = gw_now_ns();
+    char t[TOKEN_HEX + 1];
+    session_t *found = NULL;
+
+    if (!is_hex_token(token, n))
+        return NULL;
+    memcpy(t, token, n);
+    t[n] = 0;
+    for (unsigned i = 0; i < a->session_cap; i++) {
+        session_t *s = &a->sessions[i];
+        if (!s->token[0])
+            continue;
+        if (s->expires_ns <= now) {
+            explicit_bzero(s, sizeof *s);   /* expired: its slot is free again */
+            continue;
+        }
+        if (same_secret(s->token, t))
+            found = s;
+    }
+    return found;
+}
+
+static session_t *session_new(web_auth_t *a, const config_user_t *u)
+{
+    uint8_t raw[TOKEN_BYTES];
+    uint64_t now = gw_now_ns();
+    session_t *slot = NULL;
+
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return NULL;
+    for (unsigned i = 0; i < a->session_cap && !slot; i++)
+        if (!a->sessions[i].token[0] || a->sessions[i].expires_ns <= now)
+            slot = &a->sessions[i];
+    if (!slot) {   /* full: the one nearest its expiry gives way */
+        slot = &a->sessions[0];
+        for (unsigned i = 1; i < a->session_cap; i++)
+            if (a->sessions[i].expires_ns < slot->expires_ns)
+                slot = &a->sessions[i];
+        a->evicted++;
+    }
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(slot->token + 2 * i, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
+    snprintf(slot->user, sizeof slot->user, "%s", u->name);
+    slot->role = u->role;
+    slot->expires_ns = now + (uint64_t)a->gw->cfg->http.session_timeout_s * 1000000000ull;
+    return slot;
+}
+
+static unsigned sessions_active(const web_auth_t *a)
+{
+    uint64_t now = gw_now_ns();
+    unsigned n = 0;
+    for (unsigned i = 0; i < a->session_cap; i++)
+        n += a->sessions[i].token[0] && a->sessions[i].expires_ns > now;
+    return n;
+}
+
+/* The session cookie's token in the Cookie header: its start and length. */
+static const char *cookie_token(const char *cookies, size_t *n)
+{
+    for (const char *p = cookies; p && *p;) {
+        while (*p == ' ' || *p == ';')
+            p++;
+        size_t len = strcspn(p, ";");
+        if (strncmp(p, COOKIE "=", sizeof COOKIE) == 0) {
+            *n = len - sizeof COOKIE;
+            return p + sizeof COOKIE;
+        }
+        p += len;
+    }
+    return NULL;
+}
+
+/* ---- who a request is ------------------------------------------------------------------ */
+
+/* Does the request come from a page of this server? Its Origin, else its
+ * Referer, must be this server's own origin (the scheme and the Host it
+ * was asked as). */
+static bool same_origin(const web_auth_t *a, struct evhttp_request *req, bool need)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *origin = evhttp_find_header(in, "Origin"), *referer = evhttp_find_header(in, "Referer");
+    const char *host = evhttp_find_header(in, "Host");
+    char own[320];
+
+    if (!origin && !referer)
+        return !need;
+    if (!host)
+        return false;
+    int n = snprintf(own, sizeof own, "%s://%s", a->https ? "https" : "http", host);
+    if (n < 0 || (size_t)n >= sizeof own)
+        return false;
+    if (origin)
+        return strcmp(origin, own) == 0;
+    return strncmp(referer, own, (size_t)n) == 0 && (referer[n] == '/' || referer[n] == 0);
+}
+
+config_user_role_t web_auth_who(web_auth_t *a, struct evhttp_request *req, web_who_t *who)
+{
+    const config_http_t *cfg = &a->gw->cfg->http;
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *auth = evhttp_find_header(in, "Authorization");
+    size_t n = 0;
+
+    *who = (web_who_t){ .role = CONFIG_ROLE_NONE, .via = "none", .why = "log in first: POST /login" };
+    if (!is_read(req) && !same_origin(a, req, false)) {
+        who->why = "cross-site request refused: its Origin is not this server";
+        who->cross_site = true;
+        return who->role;
+    }
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0) {
+        const char *tok = auth + 7;
+        session_t *s = cfg->user_count ? session_find(a, tok, strlen(tok)) : NULL;
+        if (s) {
+            who->role = s->role;
+            snprintf(who->name, sizeof who->name, "%s", s->user);
+            who->via = "bearer";
+        } else if (cfg->write_token[0] && same_secret(tok, cfg->write_token)) {
+            /* the shortcut: the only credential without users, an operator's with them */
+            who->role = cfg->user_count ? CONFIG_ROLE_OPERATOR : CONFIG_ROLE_ADMIN;
+            snprintf(who->name, sizeof who->name, "write_token");
+            who->via = "write_token";
+        } else {
+            who->why = "unknown or expired bearer token";
+        }
+    } else if (cfg->user_count) {
+        const char *tok = cookie_token(evhttp_find_header(in, "Cookie"), &n);
+        session_t *s = tok ? session_find(a, tok, n) : NULL;
+        if (tok && !s) {
+            who->why = "the session is unknown or expired: log in again";
+        } else if (s && !is_read(req) && !same_origin(a, req, true)) {
+            who->why = "a write with the session cookie needs an Origin of this server (cross-site request refused)";
+            who->cross_site = true;
+        } else if (s) {
+            who->role = s->role;
+            snprintf(who->name, sizeof who->name, "%s", s->user);
+            who->via = "cookie";
+        }
+    }
+    if (!cfg->user_count && who->role == CONFIG_ROLE_NONE && !auth) {
+        who->role = CONFIG_ROLE_VIEWER;   /* no users: reads open, as always */
+        who->via = "open";
+    }
+    return who->role;
+}
+
+bool web_auth_require(gw_t *gw, struct evhttp_request *req, config_user_role_t need)
+{
+    web_auth_t *a = http_auth(gw->http);
+    web_who_t who;
+    char why[320];
+
+    if (web_auth_who(a, req, &who) >= need)
+        return true;
+    a->refused++;
+    if (who.cross_site) {
+        web_reply_error(req, 403, "Forbidden", who.why);
+        return false;
+    }
+    if (who.role == CONFIG_ROLE_NONE) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer realm=\"rtugw\"");
+        web_reply_error(req, 401, "Unauthorized", who.why);
+        return false;
+    }
+    snprintf(why, sizeof why, "%s is %s %s: this needs %s", who.name[0] ? who.name : "the client",
+             who.role == CONFIG_ROLE_OPERATOR || who.role == CONFIG_ROLE_ADMIN ? "an" : "a",
+             config_user_role_name(who.role), config_user_role_name(need));
+    if (!is_read(req))
+        web_audit(gw, req, "refused: %s", why);
+    web_reply_error(req, 403, "Forbidden", why);
+    return false;
+}
+
+/* The role each route needs once users exist; NONE: open to all. */
+static config_user_role_t route_needs(const web_auth_t *a, struct evhttp_request *req, const char *path)
+{
+    static const char *const open[] = { "/", "/index.html", "/app.js", "/style.css", "/login", "/logout",
+                                        "/whoami" };
+    for (size_t i = 0; i < sizeof open / sizeof open[0]; i++)
+        if (strcmp(path, open[i]) == 0)
+            return CONFIG_ROLE_NONE;
+    if (strcmp(path, "/metrics") == 0 && a->gw->cfg->http.metrics_open)
+        return CONFIG_ROLE_NONE;
+    if (strcmp(path, "/audit") == 0 || (strncmp(path, "/api/", 5) == 0 && !is_read(req)))
+        return CONFIG_ROLE_ADMIN;
+    if (is_read(req))
+        return CONFIG_ROLE_VIEWER;
+    return strncmp(path, "/tags/", 6) == 0 ? CONFIG_ROLE_OPERATOR : CONFIG_ROLE_ADMIN;
+}
+
+bool web_auth_route(web_auth_t *a, struct evhttp_request *req, const char *path)
+{
+    web_who_t who;
+    if (!a->gw->cfg->http.user_count) {
+        /* no users: only the cross-site rule applies */
+        if (!is_read(req) && !same_origin(a, req, false)) {
+            a->refused++;
+            web_reply_error(req, 403, "Forbidden", "cross-site request refused: its Origin is not this server");
+            return false;
+        }
+        return true;
+    }
+    config_user_role_t need = route_needs(a, req, path ? path : "");
+    if (need == CONFIG_ROLE_NONE) {
+        if (!is_read(req) && web_auth_who(a, req, &who) == CONFIG_ROLE_NONE && who.cross_site) {
+            a->refused++;
+            web_reply_error(req, 403, "Forbidden", who.why);
+            return false;
+        }
+        return true;
+    }
+    return web_auth_require(a->gw, req, need);
+}
+
+/* ---- failed logins --------------------------------------------------------------------- */
+
+static fail_record_t *fail_find(web_auth_t *a, const char *key, bool make)
+{
+    uint64_t now = gw_now_ns();
+    fail_record_t *free_slot = NULL, *oldest = &a->fails[0];
+    for (unsigned i = 0; i < FAILS_MAX; i++) {
+        fail_record_t *f = &a->fails[i];
+        if (f->key[0] && now - f->last_ns > FAIL_FORGET_S * 1000000000ull)
+            f->key[0] = 0;   /* forgotten */
+        if (!f->key[0]) {
+            free_slot = free_slot ? free_slot : f;
+            continue;
+        }
+        if (strcmp(f->key, key) == 0)
+            return f;
+        if (f->last_ns < oldest->last_ns)
+            oldest = f;
+    }
+    if (!make)
+        return NULL;
+    fail_record_t *f = free_slot ? free_slot : oldest;
+    *f = (fail_record_t){ .last_ns = now };
+    snprintf(f->key, sizeof f->key, "%s", key);
+    return f;
+}
+
+/* Seconds until a try is heard again for this key; 0: now. */
+static unsigned fail_wait_s(web_auth_t *a, const char *key)
+{
+    fail_record_t *f = fail_find(a, key, false);
+    uint64_t now = gw_now_ns();
+    return f && f->until_ns > now ? (unsigned)((f->until_ns - now + 999999999ull) / 1000000000ull) : 0;
+}
+
+/* After FAILS_FREE failures each one more doubles the wait: 1 s, 2 s, 4 s ... 60 s. */
+static void fail_note(web_auth_t *a, const char *key)
+{
+    fail_record_t *f = fail_find(a, key, true);
+    uint64_t now = gw_now_ns();
+    f->fails++;
+    f->last_ns = now;
+    if (f->fails >= FAILS_FREE) {
+        unsigned shift = f->fails - FAILS_FREE, s = shift >= 6 ? FAIL_DELAY_MAX_S : 1u << shift;
+        f->until_ns = now + (uint64_t)(s < FAIL_DELAY_MAX_S ? s : FAIL_DELAY_MAX_S) * 1000000000ull;
+    }
+}
+
+static void fail_clear(web_auth_t *a, const char *key)
+{
+    fail_record_t *f = fail_find(a, key, false);
+    if (f)
+        f->key[0] = 0;
+}
+
+/* ---- /login, /logout, /whoami ---------------------------------------------------------- */
+
+/* A name a [user NAME] section can have (config/'s rule for names). */
+static bool name_ok(const char *n)
+{
+    size_t len = strlen(n);
+    if (!len || len >= CONFIG_NAME_MAX)
+        return false;
+    for (; *n; n++)
+        if (!(*n == '_' || *n == '-' || *n == '.' || (*n >= '0' && *n <= '9') || (*n >= 'a' && *n <= 'z') ||
+              (*n >= 'A' && *n <= 'Z')))
+            return false;
+    return true;
+}
+
+/* user and password from a JSON object or a form; 0, or an HTTP status with why. */
+static int login_fields(struct evhttp_request *req, const char *body, size_t len, char *user, size_t ucap,
+                        char *password, size_t pcap, char *why, size_t cap)
+{
+    const char *type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    const char *u = NULL, *p = NULL;
+    struct json_object *root = NULL, *v;
+    struct evkeyvalq q;
+    bool form = false;
+
+    if (memchr(body, 0, len)) {
+        snprintf(why, cap, "the login body has a NUL byte");
+        return 400;
+    }
+    if (type && strncasecmp(type, "application/json", 16) == 0) {
+        if (!(root = json_parse_request(body, len, 2, 8, why, cap)))
+            return 400;
+        if (json_object_is_type(root, json_type_object)) {
+            if (json_object_object_get_ex(root, "user", &v) && json_object_is_type(v, json_type_string))
+                u = json_object_get_string(v);
+            if (json_object_object_get_ex(root, "password", &v) && json_object_is_type(v, json_type_string))
+                p = json_object_get_string(v);
+        }
+    } else if (evhttp_parse_query_str(body, &q) == 0) {   /* it initialises q */
+        form = true;
+        u = evhttp_find_header(&q, "user");
+        p = evhttp_find_header(&q, "password");
+    }
+    const char *bad = !u || !p ? "expected {\"user\": NAME, \"password\": PASSWORD} or user=NAME&password=PASSWORD"
+                      : !name_ok(u) ? "the user name must be 1 to 63 letters, digits, '_', '-' or '.'"
+                      : !*p || strlen(p) >= pcap ? "the password must be 1 to 256 bytes" : NULL;
+    if (bad) {
+        snprintf(why, cap, "%s", bad);
+    } else {
+        snprintf(user, ucap, "%s", u);
+        snprintf(password, pcap, "%s", p);
+    }
+    if (form)
+        evhttp_clear_headers(&q);
+    json_object_put(root);
+    return bad ? 400 : 0;
+}
+
+static const config_user_t *user_find(const config_http_t *h, const char *name)
+{
+    for (unsigned i = 0; i < h->user_count; i++)
+        if (strcmp(h->users[i].name, name) == 0)
+            return &h->users[i];
+    return NULL;
+}
+
+static void set_cookie(web_auth_t *a, struct evhttp_request *req, const char *token, unsigned max_age)
+{
+    char c[200];
+    snprintf(c, sizeof c, COOKIE "=%s; Path=/; Max-Age=%u; HttpOnly; SameSite=Strict%s", token, max_age,
+             a->https ? "; Secure" : "");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", c);
+}
+
+/* Refused before a hash is computed: the wait in Retry-After. */
+static void reply_wait(struct evhttp_request *req, int code, const char *reason, unsigned wait_s, const char *why)
+{
+    char s[16];
+    snprintf(s, sizeof s, "%u", wait_s);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", s);
+    web_reply_error(req, code, reason, why);
+}
+
+static void on_login(web_auth_t *a, struct evhttp_request *req)
+{
+    const config_http_t *cfg = &a->gw->cfg->http;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    char body[LOGIN_BODY_MAX + 1], user[CONFIG_NAME_MAX], password[PASSWORD_MAX + 1], why[320];
+    char addr_key[80], user_key[CONFIG_NAME_MAX + 8], addr[64];
+
+    if (!cfg->user_count) {
+        web_reply_error(req, 404, "Not Found", "no users are configured ([user NAME]): nothing to log in to");
+        return;
+    }
+    if (len > LOGIN_BODY_MAX) {
+        web_reply_error(req, 413, "Payload Too Large", "the login body is larger than 1024 bytes");
+        return;
+    }
+    evbuffer_copyout(in, body, len);
+    body[len] = 0;
+    int status = login_fields(req, body, len, user, sizeof user, password, sizeof password, why, sizeof why);
+    explicit_bzero(body, sizeof body);
+    if (status) {
+        web_reply_error(req, status, "Bad Request", why);
+        return;
+    }
+    peer_of(req, false, addr, sizeof addr);
+    snprintf(addr_key, sizeof addr_key, "a:%s", addr);
+    snprintf(user_key, sizeof user_key, "u:%s", user);
+    unsigned wait = fail_wait_s(a, addr_key), wait_user = fail_wait_s(a, user_key);
+    if (wait || wait_user) {
+        a->login_throttled++;
+        explicit_bzero(password, sizeof password);
+        reply_wait(req, 429, "Too Many Requests", wait > wait_user ? wait : wait_user,
+                   "too many failed logins: wait before the next try");
+        return;
+    }
+    uint64_t second = gw_now_ns() / 1000000000ull;
+    if (second != a->verify_second)
+        a->verify_second = second, a->verify_used = 0;
+    if (a->verify_used >= VERIFY_PER_SECOND) {
+        a->login_busy++;
+        explicit_bzero(password, sizeof password);
+        reply_wait(req, 503, "Service Unavailable", 1, "too many logins at once: try again in a second");
+        return;
+    }
+    a->verify_used++;
+    /* An unknown user costs a hash too (the first user's), so the time of
+     * the answer does not tell which names exist. */
+    const config_user_t *u = user_find(cfg, user);
+    bool ok = password_matches(password, u ? u->password_hash : cfg->users[0].password_hash) && u;
+    explicit_bzero(password, sizeof password);
+    if (!ok) {
+        a->login_failures++;
+        fail_note(a, addr_key);
+        fail_note(a, user_key);
+        web_audit(a->gw, req, "login failed for user '%s'", user);
+        web_reply_error(req, 401, "Unauthorized", "wrong user or password");
+        return;
+    }
+    fail_clear(a, addr_key);
+    fail_clear(a, user_key);
+    session_t *s = session_new(a, u);
+    struct evbuffer *b = evbuffer_new();
+    if (!s || !b) {
+        if (b)
+            evbuffer_free(b);
+        web_reply_error(req, 500, "Internal Server Error", "no session: out of randomness or memory");
+        return;
+    }
+    a->logins++;
+    set_cookie(a, req, s->token, cfg->session_timeout_s);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+    evbuffer_add_printf(b, "{\"ok\":true,\"user\":\"%s\",\"role\":\"%s\",\"token\":\"%s\",\"expires_in\":%u}\n",
+                        u->name, config_user_role_name(u->role), s->token, cfg->session_timeout_s);
+    web_audit(a->gw, req, "login as %s (%s)", u->name, config_user_role_name(u->role));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+}
+
+static void on_logout(web_auth_t *a, struct evhttp_request *req)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *auth = evhttp_find_header(in, "Authorization"), *tok = NULL;
+    size_t n = 0;
+
+    if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+        tok = auth + 7, n = strlen(tok);
+    else
+        tok = cookie_token(evhttp_find_header(in, "Cookie"), &n);
+    session_t *s = tok ? session_find(a, tok, n) : NULL;
+    if (s) {
+        web_audit(a->gw, req, "logout of %s", s->user);
+        explicit_bzero(s, sizeof *s);
+    }
+    set_cookie(a, req, "", 0);
+    web_reply_error(req, s ? 200 : 401, s ? "OK" : "Unauthorized", s ? "logged out" : "no session to end");
+}
+
+static void on_whoami(web_auth_t *a, struct evhttp_request *req)
+{
+    web_who_t who;
+    char q[JSON_QUOTED_MAX(CONFIG_NAME_MAX)];
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    web_auth_who(a, req, &who);
+    json_quote(q, sizeof q, who.name);
+    evbuffer_add_printf(b, "{\"login_required\":%s,\"user\":%s,\"role\":\"%s\",\"via\":\"%s\"}\n",
+                        a->gw->cfg->http.user_count ? "true" : "false", who.name[0] ? q : "null",
+                        config_user_role_name(who.role), who.via);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+}
+
+bool web_auth_handle(web_auth_t *a, struct evhttp_request *req, const char *path)
+{
+    bool login = strcmp(path, "/login") == 0, logout = strcmp(path, "/logout") == 0;
+    if (strcmp(path, "/whoami") == 0) {
+        on_whoami(a, req);
+        return true;
+    }
+    if (strcmp(path, "/audit") == 0) {
+        web_audit_json(a->gw, req);
+        return true;
+    }
+    if (!login && !logout)
+        return false;
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+        web_reply_error(req, 405, "Method Not Allowed", login ? "POST /login with user and password" : "POST /logout");
+    } else if (login) {
+        on_login(a, req);
+    } else {
+        on_logout(a, req);
+    }
+    return true;
+}
+
+/* ---- life ------------------------------------------------------------------------------ */
+
+web_auth_t *web_auth_new(gw_t *gw)
+{
+    web_auth_t *a = calloc(1, sizeof *a);
+    const config_http_t *cfg = &gw->cfg->http;
+    if (!a)
+        return NULL;
+    a->gw = gw;
+    a->https = cfg->tls_cert[0] != 0;
+    a->session_cap = cfg->user_count ? cfg->max_sessions : 0;
+    if (a->session_cap && !(a->sessions = calloc(a->session_cap, sizeof *a->sessions))) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void web_auth_free(web_auth_t *a)
+{
+    if (!a)
+        return;
+    if (a->sessions)
+        explicit_bzero(a->sessions, a->session_cap * sizeof *a->sessions);
+    free(a->sessions);
+    free(a);
+}
+
+void web_auth_metrics(const web_auth_t *a, struct evbuffer *b)
+{
+    if (!a->gw->cfg->http.user_count)
+        return;
+    evbuffer_add_printf(b, "# HELP rtugw_http_logins_total Logins that opened a session\n"
+                           "# TYPE rtugw_http_logins_total counter\nrtugw_http_logins_total %llu\n"
+                           "# HELP rtugw_http_login_failures_total Logins refused: wrong user or password\n"
+                           "# TYPE rtugw_http_login_failures_total counter\nrtugw_http_login_failures_total %llu\n"
+                           "# HELP rtugw_http_login_throttled_total Logins refused unheard (429): too many failures "
+                           "from that address or for that user\n"
+                           "# TYPE rtugw_http_login_throttled_total counter\nrtugw_http_login_throttled_total %llu\n"
+                           "# HELP rtugw_http_login_busy_total Logins refused unheard (503): the hashing budget of "
+                           "the second spent\n"
+                           "# TYPE rtugw_http_login_busy_total counter\nrtugw_http_login_busy_total %llu\n"
+                           "# HELP rtugw_http_auth_refused_total Requests refused 401 or 403 (no session, role, "
+                           "cross-site)\n"
+                           "# TYPE rtugw_http_auth_refused_total counter\nrtugw_http_auth_refused_total %llu\n"
+                           "# HELP rtugw_http_sessions Sessions open\n"
+                           "# TYPE rtugw_http_sessions gauge\nrtugw_http_sessions %u\n"
+                           "# HELP rtugw_http_sessions_evicted_total Sessions ended early: max_sessions reached\n"
+                           "# TYPE rtugw_http_sessions_evicted_total counter\nrtugw_http_sessions_evicted_total %llu\n",
+                        (unsigned long long)a->logins, (unsigned long long)a->login_failures,
+                        (unsigned long long)a->login_throttled, (unsigned long long)a->login_busy,
+                        (unsigned long long)a->refused, sessions_active(a), (unsigned long long)a->evicted);
+}
+
+void web_auth_peer(struct evhttp_request *req, char *out, size_t cap)
+{
+    peer_of(req, true, out, cap);
+}
