@@ -54,6 +54,35 @@ void config_error_text(loader_t *ld, const char *fmt, ...)
 
 /* ---- sections ----------------------------------------------------------- */
 
+/*
+ * A table grows as its sections are read, doubling, so a file costs memory
+ * for what it holds rather than for the limits of config.h (a bus idle must
+ * not pay for 8,192 devices). A section's entry is written only while its
+ * own keys are read and nothing keeps a pointer into a table across
+ * sections, so moving the table on growth is safe. New room is zeroed: the
+ * reload compares tables with memcmp.
+ */
+int config_grow(void **table, size_t size, void **extra, size_t extra_size, unsigned n, unsigned *cap)
+{
+    if (n < *cap)
+        return 0;
+    unsigned want = *cap ? *cap * 2 : 4;
+    void *t = realloc(*table, (size_t)want * size);
+    if (!t)
+        return -ENOMEM;
+    memset((char *)t + (size_t)*cap * size, 0, (size_t)(want - *cap) * size);
+    *table = t;
+    if (extra) {
+        void *e = realloc(*extra, (size_t)want * extra_size);
+        if (!e)
+            return -ENOMEM;   /* *table is larger, *cap unchanged: the next call retries */
+        memset((char *)e + (size_t)*cap * extra_size, 0, (size_t)(want - *cap) * extra_size);
+        *extra = e;
+    }
+    *cap = want;
+    return 0;
+}
+
 static void bus_defaults(config_bus_t *b)
 {
     *b = (config_bus_t){ .baud = 19200, .parity = 'E', .data_bits = 8, .stop_bits = 1,
@@ -153,6 +182,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
         } else if (cfg->bus_count < CONFIG_MAX_BUSES) {
+            if (config_grow((void **)&cfg->buses, sizeof *cfg->buses, NULL, 0, cfg->bus_count, &ld->bus_cap) != 0)
+                goto out_of_memory;
             config_bus_t *b = &cfg->buses[cfg->bus_count++];
             bus_defaults(b);
             snprintf(b->name, sizeof b->name, "%s", name);
@@ -163,6 +194,9 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         if ((i = find_device(cfg, name)) >= 0) {
             *first = cfg->devices[i].line;
         } else if (cfg->device_count < CONFIG_MAX_DEVICES) {
+            if (config_grow((void **)&cfg->devices, sizeof *cfg->devices, (void **)&ld->device_bus,
+                            sizeof *ld->device_bus, cfg->device_count, &ld->device_cap) != 0)
+                goto out_of_memory;
             config_device_t *d = &cfg->devices[cfg->device_count++];
             *d = (config_device_t){ .dead_after = 3, .dead_backoff_ms = 10000, .max_read_registers = 125,
                                     .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1, .confirm_write = true,
@@ -174,6 +208,9 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         if ((i = find_poll(cfg, name)) >= 0) {
             *first = cfg->polls[i].line;
         } else if (cfg->poll_count < CONFIG_MAX_POLLS) {
+            if (config_grow((void **)&cfg->polls, sizeof *cfg->polls, (void **)&ld->poll_device,
+                            sizeof *ld->poll_device, cfg->poll_count, &ld->poll_cap) != 0)
+                goto out_of_memory;
             config_poll_t *p = &cfg->polls[cfg->poll_count++];
             *p = (config_poll_t){ .interval_ms = 1000, .line = ld->header_line };
             snprintf(p->name, sizeof p->name, "%s", name);
@@ -181,9 +218,13 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         }
     }
     if (!*first)
-        config_error_at(ld, ld->header_line, "[%s]: more than %d %s", ld->section,
+        config_error_at(ld, ld->header_line, "[%s]: more than %d %s (the limit of one configuration)",
+                        ld->section,
                         kind == S_BUS ? CONFIG_MAX_BUSES : kind == S_DEVICE ? CONFIG_MAX_DEVICES : CONFIG_MAX_POLLS,
                         kind == S_BUS ? "buses" : kind == S_DEVICE ? "devices" : "poll groups");
+    return NULL;
+out_of_memory:
+    config_error_at(ld, ld->header_line, "[%s]: out of memory", ld->section);
     return NULL;
 }
 
@@ -318,6 +359,14 @@ static int on_key(void *user, const char *section, const char *key, const char *
 static void resolve(loader_t *ld)
 {
     config_t *cfg = ld->cfg;
+    /* Which device holds (bus, slave), + 1: a slave given twice is found in
+     * one pass, not by comparing every pair of thousands of devices. */
+    unsigned *holder = calloc((size_t)cfg->bus_count * 248 + 1, sizeof *holder);
+
+    if (!holder) {
+        config_error_at(ld, 0, "out of memory");
+        return;
+    }
 
     for (unsigned i = 0; i < cfg->bus_count; i++)
         if (!cfg->buses[i].port_line)   /* given but refused: that error is enough */
@@ -334,11 +383,14 @@ static void resolve(loader_t *ld)
             d->bus = (unsigned)b;
         if (d->slave == 0)
             config_error_at(ld, d->line, "[device %s]: slave is required (1..247)", d->name);
-        for (unsigned j = 0; j < i && b >= 0; j++)
-            if (cfg->devices[j].bus == d->bus && cfg->devices[j].slave == d->slave && d->slave)
-                config_error_at(ld, d->line, "[device %s]: slave %u on bus %s is already device %s",
-                         d->name, d->slave, cfg->buses[d->bus].name, cfg->devices[j].name);
+        unsigned *h = b >= 0 && d->slave && d->slave < 248 ? &holder[(size_t)d->bus * 248 + d->slave] : NULL;
+        if (h && *h)
+            config_error_at(ld, d->line, "[device %s]: slave %u on bus %s is already device %s",
+                     d->name, d->slave, cfg->buses[d->bus].name, cfg->devices[*h - 1].name);
+        else if (h)
+            *h = i + 1;
     }
+    free(holder);
     for (unsigned i = 0; i < cfg->poll_count; i++) {
         config_poll_t *p = &cfg->polls[i];
         int d = find_device(cfg, ld->poll_device[i].name);
@@ -387,6 +439,7 @@ static config_t *load(loader_t *ld)
     snprintf(cfg->source, sizeof cfg->source, "%s", ld->source);
     cfg->log_level = CONFIG_LOG_INFO;
     cfg->buses_on_io_thread = true;
+    cfg->line_thread = true;
     cfg->tcp = (config_tcp_t){ .enabled = true, .bind = "127.0.0.1", .port = 1502, .max_clients = 32,
                                .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000,
                                .bus_share = 4 };
@@ -415,6 +468,9 @@ static config_t *load(loader_t *ld)
         config_error_at(ld, 0, "out of memory while reading");
     resolve(ld);
     config_tags_free(ld->tags);
+    free(ld->device_bus);
+    free(ld->poll_device);
+    free(ld->transports.slave_unit);
     if (ld->errs->total) {
         config_free(cfg);
         return NULL;
@@ -489,9 +545,70 @@ const char *config_bus_sim_slaves(const config_bus_t *bus)
 
 void config_free(config_t *cfg)
 {
-    if (cfg)
-        tags_table_free(cfg->tags);
+    if (!cfg)
+        return;
+    tags_table_free(cfg->tags);
+    free(cfg->buses);
+    free(cfg->devices);
+    free(cfg->polls);
+    free(cfg->serial_slaves);
     free(cfg);
+}
+
+/* n entries of size bytes from src, or NULL for none; *ok cleared when out of memory. */
+static void *copy_table(const void *src, unsigned n, size_t size, bool *ok)
+{
+    if (!n)
+        return NULL;
+    void *t = malloc((size_t)n * size);
+    if (!t)
+        *ok = false;
+    else
+        memcpy(t, src, (size_t)n * size);
+    return t;
+}
+
+/* *table (of *count entries) replaced by a copy of n entries of src. */
+static int set_table(void **table, unsigned *count, const void *src, unsigned n, size_t size)
+{
+    bool ok = true;
+    void *t = copy_table(src, n, size, &ok);
+    if (!ok)
+        return -ENOMEM;
+    free(*table);
+    *table = t;
+    *count = n;
+    return 0;
+}
+
+int config_set_devices(config_t *cfg, const config_device_t *devices, unsigned n)
+{
+    return set_table((void **)&cfg->devices, &cfg->device_count, devices, n, sizeof *devices);
+}
+
+int config_set_polls(config_t *cfg, const config_poll_t *polls, unsigned n)
+{
+    return set_table((void **)&cfg->polls, &cfg->poll_count, polls, n, sizeof *polls);
+}
+
+config_t *config_copy(const config_t *cfg)
+{
+    config_t *c = malloc(sizeof *c);
+    bool ok = true;
+
+    if (!c)
+        return NULL;
+    *c = *cfg;
+    c->tags = NULL;   /* the caller's: the running tags are a copy of their own */
+    c->buses = copy_table(cfg->buses, cfg->bus_count, sizeof *cfg->buses, &ok);
+    c->devices = copy_table(cfg->devices, cfg->device_count, sizeof *cfg->devices, &ok);
+    c->polls = copy_table(cfg->polls, cfg->poll_count, sizeof *cfg->polls, &ok);
+    c->serial_slaves = copy_table(cfg->serial_slaves, cfg->serial_slave_count, sizeof *cfg->serial_slaves, &ok);
+    if (!ok) {
+        config_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 /* The services off by default are named when on: a section present is on,

@@ -24,10 +24,14 @@
 
 #define CONFIG_NAME_MAX 32
 #define CONFIG_PATH_MAX 256
-#define CONFIG_MAX_BUSES 16
-#define CONFIG_MAX_DEVICES 256
+/* Buses, devices, poll groups and serial slaves are tables sized from the
+ * file (allocated as their sections are read): the limits below only bound
+ * what one file may ask for, far above any box (two 16-port device servers
+ * are 32 buses), and name the limit in the error of a file past them. */
+#define CONFIG_MAX_BUSES 256
+#define CONFIG_MAX_DEVICES 8192
+#define CONFIG_MAX_POLLS 16384
 #define CONFIG_MAX_TEMPLATES 64
-#define CONFIG_MAX_POLLS 512
 #define CONFIG_MAX_ALLOW 16
 #define CONFIG_MAX_BUCKETS 16
 #define CONFIG_MAX_ERRORS 32
@@ -171,7 +175,7 @@ typedef struct config_tcp {
  * [serial_slave NAME]: rtugw answers a serial master on a port of its own as
  * the RTU slaves its unit routes name, forwarding each request to its bus.
  */
-#define CONFIG_MAX_SERIAL_SLAVES 4
+#define CONFIG_MAX_SERIAL_SLAVES 64
 typedef struct config_serial_slave {
     char name[CONFIG_NAME_MAX];
     char port[CONFIG_PATH_MAX];     /* a device path (a real port or a pty) */
@@ -255,7 +259,7 @@ typedef struct config_role {
     char name[CONFIG_NAME_MAX];     /* the certificate's role (OID 1.3.6.1.4.1.50316.802.1) */
     unsigned functions;             /* CONFIG_FN_* */
     uint8_t units[32];              /* bit u: MBAP unit u is granted */
-    uint32_t buses;                 /* bit b: every unit routed to bus b is granted */
+    uint8_t buses[CONFIG_MAX_BUSES / 8];  /* bit b: every unit routed to bus b is granted */
     bool priority;                  /* its sessions' requests are in the priority class */
     unsigned line;
 } config_role_t;
@@ -285,19 +289,23 @@ typedef struct config {
     unsigned workers;               /* 0: online cores */
     bool buses_on_io_thread;        /* bus actors run on the I/O thread (default), not a worker */
     int addressing;                 /* how devices' tags write addresses, unless a device says */
+    bool line_thread;               /* ports and bus actors on a thread of their own (default) */
+    unsigned line_thread_priority;  /* SCHED_FIFO priority of that thread, 1..99; 0: none */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
-    config_bus_t buses[CONFIG_MAX_BUSES];
+    /* Tables of bus_count, device_count, poll_count and serial_slave_count
+     * entries, owned (config_free); NULL when empty. */
+    config_bus_t *buses;
     unsigned bus_count;
-    config_device_t devices[CONFIG_MAX_DEVICES];
+    config_device_t *devices;
     unsigned device_count;
     config_template_t templates[CONFIG_MAX_TEMPLATES];
     unsigned template_count;
-    config_poll_t polls[CONFIG_MAX_POLLS];
+    config_poll_t *polls;
     unsigned poll_count;
     config_tcp_t tcp;
     config_tcp_t rtu_tcp;           /* [rtu_tcp]: the same keys, RTU frames instead of MBAP */
-    config_serial_slave_t serial_slaves[CONFIG_MAX_SERIAL_SLAVES];
+    config_serial_slave_t *serial_slaves;
     unsigned serial_slave_count;
     config_http_t http;
     config_router_t router;
@@ -345,6 +353,21 @@ config_t *config_load_string_with(const char *text, const char *name, config_bus
 /* port = sim:LIST or sim-paced:LIST: the LIST (inside bus->port); else NULL. */
 const char *config_bus_sim_slaves(const config_bus_t *bus);
 void config_free(config_t *cfg);
+
+/* A deep copy of cfg's tables and settings, without its tags (NULL in the
+ * copy); NULL when out of memory. Free with config_free. */
+config_t *config_copy(const config_t *cfg);
+
+/* The running copy's devices or poll groups replaced by n of these (a
+ * live reload): 0, or -ENOMEM with cfg unchanged. */
+int config_set_devices(config_t *cfg, const config_device_t *devices, unsigned n);
+int config_set_polls(config_t *cfg, const config_poll_t *polls, unsigned n);
+
+/* True when role r grants bus b. */
+static inline bool config_role_has_bus(const config_role_t *r, unsigned b)
+{
+    return b < CONFIG_MAX_BUSES && (r->buses[b / 8] >> (b % 8) & 1);
+}
 
 /* The embedded demo configuration (simulated PLCs, TCP 127.0.0.1:1502, HTTP 8502). */
 const char *config_demo_text(void);

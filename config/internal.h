@@ -69,7 +69,7 @@ typedef struct pending_ref {
 typedef struct transports_pending {
     pending_ref_t rtu_tcp_default_bus;
     pending_ref_t rtu_tcp_unit[256];
-    pending_ref_t slave_unit[CONFIG_MAX_SERIAL_SLAVES][256];
+    pending_ref_t (*slave_unit)[256];   /* one row per serial slave, grown with them */
 } transports_pending_t;
 
 /* A known key written in the section being read: duplicates are found here,
@@ -108,8 +108,11 @@ struct loader {
     bool continuation;           /* this line is such a continuation */
     unsigned last_key_line;
     unsigned first_syntax_line;  /* the first line reader.c found broken */
-    pending_ref_t device_bus[CONFIG_MAX_DEVICES];
-    pending_ref_t poll_device[CONFIG_MAX_POLLS];
+    /* Room in cfg's tables; the pending references grow with them (one per
+     * device, poll group). */
+    unsigned bus_cap, device_cap, poll_cap, serial_slave_cap;
+    pending_ref_t *device_bus;
+    pending_ref_t *poll_device;
     pending_ref_t default_bus;
     pending_ref_t unit_bus[256];
     config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
@@ -144,6 +147,10 @@ const key_spec_t *config_find_key(int kind, const char *key, unsigned *number);
 bool config_set_key(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 void config_bad_value(loader_t *ld, const char *key, const char *value, const char *why);
 bool config_valid_name(const char *name);
+/* Room for one more entry in a table of n entries of size bytes (and in the
+ * parallel table extra of extra_size bytes, when given): 0, or -ENOMEM with
+ * the tables unchanged. */
+int config_grow(void **table, size_t size, void **extra, size_t extra_size, unsigned n, unsigned *cap);
 int config_parse_uint(const char *v, double min, double max, unsigned *out);
 
 /* tags.c */

@@ -35,6 +35,8 @@ static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const
 static const key_spec_t gateway_keys[] = {
     U(config_t, workers, 0, 256),
     B(config_t, buses_on_io_thread),
+    B(config_t, line_thread),
+    U(config_t, line_thread_priority, 0, 99),
     T(config_t, log_level, K_LOG),
     { .name = "log_target", .type = K_LOGTARGET, .offset = offsetof(config_t, log_syslog) },
     C("addressing", config_tags_set_addressing),

@@ -186,7 +186,8 @@ static bool add_bus(void *ctx, const char *tok)
 {
     bus_list_t *bl = ctx;
     if (strcasecmp(tok, "all") == 0) {
-        bl->role->buses |= (1u << bl->cfg->bus_count) - 1;   /* at most 16 buses */
+        for (unsigned b = 0; b < bl->cfg->bus_count; b++)
+            bl->role->buses[b / 8] |= (uint8_t)(1u << (b % 8));
         return true;
     }
     int b = config_find_bus(bl->cfg, tok);
@@ -195,7 +196,7 @@ static bool add_bus(void *ctx, const char *tok)
         bl->bad = bl->bad_buf;
         return false;
     }
-    bl->role->buses |= 1u << b;
+    bl->role->buses[b / 8] |= (uint8_t)(1u << (b % 8));
     return true;
 }
 
@@ -207,17 +208,19 @@ static void resolve_role(loader_t *ld, unsigned i)
 
     if (p->role_buses[i][0]) {
         bus_list_t bl = { .cfg = ld->cfg, .role = r };
-        r->buses = 0;
+        memset(r->buses, 0, sizeof r->buses);
         if (!each_token(p->role_buses[i], add_bus, &bl))
             config_error_at(ld, p->role_buses_line[i], "[role %s] buses = '%s': no such bus '%s'", r->name,
                             p->role_buses[i], bl.bad ? bl.bad : "");
     }
     for (size_t k = 0; k < sizeof r->units; k++)
         any_unit |= r->units[k] != 0;
+    for (size_t k = 0; k < sizeof r->buses; k++)
+        any_unit |= r->buses[k] != 0;
     if (!r->functions)
         config_error_at(ld, r->line, "[role %s]: functions is required (read, write, diagnostics, file, user or all)",
                         r->name);
-    if (!any_unit && !r->buses && !p->role_buses[i][0])
+    if (!any_unit && !p->role_buses[i][0])
         config_error_at(ld, r->line, "[role %s]: grants no unit: units or buses is required", r->name);
 }
 

@@ -49,8 +49,9 @@ typedef struct file_ref {
 struct config_tags {
     pending_tag_t *tags;
     size_t n, cap;
-    file_ref_t files[CONFIG_MAX_DEVICES];   /* where each tags_file key was */
+    file_ref_t *files;           /* where each tags_file key was: grown as they are read */
     size_t n_files;
+    unsigned files_cap;
 };
 
 config_tags_t *config_tags_new(void)
@@ -63,6 +64,7 @@ void config_tags_free(config_tags_t *ct)
     if (!ct)
         return;
     free(ct->tags);
+    free(ct->files);
     free(ct);
 }
 
@@ -190,8 +192,8 @@ static void remember_file(config_tags_t *ct, const char *device, unsigned line)
     size_t i = 0;
     while (i < ct->n_files && strcmp(ct->files[i].device, device) != 0)
         i++;
-    if (i == CONFIG_MAX_DEVICES)
-        return;
+    if (i == ct->n_files && config_grow((void **)&ct->files, sizeof *ct->files, NULL, 0, (unsigned)i, &ct->files_cap) != 0)
+        return;   /* out of memory: its messages name the config file's line 0 */
     ct->n_files += i == ct->n_files;
     ct->files[i].line = line;
     snprintf(ct->files[i].device, sizeof ct->files[i].device, "%s", device);
@@ -411,11 +413,10 @@ typedef struct loaded_file {
 
 /* The file of device i, with every device that names the same file as its defaults. */
 static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsigned i, bool *done,
-                      loaded_file_t *lf)
+                      tags_device_defaults_t *defs, loaded_file_t *lf)
 {
     const config_device_t *dev = &cfg->devices[i];
     char other[2 * CONFIG_PATH_MAX];
-    tags_device_defaults_t defs[CONFIG_MAX_DEVICES];
     size_t n = 0;
 
     resolve_path(ld->source, dev->tags_file, lf->path, sizeof lf->path);
@@ -554,7 +555,10 @@ void config_tags_resolve(loader_t *ld)
 {
     config_t *cfg = ld->cfg;
     config_tags_t *ct = ld->tags;
-    bool done[CONFIG_MAX_DEVICES] = { false }, template_failed[CONFIG_MAX_TEMPLATES] = { false };
+    /* Sized from the devices: a file read by many devices gets the
+     * defaults of each (defs), and each device's file is read once (done). */
+    bool *done = calloc(cfg->device_count + 1, sizeof *done), template_failed[CONFIG_MAX_TEMPLATES] = { false };
+    tags_device_defaults_t *defs = calloc(cfg->device_count + 1, sizeof *defs);
     loaded_file_t *files = calloc(2 * cfg->device_count + 1, sizeof *files);
     size_t n_files = 0;
     tags_table_t *t = NULL;
@@ -563,13 +567,11 @@ void config_tags_resolve(loader_t *ld)
 
     for (unsigned i = 0; i < cfg->device_count; i++)
         any_file = any_file || cfg->devices[i].tags_file[0];
-    if (!files) {
-        config_error_at(ld, 0, "out of memory");
-        return;
-    }
-    if ((ct->n || any_file) && !(t = tags_table_new(CONFIG_MAX_TAGS))) {
+    if (!files || !done || !defs || ((ct->n || any_file) && !(t = tags_table_new(CONFIG_MAX_TAGS)))) {
         config_error_at(ld, 0, "out of memory for the tags");
         free(files);
+        free(done);
+        free(defs);
         return;
     }
     find_duplicates(ld);
@@ -578,7 +580,7 @@ void config_tags_resolve(loader_t *ld)
     size_t n_sections = t ? tags_table_count(t) : 0;
     for (unsigned i = 0; i < cfg->device_count; i++)
         if (cfg->devices[i].tags_file[0] && !done[i])
-            load_file(ld, cfg, t, i, done, &files[n_files++]);
+            load_file(ld, cfg, t, i, done, defs, &files[n_files++]);
     for (unsigned i = 0; i < cfg->device_count; i++) {
         int tp = cfg->devices[i].template_index;
         if (tp >= 0 && cfg->templates[tp].tags_file[0])
@@ -586,6 +588,8 @@ void config_tags_resolve(loader_t *ld)
     }
     check_limits(ld, cfg, t, files, n_files, n_sections);
     free(files);
+    free(done);
+    free(defs);
     if (ld->errs->total != before) {
         tags_table_free(t);
         return;

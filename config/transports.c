@@ -111,8 +111,13 @@ void *transports_new_serial_slave(loader_t *ld, const char *name, unsigned *firs
         }
     }
     if (cfg->serial_slave_count == CONFIG_MAX_SERIAL_SLAVES) {
-        config_error_at(ld, ld->header_line, "[%s]: more than %d serial slaves", ld->section,
-                        CONFIG_MAX_SERIAL_SLAVES);
+        config_error_at(ld, ld->header_line, "[%s]: more than %d serial slaves (the limit of one configuration)",
+                        ld->section, CONFIG_MAX_SERIAL_SLAVES);
+        return NULL;
+    }
+    if (config_grow((void **)&cfg->serial_slaves, sizeof *cfg->serial_slaves, (void **)&ld->transports.slave_unit,
+                    sizeof *ld->transports.slave_unit, cfg->serial_slave_count, &ld->serial_slave_cap) != 0) {
+        config_error_at(ld, ld->header_line, "[%s]: out of memory", ld->section);
         return NULL;
     }
     config_serial_slave_t *ss = &cfg->serial_slaves[cfg->serial_slave_count++];

@@ -177,8 +177,12 @@ static int swap_groups(gw_t *gw, const config_t *fresh)
             }
     gw_cache_entry_t *old = gw->cache;
     gw->cache = cache;
-    memcpy(gw->cfg->polls, fresh->polls, sizeof fresh->polls);
-    gw->cfg->poll_count = fresh->poll_count;
+    if (config_set_polls(gw->cfg, fresh->polls, fresh->poll_count) != 0) {
+        gw->cache = old;
+        pthread_mutex_unlock(&gw->cache_lock);
+        free(cache);
+        return -1;
+    }
     pthread_mutex_unlock(&gw->cache_lock);
     free(old);
     return 0;
@@ -208,8 +212,15 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
         return false;
     /* Only appended, or changed in keys read here (devices_can_follow): the
      * running copy takes them all, before the tags map their device by name. */
-    memcpy(gw->cfg->devices, fresh->devices, sizeof fresh->devices);
-    gw->cfg->device_count = fresh->device_count;
+    /* Under the cache's lock: the line thread's bus actors read the devices
+     * there (cache.c, a write's answer), and the old table is freed. */
+    pthread_mutex_lock(&gw->cache_lock);
+    int set = config_set_devices(gw->cfg, fresh->devices, fresh->device_count);
+    pthread_mutex_unlock(&gw->cache_lock);
+    if (set != 0) {
+        *why = "out of memory";
+        return false;
+    }
     if ((tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
         (polls && swap_groups(gw, fresh) != 0)) {
         *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */
@@ -267,15 +278,16 @@ static void reload(gw_t *gw)
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
     bool buses = gw->cfg->bus_count != fresh->bus_count ||
-                 memcmp(gw->cfg->buses, fresh->buses, sizeof fresh->buses) != 0;
+                 (fresh->bus_count && memcmp(gw->cfg->buses, fresh->buses, fresh->bus_count * sizeof *fresh->buses) != 0);
     bool polls = gw->cfg->poll_count != fresh->poll_count ||
-                 memcmp(gw->cfg->polls, fresh->polls, sizeof fresh->polls) != 0;
+                 (fresh->poll_count && memcmp(gw->cfg->polls, fresh->polls, fresh->poll_count * sizeof *fresh->polls) != 0);
     bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
     char devices_why[160] = "";
     bool devices_follow = devices && devices_can_follow(gw->cfg, fresh, devices_why, sizeof devices_why);
     /* a device's change goes with the tags: they name it, and MQTT announces both */
     bool devices_moved = gw->cfg->device_count != fresh->device_count ||
-                         memcmp(gw->cfg->devices, fresh->devices, sizeof fresh->devices) != 0;
+                         (fresh->device_count &&
+                          memcmp(gw->cfg->devices, fresh->devices, fresh->device_count * sizeof *fresh->devices) != 0);
     bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
     bool tags = tag_defs || devices_moved;
     const char *why = NULL;
@@ -297,7 +309,7 @@ static void reload(gw_t *gw)
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);
     CHANGED("serial_slaves", gw->cfg->serial_slave_count != fresh->serial_slave_count ||
-                                 memcmp(gw->cfg->serial_slaves, fresh->serial_slaves, sizeof fresh->serial_slaves) != 0);
+                                 (fresh->serial_slave_count && memcmp(gw->cfg->serial_slaves, fresh->serial_slaves, fresh->serial_slave_count * sizeof *fresh->serial_slaves) != 0));
     if (gw->tcp)
         tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);

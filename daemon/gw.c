@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -42,49 +41,6 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
             (unsigned long long)resp, (unsigned long long)to, polls_ok, gw->cfg->poll_count,
             gw->cfg->http.tls_cert[0] ? "https" : "http", gw->cfg->http.bind, gw->cfg->http.port);
     fflush(stderr);
-}
-
-/* True when the n > 0 bytes at p are all zero. */
-static bool all_zero(const unsigned char *p, size_t n)
-{
-    return p[0] == 0 && memcmp(p, p + 1, n - 1) == 0;
-}
-
-/*
- * The running copy of the configuration. A config_t is 144 KiB of fixed
- * tables (256 devices, 512 poll groups, ...) of which a gateway uses a few
- * entries, and a plain memcpy would make every page of the copy resident.
- * So the copy starts as fresh zero pages of its own mapping (not calloc's:
- * from malloc's heap it memsets reused memory, which makes it resident) and
- * only the pages of the source that hold a non-zero byte are written: the
- * result is byte for byte the source (the reload compares tables with
- * memcmp), and the untouched pages cost no memory (docs/footprint.md).
- * Freed with free_config().
- */
-static config_t *copy_config(const config_t *cfg)
-{
-    void *m = mmap(NULL, sizeof(config_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    config_t *c = m;
-    unsigned char *d = (unsigned char *)c;
-    const unsigned char *s = (const unsigned char *)cfg;
-    for (size_t off = 0; off < sizeof *c;) {
-        size_t end = (size_t)((((uintptr_t)(d + off)) | 4095u) + 1 - (uintptr_t)d);   /* next page of d */
-        if (end > sizeof *c)
-            end = sizeof *c;
-        if (!all_zero(s + off, end - off))
-            memcpy(d + off, s + off, end - off);
-        off = end;
-    }
-    c->tags = NULL;   /* the caller's: the running tags are gw->tags, a copy of their own */
-    return c;
-}
-
-static void free_config(config_t *c)
-{
-    if (c)
-        munmap(c, sizeof *c);
 }
 
 static int start_router(gw_t *gw)
@@ -135,7 +91,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     gw_t *gw = calloc(1, sizeof *gw);
     char err[512] = "";
 
-    if (!gw || !(gw->cfg = copy_config(cfg))) {
+    if (!gw || !(gw->cfg = config_copy(cfg))) {
         fprintf(stderr, "rtugw: out of memory\n");
         free(gw);
         return NULL;
@@ -152,7 +108,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
      * so size it to what the configuration needs rather than the default. */
     actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + cfg->serial_slave_count + 16 };
     if (!gw->cache || !gw->buses || !gw->serial_slaves || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
-        !(gw->loop = loop_new(gw))) {
+        !(gw->loop = loop_new(gw)) || (cfg->line_thread && cfg->bus_count && !(gw->line_loop = loop_new(gw)))) {
         gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");
         gw_free(gw);
         return NULL;
@@ -165,7 +121,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
             return NULL;
         }
         gw->bus_count++;
-        if (bus_start(gw->buses[i], gw->loop) != 0) {
+        if (bus_start(gw->buses[i], gw->line_loop ? gw->line_loop : gw->loop) != 0) {
             gw_log(gw, CONFIG_LOG_ERROR, "bus %s: cannot start its actor or port", cfg->buses[i].name);
             gw_free(gw);
             return NULL;
@@ -215,11 +171,24 @@ int gw_run(gw_t *gw)
         struct timeval second = { 1, 0 };
         event_add(ev_status, &second);
     }
+    /* The lines start after everything they may answer to exists, and
+     * before the trim below: creating a thread faults in pages of the
+     * dynamic linker and libc that the trim then gives back (+840 KiB of
+     * VmRSS when the thread came after it). */
+    if (gw->line_loop && loop_start_thread(gw->line_loop, "rtugw-line", gw->cfg->line_thread_priority) != 0) {
+        gw_log(gw, CONFIG_LOG_ERROR, "cannot start the line thread");
+        if (ev_status)
+            event_free(ev_status);
+        return 1;
+    }
     gw_notify("READY=1");
     gw_watchdog_start(gw);
     gw_log(gw, CONFIG_LOG_DEBUG, "start-up's pages of read-only segments given back: %zu KiB advised",
            gw_trim_resident());
     int rc = loop_run(gw->loop);
+    loop_stop_thread(gw->line_loop);   /* the ports stop being read; their actors drain below */
+    if (gw->line_loop)
+        loop_release_host(gw->line_loop);
     if (ev_status) {
         event_free(ev_status);
         fputc('\n', stderr);
@@ -242,8 +211,11 @@ void gw_free(gw_t *gw)
 {
     if (!gw)
         return;
+    loop_stop_thread(gw->line_loop);
     if (gw->loop)
         loop_release_host(gw->loop);
+    if (gw->line_loop)
+        loop_release_host(gw->line_loop);
     if (gw->actors)
         actor_system_shutdown(gw->actors, 0);
     control_stop(gw);
@@ -258,6 +230,7 @@ void gw_free(gw_t *gw)
     gwtags_free(gw->tags);
     for (unsigned i = 0; i < gw->cfg->bus_count; i++)
         bus_free(gw->buses[i]);
+    loop_free(gw->line_loop);
     loop_free(gw->loop);
     tag_writes_free(gw->tag_writes);   /* the loop has stopped: no outcome is on its way */
     if (gw->actors)
@@ -268,6 +241,6 @@ void gw_free(gw_t *gw)
     free(gw->buses);
     free(gw->serial_slaves);
     free(gw->cache);
-    free_config(gw->cfg);
+    config_free(gw->cfg);
     free(gw);
 }

@@ -113,16 +113,16 @@ static size_t finish_frame(driver_t *d, ascii_t *a, bool whole, uint8_t *buf, si
 
     ascii_reset(a);
     if (body < 2 || body + 2 > cap) {
-        driver_stats_mut(d)->noise_bytes += n;
+        DRIVER_COUNT(d, noise_bytes, n);
         if (n)
-            driver_stats_mut(d)->frame_errors++;
+            DRIVER_COUNT(d, frame_errors, 1);
         return 0;
     }
     memcpy(buf, bin, body);
     uint16_t crc = rtu_crc16(buf, body);
     if (!good) {
         crc ^= 1;   /* any other value fails the check: never a good frame */
-        driver_stats_mut(d)->frame_errors++;
+        DRIVER_COUNT(d, frame_errors, 1);
     }
     buf[body] = (uint8_t)crc;
     buf[body + 1] = (uint8_t)(crc >> 8);
@@ -143,7 +143,7 @@ static size_t take_char(driver_t *d, ascii_t *a, uint8_t c, uint64_t t_ns, uint8
         return out;
     }
     if (a->state == A_IDLE) {
-        driver_stats_mut(d)->noise_bytes++;
+        DRIVER_COUNT(d, noise_bytes, 1);
         return out;
     }
     a->last_char_ns = t_ns;

@@ -53,9 +53,9 @@ int driver_open(driver_t *d, char *err, size_t errcap)
     err[0] = 0;
     int rc = d->backend->open(d, err, errcap);
     if (rc == 0)
-        d->stats.opens++;
+        DRIVER_COUNT(d, opens, 1);
     else if (rc != DRIVER_INPROGRESS)
-        d->stats.open_failures++;
+        DRIVER_COUNT(d, open_failures, 1);
     return rc;
 }
 
@@ -83,9 +83,9 @@ int driver_open_finish(driver_t *d, char *err, size_t errcap)
         return 0;
     int rc = d->backend->open_finish(d, err, errcap);
     if (rc == 0)
-        d->stats.opens++;
+        DRIVER_COUNT(d, opens, 1);
     else if (rc != DRIVER_INPROGRESS)
-        d->stats.open_failures++;
+        DRIVER_COUNT(d, open_failures, 1);
     return rc;
 }
 
@@ -149,8 +149,8 @@ ssize_t driver_write(driver_t *d, const uint8_t *buf, size_t len)
         return -EBADF;
     ssize_t n = d->backend->write(d, buf, len);
     if (n > 0) {
-        d->stats.bytes_out += (uint64_t)n;
-        d->stats.frames_out++;
+        DRIVER_COUNT(d, bytes_out, (uint64_t)n);
+        DRIVER_COUNT(d, frames_out, 1);
     }
     return n;
 }
@@ -162,9 +162,9 @@ ssize_t driver_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns)
         return -EBADF;
     ssize_t n = d->backend->read(d, buf, cap, t_ns ? t_ns : &dummy);
     if (n > 0)
-        d->stats.bytes_in += (uint64_t)n;
+        DRIVER_COUNT(d, bytes_in, (uint64_t)n);
     else if (n == DRIVER_HANGUP)
-        d->stats.hangups++;
+        DRIVER_COUNT(d, hangups, 1);
     return n;
 }
 
@@ -183,9 +183,13 @@ int driver_service(driver_t *d, uint64_t now_ns)
     return d->backend->service ? d->backend->service(d, now_ns) : 0;
 }
 
+/* Each counter loaded atomically (DRIVER_COUNT): every field is a uint64_t. */
 void driver_get_stats(const driver_t *d, driver_stats_t *st)
 {
-    *st = d->stats;
+    const uint64_t *from = (const uint64_t *)&d->stats;
+    uint64_t *to = (uint64_t *)st;
+    for (size_t i = 0; i < sizeof *st / sizeof(uint64_t); i++)
+        to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
 }
 
 const char *driver_backend_name(const driver_t *d)

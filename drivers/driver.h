@@ -127,6 +127,11 @@ typedef struct driver_stats {
 driver_t *driver_new(const driver_backend_t *backend, void *priv);
 void *driver_priv(const driver_t *d);
 driver_stats_t *driver_stats_mut(driver_t *d);
+/* Count n into a counter of driver_stats_t: relaxed atomic, since the
+ * driver's own thread (the line thread) counts while another (/metrics)
+ * reads them with driver_get_stats. */
+#define DRIVER_COUNT(d, field, n) \
+    ((void)__atomic_fetch_add(&driver_stats_mut(d)->field, (uint64_t)(n), __ATOMIC_RELAXED))
 
 /* Dispatch. */
 int driver_open(driver_t *d, char *err, size_t errcap);

@@ -81,7 +81,7 @@ static size_t to_rtu(driver_t *d, mbap_t *m, const mbap_header_t *h, uint8_t *bu
         m->asking = false;
     } else {
         crc ^= 1;   /* not the answer asked for: a frame that fails its CRC */
-        driver_stats_mut(d)->frame_errors++;
+        DRIVER_COUNT(d, frame_errors, 1);
     }
     buf[pdu_len + 1] = (uint8_t)crc;
     buf[pdu_len + 2] = (uint8_t)(crc >> 8);
@@ -96,7 +96,7 @@ static ssize_t mbap_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns)
         size_t adu_len;
         int rc = mbap_stream_next(m->in, m->in_len, &h, &adu_len);
         if (rc < 0) {
-            driver_stats_mut(d)->frame_errors++;
+            DRIVER_COUNT(d, frame_errors, 1);
             return -EPROTO;
         }
         if (rc == 1) {

@@ -479,13 +479,13 @@ static ssize_t strip_echo(driver_t *d, serial_t *s, uint8_t *buf, size_t n)
         k++;
     if (k < n && k < s->echo_len) {
         /* Something else came while we expected our echo: stop expecting it. */
-        driver_stats_mut(d)->echo_mismatches++;
+        DRIVER_COUNT(d, echo_mismatches, 1);
         s->echo_len = 0;
     } else {
         memmove(s->echo, s->echo + k, s->echo_len - k);
         s->echo_len -= k;
     }
-    driver_stats_mut(d)->echo_bytes += k;
+    DRIVER_COUNT(d, echo_bytes, k);
     memmove(buf, buf + k, n - k);
     return (ssize_t)(n - k);
 }

@@ -260,7 +260,7 @@ bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t 
 {
     const config_role_t *r = &t->gw->cfg->roles[role];
     unsigned need = len ? function_class(pdu, len) : 0;
-    bool where = (r->units[unit / 8] >> (unit % 8) & 1) || (bus >= 0 && (r->buses >> bus & 1));
+    bool where = (r->units[unit / 8] >> (unit % 8) & 1) || (bus >= 0 && config_role_has_bus(r, (unsigned)bus));
     bool ok = need && (r->functions & need) == need && where;
 
     gw_count(&t->metrics.role_requests[role]);

@@ -319,6 +319,22 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
     return bus;
 }
 
+/*
+ * Paced reads (port.c) where the wire sets the pace: an RTU line at its
+ * baud (a device, or the simulator paced at it), whose reads bring the
+ * answer alone. Not a device server (the network, not the baud, paces its
+ * stream), nor ASCII or MBAP (framed by their own delimiters), nor a line
+ * whose own request comes back to the port (rx_during_tx without
+ * echo_suppress: the echo would be taken for the answer's first bytes).
+ */
+static uint64_t pace_char_ns(const config_bus_t *c)
+{
+    bool wire = c->port_kind == CONFIG_PORT_DEVICE || c->port_kind == CONFIG_PORT_SIM_PACED;
+    if (!wire || c->framing != CONFIG_FRAMING_RTU || !c->baud || (c->rx_during_tx && !c->echo_suppress))
+        return 0;
+    return (uint64_t)rtu_char_bits(c->data_bits, c->parity, c->stop_bits) * 1000000000ull / c->baud;
+}
+
 int bus_start(gw_bus_t *bus, gw_loop_t *loop)
 {
     int rc = bus->gw->cfg->buses_on_io_thread
@@ -328,7 +344,8 @@ int bus_start(gw_bus_t *bus, gw_loop_t *loop)
         return -1;
     char name[CONFIG_NAME_MAX + 8];
     snprintf(name, sizeof name, "bus %s", bus_config(bus)->name);
-    bus->port = port_new(bus->gw, loop, bus->driver, name, bus->self, line_metrics(bus->line));
+    bus->port = port_new_paced(bus->gw, loop, bus->driver, name, bus->self, line_metrics(bus->line),
+                               pace_char_ns(bus_config(bus)));
     return bus->port ? 0 : -1;
 }
 

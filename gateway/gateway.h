@@ -252,6 +252,11 @@ struct event_base *loop_base(gw_loop_t *loop);
 /* Any thread: run fn(ctx, a, b, data, len) on the I/O thread, in post order. */
 int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, const void *data, size_t len);
 int loop_run(gw_loop_t *loop);        /* the loop, on the calling thread */
+/* The loop on a thread of its own, named name; priority 1..99: SCHED_FIFO at
+ * it, if the process may (else a warning, and normal priority). */
+int loop_start_thread(gw_loop_t *loop, const char *name, unsigned priority);
+/* Any other thread: leave that loop and join its thread (no-op if none). */
+void loop_stop_thread(gw_loop_t *loop);
 void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */
 void loop_wake(gw_loop_t *loop);      /* any thread: run the loop's on_wake hook */
 /* The actors pinned to the I/O thread (bus actors, unless configured off)
@@ -278,6 +283,11 @@ typedef struct gw_bytes {
  * PORT_MSG_STATE (uint8_t 1 up / 0 down) and PORT_MSG_BYTES (gw_bytes_t). */
 gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
                     gw_bus_metrics_t *m);
+/* The same, with paced reads on an RTU line whose character takes char_ns
+ * on the wire (port.c, "Paced reads"): after a write the port reads when
+ * the answer can be complete, not per chunk. char_ns 0: port_new. */
+gw_port_t *port_new_paced(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
+                          gw_bus_metrics_t *m, uint64_t char_ns);
 void port_free(gw_port_t *p);
 /* Any thread: queue a write of one ADU. */
 int port_write(gw_port_t *p, const uint8_t *adu, size_t len);
@@ -427,6 +437,7 @@ struct gw {
     actor_system_t *actors;
     router_t *router;
     gw_loop_t *loop;
+    gw_loop_t *line_loop;       /* the line thread's: ports and bus actors; NULL: they are on loop's */
     gw_bus_t **buses;
     unsigned bus_count;
     gw_poller_t *poller;

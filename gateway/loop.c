@@ -16,6 +16,9 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -47,6 +50,10 @@ struct gw_loop {
     uint64_t host_timer_at;        /* the deadline it is armed for; 0: none */
     pthread_t thread;             /* set by loop_run */
     _Atomic bool running;
+    pthread_t own_thread;         /* loop_start_thread's */
+    bool has_own_thread;
+    char thread_name[16];
+    unsigned priority;
     void (*on_wake)(void *ctx);
     void *on_wake_ctx;
     pthread_mutex_t lock;
@@ -297,6 +304,74 @@ int loop_run(gw_loop_t *loop)
 void loop_exit(gw_loop_t *loop)
 {
     event_base_loopexit(loop->base, NULL);
+}
+
+/*
+ * The line thread (daemon/gw.c): a loop of its own for the ports and the
+ * bus actors, so that no TLS handshake, HTTP page, MQTT burst or client
+ * socket of the I/O thread ever runs in front of a port read or a line
+ * timer. Everything between the two goes through what was already safe
+ * across threads: actor messages (requests in, the port's bytes to its
+ * bus), loop_post (answers to the front ends' loop, writes to the port's),
+ * atomics (metrics, driver counters) and the cache's lock.
+ *
+ * Real-time priority (line_thread_priority): SCHED_FIFO needs CAP_SYS_NICE
+ * or an RLIMIT_RTPRIO at least that high (systemd: LimitRTPRIO=, or
+ * AmbientCapabilities=CAP_SYS_NICE). Without it the thread runs at normal
+ * priority and says so once: it still has the core to itself whenever the
+ * I/O thread is busy, which is what removes the gateway's own load from the
+ * lines; the priority only also puts it ahead of other processes.
+ */
+static void *loop_thread_main(void *arg)
+{
+    gw_loop_t *loop = arg;
+
+    pthread_setname_np(pthread_self(), loop->thread_name);
+    if (loop->priority) {
+        struct sched_param sp = { .sched_priority = (int)loop->priority };
+        int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (rc != 0)
+            gw_log(loop->gw, CONFIG_LOG_WARN, "%s: line_thread_priority = %u not applied (%s): it needs "
+                   "CAP_SYS_NICE or RLIMIT_RTPRIO >= %u; running at normal priority", loop->thread_name,
+                   loop->priority, strerror(rc), loop->priority);
+        else
+            gw_log(loop->gw, CONFIG_LOG_INFO, "%s: SCHED_FIFO priority %u", loop->thread_name, loop->priority);
+    }
+    loop_run(loop);
+    return NULL;
+}
+
+int loop_start_thread(gw_loop_t *loop, const char *name, unsigned priority)
+{
+    snprintf(loop->thread_name, sizeof loop->thread_name, "%s", name);
+    loop->priority = priority;
+    int rc = pthread_create(&loop->own_thread, NULL, loop_thread_main, loop);
+    if (rc != 0)
+        return -rc;
+    loop->has_own_thread = true;
+    return 0;
+}
+
+static void exit_command(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    (void)a;
+    (void)b;
+    (void)data;
+    (void)len;
+    loop_exit(ctx);
+}
+
+void loop_stop_thread(gw_loop_t *loop)
+{
+    if (!loop || !loop->has_own_thread)
+        return;
+    /* A command, not event_base_loopexit from here: the base is the
+     * thread's own (libevent's locking is not on). Retried while out of
+     * memory: the join must not wait forever. */
+    while (loop_post(loop, exit_command, loop, 0, 0, NULL, 0) != 0)
+        usleep(1000);
+    pthread_join(loop->own_thread, NULL);
+    loop->has_own_thread = false;
 }
 
 void loop_free(gw_loop_t *loop)

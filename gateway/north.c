@@ -58,7 +58,7 @@ struct gw_north {
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
     unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
     north_value_t *values;        /* scratch for one group (at most 2000) */
-    char (*names)[CONFIG_NAME_MAX + 8];
+    char (*names)[CONFIG_NAME_MAX + 12];   /* "POLL.N": N up to 10 digits */
     uint32_t *gathered;           /* tag indices of the poll being published */
     size_t cap_gathered;
     uint8_t *pending;             /* per tag: answered in its device's current poll (I/O thread) */
@@ -78,9 +78,9 @@ struct gw_north {
  * exception: a group index posted before a reload changed the groups would
  * name another group (or none) after it, so its generation goes along. */
 #define POLL_GROUP_SHIFT 16
-#define POLL_GROUP_MASK 0x3ffu     /* CONFIG_MAX_POLLS (512) fits */
-#define POLL_GEN_SHIFT 26
-#define POLL_GEN_MASK 0x3fu
+#define POLL_GROUP_MASK 0xffffu    /* CONFIG_MAX_POLLS (16384) fits */
+#define POLL_GEN_SHIFT 9
+#define POLL_GEN_MASK 0x7fu
 
 static void log_hook(void *ctx, int level, const char *msg)
 {
@@ -111,7 +111,7 @@ static void device_state(gw_north_t *gn, unsigned device, bool up, const char *r
     gn->m->device_status(gn->north, gn->gw->cfg->devices[device].name, up, reason, t_ms);
 }
 
-/* On the I/O thread: a = wall time (ms), b = group << 16 | generation << 26 |
+/* On the I/O thread: a = wall time (ms), b = group << 16 | generation << 9 |
  * good << 8 | exception, data = the group's items (registers big-endian, or
  * bits packed 8 a byte). */
 static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)

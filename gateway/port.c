@@ -15,6 +15,24 @@
  * timeout), and stays down meanwhile, so the bus answers 0x0A at once
  * rather than let requests wait for a connection that may never come. A
  * connect that fails or times out takes the same back-off as a reopen.
+ *
+ * Paced reads (port_new_paced: an RTU line of known baud, the bus's). Read
+ * per chunk, a 9600-baud answer of 10 registers woke the thread some 25
+ * times, one small chunk each. But nothing needs its bytes before they can
+ * make a frame: the line frames an answer by its length (parser/framer.c
+ * by_length), whenever its bytes are read. So after a write the port stops
+ * watching the fd until the earliest moment an answer can be complete (the
+ * request's wire time and the 5 bytes of the shortest answer), then reads
+ * what is there; while the bytes read since the write predict a longer
+ * answer (rtu_response_length over its first bytes) it sleeps again for
+ * the wire time of the bytes still missing, which cannot arrive sooner; a
+ * first byte not yet come, an answer complete, or a function with no
+ * length rule go back to reading every chunk as it comes (the line's quiet
+ * check after an answer, copies, noise). A sleep is at most
+ * PACE_MAX_SLEEP_NS, so an answer whose first bytes mislead (noise before
+ * it) is read at most that late; a right prediction delays no answer at
+ * all, as it wakes when the last byte can first be there. Stamps are the
+ * read times, as always.
  */
 #include "gateway/gateway.h"
 
@@ -23,6 +41,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define PACE_MAX_SLEEP_NS 20000000ull   /* 20 ms: the most a misleading prediction delays bytes */
+#define PACE_SHORTEST_ANSWER 5          /* an exception: slave, function, code, CRC */
 
 struct gw_port {
     gw_t *gw;
@@ -38,7 +61,18 @@ struct gw_port {
     driver_backoff_t backoff;
     bool logged_failure;       /* the first failed open is a warning, the rest debug */
     bool up;
+    /* paced reads */
+    uint64_t pace_char_ns;     /* 0: every chunk read as it comes */
+    struct event *ev_pace;     /* the next read while ev_read is off: on pace_fd */
+    int pace_fd;               /* a timerfd: epoll's millisecond timeouts woke the loop up to
+                                  4 times early, 1 ms apart, per sleep; -1 when not paced */
+    bool pacing;               /* between a write and its answer's predicted end */
+    bool read_paused;          /* ev_read is off: ev_pace reads */
+    uint8_t pace_head[3];      /* the answer's first bytes, for its length rule */
+    size_t pace_have;          /* bytes read since the write */
 };
+
+static void disarm_pace(gw_port_t *p);
 
 static void arm_after(struct event *ev, uint64_t at)
 {
@@ -67,33 +101,107 @@ static void port_down(gw_port_t *p, const char *why)
         event_free(p->ev_read);
         p->ev_read = NULL;
     }
+    disarm_pace(p);
+    p->pacing = p->read_paused = false;
     driver_close(p->driver);
     set_up(p, false);
     p->logged_failure = true;   /* this warning is the one for the outage */
     arm_after(p->ev_reopen, driver_backoff_next(&p->backoff, gw_now_ns()));
 }
 
-static void on_readable(evutil_socket_t fd, short what, void *arg)
+/* Everything the driver has, to the sink; false when the port went down. */
+static bool read_all(gw_port_t *p)
 {
-    gw_port_t *p = arg;
     gw_bytes_t chunk;
 
-    (void)fd;
-    (void)what;
     for (;;) {
         uint64_t t;
         ssize_t n = driver_read(p->driver, chunk.data, sizeof chunk.data, &t);
         if (n > 0) {
+            for (size_t i = 0; p->pacing && i < (size_t)n && p->pace_have + i < sizeof p->pace_head; i++)
+                p->pace_head[p->pace_have + i] = chunk.data[i];
+            p->pace_have += (size_t)n;
             chunk.t_ns = t;
             chunk.len = (uint16_t)n;
             actor_send(p->gw->actors, p->sink, PORT_MSG_BYTES, &chunk, offsetof(gw_bytes_t, data) + (size_t)n);
             continue;
         }
         if (n == DRIVER_AGAIN)
-            return;
+            return true;
         port_down(p, n == DRIVER_HANGUP ? "line hung up" : strerror((int)-n));
+        return false;
+    }
+}
+
+static void resume_reads(gw_port_t *p)
+{
+    if (p->read_paused && p->ev_read)
+        event_add(p->ev_read, NULL);
+    p->read_paused = false;
+}
+
+/* Off the fd for `wait` ns (at most PACE_MAX_SLEEP_NS): then ev_pace reads. */
+static void pause_reads(gw_port_t *p, uint64_t wait)
+{
+    if (wait > PACE_MAX_SLEEP_NS)
+        wait = PACE_MAX_SLEEP_NS;
+    if (!p->read_paused && p->ev_read)
+        event_del(p->ev_read);
+    p->read_paused = true;
+    struct itimerspec its = { .it_value = { (time_t)(wait / 1000000000u), (long)(wait % 1000000000u) } };
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+        its.it_value.tv_nsec = 1;   /* 0 would disarm it */
+    timerfd_settime(p->pace_fd, 0, &its, NULL);
+}
+
+static void disarm_pace(gw_port_t *p)
+{
+    struct itimerspec off = { 0 };
+    if (p->pace_fd >= 0)
+        timerfd_settime(p->pace_fd, 0, &off, NULL);
+}
+
+/* After a read: sleep until the missing bytes of the answer can be in, or
+ * read every chunk again (no byte yet, answer complete, no length rule). */
+static void pace_next(gw_port_t *p)
+{
+    if (!p->pacing || p->pace_have == 0) {
+        resume_reads(p);
         return;
     }
+    size_t head = p->pace_have < sizeof p->pace_head ? p->pace_have : sizeof p->pace_head;
+    int want = rtu_response_length(p->pace_head, head);
+    if (want < 0 || want > RTU_MAX_ADU || (want > 0 && (size_t)want <= p->pace_have)) {
+        p->pacing = false;
+        resume_reads(p);
+        return;
+    }
+    size_t missing = want > 0 ? (size_t)want - p->pace_have : sizeof p->pace_head - p->pace_have;
+    pause_reads(p, missing * p->pace_char_ns);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    gw_port_t *p = arg;
+
+    (void)fd;
+    (void)what;
+    if (read_all(p))
+        pace_next(p);
+}
+
+static void on_pace(evutil_socket_t fd, short what, void *arg)
+{
+    gw_port_t *p = arg;
+    uint64_t expirations;
+
+    (void)what;
+    if (read(fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        return;
+    if (!p->ev_read || !p->read_paused)
+        return;   /* the port went down meanwhile */
+    if (read_all(p))
+        pace_next(p);
 }
 
 static void arm_read(gw_port_t *p)
@@ -203,10 +311,19 @@ static void do_write(void *ctx, uint64_t a, uint32_t b, const uint8_t *adu, size
     if (!p->up)
         return;  /* the bus learns of the port state and times out */
     ssize_t n = driver_write(p->driver, adu, len);
-    if (n < 0 && n != DRIVER_AGAIN)
+    if (n < 0 && n != DRIVER_AGAIN) {
         port_down(p, strerror((int)-n));
-    else
-        arm_service(p);
+        return;
+    }
+    arm_service(p);
+    if (p->ev_pace && p->ev_read) {
+        /* A new question: what was read before belongs to no answer of it
+         * (the line reset its framer too). No answer can be complete
+         * before the request and the shortest answer have crossed the wire. */
+        p->pacing = true;
+        p->pace_have = 0;
+        pause_reads(p, (len + PACE_SHORTEST_ANSWER) * p->pace_char_ns);
+    }
 }
 
 int port_write(gw_port_t *p, const uint8_t *adu, size_t len)
@@ -217,16 +334,26 @@ int port_write(gw_port_t *p, const uint8_t *adu, size_t len)
 gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
                     gw_bus_metrics_t *m)
 {
+    return port_new_paced(gw, loop, d, name, sink, m, 0);
+}
+
+gw_port_t *port_new_paced(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
+                          gw_bus_metrics_t *m, uint64_t char_ns)
+{
     gw_port_t *p = calloc(1, sizeof *p);
 
     if (!p)
         return NULL;
-    *p = (gw_port_t){ .gw = gw, .loop = loop, .driver = d, .sink = sink, .m = m };
+    *p = (gw_port_t){ .gw = gw, .loop = loop, .driver = d, .sink = sink, .m = m, .pace_char_ns = char_ns,
+                      .pace_fd = -1 };
     snprintf(p->name, sizeof p->name, "%s", name);
     driver_backoff_reset(&p->backoff);
     p->ev_reopen = evtimer_new(loop_base(loop), on_reopen, p);
     p->ev_service = evtimer_new(loop_base(loop), on_service, p);
-    if (!p->ev_reopen || !p->ev_service) {
+    p->pace_fd = char_ns ? timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC) : -1;
+    if (p->pace_fd >= 0 && (p->ev_pace = event_new(loop_base(loop), p->pace_fd, EV_READ | EV_PERSIST, on_pace, p)))
+        event_add(p->ev_pace, NULL);
+    if (!p->ev_reopen || !p->ev_service || (char_ns && !p->ev_pace)) {
         port_free(p);
         return NULL;
     }
@@ -245,6 +372,10 @@ void port_free(gw_port_t *p)
         event_free(p->ev_reopen);
     if (p->ev_service)
         event_free(p->ev_service);
+    if (p->ev_pace)
+        event_free(p->ev_pace);
+    if (p->pace_fd >= 0)
+        close(p->pace_fd);
     if (p->ev_connect)
         event_free(p->ev_connect);
     free(p);

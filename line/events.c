@@ -100,9 +100,10 @@ void line_bytes(line_t *bus, const uint8_t *data, size_t len, uint64_t t_ns, uin
     noise_after_answer(bus, &after);
     bus->last_chunk_ns = t_ns;
     /* A frame without a length rule ends with t3.5 of silence; a framer that
-     * holds nothing has no use for it (rtu_framer_settled), and a poll's
-     * answer, framed by its length, then costs no wake-up for the silence. */
-    if (!bus->p.framed && !rtu_framer_settled(bus->framer))
+     * holds nothing has no use for it (rtu_framer_settled), nor one that waits
+     * for the rest of an answer no silence can end (rtu_framer_held), and a
+     * poll's answer, framed by its length, then costs no wake-up for the silence. */
+    if (!bus->p.framed && !rtu_framer_settled(bus->framer) && !rtu_framer_held(bus->framer))
         arm_idle(bus, now + bus->t35_ns + IDLE_SLACK_NS);
     line_start_next(bus);
 }
@@ -247,8 +248,12 @@ line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, co
     for (unsigned q = 0; q < BUS_QUEUES; q++)
         bus->queue[q].slot = calloc(bus->cfg.queue_depth, sizeof(gw_request_t));
     bool stream = bus->cfg.port_kind == CONFIG_PORT_TCP && bus->cfg.framing == CONFIG_FRAMING_RTU;
+    /* RTU answers end by the length their request and byte count give, not
+     * by the moment this thread got round to reading the port (by_length:
+     * parser/framer.c, docs/architecture.md "Frames by length"). */
     rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
-                               .silence_ns = stream ? bus->t35_ns : 0 };
+                               .silence_ns = stream ? bus->t35_ns : 0,
+                               .by_length = bus->cfg.framing == CONFIG_FRAMING_RTU };
     bus->framer = rtu_framer_new(&fc);
     if (!bus->queue[0].slot || !bus->queue[1].slot || !bus->framer) {
         snprintf(err, errcap, "bus %s: out of memory", bus->cfg.name);

@@ -50,6 +50,27 @@
  * position that proves a frame first; so does, with baud 0, an unknown
  * function at the head.
  *
+ * Length over silence (cfg.by_length, the master's and the slave's side,
+ * never SNIFF). The stamps are when the reader got round to the port, not
+ * when the bytes crossed the wire: a reader held up for 20 ms between two
+ * reads of one answer sees a silence inside it that the wire never had.
+ * Where the length is known that silence is not allowed to end the frame:
+ * a head at a boundary whose rule predicts its length (or that lacks the
+ * bytes to predict it yet) keeps every later byte, across stamped
+ * silences and idle(), until the predicted length is in. Then a good CRC
+ * makes it a frame; a bad one lets the silences rule again (the head's
+ * segment is judged as without this option: damaged, noise, resync). A
+ * truncated answer thus waits for its caller's deadline (the line's
+ * timeout, then its next request resets the framer) rather than being
+ * reported at the silence. So that a noise byte followed by silence does
+ * not hold back the answer behind it, a position right after a stamped
+ * silence that starts a complete CRC-good frame by its own predicted
+ * length wins over a head still waiting: only those few positions are
+ * tried, not every byte inside the held frame (each would be a 2^-16
+ * chance to fake one). An unknown function, a head reached by resync
+ * (after noise) and the silence that vouches for an answer (the line's
+ * I3) keep the rules above.
+ *
  * SNIFF. A position is judged by both rules. If only one yields a CRC-good
  * frame, that decides. If both do with the same length (fc 5, 6, 22 echoes;
  * a read response whose byte count makes it 8 bytes long), the frame is the
@@ -287,6 +308,8 @@ static judgement_t judge(rtu_framer_t *fr, size_t at, size_t have, bool closed, 
 
 /* ---- bookkeeping ------------------------------------------------------ */
 
+static void skip_to_frame(rtu_framer_t *fr, size_t at, const judgement_t *j);
+
 static void count_discarded(rtu_framer_t *fr, size_t n)
 {
     fr->stats.noise_bytes += n;
@@ -330,6 +353,72 @@ static void emit(rtu_framer_t *fr, size_t len, int crc_ok, uint8_t is_request, i
     fr->garbage_run = 0;
     fr->synced = true;
     note_direction(fr, f);
+}
+
+/*
+ * by_length: the length the rule predicts for a frame at buf[at] over every
+ * byte buffered (stamped silences ignored); 0 while too few bytes are in
+ * to predict it; -1 when no rule holds it (unknown function, function 0,
+ * over-long, SNIFF).
+ */
+static int predicted_length(const rtu_framer_t *fr, size_t at)
+{
+    const uint8_t *p = fr->buf + at;
+    size_t have = fr->tail - at;
+
+    if (!fr->cfg.by_length || fr->cfg.dir == RTU_DIR_SNIFF)
+        return -1;
+    if (have >= 2 && (p[1] & 0x7F) == 0)
+        return -1;
+    int want = fr->cfg.dir == RTU_DIR_REQUEST ? rtu_request_length(p, have) : rtu_response_length(p, have);
+    return want > RTU_MAX_ADU ? -1 : want;
+}
+
+/* by_length: the length of the CRC-good frame its rule predicts at buf[at], or 0. */
+static size_t good_by_length(const rtu_framer_t *fr, size_t at)
+{
+    int want = predicted_length(fr, at);
+    return want >= RTU_MIN_ADU && (size_t)want <= fr->tail - at && crc_good(fr->buf + at, (size_t)want)
+               ? (size_t)want : 0;
+}
+
+/*
+ * by_length: the head's segment when its predicted length, not a silence,
+ * ends it. True (end and closed set) while the head is at a boundary and
+ * its rule either waits for more bytes or finds a CRC-good frame past a
+ * silence; false when the silences rule as without the option.
+ */
+static bool held_by_length(const rtu_framer_t *fr, size_t *end, bool *closed)
+{
+    if (!*closed || !fr->synced || fr->scan != fr->head)
+        return false;
+    int want = predicted_length(fr, fr->head);
+    if (want < 0 || (want > 0 && (size_t)want <= *end - fr->head))
+        return false;   /* no rule, or the frame ends before the silence: as before */
+    if (want > 0 && (size_t)want <= fr->tail - fr->head) {
+        if (!good_by_length(fr, fr->head))
+            return false;   /* not one frame after all: the silences decide */
+        *end = fr->head + (size_t)want;
+    } else {
+        *end = fr->tail;    /* the rest is still to come */
+    }
+    *closed = false;
+    return true;
+}
+
+/* by_length, the head held: a frame proven right after a stamped silence wins. */
+static bool race_after_silences(rtu_framer_t *fr)
+{
+    for (size_t i = fr->head + 1; i < fr->tail; i++) {
+        size_t len = fr->gap_before[i] ? good_by_length(fr, i) : 0;
+        if (len) {
+            judgement_t j = { .v = V_FRAME, .len = (uint16_t)len,
+                              .is_request = fr->cfg.dir == RTU_DIR_REQUEST };
+            skip_to_frame(fr, i, &j);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* End of the segment that starts at head: the next silence mark, or tail. */
@@ -448,6 +537,7 @@ static bool step(rtu_framer_t *fr)
 {
     bool closed;
     size_t end = segment_end(fr, &closed);
+    bool held = held_by_length(fr, &end, &closed);
 
     if (fr->head == end)
         return false; /* nothing buffered */
@@ -457,6 +547,8 @@ static bool step(rtu_framer_t *fr)
             emit(fr, j.len, 1, j.is_request, j.by_silence);
             return true;
         }
+        if (j.v == V_WAIT && held)
+            return race_after_silences(fr);
         if (j.v == V_WAIT)
             return (!fr->synced || (j.unknown && fr->cfg.baud == 0)) && race_head(fr, end);
         fr->synced = false;
@@ -586,6 +678,14 @@ bool rtu_framer_settled(const rtu_framer_t *fr)
     /* tail_closed: idle has nothing left to note; garbage_run 0: no
      * discarded run that a silence would end. */
     return fr->head == fr->tail && (fr->garbage_run == 0 || fr->tail_closed);
+}
+
+bool rtu_framer_held(const rtu_framer_t *fr)
+{
+    if (fr->head == fr->tail || !fr->synced || fr->scan != fr->head)
+        return false;
+    int want = predicted_length(fr, fr->head);
+    return want == 0 || (want > 0 && (size_t)want > fr->tail - fr->head);
 }
 
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out)

@@ -269,6 +269,13 @@ typedef struct rtu_framer_config {
      * TCP): this silence ends a segment, and chunks carry no wire time.
      * Needs baud != 0 (silence on). */
     uint64_t silence_ns;
+    /* RESPONSE or REQUEST: a frame whose length its rule predicts, at a
+     * boundary (after a frame, a silence or a reset), ends by that length
+     * alone; a silence inside it does not close it (a late read of the
+     * port, not the wire, made it). Silence still ends frames of unknown
+     * length and resynchronises after noise. parser/framer.c, "Length
+     * over silence". */
+    bool by_length;
 } rtu_framer_config_t;
 
 typedef struct rtu_frame {
@@ -302,6 +309,10 @@ void rtu_framer_idle(rtu_framer_t *fr, uint64_t now_ns);
  * uses (a segment's own first byte is never asked whether silence came
  * before it), so a caller may leave its silence timer unarmed. */
 bool rtu_framer_settled(const rtu_framer_t *fr);
+/* by_length: true while the head waits for the rest of the frame its rule
+ * predicts, which no silence can end: a caller need not arm its silence
+ * timer for it (the bytes that complete it, or fail its CRC, come by feed). */
+bool rtu_framer_held(const rtu_framer_t *fr);
 /* Next complete frame: 1 and *out filled, or 0 when none is ready. */
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out);
 /* Drop buffered bytes (after a reopen, a timeout). */

@@ -73,6 +73,7 @@ struct sim {
     config_t *cfg;
     line_t *line;
     uint64_t char_ns, host_delay_max_ns, last_feed_t;
+    bool stamp_at_read;
     int unread;
     ev_t **heap;
     size_t heap_len, heap_cap;
@@ -563,6 +564,11 @@ static const gw_origin_ops_t sim_origin_ops = { "sim", origin_answer, NULL };
 
 /* ---- the world ------------------------------------------------------------------ */
 
+void sim_stamp_at_read(sim_t *s, bool on)
+{
+    s->stamp_at_read = on;
+}
+
 sim_t *sim_new(uint64_t seed, const char *bus_ini, uint64_t host_delay_max_ns)
 {
     sim_t *s = calloc(1, sizeof *s);
@@ -670,7 +676,7 @@ void sim_run(sim_t *s, uint64_t until)
             break;
         case EV_FEED:
             s->unread -= e->len;
-            line_bytes(s->line, e->data, e->len, e->at, s->now);
+            line_bytes(s->line, e->data, e->len, s->stamp_at_read ? s->now : e->at, s->now);
             break;
         case EV_BARRIER:
             line_resolved(s->line, s->now);

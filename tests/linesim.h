@@ -65,6 +65,10 @@ typedef struct sim sim_t;
  * host_delay_max_ns: the port's reads lag the wire by up to this. */
 sim_t *sim_new(uint64_t seed, const char *bus_ini, uint64_t host_delay_max_ns);
 void sim_free(sim_t *s);
+/* Stamp each chunk with the moment the port is read (a real host's clock,
+ * gateway/port.c) rather than its arrival on the wire: a late read then
+ * looks like silence inside an answer. */
+void sim_stamp_at_read(sim_t *s, bool on);
 /* Slave `id` (1..247) answers on the line with this model. */
 void sim_add_slave(sim_t *s, unsigned id, const sim_slave_model_t *m);
 /* One request now (time `at`): a read or write PDU to `slave`. Its answer is checked. */

@@ -251,6 +251,70 @@ static void test_error_list_is_bounded(void **state)
     assert_int_equal(errs.total, 100);
 }
 
+/* The text of a file with buses buses of devices devices each (slaves 1..),
+ * and one poll group per device: malloc'd. */
+static char *many_buses(unsigned buses, unsigned devices)
+{
+    size_t cap = 256 + (size_t)buses * (40 + devices * 120), n = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    for (unsigned b = 0; b < buses; b++) {
+        n += (size_t)snprintf(text + n, cap - n, "[bus b%u]\nport = sim\n", b);
+        for (unsigned d = 0; d < devices; d++)
+            n += (size_t)snprintf(text + n, cap - n,
+                                  "[device d%u_%u]\nbus = b%u\nslave = %u\n[poll p%u_%u]\ndevice = d%u_%u\n"
+                                  "function = 3\ncount = 10\n",
+                                  b, d, b, d + 1, b, d, b, d);
+    }
+    assert_true(n < cap);
+    return text;
+}
+
+/* Tables are sized from the file: 64 buses of 70 slaves (4,480 devices and
+ * poll groups) load, every entry where it was written; one bus past the
+ * limit is an error that names the limit. */
+static void test_tables_sized_from_the_file(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    char *text = many_buses(64, 70);
+    config_t *cfg = load(text, &errs);
+    free(text);
+    for (unsigned i = 0; !cfg && i < errs.count; i++)
+        print_error("%s\n", errs.text[i]);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->bus_count, 64);
+    assert_int_equal(cfg->device_count, 64 * 70);
+    assert_int_equal(cfg->poll_count, 64 * 70);
+    const config_device_t *last = &cfg->devices[cfg->device_count - 1];
+    assert_string_equal(last->name, "d63_69");
+    assert_int_equal(last->bus, 63);
+    assert_int_equal(last->slave, 70);
+    assert_int_equal(cfg->polls[cfg->poll_count - 1].device, cfg->device_count - 1);
+    config_t *copy = config_copy(cfg);
+    assert_non_null(copy);
+    assert_memory_equal(copy->devices, cfg->devices, cfg->device_count * sizeof *cfg->devices);
+    config_free(copy);
+    config_free(cfg);
+
+    text = many_buses(CONFIG_MAX_BUSES + 1, 0);
+    assert_null(load(text, &errs));
+    free(text);
+    assert_int_equal(errs.total, 1);
+    char want[96];
+    snprintf(want, sizeof want, "[bus b%u]: more than %u buses (the limit", CONFIG_MAX_BUSES, CONFIG_MAX_BUSES);
+    expect_error(&errs, want, NULL);
+
+    /* A slave given twice on one bus is still found among thousands. */
+    text = many_buses(64, 70);
+    char *dup = strstr(text, "[device d63_69]\nbus = b63\nslave = 70");
+    assert_non_null(dup);
+    memcpy(strstr(dup, "slave = 70"), "slave = 69", 10);
+    assert_null(load(text, &errs));
+    free(text);
+    expect_error(&errs, "[device d63_69]: slave 69 on bus b63 is already device d63_68", NULL);
+}
+
 /* Sections inih would accept without a word: empty, misspelt, with extra words. */
 static void test_section_headers_are_strict(void **state)
 {
@@ -739,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_syntax_and_long_lines),
         cmocka_unit_test(test_required_and_cross_checks),
         cmocka_unit_test(test_error_list_is_bounded),
+        cmocka_unit_test(test_tables_sized_from_the_file),
         cmocka_unit_test(test_log_target),
         cmocka_unit_test(test_section_headers_are_strict),
         cmocka_unit_test(test_duplicates_name_both_lines),

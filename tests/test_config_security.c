@@ -96,16 +96,17 @@ static void test_tls_and_roles(void **state)
     assert_true(unit_granted(r, 1) && unit_granted(r, 2) && unit_granted(r, 3) && unit_granted(r, 7));
     assert_true(unit_granted(r, 255));
     assert_false(unit_granted(r, 0) || unit_granted(r, 4) || unit_granted(r, 254));
-    assert_int_equal(r->buses, 0);
+    for (size_t k = 0; k < sizeof r->buses; k++)
+        assert_int_equal(r->buses[k], 0);
 
     r = &cfg->roles[1];
     assert_int_equal(r->functions, CONFIG_FN_READ | CONFIG_FN_WRITE | CONFIG_FN_DIAGNOSTICS);
-    assert_int_equal(r->buses, 1u << 1);
+    assert_int_equal(r->buses[0], 1u << 1);
     assert_false(unit_granted(r, 1));
 
     r = &cfg->roles[2];
     assert_int_equal(r->functions, CONFIG_FN_ALL);
-    assert_int_equal(r->buses, 3u);
+    assert_int_equal(r->buses[0], 3u);
     for (unsigned u = 0; u < 256; u++)
         assert_true(unit_granted(r, u));
     config_free(cfg);

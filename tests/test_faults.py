@@ -11,6 +11,7 @@ the simulator defines (holding[a] = slave * 1000 + a) or this test wrote.
 What is asserted is behaviour, never speed: the one ratio (throughput with a
 backed-off silent slave against without) is the behaviour under test, and
 each deadline is many times what the gateway needs."""
+import json
 import os
 import shutil
 import socket
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Daemon, check, finish, free_port, wait_listening  # noqa: E402
@@ -490,6 +492,60 @@ def test_paced_line_no_spurious_hangup():
     cleanup(d, g)
 
 
+def thread_switches(pid, name=None):
+    """Voluntary context switches of every thread of pid (or of those named
+    name): each is a sleep, so a wake-up."""
+    n = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as f:
+                if name and f.read().strip() != name:
+                    continue
+            with open(f"/proc/{pid}/task/{task}/status") as f:
+                n += sum(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches"))
+        except OSError:
+            pass
+    return n
+
+
+def test_paced_poll_wakeups():
+    """A paced 9600 8E1 line (`rtugw sim --pace`, a pty that hands over a few
+    bytes at a time) polled for 10 registers every 100 ms: the gateway wakes
+    per answer, not per chunk (gateway/port.c, paced reads), and every answer
+    is one frame (no CRC error, no timeout). A count, not a time: wake-ups
+    per poll were ~33 before paced reads and are ~4 now; the bound, 12,
+    leaves room for a loaded machine's scheduling and still fails the old
+    way of reading. The reads happen on the thread `rtugw-line`
+    ([gateway] line_thread), not on the I/O thread of the front ends."""
+    d, link = setup("wakeups")
+    sim = Sim(link, ["--pace", "--baud", "9600", "--format", "8E1"])
+    poll = ("[device d1]\nslave = 1\ndead_after = 0\n"
+            "[poll p1]\ndevice = d1\nfunction = 3\naddress = 0\ncount = 10\ninterval_ms = 100\n")
+    g = Gateway(d, devices=poll, timeout_ms=500, baud=9600)
+    time.sleep(1.0)
+
+    def bus():
+        b = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{g.http_port}/status", timeout=3).read())["buses"][0]
+        return b["responses"], b["crc_errors"], b["timeouts"]
+    r0, c0, t0 = bus()
+    w0, l0 = thread_switches(g.p.pid), thread_switches(g.p.pid, "rtugw-line")
+    time.sleep(3.0)
+    w1, l1 = thread_switches(g.p.pid), thread_switches(g.p.pid, "rtugw-line")
+    r1, c1, t1 = bus()
+    polls = r1 - r0
+    per_poll, line_per_poll = (w1 - w0) / max(polls, 1), (l1 - l0) / max(polls, 1)
+    print(f"   {polls} polls, {per_poll:.1f} wake-ups per poll ({line_per_poll:.1f} of the line thread), "
+          f"{c1 - c0} CRC errors, {t1 - t0} timeouts", flush=True)
+    check(polls >= 15, f"the poll ran ({polls} answers in 3 s, 30 due)")
+    check(per_poll <= 12, f"at most 12 wake-ups per paced poll (got {per_poll:.1f})")
+    # [gateway] line_thread (the default): the port is read on a thread of its own.
+    check(line_per_poll >= 2, f"the port is read on the line thread ({line_per_poll:.1f} wake-ups per poll)")
+    check(c1 - c0 == 0 and t1 - t0 == 0, f"no CRC error and no timeout ({c1 - c0}, {t1 - t0})")
+    g.stop()
+    sim.kill()
+    cleanup(d, g)
+
+
 def test_peer_vanishes_and_returns():
     d, link = setup("vanish")
     sim = Sim(link, ["--seed", "1"])
@@ -615,7 +671,7 @@ t_start = time.time()
 try:
     tests = (test_noise_and_crc, test_late_answers, test_late_answer_to_a_later_request, test_truncated,
              test_silent_slave_throughput, test_peer_vanishes_and_returns, test_paced_line_no_spurious_hangup,
-             test_connection_flood)
+             test_connection_flood, test_paced_poll_wakeups)
     chosen = sys.argv[1:]    # names of tests to run; none: all
     for t in tests:
         if chosen and t.__name__ not in chosen:

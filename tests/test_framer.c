@@ -447,6 +447,130 @@ static void test_mid_frame_gap(void **state)
     free(o);
 }
 
+static rtu_framer_t *framer_by_length(unsigned baud)
+{
+    rtu_framer_config_t cfg = { .baud = baud, .char_bits = 11, .dir = RTU_DIR_RESPONSE, .by_length = true };
+    rtu_framer_t *fr = rtu_framer_new(&cfg);
+    assert_non_null(fr);
+    return fr;
+}
+
+/*
+ * by_length: the answer to a read of 10 registers (25 bytes) read in two
+ * chunks by a reader held up 30 ms between them (stamps far apart, idle()
+ * in between) is one good frame; without the option the same stamps make
+ * two damaged halves (what a busy gateway counted as CRC errors).
+ */
+static void test_late_read_is_one_frame(void **state)
+{
+    (void)state;
+    uint8_t a[RTU_MAX_ADU];
+    size_t la = mk_read(a, 7, 10);
+    uint64_t t35 = rtu_t35_ns(9600, 11), ch = char_ns(9600), late = 30000000ull;
+    out_t *o = out_new();
+
+    for (int by_length = 0; by_length <= 1; by_length++) {
+        rtu_framer_t *fr = by_length ? framer_by_length(9600) : framer(9600, RTU_DIR_RESPONSE);
+        o->n = 0;
+        rtu_framer_feed(fr, a, 5, T0 + 5 * ch);
+        rtu_framer_idle(fr, T0 + 5 * ch + t35 + 1);
+        rtu_framer_feed(fr, a + 5, la - 5, T0 + 5 * ch + late);
+        rtu_framer_idle(fr, T0 + 5 * ch + late + t35);
+        drain(fr, o);
+        if (by_length) {
+            assert_int_equal(o->n, 1);
+            assert_frame(&o->f[0], a, la);
+            assert_int_equal(stats(fr).noise_bytes, 0);
+        } else {
+            assert_true(o->n >= 1);
+            assert_int_equal(o->f[0].crc_ok, 0);
+        }
+        rtu_framer_free(fr);
+    }
+
+    /* Byte counts of every size at every split, stamped silences between: one frame. */
+    for (size_t regs = 1; regs <= 125; regs += 31) {
+        la = mk_read(a, 3, regs);
+        for (size_t cut = 1; cut < la; cut += 3) {
+            rtu_framer_t *fr = framer_by_length(9600);
+            o->n = 0;
+            rtu_framer_feed(fr, a, cut, T0);
+            rtu_framer_idle(fr, T0 + 2 * t35);
+            assert_int_equal(drain(fr, o), 0);
+            rtu_framer_feed(fr, a + cut, la - cut, T0 + late);
+            assert_int_equal(drain(fr, o), 1);
+            assert_frame(&o->f[0], a, la);
+            rtu_framer_free(fr);
+        }
+    }
+    free(o);
+}
+
+/*
+ * by_length keeps silence where the length does not settle it: a noise
+ * byte, silence, then an answer gives the answer (not glued to the noise);
+ * a truncated answer is no frame at the silence (it waits, bounded by the
+ * caller's deadline and reset); an unknown function still ends at silence;
+ * a predicted frame whose CRC fails lets the silence split it again.
+ */
+static void test_by_length_keeps_silence_where_unknown(void **state)
+{
+    (void)state;
+    uint8_t a[RTU_MAX_ADU], u[8];
+    size_t la = mk_read(a, 1, 4);
+    uint64_t t35 = rtu_t35_ns(9600, 11), ch = char_ns(9600);
+    out_t *o = out_new();
+
+    /* Noise byte 0x03 (slave 3 would read "fc 1, byte count 3"), silence, the answer. */
+    static const uint8_t glitch[] = { 0x03 };
+    rtu_framer_t *fr = framer_by_length(9600);
+    rtu_framer_feed(fr, glitch, 1, T0);
+    rtu_framer_idle(fr, T0 + t35);
+    rtu_framer_feed(fr, a, la, T0 + 2 * t35 + la * ch);
+    drain(fr, o);
+    assert_int_equal(o->n, 1);
+    assert_frame(&o->f[0], a, la);
+    assert_int_equal(stats(fr).noise_bytes, 1);
+
+    /* Truncated: nothing at the silence; after a reset the next answer is whole. */
+    o->n = 0;
+    rtu_framer_reset(fr);
+    rtu_framer_feed(fr, a, la - 3, T0);
+    rtu_framer_idle(fr, T0 + 10 * t35);
+    assert_int_equal(drain(fr, o), 0);
+    rtu_framer_reset(fr);
+    rtu_framer_feed(fr, a, la, T0 + 20 * t35);
+    assert_int_equal(drain(fr, o), 1);
+    assert_frame(&o->f[0], a, la);
+
+    /* An unknown function (0x41) ends at the silence, as without the option. */
+    static const uint8_t data[] = { 0x10, 0x20 };
+    size_t lu = mk(u, 1, 0x41, data, sizeof data);
+    o->n = 0;
+    rtu_framer_reset(fr);
+    rtu_framer_feed(fr, u, lu, T0);
+    assert_int_equal(drain(fr, o), 0);
+    rtu_framer_idle(fr, T0 + t35);
+    assert_int_equal(drain(fr, o), 1);
+    assert_frame(&o->f[0], u, lu);
+
+    /* The predicted length in, CRC bad: the first half is the damaged frame. */
+    uint8_t bad[RTU_MAX_ADU];
+    memcpy(bad, a, la);
+    bad[la - 1] ^= 0x55;
+    o->n = 0;
+    rtu_framer_reset(fr);
+    rtu_framer_feed(fr, bad, 6, T0);
+    rtu_framer_feed(fr, bad + 6, la - 6, T0 + 2 * t35 + (la - 6) * ch);
+    rtu_framer_idle(fr, T0 + 3 * t35 + (la - 6) * ch);
+    drain(fr, o);
+    assert_true(o->n >= 1);
+    assert_int_equal(o->f[0].len, 6);
+    assert_int_equal(o->f[0].crc_ok, 0);
+    rtu_framer_free(fr);
+    free(o);
+}
+
 /*
  * A UART hands over 8 bytes at a time, 8 character times apart (9 ms at
  * 9600, t3.5 = 4 ms): the stamps alone look like gaps, the wire had none.
@@ -1206,6 +1330,8 @@ int main(void)
         cmocka_unit_test(test_stream_silence),
         cmocka_unit_test(test_mid_frame_gap),
         cmocka_unit_test(test_fifo_chunks_are_no_gap),
+        cmocka_unit_test(test_late_read_is_one_frame),
+        cmocka_unit_test(test_by_length_keeps_silence_where_unknown),
         cmocka_unit_test(test_noise_before_frame),
         cmocka_unit_test(test_bad_crc_then_good),
         cmocka_unit_test(test_sniff_merged),

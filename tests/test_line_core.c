@@ -93,6 +93,31 @@ static void test_noise_before_answer(void **state)
     sim_free(s);
 }
 
+/*
+ * A host that reads the port late (up to 12 ms, more than t3.5 and the
+ * idle slack), stamping each chunk when it reads it as gateway/port.c
+ * does: the answers, in one to three chunks each, are framed by their
+ * length, so none is a CRC error and none is asked twice. With silence
+ * ending them (by_length off, as before) about half were CRC errors.
+ */
+static void test_late_reads_make_no_crc_errors(void **state)
+{
+    (void)state;
+    sim_t *s = sim_new(11, BUS, 12 * MS);
+    sim_stamp_at_read(s, true);
+    sim_slave_model_t m = healthy(3 * MS);
+    sim_add_slave(s, 1, &m);
+    for (unsigned i = 0; i < 40; i++)
+        sim_submit_at(s, (uint64_t)i * 100 * MS, 1, READ_10, sizeof READ_10);
+    sim_run(s, 0);
+    for (unsigned i = 0; i < 40; i++)
+        assert_right(s, i, 1, READ_10, sizeof READ_10);
+    assert_int_equal(gw_read(&sim_metrics(s)->crc_errors), 0);
+    assert_int_equal(sim_writes_to(s, 1, NULL, 0), 40);
+    assert_clean(s);
+    sim_free(s);
+}
+
 /* A slave slower than its timeout: the attempt's question is parked and the
  * slave guarded (I2); the late answer, heard in the guard, answers it (I1). */
 static void test_late_answer_in_guard(void **state)
@@ -463,6 +488,7 @@ int main(void)
 #else
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_noise_before_answer),  cmocka_unit_test(test_late_answer_in_guard),
+        cmocka_unit_test(test_late_reads_make_no_crc_errors),
         cmocka_unit_test(test_split_answer),         cmocka_unit_test(test_double_answer),
         cmocka_unit_test(test_equal_answers),        cmocka_unit_test(test_silent_slave_and_backoff),
         cmocka_unit_test(test_guard_holds_one_slave), cmocka_unit_test(test_broadcast),
