@@ -38,32 +38,52 @@
  *   put a copy of answer n where answer n+1 is expected, after the window of
  *   I3, when answer n+1 is late or was never sent (a slave deaf while it
  *   repeats). Such a copy is equal, byte for byte, to the slave's last
- *   answer, while the question differs. So the first time a slave's answer
- *   equals its last one for another question, it is not delivered: the
- *   question is asked again once the slave has been quiet for its guard
- *   (no copy can be pending then). The same bytes again: equal answers are
- *   this slave's real data (verdict GENUINE, never asked again). Other
- *   bytes: the slave sends copies (verdict SENT), and from then on it is
- *   asked nothing new for 3x the copy's delay after each answer, so its
- *   copies fall where they answer nothing. A copy seen where it answers
- *   nothing (in I3's window, or unasked) gives the same verdict. The hold
- *   is only a timing margin: a copy later than it (the slave stalled by its
- *   own load) is again equal to the last answer for another question, so
- *   a SENT slave's such answer is confirmed as after a give-up (I5): one
- *   re-ask would not do, its answer may be stale too (an always-late slave
- *   is SENT by its retries' answers).
+ *   answer, while the question differs. I6 asks reads in a shape no copy of
+ *   the slave's last answers has, so this is left to what I6 cannot shape:
+ *   an exception (it has no shape), a write's echo, a read at its map's
+ *   end. There, an answer equal to the slave's last one for another
+ *   question is not delivered: the question is asked again once the slave
+ *   has been quiet for its guard (no copy can be pending then). The same
+ *   bytes again: this answer is real, and delivered (no verdict on the
+ *   slave: one that answered equal values once may still repeat later, and
+ *   a verdict that equal answers are real let a late copy through, the
+ *   explorer's seed 1796177181515386). Other bytes: the slave sends copies
+ *   (verdict SENT), and from then on it is asked nothing new for 3x the
+ *   copy's delay after each answer, so its copies fall where they answer
+ *   nothing. A copy seen where it answers nothing (in I3's window, or
+ *   unasked) gives the same verdict. The hold is only a timing margin: a
+ *   copy later than it (the slave stalled by its own load) is again equal
+ *   to the last answer for another question, so a SENT slave's such answer
+ *   is confirmed as after a give-up (I5): one re-ask would not do, its
+ *   answer may be stale too (an always-late slave is SENT by its retries'
+ *   answers). (A Modbus TCP device's transaction ids settle copies: GENUINE.)
  *
  *   I5 (after a give-up). A question given up may still be answered, later
  *   than any guard if the slave stalled (a busy PLC, a scheduler): that
- *   answer has the shape of the slave's next question of the same kind. So
- *   after a give-up, the slave's answers are delivered only when two
- *   attempts of one question, each asked after the slave's guard, are
- *   answered with the same bytes: a stale answer arrives once (or twice as
- *   adjacent copies, which I3 sees), and while the slave is confirming no
- *   frame is taken for a parked question. At most CONFIRM_MAX_ASKS re-asks,
- *   then 0x0B. It costs one transaction after each give-up, which are rare
- *   on a healthy bus and already cost a timeout each.
+ *   answer has the shape of the question given up, and so of the slave's
+ *   next question of the same kind, unless I6 shapes it otherwise. So after
+ *   a give-up, the slave's first answer is delivered at once only when I6
+ *   vouches for it (its shape is none a stale frame of the slave can have,
+ *   line_shape_certifies); else only when two attempts of one question, each
+ *   asked after the slave's guard, are answered with the same bytes: a
+ *   stale answer arrives once (or twice as adjacent copies, which I3 sees),
+ *   and while the slave is confirming no frame is taken for a parked
+ *   question. At most CONFIRM_MAX_ASKS re-asks, then 0x0B. The fallback
+ *   costs one transaction and a guard after a give-up.
  *
+ *   I6 (shapes, line/shapes.c). By F a frame can only answer a question of
+ *   its shape. So a read whose answer would have the shape of one of the
+ *   slave's last answers (a copy of it) or of its last questions given up
+ *   (their late answers) is asked one register wider (coils: a byte wider),
+ *   where the slave's map allows (learned: a widened read refused with 0x02
+ *   or 0x03 is asked again as it came, after a guard, and no widened read
+ *   reaches that end again), and its answer trimmed to what was asked. No
+ *   stale frame of those can then be taken for its answer: equal values cost
+ *   nothing (no re-ask, no guard), and after a give-up the next answer
+ *   needs no confirmation. Every attempt of a question is asked in the same
+ *   shape (the choice depends only on state that does not change while the
+ *   question is outstanding), so I1 holds.
+
  * Why no wrong answer follows, scenario by scenario (docs/architecture.md has
  * the long form):
  *   - noise before a slow answer: bad bytes never end an attempt; the bus keeps
@@ -328,7 +348,9 @@ static void send_broadcast(line_t *bus, size_t n, uint64_t now)
 static void send_current(line_t *bus)
 {
     uint8_t adu[RTU_MAX_ADU];
-    int n = rtu_adu_from_pdu(bus->cur.slave, bus->cur.pdu, bus->cur.pdu_len, adu, sizeof adu);
+    if (line_shape_question(bus, &bus->cur, &bus->wire))   /* I6 */
+        gw_count(&bus->m.shaped);
+    int n = rtu_adu_from_pdu(bus->wire.slave, bus->wire.pdu, bus->wire.pdu_len, adu, sizeof adu);
     uint64_t now = bus->now_ns;
 
     if (n < 0) {   /* the front end validated the length: cannot happen, still answered */
@@ -353,7 +375,33 @@ static void send_current(line_t *bus)
     slave_state_t *s = &bus->slaves[bus->cur.slave];
     s->last_send_ns = now + line_wire_ns(bus, (size_t)n);
     s->last_fc = bus->cur.pdu[0];
-    line_arm_timeout(bus, s->last_send_ns + guard_ns(s) + line_wire_ns(bus, answer_len(&bus->cur)));
+    line_arm_timeout(bus, s->last_send_ns + guard_ns(s) + line_wire_ns(bus, answer_len(&bus->wire)));
+}
+
+/*
+ * The answer to req's wire question goes out, trimmed to what req asked
+ * (I6). A widened read refused (illegal address or value) says where the
+ * slave's map ends: it is learned, nothing is delivered, and req is asked
+ * again at once as it came (I1: its one question was answered, by the
+ * refusal; no answer of it is outstanding). Parked with no attempt, it is
+ * no question asked yet: no frame is taken for it (on_other_frame), and an
+ * exception has no shape, so the slave is guarded (I2) against a copy of
+ * the refusal. It costs one guard per map end learned.
+ */
+static void deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+                           size_t len, uint64_t t_last)
+{
+    line_copies_delivered(bus, wire, raw, len, t_last);
+    if (memcmp(wire->pdu, req->pdu, req->pdu_len) != 0 && len == 2 && (raw[0] & 0x80) &&
+        (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2)) {
+        line_shape_refused(bus, wire);
+        guard_slave(bus, req->slave, t_last);   /* a copy of the refusal would answer it (no shape) */
+        line_park(bus, req, 0);
+        return;
+    }
+    uint8_t pdu[RTU_MAX_PDU];
+    size_t n = line_shape_trim(req, raw, len, pdu);
+    line_deliver(bus, req, pdu, n);
 }
 
 /* I3: the answer held since the quiet after it began is now vouched for, or
@@ -364,8 +412,7 @@ static void resolve_pending(line_t *bus, uint64_t now)
     bus->pending = false;
     bool unexplained = bus->pending_unexplained > 0;
     if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect && !bus->pending_unconfirmed) {
-        line_copies_delivered(bus, &bus->cur, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
-        line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
+        deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         return;
     }
     guard_slave(bus, bus->cur.slave, now);
@@ -493,10 +540,8 @@ void line_on_timeout(line_t *bus, uint64_t now)
         line_park(bus, &bus->cur, bus->attempts);
     } else {
         s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
+        line_shape_given_up(bus, &bus->wire);   /* I6: the next question avoids its shape */
         line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);   /* I5: its answer may still come, shaped like the next one's */
-        /* Given up: whatever the slave still sends for it must fall in the
-         * guard, so it is twice as long as after a timeout that is retried. */
-        guard_slave(bus, slave, now + guard_ns(s));
         s->failures++;
         if (s->dead_after && s->failures >= s->dead_after) {
             s->dead_until_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
@@ -613,7 +658,10 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
         gw_count(&bus->m.foreign_frames);
         return;
     }
-    if (s->parked && frame_matches(s->parked, env, f) && !s->confirming) {
+    gw_request_t wire;
+    if (s->parked)
+        line_shape_question(bus, s->parked, &wire);   /* as its attempts were asked (I6) */
+    if (s->parked && s->parked_attempts && frame_matches(&wire, env, f) && !s->confirming) {
         /* The late answer to the slave's one outstanding question (I1). */
         gw_request_t req;
         unsigned attempts;
@@ -631,8 +679,7 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
         line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer taken for its parked question",
                bus->cfg.name, slave, req.pdu[0], req_address(&req));
         s->verifying = false;
-        line_copies_delivered(bus, &req, f->adu + 1, f->len - 3u, f->t_last_ns);
-        line_deliver(bus, &req, f->adu + 1, f->len - 3u);
+        deliver_shaped(bus, &req, &wire, f->adu + 1, f->len - 3u, f->t_last_ns);
         return;
     }
     /* Answers nothing: late to a question given up, a duplicate, or not
@@ -732,7 +779,7 @@ static void on_frame(line_t *bus, const rtu_frame_t *f)
                rtu_status_name((rtu_status_t)env.status), f->len);
         return;
     }
-    if (bus->busy && frame_matches(&bus->cur, &env, f))
+    if (bus->busy && frame_matches(&bus->wire, &env, f))
         take_answer(bus, f, &env, now);
     else
         on_other_frame(bus, f, &env, now);

@@ -323,6 +323,9 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
         return;
     uint64_t delay = chance(s, m->p_late) ? uniform(s, m->late_min_ns, m->late_max_ns)
                                           : uniform(s, m->lat_min_ns, m->lat_max_ns);
+    bool stall = chance(s, m->p_stall);
+    if (stall)
+        delay = uniform(s, m->stall_min_ns, m->stall_max_ns);
     uint64_t start = s->now + delay;
     if (start < sl->busy_until)
         start = sl->busy_until;   /* a slave never talks over itself */
@@ -356,7 +359,7 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
         end = t2 + n * s->char_ns;
     }
     if (sl->busy_until <= s->now)
-        sl->talk_from = start;
+        sl->talk_from = stall ? s->now : start;   /* a stalled slave hears nothing until it has answered */
     if (end > sl->busy_until)
         sl->busy_until = end;
 }
@@ -621,6 +624,13 @@ void sim_add_slave(sim_t *s, unsigned id, const sim_slave_model_t *m)
         abort();
     s->slaves[id] = (slave_rt_t){ .present = true, .m = *m };
     s->slave_ids[s->n_slaves++] = id;
+}
+
+void sim_set_model(sim_t *s, unsigned id, const sim_slave_model_t *m)
+{
+    if (id == 0 || id > 247 || !s->slaves[id].present)
+        abort();
+    s->slaves[id].m = *m;
 }
 
 void sim_submit_at(sim_t *s, uint64_t at, unsigned slave, const uint8_t *pdu, size_t len)
