@@ -460,6 +460,25 @@ static void resolve_pending(line_t *bus, uint64_t now)
         line_refuse(bus, &bus->cur, now);
 }
 
+/*
+ * The port went while an answer was held for its quiet (I3): heard before
+ * the port went, it is still the answer, and goes out as any answer does
+ * (trimmed, I6) when nothing doubts it. One that is doubtful, suspect (I4)
+ * or unconfirmed (I5) cannot be asked again on a port that is gone: 0x0A,
+ * never a value that may be another question's.
+ */
+void line_pending_port_lost(line_t *bus)
+{
+    bus->pending = false;
+    if (!bus->pending_doubtful && bus->pending_unexplained <= 0 && !bus->pending_suspect &&
+        !bus->pending_unconfirmed) {
+        deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
+        return;
+    }
+    gw_count(&bus->m.unavailable);
+    line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);
+}
+
 void line_start_next(line_t *bus)
 {
     uint64_t now = bus->now_ns, wake;

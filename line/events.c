@@ -168,8 +168,7 @@ void line_port(line_t *bus, bool up, uint64_t now)
     bus->port_up = up;
     if (!up) {
         if (bus->pending) {
-            bus->pending = false;   /* heard before the port went: still the answer */
-            line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
+            line_pending_port_lost(bus);
         } else if (bus->busy) {
             gw_count(&bus->m.unavailable);
             line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);

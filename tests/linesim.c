@@ -708,6 +708,7 @@ void sim_run(sim_t *s, uint64_t until)
 }
 
 uint64_t sim_now(const sim_t *s) { return s->now; }
+gw_slave_metrics_t *sim_slave_metrics_of(sim_t *s, unsigned slave) { return line_slave_metrics(s->line, slave); }
 const sim_counts_t *sim_counts(const sim_t *s) { return &s->c; }
 uint64_t sim_outstanding(const sim_t *s) { return s->c.submitted - s->c.answered; }
 gw_bus_metrics_t *sim_metrics(sim_t *s) { return line_metrics(s->line); }
