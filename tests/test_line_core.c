@@ -281,6 +281,51 @@ static void test_answer_after_give_up(void **state)
     sim_free(s);
 }
 
+/*
+ * A silent slave's 0x0B comes when rtugw.conf(5) says (response_timeout_ms,
+ * retries): each of the 1 + retries attempts waits for the request's wire
+ * time, the timeout and the answer's wire time; before each retry the slave
+ * is guarded for its timeout (I2). So, for a slave whose last transaction
+ * was answered, 0x0B after
+ *   (retries + 1) x (request wire + timeout + answer wire) + retries x timeout
+ * from the first attempt. The defaults (500 ms, 1 retry) and retries 0, 1,
+ * 2 at 200 ms; 19200 baud 8E1 (11 bits a character), a read of 2 registers
+ * (8 bytes asked, 9 answered). The bound's margin: 1 ms.
+ */
+static void test_silent_deadline(void **state)
+{
+    (void)state;
+    static const struct { const char *keys; unsigned timeout_ms, retries; } cases[] = {
+        { "", 500, 1 },
+        { "response_timeout_ms = 200\nretries = 0\n", 200, 0 },
+        { "response_timeout_ms = 200\nretries = 1\n", 200, 1 },
+        { "response_timeout_ms = 200\nretries = 2\n", 200, 2 },
+    };
+    for (unsigned k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char ini[512];
+        snprintf(ini, sizeof ini, "baud = 19200\nparity = even\n%s[device plc]\nbus = line\nslave = 1\n",
+                 cases[k].keys);
+        sim_t *s = sim_new(20 + k, ini, 0);
+        sim_slave_model_t m = healthy(3 * MS);
+        m.p_silent = 1;
+        sim_add_slave(s, 1, &m);
+        sim_submit_at(s, 10 * MS, 1, READ_10, sizeof READ_10);
+        sim_run(s, 0);
+        assert_int_equal(answer_code(s, 0), MB_EX_TARGET_FAILED);
+        uint64_t at, t = (uint64_t)cases[k].timeout_ms * MS, r = cases[k].retries;
+        uint64_t wire = (8 + 9) * 11 * 1000000000ull / 19200;
+        uint64_t want = (r + 1) * (wire + t) + r * t;
+        size_t len;
+        sim_answer(s, 0, &len, &at);
+        print_message("timeout %u ms, retries %u: 0x0B after %.1f ms (the manual: %.1f ms)\n", cases[k].timeout_ms,
+                      cases[k].retries, (double)(at - 10 * MS) / 1e6, (double)want / 1e6);
+        assert_true(at - 10 * MS >= want - MS && at - 10 * MS <= want + MS);
+        assert_int_equal(sim_writes_to(s, 1, NULL, 0), r + 1);
+        assert_clean(s);
+        sim_free(s);
+    }
+}
+
 /* A silent slave: 0x0B after its attempts; after dead_after such
  * transactions it is backed off: answered 0x0B at once, nothing written. */
 static void test_silent_slave_and_backoff(void **state)
@@ -578,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_guard_holds_one_slave), cmocka_unit_test(test_broadcast),
         cmocka_unit_test(test_port_lost),            cmocka_unit_test(test_equal_blocks_cost_nothing),
         cmocka_unit_test(test_widened_past_map_end), cmocka_unit_test(test_answer_after_give_up),
+        cmocka_unit_test(test_silent_deadline),
         cmocka_unit_test(test_explorer),
     };
 #endif
