@@ -143,6 +143,8 @@
  * operation first: data, the slave's exception, or the line's own. */
 void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
+    if (req->t_sent_ns)
+        gw_observe_causes(&bus->m, req, bus->now_ns);
     if (bus->env.answered)
         bus->env.answered(bus->env.ctx, req);
     req->origin->ops->answer(req->origin, req, pdu, len);
@@ -331,6 +333,15 @@ static void arm_kick(line_t *bus, uint64_t at, uint64_t now)
 
 /* ---- transactions ------------------------------------------------------------ */
 
+/* req waits for its slave's guard to be asked again (I1); the wait is its
+ * guard time, or its confirmation's once an answer of it was held back. */
+static void park(line_t *bus, const gw_request_t *req, unsigned attempts)
+{
+    gw_request_t r = *req;
+    r.t_parked_ns = bus->now_ns;
+    line_park(bus, &r, attempts);
+}
+
 
 static void send_broadcast(line_t *bus, size_t n, uint64_t now)
 {
@@ -366,6 +377,8 @@ static void send_current(line_t *bus)
     bus->busy = true;
     if (++bus->attempts == 1)
         bus->t_first_send_ns = now;
+    if (!bus->cur.t_sent_ns)
+        bus->cur.t_sent_ns = now;
     else
         gw_count(&bus->m.retries);
     if (bus->cur.slave == 0) {
@@ -396,7 +409,7 @@ static void deliver_shaped(line_t *bus, const gw_request_t *req, const gw_reques
         (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2)) {
         line_shape_refused(bus, wire);
         guard_slave(bus, req->slave, t_last);   /* a copy of the refusal would answer it (no shape) */
-        line_park(bus, req, 0);
+        park(bus, req, 0);
         return;
     }
     uint8_t pdu[RTU_MAX_PDU];
@@ -416,6 +429,8 @@ static void resolve_pending(line_t *bus, uint64_t now)
         return;
     }
     guard_slave(bus, bus->cur.slave, now);
+    if ((bus->pending_unconfirmed || bus->pending_suspect) && !bus->cur.t_confirm_ns)
+        bus->cur.t_confirm_ns = bus->pending_t_last_ns;
     if (bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained) {
         /* I5: after a give-up, asked again once the slave is quiet, until two
          * answers agree; a bounded number of times, then refused. */
@@ -428,7 +443,7 @@ static void resolve_pending(line_t *bus, uint64_t now)
                s->confirm_asks > 1 ? " and its re-ask's answer differs from the one before" : "",
                again ? "asking again after the guard to confirm it" : "refused (0x0B)");
         if (again) {
-            line_park(bus, &bus->cur, bus->attempts);
+            park(bus, &bus->cur, bus->attempts);
         } else {
             s->confirm_hash = 0;
             s->confirm_asks = 0;
@@ -445,7 +460,7 @@ static void resolve_pending(line_t *bus, uint64_t now)
         line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: the answer equals the slave's last one "
                "for another question; asking again after the guard to tell a copy from real data",
                bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur));
-        line_park(bus, &bus->cur, bus->attempts);
+        park(bus, &bus->cur, bus->attempts);
         return;
     }
     gw_count(&bus->m.ambiguous);
@@ -455,7 +470,7 @@ static void resolve_pending(line_t *bus, uint64_t now)
            unexplained && !bus->pending_doubtful ? "bytes no frame explains" : "a second, different candidate",
            again ? "asking again after the guard" : "refused (0x0B)");
     if (again)
-        line_park(bus, &bus->cur, bus->attempts);
+        park(bus, &bus->cur, bus->attempts);
     else
         line_refuse(bus, &bus->cur, now);
 }
@@ -517,6 +532,9 @@ void line_start_next(line_t *bus)
         arm_kick(bus, bus->t_line_free_ns, now);
     } else if (line_queue_pick(bus, now, &attempts, &wake)) {
         bus->attempts = attempts;
+        if (bus->cur.t_parked_ns && !bus->cur.t_confirm_ns)
+            bus->cur.guard_ns += now - bus->cur.t_parked_ns;
+        bus->cur.t_parked_ns = 0;
         send_current(bus);
         if (!bus->busy)        /* a broadcast: the line rests, then the next */
             arm_kick(bus, bus->t_line_free_ns, now);
@@ -556,7 +574,7 @@ void line_on_timeout(line_t *bus, uint64_t now)
            (double)(now - bus->t_first_send_ns) / 1e6,
            retry ? "asking again once the slave has been quiet for its guard" : "answering 0x0B");
     if (retry) {
-        line_park(bus, &bus->cur, bus->attempts);
+        park(bus, &bus->cur, bus->attempts);
     } else {
         s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
         line_shape_given_up(bus, &bus->wire);   /* I6: the next question avoids its shape */
@@ -768,7 +786,7 @@ static bool retry_after_damage(line_t *bus)
     bus->deadline_ns = 0;
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
            bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur), bus->attempts);
-    line_park(bus, &bus->cur, bus->attempts);
+    park(bus, &bus->cur, bus->attempts);
     return true;
 }
 

@@ -236,14 +236,22 @@ static void test_widened_past_map_end(void **state)
     sim_slave_model_t m = healthy(3 * MS);
     m.values = SIM_VALUES_ZERO;
     sim_add_slave(s, 1, &m);
-    static const uint8_t last[5] = { 3, 0x03, 0x82, 0, 2 };   /* 898..899: the map's last two */
-    sim_submit_at(s, 0, 1, last, sizeof last);
-    sim_submit_at(s, 200 * MS, 1, last, sizeof last);   /* the same: no shape of its own, widened */
-    sim_submit_at(s, 400 * MS, 1, last, sizeof last);   /* learned: not widened, checked as before I6 */
+    static const uint8_t q[4][5] = {
+        { 3, 0x03, 0x82, 0, 2 },   /* 898..899, the map's last two */
+        { 3, 0x03, 0x82, 0, 2 },   /* the same: its shape is taken, widened, refused; asked as it came */
+        { 3, 0x03, 0x83, 0, 1 },   /* 899: a shape of its own */
+        { 3, 0x03, 0x82, 0, 1 },   /* 898: no shape free short of the end learned: I4's check (a guard) */
+    };
+    for (unsigned i = 0; i < 4; i++)
+        sim_submit_at(s, i * 200 * MS, 1, q[i], sizeof q[i]);
     sim_run(s, 0);
-    for (unsigned i = 0; i < 3; i++)
-        assert_right(s, i, 1, last, sizeof last);
+    for (unsigned i = 0; i < 4; i++)
+        assert_right(s, i, 1, q[i], sizeof q[i]);
     assert_int_equal(gw_read(&sim_metrics(s)->shape_refused), 1);
+    assert_int_equal(gw_read(&sim_metrics(s)->shaped), 1);
+    assert_true(answered_after(s, 2, 400 * MS) < T_MS * MS);
+    assert_true(gw_read(&sim_metrics(s)->confirm_us) >= T_MS * 1000);   /* the fourth's check */
+    assert_true(answered_after(s, 3, 600 * MS) >= T_MS * MS);
     assert_clean(s);
     sim_free(s);
 }
@@ -321,6 +329,13 @@ static void test_silent_deadline(void **state)
                       cases[k].retries, (double)(at - 10 * MS) / 1e6, (double)want / 1e6);
         assert_true(at - 10 * MS >= want - MS && at - 10 * MS <= want + MS);
         assert_int_equal(sim_writes_to(s, 1, NULL, 0), r + 1);
+        /* its time by cause in /metrics: the guards between attempts, the rest on the wire */
+        gw_bus_metrics_t *mt = sim_metrics(s);
+        assert_int_equal(gw_read(&mt->caused), 1);
+        assert_true(gw_read(&mt->queue_us) < 1000 && gw_read(&mt->confirm_us) == 0);
+        assert_true(gw_read(&mt->guard_us) + 1000 >= r * t / 1000 && gw_read(&mt->guard_us) <= r * t / 1000 + 1000);
+        assert_true(gw_read(&mt->wire_us) + 1000 >= (r + 1) * (wire + t) / 1000 &&
+                    gw_read(&mt->wire_us) <= (r + 1) * (wire + t) / 1000 + 1000);
         assert_clean(s);
         sim_free(s);
     }
