@@ -76,7 +76,7 @@
  *   slave's last answers (a copy of it) or of its last questions given up
  *   (their late answers) is asked one register wider (coils: a byte wider),
  *   where the slave's map allows (learned: a widened read refused with 0x02
- *   or 0x03 is asked again as it came, after a guard, and no widened read
+ *   or 0x03 is asked again as it came (I4 checks it), and no widened read
  *   reaches that end again), and its answer trimmed to what was asked. No
  *   stale frame of those can then be taken for its answer: equal values cost
  *   nothing (no re-ask, no guard), and after a give-up the next answer
@@ -397,9 +397,10 @@ static void send_current(line_t *bus)
  * slave's map ends: it is learned, nothing is delivered, and req is asked
  * again at once as it came (I1: its one question was answered, by the
  * refusal; no answer of it is outstanding). Parked with no attempt, it is
- * no question asked yet: no frame is taken for it (on_other_frame), and an
- * exception has no shape, so the slave is guarded (I2) against a copy of
- * the refusal. It costs one guard per map end learned.
+ * no question asked yet: no frame is taken for it (on_other_frame). It goes
+ * at once, with no guard: the refusal is the slave's last answer now, so a
+ * copy of it (an exception has no shape) answering the question as it came
+ * is an answer equal to the last one for another question, which I4 checks.
  */
 static void deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
                            size_t len, uint64_t t_last)
@@ -408,7 +409,6 @@ static void deliver_shaped(line_t *bus, const gw_request_t *req, const gw_reques
     if (memcmp(wire->pdu, req->pdu, req->pdu_len) != 0 && len == 2 && (raw[0] & 0x80) &&
         (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2)) {
         line_shape_refused(bus, wire);
-        guard_slave(bus, req->slave, t_last);   /* a copy of the refusal would answer it (no shape) */
         park(bus, req, 0);
         return;
     }

@@ -225,9 +225,10 @@ static void test_equal_blocks_cost_nothing(void **state)
 
 /*
  * A read widened past the slave's map (I6) is refused with 0x02: that is not
- * delivered; the question is asked again as it came (after a guard, since a
- * copy of the refusal would fit it), and widened reads stop short of the
- * map's end from then on. The model's map ends at register 900.
+ * delivered; the question is asked again as it came, at once (a copy of the
+ * refusal would fit it, and I4 checks it: the refusal is the slave's last
+ * answer), and widened reads stop short of the map's end from then on. The
+ * model's map ends at register 900.
  */
 static void test_widened_past_map_end(void **state)
 {
