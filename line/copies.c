@@ -77,6 +77,7 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
     slave_state_t *s = &bus->slaves[slave];
     uint64_t h = fnv1a(bus->pending_pdu, bus->pending_len);
     uint64_t q = fnv1a(bus->wire.pdu, bus->wire.pdu_len);
+    uint64_t asked = fnv1a(bus->cur.pdu, bus->cur.pdu_len);   /* I5 counts re-asks per question asked */
     bus->pending_suspect = false;
     bus->pending_unconfirmed = false;
     if (s->confirming && line_shape_certifies(bus, slave)) {
@@ -88,7 +89,7 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
         s->verifying = false;
     }
     if (s->confirming) {
-        if (!confirm_check(bus, s, h, q))
+        if (!confirm_check(bus, s, h, asked))
             s->verifying = false;   /* two fresh answers agree: no copy check (I4) needed */
         return;
     }
@@ -120,7 +121,7 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
          * two transactions when such a slave really answers two questions
          * with the same bytes. */
         line_confirm_begin(bus, slave, CONFIRM_COPY);
-        confirm_check(bus, s, h, q);
+        confirm_check(bus, s, h, asked);
     }
 }
 
@@ -136,6 +137,17 @@ void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *
     line_shape_answered(bus, req->slave, pdu, len);
     if (s->quiet_ns && t_last + s->quiet_ns > s->hold_until_ns)
         s->hold_until_ns = t_last + s->quiet_ns;
+}
+
+/* I4 for a late answer: a frame equal to the slave's last answer, for
+ * another question than the one it would answer, may be a copy (or, an
+ * exception having no shape, the late answer of another question). */
+bool line_copies_suspect(const line_t *bus, unsigned slave, const uint8_t *pdu, size_t len,
+                         const gw_request_t *wire)
+{
+    const slave_state_t *s = &bus->slaves[slave];
+    return s->copies != COPIES_GENUINE && s->last_answer_hash && fnv1a(pdu, len) == s->last_answer_hash &&
+           fnv1a(wire->pdu, wire->pdu_len) != s->last_question_hash;
 }
 
 /* A frame of the slave that answers nothing: a copy of its last answer? */

@@ -21,10 +21,13 @@
  * question goes as it came and I4's and I5's checks remain the fallback.
  *
  * The shape chosen is a pure function of S's state, and that state changes
- * only when S answers, S's question is given up, or a widened read is
- * refused: none of which happens while S has a question parked (I1). So
- * every attempt of one question is asked in the same shape, and an answer
- * to any of them answers it (I1 holds).
+ * only when S answers (an answer delivered, or held and not delivered: its
+ * copies have its shape too), S's question is given up, or a widened read
+ * is refused. When it changes between two attempts of one question (an
+ * answer held, found doubtful, and the question asked again), the next
+ * attempt may be asked in another shape: the earlier attempt's answer then
+ * matches no question and is dropped, never taken for another (F). So no
+ * wrong answer follows; at worst an answer is asked for again.
  */
 #include "line/state.h"
 
@@ -130,7 +133,7 @@ void line_shape_given_up(line_t *bus, const gw_request_t *wire)
     push_shape(s->stale_shape, is_read(wire) ? read_shape(wire->pdu[0], read_qty(wire)) : 0);
 }
 
-/* An answer was delivered: its copies have its shape. */
+/* An answer was heard (delivered or not): its copies have its shape. */
 void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len)
 {
     slave_state_t *s = &bus->slaves[slave];

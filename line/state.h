@@ -151,6 +151,8 @@ void line_confirm_begin(line_t *bus, unsigned slave, uint8_t cause);   /* CONFIR
 void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
                            uint64_t t_last);
 void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f);
+bool line_copies_suspect(const line_t *bus, unsigned slave, const uint8_t *pdu, size_t len,
+                         const gw_request_t *wire);
 /* Shapes: req as it goes on the wire (true: widened, and its answer trimmed). */
 bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_t *wire);
 /* The answer to req from the answer to its wire question: the registers asked for. */
