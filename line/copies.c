@@ -76,25 +76,40 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
 {
     slave_state_t *s = &bus->slaves[slave];
     uint64_t h = fnv1a(bus->pending_pdu, bus->pending_len);
-    uint64_t q = fnv1a(bus->cur.pdu, bus->cur.pdu_len);
+    uint64_t q = fnv1a(bus->wire.pdu, bus->wire.pdu_len);
+    uint64_t asked = fnv1a(bus->cur.pdu, bus->cur.pdu_len);   /* I5 counts re-asks per question asked */
     bus->pending_suspect = false;
     bus->pending_unconfirmed = false;
+    if (s->confirming && line_shape_certifies(bus, slave)) {
+        /* I6: no stale frame has this shape; the copy check (I4) still applies */
+        gw_count(&bus->m.certified);
+        s->confirming = false;
+        s->confirm_hash = 0;
+        s->confirm_asks = 0;
+        s->verifying = false;
+    }
     if (s->confirming) {
-        if (!confirm_check(bus, s, h, q))
+        if (!confirm_check(bus, s, h, asked))
             s->verifying = false;   /* two fresh answers agree: no copy check (I4) needed */
         return;
     }
-    if (s->verifying) {   /* the answer to the re-ask settles it */
+    if (s->verifying) {
+        /* The answer to the re-ask, asked once the slave was quiet for its
+         * guard, settles this answer: the same bytes, this one is real.
+         * It is no verdict on the slave: a slave whose equal answers were
+         * real once may still repeat later (a copy later than I3's window
+         * that lands in its next transaction, or a copy of an exception,
+         * which has no shape for I6 to avoid), so the next equal answer
+         * that I6 could not shape away is checked again. Other bytes: the
+         * slave sends copies (verdict SENT). */
         s->verifying = false;
-        if (h == s->last_answer_hash)
-            s->copies = COPIES_GENUINE;
-        else
+        if (h != s->last_answer_hash)
             line_copies_sent(bus, slave, s->suspect_delay_ns);
         return;
     }
     if (s->last_answer_hash != h || s->last_question_hash == q)
         return;
-    if (s->copies == COPIES_UNKNOWN) {
+    if (s->copies == COPIES_UNKNOWN) {   /* (GENUINE: a transport with ids, events.c) */
         bus->pending_suspect = true;
         s->suspect_delay_ns = t_last - s->last_answer_end_ns;
     } else if (s->copies == COPIES_SENT) {
@@ -106,7 +121,7 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
          * two transactions when such a slave really answers two questions
          * with the same bytes. */
         line_confirm_begin(bus, slave, CONFIRM_COPY);
-        confirm_check(bus, s, h, q);
+        confirm_check(bus, s, h, asked);
     }
 }
 
@@ -118,8 +133,21 @@ void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *
     s->last_answer_hash = fnv1a(pdu, len);
     s->last_question_hash = fnv1a(req->pdu, req->pdu_len);
     s->last_answer_end_ns = t_last;
+    s->stale_run = 0;
+    line_shape_answered(bus, req->slave, pdu, len);
     if (s->quiet_ns && t_last + s->quiet_ns > s->hold_until_ns)
         s->hold_until_ns = t_last + s->quiet_ns;
+}
+
+/* I4 for a late answer: a frame equal to the slave's last answer, for
+ * another question than the one it would answer, may be a copy (or, an
+ * exception having no shape, the late answer of another question). */
+bool line_copies_suspect(const line_t *bus, unsigned slave, const uint8_t *pdu, size_t len,
+                         const gw_request_t *wire)
+{
+    const slave_state_t *s = &bus->slaves[slave];
+    return s->copies != COPIES_GENUINE && s->last_answer_hash && fnv1a(pdu, len) == s->last_answer_hash &&
+           fnv1a(wire->pdu, wire->pdu_len) != s->last_question_hash;
 }
 
 /* A frame of the slave that answers nothing: a copy of its last answer? */

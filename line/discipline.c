@@ -38,32 +38,52 @@
  *   put a copy of answer n where answer n+1 is expected, after the window of
  *   I3, when answer n+1 is late or was never sent (a slave deaf while it
  *   repeats). Such a copy is equal, byte for byte, to the slave's last
- *   answer, while the question differs. So the first time a slave's answer
- *   equals its last one for another question, it is not delivered: the
- *   question is asked again once the slave has been quiet for its guard
- *   (no copy can be pending then). The same bytes again: equal answers are
- *   this slave's real data (verdict GENUINE, never asked again). Other
- *   bytes: the slave sends copies (verdict SENT), and from then on it is
- *   asked nothing new for 3x the copy's delay after each answer, so its
- *   copies fall where they answer nothing. A copy seen where it answers
- *   nothing (in I3's window, or unasked) gives the same verdict. The hold
- *   is only a timing margin: a copy later than it (the slave stalled by its
- *   own load) is again equal to the last answer for another question, so
- *   a SENT slave's such answer is confirmed as after a give-up (I5): one
- *   re-ask would not do, its answer may be stale too (an always-late slave
- *   is SENT by its retries' answers).
+ *   answer, while the question differs. I6 asks reads in a shape no copy of
+ *   the slave's last answers has, so this is left to what I6 cannot shape:
+ *   an exception (it has no shape), a write's echo, a read at its map's
+ *   end. There, an answer equal to the slave's last one for another
+ *   question is not delivered: the question is asked again once the slave
+ *   has been quiet for its guard (no copy can be pending then). The same
+ *   bytes again: this answer is real, and delivered (no verdict on the
+ *   slave: one that answered equal values once may still repeat later, and
+ *   a verdict that equal answers are real let a late copy through, the
+ *   explorer's seed 1796177181515386). Other bytes: the slave sends copies
+ *   (verdict SENT), and from then on it is asked nothing new for 3x the
+ *   copy's delay after each answer, so its copies fall where they answer
+ *   nothing. A copy seen where it answers nothing (in I3's window, or
+ *   unasked) gives the same verdict. The hold is only a timing margin: a
+ *   copy later than it (the slave stalled by its own load) is again equal
+ *   to the last answer for another question, so a SENT slave's such answer
+ *   is confirmed as after a give-up (I5): one re-ask would not do, its
+ *   answer may be stale too (an always-late slave is SENT by its retries'
+ *   answers). (A Modbus TCP device's transaction ids settle copies: GENUINE.)
  *
  *   I5 (after a give-up). A question given up may still be answered, later
  *   than any guard if the slave stalled (a busy PLC, a scheduler): that
- *   answer has the shape of the slave's next question of the same kind. So
- *   after a give-up, the slave's answers are delivered only when two
- *   attempts of one question, each asked after the slave's guard, are
- *   answered with the same bytes: a stale answer arrives once (or twice as
- *   adjacent copies, which I3 sees), and while the slave is confirming no
- *   frame is taken for a parked question. At most CONFIRM_MAX_ASKS re-asks,
- *   then 0x0B. It costs one transaction after each give-up, which are rare
- *   on a healthy bus and already cost a timeout each.
+ *   answer has the shape of the question given up, and so of the slave's
+ *   next question of the same kind, unless I6 shapes it otherwise. So after
+ *   a give-up, the slave's first answer is delivered at once only when I6
+ *   vouches for it (its shape is none a stale frame of the slave can have,
+ *   line_shape_certifies); else only when two attempts of one question, each
+ *   asked after the slave's guard, are answered with the same bytes: a
+ *   stale answer arrives once (or twice as adjacent copies, which I3 sees),
+ *   and while the slave is confirming no frame is taken for a parked
+ *   question. At most CONFIRM_MAX_ASKS re-asks, then 0x0B. The fallback
+ *   costs one transaction and a guard after a give-up.
  *
+ *   I6 (shapes, line/shapes.c). By F a frame can only answer a question of
+ *   its shape. So a read whose answer would have the shape of one of the
+ *   slave's last answers (a copy of it) or of its last questions given up
+ *   (their late answers) is asked one register wider (coils: a byte wider),
+ *   where the slave's map allows (learned: a widened read refused with 0x02
+ *   or 0x03 is asked again as it came (I4 checks it), and no widened read
+ *   reaches that end again), and its answer trimmed to what was asked. No
+ *   stale frame of those can then be taken for its answer: equal values cost
+ *   nothing (no re-ask, no guard), and after a give-up the next answer
+ *   needs no confirmation. The attempts of a question are asked in one
+ *   shape unless an answer heard between them changed the slave's state;
+ *   then an earlier attempt's answer matches nothing and is dropped (F).
+
  * Why no wrong answer follows, scenario by scenario (docs/architecture.md has
  * the long form):
  *   - noise before a slow answer: bad bytes never end an attempt; the bus keeps
@@ -123,6 +143,8 @@
  * operation first: data, the slave's exception, or the line's own. */
 void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
+    if (req->t_sent_ns)
+        gw_observe_causes(&bus->m, req, bus->now_ns);
     if (bus->env.answered)
         bus->env.answered(bus->env.ctx, req);
     req->origin->ops->answer(req->origin, req, pdu, len);
@@ -311,6 +333,15 @@ static void arm_kick(line_t *bus, uint64_t at, uint64_t now)
 
 /* ---- transactions ------------------------------------------------------------ */
 
+/* req waits for its slave's guard to be asked again (I1); the wait is its
+ * guard time, or its confirmation's once an answer of it was held back. */
+static void park(line_t *bus, const gw_request_t *req, unsigned attempts)
+{
+    gw_request_t r = *req;
+    r.t_parked_ns = bus->now_ns;
+    line_park(bus, &r, attempts);
+}
+
 
 static void send_broadcast(line_t *bus, size_t n, uint64_t now)
 {
@@ -328,7 +359,9 @@ static void send_broadcast(line_t *bus, size_t n, uint64_t now)
 static void send_current(line_t *bus)
 {
     uint8_t adu[RTU_MAX_ADU];
-    int n = rtu_adu_from_pdu(bus->cur.slave, bus->cur.pdu, bus->cur.pdu_len, adu, sizeof adu);
+    if (line_shape_question(bus, &bus->cur, &bus->wire))   /* I6 */
+        gw_count(&bus->m.shaped);
+    int n = rtu_adu_from_pdu(bus->wire.slave, bus->wire.pdu, bus->wire.pdu_len, adu, sizeof adu);
     uint64_t now = bus->now_ns;
 
     if (n < 0) {   /* the front end validated the length: cannot happen, still answered */
@@ -344,6 +377,8 @@ static void send_current(line_t *bus)
     bus->busy = true;
     if (++bus->attempts == 1)
         bus->t_first_send_ns = now;
+    if (!bus->cur.t_sent_ns)
+        bus->cur.t_sent_ns = now;
     else
         gw_count(&bus->m.retries);
     if (bus->cur.slave == 0) {
@@ -353,7 +388,33 @@ static void send_current(line_t *bus)
     slave_state_t *s = &bus->slaves[bus->cur.slave];
     s->last_send_ns = now + line_wire_ns(bus, (size_t)n);
     s->last_fc = bus->cur.pdu[0];
-    line_arm_timeout(bus, s->last_send_ns + guard_ns(s) + line_wire_ns(bus, answer_len(&bus->cur)));
+    line_arm_timeout(bus, s->last_send_ns + guard_ns(s) + line_wire_ns(bus, answer_len(&bus->wire)));
+}
+
+/*
+ * The answer to req's wire question goes out, trimmed to what req asked
+ * (I6). A widened read refused (illegal address or value) says where the
+ * slave's map ends: it is learned, nothing is delivered, and req is asked
+ * again at once as it came (I1: its one question was answered, by the
+ * refusal; no answer of it is outstanding). Parked with no attempt, it is
+ * no question asked yet: no frame is taken for it (on_other_frame). It goes
+ * at once, with no guard: the refusal is the slave's last answer now, so a
+ * copy of it (an exception has no shape) answering the question as it came
+ * is an answer equal to the last one for another question, which I4 checks.
+ */
+static void deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+                           size_t len, uint64_t t_last)
+{
+    line_copies_delivered(bus, wire, raw, len, t_last);
+    if (memcmp(wire->pdu, req->pdu, req->pdu_len) != 0 && len == 2 && (raw[0] & 0x80) &&
+        (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2)) {
+        line_shape_refused(bus, wire);
+        park(bus, req, 0);
+        return;
+    }
+    uint8_t pdu[RTU_MAX_PDU];
+    size_t n = line_shape_trim(req, raw, len, pdu);
+    line_deliver(bus, req, pdu, n);
 }
 
 /* I3: the answer held since the quiet after it began is now vouched for, or
@@ -364,11 +425,12 @@ static void resolve_pending(line_t *bus, uint64_t now)
     bus->pending = false;
     bool unexplained = bus->pending_unexplained > 0;
     if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect && !bus->pending_unconfirmed) {
-        line_copies_delivered(bus, &bus->cur, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
-        line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
+        deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         return;
     }
     guard_slave(bus, bus->cur.slave, now);
+    if ((bus->pending_unconfirmed || bus->pending_suspect) && !bus->cur.t_confirm_ns)
+        bus->cur.t_confirm_ns = bus->pending_t_last_ns;
     if (bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained) {
         /* I5: after a give-up, asked again once the slave is quiet, until two
          * answers agree; a bounded number of times, then refused. */
@@ -381,10 +443,11 @@ static void resolve_pending(line_t *bus, uint64_t now)
                s->confirm_asks > 1 ? " and its re-ask's answer differs from the one before" : "",
                again ? "asking again after the guard to confirm it" : "refused (0x0B)");
         if (again) {
-            line_park(bus, &bus->cur, bus->attempts);
+            park(bus, &bus->cur, bus->attempts);
         } else {
             s->confirm_hash = 0;
             s->confirm_asks = 0;
+            line_shape_answered(bus, bus->cur.slave, bus->pending_pdu, bus->pending_len);
             line_refuse(bus, &bus->cur, now);
         }
         return;
@@ -398,9 +461,14 @@ static void resolve_pending(line_t *bus, uint64_t now)
         line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: the answer equals the slave's last one "
                "for another question; asking again after the guard to tell a copy from real data",
                bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur));
-        line_park(bus, &bus->cur, bus->attempts);
+        park(bus, &bus->cur, bus->attempts);
         return;
     }
+    /* I6: doubtful, it is not delivered, but it was heard, and its copies
+     * (late, out of order: seed 1796189904553820) have its shape: the next
+     * question avoids it. (Not for an answer held to be compared with its
+     * re-ask's, I4 and I5 above: the re-ask keeps its shape.) */
+    line_shape_answered(bus, bus->cur.slave, bus->pending_pdu, bus->pending_len);
     gw_count(&bus->m.ambiguous);
     bool again = bus->attempts <= bus->cfg.retries && !s->failures;
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s followed the answer; %s",
@@ -408,9 +476,28 @@ static void resolve_pending(line_t *bus, uint64_t now)
            unexplained && !bus->pending_doubtful ? "bytes no frame explains" : "a second, different candidate",
            again ? "asking again after the guard" : "refused (0x0B)");
     if (again)
-        line_park(bus, &bus->cur, bus->attempts);
+        park(bus, &bus->cur, bus->attempts);
     else
         line_refuse(bus, &bus->cur, now);
+}
+
+/*
+ * The port went while an answer was held for its quiet (I3): heard before
+ * the port went, it is still the answer, and goes out as any answer does
+ * (trimmed, I6) when nothing doubts it. One that is doubtful, suspect (I4)
+ * or unconfirmed (I5) cannot be asked again on a port that is gone: 0x0A,
+ * never a value that may be another question's.
+ */
+void line_pending_port_lost(line_t *bus)
+{
+    bus->pending = false;
+    if (!bus->pending_doubtful && bus->pending_unexplained <= 0 && !bus->pending_suspect &&
+        !bus->pending_unconfirmed) {
+        deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
+        return;
+    }
+    gw_count(&bus->m.unavailable);
+    line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);
 }
 
 void line_start_next(line_t *bus)
@@ -451,6 +538,9 @@ void line_start_next(line_t *bus)
         arm_kick(bus, bus->t_line_free_ns, now);
     } else if (line_queue_pick(bus, now, &attempts, &wake)) {
         bus->attempts = attempts;
+        if (bus->cur.t_parked_ns && !bus->cur.t_confirm_ns)
+            bus->cur.guard_ns += now - bus->cur.t_parked_ns;
+        bus->cur.t_parked_ns = 0;
         send_current(bus);
         if (!bus->busy)        /* a broadcast: the line rests, then the next */
             arm_kick(bus, bus->t_line_free_ns, now);
@@ -490,13 +580,11 @@ void line_on_timeout(line_t *bus, uint64_t now)
            (double)(now - bus->t_first_send_ns) / 1e6,
            retry ? "asking again once the slave has been quiet for its guard" : "answering 0x0B");
     if (retry) {
-        line_park(bus, &bus->cur, bus->attempts);
+        park(bus, &bus->cur, bus->attempts);
     } else {
         s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
+        line_shape_given_up(bus, &bus->wire);   /* I6: the next question avoids its shape */
         line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);   /* I5: its answer may still come, shaped like the next one's */
-        /* Given up: whatever the slave still sends for it must fall in the
-         * guard, so it is twice as long as after a timeout that is retried. */
-        guard_slave(bus, slave, now + guard_ns(s));
         s->failures++;
         if (s->dead_after && s->failures >= s->dead_after) {
             s->dead_until_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
@@ -613,7 +701,19 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
         gw_count(&bus->m.foreign_frames);
         return;
     }
-    if (s->parked && frame_matches(s->parked, env, f) && !s->confirming) {
+    gw_request_t wire;
+    if (s->parked)
+        line_shape_question(bus, s->parked, &wire);   /* as its attempts were asked (I6) */
+    /*
+     * I4 holds for a late answer too: one equal to the slave's last answer,
+     * for another question, is not taken for the parked question (it may be
+     * a copy, or an exception, which has no shape, answering an earlier
+     * question later than its guard: the explorer's seed 1796189804553487).
+     * It answers nothing: dropped and the slave guarded, and the parked
+     * question is asked again after the guard.
+     */
+    bool suspect = s->parked && line_copies_suspect(bus, slave, f->adu + 1, f->len - 3u, &wire);
+    if (s->parked && s->parked_attempts && frame_matches(&wire, env, f) && !s->confirming && !suspect) {
         /* The late answer to the slave's one outstanding question (I1). */
         gw_request_t req;
         unsigned attempts;
@@ -631,8 +731,7 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
         line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer taken for its parked question",
                bus->cfg.name, slave, req.pdu[0], req_address(&req));
         s->verifying = false;
-        line_copies_delivered(bus, &req, f->adu + 1, f->len - 3u, f->t_last_ns);
-        line_deliver(bus, &req, f->adu + 1, f->len - 3u);
+        deliver_shaped(bus, &req, &wire, f->adu + 1, f->len - 3u, f->t_last_ns);
         return;
     }
     /* Answers nothing: late to a question given up, a duplicate, or not
@@ -642,7 +741,8 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
     if (late && first_byte > s->last_send_ns)
         widen_timeout(bus, slave, first_byte - s->last_send_ns);
     guard_slave(bus, slave, f->t_last_ns);
-    line_copies_stray(bus, slave, f);
+    if (!suspect)   /* a suspect is no proof of copies: it may be real and late */
+        line_copies_stray(bus, slave, f);
     line_slave_event(bus, slave, EV_DROPPED, now);
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u: frame dropped (%s); slave guarded %u ms",
            bus->cfg.name, slave, env->function, late ? "late, in its guard" : "answers no question",
@@ -702,7 +802,7 @@ static bool retry_after_damage(line_t *bus)
     bus->deadline_ns = 0;
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
            bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur), bus->attempts);
-    line_park(bus, &bus->cur, bus->attempts);
+    park(bus, &bus->cur, bus->attempts);
     return true;
 }
 
@@ -732,7 +832,7 @@ static void on_frame(line_t *bus, const rtu_frame_t *f)
                rtu_status_name((rtu_status_t)env.status), f->len);
         return;
     }
-    if (bus->busy && frame_matches(&bus->cur, &env, f))
+    if (bus->busy && frame_matches(&bus->wire, &env, f))
         take_answer(bus, f, &env, now);
     else
         on_other_frame(bus, f, &env, now);

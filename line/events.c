@@ -71,7 +71,10 @@ void line_submit(line_t *bus, const gw_request_t *req, uint64_t now)
         return;
     }
     unsigned qi = (req->background && bus->cfg.tcp_first) ? 1 : 0;
-    if (!line_queue_push_or_purge(bus, qi, req, now)) {
+    gw_request_t r = *req;
+    r.t_line_ns = now;
+    r.t_sent_ns = r.t_parked_ns = r.guard_ns = r.t_confirm_ns = 0;
+    if (!line_queue_push_or_purge(bus, qi, &r, now)) {
         gw_count(&bus->m.queue_full);
         line_answer_exception(bus, req, MB_EX_BUSY);
         return;
@@ -169,8 +172,7 @@ void line_port(line_t *bus, bool up, uint64_t now)
     bus->port_up = up;
     if (!up) {
         if (bus->pending) {
-            bus->pending = false;   /* heard before the port went: still the answer */
-            line_deliver(bus, &bus->cur, bus->pending_pdu, bus->pending_len);
+            line_pending_port_lost(bus);
         } else if (bus->busy) {
             gw_count(&bus->m.unavailable);
             line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);

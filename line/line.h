@@ -79,6 +79,13 @@ struct gw_request {
     uint8_t priority;    /* 1: a priority client's, queued before others (line/queue.c) */
     uint8_t passed;      /* line/queue.c: how often a higher one was queued before it */
     uint16_t pdu_len;
+    /* The line's own (line_submit sets them): where the request's time went,
+     * for the latency by cause in /metrics (line/metrics.c). */
+    uint64_t t_line_ns;     /* submitted to the line */
+    uint64_t t_sent_ns;     /* its first attempt on the wire; 0: not yet */
+    uint64_t t_parked_ns;   /* parked since, for its slave's guard; 0: not parked */
+    uint64_t guard_ns;      /* parked for guards between its attempts */
+    uint64_t t_confirm_ns;  /* its first answer held back (I4 copy check, I5 confirmation); 0: none */
     uint8_t pdu[RTU_MAX_PDU];
 };
 
@@ -94,8 +101,14 @@ typedef struct gw_bus_metrics {
     atomic_uint_fast64_t broadcasts, unavailable, verify_mismatches, late_bytes_guarded;
     atomic_uint_fast64_t late_answers, ambiguous, gone_dropped, broadcast_refused;
     atomic_uint_fast64_t queue_depth, port_up, reopen_attempts;
+    atomic_uint_fast64_t shaped, shape_refused, certified;
     atomic_uint_fast64_t latency[GW_LATENCY_BUCKETS];
     atomic_uint_fast64_t latency_sum_us;
+    /* Requests answered after going on the line, and their time by cause
+     * (summed us): queued before the first attempt, parked for guards
+     * between attempts, held for a confirmation (I4, I5), and the rest:
+     * on the wire, waiting for answers and I3's quiet. */
+    atomic_uint_fast64_t caused, queue_us, guard_us, confirm_us, wire_us;
 } gw_bus_metrics_t;
 
 typedef struct gw_slave_metrics {
@@ -106,6 +119,8 @@ typedef struct gw_slave_metrics {
 } gw_slave_metrics_t;
 
 void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns);
+/* req, which went on the line, is answered now: its time by cause. */
+void gw_observe_causes(gw_bus_metrics_t *m, const gw_request_t *req, uint64_t now);
 static inline void gw_count(atomic_uint_fast64_t *c)
 {
     atomic_fetch_add_explicit(c, 1, memory_order_relaxed);

@@ -14,6 +14,7 @@
 #define TIMEOUT_WIDEN_LIMIT 4                /* adaptive timeout: at most 4x the configured one */
 #define LOG_SUMMARY_NS 10000000000ull        /* info summaries per slave: at most one per 10 s */
 #define N_SLAVES 248
+#define SHAPES_KEPT 2                        /* answers and give-ups a slave's question avoids the shape of */
 
 /* What happened to a slave, for the rate-limited info summary. */
 enum slave_event { EV_TIMEOUT, EV_LATE, EV_DROPPED, EV_REFUSED, EV_COUNT };
@@ -38,7 +39,7 @@ typedef struct slave_state {
     uint64_t last_answer_end_ns;
     uint64_t quiet_ns;            /* a slave that repeats: asked nothing new this long after an answer */
     uint64_t suspect_delay_ns;    /* a verification is running: how late the suspect copy came */
-    uint8_t copies;               /* COPIES_UNKNOWN, _GENUINE (equal answers are real), _SENT */
+    uint8_t copies;               /* COPIES_UNKNOWN, _GENUINE (a transport with ids: equal answers are real), _SENT */
     bool verifying;               /* the question in flight re-asks a suspect answer's */
     /* I5 (after a give-up): answers must agree before one is delivered. */
     bool confirming;
@@ -46,6 +47,11 @@ typedef struct slave_state {
     uint64_t confirm_hash;        /* the candidate answer waiting for its equal; 0: none */
     uint64_t confirm_question;    /* the question it answered */
     unsigned confirm_asks;        /* re-asks of the question in flight for it */
+    /* Shapes (copies.c): what a stale frame of this slave can look like. */
+    uint16_t answer_shape[SHAPES_KEPT];  /* its last answers' shapes (0: none) */
+    uint16_t stale_shape[SHAPES_KEPT];   /* the last questions given up, as asked on the wire */
+    unsigned stale_run;           /* questions given up since the last answer taken */
+    uint32_t shape_refused_end[5];/* per fc 1..4: a widened read ending here or past was refused */
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
@@ -76,6 +82,7 @@ struct line {
     /* The attempt on the wire. */
     bool busy;
     gw_request_t cur;
+    gw_request_t wire;       /* cur as asked on the wire: widened to a shape no stale frame has */
     unsigned attempts;
     uint64_t t_first_send_ns;
     uint64_t deadline_ns;    /* 0: none */
@@ -126,6 +133,8 @@ bool line_slave_dead(const line_t *bus, unsigned slave, uint64_t now);
 
 /* discipline.c: the discipline. */
 void line_start_next(line_t *bus);
+/* The port went with an answer held (I3): delivered if nothing doubts it, else 0x0A. */
+void line_pending_port_lost(line_t *bus);
 /* I3's barrier came back: every byte read before it has been seen. */
 void line_on_resolve(line_t *bus);
 /* The attempt in flight had no answer by its deadline. */
@@ -142,6 +151,19 @@ void line_confirm_begin(line_t *bus, unsigned slave, uint8_t cause);   /* CONFIR
 void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
                            uint64_t t_last);
 void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f);
+bool line_copies_suspect(const line_t *bus, unsigned slave, const uint8_t *pdu, size_t len,
+                         const gw_request_t *wire);
+/* Shapes: req as it goes on the wire (true: widened, and its answer trimmed). */
+bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_t *wire);
+/* The answer to req from the answer to its wire question: the registers asked for. */
+size_t line_shape_trim(const gw_request_t *req, const uint8_t *raw, size_t len, uint8_t *out);
+/* The wire question was widened and answered with an exception: learn where the map ends. */
+void line_shape_refused(line_t *bus, const gw_request_t *wire);
+/* A question given up: its answer may still come, with its wire question's shape. */
+void line_shape_given_up(line_t *bus, const gw_request_t *wire);
+void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len);
+/* I5 by construction: the held answer cannot be a stale frame of its slave. */
+bool line_shape_certifies(const line_t *bus, unsigned slave);
 void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
 void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code);
 void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now);

@@ -324,6 +324,9 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
         return;
     uint64_t delay = chance(s, m->p_late) ? uniform(s, m->late_min_ns, m->late_max_ns)
                                           : uniform(s, m->lat_min_ns, m->lat_max_ns);
+    bool stall = chance(s, m->p_stall);
+    if (stall)
+        delay = uniform(s, m->stall_min_ns, m->stall_max_ns);
     uint64_t start = s->now + delay;
     if (start < sl->busy_until)
         start = sl->busy_until;   /* a slave never talks over itself */
@@ -357,7 +360,7 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
         end = t2 + n * s->char_ns;
     }
     if (sl->busy_until <= s->now)
-        sl->talk_from = start;
+        sl->talk_from = stall ? s->now : start;   /* a stalled slave hears nothing until it has answered */
     if (end > sl->busy_until)
         sl->busy_until = end;
 }
@@ -629,6 +632,13 @@ void sim_add_slave(sim_t *s, unsigned id, const sim_slave_model_t *m)
     s->slave_ids[s->n_slaves++] = id;
 }
 
+void sim_set_model(sim_t *s, unsigned id, const sim_slave_model_t *m)
+{
+    if (id == 0 || id > 247 || !s->slaves[id].present)
+        abort();
+    s->slaves[id].m = *m;
+}
+
 void sim_submit_at(sim_t *s, uint64_t at, unsigned slave, const uint8_t *pdu, size_t len)
 {
     if (s->n_script == SCRIPT_MAX)
@@ -704,6 +714,7 @@ void sim_run(sim_t *s, uint64_t until)
 }
 
 uint64_t sim_now(const sim_t *s) { return s->now; }
+gw_slave_metrics_t *sim_slave_metrics_of(sim_t *s, unsigned slave) { return line_slave_metrics(s->line, slave); }
 const sim_counts_t *sim_counts(const sim_t *s) { return &s->c; }
 uint64_t sim_outstanding(const sim_t *s) { return s->c.submitted - s->c.answered; }
 gw_bus_metrics_t *sim_metrics(sim_t *s) { return line_metrics(s->line); }

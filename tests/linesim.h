@@ -47,6 +47,8 @@ typedef struct sim_slave_model {
     double p_split;                    /* the answer in two pieces, split_gap apart */
     uint64_t split_gap_max_ns;
     double p_exception;                /* a slave exception (0x04) instead of data */
+    double p_stall;                    /* stalls (a busy PLC): the answer after [stall_min, stall_max], */
+    uint64_t stall_min_ns, stall_max_ns;   /* later than any guard, deaf meanwhile */
     bool queueing;                     /* busy answering: a new request waits its turn */
     bool deaf_while_busy;              /* busy answering: a new request is not heard */
     enum sim_values values;
@@ -71,6 +73,8 @@ void sim_free(sim_t *s);
 void sim_stamp_at_read(sim_t *s, bool on);
 /* Slave `id` (1..247) answers on the line with this model. */
 void sim_add_slave(sim_t *s, unsigned id, const sim_slave_model_t *m);
+/* Slave `id` answers with this model from now on (it recovers, or fails). */
+void sim_set_model(sim_t *s, unsigned id, const sim_slave_model_t *m);
 /* One request now (time `at`): a read or write PDU to `slave`. Its answer is checked. */
 void sim_submit_at(sim_t *s, uint64_t at, unsigned slave, const uint8_t *pdu, size_t len);
 /* Random traffic: `clients` clients, each a request to a random slave, the
@@ -85,6 +89,7 @@ const sim_counts_t *sim_counts(const sim_t *s);
 /* Requests submitted and not answered yet. */
 uint64_t sim_outstanding(const sim_t *s);
 gw_bus_metrics_t *sim_metrics(sim_t *s);
+gw_slave_metrics_t *sim_slave_metrics_of(sim_t *s, unsigned slave);
 /* The times the gateway wrote a frame to slave `slave` (up to cap); the count. */
 unsigned sim_writes_to(const sim_t *s, unsigned slave, uint64_t *times, unsigned cap);
 /* The answers, in order, of the requests submitted with sim_submit_at: the

@@ -8,7 +8,9 @@ the slave side open so the line never hangs up between clients, and makes
 LINK a symlink to the slave side's /dev/pts/N: the gateway's [bus] port.
 
 Holding (FC 3) and input (FC 4) register a of slave s holds s*1000 + a
-(mod 65536) for a in 0..999; FC 6 and FC 16 write holding registers. Other
+(mod 65536) for a in 0..999 (--values unique, the default), or the same
+equal values for every slave: --values zero (all 0), equal (all 0x2A2A),
+alternate (0xFF00 at even addresses, 0x00FF at odd); FC 6 and FC 16 write holding registers. Other
 functions answer exception 01, addresses outside 0..999 exception 02; other
 slave ids and broadcasts are not answered.
 
@@ -99,7 +101,7 @@ class Slave:
     # ---- the register model -------------------------------------------------------------
 
     def value(self, unit, addr):
-        return self.regs.get((unit, addr), (unit * 1000 + addr) & 0xFFFF)
+        return self.regs.get((unit, addr), initial_value(self.args.values, unit, addr))
 
     def answer(self, req):
         """The answer frame to a CRC-good request, or None."""
@@ -115,7 +117,7 @@ class Slave:
                 return exc(3)
             if addr + qty > REGISTERS:
                 return exc(2)
-            words = [self.value(unit, addr + k) if fc == 3 else (unit * 1000 + addr + k) & 0xFFFF
+            words = [self.value(unit, addr + k) if fc == 3 else initial_value(self.args.values, unit, addr + k)
                      for k in range(qty)]
             return with_crc(bytes([unit, fc, 2 * qty]) + struct.pack(f">{qty}H", *words))
         if fc == 6:
@@ -252,6 +254,17 @@ class Slave:
                 self.busy = False
 
 
+def initial_value(values, unit, addr):
+    """A register's value before any write (--values)."""
+    if values == "zero":
+        return 0
+    if values == "equal":
+        return 0x2A2A
+    if values == "alternate":
+        return 0x00FF if addr & 1 else 0xFF00
+    return (unit * 1000 + addr) & 0xFFFF
+
+
 def sleep_until(t):
     while True:
         left = t - time.monotonic()
@@ -276,6 +289,7 @@ def main():
     p.add_argument("--stall-every", type=int, default=0)
     p.add_argument("--stall-ms", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--values", choices=("unique", "zero", "equal", "alternate"), default="unique")
     args = p.parse_args()
     slave = Slave(args)
     if os.path.islink(args.link):

@@ -29,6 +29,10 @@ exactly once (data or exception, matching transaction id and unit); the
 gateway's /metrics agree (TCP requests = answers = sent; per bus, requests =
 sent and matching responses = answers that came from the slave).
 
+Registers of equal values (phase equal): all zero, all equal, or two values
+alternating by address, healthy (every read data, and no guard or
+confirmation time in /metrics) and with late copies and stalls (0 wrong).
+
 Also: a 125-register read against the paced simulator at 1200, 9600 and
 19200 baud with a 100 ms timeout answers with data (the deadline must allow
 for the answer's wire time); a client that sends 16 requests and shuts down
@@ -40,7 +44,7 @@ Counts are printed per configuration: sent, data, exceptions by code, wrong
 (with how many of that slave's reads back the read was whose values came). Environment:
 RTUGW_INTEGRITY_SCALE multiplies every configuration's read count (default
 1: about 26,000 reads); RTUGW_KEEP keeps the logs. Arguments name phases to
-run (matrix, peers, edges); none: all."""
+run (matrix, peers, equal, edges); none: all."""
 import collections
 import os
 import selectors
@@ -57,7 +61,7 @@ import tty
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from rtugwtest import BIN, Daemon, check, finish, free_port  # noqa: E402
-from rtu_slave import with_crc  # noqa: E402  (CRC only: the probe's request)
+from rtu_slave import initial_value, with_crc  # noqa: E402  (the probe's CRC, the registers' values)
 
 PY = "/usr/bin/python3"
 SCALE = float(os.environ.get("RTUGW_INTEGRITY_SCALE", "1"))
@@ -199,8 +203,11 @@ StartSerialServer(context=ModbusServerContext(slaves={{u: store(u) for u in {lis
 class Bus:
     """One configuration: a peer, the [bus] it sits on, and the reads it gets."""
 
-    def __init__(self, name, label, kind, args, timeout_ms, reads, baud=19200):
+    def __init__(self, name, label, kind, args, timeout_ms, reads, baud=19200, values="unique", healthy=False):
         self.name, self.label, self.kind, self.args = name, label, kind, args
+        self.values, self.healthy = values, healthy   # rtu_slave --values; healthy: no fault injected
+        if values != "unique":
+            self.args = args + ["--values", values]
         self.timeout_ms, self.baud = timeout_ms, baud
         self.reads = max(1, int(reads * SCALE))
         self.units = []
@@ -229,7 +236,8 @@ class Bus:
         return unit, addr, n
 
     def judge(self, unit, addr, n, pdu):
-        want = struct.pack(">BBHH", 3, 4, (unit * 1000 + addr) & 0xFFFF, (unit * 1000 + addr + 1) & 0xFFFF)
+        want = struct.pack(">BBHH", 3, 4, initial_value(self.values, unit, addr),
+                           initial_value(self.values, unit, addr + 1))
         if pdu == want:
             self.data += 1
         elif len(pdu) == 2 and pdu[0] == 0x83:
@@ -415,6 +423,18 @@ def run_configurations(label, buses):
         check(req == b.sent and rsp >= slave_answers,
               f"{b.label}: /metrics agree (bus requests {req:.0f} = sent {b.sent}; "
               f"matching responses {rsp:.0f} >= answers from the slave {slave_answers})")
+    for b in buses:
+        if not b.healthy:
+            continue
+        # a slave without faults: every read answered with data, and none
+        # cost a confirmation (equal answers are no fault); a guard only
+        # where a loaded machine made an answer late (a few at most)
+        cost = {c: m.get(f'rtugw_bus_request_seconds_total{{bus="{b.name}",cause="{c}"}}')
+                for c in ("guard", "confirm")}
+        check(b.data == b.sent and cost["confirm"] == 0 and cost["guard"] is not None and
+              cost["guard"] <= 10 * b.timeout_ms / 1000,
+              f"{b.label}: all {b.sent} reads answered with data ({b.data}), no confirmation time, "
+              f"guard time at most 10 timeouts ({cost})")
     check(m["rtugw_tcp_requests_total"] == m["rtugw_tcp_answers_total"] == total,
           f"{label}: TCP requests {m['rtugw_tcp_requests_total']:.0f} = answers "
           f"{m['rtugw_tcp_answers_total']:.0f} = sent {total}")
@@ -494,6 +514,27 @@ def phase_peers():
                      ["--late-ms", str(LATE)], short, 200))
     buses.append(Bus("p15", f"pymodbus always {LATE} ms late", "pymodbus", [str(LATE)], short, 200))
     return run_configurations("peers", buses)
+
+
+def phase_equal():
+    """Registers of equal values (issue 31): all zero, all equal, two values
+    alternating by address (so a neighbour's answer shows: the reads are 37
+    apart, and 37 is odd). Healthy slaves, every read data and no guard or
+    confirmation time; and the faults that made equal answers costly or
+    wrong: copies later than a repeating slave's hold, and stalls past every
+    guard (answers after their question was given up)."""
+    buses = []
+    for values in ("zero", "equal", "alternate"):
+        buses.append(Bus(f"e{len(buses)}", f"rtu_slave {values}, healthy", "slave", [], 50, 300,
+                         values=values, healthy=True))
+    buses.append(Bus(f"e{len(buses)}", "rtu_slave alternate, double, every 10th copy 25 ms later still",
+                     "slave", ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"], 50,
+                     300, values="alternate"))
+    buses.append(Bus(f"e{len(buses)}", "rtu_slave alternate, stalls 400 ms every 25th answer, deaf when busy",
+                     "slave", ["--stall-every", "25", "--stall-ms", "400"], 30, 300, values="alternate"))
+    buses.append(Bus(f"e{len(buses)}", "rtu_slave zero, double, copy 5 ms after", "slave",
+                     ["--double-gap-ms", "5"], 50, 300, values="zero"))
+    return run_configurations("equal", buses)
 
 
 # ---- the edges: long answers at low baud, half-close, broadcasts -----------------------------------
@@ -613,7 +654,7 @@ def cli_rejects_bad_values():
 
 def main():
     t_start = time.time()
-    phases = {"matrix": phase_matrix, "peers": phase_peers, "edges": phase_edges}
+    phases = {"matrix": phase_matrix, "peers": phase_peers, "equal": phase_equal, "edges": phase_edges}
     chosen = sys.argv[1:] or list(phases)
     try:
         cli_rejects_bad_values()

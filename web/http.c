@@ -76,6 +76,9 @@ static const metric_def_t bus_defs[] = {
     BM(late_bytes_guarded, "Frames dropped: heard in their slave's guard (late)"),
     BM(late_answers, "Late answers taken for their slave's parked question"),
     BM(ambiguous, "Answers not delivered yet: a different second candidate followed, a copy to verify (I4), or one to confirm after a give-up (I5); asked again or 0x0B"),
+    BM(shaped, "Reads asked one register wider, so that no stale frame of their slave has their answer's shape (I6)"),
+    BM(shape_refused, "Widened reads refused by the slave's map (0x02/0x03): asked again as they came, and its end learned"),
+    BM(certified, "First answers after a give-up delivered without confirmation: no stale frame has their shape (I6)"),
     BM(gone_dropped, "Requests not sent: their client had gone"),
     BM(broadcast_refused, "Broadcasts refused: not a write"),
     BM(verify_mismatches, "Shadow verification mismatches against the reference decoder"),
@@ -174,6 +177,29 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
                                "rtugw_bus_latency_seconds_count{bus=\"%s\"} %llu\n",
                             name, (double)gw_read(&m->latency_sum_us) / 1e6, name, (unsigned long long)cum);
     }
+    /* Where requests' time went (line/metrics.c, gw_observe_causes): the
+     * four causes add up to their time on the line. */
+    evbuffer_add_printf(b, "# HELP rtugw_bus_request_seconds_total Time of requests answered after going on the "
+                           "line, by cause: queue (before the first attempt), guard (parked between attempts for "
+                           "the slave's guard), confirm (an answer held back: I4 copy check, I5 confirmation), "
+                           "wire (attempts waiting for answers, and the quiet that vouches for them)\n"
+                           "# TYPE rtugw_bus_request_seconds_total counter\n");
+    for (unsigned k = 0; k < gw->bus_count; k++) {
+        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        const char *name = bus_config(gw->buses[k])->name;
+        const struct { const char *cause; atomic_uint_fast64_t *us; } c[] = {
+            { "queue", &m->queue_us }, { "guard", &m->guard_us }, { "confirm", &m->confirm_us }, { "wire", &m->wire_us },
+        };
+        for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+            evbuffer_add_printf(b, "rtugw_bus_request_seconds_total{bus=\"%s\",cause=\"%s\"} %.6f\n", name,
+                                c[i].cause, (double)gw_read(c[i].us) / 1e6);
+    }
+    evbuffer_add_printf(b, "# HELP rtugw_bus_requests_timed_total Requests answered after going on the line "
+                           "(the count of rtugw_bus_request_seconds_total)\n"
+                           "# TYPE rtugw_bus_requests_timed_total counter\n");
+    for (unsigned k = 0; k < gw->bus_count; k++)
+        evbuffer_add_printf(b, "rtugw_bus_requests_timed_total{bus=\"%s\"} %llu\n", bus_config(gw->buses[k])->name,
+                            (unsigned long long)gw_read(&bus_metrics(gw->buses[k])->caused));
 }
 
 static void device_metrics_text(gw_t *gw, struct evbuffer *b)
