@@ -199,7 +199,7 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
                 goto out_of_memory;
             config_device_t *d = &cfg->devices[cfg->device_count++];
             *d = (config_device_t){ .dead_after = 3, .dead_backoff_ms = 10000, .max_read_registers = 125,
-                                    .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1, .confirm_write = true,
+                                    .max_read_bits = 2000, .max_gap = 8, .mqtt_publish = -1, .confirm_write = true, .widen_reads = true,
                                     .template_index = -1, .addressing = -1, .line = ld->header_line };
             snprintf(d->name, sizeof d->name, "%s", name);
             return d;

@@ -107,6 +107,7 @@ typedef struct config_device {
     int mqtt_publish;               /* a north_publish_mode_t, or -1: [mqtt] publish */
     unsigned mqtt_interval_ms;      /* mqtt_publish = interval: 0 is [mqtt] interval_ms */
     bool confirm_write;             /* a tag write is read back and answered with what was read */
+    bool widen_reads;               /* line I6 may read a register or two more and trim (default true) */
     unsigned interval_ms;           /* its tags' default read interval; 0: the template's, else 1000 */
     bool order_set;                 /* order was written (it overrides the template's) */
     char template_name[CONFIG_NAME_MAX];  /* template = NAME, as written; "" none */

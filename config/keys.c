@@ -81,6 +81,7 @@ static const key_spec_t device_keys[] = {
     C("mqtt_publish", config_mqtt_set_device_publish),
     U(config_device_t, mqtt_interval_ms, 100, 86400000),
     B(config_device_t, confirm_write),
+    B(config_device_t, widen_reads),
 };
 
 static const key_spec_t poll_keys[] = {

@@ -212,7 +212,7 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
 {
     for (unsigned s = 0; s < N_SLAVES; s++)
         bus->slaves[s] = (slave_state_t){ .timeout_ms = bus->cfg.response_timeout_ms, .dead_after = 3,
-                                          .backoff_ms = 10000 };
+                                          .backoff_ms = 10000, .widen = true };
     for (unsigned i = 0; i < cfg->device_count; i++) {
         const config_device_t *d = &cfg->devices[i];
         if (d->bus != index)
@@ -221,6 +221,7 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
         s->timeout_ms = d->timeout_ms ? d->timeout_ms : bus->cfg.response_timeout_ms;
         s->dead_after = d->dead_after;
         s->backoff_ms = d->dead_backoff_ms;
+        s->widen = d->widen_reads;
     }
     /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
      * answer carries that answer's transaction id, no longer in flight, so
@@ -229,6 +230,8 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
     for (unsigned s = 0; s < N_SLAVES; s++) {
         bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
         bus->slaves[s].copies = ids ? COPIES_GENUINE : COPIES_UNKNOWN;
+        if (ids)
+            bus->slaves[s].widen = false;   /* no stale frame can match: nothing for I6 to do */
         gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);
     }
 }

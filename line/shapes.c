@@ -16,7 +16,9 @@
  * registers the slave was not asked for, so a map that ends (or has a hole)
  * there answers 0x02 or 0x03: that answer is not delivered, the slave's
  * map end for the function is learned (no widened read reaches it again),
- * and the question is asked again as it came. Where no shape is free
+ * and the question is asked again as it came. A device can forbid it
+ * ([device] widen_reads = false: registers with side effects when read).
+ * Where no shape is free
  * (a write, a read at its map's end, a question of another function), the
  * question goes as it came and I4's and I5's checks remain the fallback.
  *
@@ -72,6 +74,11 @@ bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_
     if (!req->slave || req->slave >= N_SLAVES || !is_read(req))
         return false;
     const slave_state_t *s = &bus->slaves[req->slave];
+    /* a device whose registers have side effects when read (a FIFO, a
+     * clear-on-read counter) must not be read past what was asked:
+     * [device] widen_reads = false leaves I4 and I5's checks to it */
+    if (!s->widen)
+        return false;
     uint8_t fc = req->pdu[0];
     unsigned addr = read_addr(req), qty = read_qty(req), wide = qty;
     unsigned max = fc <= 2 ? 2000 : 125;

@@ -52,6 +52,7 @@ typedef struct slave_state {
     uint16_t stale_shape[SHAPES_KEPT];   /* the last questions given up, as asked on the wire */
     unsigned stale_run;           /* questions given up since the last answer taken */
     uint32_t shape_refused_end[5];/* per fc 1..4: a widened read ending here or past was refused */
+    bool widen;                   /* I6 may widen its reads ([device] widen_reads; never with ids) */
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */

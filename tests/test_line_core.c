@@ -249,6 +249,39 @@ static void test_equal_blocks_cost_nothing(void **state)
 }
 
 /*
+ * [device] widen_reads = false: no read of that slave is widened (its
+ * registers may change when read); its equal answers are still right, I4 and
+ * I5 checking them. On a healthy slave that costs nothing more either: I4
+ * re-asks only what follows a fault.
+ */
+static void test_widen_reads_off(void **state)
+{
+    (void)state;
+    for (unsigned widen = 0; widen < 2; widen++) {
+        char ini[256];
+        snprintf(ini, sizeof ini, "%swiden_reads = %s\n", FAST_BUS, widen ? "true" : "false");
+        sim_t *s = sim_new(31, ini, 0);
+        sim_slave_model_t m = healthy(3 * MS);
+        m.values = SIM_VALUES_ZERO;
+        sim_add_slave(s, 1, &m);
+        for (unsigned i = 0; i < 12; i++) {
+            uint8_t q[5] = { 3, 0, (uint8_t)(10 * i), 0, 10 };
+            sim_submit_at(s, i * 100 * MS, 1, q, sizeof q);
+        }
+        sim_run(s, 0);
+        for (unsigned i = 0; i < 12; i++) {
+            uint8_t q[5] = { 3, 0, (uint8_t)(10 * i), 0, 10 };
+            assert_right(s, i, 1, q, sizeof q);
+        }
+        uint64_t shaped = atomic_load(&sim_metrics(s)->shaped);
+        if (widen ? shaped == 0 : shaped != 0)
+            fail_msg("widen_reads = %s: %llu reads widened", widen ? "true" : "false", (unsigned long long)shaped);
+        assert_clean(s);
+        sim_free(s);
+    }
+}
+
+/*
  * A read widened past the slave's map (I6) is refused with 0x02: that is not
  * delivered; the question is asked again as it came, at once (a copy of the
  * refusal would fit it, and I4 checks it: the refusal is the slave's last
@@ -664,7 +697,8 @@ int main(void)
         cmocka_unit_test(test_equal_answers),        cmocka_unit_test(test_silent_slave_and_backoff),
         cmocka_unit_test(test_guard_holds_one_slave), cmocka_unit_test(test_broadcast),
         cmocka_unit_test(test_port_lost),            cmocka_unit_test(test_equal_blocks_cost_nothing),
-        cmocka_unit_test(test_widened_past_map_end), cmocka_unit_test(test_answer_after_give_up),
+        cmocka_unit_test(test_widened_past_map_end),
+        cmocka_unit_test(test_widen_reads_off), cmocka_unit_test(test_answer_after_give_up),
         cmocka_unit_test(test_silent_deadline),
         cmocka_unit_test(test_explorer),
     };
