@@ -7,7 +7,8 @@
  * builds gw_request_t's, names itself as their origin and hands them to
  * gw_submit(). May call gateway/ (the runtime: submit, loop, ports, the
  * cache, the counters), parser/, config/ and line/ (the request and the
- * origin), libevent, and OpenSSL in the TLS module.
+ * origin), module/ (where the TLS module is found), libevent, and OpenSSL in
+ * the TLS module.
  *
  * The wiring and the web side call what this header declares.
  */

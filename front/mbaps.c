@@ -22,9 +22,9 @@
  * exit handler anyway, and a daemon loads it once.
  */
 #include "front/internal.h"
+#include "module/module.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -60,28 +60,6 @@ struct gw_mbaps {
     unsigned logged, unlogged;
 };
 
-static void *open_module(char *err, size_t errcap)
-{
-    char exe[PATH_MAX], path[PATH_MAX + 64];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = 0;
-        snprintf(path, sizeof path, "%s/front/" MODULE_FILE, exe);
-        if (access(path, R_OK) != 0)
-            snprintf(path, sizeof path, "%s/" MODULE_FILE, RTUGW_MODULEDIR);
-    } else {
-        snprintf(path, sizeof path, "%s/" MODULE_FILE, RTUGW_MODULEDIR);
-    }
-    void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!module)
-        snprintf(err, errcap, "tls: cannot load the TLS module: %s", dlerror());
-    return module;
-}
-
 /* The server certificate now in force: remembered for /status, and a
  * warning in the log when it expires within 30 days. */
 static void take_certificate(gw_mbaps_t *t)
@@ -96,19 +74,24 @@ static void take_certificate(gw_mbaps_t *t)
 gw_mbaps_t *mbaps_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_mbaps_t *t = calloc(1, sizeof *t);
-    void *module = t ? open_module(err, errcap) : NULL;
+    char path[PATH_MAX + 64], why[PATH_MAX + 128];
 
-    if (!module) {
-        if (!t)
-            snprintf(err, errcap, "out of memory");
-        free(t);
+    if (!t) {
+        snprintf(err, errcap, "out of memory");
         return NULL;
     }
     t->gw = gw;
-    t->tls = dlsym(module, "rtugw_tls_module");
-    if (!t->tls || t->tls->abi != GW_TLS_MODULE_ABI) {
-        snprintf(err, errcap, "tls: the TLS module found is not this rtugw's (ABI %u, want %u)",
-                 t->tls ? t->tls->abi : 0, GW_TLS_MODULE_ABI);
+    /* beside the binary in the build tree (front/), else where `make install` put it (module/) */
+    t->tls = module_load("front", MODULE_FILE, RTUGW_MODULEDIR, "rtugw_tls_module", path, sizeof path, why,
+                         sizeof why);
+    if (!t->tls) {
+        snprintf(err, errcap, "tls: cannot load the TLS module: %s", why);
+        free(t);
+        return NULL;
+    }
+    if (t->tls->abi != GW_TLS_MODULE_ABI) {
+        snprintf(err, errcap, "tls: the TLS module %s is not this rtugw's (ABI %u, want %u)", path, t->tls->abi,
+                 GW_TLS_MODULE_ABI);
         free(t);
         return NULL;
     }

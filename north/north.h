@@ -3,7 +3,8 @@
  * named devices to a broker and takes write requests from it. Owns: the
  * client, Sparkplug B, the spool, all in the module rtugw-mqtt.so, and the
  * loader that finds it (north_module_load, the only part rtugw links). May
- * call: json/, libmosquitto, libevent, json-c and protobuf-c.
+ * call: json/, module/ (the loader's search order), libmosquitto, libevent,
+ * json-c and protobuf-c.
  *
  * It runs on an event_base it is given (the gateway's I/O thread) and has
  * no thread of its own: libmosquitto is driven through mosquitto_socket(),

@@ -19,8 +19,8 @@
 #include "front/front.h"
 #include "web/internal.h"
 #include "json/json.h"
+#include "module/module.h"
 
-#include <dlfcn.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <limits.h>
@@ -42,31 +42,19 @@ struct http_tls {
     uint64_t failed;        /* released before it finished: plain HTTP, a timeout, a bad client */
 };
 
-/* Beside the binary in the build tree (web/), else where `make install` put it. */
+/* Beside the binary in the build tree (web/), else where `make install` put it (module/). */
 static const web_https_module_t *load_module(char *err, size_t errcap)
 {
-    char exe[PATH_MAX], path[PATH_MAX + 64];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
-    path[0] = 0;
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = 0;
-        snprintf(path, sizeof path, "%s/web/" MODULE_FILE, exe);
-    }
-    if (!path[0] || access(path, R_OK) != 0)
-        snprintf(path, sizeof path, "%s/" MODULE_FILE, RTUGW_MODULEDIR);
-    void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!module) {
-        snprintf(err, errcap, "[http] tls_cert: cannot load the HTTPS module: %s", dlerror());
+    char path[PATH_MAX + 64], why[PATH_MAX + 128];
+    const web_https_module_t *m = module_load("web", MODULE_FILE, RTUGW_MODULEDIR, "rtugw_https_module", path,
+                                              sizeof path, why, sizeof why);
+    if (!m) {
+        snprintf(err, errcap, "[http] tls_cert: cannot load the HTTPS module: %s", why);
         return NULL;
     }
-    const web_https_module_t *m = dlsym(module, "rtugw_https_module");
-    if (!m || m->abi != WEB_HTTPS_MODULE_ABI) {
+    if (m->abi != WEB_HTTPS_MODULE_ABI) {
         snprintf(err, errcap, "[http] tls_cert: the HTTPS module %s is not this rtugw's (ABI %u, want %u)", path,
-                 m ? m->abi : 0, WEB_HTTPS_MODULE_ABI);
+                 m->abi, WEB_HTTPS_MODULE_ABI);
         return NULL;
     }
     return m;

@@ -7,7 +7,7 @@
  * (http_tls.c, rtugw-https.so, OpenSSL). May call gateway/ (counters, the
  * cache, the tags, the frames, tag_write.c, the loop), front/ (the TLS and
  * serial slave counters it shows), parser/, config/, line/, json/, tags/,
- * libevent and json-c.
+ * module/ (where the HTTPS module is found), libevent and json-c.
  *
  * The wiring calls what this header declares.
  */
