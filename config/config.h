@@ -378,6 +378,13 @@ int config_role_find(const config_t *cfg, const char *name);
 /* "viewer", "operator", "admin", or "none". */
 const char *config_user_role_name(config_user_role_t role);
 
+/* A tags_file as the loader opens it: relative to the configuration file's
+ * (source's) folder, unless absolute or source has no folder. */
+void config_resolve_path(const char *source, const char *path, char *out, size_t cap);
+
+/* Whether dev's tag addresses are in Modicon form (its addressing, else the gateway's). */
+bool config_device_modicon(const config_t *cfg, const config_device_t *dev);
+
 /* One-line summary, e.g. "1 bus, 3 devices, 2 poll groups, tcp 127.0.0.1:1502". */
 int config_summary(const config_t *cfg, char *buf, size_t cap);
 

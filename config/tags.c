@@ -288,7 +288,7 @@ bool config_tags_set_addressing(loader_t *ld, const key_spec_t *k, unsigned numb
     return true;
 }
 
-static bool modicon_of(const config_t *cfg, const config_device_t *dev)
+bool config_device_modicon(const config_t *cfg, const config_device_t *dev)
 {
     return (dev->addressing >= 0 ? dev->addressing : cfg->addressing) == CONFIG_ADDRESSING_MODICON;
 }
@@ -348,7 +348,7 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
         config_error_at(ld, pt->device_line, "[%s] device = '%s': no such device", section, pt->device);
         return;
     }
-    bool modicon = d >= 0 && modicon_of(cfg, &cfg->devices[d]);
+    bool modicon = d >= 0 && config_device_modicon(cfg, &cfg->devices[d]);
     if (d < 0 || (!pt->has_table && !modicon) || !pt->has_address || !pt->has_type) {
         config_error_at(ld, g->line, "[%s]: %s", section,
                         d < 0 ? "device is required (more than one device is configured)"
@@ -379,7 +379,7 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
 }
 
 /* dir of the config file + path, unless path is absolute or the source has no folder. */
-static void resolve_path(const char *source, const char *path, char *out, size_t cap)
+void config_resolve_path(const char *source, const char *path, char *out, size_t cap)
 {
     const char *slash = strrchr(source, '/');
     if (path[0] == '/' || !slash)
@@ -419,17 +419,17 @@ static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsign
     char other[2 * CONFIG_PATH_MAX];
     size_t n = 0;
 
-    resolve_path(ld->source, dev->tags_file, lf->path, sizeof lf->path);
+    config_resolve_path(ld->source, dev->tags_file, lf->path, sizeof lf->path);
     for (unsigned j = i; j < cfg->device_count; j++) {
         if (!cfg->devices[j].tags_file[0] || done[j])
             continue;
-        resolve_path(ld->source, cfg->devices[j].tags_file, other, sizeof other);
+        config_resolve_path(ld->source, cfg->devices[j].tags_file, other, sizeof other);
         if (!same_file(other, lf->path))
             continue;
         done[j] = true;
         defs[n++] = (tags_device_defaults_t){ cfg->devices[j].name, cfg->devices[j].order,
                                               cfg->devices[j].interval_ms, false,
-                                              modicon_of(cfg, &cfg->devices[j]) };
+                                              config_device_modicon(cfg, &cfg->devices[j]) };
     }
     lf->first = lf->end = tags_table_count(t);
     if (access(lf->path, R_OK) != 0) {
@@ -465,10 +465,10 @@ static void load_template(loader_t *ld, const config_t *cfg, tags_table_t *t, un
         .order = dev->order_set || !tp->order_set ? dev->order : tp->order,
         .interval_ms = dev->interval_ms ? dev->interval_ms : tp->interval_ms,
         .scoped = true,
-        .modicon = modicon_of(cfg, dev),
+        .modicon = config_device_modicon(cfg, dev),
     };
 
-    resolve_path(ld->source, tp->tags_file, lf->path, sizeof lf->path);
+    config_resolve_path(ld->source, tp->tags_file, lf->path, sizeof lf->path);
     lf->first = lf->end = tags_table_count(t);
     if (*failed)
         return;

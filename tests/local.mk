@@ -87,6 +87,8 @@ EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
 # audit log; curl and Python's ssl against a certificate the test makes.
 TESTS += tests/test_web_auth.py
 EXTRA_DIST += tests/test_web_auth.py
+TESTS += tests/test_api.py
+EXTRA_DIST += tests/test_api.py
 
 # Every transport end to end: RTU over TCP (socat device servers, pymodbus),
 # a Modbus TCP device shared by 8 masters and restarted, Modbus ASCII with a

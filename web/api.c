@@ -46,7 +46,7 @@
 
 #define API_FILE_MAX (16u << 20)   /* a configuration file larger than this is not served */
 
-static void add_str(struct evbuffer *b, const char *s)
+void api_add_str(struct evbuffer *b, const char *s)
 {
     size_t n = strlen(s);
     char stack[512], *q = JSON_QUOTED_MAX(n) <= sizeof stack ? stack : malloc(JSON_QUOTED_MAX(n));
@@ -61,7 +61,7 @@ static void add_str(struct evbuffer *b, const char *s)
 }
 
 /* Every answer goes out here: a refusal (4xx) is counted (rtugw_http_api_refused_total). */
-static void reply_json(gw_t *gw, struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
+void api_reply_json(gw_t *gw, struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
     if (code >= 400 && code < 500)
         gw_count(&gw->http_metrics.api_refused);
@@ -70,7 +70,7 @@ static void reply_json(gw_t *gw, struct evhttp_request *req, int code, const cha
     evhttp_send_reply(req, code, reason, b);
 }
 
-static void reply_error(gw_t *gw, struct evhttp_request *req, int code, const char *reason, const char *why)
+void api_reply_error(gw_t *gw, struct evhttp_request *req, int code, const char *reason, const char *why)
 {
     struct evbuffer *b = evbuffer_new();
     if (!b) {
@@ -78,13 +78,13 @@ static void reply_error(gw_t *gw, struct evhttp_request *req, int code, const ch
         return;
     }
     evbuffer_add_printf(b, "{\"error\":");
-    add_str(b, why);
+    api_add_str(b, why);
     evbuffer_add_printf(b, "}\n");
-    reply_json(gw, req, code, reason, b);
+    api_reply_json(gw, req, code, reason, b);
     evbuffer_free(b);
 }
 
-static void fnv_hex(const char *text, size_t len, char out[17])
+void api_revision(const char *text, size_t len, char out[17])
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < len; i++)
@@ -93,7 +93,7 @@ static void fnv_hex(const char *text, size_t len, char out[17])
 }
 
 /* The file's bytes (NUL-terminated, *len of them), or NULL with errno. */
-static char *read_file(const char *path, size_t *len)
+char *api_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -138,9 +138,9 @@ static void list_buses(const config_t *cfg, struct evbuffer *b)
     for (unsigned i = 0; i < cfg->bus_count; i++) {
         const config_bus_t *bus = &cfg->buses[i];
         evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
-        add_str(b, bus->name);
+        api_add_str(b, bus->name);
         evbuffer_add_printf(b, ",\"port\":");
-        add_str(b, bus->port);
+        api_add_str(b, bus->port);
         evbuffer_add_printf(b, ",\"baud\":%u,\"response_timeout_ms\":%u}", bus->baud, bus->response_timeout_ms);
     }
     evbuffer_add_printf(b, "]}\n");
@@ -158,17 +158,17 @@ static void list_devices(gw_t *gw, struct evbuffer *b)
         if (td >= 0)
             tags_table_device_tags(defs, (size_t)td, &n);
         evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
-        add_str(b, d->name);
+        api_add_str(b, d->name);
         evbuffer_add_printf(b, ",\"bus\":");
-        add_str(b, cfg->buses[d->bus].name);
+        api_add_str(b, cfg->buses[d->bus].name);
         evbuffer_add_printf(b, ",\"slave\":%u,\"template\":", d->slave);
         if (d->template_name[0])
-            add_str(b, d->template_name);
+            api_add_str(b, d->template_name);
         else
             evbuffer_add_printf(b, "null");
         evbuffer_add_printf(b, ",\"tags_file\":");
         if (d->tags_file[0])
-            add_str(b, d->tags_file);
+            api_add_str(b, d->tags_file);
         else
             evbuffer_add_printf(b, "null");
         evbuffer_add_printf(b, ",\"order\":\"%s\",\"interval_ms\":%u,\"tags\":%zu}",
@@ -186,9 +186,9 @@ static void list_templates(const config_t *cfg, struct evbuffer *b)
         for (unsigned d = 0; d < cfg->device_count; d++)
             users += cfg->devices[d].template_index == (int)i;
         evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
-        add_str(b, tp->name);
+        api_add_str(b, tp->name);
         evbuffer_add_printf(b, ",\"tags_file\":");
-        add_str(b, tp->tags_file);
+        api_add_str(b, tp->tags_file);
         evbuffer_add_printf(b, ",\"interval_ms\":%u,\"devices\":%u}", tp->interval_ms, users);
     }
     evbuffer_add_printf(b, "]}\n");
@@ -201,9 +201,9 @@ static void list_tags(gw_t *gw, struct evbuffer *b)
     for (size_t i = 0; i < tags_table_count(defs); i++) {
         const tags_tag_t *g = tags_table_tag(defs, i);
         evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
-        add_str(b, g->name);
+        api_add_str(b, g->name);
         evbuffer_add_printf(b, ",\"device\":");
-        add_str(b, tags_table_device_name(defs, g->device));
+        api_add_str(b, tags_table_device_name(defs, g->device));
         evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u,\"type\":\"%s\",\"interval_ms\":%u}",
                             tags_area_name(g->area), g->address, tags_type_name(g->type), g->interval_ms);
     }
@@ -219,14 +219,14 @@ static char *body_text(gw_t *gw, struct evhttp_request *req, size_t *len)
     size_t n = evbuffer_get_length(in);
     char *text = malloc(n + 1);
     if (!text) {
-        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         return NULL;
     }
     evbuffer_copyout(in, text, n);
     text[n] = 0;
     if (memchr(text, 0, n)) {
         free(text);
-        reply_error(gw, req, 400, "Bad Request", "the text holds a NUL byte");
+        api_reply_error(gw, req, 400, "Bad Request", "the text holds a NUL byte");
         return NULL;
     }
     *len = n;
@@ -235,17 +235,17 @@ static char *body_text(gw_t *gw, struct evhttp_request *req, size_t *len)
 
 /* Validates text as the configuration file (relative paths from its folder):
  * NULL and errs filled when check would refuse it. */
-static config_t *validate(gw_t *gw, const char *text, config_errors_t *errs)
+config_t *api_validate(gw_t *gw, const char *text, config_errors_t *errs)
 {
     return config_load_string_with(text, gw->opt.config_path, gw->opt.bus_rule, errs);
 }
 
-static void add_errors(struct evbuffer *b, const config_errors_t *errs)
+void api_add_errors(struct evbuffer *b, const config_errors_t *errs)
 {
     evbuffer_add_printf(b, "\"errors\":[");
     for (unsigned i = 0; i < errs->count; i++) {
         evbuffer_add_printf(b, "%s", i ? "," : "");
-        add_str(b, errs->text[i]);
+        api_add_str(b, errs->text[i]);
     }
     evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
 }
@@ -258,24 +258,24 @@ static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer 
     if (!text)
         return;
     config_errors_t *errs = malloc(sizeof *errs);
-    config_t *cfg = errs ? validate(gw, text, errs) : NULL;
+    config_t *cfg = errs ? api_validate(gw, text, errs) : NULL;
     free(text);
     if (!errs) {
-        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         return;
     }
     if (cfg) {
         char summary[256];
         config_summary(cfg, summary, sizeof summary);
         evbuffer_add_printf(b, "{\"valid\":true,\"summary\":");
-        add_str(b, summary);
+        api_add_str(b, summary);
         evbuffer_add_printf(b, "}\n");
-        reply_json(gw, req, 200, "OK", b);
+        api_reply_json(gw, req, 200, "OK", b);
     } else {
         evbuffer_add_printf(b, "{\"valid\":false,");
-        add_errors(b, errs);
+        api_add_errors(b, errs);
         evbuffer_add_printf(b, "}\n");
-        reply_json(gw, req, 422, "Unprocessable Entity", b);
+        api_reply_json(gw, req, 422, "Unprocessable Entity", b);
     }
     config_free(cfg);
     free(errs);
@@ -284,7 +284,7 @@ static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer 
 /* text over path: a temporary file beside it, fsync'd, renamed, the folder
  * fsync'd. A symbolic link is followed (its target is written), so a link in
  * /etc to a file elsewhere stays a link. */
-static int write_atomically(const char *link, const char *text, size_t len, char *why, size_t cap)
+int api_write_atomically(const char *link, const char *text, size_t len, char *why, size_t cap)
 {
     char tmp[PATH_MAX], dir[PATH_MAX], real[PATH_MAX];
     const char *path = realpath(link, real) ? real : link;
@@ -333,7 +333,7 @@ static int write_atomically(const char *link, const char *text, size_t len, char
 /* The API's key: an admin (web/auth.c's one check: without [user]s, the
  * write_token is an admin's and no credential a viewer's; with users, an
  * admin's session). Answered (401 or 403) and counted when not. */
-static bool token_ok(gw_t *gw, struct evhttp_request *req)
+bool api_admin_ok(gw_t *gw, struct evhttp_request *req)
 {
     if (web_auth_require(gw, req, ROLE_ADMIN))
         return true;
@@ -345,50 +345,50 @@ static bool token_ok(gw_t *gw, struct evhttp_request *req)
 static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
 {
     size_t len;
-    char *text = read_file(gw->opt.config_path, &len), rev[17];
+    char *text = api_read_file(gw->opt.config_path, &len), rev[17];
     if (!text) {
-        reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
+        api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
         return;
     }
-    fnv_hex(text, len, rev);
+    api_revision(text, len, rev);
     evbuffer_add_printf(b, "{\"path\":");
-    add_str(b, gw->opt.config_path);
+    api_add_str(b, gw->opt.config_path);
     evbuffer_add_printf(b, ",\"revision\":\"%s\",\"text\":", rev);
-    add_str(b, text);
+    api_add_str(b, text);
     evbuffer_add_printf(b, "}\n");
     char etag[20];
     snprintf(etag, sizeof etag, "\"%s\"", rev);
     evhttp_add_header(evhttp_request_get_output_headers(req), "ETag", etag);
-    reply_json(gw, req, 200, "OK", b);
+    api_reply_json(gw, req, 200, "OK", b);
     free(text);
 }
 
 /* The file now and its revision; NULL answered (500). */
 static char *current(gw_t *gw, struct evhttp_request *req, size_t *len, char rev[17])
 {
-    char *text = read_file(gw->opt.config_path, len);
+    char *text = api_read_file(gw->opt.config_path, len);
     if (!text) {
-        reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
+        api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
         return NULL;
     }
-    fnv_hex(text, *len, rev);
+    api_revision(text, *len, rev);
     return text;
 }
 
 /* If-Match names rev; else answered (428 without one, 409 with another). */
-static bool revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev, struct evbuffer *b)
+bool api_revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev, struct evbuffer *b)
 {
     const char *match = evhttp_find_header(evhttp_request_get_input_headers(req), "If-Match");
     char quoted[20];
     snprintf(quoted, sizeof quoted, "\"%s\"", rev);
     if (!match) {
-        reply_error(gw, req, 428, "Precondition Required", "If-Match: the revision the change was made from "
+        api_reply_error(gw, req, 428, "Precondition Required", "If-Match: the revision the change was made from "
                     "(GET /api/config)");
         return false;
     }
     if (strcmp(match, rev) != 0 && strcmp(match, quoted) != 0) {
         evbuffer_add_printf(b, "{\"error\":\"the file changed since that revision\",\"revision\":\"%s\"}\n", rev);
-        reply_json(gw, req, 409, "Conflict", b);
+        api_reply_json(gw, req, 409, "Conflict", b);
         return false;
     }
     return true;
@@ -400,15 +400,15 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
 {
     char rev[17], why[PATH_MAX + 128];
     config_errors_t *errs = malloc(sizeof *errs);
-    config_t *cfg = errs ? validate(gw, text, errs) : NULL;
+    config_t *cfg = errs ? api_validate(gw, text, errs) : NULL;
     if (!cfg) {
         if (errs) {
             evbuffer_add_printf(b, "{\"valid\":false,");
-            add_errors(b, errs);
+            api_add_errors(b, errs);
             evbuffer_add_printf(b, "}\n");
-            reply_json(gw, req, 422, "Unprocessable Entity", b);
+            api_reply_json(gw, req, 422, "Unprocessable Entity", b);
         } else {
-            reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+            api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         }
         free(errs);
         free(text);
@@ -416,11 +416,11 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
     }
     config_free(cfg);
     free(errs);
-    int rc = write_atomically(gw->opt.config_path, text, len, why, sizeof why);
-    fnv_hex(text, len, rev);
+    int rc = api_write_atomically(gw->opt.config_path, text, len, why, sizeof why);
+    api_revision(text, len, rev);
     free(text);
     if (rc != 0) {
-        reply_error(gw, req, 500, "Internal Server Error", why);
+        api_reply_error(gw, req, 500, "Internal Server Error", why);
         return;
     }
     gw_log(gw, CONFIG_LOG_INFO, "api: %s written (revision %s); applying it", gw->opt.config_path, rev);
@@ -430,9 +430,9 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
     if (gw->reload)
         gw->reload(gw);
     evbuffer_add_printf(b, "{\"revision\":\"%s\",\"restart_needed\":", rev);
-    add_str(b, gw->restart_needed);
+    api_add_str(b, gw->restart_needed);
     evbuffer_add_printf(b, "}\n");
-    reply_json(gw, req, 200, "OK", b);
+    api_reply_json(gw, req, 200, "OK", b);
 }
 
 /* PUT /api/config: If-Match the revision now, the body passes check: written, then applied. */
@@ -444,7 +444,7 @@ static void put_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     if (!old)
         return;
     free(old);
-    if (!revision_matches(gw, req, rev, b))
+    if (!api_revision_matches(gw, req, rev, b))
         return;
     char *text = body_text(gw, req, &len);
     if (text)
@@ -551,30 +551,30 @@ static void edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *
     for (const char *c = name; name_ok && *c; c++)
         name_ok = (unsigned char)*c > ' ' && *c != ']' && *c != '[' && *c != 0x7f;
     if (!name_ok) {
-        reply_error(gw, req, 400, "Bad Request", "not a section name");
+        api_reply_error(gw, req, 400, "Bad Request", "not a section name");
         return;
     }
     char *text = current(gw, req, &len, rev);
     if (!text)
         return;
-    if (!revision_matches(gw, req, rev, b)) {
+    if (!api_revision_matches(gw, req, rev, b)) {
         free(text);
         return;
     }
     bool there = find_section(text, kind, name, &from, &to);
     if (delete && !there) {
         free(text);
-        reply_error(gw, req, 404, "Not Found", "no such section in the file");
+        api_reply_error(gw, req, 404, "Not Found", "no such section in the file");
         return;
     }
     struct evbuffer *lines = evbuffer_new(), *in = evhttp_request_get_input_buffer(req);
     size_t blen = evbuffer_get_length(in);
     char *body = delete ? NULL : malloc(blen + 1);
     if (!lines || (!delete && !body)) {
-        reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
     } else if (!delete && (evbuffer_copyout(in, body, blen), body[blen] = 0,
                            !section_lines(kind, name, body, blen, lines, why, sizeof why))) {
-        reply_error(gw, req, 400, "Bad Request", why);
+        api_reply_error(gw, req, 400, "Bad Request", why);
     } else {
         if (!there) {
             from = to = len;
@@ -584,7 +584,7 @@ static void edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *
         size_t n = evbuffer_get_length(lines);
         char *next = malloc(len - (to - from) + n + 1);
         if (!next) {
-            reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+            api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
         } else {
             memcpy(next, text, from);
             evbuffer_copyout(lines, next + from, n);
@@ -632,6 +632,15 @@ static const char openapi[] =
     "\"422\":{\"description\":\"check refused it\"}}},\"delete\":{\"summary\":\"remove the section\","          \
     "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"     \
     "\"404\":{\"description\":\"no such section\"},\"409\":{\"description\":\"stale revision\"}}}}"
+    "\"/api/templates/{name}/csv\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"}],"
+    "\"get\":{\"summary\":\"the template's tag file\",\"responses\":{\"200\":{\"description\":\"text/csv, ETag\"}}},"
+    "\"put\":{\"summary\":\"check (dry_run=1: only that), write atomically, apply\",\"security\":[{\"token\":[]}],"
+    "\"parameters\":[{\"name\":\"dry_run\",\"in\":\"query\",\"schema\":{\"type\":\"string\"}},"
+    "{\"name\":\"If-Match\",\"in\":\"header\",\"schema\":{\"type\":\"string\"}}],"
+    "\"requestBody\":{\"content\":{\"text/csv\":{\"schema\":{\"type\":\"string\"}}}},"
+    "\"responses\":{\"200\":{\"description\":\"{revision,rows,restart_needed} or {valid:true,rows}\"},"
+    "\"409\":{\"description\":\"stale revision\"},\"413\":{\"description\":\"too many bytes or rows\"},"
+    "\"422\":{\"description\":\"{valid:false,errors:[{line,column,message}]}\"}}}},"
     SECTION_PATH("devices") "," SECTION_PATH("tags") "," SECTION_PATH("templates") "," SECTION_PATH("polls") ","
     SECTION_PATH("buses")
 #undef SECTION_PATH
@@ -650,6 +659,10 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
         evhttp_send_error(req, 500, "out of memory");
         return true;
     }
+    if (api_csv_request(gw, req, what, b)) {   /* templates/NAME/csv, before templates/NAME */
+        evbuffer_free(b);
+        return true;
+    }
     const char *kind = NULL, *name = NULL;
     for (size_t i = 0; i < sizeof section_paths / sizeof section_paths[0] && !kind; i++)
         if (strncmp(what, section_paths[i].path, strlen(section_paths[i].path)) == 0) {
@@ -657,44 +670,44 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
             name = what + strlen(section_paths[i].path);
         }
     if ((config || validate_path || kind) && !gw->opt.config_path) {
-        reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
+        api_reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
     } else if (kind && (cmd == EVHTTP_REQ_PUT || cmd == EVHTTP_REQ_DELETE)) {
-        if (token_ok(gw, req))
+        if (api_admin_ok(gw, req))
             edit_section(gw, req, b, kind, name, cmd == EVHTTP_REQ_DELETE);
     } else if (kind) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "PUT, DELETE");
-        reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
+        api_reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
     } else if (get && strcmp(what, "openapi.json") == 0) {
         evbuffer_add(b, openapi, sizeof openapi - 1);
-        reply_json(gw, req, 200, "OK", b);
+        api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "buses") == 0) {
         list_buses(gw->cfg, b);
-        reply_json(gw, req, 200, "OK", b);
+        api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "devices") == 0) {
         list_devices(gw, b);
-        reply_json(gw, req, 200, "OK", b);
+        api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "templates") == 0) {
         list_templates(gw->cfg, b);
-        reply_json(gw, req, 200, "OK", b);
+        api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "tags") == 0) {
         list_tags(gw, b);
-        reply_json(gw, req, 200, "OK", b);
+        api_reply_json(gw, req, 200, "OK", b);
     } else if (config && get) {
-        if (token_ok(gw, req))
+        if (api_admin_ok(gw, req))
             get_config(gw, req, b);
     } else if (config && cmd == EVHTTP_REQ_PUT) {
-        if (token_ok(gw, req))
+        if (api_admin_ok(gw, req))
             put_config(gw, req, b);
     } else if (validate_path && cmd == EVHTTP_REQ_POST) {
-        if (token_ok(gw, req))
+        if (api_admin_ok(gw, req))
             post_validate(gw, req, b);
     } else if (config || validate_path || strcmp(what, "buses") == 0 || strcmp(what, "devices") == 0 ||
                strcmp(what, "templates") == 0 || strcmp(what, "tags") == 0) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           config ? "GET, PUT" : validate_path ? "POST" : "GET");
-        reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
+        api_reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
     } else {
-        reply_error(gw, req, 404, "Not Found", "no such API path (docs/api.md)");
+        api_reply_error(gw, req, 404, "Not Found", "no such API path (docs/api.md)");
     }
     evbuffer_free(b);
     return true;

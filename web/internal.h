@@ -30,6 +30,25 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b);
 
 /* api.c (I/O thread): /api/... (docs/api.md); false when path is not under /api/. */
 bool api_request(gw_t *gw, struct evhttp_request *req, const char *path);
+/* api.c's one way of answering, checking and writing, shared with api_csv.c:
+ * every answer through api_reply_json (a 4xx counted), the admin check
+ * (answered when false), If-Match against rev (428/409 answered when false),
+ * a file's bytes (NULL with errno), the FNV-1a revision, the atomic write
+ * (temporary file, fsync, rename, folder fsync), check's validation of a
+ * configuration text and its errors as a JSON member. */
+void api_add_str(struct evbuffer *b, const char *s);
+void api_reply_json(gw_t *gw, struct evhttp_request *req, int code, const char *reason, struct evbuffer *b);
+void api_reply_error(gw_t *gw, struct evhttp_request *req, int code, const char *reason, const char *why);
+void api_revision(const char *text, size_t len, char out[17]);
+char *api_read_file(const char *path, size_t *len);
+int api_write_atomically(const char *link, const char *text, size_t len, char *why, size_t cap);
+bool api_admin_ok(gw_t *gw, struct evhttp_request *req);
+bool api_revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev, struct evbuffer *b);
+config_t *api_validate(gw_t *gw, const char *text, config_errors_t *errs);
+void api_add_errors(struct evbuffer *b, const config_errors_t *errs);
+/* api_csv.c: /api/templates/NAME/csv (GET, PUT, PUT ?dry_run=1); false when
+ * what (the path after /api/) is not one. */
+bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);
 
 /* web.c (I/O thread): the web page's files and GET /frames. web_start makes
  * the frame ring when [http] frame_ring is set, web_stop frees it once the

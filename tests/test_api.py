@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""A template's tag file through the API (docs/api.md): GET and PUT
+/api/templates/NAME/csv, with the simulator behind a real gateway.
+
+What must hold:
+  - GET gives the file's bytes and its revision (ETag);
+  - a 100-row CSV with two bad rows: ?dry_run=1 names each by line and column
+    ({line, column, message}, the loader's words) and writes nothing; a PUT of
+    it is refused (422) with the same errors, nothing written or applied;
+  - the fixed CSV: without If-Match 428, a stale revision 409, with the ETag
+    written (the file passes `rtugw check`) and applied live: the 100 tags
+    read in /tags while a Modbus TCP connection opened before keeps answering
+    on the same socket;
+  - hostile bodies: a NUL byte (its line and column), an unterminated quoted
+    newline, 100,000 rows (413 naming the bound, the daemon's peak RSS flat):
+    clear errors, nothing written or applied; no token: refused."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import BIN, Gateway, check, rss_growth_bound_kib, run_tests, status_kib, wait_for  # noqa: E402
+from tagscheck import tag_values  # noqa: E402
+from test_mqtt_tags import mbap_read  # noqa: E402
+
+HEADER = "name,table,address,type,interval_ms,description\n"
+
+
+def rows_csv(n, bad=()):
+    """n rows r0..r(n-1) at holding 0..n-1; the rows in bad get a broken type or address."""
+    out = [HEADER]
+    for i in range(n):
+        typ, addr = "uint16", str(i)
+        if len(bad) > 0 and i == bad[0]:
+            typ = "uint17"
+        if len(bad) > 1 and i == bad[1]:
+            addr = "x12"
+        out.append(f"r{i},holding,{addr},{typ},200,\"row {i}, of {n}\"\n")
+    return "".join(out)
+
+
+def test_api_template_csv():
+    d = tempfile.mkdtemp(prefix="rtugw-api-csv-")
+    csv_path = os.path.join(d, "meter.csv")
+    with open(csv_path, "w") as f:
+        f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
+    tpl = f"[template meter]\ntags_file = {csv_path}\n[device meter1]\nslave = 1\ntemplate = meter\n"
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl,
+                extra="write_token = s3cret\nmax_body_bytes = 8388608\n")
+    auth = {"Authorization": "Bearer s3cret"}
+    url = f"http://127.0.0.1:{g.http_port}/api/templates/meter/csv"
+
+    def call(method, query="", body=None, headers=None):
+        req = urllib.request.Request(url + query, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=20) as r:
+                return r.status, r.read(), r.headers
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), e.headers
+
+    def on_disk():
+        with open(csv_path, "rb") as f:
+            return f.read()
+    original = on_disk()
+    st, body, hdr = call("GET")
+    etag = (hdr.get("ETag") or "").strip('"')
+    check(st == 200 and body == original and len(etag) == 16 and hdr.get("Content-Type", "").startswith("text/csv"),
+          f"GET: the file's bytes and its revision ({st} {hdr.get('ETag')})")
+    check(wait_for(lambda: tag_values(g).get("meter1.voltage", {}).get("value") == 1000, 5), "meter1 reads before")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
+    check(mbap_read(sock, 1, 3) == [1003], "Modbus TCP answers before the change")
+
+    bad = rows_csv(100, bad=(37, 81)).encode()
+    st, body, _ = call("PUT", "?dry_run=1", bad, auth)
+    v = json.loads(body or b"{}")
+    where = [(e["line"], e["column"]) for e in v.get("errors", [])]
+    check(st == 422 and v.get("error_count") == 2 and where == [(39, 16), (83, 13)] and
+          "uint17" in v["errors"][0]["message"] and "x12" in v["errors"][1]["message"],
+          f"dry run: the two bad rows by line and column ({st} {v})")
+    check(on_disk() == original, "a dry run writes nothing")
+    st, body, _ = call("PUT", "", bad, {**auth, "If-Match": etag})
+    check(st == 422 and [(e["line"], e["column"]) for e in json.loads(body)["errors"]] == where and
+          on_disk() == original, f"PUT of it: 422, the same errors, nothing written ({st})")
+
+    good = rows_csv(100).encode()
+    st, body, _ = call("PUT", "?dry_run=1", good, auth)
+    check(st == 200 and json.loads(body) == {"valid": True, "rows": 100, "errors": [], "error_count": 0},
+          f"dry run of the fixed file: valid, 100 rows ({st} {body})")
+    check(call("PUT", "", good, auth)[0] == 428, "PUT without If-Match: 428")
+    check(call("PUT", "", good, {**auth, "If-Match": "0123456789abcdef"})[0] == 409, "a stale revision: 409")
+    check(call("PUT", "", good)[0] in (401, 403) and on_disk() == original, "no token: refused, nothing written")
+    st, body, _ = call("PUT", "", good, {**auth, "If-Match": f'"{etag}"'})
+    r = json.loads(body or b"{}")
+    check(st == 200 and r.get("rows") == 100 and r.get("restart_needed") == "" and on_disk() == good,
+          f"PUT with the ETag: written ({st} {r})")
+    p = subprocess.run([BIN, "check", "-c", g.cfg], capture_output=True, text=True)
+    check(p.returncode == 0, f"the configuration with it passes rtugw check: {p.stderr}")
+    check(not [n for n in os.listdir(d) if ".api-" in n], "no temporary file left")
+    check(wait_for(lambda: tag_values(g).get("meter1.r99", {}).get("value") == 1099 and
+                   "meter1.voltage" not in tag_values(g), 5), "applied live: meter1.r99 reads 1099, voltage gone")
+    check(mbap_read(sock, 2, 3) == [1003], "the Modbus TCP connection opened before answers on the same socket")
+    check(call("PUT", "", good, {**auth, "If-Match": etag})[0] == 409, "the old revision is stale now: 409")
+    st, _, hdr = call("GET")
+    etag = hdr.get("ETag").strip('"')
+
+    # hostile bodies: clear errors, nothing written or applied
+    now = on_disk()
+    nul = HEADER.encode() + b"a,holding,1,uint16,200,x\nb,holding,2,ui\x00nt16,200,x\n"
+    st, body, _ = call("PUT", "?dry_run=1", nul, auth)
+    e = json.loads(body)["errors"]
+    check(st == 422 and (e[0]["line"], e[0]["column"]) == (3, 15) and "NUL" in e[0]["message"],
+          f"a NUL byte: its line and column ({st} {e})")
+    quoted = HEADER + 'a,holding,1,uint16,200,"two\nlines"\nb,holding,2,uint16,200,"never\nclosed\n'
+    st, body, _ = call("PUT", "", quoted.encode(), {**auth, "If-Match": etag})
+    e = json.loads(body)["errors"]
+    check(st == 422 and e[0]["line"] == 4 and "quote" in e[0]["message"],
+          f"a quoted newline is a field's, an unclosed quote an error at its line ({st} {e})")
+    peak = status_kib(g.p.pid, "VmHWM")
+    huge = (HEADER + "a,holding,0,uint16,,\n" * 100000).encode()
+    st, body, _ = call("PUT", "", huge, {**auth, "If-Match": etag})
+    check(st == 413 and "100001 lines: a tag file takes at most 10000" in json.loads(body)["error"],
+          f"100,000 rows: 413 naming the bound ({st} {body[:120]})")
+    grew = status_kib(g.p.pid, "VmHWM") - peak
+    check(grew < rss_growth_bound_kib() + len(huge) // 1024 * 3,
+          f"the peak RSS grew {grew} KiB for a {len(huge) // 1024} KiB body (the body, not a table of its rows)")
+    check(on_disk() == now and call("GET")[2].get("ETag").strip('"') == etag and
+          tag_values(g).get("meter1.r99", {}).get("value") == 1099, "nothing written or applied")
+    check(mbap_read(sock, 3, 3) == [1003], "and the connection still answers")
+    sock.close()
+    m = g.metrics()
+    check(m.get("rtugw_http_api_changes_total") == 1, f"one change counted ({m.get('rtugw_http_api_changes_total')})")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run_tests("test_api", [test_api_template_csv])

@@ -1,0 +1,291 @@
+/*
+ * web/api_csv.c -- a template's register list as CSV through the API
+ * (docs/api.md), on the I/O thread.
+ *
+ *   GET /api/templates/NAME/csv                  the file's bytes, ETag its revision
+ *   PUT /api/templates/NAME/csv?dry_run=1        the errors as JSON; nothing written
+ *   PUT /api/templates/NAME/csv (If-Match)       checked, written atomically, applied
+ *
+ * One loader: the body is read by tags/csv.c's tags_load_csv_string, the
+ * reader `rtugw check` and the reload use, so its errors are theirs
+ * ("FILE:LINE:COLUMN: column 'value': reason", every bad value of the file in
+ * one pass), given back as {line, column, message} for the page to show by
+ * row. Then the whole configuration is checked with the new file in place
+ * (a template's rows times its devices against the tag limits, names): the
+ * file is written atomically (api.c's one write), and if check refuses the
+ * configuration with it, the old bytes are written back the same way and
+ * nothing is applied. A change that passes is applied by the reload SIGHUP
+ * runs, as every API change is.
+ *
+ * Bounds, before the loader sees a byte: the body as [http] max_body_bytes
+ * lets through (evhttp, 413), at most API_CSV_MAX_BYTES and API_CSV_MAX_ROWS
+ * physical lines (413 with the figure: the table is sized from the rows, so
+ * the rows bound the memory), no NUL (422, its line and column: the loader
+ * takes a C string, and a NUL would cut the file short silently).
+ */
+#include "web/internal.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_CSV_MAX_BYTES (4u << 20)   /* a tag file's body: 4 MiB */
+#define API_CSV_MAX_ROWS 10000u        /* physical lines of one tag file */
+
+/* The template named in what ("templates/NAME/csv"), or NULL when what is not such a path. */
+static bool csv_path(const char *what, char *name, size_t cap)
+{
+    static const char prefix[] = "templates/", suffix[] = "/csv";
+    size_t n = strlen(what);
+    if (strncmp(what, prefix, sizeof prefix - 1) != 0 || n < sizeof prefix - 1 + sizeof suffix - 1 ||
+        strcmp(what + n - (sizeof suffix - 1), suffix) != 0)
+        return false;
+    size_t len = n - (sizeof prefix - 1) - (sizeof suffix - 1);
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(name, what + sizeof prefix - 1, len);
+    name[len] = 0;
+    return true;
+}
+
+/* ?dry_run=1 (or true) on the request's URI. */
+static bool dry_run(struct evhttp_request *req)
+{
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq q = { 0 };
+    bool yes = false;
+    if (query && evhttp_parse_query_str(query, &q) == 0) {
+        const char *v = evhttp_find_header(&q, "dry_run");
+        yes = v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+    }
+    evhttp_clear_headers(&q);
+    return yes;
+}
+
+/* One loader message as {"line":L,"column":C,"message":"..."}: the loader
+ * writes "NAME:LINE:COLUMN: text" with NAME the file as the template writes it. */
+static void add_csv_error(struct evbuffer *b, const char *name, const char *text)
+{
+    size_t n = strlen(name);
+    unsigned long line = 0, col = 0;
+    const char *msg = text;
+    if (strncmp(text, name, n) == 0 && text[n] == ':') {
+        char *end;
+        line = strtoul(text + n + 1, &end, 10);
+        if (*end == ':') {
+            col = strtoul(end + 1, &end, 10);
+            if (*end == ':')
+                msg = end + 1 + (end[1] == ' ');
+        }
+    }
+    evbuffer_add_printf(b, "{\"line\":%lu,\"column\":%lu,\"message\":", line, col);
+    api_add_str(b, msg);
+    evbuffer_add_printf(b, "}");
+}
+
+/* The body against the loader, for the template's first device (its order,
+ * interval and addressing; the template's name without one): true with *rows
+ * when clean, else answered 422 with every error kept and their total. */
+static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const config_template_t *tp,
+                      int ti, const char *text, size_t len, unsigned lines, size_t *rows)
+{
+    const config_t *cfg = gw->cfg;
+    const config_device_t *dev = NULL;
+    for (unsigned d = 0; d < cfg->device_count && !dev; d++)
+        if (cfg->devices[d].template_index == ti)
+            dev = &cfg->devices[d];
+    tags_device_defaults_t def = {
+        .name = dev ? dev->name : tp->name,
+        .order = dev && (dev->order_set || !tp->order_set) ? dev->order : tp->order,
+        .interval_ms = dev && dev->interval_ms ? dev->interval_ms : tp->interval_ms,
+        .scoped = true,
+        .modicon = dev && config_device_modicon(cfg, dev),
+    };
+    /* a NUL: where it is, as the loader would say it (it stops a CSV load) */
+    const char *nul = memchr(text, 0, len);
+    tags_errors_t *errs = calloc(1, sizeof *errs);
+    tags_table_t *t = tags_table_new(lines + 1);
+    int rc = -ENOMEM;
+    if (errs && nul) {
+        unsigned line = 1, col = 1;
+        for (const char *c = text; c < nul; c++, col++)
+            if (*c == '\n')
+                line++, col = 0;
+        snprintf(errs->text[0], sizeof errs->text[0], "%s:%u:%u: a NUL byte (a tag file is text)", tp->tags_file,
+                 line, col);
+        errs->count = errs->total = 1;
+        rc = -EINVAL;
+    } else if (errs && t) {
+        rc = tags_load_csv_string(t, text, tp->tags_file, &def, 1, errs);
+    }
+    if (rc >= 0)
+        *rows = (size_t)rc;
+    tags_table_free(t);
+    if (rc == -ENOMEM && (!errs || !errs->total)) {
+        free(errs);
+        api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        return false;
+    }
+    if (rc >= 0) {
+        free(errs);
+        return true;
+    }
+    evbuffer_add_printf(b, "{\"valid\":false,\"errors\":[");
+    for (unsigned i = 0; i < errs->count; i++) {
+        evbuffer_add_printf(b, "%s", i ? "," : "");
+        add_csv_error(b, tp->tags_file, errs->text[i]);
+    }
+    evbuffer_add_printf(b, "],\"error_count\":%u}\n", errs->total);
+    free(errs);
+    api_reply_json(gw, req, 422, "Unprocessable Entity", b);
+    return false;
+}
+
+/* GET: the file's bytes as they are on disk (comments, quoting, order kept). */
+static void get_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const char *path)
+{
+    size_t len;
+    char rev[17], etag[20], *text = api_read_file(path, &len);
+    if (!text) {
+        api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
+        return;
+    }
+    api_revision(text, len, rev);
+    snprintf(etag, sizeof etag, "\"%s\"", rev);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    evhttp_add_header(out, "ETag", etag);
+    evhttp_add_header(out, "Content-Type", "text/csv; charset=utf-8");
+    evhttp_add_header(out, "Cache-Control", "no-store");
+    evbuffer_add(b, text, len);
+    evhttp_send_reply(req, 200, "OK", b);
+    free(text);
+}
+
+/* PUT: bounds, the loader, then (not a dry run) If-Match, the atomic write,
+ * the whole configuration's check (the old bytes back when it refuses) and
+ * the reload. */
+static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const config_template_t *tp, int ti,
+                    const char *path)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in), rows = 0;
+    char why[PATH_MAX + 160];
+    if (len > API_CSV_MAX_BYTES) {
+        snprintf(why, sizeof why, "%zu bytes: a tag file takes at most %u", len, API_CSV_MAX_BYTES);
+        api_reply_error(gw, req, 413, "Payload Too Large", why);
+        return;
+    }
+    char *text = malloc(len + 1);
+    if (!text) {
+        api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+        return;
+    }
+    evbuffer_copyout(in, text, len);
+    text[len] = 0;
+    unsigned lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    lines += len && text[len - 1] != '\n';
+    if (lines > API_CSV_MAX_ROWS) {
+        snprintf(why, sizeof why, "%u lines: a tag file takes at most %u", lines, API_CSV_MAX_ROWS);
+        api_reply_error(gw, req, 413, "Payload Too Large", why);
+        free(text);
+        return;
+    }
+    if (!csv_check(gw, req, b, tp, ti, text, len, lines, &rows)) {
+        free(text);
+        return;
+    }
+    if (dry_run(req)) {
+        evbuffer_add_printf(b, "{\"valid\":true,\"rows\":%zu,\"errors\":[],\"error_count\":0}\n", rows);
+        api_reply_json(gw, req, 200, "OK", b);
+        free(text);
+        return;
+    }
+    size_t old_len, cfg_len;
+    char rev[17], *old = api_read_file(path, &old_len);
+    if (!old) {
+        api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
+        free(text);
+        return;
+    }
+    api_revision(old, old_len, rev);
+    char *cfg_text = NULL;
+    config_errors_t *errs = NULL;
+    config_t *cfg = NULL;
+    if (!api_revision_matches(gw, req, rev, b))
+        goto out;
+    if (api_write_atomically(path, text, len, why, sizeof why) != 0) {
+        api_reply_error(gw, req, 500, "Internal Server Error", why);
+        goto out;
+    }
+    /* the configuration with the new rows: check's word, as for every change */
+    cfg_text = api_read_file(gw->opt.config_path, &cfg_len);
+    errs = malloc(sizeof *errs);
+    cfg = cfg_text && errs ? api_validate(gw, cfg_text, errs) : NULL;
+    if (!cfg) {
+        char back[PATH_MAX + 160];
+        if (api_write_atomically(path, old, old_len, back, sizeof back) != 0)
+            gw_log(gw, CONFIG_LOG_ERROR, "api: %s refused by check, and not put back: %s", path, back);
+        if (cfg_text && errs) {
+            evbuffer_add_printf(b, "{\"valid\":false,");
+            api_add_errors(b, errs);
+            evbuffer_add_printf(b, "}\n");
+            api_reply_json(gw, req, 422, "Unprocessable Entity", b);
+        } else {
+            api_reply_error(gw, req, 500, "Internal Server Error", cfg_text ? "out of memory" : strerror(errno));
+        }
+        goto out;
+    }
+    api_revision(text, len, rev);
+    gw_log(gw, CONFIG_LOG_INFO, "api: %s written (%zu rows, revision %s); applying it", path, rows, rev);
+    web_audit(gw, req, "PUT %s: tag file %s written, %zu rows, revision %s", evhttp_request_get_uri(req), path,
+              rows, rev);
+    gw_count(&gw->http_metrics.api_changes);
+    if (gw->reload)
+        gw->reload(gw);
+    evbuffer_add_printf(b, "{\"revision\":\"%s\",\"rows\":%zu,\"restart_needed\":", rev, rows);
+    api_add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, "}\n");
+    api_reply_json(gw, req, 200, "OK", b);
+out:
+    config_free(cfg);
+    free(errs);
+    free(cfg_text);
+    free(old);
+    free(text);
+}
+
+bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b)
+{
+    char name[CONFIG_NAME_MAX + 1], path[2 * CONFIG_PATH_MAX];
+    if (!csv_path(what, name, sizeof name))
+        return false;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const config_t *cfg = gw->cfg;
+    int ti = -1;
+    for (unsigned i = 0; i < cfg->template_count && ti < 0; i++)
+        if (strcmp(cfg->templates[i].name, name) == 0)
+            ti = (int)i;
+    if (!gw->opt.config_path) {
+        api_reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
+    } else if (ti < 0) {
+        api_reply_error(gw, req, 404, "Not Found", "no such template (GET /api/templates)");
+    } else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_PUT) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, PUT");
+        api_reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
+    } else {
+        const config_template_t *tp = &cfg->templates[ti];
+        config_resolve_path(gw->opt.config_path, tp->tags_file, path, sizeof path);
+        if (cmd == EVHTTP_REQ_GET)
+            get_csv(gw, req, b, path);
+        else if (api_admin_ok(gw, req))
+            put_csv(gw, req, b, tp, ti, path);
+    }
+    return true;
+}
