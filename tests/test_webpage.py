@@ -144,7 +144,8 @@ def frame_row(b, text):
 
 def check_http(port, ring):
     size = 0
-    for path, ctype in (("/", "text/html"), ("/app.js", "text/javascript"), ("/style.css", "text/css")):
+    for path, ctype in (("/", "text/html"), ("/app.js", "text/javascript"), ("/config.js", "text/javascript"),
+                        ("/style.css", "text/css")):
         st, h, body = http(port, path)
         size += len(body)
         check(st == 200 and h.get("Content-Type", "").startswith(ctype), f"GET {path}: {st} {h.get('Content-Type')}")

@@ -90,15 +90,25 @@
 
   function setView() {
     const v = (location.hash || '#overview').slice(1);
-    state.view = ['overview', 'tags', 'frames'].includes(v) ? v : 'overview';
-    for (const name of ['overview', 'tags', 'frames']) {
+    state.view = VIEWS.includes(v) && (v !== 'configure' || canConfigure()) ? v : 'overview';
+    for (const name of VIEWS) {
       $('view-' + name).hidden = name !== state.view;
       document.querySelector('nav a[data-view="' + name + '"]').classList.toggle('active', name === state.view);
     }
     refreshView();
   }
 
+  const VIEWS = ['overview', 'tags', 'frames', 'configure'];
+
+  /* Configuration is an admin's (the API checks it; the page only offers it):
+   * a session of an admin, or the write token on a gateway without users. */
+  function canConfigure() {
+    return state.role === 'admin' || (!state.login && !!state.token);
+  }
+
   function refreshView() {
+    $('nav-configure').hidden = !canConfigure();
+    if (state.view === 'configure') return window.rtugwConfigure ? window.rtugwConfigure.refresh() : Promise.resolve();
     if (state.view === 'tags') return refreshTags();
     if (state.view === 'frames') return refreshFrames();
     return Promise.resolve();
@@ -546,7 +556,7 @@
   function showLogin(on, error) {
     $('view-login').hidden = !on;
     document.querySelector('nav').hidden = on;
-    for (const name of ['overview', 'tags', 'frames']) if (on) $('view-' + name).hidden = true;
+    for (const name of VIEWS) if (on) $('view-' + name).hidden = true;
     $('who').hidden = on || !state.user;
     $('logout').hidden = on || !state.user;
     $('who').textContent = state.user ? state.user + ' (' + state.role + ')' : '';
@@ -621,6 +631,9 @@
   }
 
   function start() {
+    /* config.js's calls carry the page's credentials: the cookie goes by
+     * itself; without users, the write token given to this page */
+    window.rtugwAuth = () => (state.token ? { 'Authorization': 'Bearer ' + state.token } : {});
     window.addEventListener('hashchange', setView);
     $('tag-filter').addEventListener('input', renderTags);
     $('token-form').addEventListener('submit', (ev) => {
