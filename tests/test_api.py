@@ -139,5 +139,56 @@ def test_api_template_csv():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def test_api_template_csv_whole_check():
+    """The rows are checked as every device of the template reads them: a
+    Modicon address without a table passes for a Modicon device and is an
+    error for a plain one (named). A file the loader takes but the whole
+    configuration does not (7 devices x 9,999 rows, past the tag limit):
+    422 with check's message, the old bytes put back, nothing applied."""
+    d = tempfile.mkdtemp(prefix="rtugw-api-csv-check-")
+    csv_path = os.path.join(d, "meter.csv")
+
+    def gateway(modicon_first):
+        with open(csv_path, "w") as f:
+            f.write("name,table,address,type\nvoltage,holding,40001,uint16\n")
+        devices = "".join(f"[device meter{i}]\nslave = {i}\ntemplate = meter\n"
+                          + ("addressing = modicon\n" if modicon_first and i == 1 else "") for i in range(1, 8))
+        return Gateway(bus="port = sim:1,2,3,4,5,6,7\nbaud = 115200\n",
+                       devices=f"[template meter]\ntags_file = {csv_path}\n" + devices,
+                       extra="write_token = s3cret\nmax_body_bytes = 8388608\n")
+    auth = {"Authorization": "Bearer s3cret"}
+
+    def call(g, method, query="", body=None, headers=None):
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/templates/meter/csv" + query, data=body,
+                                     method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read(), r.headers
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), e.headers
+    g = gateway(True)
+    st, body, _ = call(g, "PUT", "?dry_run=1", b"name,table,address,type\nv,,40001,uint16\n", auth)
+    v = json.loads(body)
+    check(st == 422 and v.get("device") == "meter2" and v["errors"][0]["line"] == 2,
+          f"a Modicon address without a table: an error for the plain devices, named ({st} {v})")
+    g.stop()
+
+    g = gateway(False)
+    with open(csv_path, "rb") as f:
+        original = f.read()
+    etag = call(g, "GET")[2].get("ETag").strip('"')
+    big = ("name,table,address,type\n" + "".join(f"r{i},holding,{i},uint16\n" for i in range(9999))).encode()
+    st, body, _ = call(g, "PUT", "", big, {**auth, "If-Match": etag})
+    v = json.loads(body or b"{}")
+    with open(csv_path, "rb") as f:
+        now = f.read()
+    check(st == 422 and v.get("valid") is False and v.get("errors") and now == original,
+          f"past the tag limit: check's word, the old bytes back ({st} {str(v)[:300]})")
+    check(not [n for n in os.listdir(d) if ".api-" in n], "no temporary file left")
+    check(call(g, "GET")[2].get("ETag").strip('"') == etag and "meter1.r9998" not in tag_values(g) and
+          g.metrics().get("rtugw_http_api_changes_total", 0) == 0, "nothing applied")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
 if __name__ == "__main__":
-    run_tests("test_api", [test_api_template_csv])
+    run_tests("test_api", [test_api_template_csv, test_api_template_csv_whole_check])

@@ -10,7 +10,8 @@
  * reader `rtugw check` and the reload use, so its errors are theirs
  * ("FILE:LINE:COLUMN: column 'value': reason", every bad value of the file in
  * one pass), given back as {line, column, message} for the page to show by
- * row. Then the whole configuration is checked with the new file in place
+ * row; read once per addressing among the template's devices, the one
+ * default that changes which rows are errors. Then the whole configuration is checked with the new file in place
  * (a template's rows times its devices against the tag limits, names): the
  * file is written atomically (api.c's one write), and if check refuses the
  * configuration with it, the old bytes are written back the same way and
@@ -88,29 +89,39 @@ static void add_csv_error(struct evbuffer *b, const char *name, const char *text
     evbuffer_add_printf(b, "}");
 }
 
-/* The body against the loader, for the template's first device (its order,
- * interval and addressing; the template's name without one): true with *rows
- * when clean, else answered 422 with every error kept and their total. */
-static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const config_template_t *tp,
-                      int ti, const char *text, size_t len, unsigned lines, size_t *rows)
+/* A device's defaults for the template's rows, as config/tags.c's
+ * load_template makes them (the device's order and interval over the
+ * template's, its addressing). */
+static tags_device_defaults_t defaults_for(const config_t *cfg, const config_template_t *tp,
+                                           const config_device_t *dev)
 {
-    const config_t *cfg = gw->cfg;
-    const config_device_t *dev = NULL;
-    for (unsigned d = 0; d < cfg->device_count && !dev; d++)
-        if (cfg->devices[d].template_index == ti)
-            dev = &cfg->devices[d];
-    tags_device_defaults_t def = {
+    return (tags_device_defaults_t){
         .name = dev ? dev->name : tp->name,
         .order = dev && (dev->order_set || !tp->order_set) ? dev->order : tp->order,
         .interval_ms = dev && dev->interval_ms ? dev->interval_ms : tp->interval_ms,
         .scoped = true,
         .modicon = dev && config_device_modicon(cfg, dev),
     };
+}
+
+/* The body against the loader, as check reads it for the template's devices:
+ * once per addressing among them (the only default that changes which rows
+ * are errors: a Modicon device takes "40001" without a table, a plain one
+ * does not), else once for the template alone. True with *rows when clean,
+ * else answered 422 with every error kept and their total. */
+static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const config_template_t *tp,
+                      int ti, const char *text, size_t len, unsigned lines, size_t *rows)
+{
+    const config_t *cfg = gw->cfg;
+    const config_device_t *by_addressing[2] = { NULL, NULL };   /* plain, Modicon */
+    for (unsigned d = 0; d < cfg->device_count; d++)
+        if (cfg->devices[d].template_index == ti && !by_addressing[config_device_modicon(cfg, &cfg->devices[d])])
+            by_addressing[config_device_modicon(cfg, &cfg->devices[d])] = &cfg->devices[d];
     /* a NUL: where it is, as the loader would say it (it stops a CSV load) */
     const char *nul = memchr(text, 0, len);
     tags_errors_t *errs = calloc(1, sizeof *errs);
-    tags_table_t *t = tags_table_new(lines + 1);
     int rc = -ENOMEM;
+    const char *device = NULL;   /* the device whose reading failed, when it matters */
     if (errs && nul) {
         unsigned line = 1, col = 1;
         for (const char *c = text; c < nul; c++, col++)
@@ -120,12 +131,22 @@ static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, 
                  line, col);
         errs->count = errs->total = 1;
         rc = -EINVAL;
-    } else if (errs && t) {
-        rc = tags_load_csv_string(t, text, tp->tags_file, &def, 1, errs);
+    } else if (errs) {
+        for (int m = 0; m < 2; m++) {
+            if (!by_addressing[m] && (m == 1 || by_addressing[1]))
+                continue;   /* no device of this addressing (none at all: the template alone, plain) */
+            tags_device_defaults_t def = defaults_for(cfg, tp, by_addressing[m]);
+            tags_table_t *t = tags_table_new(lines + 1);
+            rc = t ? tags_load_csv_string(t, text, tp->tags_file, &def, 1, errs) : -ENOMEM;
+            tags_table_free(t);
+            if (rc < 0) {
+                device = by_addressing[0] && by_addressing[1] ? def.name : NULL;
+                break;
+            }
+        }
     }
     if (rc >= 0)
         *rows = (size_t)rc;
-    tags_table_free(t);
     if (rc == -ENOMEM && (!errs || !errs->total)) {
         free(errs);
         api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
@@ -140,7 +161,12 @@ static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, 
         evbuffer_add_printf(b, "%s", i ? "," : "");
         add_csv_error(b, tp->tags_file, errs->text[i]);
     }
-    evbuffer_add_printf(b, "],\"error_count\":%u}\n", errs->total);
+    evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
+    if (device) {
+        evbuffer_add_printf(b, ",\"device\":");
+        api_add_str(b, device);
+    }
+    evbuffer_add_printf(b, "}\n");
     free(errs);
     api_reply_json(gw, req, 422, "Unprocessable Entity", b);
     return false;
