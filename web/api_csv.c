@@ -38,7 +38,7 @@
 #define API_CSV_MAX_BYTES (4u << 20)   /* a tag file's body: 4 MiB */
 #define API_CSV_MAX_ROWS 10000u        /* physical lines of one tag file */
 
-/* The template named in what ("templates/NAME/csv"), or NULL when what is not such a path. */
+/* The template named in what ("templates/NAME/csv") into name; false when what is not such a path. */
 static bool csv_path(const char *what, char *name, size_t cap)
 {
     static const char prefix[] = "templates/", suffix[] = "/csv";
