@@ -75,6 +75,7 @@ typedef struct config_bus {
     bool tcp_first;                 /* TCP requests ahead of background polls */
     unsigned line;                  /* where the section starts, for messages */
     unsigned port_line;             /* where port is given; 0: it is not */
+    unsigned queue_depth_line;      /* where queue_depth is given; 0: the default */
     /* transports (config/transports.c) */
     config_framing_t framing;
     char tcp_host[64];              /* port = tcp://HOST:PORT: an IPv4 address */
