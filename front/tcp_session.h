@@ -18,6 +18,10 @@
  * handshakes' own slots (max_handshakes), which never take a client's. */
 #define TCP_TABLE (1024 + CONFIG_MAX_HANDSHAKES)
 #define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
+/* Exceptions 06 per connection (tcp.c busy_*): at once, then one for each
+ * real answer it gets and one per interval. */
+#define TCP_BUSY_BURST 4u
+#define TCP_BUSY_INTERVAL_NS 1000000000ull
 
 enum slot_state { SLOT_FREE = 0, SLOT_WAITING, SLOT_READY };
 
@@ -48,6 +52,9 @@ typedef struct tcp_conn {
     uint8_t klass;                  /* TCP_CLASS_*: its address in priority_clients or not */
     bool reserved;                  /* given its turn: a place in reserved_bus is held for its next request */
     uint8_t reserved_bus;
+    bool throttled;                 /* its budget of exceptions 06 spent: not read until ev_throttle */
+    uint64_t busy_tat_ns;           /* that budget (GCRA): when it is whole again; tcp.c busy_* */
+    struct event *ev_throttle;      /* NULL until first throttled */
 } tcp_conn_t;
 
 struct gw_tcp {
