@@ -38,7 +38,10 @@
 #define CONFIG_MAX_TAGS 65536       /* tags in all: [tag NAME] sections and tags_file rows */
 #define CONFIG_TOKEN_MAX 128
 #define CONFIG_MAX_ROLES 16
-#define CONFIG_MAX_HANDSHAKES 256   /* [tls] max_handshakes: table slots beside max_clients' 1024 */
+#define CONFIG_MAX_HANDSHAKES 256   /* [tls] max_handshakes: table slots beside max_clients' */
+/* [tcp] max_clients: with the handshakes' slots, a listener's table fits the
+ * 16 bits of a connection id's index (front/tcp_session.h). */
+#define CONFIG_MAX_CLIENTS 65000
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 

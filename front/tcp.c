@@ -110,6 +110,8 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     gw_count(&tcp->m->closed);
     atomic_fetch_sub_explicit(&tcp->m->active, 1, memory_order_relaxed);
     tcp->conns[index] = NULL;
+    if (index < tcp->free_hint)
+        tcp->free_hint = index;
     atomic_store_explicit(&tcp->live[index], 0, memory_order_relaxed);
     bufferevent_free(c->bev);
     free(c->slots);
@@ -526,6 +528,12 @@ static void conn_parse(tcp_conn_t *c, bool quiet)
             return;
         if (conn_waits_its_turn(c, &adu))
             return;
+        if (!c->slots && !(c->slots = calloc(tcp->cfg.max_pending, sizeof *c->slots))) {
+            gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: out of memory for a connection's replies; closing it",
+                   f->section);
+            conn_close(c, NULL);
+            return;
+        }
         evbuffer_drain(in, adu.len);
         conn_request(c, &adu);
         if (!conn_by_id(tcp, id))

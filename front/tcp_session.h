@@ -15,8 +15,14 @@
 #include <sys/socket.h>
 
 /* The largest max_clients the config allows, and beside it the TLS
- * handshakes' own slots (max_handshakes), which never take a client's. */
-#define TCP_TABLE (1024 + CONFIG_MAX_HANDSHAKES)
+ * handshakes' own slots (max_handshakes), which never take a client's.
+ * A connection id keeps its index in 16 bits. The table is in the
+ * listener's one allocation, large enough to be mapped, not copied: its
+ * pages are touched only up to the highest index used (top), and every
+ * walk of it stops there, so a listener that has had 30 clients costs
+ * what 30 entries do, however large max_clients. */
+#define TCP_TABLE (CONFIG_MAX_CLIENTS + CONFIG_MAX_HANDSHAKES)
+_Static_assert(TCP_TABLE <= 65536, "a connection's index is 16 bits of its id");
 #define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
 /* Exceptions 06 per connection (tcp.c busy_*): at once, then one for each
  * real answer it gets and one per interval. */
@@ -77,6 +83,8 @@ struct gw_tcp {
     uint64_t generation[TCP_TABLE];
     _Atomic uint64_t live[TCP_TABLE];   /* the id live in each index; 0: none */
     unsigned in_flight;
+    unsigned top;                   /* indexes [0, top) have been used; the rest never */
+    unsigned free_hint;             /* no free index below it */
 };
 
 
