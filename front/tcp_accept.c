@@ -252,7 +252,11 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         event_del(tcp->ev_idle);   /* sweep_arm() starts it again with the next connection */
 }
 
-/* A listener of section's bind:port whose connections on_accept serves. */
+/* A listener of section's bind:port whose connections on_accept serves.
+ * Its backlog is the system's largest (SOMAXCONN, capped again by
+ * net.core.somaxconn): thousands of clients reconnecting at once (a
+ * restart, a switch back) would otherwise have their SYNs dropped beyond
+ * 128 and retried by TCP only after 1, 3, 7 s. */
 static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, const char *bind, unsigned port,
                                         char *err, size_t errcap)
 {
@@ -263,7 +267,7 @@ static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, cons
     }
     struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->gw->loop), on_accept, tcp,
                                                        LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                       128, (struct sockaddr *)&sin, sizeof sin);
+                                                       SOMAXCONN, (struct sockaddr *)&sin, sizeof sin);
     if (!l)
         snprintf(err, errcap, "%s: cannot listen on %s:%u: %s", section, bind, port, strerror(errno));
     else
