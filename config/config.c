@@ -289,8 +289,22 @@ static void apply_bus_rule(loader_t *ld, const config_bus_t *bus)
     }
 }
 
+/* Where a key of the section just read was given (0: not given), for a
+ * cross-check made once the whole file is read. */
+static unsigned seen_line(const loader_t *ld, const char *name)
+{
+    for (unsigned i = 0; i < ld->seen_count; i++)
+        if (ld->seen[i].accepted && strcmp(ld->seen[i].spec->name, name) == 0)
+            return ld->seen[i].line;
+    return 0;
+}
+
 void config_close_section(loader_t *ld)
 {
+    if (ld->kind == S_BUS && ld->target)
+        ((config_bus_t *)ld->target)->queue_depth_line = seen_line(ld, "queue_depth");
+    if ((ld->kind == S_TCP || ld->kind == S_RTU_TCP) && ld->target)
+        ld->bus_share_line[ld->kind == S_RTU_TCP] = seen_line(ld, "bus_share");
     if (ld->kind == S_BUS && ld->target)
         transports_check_bus(ld, ld->target);
     if (ld->kind == S_BUS && ld->target)
@@ -355,6 +369,44 @@ static int on_key(void *user, const char *section, const char *key, const char *
 }
 
 /* ---- after the file: references and cross-checks ---------------------------- */
+
+/*
+ * A listener's bus_share at or above a bus's queue_depth lets that listener
+ * alone fill the queue, and a full queue answers exception 06 at once: the
+ * refusal storm back-pressure exists to prevent (docs/architecture.md,
+ * Overload). Refused, not warned about: a daemon's warnings go unread, and
+ * the storm shows only under load. The line named is the value written
+ * (bus_share's if given, else queue_depth's); the other is quoted with its
+ * own line, or as the default.
+ */
+static void check_bus_share(loader_t *ld, const char *section, const config_tcp_t *t, unsigned share_line)
+{
+    const config_t *cfg = ld->cfg;
+
+    if (!t->enabled)
+        return;
+    for (unsigned i = 0; i < cfg->bus_count; i++) {
+        const config_bus_t *b = &cfg->buses[i];
+        if (t->bus_share < b->queue_depth)
+            continue;
+        char depth_at[32] = "default", share_at[32] = "default";
+        if (b->queue_depth_line)
+            snprintf(depth_at, sizeof depth_at, "line %u", b->queue_depth_line);
+        if (share_line)
+            snprintf(share_at, sizeof share_at, "line %u", share_line);
+        if (share_line)
+            config_error_at(ld, share_line, "[%s] bus_share = '%u': not below [bus %s] queue_depth = %u (%s); "
+                            "the listener alone could fill the queue, which answers exception 06: "
+                            "keep bus_share below queue_depth", section, t->bus_share, b->name,
+                            b->queue_depth, depth_at);
+        else
+            config_error_at(ld, b->queue_depth_line ? b->queue_depth_line : b->line,
+                            "[bus %s] queue_depth = '%u': not above [%s] bus_share = %u (%s); "
+                            "the listener alone could fill the queue, which answers exception 06: "
+                            "raise queue_depth or lower bus_share", b->name, b->queue_depth, section,
+                            t->bus_share, share_at);
+    }
+}
 
 static void resolve(loader_t *ld)
 {
@@ -427,6 +479,8 @@ static void resolve(loader_t *ld)
     users_resolve(ld);
     transports_resolve(ld);
     config_mqtt_resolve(ld);
+    check_bus_share(ld, "tcp", &cfg->tcp, ld->bus_share_line[0]);
+    check_bus_share(ld, "rtu_tcp", &cfg->rtu_tcp, ld->bus_share_line[1]);
 }
 
 static config_t *load(loader_t *ld)

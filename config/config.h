@@ -38,7 +38,10 @@
 #define CONFIG_MAX_TAGS 65536       /* tags in all: [tag NAME] sections and tags_file rows */
 #define CONFIG_TOKEN_MAX 128
 #define CONFIG_MAX_ROLES 16
-#define CONFIG_MAX_HANDSHAKES 256   /* [tls] max_handshakes: table slots beside max_clients' 1024 */
+#define CONFIG_MAX_HANDSHAKES 256   /* [tls] max_handshakes: table slots beside max_clients' */
+/* [tcp] max_clients: with the handshakes' slots, a listener's table fits the
+ * 16 bits of a connection id's index (front/tcp_session.h). */
+#define CONFIG_MAX_CLIENTS 65000
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
@@ -75,6 +78,7 @@ typedef struct config_bus {
     bool tcp_first;                 /* TCP requests ahead of background polls */
     unsigned line;                  /* where the section starts, for messages */
     unsigned port_line;             /* where port is given; 0: it is not */
+    unsigned queue_depth_line;      /* where queue_depth is given; 0: the default */
     /* transports (config/transports.c) */
     config_framing_t framing;
     char tcp_host[64];              /* port = tcp://HOST:PORT: an IPv4 address */

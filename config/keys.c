@@ -98,10 +98,10 @@ static const key_spec_t tcp_keys[] = {
     /* gateway/ binds with inet_pton: a host name would pass here and fail there */
     { .name = "bind", .type = K_IPV4, .offset = offsetof(config_tcp_t, bind), .min = 1, .max = 64 },
     U(config_tcp_t, port, 1, 65535),
-    U(config_tcp_t, max_clients, 1, 1024),
+    U(config_tcp_t, max_clients, 1, CONFIG_MAX_CLIENTS),
     U(config_tcp_t, idle_timeout_s, 0, 86400),
     U(config_tcp_t, max_pending, 1, 64),
-    U(config_tcp_t, max_per_address, 0, 1024),
+    U(config_tcp_t, max_per_address, 0, CONFIG_MAX_CLIENTS),
     U(config_tcp_t, adu_timeout_ms, 10, 600000),
     B(config_tcp_t, read_only),
     C("default_bus", set_ref),

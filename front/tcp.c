@@ -101,6 +101,8 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     }
     if (c->ev_quiet)
         event_free(c->ev_quiet);
+    if (c->ev_throttle)
+        event_free(c->ev_throttle);
     if (c->tls)
         mbaps_closed(tcp->gw->mbaps, c->bev);
     if (reason)
@@ -108,6 +110,8 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     gw_count(&tcp->m->closed);
     atomic_fetch_sub_explicit(&tcp->m->active, 1, memory_order_relaxed);
     tcp->conns[index] = NULL;
+    if (index < tcp->free_hint)
+        tcp->free_hint = index;
     atomic_store_explicit(&tcp->live[index], 0, memory_order_relaxed);
     bufferevent_free(c->bev);
     free(c->slots);
@@ -172,6 +176,60 @@ static void slot_answer(tcp_slot_t *s, const uint8_t *pdu, size_t len)
     memcpy(s->pdu, pdu, len);
     s->len = (uint16_t)len;
     s->state = SLOT_READY;
+}
+
+/*
+ * The exceptions 06 that remain (a bus queue full although each listener
+ * keeps to its share: docs/architecture.md, Overload) are rate-limited per
+ * connection, so that refusals never cost more than the answers they
+ * replace: a connection may be refused TCP_BUSY_BURST times at once, then
+ * once more for each real answer it gets and once per interval. A generic
+ * cell rate algorithm in one word: busy_tat_ns is when the budget is whole
+ * again; a 06 moves it an interval on, a real answer an interval back.
+ * A connection whose budget is spent is not read (busy_throttle) until an
+ * interval's worth has come back: its next request waits unread, TCP flow
+ * control holds the client, and a looping master cannot turn the gateway
+ * into a refusal loop. Its ADU deadline does not run meanwhile (the wait
+ * is the gateway's).
+ */
+static void busy_refused(tcp_conn_t *c)
+{
+    uint64_t now = gw_now_ns();
+    c->busy_tat_ns = (c->busy_tat_ns > now ? c->busy_tat_ns : now) + TCP_BUSY_INTERVAL_NS;
+    gw_count(&c->tcp->m->busy_refused);
+}
+
+static void busy_answered(tcp_conn_t *c)
+{
+    uint64_t now = gw_now_ns();
+    if (c->busy_tat_ns > now)
+        c->busy_tat_ns = c->busy_tat_ns - now > TCP_BUSY_INTERVAL_NS ? c->busy_tat_ns - TCP_BUSY_INTERVAL_NS : now;
+}
+
+static void on_throttle_end(evutil_socket_t fd, short what, void *arg);
+
+/* Budget spent, or still being waited for: stop reading; true. */
+static bool busy_throttle(tcp_conn_t *c)
+{
+    const uint64_t slack = (TCP_BUSY_BURST - 1) * TCP_BUSY_INTERVAL_NS;
+    uint64_t now = gw_now_ns();
+
+    if (!c->throttled) {
+        if (c->busy_tat_ns <= now + slack)
+            return false;
+        if (!c->ev_throttle)
+            c->ev_throttle = evtimer_new(loop_base(c->tcp->gw->loop), on_throttle_end, c);
+        if (!c->ev_throttle)
+            return false;   /* out of memory: unthrottled rather than never read again */
+        uint64_t wait_ns = c->busy_tat_ns - slack - now;
+        struct timeval tv = { (time_t)(wait_ns / 1000000000u), (suseconds_t)(wait_ns % 1000000000u / 1000) + 1 };
+        evtimer_add(c->ev_throttle, &tv);
+        c->throttled = true;
+        gw_count(&c->tcp->m->busy_throttled);
+    }
+    bufferevent_disable(c->bev, EV_READ);
+    c->partial_since_ns = 0;
+    return true;
 }
 
 static void slot_exception(tcp_slot_t *s, uint8_t fc, uint8_t code)
@@ -321,6 +379,8 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
         if (code) {
             shares_answered(tcp->shares, bus);
             event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+            if (code == MB_EX_BUSY)
+                busy_refused(c);
             slot_exception(s, pdu[0], (uint8_t)code);
         }
     }
@@ -464,8 +524,16 @@ static void conn_parse(tcp_conn_t *c, bool quiet)
         }
         if (rc == 0)
             break;    /* the rest of this request has not arrived yet */
+        if (busy_throttle(c))
+            return;
         if (conn_waits_its_turn(c, &adu))
             return;
+        if (!c->slots && !(c->slots = calloc(tcp->cfg.max_pending, sizeof *c->slots))) {
+            gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: out of memory for a connection's replies; closing it",
+                   f->section);
+            conn_close(c, NULL);
+            return;
+        }
         evbuffer_drain(in, adu.len);
         conn_request(c, &adu);
         if (!conn_by_id(tcp, id))
@@ -506,6 +574,32 @@ static void on_quiet(evutil_socket_t fd, short what, void *arg)
     if (c->paused || c->wait.linked)
         return;   /* asked again when reading resumes */
     conn_parse(c, true);
+    if ((c = conn_by_id(tcp, id)) != NULL) {
+        if (c->reserved) {
+            conn_release_unused(c);
+            if (!c->reserved)
+                event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+        }
+        if (c->half_closed)
+            conn_flush(c);
+    }
+}
+
+/* A throttled connection's budget has an exception 06 again: read it again
+ * (unless something else stopped its reading meanwhile). */
+static void on_throttle_end(evutil_socket_t fd, short what, void *arg)
+{
+    tcp_conn_t *c = arg;
+    gw_tcp_t *tcp = c->tcp;
+    uint64_t id = c->id;
+    (void)fd;
+    (void)what;
+    c->throttled = false;
+    if (c->paused || c->wait.linked)
+        return;   /* parsed when its ring has room or its turn comes */
+    if (!c->half_closed)
+        bufferevent_enable(c->bev, EV_READ);
+    conn_parse(c, c->half_closed);
     if ((c = conn_by_id(tcp, id)) != NULL) {
         if (c->reserved) {
             conn_release_unused(c);
@@ -629,6 +723,10 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
         serve_waiters(tcp);
         return;
     }
+    if (len >= 2 && pdu[0] & 0x80 && pdu[1] == MB_EX_BUSY)
+        busy_refused(c);   /* the bus queue full (line/queue.c), or the slave busy */
+    else if (len && !(pdu[0] & 0x80))
+        busy_answered(c);
     slot_answer(&c->slots[seq % tcp->cfg.max_pending], pdu, len);
     conn_flush(c);
     c = conn_by_id(tcp, conn_id);

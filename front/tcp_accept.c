@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static bool allowed(const gw_tcp_t *tcp, const struct sockaddr *sa)
@@ -65,7 +66,7 @@ static bool same_address(const struct sockaddr_storage *a, const struct sockaddr
 atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self)
 {
     unsigned limit = tcp->cfg.max_per_address, clients = 0, here = 0;
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
+    for (unsigned i = 0; i < tcp->top; i++) {
         const tcp_conn_t *c = tcp->conns[i];
         if (!c || c == self || c->handshaking)
             continue;
@@ -83,7 +84,7 @@ atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *s
 static bool handshake_admitted(const gw_tcp_t *tcp, const struct sockaddr *sa)
 {
     unsigned here = 0;
-    for (unsigned i = 0; i < TCP_TABLE; i++)
+    for (unsigned i = 0; i < tcp->top; i++)
         if (tcp->conns[i] && tcp->conns[i]->handshaking && same_address(&tcp->conns[i]->peer, sa))
             here++;
     return mbaps_admit(tcp->gw->mbaps, tcp->handshaking, here);
@@ -157,20 +158,21 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         evutil_closesocket(fd);
         return;
     }
-    for (index = 0; index < TCP_TABLE && tcp->conns[index]; index++)
+    for (index = tcp->free_hint; index < TCP_TABLE && tcp->conns[index]; index++)
         ;
     if (index >= TCP_TABLE) {   /* cannot happen within the caps; kept as the table's own bound */
         gw_count(&tcp->m->refused_full);
         evutil_closesocket(fd);
         return;
     }
+    /* Its reply ring (max_pending slots, 4 KiB at the default) comes with
+     * its first request (conn_parse): an idle connection costs only this
+     * and its bufferevent. */
     tcp_conn_t *c = calloc(1, sizeof *c);
-    tcp_slot_t *slots = calloc(tcp->cfg.max_pending, sizeof *slots);
     struct bufferevent *bev = tls ? mbaps_accept(gw->mbaps, fd)
                                   : bufferevent_socket_new(loop_base(gw->loop), fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!c || !slots || !bev) {
+    if (!c || !bev) {
         free(c);
-        free(slots);
         if (bev)
             bufferevent_free(bev);
         else
@@ -182,7 +184,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->tcp = tcp;
     c->bev = bev;
-    c->slots = slots;
     c->tls = c->handshaking = tls;
     c->role = -1;
     c->klass = client_class(tcp, sa);
@@ -193,6 +194,9 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->last_activity_ns = gw_now_ns();
     memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
     tcp->conns[index] = c;
+    tcp->free_hint = index + 1;
+    if (index >= tcp->top)
+        tcp->top = index + 1;
     atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
     sweep_arm(tcp);
     gw_count(&tcp->m->accepted);
@@ -228,7 +232,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     uint64_t handshake = (uint64_t)tcp->gw->cfg->tls.handshake_timeout_ms * 1000000ull;
     (void)fd;
     (void)what;
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
+    for (unsigned i = 0; i < tcp->top; i++) {
         tcp_conn_t *c = tcp->conns[i];
         if (!c)
             continue;
@@ -248,7 +252,11 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         event_del(tcp->ev_idle);   /* sweep_arm() starts it again with the next connection */
 }
 
-/* A listener of section's bind:port whose connections on_accept serves. */
+/* A listener of section's bind:port whose connections on_accept serves.
+ * Its backlog is the system's largest (SOMAXCONN, capped again by
+ * net.core.somaxconn): thousands of clients reconnecting at once (a
+ * restart, a switch back) would otherwise have their SYNs dropped beyond
+ * 128 and retried by TCP only after 1, 3, 7 s. */
 static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, const char *bind, unsigned port,
                                         char *err, size_t errcap)
 {
@@ -259,12 +267,50 @@ static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, cons
     }
     struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->gw->loop), on_accept, tcp,
                                                        LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                       128, (struct sockaddr *)&sin, sizeof sin);
+                                                       SOMAXCONN, (struct sockaddr *)&sin, sizeof sin);
     if (!l)
         snprintf(err, errcap, "%s: cannot listen on %s:%u: %s", section, bind, port, strerror(errno));
     else
         evconnlistener_set_error_cb(l, on_accept_error);
     return l;
+}
+
+/*
+ * max_clients is kept only if the process may hold that many descriptors,
+ * and RLIMIT_NOFILE's soft limit is often 1,024 while the hard one allows
+ * far more: so, when the listener's clients, its TLS handshakes and
+ * TCP_FD_HEADROOM for the rest of the daemon (buses, HTTP, MQTT, logs)
+ * exceed the soft limit, it is raised to the hard one (which covers the
+ * other listener too). A hard limit still short is said at start, with
+ * what to change: the clients beyond it would be refused as descriptors
+ * run out (on_accept_error), not when max_clients is reached.
+ */
+#define TCP_FD_HEADROOM 256
+
+static void fit_descriptors(gw_tcp_t *tcp)
+{
+    struct rlimit rl;
+    const char *section = tcp->framing->section;
+    rlim_t need = (rlim_t)tcp->cfg.max_clients + TCP_FD_HEADROOM +
+                  (tcp->gw->mbaps ? tcp->gw->cfg->tls.max_handshakes : 0);
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_max > rl.rlim_cur) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: max_clients = %u: descriptor limit (RLIMIT_NOFILE) raised from %llu "
+                   "to %llu", section, tcp->cfg.max_clients, (unsigned long long)was, (unsigned long long)rl.rlim_cur);
+        else
+            rl.rlim_cur = was;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need)
+        gw_log(tcp->gw, CONFIG_LOG_WARN, "%s: max_clients = %u needs about %llu descriptors but RLIMIT_NOFILE "
+               "allows %llu (hard limit %llu): about %llu clients at most; raise the hard limit (ulimit -Hn, "
+               "LimitNOFILE= in a systemd unit) or lower max_clients", section, tcp->cfg.max_clients,
+               (unsigned long long)need, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+               (unsigned long long)(rl.rlim_cur > TCP_FD_HEADROOM ? rl.rlim_cur - TCP_FD_HEADROOM : 0));
 }
 
 /* cfg's listener when enabled, its requests split by framing, counted in m. */
@@ -293,6 +339,8 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
         tcp_free(tcp);
         return NULL;
     }
+    if (tcp->cfg.enabled)
+        fit_descriptors(tcp);
     tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
     tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
     tcp->ev_serve = event_new(loop_base(gw->loop), -1, 0, on_serve, tcp);
@@ -358,7 +406,7 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
     next.max_pending = tcp->cfg.max_pending;
     tcp->cfg = next;
     shares_set(tcp->shares, next.bus_share);
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
+    for (unsigned i = 0; i < tcp->top; i++) {
         tcp_conn_t *c = tcp->conns[i];
         if (c && !c->wait.linked)   /* a waiting one keeps its list until its turn */
             c->klass = client_class(tcp, (const struct sockaddr *)&c->peer);
@@ -372,7 +420,7 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
 
 void tcp_recheck_sessions(gw_tcp_t *tcp)
 {
-    for (unsigned i = 0; i < TCP_TABLE; i++) {
+    for (unsigned i = 0; i < tcp->top; i++) {
         tcp_conn_t *c = tcp->conns[i];
         if (c && c->tls && !c->handshaking &&
             !mbaps_still_trusted(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer))
@@ -384,7 +432,7 @@ void tcp_free(gw_tcp_t *tcp)
 {
     if (!tcp)
         return;
-    for (unsigned i = 0; i < TCP_TABLE; i++)
+    for (unsigned i = 0; i < tcp->top; i++)
         if (tcp->conns[i])
             conn_close(tcp->conns[i], NULL);
     if (tcp->ev_idle)

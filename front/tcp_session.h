@@ -15,9 +15,19 @@
 #include <sys/socket.h>
 
 /* The largest max_clients the config allows, and beside it the TLS
- * handshakes' own slots (max_handshakes), which never take a client's. */
-#define TCP_TABLE (1024 + CONFIG_MAX_HANDSHAKES)
+ * handshakes' own slots (max_handshakes), which never take a client's.
+ * A connection id keeps its index in 16 bits. The table is in the
+ * listener's one allocation, large enough to be mapped, not copied: its
+ * pages are touched only up to the highest index used (top), and every
+ * walk of it stops there, so a listener that has had 30 clients costs
+ * what 30 entries do, however large max_clients. */
+#define TCP_TABLE (CONFIG_MAX_CLIENTS + CONFIG_MAX_HANDSHAKES)
+_Static_assert(TCP_TABLE <= 65536, "a connection's index is 16 bits of its id");
 #define TCP_OUT_LIMIT (64 * 1024) /* unread replies beyond this: slow reader, disconnect */
+/* Exceptions 06 per connection (tcp.c busy_*): at once, then one for each
+ * real answer it gets and one per interval. */
+#define TCP_BUSY_BURST 4u
+#define TCP_BUSY_INTERVAL_NS 1000000000ull
 
 enum slot_state { SLOT_FREE = 0, SLOT_WAITING, SLOT_READY };
 
@@ -48,6 +58,9 @@ typedef struct tcp_conn {
     uint8_t klass;                  /* TCP_CLASS_*: its address in priority_clients or not */
     bool reserved;                  /* given its turn: a place in reserved_bus is held for its next request */
     uint8_t reserved_bus;
+    bool throttled;                 /* its budget of exceptions 06 spent: not read until ev_throttle */
+    uint64_t busy_tat_ns;           /* that budget (GCRA): when it is whole again; tcp.c busy_* */
+    struct event *ev_throttle;      /* NULL until first throttled */
 } tcp_conn_t;
 
 struct gw_tcp {
@@ -70,6 +83,8 @@ struct gw_tcp {
     uint64_t generation[TCP_TABLE];
     _Atomic uint64_t live[TCP_TABLE];   /* the id live in each index; 0: none */
     unsigned in_flight;
+    unsigned top;                   /* indexes [0, top) have been used; the rest never */
+    unsigned free_hint;             /* no free index below it */
 };
 
 

@@ -94,6 +94,9 @@ typedef struct gw_tcp_metrics {
     /* back-pressure (front/backpressure.c), per class: requests that waited
      * for a place in their bus, the time they waited, connections waiting now */
     atomic_uint_fast64_t waits, wait_us, waiting, priority_waits, priority_wait_us, priority_waiting;
+    /* exceptions 06 answered for a full bus queue, and connections not read
+     * for a while because their budget of them was spent (front/tcp.c) */
+    atomic_uint_fast64_t busy_refused, busy_throttled;
 } gw_tcp_metrics_t;
 
 /* Why a TLS client was refused (mbaps.c counts them by reason). */

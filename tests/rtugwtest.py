@@ -133,7 +133,8 @@ class Gateway:
         def limits():
             if nofile:
                 import resource
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+                # a number: soft and hard; (soft, hard): each
+                resource.setrlimit(resource.RLIMIT_NOFILE, nofile if isinstance(nofile, tuple) else (nofile, nofile))
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stderr=self.log, stdout=self.log,
                                   preexec_fn=limits, env=sanitizer_env())
         procs.append(self.p)

@@ -85,6 +85,12 @@ CASES = [
      ["{f}:4: [tcp] bind = 'localhost': expected an IPv4 address"], "bind = localhost\n"),
     ("http bind a host name", "[bus a]\nport = sim\n",
      ["{f}:6: [http] bind = 'localhost': expected an IPv4 address"], "", "bind = localhost\n"),
+    # a listener's bus_share at or above a bus's queue_depth: it alone fills
+    # the queue, which answers exception 06 (the storm back-pressure prevents)
+    ("bus_share not below queue_depth", "[bus a]\nport = sim\n",
+     ["{f}:4: [tcp] bus_share = '64': not below [bus a] queue_depth = 64 (default)"], "bus_share = 64\n"),
+    ("queue_depth not above the default bus_share", "[bus a]\nport = sim\nqueue_depth = 3\n",
+     ["{f}:3: [bus a] queue_depth = '3': not above [tcp] bus_share = 4 (default)"]),
 ]
 
 for what, body, wanted, *binds in CASES:

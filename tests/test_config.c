@@ -88,6 +88,30 @@ static void test_tcp_share_keys(void **state)
     expect_error(&errs, "t.ini:5: [tcp] priority_clients = '10.0.0.0/33'", "0..32");
 }
 
+/* A listener's bus_share must stay below every bus's queue_depth: at or
+ * above it, the listener alone fills the queue and gets exceptions 06. The
+ * error names the line of the value written and quotes the other. */
+static void test_bus_share_below_queue_depth(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    config_t *cfg = load("[bus a]\nport = sim\nqueue_depth = 5\n[tcp]\nbus_share = 4\n", &errs);
+    assert_non_null(cfg);
+    config_free(cfg);
+    assert_null(load("[bus a]\nport = sim\nqueue_depth = 8\n[tcp]\nbus_share = 8\n", &errs));
+    expect_error(&errs, "t.ini:5: [tcp] bus_share = '8'", "queue_depth = 8 (line 3)");
+    /* bus_share left at its default (4): the queue_depth written is the culprit */
+    assert_null(load("[bus a]\nport = sim\n[bus b]\nport = sim\nqueue_depth = 2\n", &errs));
+    expect_error(&errs, "t.ini:5: [bus b] queue_depth = '2'", "[tcp] bus_share = 4 (default)");
+    /* [rtu_tcp] too, but only when enabled; [tcp] off is not checked */
+    assert_null(load("[bus a]\nport = sim\n[tcp]\nenabled = false\n[rtu_tcp]\nenabled = true\nbus_share = 64\n",
+                     &errs));
+    expect_error(&errs, "t.ini:7: [rtu_tcp] bus_share = '64'", "queue_depth = 64 (default)");
+    cfg = load("[bus a]\nport = sim\nqueue_depth = 2\n[tcp]\nenabled = false\n", &errs);
+    assert_non_null(cfg);
+    config_free(cfg);
+}
+
 static void test_example_file_is_valid(void **state)
 {
     (void)state;
@@ -798,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_demo_is_valid),
         cmocka_unit_test(test_example_file_is_valid),
         cmocka_unit_test(test_tcp_share_keys),
+        cmocka_unit_test(test_bus_share_below_queue_depth),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_every_error_named_with_line),
         cmocka_unit_test(test_syntax_and_long_lines),

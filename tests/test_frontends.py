@@ -236,6 +236,43 @@ def test_descriptor_exhaustion():
     g.stop()
 
 
+def test_many_idle_clients():
+    """max_clients beyond the old cap of 1,024: with RLIMIT_NOFILE's soft
+    limit at 512 and the hard one at 4096, the daemon raises the soft limit
+    (and says so) and holds 1,500 idle connections, each costing well under
+    the 5.3 KiB it did (its reply ring now comes with its first request),
+    while a client among them is answered. With a hard limit too low for
+    max_clients the start says so. Before: max_clients over 1,024 refused."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096), max(hard, 4096)))
+    g = Gateway(extra_tcp="max_clients = 2000\nmax_per_address = 0\n", nofile=(512, 4096))
+    check("descriptor limit (RLIMIT_NOFILE) raised from 512 to 4096" in g.log_text(),
+          f"the soft limit raised, and said: {g.log_text()[-400:]!r}")
+    time.sleep(0.3)
+    rss0 = status_kib(g.p.pid, "VmRSS")
+    socks = []
+    for _ in range(15):   # in batches: a burst beyond the listen backlog is retried by TCP, in seconds
+        socks += nonblocking_connects(g.tcp_port, 100)
+        deadline = time.time() + 5
+        while time.time() < deadline and g.metrics().get("rtugw_tcp_active", 0) < len(socks):
+            time.sleep(0.05)
+    active = g.metrics().get("rtugw_tcp_active", 0)
+    per = (status_kib(g.p.pid, "VmRSS") - rss0) / 1500
+    check(active == 1500, f"1,500 idle connections held ({active})")
+    bound = 12.0 if UNDER_ASAN else 3.0   # ASan's redzones and quarantine
+    check(per < bound, f"an idle connection costs {per:.2f} KiB of VmRSS (under {bound:.0f}; 5.3 before)")
+    s = connect(g)
+    check(call(s, 1, 1, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "a client among them is answered")
+    s.close()
+    for c in socks:
+        c.close()
+    g.stop()
+    g = Gateway(extra_tcp="max_clients = 2000\n", nofile=(512, 512))
+    check("max_clients = 2000 needs about 2256 descriptors but RLIMIT_NOFILE allows 512" in g.log_text(),
+          f"a hard limit too low is said at start: {g.log_text()[-400:]!r}")
+    g.stop()
+
+
 def test_reload_applies_or_says_so():
     g = Gateway(extra_tcp="unit255 = line:1\n")
     far = connect(g, "127.0.0.2")
@@ -566,6 +603,60 @@ def test_priority_master():
     g.stop()
 
 
+def test_busy_rate_limited():
+    """The exceptions 06 that remain are rate-limited per client: with [tcp]
+    and [rtu_tcp] each holding 4 places in a bus whose queue holds 5, the
+    queue overflows; 8 RTU-over-TCP clients pipeline 4 reads each, 8 Modbus
+    TCP clients loop one read each and resend at once on a 06. Each TCP
+    client may be refused 4 times at once, then once per real answer and
+    once a second; beyond that its next request waits unread (throttled),
+    so a client's refusals never outnumber its answers by more than that.
+    Refusals and throttles are counted. Before: each looping client got
+    06s as fast as it could resend them, many times its answers."""
+    rtu_port, seconds = free_port(), 3.0
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 19200\nqueue_depth = 5\n",
+                extra=f"[rtu_tcp]\nenabled = true\nport = {rtu_port}\ndefault_bus = line\n")
+    time.sleep(0.3)
+    stop = time.time() + seconds + 0.5
+
+    def rtu_flood():
+        s = socket.create_connection(("127.0.0.1", rtu_port), timeout=5)
+        body = bytes([2, 3, 0, 0, 0, 1])
+        frame = body + rtu_crc(body)
+        try:
+            s.sendall(frame * 4)
+            buf = b""
+            while time.time() < stop:
+                buf += s.recv(256)
+                while len(buf) >= 5:
+                    n = 5 if buf[1] & 0x80 else 5 + buf[2]
+                    if len(buf) < n:
+                        break
+                    buf = buf[n:]
+                    s.sendall(frame)
+        except OSError:
+            pass
+        s.close()
+    flood = [threading.Thread(target=rtu_flood) for _ in range(8)]
+    for t in flood:
+        t.start()
+    time.sleep(0.3)
+    res = _loop_clients(g, [("127.0.0.1", 1)] * 8, seconds)
+    for t in flood:
+        t.join(10)
+    m = g.metrics()
+    check(all(res) and sum(r[3] for r in res) == 0, "every TCP answer its own")
+    refused = m.get("rtugw_tcp_busy_refused_total", 0)
+    check(refused > 0, f"the bus queue overflowed: some 06 answered ({refused})")
+    worst = max((r[1] - r[0] for r in res if r), default=0)
+    check(worst <= 4 + seconds + 2,
+          f"06s per client at most 4 + its answers + one a second: worst client "
+          f"{max(res, key=lambda r: r[1] - r[0] if r else 0)[:2] if all(res) else res} (answers, 06s)")
+    check(m.get("rtugw_tcp_busy_throttled_total", 0) > 0,
+          f"throttles counted ({m.get('rtugw_tcp_busy_throttled_total')})")
+    g.stop()
+
+
 def test_cached_reads_not_held():
     """A read the poll cache answers (serve_cached_ms) takes no place in the
     bus and so does not wait for one: while 40 clients loop reads of slave
@@ -598,6 +689,7 @@ def test_cached_reads_not_held():
     g.stop()
 
 run_tests("frontends", [test_read_only_allow_list, test_tcp_slowloris, test_pipelined_not_closed,
-                        test_backpressure_not_busy, test_fair_shares, test_priority_master, test_cached_reads_not_held,
+                        test_backpressure_not_busy, test_fair_shares, test_priority_master, test_busy_rate_limited,
+                        test_cached_reads_not_held,
                         test_rtu_tcp_not_cut, test_reload_applies_or_says_so, test_status_escapes_every_string,
-                        test_cache_coherent_with_writes, test_descriptor_exhaustion, test_http_limits])
+                        test_cache_coherent_with_writes, test_descriptor_exhaustion, test_many_idle_clients, test_http_limits])

@@ -116,6 +116,8 @@ static const metric_def_t tcp_defs[] = {
     TM(priority_wait_us, "Microseconds those requests waited, priority class"),
     { "priority_waiting", "Connections waiting for a place in a bus now, priority class",
       offsetof(gw_tcp_metrics_t, priority_waiting), true },
+    TM(busy_refused, "Requests answered 0x06: their bus queue full (shares over queue_depth), or the slave busy"),
+    TM(busy_throttled, "Times a connection was not read for a while: its budget of exceptions 06 spent"),
 };
 
 /* A configuration string as a JSON string, quotes included. */
