@@ -179,6 +179,8 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return copy_text(value, g->description, sizeof g->description, msg, cap);
     if (strcmp(key, "writable") == 0)
         return tags_parse_bool(value, &g->writable, msg, cap);
+    if (strcmp(key, "confirm_write") == 0)
+        return tags_parse_confirm(value, &g->confirm_write, msg, cap);
     if (strcmp(key, "interval_ms") == 0) {
         pt->has_interval = true;
         return parse_interval(value, &g->interval_ms, msg, cap);

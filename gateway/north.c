@@ -703,7 +703,21 @@ static void on_write(void *ctx, uint32_t token, const north_write_t *w)
     gw_t *gw = gn->gw;
     unsigned group, index;
     const char *why = NULL;
+    north_write_t as_text;
+    char num[64];
 
+    if (w->is_float32) {
+        /* A float32 from north (a Sparkplug Float) as text by the one number
+         * formatter, in float32 digits: what every output prints for that
+         * value, and what a fixed-point tag's exact decimal parse accepts. */
+        tags_tag_t f32 = { .type = TAGS_FLOAT32, .scale = 1.0, .offset = 0.0 };
+        tags_value_t v = { .eng = w->values[0] };
+        if (tags_format(&f32, &v, num, sizeof num) < 0)
+            num[0] = '\0';
+        as_text = *w;
+        as_text.text = num;
+        w = &as_text;
+    }
     if (tag_write(gn, token, w))
         return;
     int rc = find_tag(gw->cfg, w->device, w->tag, &group, &index);

@@ -136,7 +136,10 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
     tag_write_t *s = &tw->slots[i];
     const tags_table_t *defs = gwtags_defs(tw->gw->tags);
     const tags_tag_t *g = tag < tags_table_count(defs) ? tags_table_tag(defs, tag) : NULL;
-    bool confirm = g && tw->gw->cfg->devices[gwtags_config_device(tw->gw->tags, g)].confirm_write;
+    /* the tag's own confirm_write, else its device's */
+    bool confirm = g && (g->confirm_write != TAGS_CONFIRM_DEVICE
+                             ? g->confirm_write == TAGS_CONFIRM_ON
+                             : tw->gw->cfg->devices[gwtags_config_device(tw->gw->tags, g)].confirm_write);
     *s = (tag_write_t){ .id = i | (++tw->generation << 16), .done = done, .owner = owner, .cookie = cookie,
                         .tag = tag, .bus = bus, .slave = slave, .w = *w, .rmw = w->needs_read,
                         .confirm = confirm };

@@ -197,7 +197,9 @@ static unsigned req_address(const gw_request_t *r)
 /*
  * Counts an event of a slave and, at most once per LOG_SUMMARY_NS, says at
  * info what happened to it since the last summary: a dead slave cannot
- * flood the log, and nothing goes unmentioned.
+ * flood the log, and nothing goes unmentioned. The response timeout in force
+ * is said with where it comes from (widen_timeout), so that a figure other
+ * than the configured one explains itself in the line that shows it.
  */
 void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t now)
 {
@@ -205,11 +207,17 @@ void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t
     s->events[ev]++;
     if (now < s->log_next_ns)
         return;
+    char why[128];
+    if (s->timeout_ms > s->base_timeout_ms)
+        snprintf(why, sizeof why, "adapted from the configured %u ms: 1.5x the latency of a late answer, at most %ux",
+                 s->base_timeout_ms, (unsigned)TIMEOUT_WIDEN_LIMIT);
+    else
+        snprintf(why, sizeof why, "as configured");
     line_log(bus, CONFIG_LOG_INFO,
            "bus %s slave %u: %u timeouts, %u late answers, %u frames dropped, %u refused (0x0B) "
-           "in the last %u s; timeout now %u ms",
+           "in the last %u s; response timeout for slave %u now %u ms (%s)",
            bus->cfg.name, slave, s->events[EV_TIMEOUT], s->events[EV_LATE], s->events[EV_DROPPED],
-           s->events[EV_REFUSED], (unsigned)(LOG_SUMMARY_NS / 1000000000ull), s->timeout_ms);
+           s->events[EV_REFUSED], (unsigned)(LOG_SUMMARY_NS / 1000000000ull), slave, s->timeout_ms, why);
     memset(s->events, 0, sizeof s->events);
     s->log_next_ns = now + LOG_SUMMARY_NS;
 }

@@ -175,6 +175,9 @@ typedef struct north_write {
     const char *tag;
     bool is_bool;                         /* value was true/false */
     bool is_string;                       /* value was a string (text holds it; values[0] is 0) */
+    bool is_float32;                      /* value was a float32 (a Sparkplug Float): values[0] holds it
+                                             and text is ""; the receiver writes it as text with the
+                                             one number formatter (tags_format), in float32 digits */
     const char *text;                     /* one value as text: a number as written, true/false, or a
                                              string's characters; NULL for a list */
     size_t count;                         /* 1, or the length of a list */

@@ -615,8 +615,16 @@ static const char *command_text(uint32_t dt, const sp_metric_t *m, char *buf, si
         double v = m->vtype == SPV_FLOAT ? (double)m->float_value : m->double_value;
         if (!isfinite(v))
             return NULL;
-        snprintf(buf, cap, m->vtype == SPV_FLOAT ? "%.9g" : "%.17g", v);
         w->values[0] = v;
+        if (m->vtype == SPV_FLOAT) {
+            /* Its text is the gateway's to write, with the one number formatter
+             * (tags/format.c, which north/ does not link): "0.1", not the
+             * 0.100000001 of %.9g, which a fixed-point tag of one decimal
+             * refuses and which no other output would print for that value. */
+            w->is_float32 = true;
+            return "";
+        }
+        snprintf(buf, cap, "%.17g", v);
         return buf;
     }
     return NULL;

@@ -43,18 +43,42 @@
  *   answers to different requests.
  *
  *   P5 (the discipline's I5: after a give-up). A request the master gave up
- *   on may still be answered late, when the next request to that slave is
- *   pending, and with its shape. So after an UNANSWERED request to S, S's next
- *   answer is DOUBTFUL unless it answers a retry of that same request (then a
- *   late answer answers the same question); a frame from S that nothing asked
- *   for (the late answer, heard) clears the suspicion. A request whose answer
- *   P4 took for a copy is treated as given up: its own answer may still come.
+ *   on may still be answered late, while a later request to that slave is
+ *   pending, and with the shape of the request given up. An RTU slave answers
+ *   its questions one at a time, in the order asked; so the tap keeps, per
+ *   slave, the requests heard whose answers are still owed, oldest first
+ *   (owed[]): each request is added; each answer heard pays the oldest (a
+ *   late answer comes before any answer to a later question); an answer that
+ *   can only be the pending request's own pays them all. An answer X from S
+ *   while S's request R is pending, with older requests still owed:
+ *     - none of the older ones could be answered by X (P1: another function,
+ *       byte count or echo): X is R's own, used; the older ones came before
+ *       it or never will: all paid.
+ *     - an older one other than R's bytes could be: X may be its late answer,
+ *       DOUBTFUL; it pays the oldest, and R stays owed: if X was stale, R's
+ *       own answer is still to come, late, in a later request's wait.
+ *     - only older copies of R's bytes could be (the master's retries): X
+ *       answers that same question, used; it pays the oldest, R stays owed.
+ *       (The gap this closes: a slave later than the master's timeout on a
+ *       question and on its retry had its retry's late answer paired with
+ *       the master's next question of that shape, as was the answer after a
+ *       doubted one.)
+ *   A frame from S that nothing asked for pays the oldest. Copies pay
+ *   nothing: a second candidate byte-equal to the first, or an answer P4
+ *   takes for a copy (the request it stood in for stays owed, the debt
+ *   before it is taken as paid: one debt per copy).
+ *   An answer lost for good (CRC, a slave that never heard the question) is
+ *   owed for ever by this count, and on a master that alternates one shape
+ *   every later answer would be doubted. So, as the discipline's guard after
+ *   a give-up (I2, bounded by 4x the timeout), the debt is forgiven once S has
+ *   not been given up on for 4x the master's timeout as heard (its last
+ *   unanswered request to its next request): a late answer is assumed to come
+ *   within that. The cost: after a give-up, S's answers of a shape some owed
+ *   request has are doubted for up to that long, on a master that never
+ *   changes shape (the retries aside).
  *
- * What remains, as for the discipline: a frame of S later than the master's
- * timeout, with the shape of S's next question, while no request of S was
- * given up, cannot be told from its answer. The master itself takes it too.
- *
- * Bounded: one pending request, one held answer, 256 slave records and a
+ * Bounded: one pending request, one held answer, 256 slave records of
+ * RTU_PAIR_OWED owed requests each (the oldest forgotten past that) and a
  * ring of RTU_PAIR_QUEUE events, all in the one allocation of rtu_pairer_new;
  * events the caller does not drain are dropped and counted.
  */
@@ -67,15 +91,26 @@
 #define RTU_PAIR_QUEUE 16
 #define RTU_PAIR_HOLD_DEFAULT_NS 20000000ull
 
+/* P5: what is kept of an owed request: its first bytes (all P1 reads of a
+ * request's shape: the echoed writes are at most 10 bytes), length and hash. */
+#define RTU_PAIR_OWED 8
+#define OWED_HEAD 12
+typedef struct owed_req {
+    uint8_t head[OWED_HEAD];
+    uint16_t len;
+    uint32_t hash;
+} owed_req_t;
+
 typedef struct pair_slave {
     uint8_t verdict;           /* P4: VERDICT_* */
     uint8_t genuine_streak;    /* P4: equal answers for other requests that stood alone */
-    uint8_t gave_up;           /* P5: a request to it went unanswered (1), or a copy answered it (2) */
     uint16_t heard_len;        /* P4: the last answer-shaped frame heard from it ... */
     int32_t heard_for;         /* ... the address of the request pending then, -1: none */
     uint8_t heard[RTU_MAX_ADU];
-    uint8_t gave_up_req[RTU_MAX_ADU];
-    uint16_t gave_up_len;
+    owed_req_t owed[RTU_PAIR_OWED]; /* P5: requests whose answers are owed, oldest first */
+    uint8_t owed_first, owed_n;
+    uint64_t gave_up_ns;       /* P5: when the master last gave up on it ... */
+    uint64_t master_timeout_ns;/* ... and after how long */
 } pair_slave_t;
 
 enum { VERDICT_UNKNOWN = 0, VERDICT_GENUINE, VERDICT_SENT };
@@ -85,6 +120,7 @@ struct rtu_pairer {
     bool ans_alone;            /* ... and nothing but P4 doubted it */
     uint64_t hold_ns;
     bool have_req, have_ans, ans_doubtful, ans_dup, req_retry;
+    bool ans_owed_later;       /* P5 for the held answer waits for P4's verdict */
     const char *ans_why;
     uint64_t ans_noise_mark;
     rtu_frame_t req, ans;
@@ -159,15 +195,15 @@ static uint16_t req_address(const rtu_frame_t *r)
 }
 
 static const char p4_why[] = "equal to what the slave said last, for another request (a copy?)";
-static const char p5_copy_why[] = "first answer after a copy took the last request's place";
+
+static void owed_answer(rtu_pairer_t *p, pair_slave_t *s, const rtu_frame_t *x);
+static void owed_keep_newest(pair_slave_t *s);
 
 /* The held answer is settled: by the next request, by silence, or by the end. */
 static void settle(rtu_pairer_t *p)
 {
     if (!p->have_ans)
         return;
-    bool doubtful = p->ans_doubtful;
-    const char *why = p->ans_why;
     pair_slave_t *s = &p->slaves[p->req.adu[0]];
     if (p->ans_equal && s->verdict == VERDICT_UNKNOWN) {   /* P4: did it stand alone? */
         bool alone = p->ans_alone;
@@ -175,13 +211,25 @@ static void settle(rtu_pairer_t *p)
         if (s->genuine_streak >= 2)
             s->verdict = VERDICT_GENUINE;
     }
-    if (doubtful && why == p4_why && s->verdict != VERDICT_GENUINE) {
-        /* A copy took the request's place: its own answer may still come, late,
-         * in the next request's wait, as after a give-up (P5). */
-        s->gave_up = 2;
-        memcpy(s->gave_up_req, p->req.adu, p->req.len);
-        s->gave_up_len = p->req.len;
+    if (p->ans_owed_later) {
+        if (s->verdict == VERDICT_GENUINE) {
+            /* P4's verdict: the equal answers it doubted stood alone, twice
+             * in a row, as a slave owing late answers does not (its stale
+             * answer and its own would both be heard, or a wait left empty):
+             * they were the slave's own answers, all paid. */
+            s->owed_n = 0;
+        } else {
+            /* A copy took the request's place: the request stays owed (P5),
+             * its own answer may still come, late. What was owed before it
+             * is taken as paid, as the copy stands for the slave's answers
+             * so far (one debt per copy, not a growing count on a slave
+             * that sends copies). */
+            owed_keep_newest(s);
+            s->gave_up_ns = p->ans.t_first_ns;
+        }
     }
+    bool doubtful = p->ans_doubtful;
+    const char *why = p->ans_why;
     rtu_pair_event_t *ev = push(p, doubtful ? RTU_PAIR_DOUBTFUL : RTU_PAIR_ANSWERED);
     if (ev) {
         ev->request = p->req;
@@ -197,11 +245,105 @@ static void settle(rtu_pairer_t *p)
 
 static void doubt(rtu_pairer_t *p, const char *why)
 {
-    if (why != p4_why && why != p5_copy_why)
+    if (why != p4_why)
         p->ans_alone = false;   /* P4's own doubts do not count against the verdict */
     if (!p->ans_doubtful)
         p->ans_why = why;
     p->ans_doubtful = true;
+}
+
+/* ---- P5: the answers a slave owes ---------------------------------------- */
+
+static uint32_t frame_hash(const uint8_t *b, size_t n)
+{
+    uint32_t h = 2166136261u;   /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+static owed_req_t *owed_at(pair_slave_t *s, unsigned i)
+{
+    return &s->owed[(s->owed_first + i) % RTU_PAIR_OWED];
+}
+
+static void owed_add(pair_slave_t *s, const rtu_frame_t *f)
+{
+    if (s->owed_n == RTU_PAIR_OWED) {   /* the oldest forgotten */
+        s->owed_first = (uint8_t)((s->owed_first + 1) % RTU_PAIR_OWED);
+        s->owed_n--;
+    }
+    owed_req_t *o = owed_at(s, s->owed_n++);
+    size_t n = f->len < OWED_HEAD ? f->len : OWED_HEAD;
+    memset(o->head, 0, sizeof o->head);
+    memcpy(o->head, f->adu, n);
+    o->len = f->len;
+    o->hash = frame_hash(f->adu, f->len);
+}
+
+static void owed_pay_oldest(pair_slave_t *s)
+{
+    if (!s->owed_n)
+        return;
+    s->owed_first = (uint8_t)((s->owed_first + 1) % RTU_PAIR_OWED);
+    s->owed_n--;
+}
+
+/* Everything older than the newest (the pending request) is paid. */
+static void owed_keep_newest(pair_slave_t *s)
+{
+    if (s->owed_n > 1) {
+        s->owed_first = (uint8_t)((s->owed_first + s->owed_n - 1) % RTU_PAIR_OWED);
+        s->owed_n = 1;
+    }
+}
+
+static bool owed_could_answer(const owed_req_t *o, const rtu_frame_t *ans)
+{
+    /* rtu_answer_matches reads no request byte past OWED_HEAD: the shapes it
+     * reads (quantities, addresses, echoes of writes of at most 10 bytes) come
+     * first; the rest of a longer request is zeros here and never read. */
+    uint8_t req[RTU_MAX_ADU] = { 0 };
+    memcpy(req, o->head, OWED_HEAD);
+    return rtu_answer_matches(req, o->len, ans->adu, ans->len);
+}
+
+static bool owed_same(const owed_req_t *o, const rtu_frame_t *f)
+{
+    return o->len == f->len && o->hash == frame_hash(f->adu, f->len) &&
+           memcmp(o->head, f->adu, f->len < OWED_HEAD ? f->len : OWED_HEAD) == 0;
+}
+
+/* The debt forgiven 4x the master's timeout after its last give-up on s
+ * (a timeout not yet heard taken as 1 s, the common default of masters). */
+static void owed_forgive(pair_slave_t *s, uint64_t now_ns)
+{
+    uint64_t horizon = 4 * (s->master_timeout_ns ? s->master_timeout_ns : 1000000000ull);
+    if (s->owed_n > 1 && now_ns > s->gave_up_ns + horizon)
+        owed_keep_newest(s);
+}
+
+/* X, an answer matching the pending request (the newest owed of its slave):
+ * the cases of P5 above. */
+static void owed_answer(rtu_pairer_t *p, pair_slave_t *s, const rtu_frame_t *x)
+{
+    owed_forgive(s, x->t_first_ns);
+    bool stale_other = false, stale_retry = false;
+    for (unsigned i = 0; i + 1 < s->owed_n; i++) {
+        const owed_req_t *o = owed_at(s, i);
+        if (!owed_could_answer(o, x))
+            continue;
+        if (owed_same(o, &p->req))
+            stale_retry = true;
+        else
+            stale_other = true;
+    }
+    if (stale_other)
+        doubt(p, "may be the late answer of an earlier request the master gave up on");
+    if (stale_other || stale_retry)
+        owed_pay_oldest(s);   /* the pending request stays owed */
+    else
+        s->owed_n = 0;        /* its own answer: all paid */
 }
 
 static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
@@ -210,17 +352,17 @@ static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
     p->st.requests++;
     bool retry = false;
     if (p->have_req) {   /* P2: the master gave up on the pending request */
+        /* the master's timeout as heard: its last byte to the next request */
+        uint64_t timeout_ns = f->t_first_ns > p->req.t_last_ns ? f->t_first_ns - p->req.t_last_ns : 0;
         rtu_pair_event_t *ev = push(p, RTU_PAIR_UNANSWERED);
         if (ev) {
             ev->request = p->req;
             ev->retry = p->req_retry;
-            /* the master's timeout as heard: its last byte to the next request */
-            ev->latency_ns = f->t_first_ns > p->req.t_last_ns ? f->t_first_ns - p->req.t_last_ns : 0;
+            ev->latency_ns = timeout_ns;
         }
-        pair_slave_t *s = &p->slaves[p->req.adu[0]];
-        s->gave_up = 1;
-        memcpy(s->gave_up_req, p->req.adu, p->req.len);
-        s->gave_up_len = p->req.len;
+        pair_slave_t *s = &p->slaves[p->req.adu[0]];   /* P5: its answer stays owed */
+        s->gave_up_ns = f->t_first_ns;
+        s->master_timeout_ns = timeout_ns;
         /* The same bytes right after a give-up: the master asks again. (A master that
          * polls one block without retries looks the same: its next poll is counted.) */
         retry = f->len == p->req.len && memcmp(f->adu, p->req.adu, f->len) == 0;
@@ -235,6 +377,7 @@ static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
     p->req = *f;
     p->have_req = true;
     p->req_retry = retry;
+    owed_add(&p->slaves[f->adu[0]], f);
 }
 
 /* P4: what the slave said last, and for which request. */
@@ -251,7 +394,7 @@ static void unpaired(rtu_pairer_t *p, const rtu_frame_t *f, const char *why)
     pair_slave_t *s = &p->slaves[f->adu[0]];
     s->verdict = VERDICT_SENT;   /* P4: it said something nothing asked for */
     heard(p, f, -1);
-    s->gave_up = 0;        /* P5: the late answer has come */
+    owed_pay_oldest(s);          /* P5: a late answer has come */
     rtu_pair_event_t *ev = push(p, RTU_PAIR_UNPAIRED);
     if (ev) {
         ev->answer = *f;
@@ -269,6 +412,7 @@ static void on_answer(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
         } else {
             doubt(p, "a second, different answer");
             heard(p, f, -1);
+            owed_pay_oldest(&p->slaves[f->adu[0]]);   /* P5: it answered something */
         }
         return;
     }
@@ -290,13 +434,10 @@ static void on_answer(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
     if (p->ans_equal && s->verdict != VERDICT_GENUINE)
         doubt(p, p4_why);   /* P4 */
     heard(p, f, for_address);
-    if (s->gave_up) {   /* P5 */
-        bool answers_retry = s->gave_up_len == p->req.len &&
-                             memcmp(s->gave_up_req, p->req.adu, p->req.len) == 0;
-        if (!answers_retry)
-            doubt(p, s->gave_up == 2 ? p5_copy_why : "first answer after the master gave up on this slave");
-        s->gave_up = 0;
-    }
+    /* P5; what P4 takes for a copy is settled with its verdict (settle) */
+    p->ans_owed_later = p->ans_equal && s->verdict != VERDICT_GENUINE;
+    if (!p->ans_owed_later)
+        owed_answer(p, s, f);
 }
 
 void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes)

@@ -29,6 +29,7 @@
 static const char *const column_names[TAGS_FIELD_COUNT] = {
     "name", "device", "table", "address", "type", "order", "scale",
     "offset", "unit", "deadband", "writable", "interval_ms", "description", "decimals",
+    "confirm_write",
 };
 
 typedef struct field {
@@ -245,7 +246,7 @@ static int header(reader_t *r, layout_t *lay)
         if (k == TAGS_FIELD_COUNT)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col,
                    "unknown column '%s' (name, device, table, address, type, order, scale, offset, "
-                   "unit, deadband, writable, interval_ms, description, decimals)", name);
+                   "unit, deadband, writable, interval_ms, description, decimals, confirm_write)", name);
         else if (lay->column[k] >= 0)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col, "column '%s' twice", name);
         else
@@ -408,6 +409,7 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
     case TAGS_FIELD_WRITABLE: return *v ? tags_parse_bool(v, &g->writable, msg, cap) : 0;
     case TAGS_FIELD_INTERVAL: return parse_interval(v, &g->interval_ms, msg, cap);
     case TAGS_FIELD_DECIMALS: return *v ? tags_parse_decimals(v, &g->has_decimals, &g->decimals, msg, cap) : 0;
+    case TAGS_FIELD_CONFIRM: return *v ? tags_parse_confirm(v, &g->confirm_write, msg, cap) : 0;
     }
     return 0;
 }
@@ -431,6 +433,7 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
         TAGS_FIELD_DEVICE, TAGS_FIELD_NAME, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
         TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
         TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
+        TAGS_FIELD_CONFIRM,
     };
     bool type_ok = true;
     for (unsigned i = 0; i < TAGS_FIELD_COUNT; i++) {

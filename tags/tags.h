@@ -147,6 +147,7 @@ typedef struct tags_tag {
     double offset;
     double deadband;                 /* a change smaller than this is not a change; 0: any */
     bool writable;
+    uint8_t confirm_write;           /* TAGS_CONFIRM_*: read back after a write, or as its device */
     unsigned interval_ms;            /* how often it is read */
     char unit[TAGS_UNIT_MAX];
     char description[TAGS_DESCRIPTION_MAX];
@@ -203,6 +204,9 @@ tags_order_t tags_device_order(tags_order_t device_order, tags_type_t type);
 /* "100" or "0x64" (0..65535); "100.3" is bit 3 of register 100 (bit may be NULL:
  * then a bit is refused). */
 int tags_parse_address(const char *text, unsigned *address, int *bit, char *msg, size_t cap);
+/* A tag's confirm_write: its device's (the default, 0), or true/false of its own. */
+enum { TAGS_CONFIRM_DEVICE = 0, TAGS_CONFIRM_ON, TAGS_CONFIRM_OFF };
+int tags_parse_confirm(const char *text, uint8_t *confirm, char *msg, size_t cap);
 /* A tag's display decimals, 0..TAGS_DECIMALS_MAX: sets *has and *decimals. */
 int tags_parse_decimals(const char *text, bool *has, uint8_t *decimals, char *msg, size_t cap);
 /* Modicon notation: 0xxxx coil, 1xxxx discrete, 3xxxx input, 4xxxx holding,

@@ -161,6 +161,15 @@ tags_order_t tags_device_order(tags_order_t device_order, tags_type_t type)
     return type == TAGS_STRING ? (tags_order_t)(device_order & TAGS_ORDER_BYTESWAP) : device_order;
 }
 
+int tags_parse_confirm(const char *text, uint8_t *confirm, char *msg, size_t cap)
+{
+    bool on;
+    int rc = tags_parse_bool(text, &on, msg, cap);
+    if (rc == 0)
+        *confirm = on ? TAGS_CONFIRM_ON : TAGS_CONFIRM_OFF;
+    return rc;
+}
+
 int tags_parse_decimals(const char *text, bool *has, uint8_t *decimals, char *msg, size_t cap)
 {
     unsigned long v;

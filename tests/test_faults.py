@@ -12,6 +12,7 @@ What is asserted is behaviour, never speed: the one ratio (throughput with a
 backed-off silent slave against without) is the behaviour under test, and
 each deadline is many times what the gateway needs."""
 import json
+import re
 import os
 import shutil
 import socket
@@ -290,6 +291,14 @@ def test_late_answers():
     check(late > 0, f"late answers counted: taken for their own question, or dropped ({late:.0f})")
     check(m.get('rtugw_bus_timeouts_total{bus="line"}', 0) > 0, "timeouts counted")
     check_answered_once(m, 80)
+    # The per-slave summary says which timeout is in force and where it comes from.
+    summaries = re.findall(r"bus line slave (\d+): .*; response timeout for slave (\d+) now (\d+) ms \(([^)]*)\)",
+                           g.log_text())
+    explained = all(s == s2 and (why == "as configured" if int(ms) == 100 else
+                                 why == "adapted from the configured 100 ms: 1.5x the latency of a late answer, "
+                                        "at most 4x")
+                    for s, s2, ms, why in summaries)
+    check(summaries and explained, f"the summary explains the response timeout ({summaries[:3]})")
     c.close()
     g.stop()
     sim.kill()

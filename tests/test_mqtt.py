@@ -548,7 +548,9 @@ def test_confirmed_write():
     sub = Subscriber(b.port, "rtugw/gc/#", "sub-confirm", clean=True)
     tags = ("[tag sp]\ndevice = d1\ntable = holding\naddress = 100\ntype = uint16\nwritable = true\n"
             "interval_ms = 20000\n[tag temp]\ndevice = d1\ntable = holding\naddress = 200\ntype = int16\n"
-            "scale = 0.5\nwritable = true\ninterval_ms = 20000\n")
+            "scale = 0.5\nwritable = true\ninterval_ms = 20000\n"
+            "[tag cmd]\ndevice = d1\ntable = holding\naddress = 300\ntype = uint16\nwritable = true\n"
+            "confirm_write = false\ninterval_ms = 20000\n")
     g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices="[device d1]\nslave = 1\n",
                 extra="write_token = tok\n" + tags + mqtt_section(b.port, "gc", "publish = change\n"))
     wait_for(lambda: any(p and p["values"].get("sp") == 1100 for _, p, _ in sub.messages("/d1/data")), 8)
@@ -585,9 +587,17 @@ def test_confirmed_write():
     r = mqtt_write("c2", "temp", 21.5)
     check(r == [{"uuid": "c2", "error": 0, "message": "ok", "value": 21.5}],
           f"MQTT: a scaled tag's value read back, scaled ({r})")
+    # a tag's own confirm_write = false, on a device that confirms: written, not read back
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/tags/cmd", data=b'{"value": 7}', method="PUT")
+    req.add_header("Authorization", "Bearer tok")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        a = json.loads(resp.read())
+    check(a.get("ok") is True and a.get("words") == [7] and a.get("confirmed") is not True and "read_words" not in a,
+          f"HTTP: a tag with confirm_write = false is written and not read back ({a})")
     m = g.metrics()
     got = [m.get(f'rtugw_tag_write_readbacks_total{{result="{k}"}}') for k in ("same", "differs", "failed")]
-    check(got == [2, 2, 0], f"/metrics: read-backs 2 same, 2 differing (the clamped 108s), 0 failed ({got})")
+    check(got == [2, 2, 0], f"/metrics: read-backs 2 same, 2 differing (the clamped 108s), 0 failed, none for "
+          f"the tag that opts out ({got})")
     g.stop()
     sub.close()
     b.stop()

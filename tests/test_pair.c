@@ -265,6 +265,42 @@ static void test_after_give_up(void **state)
     line_free(t);
 }
 
+/* P5, the debt: an answer to the master's retry is used, but if it was the late answer of
+ * the request given up, the retry's own answer is still owed and may land in the wait of
+ * the master's next request of that shape (the master took the late answer too and moved
+ * on): that answer is doubtful. An answer whose shape the owed one cannot have is the
+ * pending request's own (a slave answers in order), used at once. */
+static void test_after_retry_answered(void **state)
+{
+    (void)state;
+    line_t *t = line_new();
+    read_req(t, 1, 0, 8, 0);
+    read_req(t, 1, 0, 8, 130);                          /* gave up on 0..7: the retry */
+    read_ans(t, 1, 8, 1000, 150);                       /* the first one's late answer */
+    idle(t, 175);
+    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 1);   /* same question: its values */
+    read_req(t, 1, 20, 8, 180);                         /* the master moves on */
+    read_ans(t, 1, 8, 1001, 300);                       /* the retry's own answer, late */
+    idle(t, 400);
+    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 1);
+    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 1);
+    read_req(t, 1, 20, 8, 500);                         /* debt settled: used again */
+    read_ans(t, 1, 8, 1020, 503);
+    idle(t, 600);
+    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 2);
+    read_req(t, 1, 0, 8, 700);
+    read_req(t, 1, 40, 2, 830);                         /* gave up on 0..7; asks 2 registers */
+    read_ans(t, 1, 2, 1040, 833);                       /* cannot be 0..7's answer: used */
+    idle(t, 900);
+    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 3);
+    read_req(t, 1, 0, 8, 1000);                         /* and the debt is settled */
+    read_ans(t, 1, 8, 1000, 1003);
+    idle(t, 1100);
+    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 4);
+    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 1);
+    line_free(t);
+}
+
 /* Broadcasts leave nothing pending; events the caller does not drain are counted. */
 static void test_broadcast_and_bound(void **state)
 {
@@ -350,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_vouching),
         cmocka_unit_test(test_copies),
         cmocka_unit_test(test_after_give_up),
+        cmocka_unit_test(test_after_retry_answered),
         cmocka_unit_test(test_broadcast_and_bound),
         cmocka_unit_test(test_learn),
     };

@@ -235,8 +235,10 @@ TAGS = [  # name, table, address, type, extra keys
     ("t_live", "input", 0, "uint16", "interval_ms = 20\n"),
     ("t_bad", "holding", 5000, "uint16", ""),   # past the simulator's registers: exception 02
     ("t_str", "holding", 30, "string:2", "writable = true\n"),
+    ("t_fix", "holding", 32, "ufixed32:9", "writable = true\n"),
 ]
-DATATYPE = {"int16": 2, "uint16": 6, "int32": 3, "float32": 9, "uint64": 8, "bool": 11, "string:2": 12}
+DATATYPE = {"int16": 2, "uint16": 6, "int32": 3, "float32": 9, "uint64": 8, "bool": 11, "string:2": 12,
+            "ufixed32:9": 10}
 
 
 def devices_text():
@@ -467,13 +469,14 @@ def test_session():
         metric(name="t_f32", datatype=9, float_value=2.25),
         metric(name="t_coil", datatype=11, boolean=False),
         metric(name="t_str", datatype=12, string="wxyz"),
+        metric(name="t_fix", datatype=10, float_value=0.1),   # 0.100000001490116 as a float32
         metric(name="t_ro", datatype=6, int_value=9),
         metric(name="nosuch", int_value=1)))
     host.publish(f"spBv1.0/{GROUP}/DCMD/{EDGE}/d1", b"\xff\xff\xff")
     c = g.client()
 
     def regs():
-        r = c.read_holding_registers(10, 22, slave=1).registers
+        r = c.read_holding_registers(10, 24, slave=1).registers
         return r, c.read_coils(0, 1, slave=1).bits[0]
     wait_for(lambda: regs()[0][0] == 65534 and not regs()[1] and regs()[0][20] == 0x7778, 5)
     r, coil = regs()
@@ -482,6 +485,11 @@ def test_session():
           struct.pack(">HH", r[20], r[21]) == b"wxyz",
           f"DCMD: Int16 -2, Int32 -5 by alias, Float 2.25, a coil and a String reach the simulator; the read-only tag "
           f"stays 7 ({r}, coil {coil})")
+    # A Float's text is the one number formatter's, in float32 digits: 0.1, as every output
+    # prints it, so a 9-decimal fixed-point tag gets 0.100000000 (%.9g said 0.100000001).
+    fixed = lambda: regs()[0][22] << 16 | regs()[0][23]
+    wait_for(lambda: fixed() in (100000000, 100000001), 3)
+    check(fixed() == 100000000, f"DCMD: a Float 0.1 reaches a ufixed32:9 tag as 0.100000000 ({fixed()})")
     wait_for(lambda: metric_count(g, "write_malformed") > malformed0, 3)
     check(metric_count(g, "write_errors") >= errors0 + 3 and metric_count(g, "write_malformed") == malformed0 + 1,
           f"read-only, unknown and an undecodable DCMD ignored and counted "

@@ -184,10 +184,11 @@ static void test_rfc4180(void **state)
 static void test_every_column(void **state)
 {
     const char *text =
-        "name,device,table,address,type,order,scale,offset,unit,deadband,writable,interval_ms,description\n"
-        "t1,plc1,holding,40.3,bool,,,,,,yes,250,status bit\n"
-        "t2,plc1,holding,41,uint64,HGFEDCBA,0.001,-5,kWh,0.5,false,60000,\"energy\"\n"
-        "t3,plc1,input,0,string:16,BA,,,,,,,\n";
+        "name,device,table,address,type,order,scale,offset,unit,deadband,writable,interval_ms,description,"
+        "confirm_write\n"
+        "t1,plc1,holding,40.3,bool,,,,,,yes,250,status bit,off\n"
+        "t2,plc1,holding,41,uint64,HGFEDCBA,0.001,-5,kWh,0.5,false,60000,\"energy\",true\n"
+        "t3,plc1,input,0,string:16,BA,,,,,,,,\n";
     tags_table_t *t = *state;
     tags_errors_t errs;
     assert_int_equal(tags_load_csv_string(t, text, "t.csv", plc1, 1, &errs), 3);
@@ -202,6 +203,9 @@ static void test_every_column(void **state)
     assert_int_equal(t2->count, 4);
     assert_int_equal(t3->count, 16);
     assert_int_equal(t3->order, TAGS_ORDER_BADC);
+    assert_int_equal(t1->confirm_write, TAGS_CONFIRM_OFF);   /* its own, over the device's */
+    assert_int_equal(t2->confirm_write, TAGS_CONFIRM_ON);
+    assert_int_equal(t3->confirm_write, TAGS_CONFIRM_DEVICE);
 }
 
 static void test_bad_rows_name_line_and_column(void **state)
@@ -238,6 +242,8 @@ static void test_bad_rows_name_line_and_column(void **state)
     refused(ROW2("a,plc1,holding,1,int64,CDAB,,,,\n"), -EINVAL, "t.csv:2:24: order:", "GHEFCDAB");
     refused(ROW2("a,plc1,input,1,int16,,true,,,\n"), -EINVAL, "t.csv:2:23: writable:", "read-only");
     refused(ROW2("a,plc1,holding,1,int16,,maybe,,,\n"), -EINVAL, "t.csv:2:25: writable:", "'maybe'");
+    refused("name,table,address,type,confirm_write\na,holding,1,int16,perhaps\n", -EINVAL,
+            "t.csv:2:19: confirm_write:", "'perhaps'");
     refused(ROW2("a,plc1,holding,1,int16,,,abc,,\n"), -EINVAL, "t.csv:2:26: scale: 'abc'", NULL);
     refused(ROW2("a,plc1,holding,1,int16,,,0,,\n"), -ERANGE, "t.csv:2:26: scale:", "not 0");
     refused(ROW2("a,plc1,holding,1.1,bool,,,,1,\n"), -EINVAL, "t.csv:2:28: deadband:", "takes no");
