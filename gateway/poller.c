@@ -35,6 +35,7 @@
 #include "gateway/gateway.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ typedef struct poll_tick {
 /* An answer on its way from a bus to the poller actor. */
 typedef struct poll_answer {
     uint64_t t_req_ns;     /* when the read was submitted */
+    uint32_t bus;          /* the bus it went to: its place there is free again */
     uint32_t generation;
     uint32_t seq;          /* the read's index */
     uint16_t pdu_len;
@@ -65,8 +67,12 @@ typedef struct poll_read {
     unsigned device;       /* index into cfg->devices */
     bool outstanding;
     bool on_demand;        /* the outstanding read was asked out of its rhythm (poller_poll_tag_now) */
+    bool waiting;          /* due, and waiting for a place on its bus (bus_wait_head's list) */
+    unsigned next_waiting; /* the next read waiting on the same bus, or NO_READ */
     uint64_t next_due;     /* CLOCK_MONOTONIC ns of its next tick; 0: not armed yet */
 } poll_read_t;
+
+#define NO_READ UINT_MAX
 
 struct gw_poller {
     gw_origin_t origin;    /* first: the answers' way back */
@@ -84,6 +90,20 @@ struct gw_poller {
     atomic_uint_fast64_t splits;
     gw_poll_subscriber_t subs[GW_POLL_SUBSCRIBERS_MAX];
     unsigned n_subs;
+    /*
+     * Back-pressure on the poller's own reads: a bus takes at most half its
+     * queue_depth of them at once, and a read due beyond that waits here, in
+     * the order it fell due, for one of them to be answered. Why: the bus
+     * queue refuses what it cannot hold with exception 06, and at start (or
+     * on a slow or loaded line) a large plan falls due faster than the line
+     * answers; those reads would come back 06, their tags bad for a whole
+     * interval, though nothing is wrong but the gateway's own haste. The
+     * other half of the queue stays for the front ends' clients. Counted per
+     * bus by the answers that come back, whatever plan they were of.
+     */
+    unsigned n_buses;
+    unsigned *bus_outstanding;      /* per bus: reads submitted and not answered */
+    unsigned *bus_wait_head, *bus_wait_tail;   /* per bus: reads waiting (NO_READ: none) */
 };
 
 unsigned poller_read_of(const gw_poller_t *p, unsigned group)
@@ -102,6 +122,12 @@ uint64_t poller_splits(const gw_poller_t *p)
 }
 
 /* ---- the plan ---------------------------------------------------------------- */
+
+static void forget_waiting(gw_poller_t *p)
+{
+    for (unsigned b = 0; b <= p->n_buses && p->bus_wait_head; b++)
+        p->bus_wait_head[b] = p->bus_wait_tail[b] = NO_READ;
+}
 
 static int device_index(const config_t *cfg, const char *name)
 {
@@ -205,6 +231,7 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
         n_old = 0;   /* the matching is quadratic: past ~2,000 reads each, spread as at start */
     p->plan = plan;
     p->reads = reads;
+    forget_waiting(p);   /* they named reads of the old plan; the new one's ticks are armed below */
     p->n_reads = (unsigned)n;
     p->generation++;
     for (unsigned r = 0; r < p->n_reads; r++) {
@@ -242,12 +269,20 @@ int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap)
     p->plan = NULL;
     p->reads = NULL;
     p->n_reads = 0;
+    forget_waiting(p);
     p->generation++;
     atomic_store(&p->read_count, 0);
     return -1;
 }
 
 /* ---- polls and answers -------------------------------------------------------------- */
+
+/* How many of the poller's reads a bus takes at once: half its queue. */
+static unsigned bus_places(const gw_t *gw, unsigned bus)
+{
+    unsigned depth = gw->cfg->buses[bus].queue_depth;
+    return depth / 2 ? depth / 2 : 1;
+}
 
 static void poll_once(gw_poller_t *p, unsigned ri)
 {
@@ -261,12 +296,45 @@ static void poll_once(gw_poller_t *p, unsigned ri)
                 p->subs[k].overrun(p->subs[k].ctx, p->plan, ri);
         return;
     }
+    if (r->waiting)
+        return;   /* due again while still waiting for a place: it goes once, when it has one */
+    unsigned bus = dev->bus;
+    if (bus < p->n_buses && p->bus_outstanding[bus] >= bus_places(gw, bus)) {
+        r->waiting = true;
+        r->next_waiting = NO_READ;
+        if (p->bus_wait_tail[bus] == NO_READ)
+            p->bus_wait_head[bus] = ri;
+        else
+            p->reads[p->bus_wait_tail[bus]].next_waiting = ri;
+        p->bus_wait_tail[bus] = ri;
+        return;
+    }
     gw_request_t q = { .origin = &p->origin, .slave = (uint8_t)dev->slave, .pdu_len = 5, .background = 1,
                        .seq = ri, .conn_id = p->generation, .t_accept_ns = gw_now_ns(),
                        .bus = (uint8_t)dev->bus };
     tags_read_pdu(tags_plan_read(p->plan, ri), q.pdu);
-    if (gw_submit(gw, &q) == 0)
+    if (gw_submit(gw, &q) == 0) {
         r->outstanding = true;   /* else it is read again at its next tick */
+        if (bus < p->n_buses)
+            p->bus_outstanding[bus]++;
+    }
+}
+
+/* A place on `bus` is free: the read waiting longest there goes. */
+static void bus_place_freed(gw_poller_t *p, unsigned bus)
+{
+    if (bus >= p->n_buses)
+        return;
+    if (p->bus_outstanding[bus])
+        p->bus_outstanding[bus]--;
+    unsigned ri = p->bus_wait_head[bus];
+    if (ri == NO_READ || ri >= p->n_reads)
+        return;
+    p->bus_wait_head[bus] = p->reads[ri].next_waiting;
+    if (p->bus_wait_head[bus] == NO_READ)
+        p->bus_wait_tail[bus] = NO_READ;
+    p->reads[ri].waiting = false;
+    poll_once(p, ri);
 }
 
 uint16_t poll_item(const gw_poll_result_t *r, unsigned i)
@@ -300,8 +368,10 @@ static void split(gw_poller_t *p, unsigned ri)
 
 static void on_answer(gw_poller_t *p, const poll_answer_t *a)
 {
-    if (a->generation != p->generation || a->seq >= p->n_reads)
+    if (a->generation != p->generation || a->seq >= p->n_reads) {
+        bus_place_freed(p, a->bus);
         return;   /* a read of a plan since replaced */
+    }
     const tags_read_t *r = tags_plan_read(p->plan, a->seq);
     unsigned want = r->function >= 3 ? 2u * r->count : (r->count + 7u) / 8u;
     bool exception = a->pdu_len >= 2 && (a->pdu[0] & 0x80);
@@ -314,8 +384,10 @@ static void on_answer(gw_poller_t *p, const poll_answer_t *a)
     p->reads[a->seq].on_demand = false;
     for (unsigned k = 0; k < p->n_subs; k++)
         p->subs[k].answer(p->subs[k].ctx, &res);
-    if (exception && a->pdu[1] == 0x02 && r->members > 1)
-        split(p, a->seq);
+    bool split_it = exception && a->pdu[1] == 0x02 && r->members > 1;
+    if (split_it)
+        split(p, a->seq);   /* a new plan: the waiting lists start again */
+    bus_place_freed(p, a->bus);
 }
 
 /* The read whose members include tag `tag`, polled now (a written tag's
@@ -382,8 +454,8 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_poller_t *p = (gw_poller_t *)o;
-    poll_answer_t a = { .t_req_ns = req->t_accept_ns, .generation = (uint32_t)req->conn_id, .seq = req->seq,
-                        .pdu_len = (uint16_t)len };
+    poll_answer_t a = { .t_req_ns = req->t_accept_ns, .bus = req->bus, .generation = (uint32_t)req->conn_id,
+                        .seq = req->seq, .pdu_len = (uint16_t)len };
     memcpy(a.pdu, pdu, len);
     actor_send(p->gw->actors, p->self, POLLER_MSG_ANSWER, &a, offsetof(poll_answer_t, pdu) + len);
 }
@@ -400,6 +472,17 @@ gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_s
     }
     p->origin.ops = &poller_origin_ops;
     p->gw = gw;
+    p->n_buses = gw->cfg->bus_count;
+    p->bus_outstanding = calloc(p->n_buses + 1, sizeof *p->bus_outstanding);
+    p->bus_wait_head = malloc((p->n_buses + 1) * sizeof *p->bus_wait_head);
+    p->bus_wait_tail = malloc((p->n_buses + 1) * sizeof *p->bus_wait_tail);
+    if (!p->bus_outstanding || !p->bus_wait_head || !p->bus_wait_tail) {
+        snprintf(err, errcap, "out of memory");
+        poller_free(p);
+        return NULL;
+    }
+    for (unsigned b = 0; b <= p->n_buses; b++)
+        p->bus_wait_head[b] = p->bus_wait_tail[b] = NO_READ;
     memcpy(p->subs, subs, n_subs * sizeof *subs);
     p->n_subs = n_subs;
     if (planner_setup(p, err, errcap) != 0) {
@@ -435,6 +518,9 @@ void poller_free(gw_poller_t *p)
         return;
     tags_plan_free(p->plan);
     tags_planner_free(p->planner);
+    free(p->bus_outstanding);
+    free(p->bus_wait_head);
+    free(p->bus_wait_tail);
     free(p->groups);
     free((void *)p->group_read);
     free(p->reads);

@@ -404,6 +404,32 @@ def test_abandoned_writes():
     sim.kill()
 
 
+def test_poller_waits_for_places():
+    """More reads fall due at once than a slow bus's queue holds: the poller
+    keeps at most half the queue and holds the rest until places free, so no
+    read comes back exception 06 (bus busy) and every tag turns good."""
+    d = tempfile.mkdtemp(prefix="rtugw-tags-")
+    sim = PtySim(d, "1", ["--pace", "--baud", "9600", "--format", "8N1", "--registers", "8000"])
+    rows = "".join(f"r{i:02d},holding,{100 * i},uint16\n" for i in range(80))   # 80 reads: too far apart to merge
+    with open(os.path.join(d, "tags.csv"), "w") as f:
+        f.write("name,table,address,type\n" + rows)
+    devices = f"[device plc]\nslave = 1\ninterval_ms = 3000\ntags_file = {d}/tags.csv\n"
+    g = Gateway(bus=f"port = {sim.link}\nbaud = 9600\nparity = none\nqueue_depth = 8\n", devices=devices,
+                timeout_ms=500, extra_tcp="bus_share = 2\n")
+    try:
+        busy, t_end = set(), time.time() + 4
+        while time.time() < t_end:
+            busy |= {n for n, t in tag_values(g).items() if t.get("exception") == 6}
+            time.sleep(0.05)
+        check(not busy, f"no tag read came back exception 06 at start ({len(busy)}: {sorted(busy)[:5]})")
+        good = wait_for(lambda: all_good(g), 5)
+        bad = {n: (t["quality"], t.get("reason")) for n, t in tag_values(g).items() if t["quality"] != "good"}
+        check(good, f"all 80 tags good ({len(bad)} not: {sorted(bad.items())[:4]})")
+    finally:
+        g.stop()
+        sim.kill()
+
+
 def test_split_on_exception_02():
     """The simulator has registers 0..999: a read of 995..1002 spans the hole
     996..1001 and the missing 1000+; exception 02 splits it, and the tag at
@@ -526,4 +552,4 @@ def test_check_reports():
 
 
 run_tests("test_tags_gw", (test_types_and_writes, test_new_types, test_modicon_addressing, test_read_only_and_no_token, test_quality, test_abandoned_writes,
-                           test_split_on_exception_02, test_demo_file, test_check_reports))
+                           test_poller_waits_for_places, test_split_on_exception_02, test_demo_file, test_check_reports))
