@@ -316,6 +316,37 @@ static void test_widened_past_map_end(void **state)
 }
 
 /*
+ * A widened read refused where the slave's map begins (libmodbus's server
+ * maps from 0x160 on, and its suite reads address 0) says nothing about the
+ * registers above: reads there are still widened (I6). Before, the refusal
+ * at address 0 was kept as an end that every widened read reached, and I6
+ * was off for that function from then on. The model's map begins at 100.
+ */
+static void test_refusal_below_map_keeps_widening(void **state)
+{
+    (void)state;
+    sim_t *s = sim_new(24, BUS, 0);
+    sim_slave_model_t m = healthy(3 * MS);
+    m.values = SIM_VALUES_ZERO;
+    m.map_start = 100;
+    sim_add_slave(s, 1, &m);
+    static const uint8_t q[3][5] = {
+        { 3, 0, 200, 0, 1 },   /* data: its shape is now taken */
+        { 3, 0, 0, 0, 1 },     /* widened (shape taken), refused 02, asked as it came: 02 */
+        { 3, 1, 44, 0, 1 },    /* 300: shape taken, widened: the refusal at 0 is no end here */
+    };
+    for (unsigned i = 0; i < 3; i++)
+        sim_submit_at(s, i * 300 * MS, 1, q[i], sizeof q[i]);
+    sim_run(s, 0);
+    for (unsigned i = 0; i < 3; i++)
+        assert_right(s, i, 1, q[i], sizeof q[i]);
+    assert_int_equal(gw_read(&sim_metrics(s)->shape_refused), 1);
+    assert_int_equal(gw_read(&sim_metrics(s)->shaped), 2);
+    assert_clean(s);
+    sim_free(s);
+}
+
+/*
  * After a give-up, a slave that answers again gets its next answer within
  * one timeout and two transactions' wire time of the 0x0B (I6: the next
  * question's shape differs from the question given up, so no confirmation
@@ -842,7 +873,7 @@ int main(void)
         cmocka_unit_test(test_equal_answers),        cmocka_unit_test(test_silent_slave_and_backoff),
         cmocka_unit_test(test_guard_holds_one_slave), cmocka_unit_test(test_broadcast),
         cmocka_unit_test(test_port_lost),            cmocka_unit_test(test_equal_blocks_cost_nothing),
-        cmocka_unit_test(test_widened_past_map_end),
+        cmocka_unit_test(test_widened_past_map_end), cmocka_unit_test(test_refusal_below_map_keeps_widening),
         cmocka_unit_test(test_widen_reads_off), cmocka_unit_test(test_answer_after_give_up),
         cmocka_unit_test(test_silent_deadline),     cmocka_unit_test(test_copies_none),
         cmocka_unit_test(test_other_function_after_give_up),
