@@ -88,6 +88,8 @@ typedef struct config_bus {
     unsigned char_timeout_ms;       /* framing ascii: inter-character timeout */
     unsigned max_inflight;          /* framing tcp: requests on the connection at once (1) */
     bool listen;                    /* mode = listen: rtugw never writes to this bus (config/listen.c) */
+    bool no_copies;                 /* copies = none: the operator vouches no frame is repeated on the
+                                       line (line I4 off until a copy is seen); default: detect */
 } config_bus_t;
 
 /* How a device's tags write their addresses: protocol addresses from 0 (the

@@ -23,6 +23,7 @@ static bool set_priority_units(loader_t *ld, const key_spec_t *k, unsigned numbe
 static bool set_priority_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_copies(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
 #define U(s, f, lo, hi) { .name = #f, .type = K_UINT, .offset = offsetof(s, f), .min = lo, .max = hi }
 #define B(s, f) { .name = #f, .type = K_BOOL, .offset = offsetof(s, f) }
@@ -55,6 +56,7 @@ static const key_spec_t bus_keys[] = {
     U(config_bus_t, gap_us, 0, 1000000),
     U(config_bus_t, queue_depth, 1, 4096),
     B(config_bus_t, tcp_first),
+    C("copies", set_copies),
     /* transports (transports.c checks which ports and framings take them) */
     C("framing", transports_set_framing),
     U(config_bus_t, connect_timeout_ms, 1, 600000),
@@ -592,6 +594,22 @@ static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, cons
     }
     ro->bucket_count = n;
     return true;
+}
+
+/* [bus] copies: "detect" (the default: line I4 checks answers equal to the
+ * last one for another question) or "none" (the operator vouches that
+ * nothing on the line repeats a frame: no repeater, no echoing converter,
+ * no slave that sends its answer twice; docs/reliability.md). */
+static bool set_copies(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_bus_t *bus = ld->target;
+    (void)number;
+    if (strcmp(value, "detect") == 0 || strcmp(value, "none") == 0) {
+        bus->no_copies = strcmp(value, "none") == 0;
+        return true;
+    }
+    config_bad_value(ld, k->name, value, "expected detect or none");
+    return false;
 }
 
 static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)

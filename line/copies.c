@@ -80,15 +80,21 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
     uint64_t asked = fnv1a(bus->cur.pdu, bus->cur.pdu_len);   /* I5 counts re-asks per question asked */
     bus->pending_suspect = false;
     bus->pending_unconfirmed = false;
-    if (s->confirming && line_shape_certifies(bus, slave)) {
-        /* I6: no stale frame has this shape; the copy check (I4) still applies */
+    int certified = s->confirming ? line_shape_certifies(bus, slave) : CERTIFIED_NOT;
+    if (certified) {
+        /* I6: no stale frame has this shape, or this function; the copy
+         * check (I4) still applies. By function, the confirmation goes on
+         * for the functions given up (shapes.c). */
         gw_count(&bus->m.certified);
-        s->confirming = false;
         s->confirm_hash = 0;
         s->confirm_asks = 0;
-        s->verifying = false;
+        if (certified == CERTIFIED_BY_SHAPE) {
+            s->confirming = false;
+            s->verifying = false;
+        }   /* (by function, a verification under way goes on: its re-ask
+             * is certified again, and clearing it re-asked for ever) */
     }
-    if (s->confirming) {
+    if (s->confirming && !certified) {
         if (!confirm_check(bus, s, h, asked))
             s->verifying = false;   /* two fresh answers agree: no copy check (I4) needed */
         return;
@@ -133,10 +139,13 @@ void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *
     s->last_answer_hash = fnv1a(pdu, len);
     s->last_question_hash = fnv1a(req->pdu, req->pdu_len);
     s->last_answer_end_ns = t_last;
-    s->stale_run = 0;
+    if (!s->confirming)   /* still confirming (an answer certified by function): they may still come */
+        s->stale_run = 0;
     line_shape_answered(bus, req->slave, pdu, len);
-    if (s->quiet_ns && t_last + s->quiet_ns > s->hold_until_ns)
+    if (s->quiet_ns && t_last + s->quiet_ns > s->hold_until_ns) {
         s->hold_until_ns = t_last + s->quiet_ns;
+        s->hold_by_function = false;   /* a repeating slave's quiet holds every question */
+    }
 }
 
 /* I4 for a late answer: a frame equal to the slave's last answer, for

@@ -25,7 +25,10 @@
  *   its guard: its current response timeout, measured from the last frame
  *   heard from S (or from the timeout, if S said nothing). Frames from S in
  *   that window answer nothing: they are dropped, counted, logged, and they
- *   restart the guard.
+ *   restart the guard. By function: a guard set only by give-ups (nothing
+ *   else held S) holds only questions of the functions given up since S's
+ *   last answer; by F their late answers cannot answer another function's
+ *   question (line_on_timeout, line_queue_pick).
  *
  *   I3 (vouched answers). An answer is delivered only once the line has been
  *   quiet for the inter-frame gap after it. A second candidate in that window
@@ -64,7 +67,9 @@
  *   next question of the same kind, unless I6 shapes it otherwise. So after
  *   a give-up, the slave's first answer is delivered at once only when I6
  *   vouches for it (its shape is none a stale frame of the slave can have,
- *   line_shape_certifies); else only when two attempts of one question, each
+ *   or its function none of the questions given up: line_shape_certifies;
+ *   by function, the confirmation goes on for the functions given up, since
+ *   a slave may answer out of order); else only when two attempts of one question, each
  *   asked after the slave's guard, are answered with the same bytes: a
  *   stale answer arrives once (or twice as adjacent copies, which I3 sees),
  *   and while the slave is confirming no frame is taken for a parked
@@ -270,6 +275,7 @@ static void guard_slave(line_t *bus, unsigned slave, uint64_t from)
 #endif
     if (from + guard_ns(s) > s->hold_until_ns)
         s->hold_until_ns = from + guard_ns(s);
+    s->hold_by_function = false;   /* anything but a give-up's guard holds every question */
     (void)bus;
 }
 
@@ -581,6 +587,7 @@ void line_on_timeout(line_t *bus, uint64_t now)
     gw_count(&bus->m.timeouts);
     gw_count(&bus->sm[slave].timeouts);
     line_slave_event(bus, slave, EV_TIMEOUT, now);
+    bool held_before = s->hold_until_ns > now;
     guard_slave(bus, slave, now);
     bool retry = bus->attempts <= bus->cfg.retries && !s->failures;
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u timed out after %.1f ms; %s",
@@ -593,6 +600,17 @@ void line_on_timeout(line_t *bus, uint64_t now)
         s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
         line_shape_given_up(bus, &bus->wire);   /* I6: the next question avoids its shape */
         line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);   /* I5: its answer may still come, shaped like the next one's */
+        /* I2 by function: what may still come of the questions given up
+         * since the slave's last answer is their late answers, each of its
+         * question's function (or its exception); by F none of them can be
+         * taken for a question of another function, so this guard holds
+         * only questions of those functions (line_queue_pick), when nothing
+         * else guards the slave (held_before: an answer to a question asked
+         * twice, a frame dropped; and any guard set after this one holds
+         * all again). A late answer heard during such a question's attempt
+         * answers nothing (dropped, and the slave guarded), or in I3's
+         * window makes its answer doubtful. */
+        s->hold_by_function = !held_before;
         s->failures++;
         if (s->dead_after && s->failures >= s->dead_after) {
             s->dead_until_ns = now + (uint64_t)s->backoff_ms * 1000000ull;

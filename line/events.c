@@ -226,10 +226,20 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
     /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
      * answer carries that answer's transaction id, no longer in flight, so
      * the MBAP layer hands it up failing its CRC. Equal answers are real. */
+    /* [bus] copies = none: the operator vouches that nothing on the line
+     * repeats a frame (no repeater, no echoing converter, no slave that
+     * sends an answer twice). Then a frame of S is the answer to one
+     * attempt sent to S, heard once; an answer equal to S's last one for
+     * another question cannot be a copy of it (I4's only doubt), and I4's
+     * guard and re-ask are not paid. Late answers of questions given up or
+     * asked twice stay with I2, I5 and I6, which do not rest on the vouch.
+     * The vouch is not blind: a copy seen where it answers nothing (I3's
+     * window, a stray frame equal to the last answer) makes the slave SENT
+     * (copies.c), as on a bus left to detect. */
     bool ids = bus->cfg.framing == CONFIG_FRAMING_TCP;
     for (unsigned s = 0; s < N_SLAVES; s++) {
         bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
-        bus->slaves[s].copies = ids ? COPIES_GENUINE : COPIES_UNKNOWN;
+        bus->slaves[s].copies = ids || bus->cfg.no_copies ? COPIES_GENUINE : COPIES_UNKNOWN;
         if (ids)
             bus->slaves[s].widen = false;   /* no stale frame can match: nothing for I6 to do */
         gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);

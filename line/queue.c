@@ -156,6 +156,13 @@ bool line_queue_push_or_purge(line_t *bus, unsigned qi, const gw_request_t *req,
  * on the way, without line time. *wake: the earliest guard that holds a
  * request back (0: none).
  */
+/* I2 by function (discipline.c, line_on_timeout): a give-up's guard holds
+ * only the functions given up; a question of another function may go. */
+static bool hold_passes(const slave_state_t *ss, const gw_request_t *r)
+{
+    return ss->hold_by_function && line_shape_function_free(ss, r->pdu[0]);
+}
+
 bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake)
 {
     *wake = 0;
@@ -180,7 +187,7 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
             slave_state_t *ss = &bus->slaves[r->slave];
             if (answer_unsendable(bus, qi, i, now))
                 continue;
-            if (r->slave && (ss->parked || ss->hold_until_ns > now)) {
+            if (r->slave && (ss->parked || (ss->hold_until_ns > now && !hold_passes(ss, r)))) {
                 if (!ss->parked && (!*wake || ss->hold_until_ns < *wake))
                     *wake = ss->hold_until_ns;
                 i++;

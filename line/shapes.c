@@ -62,6 +62,24 @@ static bool shape_taken(const slave_state_t *s, uint16_t shape)
     return false;
 }
 
+/*
+ * Would this widened read reach a register where a widened read was
+ * refused? A refused read [a, end) says the map has a hole in it, most
+ * likely at end - 1, the register widening added; a read that starts past
+ * it says nothing about it (a refusal at address 0, as libmodbus's suite
+ * asks, stopped every widening above it). Only a cost is at stake: a
+ * widened read refused is asked again as it came (deliver_shaped).
+ */
+static bool past_refused_end(const slave_state_t *s, uint8_t fc, unsigned addr, unsigned wide)
+{
+    for (unsigned i = 0; i < REFUSED_KEPT; i++) {
+        uint32_t end = s->shape_refused_end[fc][i];
+        if (end && addr < end && addr + wide >= end)
+            return true;
+    }
+    return false;
+}
+
 bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_t *wire)
 {
     *wire = *req;
@@ -86,8 +104,7 @@ bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_
         return false;
     for (unsigned k = 0; k < 2 * SHAPES_KEPT; k++) {
         wide = fc <= 2 ? (wide + 7) / 8 * 8 + 1 : wide + 1;
-        if (wide > max || addr + wide > 65536u ||
-            (s->shape_refused_end[fc] && addr + wide >= s->shape_refused_end[fc]))
+        if (wide > max || addr + wide > 65536u || past_refused_end(s, fc, addr, wide))
             return false;
         if (!shape_taken(s, read_shape(fc, wide))) {
             wire->pdu[3] = (uint8_t)(wide >> 8);
@@ -118,8 +135,9 @@ void line_shape_refused(line_t *bus, const gw_request_t *wire)
     slave_state_t *s = &bus->slaves[wire->slave];
     uint8_t fc = wire->pdu[0];
     uint32_t end = read_addr(wire) + read_qty(wire);
-    if (!s->shape_refused_end[fc] || end < s->shape_refused_end[fc])
-        s->shape_refused_end[fc] = end;
+    uint32_t *ends = s->shape_refused_end[fc];
+    memmove(ends + 1, ends, (REFUSED_KEPT - 1) * sizeof *ends);   /* the oldest is forgotten */
+    ends[0] = end;
     gw_count(&bus->m.shape_refused);
     line_log(bus, CONFIG_LOG_INFO, "bus %s slave %u fc %u: a read widened to end at %u was refused; "
              "reads are no longer widened to end there or past", bus->cfg.name, wire->slave, fc, end);
@@ -137,7 +155,11 @@ void line_shape_given_up(line_t *bus, const gw_request_t *wire)
     /* The run of questions given up since an answer was taken: past
      * SHAPES_KEPT, an older one's late answer may have any shape kept. */
     s->stale_run = s->confirming ? s->stale_run + 1 : 1;
-    push_shape(s->stale_shape, is_read(wire) ? read_shape(wire->pdu[0], read_qty(wire)) : 0);
+    /* a question with no known shape is kept by its function alone (byte
+     * count 0xff, which no read's answer has: 250 at most), for
+     * line_shape_certifies */
+    push_shape(s->stale_shape, is_read(wire) ? read_shape(wire->pdu[0], read_qty(wire))
+                                            : (uint16_t)(wire->pdu[0] << 8 | 0xff));
 }
 
 /* An answer was heard (delivered or not): its copies have its shape. */
@@ -156,12 +178,43 @@ void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t
  * An exception has no shape (it answers any question of its function), so
  * it is confirmed as before.
  */
-bool line_shape_certifies(const line_t *bus, unsigned slave)
+/*
+ * And by function: a late answer of a question given up carries that
+ * question's function (its data, or its exception: function | 0x80), so by
+ * F a held answer of another function is none of them, whatever its shape
+ * (an exception, a report of slave id, a write's echo). After a read timed
+ * out, the next question of another function needs no confirmation: the
+ * copy check (I4) still applies to it. Only while every question given up
+ * since the slave's last answer is kept (stale_run <= SHAPES_KEPT); a
+ * question whose function is not kept (0, from before this rule) blocks.
+ * Such an answer is no sign that the late answers have all come (a slave
+ * may answer out of order: the explorer's busy slave that still hears), so
+ * it ends no confirmation: the slave stays confirming, with its questions
+ * given up kept (copies.c), and its next answer of a function given up is
+ * still certified by shape or confirmed (I5).
+ */
+bool line_shape_function_free(const slave_state_t *s, uint8_t fc)
+{
+    if (!s->stale_run || s->stale_run > SHAPES_KEPT)
+        return false;
+    for (unsigned i = 0; i < SHAPES_KEPT && i < s->stale_run; i++)
+        if (!s->stale_shape[i] || s->stale_shape[i] >> 8 == fc)
+            return false;
+    return true;
+}
+
+int line_shape_certifies(const line_t *bus, unsigned slave)
 {
     const slave_state_t *s = &bus->slaves[slave];
     const uint8_t *p = bus->pending_pdu;
-    if (s->stale_run > SHAPES_KEPT || bus->pending_len < 2 || p[0] < 1 || p[0] > 4 ||
-        (size_t)p[1] + 2 != bus->pending_len)
-        return false;
-    return !shape_taken(s, (uint16_t)(p[0] << 8 | p[1]));
+    if (s->stale_run > SHAPES_KEPT || bus->pending_len < 2)
+        return CERTIFIED_NOT;
+    /* (after a give-up only: a slave that repeats is confirmed because its
+     * answer equals its last one, which no function tells apart) */
+    if (p[0] >= 1 && p[0] <= 4 && (size_t)p[1] + 2 == bus->pending_len &&
+        !shape_taken(s, (uint16_t)(p[0] << 8 | p[1])))
+        return CERTIFIED_BY_SHAPE;
+    if (s->confirm_cause == CONFIRM_GIVE_UP && line_shape_function_free(s, p[0] & 0x7f))
+        return CERTIFIED_BY_FUNCTION;
+    return CERTIFIED_NOT;
 }

@@ -14,6 +14,7 @@
 #define TIMEOUT_WIDEN_LIMIT 4                /* adaptive timeout: at most 4x the configured one */
 #define LOG_SUMMARY_NS 10000000000ull        /* info summaries per slave: at most one per 10 s */
 #define N_SLAVES 248
+#define REFUSED_KEPT 4                       /* refused widened reads a slave's map ends are learned from */
 #define SHAPES_KEPT 2                        /* answers and give-ups a slave's question avoids the shape of */
 
 /* What happened to a slave, for the rate-limited info summary. */
@@ -51,8 +52,9 @@ typedef struct slave_state {
     uint16_t answer_shape[SHAPES_KEPT];  /* its last answers' shapes (0: none) */
     uint16_t stale_shape[SHAPES_KEPT];   /* the last questions given up, as asked on the wire */
     unsigned stale_run;           /* questions given up since the last answer taken */
-    uint32_t shape_refused_end[5];/* per fc 1..4: a widened read ending here or past was refused */
+    uint32_t shape_refused_end[5][REFUSED_KEPT];  /* per fc 1..4: widened reads refused, their ends */
     bool widen;                   /* I6 may widen its reads ([device] widen_reads; never with ids) */
+    bool hold_by_function;        /* I2: its hold is only a give-up's: it holds the functions given up */
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
@@ -164,7 +166,10 @@ void line_shape_refused(line_t *bus, const gw_request_t *wire);
 void line_shape_given_up(line_t *bus, const gw_request_t *wire);
 void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len);
 /* I5 by construction: the held answer cannot be a stale frame of its slave. */
-bool line_shape_certifies(const line_t *bus, unsigned slave);
+enum { CERTIFIED_NOT = 0, CERTIFIED_BY_SHAPE, CERTIFIED_BY_FUNCTION };
+int line_shape_certifies(const line_t *bus, unsigned slave);
+/* No late answer of the questions given up since the slave's last answer has function fc. */
+bool line_shape_function_free(const slave_state_t *s, uint8_t fc);
 void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
 void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code);
 void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now);

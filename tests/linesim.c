@@ -267,7 +267,7 @@ size_t sim_expected(const sim_t *s, unsigned slave, const uint8_t *q, size_t qle
     unsigned qty = qlen >= 5 ? (unsigned)(q[3] << 8 | q[4]) : 0;
     switch (fc) {
     case 3: case 4:
-        if (addr + qty > EXCEPTION_ADDR) {
+        if (addr + qty > EXCEPTION_ADDR || addr < m->map_start) {
             out[0] = (uint8_t)(fc | 0x80);
             out[1] = 2;
             return 2;

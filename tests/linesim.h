@@ -52,6 +52,7 @@ typedef struct sim_slave_model {
     bool queueing;                     /* busy answering: a new request waits its turn */
     bool deaf_while_busy;              /* busy answering: a new request is not heard */
     enum sim_values values;
+    unsigned map_start;                /* reads starting below it: exception 02 (libmodbus's server's map) */
 } sim_slave_model_t;
 
 typedef struct sim_counts {
