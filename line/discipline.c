@@ -514,6 +514,39 @@ void line_pending_port_lost(line_t *bus)
     line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);
 }
 
+/*
+ * The port went with questions on the line: the attempt in flight (busy),
+ * and questions parked for a retry after an attempt that timed out. They
+ * are answered 0x0A, but what was asked was heard: a slave still answers
+ * it, and its answer can arrive once the port is back (a converter that
+ * held it, a slave that answered late). So each is given up as a timeout
+ * gives up (I2's guard, I6's stale shape, I5's confirmation), or the next
+ * question of that slave, of the same shape, would take that late answer
+ * (the explorer's seed 1796193365564005: a port flap between an attempt
+ * and its answer). A parked question's attempts were shaped when they were
+ * sent and their wire forms are not kept: its shape is unknown, so nothing
+ * is certified by shape or function for that slave (stale_run past
+ * SHAPES_KEPT) and its next answer is confirmed. Not a failure of the
+ * slave: no count toward dead_after.
+ */
+void line_port_lost_attempts(line_t *bus, uint64_t now)
+{
+    if (bus->busy && bus->cur.slave) {
+        unsigned slave = bus->cur.slave;
+        bus->slaves[slave].verifying = false;
+        guard_slave(bus, slave, now);
+        line_shape_given_up(bus, &bus->wire);
+        line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);
+    }
+    for (unsigned s = 1; s < N_SLAVES && bus->parked_count; s++)
+        if (bus->slaves[s].parked) {
+            bus->slaves[s].verifying = false;
+            guard_slave(bus, s, now);
+            bus->slaves[s].stale_run = SHAPES_KEPT + 1;
+            line_confirm_begin(bus, s, CONFIRM_GIVE_UP);
+        }
+}
+
 void line_start_next(line_t *bus)
 {
     uint64_t now = bus->now_ns, wake;

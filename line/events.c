@@ -171,6 +171,7 @@ void line_port(line_t *bus, bool up, uint64_t now)
     bus->now_ns = now;
     bus->port_up = up;
     if (!up) {
+        line_port_lost_attempts(bus, now);
         if (bus->pending) {
             line_pending_port_lost(bus);
         } else if (bus->busy) {

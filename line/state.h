@@ -138,6 +138,7 @@ bool line_slave_dead(const line_t *bus, unsigned slave, uint64_t now);
 void line_start_next(line_t *bus);
 /* The port went with an answer held (I3): delivered if nothing doubts it, else 0x0A. */
 void line_pending_port_lost(line_t *bus);
+void line_port_lost_attempts(line_t *bus, uint64_t now);
 /* I3's barrier came back: every byte read before it has been seen. */
 void line_on_resolve(line_t *bus);
 /* The attempt in flight had no answer by its deadline. */
