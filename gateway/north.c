@@ -46,6 +46,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #define GWNORTH_TEXT_BYTES 262144  /* the text of one message's values; a batch ends before it runs out */
@@ -304,7 +305,13 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
             return;   /* cannot happen: chunks of an older table are dropped in on_tags */
     const tags_tag_t *first = tags_table_tag(defs, idx[0]);
     unsigned device = gwtags_config_device(gw->tags, first);
+    /* Whether the device answers is what its newest answer says: a poll's
+     * message can hold values read before the port went and the failure
+     * after it, and an older good value must not bring a device back that
+     * a newer failure took down (a DBIRTH after its DDEATH, then a second
+     * DDEATH). The values of the newest answer's read decide. */
     bool reachable = false, any_answer = false;
+    int64_t newest_ms = INT64_MIN;
     const tags_table_t *t = gwtags_lock(gw->tags);
     for (size_t k = 0; k < n; k++) {
         const tags_tag_t *g = tags_table_tag(defs, idx[k]);
@@ -312,9 +319,15 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
         tags_table_value(t, idx[k], (int64_t)t_ms, &v);
         tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
         if (v.reason != TAGS_BAD_NOT_READ) {
+            bool answers = v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT ||
+                           v.reason == TAGS_BAD_DATA;
+            if (!any_answer || v.time_ms > newest_ms) {
+                newest_ms = v.time_ms;
+                reachable = answers;
+            } else if (v.time_ms == newest_ms) {
+                reachable |= answers;
+            }
             any_answer = true;
-            reachable |= v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT ||
-                         v.reason == TAGS_BAD_DATA;
         }
     }
     if (any_answer)
