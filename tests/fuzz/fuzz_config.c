@@ -203,9 +203,14 @@ static void check_security(const config_t *c)
         check_str(r->name, sizeof r->name, "role name");
         CHECK(name_ok(r->name), "role name '%s'", r->name);
         CHECK(r->functions && (r->functions & ~CONFIG_FN_ALL) == 0, "role %s functions %#x", r->name, r->functions);
-        CHECK(any_unit || r->buses, "role %s grants no unit or bus", r->name);
-        CHECK((r->buses >> c->bus_count) == 0, "role %s grants bus bits %#x of %u buses", r->name, r->buses,
-              c->bus_count);
+        bool any_bus = false, beyond = false;
+        for (unsigned b = 0; b < 8 * sizeof r->buses; b++)
+            if (r->buses[b / 8] & (1u << (b % 8))) {
+                any_bus = true;
+                beyond |= b >= c->bus_count;
+            }
+        CHECK(any_unit || any_bus, "role %s grants no unit or bus", r->name);
+        CHECK(!beyond, "role %s grants a bus beyond its %u buses", r->name, c->bus_count);
         CHECK(config_role_find(c, r->name) == (int)i, "role %s twice", r->name);
     }
 }
