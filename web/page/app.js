@@ -54,6 +54,7 @@
     for (const c of children) if (c !== null && c !== undefined) e.append(c);
     return e;
   }
+  window.rtugwEl = el;   /* config.js builds its view with it too */
 
   const num = (v) => (typeof v === 'number' && isFinite(v) ? v : null);
   const show = (v, digits) => (num(v) === null ? '-' : digits === undefined ? String(v) : v.toFixed(digits));

@@ -21,18 +21,8 @@
     message: null,              /* {ok, text}: the last change's answer */
   };
 
-  function el(tag, attrs, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === undefined || v === null || v === false) continue;
-      if (k === 'class') e.className = v;
-      else if (k === 'text') e.textContent = v;
-      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-      else e.setAttribute(k, v === true ? '' : v);
-    }
-    for (const c of children) if (c !== null && c !== undefined) e.append(c);
-    return e;
-  }
+  /* app.js's element builder (one copy for the page) */
+  const el = (...args) => window.rtugwEl(...args);
 
   /* One call to /api/: the credentials app.js holds, a JSON answer (or text). */
   async function api(method, path, body, headers) {
