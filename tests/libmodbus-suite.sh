@@ -13,11 +13,13 @@
 # loudly (exit 2), it never skips.
 #
 #   tests/libmodbus-suite.sh [RESPONSE_TIMEOUT_MS]    (default 540; RTUGW_BIN, default ./rtugw)
+#   RTUGW_BUS_KEYS='copies = none' tests/libmodbus-suite.sh    (more [bus] keys, one a line)
 # A long run (two clients, each with its own timeouts: about a minute), not
 # part of make check.
 set -eu
 RTUGW=${RTUGW_BIN:-./rtugw}
 TIMEOUT_MS=${1:-540}
+BUS_KEYS=${RTUGW_BUS_KEYS:-}
 WORK=$(mktemp -d /tmp/rtugw-libmodbus-XXXXXX)
 PIDS=""
 cleanup() {
@@ -83,6 +85,7 @@ port = $WORK/gw-pty
 baud = 115200
 parity = none
 response_timeout_ms = $TIMEOUT_MS
+$BUS_KEYS
 [tcp]
 port = $PORT
 default_bus = line
