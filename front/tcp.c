@@ -563,6 +563,24 @@ void conn_read(struct bufferevent *bev, void *arg)
     }
 }
 
+/* After a parse that reading had put off (a quiet timer, a throttle's end):
+ * the connection, if it is still there, gives back a place it reserved and
+ * did not use (the next waiting connection's turn), and a half-closed one
+ * flushes what it owes. */
+static void after_deferred_parse(gw_tcp_t *tcp, uint64_t id)
+{
+    tcp_conn_t *c = conn_by_id(tcp, id);
+    if (!c)
+        return;
+    if (c->reserved) {
+        conn_release_unused(c);
+        if (!c->reserved)
+            event_active(tcp->ev_serve, EV_TIMEOUT, 0);
+    }
+    if (c->half_closed)
+        conn_flush(c);
+}
+
 /* RTU_TCP_QUIET_MS without a byte after a request whose end needed it. */
 static void on_quiet(evutil_socket_t fd, short what, void *arg)
 {
@@ -574,15 +592,7 @@ static void on_quiet(evutil_socket_t fd, short what, void *arg)
     if (c->paused || c->wait.linked)
         return;   /* asked again when reading resumes */
     conn_parse(c, true);
-    if ((c = conn_by_id(tcp, id)) != NULL) {
-        if (c->reserved) {
-            conn_release_unused(c);
-            if (!c->reserved)
-                event_active(tcp->ev_serve, EV_TIMEOUT, 0);
-        }
-        if (c->half_closed)
-            conn_flush(c);
-    }
+    after_deferred_parse(tcp, id);
 }
 
 /* A throttled connection's budget has an exception 06 again: read it again
@@ -600,15 +610,7 @@ static void on_throttle_end(evutil_socket_t fd, short what, void *arg)
     if (!c->half_closed)
         bufferevent_enable(c->bev, EV_READ);
     conn_parse(c, c->half_closed);
-    if ((c = conn_by_id(tcp, id)) != NULL) {
-        if (c->reserved) {
-            conn_release_unused(c);
-            if (!c->reserved)
-                event_active(tcp->ev_serve, EV_TIMEOUT, 0);
-        }
-        if (c->half_closed)
-            conn_flush(c);
-    }
+    after_deferred_parse(tcp, id);
 }
 
 /* The output buffer ran empty: a half-closed connection may now close. */
