@@ -30,17 +30,14 @@ import socket
 import statistics
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
 
 
 def accepts(binary, clients):
