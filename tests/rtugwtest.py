@@ -17,11 +17,13 @@ import urllib.request
 
 BIN = os.environ.get("RTUGW_BIN", "./rtugw")
 _failures = [0]
+_failed_checks = []   # repeated by finish(): CI shows a log's tail, and a failure may be far above it
 
 
 def check(cond, what, quiet=False):
     if not cond:
         _failures[0] += 1
+        _failed_checks.append(what)
         print("FAIL:", what, flush=True)
     elif not quiet:
         print("ok:", what, flush=True)
@@ -237,6 +239,8 @@ class Daemon:
 
 
 def finish(name, extra=""):
+    for what in _failed_checks:
+        print("FAILED:", what)
     print(f"{name}: {_failures[0]} failures{extra}")
     sys.exit(1 if _failures[0] else 0)
 

@@ -270,7 +270,10 @@ def test_demo(b):
         if row:
             check(row[0] == "tx" and row[1] == "2" and row[2].startswith("02 03 00 32 00 03"),
                   f"frames: it went out (tx) to slave 2 as 02 03 00 32 00 03 ... ({row})")
-        ans = frame_row(b, "3 registers: ")
+        # The answer's own values: "3 registers: " alone also matches a poll's "23 registers: ...".
+        b.wait("return [...document.querySelectorAll('#frames tr.frame .meaning')]"
+               ".some(m => m.textContent === '3 registers: 2050, 2051, 2052')", "frames: mbpoll's answer shows", timeout=6)
+        ans = frame_row(b, "3 registers: 2050, 2051, 2052")
         check(ans is not None and ans["dir"] == "rx" and ans["slave"] == "2", f"frames: and its answer came back ({ans})")
         b.d.find_element(By.CSS_SELECTOR, "#frames tr.frame").click()
         b.wait("return document.querySelector('#frames tr.more pre')?.textContent.startsWith('{\"ok\":')",
