@@ -27,8 +27,9 @@
  *   that window answer nothing: they are dropped, counted, logged, and they
  *   restart the guard. By function: a guard set only by give-ups (nothing
  *   else held S) holds only questions of the functions given up since S's
- *   last answer; by F their late answers cannot answer another function's
- *   question (line_on_timeout, line_queue_pick).
+ *   last answer, and one set only by I4's re-asks only questions of their
+ *   functions; by F their late answers cannot answer another function's
+ *   question (line_on_timeout, guard_slave_function, line_queue_pick).
  *
  *   I3 (vouched answers). An answer is delivered only once the line has been
  *   quiet for the inter-frame gap after it. A second candidate in that window
@@ -45,8 +46,21 @@
  *   the slave's last answers has, so this is left to what I6 cannot shape:
  *   an exception (it has no shape), a write's echo, a read at its map's
  *   end. There, an answer equal to the slave's last one for another
- *   question is not delivered: the question is asked again once the slave
- *   has been quiet for its guard (no copy can be pending then). The same
+ *   question is not delivered: the same question is asked again at once
+ *   (after the line's rest, with no guard), and the re-ask's answer settles
+ *   it. No guard is needed before it: the re-ask is the same question (I1),
+ *   so the answer to either attempt carries its values; for equal bytes to
+ *   be wrong, both would have to be frames that answer neither attempt
+ *   (two copies of earlier equal answers, one after the other), with the
+ *   real answers of both attempts heard in neither's I3 window -- a slave
+ *   that is alive answers the first attempt during the re-ask, and that
+ *   answer is the re-ask's (it matches the same question). What the re-ask
+ *   may leave behind (the other attempt's answer) carries the question's
+ *   function, so by F it can answer only a question of that function: only
+ *   those wait for the guard after it (I2 by function); others go at once
+ *   (libmodbus's suite asks each function twice for an illegal address:
+ *   equal exceptions, each now one transaction more instead of a guard
+ *   its 500 ms client gave up on). The same
  *   bytes again: this answer is real, and delivered (no verdict on the
  *   slave: one that answered equal values once may still repeat later, and
  *   a verdict that equal answers are real let a late copy through, the
@@ -276,7 +290,25 @@ static void guard_slave(line_t *bus, unsigned slave, uint64_t from)
     if (from + guard_ns(s) > s->hold_until_ns)
         s->hold_until_ns = from + guard_ns(s);
     s->hold_by_function = false;   /* anything but a give-up's guard holds every question */
+    s->hold_fcs = 0;
     (void)bus;
+}
+
+/* I2 by function, after I4's re-ask was answered: the other attempt's
+ * answer may still come, and by F it can only be taken for a question of
+ * its function; so only questions of that function wait for the guard
+ * (with those of earlier re-asks still held: the hold lasts the longest of
+ * their guards, for all of them), unless something else already holds the
+ * slave (then it keeps holding all). */
+static void guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc)
+{
+    slave_state_t *s = &bus->slaves[slave];
+    bool held_before = s->hold_until_ns > bus->now_ns;
+    uint32_t fcs = held_before ? s->hold_fcs : 0;
+    bool narrow = fc < 32 && (!held_before || fcs);
+    guard_slave(bus, slave, from);
+    if (narrow)
+        s->hold_fcs = fcs | 1u << fc;
 }
 
 /* A frame of the slave heard `latency` after its last attempt's wire time
@@ -442,7 +474,10 @@ static void resolve_pending(line_t *bus, uint64_t now)
         deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         return;
     }
-    guard_slave(bus, bus->cur.slave, now);
+    /* I4's re-ask goes at once, with no guard: see below. */
+    bool only_suspect = bus->pending_suspect && !bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained;
+    if (!only_suspect)
+        guard_slave(bus, bus->cur.slave, now);
     if ((bus->pending_unconfirmed || bus->pending_suspect) && !bus->cur.t_confirm_ns)
         bus->cur.t_confirm_ns = bus->pending_t_last_ns;
     if (bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained) {
@@ -468,12 +503,12 @@ static void resolve_pending(line_t *bus, uint64_t now)
     }
     if (bus->pending_suspect) {
         /* I4: equal to the last answer, for another question. Asked again
-         * once the slave is quiet, whatever the retry budget: it is a
-         * verification, once per slave, not a retry. */
+         * at once (no guard, see I4 above), whatever the retry budget: it
+         * is a verification, not a retry. */
         gw_count(&bus->m.ambiguous);
         s->verifying = true;
         line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: the answer equals the slave's last one "
-               "for another question; asking again after the guard to tell a copy from real data",
+               "for another question; asking again at once to tell a copy from real data",
                bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur));
         park(bus, &bus->cur, bus->attempts);
         return;
@@ -724,7 +759,9 @@ static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t 
     gw_set(&bus->sm[slave].dead, 0);
     gw_set(&bus->sm[slave].last_ok_ns, now);
     gw_observe_latency(&bus->m, now - bus->t_first_send_ns);
-    if (bus->attempts > 1)
+    if (bus->attempts > 1 && s->verifying)
+        guard_slave_function(bus, slave, f->t_last_ns, bus->wire.pdu[0]);   /* I2, I4's re-ask */
+    else if (bus->attempts > 1)
         guard_slave(bus, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
     bus->pending = true;
     bus->pending_doubtful = false;

@@ -160,6 +160,8 @@ bool line_queue_push_or_purge(line_t *bus, unsigned qi, const gw_request_t *req,
  * only the functions given up; a question of another function may go. */
 static bool hold_passes(const slave_state_t *ss, const gw_request_t *r)
 {
+    if (ss->hold_fcs)   /* I4's re-asks: only their functions' late answers may still come */
+        return r->pdu[0] < 32 && !(ss->hold_fcs >> r->pdu[0] & 1);
     return ss->hold_by_function && line_shape_function_free(ss, r->pdu[0]);
 }
 
@@ -170,7 +172,7 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
         slave_state_t *ss = &bus->slaves[s];
         if (!ss->parked)
             continue;
-        if (ss->hold_until_ns <= now) {
+        if (ss->hold_until_ns <= now || hold_passes(ss, ss->parked)) {
             line_unpark(bus, s, &bus->cur, attempts);
             if (wanted(&bus->cur))
                 return true;

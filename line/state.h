@@ -55,6 +55,8 @@ typedef struct slave_state {
     uint32_t shape_refused_end[5][REFUSED_KEPT];  /* per fc 1..4: widened reads refused, their ends */
     bool widen;                   /* I6 may widen its reads ([device] widen_reads; never with ids) */
     bool hold_by_function;        /* I2: its hold is only a give-up's: it holds the functions given up */
+    uint32_t hold_fcs;            /* I2: its hold is only verified re-asks': it holds these functions
+                                     (bit fc, 1..31; 0: the hold holds all) */
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */

@@ -14,6 +14,7 @@
 #
 #   tests/libmodbus-suite.sh [RESPONSE_TIMEOUT_MS]    (default 540; RTUGW_BIN, default ./rtugw)
 #   RTUGW_BUS_KEYS='copies = none' tests/libmodbus-suite.sh    (more [bus] keys, one a line)
+#   RTUGW_LOG_LEVEL=debug RTUGW_KEEP=1 ...    (every frame in the kept $WORK/rtugw.log)
 # A long run (two clients, each with its own timeouts: about a minute), not
 # part of make check.
 set -eu
@@ -79,7 +80,7 @@ while [ ! -e "$WORK/gw-pty" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); do
 PIDS="$PIDS $!"
 cat >"$WORK/rtugw.conf" <<EOF
 [gateway]
-log_level = warn
+log_level = ${RTUGW_LOG_LEVEL:-warn}
 [bus line]
 port = $WORK/gw-pty
 baud = 115200

@@ -299,7 +299,7 @@ static void test_widened_past_map_end(void **state)
         { 3, 0x03, 0x82, 0, 2 },   /* 898..899, the map's last two */
         { 3, 0x03, 0x82, 0, 2 },   /* the same: its shape is taken, widened, refused; asked as it came */
         { 3, 0x03, 0x83, 0, 1 },   /* 899: a shape of its own */
-        { 3, 0x03, 0x82, 0, 1 },   /* 898: no shape free short of the end learned: I4's check (a guard) */
+        { 3, 0x03, 0x82, 0, 1 },   /* 898: no shape free short of the end learned: I4's check (a re-ask) */
     };
     for (unsigned i = 0; i < 4; i++)
         sim_submit_at(s, i * 200 * MS, 1, q[i], sizeof q[i]);
@@ -309,8 +309,9 @@ static void test_widened_past_map_end(void **state)
     assert_int_equal(gw_read(&sim_metrics(s)->shape_refused), 1);
     assert_int_equal(gw_read(&sim_metrics(s)->shaped), 1);
     assert_true(answered_after(s, 2, 400 * MS) < T_MS * MS);
-    assert_true(gw_read(&sim_metrics(s)->confirm_us) >= T_MS * 1000);   /* the fourth's check */
-    assert_true(answered_after(s, 3, 600 * MS) >= T_MS * MS);
+    assert_true(gw_read(&sim_metrics(s)->confirm_us) > 0);   /* the fourth's check ... */
+    assert_true(answered_after(s, 3, 600 * MS) < T_MS * MS);   /* ... a re-ask at once, no guard */
+    assert_int_equal(sim_writes_to(s, 1, NULL, 0), 6);        /* 1, 2 (widened, refused; as it came), 1, 2 */
     assert_clean(s);
     sim_free(s);
 }
@@ -486,8 +487,10 @@ static void test_copies_none(void **state)
     copies_run(vouched, &w_none, &worst_none);
     assert_int_equal(w_none, 4);                 /* one transaction each */
     assert_true(worst_none < 10 * MS);           /* wire speed: no guard (50 ms) paid */
-    assert_true(w_detect > 4);                   /* left to detect, I4 re-asks equal exceptions ... */
-    assert_true(worst_detect >= (uint64_t)T_MS * MS);   /* ... after a guard: the setting has effect */
+    print_message("equal exceptions: %u writes, worst %.1f ms left to detect; %u, %.1f ms vouched\n", w_detect,
+                  (double)worst_detect / 1e6, w_none, (double)worst_none / 1e6);
+    assert_int_equal(w_detect, 7);               /* left to detect, I4 re-asks each equal exception ... */
+    assert_true(worst_detect < 2 * worst_none + 2 * MS);   /* ... at once: one transaction more, no guard */
 
     /* The vouch is not blind: a slave that does send copies, on a vouched
      * bus, with all-zero registers (equal answers for other questions). */
@@ -852,8 +855,10 @@ static void test_explorer(void **state)
  * CPU), each of which the intact core passes (test_explorer with RTUGW_SEED);
  * RTUGW_EXPLORE_BROKEN_SEARCH=N searches N transactions from the clock.
  */
-static const uint64_t broken_seeds[] = { 1796193397564052ull, 1796193400564068ull, 1796193403564088ull,
-                                         1796193408564062ull };
+/* found again after I4's re-ask went at once (issue 31): a run's course changed, and
+ * with it where the broken core goes wrong (60,000 to 440,000 transactions in four tries) */
+static const uint64_t broken_seeds[] = { 1796200658585821ull, 1796200660585837ull, 1796200663585831ull,
+                                         1796200665585833ull };
 
 static void test_explorer_finds_broken_i2(void **state)
 {
