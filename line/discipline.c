@@ -29,7 +29,7 @@
  *   else held S) holds only questions of the functions given up since S's
  *   last answer, and one set only by I4's re-asks only questions of their
  *   functions; by F their late answers cannot answer another function's
- *   question (line_on_timeout, guard_slave_function, line_queue_pick).
+ *   question (line_on_timeout, line_guard_slave_function, line_queue_pick).
  *
  *   I3 (vouched answers). An answer is delivered only once the line has been
  *   quiet for the inter-frame gap after it. A second candidate in that window
@@ -195,7 +195,7 @@ void line_log(const line_t *bus, int level, const char *fmt, ...)
 /* At debug level, every frame on the line in hex: what an engineer with a
  * bus monitor would want to see, without a bus monitor. The web page's
  * monitor gets each one too, at any level, when [http] frame_ring is set. */
-static void log_frame(const line_t *bus, const char *dir, const uint8_t *p, size_t n)
+void line_log_frame(const line_t *bus, const char *dir, const uint8_t *p, size_t n)
 {
     char hex[3 * RTU_MAX_ADU + 1];
     if (bus->env.frame)
@@ -208,7 +208,7 @@ static void log_frame(const line_t *bus, const char *dir, const uint8_t *p, size
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s %s %s", bus->cfg.name, dir, hex);
 }
 
-static unsigned req_address(const gw_request_t *r)
+unsigned line_req_address(const gw_request_t *r)
 {
     return r->pdu_len >= 3 ? (unsigned)(r->pdu[1] << 8 | r->pdu[2]) : 0;
 }
@@ -217,7 +217,7 @@ static unsigned req_address(const gw_request_t *r)
  * Counts an event of a slave and, at most once per LOG_SUMMARY_NS, says at
  * info what happened to it since the last summary: a dead slave cannot
  * flood the log, and nothing goes unmentioned. The response timeout in force
- * is said with where it comes from (widen_timeout), so that a figure other
+ * is said with where it comes from (line_widen_timeout), so that a figure other
  * than the configured one explains itself in the line that shows it.
  */
 void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t now)
@@ -279,7 +279,7 @@ static uint64_t guard_ns(const slave_state_t *s)
 
 /* I2: nothing new is asked of the slave until it has been quiet for its
  * guard after `from`. */
-static void guard_slave(line_t *bus, unsigned slave, uint64_t from)
+void line_guard_slave(line_t *bus, unsigned slave, uint64_t from)
 {
     slave_state_t *s = &bus->slaves[slave];
 #ifdef LINE_BREAK_I2
@@ -300,20 +300,20 @@ static void guard_slave(line_t *bus, unsigned slave, uint64_t from)
  * (with those of earlier re-asks still held: the hold lasts the longest of
  * their guards, for all of them), unless something else already holds the
  * slave (then it keeps holding all). */
-static void guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc)
+void line_guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc)
 {
     slave_state_t *s = &bus->slaves[slave];
     bool held_before = s->hold_until_ns > bus->now_ns;
     uint32_t fcs = held_before ? s->hold_fcs : 0;
     bool narrow = fc < 32 && (!held_before || fcs);
-    guard_slave(bus, slave, from);
+    line_guard_slave(bus, slave, from);
     if (narrow)
         s->hold_fcs = fcs | 1u << fc;
 }
 
 /* A frame of the slave heard `latency` after its last attempt's wire time
  * ended: widen its timeout so the next guard covers such an answer. */
-static void widen_timeout(line_t *bus, unsigned slave, uint64_t latency_ns)
+void line_widen_timeout(line_t *bus, unsigned slave, uint64_t latency_ns)
 {
     slave_state_t *s = &bus->slaves[slave];
     unsigned want = (unsigned)(latency_ns * 3 / 2 / 1000000ull) + 1;
@@ -381,7 +381,7 @@ static void arm_kick(line_t *bus, uint64_t at, uint64_t now)
 
 /* req waits for its slave's guard to be asked again (I1); the wait is its
  * guard time, or its confirmation's once an answer of it was held back. */
-static void park(line_t *bus, const gw_request_t *req, unsigned attempts)
+void line_park_attempt(line_t *bus, const gw_request_t *req, unsigned attempts)
 {
     gw_request_t r = *req;
     r.t_parked_ns = bus->now_ns;
@@ -418,7 +418,7 @@ static void send_current(line_t *bus)
     bus->sparse = bus->idle_since_ns && now - bus->idle_since_ns >= SPARSE_NS;
     bus->idle_since_ns = 0;
     rtu_framer_reset(bus->framer);
-    log_frame(bus, "tx", adu, (size_t)n);
+    line_log_frame(bus, "tx", adu, (size_t)n);
     bus->env.write(bus->env.ctx, adu, (size_t)n);
     bus->busy = true;
     if (++bus->attempts == 1)
@@ -448,14 +448,14 @@ static void send_current(line_t *bus)
  * copy of it (an exception has no shape) answering the question as it came
  * is an answer equal to the last one for another question, which I4 checks.
  */
-static void deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
                            size_t len, uint64_t t_last)
 {
     line_copies_delivered(bus, wire, raw, len, t_last);
     if (memcmp(wire->pdu, req->pdu, req->pdu_len) != 0 && len == 2 && (raw[0] & 0x80) &&
         (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2)) {
         line_shape_refused(bus, wire);
-        park(bus, req, 0);
+        line_park_attempt(bus, req, 0);
         return;
     }
     uint8_t pdu[RTU_MAX_PDU];
@@ -471,13 +471,13 @@ static void resolve_pending(line_t *bus, uint64_t now)
     bus->pending = false;
     bool unexplained = bus->pending_unexplained > 0;
     if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect && !bus->pending_unconfirmed) {
-        deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
+        line_deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         return;
     }
     /* I4's re-ask goes at once, with no guard: see below. */
     bool only_suspect = bus->pending_suspect && !bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained;
     if (!only_suspect)
-        guard_slave(bus, bus->cur.slave, now);
+        line_guard_slave(bus, bus->cur.slave, now);
     if ((bus->pending_unconfirmed || bus->pending_suspect) && !bus->cur.t_confirm_ns)
         bus->cur.t_confirm_ns = bus->pending_t_last_ns;
     if (bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained) {
@@ -486,13 +486,13 @@ static void resolve_pending(line_t *bus, uint64_t now)
         gw_count(&bus->m.ambiguous);
         bool again = ++s->confirm_asks <= CONFIRM_MAX_ASKS;
         line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s%s; %s", bus->cfg.name,
-               bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
+               bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur),
                s->confirm_cause == CONFIRM_COPY ? "a slave that repeats gave its last answer for another question"
                                                 : "first answer since a question was given up",
                s->confirm_asks > 1 ? " and its re-ask's answer differs from the one before" : "",
                again ? "asking again after the guard to confirm it" : "refused (0x0B)");
         if (again) {
-            park(bus, &bus->cur, bus->attempts);
+            line_park_attempt(bus, &bus->cur, bus->attempts);
         } else {
             s->confirm_hash = 0;
             s->confirm_asks = 0;
@@ -509,8 +509,8 @@ static void resolve_pending(line_t *bus, uint64_t now)
         s->verifying = true;
         line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: the answer equals the slave's last one "
                "for another question; asking again at once to tell a copy from real data",
-               bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur));
-        park(bus, &bus->cur, bus->attempts);
+               bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur));
+        line_park_attempt(bus, &bus->cur, bus->attempts);
         return;
     }
     /* I6: doubtful, it is not delivered, but it was heard, and its copies
@@ -521,11 +521,11 @@ static void resolve_pending(line_t *bus, uint64_t now)
     gw_count(&bus->m.ambiguous);
     bool again = bus->attempts <= bus->cfg.retries && !s->failures;
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s followed the answer; %s",
-           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur),
+           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur),
            unexplained && !bus->pending_doubtful ? "bytes no frame explains" : "a second, different candidate",
            again ? "asking again after the guard" : "refused (0x0B)");
     if (again)
-        park(bus, &bus->cur, bus->attempts);
+        line_park_attempt(bus, &bus->cur, bus->attempts);
     else
         line_refuse(bus, &bus->cur, now);
 }
@@ -542,7 +542,7 @@ void line_pending_port_lost(line_t *bus)
     bus->pending = false;
     if (!bus->pending_doubtful && bus->pending_unexplained <= 0 && !bus->pending_suspect &&
         !bus->pending_unconfirmed) {
-        deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
+        line_deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         return;
     }
     gw_count(&bus->m.unavailable);
@@ -569,14 +569,14 @@ void line_port_lost_attempts(line_t *bus, uint64_t now)
     if (bus->busy && bus->cur.slave) {
         unsigned slave = bus->cur.slave;
         bus->slaves[slave].verifying = false;
-        guard_slave(bus, slave, now);
+        line_guard_slave(bus, slave, now);
         line_shape_given_up(bus, &bus->wire);
         line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);
     }
     for (unsigned s = 1; s < N_SLAVES && bus->parked_count; s++)
         if (bus->slaves[s].parked) {
             bus->slaves[s].verifying = false;
-            guard_slave(bus, s, now);
+            line_guard_slave(bus, s, now);
             bus->slaves[s].stale_run = SHAPES_KEPT + 1;
             line_confirm_begin(bus, s, CONFIRM_GIVE_UP);
         }
@@ -656,14 +656,14 @@ void line_on_timeout(line_t *bus, uint64_t now)
     gw_count(&bus->sm[slave].timeouts);
     line_slave_event(bus, slave, EV_TIMEOUT, now);
     bool held_before = s->hold_until_ns > now;
-    guard_slave(bus, slave, now);
+    line_guard_slave(bus, slave, now);
     bool retry = bus->attempts <= bus->cfg.retries && !s->failures;
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u timed out after %.1f ms; %s",
-           bus->cfg.name, slave, bus->cur.pdu[0], req_address(&bus->cur), bus->attempts,
+           bus->cfg.name, slave, bus->cur.pdu[0], line_req_address(&bus->cur), bus->attempts,
            (double)(now - bus->t_first_send_ns) / 1e6,
            retry ? "asking again once the slave has been quiet for its guard" : "answering 0x0B");
     if (retry) {
-        park(bus, &bus->cur, bus->attempts);
+        line_park_attempt(bus, &bus->cur, bus->attempts);
     } else {
         s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
         line_shape_given_up(bus, &bus->wire);   /* I6: the next question avoids its shape */
@@ -690,253 +690,4 @@ void line_on_timeout(line_t *bus, uint64_t now)
         line_refuse(bus, &bus->cur, now);
     }
     line_start_next(bus);
-}
-
-/*
- * Is this the answer to req? Same slave and function (or its exception),
- * and the shape the request asks for: the byte count its quantity implies,
- * or the exact echo of a write.
- */
-static bool frame_matches(const gw_request_t *req, const rtu_envelope_t *env, const rtu_frame_t *f)
-{
-    const uint8_t *q = req->pdu;
-    uint8_t fc = q[0];
-
-    if (env->slave != req->slave)
-        return false;
-    if (env->function == (fc | 0x80))
-        return true;
-    if (env->function != fc)
-        return false;
-    unsigned qty = req->pdu_len >= 5 ? (unsigned)(q[3] << 8 | q[4]) : 0;
-    switch (fc) {
-    case 1: case 2:
-        return f->adu[2] == (qty + 7) / 8;
-    case 3: case 4: case 23:
-        return f->adu[2] == 2 * qty;
-    case 5: case 6: case 22:
-        return f->len == req->pdu_len + 3u && memcmp(f->adu + 1, q, req->pdu_len) == 0;
-    case 15: case 16:
-        return memcmp(f->adu + 2, q + 1, 4) == 0;
-    default:
-        return true;   /* no shape known: slave and function must do */
-    }
-}
-
-static void verify(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env)
-{
-    /* xorshift: a share of frames checked against the reference decoder */
-    bus->verify_state ^= bus->verify_state << 13;
-    bus->verify_state ^= bus->verify_state >> 7;
-    bus->verify_state ^= bus->verify_state << 17;
-    if ((double)(bus->verify_state >> 11) * 0x1.0p-53 >= bus->p.verify_rate)
-        return;
-    rtu_envelope_t ref;
-    rtu_decode_reference(f->adu, f->len, &ref);
-    if (memcmp(&ref, env, sizeof ref) != 0) {
-        gw_count(&bus->m.verify_mismatches);
-        line_log(bus, CONFIG_LOG_ERROR, "bus %s: decoder mismatch against reference on a %u-byte frame",
-               bus->cfg.name, f->len);
-    }
-}
-
-/* The answer to the attempt in flight: held until the quiet vouches for it (I3). */
-static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
-{
-    unsigned slave = bus->cur.slave;
-    slave_state_t *s = &bus->slaves[slave];
-
-    bus->busy = false;
-    bus->deadline_ns = 0;
-    gw_count(&bus->m.responses);
-    gw_count(&bus->sm[slave].responses);
-    if (env->function & 0x80) {
-        gw_count(&bus->m.exceptions);
-        gw_count(&bus->sm[slave].exceptions);
-    }
-    s->failures = 0;
-    s->dead_until_ns = 0;
-    gw_set(&bus->sm[slave].dead, 0);
-    gw_set(&bus->sm[slave].last_ok_ns, now);
-    gw_observe_latency(&bus->m, now - bus->t_first_send_ns);
-    if (bus->attempts > 1 && s->verifying)
-        guard_slave_function(bus, slave, f->t_last_ns, bus->wire.pdu[0]);   /* I2, I4's re-ask */
-    else if (bus->attempts > 1)
-        guard_slave(bus, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
-    bus->pending = true;
-    bus->pending_doubtful = false;
-    bus->pending_unexplained = 0;
-    bus->pending_t_last_ns = f->t_last_ns;
-    bus->pending_noise_mark = f->noise_mark;
-    bus->pending_len = (uint16_t)(f->len - 3u);
-    memcpy(bus->pending_pdu, f->adu + 1, bus->pending_len);
-    line_copies_check(bus, slave, f->t_last_ns);
-}
-
-/* A good frame that is not the answer to the attempt on the wire. */
-static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
-{
-    unsigned slave = env->slave;
-    slave_state_t *s = slave < N_SLAVES ? &bus->slaves[slave] : NULL;
-    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
-
-    if (bus->pending)
-        bus->pending_unexplained -= f->len;   /* a whole frame explains its bytes */
-    if (bus->pending && slave == bus->cur.slave) {
-        /* I3: a second candidate in the vouching window. */
-        if (f->len - 3u != bus->pending_len || memcmp(f->adu + 1, bus->pending_pdu, bus->pending_len) != 0)
-            bus->pending_doubtful = true;
-        else
-            line_copies_sent(bus, slave, f->t_last_ns - bus->pending_t_last_ns);   /* I4 */
-        gw_count(&bus->m.foreign_frames);
-        guard_slave(bus, slave, f->t_last_ns);
-        line_slave_event(bus, slave, EV_DROPPED, now);
-        return;
-    }
-    if (!s || !slave) {
-        gw_count(&bus->m.foreign_frames);
-        return;
-    }
-    gw_request_t wire;
-    if (s->parked)
-        line_shape_question(bus, s->parked, &wire);   /* as its attempts were asked (I6) */
-    /*
-     * I4 holds for a late answer too: one equal to the slave's last answer,
-     * for another question, is not taken for the parked question (it may be
-     * a copy, or an exception, which has no shape, answering an earlier
-     * question later than its guard: the explorer's seed 1796189804553487).
-     * It answers nothing: dropped and the slave guarded, and the parked
-     * question is asked again after the guard.
-     */
-    bool suspect = s->parked && line_copies_suspect(bus, slave, f->adu + 1, f->len - 3u, &wire);
-    if (s->parked && s->parked_attempts && frame_matches(&wire, env, f) && !s->confirming && !suspect) {
-        /* The late answer to the slave's one outstanding question (I1). */
-        gw_request_t req;
-        unsigned attempts;
-        line_unpark(bus, slave, &req, &attempts);
-        gw_count(&bus->m.late_answers);
-        gw_count(&bus->sm[slave].late_answers);
-        gw_count(&bus->m.responses);
-        gw_count(&bus->sm[slave].responses);
-        line_slave_event(bus, slave, EV_LATE, now);
-        widen_timeout(bus, slave, first_byte > s->last_send_ns ? first_byte - s->last_send_ns : 0);
-        s->failures = 0;
-        gw_set(&bus->sm[slave].last_ok_ns, now);
-        if (attempts > 1)
-            guard_slave(bus, slave, f->t_last_ns);
-        line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer taken for its parked question",
-               bus->cfg.name, slave, req.pdu[0], req_address(&req));
-        s->verifying = false;
-        deliver_shaped(bus, &req, &wire, f->adu + 1, f->len - 3u, f->t_last_ns);
-        return;
-    }
-    /* Answers nothing: late to a question given up, a duplicate, or not
-     * ours. Dropped, and the slave guarded (I2). */
-    bool late = s->hold_until_ns > now;
-    gw_count(late ? &bus->m.late_bytes_guarded : &bus->m.foreign_frames);
-    if (late && first_byte > s->last_send_ns)
-        widen_timeout(bus, slave, first_byte - s->last_send_ns);
-    guard_slave(bus, slave, f->t_last_ns);
-    if (!suspect)   /* a suspect is no proof of copies: it may be real and late */
-        line_copies_stray(bus, slave, f);
-    line_slave_event(bus, slave, EV_DROPPED, now);
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u: frame dropped (%s); slave guarded %u ms",
-           bus->cfg.name, slave, env->function, late ? "late, in its guard" : "answers no question",
-           s->timeout_ms);
-}
-
-/*
- * A frame that fails its CRC but starts with a slave's address and the
- * function last asked of it is most likely that slave's answer, damaged --
- * and a slave that sent a damaged answer may still send another (a copy, a
- * late one). It is never delivered (F), but it counts for the slave's guard
- * (I2) and widens its timeout like a late answer: both only make the bus
- * wait longer, never take a frame for an answer. Returns the slave (0: none).
- * The guard is not set when the damaged answer is to the attempt in flight
- * and that attempt is asked again at once (retry_after_damage): the guard
- * would only be lifted again, and a guard set earlier by another frame must
- * stay (it is not lowered).
- */
-static bool retry_after_damage_allowed(const line_t *bus, unsigned slave)
-{
-    return bus->busy && slave == bus->cur.slave && bus->attempts <= bus->cfg.retries &&
-           !bus->slaves[slave].failures;
-}
-
-static unsigned garbled_from(line_t *bus, const rtu_frame_t *f)
-{
-    if (f->len < 2 || f->adu[0] == 0 || f->adu[0] >= N_SLAVES)
-        return 0;
-    unsigned slave = f->adu[0];
-    slave_state_t *s = &bus->slaves[slave];
-    if (!s->last_fc || (f->adu[1] & 0x7F) != s->last_fc)
-        return 0;
-    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
-    if (first_byte > s->last_send_ns)
-        widen_timeout(bus, slave, first_byte - s->last_send_ns);
-    if (!retry_after_damage_allowed(bus, slave))
-        guard_slave(bus, slave, f->t_last_ns);
-    return slave;
-}
-
-/*
- * The attempt in flight got a damaged answer from its own slave. Waiting
- * out the deadline and a guard cost ~420 ms per damaged answer, and three
- * in a row backed a healthy slave off. Asking again at once is safe by I1:
- * the retry is the same question, so the answer to either attempt answers
- * it, and an answer to a question asked twice guards the slave (I2), so the
- * other answer cannot reach the next question. Only while retries remain;
- * the last attempt still waits for its deadline (its answer may yet come).
- * No guard is added (garbled_from left it out: the line's own rest after the
- * last byte is enough), and none already set is lowered.
- */
-static bool retry_after_damage(line_t *bus)
-{
-    if (!retry_after_damage_allowed(bus, bus->cur.slave))
-        return false;
-    bus->busy = false;
-    bus->deadline_ns = 0;
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
-           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], req_address(&bus->cur), bus->attempts);
-    park(bus, &bus->cur, bus->attempts);
-    return true;
-}
-
-static void on_frame(line_t *bus, const rtu_frame_t *f)
-{
-    rtu_envelope_t env;
-    uint64_t now = bus->now_ns;
-
-    log_frame(bus, f->crc_ok ? "rx" : "rx (bad crc)", f->adu, f->len);
-    if (bus->p.router)
-        router_decode(bus->p.router, f->adu, f->len, &env);
-    else
-        rtu_decode_fallback(f->adu, f->len, &env);
-    if (bus->p.verify_rate > 0)
-        verify(bus, f, &env);
-    if (env.status != RTU_OK) {
-        /* Never delivered (F), and never the end of an attempt: the real
-         * answer may still come. In the vouching window it makes the held
-         * answer doubtful (I3). */
-        gw_count(&bus->m.crc_errors);
-        if (bus->pending)
-            bus->pending_doubtful = true;
-        unsigned from = garbled_from(bus, f);
-        if (from && bus->busy && from == bus->cur.slave)
-            retry_after_damage(bus);
-        line_log(bus, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", bus->cfg.name,
-               rtu_status_name((rtu_status_t)env.status), f->len);
-        return;
-    }
-    if (bus->busy && frame_matches(&bus->wire, &env, f))
-        take_answer(bus, f, &env, now);
-    else
-        on_other_frame(bus, f, &env, now);
-}
-
-void line_drain_frames(line_t *bus)
-{
-    rtu_frame_t f;
-    while (rtu_framer_next(bus->framer, &f))
-        on_frame(bus, &f);
 }

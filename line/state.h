@@ -145,7 +145,18 @@ void line_port_lost_attempts(line_t *bus, uint64_t now);
 void line_on_resolve(line_t *bus);
 /* The attempt in flight had no answer by its deadline. */
 void line_on_timeout(line_t *bus, uint64_t now);
-void line_drain_frames(line_t *bus);
+void line_drain_frames(line_t *bus);   /* receive.c */
+/* discipline.c, for receive.c: the guards (I2), the timeout a late answer
+ * widens, an attempt parked to be asked again (I1), an answer delivered
+ * trimmed to what was asked (I6), and the frame log. */
+void line_guard_slave(line_t *bus, unsigned slave, uint64_t from);
+void line_guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc);
+void line_widen_timeout(line_t *bus, unsigned slave, uint64_t latency_ns);
+void line_park_attempt(line_t *bus, const gw_request_t *req, unsigned attempts);
+void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+                         size_t len, uint64_t t_last);
+void line_log_frame(const line_t *bus, const char *dir, const uint8_t *p, size_t n);
+unsigned line_req_address(const gw_request_t *r);
 /* A log line, formatted only when its level is on. */
 void line_log(const line_t *bus, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* copies.c: I4. */

@@ -1,0 +1,260 @@
+/*
+ * line/receive.c -- the frames the framer hands up (line/line.h): each one is
+ * the answer to the attempt on the wire (take_answer, held for I3's quiet),
+ * the late answer to a slave's parked question (I1), or a frame that answers
+ * nothing, dropped with its slave guarded (I2). A frame that fails its CRC
+ * is never delivered (F). The invariants and their argument are at the top
+ * of line/discipline.c; this file applies them to what is heard.
+ */
+#include "line/state.h"
+
+#include <string.h>
+
+/*
+ * Is this the answer to req? Same slave and function (or its exception),
+ * and the shape the request asks for: the byte count its quantity implies,
+ * or the exact echo of a write.
+ */
+static bool frame_matches(const gw_request_t *req, const rtu_envelope_t *env, const rtu_frame_t *f)
+{
+    const uint8_t *q = req->pdu;
+    uint8_t fc = q[0];
+
+    if (env->slave != req->slave)
+        return false;
+    if (env->function == (fc | 0x80))
+        return true;
+    if (env->function != fc)
+        return false;
+    unsigned qty = req->pdu_len >= 5 ? (unsigned)(q[3] << 8 | q[4]) : 0;
+    switch (fc) {
+    case 1: case 2:
+        return f->adu[2] == (qty + 7) / 8;
+    case 3: case 4: case 23:
+        return f->adu[2] == 2 * qty;
+    case 5: case 6: case 22:
+        return f->len == req->pdu_len + 3u && memcmp(f->adu + 1, q, req->pdu_len) == 0;
+    case 15: case 16:
+        return memcmp(f->adu + 2, q + 1, 4) == 0;
+    default:
+        return true;   /* no shape known: slave and function must do */
+    }
+}
+
+static void verify(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env)
+{
+    /* xorshift: a share of frames checked against the reference decoder */
+    bus->verify_state ^= bus->verify_state << 13;
+    bus->verify_state ^= bus->verify_state >> 7;
+    bus->verify_state ^= bus->verify_state << 17;
+    if ((double)(bus->verify_state >> 11) * 0x1.0p-53 >= bus->p.verify_rate)
+        return;
+    rtu_envelope_t ref;
+    rtu_decode_reference(f->adu, f->len, &ref);
+    if (memcmp(&ref, env, sizeof ref) != 0) {
+        gw_count(&bus->m.verify_mismatches);
+        line_log(bus, CONFIG_LOG_ERROR, "bus %s: decoder mismatch against reference on a %u-byte frame",
+               bus->cfg.name, f->len);
+    }
+}
+
+/* The answer to the attempt in flight: held until the quiet vouches for it (I3). */
+static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+{
+    unsigned slave = bus->cur.slave;
+    slave_state_t *s = &bus->slaves[slave];
+
+    bus->busy = false;
+    bus->deadline_ns = 0;
+    gw_count(&bus->m.responses);
+    gw_count(&bus->sm[slave].responses);
+    if (env->function & 0x80) {
+        gw_count(&bus->m.exceptions);
+        gw_count(&bus->sm[slave].exceptions);
+    }
+    s->failures = 0;
+    s->dead_until_ns = 0;
+    gw_set(&bus->sm[slave].dead, 0);
+    gw_set(&bus->sm[slave].last_ok_ns, now);
+    gw_observe_latency(&bus->m, now - bus->t_first_send_ns);
+    if (bus->attempts > 1 && s->verifying)
+        line_guard_slave_function(bus, slave, f->t_last_ns, bus->wire.pdu[0]);   /* I2, I4's re-ask */
+    else if (bus->attempts > 1)
+        line_guard_slave(bus, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
+    bus->pending = true;
+    bus->pending_doubtful = false;
+    bus->pending_unexplained = 0;
+    bus->pending_t_last_ns = f->t_last_ns;
+    bus->pending_noise_mark = f->noise_mark;
+    bus->pending_len = (uint16_t)(f->len - 3u);
+    memcpy(bus->pending_pdu, f->adu + 1, bus->pending_len);
+    line_copies_check(bus, slave, f->t_last_ns);
+}
+
+/* A good frame that is not the answer to the attempt on the wire. */
+static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+{
+    unsigned slave = env->slave;
+    slave_state_t *s = slave < N_SLAVES ? &bus->slaves[slave] : NULL;
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+
+    if (bus->pending)
+        bus->pending_unexplained -= f->len;   /* a whole frame explains its bytes */
+    if (bus->pending && slave == bus->cur.slave) {
+        /* I3: a second candidate in the vouching window. */
+        if (f->len - 3u != bus->pending_len || memcmp(f->adu + 1, bus->pending_pdu, bus->pending_len) != 0)
+            bus->pending_doubtful = true;
+        else
+            line_copies_sent(bus, slave, f->t_last_ns - bus->pending_t_last_ns);   /* I4 */
+        gw_count(&bus->m.foreign_frames);
+        line_guard_slave(bus, slave, f->t_last_ns);
+        line_slave_event(bus, slave, EV_DROPPED, now);
+        return;
+    }
+    if (!s || !slave) {
+        gw_count(&bus->m.foreign_frames);
+        return;
+    }
+    gw_request_t wire;
+    if (s->parked)
+        line_shape_question(bus, s->parked, &wire);   /* as its attempts were asked (I6) */
+    /*
+     * I4 holds for a late answer too: one equal to the slave's last answer,
+     * for another question, is not taken for the parked question (it may be
+     * a copy, or an exception, which has no shape, answering an earlier
+     * question later than its guard: the explorer's seed 1796189804553487).
+     * It answers nothing: dropped and the slave guarded, and the parked
+     * question is asked again after the guard.
+     */
+    bool suspect = s->parked && line_copies_suspect(bus, slave, f->adu + 1, f->len - 3u, &wire);
+    if (s->parked && s->parked_attempts && frame_matches(&wire, env, f) && !s->confirming && !suspect) {
+        /* The late answer to the slave's one outstanding question (I1). */
+        gw_request_t req;
+        unsigned attempts;
+        line_unpark(bus, slave, &req, &attempts);
+        gw_count(&bus->m.late_answers);
+        gw_count(&bus->sm[slave].late_answers);
+        gw_count(&bus->m.responses);
+        gw_count(&bus->sm[slave].responses);
+        line_slave_event(bus, slave, EV_LATE, now);
+        line_widen_timeout(bus, slave, first_byte > s->last_send_ns ? first_byte - s->last_send_ns : 0);
+        s->failures = 0;
+        gw_set(&bus->sm[slave].last_ok_ns, now);
+        if (attempts > 1)
+            line_guard_slave(bus, slave, f->t_last_ns);
+        line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer taken for its parked question",
+               bus->cfg.name, slave, req.pdu[0], line_req_address(&req));
+        s->verifying = false;
+        line_deliver_shaped(bus, &req, &wire, f->adu + 1, f->len - 3u, f->t_last_ns);
+        return;
+    }
+    /* Answers nothing: late to a question given up, a duplicate, or not
+     * ours. Dropped, and the slave guarded (I2). */
+    bool late = s->hold_until_ns > now;
+    gw_count(late ? &bus->m.late_bytes_guarded : &bus->m.foreign_frames);
+    if (late && first_byte > s->last_send_ns)
+        line_widen_timeout(bus, slave, first_byte - s->last_send_ns);
+    line_guard_slave(bus, slave, f->t_last_ns);
+    if (!suspect)   /* a suspect is no proof of copies: it may be real and late */
+        line_copies_stray(bus, slave, f);
+    line_slave_event(bus, slave, EV_DROPPED, now);
+    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u: frame dropped (%s); slave guarded %u ms",
+           bus->cfg.name, slave, env->function, late ? "late, in its guard" : "answers no question",
+           s->timeout_ms);
+}
+
+/*
+ * A frame that fails its CRC but starts with a slave's address and the
+ * function last asked of it is most likely that slave's answer, damaged --
+ * and a slave that sent a damaged answer may still send another (a copy, a
+ * late one). It is never delivered (F), but it counts for the slave's guard
+ * (I2) and widens its timeout like a late answer: both only make the bus
+ * wait longer, never take a frame for an answer. Returns the slave (0: none).
+ * The guard is not set when the damaged answer is to the attempt in flight
+ * and that attempt is asked again at once (retry_after_damage): the guard
+ * would only be lifted again, and a guard set earlier by another frame must
+ * stay (it is not lowered).
+ */
+static bool retry_after_damage_allowed(const line_t *bus, unsigned slave)
+{
+    return bus->busy && slave == bus->cur.slave && bus->attempts <= bus->cfg.retries &&
+           !bus->slaves[slave].failures;
+}
+
+static unsigned garbled_from(line_t *bus, const rtu_frame_t *f)
+{
+    if (f->len < 2 || f->adu[0] == 0 || f->adu[0] >= N_SLAVES)
+        return 0;
+    unsigned slave = f->adu[0];
+    slave_state_t *s = &bus->slaves[slave];
+    if (!s->last_fc || (f->adu[1] & 0x7F) != s->last_fc)
+        return 0;
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+    if (first_byte > s->last_send_ns)
+        line_widen_timeout(bus, slave, first_byte - s->last_send_ns);
+    if (!retry_after_damage_allowed(bus, slave))
+        line_guard_slave(bus, slave, f->t_last_ns);
+    return slave;
+}
+
+/*
+ * The attempt in flight got a damaged answer from its own slave. Waiting
+ * out the deadline and a guard cost ~420 ms per damaged answer, and three
+ * in a row backed a healthy slave off. Asking again at once is safe by I1:
+ * the retry is the same question, so the answer to either attempt answers
+ * it, and an answer to a question asked twice guards the slave (I2), so the
+ * other answer cannot reach the next question. Only while retries remain;
+ * the last attempt still waits for its deadline (its answer may yet come).
+ * No guard is added (garbled_from left it out: the line's own rest after the
+ * last byte is enough), and none already set is lowered.
+ */
+static bool retry_after_damage(line_t *bus)
+{
+    if (!retry_after_damage_allowed(bus, bus->cur.slave))
+        return false;
+    bus->busy = false;
+    bus->deadline_ns = 0;
+    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
+           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur), bus->attempts);
+    line_park_attempt(bus, &bus->cur, bus->attempts);
+    return true;
+}
+
+static void on_frame(line_t *bus, const rtu_frame_t *f)
+{
+    rtu_envelope_t env;
+    uint64_t now = bus->now_ns;
+
+    line_log_frame(bus, f->crc_ok ? "rx" : "rx (bad crc)", f->adu, f->len);
+    if (bus->p.router)
+        router_decode(bus->p.router, f->adu, f->len, &env);
+    else
+        rtu_decode_fallback(f->adu, f->len, &env);
+    if (bus->p.verify_rate > 0)
+        verify(bus, f, &env);
+    if (env.status != RTU_OK) {
+        /* Never delivered (F), and never the end of an attempt: the real
+         * answer may still come. In the vouching window it makes the held
+         * answer doubtful (I3). */
+        gw_count(&bus->m.crc_errors);
+        if (bus->pending)
+            bus->pending_doubtful = true;
+        unsigned from = garbled_from(bus, f);
+        if (from && bus->busy && from == bus->cur.slave)
+            retry_after_damage(bus);
+        line_log(bus, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", bus->cfg.name,
+               rtu_status_name((rtu_status_t)env.status), f->len);
+        return;
+    }
+    if (bus->busy && frame_matches(&bus->wire, &env, f))
+        take_answer(bus, f, &env, now);
+    else
+        on_other_frame(bus, f, &env, now);
+}
+
+void line_drain_frames(line_t *bus)
+{
+    rtu_frame_t f;
+    while (rtu_framer_next(bus->framer, &f))
+        on_frame(bus, &f);
+}
