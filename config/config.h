@@ -76,6 +76,8 @@ typedef struct config_bus {
     unsigned gap_us;                /* 0: t3.5 from baud and framing */
     unsigned queue_depth;
     bool tcp_first;                 /* TCP requests ahead of background polls */
+    unsigned priority_hold_us;      /* after a priority answer, wait this long at most for its
+                                       master's next request before a normal one (line/queue.c) */
     unsigned line;                  /* where the section starts, for messages */
     unsigned port_line;             /* where port is given; 0: it is not */
     unsigned queue_depth_line;      /* where queue_depth is given; 0: the default */

@@ -164,6 +164,8 @@ void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size
 {
     if (req->t_sent_ns)
         gw_observe_causes(&bus->m, req, bus->now_ns);
+    if (req->priority)
+        line_priority_answered(bus);
     if (bus->env.answered)
         bus->env.answered(bus->env.ctx, req);
     req->origin->ops->answer(req->origin, req, pdu, len);
@@ -616,8 +618,11 @@ void line_start_next(line_t *bus)
         gw_set(&bus->m.queue_depth, 0);
         return;
     }
+    uint64_t hold = line_queued(bus) ? line_priority_hold(bus, now) : 0;
     if (line_queued(bus) && now < bus->t_line_free_ns) {
         arm_kick(bus, bus->t_line_free_ns, now);
+    } else if (hold) {
+        arm_kick(bus, hold, now);   /* a priority master's next request is expected first */
     } else if (line_queue_pick(bus, now, &attempts, &wake)) {
         bus->attempts = attempts;
         if (bus->cur.t_parked_ns && !bus->cur.t_confirm_ns)

@@ -70,6 +70,8 @@ void line_submit(line_t *bus, const gw_request_t *req, uint64_t now)
         line_answer_exception(bus, req, MB_EX_TARGET_FAILED);
         return;
     }
+    if (req->priority)
+        line_priority_submitted(bus);
     unsigned qi = (req->background && bus->cfg.tcp_first) ? 1 : 0;
     gw_request_t r = *req;
     r.t_line_ns = now;

@@ -78,7 +78,6 @@ struct gw_request {
     uint8_t background;  /* queued behind interactive requests when tcp_first */
     uint8_t bus;         /* the bus it was submitted to (for the origin's bookkeeping) */
     uint8_t priority;    /* 1: a priority client's, queued before others (line/queue.c) */
-    uint8_t passed;      /* line/queue.c: how often a higher one was queued before it */
     uint16_t pdu_len;
     /* The line's own (line_submit sets them): where the request's time went,
      * for the latency by cause in /metrics (line/metrics.c). */
@@ -103,6 +102,7 @@ typedef struct gw_bus_metrics {
     atomic_uint_fast64_t late_answers, ambiguous, gone_dropped, broadcast_refused;
     atomic_uint_fast64_t queue_depth, port_up, reopen_attempts;
     atomic_uint_fast64_t shaped, shape_refused, certified;
+    atomic_uint_fast64_t priority_holds, priority_hold_us;   /* line/queue.c: held for a priority master */
     atomic_uint_fast64_t latency[GW_LATENCY_BUCKETS];
     atomic_uint_fast64_t latency_sum_us;
     /* Requests answered after going on the line, and their time by cause

@@ -26,14 +26,19 @@ static gw_request_t *ring_at(line_t *bus, unsigned qi, unsigned i)
 }
 
 /*
- * Priority (a [tcp] priority_clients master's request, req->priority): it
- * is queued before the requests of lower priority, so it waits only for
- * the transaction on the wire, not for the queue; but never before one
- * that has already been passed over LINE_STARVATION_BOUND times, so a
- * flood of priority requests delays the others by at most that many
- * transactions each, and never starves them. Equal priorities keep their
- * order (first come, first served), so without priority_clients the queue
- * is the plain FIFO it always was.
+ * Priority (the priority class's request, req->priority: [tcp]
+ * priority_clients, _units, _functions, a role's priority): it is queued
+ * before the requests of lower priority, so it waits only for the
+ * transaction on the wire, not for the queue. The starvation bound is the
+ * class's, as in the front end (front/backpressure.c): after
+ * LINE_STARVATION_BOUND priority transactions in a row with normal requests
+ * waiting, the oldest normal one that may go goes next (line_queue_pick),
+ * so the others get at least one transaction in nine however many priority
+ * masters there are, and are never starved. (It was a count per request,
+ * "passed over 8 times": with a few normal requests queued that let them
+ * alternate with a priority master, P N P N, and halved its rate.) Equal
+ * priorities keep their order (first come, first served), so without
+ * priority classes the queue is the plain FIFO it always was.
  */
 #define LINE_STARVATION_BOUND 8
 
@@ -45,15 +50,13 @@ bool line_queue_push(line_t *bus, unsigned qi, const gw_request_t *req)
     unsigned at = r->len;
     while (at > 0) {
         const gw_request_t *before = ring_at(bus, qi, at - 1);
-        if (before->priority >= req->priority || before->passed >= LINE_STARVATION_BOUND)
+        if (before->priority >= req->priority)
             break;
         at--;
     }
     r->len++;
-    for (unsigned k = r->len - 1; k > at; k--) {
+    for (unsigned k = r->len - 1; k > at; k--)
         *ring_at(bus, qi, k) = *ring_at(bus, qi, k - 1);
-        ring_at(bus, qi, k)->passed++;
-    }
     *ring_at(bus, qi, at) = *req;
     return true;
 }
@@ -165,6 +168,15 @@ static bool hold_passes(const slave_state_t *ss, const gw_request_t *r)
     return ss->hold_by_function && line_shape_function_free(ss, r->pdu[0]);
 }
 
+static bool normal_waiting(line_t *bus)
+{
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
+        for (unsigned i = 0; i < bus->queue[qi].len; i++)
+            if (!ring_at(bus, qi, i)->priority)
+                return true;
+    return false;
+}
+
 bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake)
 {
     *wake = 0;
@@ -183,22 +195,107 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
         if (!*wake || ss->hold_until_ns < *wake)
             *wake = ss->hold_until_ns;
     }
-    for (unsigned qi = 0; qi < BUS_QUEUES; qi++) {
-        for (unsigned i = 0; i < bus->queue[qi].len;) {
-            gw_request_t *r = ring_at(bus, qi, i);
-            slave_state_t *ss = &bus->slaves[r->slave];
-            if (answer_unsendable(bus, qi, i, now))
-                continue;
-            if (r->slave && (ss->parked || (ss->hold_until_ns > now && !hold_passes(ss, r)))) {
-                if (!ss->parked && (!*wake || ss->hold_until_ns < *wake))
-                    *wake = ss->hold_until_ns;
-                i++;
-                continue;
+    /* the class's starvation bound reached: normal requests first, this once */
+    for (int pass = bus->prio_streak >= LINE_STARVATION_BOUND ? 0 : 1; pass < 2; pass++) {
+        for (unsigned qi = 0; qi < BUS_QUEUES; qi++) {
+            for (unsigned i = 0; i < bus->queue[qi].len;) {
+                gw_request_t *r = ring_at(bus, qi, i);
+                slave_state_t *ss = &bus->slaves[r->slave];
+                if (answer_unsendable(bus, qi, i, now))
+                    continue;
+                if ((pass == 0 && r->priority) ||
+                    (r->slave && (ss->parked || (ss->hold_until_ns > now && !hold_passes(ss, r))))) {
+                    if (!ss->parked && ss->hold_until_ns > now && (!*wake || ss->hold_until_ns < *wake))
+                        *wake = ss->hold_until_ns;
+                    i++;
+                    continue;
+                }
+                ring_take(bus, qi, i, &bus->cur);
+                *attempts = 0;
+                if (!bus->cur.priority)
+                    bus->prio_streak = 0;
+                else if (normal_waiting(bus))
+                    bus->prio_streak++;
+                return true;
             }
-            ring_take(bus, qi, i, &bus->cur);
-            *attempts = 0;
-            return true;
         }
     }
     return false;
+}
+
+/*
+ * The priority class's hold. A priority master that loops (ask, answer, ask
+ * again) finds the line busy with a normal request each time it comes
+ * back, since the line starts the next queued request the moment its
+ * answer goes: it waits a transaction for every one of its own, about half
+ * its solo rate (bench/overload.py measured 0.37). So, as an anticipatory
+ * disk scheduler does for a process that reads on, after a priority answer
+ * the line waits a little for that class's next request before it starts a
+ * normal one: as long as its masters are seen to come back within
+ * [bus] priority_hold_us (their return time, learned as a moving average;
+ * the hold is twice it plus 100 us, at most priority_hold_us). A master
+ * that comes back later than that is not waited for (the hold is off
+ * until its returns are short again). The wait costs the normal class at
+ * most the hold per priority answer, and only while a priority master is
+ * active (counted: rtugw_bus_priority_holds_total, _hold_us_total); a
+ * normal request is never refused or reordered for it, and the starvation
+ * bound above still holds (the hold delays, it does not pass over).
+ * Nothing waits when no priority request was answered last.
+ */
+#define PRIORITY_HOLD_FLOOR_NS 100000ull
+
+void line_priority_answered(line_t *bus)
+{
+    bus->prio_answered_ns = bus->now_ns;
+    bus->prio_hold_open = true;
+}
+
+void line_priority_submitted(line_t *bus)
+{
+    bus->prio_hold_open = false;   /* it came: nothing more to wait for */
+    if (!bus->prio_answered_ns)
+        return;
+    uint64_t back = bus->now_ns - bus->prio_answered_ns;
+    bus->prio_return_ns = bus->prio_return_ns ? (7 * bus->prio_return_ns + back) / 8 : back;
+    bus->prio_answered_ns = 0;   /* one return per answer */
+}
+
+static bool priority_queued(line_t *bus)
+{
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
+        for (unsigned i = 0; i < bus->queue[qi].len; i++)
+            if (ring_at(bus, qi, i)->priority)
+                return true;
+    return false;
+}
+
+/* The line starts something again: what the hold cost, counted. */
+static void hold_released(line_t *bus, uint64_t now)
+{
+    if (!bus->prio_held_since_ns)
+        return;
+    gw_count(&bus->m.priority_holds);
+    atomic_fetch_add_explicit(&bus->m.priority_hold_us, (now - bus->prio_held_since_ns) / 1000,
+                              memory_order_relaxed);
+    bus->prio_held_since_ns = 0;
+}
+
+/* Until when a normal request waits for the priority class (0: it does not). */
+uint64_t line_priority_hold(line_t *bus, uint64_t now)
+{
+    uint64_t cap = (uint64_t)bus->cfg.priority_hold_us * 1000ull;
+    uint64_t want = 2 * bus->prio_return_ns + PRIORITY_HOLD_FLOOR_NS;
+    if (want > cap)
+        want = cap;
+    /* its masters come back too late to be waited for: no hold */
+    bool open = bus->prio_hold_open && bus->prio_return_ns < cap / 2 &&
+                bus->prio_streak < LINE_STARVATION_BOUND;   /* a normal one goes next anyway */
+    if (!open || now >= bus->prio_answered_ns + want || priority_queued(bus)) {
+        bus->prio_hold_open = false;
+        hold_released(bus, now);
+        return 0;
+    }
+    if (!bus->prio_held_since_ns)
+        bus->prio_held_since_ns = now;
+    return bus->prio_answered_ns + want;
 }

@@ -122,6 +122,13 @@ struct line {
     uint64_t last_chunk_ns;
     bool idle_pending;
     uint64_t verify_state;
+    /* The priority class's hold (queue.c): when its last answer went, and
+     * how long its masters take to send the next request (learned). */
+    uint64_t prio_answered_ns;
+    uint64_t prio_return_ns;
+    uint64_t prio_held_since_ns;   /* a normal request has waited since (0: none waits) */
+    unsigned prio_streak;          /* priority requests started in a row while normal ones waited */
+    bool prio_hold_open;           /* its last answer went, and no request of it came since */
     slave_state_t slaves[N_SLAVES];
     gw_bus_metrics_t m;
     gw_slave_metrics_t sm[N_SLAVES];
@@ -135,6 +142,9 @@ void line_queue_answer_all(line_t *bus, uint8_t code);
 void line_park(line_t *bus, const gw_request_t *req, unsigned attempts);
 void line_unpark(line_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts);
 bool line_slave_dead(const line_t *bus, unsigned slave, uint64_t now);
+void line_priority_answered(line_t *bus);
+void line_priority_submitted(line_t *bus);
+uint64_t line_priority_hold(line_t *bus, uint64_t now);
 
 /* discipline.c: the discipline. */
 void line_start_next(line_t *bus);

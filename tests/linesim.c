@@ -88,6 +88,7 @@ struct sim {
     unsigned slave_ids[SIM_MAX_SLAVES], n_slaves;
     unsigned clients;
     uint64_t client_target, think_max_ns;
+    struct { unsigned slave; uint64_t think_ns, until, answers; } prio;   /* sim_priority_master */
     answer_rec_t script[SCRIPT_MAX];
     unsigned n_script;
     struct { uint8_t slave; uint64_t t; } writes[WRITES_MAX];
@@ -444,6 +445,8 @@ static int env_unread(void *ctx)
 
 /* ---- requests and their answers ------------------------------------------------ */
 
+#define PRIO_CLIENT 200   /* the priority master's client number (sim_priority_master) */
+
 static void submit(sim_t *s, int client, int script, unsigned slave, const uint8_t *pdu, size_t len)
 {
     uint64_t id = ++s->next_req_id;
@@ -454,7 +457,7 @@ static void submit(sim_t *s, int client, int script, unsigned slave, const uint8
                        .slave = (uint8_t)slave, .len = (uint16_t)len };
     memcpy(r->pdu, pdu, len);
     gw_request_t q = { .origin = &s->origin, .conn_id = id, .t_accept_ns = s->now, .slave = (uint8_t)slave,
-                       .pdu_len = (uint16_t)len };
+                       .pdu_len = (uint16_t)len, .priority = client == PRIO_CLIENT };
     memcpy(q.pdu, pdu, len);
     s->c.submitted++;
     if (s->trace) {
@@ -488,6 +491,12 @@ static size_t random_question(sim_t *s, uint8_t *pdu)
 
 static void client_next(sim_t *s, int client)
 {
+    if (client == PRIO_CLIENT) {
+        static const uint8_t q[5] = { 3, 0, 10, 0, 2 };
+        if (s->now < s->prio.until)
+            submit(s, client, -1, s->prio.slave, q, sizeof q);
+        return;
+    }
     if (!s->n_slaves || s->c.submitted >= s->client_target)
         return;
     uint8_t pdu[RTU_MAX_PDU];
@@ -557,7 +566,11 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *q, const uint8_t *
         a->len = (uint16_t)len;
         memcpy(a->pdu, pdu, len);
     }
-    if (r->client >= 0) {
+    if (r->client == PRIO_CLIENT) {
+        s->prio.answers++;
+        ev_t *e = ev_new(s, EV_CLIENT, s->now + s->prio.think_ns);
+        e->kind = PRIO_CLIENT;
+    } else if (r->client >= 0) {
         ev_t *e = ev_new(s, EV_CLIENT, s->now + uniform(s, 0, s->think_max_ns));
         e->kind = (uint8_t)r->client;
     }
@@ -740,4 +753,18 @@ const uint8_t *sim_answer(const sim_t *s, unsigned i, size_t *len, uint64_t *at)
     if (at)
         *at = s->script[i].at;
     return s->script[i].pdu;
+}
+
+void sim_priority_master(sim_t *s, unsigned slave, uint64_t think_ns, uint64_t until)
+{
+    s->prio.slave = slave;
+    s->prio.think_ns = think_ns;
+    s->prio.until = until;
+    ev_t *e = ev_new(s, EV_CLIENT, s->now);
+    e->kind = PRIO_CLIENT;
+}
+
+uint64_t sim_priority_answers(const sim_t *s)
+{
+    return s->prio.answers;
 }

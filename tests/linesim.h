@@ -81,6 +81,11 @@ void sim_submit_at(sim_t *s, uint64_t at, unsigned slave, const uint8_t *pdu, si
 /* Random traffic: `clients` clients, each a request to a random slave, the
  * next after its answer and a think time; until `transactions` answers. */
 void sim_clients(sim_t *s, unsigned clients, uint64_t transactions, uint64_t think_max_ns);
+/* A priority master ([tcp] priority_clients) that reads slave `slave` in a
+ * loop, `think_ns` after each answer (its round trip), until `until`; and
+ * the answers it got. */
+void sim_priority_master(sim_t *s, unsigned slave, uint64_t think_ns, uint64_t until);
+uint64_t sim_priority_answers(const sim_t *s);
 /* The port is lost at `at` and back `down_ns` later. */
 void sim_port_flap_at(sim_t *s, uint64_t at, uint64_t down_ns);
 /* Runs until nothing is left to happen, or `until` (0: no limit). */

@@ -393,6 +393,58 @@ static void test_answer_after_give_up(void **state)
  * explorer's: p_stall.) A read of the function given up that follows is
  * answered right.
  */
+/*
+ * A priority master that reads one slave in a loop (1 ms round trip) while
+ * 8 clients flood the same bus with no think time (issue 30: its rate under
+ * a flood at least 0.9 of its solo rate). Without the hold
+ * (priority_hold_us = 0) it finds a normal transaction on the wire each
+ * time it comes back: about half its solo rate. With the default hold the
+ * line waits for it after each of its answers, and the normal class gets
+ * its one transaction in nine (the class's starvation bound, line/queue.c).
+ */
+#define LINE_BOUND 8   /* line/queue.c's LINE_STARVATION_BOUND */
+
+static uint64_t priority_run(const char *hold, bool flood, uint64_t *normal)
+{
+    char ini[512];
+    snprintf(ini, sizeof ini, "baud = 19200\nresponse_timeout_ms = 100\n%s[device a]\nbus = line\nslave = 1\n"
+             "[device b]\nbus = line\nslave = 2\n", hold);
+    sim_t *s = sim_new(31, ini, 0);
+    sim_slave_model_t m = healthy(2 * MS);
+    sim_add_slave(s, 1, &m);
+    sim_add_slave(s, 2, &m);
+    uint64_t until = 10000 * MS;
+    sim_priority_master(s, 1, 1 * MS, until);
+    if (flood)
+        sim_clients(s, 8, 1000000, 0);
+    sim_run(s, until);
+    uint64_t got = sim_priority_answers(s);
+    *normal = sim_counts(s)->answered - got;
+    if (flood)
+        assert_true(hold[0] ? gw_read(&sim_metrics(s)->priority_holds) == 0   /* off */
+                            : gw_read(&sim_metrics(s)->priority_holds) > 0);    /* held, and counted */
+    assert_int_equal(sim_counts(s)->wrong, 0);
+    sim_free(s);
+    return got;
+}
+
+static void test_priority_hold(void **state)
+{
+    (void)state;
+    uint64_t n0, n1, n2, n3;
+    uint64_t solo = priority_run("", false, &n0);
+    uint64_t held = priority_run("", true, &n1);
+    uint64_t unheld = priority_run("priority_hold_us = 0\n", true, &n2);
+    uint64_t solo_unheld = priority_run("priority_hold_us = 0\n", false, &n3);
+    print_message("priority master, 10 s: alone %llu answers; with a flood %llu (hold, %llu normal answers), "
+                  "%llu (no hold, %llu normal)\n", (unsigned long long)solo, (unsigned long long)held,
+                  (unsigned long long)n1, (unsigned long long)unheld, (unsigned long long)n2);
+    assert_int_equal(solo, solo_unheld);           /* alone, the hold changes nothing */
+    assert_true(held * 10 >= solo * 9);            /* >= 0.9 of its solo rate */
+    assert_true(unheld * 10 < solo * 7);           /* without it, behind a transaction each time */
+    assert_true(n1 > 0 && n1 * LINE_BOUND + LINE_BOUND >= held);   /* the others: one in nine (the class's bound) */
+}
+
 static void test_other_function_after_give_up(void **state)
 {
     (void)state;
@@ -896,7 +948,7 @@ int main(void)
         cmocka_unit_test(test_widened_past_map_end), cmocka_unit_test(test_refusal_below_map_keeps_widening),
         cmocka_unit_test(test_widen_reads_off), cmocka_unit_test(test_answer_after_give_up),
         cmocka_unit_test(test_silent_deadline),     cmocka_unit_test(test_copies_none),
-        cmocka_unit_test(test_other_function_after_give_up),
+        cmocka_unit_test(test_other_function_after_give_up), cmocka_unit_test(test_priority_hold),
         cmocka_unit_test(test_explorer),
     };
 #endif

@@ -3,7 +3,8 @@
  * own (white-box: line/state.h): first come, first served within a
  * priority; a priority request ([tcp] priority_clients, priority_units,
  * priority_functions, a role's priority) queued before normal ones; and
- * no normal request passed over more than LINE_STARVATION_BOUND (8) times.
+ * the normal class served after LINE_STARVATION_BOUND (8) priority requests
+ * in a row, however many normal ones wait.
  */
 #include "line/state.h"
 
@@ -76,11 +77,42 @@ static void test_starvation_bound(void **state)
     drop(l);
 }
 
+/* The bound is the class's: with four normal requests waiting and a
+ * priority one coming back after each of its answers (a master in a loop),
+ * the line goes 8 priority, 1 normal, 8 priority, ... (a bound per request,
+ * "passed over 8 times", let the four alternate with it, P N P N). */
+static void test_starvation_bound_is_the_class(void **state)
+{
+    (void)state;
+    line_t *l = queue_of(64);
+    for (uint32_t k = 1; k <= 4; k++)
+        push(l, k, 0);
+    unsigned priority = 0, normal = 0, run = 0, longest = 0;
+    for (uint32_t k = 0; k < 36; k++) {
+        push(l, 100 + k, 1);   /* the master's next request, queued before the normal ones */
+        uint32_t seq = next_seq(l);
+        if (seq >= 100) {
+            priority++;
+            run++;
+            if (run > longest)
+                longest = run;
+        } else {
+            normal++;
+            run = 0;
+            push(l, seq + 10, 0);   /* its client asks again */
+        }
+    }
+    assert_int_equal(longest, 8);
+    assert_int_equal(normal, 4);     /* 36 picks: 8 P + 1 N, four times */
+    drop(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priority_first_fifo_within),
         cmocka_unit_test(test_starvation_bound),
+        cmocka_unit_test(test_starvation_bound_is_the_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
