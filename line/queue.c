@@ -232,8 +232,11 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
  * disk scheduler does for a process that reads on, after a priority answer
  * the line waits a little for that class's next request before it starts a
  * normal one: as long as its masters are seen to come back within
- * [bus] priority_hold_us (their return time, learned as a moving average;
- * the hold is twice it plus 100 us, at most priority_hold_us). A master
+ * [bus] priority_hold_us (their return time learned as TCP learns a round
+ * trip: a moving average and its mean deviation, the hold being the
+ * average plus four deviations plus 100 us, at most priority_hold_us;
+ * twice the average lost a third of the returns to a loaded box's jitter,
+ * bench/overload.py). A master
  * that comes back later than that is not waited for (the hold is off
  * until its returns are short again). The wait costs the normal class at
  * most the hold per priority answer, and only while a priority master is
@@ -256,7 +259,14 @@ void line_priority_submitted(line_t *bus)
     if (!bus->prio_answered_ns)
         return;
     uint64_t back = bus->now_ns - bus->prio_answered_ns;
-    bus->prio_return_ns = bus->prio_return_ns ? (7 * bus->prio_return_ns + back) / 8 : back;
+    if (!bus->prio_return_ns) {
+        bus->prio_return_ns = back;
+        bus->prio_return_dev_ns = back / 2;
+    } else {   /* Jacobson's estimator, as TCP's retransmission timer */
+        uint64_t dev = back > bus->prio_return_ns ? back - bus->prio_return_ns : bus->prio_return_ns - back;
+        bus->prio_return_dev_ns = (3 * bus->prio_return_dev_ns + dev) / 4;
+        bus->prio_return_ns = (7 * bus->prio_return_ns + back) / 8;
+    }
     bus->prio_answered_ns = 0;   /* one return per answer */
 }
 
@@ -284,7 +294,7 @@ static void hold_released(line_t *bus, uint64_t now)
 uint64_t line_priority_hold(line_t *bus, uint64_t now)
 {
     uint64_t cap = (uint64_t)bus->cfg.priority_hold_us * 1000ull;
-    uint64_t want = 2 * bus->prio_return_ns + PRIORITY_HOLD_FLOOR_NS;
+    uint64_t want = bus->prio_return_ns + 4 * bus->prio_return_dev_ns + PRIORITY_HOLD_FLOOR_NS;
     if (want > cap)
         want = cap;
     /* its masters come back too late to be waited for: no hold */

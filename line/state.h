@@ -125,7 +125,7 @@ struct line {
     /* The priority class's hold (queue.c): when its last answer went, and
      * how long its masters take to send the next request (learned). */
     uint64_t prio_answered_ns;
-    uint64_t prio_return_ns;
+    uint64_t prio_return_ns, prio_return_dev_ns;
     uint64_t prio_held_since_ns;   /* a normal request has waited since (0: none waits) */
     unsigned prio_streak;          /* priority requests started in a row while normal ones waited */
     bool prio_hold_open;           /* its last answer went, and no request of it came since */
