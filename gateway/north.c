@@ -49,31 +49,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define GWNORTH_TEXT_BYTES 262144  /* the text of one message's values; a batch ends before it runs out */
-#define GWNORTH_BATCH 2000         /* values in one message at most (north's scratch) */
-struct gw_north {
-    gw_origin_t origin;           /* first: the write answers' way back */
-    gw_t *gw;
-    const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
-    north_t *north;
-    signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
-    unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
-    north_value_t *values;        /* scratch for one group (at most 2000) */
-    char (*names)[CONFIG_NAME_MAX + 12];   /* "POLL.N": N up to 10 digits */
-    uint32_t *gathered;           /* tag indices of the poll being published */
-    size_t cap_gathered;
-    uint8_t *pending;             /* per tag: answered in its device's current poll (I/O thread) */
-    /* the poller thread's: which reads make one device's poll, and which of
-     * them have answered in the current one (rebuilt when the plan changes) */
-    const tags_plan_t *cycle_plan;
-    size_t cycle_reads;
-    unsigned *cycle_first;        /* per read: the first read of its device and interval, or UINT_MAX */
-    unsigned *cycle_left;         /* per first read: its poll's reads not answered yet */
-    uint8_t *cycle_seen;          /* per read: answered in the current poll */
-    char *text;                   /* string and raw values of one read, NUL-separated */
-    char (*errors)[16];           /* per value of one read: "exception 02" */
-    unsigned polls_generation;    /* +1 per reload that changed the poll groups */
-};
+#include "gateway/north_internal.h"
 
 /* A group's values cross to the I/O thread as b = group | generation | good |
  * exception: a group index posted before a reload changed the groups would
@@ -248,7 +224,7 @@ static const char *tag_error(const tags_value_t *v, char *buf, size_t cap)
 }
 
 /* One tag's value as north takes it; its text (string, raw) goes to *text. */
-static void tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
+void gwnorth_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
                       char **text, char *text_end)
 {
     *out = (north_value_t){ .tag = g->name, .unit = g->unit[0] ? g->unit : NULL, .type = north_type_of(g),
@@ -317,7 +293,7 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
         const tags_tag_t *g = tags_table_tag(defs, idx[k]);
         tags_value_t v;
         tags_table_value(t, idx[k], (int64_t)t_ms, &v);
-        tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
+        gwnorth_tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
         if (v.reason != TAGS_BAD_NOT_READ) {
             bool answers = v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT ||
                            v.reason == TAGS_BAD_DATA;
@@ -544,250 +520,6 @@ int gwnorth_tags_changed(gw_north_t *gn)
     return define_devices(gn);
 }
 
-/* ---- in: writes ------------------------------------------------------------------------- */
-
-/* "POLLNAME.N" of device -> its group and N. The device is looked at first:
- * a device that does not exist is 1003 whatever the tag's name looks like
- * (a tag name without ".N" used to make it 1004, docs/mqtt.md says 1003). */
-static int find_tag(const config_t *cfg, const char *device, const char *tag, unsigned *group, unsigned *index)
-{
-    bool device_known = false;
-    for (unsigned d = 0; d < cfg->device_count && !device_known; d++)
-        device_known = strcmp(cfg->devices[d].name, device) == 0;
-    if (!device_known)
-        return NORTH_WRITE_UNKNOWN_DEVICE;
-    const char *dot = strrchr(tag, '.');
-    char *end;
-    if (!dot || dot == tag || !dot[1])
-        return NORTH_WRITE_UNKNOWN_TAG;
-    unsigned long n = strtoul(dot + 1, &end, 10);
-    if (*end || dot[1] == '-' || dot[1] == '+')
-        return NORTH_WRITE_UNKNOWN_TAG;
-    for (unsigned i = 0; i < cfg->poll_count; i++) {
-        const config_poll_t *g = &cfg->polls[i];
-        if (strcmp(cfg->devices[g->device].name, device) == 0 && strlen(g->name) == (size_t)(dot - tag) &&
-            strncmp(g->name, tag, (size_t)(dot - tag)) == 0 && n < g->count) {
-            *group = i;
-            *index = (unsigned)n;
-            return 0;
-        }
-    }
-    return NORTH_WRITE_UNKNOWN_TAG;
-}
-
-/* A register value: 0..65535, or -32768..-1 as its two's complement. */
-static bool register_value(double v, uint16_t *out)
-{
-    if (!isfinite(v) || v != floor(v) || v < -32768 || v > 65535)
-        return false;
-    *out = (uint16_t)(v < 0 ? (long)v + 65536 : (long)v);
-    return true;
-}
-
-/* The request PDU of a write; 0 or the answer code and *why. */
-static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t *w, gw_request_t *r,
-                     const char **why)
-{
-    unsigned addr = g->address + index;
-    uint16_t v;
-    if (g->function == 2 || g->function == 4) {
-        *why = "not writable: the tag is an input (function 2 or 4)";
-        return NORTH_WRITE_NOT_WRITABLE;
-    }
-    if (w->is_string) {
-        *why = "bad value: a poll group's register or coil takes a number or true/false, not a string";
-        return NORTH_WRITE_BAD_VALUE;
-    }
-    if (g->function == 1) {
-        if (w->count != 1 || (w->values[0] != 0 && w->values[0] != 1)) {
-            *why = "bad value: a coil takes true/false (or 1/0)";
-            return NORTH_WRITE_BAD_VALUE;
-        }
-        uint8_t pdu[5] = { 5, (uint8_t)(addr >> 8), (uint8_t)addr, w->values[0] ? 0xFF : 0, 0 };
-        memcpy(r->pdu, pdu, sizeof pdu);
-        r->pdu_len = sizeof pdu;
-        return 0;
-    }
-    if (w->is_bool || index + w->count > g->count) {
-        *why = w->is_bool ? "bad value: a register takes a number" : "bad value: the list runs past the poll group";
-        return NORTH_WRITE_BAD_VALUE;
-    }
-    if (w->count == 1) {
-        if (!register_value(w->values[0], &v)) {
-            *why = "bad value: a register takes a whole number -32768..65535";
-            return NORTH_WRITE_BAD_VALUE;
-        }
-        uint8_t pdu[5] = { 6, (uint8_t)(addr >> 8), (uint8_t)addr, (uint8_t)(v >> 8), (uint8_t)v };
-        memcpy(r->pdu, pdu, sizeof pdu);
-        r->pdu_len = sizeof pdu;
-        return 0;
-    }
-    uint8_t *p = r->pdu;
-    p[0] = 16;
-    p[1] = (uint8_t)(addr >> 8);
-    p[2] = (uint8_t)addr;
-    p[3] = 0;
-    p[4] = (uint8_t)w->count;
-    p[5] = (uint8_t)(2 * w->count);
-    for (size_t i = 0; i < w->count; i++) {
-        if (!register_value(w->values[i], &v)) {
-            *why = "bad value: a register takes a whole number -32768..65535";
-            return NORTH_WRITE_BAD_VALUE;
-        }
-        p[6 + 2 * i] = (uint8_t)(v >> 8);
-        p[7 + 2 * i] = (uint8_t)v;
-    }
-    r->pdu_len = (uint16_t)(6 + 2 * w->count);
-    return 0;
-}
-
-/* ---- in: writes of tags ------------------------------------------------------------------ */
-
-static const char *exception_text(uint8_t code);
-
-/* A tag write's outcome (tag_write.c), on the I/O thread: its answer. */
-static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_t *o)
-{
-    gw_north_t *gn = owner;
-    if (o->malformed_read)
-        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
-    else if (o->exception)
-        gn->m->write_done(gn->north, (uint32_t)token, o->exception, exception_text(o->exception));
-    else if (!o->confirmed)
-        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
-    else {   /* confirm_write: the answer carries what the device holds, as data messages write it */
-        const tags_tag_t *g = tags_table_tag(gwtags_defs(gn->gw->tags), o->tag);
-        tags_value_t v;
-        north_value_t nv;
-        char err[32], text[6 * TAGS_MAX_REGISTERS + 8], *at = text;
-        tag_write_read_value(g, o, &v);
-        tag_value(g, &v, &nv, err, sizeof err, &at, text + sizeof text);
-        gn->m->write_done_value(gn->north, (uint32_t)token, &nv);
-    }
-}
-
-/* A tag of tags.csv: true when w names one of the device (answered here). */
-static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
-{
-    gw_t *gw = gn->gw;
-    const tags_table_t *defs = gwtags_defs(gw->tags);
-    int i = tags_table_find(defs, w->tag);
-    const tags_tag_t *g = i >= 0 ? tags_table_tag(defs, (size_t)i) : NULL;
-    char msg[320];
-    tags_write_t tw;
-
-    if (!g || strcmp(tags_table_device_name(defs, g->device), w->device) != 0)
-        return false;
-    if (!g->writable) {
-        gn->m->write_done(gn->north, token, NORTH_WRITE_NOT_WRITABLE,
-                          g->area == TAGS_AREA_DISCRETE || g->area == TAGS_AREA_INPUT
-                              ? "not writable: the tag is an input (discrete input or input register)"
-                              : "not writable: the tag is not marked writable in the tag file");
-        return true;
-    }
-    int rc = w->text ? tags_encode_text(g, w->text, 0, &tw, msg, sizeof msg) : -EINVAL;
-    if (rc != 0) {
-        if (!w->text)
-            snprintf(msg, sizeof msg, "a tag takes one value, not a list");
-        char why[340];
-        snprintf(why, sizeof why, "bad value: %s", msg);
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BAD_VALUE, why);
-        return true;
-    }
-    const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
-    rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &tw, tag_write_done, gn, token);
-    if (rc == TAG_WRITE_OVERLAP)
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY,
-                          "busy: a read-modify-write of that register is in flight");
-    else if (rc == TAG_WRITE_FULL)
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY, "busy: too many writes in flight");
-    else if (rc == TAG_WRITE_LISTEN_ONLY)
-        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE,
-                          "refused: its bus is listen-only (mode = listen), rtugw never writes to it");
-    else if (rc != TAG_WRITE_QUEUED)
-        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
-    return true;
-}
-
-/* north's write hook, on the I/O thread. */
-static void on_write(void *ctx, uint32_t token, const north_write_t *w)
-{
-    gw_north_t *gn = ctx;
-    gw_t *gw = gn->gw;
-    unsigned group, index;
-    const char *why = NULL;
-    north_write_t as_text;
-    char num[64];
-
-    if (w->is_float32) {
-        /* A float32 from north (a Sparkplug Float) as text by the one number
-         * formatter, in float32 digits: what every output prints for that
-         * value, and what a fixed-point tag's exact decimal parse accepts. */
-        tags_tag_t f32 = { .type = TAGS_FLOAT32, .scale = 1.0, .offset = 0.0 };
-        tags_value_t v = { .eng = w->values[0] };
-        if (tags_format(&f32, &v, num, sizeof num) < 0)
-            num[0] = '\0';
-        as_text = *w;
-        as_text.text = num;
-        w = &as_text;
-    }
-    if (tag_write(gn, token, w))
-        return;
-    int rc = find_tag(gw->cfg, w->device, w->tag, &group, &index);
-    if (rc) {
-        gn->m->write_done(gn->north, token, rc,
-                         rc == NORTH_WRITE_UNKNOWN_DEVICE ? "unknown device" : "unknown tag (POLLNAME.N of the device)");
-        return;
-    }
-    const config_poll_t *g = &gw->cfg->polls[group];
-    const config_device_t *dev = &gw->cfg->devices[g->device];
-    gw_request_t r = { .origin = &gn->origin, .slave = (uint8_t)dev->slave, .bus = (uint8_t)dev->bus,
-                       .conn_id = token, .t_accept_ns = gw_now_ns() };
-    if ((rc = write_pdu(g, index, w, &r, &why)) != 0) {
-        gn->m->write_done(gn->north, token, rc, why);
-        return;
-    }
-    if (gw_submit(gw, &r) != 0) {
-        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
-    }
-}
-
-static const char *exception_text(uint8_t code)
-{
-    switch (code) {
-    case 1: return "exception 01: illegal function";
-    case 2: return "exception 02: illegal data address";
-    case 3: return "exception 03: illegal data value";
-    case 4: return "exception 04: slave device failure";
-    case 6: return "exception 06: busy";
-    case MB_EX_PATH_UNAVAILABLE: return "exception 0A: gateway path unavailable (port down)";
-    case MB_EX_TARGET_FAILED: return "exception 0B: no answer from the device (timeout)";
-    default: return "exception from the device";
-    }
-}
-
-/* On the I/O thread: the bus's answer to a write. */
-static void on_write_answer(void *ctx, uint64_t token, uint32_t unused, const uint8_t *pdu, size_t len)
-{
-    gw_north_t *gn = ctx;
-    (void)unused;
-    if (len >= 2 && (pdu[0] & 0x80))
-        gn->m->write_done(gn->north, (uint32_t)token, pdu[1], exception_text(pdu[1]));
-    else
-        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
-}
-
-/* origin: on the bus actor's thread (a worker, or the I/O thread itself);
- * north is the I/O thread's, reached in post order. */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
-{
-    gw_north_t *gn = (gw_north_t *)o;
-    if (loop_post(gn->gw->loop, on_write_answer, gn, req->conn_id, req->seq, pdu, len) != 0)
-        gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot queue a write answer (out of memory)");
-}
-
-static const gw_origin_ops_t north_origin_ops = { "mqtt", origin_answer, NULL };
-
 /* ---- life, and /metrics ------------------------------------------------------------------ */
 
 gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
@@ -805,9 +537,9 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
     memset(gn->device_up, -1, gw->cfg->device_count + 1);
     gn->n_devices = gw->cfg->device_count;
     gn->cap_gathered = tags_table_count(gwtags_defs(gw->tags));
-    gn->origin.ops = &north_origin_ops;
+    gn->origin.ops = &gwnorth_origin_ops;
     gn->gw = gw;
-    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = on_write };
+    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gwnorth_on_write };
     if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
         !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
         gwnorth_free(gn);

@@ -106,7 +106,10 @@ def shortest_float32(x):
 def shown_scaled(raw, scale, offset):
     """What the daemon shows for a scaled integer: the decimal raw x scale +
     offset makes with scale and offset as written (their shortest repr), when
-    that decimal writes back to the same raw; else the double."""
+    that decimal writes back to the same raw; else the double. At 1e15 and
+    beyond (tags/format.c: %f would print every digit) it is the double."""
+    if not abs(float(raw) * scale + offset) < 1e15:
+        return float(raw) * scale + offset
     exact = Decimal(raw) * Decimal(repr(scale)) + Decimal(repr(offset))
     if round_half_away((float(exact) - offset) / scale) == raw:
         return float(exact)

@@ -62,6 +62,8 @@ typedef struct web_auth web_auth_t;
 typedef struct web_audit web_audit_t;
 web_auth_t *http_auth(gw_http_t *h);
 web_audit_t *http_audit(gw_http_t *h);
+/* metrics.c: GET /metrics. */
+void http_on_metrics(struct evhttp_request *req, void *arg);
 
 /*
  * auth.c (I/O thread): users, roles, logins and sessions; docs/security.md.
@@ -122,6 +124,7 @@ void web_audit_json(gw_t *gw, struct evhttp_request *req);
  * writes the TLS parts of /status and /metrics (MB-TCP-Security's too).
  */
 typedef struct http_tls http_tls_t;
+http_tls_t *http_tls(gw_http_t *h);   /* http.c: [http] tls_cert's, or NULL */
 struct event_base;
 /* NULL with err naming the file when the module or a file does not load. */
 http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap);

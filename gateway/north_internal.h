@@ -1,0 +1,46 @@
+/*
+ * gateway/north_internal.h -- what gateway/north.c (the MQTT front end: out,
+ * life, /metrics) and gateway/north_write.c (its writes in) share: the
+ * adapter's state, the one conversion of a tag's value for north, the write
+ * hook and the origin its writes' answers come back through. Private to
+ * those two files.
+ */
+#ifndef RTUGW_GATEWAY_NORTH_INTERNAL_H
+#define RTUGW_GATEWAY_NORTH_INTERNAL_H
+
+#include "gateway/gateway.h"
+
+#define GWNORTH_TEXT_BYTES 262144  /* the text of one message's values; a batch ends before it runs out */
+#define GWNORTH_BATCH 2000         /* values in one message at most (north's scratch) */
+struct gw_north {
+    gw_origin_t origin;           /* first: the write answers' way back */
+    gw_t *gw;
+    const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
+    north_t *north;
+    signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
+    unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
+    north_value_t *values;        /* scratch for one group (at most 2000) */
+    char (*names)[CONFIG_NAME_MAX + 12];   /* "POLL.N": N up to 10 digits */
+    uint32_t *gathered;           /* tag indices of the poll being published */
+    size_t cap_gathered;
+    uint8_t *pending;             /* per tag: answered in its device's current poll (I/O thread) */
+    /* the poller thread's: which reads make one device's poll, and which of
+     * them have answered in the current one (rebuilt when the plan changes) */
+    const tags_plan_t *cycle_plan;
+    size_t cycle_reads;
+    unsigned *cycle_first;        /* per read: the first read of its device and interval, or UINT_MAX */
+    unsigned *cycle_left;         /* per first read: its poll's reads not answered yet */
+    uint8_t *cycle_seen;          /* per read: answered in the current poll */
+    char *text;                   /* string and raw values of one read, NUL-separated */
+    char (*errors)[16];           /* per value of one read: "exception 02" */
+    unsigned polls_generation;    /* +1 per reload that changed the poll groups */
+};
+
+/* A tag's value as north publishes it (north.c); its text goes at *text. */
+void gwnorth_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
+                      char **text, char *text_end);
+/* north's write hook, on the I/O thread (north_write.c). */
+void gwnorth_on_write(void *ctx, uint32_t token, const north_write_t *w);
+extern const gw_origin_ops_t gwnorth_origin_ops;
+
+#endif
