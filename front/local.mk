@@ -12,7 +12,7 @@ front_libfront_a_CPPFLAGS = $(GW_CPPFLAGS)
 # Found beside the rtugw binary in the build tree (front/), else in $(pkglibdir).
 rtugwmoduledir = $(pkglibdir)
 rtugwmodule_PROGRAMS += front/rtugw-tls.so
-front_rtugw_tls_so_SOURCES = front/tls.c front/internal.h
+front_rtugw_tls_so_SOURCES = front/tls.c front/internal.h module/openssl.c module/module.h
 front_rtugw_tls_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(EVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS)
 front_rtugw_tls_so_LDFLAGS = $(AM_LDFLAGS) -shared
 front_rtugw_tls_so_LDADD = $(EVENT_OPENSSL_LIBS) $(OPENSSL_LIBS)

@@ -26,6 +26,7 @@
  *     new context and an empty cache, and a new CRL takes effect at once).
  */
 #include "front/internal.h"
+#include "module/module.h"
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -62,16 +63,6 @@ struct tls_env {
 };
 
 /* OpenSSL's most recent error, for a message; "" when there is none. */
-static const char *ssl_error(char *buf, size_t cap)
-{
-    unsigned long e = ERR_peek_last_error();
-    buf[0] = 0;
-    if (e)
-        ERR_error_string_n(e, buf, cap);
-    ERR_clear_error();
-    return buf;
-}
-
 /*
  * The role a certificate names, in name: 1; 0 when it has no role
  * extension; -1 when the extension is not exactly one UTF8String of a
@@ -150,7 +141,7 @@ static int load_crls(SSL_CTX *ctx, const char *path, char *err, size_t cap)
     int n = 0;
 
     if (!in) {
-        snprintf(err, cap, "[tls] crl_file = '%s': cannot open: %s", path, ssl_error(why, sizeof why));
+        snprintf(err, cap, "[tls] crl_file = '%s': cannot open: %s", path, module_ssl_error(why, sizeof why));
         return -1;
     }
     while ((crl = PEM_read_bio_X509_CRL(in, NULL, NULL, NULL)) != NULL) {
@@ -158,7 +149,7 @@ static int load_crls(SSL_CTX *ctx, const char *path, char *err, size_t cap)
         X509_CRL_free(crl);
         if (!added) {
             BIO_free(in);
-            snprintf(err, cap, "[tls] crl_file = '%s': %s", path, ssl_error(why, sizeof why));
+            snprintf(err, cap, "[tls] crl_file = '%s': %s", path, module_ssl_error(why, sizeof why));
             return -1;
         }
         n++;
@@ -179,11 +170,11 @@ static int load_files(SSL_CTX *ctx, const config_tls_t *tls, char *err, size_t c
     char why[256];
 
     if (SSL_CTX_use_certificate_chain_file(ctx, tls->cert_file) != 1) {
-        snprintf(err, cap, "[tls] cert_file = '%s': %s", tls->cert_file, ssl_error(why, sizeof why));
+        snprintf(err, cap, "[tls] cert_file = '%s': %s", tls->cert_file, module_ssl_error(why, sizeof why));
         return -1;
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, tls->key_file, SSL_FILETYPE_PEM) != 1) {
-        snprintf(err, cap, "[tls] key_file = '%s': %s", tls->key_file, ssl_error(why, sizeof why));
+        snprintf(err, cap, "[tls] key_file = '%s': %s", tls->key_file, module_ssl_error(why, sizeof why));
         return -1;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
@@ -194,7 +185,7 @@ static int load_files(SSL_CTX *ctx, const config_tls_t *tls, char *err, size_t c
     STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(tls->ca_file);
     if (!names || SSL_CTX_load_verify_locations(ctx, tls->ca_file, NULL) != 1) {
         snprintf(err, cap, "[tls] ca_file = '%s': %s", tls->ca_file,
-                 names ? ssl_error(why, sizeof why) : "cannot read a PEM certificate from it");
+                 names ? module_ssl_error(why, sizeof why) : "cannot read a PEM certificate from it");
         sk_X509_NAME_pop_free(names, X509_NAME_free);
         ERR_clear_error();
         return -1;
@@ -236,7 +227,7 @@ static tls_ctx_t *ctx_new(tls_env_t *env, const config_tls_t *tls, char *err, si
 
     err[0] = 0;
     if (!ctx) {
-        snprintf(err, cap, "tls: cannot make a context: %s", ssl_error(why, sizeof why));
+        snprintf(err, cap, "tls: cannot make a context: %s", module_ssl_error(why, sizeof why));
         return NULL;
     }
     SSL_CTX_set_app_data(ctx, env);
@@ -260,7 +251,7 @@ static tls_ctx_t *ctx_new(tls_env_t *env, const config_tls_t *tls, char *err, si
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_peer);
     if (SSL_CTX_set_cipher_list(ctx, tls12_suites) != 1 || load_files(ctx, tls, err, cap) != 0) {
         if (!err[0])
-            snprintf(err, cap, "tls: cipher suites refused: %s", ssl_error(why, sizeof why));
+            snprintf(err, cap, "tls: cipher suites refused: %s", module_ssl_error(why, sizeof why));
         SSL_CTX_free(ctx);
         return NULL;
     }
@@ -269,34 +260,13 @@ static tls_ctx_t *ctx_new(tls_env_t *env, const config_tls_t *tls, char *err, si
 
 static void ctx_certificate(const tls_ctx_t *ctx, char *subject, size_t cap, int64_t *not_after)
 {
-    X509 *cert = SSL_CTX_get0_certificate((const SSL_CTX *)ctx);
-    struct tm tm;
-
-    subject[0] = 0;
-    *not_after = 0;
-    if (!cert)
-        return;
-    X509_NAME_oneline(X509_get_subject_name(cert), subject, (int)cap);
-    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1)
-        *not_after = (int64_t)timegm(&tm);
+    module_ssl_certificate((const SSL_CTX *)ctx, subject, cap, not_after);
 }
 
-/*
- * A bufferevent that runs the server side of a handshake on fd. NULL: out
- * of memory. libevent's ownership of ssl when it fails is not the same on
- * every path, so ssl is left to leak rather than risk a double free, and
- * the caller closes fd.
- */
+/* A bufferevent that runs the server side of a handshake on fd (module/openssl.c). */
 static struct bufferevent *accept_session(tls_ctx_t *ctx, struct event_base *base, int fd)
 {
-    SSL *ssl = SSL_new((SSL_CTX *)ctx);
-    if (!ssl)
-        return NULL;
-    struct bufferevent *bev = bufferevent_openssl_socket_new(base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                                             BEV_OPT_CLOSE_ON_FREE);
-    if (bev)   /* a client that closes without close_notify is an EOF, not an error */
-        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-    return bev;
+    return module_ssl_accept((SSL_CTX *)ctx, base, fd);
 }
 
 /* After BEV_EVENT_CONNECTED: the peer's role, or -1 (why for refusal()). */

@@ -21,6 +21,7 @@
  * restart).
  */
 #include "web/internal.h"
+#include "module/module.h"
 
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -35,16 +36,6 @@
 #define SESSION_CACHE 128
 
 /* OpenSSL's most recent error, for a message; "" when there is none. */
-static const char *ssl_error(char *buf, size_t cap)
-{
-    unsigned long e = ERR_peek_last_error();
-    buf[0] = 0;
-    if (e)
-        ERR_error_string_n(e, buf, cap);
-    ERR_clear_error();
-    return buf;
-}
-
 static https_ctx_t *ctx_new(const char *cert, const char *key, char *err, size_t cap)
 {
     static const unsigned char sid_context[] = "rtugw-https";
@@ -52,7 +43,7 @@ static https_ctx_t *ctx_new(const char *cert, const char *key, char *err, size_t
     SSL_CTX *ctx = OPENSSL_init_ssl(0, NULL) ? SSL_CTX_new(TLS_server_method()) : NULL;
 
     if (!ctx) {
-        snprintf(err, cap, "[http] tls: cannot make a context: %s", ssl_error(why, sizeof why));
+        snprintf(err, cap, "[http] tls: cannot make a context: %s", module_ssl_error(why, sizeof why));
         return NULL;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -64,9 +55,9 @@ static https_ctx_t *ctx_new(const char *cert, const char *key, char *err, size_t
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_sess_set_cache_size(ctx, SESSION_CACHE);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-        snprintf(err, cap, "[http] tls_cert = '%s': %s", cert, ssl_error(why, sizeof why));
+        snprintf(err, cap, "[http] tls_cert = '%s': %s", cert, module_ssl_error(why, sizeof why));
     } else if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        snprintf(err, cap, "[http] tls_key = '%s': %s", key, ssl_error(why, sizeof why));
+        snprintf(err, cap, "[http] tls_key = '%s': %s", key, module_ssl_error(why, sizeof why));
     } else if (SSL_CTX_check_private_key(ctx) != 1) {
         snprintf(err, cap, "[http] tls_key = '%s': not the key of tls_cert '%s'", key, cert);
         ERR_clear_error();
@@ -84,16 +75,7 @@ static void ctx_free(https_ctx_t *ctx)
 
 static void ctx_certificate(const https_ctx_t *ctx, char *subject, size_t cap, int64_t *not_after)
 {
-    X509 *cert = SSL_CTX_get0_certificate((const SSL_CTX *)ctx);
-    struct tm tm;
-
-    subject[0] = 0;
-    *not_after = 0;
-    if (!cert)
-        return;
-    X509_NAME_oneline(X509_get_subject_name(cert), subject, (int)cap);
-    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1)
-        *not_after = (int64_t)timegm(&tm);
+    module_ssl_certificate((const SSL_CTX *)ctx, subject, cap, not_after);
 }
 
 /*
@@ -103,18 +85,7 @@ static void ctx_certificate(const https_ctx_t *ctx, char *subject, size_t cap, i
  */
 static struct bufferevent *accept_session(https_ctx_t *ctx, struct event_base *base)
 {
-    SSL *ssl = SSL_new((SSL_CTX *)ctx);
-    if (!ssl)
-        return NULL;
-    struct bufferevent *bev =
-        bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-    /* libevent's ownership of ssl when that fails is not the same on every
-     * path (front/tls.c): ssl is left to leak rather than risk a double free */
-    if (!bev)
-        return NULL;
-    /* a browser that closes without close_notify is an EOF, not an error */
-    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-    return bev;
+    return module_ssl_accept((SSL_CTX *)ctx, base, -1);
 }
 
 /* Did the handshake finish? (a plain HTTP request on this port never does) */

@@ -19,7 +19,7 @@ EXTRA_DIST += web/page/index.html web/page/app.js web/page/config.js web/page/st
 # daemon without it never maps libssl and libcrypto (as front/'s TLS module).
 # Found beside the rtugw binary in the build tree (web/), else in $(pkglibdir).
 rtugwmodule_PROGRAMS += web/rtugw-https.so
-web_rtugw_https_so_SOURCES = web/https.c web/internal.h
+web_rtugw_https_so_SOURCES = web/https.c web/internal.h module/openssl.c module/module.h
 web_rtugw_https_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(EVENT_OPENSSL_CFLAGS) $(OPENSSL_CFLAGS)
 web_rtugw_https_so_LDFLAGS = $(AM_LDFLAGS) -shared
 web_rtugw_https_so_LDADD = $(EVENT_OPENSSL_LIBS) $(OPENSSL_LIBS)
