@@ -16,5 +16,5 @@ gateway_libgateway_a_CPPFLAGS = $(GW_CPPFLAGS)
 TESTS += tests/test_gateway.py
 EXTRA_DIST += tests/test_gateway.py
 # MQTT end to end: real brokers (mosquitto), a bridge, TLS, paho subscribers.
-TESTS += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py
-EXTRA_DIST += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py
+TESTS += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py tests/test_api_churn.py
+EXTRA_DIST += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py tests/test_api_churn.py
