@@ -190,5 +190,61 @@ def test_api_template_csv_whole_check():
     g.stop()
     shutil.rmtree(d, ignore_errors=True)
 
+def test_api_device_csv():
+    """A device's own tags_file through /api/devices/NAME/csv, shared by two
+    devices (its device column picks one): GET is the file and its ETag; a
+    dry run names a bad row by line and column, and a row for a device that
+    does not read the file; the fixed file with the ETag is written, passes
+    `rtugw check`, and its rows for both devices are read live, unscoped; a
+    device without a file of its own, or none at all: 404."""
+    d = tempfile.mkdtemp(prefix="rtugw-api-device-csv-")
+    csv_path = os.path.join(d, "plant.csv")
+    with open(csv_path, "w") as f:
+        f.write("name,device,table,address,type,interval_ms\nboiler_t,boiler,holding,0,uint16,200\n")
+    devices = (f"[device boiler]\nslave = 1\ntags_file = {csv_path}\n"
+               f"[device pump]\nslave = 2\ntags_file = {csv_path}\n[device spare]\nslave = 3\n")
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=devices, extra="write_token = s3cret\n")
+    auth = {"Authorization": "Bearer s3cret"}
+
+    def call(method, name, query="", body=None, headers=None):
+        req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/devices/{name}/csv{query}", data=body,
+                                     method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=20) as r:
+                return r.status, r.read(), r.headers
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), e.headers
+    check(wait_for(lambda: tag_values(g).get("boiler_t", {}).get("value") == 1000, 5), "boiler_t reads before")
+    st, body, hdr = call("GET", "pump")
+    etag = (hdr.get("ETag") or "").strip('"')
+    with open(csv_path, "rb") as f:
+        check(st == 200 and body == f.read() and len(etag) == 16, f"GET /api/devices/pump/csv: the file, its ETag ({st})")
+    head = "name,device,table,address,type,interval_ms\n"
+    bad = (head + "boiler_t,boiler,holding,0,uint16,200\npump_p,pump,holding,7,uint17,200\n"
+           "spare_x,spare,holding,1,uint16,200\n").encode()
+    st, body, _ = call("PUT", "pump", "?dry_run=1", bad, auth)
+    v = json.loads(body or b"{}")
+    where = [(e["line"], e["column"]) for e in v.get("errors", [])]
+    check(st == 422 and v.get("error_count") == 2 and where[0] == (3, 23) and "uint17" in v["errors"][0]["message"]
+          and where[1][0] == 4 and "spare" in v["errors"][1]["message"],
+          f"dry run: the bad type and a device that does not read the file, by line and column ({st} {v})")
+    good = (head + "boiler_t,boiler,holding,0,uint16,200\npump_p,pump,holding,7,uint16,200\n").encode()
+    check(call("PUT", "pump", "", good, {**auth, "If-Match": "0123456789abcdef"})[0] == 409, "a stale revision: 409")
+    st, body, _ = call("PUT", "pump", "", good, {**auth, "If-Match": etag})
+    r = json.loads(body or b"{}")
+    with open(csv_path, "rb") as f:
+        check(st == 200 and r.get("rows") == 2 and f.read() == good, f"PUT with the ETag: written ({st} {r})")
+    p = subprocess.run([BIN, "check", "-c", g.cfg], capture_output=True, text=True)
+    check(p.returncode == 0, f"the configuration with it passes rtugw check: {p.stderr}")
+    check(wait_for(lambda: tag_values(g).get("pump_p", {}).get("value") == 2007 and
+                   tag_values(g).get("boiler_t", {}).get("value") == 1000, 5),
+          "applied live: pump_p reads 2007 (slave 2), boiler_t still 1000, unscoped names")
+    check(call("GET", "spare")[0] == 404, "a device without a tags_file of its own: 404")
+    check(call("GET", "nosuch")[0] == 404, "no such device: 404")
+    check(call("PUT", "boiler", "", good)[0] in (401, 403), "no token: refused")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    run_tests("test_api", [test_api_template_csv, test_api_template_csv_whole_check])
+    run_tests("test_api", [test_api_template_csv, test_api_template_csv_whole_check, test_api_device_csv])

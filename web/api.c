@@ -632,15 +632,18 @@ static const char openapi[] =
     "\"422\":{\"description\":\"check refused it\"}}},\"delete\":{\"summary\":\"remove the section\","          \
     "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"     \
     "\"404\":{\"description\":\"no such section\"},\"409\":{\"description\":\"stale revision\"}}}}"
-    "\"/api/templates/{name}/csv\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"}],"
-    "\"get\":{\"summary\":\"the template's tag file\",\"responses\":{\"200\":{\"description\":\"text/csv, ETag\"}}},"
-    "\"put\":{\"summary\":\"check (dry_run=1: only that), write atomically, apply\",\"security\":[{\"token\":[]}],"
-    "\"parameters\":[{\"name\":\"dry_run\",\"in\":\"query\",\"schema\":{\"type\":\"string\"}},"
-    "{\"name\":\"If-Match\",\"in\":\"header\",\"schema\":{\"type\":\"string\"}}],"
-    "\"requestBody\":{\"content\":{\"text/csv\":{\"schema\":{\"type\":\"string\"}}}},"
-    "\"responses\":{\"200\":{\"description\":\"{revision,rows,restart_needed} or {valid:true,rows}\"},"
-    "\"409\":{\"description\":\"stale revision\"},\"413\":{\"description\":\"too many bytes or rows\"},"
+#define CSV_PATH(p, whose)                                                                                     \
+    "\"/api/" p "/{name}/csv\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"}],"                    \
+    "\"get\":{\"summary\":\"" whose " tag file\",\"responses\":{\"200\":{\"description\":\"text/csv, ETag\"}}},"  \
+    "\"put\":{\"summary\":\"check (dry_run=1: only that), write atomically, apply\",\"security\":[{\"token\":[]}],"  \
+    "\"parameters\":[{\"name\":\"dry_run\",\"in\":\"query\",\"schema\":{\"type\":\"string\"}},"                 \
+    "{\"name\":\"If-Match\",\"in\":\"header\",\"schema\":{\"type\":\"string\"}}],"                               \
+    "\"requestBody\":{\"content\":{\"text/csv\":{\"schema\":{\"type\":\"string\"}}}},"                             \
+    "\"responses\":{\"200\":{\"description\":\"{revision,rows,restart_needed} or {valid:true,rows}\"},"               \
+    "\"409\":{\"description\":\"stale revision\"},\"413\":{\"description\":\"too many bytes or rows\"},"            \
     "\"422\":{\"description\":\"{valid:false,errors:[{line,column,message}]}\"}}}},"
+    CSV_PATH("templates", "the template's") CSV_PATH("devices", "the device's own (tags_file)")
+#undef CSV_PATH
     SECTION_PATH("devices") "," SECTION_PATH("tags") "," SECTION_PATH("templates") "," SECTION_PATH("polls") ","
     SECTION_PATH("buses")
 #undef SECTION_PATH
@@ -659,7 +662,7 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
         evhttp_send_error(req, 500, "out of memory");
         return true;
     }
-    if (api_csv_request(gw, req, what, b)) {   /* templates/NAME/csv, before templates/NAME */
+    if (api_csv_request(gw, req, what, b)) {   /* templates/NAME/csv, devices/NAME/csv: before the sections */
         evbuffer_free(b);
         return true;
     }

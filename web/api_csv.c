@@ -1,17 +1,20 @@
 /*
- * web/api_csv.c -- a template's register list as CSV through the API
- * (docs/api.md), on the I/O thread.
+ * web/api_csv.c -- a tag file as CSV through the API (docs/api.md), on the
+ * I/O thread: a template's register list, or a device's own tags_file.
  *
  *   GET /api/templates/NAME/csv                  the file's bytes, ETag its revision
  *   PUT /api/templates/NAME/csv?dry_run=1        the errors as JSON; nothing written
  *   PUT /api/templates/NAME/csv (If-Match)       checked, written atomically, applied
+ *   (the same three for /api/devices/NAME/csv, a device with a tags_file)
  *
  * One loader: the body is read by tags/csv.c's tags_load_csv_string, the
  * reader `rtugw check` and the reload use, so its errors are theirs
  * ("FILE:LINE:COLUMN: column 'value': reason", every bad value of the file in
  * one pass), given back as {line, column, message} for the page to show by
- * row; read once per addressing among the template's devices, the one
- * default that changes which rows are errors. Then the whole configuration is checked with the new file in place
+ * row; a template's read once per addressing among its devices (the one
+ * default that changes which rows are errors), a device's file once with
+ * every device that names it (its device column picks among them), as
+ * config/tags.c reads them. Then the whole configuration is checked with the new file in place
  * (a template's rows times its devices against the tag limits, names): the
  * file is written atomically (api.c's one write), and if check refuses the
  * configuration with it, the old bytes are written back the same way and
@@ -38,20 +41,38 @@
 #define API_CSV_MAX_BYTES (4u << 20)   /* a tag file's body: 4 MiB */
 #define API_CSV_MAX_ROWS 10000u        /* physical lines of one tag file */
 
-/* The template named in what ("templates/NAME/csv") into name; false when what is not such a path. */
-static bool csv_path(const char *what, char *name, size_t cap)
+/* The file a CSV call is about: a template's, or a device's own (the
+ * devices that read it, each with its defaults, in readings). */
+typedef struct csv_target {
+    const char *tags_file;                   /* as the configuration writes it */
+    char path[2 * CONFIG_PATH_MAX];          /* resolved */
+    tags_device_defaults_t defs[CONFIG_MAX_DEVICES];
+    size_t n_defs[2];                        /* per reading: how many of defs */
+    unsigned readings;                       /* 1 or 2 (a template read per addressing) */
+    const char *device;                      /* a template's: the device of reading 2, when both */
+} csv_target_t;
+
+/* The name in what ("templates/NAME/csv", "devices/NAME/csv") into name, and
+ * whether it is a device's; false when what is not such a path. */
+static bool csv_path(const char *what, char *name, size_t cap, bool *device)
 {
-    static const char prefix[] = "templates/", suffix[] = "/csv";
+    static const char suffix[] = "/csv";
+    static const char *const prefixes[] = { "templates/", "devices/" };
     size_t n = strlen(what);
-    if (strncmp(what, prefix, sizeof prefix - 1) != 0 || n < sizeof prefix - 1 + sizeof suffix - 1 ||
-        strcmp(what + n - (sizeof suffix - 1), suffix) != 0)
-        return false;
-    size_t len = n - (sizeof prefix - 1) - (sizeof suffix - 1);
-    if (len >= cap)
-        len = cap - 1;
-    memcpy(name, what + sizeof prefix - 1, len);
-    name[len] = 0;
-    return true;
+    for (int k = 0; k < 2; k++) {
+        size_t pl = strlen(prefixes[k]);
+        if (strncmp(what, prefixes[k], pl) != 0 || n < pl + sizeof suffix - 1 ||
+            strcmp(what + n - (sizeof suffix - 1), suffix) != 0)
+            continue;
+        size_t len = n - pl - (sizeof suffix - 1);
+        if (len >= cap)
+            len = cap - 1;
+        memcpy(name, what + pl, len);
+        name[len] = 0;
+        *device = k == 1;
+        return true;
+    }
+    return false;
 }
 
 /* ?dry_run=1 (or true) on the request's URI. */
@@ -104,19 +125,13 @@ static tags_device_defaults_t defaults_for(const config_t *cfg, const config_tem
     };
 }
 
-/* The body against the loader, as check reads it for the template's devices:
- * once per addressing among them (the only default that changes which rows
- * are errors: a Modicon device takes "40001" without a table, a plain one
- * does not), else once for the template alone. True with *rows when clean,
- * else answered 422 with every error kept and their total. */
-static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const config_template_t *tp,
-                      int ti, const char *text, size_t len, unsigned lines, size_t *rows)
+/* The body against the loader, as check reads it (the target's readings).
+ * True with *rows when clean, else answered 422 with every error kept and
+ * their total (and, for a template read both ways, the device whose
+ * reading failed). */
+static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const csv_target_t *tg,
+                      const char *text, size_t len, unsigned lines, size_t *rows)
 {
-    const config_t *cfg = gw->cfg;
-    const config_device_t *by_addressing[2] = { NULL, NULL };   /* plain, Modicon */
-    for (unsigned d = 0; d < cfg->device_count; d++)
-        if (cfg->devices[d].template_index == ti && !by_addressing[config_device_modicon(cfg, &cfg->devices[d])])
-            by_addressing[config_device_modicon(cfg, &cfg->devices[d])] = &cfg->devices[d];
     /* a NUL: where it is, as the loader would say it (it stops a CSV load) */
     const char *nul = memchr(text, 0, len);
     tags_errors_t *errs = calloc(1, sizeof *errs);
@@ -127,22 +142,21 @@ static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, 
         for (const char *c = text; c < nul; c++, col++)
             if (*c == '\n')
                 line++, col = 0;
-        snprintf(errs->text[0], sizeof errs->text[0], "%s:%u:%u: a NUL byte (a tag file is text)", tp->tags_file,
+        snprintf(errs->text[0], sizeof errs->text[0], "%s:%u:%u: a NUL byte (a tag file is text)", tg->tags_file,
                  line, col);
         errs->count = errs->total = 1;
         rc = -EINVAL;
     } else if (errs) {
-        for (int m = 0; m < 2; m++) {
-            if (!by_addressing[m] && (m == 1 || by_addressing[1]))
-                continue;   /* no device of this addressing (none at all: the template alone, plain) */
-            tags_device_defaults_t def = defaults_for(cfg, tp, by_addressing[m]);
+        const tags_device_defaults_t *defs = tg->defs;
+        for (unsigned m = 0; m < tg->readings; m++) {
             tags_table_t *t = tags_table_new(lines + 1);
-            rc = t ? tags_load_csv_string(t, text, tp->tags_file, &def, 1, errs) : -ENOMEM;
+            rc = t ? tags_load_csv_string(t, text, tg->tags_file, defs, tg->n_defs[m], errs) : -ENOMEM;
             tags_table_free(t);
             if (rc < 0) {
-                device = by_addressing[0] && by_addressing[1] ? def.name : NULL;
+                device = tg->readings == 2 ? defs->name : NULL;
                 break;
             }
+            defs += tg->n_defs[m];
         }
     }
     if (rc >= 0)
@@ -159,7 +173,7 @@ static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, 
     evbuffer_add_printf(b, "{\"valid\":false,\"errors\":[");
     for (unsigned i = 0; i < errs->count; i++) {
         evbuffer_add_printf(b, "%s", i ? "," : "");
-        add_csv_error(b, tp->tags_file, errs->text[i]);
+        add_csv_error(b, tg->tags_file, errs->text[i]);
     }
     evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
     if (device) {
@@ -195,9 +209,9 @@ static void get_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
 /* PUT: bounds, the loader, then (not a dry run) If-Match, the atomic write,
  * the whole configuration's check (the old bytes back when it refuses) and
  * the reload. */
-static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const config_template_t *tp, int ti,
-                    const char *path)
+static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const csv_target_t *tg)
 {
+    const char *path = tg->path;
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in), rows = 0;
     char why[PATH_MAX + 160];
@@ -223,7 +237,7 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
         free(text);
         return;
     }
-    if (!csv_check(gw, req, b, tp, ti, text, len, lines, &rows)) {
+    if (!csv_check(gw, req, b, tg, text, len, lines, &rows)) {
         free(text);
         return;
     }
@@ -287,31 +301,89 @@ out:
     free(text);
 }
 
+/* A template's file: read once per addressing among its devices (a plain
+ * reading first; none at all: the template alone, plain). */
+static void template_target(const config_t *cfg, int ti, csv_target_t *tg)
+{
+    const config_template_t *tp = &cfg->templates[ti];
+    const config_device_t *by_addressing[2] = { NULL, NULL };   /* plain, Modicon */
+    for (unsigned d = 0; d < cfg->device_count; d++)
+        if (cfg->devices[d].template_index == ti && !by_addressing[config_device_modicon(cfg, &cfg->devices[d])])
+            by_addressing[config_device_modicon(cfg, &cfg->devices[d])] = &cfg->devices[d];
+    tg->tags_file = tp->tags_file;
+    tg->readings = 0;
+    for (int m = 0; m < 2; m++) {
+        if (!by_addressing[m] && (m == 1 || by_addressing[1]))
+            continue;
+        tg->defs[tg->readings] = defaults_for(cfg, tp, by_addressing[m]);
+        tg->n_defs[tg->readings++] = 1;
+    }
+}
+
+/* A device's own file: read once with every device whose tags_file is the
+ * same file, each unscoped with its order, interval and addressing. */
+static void device_target(const config_t *cfg, const char *config_path, unsigned di, csv_target_t *tg)
+{
+    char other[2 * CONFIG_PATH_MAX];
+    tg->tags_file = cfg->devices[di].tags_file;
+    tg->readings = 1;
+    tg->n_defs[0] = 0;
+    for (unsigned j = 0; j < cfg->device_count && tg->n_defs[0] < CONFIG_MAX_DEVICES; j++) {
+        const config_device_t *dev = &cfg->devices[j];
+        if (!dev->tags_file[0])
+            continue;
+        config_resolve_path(config_path, dev->tags_file, other, sizeof other);
+        if (j != di && strcmp(other, tg->path) != 0)
+            continue;
+        tg->defs[tg->n_defs[0]++] = (tags_device_defaults_t){ dev->name, dev->order, dev->interval_ms, false,
+                                                              config_device_modicon(cfg, dev) };
+    }
+}
+
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b)
 {
-    char name[CONFIG_NAME_MAX + 1], path[2 * CONFIG_PATH_MAX];
-    if (!csv_path(what, name, sizeof name))
+    char name[CONFIG_NAME_MAX + 1];
+    bool of_device;
+    if (!csv_path(what, name, sizeof name, &of_device))
         return false;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     const config_t *cfg = gw->cfg;
-    int ti = -1;
-    for (unsigned i = 0; i < cfg->template_count && ti < 0; i++)
+    int ti = -1, di = -1;
+    for (unsigned i = 0; !of_device && i < cfg->template_count && ti < 0; i++)
         if (strcmp(cfg->templates[i].name, name) == 0)
             ti = (int)i;
+    for (unsigned i = 0; of_device && i < cfg->device_count && di < 0; i++)
+        if (strcmp(cfg->devices[i].name, name) == 0)
+            di = (int)i;
     if (!gw->opt.config_path) {
         api_reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
-    } else if (ti < 0) {
+    } else if (!of_device && ti < 0) {
         api_reply_error(gw, req, 404, "Not Found", "no such template (GET /api/templates)");
+    } else if (of_device && di < 0) {
+        api_reply_error(gw, req, 404, "Not Found", "no such device (GET /api/devices)");
+    } else if (of_device && !cfg->devices[di].tags_file[0]) {
+        api_reply_error(gw, req, 404, "Not Found",
+                        "the device has no tags_file of its own (a template's: /api/templates/NAME/csv)");
     } else if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_PUT) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, PUT");
         api_reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");
     } else {
-        const config_template_t *tp = &cfg->templates[ti];
-        config_resolve_path(gw->opt.config_path, tp->tags_file, path, sizeof path);
+        csv_target_t *tg = calloc(1, sizeof *tg);
+        if (!tg) {
+            api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+            return true;
+        }
+        const char *file = of_device ? cfg->devices[di].tags_file : cfg->templates[ti].tags_file;
+        config_resolve_path(gw->opt.config_path, file, tg->path, sizeof tg->path);
+        if (of_device)
+            device_target(cfg, gw->opt.config_path, (unsigned)di, tg);
+        else
+            template_target(cfg, ti, tg);
         if (cmd == EVHTTP_REQ_GET)
-            get_csv(gw, req, b, path);
+            get_csv(gw, req, b, tg->path);
         else if (api_admin_ok(gw, req))
-            put_csv(gw, req, b, tp, ti, path);
+            put_csv(gw, req, b, tg);
+        free(tg);
     }
     return true;
 }
