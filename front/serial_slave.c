@@ -297,12 +297,17 @@ gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t 
     s->t35_ns = rtu_t35_ns(c->baud, bits);
     rtu_framer_config_t fc = { .baud = c->baud, .char_bits = bits, .dir = RTU_DIR_REQUEST };
     char why[DRIVER_ERRLEN] = "out of memory";
-    /* Like a bus actor, on the I/O thread unless configured off: its port is there. */
+    /* Like a bus actor, on the line thread when there is one ([gateway]
+     * line_thread), else the I/O thread, unless configured off: its port is
+     * there. A master on this port judges our answers by the wire as a bus
+     * judges a slave's: t3.5 after its request must not wait for a TLS
+     * handshake or a GET /tags on the I/O thread (issue 29). */
+    gw_loop_t *home = gw->line_loop ? gw->line_loop : gw->loop;
     int spawned = !(s->framer = rtu_framer_new(&fc)) || !(s->driver = open_port(c, why, sizeof why)) ? -1
-                : gw->cfg->buses_on_io_thread ? actor_spawn_on(gw->actors, loop_host(gw->loop), behaviour, s, &s->self)
+                : gw->cfg->buses_on_io_thread ? actor_spawn_on(gw->actors, loop_host(home), behaviour, s, &s->self)
                                               : actor_spawn(gw->actors, behaviour, s, &s->self);
     if (spawned != 0 ||
-        !(s->port = port_new(gw, gw->loop, s->driver, s->name, s->self, &s->port_m))) {
+        !(s->port = port_new(gw, home, s->driver, s->name, s->self, &s->port_m))) {
         snprintf(err, errcap, "%s: %s", s->name, why);
         serial_slave_free(s);
         return NULL;
