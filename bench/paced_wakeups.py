@@ -2,7 +2,7 @@
 """Wake-ups and CPU per poll of a paced serial line, arms side by side.
 
     bench/paced_wakeups.py [--arm LABEL=PATH]... [--rounds N] [--seconds S]
-                           [--baud B] [--count N] [--interval-ms MS]
+                           [--baud B] [--count N] [--interval-ms MS] [--unpaced]
 
 Each arm is an rtugw binary. Per round and arm (interleaved, so a drift of
 the machine hits them alike): `rtugw sim --pace --baud B --format 8E1
@@ -56,7 +56,8 @@ def bus_status(http):
 
 
 def one_round(path, a):
-    sim = subprocess.Popen([path, "sim", "--pace", "--baud", str(a.baud), "--format", "8E1", "--slaves", "1"],
+    pace = [] if a.unpaced else ["--pace"]
+    sim = subprocess.Popen([path, "sim"] + pace + ["--baud", str(a.baud), "--format", "8E1", "--slaves", "1"],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     pty = sim.stdout.readline().strip()
     tcp, http = free_port(), free_port()
@@ -100,6 +101,8 @@ def main():
     ap.add_argument("--baud", type=int, default=9600)
     ap.add_argument("--count", type=int, default=10)
     ap.add_argument("--interval-ms", type=int, default=100)
+    ap.add_argument("--unpaced", action="store_true",
+                    help="the simulator answers at once, not at the wire's pace (issue 29's CPU per unpaced poll)")
     a = ap.parse_args()
     arms = [x.split("=", 1) for x in (a.arm or ["rtugw=./rtugw"])]
     res = {label: [] for label, _ in arms}
