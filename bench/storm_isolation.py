@@ -2,7 +2,7 @@
 """A paced bus beside a front-end storm: CRC errors and timeouts, loaded vs unloaded.
 
     bench/storm_isolation.py [--arm LABEL=PATH]... [--rounds N] [--seconds S]
-                             [--clients N] [--http N]
+                             [--clients N] [--http N] [--full]
 
 The storm of issue 29, in the part this machine can drive: one gateway
 (each arm's rtugw), bus b0 = `rtugw sim --pace --baud 9600 --format 8E1
@@ -16,11 +16,25 @@ rounds: b0's requests, CRC errors and timeouts (/status), and the storm's
 answers per second. A gateway that judges the wire by when it reads the
 port shows CRC errors and timeouts on b0 under the storm although the
 simulator sends only good frames.
+
+--full adds the rest of issue 29's storm, all at once with the clients:
+10,000 tags on b1 (a tags_file, read every second) published as MQTT
+json-per-tag (publish = poll: 10,000 values/s) to a mosquitto the bench
+starts on a free port; GET /tags of those 10,000 in a loop; and 50 TLS
+handshakes a second on the [tls] listener (Modbus/TCP Security, client
+certificate from tests/mbaps-certs.sh, no resumption: each a full
+handshake; from a process of its own). Reported beside: handshakes/s, GET /tags/s, MQTT
+values published/s, and b0's latency p50/p99 per phase against its wire
+time (8 + 25 characters of 11 bits at 9600 baud: 37.8 ms).
 """
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
+import pwd
+import shutil
+import ssl
 import signal
 import socket
 import struct
@@ -39,6 +53,53 @@ def b0(http):
     with urllib.request.urlopen("http://127.0.0.1:%d/status" % http, timeout=10) as r:
         b = json.load(r)["buses"][0]
     return b["requests"], b["crc_errors"], b["timeouts"]
+
+
+def b0_latency(http):
+    with urllib.request.urlopen("http://127.0.0.1:%d/status" % http, timeout=10) as r:
+        b = json.load(r)["buses"][0]
+    return b["latency_p50_ms"] or 0.0, b["latency_p99_ms"] or 0.0
+
+
+def published(http):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % http, timeout=30) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("rtugw_mqtt_published_total"):
+                return float(line.split()[-1])
+    return 0.0
+
+
+def tls_process(port, certs, seconds, rate, q):
+    """rate full handshakes a second (no resumption: a fresh session each),
+    in a process of its own so that the storm's event loop does not pace
+    them; each closes after its handshake. Puts the count done."""
+    ctx = ssl.create_default_context(cafile=os.path.join(certs, "ca.pem"))
+    ctx.load_cert_chain(os.path.join(certs, "reader.pem"), os.path.join(certs, "reader.key"))
+    n, t0 = 0, time.monotonic()
+    t = t0
+    while time.monotonic() < t0 + seconds:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+                with ctx.wrap_socket(raw, server_hostname="127.0.0.1"):
+                    n += 1
+        except (OSError, ssl.SSLError):
+            pass
+        t += 1.0 / rate
+        time.sleep(max(0.0, t - time.monotonic()))
+    q.put(n)
+
+
+async def tags_loop(port, stop, count):
+    while not stop.is_set():
+        try:
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"GET /tags HTTP/1.0\r\n\r\n")
+            await w.drain()
+            await r.read()
+            w.close()
+            count[0] += 1
+        except OSError:
+            await asyncio.sleep(0.01)
 
 
 async def client(port, stop, count):
@@ -73,28 +134,68 @@ async def http_loop(port, stop):
             await asyncio.sleep(0.01)
 
 
-async def storm(tcp, http, clients, https, seconds):
-    stop, count = asyncio.Event(), [0]
+async def storm(tcp, http, clients, https, seconds, full=None):
+    stop, count, tls_n, tags_n = asyncio.Event(), [0], [0], [0]
     tasks = [asyncio.create_task(client(tcp, stop, count)) for _ in range(clients)]
     tasks += [asyncio.create_task(http_loop(http, stop)) for _ in range(https)]
+    if full:
+        ctx = multiprocessing.get_context("spawn")
+        q = ctx.Queue()
+        proc = ctx.Process(target=tls_process, args=(full["tls_port"], full["certs"], seconds, 50, q))
+        proc.start()
+        tasks.append(asyncio.create_task(tags_loop(http, stop, tags_n)))
     await asyncio.sleep(seconds)
     stop.set()
     await asyncio.wait(tasks, timeout=10)
-    return count[0] / seconds
+    if full:
+        tls_n[0] = await asyncio.get_running_loop().run_in_executor(None, q.get)
+        proc.join()
+    return count[0] / seconds, tls_n[0] / seconds, tags_n[0] / seconds
+
+
+def full_setup(d):
+    """The certificates, the 10,000-tag file and a mosquitto for --full."""
+    certs = os.path.join(d, "certs")
+    subprocess.run(["sh", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "mbaps-certs.sh"),
+                    certs], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tags = os.path.join(d, "tags.csv")
+    with open(tags, "w") as f:   # the simulator's map: 1,000 holding registers a slave
+        f.write("name,device,table,address,type,interval_ms\n")
+        for i in range(10000):
+            f.write("t%d,u%d,holding,%d,uint16,1000\n" % (i, 1 + i // 1000, i % 1000))
+    mport = free_port()
+    conf = os.path.join(d, "mosquitto.conf")
+    with open(conf, "w") as f:
+        f.write("user %s\nallow_anonymous true\nlistener %d 127.0.0.1\nmax_queued_messages 1000000\n"
+                % (pwd.getpwuid(os.getuid()).pw_name, mport))
+    broker = subprocess.Popen(["mosquitto", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return {"certs": certs, "tags": tags, "mqtt_port": mport, "broker": broker, "tls_port": free_port()}
 
 
 def one_round(path, a):
+    d = tempfile.mkdtemp(prefix="rtugw-storm-")
+    full = full_setup(d) if a.full else None
     sim = subprocess.Popen([path, "sim", "--pace", "--baud", "9600", "--format", "8E1", "--slaves",
                             ",".join(str(s) for s in range(1, 11))],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     pty = sim.stdout.readline().strip()
     tcp, http = free_port(), free_port()
     text = "[gateway]\nlog_level = warn\n[bus b0]\nport = %s\nbaud = 9600\nparity = even\n" % pty
-    text += "[bus b1]\nport = sim\nbaud = 115200\n"
+    text += "[bus b1]\nport = %s\nbaud = 115200\n" % ("sim:" + ",".join(str(u) for u in range(1, 11)) if a.full else "sim")
     for s in range(1, 11):
         text += ("[device p%d]\nbus = b0\nslave = %d\ndead_after = 0\n[poll g%d]\ndevice = p%d\nfunction = 3\n"
                  "address = 0\ncount = 10\ninterval_ms = 1000\n" % (s, s, s, s))
     text += "[device u1]\nbus = b1\nslave = 1\n"
+    if full:   # ten devices of 1,000 tags, one file
+        text += "tags_file = %s\n" % full["tags"]
+        text += "".join("[device u%d]\nbus = b1\nslave = %d\ntags_file = %s\n" % (u, u, full["tags"])
+                        for u in range(2, 11))
+        text += ("[tls]\nbind = 127.0.0.1\nport = %d\ncert_file = {c}/server.pem\nkey_file = {c}/server.key\n"
+                 "ca_file = {c}/ca.pem\nsession_cache = 0\nmax_handshakes = 64\n"
+                 "max_handshakes_per_address = 0\n[role reader]\nfunctions = read\nunits = all\n"
+                 % full["tls_port"]).format(c=full["certs"])
+        text += ("[mqtt]\nhost = 127.0.0.1\nport = %d\nclient_id = storm\ngateway = storm\nformat = json-per-tag\n"
+                 "publish = poll\nqos = 0\n" % full["mqtt_port"])
     text += ("[tcp]\nbind = 127.0.0.1\nport = %d\ndefault_bus = b1\nmax_clients = 1024\nmax_per_address = 0\n"
              "[http]\nbind = 127.0.0.1\nport = %d\nmax_connections = 64\n" % (tcp, http))
     fd, cpath = tempfile.mkstemp(suffix=".ini")
@@ -103,20 +204,29 @@ def one_round(path, a):
     gw = subprocess.Popen([path, "run", "-c", cpath], stderr=subprocess.DEVNULL)
     out = {}
     try:
-        time.sleep(2.5)
+        time.sleep(2.5 if not full else 6.0)   # 10,000 tags: the first reads, and MQTT connected
         q0 = b0(http)
+        m0 = published(http) if full else 0.0
         time.sleep(a.seconds)
         q1 = b0(http)
-        rate = asyncio.run(storm(tcp, http, a.clients, a.http, a.seconds))
+        l1 = b0_latency(http)
+        m1 = published(http) if full else 0.0
+        rate, tls_rate, tags_rate = asyncio.run(storm(tcp, http, a.clients, a.http, a.seconds, full))
         q2 = b0(http)
-        out["unloaded"] = [q1[i] - q0[i] for i in range(3)] + [0.0]
-        out["storm"] = [q2[i] - q1[i] for i in range(3)] + [rate]
+        l2 = b0_latency(http)
+        m2 = published(http) if full else 0.0
+        out["unloaded"] = [q1[i] - q0[i] for i in range(3)] + [0.0, 0.0, 0.0, (m1 - m0) / a.seconds] + list(l1)
+        out["storm"] = [q2[i] - q1[i] for i in range(3)] + [rate, tls_rate, tags_rate, (m2 - m1) / a.seconds] + list(l2)
     finally:
         gw.send_signal(signal.SIGTERM)
         gw.wait(timeout=20)
         sim.send_signal(signal.SIGTERM)
         sim.wait(timeout=10)
         os.unlink(cpath)
+        if full:
+            full["broker"].terminate()
+            full["broker"].wait(timeout=10)
+        shutil.rmtree(d, ignore_errors=True)
     return out
 
 
@@ -127,21 +237,26 @@ def main():
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--clients", type=int, default=1000)
     ap.add_argument("--http", type=int, default=4)
+    ap.add_argument("--full", action="store_true", help="also TLS handshakes, GET /tags of 10,000 and MQTT")
     a = ap.parse_args()
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * a.clients + 256)), hard))
     arms = [x.split("=", 1) for x in (a.arm or ["rtugw=./rtugw"])]
-    tot = {label: {"unloaded": [0, 0, 0, 0.0], "storm": [0, 0, 0, 0.0]} for label, _ in arms}
+    tot = {label: {"unloaded": [0] * 9, "storm": [0] * 9} for label, _ in arms}
     for _ in range(a.rounds):
         for label, path in arms:
             r = one_round(path, a)
             for ph in r:
-                tot[label][ph] = [x + y for x, y in zip(tot[label][ph], r[ph])]
-    print("arm       phase     b0 requests  CRC errors  timeouts  storm answers/s")
+                t = tot[label][ph]
+                tot[label][ph] = [x + y for x, y in zip(t[:7], r[ph][:7])] + [max(t[7], r[ph][7]), max(t[8], r[ph][8])]
+    print("arm       phase     b0 requests  CRC errors  timeouts  storm answers/s  TLS hs/s  GET /tags/s  "
+          "MQTT values/s  b0 latency p50/p99 ms (cumulative, worst round)")
     for label, phases in tot.items():
         for ph, v in phases.items():
-            print("%-9s %-9s %11d %11d %9d %16.0f" % (label, ph, v[0], v[1], v[2], v[3] / a.rounds))
+            print("%-9s %-9s %11d %11d %9d %16.0f %9.1f %12.2f %14.0f  %6.1f / %6.1f"
+                  % (label, ph, v[0], v[1], v[2], v[3] / a.rounds, v[4] / a.rounds, v[5] / a.rounds,
+                     v[6] / a.rounds, v[7], v[8]))
     return 0
 
 
