@@ -302,7 +302,13 @@ static void reload(gw_t *gw)
         gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
                devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
-    CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
+    if (gw->http) {
+        char http_restart[16];
+        http_reload(gw->http, fresh, http_restart, sizeof http_restart);
+        CHANGED(http_restart, http_restart[0] != 0);
+    } else {
+        CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
+    }
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);

@@ -33,6 +33,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import struct
@@ -274,6 +275,57 @@ def test_users_config():
         check(rc != 0 and "ada" in out, f"a user given twice is refused ({out.strip()})")
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_reload_users_and_cert():
+    """SIGHUP applies [http]'s users and the HTTPS certificate live (issue 32):
+    a user whose role changed, or who was removed, loses the session it had;
+    the others keep theirs; a user added logs in; new HTTPS connections get
+    the new certificate; a certificate that does not load is refused with
+    its reason and the running one stays; nothing waits for a restart."""
+    subprocess.run(["sh", "-c", """set -e
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout next.key -out next.csr -subj /CN=localhost-next
+openssl x509 -req -in next.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 -sha256 -extfile ext.cnf -out next.pem
+"""], cwd=PKI, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    g = users_gateway()
+
+    def subject():
+        ctx = ssl.create_default_context(cafile=CA)
+        with socket.create_connection(("127.0.0.1", g.http_port), timeout=5) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as t:
+                return dict(x[0] for x in t.getpeercert()["subject"]).get("commonName")
+    try:
+        tokens = {u: login(g, u, pw)[2]["token"] for u, pw in (("ada", "admin-pw"), ("otto", "operator-pw"),
+                                                                ("vera", "viewer-pw"), ("slow", "slow-pw"))}
+        check(subject() == "localhost", "HTTPS serves the first certificate")
+        text = g.text.replace("role = viewer\n[user slow]", "role = operator\n[user slow]")
+        text = text.replace(f"[user slow]\npassword_hash = ", "[user gone]\npassword_hash = ", 1)
+        text = text.replace(f"{PKI}/server.pem", f"{PKI}/next.pem").replace(f"{PKI}/server.key", f"{PKI}/next.key")
+        text += f"[user nova]\npassword_hash = {hash_password('nova-pw')[1]}\nrole = viewer\n"
+        check(text.count("role = operator") == 2 and "[user gone]" in text and "next.pem" in text,
+              "the new file: vera an operator, slow renamed away, nova added, the next certificate")
+        g.rewrite(text)
+        g.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "SIGHUP: [http] users applied: 5 users, 2 sessions ended" in g.log_text(), 5),
+              "the log says the users were applied and two sessions ended")
+        check(json.loads(request(g, "GET", "/status", headers=bearer(tokens["ada"]))[2]).get("restart_needed") == "",
+              "nothing waits for a restart; ada's session goes on")
+        check(request(g, "GET", "/tags", headers=bearer(tokens["otto"]))[0] == 200, "otto's session goes on")
+        check(request(g, "GET", "/tags", headers=bearer(tokens["vera"]))[0] == 401, "vera's (role changed) ended")
+        check(request(g, "GET", "/tags", headers=bearer(tokens["slow"]))[0] == 401, "slow's (removed) ended")
+        st, _, body = login(g, "vera", "viewer-pw")
+        check(st == 200 and body.get("role") == "operator", f"vera logs in again as operator ({st} {body})")
+        check(login(g, "nova", "nova-pw")[0] == 200, "nova, added, logs in")
+        check(login(g, "slow", "slow-pw")[0] == 401, "slow, removed, does not")
+        check(subject() == "localhost-next", "new HTTPS connections get the next certificate")
+        check("SIGHUP: HTTPS certificate read again" in g.log_text(), "the log says so")
+        g.rewrite(g.text.replace(f"{PKI}/next.pem", f"{PKI}/nosuch.pem"))
+        g.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "HTTPS keeps the running certificate" in g.log_text(), 5),
+              "a certificate that does not load: refused, with its reason")
+        check(subject() == "localhost-next", "and the running one still serves")
+    finally:
+        g.stop()
 
 
 def test_roles():
@@ -684,6 +736,7 @@ def test_browser_configure():
           f"the Modbus TCP client kept its connection and every answer ({seen})")
 
 
-run_tests("test_web_auth", [test_https, test_handshake_bound, test_https_config_errors, test_users_config, test_roles, test_cookie_session,
+run_tests("test_web_auth", [test_https, test_handshake_bound, test_https_config_errors, test_users_config,
+                          test_reload_users_and_cert, test_roles, test_cookie_session,
                           test_login_slowdown, test_hostile_login, test_audit, test_api_admin, test_browser_login,
                           test_browser_configure])

@@ -692,6 +692,30 @@ web_auth_t *web_auth_new(gw_t *gw)
     return a;
 }
 
+/*
+ * The users changed on SIGHUP (http.c, http_reload): a session whose user
+ * is gone, or whose role or password is not what it logged in with, ends
+ * now (a password changed is how an admin takes a login back); the others
+ * go on. Returns how many ended.
+ */
+unsigned web_auth_users_changed(web_auth_t *a, const config_http_t *run, const config_http_t *fresh)
+{
+    unsigned ended = 0;
+    for (unsigned i = 0; i < a->session_cap; i++) {
+        session_t *s = &a->sessions[i];
+        if (!s->token[0])
+            continue;
+        const config_user_t *now = user_find(fresh, s->user), *then = user_find(run, s->user);
+        if (now && then && now->role == then->role && strcmp(now->password_hash, then->password_hash) == 0)
+            continue;
+        gw_log(a->gw, CONFIG_LOG_INFO, "SIGHUP: the session of %s ends: %s", s->user,
+               !now ? "the user is gone" : "its role or password changed");
+        explicit_bzero(s, sizeof *s);
+        ended++;
+    }
+    return ended;
+}
+
 void web_auth_free(web_auth_t *a)
 {
     if (!a)

@@ -467,6 +467,66 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     return h;
 }
 
+/*
+ * SIGHUP (daemon/control.c): what of [http] can change while it runs does.
+ * The users (when there were some and still are: no users is another way
+ * of working, reads open and writes by write_token), the write_token,
+ * metrics_open and session_timeout_s are taken as they are; sessions the
+ * new users no longer back end (auth.c). With HTTPS on before and after,
+ * the certificate and key are read again, whether their paths changed or a
+ * renewal rewrote the files: new connections get them, open ones keep
+ * theirs; if they do not load, the running ones stay and the log says why.
+ * The rest (the listener, its bounds, HTTPS on or off, users from none or
+ * to none) is named in restart, as the other sections' keys are.
+ */
+void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
+{
+    config_http_t *run = &h->gw->cfg->http;
+    const config_http_t *f = &fresh->http;
+    config_http_t a = *run, b = *f;
+    bool users_live = run->user_count && f->user_count;
+    bool tls_live = h->tls && run->tls_cert[0] && f->tls_cert[0];
+    config_http_t *both[2] = { &a, &b };
+    for (int k = 0; k < 2; k++) {
+        if (users_live) {
+            memset(both[k]->users, 0, sizeof both[k]->users);
+            both[k]->user_count = 0;
+        }
+        if (tls_live) {
+            memset(both[k]->tls_cert, 0, sizeof both[k]->tls_cert);
+            memset(both[k]->tls_key, 0, sizeof both[k]->tls_key);
+        }
+        memset(both[k]->write_token, 0, sizeof both[k]->write_token);
+        both[k]->metrics_open = false;
+        both[k]->session_timeout_s = 0;
+        for (unsigned i = 0; i < both[k]->user_count; i++)
+            both[k]->users[i].line = 0;   /* a section that moved in the file is the same user */
+    }
+    restart[0] = 0;
+    if (memcmp(&a, &b, sizeof a) != 0)
+        snprintf(restart, cap, "http");
+    if (users_live) {
+        unsigned ended = web_auth_users_changed(h->auth, run, f);
+        memcpy(run->users, f->users, sizeof run->users);
+        run->user_count = f->user_count;
+        gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] users applied: %u users, %u sessions ended", f->user_count,
+               ended);
+    }
+    if (tls_live) {
+        char err[512];
+        if (http_tls_reload(h->tls, f, err, sizeof err) != 0) {
+            gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; HTTPS keeps the running certificate", err);
+        } else {
+            memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);
+            memcpy(run->tls_key, f->tls_key, sizeof run->tls_key);
+            gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS certificate read again from %s", f->tls_cert);
+        }
+    }
+    memcpy(run->write_token, f->write_token, sizeof run->write_token);
+    run->metrics_open = f->metrics_open;
+    run->session_timeout_s = f->session_timeout_s;
+}
+
 void http_free(gw_http_t *h)
 {
     if (!h)

@@ -75,6 +75,17 @@ http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
     return t;
 }
 
+int http_tls_reload(http_tls_t *t, const config_http_t *cfg, char *err, size_t errcap)
+{
+    https_ctx_t *ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, err, errcap);
+    if (!ctx)
+        return -1;
+    t->m->ctx_free(t->ctx);   /* connections still open hold their own references */
+    t->ctx = ctx;
+    t->m->ctx_certificate(t->ctx, t->subject, sizeof t->subject, &t->not_after);
+    return 0;
+}
+
 void http_tls_free(http_tls_t *t)
 {
     if (!t)

@@ -101,6 +101,9 @@ bool web_auth_route(web_auth_t *a, struct evhttp_request *req, const char *path)
 /* Answers POST /login, POST /logout, GET /whoami, GET /audit; false for other paths. */
 bool web_auth_handle(web_auth_t *a, struct evhttp_request *req, const char *path);
 void web_auth_metrics(const web_auth_t *a, struct evbuffer *b);
+/* SIGHUP changed the users (both lists not empty): the sessions they no
+ * longer back end. */
+unsigned web_auth_users_changed(web_auth_t *a, const config_http_t *run, const config_http_t *fresh);
 void web_auth_peer(struct evhttp_request *req, char *out, size_t cap);   /* "ADDRESS:PORT" */
 /* {"ok":false,"error":WHY} with code. */
 void web_reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);
@@ -125,6 +128,9 @@ void web_audit_json(gw_t *gw, struct evhttp_request *req);
  */
 typedef struct http_tls http_tls_t;
 http_tls_t *http_tls(gw_http_t *h);   /* http.c: [http] tls_cert's, or NULL */
+/* SIGHUP: the certificate and key read again (new connections get them;
+ * open ones keep theirs). -1 with err: the running ones are kept. */
+int http_tls_reload(http_tls_t *t, const config_http_t *cfg, char *err, size_t errcap);
 struct event_base;
 /* NULL with err naming the file when the module or a file does not load. */
 http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap);

@@ -19,6 +19,9 @@
 /* http.c (I/O thread) */
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
 void http_free(gw_http_t *h);
+/* SIGHUP: [http]'s users, write_token, metrics_open, session_timeout_s and
+ * HTTPS certificate applied live; what needs a restart named in restart. */
+void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap);
 
 /* auth.c: a crypt(3) yescrypt ("$y$") hash of password for [user NAME]
  * password_hash (`rtugw hash-password`); cost 1..11 (libxcrypt's). 0 with
