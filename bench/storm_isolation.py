@@ -89,19 +89,6 @@ def tls_process(port, certs, seconds, rate, q):
     q.put(n)
 
 
-async def tags_loop(port, stop, count):
-    while not stop.is_set():
-        try:
-            r, w = await asyncio.open_connection("127.0.0.1", port)
-            w.write(b"GET /tags HTTP/1.0\r\n\r\n")
-            await w.drain()
-            await r.read()
-            w.close()
-            count[0] += 1
-        except OSError:
-            await asyncio.sleep(0.01)
-
-
 async def client(port, stop, count):
     try:
         r, w = await asyncio.open_connection("127.0.0.1", port)
@@ -122,14 +109,17 @@ async def client(port, stop, count):
         w.close()
 
 
-async def http_loop(port, stop):
+async def http_loop(port, stop, path="/metrics", count=None):
+    """GET path in a loop, one connection each (count[0]: how many came back)."""
     while not stop.is_set():
         try:
             r, w = await asyncio.open_connection("127.0.0.1", port)
-            w.write(b"GET /metrics HTTP/1.0\r\n\r\n")
+            w.write(b"GET %s HTTP/1.0\r\n\r\n" % path.encode())
             await w.drain()
             await r.read()
             w.close()
+            if count is not None:
+                count[0] += 1
         except OSError:
             await asyncio.sleep(0.01)
 
@@ -143,7 +133,7 @@ async def storm(tcp, http, clients, https, seconds, full=None):
         q = ctx.Queue()
         proc = ctx.Process(target=tls_process, args=(full["tls_port"], full["certs"], seconds, 50, q))
         proc.start()
-        tasks.append(asyncio.create_task(tags_loop(http, stop, tags_n)))
+        tasks.append(asyncio.create_task(http_loop(http, stop, "/tags", tags_n)))
     await asyncio.sleep(seconds)
     stop.set()
     await asyncio.wait(tasks, timeout=10)
