@@ -228,7 +228,7 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
  * again) finds the line busy with a normal request each time it comes
  * back, since the line starts the next queued request the moment its
  * answer goes: it waits a transaction for every one of its own, about half
- * its solo rate (bench/overload.py measured 0.37). So, as an anticipatory
+ * its solo rate (0.55 in bench/overload.py). So, as an anticipatory
  * disk scheduler does for a process that reads on, after a priority answer
  * the line waits a little for that class's next request before it starts a
  * normal one: as long as its masters are seen to come back within
