@@ -194,7 +194,7 @@ void gwnorth_on_write(void *ctx, uint32_t token, const north_write_t *w)
          * formatter, in float32 digits: what every output prints for that
          * value, and what a fixed-point tag's exact decimal parse accepts. */
         tags_tag_t f32 = { .type = TAGS_FLOAT32, .scale = 1.0, .offset = 0.0 };
-        tags_value_t v = { .eng = w->values[0] };
+        tags_value_t v = { .eng = w->values[0], .raw.f = w->values[0] };
         if (tags_format(&f32, &v, num, sizeof num) < 0)
             num[0] = '\0';
         as_text = *w;

@@ -156,10 +156,16 @@ static int format_number(const tags_tag_t *tag, const tags_value_t *v, char *buf
                             : 0 - (uint64_t)v->raw.i;
         return tags_format_fixed(mag, neg, tag->point, buf, cap);
     }
+    /* an unscaled float from its raw value: the engineering value is raw x 1
+     * + 0, and -0.0 + 0.0 is +0.0, so a register holding -0.0 (0x8000 as a
+     * float16) would be shown as 0, which writes back as another word
+     * (test_tags_types, seed 73201626) */
     if (tag->type == TAGS_FLOAT16 && unscaled)
-        return shortest(WIDTH_HALF, v->eng, buf, cap);
+        return shortest(WIDTH_HALF, v->raw.f, buf, cap);
     if (tag->type == TAGS_FLOAT32 && unscaled)
-        return shortest(WIDTH_FLOAT, v->eng, buf, cap);
+        return shortest(WIDTH_FLOAT, v->raw.f, buf, cap);
+    if (tag->type == TAGS_FLOAT64 && unscaled)
+        return shortest(WIDTH_DOUBLE, v->raw.f, buf, cap);
     if (k == TAGS_KIND_SIGNED || k == TAGS_KIND_UNSIGNED) {
         int n = scaled_decimal(tag, v, buf, cap);
         if (n >= 0)
