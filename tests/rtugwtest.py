@@ -137,11 +137,24 @@ class Gateway:
                 import resource
                 # a number: soft and hard; (soft, hard): each
                 resource.setrlimit(resource.RLIMIT_NOFILE, nofile if isinstance(nofile, tuple) else (nofile, nofile))
-        self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stderr=self.log, stdout=self.log,
-                                  preexec_fn=limits, env=sanitizer_env())
-        procs.append(self.p)
-        wait_listening(self.tcp_port, self.p)
-        time.sleep(0.2)  # the bus reports its port open
+        for attempt in range(3):
+            self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stderr=self.log, stdout=self.log,
+                                      preexec_fn=limits, env=sanitizer_env())
+            procs.append(self.p)
+            wait_listening(self.tcp_port, self.p)
+            time.sleep(0.2)  # the bus reports its port open
+            if self.p.poll() is None or "cannot listen on" not in self.log_text() or attempt == 2:
+                break
+            # free_port's port was taken by another process before the daemon bound it:
+            # the same configuration on two fresh ports, and a fresh log
+            tcp, http = free_port(), free_port()
+            self.text = self.text.replace(f"[tcp]\nport = {self.tcp_port}\n", f"[tcp]\nport = {tcp}\n").replace(
+                f"[http]\nport = {self.http_port}\n", f"[http]\nport = {http}\n")
+            self.tcp_port, self.http_port = tcp, http
+            with open(self.cfg, "w", errors="surrogateescape") as f:
+                f.write(self.text)
+            self.log.seek(0)
+            self.log.truncate()
 
     def client(self):
         from pymodbus.client import ModbusTcpClient
