@@ -28,7 +28,7 @@
  *   restart the guard. By function: a guard set only by give-ups (nothing
  *   else held S) holds only questions of the functions given up since S's
  *   last answer, and one set only by I4's re-asks only questions of their
- *   functions; by F their late answers cannot answer another function's
+ *   functions, each until its own re-ask's guard has passed; by F their late answers cannot answer another function's
  *   question (line_on_timeout, line_guard_slave_function, line_queue_pick).
  *
  *   I3 (vouched answers). An answer is delivered only once the line has been
@@ -298,19 +298,57 @@ void line_guard_slave(line_t *bus, unsigned slave, uint64_t from)
 
 /* I2 by function, after I4's re-ask was answered: the other attempt's
  * answer may still come, and by F it can only be taken for a question of
- * its function; so only questions of that function wait for the guard
- * (with those of earlier re-asks still held: the hold lasts the longest of
- * their guards, for all of them), unless something else already holds the
- * slave (then it keeps holding all). */
+ * its function; so only questions of that function wait for the guard,
+ * unless something else already holds the slave (then it keeps holding
+ * all). Each function held waits for its own re-ask's guard, not for the
+ * latest re-ask's: what a re-ask of function 5 may leave behind is of
+ * function 5, and a later re-ask of function 23 makes it no likelier (the
+ * hold of one function lasting the longest of all their guards made
+ * libmodbus's write_bit wait 540 ms behind five other functions' re-asks,
+ * past its client's 500 ms). More functions held at once than are kept:
+ * the hold holds all, until the longest guard (never shorter). */
 void line_guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc)
 {
     slave_state_t *s = &bus->slaves[slave];
     bool held_before = s->hold_until_ns > bus->now_ns;
     uint32_t fcs = held_before ? s->hold_fcs : 0;
     bool narrow = fc < 32 && (!held_before || fcs);
+    uint8_t kept_fc[HOLD_FCS_KEPT];
+    uint64_t kept_until[HOLD_FCS_KEPT];
+    memcpy(kept_fc, s->hold_fc, sizeof kept_fc);
+    memcpy(kept_until, s->hold_fc_until_ns, sizeof kept_until);
     line_guard_slave(bus, slave, from);
-    if (narrow)
-        s->hold_fcs = fcs | 1u << fc;
+    if (!narrow)
+        return;
+    /* the functions still held, and this one, each with its own end */
+    unsigned n = 0;
+    for (unsigned i = 0; i < HOLD_FCS_KEPT; i++)
+        if (fcs && kept_fc[i] && kept_fc[i] != fc && kept_until[i] > bus->now_ns) {
+            s->hold_fc[n] = kept_fc[i];
+            s->hold_fc_until_ns[n++] = kept_until[i];
+        }
+    if (n == HOLD_FCS_KEPT)
+        return;   /* no room: hold_fcs stays 0, the hold holds all */
+    s->hold_fc[n] = fc;
+    s->hold_fc_until_ns[n++] = from + guard_ns(s);
+    s->hold_fcs = 0;
+    for (unsigned i = 0; i < n; i++)
+        s->hold_fcs |= 1u << s->hold_fc[i];
+    for (unsigned i = n; i < HOLD_FCS_KEPT; i++)
+        s->hold_fc[i] = 0;
+}
+
+/* When a question of function fc may go to the slave (I2): its hold's end,
+ * or the end of its function's own hold while only re-asks' functions are
+ * held (line_guard_slave_function). */
+uint64_t line_hold_end(const slave_state_t *s, uint8_t fc)
+{
+    if (!s->hold_fcs)
+        return s->hold_until_ns;
+    for (unsigned i = 0; i < HOLD_FCS_KEPT; i++)
+        if (s->hold_fc[i] && s->hold_fc[i] == fc)
+            return s->hold_fc_until_ns[i];
+    return 0;
 }
 
 /* A frame of the slave heard `latency` after its last attempt's wire time

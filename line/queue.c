@@ -161,11 +161,17 @@ bool line_queue_push_or_purge(line_t *bus, unsigned qi, const gw_request_t *req,
  */
 /* I2 by function (discipline.c, line_on_timeout): a give-up's guard holds
  * only the functions given up; a question of another function may go. */
-static bool hold_passes(const slave_state_t *ss, const gw_request_t *r)
+static bool hold_passes(const slave_state_t *ss, const gw_request_t *r, uint64_t now)
 {
     if (ss->hold_fcs)   /* I4's re-asks: only their functions' late answers may still come */
-        return r->pdu[0] < 32 && !(ss->hold_fcs >> r->pdu[0] & 1);
+        return line_hold_end(ss, r->pdu[0]) <= now;
     return ss->hold_by_function && line_shape_function_free(ss, r->pdu[0]);
+}
+
+/* When a request held back by its slave's hold may go (for the wake-up). */
+static uint64_t hold_wake(const slave_state_t *ss, const gw_request_t *r)
+{
+    return ss->hold_fcs ? line_hold_end(ss, r->pdu[0]) : ss->hold_until_ns;
 }
 
 static bool normal_waiting(line_t *bus)
@@ -184,7 +190,7 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
         slave_state_t *ss = &bus->slaves[s];
         if (!ss->parked)
             continue;
-        if (ss->hold_until_ns <= now || hold_passes(ss, ss->parked)) {
+        if (ss->hold_until_ns <= now || hold_passes(ss, ss->parked, now)) {
             line_unpark(bus, s, &bus->cur, attempts);
             if (wanted(&bus->cur))
                 return true;
@@ -192,8 +198,8 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
             line_answer_exception(bus, &bus->cur, MB_EX_TARGET_FAILED);
             continue;
         }
-        if (!*wake || ss->hold_until_ns < *wake)
-            *wake = ss->hold_until_ns;
+        if (!*wake || hold_wake(ss, ss->parked) < *wake)
+            *wake = hold_wake(ss, ss->parked);
     }
     /* the class's starvation bound reached: normal requests first, this once */
     for (int pass = bus->prio_streak >= LINE_STARVATION_BOUND ? 0 : 1; pass < 2; pass++) {
@@ -204,9 +210,9 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
                 if (answer_unsendable(bus, qi, i, now))
                     continue;
                 if ((pass == 0 && r->priority) ||
-                    (r->slave && (ss->parked || (ss->hold_until_ns > now && !hold_passes(ss, r))))) {
-                    if (!ss->parked && ss->hold_until_ns > now && (!*wake || ss->hold_until_ns < *wake))
-                        *wake = ss->hold_until_ns;
+                    (r->slave && (ss->parked || (ss->hold_until_ns > now && !hold_passes(ss, r, now))))) {
+                    if (!ss->parked && ss->hold_until_ns > now && (!*wake || hold_wake(ss, r) < *wake))
+                        *wake = hold_wake(ss, r);
                     i++;
                     continue;
                 }

@@ -15,6 +15,7 @@
 #define LOG_SUMMARY_NS 10000000000ull        /* info summaries per slave: at most one per 10 s */
 #define N_SLAVES 248
 #define REFUSED_KEPT 4                       /* refused widened reads a slave's map ends are learned from */
+#define HOLD_FCS_KEPT 8                      /* functions an I4 re-ask's hold holds, each with its own end */
 #define SHAPES_KEPT 2                        /* answers and give-ups a slave's question avoids the shape of */
 
 /* What happened to a slave, for the rate-limited info summary. */
@@ -57,6 +58,8 @@ typedef struct slave_state {
     bool hold_by_function;        /* I2: its hold is only a give-up's: it holds the functions given up */
     uint32_t hold_fcs;            /* I2: its hold is only verified re-asks': it holds these functions
                                      (bit fc, 1..31; 0: the hold holds all) */
+    uint8_t hold_fc[HOLD_FCS_KEPT];        /* ... each until its own re-ask's guard has passed */
+    uint64_t hold_fc_until_ns[HOLD_FCS_KEPT];
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
@@ -161,6 +164,7 @@ void line_drain_frames(line_t *bus);   /* receive.c */
  * trimmed to what was asked (I6), and the frame log. */
 void line_guard_slave(line_t *bus, unsigned slave, uint64_t from);
 void line_guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc);
+uint64_t line_hold_end(const slave_state_t *s, uint8_t fc);
 void line_widen_timeout(line_t *bus, unsigned slave, uint64_t latency_ns);
 void line_park_attempt(line_t *bus, const gw_request_t *req, unsigned attempts);
 void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,

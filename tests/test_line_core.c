@@ -566,6 +566,43 @@ static void test_copies_none(void **state)
 }
 
 /*
+ * I2 by function, each function its own end: after I4's re-ask of a read
+ * of function 3 (an equal exception twice, as libmodbus's suite asks for an
+ * illegal address) and, later, one of function 4, a question of function 3
+ * goes once function 3's own guard has passed, not when function 4's does.
+ * Before, one hold held every function re-asked until the latest re-ask's
+ * guard: here the third read of function 3 waited ~26 ms more.
+ */
+static void test_function_holds_end_apart(void **state)
+{
+    (void)state;
+    sim_t *s = sim_new(25, BUS, 0);
+    sim_slave_model_t m = healthy(2 * MS);
+    sim_add_slave(s, 1, &m);
+    static const uint8_t q[5][5] = {
+        { 3, 3, 0xB6, 0, 1 },   /* 950: exception 02 */
+        { 3, 3, 0xC0, 0, 1 },   /* 960: 02 again, for another question: I4 re-asks, function 3 held */
+        { 4, 3, 0xB6, 0, 1 },   /* T/2 later: 84 02, another function's exception */
+        { 4, 3, 0xC0, 0, 1 },   /* equal again: re-asked, function 4 held */
+        { 3, 0, 100, 0, 2 },    /* after function 3's guard, inside function 4's */
+    };
+    /* function 3's re-ask is answered at ~34 ms (three transactions at 19200
+     * baud), its hold ends at ~84; function 4's at ~71, its hold at ~121 */
+    uint64_t at[5] = { 0, 0, T_MS * MS / 2, T_MS * MS / 2, 95 * MS };
+    for (unsigned i = 0; i < 5; i++)
+        sim_submit_at(s, at[i], 1, q[i], sizeof q[i]);
+    sim_run(s, 0);
+    for (unsigned i = 0; i < 5; i++)
+        assert_right(s, i, 1, q[i], sizeof q[i]);
+    print_message("read of function 3 inside function 4's hold: answered after %.1f ms\n",
+                  (double)answered_after(s, 4, at[4]) / 1e6);
+    assert_true(answered_after(s, 4, at[4]) < 25 * MS);   /* one transaction (~14 ms): no guard waited */
+    assert_int_equal(gw_read(&sim_metrics(s)->ambiguous), 2);   /* the two re-asks */
+    assert_clean(s);
+    sim_free(s);
+}
+
+/*
  * A silent slave's 0x0B comes when rtugw.conf(5) says (response_timeout_ms,
  * retries): each of the 1 + retries attempts waits for the request's wire
  * time, the timeout and the answer's wire time; before each retry the slave
@@ -907,10 +944,11 @@ static void test_explorer(void **state)
  * CPU), each of which the intact core passes (test_explorer with RTUGW_SEED);
  * RTUGW_EXPLORE_BROKEN_SEARCH=N searches N transactions from the clock.
  */
-/* found again after I4's re-ask went at once (issue 31): a run's course changed, and
- * with it where the broken core goes wrong (60,000 to 440,000 transactions in four tries) */
-static const uint64_t broken_seeds[] = { 1796200658585821ull, 1796200660585837ull, 1796200663585831ull,
-                                         1796200665585833ull };
+/* found again after each re-asked function got a hold of its own (issue 31): a run's
+ * course changed, and with it where the broken core goes wrong (80,000 to 980,000
+ * transactions in six tries) */
+static const uint64_t broken_seeds[] = { 1796213771625190ull, 1796213774625182ull, 1796213776625183ull,
+                                         1796213778625173ull };
 
 static void test_explorer_finds_broken_i2(void **state)
 {
@@ -948,6 +986,7 @@ int main(void)
         cmocka_unit_test(test_widened_past_map_end), cmocka_unit_test(test_refusal_below_map_keeps_widening),
         cmocka_unit_test(test_widen_reads_off), cmocka_unit_test(test_answer_after_give_up),
         cmocka_unit_test(test_silent_deadline),     cmocka_unit_test(test_copies_none),
+        cmocka_unit_test(test_function_holds_end_apart),
         cmocka_unit_test(test_other_function_after_give_up), cmocka_unit_test(test_priority_hold),
         cmocka_unit_test(test_explorer),
     };
