@@ -45,6 +45,7 @@ if [ -z "$SRC" ]; then
     # byte order among them: the tests' constants must match it)
     tar xJf "$WORK"/libmodbus_3.1.6-*.debian.tar.xz -C "$SRC"
     while read -r patch; do
+        case $patch in ''|'#'*) continue ;; esac    # blank lines and comments (deb12u1 has one)
         patch -s -d "$SRC" -p1 <"$SRC/debian/patches/$patch" ||
             { echo "FATAL: Debian's patch $patch does not apply" >&2; exit 2; }
     done <"$SRC/debian/patches/series"
