@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-static uint64_t fnv1a(const uint8_t *p, size_t n)
+uint64_t line_hash(const uint8_t *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++)
@@ -75,9 +75,9 @@ static bool confirm_check(line_t *bus, slave_state_t *s, uint64_t h, uint64_t q)
 void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
 {
     slave_state_t *s = &bus->slaves[slave];
-    uint64_t h = fnv1a(bus->pending_pdu, bus->pending_len);
-    uint64_t q = fnv1a(bus->wire.pdu, bus->wire.pdu_len);
-    uint64_t asked = fnv1a(bus->cur.pdu, bus->cur.pdu_len);   /* I5 counts re-asks per question asked */
+    uint64_t h = line_hash(bus->pending_pdu, bus->pending_len);
+    uint64_t q = line_hash(bus->wire.pdu, bus->wire.pdu_len);
+    uint64_t asked = line_hash(bus->cur.pdu, bus->cur.pdu_len);   /* I5 counts re-asks per question asked */
     bus->pending_suspect = false;
     bus->pending_unconfirmed = false;
     int certified = s->confirming ? line_shape_certifies(bus, slave) : CERTIFIED_NOT;
@@ -136,8 +136,8 @@ void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *
                              uint64_t t_last)
 {
     slave_state_t *s = &bus->slaves[req->slave];
-    s->last_answer_hash = fnv1a(pdu, len);
-    s->last_question_hash = fnv1a(req->pdu, req->pdu_len);
+    s->last_answer_hash = line_hash(pdu, len);
+    s->last_question_hash = line_hash(req->pdu, req->pdu_len);
     s->last_answer_end_ns = t_last;
     if (!s->confirming)   /* still confirming (an answer certified by function): they may still come */
         s->stale_run = 0;
@@ -155,15 +155,15 @@ bool line_copies_suspect(const line_t *bus, unsigned slave, const uint8_t *pdu, 
                          const gw_request_t *wire)
 {
     const slave_state_t *s = &bus->slaves[slave];
-    return s->copies != COPIES_GENUINE && s->last_answer_hash && fnv1a(pdu, len) == s->last_answer_hash &&
-           fnv1a(wire->pdu, wire->pdu_len) != s->last_question_hash;
+    return s->copies != COPIES_GENUINE && s->last_answer_hash && line_hash(pdu, len) == s->last_answer_hash &&
+           line_hash(wire->pdu, wire->pdu_len) != s->last_question_hash;
 }
 
 /* A frame of the slave that answers nothing: a copy of its last answer? */
 void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f)
 {
     slave_state_t *s = &bus->slaves[slave];
-    if (s->last_answer_hash && fnv1a(f->adu + 1, f->len - 3u) == s->last_answer_hash &&
+    if (s->last_answer_hash && line_hash(f->adu + 1, f->len - 3u) == s->last_answer_hash &&
         f->t_last_ns > s->last_answer_end_ns)
         line_copies_sent(bus, slave, f->t_last_ns - s->last_answer_end_ns);
 }

@@ -120,6 +120,10 @@
  *   - a slave that stalls past its guard after a question was given up: its
  *     stale answer is the first candidate after the give-up, and I5 asks
  *     again until two answers agree;
+ *   - a slave that answers in another shape (a register short): by F its
+ *     frame answers nothing; when no stale frame of it can have that shape
+ *     (I6), the question is given up at its deadline, not asked again
+ *     (line_on_timeout);
  *   - the remaining, documented limit: a frame from S later than S's guard
  *     after the last thing heard from S, with the same shape as S's next
  *     question, while no question of S was given up (every earlier one
@@ -472,6 +476,9 @@ static void send_current(line_t *bus)
         return;
     }
     slave_state_t *s = &bus->slaves[bus->cur.slave];
+    bus->misshapen = false;
+    bus->guarded_other = false;
+    bus->hold_at_send_ns = s->hold_until_ns;
     s->last_send_ns = now + line_wire_ns(bus, (size_t)n);
     s->last_fc = bus->cur.pdu[0];
     line_arm_timeout(bus, s->last_send_ns + guard_ns(s) + line_wire_ns(bus, answer_len(&bus->wire)));
@@ -698,13 +705,39 @@ void line_on_timeout(line_t *bus, uint64_t now)
     gw_count(&bus->m.timeouts);
     gw_count(&bus->sm[slave].timeouts);
     line_slave_event(bus, slave, EV_TIMEOUT, now);
-    bool held_before = s->hold_until_ns > now;
+    /*
+     * A misshapen frame (receive.c): during the attempt the slave sent a
+     * good frame of the question's function, not of its answer's shape, and
+     * one no stale frame of the slave can be (I6's shapes: no copy of its
+     * last answers, which would have one's shape and bytes; no late answer
+     * of its last questions given up, which would have one's shape). So it
+     * is the slave's own answer to this question, malformed (libmodbus's
+     * test server answers every read of 2 registers with 1), and the
+     * question is not asked again: the retry would get the same answer, and
+     * it cost a timeout and a guard (1.6 s with the defaults, in which
+     * libmodbus's client gave up on its next, healthy request, queued behind
+     * it by I1). It is still given up as any timeout is (I5, I6 below: the
+     * argument is the shapes kept, and a give-up costs a healthy slave
+     * little). But what may still come of it -- the frame's copies, its
+     * shape now kept (I6), or an answer to the question -- is of the
+     * question's function, so when nothing else set the slave's guard during
+     * the attempt, the give-up's guard holds only that function (I2 by
+     * function, below), as it would have without the frame. A frame that
+     * may be stale is no such sign: the real answer may still come, and the
+     * retry goes as before.
+     */
+    bool misshapen = bus->misshapen && !bus->guarded_other;
+    bool held_before = (misshapen ? bus->hold_at_send_ns : s->hold_until_ns) > now;
     line_guard_slave(bus, slave, now);
-    bool retry = bus->attempts <= bus->cfg.retries && !s->failures;
+    bool retry = bus->attempts <= bus->cfg.retries && !s->failures && !misshapen;
+    if (misshapen)
+        gw_count(&bus->m.misshapen);
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u timed out after %.1f ms; %s",
            bus->cfg.name, slave, bus->cur.pdu[0], line_req_address(&bus->cur), bus->attempts,
            (double)(now - bus->t_first_send_ns) / 1e6,
-           retry ? "asking again once the slave has been quiet for its guard" : "answering 0x0B");
+           retry      ? "asking again once the slave has been quiet for its guard"
+           : misshapen ? "answering 0x0B, not asked again: the slave answered it in another shape"
+                       : "answering 0x0B");
     if (retry) {
         line_park_attempt(bus, &bus->cur, bus->attempts);
     } else {

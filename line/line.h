@@ -101,7 +101,7 @@ typedef struct gw_bus_metrics {
     atomic_uint_fast64_t broadcasts, unavailable, verify_mismatches, late_bytes_guarded;
     atomic_uint_fast64_t late_answers, ambiguous, gone_dropped, broadcast_refused;
     atomic_uint_fast64_t queue_depth, port_up, reopen_attempts;
-    atomic_uint_fast64_t shaped, shape_refused, certified;
+    atomic_uint_fast64_t shaped, shape_refused, certified, misshapen;
     atomic_uint_fast64_t priority_holds, priority_hold_us;   /* line/queue.c: held for a priority master */
     atomic_uint_fast64_t latency[GW_LATENCY_BUCKETS];
     atomic_uint_fast64_t latency_sum_us;

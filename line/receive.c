@@ -151,6 +151,14 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
     /* Answers nothing: late to a question given up, a duplicate, or not
      * ours. Dropped, and the slave guarded (I2). */
     bool late = s->hold_until_ns > now;
+    if (bus->busy && slave == bus->cur.slave) {
+        if (env->function == bus->wire.pdu[0] && !line_shape_may_be_stale(s, f->adu + 1, f->len - 3u)) {
+            bus->misshapen = true;   /* line_on_timeout: not asked again */
+            line_shape_answered(bus, slave, f->adu + 1, f->len - 3u);   /* I6: its copies have its shape */
+        } else {
+            bus->guarded_other = true;
+        }
+    }
     gw_count(late ? &bus->m.late_bytes_guarded : &bus->m.foreign_frames);
     if (late && first_byte > s->last_send_ns)
         line_widen_timeout(bus, slave, first_byte - s->last_send_ns);
@@ -192,8 +200,11 @@ static unsigned garbled_from(line_t *bus, const rtu_frame_t *f)
     uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
     if (first_byte > s->last_send_ns)
         line_widen_timeout(bus, slave, first_byte - s->last_send_ns);
-    if (!retry_after_damage_allowed(bus, slave))
+    if (!retry_after_damage_allowed(bus, slave)) {
         line_guard_slave(bus, slave, f->t_last_ns);
+        if (bus->busy && slave == bus->cur.slave)
+            bus->guarded_other = true;
+    }
     return slave;
 }
 

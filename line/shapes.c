@@ -149,6 +149,12 @@ static void push_shape(uint16_t *ring, uint16_t shape)
     ring[0] = shape;
 }
 
+static void push_hash(uint64_t *ring, uint64_t hash)
+{
+    memmove(ring + 1, ring, (SHAPES_KEPT - 1) * sizeof *ring);
+    ring[0] = hash;
+}
+
 void line_shape_given_up(line_t *bus, const gw_request_t *wire)
 {
     slave_state_t *s = &bus->slaves[wire->slave];
@@ -166,8 +172,31 @@ void line_shape_given_up(line_t *bus, const gw_request_t *wire)
 void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len)
 {
     slave_state_t *s = &bus->slaves[slave];
-    if (len >= 2 && pdu[0] >= 1 && pdu[0] <= 4 && (size_t)pdu[1] + 2 == len)
+    if (len >= 2 && pdu[0] >= 1 && pdu[0] <= 4 && (size_t)pdu[1] + 2 == len) {
         push_shape(s->answer_shape, (uint16_t)(pdu[0] << 8 | pdu[1]));
+        push_hash(s->answer_hash, line_hash(pdu, len));
+    }
+}
+
+/*
+ * Could this frame of the slave be stale: a copy of one of its last
+ * answers (their shape and bytes), or the late answer of one of its last
+ * questions given up (their shape, any bytes)? Only a read's answer has a
+ * shape that can say it cannot; an exception, a write's echo, anything
+ * else may be (discipline.c: a misshapen frame).
+ */
+bool line_shape_may_be_stale(const slave_state_t *s, const uint8_t *pdu, size_t len)
+{
+    if (s->stale_run > SHAPES_KEPT)
+        return true;
+    if (len < 2 || pdu[0] < 1 || pdu[0] > 4 || (size_t)pdu[1] + 2 != len)
+        return true;
+    uint16_t shape = (uint16_t)(pdu[0] << 8 | pdu[1]);
+    uint64_t h = line_hash(pdu, len);
+    for (unsigned i = 0; i < SHAPES_KEPT; i++)
+        if (s->stale_shape[i] == shape || (s->answer_shape[i] == shape && s->answer_hash[i] == h))
+            return true;
+    return false;
 }
 
 /*

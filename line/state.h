@@ -51,6 +51,7 @@ typedef struct slave_state {
     unsigned confirm_asks;        /* re-asks of the question in flight for it */
     /* Shapes (copies.c): what a stale frame of this slave can look like. */
     uint16_t answer_shape[SHAPES_KEPT];  /* its last answers' shapes (0: none) */
+    uint64_t answer_hash[SHAPES_KEPT];   /* ... and their bytes' hashes (a copy has both) */
     uint16_t stale_shape[SHAPES_KEPT];   /* the last questions given up, as asked on the wire */
     unsigned stale_run;           /* questions given up since the last answer taken */
     uint32_t shape_refused_end[5][REFUSED_KEPT];  /* per fc 1..4: widened reads refused, their ends */
@@ -94,6 +95,9 @@ struct line {
     unsigned attempts;
     uint64_t t_first_send_ns;
     uint64_t deadline_ns;    /* 0: none */
+    bool misshapen;          /* its slave sent a frame of its function that only it can be (discipline.c) */
+    bool guarded_other;      /* something else set its slave's guard while it was on the wire */
+    uint64_t hold_at_send_ns;   /* its slave's hold as it was sent */
     /* I3: an answer waiting for the quiet that vouches for it. */
     bool pending;
     bool pending_doubtful;
@@ -197,6 +201,8 @@ void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t
 enum { CERTIFIED_NOT = 0, CERTIFIED_BY_SHAPE, CERTIFIED_BY_FUNCTION };
 int line_shape_certifies(const line_t *bus, unsigned slave);
 /* No late answer of the questions given up since the slave's last answer has function fc. */
+bool line_shape_may_be_stale(const slave_state_t *s, const uint8_t *pdu, size_t len);
+uint64_t line_hash(const uint8_t *p, size_t n);
 bool line_shape_function_free(const slave_state_t *s, uint8_t fc);
 void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
 void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code);

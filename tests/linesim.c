@@ -320,6 +320,12 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
         alen = 2;
     } else {
         alen = sim_expected(s, id, pdu, len, ans);
+        /* (drawn only where set: runs without it keep their course, and
+         * test_line_broken its seeds) */
+        if ((ans[0] == 3 || ans[0] == 4) && alen >= 4 && m->p_misshapen > 0 && chance(s, m->p_misshapen)) {
+            ans[1] = (uint8_t)(ans[1] - 2);
+            alen -= 2;
+        }
     }
     if (chance(s, m->p_silent))
         return;

@@ -47,6 +47,7 @@ typedef struct sim_slave_model {
     double p_split;                    /* the answer in two pieces, split_gap apart */
     uint64_t split_gap_max_ns;
     double p_exception;                /* a slave exception (0x04) instead of data */
+    double p_misshapen;                /* a read's answer one register short, CRC good (libmodbus's test server) */
     double p_stall;                    /* stalls (a busy PLC): the answer after [stall_min, stall_max], */
     uint64_t stall_min_ns, stall_max_ns;   /* later than any guard, deaf meanwhile */
     bool queueing;                     /* busy answering: a new request waits its turn */

@@ -43,6 +43,7 @@ static const metric_def_t bus_defs[] = {
     BM(shaped, "Reads asked one register wider, so that no stale frame of their slave has their answer's shape (I6)"),
     BM(shape_refused, "Widened reads refused by the slave's map (0x02/0x03): asked again as they came, and its end learned"),
     BM(certified, "First answers after a give-up delivered without confirmation: no stale frame has their shape (I6)"),
+    BM(misshapen, "Requests given up (0x0B) without a retry: their slave answered them in a shape no stale frame of it has"),
     BM(priority_holds, "Times the line waited for a priority master's next request before a normal one ([bus] priority_hold_us)"),
     BM(priority_hold_us, "Microseconds the line waited so (the cost to the normal class)"),
     BM(gone_dropped, "Requests not sent: their client had gone"),
