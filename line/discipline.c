@@ -571,10 +571,22 @@ static void resolve_pending(line_t *bus, uint64_t now)
            bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur),
            unexplained && !bus->pending_doubtful ? "bytes no frame explains" : "a second, different candidate",
            again ? "asking again after the guard" : "refused (0x0B)");
-    if (again)
+    if (again) {
         line_park_attempt(bus, &bus->cur, bus->attempts);
-    else
-        line_refuse(bus, &bus->cur, now);
+        return;
+    }
+    /* Refused, it is given up as a timeout gives up (line_on_timeout): the
+     * doubtful frame may have been a stale one, or the answer to another of
+     * its attempts, and the real answer of an attempt may still come later
+     * than any guard (a slave that stalls): I5 confirms the slave's next
+     * answer, I6 keeps the question's shape. Until the explorer's seed
+     * 1796214496627458, a refusal here ended nothing: an attempt that had
+     * timed out was answered, stalled, 113 ms later, and its exception was
+     * taken for the next question of that function. */
+    bus->slaves[bus->cur.slave].verifying = false;
+    line_shape_given_up(bus, &bus->wire);
+    line_confirm_begin(bus, bus->cur.slave, CONFIRM_GIVE_UP);
+    line_refuse(bus, &bus->cur, now);
 }
 
 /*
