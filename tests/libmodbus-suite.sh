@@ -3,8 +3,10 @@
 # its unit-test-server in RTU mode on one end of a socat pty pair, rtugw's
 # [bus] on the other, and its unit-test-client in TCP mode against rtugw's
 # Modbus/TCP front (units 255 and 18, the client's, routed to the server's
-# slave 17). Two clients: the stock one (stops at its first failed check)
-# and one built to go on after a failure; each prints its count of 108.
+# slave 17; unit 0 is a broadcast, see UNIT0). Two clients: the stock one (stops at
+# its first failed check) and one built to go on after a failure, which
+# prints its count (108 checks in 3.1.6; 113 with Debian's CVE-2024-10918
+# patches, 3.1.6-2.1+deb12u1).
 #
 # The source comes from Debian's libmodbus source package (apt-get source:
 # it needs a deb-src line in /etc/apt/sources.list.d and apt-get update), or
@@ -14,6 +16,7 @@
 #
 #   tests/libmodbus-suite.sh [RESPONSE_TIMEOUT_MS]    (default 540; RTUGW_BIN, default ./rtugw)
 #   RTUGW_BUS_KEYS='copies = none' tests/libmodbus-suite.sh    (more [bus] keys, one a line)
+#   RTUGW_UNIT0=line:17 ...    (unit 0 routed to the server, not a broadcast)
 #   RTUGW_LOG_LEVEL=debug RTUGW_KEEP=1 ...    (every frame in the kept $WORK/rtugw.log)
 # A long run (two clients, each with its own timeouts: about a minute), not
 # part of make check.
@@ -21,6 +24,11 @@ set -eu
 RTUGW=${RTUGW_BIN:-./rtugw}
 TIMEOUT_MS=${1:-540}
 BUS_KEYS=${RTUGW_BUS_KEYS:-}
+# The client's TCP mode asks unit 0 as the server itself ("Reply after a
+# query with unit id == 0", as a Modbus/TCP device answers it). rtugw's
+# default makes unit 0 a broadcast, and a broadcast read is refused (0x01):
+# that check fails by design. RTUGW_UNIT0=line:17 routes it to the server.
+UNIT0=${RTUGW_UNIT0:+"unit0 = $RTUGW_UNIT0"}
 WORK=$(mktemp -d /tmp/rtugw-libmodbus-XXXXXX)
 PIDS=""
 cleanup() {
@@ -93,6 +101,7 @@ port = $PORT
 default_bus = line
 unit255 = line:17
 unit18 = line:17
+$UNIT0
 EOF
 "$RTUGW" run -c "$WORK/rtugw.conf" >"$WORK/rtugw.log" 2>&1 &
 PIDS="$PIDS $!"
