@@ -160,6 +160,12 @@ static int format_number(const tags_tag_t *tag, const tags_value_t *v, char *buf
      * + 0, and -0.0 + 0.0 is +0.0, so a register holding -0.0 (0x8000 as a
      * float16) would be shown as 0, which writes back as another word
      * (test_tags_types, seed 73201626) */
+    /* ... and written "-0.0", not "-0": JSON's "-0" is an integer to many
+     * readers (Python's json gives int 0, and the sign is gone:
+     * test_tags_pymodbus, seed 2550298151) */
+    if ((tag->type == TAGS_FLOAT16 || tag->type == TAGS_FLOAT32 || tag->type == TAGS_FLOAT64) && unscaled &&
+        v->raw.f == 0.0 && signbit(v->raw.f))
+        return snprintf(buf, cap, "-0.0");
     if (tag->type == TAGS_FLOAT16 && unscaled)
         return shortest(WIDTH_HALF, v->raw.f, buf, cap);
     if (tag->type == TAGS_FLOAT32 && unscaled)
