@@ -45,6 +45,12 @@ static uint16_t read_shape(uint8_t fc, unsigned qty)
     return 0;
 }
 
+/* A read's answer's shape (function and byte count); 0 for anything else. */
+static uint16_t answer_shape_of(const uint8_t *pdu, size_t len)
+{
+    return len >= 2 && pdu[0] >= 1 && pdu[0] <= 4 && (size_t)pdu[1] + 2 == len ? (uint16_t)(pdu[0] << 8 | pdu[1]) : 0;
+}
+
 static bool is_read(const gw_request_t *r)
 {
     return r->pdu_len == 5 && r->pdu[0] >= 1 && r->pdu[0] <= 4;
@@ -172,8 +178,9 @@ void line_shape_given_up(line_t *bus, const gw_request_t *wire)
 void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len)
 {
     slave_state_t *s = &bus->slaves[slave];
-    if (len >= 2 && pdu[0] >= 1 && pdu[0] <= 4 && (size_t)pdu[1] + 2 == len) {
-        push_shape(s->answer_shape, (uint16_t)(pdu[0] << 8 | pdu[1]));
+    uint16_t shape = answer_shape_of(pdu, len);
+    if (shape) {
+        push_shape(s->answer_shape, shape);
         push_hash(s->answer_hash, line_hash(pdu, len));
     }
 }
@@ -189,9 +196,9 @@ bool line_shape_may_be_stale(const slave_state_t *s, const uint8_t *pdu, size_t 
 {
     if (s->stale_run > SHAPES_KEPT)
         return true;
-    if (len < 2 || pdu[0] < 1 || pdu[0] > 4 || (size_t)pdu[1] + 2 != len)
+    uint16_t shape = answer_shape_of(pdu, len);
+    if (!shape)
         return true;
-    uint16_t shape = (uint16_t)(pdu[0] << 8 | pdu[1]);
     uint64_t h = line_hash(pdu, len);
     for (unsigned i = 0; i < SHAPES_KEPT; i++)
         if (s->stale_shape[i] == shape || (s->answer_shape[i] == shape && s->answer_hash[i] == h))
@@ -240,8 +247,8 @@ int line_shape_certifies(const line_t *bus, unsigned slave)
         return CERTIFIED_NOT;
     /* (after a give-up only: a slave that repeats is confirmed because its
      * answer equals its last one, which no function tells apart) */
-    if (p[0] >= 1 && p[0] <= 4 && (size_t)p[1] + 2 == bus->pending_len &&
-        !shape_taken(s, (uint16_t)(p[0] << 8 | p[1])))
+    uint16_t shape = answer_shape_of(p, bus->pending_len);
+    if (shape && !shape_taken(s, shape))
         return CERTIFIED_BY_SHAPE;
     if (s->confirm_cause == CONFIRM_GIVE_UP && line_shape_function_free(s, p[0] & 0x7f))
         return CERTIFIED_BY_FUNCTION;
