@@ -28,8 +28,9 @@
  *   restart the guard. By function: a guard set only by give-ups (nothing
  *   else held S) holds only questions of the functions given up since S's
  *   last answer, and one set only by I4's re-asks only questions of their
- *   functions, each until its own re-ask's guard has passed; by F their late answers cannot answer another function's
- *   question (line_on_timeout, line_guard_slave_function, line_queue_pick).
+ *   functions, each until its own re-ask's guard has passed; by F their
+ *   late answers cannot answer another function's question
+ *   (line_on_timeout, line_guard_slave_function, line_queue_pick).
  *
  *   I3 (vouched answers). An answer is delivered only once the line has been
  *   quiet for the inter-frame gap after it. A second candidate in that window
@@ -510,6 +511,18 @@ void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_
     line_deliver(bus, req, pdu, n);
 }
 
+/* The question on the wire is given up, and its answer may still come,
+ * late: I4's check of its slave is unsettled (the next equal answer is
+ * checked again), I6 keeps its shape for the next question to avoid, and
+ * I5 confirms the slave's next answer. Every give-up goes through here: a
+ * timeout's, a refusal's, a lost port's. */
+static void give_up_on_wire(line_t *bus)
+{
+    bus->slaves[bus->cur.slave].verifying = false;
+    line_shape_given_up(bus, &bus->wire);
+    line_confirm_begin(bus, bus->cur.slave, CONFIRM_GIVE_UP);
+}
+
 /* I3: the answer held since the quiet after it began is now vouched for, or
  * (doubtful) asked again or refused. */
 static void resolve_pending(line_t *bus, uint64_t now)
@@ -583,9 +596,7 @@ static void resolve_pending(line_t *bus, uint64_t now)
      * 1796214496627458, a refusal here ended nothing: an attempt that had
      * timed out was answered, stalled, 113 ms later, and its exception was
      * taken for the next question of that function. */
-    bus->slaves[bus->cur.slave].verifying = false;
-    line_shape_given_up(bus, &bus->wire);
-    line_confirm_begin(bus, bus->cur.slave, CONFIRM_GIVE_UP);
+    give_up_on_wire(bus);
     line_refuse(bus, &bus->cur, now);
 }
 
@@ -626,11 +637,8 @@ void line_pending_port_lost(line_t *bus)
 void line_port_lost_attempts(line_t *bus, uint64_t now)
 {
     if (bus->busy && bus->cur.slave) {
-        unsigned slave = bus->cur.slave;
-        bus->slaves[slave].verifying = false;
-        line_guard_slave(bus, slave, now);
-        line_shape_given_up(bus, &bus->wire);
-        line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);
+        line_guard_slave(bus, bus->cur.slave, now);
+        give_up_on_wire(bus);
     }
     for (unsigned s = 1; s < N_SLAVES && bus->parked_count; s++)
         if (bus->slaves[s].parked) {
@@ -753,9 +761,7 @@ void line_on_timeout(line_t *bus, uint64_t now)
     if (retry) {
         line_park_attempt(bus, &bus->cur, bus->attempts);
     } else {
-        s->verifying = false;   /* I4: unsettled; the next equal answer is checked again */
-        line_shape_given_up(bus, &bus->wire);   /* I6: the next question avoids its shape */
-        line_confirm_begin(bus, slave, CONFIRM_GIVE_UP);   /* I5: its answer may still come, shaped like the next one's */
+        give_up_on_wire(bus);   /* I4, I5, I6: its answer may still come, shaped like the next one's */
         /* I2 by function: what may still come of the questions given up
          * since the slave's last answer is their late answers, each of its
          * question's function (or its exception); by F none of them can be

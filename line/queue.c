@@ -168,12 +168,6 @@ static bool hold_passes(const slave_state_t *ss, const gw_request_t *r, uint64_t
     return ss->hold_by_function && line_shape_function_free(ss, r->pdu[0]);
 }
 
-/* When a request held back by its slave's hold may go (for the wake-up). */
-static uint64_t hold_wake(const slave_state_t *ss, const gw_request_t *r)
-{
-    return ss->hold_fcs ? line_hold_end(ss, r->pdu[0]) : ss->hold_until_ns;
-}
-
 static bool normal_waiting(line_t *bus)
 {
     for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
@@ -198,8 +192,8 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
             line_answer_exception(bus, &bus->cur, MB_EX_TARGET_FAILED);
             continue;
         }
-        if (!*wake || hold_wake(ss, ss->parked) < *wake)
-            *wake = hold_wake(ss, ss->parked);
+        if (!*wake || line_hold_end(ss, ss->parked->pdu[0]) < *wake)
+            *wake = line_hold_end(ss, ss->parked->pdu[0]);
     }
     /* the class's starvation bound reached: normal requests first, this once */
     for (int pass = bus->prio_streak >= LINE_STARVATION_BOUND ? 0 : 1; pass < 2; pass++) {
@@ -211,8 +205,8 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
                     continue;
                 if ((pass == 0 && r->priority) ||
                     (r->slave && (ss->parked || (ss->hold_until_ns > now && !hold_passes(ss, r, now))))) {
-                    if (!ss->parked && ss->hold_until_ns > now && (!*wake || hold_wake(ss, r) < *wake))
-                        *wake = hold_wake(ss, r);
+                    if (!ss->parked && ss->hold_until_ns > now && (!*wake || line_hold_end(ss, r->pdu[0]) < *wake))
+                        *wake = line_hold_end(ss, r->pdu[0]);
                     i++;
                     continue;
                 }
