@@ -34,10 +34,12 @@
  *
  *   I3 (vouched answers). An answer is delivered only once the line has been
  *   quiet for the inter-frame gap after it. A second candidate in that window
- *   (a duplicate with different bytes, or bytes that fail their CRC) makes it
- *   doubtful: the question is asked again if it may be, else refused (0x0B).
- *   A duplicate with the same bytes carries the same values and is delivered;
- *   S is then guarded (I2).
+ *   (a duplicate with different bytes, or bytes that fail their CRC), or a
+ *   frame of another slave (two talkers: which one sent the answer?), makes
+ *   it doubtful: the question is asked again if it may be, else refused
+ *   (0x0B). A duplicate with the same bytes carries the same values and is
+ *   delivered; S is then guarded (I2). The port lost before the quiet after
+ *   it was heard vouches for nothing: 0x0A (line_pending_port_lost).
  *
  *   I4 (copies). A slave that repeats its answer (firmware, a repeater) can
  *   put a copy of answer n where answer n+1 is expected, after the window of
@@ -91,6 +93,20 @@
  *   question. At most CONFIRM_MAX_ASKS re-asks, then 0x0B. The fallback
  *   costs one transaction and a guard after a give-up.
  *
+ *   I7, I8, I9 (another slave's address: receive.c, foreign.c). F trusts a
+ *   frame's address; a device server that mixes up its ports' frames puts
+ *   slave T's address on S's answer, just before S's own (issue 40). While
+ *   S's answer comes in its time nothing is lost: only S's attempt is on
+ *   the line. So: a late answer to a parked question is taken only on a free
+ *   line, and held for I3's quiet like any answer (I7); after a reconnect
+ *   with answers owed, the line asks nothing until it has been quiet for the
+ *   owed slaves' longest timeout (I8: a device server forwards its line to
+ *   the next connection); and the shapes of answers owed after their time
+ *   (a timeout, a give-up) are kept line-wide for a while: other slaves'
+ *   reads avoid them (I6), and an answer they cannot shape away (an
+ *   exception, an equal write's echo) is delivered when the same question,
+ *   asked again at once, is answered alike (I9).
+ *
  *   I6 (shapes, line/shapes.c). By F a frame can only answer a question of
  *   its shape. So a read whose answer would have the shape of one of the
  *   slave's last answers (a copy of it) or of its last questions given up
@@ -125,11 +141,14 @@
  *     frame answers nothing; when no stale frame of it can have that shape
  *     (I6), the question is given up at its deadline, not asked again
  *     (line_on_timeout);
- *   - the remaining, documented limit: a frame from S later than S's guard
+ *   - the remaining, documented limits: a frame from S later than S's guard
  *     after the last thing heard from S, with the same shape as S's next
  *     question, while no question of S was given up (every earlier one
  *     answered), cannot be told from its answer. The guard widens each time
  *     a late answer is heard, so a slave pays for this once, not forever.
+ *     And an answer owed to the line later than I9's window (10 of its
+ *     slave's timeouts), with another slave's address and the shape of that
+ *     slave's question, cannot be told from that slave's answer.
  *
  * The guard holds one slave, not the line (RS-485 is half-duplex, but by
  * Fact F a late frame of S cannot be taken for another slave's answer): while
@@ -428,6 +447,10 @@ static void arm_kick(line_t *bus, uint64_t at, uint64_t now)
  * guard time, or its confirmation's once an answer of it was held back. */
 void line_park_attempt(line_t *bus, const gw_request_t *req, unsigned attempts)
 {
+    /* as its attempts were asked: a late answer has that shape (I6's
+     * choice may differ by the time it comes, I9's owed answers) */
+    bool asked = req == &bus->cur && bus->wire.pdu_len == 5 && bus->wire.pdu[0] >= 1 && bus->wire.pdu[0] <= 4;
+    bus->slaves[req->slave].parked_wire_qty = asked ? (uint16_t)(bus->wire.pdu[3] << 8 | bus->wire.pdu[4]) : 0;
     gw_request_t r = *req;
     r.t_parked_ns = bus->now_ns;
     line_park(bus, &r, attempts);
@@ -518,6 +541,7 @@ void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_
  * timeout's, a refusal's, a lost port's. */
 static void give_up_on_wire(line_t *bus)
 {
+    line_owed_push(bus, &bus->wire, bus->now_ns, OWED_WINDOW_TIMEOUTS);   /* I9 */
     bus->slaves[bus->cur.slave].verifying = false;
     line_shape_given_up(bus, &bus->wire);
     line_confirm_begin(bus, bus->cur.slave, CONFIRM_GIVE_UP);
@@ -530,15 +554,17 @@ static void resolve_pending(line_t *bus, uint64_t now)
     slave_state_t *s = &bus->slaves[bus->cur.slave];
     bus->pending = false;
     bool unexplained = bus->pending_unexplained > 0;
-    if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect && !bus->pending_unconfirmed) {
+    if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect && !bus->pending_unconfirmed &&
+        !bus->pending_foreign) {
         line_deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         return;
     }
-    /* I4's re-ask goes at once, with no guard: see below. */
-    bool only_suspect = bus->pending_suspect && !bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained;
-    if (!only_suspect)
+    /* I4's and I9's re-asks go at once, with no guard: see below and foreign.c. */
+    bool at_once = (bus->pending_suspect || bus->pending_foreign) && !bus->pending_unconfirmed &&
+                   !bus->pending_doubtful && !unexplained;
+    if (!at_once)
         line_guard_slave(bus, bus->cur.slave, now);
-    if ((bus->pending_unconfirmed || bus->pending_suspect) && !bus->cur.t_confirm_ns)
+    if ((bus->pending_unconfirmed || bus->pending_suspect || bus->pending_foreign) && !bus->cur.t_confirm_ns)
         bus->cur.t_confirm_ns = bus->pending_t_last_ns;
     if (bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained) {
         /* I5: after a give-up, asked again once the slave is quiet, until two
@@ -559,6 +585,10 @@ static void resolve_pending(line_t *bus, uint64_t now)
             line_shape_answered(bus, bus->cur.slave, bus->pending_pdu, bus->pending_len);
             line_refuse(bus, &bus->cur, now);
         }
+        return;
+    }
+    if (bus->pending_foreign && !bus->pending_suspect && !bus->pending_doubtful && !unexplained) {
+        line_foreign_resolve(bus, now);   /* I9 */
         return;
     }
     if (bus->pending_suspect) {
@@ -601,17 +631,23 @@ static void resolve_pending(line_t *bus, uint64_t now)
 }
 
 /*
- * The port went while an answer was held for its quiet (I3): heard before
- * the port went, it is still the answer, and goes out as any answer does
- * (trimmed, I6) when nothing doubts it. One that is doubtful, suspect (I4)
- * or unconfirmed (I5) cannot be asked again on a port that is gone: 0x0A,
+ * The port went while an answer was held for its quiet (I3). Heard before
+ * the port went, it is still the answer when the quiet after it was heard
+ * too (the port's bytes before its loss have all been fed: a stream's end
+ * comes after its data), and nothing doubts it: it goes out as any answer
+ * does (trimmed, I6). One whose quiet was cut short by the loss is not
+ * vouched for: what would have followed it in the window is unknown (a
+ * device server that closed after another slave's address on an answer,
+ * before the real one: issue 40). That one, and one doubtful, suspect (I4)
+ * or unconfirmed (I5), cannot be asked again on a port that is gone: 0x0A,
  * never a value that may be another question's.
  */
 void line_pending_port_lost(line_t *bus)
 {
     bus->pending = false;
-    if (!bus->pending_doubtful && bus->pending_unexplained <= 0 && !bus->pending_suspect &&
-        !bus->pending_unconfirmed) {
+    bool quiet_heard = bus->now_ns >= bus->pending_t_last_ns + bus->gap_ns;
+    if (quiet_heard && !bus->pending_doubtful && bus->pending_unexplained <= 0 && !bus->pending_suspect &&
+        !bus->pending_unconfirmed && !bus->pending_foreign) {
         line_deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
         return;
     }
@@ -683,6 +719,15 @@ void line_start_next(line_t *bus)
         gw_set(&bus->m.queue_depth, 0);
         return;
     }
+    if (bus->reconnect_quiet_ns) {
+        if (now < bus->reconnect_quiet_ns) {   /* I8 */
+            if (line_queued(bus))
+                arm_kick(bus, bus->reconnect_quiet_ns, now);
+            return;
+        }
+        bus->reconnect_quiet_ns = bus->reconnect_len_ns = 0;
+        gw_count(&bus->m.reconnect_holds);
+    }
     uint64_t hold = line_queued(bus) ? line_priority_hold(bus, now) : 0;
     if (line_queued(bus) && now < bus->t_line_free_ns) {
         arm_kick(bus, bus->t_line_free_ns, now);
@@ -722,6 +767,7 @@ void line_on_timeout(line_t *bus, uint64_t now)
 
     bus->busy = false;
     bus->deadline_ns = 0;
+    line_owed_push(bus, &bus->wire, now, OWED_WINDOW_TIMEOUTS);   /* I9: its answer may still come, with any address */
     gw_count(&bus->m.timeouts);
     gw_count(&bus->sm[slave].timeouts);
     line_slave_event(bus, slave, EV_TIMEOUT, now);

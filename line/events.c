@@ -93,6 +93,7 @@ void line_bytes(line_t *bus, const uint8_t *data, size_t len, uint64_t t_ns, uin
      * the last byte heard, whoever sent it. */
     if (t_ns + bus->gap_ns > bus->t_line_free_ns)
         bus->t_line_free_ns = t_ns + bus->gap_ns;
+    line_reconnect_heard(bus, t_ns);
     if (bus->pending)
         line_pending_bytes(bus, len);
     rtu_framer_get_stats(bus->framer, &before);
@@ -172,7 +173,10 @@ void line_port(line_t *bus, bool up, uint64_t now)
 {
     bus->now_ns = now;
     bus->port_up = up;
+    if (up)
+        line_reconnect_begin(bus, now);   /* I8 */
     if (!up) {
+        line_reconnect_hold(bus, now);
         line_port_lost_attempts(bus, now);
         if (bus->pending) {
             line_pending_port_lost(bus);

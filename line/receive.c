@@ -58,8 +58,9 @@ static void verify(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env)
     }
 }
 
-/* The answer to the attempt in flight: held until the quiet vouches for it (I3). */
-static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+/* The answer to bus->cur (asked as bus->wire, bus->attempts times): held
+ * until the quiet vouches for it (I3). */
+static void hold_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
 {
     unsigned slave = bus->cur.slave;
     slave_state_t *s = &bus->slaves[slave];
@@ -76,7 +77,8 @@ static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t 
     s->dead_until_ns = 0;
     gw_set(&bus->sm[slave].dead, 0);
     gw_set(&bus->sm[slave].last_ok_ns, now);
-    gw_observe_latency(&bus->m, now - bus->t_first_send_ns);
+    if (bus->attempts > 1 && s->copies == COPIES_SENT)   /* I9: this may be a copy, a later attempt's answer owed */
+        line_owed_push(bus, &bus->wire, now, OWED_ANSWERED_TIMEOUTS);
     if (bus->attempts > 1 && s->verifying)
         line_guard_slave_function(bus, slave, f->t_last_ns, bus->wire.pdu[0]);   /* I2, I4's re-ask */
     else if (bus->attempts > 1)
@@ -89,6 +91,45 @@ static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t 
     bus->pending_len = (uint16_t)(f->len - 3u);
     memcpy(bus->pending_pdu, f->adu + 1, bus->pending_len);
     line_copies_check(bus, slave, f->t_last_ns);
+    line_foreign_check(bus, slave);   /* I9 */
+}
+
+/* The answer to the attempt in flight. */
+static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+{
+    gw_observe_latency(&bus->m, now - bus->t_first_send_ns);
+    hold_answer(bus, f, env, now);
+}
+
+/*
+ * I7: the late answer to a slave's parked question (I1) is taken only while
+ * the line is free -- no attempt on the wire, no answer held -- and then it
+ * is held for I3's quiet like any answer: it becomes the line's current
+ * question again (unparked, asked as its attempts were, `wire`). Heard
+ * during another slave's attempt or window, it is dropped and its slave
+ * guarded (I2), and the parked question asked again after the guard: a
+ * frame with its slave's address may be another slave's answer that a
+ * device server put that address on, just before the real one (issue 40:
+ * slave 2's exception, addressed to slave 3, taken for slave 3's parked
+ * question); I3's window is where that shows, and one window at a time is
+ * what the line core can watch.
+ */
+static void take_late_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env,
+                             const gw_request_t *wire, uint64_t now)
+{
+    unsigned slave = env->slave;
+    slave_state_t *s = &bus->slaves[slave];
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+
+    line_unpark(bus, slave, &bus->cur, &bus->attempts);
+    bus->wire = *wire;
+    gw_count(&bus->m.late_answers);
+    gw_count(&bus->sm[slave].late_answers);
+    line_slave_event(bus, slave, EV_LATE, now);
+    line_widen_timeout(bus, slave, first_byte > s->last_send_ns ? first_byte - s->last_send_ns : 0);
+    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer held for its parked question",
+             bus->cfg.name, slave, bus->cur.pdu[0], line_req_address(&bus->cur));
+    hold_answer(bus, f, env, now);
 }
 
 /* A good frame that is not the answer to the attempt on the wire. */
@@ -100,6 +141,8 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
 
     if (bus->pending)
         bus->pending_unexplained -= f->len;   /* a whole frame explains its bytes */
+    if (bus->pending && slave != bus->cur.slave)
+        bus->pending_doubtful = true;   /* I3: two talkers in the window; which one's was the answer? */
     if (bus->pending && slave == bus->cur.slave) {
         /* I3: a second candidate in the vouching window. */
         if (f->len - 3u != bus->pending_len || memcmp(f->adu + 1, bus->pending_pdu, bus->pending_len) != 0)
@@ -116,8 +159,13 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
         return;
     }
     gw_request_t wire;
-    if (s->parked)
-        line_shape_question(bus, s->parked, &wire);   /* as its attempts were asked (I6) */
+    if (s->parked) {   /* as its attempts were asked (I6) */
+        wire = *s->parked;
+        if (s->parked_wire_qty) {
+            wire.pdu[3] = (uint8_t)(s->parked_wire_qty >> 8);
+            wire.pdu[4] = (uint8_t)s->parked_wire_qty;
+        }
+    }
     /*
      * I4 holds for a late answer too: one equal to the slave's last answer,
      * for another question, is not taken for the parked question (it may be
@@ -127,25 +175,10 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
      * question is asked again after the guard.
      */
     bool suspect = s->parked && line_copies_suspect(bus, slave, f->adu + 1, f->len - 3u, &wire);
-    if (s->parked && s->parked_attempts && frame_matches(&wire, env, f) && !s->confirming && !suspect) {
-        /* The late answer to the slave's one outstanding question (I1). */
-        gw_request_t req;
-        unsigned attempts;
-        line_unpark(bus, slave, &req, &attempts);
-        gw_count(&bus->m.late_answers);
-        gw_count(&bus->sm[slave].late_answers);
-        gw_count(&bus->m.responses);
-        gw_count(&bus->sm[slave].responses);
-        line_slave_event(bus, slave, EV_LATE, now);
-        line_widen_timeout(bus, slave, first_byte > s->last_send_ns ? first_byte - s->last_send_ns : 0);
-        s->failures = 0;
-        gw_set(&bus->sm[slave].last_ok_ns, now);
-        if (attempts > 1)
-            line_guard_slave(bus, slave, f->t_last_ns);
-        line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer taken for its parked question",
-               bus->cfg.name, slave, req.pdu[0], line_req_address(&req));
-        s->verifying = false;
-        line_deliver_shaped(bus, &req, &wire, f->adu + 1, f->len - 3u, f->t_last_ns);
+    if (s->parked && s->parked_attempts && frame_matches(&wire, env, f) && !s->confirming && !suspect &&
+        !bus->busy && !bus->pending) {
+        /* The late answer to the slave's one outstanding question (I1), on a free line (I7). */
+        take_late_answer(bus, f, env, &wire, now);
         return;
     }
     /* Answers nothing: late to a question given up, a duplicate, or not

@@ -61,12 +61,29 @@ typedef struct slave_state {
                                      (bit fc, 1..31; 0: the hold holds all) */
     uint8_t hold_fc[HOLD_FCS_KEPT];        /* ... each until its own re-ask's guard has passed */
     uint64_t hold_fc_until_ns[HOLD_FCS_KEPT];
+    /* I9 (foreign.c): an answer that may be another slave's owed one, to confirm. */
+    uint64_t foreign_hash;        /* the candidate waiting for its equal; 0: none */
+    uint64_t foreign_question;
+    unsigned foreign_asks;
+    uint16_t parked_wire_qty;     /* the parked question's read quantity as asked on the wire (0: as it came) */
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
 
 enum { COPIES_UNKNOWN = 0, COPIES_GENUINE, COPIES_SENT };
 enum { CONFIRM_GIVE_UP = 0, CONFIRM_COPY };
+
+/* I9 (line/foreign.c): an answer owed to the line, which a device server may
+ * put another slave's address on. */
+#define OWED_KEPT 32
+#define OWED_WINDOW_TIMEOUTS 10    /* an attempt timed out, a question given up: watched this many of its slave's timeouts */
+#define OWED_ANSWERED_TIMEOUTS 3   /* a question asked more than once of a slave that repeats, answered */
+typedef struct line_owed {
+    uint8_t slave;
+    uint16_t shape;      /* its question's answer shape (function, byte count; 0xff: none) */
+    uint64_t echo;       /* a write's: the hash of the echo it is answered with; 0: none known */
+    uint64_t until;      /* watched until then; 0: a free entry */
+} line_owed_t;
 
 typedef struct request_ring {
     gw_request_t *slot;
@@ -110,6 +127,14 @@ struct line {
     uint16_t pending_len;
     uint8_t pending_pdu[RTU_MAX_PDU];
     uint64_t t_line_free_ns; /* the line rests until then: last byte heard + gap */
+    /* I8: the port came back with answers still owed from before its loss:
+     * nothing is asked until the line has been quiet this long (the owed
+     * slaves' longest timeout), from the reconnect and from each byte heard. */
+    uint64_t reconnect_len_ns;      /* set at the loss; 0: nothing was owed */
+    uint64_t reconnect_quiet_ns;    /* the line is held until then; 0: not held */
+    line_owed_t owed[OWED_KEPT];    /* I9: answers owed to the line, a ring */
+    unsigned owed_next;
+    bool pending_foreign;           /* I9: the held answer may be another slave's: confirm it */
     /*
      * At most one timeout timer and one silence timer per bus are pending,
      * whatever the request rate: a timer that fires checks the deadline in
@@ -158,6 +183,19 @@ void line_start_next(line_t *bus);
 /* The port went with an answer held (I3): delivered if nothing doubts it, else 0x0A. */
 void line_pending_port_lost(line_t *bus);
 void line_port_lost_attempts(line_t *bus, uint64_t now);
+/* foreign.c. I8: the port goes with answers owed (the hold to keep when it is back), and bytes heard meanwhile. */
+void line_reconnect_hold(line_t *bus, uint64_t now);
+void line_reconnect_begin(line_t *bus, uint64_t now);
+void line_reconnect_heard(line_t *bus, uint64_t t_ns);
+/* I9: an attempt timed out or a question was given up: its answer is owed. */
+void line_owed_push(line_t *bus, const gw_request_t *wire, uint64_t now, unsigned timeouts);
+bool line_owed_shape(const line_t *bus, unsigned slave, uint16_t shape);
+void line_foreign_check(line_t *bus, unsigned slave);
+void line_foreign_resolve(line_t *bus, uint64_t now);
+/* shapes.c: a question's answer shape (function, byte count; 0xff: none), an answer's (0: none). */
+uint16_t line_shape_of_question(const gw_request_t *wire);
+uint16_t line_shape_of_answer(const uint8_t *pdu, size_t len);
+bool line_shape_stale_like(uint16_t stale, uint16_t shape);
 /* I3's barrier came back: every byte read before it has been seen. */
 void line_on_resolve(line_t *bus);
 /* The attempt in flight had no answer by its deadline. */

@@ -19,7 +19,7 @@
 #include <string.h>
 
 enum ev_type { EV_TIMER = 1, EV_ARRIVE, EV_FEED, EV_BARRIER, EV_SLAVE_RX, EV_SLAVE_TX, EV_CLIENT, EV_SUBMIT,
-               EV_PORT };
+               EV_PORT, EV_CLOSE, EV_CLOSED, EV_REOPEN };
 
 typedef struct ev {
     uint64_t t, seq;
@@ -96,6 +96,12 @@ struct sim {
     sim_counts_t c;
     char first_wrong[512];
     bool trace;           /* RTUGW_LINESIM_TRACE: every event and the core's debug log on stderr */
+    /* The transport's connection (p_close): while it is down, what the line
+     * says is lost and what the gateway writes reaches nobody; the core
+     * hears of the loss after the bytes read before it (EV_CLOSED). */
+    bool conn_down, conn_loss_told;
+    bool foreign_late;    /* sim_foreign_late */
+    uint64_t conn_down_until;
 };
 
 static void hex(const char *what, uint64_t t, const uint8_t *p, size_t n)
@@ -230,6 +236,12 @@ static void slave_transmit(sim_t *s, const uint8_t *p, size_t n)
 
 static void on_arrive(sim_t *s, ev_t *a)
 {
+    if (s->conn_down) {
+        s->c.lost_bytes += a->len;
+        if (s->trace)
+            hex("arrive (connection down: lost)", s->now, a->data, a->len);
+        return;
+    }
     if (tx_garbled(s, a->tx, a->txgen))
         for (unsigned i = 0; i < a->len; i++)
             a->data[i] ^= (uint8_t)(0x5A + 17 * i);
@@ -329,8 +341,8 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
     }
     if (chance(s, m->p_silent))
         return;
-    uint64_t delay = chance(s, m->p_late) ? uniform(s, m->late_min_ns, m->late_max_ns)
-                                          : uniform(s, m->lat_min_ns, m->lat_max_ns);
+    bool late = chance(s, m->p_late);
+    uint64_t delay = late ? uniform(s, m->late_min_ns, m->late_max_ns) : uniform(s, m->lat_min_ns, m->lat_max_ns);
     bool stall = chance(s, m->p_stall);
     if (stall)
         delay = uniform(s, m->stall_min_ns, m->stall_max_ns);
@@ -342,6 +354,27 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
         adu[rnd(s) % n] ^= (uint8_t)(1u << (rnd(s) % 8));
     else if (chance(s, m->p_truncate))
         n -= 1 + rnd(s) % 3;
+    /* (a device server's mix-up, on an answer in its time; with
+     * sim_foreign_late on late and stalled ones too) */
+    bool timely = s->foreign_late || (!late && !stall && start == s->now + delay);
+    if (m->p_foreign > 0 && chance(s, m->p_foreign) && timely) {
+        /* the next present slave's address on this answer, then the answer
+         * after the line's rest */
+        unsigned other = id + 1, k = 0;
+        while (k < s->n_slaves && s->slave_ids[k] != id)
+            k++;
+        if (s->n_slaves > 1)
+            other = s->slave_ids[(k + 1) % s->n_slaves];
+        uint8_t fadu[RTU_MAX_ADU + 8];
+        size_t fn = adu_of(other, ans, alen, fadu);
+        schedule_tx(s, start, fadu, fn);
+        start += fn * s->char_ns + uniform(s, 4 * s->char_ns, 6 * s->char_ns);
+        s->c.foreign_sent++;
+    }
+    if (m->p_close > 0 && chance(s, m->p_close)) {
+        ev_t *c = ev_new(s, EV_CLOSE, start + (n / 2) * s->char_ns);
+        c->at = uniform(s, m->reconnect_min_ns, m->reconnect_max_ns);
+    }
     if (chance(s, m->p_noise)) {
         uint8_t noise[6];
         size_t k = 1 + rnd(s) % 6;
@@ -397,6 +430,8 @@ static void env_write(void *ctx, const uint8_t *adu, size_t len)
         s->writes[s->n_writes].slave = adu[0];
         s->writes[s->n_writes++].t = s->now;
     }
+    if (s->conn_down)
+        return;   /* written to a connection that is gone: nobody hears it */
     uint32_t t = tx_begin(s, len);
     ev_t *e = ev_new(s, EV_SLAVE_RX, s->now + len * s->char_ns);
     e->tx = t;
@@ -591,6 +626,11 @@ void sim_stamp_at_read(sim_t *s, bool on)
     s->stamp_at_read = on;
 }
 
+void sim_foreign_late(sim_t *s, bool on)
+{
+    s->foreign_late = on;
+}
+
 sim_t *sim_new(uint64_t seed, const char *bus_ini, uint64_t host_delay_max_ns)
 {
     sim_t *s = calloc(1, sizeof *s);
@@ -601,7 +641,8 @@ sim_t *sim_new(uint64_t seed, const char *bus_ini, uint64_t host_delay_max_ns)
     s->origin.ops = &sim_origin_ops;
     s->rng = seed * 0x9E3779B97F4A7C15ull + 1;
     s->host_delay_max_ns = host_delay_max_ns;
-    snprintf(text, sizeof text, "[bus line]\nport = /dev/null\n%s", bus_ini);
+    /* a serial line unless the INI names its port (tcp://: a device server) */
+    snprintf(text, sizeof text, "[bus line]\n%s%s", strstr(bus_ini, "port =") ? "" : "port = /dev/null\n", bus_ini);
     memset(&errs, 0, sizeof errs);
     if (!(s->cfg = config_load_string(text, "linesim", &errs))) {
         fprintf(stderr, "linesim: the bus's INI does not load: %s\n", errs.count ? errs.text[0] : "?");
@@ -686,6 +727,42 @@ void sim_port_flap_at(sim_t *s, uint64_t at, uint64_t down_ns)
     ev_new(s, EV_PORT, at + down_ns)->kind = 1;
 }
 
+/* The device server's connection closes now, for `down` ns. The core
+ * hears of it after every byte read before the close (a stream's end
+ * comes after its data). */
+static void on_close(sim_t *s, uint64_t down)
+{
+    uint64_t until = s->now + down;
+    if (s->conn_down) {
+        if (until > s->conn_down_until)
+            s->conn_down_until = until;
+        ev_new(s, EV_REOPEN, s->conn_down_until);
+        return;
+    }
+    s->c.closes++;
+    s->conn_down = true;
+    s->conn_loss_told = false;
+    s->conn_down_until = until;
+    if (s->trace)
+        fprintf(stderr, "%10.3f ms connection closed for %.3f ms\n", (double)s->now / 1e6, (double)down / 1e6);
+    ev_new(s, EV_CLOSED, s->last_feed_t > s->now ? s->last_feed_t : s->now);
+    ev_new(s, EV_REOPEN, until);
+}
+
+static void on_reopen(sim_t *s)
+{
+    if (!s->conn_down || s->now < s->conn_down_until)
+        return;   /* a later reopen is due */
+    if (!s->conn_loss_told) {
+        ev_new(s, EV_REOPEN, s->now + 1000);   /* the loss first */
+        return;
+    }
+    s->conn_down = false;
+    if (s->trace)
+        fprintf(stderr, "%10.3f ms connection open again\n", (double)s->now / 1e6);
+    line_port(s->line, true, s->now);
+}
+
 void sim_run(sim_t *s, uint64_t until)
 {
     ev_t *e;
@@ -724,6 +801,16 @@ void sim_run(sim_t *s, uint64_t until)
             break;
         case EV_PORT:
             line_port(s->line, e->kind != 0, s->now);
+            break;
+        case EV_CLOSE:
+            on_close(s, e->at);
+            break;
+        case EV_CLOSED:
+            s->conn_loss_told = true;
+            line_port(s->line, false, s->now);
+            break;
+        case EV_REOPEN:
+            on_reopen(s);
             break;
         }
         ev_free(s, e);

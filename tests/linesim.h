@@ -50,6 +50,15 @@ typedef struct sim_slave_model {
     double p_misshapen;                /* a read's answer one register short, CRC good (libmodbus's test server) */
     double p_stall;                    /* stalls (a busy PLC): the answer after [stall_min, stall_max], */
     uint64_t stall_min_ns, stall_max_ns;   /* later than any guard, deaf meanwhile */
+    double p_foreign;                  /* another slave's frame first (on an answer in its
+                                          time, unless sim_foreign_late): the next present
+                                          slave's address on this answer (CRC good), then the
+                                          answer (a device server that mixes up its frames) */
+    double p_close;                    /* the transport (RTU over TCP) closes after half the
+                                          answer; bytes on the line while it is down are lost,
+                                          later ones reach the next connection, as a device
+                                          server forwards its line to whatever is connected */
+    uint64_t reconnect_min_ns, reconnect_max_ns;   /* how long the connection stays down */
     bool queueing;                     /* busy answering: a new request waits its turn */
     bool deaf_while_busy;              /* busy answering: a new request is not heard */
     enum sim_values values;
@@ -59,6 +68,7 @@ typedef struct sim_slave_model {
 typedef struct sim_counts {
     uint64_t submitted, answered, data, slave_exceptions, gateway_exceptions[256];
     uint64_t wrong, duplicate_answers, writes, collisions, events;
+    uint64_t foreign_sent, closes, lost_bytes;   /* the transport's faults, as they happened */
     uint64_t worst_latency_ns;
 } sim_counts_t;
 
@@ -73,6 +83,9 @@ void sim_free(sim_t *s);
  * gateway/port.c) rather than its arrival on the wire: a late read then
  * looks like silence inside an answer. */
 void sim_stamp_at_read(sim_t *s, bool on);
+/* p_foreign on late and stalled answers too, not only on answers in their
+ * time: the fault I9 (line/foreign.c) is for. */
+void sim_foreign_late(sim_t *s, bool on);
 /* Slave `id` (1..247) answers on the line with this model. */
 void sim_add_slave(sim_t *s, unsigned id, const sim_slave_model_t *m);
 /* Slave `id` answers with this model from now on (it recovers, or fails). */

@@ -50,6 +50,10 @@ EXTRA_DIST += tests/test_faults.py tests/test_frontends.py tests/test_conn_ident
 # long answers at low baud, half-close, broadcasts.
 TESTS += tests/test_integrity.py
 EXTRA_DIST += tests/test_integrity.py tests/rtu_slave.py
+# Issue 40: a device server (RTU over TCP) that mixes up slave addresses,
+# closes mid-answer and forwards late bytes to the next connection.
+TESTS += tests/test_device_server.py
+EXTRA_DIST += tests/test_device_server.py
 # sd_notify without libsystemd: READY=1, WATCHDOG=1 keep-alives, STOPPING=1 on a
 # socket bound like systemd's; libsystemd mapped neither by ldd nor at run time.
 TESTS += tests/test_notify.py
@@ -118,7 +122,7 @@ TESTS += tests/test_line_queue
 # (10^6 transactions here; `make check-long` runs 10^7). test_line_broken is
 # the core built without I2's guard and I6's shapes: seeds the explorer found must give it
 # wrong answers, or the explorer is not looking.
-LINE_CORE_SOURCES = line/line.h line/state.h line/events.c line/discipline.c line/receive.c line/queue.c line/copies.c line/shapes.c line/metrics.c
+LINE_CORE_SOURCES = line/line.h line/state.h line/events.c line/discipline.c line/receive.c line/queue.c line/copies.c line/shapes.c line/foreign.c line/metrics.c
 check_PROGRAMS += tests/test_line_core tests/test_line_broken
 tests_test_line_core_SOURCES = tests/test_line_core.c tests/linesim.c tests/linesim.h
 tests_test_line_core_CFLAGS = $(TEST_CFLAGS)
