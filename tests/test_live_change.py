@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""Live configuration changes (issue 41): a hand edit + SIGHUP and the REST
+API (/api/...) against a real `rtugw run` on the simulator, checked by what
+the daemon does afterwards (its bus's requests, /tags, /status, /metrics),
+not only by what it says.
+
+What must hold:
+  - a live change to a file with a [poll] group keeps the bus polling
+    (the poller held pointers into the devices' table the reload freed);
+  - a section that only moved in the file is unchanged (a comment added at
+    the top, a section before it that grew): the change beside it applies;
+  - widen_reads = false sent by SIGHUP stops the widened reads at once;
+  - a change made while a tag write is in flight is queued and applied when
+    the write ends, and the API says it is queued;
+  - a template no device uses, added or deleted, is listed at once;
+  - the section editor: a header written with spaces inside its brackets,
+    a value with a vertical tab or form feed before ';', a body that is not
+    a JSON object: each edited correctly or refused clearly."""
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from tagscheck import put, tag_values  # noqa: E402
+
+TOKEN = "s3cret"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SIM1 = "port = sim:1\nbaud = 115200\n"
+
+
+def requests_in(g, seconds, bus=0):
+    """Requests the bus took in `seconds` (its /status counter's difference)."""
+    a = g.status()["buses"][bus]["requests"]
+    time.sleep(seconds)
+    return g.status()["buses"][bus]["requests"] - a
+
+
+def api(g, method, path, obj=None, raw=None):
+    """An API call with the token and the file's revision now: status, JSON answer."""
+    rev = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{g.http_port}/api/config", headers=AUTH), timeout=5).read())["revision"]
+    body = raw if raw is not None else json.dumps(obj).encode() if obj is not None else None
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", data=body, method=method,
+                                 headers={**AUTH, "If-Match": rev})
+    try:
+        with urllib.request.urlopen(req, timeout=15) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.loads(e.read() or b"{}")
+        except ValueError:
+            return e.code, {}
+
+
+def get(g, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{g.http_port}{path}", timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def hup(g, text):
+    g.rewrite(text)
+    g.p.send_signal(signal.SIGHUP)
+
+
+def tag_good(g, name):
+    return tag_values(g).get(name, {}).get("quality") == "good"
+
+
+POLL_AND_TAG = ("[device m1]\nslave = 1\n"
+                "[poll p1]\ndevice = m1\nfunction = 3\naddress = 0\ncount = 4\ninterval_ms = 100\n"
+                "[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\ninterval_ms = 100\n")
+TAG_T2 = "[tag t2]\ndevice = m1\ntable = holding\naddress = 20\ntype = uint16\ninterval_ms = 100\n"
+
+
+# ---- 1. the poller kept pointers into the devices' table a reload frees ---------
+
+def test_sighup_with_poll_group_keeps_polling():
+    """[poll p1] and [tag t1]; [tag t2] appended and SIGHUP: the bus keeps its
+    rate (it fell to 0: the poller's groups named their device through the
+    freed table), every tag good, nothing named for a restart."""
+    g = Gateway(bus=SIM1, devices=POLL_AND_TAG)
+    check(wait_for(lambda: tag_good(g, "t1"), 5), "t1 read before the change")
+    before = requests_in(g, 1.5)
+    hup(g, g.text + TAG_T2)
+    check(wait_for(lambda: tag_good(g, "t2"), 5), "t2, appended, is read after SIGHUP")
+    after = requests_in(g, 1.5)
+    check(before > 10 and after >= before // 2, f"the bus keeps polling: {before} then {after} requests in 1.5 s")
+    check(all(t["quality"] == "good" for t in tag_values(g).values()), f"every tag good: {tag_values(g)}")
+    st = g.status()
+    check(st["restart_needed"] == "" and st["polls"][0]["ok"], f"nothing waits ({st['restart_needed']!r}), p1 ok")
+    check("is not a range" not in g.log_text(), "no planner error in the log")
+    g.stop()
+
+
+def test_api_device_from_template_keeps_polling():
+    """PUT /api/devices/m2 from a template on a file with a [poll] group: the
+    new device's tags read, and p1 and m1's tags keep being polled."""
+    d = tempfile.mkdtemp(prefix="rtugw-live-")
+    with open(os.path.join(d, "meter.csv"), "w") as f:
+        f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,100\n")
+    devs = (f"[template meter]\ntags_file = {d}/meter.csv\n[device m1]\nslave = 1\ntemplate = meter\n"
+            "[poll p1]\ndevice = m1\nfunction = 3\naddress = 10\ncount = 4\ninterval_ms = 100\n")
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=devs, extra=f"write_token = {TOKEN}\n")
+    check(wait_for(lambda: tag_good(g, "m1.voltage"), 5), "m1.voltage read before the change")
+    before = requests_in(g, 1.5)
+    st, r = api(g, "PUT", "/api/devices/m2", {"slave": 2, "template": "meter"})
+    check(st == 200 and r.get("restart_needed") == "", f"PUT /api/devices/m2: applied live ({st} {r})")
+    check(wait_for(lambda: tag_values(g).get("m2.voltage", {}).get("value") == 2000, 5), "m2.voltage read")
+    after = requests_in(g, 1.5)
+    check(before > 10 and after >= before * 3 // 4, f"the bus keeps polling: {before} then {after} requests in 1.5 s")
+    polls = g.status()["polls"][0]["polls"]
+    check(wait_for(lambda: g.status()["polls"][0]["polls"] > polls + 5, 3), "p1 is still polled")
+    check(tag_good(g, "m1.voltage"), "m1.voltage still good")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling]
+
+if __name__ == "__main__":
+    run_tests("test_live_change", TESTS)
