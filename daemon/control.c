@@ -99,24 +99,33 @@ static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size
     run->tls = next;
 }
 
+/* [http] without HTTP running: whether it says something else (its users'
+ * lines in the file aside, as http_reload compares it when it runs). */
+static bool http_differs(const config_http_t *run, const config_http_t *fresh)
+{
+    config_http_t a = *run, b = *fresh;
+    for (unsigned i = 0; i < CONFIG_MAX_USERS; i++)
+        a.users[i].line = b.users[i].line = 0;
+    return memcmp(&a, &b, sizeof a) != 0;
+}
+
 /* Whether the devices differ in more than what only their tags use (order,
- * interval_ms, tags_file, template): those change with the tag table. */
+ * interval_ms, tags_file, template): those change with the tag table.
+ * Compared by value (config_same_device): a section that only moved in the
+ * file is the same device. */
 static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
 {
     if (a->device_count != b->device_count)
         return true;
     for (unsigned i = 0; i < a->device_count; i++) {
         config_device_t x = a->devices[i], y = b->devices[i];
-        config_device_t *both[2] = { &x, &y };
-        for (int k = 0; k < 2; k++) {
-            both[k]->order = 0;
-            both[k]->order_set = false;
-            both[k]->interval_ms = 0;
-            memset(both[k]->tags_file, 0, sizeof both[k]->tags_file);
-            memset(both[k]->template_name, 0, sizeof both[k]->template_name);
-            both[k]->template_index = -1;
-        }
-        if (memcmp(&x, &y, sizeof x) != 0)
+        y.order = x.order;
+        y.order_set = x.order_set;
+        y.interval_ms = x.interval_ms;
+        memcpy(y.tags_file, x.tags_file, sizeof y.tags_file);
+        memcpy(y.template_name, x.template_name, sizeof y.template_name);
+        y.template_index = x.template_index;
+        if (!config_same_device(&x, &y))
             return true;
     }
     return false;
@@ -277,17 +286,14 @@ static void reload(gw_t *gw)
     if (cond)                                                                                      \
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
-    bool buses = gw->cfg->bus_count != fresh->bus_count ||
-                 (fresh->bus_count && memcmp(gw->cfg->buses, fresh->buses, fresh->bus_count * sizeof *fresh->buses) != 0);
-    bool polls = gw->cfg->poll_count != fresh->poll_count ||
-                 (fresh->poll_count && memcmp(gw->cfg->polls, fresh->polls, fresh->poll_count * sizeof *fresh->polls) != 0);
+    /* by value, not by line number: a section that only moved is unchanged */
+    bool buses = !config_same_buses(gw->cfg, fresh);
+    bool polls = !config_same_polls(gw->cfg, fresh);
     bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
     char devices_why[160] = "";
     bool devices_follow = devices && devices_can_follow(gw->cfg, fresh, devices_why, sizeof devices_why);
     /* a device's change goes with the tags: they name it, and MQTT announces both */
-    bool devices_moved = gw->cfg->device_count != fresh->device_count ||
-                         (fresh->device_count &&
-                          memcmp(gw->cfg->devices, fresh->devices, fresh->device_count * sizeof *fresh->devices) != 0);
+    bool devices_moved = !config_same_devices(gw->cfg, fresh);
     bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
     bool tags = tag_defs || devices_moved;
     const char *why = NULL;
@@ -307,15 +313,14 @@ static void reload(gw_t *gw)
         http_reload(gw->http, fresh, http_restart, sizeof http_restart);
         CHANGED(http_restart, http_restart[0] != 0);
     } else {
-        CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
+        CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));
     }
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);
-    CHANGED("serial_slaves", gw->cfg->serial_slave_count != fresh->serial_slave_count ||
-                                 (fresh->serial_slave_count && memcmp(gw->cfg->serial_slaves, fresh->serial_slaves, fresh->serial_slave_count * sizeof *fresh->serial_slaves) != 0));
+    CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
     if (gw->tcp)
         tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);

@@ -126,7 +126,39 @@ def test_api_device_from_template_keeps_polling():
     shutil.rmtree(d, ignore_errors=True)
 
 
-TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling]
+# ---- 2. a section that only moved is the same section ------------------------------
+
+def test_moved_sections_are_unchanged():
+    """A comment line added at the top plus a new tag: the tag applies live
+    and nothing is named for a restart (every section had moved a line)."""
+    g = Gateway(bus=SIM1, devices=POLL_AND_TAG)
+    check(wait_for(lambda: tag_good(g, "t1"), 5), "t1 read before the change")
+    hup(g, "# hall 2, line 1\n" + g.text + TAG_T2)
+    check(wait_for(lambda: tag_good(g, "t2"), 5), f"the new tag is read: {tag_values(g).get('t2')}")
+    check(wait_for(lambda: "reloaded" in g.log_text(), 3) and g.status()["restart_needed"] == "",
+          f"nothing waits for a restart: {g.status()['restart_needed']!r}")
+    g.stop()
+
+
+def test_api_device_before_a_bus():
+    """Two buses, [device d1] above [bus b2]: PUT /api/devices/d1 with a new
+    interval_ms grows d1's section, which moves [bus b2] and d2: applied live."""
+    devs = ("[device d1]\nbus = line\nslave = 1\n[tag x]\ndevice = d1\ntable = holding\naddress = 3\ntype = uint16\n"
+            "[bus b2]\nport = sim:5\nbaud = 115200\n[device d2]\nbus = b2\nslave = 5\n")
+    g = Gateway(bus=SIM1, devices=devs, extra=f"write_token = {TOKEN}\n")
+    st, r = api(g, "PUT", "/api/devices/d1", {"bus": "line", "slave": 1, "interval_ms": 500})
+    check(st == 200 and r.get("restart_needed") == "", f"PUT /api/devices/d1: nothing waits ({st} {r})")
+    _, body = get(g, "/api/devices")
+    d1 = [d for d in json.loads(body)["devices"] if d["name"] == "d1"]
+    check(d1 and d1[0]["interval_ms"] == 500, f"d1's interval_ms is 500 now: {d1}")
+    _, body = get(g, "/api/tags")
+    x = [t for t in json.loads(body)["tags"] if t["name"] == "x"]
+    check(x and x[0]["interval_ms"] == 500, f"and its tag reads every 500 ms: {x}")
+    g.stop()
+
+
+TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
+         test_moved_sections_are_unchanged, test_api_device_before_a_bus]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
