@@ -230,6 +230,11 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
         *why = "out of memory";
         return false;
     }
+    /* the line cores' live key (widen_reads): each bus actor takes it in its own time */
+    for (unsigned k = 0; k < gw->bus_count; k++)
+        if (gw->buses[k] && bus_set_slaves(gw->buses[k], gw->cfg) != 0)
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the devices' widen_reads",
+                   gw->cfg->buses[k].name);
     if ((tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
         (polls && swap_groups(gw, fresh) != 0)) {
         *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */

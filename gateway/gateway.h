@@ -305,6 +305,9 @@ void bus_free(gw_bus_t *bus);
 int bus_start(gw_bus_t *bus, gw_loop_t *loop);
 /* Any thread: queue a request; exactly one answer comes to req->origin. */
 int bus_submit(gw_bus_t *bus, const gw_request_t *req);   /* submit.c's; front ends call gw_submit */
+/* A reload changed the devices: the line's per-slave keys that apply live
+ * (widen_reads) set from cfg, by a message to the bus actor. 0 or -errno. */
+int bus_set_slaves(gw_bus_t *bus, const config_t *cfg);
 const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);

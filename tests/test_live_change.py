@@ -157,8 +157,34 @@ def test_api_device_before_a_bus():
     g.stop()
 
 
+# ---- 3. widen_reads by SIGHUP --------------------------------------------------------
+
+def test_widen_reads_live():
+    """widen_reads = false by SIGHUP: the line stops widening m1's reads at
+    once (rtugw_bus_shaped_total stays), as a fresh start with the file does."""
+    devs = "[device m1]\nslave = 1\n[poll p1]\ndevice = m1\nfunction = 3\naddress = 0\ncount = 4\ninterval_ms = 50\n"
+    g = Gateway(bus=SIM1, devices=devs)
+
+    def shaped():
+        return g.metrics().get('rtugw_bus_shaped_total{bus="line"}', 0)
+    check(wait_for(lambda: shaped() > 3, 5), f"m1's repeated reads are widened (I6): {shaped()}")
+    hup(g, g.text.replace("slave = 1\n", "slave = 1\nwiden_reads = false\n"))
+    check(wait_for(lambda: "reloaded" in g.log_text(), 3), "reloaded")
+    time.sleep(0.3)
+    a = shaped()
+    polls = g.status()["polls"][0]["polls"]
+    time.sleep(1.0)
+    b = shaped()
+    check(g.status()["polls"][0]["polls"] > polls + 10, "p1 still polled")
+    check(b == a, f"no read widened after widen_reads = false: {a} then {b}")
+    check(g.status()["restart_needed"] == "", f"nothing waits: {g.status()['restart_needed']!r}")
+    hup(g, g.text.replace("widen_reads = false\n", ""))
+    check(wait_for(lambda: shaped() > b + 3, 3), "widened again when the key goes")
+    g.stop()
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
-         test_moved_sections_are_unchanged, test_api_device_before_a_bus]
+         test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
