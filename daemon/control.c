@@ -205,20 +205,25 @@ static int swap_groups(gw_t *gw, const config_t *fresh)
  * the poller on the I/O thread (buses_on_io_thread), the buses and the
  * devices but for their tag keys unchanged, and no tag write in flight (it
  * holds a tag's index); otherwise *why says what stands in the way and they
- * wait for a restart (or, for writes, the next SIGHUP).
+ * wait for a restart, or, behind tag writes, are queued: the reload runs
+ * again when the last write ends (writes_idle).
  */
-static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, const char *others,
-                           const char **why)
+enum live { LIVE_APPLIED, LIVE_QUEUED, LIVE_WAITS };
+
+static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, const char *others,
+                                const char **why)
 {
     char err[320];
     size_t kept = 0;
     unsigned writes = tag_writes_in_flight(gw->tag_writes);
 
-    *why = others ? others
-         : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false"
-         : writes ? "tag writes in flight: send SIGHUP again" : NULL;
+    *why = others ? others : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false" : NULL;
     if (*why)
-        return false;
+        return LIVE_WAITS;
+    if (writes) {
+        *why = "tag writes in flight: queued, applied when they end";
+        return LIVE_QUEUED;
+    }
     /* Only appended, or changed in keys read here (devices_can_follow): the
      * running copy takes them all, before the tags map their device by name. */
     /* Under the cache's lock: the line thread's bus actors read the devices
@@ -228,7 +233,7 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
     pthread_mutex_unlock(&gw->cache_lock);
     if (set != 0) {
         *why = "out of memory";
-        return false;
+        return LIVE_WAITS;
     }
     /* the line cores' live key (widen_reads): each bus actor takes it in its own time */
     for (unsigned k = 0; k < gw->bus_count; k++)
@@ -241,7 +246,7 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: out of memory");
         polls = false;
         if (!tags)
-            return false;
+            return LIVE_WAITS;
     }
     if (tags) {
         memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
@@ -260,7 +265,7 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
         gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: poll groups applied: %u groups", gw->cfg->poll_count);
     gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups and %zu tags in %u reads", gw->cfg->poll_count, n,
            poller_read_count(gw->poller));
-    return *why == NULL;
+    return *why == NULL ? LIVE_APPLIED : LIVE_WAITS;
 }
 
 static void reload(gw_t *gw)
@@ -274,6 +279,8 @@ static void reload(gw_t *gw)
     gw_notify("RELOADING=1");
     config_t *fresh = config_load_file_with(gw->opt.config_path, gw->opt.bus_rule, &errs);
     gw_notify("READY=1");
+    /* a change queued behind tag writes is the file's: this reload reads it again */
+    gw->reload_queued[0] = 0;
     if (!fresh) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
                gw->opt.config_path);
@@ -302,15 +309,20 @@ static void reload(gw_t *gw)
     bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
     bool tags = tag_defs || devices_moved;
     const char *why = NULL;
-    bool live = (tags || polls) &&
-                reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
-                               devices_why : NULL, &why);
+    enum live how = !(tags || polls) ? LIVE_APPLIED
+                  : reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
+                                   devices_why : NULL, &why);
+    bool live = (tags || polls) && how == LIVE_APPLIED, queued = (tags || polls) && how == LIVE_QUEUED;
     CHANGED("buses", buses);
-    CHANGED("devices", devices && !live);
-    CHANGED("polls", polls && !live);
-    CHANGED("tags", tag_defs && !live);
+    CHANGED("devices", devices && !live && !queued);
+    CHANGED("polls", polls && !live && !queued);
+    CHANGED("tags", tag_defs && !live && !queued);
+    if (queued)   /* named as restart_needed would name them */
+        snprintf(gw->reload_queued, sizeof gw->reload_queued, "%s%s%s", devices ? "devices " : "",
+                 polls ? "polls " : "", tag_defs || !(devices || polls) ? "tags " : "");
+    gw->reload_queued[queued ? strlen(gw->reload_queued) - 1 : 0] = 0;   /* the last space */
     if ((tags || polls) && !live)
-        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
+        gw_log(gw, queued ? CONFIG_LOG_INFO : CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
                devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     if (gw->http) {
@@ -344,10 +356,32 @@ static void reload(gw_t *gw)
     }
     gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s", gw->opt.config_path,
-           gw->mbaps ? ", [tls] and the roles' rights" : "", live ? ", the devices, tags and poll groups" : "",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s%s%s",
+           gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
+           live ? ", the devices, tags and poll groups" : "",
+           queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     config_free(fresh);
+}
+
+/* The last tag write in flight has ended: a change queued behind the
+ * writes applies, from the loop (not inside the write's own answer). */
+static void on_queued(evutil_socket_t fd, short what, void *arg)
+{
+    gw_t *gw = arg;
+    (void)fd;
+    (void)what;
+    if (!gw->reload_queued[0] || gw->draining || tag_writes_in_flight(gw->tag_writes))
+        return;
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: the tag writes in flight have ended: applying what was queued (%s)",
+           gw->reload_queued);
+    reload(gw);
+}
+
+static void writes_idle(gw_t *gw)
+{
+    if (gw->reload_queued[0] && gw->ev_queued)
+        event_active(gw->ev_queued, EV_TIMEOUT, 1);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -367,8 +401,10 @@ int control_start(gw_t *gw)
     struct event_base *base = loop_base(gw->loop);
 
     gw->reload = reload;
+    gw->writes_idle = writes_idle;
     gw->ev_drain = evtimer_new(base, drain_check, gw);
-    if (!gw->ev_drain)
+    gw->ev_queued = evtimer_new(base, on_queued, gw);
+    if (!gw->ev_drain || !gw->ev_queued)
         return -1;
     loop_on_wake(gw->loop, on_wake, gw);
     if (gw->opt.install_signals) {
@@ -393,5 +429,10 @@ void control_stop(gw_t *gw)
     if (gw->ev_drain) {
         event_free(gw->ev_drain);
         gw->ev_drain = NULL;
+    }
+    gw->writes_idle = NULL;
+    if (gw->ev_queued) {
+        event_free(gw->ev_queued);
+        gw->ev_queued = NULL;
     }
 }

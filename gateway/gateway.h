@@ -440,6 +440,9 @@ struct gw {
     /* daemon/control.c's reload (what SIGHUP does), for the API after it
      * wrote the file: web/ cannot call daemon/. On the I/O thread. */
     void (*reload)(gw_t *gw);
+    /* daemon/control.c's, called by tag_write.c (I/O thread) when the last
+     * tag write in flight has ended: a change queued behind them applies. */
+    void (*writes_idle)(gw_t *gw);
     actor_system_t *actors;
     router_t *router;
     gw_loop_t *loop;
@@ -469,6 +472,8 @@ struct gw {
     uint64_t drain_deadline_ns;
     bool draining;
     char restart_needed[512];   /* what the last reload could not apply, by name */
+    char reload_queued[64];     /* what it queued behind tag writes in flight ("devices tags"); "": none */
+    struct event *ev_queued;    /* the queued change applied: armed when the writes end */
     atomic_int stopping;
     uint64_t started_ns;
 };

@@ -183,8 +183,66 @@ def test_widen_reads_live():
     g.stop()
 
 
+# ---- 4. a change made while a tag write is in flight -----------------------------------
+
+def slow_write(g, results):
+    """PUT /tags/w9 of a slave that never answers (m9: 1.2 s timeout, a retry):
+    in flight for about 2.5 s; its status goes to results."""
+    results.append(put(g, "w9", "5", token=TOKEN)[0])
+
+
+def write_in_flight(g):
+    return g.metrics().get("rtugw_tag_writes_in_flight", 0) >= 1
+
+
+SLOW = ("[device m1]\nslave = 1\n[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\ninterval_ms = 100\n"
+        "[device m9]\nslave = 9\ntimeout_ms = 1200\ndead_after = 0\n"
+        "[tag w9]\ndevice = m9\ntable = holding\naddress = 1\ntype = uint16\nwritable = true\ninterval_ms = 86400000\n")
+
+
+def test_change_behind_a_tag_write_sighup():
+    """SIGHUP with a new tag while a tag write is in flight: queued (not named
+    for a restart), and applied when the write ends, with no second SIGHUP."""
+    g = Gateway(bus=SIM1, devices=SLOW, extra=f"write_token = {TOKEN}\n", timeout_ms=1200)
+    check(wait_for(lambda: tag_good(g, "t1"), 5), "t1 read")
+    time.sleep(1.5)   # m9's one poll at start is over
+    results = []
+    th = threading.Thread(target=slow_write, args=(g, results))
+    th.start()
+    check(wait_for(lambda: write_in_flight(g), 3), "a tag write is in flight")
+    hup(g, g.text + TAG_T2)
+    check(wait_for(lambda: "reloaded" in g.log_text(), 3), "reloaded")
+    check(g.status()["restart_needed"] == "", f"nothing named for a restart: {g.status()['restart_needed']!r}")
+    th.join(15)
+    check(results and results[0] != 200, f"the write to the silent slave ended ({results})")
+    check(wait_for(lambda: tag_good(g, "t2"), 5), f"t2 applied once the write ended: {tag_values(g).get('t2')}")
+    check("send SIGHUP again" not in g.log_text() and "applying what was queued" in g.log_text(),
+          "the log says it was queued and then applied")
+    g.stop()
+
+
+def test_change_behind_a_tag_write_api():
+    """PUT /api/tags/t2 while a tag write is in flight: 200 with queued "tags"
+    and restart_needed "", applied when the write ends."""
+    g = Gateway(bus=SIM1, devices=SLOW, extra=f"write_token = {TOKEN}\n", timeout_ms=1200)
+    check(wait_for(lambda: tag_good(g, "t1"), 5), "t1 read")
+    time.sleep(1.5)
+    results = []
+    th = threading.Thread(target=slow_write, args=(g, results))
+    th.start()
+    check(wait_for(lambda: write_in_flight(g), 3), "a tag write is in flight")
+    st, r = api(g, "PUT", "/api/tags/t2", {"device": "m1", "table": "holding", "address": 20, "type": "uint16"})
+    check(st == 200 and r.get("restart_needed") == "" and r.get("queued") == "tags",
+          f"the API says the change is queued: {st} {r}")
+    th.join(15)
+    check(wait_for(lambda: tag_good(g, "t2"), 5), f"t2 applied once the write ended: {tag_values(g).get('t2')}")
+    check(g.status()["restart_needed"] == "", "and nothing waits")
+    g.stop()
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
-         test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live]
+         test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
+         test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)

@@ -250,6 +250,14 @@ void api_add_errors(struct evbuffer *b, const config_errors_t *errs)
     evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
 }
 
+void api_add_reload_result(gw_t *gw, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, ",\"restart_needed\":");
+    api_add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, ",\"queued\":");
+    api_add_str(b, gw->reload_queued);
+}
+
 /* POST /api/config/validate: what check says of the body; nothing written or applied. */
 static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
 {
@@ -429,8 +437,8 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
     gw_count(&gw->http_metrics.api_changes);
     if (gw->reload)
         gw->reload(gw);
-    evbuffer_add_printf(b, "{\"revision\":\"%s\",\"restart_needed\":", rev);
-    api_add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, "{\"revision\":\"%s\"", rev);
+    api_add_reload_result(gw, b);
     evbuffer_add_printf(b, "}\n");
     api_reply_json(gw, req, 200, "OK", b);
 }
@@ -618,7 +626,7 @@ static const char openapi[] =
     "\"put\":{\"summary\":\"check, write atomically, apply\",\"security\":[{\"token\":[]}],"
     "\"parameters\":[{\"$ref\":\"#/components/parameters/IfMatch\"}],"
     "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
-    "\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},\"409\":{\"description\":\"stale revision\"},"
+    "\"responses\":{\"200\":{\"description\":\"{revision,restart_needed,queued}\"},\"409\":{\"description\":\"stale revision\"},"
     "\"422\":{\"description\":\"check refused it: {valid:false,errors}\"},\"428\":{\"description\":\"no If-Match\"}}}},"
     "\"/api/config/validate\":{\"post\":{\"summary\":\"dry run: check a text\",\"security\":[{\"token\":[]}],"
     "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
@@ -627,10 +635,10 @@ static const char openapi[] =
     "\"/api/" p "/{name}\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"},"                       \
     "{\"$ref\":\"#/components/parameters/IfMatch\"}],\"put\":{\"summary\":\"add or replace the section\","         \
     "\"security\":[{\"token\":[]}],\"requestBody\":{\"content\":{\"application/json\":{\"schema\":"            \
-    "{\"type\":\"object\"}}}},\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"         \
+    "{\"type\":\"object\"}}}},\"responses\":{\"200\":{\"description\":\"{revision,restart_needed,queued}\"},"         \
     "\"400\":{\"description\":\"a bad body\"},\"409\":{\"description\":\"stale revision\"},"                   \
     "\"422\":{\"description\":\"check refused it\"}}},\"delete\":{\"summary\":\"remove the section\","          \
-    "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"     \
+    "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed,queued}\"},"     \
     "\"404\":{\"description\":\"no such section\"},\"409\":{\"description\":\"stale revision\"}}}}"
 #define CSV_PATH(p, whose)                                                                                     \
     "\"/api/" p "/{name}/csv\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"}],"                    \
@@ -639,7 +647,7 @@ static const char openapi[] =
     "\"parameters\":[{\"name\":\"dry_run\",\"in\":\"query\",\"schema\":{\"type\":\"string\"}},"                 \
     "{\"name\":\"If-Match\",\"in\":\"header\",\"schema\":{\"type\":\"string\"}}],"                               \
     "\"requestBody\":{\"content\":{\"text/csv\":{\"schema\":{\"type\":\"string\"}}}},"                             \
-    "\"responses\":{\"200\":{\"description\":\"{revision,rows,restart_needed} or {valid:true,rows}\"},"               \
+    "\"responses\":{\"200\":{\"description\":\"{revision,rows,restart_needed,queued} or {valid:true,rows}\"},"               \
     "\"409\":{\"description\":\"stale revision\"},\"413\":{\"description\":\"too many bytes or rows\"},"            \
     "\"422\":{\"description\":\"{valid:false,errors:[{line,column,message}]}\"}}}},"
     CSV_PATH("templates", "the template's") CSV_PATH("devices", "the device's own (tags_file)")
