@@ -308,11 +308,19 @@ static void reload(gw_t *gw)
     bool devices_moved = !config_same_devices(gw->cfg, fresh);
     bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
     bool tags = tag_defs || devices_moved;
+    /* Templates are read only through the devices' tags and the API's lists:
+     * where no tag changes (a template no device uses, added or removed) the
+     * running copy takes them at once; else they go with the tags. */
+    bool templates = !config_same_templates(gw->cfg, fresh);
     const char *why = NULL;
     enum live how = !(tags || polls) ? LIVE_APPLIED
                   : reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
                                    devices_why : NULL, &why);
     bool live = (tags || polls) && how == LIVE_APPLIED, queued = (tags || polls) && how == LIVE_QUEUED;
+    if (templates && !tags) {
+        memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
+        gw->cfg->template_count = fresh->template_count;
+    }
     CHANGED("buses", buses);
     CHANGED("devices", devices && !live && !queued);
     CHANGED("polls", polls && !live && !queued);
@@ -358,7 +366,7 @@ static void reload(gw_t *gw)
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s%s%s",
            gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
-           live ? ", the devices, tags and poll groups" : "",
+           live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     config_free(fresh);

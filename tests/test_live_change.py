@@ -240,9 +240,36 @@ def test_change_behind_a_tag_write_api():
     g.stop()
 
 
+# ---- 5. a template no device uses ---------------------------------------------------------
+
+def test_unused_template_listed_at_once():
+    """PUT /api/templates/spare (no device uses it): listed by GET
+    /api/templates and its CSV served at once; DELETE: gone at once."""
+    d = tempfile.mkdtemp(prefix="rtugw-live-")
+    for name in ("meter", "spare"):
+        with open(os.path.join(d, f"{name}.csv"), "w") as f:
+            f.write("name,table,address,type\nvoltage,holding,0,uint16\n")
+    devs = f"[template meter]\ntags_file = {d}/meter.csv\n[device m1]\nslave = 1\ntemplate = meter\n"
+    g = Gateway(bus=SIM1, devices=devs, extra=f"write_token = {TOKEN}\n")
+
+    def listed():
+        return [t["name"] for t in json.loads(get(g, "/api/templates")[1])["templates"]]
+    st, r = api(g, "PUT", "/api/templates/spare", {"tags_file": f"{d}/spare.csv"})
+    check(st == 200 and r.get("restart_needed") == "", f"PUT /api/templates/spare: 200 ({st} {r})")
+    check(listed() == ["meter", "spare"], f"listed at once: {listed()}")
+    check(get(g, "/api/templates/spare/csv")[0] == 200, "its CSV is served")
+    st, r = api(g, "DELETE", "/api/templates/spare")
+    check(st == 200 and r.get("restart_needed") == "", f"DELETE /api/templates/spare: 200 ({st} {r})")
+    check(listed() == ["meter"], f"gone at once: {listed()}")
+    check(get(g, "/api/templates/spare/csv")[0] == 404, "its CSV is 404")
+    check(tag_good(g, "m1.voltage"), "m1's tags untouched")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
-         test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api]
+         test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
