@@ -267,9 +267,50 @@ def test_unused_template_listed_at_once():
     shutil.rmtree(d, ignore_errors=True)
 
 
+# ---- 6. the API's section editor -----------------------------------------------------------
+
+def test_section_editor():
+    """Headers written by hand with spaces inside the brackets are the
+    sections they name (PUT replaces, DELETE removes them); a value with a
+    vertical tab or form feed before ';' is refused (it would be cut); a body
+    that is a JSON array is refused with a clear error."""
+    devs = ("[device m1 ]\nslave = 1\n[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\n"
+            "[ device\tm2  ]  ; the spare\nslave = 2\n")
+    g = Gateway(bus=SIM1, devices=devs, extra=f"write_token = {TOKEN}\n")
+
+    def text():
+        with open(g.cfg) as f:
+            return f.read()
+    st, r = api(g, "PUT", "/api/devices/m1", {"slave": 1, "interval_ms": 500})
+    after = text()
+    check(st == 200 and after.count("device m1") == 1 and "[device m1]\nslave = 1\ninterval_ms = 500\n" in after,
+          f"PUT /api/devices/m1 replaces '[device m1 ]' in place ({st} {r})")
+    _, body = get(g, "/api/devices")
+    m1 = [d for d in json.loads(body)["devices"] if d["name"] == "m1"]
+    check(m1 and m1[0]["interval_ms"] == 500, f"and it applies: {m1}")
+    st, r = api(g, "DELETE", "/api/devices/m2")
+    check(st == 200 and "m2" not in text() and "[tcp]" in text(), f"DELETE /api/devices/m2 removes '[ device\\tm2  ]' ({st} {r})")
+    same = text()
+    for bad in ("3\v;4", "3\f;4", "3\v#4", "3\x01"):
+        st, r = api(g, "PUT", "/api/devices/m3", {"slave": bad})
+        check(st == 400 and "control character" in r.get("error", "") and text() == same,
+              f"PUT slave = {bad!r}: refused, the file untouched ({st} {r})")
+    st, r = api(g, "PUT", "/api/tags/t3", {"device": "m1", "table": "holding", "address": 10, "type": "uint16",
+                                          "description": "tank\t;level"})
+    check(st == 400 and "comment" in r.get("error", "") and text() == same,
+          f"a tab before ';': refused ({st} {r})")
+    for raw in (b"[1]", b"\"x\"", b"42", b"null"):
+        st, r = api(g, "PUT", "/api/devices/m1", raw=raw)
+        check(st == 400 and "object" in r.get("error", "") and text() == same,
+              f"PUT with body {raw!r}: 400, a JSON object expected ({st} {r})")
+    check(g.p.poll() is None and tag_good(g, "t1"), "the daemon runs on, t1 read")
+    g.stop()
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
-         test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once]
+         test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
+         test_section_editor]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
