@@ -252,8 +252,11 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
         gw->cfg->template_count = fresh->template_count;
     }
-    if (poller_replan(gw->poller, polls, err, sizeof err) != 0)
+    if (poller_replan(gw->poller, polls, err, sizeof err) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; nothing is polled until a restart", err);
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s; nothing is polled until a restart",
+                 err);
+    }
     if (gw->north && polls)
         gwnorth_polls_changed(gw->north);
     if (gw->north && tags && gwnorth_tags_changed(gw->north) != 0)
@@ -266,6 +269,35 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
     gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups and %zu tags in %u reads", gw->cfg->poll_count, n,
            poller_read_count(gw->poller));
     return *why == NULL ? LIVE_APPLIED : LIVE_WAITS;
+}
+
+/* The file's revision as the API computes it (FNV-1a 64 of its bytes); "" unreadable. */
+static void file_revision(const char *path, char out[17])
+{
+    FILE *f = fopen(path, "rb");
+    uint64_t h = 1469598103934665603ull;
+    unsigned char buf[4096];
+    size_t n;
+    out[0] = 0;
+    if (!f)
+        return;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++)
+            h = (h ^ buf[i]) * 1099511628211ull;
+    if (!ferror(f))
+        snprintf(out, 17, "%016llx", (unsigned long long)h);
+    fclose(f);
+}
+
+/* The reload's outcome, for /status (last_reload) and /metrics. */
+static void report(gw_t *gw, enum gw_reload_result result, const char *applied, const char *restart)
+{
+    gw_reload_report_t *r = &gw->last_reload;
+    r->result = result;
+    snprintf(r->applied, sizeof r->applied, "%s", applied);
+    snprintf(r->waits, sizeof r->waits, "%s%s%s", restart, restart[0] && gw->reload_queued[0] ? " " : "",
+             gw->reload_queued);
+    gw->reloads[result]++;
 }
 
 static void reload(gw_t *gw)
@@ -281,11 +313,17 @@ static void reload(gw_t *gw)
     gw_notify("READY=1");
     /* a change queued behind tag writes is the file's: this reload reads it again */
     gw->reload_queued[0] = 0;
+    memset(&gw->last_reload, 0, sizeof gw->last_reload);
+    gw->last_reload.wall_ms = gw_wall_ms();
+    file_revision(gw->opt.config_path, gw->last_reload.revision);
     if (!fresh) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
                gw->opt.config_path);
         for (unsigned i = 0; i < errs.count; i++)
             gw_log(gw, CONFIG_LOG_ERROR, "  %s", errs.text[i]);
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s",
+                 errs.count ? errs.text[0] : "the file cannot be read");
+        report(gw, GW_RELOAD_INVALID, "", "");
         return;
     }
     char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
@@ -369,6 +407,12 @@ static void reload(gw_t *gw)
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
+    char applied[160];
+    snprintf(applied, sizeof applied, "log_level tcp%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+             live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
+             templates && (live || !tags) ? " templates" : "");
+    report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,
+           restart);
     config_free(fresh);
 }
 

@@ -434,6 +434,20 @@ void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 
 /* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
 
+/* The last reload (SIGHUP or the API), as /status shows it (last_reload) and
+ * /metrics counts it: daemon/control.c writes it, web/http.c reads it, both
+ * on the I/O thread. */
+enum gw_reload_result { GW_RELOAD_APPLIED, GW_RELOAD_RESTART_NEEDED, GW_RELOAD_QUEUED, GW_RELOAD_INVALID,
+                        GW_RELOAD_RESULTS };
+typedef struct gw_reload_report {
+    int64_t wall_ms;             /* when (gw_wall_ms); 0: no reload yet */
+    char revision[17];           /* of the file read: FNV-1a 64, as the API's revision */
+    enum gw_reload_result result;
+    char applied[160];           /* what it applied, by name */
+    char waits[576];             /* what waits: for a restart, then what is queued behind tag writes */
+    char error[384];             /* its first error (an invalid file's: FILE:LINE: ...); "" none */
+} gw_reload_report_t;
+
 struct gw {
     config_t *cfg;
     gw_options_t opt;
@@ -473,6 +487,8 @@ struct gw {
     bool draining;
     char restart_needed[512];   /* what the last reload could not apply, by name */
     char reload_queued[64];     /* what it queued behind tag writes in flight ("devices tags"); "": none */
+    gw_reload_report_t last_reload;
+    uint64_t reloads[GW_RELOAD_RESULTS];   /* I/O thread: reloads by result (/metrics) */
     struct event *ev_queued;    /* the queued change applied: armed when the writes end */
     atomic_int stopping;
     uint64_t started_ns;

@@ -44,7 +44,15 @@ def requests_in(g, seconds, bus=0):
 
 
 def api(g, method, path, obj=None, raw=None):
-    """An API call with the token and the file's revision now: status, JSON answer."""
+    """An API call with the token and the file's revision now: status, JSON answer
+    (0 and the error when the daemon does not answer at all)."""
+    try:
+        return api_call(g, method, path, obj, raw)
+    except OSError as e:
+        return 0, {"error": str(e)}
+
+
+def api_call(g, method, path, obj, raw):
     rev = json.loads(urllib.request.urlopen(urllib.request.Request(
         f"http://127.0.0.1:{g.http_port}/api/config", headers=AUTH), timeout=5).read())["revision"]
     body = raw if raw is not None else json.dumps(obj).encode() if obj is not None else None
@@ -213,11 +221,16 @@ def test_change_behind_a_tag_write_sighup():
     hup(g, g.text + TAG_T2)
     check(wait_for(lambda: "reloaded" in g.log_text(), 3), "reloaded")
     check(g.status()["restart_needed"] == "", f"nothing named for a restart: {g.status()['restart_needed']!r}")
+    lr = g.status().get("last_reload") or {}
+    check(lr.get("result") == "queued" and lr.get("queued") == "tags" and lr.get("waits") == "tags",
+          f"/status last_reload says it is queued: {lr}")
     th.join(15)
     check(results and results[0] != 200, f"the write to the silent slave ended ({results})")
     check(wait_for(lambda: tag_good(g, "t2"), 5), f"t2 applied once the write ended: {tag_values(g).get('t2')}")
     check("send SIGHUP again" not in g.log_text() and "applying what was queued" in g.log_text(),
           "the log says it was queued and then applied")
+    lr = g.status().get("last_reload") or {}
+    check(lr.get("result") == "applied" and "tags" in lr.get("applied", "").split(), f"and then applied: {lr}")
     g.stop()
 
 
@@ -307,10 +320,57 @@ def test_section_editor():
     g.stop()
 
 
+# ---- 7. /status last_reload and the reload counter ------------------------------------------
+
+def fnv1a64(data):
+    h = 1469598103934665603
+    for c in data:
+        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def test_last_reload_reported():
+    """/status last_reload: null before any; after each reload its time,
+    the file's revision, result (applied, invalid with the first error as
+    FILE:LINE, restart_needed naming what waits); /metrics counts each result.
+    The paths /status had (restart_needed, buses, polls) stay."""
+    g = Gateway(bus=SIM1, devices=POLL_AND_TAG)
+    st = g.status()
+    check(st.get("last_reload", 1) is None and st["restart_needed"] == "" and st["buses"] and st["polls"],
+          f"no reload yet: last_reload null ({st.get('last_reload', 'absent')})")
+
+    def counts():
+        m = g.metrics()
+        return {r: m.get(f'rtugw_config_reloads_total{{result="{r}"}}')
+                for r in ("applied", "restart_needed", "queued", "invalid")}
+    check(counts() == {"applied": 0, "restart_needed": 0, "queued": 0, "invalid": 0}, f"counters at 0: {counts()}")
+    t0 = time.time()
+    hup(g, g.text + TAG_T2)
+    check(wait_for(lambda: (g.status().get("last_reload") or {}).get("result") == "applied", 3), "applied")
+    lr = g.status()["last_reload"]
+    with open(g.cfg, "rb") as f:
+        rev = fnv1a64(f.read())
+    check(lr["revision"] == rev and "tags" in lr["applied"].split() and lr["waits"] == "" and lr["error"] is None
+          and abs(lr["time_ms"] / 1000 - t0) < 5 and lr["time"].endswith("Z"), f"its report: {lr}")
+    good = g.text
+    lines = good.count("\n")
+    hup(g, good + "[tag t3]\ndevice = m1\ntable = holding\naddress = 30\ntype = uint17\n")
+    check(wait_for(lambda: g.status()["last_reload"]["result"] == "invalid", 3), "an invalid file: invalid")
+    lr = g.status()["last_reload"]
+    check((lr["error"] or "").startswith(f"{g.cfg}:{lines + 5}:") and "uint17" in lr["error"],
+          f"its first error, FILE:LINE: {lr['error']}")
+    hup(g, good.replace("baud = 115200", "baud = 57600"))
+    check(wait_for(lambda: g.status()["last_reload"]["result"] == "restart_needed", 3), "a bus changed: restart_needed")
+    lr = g.status()["last_reload"]
+    check(lr["waits"] == "buses" and g.status()["restart_needed"] == "buses", f"what waits: {lr}")
+    check(counts() == {"applied": 1, "restart_needed": 1, "queued": 0, "invalid": 1}, f"counted: {counts()}")
+    g.stop()
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
-         test_section_editor]
+         test_section_editor, test_last_reload_reported]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
