@@ -19,6 +19,13 @@ tests_test_config_tags_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_config_tags_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_config_tags
 
+# config/compare.c: sections compared by value, a section that only moved unchanged.
+check_PROGRAMS += tests/test_config_compare
+tests_test_config_compare_SOURCES = tests/test_config_compare.c
+tests_test_config_compare_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_config_compare_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
+TESTS += tests/test_config_compare
+
 # MB-TCP-Security: [tls] and [role NAME].
 check_PROGRAMS += tests/test_config_security
 tests_test_config_security_SOURCES = tests/test_config_security.c
