@@ -15,7 +15,9 @@ What must hold:
   - a template no device uses, added or deleted, is listed at once;
   - the section editor: a header written with spaces inside its brackets,
     a value with a vertical tab or form feed before ';', a body that is not
-    a JSON object: each edited correctly or refused clearly."""
+    a JSON object: each edited correctly or refused clearly;
+  - /status last_reload and rtugw_config_reloads_total say how each reload
+    went (applied, invalid with FILE:LINE, restart_needed, queued)."""
 import json
 import os
 import shutil
