@@ -372,6 +372,21 @@ config_t *config_copy(const config_t *cfg);
 int config_set_devices(config_t *cfg, const config_device_t *devices, unsigned n);
 int config_set_polls(config_t *cfg, const config_poll_t *polls, unsigned n);
 
+/* Whether two sections (or two whole tables of them) say the same thing:
+ * compared key by key, by value, without where they stand in the file (their
+ * line numbers), so a section that only moved is the same (config/compare.c). */
+bool config_same_route(const config_route_t *a, const config_route_t *b);
+bool config_same_bus(const config_bus_t *a, const config_bus_t *b);
+bool config_same_device(const config_device_t *a, const config_device_t *b);
+bool config_same_template(const config_template_t *a, const config_template_t *b);
+bool config_same_poll(const config_poll_t *a, const config_poll_t *b);
+bool config_same_serial_slave(const config_serial_slave_t *a, const config_serial_slave_t *b);
+bool config_same_buses(const config_t *a, const config_t *b);
+bool config_same_devices(const config_t *a, const config_t *b);
+bool config_same_templates(const config_t *a, const config_t *b);
+bool config_same_polls(const config_t *a, const config_t *b);
+bool config_same_serial_slaves(const config_t *a, const config_t *b);
+
 /* True when role r grants bus b. */
 static inline bool config_role_has_bus(const config_role_t *r, unsigned b)
 {

@@ -1,7 +1,7 @@
 noinst_LIBRARIES += config/libconfig.a
 config_libconfig_a_SOURCES = config/config.h config/internal.h config/config.c config/keys.c \
 	config/reader.c config/tags.c config/mqtt.c config/demo.c config/security.c config/transports.c \
-	config/users.c config/listen.c
+	config/users.c config/listen.c config/compare.c
 config_libconfig_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 EXTRA_DIST += config/example.ini
 
@@ -18,6 +18,13 @@ tests_test_config_tags_SOURCES = tests/test_config_tags.c
 tests_test_config_tags_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_config_tags_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_config_tags
+
+# config/compare.c: sections compared by value, a section that only moved unchanged.
+check_PROGRAMS += tests/test_config_compare
+tests_test_config_compare_SOURCES = tests/test_config_compare.c
+tests_test_config_compare_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_config_compare_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) $(CMOCKA_LIBS) -lm
+TESTS += tests/test_config_compare
 
 # MB-TCP-Security: [tls] and [role NAME].
 check_PROGRAMS += tests/test_config_security

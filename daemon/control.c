@@ -99,24 +99,33 @@ static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size
     run->tls = next;
 }
 
+/* [http] without HTTP running: whether it says something else (its users'
+ * lines in the file aside, as http_reload compares it when it runs). */
+static bool http_differs(const config_http_t *run, const config_http_t *fresh)
+{
+    config_http_t a = *run, b = *fresh;
+    for (unsigned i = 0; i < CONFIG_MAX_USERS; i++)
+        a.users[i].line = b.users[i].line = 0;
+    return memcmp(&a, &b, sizeof a) != 0;
+}
+
 /* Whether the devices differ in more than what only their tags use (order,
- * interval_ms, tags_file, template): those change with the tag table. */
+ * interval_ms, tags_file, template): those change with the tag table.
+ * Compared by value (config_same_device): a section that only moved in the
+ * file is the same device. */
 static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
 {
     if (a->device_count != b->device_count)
         return true;
     for (unsigned i = 0; i < a->device_count; i++) {
         config_device_t x = a->devices[i], y = b->devices[i];
-        config_device_t *both[2] = { &x, &y };
-        for (int k = 0; k < 2; k++) {
-            both[k]->order = 0;
-            both[k]->order_set = false;
-            both[k]->interval_ms = 0;
-            memset(both[k]->tags_file, 0, sizeof both[k]->tags_file);
-            memset(both[k]->template_name, 0, sizeof both[k]->template_name);
-            both[k]->template_index = -1;
-        }
-        if (memcmp(&x, &y, sizeof x) != 0)
+        y.order = x.order;
+        y.order_set = x.order_set;
+        y.interval_ms = x.interval_ms;
+        memcpy(y.tags_file, x.tags_file, sizeof y.tags_file);
+        memcpy(y.template_name, x.template_name, sizeof y.template_name);
+        y.template_index = x.template_index;
+        if (!config_same_device(&x, &y))
             return true;
     }
     return false;
@@ -196,20 +205,25 @@ static int swap_groups(gw_t *gw, const config_t *fresh)
  * the poller on the I/O thread (buses_on_io_thread), the buses and the
  * devices but for their tag keys unchanged, and no tag write in flight (it
  * holds a tag's index); otherwise *why says what stands in the way and they
- * wait for a restart (or, for writes, the next SIGHUP).
+ * wait for a restart, or, behind tag writes, are queued: the reload runs
+ * again when the last write ends (writes_idle).
  */
-static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, const char *others,
-                           const char **why)
+enum live { LIVE_APPLIED, LIVE_QUEUED, LIVE_WAITS };
+
+static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool polls, const char *others,
+                                const char **why)
 {
     char err[320];
     size_t kept = 0;
     unsigned writes = tag_writes_in_flight(gw->tag_writes);
 
-    *why = others ? others
-         : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false"
-         : writes ? "tag writes in flight: send SIGHUP again" : NULL;
+    *why = others ? others : !gw->cfg->buses_on_io_thread ? "buses_on_io_thread = false" : NULL;
     if (*why)
-        return false;
+        return LIVE_WAITS;
+    if (writes) {
+        *why = "tag writes in flight: queued, applied when they end";
+        return LIVE_QUEUED;
+    }
     /* Only appended, or changed in keys read here (devices_can_follow): the
      * running copy takes them all, before the tags map their device by name. */
     /* Under the cache's lock: the line thread's bus actors read the devices
@@ -219,22 +233,30 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
     pthread_mutex_unlock(&gw->cache_lock);
     if (set != 0) {
         *why = "out of memory";
-        return false;
+        return LIVE_WAITS;
     }
+    /* the line cores' live key (widen_reads): each bus actor takes it in its own time */
+    for (unsigned k = 0; k < gw->bus_count; k++)
+        if (gw->buses[k] && bus_set_slaves(gw->buses[k], gw->cfg) != 0)
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the devices' widen_reads",
+                   gw->cfg->buses[k].name);
     if ((tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
         (polls && swap_groups(gw, fresh) != 0)) {
         *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: out of memory");
         polls = false;
         if (!tags)
-            return false;
+            return LIVE_WAITS;
     }
     if (tags) {
         memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
         gw->cfg->template_count = fresh->template_count;
     }
-    if (poller_replan(gw->poller, polls, err, sizeof err) != 0)
+    if (poller_replan(gw->poller, polls, err, sizeof err) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; nothing is polled until a restart", err);
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s; nothing is polled until a restart",
+                 err);
+    }
     if (gw->north && polls)
         gwnorth_polls_changed(gw->north);
     if (gw->north && tags && gwnorth_tags_changed(gw->north) != 0)
@@ -246,7 +268,36 @@ static bool reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool poll
         gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: poll groups applied: %u groups", gw->cfg->poll_count);
     gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups and %zu tags in %u reads", gw->cfg->poll_count, n,
            poller_read_count(gw->poller));
-    return *why == NULL;
+    return *why == NULL ? LIVE_APPLIED : LIVE_WAITS;
+}
+
+/* The file's revision as the API computes it (FNV-1a 64 of its bytes); "" unreadable. */
+static void file_revision(const char *path, char out[17])
+{
+    FILE *f = fopen(path, "rb");
+    uint64_t h = 1469598103934665603ull;
+    unsigned char buf[4096];
+    size_t n;
+    out[0] = 0;
+    if (!f)
+        return;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++)
+            h = (h ^ buf[i]) * 1099511628211ull;
+    if (!ferror(f))
+        snprintf(out, 17, "%016llx", (unsigned long long)h);
+    fclose(f);
+}
+
+/* The reload's outcome, for /status (last_reload) and /metrics. */
+static void report(gw_t *gw, enum gw_reload_result result, const char *applied, const char *restart)
+{
+    gw_reload_report_t *r = &gw->last_reload;
+    r->result = result;
+    snprintf(r->applied, sizeof r->applied, "%s", applied);
+    snprintf(r->waits, sizeof r->waits, "%s%s%s", restart, restart[0] && gw->reload_queued[0] ? " " : "",
+             gw->reload_queued);
+    gw->reloads[result]++;
 }
 
 static void reload(gw_t *gw)
@@ -260,11 +311,19 @@ static void reload(gw_t *gw)
     gw_notify("RELOADING=1");
     config_t *fresh = config_load_file_with(gw->opt.config_path, gw->opt.bus_rule, &errs);
     gw_notify("READY=1");
+    /* a change queued behind tag writes is the file's: this reload reads it again */
+    gw->reload_queued[0] = 0;
+    memset(&gw->last_reload, 0, sizeof gw->last_reload);
+    gw->last_reload.wall_ms = gw_wall_ms();
+    file_revision(gw->opt.config_path, gw->last_reload.revision);
     if (!fresh) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
                gw->opt.config_path);
         for (unsigned i = 0; i < errs.count; i++)
             gw_log(gw, CONFIG_LOG_ERROR, "  %s", errs.text[i]);
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s",
+                 errs.count ? errs.text[0] : "the file cannot be read");
+        report(gw, GW_RELOAD_INVALID, "", "");
         return;
     }
     char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
@@ -277,29 +336,39 @@ static void reload(gw_t *gw)
     if (cond)                                                                                      \
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
-    bool buses = gw->cfg->bus_count != fresh->bus_count ||
-                 (fresh->bus_count && memcmp(gw->cfg->buses, fresh->buses, fresh->bus_count * sizeof *fresh->buses) != 0);
-    bool polls = gw->cfg->poll_count != fresh->poll_count ||
-                 (fresh->poll_count && memcmp(gw->cfg->polls, fresh->polls, fresh->poll_count * sizeof *fresh->polls) != 0);
+    /* by value, not by line number: a section that only moved is unchanged */
+    bool buses = !config_same_buses(gw->cfg, fresh);
+    bool polls = !config_same_polls(gw->cfg, fresh);
     bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
     char devices_why[160] = "";
     bool devices_follow = devices && devices_can_follow(gw->cfg, fresh, devices_why, sizeof devices_why);
     /* a device's change goes with the tags: they name it, and MQTT announces both */
-    bool devices_moved = gw->cfg->device_count != fresh->device_count ||
-                         (fresh->device_count &&
-                          memcmp(gw->cfg->devices, fresh->devices, fresh->device_count * sizeof *fresh->devices) != 0);
+    bool devices_moved = !config_same_devices(gw->cfg, fresh);
     bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
     bool tags = tag_defs || devices_moved;
+    /* Templates are read only through the devices' tags and the API's lists:
+     * where no tag changes (a template no device uses, added or removed) the
+     * running copy takes them at once; else they go with the tags. */
+    bool templates = !config_same_templates(gw->cfg, fresh);
     const char *why = NULL;
-    bool live = (tags || polls) &&
-                reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
-                               devices_why : NULL, &why);
+    enum live how = !(tags || polls) ? LIVE_APPLIED
+                  : reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
+                                   devices_why : NULL, &why);
+    bool live = (tags || polls) && how == LIVE_APPLIED, queued = (tags || polls) && how == LIVE_QUEUED;
+    if (templates && !tags) {
+        memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
+        gw->cfg->template_count = fresh->template_count;
+    }
     CHANGED("buses", buses);
-    CHANGED("devices", devices && !live);
-    CHANGED("polls", polls && !live);
-    CHANGED("tags", tag_defs && !live);
+    CHANGED("devices", devices && !live && !queued);
+    CHANGED("polls", polls && !live && !queued);
+    CHANGED("tags", tag_defs && !live && !queued);
+    if (queued)   /* named as restart_needed would name them */
+        snprintf(gw->reload_queued, sizeof gw->reload_queued, "%s%s%s", devices ? "devices " : "",
+                 polls ? "polls " : "", tag_defs || !(devices || polls) ? "tags " : "");
+    gw->reload_queued[queued ? strlen(gw->reload_queued) - 1 : 0] = 0;   /* the last space */
     if ((tags || polls) && !live)
-        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
+        gw_log(gw, queued ? CONFIG_LOG_INFO : CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
                devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     if (gw->http) {
@@ -307,15 +376,14 @@ static void reload(gw_t *gw)
         http_reload(gw->http, fresh, http_restart, sizeof http_restart);
         CHANGED(http_restart, http_restart[0] != 0);
     } else {
-        CHANGED("http", memcmp(&gw->cfg->http, &fresh->http, sizeof fresh->http) != 0);
+        CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));
     }
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);
-    CHANGED("serial_slaves", gw->cfg->serial_slave_count != fresh->serial_slave_count ||
-                                 (fresh->serial_slave_count && memcmp(gw->cfg->serial_slaves, fresh->serial_slaves, fresh->serial_slave_count * sizeof *fresh->serial_slaves) != 0));
+    CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
     if (gw->tcp)
         tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);
@@ -334,10 +402,38 @@ static void reload(gw_t *gw)
     }
     gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s", gw->opt.config_path,
-           gw->mbaps ? ", [tls] and the roles' rights" : "", live ? ", the devices, tags and poll groups" : "",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s%s%s",
+           gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
+           live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
+           queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
+    char applied[160];
+    snprintf(applied, sizeof applied, "log_level tcp%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+             live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
+             templates && (live || !tags) ? " templates" : "");
+    report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,
+           restart);
     config_free(fresh);
+}
+
+/* The last tag write in flight has ended: a change queued behind the
+ * writes applies, from the loop (not inside the write's own answer). */
+static void on_queued(evutil_socket_t fd, short what, void *arg)
+{
+    gw_t *gw = arg;
+    (void)fd;
+    (void)what;
+    if (!gw->reload_queued[0] || gw->draining || tag_writes_in_flight(gw->tag_writes))
+        return;
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: the tag writes in flight have ended: applying what was queued (%s)",
+           gw->reload_queued);
+    reload(gw);
+}
+
+static void writes_idle(gw_t *gw)
+{
+    if (gw->reload_queued[0] && gw->ev_queued)
+        event_active(gw->ev_queued, EV_TIMEOUT, 1);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -357,8 +453,10 @@ int control_start(gw_t *gw)
     struct event_base *base = loop_base(gw->loop);
 
     gw->reload = reload;
+    gw->writes_idle = writes_idle;
     gw->ev_drain = evtimer_new(base, drain_check, gw);
-    if (!gw->ev_drain)
+    gw->ev_queued = evtimer_new(base, on_queued, gw);
+    if (!gw->ev_drain || !gw->ev_queued)
         return -1;
     loop_on_wake(gw->loop, on_wake, gw);
     if (gw->opt.install_signals) {
@@ -383,5 +481,10 @@ void control_stop(gw_t *gw)
     if (gw->ev_drain) {
         event_free(gw->ev_drain);
         gw->ev_drain = NULL;
+    }
+    gw->writes_idle = NULL;
+    if (gw->ev_queued) {
+        event_free(gw->ev_queued);
+        gw->ev_queued = NULL;
     }
 }

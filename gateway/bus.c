@@ -33,7 +33,7 @@ struct gw_bus {
     uint64_t listen_due;          /* the listen look pending (lazy, like the line's timers); 0: none */
 };
 
-enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN };
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_WIDEN };
 
 typedef struct bus_timer_msg {
     uint64_t at;
@@ -192,6 +192,10 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
     case PORT_MSG_STATE:
         line_port(bus->line, *(const uint8_t *)data != 0, now);
         break;
+    case BUS_MSG_WIDEN:
+        if (len == 32)
+            line_set_widen(bus->line, data);
+        break;
     default:
         break;
     }
@@ -200,6 +204,30 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
 int bus_submit(gw_bus_t *bus, const gw_request_t *req)
 {
     return actor_send(bus->gw->actors, bus->self, BUS_MSG_REQUEST, req, offsetof(gw_request_t, pdu) + req->pdu_len);
+}
+
+/*
+ * The slaves' keys a reload may change on a running line: widen_reads (the
+ * only one the line core reads per question; timeout_ms, dead_after and
+ * dead_backoff_ms need a restart, daemon/control.c). Worked out here from
+ * cfg as line_new's init_slaves does (a slave no device names: widened; two
+ * devices on one slave: the last), and sent to the bus actor as a message,
+ * so the line's state changes on the line's own thread, between questions.
+ */
+int bus_set_slaves(gw_bus_t *bus, const config_t *cfg)
+{
+    uint8_t widen[32];
+    memset(widen, 0xFF, sizeof widen);
+    for (unsigned i = 0; i < cfg->device_count; i++) {
+        const config_device_t *d = &cfg->devices[i];
+        if (d->bus != bus->index || d->slave >= 256)
+            continue;
+        if (d->widen_reads)
+            widen[d->slave / 8] |= (uint8_t)(1u << (d->slave % 8));
+        else
+            widen[d->slave / 8] &= (uint8_t)~(1u << (d->slave % 8));
+    }
+    return actor_send(bus->gw->actors, bus->self, BUS_MSG_WIDEN, widen, sizeof widen);
 }
 
 /* ---- construction ---------------------------------------------------------------- */

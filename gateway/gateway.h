@@ -305,6 +305,9 @@ void bus_free(gw_bus_t *bus);
 int bus_start(gw_bus_t *bus, gw_loop_t *loop);
 /* Any thread: queue a request; exactly one answer comes to req->origin. */
 int bus_submit(gw_bus_t *bus, const gw_request_t *req);   /* submit.c's; front ends call gw_submit */
+/* A reload changed the devices: the line's per-slave keys that apply live
+ * (widen_reads) set from cfg, by a message to the bus actor. 0 or -errno. */
+int bus_set_slaves(gw_bus_t *bus, const config_t *cfg);
 const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
@@ -431,12 +434,29 @@ void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
 
 /* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
 
+/* The last reload (SIGHUP or the API), as /status shows it (last_reload) and
+ * /metrics counts it: daemon/control.c writes it, web/http.c reads it, both
+ * on the I/O thread. */
+enum gw_reload_result { GW_RELOAD_APPLIED, GW_RELOAD_RESTART_NEEDED, GW_RELOAD_QUEUED, GW_RELOAD_INVALID,
+                        GW_RELOAD_RESULTS };
+typedef struct gw_reload_report {
+    int64_t wall_ms;             /* when (gw_wall_ms); 0: no reload yet */
+    char revision[17];           /* of the file read: FNV-1a 64, as the API's revision */
+    enum gw_reload_result result;
+    char applied[160];           /* what it applied, by name */
+    char waits[576];             /* what waits: for a restart, then what is queued behind tag writes */
+    char error[384];             /* its first error (an invalid file's: FILE:LINE: ...); "" none */
+} gw_reload_report_t;
+
 struct gw {
     config_t *cfg;
     gw_options_t opt;
     /* daemon/control.c's reload (what SIGHUP does), for the API after it
      * wrote the file: web/ cannot call daemon/. On the I/O thread. */
     void (*reload)(gw_t *gw);
+    /* daemon/control.c's, called by tag_write.c (I/O thread) when the last
+     * tag write in flight has ended: a change queued behind them applies. */
+    void (*writes_idle)(gw_t *gw);
     actor_system_t *actors;
     router_t *router;
     gw_loop_t *loop;
@@ -466,6 +486,10 @@ struct gw {
     uint64_t drain_deadline_ns;
     bool draining;
     char restart_needed[512];   /* what the last reload could not apply, by name */
+    char reload_queued[64];     /* what it queued behind tag writes in flight ("devices tags"); "": none */
+    gw_reload_report_t last_reload;
+    uint64_t reloads[GW_RELOAD_RESULTS];   /* I/O thread: reloads by result (/metrics) */
+    struct event *ev_queued;    /* the queued change applied: armed when the writes end */
     atomic_int stopping;
     uint64_t started_ns;
 };

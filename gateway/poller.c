@@ -80,6 +80,8 @@ struct gw_poller {
     actor_ref_t self;
     tags_planner_t *planner;
     tags_group_t *groups;  /* the config's poll groups; id = index */
+    char (*group_device)[CONFIG_NAME_MAX];   /* groups[i].device points here: the poller's own copy,
+                                                since a reload frees the devices' table (issue 41) */
     tags_plan_t *plan;
     poll_read_t *reads;
     unsigned n_reads;
@@ -143,22 +145,27 @@ static int setup_groups(gw_poller_t *p, char *err, size_t errcap)
     const config_t *cfg = p->gw->cfg;
     tags_group_t *groups = calloc(cfg->poll_count + 1, sizeof *groups);
     atomic_uint *group_read = calloc(cfg->poll_count + 1, sizeof *group_read);
-    if (!groups || !group_read) {
+    char (*group_device)[CONFIG_NAME_MAX] = calloc(cfg->poll_count + 1, sizeof *group_device);
+    if (!groups || !group_read || !group_device) {
         free(groups);
         free((void *)group_read);
+        free(group_device);
         snprintf(err, errcap, "poller: out of memory");
         return -1;
     }
     for (unsigned i = 0; i < cfg->poll_count; i++) {
         const config_poll_t *g = &cfg->polls[i];
-        groups[i] = (tags_group_t){ .device = cfg->devices[g->device].name,
+        snprintf(group_device[i], sizeof group_device[i], "%s", cfg->devices[g->device].name);
+        groups[i] = (tags_group_t){ .device = group_device[i],
                                     .area = (tags_area_t)(g->function - 1), .address = g->address,
                                     .count = g->count, .interval_ms = g->interval_ms, .id = i };
     }
     free(p->groups);
     free((void *)p->group_read);
+    free(p->group_device);
     p->groups = groups;
     p->group_read = group_read;
+    p->group_device = group_device;
     p->n_groups = cfg->poll_count;
     return 0;
 }
@@ -214,7 +221,7 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
     char msg[320];
 
     tags_table_t *t = gwtags_lock(gw->tags);
-    int rc = tags_plan_build(p->planner, t, p->groups, gw->cfg->poll_count, &plan, msg, sizeof msg);
+    int rc = tags_plan_build(p->planner, t, p->groups, p->n_groups, &plan, msg, sizeof msg);
     gwtags_unlock(gw->tags);
     size_t n = rc == 0 ? tags_plan_read_count(plan) : 0;
     poll_read_t *reads = rc == 0 ? calloc(n + 1, sizeof *reads) : NULL;
@@ -523,6 +530,7 @@ void poller_free(gw_poller_t *p)
     free(p->bus_wait_tail);
     free(p->groups);
     free((void *)p->group_read);
+    free(p->group_device);
     free(p->reads);
     free(p);
 }

@@ -119,6 +119,9 @@ static void finish(gw_tag_writes_t *tw, tag_write_t *s, tag_write_outcome_t *o)
     o->w = &done.w;
     o->abandoned = done.abandoned;
     done.done(done.owner, done.cookie, o);
+    /* after the owner's callback, which may have begun another write */
+    if (!tw->in_flight && tw->gw->writes_idle)
+        tw->gw->writes_idle(tw->gw);
 }
 
 int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *w,

@@ -253,6 +253,12 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
     }
 }
 
+void line_set_widen(line_t *bus, const uint8_t widen[32])
+{
+    for (unsigned s = 1; s < N_SLAVES; s++)
+        bus->slaves[s].widen = bus->cfg.framing != CONFIG_FRAMING_TCP && (widen[s / 8] >> (s % 8) & 1);
+}
+
 line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, const line_env_t *env,
                  char *err, size_t errcap)
 {

@@ -200,6 +200,10 @@ void line_timer(line_t *l, enum line_timer kind, uint64_t at, uint64_t now);
 void line_resolved(line_t *l, uint64_t now);
 /* The port opened (up) or was lost. */
 void line_port(line_t *l, bool up, uint64_t now);
+/* A reload changed [device] widen_reads: bit s of widen[] is slave s's
+ * (default 1 where no device names the slave). From the next question on;
+ * a transport with transaction ids (MBAP) never widens. */
+void line_set_widen(line_t *l, const uint8_t widen[32]);
 
 /* ---- reading (any thread: relaxed counters) ------------------------------------ */
 

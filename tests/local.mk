@@ -93,6 +93,11 @@ TESTS += tests/test_web_auth.py
 EXTRA_DIST += tests/test_web_auth.py
 TESTS += tests/test_api.py
 EXTRA_DIST += tests/test_api.py
+# Live configuration changes (issue 41), by SIGHUP and through /api/, judged by
+# what the daemon does afterwards: its bus keeps polling, what moved is unchanged,
+# widen_reads applies, a change behind a tag write is queued, the section editor.
+TESTS += tests/test_live_change.py
+EXTRA_DIST += tests/test_live_change.py
 
 # Every transport end to end: RTU over TCP (socat device servers, pymodbus),
 # a Modbus TCP device shared by 8 masters and restarted, Modbus ASCII with a

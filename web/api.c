@@ -250,6 +250,14 @@ void api_add_errors(struct evbuffer *b, const config_errors_t *errs)
     evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
 }
 
+void api_add_reload_result(gw_t *gw, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, ",\"restart_needed\":");
+    api_add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, ",\"queued\":");
+    api_add_str(b, gw->reload_queued);
+}
+
 /* POST /api/config/validate: what check says of the body; nothing written or applied. */
 static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
 {
@@ -429,8 +437,8 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
     gw_count(&gw->http_metrics.api_changes);
     if (gw->reload)
         gw->reload(gw);
-    evbuffer_add_printf(b, "{\"revision\":\"%s\",\"restart_needed\":", rev);
-    api_add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, "{\"revision\":\"%s\"", rev);
+    api_add_reload_result(gw, b);
     evbuffer_add_printf(b, "}\n");
     api_reply_json(gw, req, 200, "OK", b);
 }
@@ -468,6 +476,38 @@ static const struct { const char *path, *kind; } section_paths[] = {
 };
 #define API_SECTION_KEYS 64
 
+/*
+ * Whether the header at p ('[' first) is [kind name], read as config/reader.c
+ * reads a header (so that every header check accepts can be edited): the
+ * text up to the first ']' (a ';' after a space first: no header), split at
+ * spaces, tabs, vertical tabs, form feeds and carriage returns, two words.
+ * `[device m1 ]`, `[ device  m1]` and `[device\tm1]` are all [device m1].
+ */
+static bool header_is(const char *p, const char *end, const char *kind, const char *name)
+{
+    static const char spaces[] = " \t\v\f\r";
+    const char *words[3] = { NULL, NULL, NULL };
+    size_t lens[3] = { 0, 0, 0 };
+    unsigned n = 0;
+    bool was_space = false;
+    const char *c = p + 1;
+    while (c < end && *c != ']' && *c != '\n' && !(was_space && *c == ';')) {
+        bool space = strchr(spaces, *c) != NULL;
+        if (!space && !was_space && c > p + 1 && n) {
+            lens[n - 1]++;
+        } else if (!space) {
+            if (n == 3)
+                return false;
+            words[n] = c;
+            lens[n++] = 1;
+        }
+        was_space = space;
+        c++;
+    }
+    return c < end && *c == ']' && n == 2 && lens[0] == strlen(kind) && strncmp(words[0], kind, lens[0]) == 0 &&
+           lens[1] == strlen(name) && strncmp(words[1], name, lens[1]) == 0;
+}
+
 /* Where [kind name] is in text: *from its header line, *to the next header (or the end). */
 static bool find_section(const char *text, const char *kind, const char *name, size_t *from, size_t *to)
 {
@@ -476,16 +516,14 @@ static bool find_section(const char *text, const char *kind, const char *name, s
         const char *end = strchr(line, '\n');
         size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
         const char *p = line;
-        while (p < line + n && (*p == ' ' || *p == '\t'))
+        while (p < line + n && isspace((unsigned char)*p) && *p != '\n')
             p++;
         if (*p == '[') {
             if (in) {
                 *to = (size_t)(line - text);
                 return true;
             }
-            char k[32], nm[TAGS_NAME_MAX + 8], close = 0;
-            if (sscanf(p, "[%31s %55[^] \t]%c", k, nm, &close) == 3 && close == ']' && strcmp(k, kind) == 0 &&
-                strcmp(nm, name) == 0) {
+            if (header_is(p, line + n, kind, name)) {
                 in = true;
                 *from = (size_t)(line - text);
             }
@@ -497,14 +535,32 @@ static bool find_section(const char *text, const char *kind, const char *name, s
     return in;
 }
 
-/* A value as one INI line takes it: no line break, no NUL, no comment start. */
-static bool value_ok(const char *v)
+/* A value as one INI line takes it: no line break, no NUL, no control
+ * character but a tab, no comment start. The reader (config/reader.c, after
+ * inih) takes a ';' after any space as a comment, a vertical tab and a form
+ * feed included: "2\v;3" would be written raw and read as 2. */
+static bool value_ok(const char *v, char *why, size_t cap)
 {
-    if (!*v || isspace((unsigned char)v[0]) || isspace((unsigned char)v[strlen(v) - 1]))
+    size_t n = strlen(v);
+    if (!n || isspace((unsigned char)v[0]) || isspace((unsigned char)v[n - 1])) {
+        snprintf(why, cap, "empty, or a space at its start or end");
         return false;
-    for (const char *c = v; *c; c++)
-        if (*c == '\n' || *c == '\r' || ((*c == ';' || *c == '#') && c > v && (c[-1] == ' ' || c[-1] == '\t')))
+    }
+    for (const char *c = v; *c; c++) {
+        if ((unsigned char)*c < 0x20 && *c != '\t') {
+            snprintf(why, cap, "a control character (0x%02x): a line break, vertical tab, form feed...",
+                     (unsigned char)*c);
             return false;
+        }
+        if (*c == 0x7f) {
+            snprintf(why, cap, "a control character (0x7f)");
+            return false;
+        }
+        if ((*c == ';' || *c == '#') && c > v && isspace((unsigned char)c[-1])) {
+            snprintf(why, cap, "' %c' starts a comment in the file", *c);
+            return false;
+        }
+    }
     return true;
 }
 
@@ -515,9 +571,15 @@ static bool section_lines(const char *kind, const char *name, const char *body, 
     struct json_object *root = json_parse_request(body, len, 2, 2 * API_SECTION_KEYS, why, cap);
     if (!root)
         return false;
-    bool ok = json_object_is_type(root, json_type_object);
-    if (!ok)
-        snprintf(why, cap, "expected a JSON object of the section's keys");
+    if (!json_object_is_type(root, json_type_object)) {
+        /* json_object_object_foreach would walk an array's (NULL) table */
+        snprintf(why, cap, "expected a JSON object of the section's keys, not %s",
+                 json_type_to_name(json_object_get_type(root)));
+        json_object_put(root);
+        return false;
+    }
+    bool ok = true;
+    char vwhy[128];
     evbuffer_add_printf(out, "[%s %s]\n", kind, name);
     json_object_object_foreach(root, key, val) {
         if (!ok)
@@ -531,8 +593,11 @@ static bool section_lines(const char *kind, const char *name, const char *body, 
             snprintf(why, cap, "'%.40s': not a key name", key);
             ok = false;
         } else if ((t != json_type_string && t != json_type_int && t != json_type_double &&
-                    t != json_type_boolean) || !v || !value_ok(v)) {
+                    t != json_type_boolean) || !v) {
             snprintf(why, cap, "%s: expected a string, number or boolean on one line, without ' ;' or ' #'", key);
+            ok = false;
+        } else if (!value_ok(v, vwhy, sizeof vwhy)) {
+            snprintf(why, cap, "%s: %s (a value is one line of the file, without ' ;' or ' #')", key, vwhy);
             ok = false;
         } else {
             evbuffer_add_printf(out, "%s = %s\n", key, v);
@@ -618,7 +683,7 @@ static const char openapi[] =
     "\"put\":{\"summary\":\"check, write atomically, apply\",\"security\":[{\"token\":[]}],"
     "\"parameters\":[{\"$ref\":\"#/components/parameters/IfMatch\"}],"
     "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
-    "\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},\"409\":{\"description\":\"stale revision\"},"
+    "\"responses\":{\"200\":{\"description\":\"{revision,restart_needed,queued}\"},\"409\":{\"description\":\"stale revision\"},"
     "\"422\":{\"description\":\"check refused it: {valid:false,errors}\"},\"428\":{\"description\":\"no If-Match\"}}}},"
     "\"/api/config/validate\":{\"post\":{\"summary\":\"dry run: check a text\",\"security\":[{\"token\":[]}],"
     "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
@@ -627,10 +692,10 @@ static const char openapi[] =
     "\"/api/" p "/{name}\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"},"                       \
     "{\"$ref\":\"#/components/parameters/IfMatch\"}],\"put\":{\"summary\":\"add or replace the section\","         \
     "\"security\":[{\"token\":[]}],\"requestBody\":{\"content\":{\"application/json\":{\"schema\":"            \
-    "{\"type\":\"object\"}}}},\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"         \
+    "{\"type\":\"object\"}}}},\"responses\":{\"200\":{\"description\":\"{revision,restart_needed,queued}\"},"         \
     "\"400\":{\"description\":\"a bad body\"},\"409\":{\"description\":\"stale revision\"},"                   \
     "\"422\":{\"description\":\"check refused it\"}}},\"delete\":{\"summary\":\"remove the section\","          \
-    "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed}\"},"     \
+    "\"security\":[{\"token\":[]}],\"responses\":{\"200\":{\"description\":\"{revision,restart_needed,queued}\"},"     \
     "\"404\":{\"description\":\"no such section\"},\"409\":{\"description\":\"stale revision\"}}}}"
 #define CSV_PATH(p, whose)                                                                                     \
     "\"/api/" p "/{name}/csv\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"}],"                    \
@@ -639,7 +704,7 @@ static const char openapi[] =
     "\"parameters\":[{\"name\":\"dry_run\",\"in\":\"query\",\"schema\":{\"type\":\"string\"}},"                 \
     "{\"name\":\"If-Match\",\"in\":\"header\",\"schema\":{\"type\":\"string\"}}],"                               \
     "\"requestBody\":{\"content\":{\"text/csv\":{\"schema\":{\"type\":\"string\"}}}},"                             \
-    "\"responses\":{\"200\":{\"description\":\"{revision,rows,restart_needed} or {valid:true,rows}\"},"               \
+    "\"responses\":{\"200\":{\"description\":\"{revision,rows,restart_needed,queued} or {valid:true,rows}\"},"               \
     "\"409\":{\"description\":\"stale revision\"},\"413\":{\"description\":\"too many bytes or rows\"},"            \
     "\"422\":{\"description\":\"{valid:false,errors:[{line,column,message}]}\"}}}},"
     CSV_PATH("templates", "the template's") CSV_PATH("devices", "the device's own (tags_file)")

@@ -289,8 +289,8 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
     gw_count(&gw->http_metrics.api_changes);
     if (gw->reload)
         gw->reload(gw);
-    evbuffer_add_printf(b, "{\"revision\":\"%s\",\"rows\":%zu,\"restart_needed\":", rev, rows);
-    api_add_str(b, gw->restart_needed);
+    evbuffer_add_printf(b, "{\"revision\":\"%s\",\"rows\":%zu", rev, rows);
+    api_add_reload_result(gw, b);
     evbuffer_add_printf(b, "}\n");
     api_reply_json(gw, req, 200, "OK", b);
 out:

@@ -176,6 +176,7 @@ static void on_status(struct evhttp_request *req, void *arg)
                         (unsigned long long)gw_read(&tm->priority_wait_us),
                         frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
     http_tls_status(gw, gw->http->tls, b);
+    http_reload_status(gw, b);
     evbuffer_add_printf(b, ",\"restart_needed\":");
     api_add_str(b, gw->restart_needed);
     evbuffer_add_printf(b, "}\n");

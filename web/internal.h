@@ -46,6 +46,11 @@ bool api_admin_ok(gw_t *gw, struct evhttp_request *req);
 bool api_revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev, struct evbuffer *b);
 config_t *api_validate(gw_t *gw, const char *text, config_errors_t *errs);
 void api_add_errors(struct evbuffer *b, const config_errors_t *errs);
+/* After a change applied (gw->reload): ,"restart_needed":"...","queued":"..." -- what
+ * waits for a restart, and what waits for the tag writes in flight to end. */
+void api_add_reload_result(gw_t *gw, struct evbuffer *b);
+/* /status's "last_reload" ({...} or null) and /metrics' reload counters (metrics.c). */
+void http_reload_status(gw_t *gw, struct evbuffer *b);
 /* api_csv.c: /api/templates/NAME/csv (GET, PUT, PUT ?dry_run=1); false when
  * what (the path after /api/) is not one. */
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);

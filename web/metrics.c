@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct metric_def {
     const char *name;
@@ -336,6 +337,50 @@ static void serial_slave_metrics_text(gw_t *gw, struct evbuffer *b)
     }
 }
 
+static const char *const reload_results[GW_RELOAD_RESULTS] = { "applied", "restart_needed", "queued", "invalid" };
+
+/*
+ * The last reload: when, the file's revision then, its result, what it
+ * applied, what waits (for a restart, then what is queued behind tag
+ * writes), its first error (FILE:LINE: ... for a file check refused).
+ */
+void http_reload_status(gw_t *gw, struct evbuffer *b)
+{
+    const gw_reload_report_t *r = &gw->last_reload;
+    if (!r->wall_ms) {
+        evbuffer_add_printf(b, ",\"last_reload\":null");
+        return;
+    }
+    time_t t = (time_t)(r->wall_ms / 1000);
+    struct tm tm;
+    char when[32];
+    gmtime_r(&t, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    evbuffer_add_printf(b, ",\"last_reload\":{\"time\":\"%s.%03dZ\",\"time_ms\":%lld,\"revision\":\"%s\","
+                           "\"result\":\"%s\",\"applied\":", when, (int)(r->wall_ms % 1000), (long long)r->wall_ms,
+                        r->revision, reload_results[r->result]);
+    api_add_str(b, r->applied);
+    evbuffer_add_printf(b, ",\"waits\":");
+    api_add_str(b, r->waits);
+    evbuffer_add_printf(b, ",\"queued\":");
+    api_add_str(b, gw->reload_queued);
+    evbuffer_add_printf(b, ",\"error\":");
+    if (r->error[0])
+        api_add_str(b, r->error);
+    else
+        evbuffer_add_printf(b, "null");
+    evbuffer_add_printf(b, "}");
+}
+
+static void reload_metrics_text(gw_t *gw, struct evbuffer *b)
+{
+    evbuffer_add_printf(b, "# HELP rtugw_config_reloads_total Configuration reloads (SIGHUP, the API), by result\n"
+                           "# TYPE rtugw_config_reloads_total counter\n");
+    for (int i = 0; i < GW_RELOAD_RESULTS; i++)
+        evbuffer_add_printf(b, "rtugw_config_reloads_total{result=\"%s\"} %llu\n", reload_results[i],
+                            (unsigned long long)gw->reloads[i]);
+}
+
 void http_on_metrics(struct evhttp_request *req, void *arg)
 {
     gw_t *gw = arg;
@@ -360,6 +405,7 @@ void http_on_metrics(struct evhttp_request *req, void *arg)
     actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
     gwnorth_metrics_text(gw->north, b);
+    reload_metrics_text(gw, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);
     evbuffer_free(b);
