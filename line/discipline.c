@@ -500,6 +500,16 @@ static void send_current(line_t *bus)
         return;
     }
     slave_state_t *s = &bus->slaves[bus->cur.slave];
+    /* I6: the shapes this question was asked in, each attempt's: given up,
+     * each one's late answer may come (the explorer's seed 1796536010591987:
+     * a first attempt asked a register wider than its retry) */
+    uint16_t shape = line_shape_of_question(&bus->wire);
+    if (bus->attempts == 1)
+        s->asked_shape[0] = s->asked_shape[1] = 0;
+    if (s->asked_shape[0] != shape) {
+        s->asked_shape[1] = s->asked_shape[0];
+        s->asked_shape[0] = shape;
+    }
     bus->misshapen = false;
     bus->guarded_other = false;
     bus->hold_at_send_ns = s->hold_until_ns;
@@ -541,9 +551,18 @@ void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_
  * timeout's, a refusal's, a lost port's. */
 static void give_up_on_wire(line_t *bus)
 {
+    slave_state_t *s = &bus->slaves[bus->cur.slave];
     line_owed_push(bus, &bus->wire, bus->now_ns, OWED_WINDOW_TIMEOUTS);   /* I9 */
-    bus->slaves[bus->cur.slave].verifying = false;
+    s->verifying = false;
+    uint16_t last = line_shape_of_question(&bus->wire);
+    unsigned earlier = 0;
+    for (unsigned i = 2; i-- > 0;)   /* an earlier attempt asked in another shape: its late answer too */
+        if (s->asked_shape[i] && s->asked_shape[i] != last) {
+            line_shape_given_up_shape(bus, bus->cur.slave, s->asked_shape[i]);
+            earlier++;
+        }
     line_shape_given_up(bus, &bus->wire);
+    s->stale_run += earlier;   /* (each shape one question given up: the run counts what is kept) */
     line_confirm_begin(bus, bus->cur.slave, CONFIRM_GIVE_UP);
 }
 

@@ -195,14 +195,19 @@ static void push_hash(uint64_t *ring, uint64_t hash)
 
 void line_shape_given_up(line_t *bus, const gw_request_t *wire)
 {
-    slave_state_t *s = &bus->slaves[wire->slave];
+    line_shape_given_up_shape(bus, wire->slave, line_shape_of_question(wire));
+}
+
+void line_shape_given_up_shape(line_t *bus, unsigned slave, uint16_t shape)
+{
+    slave_state_t *s = &bus->slaves[slave];
     /* The run of questions given up since an answer was taken: past
      * SHAPES_KEPT, an older one's late answer may have any shape kept. */
     s->stale_run = s->confirming ? s->stale_run + 1 : 1;
     /* a question with no known shape is kept by its function alone (byte
      * count 0xff, which no read's answer has: 250 at most), for
      * line_shape_certifies */
-    push_shape(s->stale_shape, line_shape_of_question(wire));
+    push_shape(s->stale_shape, shape);
 }
 
 /* An answer was heard (delivered or not): its copies have its shape. */

@@ -66,6 +66,7 @@ typedef struct slave_state {
     uint64_t foreign_question;
     unsigned foreign_asks;
     uint16_t parked_wire_qty;     /* the parked question's read quantity as asked on the wire (0: as it came) */
+    uint16_t asked_shape[2];      /* I6: the shapes the question in hand was asked in (its attempts'), newest first */
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
@@ -234,6 +235,7 @@ size_t line_shape_trim(const gw_request_t *req, const uint8_t *raw, size_t len, 
 void line_shape_refused(line_t *bus, const gw_request_t *wire);
 /* A question given up: its answer may still come, with its wire question's shape. */
 void line_shape_given_up(line_t *bus, const gw_request_t *wire);
+void line_shape_given_up_shape(line_t *bus, unsigned slave, uint16_t shape);
 void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len);
 /* I5 by construction: the held answer cannot be a stale frame of its slave. */
 enum { CERTIFIED_NOT = 0, CERTIFIED_BY_SHAPE, CERTIFIED_BY_FUNCTION };

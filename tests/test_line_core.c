@@ -998,7 +998,10 @@ static explore_totals_t explore(uint64_t total, uint64_t per_run, bool stop_at_f
  * answered with a copy of the widened read's refusal: a re-ask in another
  * shape confirms nothing); 1796535911591602 (a slave that answers a register
  * short answered a question given up late, in the shape of a read one
- * register smaller: line_shape_stale_like).
+ * register smaller: line_shape_stale_like); 1796536010591987 (a first
+ * attempt asked a register wider than its retry, given up: its late answer
+ * took the shape of the next question, asked as wide; every attempt's shape
+ * is kept, give_up_on_wire).
  */
 static const struct {
     uint64_t seed;
@@ -1008,6 +1011,7 @@ static const struct {
     { 12, { true, false } }, { 15, { true, false } }, { 17, { true, false } }, { 18, { true, false } },
     { 23, { true, false } }, { 1796534719588114ull, { true, false } }, { 1796535255589916ull, { true, true } },
     { 1796535731591430ull, { false, false } }, { 1796535911591602ull, { false, false } },
+    { 1796536010591987ull, { true, true } },
 };
 
 static void test_explorer(void **state)
