@@ -129,6 +129,7 @@ typedef struct config_device {
 typedef struct config_template {
     char name[CONFIG_NAME_MAX];
     char tags_file[CONFIG_PATH_MAX];/* as written (relative: to the config file's folder) */
+    unsigned tags_file_line;        /* where tags_file is, for messages about the file */
     tags_order_t order;             /* default of its rows that name none, under the device's own */
     bool order_set;
     unsigned interval_ms;           /* default read interval, under the device's own; 0: 1000 */
@@ -389,6 +390,17 @@ const char *config_user_role_name(config_user_role_t role);
 /* A tags_file as the loader opens it: relative to the configuration file's
  * (source's) folder, unless absolute or source has no folder. */
 void config_resolve_path(const char *source, const char *path, char *out, size_t cap);
+
+/* Files the configuration names stay under the folder of its file (source;
+ * "." when it names none): config_confine gives value's name relative to
+ * that folder, or -1 with why (an absolute path elsewhere, a '..' or a
+ * symbolic link out); config_open_confined opens it relative to the folder
+ * (openat2 RESOLVE_BENEATH, else openat O_NOFOLLOW), -1 with why and errno;
+ * config_read_confined reads it whole (at most max bytes, NUL-terminated). */
+int config_confine(const char *source, const char *value, char *rel, size_t relcap, char *why, size_t whycap);
+int config_open_confined(const char *source, const char *value, int flags, char *why, size_t whycap);
+char *config_read_confined(const char *source, const char *value, size_t max, size_t *len, char *why,
+                           size_t whycap);
 
 /* Whether dev's tag addresses are in Modicon form (its addressing, else the gateway's). */
 bool config_device_modicon(const config_t *cfg, const config_device_t *dev);

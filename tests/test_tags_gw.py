@@ -68,7 +68,7 @@ class PtySim:
 
 def gateway(d, sim, devices, extra="", timeout_ms=300, tcp_extra=""):
     return Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=timeout_ms,
-                   extra=extra, extra_tcp=tcp_extra)
+                   extra=extra, extra_tcp=tcp_extra, dir=d)
 
 
 def span(tags):
@@ -264,7 +264,7 @@ def test_modicon_addressing():
                "[device raw]\nslave = 2\naddressing = protocol\n"
                "[tag hr]\ndevice = plc\naddress = 40101\ntype = uint16\nwritable = true\ninterval_ms = 200\n"
                "[tag plain]\ndevice = raw\ntable = holding\naddress = 100\ntype = uint16\ninterval_ms = 200\n")
-    g = Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+    g = Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=300, dir=d,
                 extra=f"write_token = {TOKEN}\n", gateway_extra="addressing = modicon\n")
     check(wait_for(lambda: all_good(g), 10), "Modicon-addressed tags good")
     v = tag_values(g)
@@ -414,7 +414,7 @@ def test_poller_waits_for_places():
     with open(os.path.join(d, "tags.csv"), "w") as f:
         f.write("name,table,address,type\n" + rows)
     devices = f"[device plc]\nslave = 1\ninterval_ms = 3000\ntags_file = {d}/tags.csv\n"
-    g = Gateway(bus=f"port = {sim.link}\nbaud = 9600\nparity = none\nqueue_depth = 8\n", devices=devices,
+    g = Gateway(bus=f"port = {sim.link}\nbaud = 9600\nparity = none\nqueue_depth = 8\n", devices=devices, dir=d,
                 timeout_ms=500, extra_tcp="bus_share = 2\n")
     try:
         busy, t_end = set(), time.time() + 4
