@@ -481,7 +481,7 @@ def test_audit():
         check(any("login failed for user 'vera'" in e["what"] for e in entries), "a failed login is audited")
         check(any(e["what"] == "login as ada (admin)" for e in entries), "a login is audited")
         log = g.log_text()
-        check("audit: otto (operator) from 127.0.0.1:" in log and "PUT /tags/sp" in log,
+        check('audit: "otto" (operator) from "127.0.0.1:' in log and "PUT /tags/sp" in log,
               "the write is in the daemon's log too")
     finally:
         g.stop()

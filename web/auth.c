@@ -348,7 +348,7 @@ bool web_auth_require(gw_t *gw, struct evhttp_request *req, config_user_role_t n
              who.role == CONFIG_ROLE_OPERATOR || who.role == CONFIG_ROLE_ADMIN ? "an" : "a",
              config_user_role_name(who.role), config_user_role_name(need));
     if (!is_read(req))
-        web_audit(gw, req, "refused: %s", why);
+        web_audit_refused(gw, req, "refused: %s", why);
     web_reply_error(req, 403, "Forbidden", why);
     return false;
 }
@@ -586,7 +586,11 @@ static void on_login(web_auth_t *a, struct evhttp_request *req)
         a->login_failures++;
         fail_note(a, addr_key);
         fail_note(a, user_key);
-        web_audit(a->gw, req, "login failed for user '%s'", user);
+        /* a name that is no user's is not logged: it may be a password typed in the wrong field */
+        if (u)
+            web_audit_refused(a->gw, req, "login failed for user '%s'", u->name);
+        else
+            web_audit_refused(a->gw, req, "login failed for an unknown user");
         web_reply_error(req, 401, "Unauthorized", "wrong user or password");
         return;
     }

@@ -118,6 +118,10 @@ web_audit_t *web_audit_new(void);
 void web_audit_free(web_audit_t *au);
 __attribute__((format(printf, 3, 4)))
 void web_audit(gw_t *gw, struct evhttp_request *req, const char *fmt, ...);
+/* A refusal (a write refused for its role, a failed login): logged as any
+ * entry, kept in a ring of its own, repeats from one address counted. */
+__attribute__((format(printf, 3, 4)))
+void web_audit_refused(gw_t *gw, struct evhttp_request *req, const char *fmt, ...);
 void web_audit_json(gw_t *gw, struct evhttp_request *req);
 
 /*
