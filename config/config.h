@@ -37,6 +37,8 @@
 #define CONFIG_MAX_ERRORS 32
 #define CONFIG_MAX_TAGS 65536       /* tags in all: [tag NAME] sections and tags_file rows */
 #define CONFIG_TOKEN_MAX 128
+#define CONFIG_NAMES_MAX 512        /* [http] server_names */
+#define CONFIG_CIPHERS_MAX 512      /* [http] tls_ciphers, [tls] ciphers */
 #define CONFIG_MAX_ROLES 16
 #define CONFIG_MAX_HANDSHAKES 256   /* [tls] max_handshakes: table slots beside max_clients' */
 /* [tcp] max_clients: with the handshakes' slots, a listener's table fits the
@@ -237,6 +239,9 @@ typedef struct config_http {
     unsigned session_timeout_s;     /* a login's session lasts this long */
     unsigned max_sessions;          /* sessions open at once; the oldest gives way */
     bool metrics_open;              /* with users: /metrics without a login */
+    char server_names[CONFIG_NAMES_MAX];  /* Host values served (names, IPs; '*': any); "": the defaults */
+    char tls_ciphers[CONFIG_CIPHERS_MAX]; /* TLS 1.2 suites (OpenSSL's syntax); "": Mozilla intermediate */
+    unsigned tls_min_version;       /* 12: TLS 1.2, 13: TLS 1.3 */
     config_user_t users[CONFIG_MAX_USERS];
     unsigned user_count;            /* 0: no login, reads open, writes by write_token */
 } config_http_t;
@@ -283,6 +288,7 @@ typedef struct config_tls {
     char ca_file[CONFIG_PATH_MAX];    /* client certificates must chain to these */
     char crl_file[CONFIG_PATH_MAX];   /* optional: "" checks no revocation */
     unsigned min_version;           /* 12: TLS 1.2, 13: TLS 1.3 */
+    char ciphers[CONFIG_CIPHERS_MAX]; /* TLS 1.2 suites (OpenSSL's syntax); "": Mozilla intermediate */
     unsigned session_cache;         /* resumable sessions kept; 0: no resumption */
     unsigned handshake_timeout_ms;
     unsigned max_handshakes;        /* sockets in a handshake at once, apart from max_clients */
