@@ -236,6 +236,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
     gw_count(&h->gw->http_metrics.requests);
+    if (!web_host_check(h->gw, req))
+        return;   /* another Host (DNS rebinding), none, or an ambiguous length */
     if (!web_auth_route(h->auth, req, path))
         return;   /* refused: no session, a role too low, cross-site */
     if (path && (web_auth_handle(h->auth, req, path) || http_tags_request(h->tags, req, path) ||
@@ -471,7 +473,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
  * SIGHUP (daemon/control.c): what of [http] can change while it runs does.
  * The users (when there were some and still are: no users is another way
  * of working, reads open and writes by write_token), the write_token,
- * metrics_open and session_timeout_s are taken as they are; sessions the
+ * server_names, metrics_open and session_timeout_s are taken as they are; sessions the
  * new users no longer back end (auth.c). With HTTPS on before and after,
  * the certificate and key are read again, whether their paths changed or a
  * renewal rewrote the files: new connections get them, open ones keep
@@ -496,6 +498,7 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
             memset(both[k]->tls_cert, 0, sizeof both[k]->tls_cert);
             memset(both[k]->tls_key, 0, sizeof both[k]->tls_key);
         }
+        memset(both[k]->server_names, 0, sizeof both[k]->server_names);
         memset(both[k]->write_token, 0, sizeof both[k]->write_token);
         both[k]->metrics_open = false;
         both[k]->session_timeout_s = 0;
@@ -523,6 +526,7 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
         }
     }
     memcpy(run->write_token, f->write_token, sizeof run->write_token);
+    memcpy(run->server_names, f->server_names, sizeof run->server_names);
     run->metrics_open = f->metrics_open;
     run->session_timeout_s = f->session_timeout_s;
 }

@@ -50,6 +50,17 @@ void api_add_errors(struct evbuffer *b, const config_errors_t *errs);
  * what (the path after /api/) is not one. */
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);
 
+/* host.c (I/O thread): false when req was answered (421 for a Host not in
+ * [http] server_names; 400 for HTTP/1.1 without Host, two Hosts, two
+ * Content-Lengths that differ), the connection then closed. */
+bool web_host_check(gw_t *gw, struct evhttp_request *req);
+/* Whether a Host's name (port and brackets taken off) is served. */
+bool web_host_allowed(const config_http_t *cfg, const char *host);
+
+/* stale.c: at start, removes (and logs) the NAME.api-XXXXXX temporaries a
+ * killed write left beside the configuration and its tag files; how many. */
+unsigned web_remove_stale_temporaries(gw_t *gw);
+
 /* web.c (I/O thread): the web page's files and GET /frames. web_start makes
  * the frame ring when [http] frame_ring is set, web_stop frees it once the
  * buses are stopped; web_handle answers req when path is one of its own. */
