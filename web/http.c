@@ -475,7 +475,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
  * of working, reads open and writes by write_token), the write_token,
  * server_names, metrics_open and session_timeout_s are taken as they are; sessions the
  * new users no longer back end (auth.c). With HTTPS on before and after,
- * the certificate and key are read again, whether their paths changed or a
+ * the certificate and key (and tls_ciphers, tls_min_version) are read again, whether their paths changed or a
  * renewal rewrote the files: new connections get them, open ones keep
  * theirs; if they do not load, the running ones stay and the log says why.
  * The rest (the listener, its bounds, HTTPS on or off, users from none or
@@ -497,6 +497,8 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
         if (tls_live) {
             memset(both[k]->tls_cert, 0, sizeof both[k]->tls_cert);
             memset(both[k]->tls_key, 0, sizeof both[k]->tls_key);
+            memset(both[k]->tls_ciphers, 0, sizeof both[k]->tls_ciphers);
+            both[k]->tls_min_version = 0;
         }
         memset(both[k]->server_names, 0, sizeof both[k]->server_names);
         memset(both[k]->write_token, 0, sizeof both[k]->write_token);
@@ -522,6 +524,8 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
         } else {
             memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);
             memcpy(run->tls_key, f->tls_key, sizeof run->tls_key);
+            memcpy(run->tls_ciphers, f->tls_ciphers, sizeof run->tls_ciphers);
+            run->tls_min_version = f->tls_min_version;
             gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS certificate read again from %s", f->tls_cert);
         }
     }

@@ -67,7 +67,8 @@ http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
-    if (!(t->m = load_module(err, errcap)) || !(t->ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, err, errcap))) {
+    if (!(t->m = load_module(err, errcap)) || !(t->ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version,
+                                                                err, errcap))) {
         free(t);
         return NULL;
     }
@@ -77,7 +78,8 @@ http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
 
 int http_tls_reload(http_tls_t *t, const config_http_t *cfg, char *err, size_t errcap)
 {
-    https_ctx_t *ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, err, errcap);
+    https_ctx_t *ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version, err,
+                                     errcap);
     if (!ctx)
         return -1;
     t->m->ctx_free(t->ctx);   /* connections still open hold their own references */

@@ -164,13 +164,14 @@ void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
  * http_tls.c only when [http] tls_cert is set, so that a daemon without it
  * never maps libssl). The module calls nothing of the daemon's.
  */
-#define WEB_HTTPS_MODULE_ABI 1
+#define WEB_HTTPS_MODULE_ABI 2
 typedef struct https_ctx https_ctx_t;
 typedef struct web_https_module {
     unsigned abi;   /* WEB_HTTPS_MODULE_ABI */
     /* A server context of the certificate chain and key files (PEM); NULL
      * with err naming the file and OpenSSL's reason. */
-    https_ctx_t *(*ctx_new)(const char *cert, const char *key, char *err, size_t cap);
+    https_ctx_t *(*ctx_new)(const char *cert, const char *key, const char *ciphers, unsigned min_version, char *err,
+                            size_t cap);
     void (*ctx_free)(https_ctx_t *ctx);   /* open connections keep theirs */
     void (*ctx_certificate)(const https_ctx_t *ctx, char *subject, size_t cap, int64_t *not_after);
     /* A bufferevent that runs the server side of a handshake once evhttp
