@@ -33,6 +33,7 @@ typedef struct http_conn {
     bool refuse;                   /* beyond max_connections */
     bool held;                     /* a request of it waits for a bus (a tag write) */
     bool nodelay;                  /* TCP_NODELAY set (at its first request) */
+    bool handshaken;               /* HTTPS: its handshake finished (seen while it was open) */
     struct http_conn *next;
 } http_conn_t;
 
@@ -236,6 +237,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
     gw_count(&h->gw->http_metrics.requests);
+    if (c && h->tls)
+        c->handshaken = true;   /* a request came through: its handshake finished */
     if (!web_host_check(h->gw, req))
         return;   /* another Host (DNS rebinding), none, or an ambiguous length */
     if (!web_auth_route(h->auth, req, path))
@@ -374,12 +377,17 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     for (http_conn_t **pp = &h->conns, *c; (c = *pp) != NULL;) {
         if (released(c->bev)) {
             *pp = c->next;
-            http_tls_released(h->tls, c->bev);
+            http_tls_released(h->tls, c->bev, c->handshaken);
             bufferevent_decref(c->bev);   /* the last reference: closes its descriptor */
             free(c);
             h->active--;
             continue;
         }
+        /* Judged while it is open: once shut down (an answer with
+         * Connection: close, an idle keep-alive cut), OpenSSL no longer says
+         * its handshake had finished, and it was counted a failed one. */
+        if (h->tls && !c->handshaken)
+            c->handshaken = http_tls_established(h->tls, c->bev);
         struct evhttp_connection *abandoned = c->held && client_gone(c->bev)
                                                   ? http_tags_abandon(h->tags, c->bev) : NULL;
         if (abandoned) {

@@ -101,10 +101,17 @@ struct bufferevent *http_tls_bev(http_tls_t *t, struct event_base *base)
     return t ? t->m->accept(t->ctx, base) : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 }
 
-void http_tls_released(http_tls_t *t, struct bufferevent *bev)
+/* handshaken: the connection was seen established while open (a request
+ * came, or the sweep saw it): after an SSL_shutdown OpenSSL says no more. */
+void http_tls_released(http_tls_t *t, struct bufferevent *bev, bool handshaken)
 {
     if (t)
-        (*(t->m->established(bev) ? &t->established : &t->failed))++;
+        (*(handshaken || t->m->established(bev) ? &t->established : &t->failed))++;
+}
+
+bool http_tls_established(const http_tls_t *t, struct bufferevent *bev)
+{
+    return t && t->m->established(bev);
 }
 
 void http_tls_metrics(gw_t *gw, const http_tls_t *t, struct evbuffer *b)

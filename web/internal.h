@@ -154,7 +154,9 @@ void http_tls_free(http_tls_t *t);
  * that handshakes first, or plain with t NULL. NULL: out of memory. */
 struct bufferevent *http_tls_bev(http_tls_t *t, struct event_base *base);
 /* evhttp is done with bev: counted as a finished or failed handshake. */
-void http_tls_released(http_tls_t *t, struct bufferevent *bev);
+void http_tls_released(http_tls_t *t, struct bufferevent *bev, bool handshaken);
+/* Whether bev's handshake has finished (false for plain HTTP: t NULL). */
+bool http_tls_established(const http_tls_t *t, struct bufferevent *bev);
 void http_tls_metrics(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
 /* ,"tls":{...} (MB-TCP-Security) and ,"https":{...} of /status. */
 void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
