@@ -470,6 +470,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_POST |
                                               EVHTTP_REQ_DELETE);
     evhttp_set_gencb(h->http, on_request, h);
+    web_remove_stale_temporaries(gw);   /* before the API can make new ones */
     if (web_start(gw, err, errcap) != 0) {
         http_free(h);
         return NULL;
