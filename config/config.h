@@ -238,6 +238,7 @@ typedef struct config_http {
     char tls_key[CONFIG_PATH_MAX];  /* its private key (PEM) */
     unsigned session_timeout_s;     /* a login's session lasts this long */
     unsigned max_sessions;          /* sessions open at once; the oldest gives way */
+    unsigned max_sessions_per_user; /* of them one user's; its own oldest gives way */
     bool metrics_open;              /* with users: /metrics without a login */
     char server_names[CONFIG_NAMES_MAX];  /* Host values served (names, IPs; '*': any); "": the defaults */
     char tls_ciphers[CONFIG_CIPHERS_MAX]; /* TLS 1.2 suites (OpenSSL's syntax); "": Mozilla intermediate */

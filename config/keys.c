@@ -143,6 +143,7 @@ static const key_spec_t http_keys[] = {
       .max = CONFIG_PATH_MAX },
     U(config_http_t, session_timeout_s, 60, 604800),
     U(config_http_t, max_sessions, 1, 1024),
+    U(config_http_t, max_sessions_per_user, 1, 1024),
     B(config_http_t, metrics_open),
     C("server_names", users_set_server_names),
     C("tls_ciphers", users_set_ciphers),

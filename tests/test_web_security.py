@@ -28,7 +28,12 @@ What must hold:
     still counts as failed;
   - stale_temporaries: a NAME.api-XXXXXX left by a kill -9 is removed at
     start (and logged); the API's temporaries are never readable by group
-    or others, even while a large PUT /api/config is being written."""
+    or others, even while a large PUT /api/config is being written;
+  - login_records: failures with made-up names from 260 addresses push
+    out neither a real user's failed-login record nor a penalized
+    address's (separate tables; penalized records give way last);
+  - sessions_bounded: a viewer's logins never end an admin's session;
+    max_sessions_per_user ends the user's own oldest."""
 import http.client
 import json
 import os
@@ -493,6 +498,86 @@ def test_stale_temporaries():
         shutil.rmtree(d, ignore_errors=True)
 
 
+# ---- 6. the login slowdown and sessions, bounded without giving way to an attacker -----------
+
+def login_from(g, user, pw, source="127.0.0.1"):
+    """POST /login from a source address of 127/8; a 503 (the hashing budget
+    of the second) is tried again. (status, token or None)."""
+    for _ in range(50):
+        c = http.client.HTTPConnection("127.0.0.1", g.http_port, timeout=10, source_address=(source, 0))
+        c.request("POST", "/login", json.dumps({"user": user, "password": pw}), {"Content-Type": "application/json"})
+        r = c.getresponse()
+        body = r.read().decode(errors="replace")
+        c.close()
+        if r.status != 503:
+            return r.status, (json.loads(body).get("token") if r.status == 200 else None)
+        time.sleep(0.15)
+    return 503, None
+
+
+def whoami(g, token):
+    st, body, _ = call(g, "GET", "/whoami", headers={"Authorization": f"Bearer {token}"})
+    return json.loads(body).get("user") if st == 200 and body.startswith("{") else None
+
+
+def test_login_records():
+    users = (f"[user ada]\npassword_hash = {hash_password('admin-pw')}\nrole = admin\n"
+             f"[user vera]\npassword_hash = {hash_password('viewer-pw')}\nrole = viewer\n")
+    g = Gateway(extra="metrics_open = true\n" + users)
+    try:
+        wait_listening(g.http_port, g.p)
+        # an attacker guesses ada's password from 127.0.0.2: 5 failures, slowed from there
+        for _ in range(5):
+            login_from(g, "ada", "guess", "127.0.0.2")
+        # ... then fails from 260 other addresses with made-up names, to push
+        # both records out of the tables (one table of 256 before)
+        t0 = time.time()
+        for i in range(260):
+            login_from(g, f"nobody{i}", "x", f"127.0.{1 + i // 250}.{1 + i % 250}")
+        print(f"   260 failed logins from 260 addresses in {time.time() - t0:.1f} s")
+        # one more wrong guess for ada (a fresh address): her 6th failure, slowed 2 s
+        st, _ = login_from(g, "ada", "guess", "127.0.3.1")
+        st2, _ = login_from(g, "ada", "admin-pw", "127.0.3.2")
+        check(st == 401 and st2 == 429,
+              f"ada's failures survive the flood: the next try waits, even with her password ({st}, {st2})")
+        # one more from the guessing address: its 6th failure, slowed too
+        st, _ = login_from(g, "nobody-else", "x", "127.0.0.2")
+        st2, _ = login_from(g, "vera", "viewer-pw", "127.0.0.2")
+        check(st == 401 and st2 == 429, f"the guessing address's record survives the flood ({st}, {st2})")
+        m = g.metrics()
+        check(m.get('rtugw_http_login_records_evicted_total{table="address",penalized="false"}', 0) >= 1 and
+              m.get('rtugw_http_login_records_evicted_total{table="address",penalized="true"}', -1) == 0,
+              "records pushed out are counted, none of them penalized")
+    finally:
+        g.stop()
+
+
+def test_sessions_bounded():
+    users = (f"[user ada]\npassword_hash = {hash_password('admin-pw')}\nrole = admin\n"
+             f"[user vera]\npassword_hash = {hash_password('viewer-pw')}\nrole = viewer\n")
+    g = Gateway(extra="max_sessions = 4\n" + users)
+    try:
+        wait_listening(g.http_port, g.p)
+        st, ada = login_from(g, "ada", "admin-pw")
+        check(st == 200 and whoami(g, ada) == "ada", f"ada logs in ({st})")
+        vera = [login_from(g, "vera", "viewer-pw")[1] for _ in range(10)]
+        check(all(vera), "vera logs in 10 times")
+        check(whoami(g, ada) == "ada", "10 logins of a viewer on 4 sessions: the admin's session goes on")
+        check(whoami(g, vera[-1]) == "vera" and whoami(g, vera[0]) is None,
+              "... the viewer's own oldest gave way")
+    finally:
+        g.stop()
+    g = Gateway(extra="max_sessions_per_user = 2\n" + users)
+    try:
+        wait_listening(g.http_port, g.p)
+        vera = [login_from(g, "vera", "viewer-pw")[1] for _ in range(3)]
+        check([whoami(g, t) for t in vera] == [None, "vera", "vera"],
+              "max_sessions_per_user = 2: a third login ends the first")
+    finally:
+        g.stop()
+
+
 if __name__ == "__main__":
     run_tests("test_web_security", [test_files_outside_config, test_audit_forging, test_host_header,
-                                    test_tls_policy, test_tls_counters, test_stale_temporaries], cleanup=[WORK])
+                                    test_tls_policy, test_tls_counters, test_stale_temporaries, test_login_records,
+                                    test_sessions_bounded], cleanup=[WORK])

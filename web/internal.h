@@ -50,6 +50,18 @@ void api_add_errors(struct evbuffer *b, const config_errors_t *errs);
  * what (the path after /api/) is not one. */
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);
 
+/* fails.c (I/O thread): a bounded table of failed-login records by key
+ * (auth.c keeps one for addresses, one for user names). fail_wait_s: the
+ * seconds until key is heard again (0: now); fail_note: one more failure
+ * (protect: never pushed out by other keys); fail_clear: a success. */
+typedef struct fail_table fail_table_t;
+fail_table_t *fail_table_new(unsigned cap);
+void fail_table_free(fail_table_t *t);
+unsigned fail_wait_s(fail_table_t *t, const char *key, uint64_t now);
+void fail_note(fail_table_t *t, const char *key, bool protect, uint64_t now);
+void fail_clear(fail_table_t *t, const char *key, uint64_t now);
+void fail_evictions(const fail_table_t *t, uint64_t *evicted, uint64_t *evicted_penalized);
+
 /* host.c (I/O thread): false when req was answered (421 for a Host not in
  * [http] server_names; 400 for HTTP/1.1 without Host, two Hosts, two
  * Content-Lengths that differ), the connection then closed. */
