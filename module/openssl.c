@@ -3,9 +3,10 @@
  * rtugw-tls.so for Modbus/TCP Security, web/https.c's rtugw-https.so for the
  * web page) do alike: OpenSSL's last error as text, a context's certificate
  * for /status and /metrics, a server-side session as a libevent
- * bufferevent, and the TLS policy (protocol versions, suites, groups). Compiled into each of them (never into the daemon, which
- * must not map libssl unless one is loaded); one source, so the two cannot
- * come to differ.
+ * bufferevent, and the TLS policy (protocol versions, suites, groups).
+ * Compiled into each of them (never into the daemon, which must not map
+ * libssl unless one is loaded); one source, so the two cannot come to
+ * differ.
  */
 #include "module/module.h"
 

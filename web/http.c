@@ -482,11 +482,12 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
  * SIGHUP (daemon/control.c): what of [http] can change while it runs does.
  * The users (when there were some and still are: no users is another way
  * of working, reads open and writes by write_token), the write_token,
- * server_names, metrics_open and session_timeout_s are taken as they are; sessions the
- * new users no longer back end (auth.c). With HTTPS on before and after,
- * the certificate and key (and tls_ciphers, tls_min_version) are read again, whether their paths changed or a
- * renewal rewrote the files: new connections get them, open ones keep
- * theirs; if they do not load, the running ones stay and the log says why.
+ * server_names, metrics_open and session_timeout_s are taken as they are;
+ * sessions the new users no longer back end (auth.c). With HTTPS on before
+ * and after, the certificate and key (with tls_ciphers and tls_min_version)
+ * are read again, whether their paths changed or a renewal rewrote the
+ * files: new connections get them, open ones keep theirs; if they do not
+ * load, the running ones stay and the log says why.
  * The rest (the listener, its bounds, HTTPS on or off, users from none or
  * to none) is named in restart, as the other sections' keys are.
  */

@@ -67,8 +67,8 @@ http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
-    if (!(t->m = load_module(err, errcap)) || !(t->ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version,
-                                                                err, errcap))) {
+    if (!(t->m = load_module(err, errcap)) ||
+        !(t->ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version, err, errcap))) {
         free(t);
         return NULL;
     }
