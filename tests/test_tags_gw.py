@@ -340,7 +340,7 @@ def test_quality():
     # a client that gives up on its write: the answer comes later to a request whose connection is gone
     body = b'{"value": 6}'
     s = socket.create_connection(("127.0.0.1", g.http_port))
-    s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
+    s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
               % (TOKEN.encode(), len(body), body))
     time.sleep(0.2)
     s.close()
@@ -374,7 +374,7 @@ def test_abandoned_writes():
     for _ in range(60):
         try:
             s = socket.create_connection(("127.0.0.1", g.http_port), timeout=2)
-            s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"
+            s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
                       b"Content-Length: %d\r\n\r\n%s" % (TOKEN.encode(), len(body), body))
             time.sleep(0.01)
             s.close()
