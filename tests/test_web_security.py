@@ -266,6 +266,10 @@ def test_host_header():
                    b"\r\nhelloGET /status HTTP/1.1\r\nHost: localhost\r\n\r\n")
         check(status_of(a) == 400 and a.count(b"HTTP/1.1 ") == 1,
               f"Content-Length twice, differing: 400 and the connection closed ({a[:60]!r})")
+        a = raw(p, b"POST /login HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n"
+                   b"\r\n0\r\n\r\nGET /status HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        check(status_of(a) == 400 and a.count(b"HTTP/1.1 ") == 1,
+              f"Transfer-Encoding with Content-Length: 400 and the connection closed ({a[:60]!r})")
         m = g.metrics()
         check(m.get("rtugw_http_misdirected_total", 0) >= 4, f"counted ({m.get('rtugw_http_misdirected_total')})")
     finally:

@@ -16,8 +16,9 @@
  * request without Host, or with two, gets 400 (RFC 9112 3.2), as does one
  * with two Content-Length headers that differ (RFC 9112 6.3: evhttp reads
  * the first; a proxy in front might have read the other, and the rest of
- * the body would then be a request of its own): the connection is closed
- * after the answer.
+ * the body would then be a request of its own), and one with both
+ * Transfer-Encoding and Content-Length (the same ambiguity, RFC 9112 6.1):
+ * the connection is closed after the answer.
  */
 #include "web/internal.h"
 
@@ -118,7 +119,9 @@ bool web_host_check(gw_t *gw, struct evhttp_request *req)
 {
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     const char *host = NULL, *length = NULL;
+    bool chunked = false;
     for (struct evkeyval *h = in->tqh_first; h; h = h->next.tqe_next) {
+        chunked = chunked || strcasecmp(h->key, "Transfer-Encoding") == 0;
         if (strcasecmp(h->key, "Host") == 0) {
             if (host)
                 return refuse(req, 400, "Bad Request", "more than one Host header");
@@ -129,6 +132,8 @@ bool web_host_check(gw_t *gw, struct evhttp_request *req)
             length = h->value;
         }
     }
+    if (chunked && length)
+        return refuse(req, 400, "Bad Request", "Transfer-Encoding and Content-Length together");
     if (!host) {
         if (req->major == 1 && req->minor >= 1)
             return refuse(req, 400, "Bad Request", "an HTTP/1.1 request needs a Host header");
