@@ -11,7 +11,7 @@ csv = f"{d}/meter.csv"
 with open(csv, "w") as f:
     f.write("name,table,address,type,interval_ms\n" + "".join(f"r{a},holding,{a},uint16,200\n" for a in range(20)))
 devices = f"[template meter]\ntags_file = {csv}\n" + "".join(f"[device meter{k}]\nslave = {k}\ntemplate = meter\n" for k in range(1, 16))
-g = Gateway(bus="port = sim:" + ",".join(str(k) for k in range(1, 16)) + "\nbaud = 115200\n", devices=devices, timeout_ms=300)
+g = Gateway(bus="port = sim:" + ",".join(str(k) for k in range(1, 16)) + "\nbaud = 115200\n", devices=devices, timeout_ms=300, dir=d)
 def tags():
     return {t["name"]: t for t in json.loads(urllib.request.urlopen(f"http://127.0.0.1:{g.http_port}/tags", timeout=5).read())["tags"]}
 assert wait_for(lambda: len(tags()) == 300 and all(t["quality"] == "good" for t in tags().values()), 20)

@@ -188,7 +188,8 @@ def one_round(path, a):
                  "publish = poll\nqos = 0\n" % full["mqtt_port"])
     text += ("[tcp]\nbind = 127.0.0.1\nport = %d\ndefault_bus = b1\nmax_clients = 1024\nmax_per_address = 0\n"
              "[http]\nbind = 127.0.0.1\nport = %d\nmax_connections = 64\n" % (tcp, http))
-    fd, cpath = tempfile.mkstemp(suffix=".ini")
+    # in the tag file's folder: files the configuration names stay under its folder
+    fd, cpath = tempfile.mkstemp(suffix=".ini", dir=d)
     os.write(fd, text.encode())
     os.close(fd)
     gw = subprocess.Popen([path, "run", "-c", cpath], stderr=subprocess.DEVNULL)

@@ -499,8 +499,9 @@ static config_t *load(loader_t *ld)
                                .bus_share = 4 };
     cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502, .max_connections = 16,
                                  .max_header_bytes = 8192, .max_body_bytes = 65536,
-                                 .request_timeout_ms = 5000, .idle_timeout_s = 30,
-                                 .session_timeout_s = 3600, .max_sessions = 64 };
+                                 .request_timeout_ms = 5000, .idle_timeout_s = 30, .tls_min_version = 12,
+                                 .session_timeout_s = 3600, .max_sessions = 64,
+                                 .max_sessions_per_user = 8 };
     transports_defaults(cfg);
     cfg->router = (config_router_t){ .exploration = 0.05, .sample_every = 64, .explore_run = 8,
                                      .policy = "epsilon",

@@ -37,6 +37,8 @@
 #define CONFIG_MAX_ERRORS 32
 #define CONFIG_MAX_TAGS 65536       /* tags in all: [tag NAME] sections and tags_file rows */
 #define CONFIG_TOKEN_MAX 128
+#define CONFIG_NAMES_MAX 512        /* [http] server_names */
+#define CONFIG_CIPHERS_MAX 512      /* [http] tls_ciphers, [tls] ciphers */
 #define CONFIG_MAX_ROLES 16
 #define CONFIG_MAX_HANDSHAKES 256   /* [tls] max_handshakes: table slots beside max_clients' */
 /* [tcp] max_clients: with the handshakes' slots, a listener's table fits the
@@ -129,6 +131,7 @@ typedef struct config_device {
 typedef struct config_template {
     char name[CONFIG_NAME_MAX];
     char tags_file[CONFIG_PATH_MAX];/* as written (relative: to the config file's folder) */
+    unsigned tags_file_line;        /* where tags_file is, for messages about the file */
     tags_order_t order;             /* default of its rows that name none, under the device's own */
     bool order_set;
     unsigned interval_ms;           /* default read interval, under the device's own; 0: 1000 */
@@ -235,7 +238,11 @@ typedef struct config_http {
     char tls_key[CONFIG_PATH_MAX];  /* its private key (PEM) */
     unsigned session_timeout_s;     /* a login's session lasts this long */
     unsigned max_sessions;          /* sessions open at once; the oldest gives way */
+    unsigned max_sessions_per_user; /* of them one user's; its own oldest gives way */
     bool metrics_open;              /* with users: /metrics without a login */
+    char server_names[CONFIG_NAMES_MAX];  /* Host values served (names, IPs; '*': any); "": the defaults */
+    char tls_ciphers[CONFIG_CIPHERS_MAX]; /* TLS 1.2 suites (OpenSSL's syntax); "": Mozilla intermediate */
+    unsigned tls_min_version;       /* 12: TLS 1.2, 13: TLS 1.3 */
     config_user_t users[CONFIG_MAX_USERS];
     unsigned user_count;            /* 0: no login, reads open, writes by write_token */
 } config_http_t;
@@ -282,6 +289,7 @@ typedef struct config_tls {
     char ca_file[CONFIG_PATH_MAX];    /* client certificates must chain to these */
     char crl_file[CONFIG_PATH_MAX];   /* optional: "" checks no revocation */
     unsigned min_version;           /* 12: TLS 1.2, 13: TLS 1.3 */
+    char ciphers[CONFIG_CIPHERS_MAX]; /* TLS 1.2 suites (OpenSSL's syntax); "": Mozilla intermediate */
     unsigned session_cache;         /* resumable sessions kept; 0: no resumption */
     unsigned handshake_timeout_ms;
     unsigned max_handshakes;        /* sockets in a handshake at once, apart from max_clients */
@@ -404,6 +412,17 @@ const char *config_user_role_name(config_user_role_t role);
 /* A tags_file as the loader opens it: relative to the configuration file's
  * (source's) folder, unless absolute or source has no folder. */
 void config_resolve_path(const char *source, const char *path, char *out, size_t cap);
+
+/* Files the configuration names stay under the folder of its file (source;
+ * "." when it names none): config_confine gives value's name relative to
+ * that folder, or -1 with why (an absolute path elsewhere, a '..' or a
+ * symbolic link out); config_open_confined opens it relative to the folder
+ * (openat2 RESOLVE_BENEATH, else openat O_NOFOLLOW), -1 with why and errno;
+ * config_read_confined reads it whole (at most max bytes, NUL-terminated). */
+int config_confine(const char *source, const char *value, char *rel, size_t relcap, char *why, size_t whycap);
+int config_open_confined(const char *source, const char *value, int flags, char *why, size_t whycap);
+char *config_read_confined(const char *source, const char *value, size_t max, size_t *len, char *why,
+                           size_t whycap);
 
 /* Whether dev's tag addresses are in Modicon form (its addressing, else the gateway's). */
 bool config_device_modicon(const config_t *cfg, const config_device_t *dev);

@@ -198,6 +198,12 @@ void security_defaults(config_t *cfg);
 /* A new [role NAME]; NULL when there is no room (reported). */
 config_role_t *security_new_role(loader_t *ld, const char *name);
 bool security_set_min_version(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+bool users_set_tls_min_version(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* [http] tls_ciphers and [tls] ciphers: a TLS 1.2 cipher list in OpenSSL's
+ * syntax, its characters only (OpenSSL judges it when the context is made). */
+bool users_set_ciphers(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* [http] server_names: host names and addresses, or '*'. */
+bool users_set_server_names(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool security_set_default_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool security_set_functions(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* "read, write" (CONFIG_FN_* names, or all) -> bits; "1-3, 7" (or all) -> a

@@ -143,7 +143,11 @@ static const key_spec_t http_keys[] = {
       .max = CONFIG_PATH_MAX },
     U(config_http_t, session_timeout_s, 60, 604800),
     U(config_http_t, max_sessions, 1, 1024),
+    U(config_http_t, max_sessions_per_user, 1, 1024),
     B(config_http_t, metrics_open),
+    C("server_names", users_set_server_names),
+    C("tls_ciphers", users_set_ciphers),
+    C("tls_min_version", users_set_tls_min_version),
 };
 
 /* [user NAME] (config/users.c) */
@@ -165,6 +169,7 @@ static const key_spec_t tls_keys[] = {
       .max = CONFIG_PATH_MAX },
     { .name = "crl_file", .type = K_STRING, .offset = offsetof(config_tls_t, crl_file), .max = CONFIG_PATH_MAX },
     C("min_version", security_set_min_version),
+    C("ciphers", users_set_ciphers),
     U(config_tls_t, session_cache, 0, 10000),
     U(config_tls_t, handshake_timeout_ms, 100, 60000),
     U(config_tls_t, max_handshakes, 1, CONFIG_MAX_HANDSHAKES),

@@ -267,6 +267,7 @@ bool config_tags_set_template(loader_t *ld, const key_spec_t *k, unsigned number
     } else if (!*value) {
         snprintf(msg, sizeof msg, "expected a file name");
     } else if (copy_text(value, tp->tags_file, sizeof tp->tags_file, msg, sizeof msg) == 0) {
+        tp->tags_file_line = ld->line;
         return true;
     }
     config_bad_value(ld, k->name, value, msg);
@@ -413,6 +414,34 @@ typedef struct loaded_file {
     size_t first, end;
 } loaded_file_t;
 
+/* A tag file larger than this is refused (the API takes 4 MiB). */
+#define TAGS_FILE_MAX (64u << 20)
+
+/* The rows of a tags_file (value, as written) into t: read beneath the
+ * configuration's folder (config/confine.c), so that no configuration
+ * makes the daemon read a file elsewhere. LOAD_UNREADABLE with why when it
+ * cannot be read (or lies outside); else the loader's result, its errors in te. */
+#define LOAD_UNREADABLE INT_MIN
+static int load_confined(loader_t *ld, tags_table_t *t, const char *value, const char *path,
+                         const tags_device_defaults_t *defs, size_t n, tags_errors_t *te, char *why, size_t cap)
+{
+    size_t len;
+    char *text = config_read_confined(ld->source, value, TAGS_FILE_MAX, &len, why, cap);
+    if (!text)
+        return LOAD_UNREADABLE;
+    int rc;
+    if (memchr(text, 0, len)) {
+        memset(te, 0, sizeof *te);
+        snprintf(te->text[0], sizeof te->text[0], "%s: a NUL byte (a tag file is text)", path);
+        te->count = te->total = 1;
+        rc = -EINVAL;
+    } else {
+        rc = tags_load_csv_string(t, text, path, defs, n, te);
+    }
+    free(text);
+    return rc;
+}
+
 /* The file of device i, with every device that names the same file as its defaults. */
 static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsigned i, bool *done,
                       tags_device_defaults_t *defs, loaded_file_t *lf)
@@ -434,17 +463,17 @@ static void load_file(loader_t *ld, const config_t *cfg, tags_table_t *t, unsign
                                               config_device_modicon(cfg, &cfg->devices[j]) };
     }
     lf->first = lf->end = tags_table_count(t);
-    if (access(lf->path, R_OK) != 0) {
-        config_error_at(ld, file_line(ld->tags, dev->name), "[device %s] tags_file = '%s': cannot read %s: %s",
-                        dev->name, dev->tags_file, lf->path, strerror(errno));
-        return;
-    }
     tags_errors_t *te = malloc(sizeof *te);
     if (!te) {
         config_error_at(ld, 0, "%s: out of memory", lf->path);
         return;
     }
-    if (tags_load_csv(t, lf->path, defs, n, te) < 0) {
+    char why[2 * PATH_MAX];
+    int rc = load_confined(ld, t, dev->tags_file, lf->path, defs, n, te, why, sizeof why);
+    if (rc == LOAD_UNREADABLE) {
+        config_error_at(ld, file_line(ld->tags, dev->name), "[device %s] tags_file = '%s': %s", dev->name,
+                        dev->tags_file, why);
+    } else if (rc < 0) {
         for (unsigned k = 0; k < te->count; k++)
             config_error_text(ld, "%s", te->text[k]);   /* each names the CSV's line and column */
         if (te->total > te->count)
@@ -474,19 +503,18 @@ static void load_template(loader_t *ld, const config_t *cfg, tags_table_t *t, un
     lf->first = lf->end = tags_table_count(t);
     if (*failed)
         return;
-    if (access(lf->path, R_OK) != 0) {
-        config_error_at(ld, tp->line, "[template %s] tags_file = '%s': cannot read %s: %s", tp->name, tp->tags_file,
-                        lf->path, strerror(errno));
-        *failed = true;
-        return;
-    }
     tags_errors_t *te = malloc(sizeof *te);
     if (!te) {
         config_error_at(ld, 0, "%s: out of memory", lf->path);
         *failed = true;
         return;
     }
-    if (tags_load_csv(t, lf->path, &def, 1, te) < 0) {
+    char why[2 * PATH_MAX];
+    int rc = load_confined(ld, t, tp->tags_file, lf->path, &def, 1, te, why, sizeof why);
+    if (rc == LOAD_UNREADABLE) {
+        config_error_at(ld, tp->tags_file_line, "[template %s] tags_file = '%s': %s", tp->name, tp->tags_file, why);
+        *failed = true;
+    } else if (rc < 0) {
         *failed = true;
         for (unsigned k = 0; k < te->count; k++)
             config_error_text(ld, "%s (template %s, for device %s)", te->text[k], tp->name, dev->name);
@@ -494,6 +522,36 @@ static void load_template(loader_t *ld, const config_t *cfg, tags_table_t *t, un
             config_error_text(ld, "%s: %u more errors", lf->path, te->total - te->count);
     }
     lf->end = tags_table_count(t);
+    free(te);
+}
+
+/* A template no device uses is read and checked all the same (its own
+ * order and interval, plain addressing, in a table of its own): the API
+ * serves and replaces its file, so it must be a file check has seen. */
+static void check_unused_template(loader_t *ld, const config_t *cfg, unsigned ti)
+{
+    const config_template_t *tp = &cfg->templates[ti];
+    tags_device_defaults_t def = { .name = tp->name, .order = tp->order, .interval_ms = tp->interval_ms,
+                                   .scoped = true, .modicon = false };
+    char path[2 * CONFIG_PATH_MAX], why[2 * PATH_MAX];
+    tags_table_t *t = tags_table_new(CONFIG_MAX_TAGS);
+    tags_errors_t *te = malloc(sizeof *te);
+    config_resolve_path(ld->source, tp->tags_file, path, sizeof path);
+    if (!t || !te) {
+        config_error_at(ld, 0, "%s: out of memory", path);
+    } else {
+        int rc = load_confined(ld, t, tp->tags_file, path, &def, 1, te, why, sizeof why);
+        if (rc == LOAD_UNREADABLE) {
+            config_error_at(ld, tp->tags_file_line, "[template %s] tags_file = '%s': %s", tp->name, tp->tags_file,
+                            why);
+        } else if (rc < 0) {
+            for (unsigned k = 0; k < te->count; k++)
+                config_error_text(ld, "%s (template %s, used by no device)", te->text[k], tp->name);
+            if (te->total > te->count)
+                config_error_text(ld, "%s: %u more errors", path, te->total - te->count);
+        }
+    }
+    tags_table_free(t);
     free(te);
 }
 
@@ -583,11 +641,17 @@ void config_tags_resolve(loader_t *ld)
     for (unsigned i = 0; i < cfg->device_count; i++)
         if (cfg->devices[i].tags_file[0] && !done[i])
             load_file(ld, cfg, t, i, done, defs, &files[n_files++]);
+    bool used[CONFIG_MAX_TEMPLATES] = { false };
     for (unsigned i = 0; i < cfg->device_count; i++) {
         int tp = cfg->devices[i].template_index;
+        if (tp >= 0)
+            used[tp] = true;
         if (tp >= 0 && cfg->templates[tp].tags_file[0])
             load_template(ld, cfg, t, i, &template_failed[tp], &files[n_files++]);
     }
+    for (unsigned i = 0; i < cfg->template_count; i++)
+        if (!used[i] && cfg->templates[i].tags_file[0])
+            check_unused_template(ld, cfg, i);
     check_limits(ld, cfg, t, files, n_files, n_sections);
     free(files);
     free(done);

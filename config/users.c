@@ -12,6 +12,7 @@
  */
 #include "config/internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -90,6 +91,70 @@ bool users_set_role(loader_t *ld, const key_spec_t *k, unsigned number, const ch
         }
     config_bad_value(ld, k->name, value, "expected viewer (reads), operator (writes tag values) or admin");
     return false;
+}
+
+bool users_set_tls_min_version(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    (void)number;
+    if (strcmp(value, "1.2") == 0 || strcmp(value, "1.3") == 0) {
+        ld->cfg->http.tls_min_version = value[2] == '3' ? 13 : 12;
+        return true;
+    }
+    config_bad_value(ld, k->name, value, "expected 1.2 or 1.3 (nothing older is offered)");
+    return false;
+}
+
+bool users_set_ciphers(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    char why[160];
+    bool of_http = strcmp(k->name, "tls_ciphers") == 0;
+    char *to = of_http ? ld->cfg->http.tls_ciphers : ld->cfg->tls.ciphers;
+    (void)number;
+    if (!*value || strlen(value) >= CONFIG_CIPHERS_MAX) {
+        config_bad_value(ld, k->name, value, "expected a cipher list (OpenSSL's syntax), at most 511 characters");
+        return false;
+    }
+    for (const char *c = value; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("-_:+!@=.,", *c)) {
+            snprintf(why, sizeof why, "'%c' is not in a cipher list (OpenSSL's syntax, e.g. "
+                                      "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384)", *c);
+            config_bad_value(ld, k->name, value, why);
+            return false;
+        }
+    snprintf(to, CONFIG_CIPHERS_MAX, "%s", value);
+    return true;
+}
+
+/* [http] server_names: names and addresses separated by commas or blanks,
+ * each a host name (letters, digits, '-', '.', '_'), an IPv4 or IPv6
+ * address (without brackets), or '*' (any Host: behind a proxy that checks it). */
+bool users_set_server_names(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    char name[256], why[400];
+    (void)number;
+    if (!*value || strlen(value) >= CONFIG_NAMES_MAX) {
+        config_bad_value(ld, k->name, value, "expected host names or addresses, at most 511 characters");
+        return false;
+    }
+    for (const char *c = value; *c;) {
+        size_t n = strcspn(c, ", \t");
+        if (n) {
+            snprintf(name, sizeof name, "%.*s", (int)n, c);
+            bool ok = n < sizeof name && (strcmp(name, "*") == 0 || name[0] != '.');
+            for (const char *p = name; ok && *p && strcmp(name, "*") != 0; p++)
+                ok = isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == ':' || *p == '_';
+            if (!ok) {
+                snprintf(why, sizeof why, "'%s' is not a host name or an address (a Host value this server "
+                                          "answers to, without a port; '*' for any)", name);
+                config_bad_value(ld, k->name, value, why);
+                return false;
+            }
+        }
+        c += n;
+        c += strspn(c, ", \t");
+    }
+    snprintf(ld->cfg->http.server_names, CONFIG_NAMES_MAX, "%s", value);
+    return true;
 }
 
 void users_resolve(loader_t *ld)

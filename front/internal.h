@@ -117,7 +117,7 @@ bool mbaps_still_trusted(gw_mbaps_t *t, struct bufferevent *bev, const struct so
  * mbaps.c only when [tls] is enabled, so that a daemon without it never maps
  * libssl). The module calls nothing of the daemon's.
  */
-#define GW_TLS_MODULE_ABI 1
+#define GW_TLS_MODULE_ABI 2
 typedef struct tls_env tls_env_t;
 typedef struct tls_ctx tls_ctx_t;
 typedef struct gw_tls_module {

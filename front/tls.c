@@ -15,7 +15,8 @@
  * Policy (MB-TCP-Security, and the project's own rules):
  *   - TLS 1.2 or newer (min_version 1.3 to insist on 1.3); 1.3 whenever the
  *     client has it, as OpenSSL prefers the highest common version;
- *   - no compression, no renegotiation, the server's order of suites;
+ *   - no compression, no renegotiation, the server's order of suites,
+ *     Mozilla's "intermediate" suites unless [tls] ciphers says others;
  *   - the client must present a certificate that chains to ca_file, is
  *     within its validity and, with crl_file, is not revoked; and it must
  *     carry a role that names a [role NAME] (or get default_role). All of
@@ -42,13 +43,12 @@
 
 #define ROLE_OID "1.3.6.1.4.1.50316.802.1"
 
-/* TLS 1.2 suites, ECDHE and AEAD first; AES128-SHA256 last because the
- * MB-TCP-Security spec requires it of every device. The spec's other one,
- * TLS_RSA_WITH_NULL_SHA256, has no encryption and is not offered. TLS 1.3
- * keeps OpenSSL's three AEAD suites. */
-static const char tls12_suites[] = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
-                                   "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
-                                   "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:AES128-SHA256";
+/* TLS 1.2 suites: module/openssl.c's module_ssl_policy (Mozilla's
+ * "intermediate", ECDHE and AEAD only), or [tls] ciphers. The spec's
+ * mandatory AES128-SHA256 (CBC, no forward secrecy) is no longer offered by
+ * default: `ciphers = ...:AES128-SHA256` adds it for a device that has
+ * nothing better (docs/security.md). TLS_RSA_WITH_NULL_SHA256 (no
+ * encryption) is never offered. */
 
 /*
  * What every context's callbacks need. One per daemon, not per context: a
@@ -231,13 +231,16 @@ static tls_ctx_t *ctx_new(tls_env_t *env, const config_tls_t *tls, char *err, si
         return NULL;
     }
     SSL_CTX_set_app_data(ctx, env);
-    SSL_CTX_set_min_proto_version(ctx, tls->min_version == 13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+    if (module_ssl_policy(ctx, tls->ciphers, tls->min_version, why, sizeof why) != 0) {
+        snprintf(err, cap, "[tls] ciphers: %s", why);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
     /* IGNORE_UNEXPECTED_EOF: most Modbus clients just close the socket, and
      * OpenSSL would take that as a fatal error and drop the session from
      * the cache. Truncation cannot pass for a shorter message here: every
      * MBAP frame carries its own length. */
-    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
-                                 SSL_OP_NO_TICKET | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_IGNORE_UNEXPECTED_EOF);
     /* An idle connection gives its 2 x 16 KiB of record buffers back. */
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_session_id_context(ctx, sid_context, sizeof sid_context - 1);
@@ -249,9 +252,7 @@ static tls_ctx_t *ctx_new(tls_env_t *env, const config_tls_t *tls, char *err, si
         SSL_CTX_set_num_tickets(ctx, 0);
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_peer);
-    if (SSL_CTX_set_cipher_list(ctx, tls12_suites) != 1 || load_files(ctx, tls, err, cap) != 0) {
-        if (!err[0])
-            snprintf(err, cap, "tls: cipher suites refused: %s", module_ssl_error(why, sizeof why));
+    if (load_files(ctx, tls, err, cap) != 0) {
         SSL_CTX_free(ctx);
         return NULL;
     }

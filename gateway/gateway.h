@@ -117,6 +117,7 @@ typedef struct gw_http_metrics {
     atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
     atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
     atomic_uint_fast64_t api_changes, api_refused;   /* web/api.c: files written; requests refused */
+    atomic_uint_fast64_t misdirected;   /* web/host.c: a Host not in server_names (421) */
 } gw_http_metrics_t;
 
 /* metrics.c: the clocks (the counters' helpers are line/line.h's) */

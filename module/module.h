@@ -34,5 +34,12 @@ struct event_base;
 const char *module_ssl_error(char *buf, size_t cap);
 void module_ssl_certificate(const struct ssl_ctx_st *ctx, char *subject, size_t cap, int64_t *not_after);
 struct bufferevent *module_ssl_accept(struct ssl_ctx_st *ctx, struct event_base *base, int fd);
+/* The one TLS policy of both servers (HTTPS, Modbus/TCP Security): Mozilla's
+ * "intermediate" unless tightened: TLS 1.2 (min_version 12) or 1.3 only (13),
+ * TLS 1.2 suites ECDHE with AES-GCM or ChaCha20-Poly1305 (ciphers, OpenSSL's
+ * syntax, replaces them when not empty), TLS 1.3's AEAD suites, the groups
+ * X25519, P-256, P-384; no compression, no renegotiation. -1 with why. */
+extern const char module_ssl_intermediate[];
+int module_ssl_policy(struct ssl_ctx_st *ctx, const char *ciphers, unsigned min_version, char *why, size_t cap);
 
 #endif

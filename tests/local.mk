@@ -91,6 +91,14 @@ EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
 # audit log; curl and Python's ssl against a certificate the test makes.
 TESTS += tests/test_web_auth.py
 EXTRA_DIST += tests/test_web_auth.py
+
+# The web side as an attacker sees it (issue 42): files outside the
+# configuration's folder, forged audit lines, Host (DNS rebinding), the TLS
+# policy of both TLS ports and their handshake counters, the API's
+# temporaries; the real daemon over real sockets, openssl s_client and (when
+# installed) sslscan.
+TESTS += tests/test_web_security.py
+EXTRA_DIST += tests/test_web_security.py
 TESTS += tests/test_api.py
 EXTRA_DIST += tests/test_api.py
 # Live configuration changes (issue 41), by SIGHUP and through /api/, judged by

@@ -116,9 +116,13 @@ def sanitizer_env():
 
 class Gateway:
     def __init__(self, extra_tcp="", bus="port = sim:1,2,3\nbaud = 19200\n", devices=None, extra="",
-                 log_level="info", timeout_ms=150, nofile=None, gateway_extra=""):
+                 log_level="info", timeout_ms=150, nofile=None, gateway_extra="", dir=None):
         self.tcp_port, self.http_port = free_port(), free_port()
-        self.dir = tempfile.mkdtemp(prefix="rtugw-test-")
+        # dir: the caller's folder, where its tag files are (files the
+        # configuration names stay under the configuration's folder); the
+        # caller removes it. Else a folder of its own, removed at stop().
+        self.own_dir = dir is None
+        self.dir = tempfile.mkdtemp(prefix="rtugw-test-") if dir is None else dir
         self.cfg = os.path.join(self.dir, "rtugw.conf")
         devices = devices if devices is not None else "".join(
             f"[device d{s}]\nslave = {s}\ndead_after = {0 if s == 8 else 2}\ndead_backoff_ms = 3000\n"
@@ -191,7 +195,7 @@ class Gateway:
         # Under --enable-sanitizers a report in the daemon's own log is a failure.
         check("ERROR: AddressSanitizer" not in log and "runtime error:" not in log and
               "ThreadSanitizer" not in log, f"no sanitizer report from the daemon ({self.log.name})")
-        if "ERROR:" not in log and "ThreadSanitizer" not in log:   # a report keeps its log
+        if "ERROR:" not in log and "ThreadSanitizer" not in log and self.own_dir:   # a report keeps its log
             shutil.rmtree(self.dir, ignore_errors=True)
         return rc, dt
 

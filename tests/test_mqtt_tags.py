@@ -72,7 +72,7 @@ def test_values_and_writes():
     devices = (f"[device plc]\nslave = 1\norder = CDAB\ntags_file = {d}/tags.csv\n"
                f"[device gone]\nslave = 9\ndead_after = 0\n[tag silent]\ndevice = gone\ntable = holding\n"
                f"address = 0\ntype = uint16\ninterval_ms = 200\n")
-    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=devices, timeout_ms=300, dir=d,
                 extra=mqtt_section(b.port, "gtags", "publish = poll\n"))
     topic = "rtugw/gtags/plc/data"
     # a tag's interval is 200 ms and the planner spreads reads: every tag shows up after a few rounds
@@ -144,7 +144,7 @@ def test_values_and_writes():
 
     # json-per-tag: unit and quality
     sub.msgs.clear()
-    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=devices, timeout_ms=300, dir=d,
                 extra=mqtt_section(b.port, "gpt", "publish = poll\nformat = json-per-tag\n"))
     wait_for(lambda: latest(sub, "rtugw/gpt/plc/float32_ABCD_s") and latest(sub, "rtugw/gpt/gone/silent"), 8)
     one, silent = latest(sub, "rtugw/gpt/plc/float32_ABCD_s"), latest(sub, "rtugw/gpt/gone/silent")
@@ -190,7 +190,7 @@ def test_one_formatter():
     c.on_message = lambda c, u, m: (lock.acquire(), raw.append(m.payload.decode()), lock.release())
     c.connect("127.0.0.1", b.port, keepalive=10)
     c.loop_start()
-    g = Gateway(bus=f"port = {link}\nbaud = 19200\n",
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", dir=d,
                 devices=f"[device plc]\nslave = 1\ntags_file = {d}/tags.csv\n"
                         "[tag temp3]\ndevice = plc\ntable = holding\naddress = 12\ntype = int16\n"
                         "scale = 0.1\ndecimals = 3\ninterval_ms = 200\n",
@@ -236,7 +236,7 @@ def test_change_one_message_per_poll():
     wait_for(lambda: os.path.exists(link), 5)
     b = Broker("change")
     sub = Subscriber(b.port, "rtugw/gch/plc/data", "sub-change", clean=True)
-    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices=f"[device plc]\nslave = 1\ntags_file = {d}/tags.csv\n",
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", dir=d, devices=f"[device plc]\nslave = 1\ntags_file = {d}/tags.csv\n",
                 timeout_ms=300, extra=mqtt_section(b.port, "gch", "publish = change\n"))
     wait_for(lambda: len(sub.messages()) >= 8, 10)
     time.sleep(0.5)
@@ -305,7 +305,7 @@ def test_http_and_mqtt_share_the_overlap_rule():
     b = Broker("overlap")
     sub = Subscriber(b.port, "rtugw/gov/write/response", "sub-overlap", clean=True)
     token = "overlap-token"
-    g = Gateway(bus=f"port = {link}\nbaud = 19200\n",
+    g = Gateway(bus=f"port = {link}\nbaud = 19200\n", dir=d,
                 devices=f"[device plc]\nslave = 1\ndead_after = 0\ntags_file = {d}/tags.csv\n", timeout_ms=1500,
                 extra=f"write_token = {token}\n" + mqtt_section(b.port, "gov"))
     check(wait_for(lambda: g.metrics().get("rtugw_mqtt_connected") == 1, 5), "MQTT up")
@@ -370,7 +370,7 @@ def test_template_15_devices():
                        + ("interval_ms = 1500\n" if k == 3 else "order = ABCD\n" if k == 15 else "")
                        for k in range(1, n + 1)))
     g = Gateway(bus="port = sim:" + ",".join(str(k) for k in range(1, n + 1)) + "\nbaud = 115200\n",
-                devices=devices, timeout_ms=300, extra=mqtt_section(b.port, "gtpl"))
+                devices=devices, timeout_ms=300, extra=mqtt_section(b.port, "gtpl"), dir=d)
 
     def tags():
         st, out = http(g, "GET", "/tags")
@@ -434,7 +434,7 @@ def test_reload_tags_live():
         f.write("name,table,address,type,interval_ms\nv0,holding,0,uint16,200\n")
     b = Broker("reload")
     sub = Subscriber(b.port, "rtugw/#", "sub-reload", clean=True)
-    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=f"[device d]\nslave = 1\ntags_file = {csv_path}\n",
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", dir=d, devices=f"[device d]\nslave = 1\ntags_file = {csv_path}\n",
                 extra=mqtt_section(b.port, "glive", "publish = poll\n"))
     check(wait_for(lambda: all_good(g), 5), "v0 good before the reload")
     sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
@@ -541,7 +541,7 @@ def test_reload_devices_live():
     b = Broker("reload-devices")
     sub = Subscriber(b.port, "rtugw/#", "sub-reload-devices", clean=True)
     tpl = f"[template meter]\ntags_file = {d}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
-    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra=mqtt_section(b.port, "gdev"))
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra=mqtt_section(b.port, "gdev"), dir=d)
     check(wait_for(lambda: all_good(g) and len(tag_values(g)) == 2, 5), "meter1's two tags good before the reload")
     sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=3)
     check(mbap_read(sock, 1, 3) == [1003], "Modbus TCP answers before the reload")
@@ -581,7 +581,7 @@ def test_api_config():
     with open(os.path.join(d, "meter.csv"), "w") as f:
         f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
     tpl = f"[template meter]\ntags_file = {d}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
-    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n")
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n", dir=d)
     auth = {"Authorization": "Bearer s3cret"}
 
     def call(method, path, body=None, headers=None):
@@ -657,7 +657,7 @@ def test_api_sections():
         f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
     tpl = (f"# the meters of hall 2\n[template meter]\ntags_file = {d}/meter.csv\n"
            f"[device meter1]\nslave = 1\ntemplate = meter\n")
-    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n")
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n", dir=d)
     auth = {"Authorization": "Bearer s3cret"}
 
     def rev():

@@ -805,7 +805,7 @@ def test_template_metrics():
     # nested messages, which this decoder cannot tell apart
     devs = f"[template meter]\ntags_file = {csv_path}\ninterval_ms = 100\n" + "".join(
         f"[device m{k}]\nslave = {k}\ntemplate = meter\n" for k in (1, 2, 3))
-    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=devs, extra=sp_section(b.port))
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=devs, extra=sp_section(b.port), dir=WORK)
     names = ("m1", "m2", "m3")
     msgs = births_of(host, 0, devices=names)
     check(msgs is not None, "an NBIRTH and a DBIRTH per templated device")

@@ -81,7 +81,7 @@ def config(tcp, tls, http, mqtt):
 def http_keepalive(port, path):
     """An HTTP/1.1 request on a connection left open after its answer."""
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.sendall(f"GET {path} HTTP/1.1\r\nHost: gw\r\n\r\n".encode())
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     head = b""
     while b"\r\n\r\n" not in head:
         chunk = s.recv(65536)

@@ -68,7 +68,7 @@ class PtySim:
 
 def gateway(d, sim, devices, extra="", timeout_ms=300, tcp_extra=""):
     return Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=timeout_ms,
-                   extra=extra, extra_tcp=tcp_extra)
+                   extra=extra, extra_tcp=tcp_extra, dir=d)
 
 
 def span(tags):
@@ -264,7 +264,7 @@ def test_modicon_addressing():
                "[device raw]\nslave = 2\naddressing = protocol\n"
                "[tag hr]\ndevice = plc\naddress = 40101\ntype = uint16\nwritable = true\ninterval_ms = 200\n"
                "[tag plain]\ndevice = raw\ntable = holding\naddress = 100\ntype = uint16\ninterval_ms = 200\n")
-    g = Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=300,
+    g = Gateway(bus=f"port = {sim.link}\nbaud = 19200\n", devices=devices, timeout_ms=300, dir=d,
                 extra=f"write_token = {TOKEN}\n", gateway_extra="addressing = modicon\n")
     check(wait_for(lambda: all_good(g), 10), "Modicon-addressed tags good")
     v = tag_values(g)
@@ -340,7 +340,7 @@ def test_quality():
     # a client that gives up on its write: the answer comes later to a request whose connection is gone
     body = b'{"value": 6}'
     s = socket.create_connection(("127.0.0.1", g.http_port))
-    s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
+    s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s"
               % (TOKEN.encode(), len(body), body))
     time.sleep(0.2)
     s.close()
@@ -374,7 +374,7 @@ def test_abandoned_writes():
     for _ in range(60):
         try:
             s = socket.create_connection(("127.0.0.1", g.http_port), timeout=2)
-            s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"
+            s.sendall(b"PUT /tags/t HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
                       b"Content-Length: %d\r\n\r\n%s" % (TOKEN.encode(), len(body), body))
             time.sleep(0.01)
             s.close()
@@ -414,7 +414,7 @@ def test_poller_waits_for_places():
     with open(os.path.join(d, "tags.csv"), "w") as f:
         f.write("name,table,address,type\n" + rows)
     devices = f"[device plc]\nslave = 1\ninterval_ms = 3000\ntags_file = {d}/tags.csv\n"
-    g = Gateway(bus=f"port = {sim.link}\nbaud = 9600\nparity = none\nqueue_depth = 8\n", devices=devices,
+    g = Gateway(bus=f"port = {sim.link}\nbaud = 9600\nparity = none\nqueue_depth = 8\n", devices=devices, dir=d,
                 timeout_ms=500, extra_tcp="bus_share = 2\n")
     try:
         busy, t_end = set(), time.time() + 4

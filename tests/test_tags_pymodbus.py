@@ -73,7 +73,7 @@ def test_pymodbus_server():
                "".join(f"[tag h{a}]\ndevice = holes\ntable = holding\naddress = {a}\ntype = {typ}\ninterval_ms = 300\n"
                        for a, typ in ((100, "uint16"), (101, "float32"), (108, "uint16"), (109, "uint16"))))
     # pymodbus answers from Python: on a loaded machine its answers can take long, so a 2 s timeout.
-    g = Gateway(bus=f"port = {gw_end}\nbaud = 19200\nparity = none\n", devices=devices, timeout_ms=2000,
+    g = Gateway(bus=f"port = {gw_end}\nbaud = 19200\nparity = none\n", devices=devices, timeout_ms=2000, dir=d,
                 extra=f"write_token = {TOKEN}\n")
     check(wait_for(lambda: all_good(g), 30, step=0.2), "every tag good (the holes' read split first)")
     check_values(g, tags, "pymodbus")

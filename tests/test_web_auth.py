@@ -481,7 +481,7 @@ def test_audit():
         check(any("login failed for user 'vera'" in e["what"] for e in entries), "a failed login is audited")
         check(any(e["what"] == "login as ada (admin)" for e in entries), "a login is audited")
         log = g.log_text()
-        check("audit: otto (operator) from 127.0.0.1:" in log and "PUT /tags/sp" in log,
+        check('audit: "otto" (operator) from "127.0.0.1:' in log and "PUT /tags/sp" in log,
               "the write is in the daemon's log too")
     finally:
         g.stop()
@@ -629,7 +629,7 @@ def test_browser_configure():
             f.write(rows(bad))
     tpl = (f"[template meter]\ntags_file = {work}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
            "[tag sp]\ndevice = meter1\ntable = holding\naddress = 10\ntype = uint16\nwritable = true\n")
-    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra=TLS + users_section())
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra=TLS + users_section(), dir=work)
     wait_listening(g.http_port, g.p)
     # a Modbus TCP client on one connection all along: every request answered
     seen = {"answers": 0, "lost": 0}

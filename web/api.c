@@ -304,14 +304,17 @@ int api_write_atomically(const char *link, const char *text, size_t len, char *w
         snprintf(why, cap, "the file's name is too long");
         return -1;
     }
+    /* mkstemp makes it 0600, and 0600 it stays while it is only a
+     * temporary: the text may hold secrets (password hashes, the
+     * write_token), and a temporary left by a kill -9 must not show them.
+     * The file's own mode is given back after the rename. */
     struct stat st;
+    bool had_mode = stat(path, &st) == 0;
     int fd = mkstemp(tmp);
     if (fd < 0) {
         snprintf(why, cap, "cannot create a file beside %s: %s", path, strerror(errno));
         return -1;
     }
-    if (stat(path, &st) == 0)
-        (void)fchmod(fd, st.st_mode & 07777);   /* the file keeps its permissions */
     size_t done = 0;
     while (done < len) {
         ssize_t n = write(fd, text + done, len - done);
@@ -322,9 +325,11 @@ int api_write_atomically(const char *link, const char *text, size_t len, char *w
         done += (size_t)n;
     }
     int e = done == len ? (fsync(fd) == 0 ? 0 : errno) : errno ? errno : EIO;
-    close(fd);
     if (e == 0 && rename(tmp, path) != 0)
         e = errno;
+    if (e == 0 && had_mode)
+        (void)fchmod(fd, st.st_mode & 07777);   /* the file keeps its permissions, once in place */
+    close(fd);
     if (e) {
         unlink(tmp);
         snprintf(why, cap, "cannot write %s: %s", path, strerror(e));

@@ -40,6 +40,7 @@
 
 #define API_CSV_MAX_BYTES (4u << 20)   /* a tag file's body: 4 MiB */
 #define API_CSV_MAX_ROWS 10000u        /* physical lines of one tag file */
+#define API_FILE_READ_MAX (64u << 20)  /* a tag file served or replaced: as check reads at most */
 
 /* The file a CSV call is about: a template's, or a device's own (the
  * devices that read it, each with its defaults, in readings). */
@@ -186,15 +187,30 @@ static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, 
     return false;
 }
 
+/* The file's bytes, read beneath the configuration's folder (as check
+ * reads it: config/confine.c); NULL answered (403 for a file that lies
+ * outside, a link out swapped in since check; else 500). */
+static char *read_confined(gw_t *gw, struct evhttp_request *req, const csv_target_t *tg, size_t *len)
+{
+    char why[2 * PATH_MAX + 64], msg[sizeof why + CONFIG_PATH_MAX + 32];
+    char *text = config_read_confined(gw->opt.config_path, tg->tags_file, API_FILE_READ_MAX, len, why, sizeof why);
+    if (text)
+        return text;
+    snprintf(msg, sizeof msg, "tags_file = '%s': %s", tg->tags_file, why);
+    if (errno == EXDEV || errno == ELOOP)
+        api_reply_error(gw, req, 403, "Forbidden", msg);
+    else
+        api_reply_error(gw, req, 500, "Internal Server Error", msg);
+    return NULL;
+}
+
 /* GET: the file's bytes as they are on disk (comments, quoting, order kept). */
-static void get_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const char *path)
+static void get_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const csv_target_t *tg)
 {
     size_t len;
-    char rev[17], etag[20], *text = api_read_file(path, &len);
-    if (!text) {
-        api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
+    char rev[17], etag[20], *text = read_confined(gw, req, tg, &len);
+    if (!text)
         return;
-    }
     api_revision(text, len, rev);
     snprintf(etag, sizeof etag, "\"%s\"", rev);
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
@@ -248,9 +264,8 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
         return;
     }
     size_t old_len, cfg_len;
-    char rev[17], *old = api_read_file(path, &old_len);
+    char rev[17], *old = read_confined(gw, req, tg, &old_len);
     if (!old) {
-        api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
         free(text);
         return;
     }
@@ -379,9 +394,11 @@ bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, str
             device_target(cfg, gw->opt.config_path, (unsigned)di, tg);
         else
             template_target(cfg, ti, tg);
-        if (cmd == EVHTTP_REQ_GET)
-            get_csv(gw, req, b, tg->path);
-        else if (api_admin_ok(gw, req))
+        /* a tag file is the configuration's, as GET /api/config is: an
+         * admin's (with users; without, reads stay open as every read) */
+        if (cmd == EVHTTP_REQ_GET && (!cfg->http.user_count || api_admin_ok(gw, req)))
+            get_csv(gw, req, b, tg);
+        else if (cmd == EVHTTP_REQ_PUT && api_admin_ok(gw, req))
             put_csv(gw, req, b, tg);
         free(tg);
     }

@@ -22,9 +22,11 @@
  * subdomain counted as the same site). A bearer token is never sent by a
  * browser on its own, so it needs no such check.
  *
- * Bounds: sessions, max_sessions (the one nearest its expiry gives way);
- * failed logins remembered per address and per user name, FAILS_MAX
- * entries (the oldest gives way); a password hashed at most
+ * Bounds: sessions, max_sessions_per_user of one user and max_sessions in
+ * all (the one nearest its expiry gives way, never an admin's to another
+ * user's login); failed logins remembered per address and per user name,
+ * in two tables of FAILS_MAX (fails.c: a record still slowing its key
+ * down gives way last, a configured user's never); a password hashed at most
  * VERIFY_PER_SECOND times a second (each costs the I/O thread a few ms and
  * a few MiB for yescrypt's memory: a flood of logins from many addresses
  * is then answered 503 at once, and cannot starve Modbus TCP).
@@ -49,10 +51,7 @@
 #define COOKIE "rtugw_session"
 #define LOGIN_BODY_MAX 1024
 #define PASSWORD_MAX 256
-#define FAILS_FREE 5                    /* failed logins before the slowdown */
-#define FAILS_MAX 256                   /* addresses and user names remembered */
-#define FAIL_DELAY_MAX_S 60
-#define FAIL_FORGET_S 900               /* a record with no failure for this long starts over */
+#define FAILS_MAX 256                   /* addresses remembered; user names remembered (fails.c) */
 #define VERIFY_PER_SECOND 8
 
 typedef struct session {
@@ -62,21 +61,15 @@ typedef struct session {
     uint64_t expires_ns;
 } session_t;
 
-typedef struct fail_record {
-    char key[CONFIG_NAME_MAX + 8];      /* "a:ADDRESS" or "u:USER"; "" : free */
-    unsigned fails;
-    uint64_t last_ns, until_ns;         /* no try before until_ns */
-} fail_record_t;
-
 struct web_auth {
     gw_t *gw;
     bool https;
     session_t *sessions;
     unsigned session_cap;
-    fail_record_t fails[FAILS_MAX];
+    fail_table_t *addr_fails, *user_fails;   /* apart: neither's keys push out the other's (fails.c) */
     uint64_t verify_second;             /* the second the budget is for */
     unsigned verify_used;
-    uint64_t logins, login_failures, login_throttled, login_busy, refused, evicted;
+    uint64_t logins, login_failures, login_throttled, login_busy, refused, evicted, sessions_full;
 };
 
 /* ---- passwords ------------------------------------------------------------------------- */
@@ -201,24 +194,48 @@ static session_t *session_find(web_auth_t *a, const char *token, size_t n)
     return found;
 }
 
-static session_t *session_new(web_auth_t *a, const config_user_t *u)
+/*
+ * A new session for u. Bounds: at most max_sessions_per_user of one user
+ * (its own session nearest its expiry gives way), and max_sessions in all:
+ * when full, the session nearest its expiry of any user but an admin gives
+ * way (u's own may), so no login of another user ends an admin's session
+ * (issue 42: a viewer logging in 64 times logged the admins out). When
+ * every other session is an admin's, *full and NULL.
+ */
+static session_t *session_new(web_auth_t *a, const config_user_t *u, bool *full)
 {
     uint8_t raw[TOKEN_BYTES];
     uint64_t now = gw_now_ns();
-    session_t *slot = NULL;
+    session_t *slot = NULL, *own = NULL, *other = NULL;
+    unsigned mine = 0, per_user = a->gw->cfg->http.max_sessions_per_user;
 
+    *full = false;
+    for (unsigned i = 0; i < a->session_cap; i++) {
+        session_t *s = &a->sessions[i];
+        if (!s->token[0] || s->expires_ns <= now) {
+            slot = slot ? slot : s;
+            continue;
+        }
+        if (strcmp(s->user, u->name) == 0) {
+            mine++;
+            own = !own || s->expires_ns < own->expires_ns ? s : own;
+        } else if (s->role != CONFIG_ROLE_ADMIN) {
+            other = !other || s->expires_ns < other->expires_ns ? s : other;
+        }
+    }
+    if (own && per_user && mine >= per_user)
+        slot = own;   /* its own oldest gives way: max_sessions_per_user */
+    else if (!slot)
+        slot = own && (!other || own->expires_ns < other->expires_ns) ? own : other;
+    if (!slot) {
+        a->sessions_full++;
+        *full = true;
+        return NULL;
+    }
+    if (slot->token[0] && slot->expires_ns > now)
+        a->evicted++;
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
         return NULL;
-    for (unsigned i = 0; i < a->session_cap && !slot; i++)
-        if (!a->sessions[i].token[0] || a->sessions[i].expires_ns <= now)
-            slot = &a->sessions[i];
-    if (!slot) {   /* full: the one nearest its expiry gives way */
-        slot = &a->sessions[0];
-        for (unsigned i = 1; i < a->session_cap; i++)
-            if (a->sessions[i].expires_ns < slot->expires_ns)
-                slot = &a->sessions[i];
-        a->evicted++;
-    }
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(slot->token + 2 * i, 3, "%02x", raw[i]);
     explicit_bzero(raw, sizeof raw);
@@ -348,7 +365,7 @@ bool web_auth_require(gw_t *gw, struct evhttp_request *req, config_user_role_t n
              who.role == CONFIG_ROLE_OPERATOR || who.role == CONFIG_ROLE_ADMIN ? "an" : "a",
              config_user_role_name(who.role), config_user_role_name(need));
     if (!is_read(req))
-        web_audit(gw, req, "refused: %s", why);
+        web_audit_refused(gw, req, "refused: %s", why);
     web_reply_error(req, 403, "Forbidden", why);
     return false;
 }
@@ -392,61 +409,6 @@ bool web_auth_route(web_auth_t *a, struct evhttp_request *req, const char *path)
         return true;
     }
     return web_auth_require(a->gw, req, need);
-}
-
-/* ---- failed logins --------------------------------------------------------------------- */
-
-static fail_record_t *fail_find(web_auth_t *a, const char *key, bool make)
-{
-    uint64_t now = gw_now_ns();
-    fail_record_t *free_slot = NULL, *oldest = &a->fails[0];
-    for (unsigned i = 0; i < FAILS_MAX; i++) {
-        fail_record_t *f = &a->fails[i];
-        if (f->key[0] && now - f->last_ns > FAIL_FORGET_S * 1000000000ull)
-            f->key[0] = 0;   /* forgotten */
-        if (!f->key[0]) {
-            free_slot = free_slot ? free_slot : f;
-            continue;
-        }
-        if (strcmp(f->key, key) == 0)
-            return f;
-        if (f->last_ns < oldest->last_ns)
-            oldest = f;
-    }
-    if (!make)
-        return NULL;
-    fail_record_t *f = free_slot ? free_slot : oldest;
-    *f = (fail_record_t){ .last_ns = now };
-    snprintf(f->key, sizeof f->key, "%s", key);
-    return f;
-}
-
-/* Seconds until a try is heard again for this key; 0: now. */
-static unsigned fail_wait_s(web_auth_t *a, const char *key)
-{
-    fail_record_t *f = fail_find(a, key, false);
-    uint64_t now = gw_now_ns();
-    return f && f->until_ns > now ? (unsigned)((f->until_ns - now + 999999999ull) / 1000000000ull) : 0;
-}
-
-/* After FAILS_FREE failures each one more doubles the wait: 1 s, 2 s, 4 s ... 60 s. */
-static void fail_note(web_auth_t *a, const char *key)
-{
-    fail_record_t *f = fail_find(a, key, true);
-    uint64_t now = gw_now_ns();
-    f->fails++;
-    f->last_ns = now;
-    if (f->fails >= FAILS_FREE) {
-        unsigned shift = f->fails - FAILS_FREE, s = shift >= 6 ? FAIL_DELAY_MAX_S : 1u << shift;
-        f->until_ns = now + (uint64_t)(s < FAIL_DELAY_MAX_S ? s : FAIL_DELAY_MAX_S) * 1000000000ull;
-    }
-}
-
-static void fail_clear(web_auth_t *a, const char *key)
-{
-    fail_record_t *f = fail_find(a, key, false);
-    if (f)
-        f->key[0] = 0;
 }
 
 /* ---- /login, /logout, /whoami ---------------------------------------------------------- */
@@ -538,7 +500,7 @@ static void on_login(web_auth_t *a, struct evhttp_request *req)
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     char body[LOGIN_BODY_MAX + 1], user[CONFIG_NAME_MAX], password[PASSWORD_MAX + 1], why[320];
-    char addr_key[80], user_key[CONFIG_NAME_MAX + 8], addr[64];
+    char addr[64];
 
     if (!cfg->user_count) {
         web_reply_error(req, 404, "Not Found", "no users are configured ([user NAME]): nothing to log in to");
@@ -557,9 +519,8 @@ static void on_login(web_auth_t *a, struct evhttp_request *req)
         return;
     }
     peer_of(req, false, addr, sizeof addr);
-    snprintf(addr_key, sizeof addr_key, "a:%s", addr);
-    snprintf(user_key, sizeof user_key, "u:%s", user);
-    unsigned wait = fail_wait_s(a, addr_key), wait_user = fail_wait_s(a, user_key);
+    uint64_t now = gw_now_ns();
+    unsigned wait = fail_wait_s(a->addr_fails, addr, now), wait_user = fail_wait_s(a->user_fails, user, now);
     if (wait || wait_user) {
         a->login_throttled++;
         explicit_bzero(password, sizeof password);
@@ -584,20 +545,28 @@ static void on_login(web_auth_t *a, struct evhttp_request *req)
     explicit_bzero(password, sizeof password);
     if (!ok) {
         a->login_failures++;
-        fail_note(a, addr_key);
-        fail_note(a, user_key);
-        web_audit(a->gw, req, "login failed for user '%s'", user);
+        fail_note(a->addr_fails, addr, false, now);
+        fail_note(a->user_fails, user, u != NULL, now);   /* a real user's record is never pushed out */
+        /* a name that is no user's is not logged: it may be a password typed in the wrong field */
+        if (u)
+            web_audit_refused(a->gw, req, "login failed for user '%s'", u->name);
+        else
+            web_audit_refused(a->gw, req, "login failed for an unknown user");
         web_reply_error(req, 401, "Unauthorized", "wrong user or password");
         return;
     }
-    fail_clear(a, addr_key);
-    fail_clear(a, user_key);
-    session_t *s = session_new(a, u);
+    fail_clear(a->addr_fails, addr, now);
+    fail_clear(a->user_fails, user, now);
+    bool full = false;
+    session_t *s = session_new(a, u, &full);
     struct evbuffer *b = evbuffer_new();
     if (!s || !b) {
         if (b)
             evbuffer_free(b);
-        web_reply_error(req, 500, "Internal Server Error", "no session: out of randomness or memory");
+        if (full)
+            reply_wait(req, 503, "Service Unavailable", 60, "no session free: every session is an admin's");
+        else
+            web_reply_error(req, 500, "Internal Server Error", "no session: out of randomness or memory");
         return;
     }
     a->logins++;
@@ -685,8 +654,11 @@ web_auth_t *web_auth_new(gw_t *gw)
     a->gw = gw;
     a->https = cfg->tls_cert[0] != 0;
     a->session_cap = cfg->user_count ? cfg->max_sessions : 0;
-    if (a->session_cap && !(a->sessions = calloc(a->session_cap, sizeof *a->sessions))) {
-        free(a);
+    a->addr_fails = fail_table_new(FAILS_MAX);
+    a->user_fails = fail_table_new(FAILS_MAX);
+    if ((a->session_cap && !(a->sessions = calloc(a->session_cap, sizeof *a->sessions))) || !a->addr_fails ||
+        !a->user_fails) {
+        web_auth_free(a);
         return NULL;
     }
     return a;
@@ -723,6 +695,8 @@ void web_auth_free(web_auth_t *a)
     if (a->sessions)
         explicit_bzero(a->sessions, a->session_cap * sizeof *a->sessions);
     free(a->sessions);
+    fail_table_free(a->addr_fails);
+    fail_table_free(a->user_fails);
     free(a);
 }
 
@@ -745,11 +719,28 @@ void web_auth_metrics(const web_auth_t *a, struct evbuffer *b)
                            "# TYPE rtugw_http_auth_refused_total counter\nrtugw_http_auth_refused_total %llu\n"
                            "# HELP rtugw_http_sessions Sessions open\n"
                            "# TYPE rtugw_http_sessions gauge\nrtugw_http_sessions %u\n"
-                           "# HELP rtugw_http_sessions_evicted_total Sessions ended early: max_sessions reached\n"
-                           "# TYPE rtugw_http_sessions_evicted_total counter\nrtugw_http_sessions_evicted_total %llu\n",
+                           "# HELP rtugw_http_sessions_evicted_total Sessions ended early: max_sessions or "
+                           "max_sessions_per_user reached\n"
+                           "# TYPE rtugw_http_sessions_evicted_total counter\nrtugw_http_sessions_evicted_total %llu\n"
+                           "# HELP rtugw_http_sessions_full_total Logins refused (503): every other session an "
+                           "admin's\n"
+                           "# TYPE rtugw_http_sessions_full_total counter\nrtugw_http_sessions_full_total %llu\n",
                         (unsigned long long)a->logins, (unsigned long long)a->login_failures,
                         (unsigned long long)a->login_throttled, (unsigned long long)a->login_busy,
-                        (unsigned long long)a->refused, sessions_active(a), (unsigned long long)a->evicted);
+                        (unsigned long long)a->refused, sessions_active(a), (unsigned long long)a->evicted,
+                        (unsigned long long)a->sessions_full);
+    evbuffer_add_printf(b, "# HELP rtugw_http_login_records_evicted_total Failed-login records pushed out by new "
+                           "keys (table: address or user; penalized: it was slowing its key down)\n"
+                           "# TYPE rtugw_http_login_records_evicted_total counter\n");
+    const fail_table_t *tables[2] = { a->addr_fails, a->user_fails };
+    for (int k = 0; k < 2; k++) {
+        uint64_t ev, pen;
+        fail_evictions(tables[k], &ev, &pen);
+        evbuffer_add_printf(b, "rtugw_http_login_records_evicted_total{table=\"%s\",penalized=\"false\"} %llu\n"
+                               "rtugw_http_login_records_evicted_total{table=\"%s\",penalized=\"true\"} %llu\n",
+                            k ? "user" : "address", (unsigned long long)(ev - pen), k ? "user" : "address",
+                            (unsigned long long)pen);
+    }
 }
 
 void web_auth_peer(struct evhttp_request *req, char *out, size_t cap)

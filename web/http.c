@@ -33,6 +33,7 @@ typedef struct http_conn {
     bool refuse;                   /* beyond max_connections */
     bool held;                     /* a request of it waits for a bus (a tag write) */
     bool nodelay;                  /* TCP_NODELAY set (at its first request) */
+    bool handshaken;               /* HTTPS: its handshake finished (seen while it was open) */
     struct http_conn *next;
 } http_conn_t;
 
@@ -237,6 +238,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
     gw_count(&h->gw->http_metrics.requests);
+    if (c && h->tls)
+        c->handshaken = true;   /* a request came through: its handshake finished */
+    if (!web_host_check(h->gw, req))
+        return;   /* another Host (DNS rebinding), none, or an ambiguous length */
     if (!web_auth_route(h->auth, req, path))
         return;   /* refused: no session, a role too low, cross-site */
     if (path && (web_auth_handle(h->auth, req, path) || http_tags_request(h->tags, req, path) ||
@@ -373,12 +378,17 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     for (http_conn_t **pp = &h->conns, *c; (c = *pp) != NULL;) {
         if (released(c->bev)) {
             *pp = c->next;
-            http_tls_released(h->tls, c->bev);
+            http_tls_released(h->tls, c->bev, c->handshaken);
             bufferevent_decref(c->bev);   /* the last reference: closes its descriptor */
             free(c);
             h->active--;
             continue;
         }
+        /* Judged while it is open: once shut down (an answer with
+         * Connection: close, an idle keep-alive cut), OpenSSL no longer says
+         * its handshake had finished, and it was counted a failed one. */
+        if (h->tls && !c->handshaken)
+            c->handshaken = http_tls_established(h->tls, c->bev);
         struct evhttp_connection *abandoned = c->held && client_gone(c->bev)
                                                   ? http_tags_abandon(h->tags, c->bev) : NULL;
         if (abandoned) {
@@ -461,6 +471,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_POST |
                                               EVHTTP_REQ_DELETE);
     evhttp_set_gencb(h->http, on_request, h);
+    web_remove_stale_temporaries(gw);   /* before the API can make new ones */
     if (web_start(gw, err, errcap) != 0) {
         http_free(h);
         return NULL;
@@ -472,11 +483,12 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
  * SIGHUP (daemon/control.c): what of [http] can change while it runs does.
  * The users (when there were some and still are: no users is another way
  * of working, reads open and writes by write_token), the write_token,
- * metrics_open and session_timeout_s are taken as they are; sessions the
- * new users no longer back end (auth.c). With HTTPS on before and after,
- * the certificate and key are read again, whether their paths changed or a
- * renewal rewrote the files: new connections get them, open ones keep
- * theirs; if they do not load, the running ones stay and the log says why.
+ * server_names, metrics_open and session_timeout_s are taken as they are;
+ * sessions the new users no longer back end (auth.c). With HTTPS on before
+ * and after, the certificate and key (with tls_ciphers and tls_min_version)
+ * are read again, whether their paths changed or a renewal rewrote the
+ * files: new connections get them, open ones keep theirs; if they do not
+ * load, the running ones stay and the log says why.
  * The rest (the listener, its bounds, HTTPS on or off, users from none or
  * to none) is named in restart, as the other sections' keys are.
  */
@@ -496,7 +508,10 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
         if (tls_live) {
             memset(both[k]->tls_cert, 0, sizeof both[k]->tls_cert);
             memset(both[k]->tls_key, 0, sizeof both[k]->tls_key);
+            memset(both[k]->tls_ciphers, 0, sizeof both[k]->tls_ciphers);
+            both[k]->tls_min_version = 0;
         }
+        memset(both[k]->server_names, 0, sizeof both[k]->server_names);
         memset(both[k]->write_token, 0, sizeof both[k]->write_token);
         both[k]->metrics_open = false;
         both[k]->session_timeout_s = 0;
@@ -520,10 +535,13 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
         } else {
             memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);
             memcpy(run->tls_key, f->tls_key, sizeof run->tls_key);
+            memcpy(run->tls_ciphers, f->tls_ciphers, sizeof run->tls_ciphers);
+            run->tls_min_version = f->tls_min_version;
             gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS certificate read again from %s", f->tls_cert);
         }
     }
     memcpy(run->write_token, f->write_token, sizeof run->write_token);
+    memcpy(run->server_names, f->server_names, sizeof run->server_names);
     run->metrics_open = f->metrics_open;
     run->session_timeout_s = f->session_timeout_s;
 }

@@ -67,7 +67,8 @@ http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
-    if (!(t->m = load_module(err, errcap)) || !(t->ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, err, errcap))) {
+    if (!(t->m = load_module(err, errcap)) ||
+        !(t->ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version, err, errcap))) {
         free(t);
         return NULL;
     }
@@ -77,7 +78,8 @@ http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
 
 int http_tls_reload(http_tls_t *t, const config_http_t *cfg, char *err, size_t errcap)
 {
-    https_ctx_t *ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, err, errcap);
+    https_ctx_t *ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version, err,
+                                     errcap);
     if (!ctx)
         return -1;
     t->m->ctx_free(t->ctx);   /* connections still open hold their own references */
@@ -99,10 +101,17 @@ struct bufferevent *http_tls_bev(http_tls_t *t, struct event_base *base)
     return t ? t->m->accept(t->ctx, base) : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 }
 
-void http_tls_released(http_tls_t *t, struct bufferevent *bev)
+/* handshaken: the connection was seen established while open (a request
+ * came, or the sweep saw it): after an SSL_shutdown OpenSSL says no more. */
+void http_tls_released(http_tls_t *t, struct bufferevent *bev, bool handshaken)
 {
     if (t)
-        (*(t->m->established(bev) ? &t->established : &t->failed))++;
+        (*(handshaken || t->m->established(bev) ? &t->established : &t->failed))++;
+}
+
+bool http_tls_established(const http_tls_t *t, struct bufferevent *bev)
+{
+    return t && t->m->established(bev);
 }
 
 void http_tls_metrics(gw_t *gw, const http_tls_t *t, struct evbuffer *b)

@@ -14,8 +14,10 @@
  * front/'s module table is front/'s own. This file calls nothing of the
  * daemon's; its only exported symbol is rtugw_https_module.
  *
- * Policy: TLS 1.2 or newer, no compression, no renegotiation, the server's
- * order of suites (OpenSSL's default list: browsers and curl share it), no
+ * Policy: module/openssl.c's module_ssl_policy, Mozilla's "intermediate"
+ * (TLS 1.2 with ECDHE and AEAD suites only, and TLS 1.3; [http]
+ * tls_ciphers and tls_min_version tighten it), no compression, no
+ * renegotiation, the server's order of suites, no
  * client certificate (users log in: web/auth.c), a bounded server-side
  * session cache and no tickets (nothing to rotate, nothing that outlives a
  * restart).
@@ -36,7 +38,8 @@
 #define SESSION_CACHE 128
 
 /* OpenSSL's most recent error, for a message; "" when there is none. */
-static https_ctx_t *ctx_new(const char *cert, const char *key, char *err, size_t cap)
+static https_ctx_t *ctx_new(const char *cert, const char *key, const char *ciphers, unsigned min_version, char *err,
+                            size_t cap)
 {
     static const unsigned char sid_context[] = "rtugw-https";
     char why[256];
@@ -46,9 +49,12 @@ static https_ctx_t *ctx_new(const char *cert, const char *key, char *err, size_t
         snprintf(err, cap, "[http] tls: cannot make a context: %s", module_ssl_error(why, sizeof why));
         return NULL;
     }
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE |
-                                 SSL_OP_NO_TICKET);
+    if (module_ssl_policy(ctx, ciphers, min_version, why, sizeof why) != 0) {
+        snprintf(err, cap, "[http] tls_ciphers: %s", why);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
     /* An idle keep-alive connection gives its 2 x 16 KiB of record buffers back. */
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_session_id_context(ctx, sid_context, sizeof sid_context - 1);

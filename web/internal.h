@@ -55,6 +55,29 @@ void http_reload_status(gw_t *gw, struct evbuffer *b);
  * what (the path after /api/) is not one. */
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);
 
+/* fails.c (I/O thread): a bounded table of failed-login records by key
+ * (auth.c keeps one for addresses, one for user names). fail_wait_s: the
+ * seconds until key is heard again (0: now); fail_note: one more failure
+ * (protect: never pushed out by other keys); fail_clear: a success. */
+typedef struct fail_table fail_table_t;
+fail_table_t *fail_table_new(unsigned cap);
+void fail_table_free(fail_table_t *t);
+unsigned fail_wait_s(fail_table_t *t, const char *key, uint64_t now);
+void fail_note(fail_table_t *t, const char *key, bool protect, uint64_t now);
+void fail_clear(fail_table_t *t, const char *key, uint64_t now);
+void fail_evictions(const fail_table_t *t, uint64_t *evicted, uint64_t *evicted_penalized);
+
+/* host.c (I/O thread): false when req was answered (421 for a Host not in
+ * [http] server_names; 400 for HTTP/1.1 without Host, two Hosts, two
+ * Content-Lengths that differ), the connection then closed. */
+bool web_host_check(gw_t *gw, struct evhttp_request *req);
+/* Whether a Host's name (port and brackets taken off) is served. */
+bool web_host_allowed(const config_http_t *cfg, const char *host);
+
+/* stale.c: at start, removes (and logs) the NAME.api-XXXXXX temporaries a
+ * killed write left beside the configuration and its tag files; how many. */
+unsigned web_remove_stale_temporaries(gw_t *gw);
+
 /* web.c (I/O thread): the web page's files and GET /frames. web_start makes
  * the frame ring when [http] frame_ring is set, web_stop frees it once the
  * buses are stopped; web_handle answers req when path is one of its own. */
@@ -123,6 +146,10 @@ web_audit_t *web_audit_new(void);
 void web_audit_free(web_audit_t *au);
 __attribute__((format(printf, 3, 4)))
 void web_audit(gw_t *gw, struct evhttp_request *req, const char *fmt, ...);
+/* A refusal (a write refused for its role, a failed login): logged as any
+ * entry, kept in a ring of its own, repeats from one address counted. */
+__attribute__((format(printf, 3, 4)))
+void web_audit_refused(gw_t *gw, struct evhttp_request *req, const char *fmt, ...);
 void web_audit_json(gw_t *gw, struct evhttp_request *req);
 
 /*
@@ -144,7 +171,9 @@ void http_tls_free(http_tls_t *t);
  * that handshakes first, or plain with t NULL. NULL: out of memory. */
 struct bufferevent *http_tls_bev(http_tls_t *t, struct event_base *base);
 /* evhttp is done with bev: counted as a finished or failed handshake. */
-void http_tls_released(http_tls_t *t, struct bufferevent *bev);
+void http_tls_released(http_tls_t *t, struct bufferevent *bev, bool handshaken);
+/* Whether bev's handshake has finished (false for plain HTTP: t NULL). */
+bool http_tls_established(const http_tls_t *t, struct bufferevent *bev);
 void http_tls_metrics(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
 /* ,"tls":{...} (MB-TCP-Security) and ,"https":{...} of /status. */
 void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
@@ -154,13 +183,14 @@ void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b);
  * http_tls.c only when [http] tls_cert is set, so that a daemon without it
  * never maps libssl). The module calls nothing of the daemon's.
  */
-#define WEB_HTTPS_MODULE_ABI 1
+#define WEB_HTTPS_MODULE_ABI 2
 typedef struct https_ctx https_ctx_t;
 typedef struct web_https_module {
     unsigned abi;   /* WEB_HTTPS_MODULE_ABI */
     /* A server context of the certificate chain and key files (PEM); NULL
      * with err naming the file and OpenSSL's reason. */
-    https_ctx_t *(*ctx_new)(const char *cert, const char *key, char *err, size_t cap);
+    https_ctx_t *(*ctx_new)(const char *cert, const char *key, const char *ciphers, unsigned min_version, char *err,
+                            size_t cap);
     void (*ctx_free)(https_ctx_t *ctx);   /* open connections keep theirs */
     void (*ctx_certificate)(const https_ctx_t *ctx, char *subject, size_t cap, int64_t *not_after);
     /* A bufferevent that runs the server side of a handshake once evhttp

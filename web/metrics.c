@@ -241,6 +241,7 @@ static const metric_def_t http_defs[] = {
     HM(tag_writes_abandoned, "Tag writes whose client closed before the answer: its connection freed at once"),
     HM(api_changes, "Configuration changes written and applied through /api/"),
     HM(api_refused, "/api/ requests refused (token, revision, body, check)"),
+    HM(misdirected, "HTTP requests refused 421: their Host is not one of [http] server_names"),
 };
 
 static void http_metrics_text(gw_t *gw, struct evbuffer *b)
