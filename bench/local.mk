@@ -57,4 +57,4 @@ EXTRA_DIST += tests/test_bench_footprint.sh
 # Overload without collapse (issue 30): 10 and 1,000 looping Modbus TCP
 # clients on 4 simulated buses, and a priority master under a flood, side by
 # side for several builds (--bin). A script, like bench/footprint.py.
-EXTRA_DIST += bench/overload.py bench/idle_conns.py bench/machine_load.py bench/give-up-recovery.py
+EXTRA_DIST += bench/overload.py bench/idle_conns.py bench/machine_load.py bench/give-up-recovery.py bench/device_server.py

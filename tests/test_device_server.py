@@ -301,14 +301,14 @@ def one_run(seed, equal, profile):
     check(srv.faults.get("foreign", 0) > 0 and srv.faults.get("close", 0) > 0,
           f"seed {seed} ({mode}): the server mixed addresses and closed connections ({srv.faults})")
     check(rc == 0, f"seed {seed} ({mode}): the gateway stops cleanly (rc {rc})")
-    return len(out["wrong"])
+    return {"wrong": len(out["wrong"]), "data": out["data"], "exc": out["exc"], "faults": dict(srv.faults)}
 
 
 def main():
     wrong = 0
     for seed in SEEDS:
         for equal in (False, True):
-            wrong += one_run(seed, equal, PROFILE)
+            wrong += one_run(seed, equal, PROFILE)["wrong"]
     print(f"device server: {len(SEEDS)} seeds x 2 value modes, {SECONDS:g} s each: {wrong} wrong answers")
     finish("test_device_server")
 

@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""What issue 40's guarantees cost on an RTU-over-TCP bus (I3's two talkers,
+I7-I9: line/foreign.c), side by side with another build: the device server
+of tests/test_device_server.py, four pymodbus clients, answers with data per
+second, per run, for each build in turn (so both see the same machine).
+
+    bench/device_server.py OLD_RTUGW [NEW_RTUGW] [--profile issue|fast|none]
+                           [--scale S] [--seconds T] [--rounds N]
+
+--profile none --scale 0: a healthy device server (no fault): the cost on a
+line where nothing goes wrong. The issue's own mix: --profile issue --scale 1.
+Prints median and p10-p90 of data answers/s per build, their ratio, and the
+wrong answers each got (a build that lets another slave's frame through).
+"""
+import argparse
+import os
+import statistics
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "tests"))
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    k = (len(xs) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old")
+    ap.add_argument("new", nargs="?", default=os.path.join(here, "..", "rtugw"))
+    ap.add_argument("--profile", default="issue")
+    ap.add_argument("--scale", default="1")
+    ap.add_argument("--seconds", default="10")
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    os.environ["RTUGW_DEVSERVER_SCALE"] = a.scale
+    os.environ["RTUGW_DEVSERVER_SECONDS"] = a.seconds
+    import rtugwtest
+    import test_device_server as t
+    builds = {"old": a.old, "new": a.new}
+    rate = {k: [] for k in builds}
+    wrong = {k: 0 for k in builds}
+    for r in range(a.rounds):
+        for name, path in builds.items():
+            rtugwtest.BIN = path
+            res = t.one_run(100 + r, r % 2 == 1, a.profile)
+            rate[name].append(res["data"] / float(a.seconds))
+            wrong[name] += res["wrong"]
+    print(f"\n| device server, profile {a.profile} x{a.scale}, {a.rounds} runs of {a.seconds} s | "
+          "data answers/s median (p10-p90) | wrong |")
+    print("|---|---|---|")
+    for name in builds:
+        xs = rate[name]
+        print(f"| {name} ({builds[name]}) | {statistics.median(xs):.1f} ({quantile(xs, .1):.1f}-"
+              f"{quantile(xs, .9):.1f}) | {wrong[name]} |")
+    ratios = [n / o for n, o in zip(rate["new"], rate["old"]) if o]
+    if ratios:
+        print(f"| new/old, run by run | {statistics.median(ratios):.3f} ({quantile(ratios, .1):.3f}-"
+              f"{quantile(ratios, .9):.3f}) | |")
+
+
+if __name__ == "__main__":
+    main()
