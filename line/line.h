@@ -1,9 +1,10 @@
 /*
  * line/line.h -- the line core: one bus's line discipline as a state machine
  * with no I/O and no clock of its own. It owns: the request queues, the one
- * attempt on the wire, retries and guards, the invariants F and I1-I6
+ * attempt on the wire, retries and guards, the invariants F and I1-I9
  * (stated above the code in line/discipline.c; frames heard are applied to
- * them in line/receive.c, copies in copies.c, shapes in shapes.c), each slave's state
+ * them in line/receive.c, copies in copies.c, shapes in shapes.c, frames
+ * with another slave's address in foreign.c), each slave's state
  * (adaptive timeout, back-off, copies), the framer that turns timestamped
  * bytes into frames, and the bus's counters. It may call: parser/
  * (framing, decoding), routing/ (the decode path per frame size, when the
