@@ -58,8 +58,17 @@ GROUP, EDGE = "plant", "edge1"
 # ---- an independent decoder: protoc --decode_raw's text, parsed ------------------------------
 
 
+_decoded = {}   # payload -> decode_raw's answer: the host's since() decodes its messages again on every call
+
+
 def decode_raw(payload):
     """{field: [values]}: ints, ('f32'|'f64', bits), strings, nested dicts."""
+    if payload not in _decoded:
+        _decoded[payload] = _decode_raw(payload)
+    return _decoded[payload]
+
+
+def _decode_raw(payload):
     out = subprocess.run(["protoc", "--decode_raw"], input=payload, capture_output=True)
     if out.returncode != 0:
         print(f"protoc --decode_raw failed on {payload.hex()}: {out.stderr.decode(errors='replace').strip()}",
