@@ -77,6 +77,34 @@
  *   request has are doubted for up to that long, on a master that never
  *   changes shape (the retries aside).
  *
+ * What a tap can know of the master's timeout (issue 40), and why no answer
+ * later than it is used:
+ *
+ *   T1 (the heard timeout). The master asks again only once it has an answer
+ *   or its timeout has run out. A wait with nothing heard in it (no frame,
+ *   no damaged frame, no noise) from a request's last byte to the master's
+ *   next request is therefore at least the master's timeout; the shortest
+ *   such wait heard is the heard timeout, an upper bound of the master's
+ *   (a retry's wait is the tightest: its own timeout plus turnaround). A
+ *   wait that held something proves nothing (the master may have stopped at
+ *   a damaged answer) and is not counted. Nothing heard: no bound known.
+ *   T2 (late answers are never used). An answer whose first byte comes later
+ *   than the heard timeout after the pending request's last byte came after
+ *   the master gave up on that request (T1), and after it gave up on every
+ *   earlier one, which are older still. The master did not take it, for any
+ *   request, so the tap does not either: DOUBTFUL, counted (st.late), and the
+ *   pending request stays owed (P5; its own answer may be yet to come).
+ *   So the answer of issue 40 (one queued for a question given up on, heard
+ *   600 ms into a 100 ms master's next wait, after P5 forgave the debt) is
+ *   refused by T2 whatever the debt says.
+ *   The limit (what a tap cannot know): an answer inside the heard timeout of
+ *   the pending request, of its shape, that a slave owed for an older
+ *   question whose debt P5 forgave (a slave later than 4x the heard timeout
+ *   on a question, or one that repeats old answers) cannot be told from the
+ *   pending request's own answer; the master takes it too. The heard timeout
+ *   is an upper bound: answers between the master's timeout and it are not
+ *   refused. tests/test_pair_explore.c shows both in its model.
+ *
  * Bounded: one pending request, one held answer, 256 slave records of
  * RTU_PAIR_OWED owed requests each (the oldest forgotten past that) and a
  * ring of RTU_PAIR_QUEUE events, all in the one allocation of rtu_pairer_new;
@@ -123,6 +151,9 @@ struct rtu_pairer {
     bool ans_owed_later;       /* P5 for the held answer waits for P4's verdict */
     const char *ans_why;
     uint64_t ans_noise_mark;
+    bool req_quiet;            /* T1: nothing heard (frame, damaged frame, noise) since the pending request */
+    uint64_t req_noise_mark;   /* ... the noise count when it came */
+    uint64_t heard_timeout_ns; /* T1: the master's timeout as heard (0: none heard yet) */
     rtu_frame_t req, ans;
     rtu_pair_event_t q[RTU_PAIR_QUEUE];
     unsigned q_head, q_len;
@@ -195,6 +226,7 @@ static uint16_t req_address(const rtu_frame_t *r)
 }
 
 static const char p4_why[] = "equal to what the slave said last, for another request (a copy?)";
+static const char p4_late_why[] = "later than the master's timeout as heard";
 
 static void owed_answer(rtu_pairer_t *p, pair_slave_t *s, const rtu_frame_t *x);
 static void owed_keep_newest(pair_slave_t *s);
@@ -340,13 +372,13 @@ static void owed_answer(rtu_pairer_t *p, pair_slave_t *s, const rtu_frame_t *x)
     }
     if (stale_other)
         doubt(p, "may be the late answer of an earlier request the master gave up on");
-    if (stale_other || stale_retry)
-        owed_pay_oldest(s);   /* the pending request stays owed */
+    if (stale_other || stale_retry || p->ans_doubtful)
+        owed_pay_oldest(s);   /* the pending request stays owed (T2: its own may be yet to come) */
     else
         s->owed_n = 0;        /* its own answer: all paid */
 }
 
-static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
+static void on_request(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes)
 {
     settle(p);
     p->st.requests++;
@@ -354,6 +386,10 @@ static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
     if (p->have_req) {   /* P2: the master gave up on the pending request */
         /* the master's timeout as heard: its last byte to the next request */
         uint64_t timeout_ns = f->t_first_ns > p->req.t_last_ns ? f->t_first_ns - p->req.t_last_ns : 0;
+        /* T1: a wait with nothing in it is one the master sat out to its timeout */
+        if (p->req_quiet && noise_bytes == p->req_noise_mark && timeout_ns &&
+            (!p->heard_timeout_ns || timeout_ns < p->heard_timeout_ns))
+            p->heard_timeout_ns = timeout_ns;
         rtu_pair_event_t *ev = push(p, RTU_PAIR_UNANSWERED);
         if (ev) {
             ev->request = p->req;
@@ -377,6 +413,8 @@ static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
     p->req = *f;
     p->have_req = true;
     p->req_retry = retry;
+    p->req_quiet = true;
+    p->req_noise_mark = noise_bytes;
     owed_add(&p->slaves[f->adu[0]], f);
 }
 
@@ -433,6 +471,13 @@ static void on_answer(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
                    s->heard_for != for_address;
     if (p->ans_equal && s->verdict != VERDICT_GENUINE)
         doubt(p, p4_why);   /* P4 */
+    /* T2: later than the master's timeout as heard after the pending request:
+     * the master had given up on it, whichever request this answers. */
+    uint64_t latency = f->t_first_ns > p->req.t_last_ns ? f->t_first_ns - p->req.t_last_ns : 0;
+    if (p->heard_timeout_ns && latency > p->heard_timeout_ns) {
+        p->st.late++;
+        doubt(p, p4_late_why);
+    }
     heard(p, f, for_address);
     /* P5; what P4 takes for a copy is settled with its verdict (settle) */
     p->ans_owed_later = p->ans_equal && s->verdict != VERDICT_GENUINE;
@@ -445,6 +490,7 @@ void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
     if (p->have_ans && noise_bytes > p->ans_noise_mark)
         doubt(p, "noise after the answer");
     if (!f->crc_ok) {
+        p->req_quiet = false;
         if (p->have_ans)
             doubt(p, "a damaged frame after the answer");
         rtu_pair_event_t *ev = push(p, RTU_PAIR_DAMAGED);
@@ -452,10 +498,12 @@ void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
             ev->answer = *f;
         return;
     }
-    if (f->is_request)
-        on_request(p, f);
-    else
+    if (f->is_request) {
+        on_request(p, f, noise_bytes);
+    } else {
+        p->req_quiet = false;   /* T1: the wait held something */
         on_answer(p, f, noise_bytes);
+    }
 }
 
 void rtu_pairer_idle(rtu_pairer_t *p, uint64_t now_ns, uint64_t noise_bytes)
@@ -486,4 +534,5 @@ int rtu_pairer_next(rtu_pairer_t *p, rtu_pair_event_t *ev)
 void rtu_pairer_get_stats(const rtu_pairer_t *p, rtu_pair_stats_t *st)
 {
     *st = p->st;
+    st->heard_timeout_ns = p->heard_timeout_ns;
 }

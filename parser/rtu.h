@@ -363,6 +363,9 @@ typedef struct rtu_pair_stats {
     uint64_t by_kind[RTU_PAIR_KIND_COUNT];
     uint64_t duplicates;   /* answers heard twice with the same bytes (used once) */
     uint64_t dropped;      /* events lost because the caller did not drain them */
+    uint64_t late;         /* answers later than the master's timeout as heard (doubtful, never used) */
+    uint64_t heard_timeout_ns; /* the master's timeout as heard: the shortest wait with nothing in it
+                                  from a request to the master's next (0: none heard yet) */
 } rtu_pair_stats_t;
 
 typedef struct rtu_pairer rtu_pairer_t;
