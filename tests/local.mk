@@ -143,3 +143,23 @@ tests_test_pair_CFLAGS = $(TEST_CFLAGS)
 tests_test_pair_LDADD = $(TEST_LIBS)
 TESTS += tests/test_pair tests/test_listen.py
 EXTRA_DIST += tests/test_listen.py
+
+# Issue 40: a late answer queued for a question the master gave up on, heard after
+# its next request (retry, then another address): on real ptys, `rtugw run` with
+# mode = listen and `rtugw sniff --json`, 12 seeds, unique and equal values.
+TESTS += tests/test_tap_late.py
+EXTRA_DIST += tests/test_tap_late.py
+
+# The tap's pairing in simulated time, seeded: a master with timeouts, retries and
+# changing polls, slaves late, queued, doubled, foreign, deaf; judged on wrong pairs
+# and answers used past the master's timeout as heard. NOT in `make check` yet: its
+# model still finds wrong pairs (P5's forgiveness and copies paying debts, see
+# docs/reliability.md); `make check-tap-explore` runs 10^5 frames,
+# RTUGW_PAIR_FRAMES=N more, RTUGW_SEED=N replays one seed, RTUGW_TRACE=1 prints it.
+check_PROGRAMS += tests/test_pair_explore
+tests_test_pair_explore_SOURCES = tests/test_pair_explore.c
+tests_test_pair_explore_CFLAGS = $(TEST_CFLAGS)
+tests_test_pair_explore_LDADD = $(TEST_LIBS)
+check-tap-explore: tests/test_pair_explore
+	$(builddir)/tests/test_pair_explore
+.PHONY: check-tap-explore
