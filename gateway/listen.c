@@ -69,6 +69,8 @@ gw_listen_t *listen_new(gw_t *gw, unsigned bus, router_thread_t *router, char *e
         l->router = router;
         l->framer = rtu_framer_new(&fc);
         l->pairer = rtu_pairer_new(0);
+        if (l->pairer)
+            rtu_pairer_set_late_factor(l->pairer, c->listen_late_factor);
         l->learn = rtu_learn_new();
         pthread_mutex_init(&l->learn_lock, NULL);
         l->silence_ns = fc.silence_ns ? fc.silence_ns : rtu_t35_ns(c->baud, char_bits);
