@@ -45,6 +45,7 @@ typedef struct sniff_opts {
     double duration;          /* 0: until a signal */
     unsigned long max_frames; /* 0: no limit */
     unsigned hold_ms;
+    unsigned late_factor;     /* parser/pair.c P5's bound, x the heard timeout */
     unsigned silence_ms;      /* 0: t3.5 at the baud, net of each chunk's wire time */
     int path;                 /* -1: the router; else an rtu_path_t forced (benches) */
 } sniff_opts_t;
@@ -68,6 +69,7 @@ static void usage(FILE *to)
             "usage: rtugw sniff --port PATH [--baud B] [--format 8E1] [--json] [--summary]\n"
             "                   [--capture FILE] [--timestamps relative|absolute]\n"
             "                   [--duration S] [--frames N] [--hold-ms N] [--silence-ms N]\n"
+            "                   [--late-factor N]\n"
             "                   [--path auto|native|fallback|reference]\n"
             "\n"
             "Listens to a Modbus RTU line that another master polls, and never writes to\n"
@@ -89,6 +91,11 @@ static void usage(FILE *to)
             "  --frames N        stop after N frames\n"
             "  --hold-ms N       quiet time after an answer before it is vouched for, when\n"
             "                    the master's next request does not come first (default 20)\n"
+            "  --late-factor N   the late bound: a slave answers a request (late, queued or\n"
+            "                    twice) within N times the master's timeout as heard; until\n"
+            "                    then, a request not answered makes answers of its shape to\n"
+            "                    other requests of that slave doubtful (1..100, default 4; a\n"
+            "                    listen bus's listen_late_factor)\n"
             "  --path P          decode answers with auto (the router, default), native,\n"
             "                    fallback or reference (to compare the arms)\n"
             "  --silence-ms N    end a frame after N ms of quiet instead of t3.5: for a tap\n"
@@ -284,7 +291,7 @@ static void print_summary(FILE *to, const sniff_t *s)
 static int parse_opts(int argc, char **argv, sniff_opts_t *o)
 {
     enum { O_PORT = 256, O_BAUD, O_FORMAT, O_JSON, O_CAPTURE, O_SUMMARY, O_TS, O_DURATION, O_FRAMES,
-           O_HOLD, O_SILENCE, O_PATH, O_HELP };
+           O_HOLD, O_SILENCE, O_PATH, O_LATE, O_HELP };
     static const struct option opts[] = {
         { "port", required_argument, 0, O_PORT }, { "baud", required_argument, 0, O_BAUD },
         { "format", required_argument, 0, O_FORMAT }, { "json", no_argument, 0, O_JSON },
@@ -292,6 +299,7 @@ static int parse_opts(int argc, char **argv, sniff_opts_t *o)
         { "timestamps", required_argument, 0, O_TS }, { "duration", required_argument, 0, O_DURATION },
         { "frames", required_argument, 0, O_FRAMES }, { "hold-ms", required_argument, 0, O_HOLD },
         { "silence-ms", required_argument, 0, O_SILENCE }, { "path", required_argument, 0, O_PATH },
+        { "late-factor", required_argument, 0, O_LATE },
         { "help", no_argument, 0, O_HELP }, { 0, 0, 0, 0 },
     };
     int c;
@@ -349,6 +357,15 @@ static int parse_opts(int argc, char **argv, sniff_opts_t *o)
                 return 2;
             }
             o->hold_ms = (unsigned)h;
+            break;
+        }
+        case O_LATE: {
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (end == optarg || *end || v < 1 || v > 100) {
+                fprintf(stderr, "rtugw sniff: --late-factor %s: 1..100\n", optarg);
+                return 2;
+            }
+            o->late_factor = (unsigned)v;
             break;
         }
         case O_SILENCE: {
@@ -434,7 +451,7 @@ static int listen_loop(sniff_t *s, driver_t *d, int sigfd)
 
 int cmd_sniff(int argc, char **argv)
 {
-    sniff_opts_t o = { .hold_ms = 20, .path = -1 };
+    sniff_opts_t o = { .hold_ms = 20, .late_factor = 4, .path = -1 };
     driver_serial_defaults(&o.serial);
     int rc = parse_opts(argc, argv, &o);
     if (rc >= 0)
@@ -463,6 +480,8 @@ int cmd_sniff(int argc, char **argv)
                                .silence_ns = (uint64_t)o.silence_ms * 1000000ull };
     s.framer = rtu_framer_new(&fc);
     s.pairer = rtu_pairer_new((uint64_t)o.hold_ms * 1000000ull);
+    if (s.pairer)
+        rtu_pairer_set_late_factor(s.pairer, o.late_factor);
     s.learn = rtu_learn_new();
     router_config_t rcfg;
     router_config_default(&rcfg);

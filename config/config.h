@@ -92,6 +92,8 @@ typedef struct config_bus {
     unsigned char_timeout_ms;       /* framing ascii: inter-character timeout */
     unsigned max_inflight;          /* framing tcp: requests on the connection at once (1) */
     bool listen;                    /* mode = listen: rtugw never writes to this bus (config/listen.c) */
+    unsigned listen_late_factor;    /* mode = listen: a slave sends what it sends for a request within
+                                       this many times the master's heard timeout (parser/pair.c P5) */
     bool no_copies;                 /* copies = none: the operator vouches no frame is repeated on the
                                        line (line I4 off until a copy is seen); default: detect */
 } config_bus_t;

@@ -65,6 +65,7 @@ static const key_spec_t bus_keys[] = {
     U(config_bus_t, char_timeout_ms, 1, 10000),
     C("max_inflight", transports_set_max_inflight),
     C("mode", listen_set_mode),
+    U(config_bus_t, listen_late_factor, 1, 100),
 };
 
 static const key_spec_t device_keys[] = {

@@ -10,6 +10,8 @@
  * tapped: its byte stream is the line's. frame_silence_ms is taken on any
  * listen-only bus: a tap behind a relay or a pseudo-terminal hands bytes on
  * with more jitter than t3.5, and what would cut a frame there is the silence.
+ * listen_late_factor (1-100, default 4) states the tap's late bound, parser/pair.c
+ * P5: only a listen-only bus takes it.
  */
 #include "config/internal.h"
 
@@ -43,6 +45,10 @@ void listen_check_bus(loader_t *ld, const config_bus_t *bus)
                                          "rx_during_tx", "echo_suppress", "retries", "gap_us", "queue_depth",
                                          "tcp_first", "priority_hold_us" };
     const seen_key_t *mode = given_key(ld, "mode");
+    const seen_key_t *late = given_key(ld, "listen_late_factor");
+    if (late && !bus->listen)
+        config_error_at(ld, late->line, "[%s] listen_late_factor = '%s': only a listen-only bus (mode = listen) "
+                        "pairs what it hears; this bus polls", ld->section, late->value);
     if (!bus->listen || !mode)
         return;
     if (bus->port_kind == CONFIG_PORT_SIM || bus->port_kind == CONFIG_PORT_SIM_PACED ||

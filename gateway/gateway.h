@@ -324,6 +324,7 @@ const gw_listen_t *bus_listen(const gw_bus_t *bus);
 typedef struct gw_listen_stats {
     uint64_t frames, tag_updates, duplicates, noise_bytes;
     uint64_t by_kind[RTU_PAIR_KIND_COUNT];   /* answered, unanswered, doubtful, unpaired, damaged */
+    uint64_t late;   /* answers later than the master's timeout as heard (doubtful, never used) */
 } gw_listen_stats_t;
 gw_listen_t *listen_new(gw_t *gw, unsigned bus, router_thread_t *router, char *err, size_t errcap);
 void listen_free(gw_listen_t *l);

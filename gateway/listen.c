@@ -46,7 +46,7 @@ struct gw_listen {
     uint64_t hold_ns, silence_ns;
     unsigned heard[2000];         /* the tags one answer covers (at most 2000 bits), for MQTT */
     pthread_mutex_t learn_lock;   /* the learner: written by the bus actor, read by /status */
-    atomic_uint_fast64_t frames, tag_updates, by_kind[RTU_PAIR_KIND_COUNT], duplicates, noise_bytes;
+    atomic_uint_fast64_t frames, tag_updates, by_kind[RTU_PAIR_KIND_COUNT], duplicates, noise_bytes, late;
     /* answers decoded, per router bucket and the arm the router exploited for it
      * (router_choice: exploration pulls aside; /metrics has the router's own counts) */
     atomic_uint_fast64_t arm[ROUTER_MAX_BUCKETS][ROUTER_ARM_COUNT];
@@ -69,6 +69,8 @@ gw_listen_t *listen_new(gw_t *gw, unsigned bus, router_thread_t *router, char *e
         l->router = router;
         l->framer = rtu_framer_new(&fc);
         l->pairer = rtu_pairer_new(0);
+        if (l->pairer)
+            rtu_pairer_set_late_factor(l->pairer, c->listen_late_factor);
         l->learn = rtu_learn_new();
         pthread_mutex_init(&l->learn_lock, NULL);
         l->silence_ns = fc.silence_ns ? fc.silence_ns : rtu_t35_ns(c->baud, char_bits);
@@ -176,6 +178,9 @@ static void drain(gw_listen_t *l, uint64_t now)
     rtu_framer_get_stats(l->framer, &fs);
     rtu_pairer_idle(l->pairer, now, fs.noise_bytes);
     atomic_store(&l->noise_bytes, fs.noise_bytes);
+    rtu_pair_stats_t ps;
+    rtu_pairer_get_stats(l->pairer, &ps);
+    atomic_store(&l->late, ps.late);
     rtu_pair_event_t ev;
     while (rtu_pairer_next(l->pairer, &ev) == 1)
         on_event(l, &ev, now);
@@ -211,6 +216,7 @@ void listen_get_stats(const gw_listen_t *l, gw_listen_stats_t *st)
     st->tag_updates = atomic_load(&l->tag_updates);
     st->duplicates = atomic_load(&l->duplicates);
     st->noise_bytes = atomic_load(&l->noise_bytes);
+    st->late = atomic_load(&l->late);
     for (int k = 0; k < RTU_PAIR_KIND_COUNT; k++)
         st->by_kind[k] = atomic_load(&l->by_kind[k]);
 }
@@ -266,10 +272,10 @@ void listen_status_json(const gw_bus_t *bus, struct evbuffer *b)
     listen_get_stats(l, &st);
     bus_driver_stats(bus, &ds);
     evbuffer_add_printf(b, ",\"listen\":{\"frames\":%llu,\"noise_bytes\":%llu,\"tag_updates\":%llu,"
-                           "\"duplicates\":%llu,\"writes_refused\":%llu",
+                           "\"duplicates\":%llu,\"writes_refused\":%llu,\"late\":%llu",
                         (unsigned long long)st.frames, (unsigned long long)st.noise_bytes,
                         (unsigned long long)st.tag_updates, (unsigned long long)st.duplicates,
-                        (unsigned long long)ds.writes_refused);
+                        (unsigned long long)ds.writes_refused, (unsigned long long)st.late);
     for (int k = 0; k < RTU_PAIR_KIND_COUNT; k++)
         evbuffer_add_printf(b, ",\"%s\":%llu", rtu_pair_kind_name((rtu_pair_kind_t)k),
                             (unsigned long long)st.by_kind[k]);
@@ -293,13 +299,14 @@ void listen_metrics_text(gw_t *gw, struct evbuffer *b)
         { "frames", "Frames heard on a listen-only bus" },
         { "tag_updates", "Tag values changed by answers heard on a listen-only bus" },
         { "writes_refused", "Writes refused by a listen-only bus's driver (rtugw never sends there)" },
+        { "late_answers", "Answers heard later than the master's timeout as heard (doubtful, never used)" },
     };
     bool any = false;
     for (unsigned k = 0; k < gw->bus_count; k++)
         any |= bus_listen(gw->buses[k]) != NULL;
     if (!any)
         return;
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < 4; m++) {
         evbuffer_add_printf(b, "# HELP rtugw_listen_%s_total %s\n# TYPE rtugw_listen_%s_total counter\n",
                             help[m][0], help[m][1], help[m][0]);
         for (unsigned k = 0; k < gw->bus_count; k++) {
@@ -310,7 +317,7 @@ void listen_metrics_text(gw_t *gw, struct evbuffer *b)
             driver_stats_t ds;
             listen_get_stats(l, &st);
             bus_driver_stats(gw->buses[k], &ds);
-            uint64_t v = m == 0 ? st.frames : m == 1 ? st.tag_updates : ds.writes_refused;
+            uint64_t v = m == 0 ? st.frames : m == 1 ? st.tag_updates : m == 2 ? ds.writes_refused : st.late;
             evbuffer_add_printf(b, "rtugw_listen_%s_total{bus=\"%s\"} %llu\n", help[m][0],
                                 gw->cfg->buses[k].name, (unsigned long long)v);
         }

@@ -25,62 +25,89 @@
  *   same bytes again carry the same values: used once, counted as duplicate.
  *
  *   P4 (the discipline's I4: copies). A slave that repeats its answer can put
- *   a copy of answer n where answer n+1 is expected, and the copy is byte-equal
- *   to the last answer-shaped frame heard from it while the request differs.
- *   The last frame heard, not the last one used: a copy repeats what the slave
- *   sent, whether the tap used it or not. So such an answer is DOUBTFUL unless
- *   the slave's verdict is GENUINE. The discipline settles the verdict by
- *   asking again; a tap cannot ask, so it waits for the master: an equal answer
- *   for another request that stood alone in its window twice in a row (a slave
- *   sending copies shows a second candidate or leaves a request unanswered, as
- *   its copy and its answer cannot both fit in one wait) makes it GENUINE (its
- *   equal answers are data: all-zero registers). A slave heard sending a frame
- *   nothing asked for, or a second answer in P3's window, sends copies: SENT,
- *   for good. Asked the same request again, any slave is believed when it
- *   answers with the same bytes: real, or a copy of an answer to that same
- *   request, they carry that request's values. The cost: two equal answers
- *   counted doubtful per slave with equal data, and all of a SENT slave's equal
- *   answers to different requests.
+ *   a copy of answer n where answer n+1 is expected, byte-equal to what it
+ *   sent, whether the tap used it or not; under P5's bound, before W after the
+ *   frame it copies. So the tap keeps, per slave, what it said (said[]: the
+ *   last RTU_PAIR_SAID answer-shaped frames, each with the request pending
+ *   when it came, and, once the tap used it, its vouch: since when those bytes
+ *   are known as that request's answer).
+ *     - An answer byte-equal to a frame its slave said within W while another
+ *       request was pending (or none) is DOUBTFUL: it may be a copy. Unless
+ *     - it is also byte-equal to an answer used for the pending request's own
+ *       bytes, within W of that one's vouch: then its values are that
+ *       question's, whichever frame it copies, and neither P4 nor a debt
+ *       (P5) doubts it. It may still be a copy while the request's own answer
+ *       is to come: the request owes (P5). Used so, it is vouched no later
+ *       than what it equals (a chain of copies never extends a vouch).
+ *     - The verdict. The discipline asks again to tell data from a copy; a
+ *       tap cannot, so it waits for the master: an equal answer for another
+ *       request that stood alone in its window twice in a row (a slave
+ *       sending copies shows a second candidate or leaves a request
+ *       unanswered, as its copy and its answer cannot both fit in one wait)
+ *       makes the slave GENUINE: its equal answers are data (all zeros), P4
+ *       no longer doubts them, and the debts only P4's doubt made are
+ *       dropped. A slave heard sending a frame nothing asked for, or a second
+ *       answer in P3's window, sends copies: SENT, for good.
+ *   The cost: a slave with equal data answers doubtfully until GENUINE, all
+ *   of a SENT slave's equal answers to different requests within W are
+ *   doubted, and an overwritten said[] entry still within W doubts all of
+ *   the slave's answers until it expires (with W unknown, the ring is what is
+ *   checked).
  *
- *   P5 (the discipline's I5: after a give-up). A request the master gave up
- *   on may still be answered late, while a later request to that slave is
- *   pending, and with the shape of the request given up. An RTU slave answers
- *   its questions one at a time, in the order asked; so the tap keeps, per
- *   slave, the requests heard whose answers are still owed, oldest first
- *   (owed[]): each request is added; each answer heard pays the oldest (a
- *   late answer comes before any answer to a later question); an answer that
- *   can only be the pending request's own pays them all. An answer X from S
- *   while S's request R is pending, with older requests still owed:
- *     - none of the older ones could be answered by X (P1: another function,
- *       byte count or echo): X is R's own, used; the older ones came before
- *       it or never will: all paid.
- *     - an older one other than R's bytes could be: X may be its late answer,
- *       DOUBTFUL; it pays the oldest, and R stays owed: if X was stale, R's
- *       own answer is still to come, late, in a later request's wait.
- *     - only older copies of R's bytes could be (the master's retries): X
- *       answers that same question, used; it pays the oldest, R stays owed.
- *       (The gap this closes: a slave later than the master's timeout on a
- *       question and on its retry had its retry's late answer paired with
- *       the master's next question of that shape, as was the answer after a
- *       doubted one.)
- *   A frame from S that nothing asked for pays the oldest. Copies pay
- *   nothing: a second candidate byte-equal to the first, or an answer P4
- *   takes for a copy (the request it stood in for stays owed, the debt
- *   before it is taken as paid: one debt per copy).
- *   An answer lost for good (CRC, a slave that never heard the question) is
- *   owed for ever by this count, and on a master that alternates one shape
- *   every later answer would be doubted. So, as the discipline's guard after
- *   a give-up (I2, bounded by 4x the timeout), the debt is forgiven once S has
- *   not been given up on for 4x the master's timeout as heard (its last
- *   unanswered request to its next request): a late answer is assumed to come
- *   within that. The cost: after a give-up, S's answers of a shape some owed
- *   request has are doubted for up to that long, on a master that never
- *   changes shape (the retries aside).
+ *   P5 (debts, by time only: issue 40). A tap cannot know a slave's latency,
+ *   so it states a bound and keeps to it: W = late_factor x Tm, where Tm is
+ *   the master's timeout as heard (T1 below) and late_factor is
+ *   `listen_late_factor` ([bus], 4 by default; `rtugw sniff --late-factor`).
+ *   A slave is assumed to send every frame it sends for a request R (its
+ *   answer, late or queued, and any copy of it) before R's last byte + W.
+ *     - A request R to slave S that gets no answer the tap uses (the master
+ *       moved on: UNANSWERED; or its answer was DOUBTFUL) makes S owe an
+ *       answer of R's shape until R + W: a debt. The shape is P1's: function
+ *       and byte count, the exact echo of a write, the function alone for
+ *       functions of unknown shape; an exception of the function matches too.
+ *     - An answer X from S for the pending request R that a live debt of a
+ *       request with other bytes could also explain is DOUBTFUL: two
+ *       outstanding requests could own it, and the tap refuses rather than
+ *       guess. A live debt of R's own bytes (the master's retry, or the same
+ *       question asked again) does not doubt X: the answer to either attempt
+ *       answers the same question. But X may then be the older attempt's
+ *       answer, and R's own still to come: R owes too, as if unanswered.
+ *     - Nothing else pays or forgives a debt: not an answer, not a copy, not
+ *       a frame nothing asked for. It expires at R + W, and only then. Debts
+ *       of byte-identical requests are kept as one, with the latest time.
+ *   The cost: after a give-up (or a doubtful answer), S's answers of that
+ *   shape to other requests are doubted for W; a chain of answers that could
+ *   each be one late (a retried request asked again within W) keeps the debt.
+ *   More than RTU_PAIR_DEBTS requests owed at once: the oldest is dropped and
+ *   S's answers are doubted until its expiry (the bound is kept, not guessed).
+ *
+ * What a tap can know of the master's timeout, and what it cannot:
+ *
+ *   T1 (the heard timeout). The master asks again only once it has an answer
+ *   or its timeout has run out. A wait with nothing heard in it (no frame,
+ *   no damaged frame, no noise) from a request's last byte to the master's
+ *   next request is therefore at least the master's timeout; the shortest
+ *   such wait heard is the heard timeout Tm, an upper bound of the master's
+ *   (a retry's wait is the tightest: its own timeout plus turnaround). A
+ *   wait that held something proves nothing (the master may have stopped at
+ *   a damaged answer) and is not counted. Nothing heard: no bound known, and
+ *   then no debt expires (W unknown) and T2 refuses nothing.
+ *   T2 (late answers are never used). An answer whose first byte comes later
+ *   than Tm after the pending request's last byte came after the master gave
+ *   up on that request (T1), and on every earlier one. The master did not
+ *   take it, for any request, so the tap does not either: DOUBTFUL, counted
+ *   (st.late), and the pending request owes (P5).
+ *   The limit (what a tap cannot know): an answer later than W after its
+ *   request, of the same shape as a later request of that slave, can be taken
+ *   for that request's own: W is the stated bound, and a slave past it breaks
+ *   it. Tm is an upper bound of the master's timeout: answers between the
+ *   master's timeout and Tm are not refused by T2.
+ *   tests/test_pair_explore.c checks both against a model that keeps the bound.
  *
  * Bounded: one pending request, one held answer, 256 slave records of
- * RTU_PAIR_OWED owed requests each (the oldest forgotten past that) and a
- * ring of RTU_PAIR_QUEUE events, all in the one allocation of rtu_pairer_new;
- * events the caller does not drain are dropped and counted.
+ * RTU_PAIR_DEBTS debts each and a ring of RTU_PAIR_QUEUE events, all in the
+ * one allocation of rtu_pairer_new; events the caller does not drain are
+ * dropped and counted.
  */
 #include "parser/internal.h"
 
@@ -90,39 +117,62 @@
 
 #define RTU_PAIR_QUEUE 16
 #define RTU_PAIR_HOLD_DEFAULT_NS 20000000ull
+#define RTU_PAIR_LATE_FACTOR_DEFAULT 4
 
 /* P5: what is kept of an owed request: its first bytes (all P1 reads of a
- * request's shape: the echoed writes are at most 10 bytes), length and hash. */
-#define RTU_PAIR_OWED 8
-#define OWED_HEAD 12
-typedef struct owed_req {
-    uint8_t head[OWED_HEAD];
+ * request's shape: the echoed writes are at most 10 bytes), length, hash and
+ * the time of its last byte. */
+#define RTU_PAIR_DEBTS 16
+#define DEBT_HEAD 12
+typedef struct debt {
+    uint8_t head[DEBT_HEAD];
     uint16_t len;
+    bool provisional;          /* P4's doubt alone made it: dropped if the slave is found GENUINE */
     uint32_t hash;
-} owed_req_t;
+    uint64_t t_ns;
+} debt_t;
+
+/* P4: what a slave said (answer-shaped frames, used or not), for which question. */
+#define RTU_PAIR_SAID 32
+typedef struct said {
+    uint32_t hash, question;   /* the frame's hash; the pending request's then (0: none) */
+    bool vouched;              /* the tap used it, for that question ... */
+    uint16_t len;
+    uint64_t t_ns;             /* its first byte */
+    uint64_t vouch_ns;         /* ... and since when these bytes are known as its answer */
+} said_t;
 
 typedef struct pair_slave {
     uint8_t verdict;           /* P4: VERDICT_* */
     uint8_t genuine_streak;    /* P4: equal answers for other requests that stood alone */
-    uint16_t heard_len;        /* P4: the last answer-shaped frame heard from it ... */
-    int32_t heard_for;         /* ... the address of the request pending then, -1: none */
-    uint8_t heard[RTU_MAX_ADU];
-    owed_req_t owed[RTU_PAIR_OWED]; /* P5: requests whose answers are owed, oldest first */
-    uint8_t owed_first, owed_n;
-    uint64_t gave_up_ns;       /* P5: when the master last gave up on it ... */
-    uint64_t master_timeout_ns;/* ... and after how long */
+    uint8_t said_next, said_n; /* P4: a ring of what it said ... */
+    bool said_lost;            /* ... one still within W was overwritten ... */
+    uint64_t said_lost_t_ns;   /* ... heard then: doubt every answer until W after it */
+    said_t said[RTU_PAIR_SAID];
+    debt_t debts[RTU_PAIR_DEBTS]; /* P5: the requests it owes answers for, unordered */
+    uint8_t ndebts;
+    bool dropped;              /* P5: a debt was dropped for room ... */
+    uint64_t dropped_t_ns;     /* ... the latest such debt's time: doubt all until it expires */
 } pair_slave_t;
+
 
 enum { VERDICT_UNKNOWN = 0, VERDICT_GENUINE, VERDICT_SENT };
 
 struct rtu_pairer {
-    bool ans_equal;            /* the held answer equals the slave's last frame, for another request */
+    bool ans_equal;            /* P4: the held answer equals one said for another request ... */
     bool ans_alone;            /* ... and nothing but P4 doubted it */
+    bool ans_said_same;        /* P4: it equals one said for this request's bytes, within W */
+    int ans_slot, dup_slot;    /* P4: where the held answer (and its duplicate) are in said[] */
+    uint64_t ans_vouch_ns;     /* P4: with ans_said_same, the latest vouch of those equal ones */
     uint64_t hold_ns;
+    uint64_t late_factor;      /* P5: W = late_factor x the heard timeout */
     bool have_req, have_ans, ans_doubtful, ans_dup, req_retry;
-    bool ans_owed_later;       /* P5 for the held answer waits for P4's verdict */
+    bool ans_same_owed;        /* P5: a debt of the pending request's bytes could explain the held answer */
     const char *ans_why;
     uint64_t ans_noise_mark;
+    bool req_quiet;            /* T1: nothing heard (frame, damaged frame, noise) since the pending request */
+    uint64_t req_noise_mark;   /* ... the noise count when it came */
+    uint64_t heard_timeout_ns; /* T1: the master's timeout as heard (0: none heard yet) */
     rtu_frame_t req, ans;
     rtu_pair_event_t q[RTU_PAIR_QUEUE];
     unsigned q_head, q_len;
@@ -166,9 +216,16 @@ bool rtu_answer_matches(const uint8_t *req, size_t req_len, const uint8_t *ans, 
 rtu_pairer_t *rtu_pairer_new(uint64_t hold_ns)
 {
     rtu_pairer_t *p = calloc(1, sizeof *p);
-    if (p)
+    if (p) {
         p->hold_ns = hold_ns ? hold_ns : RTU_PAIR_HOLD_DEFAULT_NS;
+        p->late_factor = RTU_PAIR_LATE_FACTOR_DEFAULT;
+    }
     return p;
+}
+
+void rtu_pairer_set_late_factor(rtu_pairer_t *p, unsigned factor)
+{
+    p->late_factor = factor ? factor : RTU_PAIR_LATE_FACTOR_DEFAULT;
 }
 
 void rtu_pairer_free(rtu_pairer_t *p)
@@ -189,59 +246,9 @@ static rtu_pair_event_t *push(rtu_pairer_t *p, rtu_pair_kind_t kind)
     return ev;
 }
 
-static uint16_t req_address(const rtu_frame_t *r)
-{
-    return r->len >= 6 ? (uint16_t)(r->adu[2] << 8 | r->adu[3]) : 0;
-}
-
-static const char p4_why[] = "equal to what the slave said last, for another request (a copy?)";
-
-static void owed_answer(rtu_pairer_t *p, pair_slave_t *s, const rtu_frame_t *x);
-static void owed_keep_newest(pair_slave_t *s);
-
-/* The held answer is settled: by the next request, by silence, or by the end. */
-static void settle(rtu_pairer_t *p)
-{
-    if (!p->have_ans)
-        return;
-    pair_slave_t *s = &p->slaves[p->req.adu[0]];
-    if (p->ans_equal && s->verdict == VERDICT_UNKNOWN) {   /* P4: did it stand alone? */
-        bool alone = p->ans_alone;
-        s->genuine_streak = alone ? (uint8_t)(s->genuine_streak + 1) : 0;
-        if (s->genuine_streak >= 2)
-            s->verdict = VERDICT_GENUINE;
-    }
-    if (p->ans_owed_later) {
-        if (s->verdict == VERDICT_GENUINE) {
-            /* P4's verdict: the equal answers it doubted stood alone, twice
-             * in a row, as a slave owing late answers does not (its stale
-             * answer and its own would both be heard, or a wait left empty):
-             * they were the slave's own answers, all paid. */
-            s->owed_n = 0;
-        } else {
-            /* A copy took the request's place: the request stays owed (P5),
-             * its own answer may still come, late. What was owed before it
-             * is taken as paid, as the copy stands for the slave's answers
-             * so far (one debt per copy, not a growing count on a slave
-             * that sends copies). */
-            owed_keep_newest(s);
-            s->gave_up_ns = p->ans.t_first_ns;
-        }
-    }
-    bool doubtful = p->ans_doubtful;
-    const char *why = p->ans_why;
-    rtu_pair_event_t *ev = push(p, doubtful ? RTU_PAIR_DOUBTFUL : RTU_PAIR_ANSWERED);
-    if (ev) {
-        ev->request = p->req;
-        ev->answer = p->ans;
-        ev->retry = p->req_retry;
-        ev->duplicate = p->ans_dup;
-        ev->why = doubtful ? why : NULL;
-        ev->latency_ns = p->ans.t_first_ns > p->req.t_last_ns ? p->ans.t_first_ns - p->req.t_last_ns : 0;
-    }
-    p->have_ans = false;
-    p->have_req = false;   /* answered (or doubtfully): nothing is pending */
-}
+static const char p4_why[] = "equal to what the slave said for another request (a copy?)";
+static const char late_why[] = "later than the master's timeout as heard";
+static const char owed_why[] = "another request of this slave may own it (owed, within the late bound)";
 
 static void doubt(rtu_pairer_t *p, const char *why)
 {
@@ -262,91 +269,138 @@ static uint32_t frame_hash(const uint8_t *b, size_t n)
     return h;
 }
 
-static owed_req_t *owed_at(pair_slave_t *s, unsigned i)
+/* Is a debt of the request at t_ns still live at now_ns? W unknown (no heard
+ * timeout yet): every debt is. */
+static bool live(const rtu_pairer_t *p, uint64_t t_ns, uint64_t now_ns)
 {
-    return &s->owed[(s->owed_first + i) % RTU_PAIR_OWED];
+    return !p->heard_timeout_ns || now_ns <= t_ns + p->late_factor * p->heard_timeout_ns;
 }
 
-static void owed_add(pair_slave_t *s, const rtu_frame_t *f)
+static bool debt_same(const debt_t *d, const rtu_frame_t *f)
 {
-    if (s->owed_n == RTU_PAIR_OWED) {   /* the oldest forgotten */
-        s->owed_first = (uint8_t)((s->owed_first + 1) % RTU_PAIR_OWED);
-        s->owed_n--;
-    }
-    owed_req_t *o = owed_at(s, s->owed_n++);
-    size_t n = f->len < OWED_HEAD ? f->len : OWED_HEAD;
-    memset(o->head, 0, sizeof o->head);
-    memcpy(o->head, f->adu, n);
-    o->len = f->len;
-    o->hash = frame_hash(f->adu, f->len);
+    return d->len == f->len && d->hash == frame_hash(f->adu, f->len) &&
+           memcmp(d->head, f->adu, f->len < DEBT_HEAD ? f->len : DEBT_HEAD) == 0;
 }
 
-static void owed_pay_oldest(pair_slave_t *s)
+static bool debt_could_answer(const debt_t *d, const rtu_frame_t *ans)
 {
-    if (!s->owed_n)
-        return;
-    s->owed_first = (uint8_t)((s->owed_first + 1) % RTU_PAIR_OWED);
-    s->owed_n--;
-}
-
-/* Everything older than the newest (the pending request) is paid. */
-static void owed_keep_newest(pair_slave_t *s)
-{
-    if (s->owed_n > 1) {
-        s->owed_first = (uint8_t)((s->owed_first + s->owed_n - 1) % RTU_PAIR_OWED);
-        s->owed_n = 1;
-    }
-}
-
-static bool owed_could_answer(const owed_req_t *o, const rtu_frame_t *ans)
-{
-    /* rtu_answer_matches reads no request byte past OWED_HEAD: the shapes it
+    /* rtu_answer_matches reads no request byte past DEBT_HEAD: the shapes it
      * reads (quantities, addresses, echoes of writes of at most 10 bytes) come
      * first; the rest of a longer request is zeros here and never read. */
     uint8_t req[RTU_MAX_ADU] = { 0 };
-    memcpy(req, o->head, OWED_HEAD);
-    return rtu_answer_matches(req, o->len, ans->adu, ans->len);
+    memcpy(req, d->head, DEBT_HEAD);
+    return rtu_answer_matches(req, d->len, ans->adu, ans->len);
 }
 
-static bool owed_same(const owed_req_t *o, const rtu_frame_t *f)
+/* r (its slave's request) got no answer the tap used: its slave owes one until r + W. */
+static void debt_add(rtu_pairer_t *p, const rtu_frame_t *r, bool provisional)
 {
-    return o->len == f->len && o->hash == frame_hash(f->adu, f->len) &&
-           memcmp(o->head, f->adu, f->len < OWED_HEAD ? f->len : OWED_HEAD) == 0;
-}
-
-/* The debt forgiven 4x the master's timeout after its last give-up on s
- * (a timeout not yet heard taken as 1 s, the common default of masters). */
-static void owed_forgive(pair_slave_t *s, uint64_t now_ns)
-{
-    uint64_t horizon = 4 * (s->master_timeout_ns ? s->master_timeout_ns : 1000000000ull);
-    if (s->owed_n > 1 && now_ns > s->gave_up_ns + horizon)
-        owed_keep_newest(s);
-}
-
-/* X, an answer matching the pending request (the newest owed of its slave):
- * the cases of P5 above. */
-static void owed_answer(rtu_pairer_t *p, pair_slave_t *s, const rtu_frame_t *x)
-{
-    owed_forgive(s, x->t_first_ns);
-    bool stale_other = false, stale_retry = false;
-    for (unsigned i = 0; i + 1 < s->owed_n; i++) {
-        const owed_req_t *o = owed_at(s, i);
-        if (!owed_could_answer(o, x))
-            continue;
-        if (owed_same(o, &p->req))
-            stale_retry = true;
+    pair_slave_t *s = &p->slaves[r->adu[0]];
+    uint64_t now = r->t_last_ns;
+    for (unsigned i = 0; i < s->ndebts; i++)
+        if (debt_same(&s->debts[i], r)) {
+            if (r->t_last_ns > s->debts[i].t_ns)
+                s->debts[i].t_ns = r->t_last_ns;
+            s->debts[i].provisional = s->debts[i].provisional && provisional;
+            return;
+        }
+    for (unsigned i = 0; i < s->ndebts;)   /* the expired go */
+        if (!live(p, s->debts[i].t_ns, now))
+            s->debts[i] = s->debts[--s->ndebts];
         else
-            stale_other = true;
+            i++;
+    if (s->ndebts == RTU_PAIR_DEBTS) {     /* no room: the oldest is dropped, not forgiven */
+        unsigned old = 0;
+        for (unsigned i = 1; i < s->ndebts; i++)
+            if (s->debts[i].t_ns < s->debts[old].t_ns)
+                old = i;
+        if (!s->dropped || s->debts[old].t_ns > s->dropped_t_ns)
+            s->dropped_t_ns = s->debts[old].t_ns;
+        s->dropped = true;
+        s->debts[old] = s->debts[--s->ndebts];
     }
-    if (stale_other)
-        doubt(p, "may be the late answer of an earlier request the master gave up on");
-    if (stale_other || stale_retry)
-        owed_pay_oldest(s);   /* the pending request stays owed */
-    else
-        s->owed_n = 0;        /* its own answer: all paid */
+    debt_t *d = &s->debts[s->ndebts++];
+    size_t n = r->len < DEBT_HEAD ? r->len : DEBT_HEAD;
+    memset(d->head, 0, sizeof d->head);
+    memcpy(d->head, r->adu, n);
+    d->len = r->len;
+    d->provisional = provisional;
+    d->hash = frame_hash(r->adu, r->len);
+    d->t_ns = r->t_last_ns;
 }
 
-static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
+/* X, an answer matching the pending request: can a live debt of another
+ * request own it (doubtful), or one of the pending request's own bytes (it is
+ * used, and the pending request owes in turn)? */
+static void debt_check(rtu_pairer_t *p, const rtu_frame_t *x)
+{
+    pair_slave_t *s = &p->slaves[x->adu[0]];
+    bool other = s->dropped && live(p, s->dropped_t_ns, x->t_first_ns);
+    for (unsigned i = 0; i < s->ndebts; i++) {
+        const debt_t *d = &s->debts[i];
+        if (!live(p, d->t_ns, x->t_first_ns) || !debt_could_answer(d, x))
+            continue;
+        if (debt_same(d, &p->req))
+            p->ans_same_owed = true;
+        else
+            other = true;
+    }
+    if (other && !p->ans_said_same) {
+        p->st.owed++;
+        doubt(p, owed_why);
+    }
+}
+
+/* The held answer is settled: by the next request, by silence, or by the end. */
+static void settle(rtu_pairer_t *p)
+{
+    if (!p->have_ans)
+        return;
+    pair_slave_t *s = &p->slaves[p->req.adu[0]];
+    bool p4_only = p->ans_equal && p->ans_alone && s->verdict == VERDICT_UNKNOWN;
+    if (p->ans_equal && s->verdict == VERDICT_UNKNOWN) {   /* P4: did it stand alone? */
+        s->genuine_streak = p->ans_alone ? (uint8_t)(s->genuine_streak + 1) : 0;
+        if (s->genuine_streak >= 2) {
+            /* P4's verdict: the equal answers it doubted stood alone, twice in a
+             * row, as a slave sending copies does not (its copy and its answer
+             * would both be heard, or a wait left empty): they were its own
+             * answers, and what P4's doubt alone made owed is not. */
+            s->verdict = VERDICT_GENUINE;
+            for (unsigned i = 0; i < s->ndebts;)
+                if (s->debts[i].provisional)
+                    s->debts[i] = s->debts[--s->ndebts];
+                else
+                    i++;
+        }
+    }
+    bool doubtful = p->ans_doubtful;
+    if (!doubtful) {   /* P4: what it said for this question, now that the tap uses it */
+        /* equal to one used for this question: maybe its copy, vouched no later than it */
+        uint64_t vouch = p->ans_said_same ? p->ans_vouch_ns : p->ans.t_first_ns;
+        s->said[p->ans_slot].vouched = true;
+        s->said[p->ans_slot].vouch_ns = vouch;
+        if (p->dup_slot >= 0) {
+            s->said[p->dup_slot].vouched = true;
+            s->said[p->dup_slot].vouch_ns = vouch;
+        }
+    }
+    /* P5: not used, or perhaps an older attempt's answer: the request owes */
+    if ((doubtful || p->ans_same_owed) && !(p4_only && s->verdict == VERDICT_GENUINE))
+        debt_add(p, &p->req, p4_only);
+    rtu_pair_event_t *ev = push(p, doubtful ? RTU_PAIR_DOUBTFUL : RTU_PAIR_ANSWERED);
+    if (ev) {
+        ev->request = p->req;
+        ev->answer = p->ans;
+        ev->retry = p->req_retry;
+        ev->duplicate = p->ans_dup;
+        ev->why = doubtful ? p->ans_why : NULL;
+        ev->latency_ns = p->ans.t_first_ns > p->req.t_last_ns ? p->ans.t_first_ns - p->req.t_last_ns : 0;
+    }
+    p->have_ans = false;
+    p->have_req = false;   /* answered (or doubtfully): nothing is pending */
+}
+
+static void on_request(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes)
 {
     settle(p);
     p->st.requests++;
@@ -354,15 +408,17 @@ static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
     if (p->have_req) {   /* P2: the master gave up on the pending request */
         /* the master's timeout as heard: its last byte to the next request */
         uint64_t timeout_ns = f->t_first_ns > p->req.t_last_ns ? f->t_first_ns - p->req.t_last_ns : 0;
+        /* T1: a wait with nothing in it is one the master sat out to its timeout */
+        if (p->req_quiet && noise_bytes == p->req_noise_mark && timeout_ns &&
+            (!p->heard_timeout_ns || timeout_ns < p->heard_timeout_ns))
+            p->heard_timeout_ns = timeout_ns;
         rtu_pair_event_t *ev = push(p, RTU_PAIR_UNANSWERED);
         if (ev) {
             ev->request = p->req;
             ev->retry = p->req_retry;
             ev->latency_ns = timeout_ns;
         }
-        pair_slave_t *s = &p->slaves[p->req.adu[0]];   /* P5: its answer stays owed */
-        s->gave_up_ns = f->t_first_ns;
-        s->master_timeout_ns = timeout_ns;
+        debt_add(p, &p->req, false);   /* P5: its answer may still come, until its time + W */
         /* The same bytes right after a give-up: the master asks again. (A master that
          * polls one block without retries looks the same: its next poll is counted.) */
         retry = f->len == p->req.len && memcmp(f->adu, p->req.adu, f->len) == 0;
@@ -377,24 +433,66 @@ static void on_request(rtu_pairer_t *p, const rtu_frame_t *f)
     p->req = *f;
     p->have_req = true;
     p->req_retry = retry;
-    owed_add(&p->slaves[f->adu[0]], f);
+    p->req_quiet = true;
+    p->req_noise_mark = noise_bytes;
 }
 
-/* P4: what the slave said last, and for which request. */
-static void heard(rtu_pairer_t *p, const rtu_frame_t *f, int32_t for_address)
+/* P4: what the slave said, while which request was pending (vouched once the tap uses it,
+ * in settle). Returns its slot. */
+static int heard(rtu_pairer_t *p, const rtu_frame_t *f, uint32_t question)
 {
     pair_slave_t *s = &p->slaves[f->adu[0]];
-    memcpy(s->heard, f->adu, f->len);
-    s->heard_len = f->len;
-    s->heard_for = for_address;
+    said_t *e = &s->said[s->said_next];
+    if (s->said_n == RTU_PAIR_SAID) {   /* overwritten while a copy of it may still come */
+        if (p->heard_timeout_ns && live(p, e->t_ns, f->t_first_ns) &&
+            (!s->said_lost || e->t_ns > s->said_lost_t_ns)) {
+            s->said_lost = true;
+            s->said_lost_t_ns = e->t_ns;
+        }
+    } else {
+        s->said_n++;
+    }
+    s->said_next = (uint8_t)((s->said_next + 1) % RTU_PAIR_SAID);
+    e->hash = frame_hash(f->adu, f->len);
+    e->question = question;
+    e->vouched = false;
+    e->len = f->len;
+    e->t_ns = f->t_first_ns;
+    return (int)(e - s->said);
+}
+
+/* P4: is f byte-equal to a frame its slave said for another question, a copy of
+ * which may still come (within W of it; W unknown: any still in the ring)? One
+ * said for this same question makes the pending request owe (P5): f may be its
+ * copy, and the request's own answer still to come. */
+static bool said_for_another(rtu_pairer_t *p, const rtu_frame_t *f, uint32_t question)
+{
+    const pair_slave_t *s = &p->slaves[f->adu[0]];
+    bool another = s->said_lost && live(p, s->said_lost_t_ns, f->t_first_ns);
+    uint32_t h = frame_hash(f->adu, f->len);
+    for (unsigned i = 0; i < s->said_n; i++) {
+        const said_t *e = &s->said[i];
+        if (e->hash != h || e->len != f->len || !live(p, e->t_ns, f->t_first_ns))
+            continue;
+        if (e->question != question) {
+            another = true;
+            continue;
+        }
+        if (s->verdict != VERDICT_GENUINE)
+            p->ans_same_owed = true;   /* f may be its copy */
+        if (e->vouched && live(p, e->vouch_ns, f->t_first_ns)) {
+            if (!p->ans_said_same || e->vouch_ns > p->ans_vouch_ns)
+                p->ans_vouch_ns = e->vouch_ns;
+            p->ans_said_same = true;
+        }
+    }
+    return another;
 }
 
 static void unpaired(rtu_pairer_t *p, const rtu_frame_t *f, const char *why)
 {
-    pair_slave_t *s = &p->slaves[f->adu[0]];
-    s->verdict = VERDICT_SENT;   /* P4: it said something nothing asked for */
-    heard(p, f, -1);
-    owed_pay_oldest(s);          /* P5: a late answer has come */
+    p->slaves[f->adu[0]].verdict = VERDICT_SENT;   /* P4: it said something nothing asked for */
+    heard(p, f, 0);                                /* (P5: it pays no debt) */
     rtu_pair_event_t *ev = push(p, RTU_PAIR_UNPAIRED);
     if (ev) {
         ev->answer = *f;
@@ -409,10 +507,10 @@ static void on_answer(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
         if (f->len == p->ans.len && memcmp(f->adu, p->ans.adu, f->len) == 0) {
             p->st.duplicates++;
             p->ans_dup = true;
+            p->dup_slot = heard(p, f, frame_hash(p->req.adu, p->req.len));
         } else {
             doubt(p, "a second, different answer");
-            heard(p, f, -1);
-            owed_pay_oldest(&p->slaves[f->adu[0]]);   /* P5: it answered something */
+            heard(p, f, 0);
         }
         return;
     }
@@ -424,20 +522,27 @@ static void on_answer(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
     p->have_ans = true;
     p->ans_doubtful = false;
     p->ans_dup = false;
-    p->ans_alone = true;
     p->ans_why = NULL;
     p->ans_noise_mark = noise_bytes;
+    uint32_t question = frame_hash(p->req.adu, p->req.len);
+    p->ans_same_owed = p->ans_said_same = false;
+    p->ans_alone = true;
     pair_slave_t *s = &p->slaves[f->adu[0]];
-    int32_t for_address = req_address(&p->req);
-    p->ans_equal = s->heard_len == f->len && memcmp(s->heard, f->adu, f->len) == 0 &&
-                   s->heard_for != for_address;
-    if (p->ans_equal && s->verdict != VERDICT_GENUINE)
-        doubt(p, p4_why);   /* P4 */
-    heard(p, f, for_address);
-    /* P5; what P4 takes for a copy is settled with its verdict (settle) */
-    p->ans_owed_later = p->ans_equal && s->verdict != VERDICT_GENUINE;
-    if (!p->ans_owed_later)
-        owed_answer(p, s, f);
+    p->ans_equal = said_for_another(p, f, question);
+    /* P4; equal to an answer used for this question within W of its vouch, the values
+     * are that question's whichever frame this copies */
+    if (p->ans_equal && s->verdict != VERDICT_GENUINE && !p->ans_said_same)
+        doubt(p, p4_why);
+    /* T2: later than the master's timeout as heard after the pending request:
+     * the master had given up on it, whichever request this answers. */
+    uint64_t latency = f->t_first_ns > p->req.t_last_ns ? f->t_first_ns - p->req.t_last_ns : 0;
+    if (p->heard_timeout_ns && latency > p->heard_timeout_ns) {
+        p->st.late++;
+        doubt(p, late_why);
+    }
+    debt_check(p, f);   /* P5 */
+    p->ans_slot = heard(p, f, question);
+    p->dup_slot = -1;
 }
 
 void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes)
@@ -445,6 +550,7 @@ void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
     if (p->have_ans && noise_bytes > p->ans_noise_mark)
         doubt(p, "noise after the answer");
     if (!f->crc_ok) {
+        p->req_quiet = false;
         if (p->have_ans)
             doubt(p, "a damaged frame after the answer");
         rtu_pair_event_t *ev = push(p, RTU_PAIR_DAMAGED);
@@ -452,10 +558,12 @@ void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_byte
             ev->answer = *f;
         return;
     }
-    if (f->is_request)
-        on_request(p, f);
-    else
+    if (f->is_request) {
+        on_request(p, f, noise_bytes);
+    } else {
+        p->req_quiet = false;   /* T1: the wait held something */
         on_answer(p, f, noise_bytes);
+    }
 }
 
 void rtu_pairer_idle(rtu_pairer_t *p, uint64_t now_ns, uint64_t noise_bytes)
@@ -486,4 +594,5 @@ int rtu_pairer_next(rtu_pairer_t *p, rtu_pair_event_t *ev)
 void rtu_pairer_get_stats(const rtu_pairer_t *p, rtu_pair_stats_t *st)
 {
     *st = p->st;
+    st->heard_timeout_ns = p->heard_timeout_ns;
 }

@@ -363,6 +363,10 @@ typedef struct rtu_pair_stats {
     uint64_t by_kind[RTU_PAIR_KIND_COUNT];
     uint64_t duplicates;   /* answers heard twice with the same bytes (used once) */
     uint64_t dropped;      /* events lost because the caller did not drain them */
+    uint64_t late;         /* answers later than the master's timeout as heard (doubtful, never used) */
+    uint64_t owed;         /* answers another owed request of the slave could own (doubtful, P5) */
+    uint64_t heard_timeout_ns; /* the master's timeout as heard: the shortest wait with nothing in it
+                                  from a request to the master's next (0: none heard yet) */
 } rtu_pair_stats_t;
 
 typedef struct rtu_pairer rtu_pairer_t;
@@ -370,6 +374,9 @@ typedef struct rtu_pairer rtu_pairer_t;
 /* hold_ns: how long the line must be quiet after an answer before it is vouched for (the
  * master's next request vouches at once); 0 picks 20 ms. One fixed allocation. */
 rtu_pairer_t *rtu_pairer_new(uint64_t hold_ns);
+/* P5's late bound: a slave sends what it sends for a request within factor x the master's
+ * timeout as heard after it ([bus] listen_late_factor); 0 picks 4. */
+void rtu_pairer_set_late_factor(rtu_pairer_t *p, unsigned factor);
 void rtu_pairer_free(rtu_pairer_t *p);
 /* A frame from a SNIFF framer, and the framer's noise_bytes count after it was taken out. */
 void rtu_pairer_frame(rtu_pairer_t *p, const rtu_frame_t *f, uint64_t noise_bytes);

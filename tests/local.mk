@@ -160,3 +160,28 @@ tests_test_pair_CFLAGS = $(TEST_CFLAGS)
 tests_test_pair_LDADD = $(TEST_LIBS)
 TESTS += tests/test_pair tests/test_listen.py
 EXTRA_DIST += tests/test_listen.py
+
+# Issue 40: a late answer queued for a question the master gave up on, heard after
+# its next request (retry, then another address): on real ptys, `rtugw run` with
+# mode = listen and `rtugw sniff --json`, 12 seeds, unique and equal values.
+TESTS += tests/test_tap_late.py
+EXTRA_DIST += tests/test_tap_late.py
+
+# The tap's pairing in simulated time, seeded: a master with timeouts, retries and
+# changing polls, slaves late (within the late bound: 1.5x or 3.9x the timeout),
+# queued, doubled, foreign, deaf; judged on wrong pairs and answers used past the
+# master's timeout as heard. `make check` runs 10^5 frames from a new seed and
+# replays the seeds once found wrong; `make check-tap-explore` runs 10^6 from four
+# seed ranges, each bound. RTUGW_PAIR_FRAMES=N, RTUGW_SEED0=N (a range),
+# RTUGW_SEED=N (one seed), RTUGW_PAIR_LATE_BOUND=tenths, RTUGW_PAIR_LATE_FACTOR=N,
+# RTUGW_TRACE=1 prints the line.
+check_PROGRAMS += tests/test_pair_explore
+tests_test_pair_explore_SOURCES = tests/test_pair_explore.c
+tests_test_pair_explore_CFLAGS = $(TEST_CFLAGS)
+tests_test_pair_explore_LDADD = $(TEST_LIBS)
+TESTS += tests/test_pair_explore
+check-tap-explore: tests/test_pair_explore
+	for s in 1 1000001 2000001 3000001; do for b in 15 39; do \
+	  RTUGW_PAIR_FRAMES=1000000 RTUGW_SEED0=$$s RTUGW_PAIR_LATE_BOUND=$$b \
+	  $(builddir)/tests/test_pair_explore || exit 1; done; done
+.PHONY: check-tap-explore

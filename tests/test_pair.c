@@ -145,7 +145,7 @@ static void test_unanswered_retry_unpaired(void **state)
 {
     (void)state;
     line_t *t = line_new();
-    read_ans(t, 1, 2, 7, 0);
+    read_ans(t, 1, 2, 6, 0);
     assert_int_equal(count(t, RTU_PAIR_UNPAIRED), 1);
     read_req(t, 1, 0, 2, 10);
     read_ans(t, 1, 3, 7, 13);              /* 3 registers for a read of 2 */
@@ -195,109 +195,155 @@ static void test_vouching(void **state)
     line_free(t);
 }
 
-/* P4: an answer equal to the slave's last frame, for another request, is doubtful until
- * the slave's verdict is GENUINE (twice such an answer stood alone); a slave heard sending
- * a frame nothing asked for is SENT for good; the same request answered again with the
- * same bytes is believed. */
+/* P4: an answer byte-equal to one its slave said for another request, within W (or, no
+ * timeout heard yet, still in the ring), is doubtful: it may be a copy, until the slave's
+ * verdict is GENUINE (twice such an answer stood alone). For the same request bytes it
+ * is used (the same question). Past W, equal answers are used again. */
 static void test_copies(void **state)
 {
     (void)state;
     line_t *t = line_new();
-    /* Slave 1, all-zero registers at two addresses the master alternates. */
+    /* Slave 1, all-zero registers at two addresses the master alternates: the 2nd equals
+     * one said for the other address; the 3rd too, but also the one used for its own
+     * (its values are that question's, whichever it copies); then the slave is GENUINE
+     * (equal answers that stood alone twice), and what P4 alone made owed is not. */
     uint64_t ms = 0;
     for (int i = 0; i < 6; i++, ms += 100) {
         read_req(t, 1, i % 2 ? 10 : 0, 5, ms);
         read_ans(t, 1, 5, 0, ms + 3);
     }
     idle(t, ms + 50);
-    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 2);   /* the 2nd and 3rd, then GENUINE */
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 4);
+    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 5);
+    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 1);
     assert_int_equal(t->ev[1].kind, RTU_PAIR_DOUBTFUL);
-    assert_int_equal(t->ev[2].kind, RTU_PAIR_DOUBTFUL);
-    /* Slave 3: its first copy ever, in the next request's wait: not used. */
+    /* Slave 3: a copy of the answer for 20 in the wait of the request for 0. */
     read_req(t, 3, 20, 8, 1000);
     read_ans(t, 3, 8, 1020, 1003);
     read_req(t, 3, 0, 8, 1100);
-    read_ans(t, 3, 8, 1020, 1110);                      /* a copy of the answer for 20 */
+    read_ans(t, 3, 8, 1020, 1110);
     idle(t, 1200);
     assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
-    /* Slave 2: a copy nothing asked for makes it SENT; then equal answers to another
-     * request stay doubtful, while the same request answered alike is believed. */
-    size_t before = count(t, RTU_PAIR_DOUBTFUL);
-    read_req(t, 2, 0, 5, 2000);
-    read_ans(t, 2, 5, 0, 2003);
-    idle(t, 2050);
-    read_ans(t, 2, 5, 0, 2060);
-    assert_int_equal(count(t, RTU_PAIR_UNPAIRED), 1);
-    for (int i = 0; i < 4; i++) {
-        read_req(t, 2, i % 2 ? 0 : 10, 5, 2100 + 100u * i);
-        read_ans(t, 2, 5, 0, 2103 + 100u * i);
-    }
-    read_req(t, 2, 0, 5, 2500);                         /* the same request again */
-    read_ans(t, 2, 5, 0, 2503);
-    idle(t, 2600);
-    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL) - before, 4);
+    /* Slave 4: the same request asked again, answered with the same bytes: used. */
+    read_req(t, 4, 0, 5, 2000);
+    read_ans(t, 4, 5, 1, 2003);
+    read_req(t, 4, 0, 5, 2100);
+    read_ans(t, 4, 5, 1, 2103);
+    idle(t, 2200);
+    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 8);
+    /* A heard timeout (99.5 ms: W = 398 ms), then slave 8 all-zero: within W of the
+     * answer for 0, the one for 10 is doubtful; past W of it, used again. */
+    read_req(t, 7, 0, 1, 3000);
+    read_req(t, 7, 0, 1, 3100);
+    read_req(t, 8, 0, 5, 4000);
+    read_ans(t, 8, 5, 0, 4003);
+    read_req(t, 8, 10, 5, 4100);
+    read_ans(t, 8, 5, 0, 4103);
+    idle(t, 4200);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
+    read_req(t, 8, 0, 5, 4600);
+    read_ans(t, 8, 5, 0, 4603);
+    idle(t, 4700);
     assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_ANSWERED);
+    rtu_pair_stats_t st;
+    rtu_pairer_get_stats(t->p, &st);
+    assert_int_equal(st.heard_timeout_ns, 100 * MS - MS / 2);
     line_free(t);
 }
 
-/* P5: after a give-up, the slave's next answer to another request is doubtful (it may
- * be the late one); to a retry of the same request, or after the late answer was heard
- * unasked, it is used. */
-static void test_after_give_up(void **state)
+/* T2 (late answers are never used): past the heard timeout after the pending request,
+ * an answer is doubtful and counted, and the request owes (P5). */
+static void test_late_never_used(void **state)
 {
     (void)state;
     line_t *t = line_new();
     read_req(t, 1, 0, 2, 0);
-    read_req(t, 1, 20, 2, 200);                         /* gave up on 0..1, asks 20..21 */
-    read_ans(t, 1, 2, 7, 250);                          /* late answer of 0..1, or 20..21? */
-    idle(t, 300);
-    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 1);
-    read_req(t, 1, 20, 2, 400);
-    read_ans(t, 1, 2, 9, 403);
-    idle(t, 450);
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 1);
-    read_req(t, 2, 0, 2, 500);
-    read_req(t, 2, 0, 2, 700);                          /* retry */
-    read_ans(t, 2, 2, 9, 703);
-    idle(t, 750);
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 2);
+    read_req(t, 1, 0, 2, 100);                          /* the retry: heard timeout 99.5 ms */
+    read_ans(t, 1, 2, 7, 103);
+    read_req(t, 6, 0, 2, 1000);
+    read_ans(t, 6, 2, 8, 1150);                         /* 149.5 ms after the request */
+    idle(t, 1190);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
+    rtu_pair_stats_t st;
+    rtu_pairer_get_stats(t->p, &st);
+    assert_int_equal(st.late, 1);
+    read_req(t, 6, 20, 2, 1200);                        /* the request for 0 owes */
+    read_ans(t, 6, 2, 9, 1203);
+    idle(t, 1250);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
     line_free(t);
 }
 
-/* P5, the debt: an answer to the master's retry is used, but if it was the late answer of
- * the request given up, the retry's own answer is still owed and may land in the wait of
- * the master's next request of that shape (the master took the late answer too and moved
- * on): that answer is doubtful. An answer whose shape the owed one cannot have is the
- * pending request's own (a slave answers in order), used at once. */
-static void test_after_retry_answered(void **state)
+/* P5, debts by time: a request given up on makes its slave owe an answer of its shape
+ * until W (4 x the heard timeout) after it; an answer another owed request could own is
+ * doubtful, one of another shape is used; nothing but time ends the debt (not a frame
+ * nothing asked for); a debt of the pending request's own bytes does not doubt. */
+static void test_debt_by_time(void **state)
 {
     (void)state;
     line_t *t = line_new();
-    read_req(t, 1, 0, 8, 0);
-    read_req(t, 1, 0, 8, 130);                          /* gave up on 0..7: the retry */
-    read_ans(t, 1, 8, 1000, 150);                       /* the first one's late answer */
-    idle(t, 175);
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 1);   /* same question: its values */
-    read_req(t, 1, 20, 8, 180);                         /* the master moves on */
-    read_ans(t, 1, 8, 1001, 300);                       /* the retry's own answer, late */
-    idle(t, 400);
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 1);
-    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 1);
-    read_req(t, 1, 20, 8, 500);                         /* debt settled: used again */
-    read_ans(t, 1, 8, 1020, 503);
-    idle(t, 600);
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 2);
-    read_req(t, 1, 0, 8, 700);
-    read_req(t, 1, 40, 2, 830);                         /* gave up on 0..7; asks 2 registers */
-    read_ans(t, 1, 2, 1040, 833);                       /* cannot be 0..7's answer: used */
-    idle(t, 900);
+    read_req(t, 1, 0, 2, 0);
+    read_req(t, 1, 20, 2, 100);                         /* gave up on 0: heard timeout 99.5, W 398 */
+    read_ans(t, 1, 2, 7, 103);                          /* 0's late answer, or 20's? */
+    idle(t, 150);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
+    read_ans(t, 1, 2, 5, 160);                          /* nothing asked: pays nothing */
+    assert_int_equal(count(t, RTU_PAIR_UNPAIRED), 1);
+    read_req(t, 1, 40, 3, 200);                         /* another shape: 0 cannot own it */
+    read_ans(t, 1, 3, 8, 203);
+    read_req(t, 1, 20, 2, 300);                         /* 0 still owes (until 398.5) */
+    read_ans(t, 1, 2, 9, 303);
+    read_req(t, 1, 20, 2, 600);                         /* 0 expired; 20 owes: the same bytes */
+    read_ans(t, 1, 2, 10, 603);
+    read_req(t, 1, 0, 2, 1100);                         /* 20 expired (998.5) */
+    read_ans(t, 1, 2, 11, 1103);
+    idle(t, 1200);
     assert_int_equal(count(t, RTU_PAIR_ANSWERED), 3);
-    read_req(t, 1, 0, 8, 1000);                         /* and the debt is settled */
-    read_ans(t, 1, 8, 1000, 1003);
-    idle(t, 1100);
-    assert_int_equal(count(t, RTU_PAIR_ANSWERED), 4);
-    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 1);
+    assert_int_equal(count(t, RTU_PAIR_DOUBTFUL), 2);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_ANSWERED);
+    /* An exception of the function counts as the same shape. */
+    read_req(t, 5, 0, 2, 2000);
+    read_req(t, 5, 10, 5, 2100);
+    const uint8_t ex[] = { 5, 0x83, 2 };
+    frame(t, false, ex, sizeof ex, 2103, true);
+    idle(t, 2150);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
+    rtu_pair_stats_t st;
+    rtu_pairer_get_stats(t->p, &st);
+    assert_int_equal(st.owed, 3);
+    line_free(t);
+}
+
+/* P5, the retry: an answer to the master's retry is used (either attempt's answer answers
+ * the same question), but the retry's own may still come: it owes, and another request
+ * of that shape is doubted until W after it. A smaller late factor ends debts sooner. */
+static void test_retry_allowed(void **state)
+{
+    (void)state;
+    line_t *t = line_new();
+    read_req(t, 2, 0, 2, 0);
+    read_req(t, 2, 0, 2, 100);                          /* the retry */
+    read_ans(t, 2, 2, 7, 103);
+    idle(t, 150);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_ANSWERED);
+    assert_true(t->ev[t->n - 1].retry);
+    read_req(t, 2, 10, 2, 200);
+    read_ans(t, 2, 2, 8, 203);
+    idle(t, 250);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_DOUBTFUL);
+    read_req(t, 2, 10, 2, 700);                         /* 0 expired (498.5); 10 is its own */
+    read_ans(t, 2, 2, 9, 703);
+    idle(t, 750);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_ANSWERED);
+    line_free(t);
+    /* late factor 2: W = 199 ms */
+    t = line_new();
+    rtu_pairer_set_late_factor(t->p, 2);
+    read_req(t, 2, 0, 2, 0);
+    read_req(t, 2, 20, 2, 100);
+    read_req(t, 2, 20, 2, 250);                         /* 0 owed until 199.5 only */
+    read_ans(t, 2, 2, 7, 253);
+    idle(t, 300);
+    assert_int_equal(t->ev[t->n - 1].kind, RTU_PAIR_ANSWERED);
     line_free(t);
 }
 
@@ -385,8 +431,9 @@ int main(void)
         cmocka_unit_test(test_unanswered_retry_unpaired),
         cmocka_unit_test(test_vouching),
         cmocka_unit_test(test_copies),
-        cmocka_unit_test(test_after_give_up),
-        cmocka_unit_test(test_after_retry_answered),
+        cmocka_unit_test(test_late_never_used),
+        cmocka_unit_test(test_debt_by_time),
+        cmocka_unit_test(test_retry_allowed),
         cmocka_unit_test(test_broadcast_and_bound),
         cmocka_unit_test(test_learn),
     };
