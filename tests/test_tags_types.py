@@ -20,6 +20,7 @@ Values outside a type are refused, never wrapped. Seeded: RTUGW_SEED=..."""
 import math
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -197,8 +198,10 @@ def fewest_float_digits(x):
 
 
 def plain_ok(text, x):
-    """No exponent between 1e-6 and 1e21, as JavaScript prints numbers."""
-    return ("e" in text) == (x != 0 and not 1e-6 <= abs(x) < 1e21)
+    """No exponent between 1e-6 and 1e21, as JavaScript prints numbers; beyond,
+    JavaScript's exponent: a sign and no leading zero ("6e-8", "1e+21")."""
+    return ("e" in text) == (x != 0 and not 1e-6 <= abs(x) < 1e21) and \
+        ("e" not in text or re.search(r"e[+-][1-9][0-9]*$", text) is not None)
 
 
 requests, expect = [], []
