@@ -189,6 +189,21 @@ def test_scan_sim():
         sim.terminate()
         sim.wait()
     check(sim.returncode == 0, "the simulator stopped cleanly")
+    # the simulator's default format is what its usage line shows (issue 44: it showed 8N1)
+    h = subprocess.run([BIN, "sim", "--help"], capture_output=True, text=True, timeout=10)
+    usage_format = re.search(r"\[--format (\w+)\]", h.stdout)
+    sim = subprocess.Popen([BIN, "sim", "--slaves", "3", "--baud", "9600", "--pace"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        path = sim.stdout.readline().strip()
+        p, _ = scan("--port", path, "--ids", "3", "--baud", "9600", "--format", "8N1,8O1,8E1", "--json",
+                    "--no-identify")
+        check(found(p) == [(3, 9600, "8E1")] and usage_format and usage_format.group(1) == "8E1",
+              f"sim's default format is 8E1, as its usage line says ({found(p)}; "
+              f"{usage_format.group(0) if usage_format else None})")
+    finally:
+        sim.terminate()
+        sim.wait()
 
 
 def relay(scanner_master, server_master, stop):
