@@ -66,8 +66,8 @@ static void usage(FILE *to)
             "\n"
             "Example: rtugw read --port /dev/ttyUSB0 --baud 9600 --slave 3 --type float32 \\\n"
             "           --order CDAB holding:100\n"
-            "Words that are no value of the type (a BCD digit above 9) print bad_data (JSON:\n"
-            "null, quality bad), as the daemon marks them.\n"
+            "Words that are no value of the type (a BCD digit above 9), and a float that is\n"
+            "NaN or infinite, print bad_data (JSON: null, quality bad), as /tags shows them.\n"
             "Exit: 0 when every read answered with a value, 1 when one failed (timeout,\n"
             "exception, cannot open, bad_data), 2 on a usage error.\n");
 }
@@ -193,28 +193,31 @@ static int read_words(modbus_t *ctx, const tags_tag_t *g, uint16_t *words)
     return rc < 0 ? -1 : 0;
 }
 
-/* A decoded value as text; JSON wants strings quoted and no NaN. Words that
- * are no value of the type (a BCD digit above 9) decode as the daemon
- * decodes them, quality bad, reason bad_data: "bad_data", null in JSON.
- * Returns false for those. */
-static bool value_text(const tags_tag_t *g, const uint16_t *words, bool json, char *out, size_t cap)
+/* A decoded value as text; JSON wants strings quoted. Words that are no
+ * value of the type (a BCD digit above 9) decode as the daemon decodes
+ * them, quality bad, reason bad_data; a float that is NaN or an infinity
+ * is shown as /tags shows it, bad_data too (JSON has no token for it):
+ * "bad_data", null in JSON. Returns NULL for a value, else why it is none
+ * ("a BCD digit above 9", "nan", "inf", "-inf"). */
+static const char *value_text(const tags_tag_t *g, const uint16_t *words, bool json, char *out, size_t cap)
 {
     tags_value_t v = { .quality = TAGS_GOOD };
     char text[6 * TAGS_MAX_REGISTERS + 8];
     tags_decode(g, words, &v);
-    if (v.quality == TAGS_BAD) {
+    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
+    const char *why = v.quality == TAGS_BAD ? "a BCD digit above 9"
+                      : !number || isfinite(v.eng) ? NULL
+                      : isnan(v.eng) ? "nan" : v.eng > 0 ? "inf" : "-inf";
+    if (why) {
         snprintf(out, cap, json ? "null" : "bad_data");
-        return false;
+        return why;
     }
     tags_format(g, &v, text, sizeof text);
-    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
     if (json && (g->type == TAGS_STRING || g->type == TAGS_RAW))
         json_quote(out, cap, text);
-    else if (json && number && !isfinite(v.eng))
-        snprintf(out, cap, "null");
     else
         snprintf(out, cap, "%s", text);
-    return true;
+    return NULL;
 }
 
 /* The orders worth showing for this type: every one, both byte orders, or
@@ -239,6 +242,7 @@ static int print_value(const tags_tag_t *g, const uint16_t *words, const read_op
     bool all = o->all_orders && orders_of(g) > 1;
     unsigned n = all ? orders_of(g) : 1, good = 0;
     bool ok[4] = { false, false, false, false };
+    const char *why = NULL;
     const char *names[4] = { "", "", "", "" };
 
     printf(o->json ? "{\"target\":\"%s\",\"type\":\"%s\"" : "%s %s", g->name, tags_type_name(g->type));
@@ -250,8 +254,10 @@ static int print_value(const tags_tag_t *g, const uint16_t *words, const read_op
         tags_tag_t one = *g;
         if (all)
             one.order = n == 2 ? bytes[k] : orders[k];
-        ok[k] = value_text(&one, words, o->json, text, sizeof text);
+        const char *bad = value_text(&one, words, o->json, text, sizeof text);
+        ok[k] = !bad;
         good += ok[k];
+        why = bad ? bad : why;
         const char *order = names[k] = tags_order_name(one.order, one.type);
         if (o->json && all)
             printf("%s\"%s\":%s", k ? "," : "", order, text);
@@ -268,7 +274,10 @@ static int print_value(const tags_tag_t *g, const uint16_t *words, const read_op
             printf("%s\"%s\":\"%s\"", k ? "," : "", names[k], ok[k] ? "good" : "bad_data");
         printf("}");
     } else if (o->json) {
-        printf(ok[0] ? ",\"quality\":\"good\"" : ",\"quality\":\"bad\",\"reason\":\"bad_data\"");
+        if (ok[0])
+            printf(",\"quality\":\"good\"");
+        else
+            printf(",\"quality\":\"bad\",\"reason\":\"bad_data\",\"why\":\"%s\"", why);
     }
     printf(o->json ? (all ? ",\"words\":[" : ",\"words\":[") : "  [");
     for (unsigned i = 0; i < g->count; i++)
@@ -281,9 +290,9 @@ static int print_value(const tags_tag_t *g, const uint16_t *words, const read_op
     char w[6 * TAGS_MAX_REGISTERS + 1] = "";
     for (unsigned i = 0; i < g->count && i < TAGS_MAX_REGISTERS; i++)
         snprintf(w + strlen(w), sizeof w - strlen(w), "%s%04x", i ? " " : "", words[i]);
-    fprintf(stderr, "rtugw read: %s: bad_data: word%s %s %s no %s value%s (a BCD digit above 9?)\n", g->name,
+    fprintf(stderr, "rtugw read: %s: bad_data: word%s %s %s no %s value%s (%s)\n", g->name,
             g->count > 1 ? "s" : "", w, g->count > 1 ? "are" : "is", tags_type_name(g->type),
-            all ? " in any order" : "");
+            all ? " in any order" : "", why);
     return 1;
 }
 

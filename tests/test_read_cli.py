@@ -49,6 +49,7 @@ load.append(f"1 holding 300 " + " ".join(map(str, string_words)))
 load.append("1 input 7 4660")
 load.append("1 holding 400 4660 22136 16968 12345 65285")   # bcd32, float16, fixed16:2, int8h
 load.append("1 holding 410 4779 4660 22264")   # 0x12AB: no bcd16; 1234 56f8: no bcd32 (issue 44)
+load.append("1 holding 420 31744 64512 32256 15360")   # float16 +inf, -inf, NaN, 1.0
 with open(os.path.join(d, "load.txt"), "w") as f:
     f.write("\n".join(load) + "\n")
 sim = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1", "--load", os.path.join(d, "load.txt")],
@@ -195,6 +196,21 @@ def test_read_bad_data():
           f"a good BCD word still reads, quality good ({p.stdout!r})")
 
 
+def test_read_nonfinite():
+    """Issue 44: a float16 that is an infinity or NaN is no value for JSON:
+    read says bad_data as /tags does (null, quality bad), exit 1."""
+    rtu = ["--port", link, "--slave", "1", "--timeout", "2000"]
+    p = read(*rtu, "--type", "float16", "--json", "holding:420", "holding:421", "holding:422", "holding:423")
+    got = lines(p)
+    check(p.returncode == 1 and [g.get("value") for g in got] == [None, None, None, 1]
+          and [g.get("quality") for g in got] == ["bad", "bad", "bad", "good"]
+          and [g.get("why") for g in got[:3]] == ["inf", "-inf", "nan"],
+          f"float16 +inf, -inf, NaN: null, quality bad; 1.0 good ({p.stdout!r})")
+    p = read(*rtu, "--type", "float16", "holding:420")
+    check(p.returncode == 1 and p.stdout.split()[3] == "bad_data" and "(inf)" in p.stderr,
+          f"for people: bad_data, and why ({p.stdout!r} {p.stderr!r})")
+
+
 def test_read_frictions():
     """Issue 44: a Modicon reference gets a hint, --order with a word swap on
     a one-register type is refused."""
@@ -213,4 +229,4 @@ def test_read_frictions():
     check(p.returncode == 0 and p.stdout.split()[2] == "BA", f"--order BA on uint16 still reads ({p.stdout!r})")
 
 
-run_tests("test_read_cli", (test_read, test_read_bad_data, test_read_frictions))
+run_tests("test_read_cli", (test_read, test_read_bad_data, test_read_nonfinite, test_read_frictions))
