@@ -27,7 +27,7 @@
  * per-request costs is the bound the command prints before it starts:
  *     sum over speeds of  formats * ids * probe cost(speed, format)
  *   + per slave found: 3 * FC 43 + FC 17 + FC 1..4, each at its cost
- * (at 9600 8E1 a probe costs 65 ms, an identification 1.6 s). --budget S
+ * (at 9600 8E1 a probe costs 63 ms, an identification 1.63 s). --budget S
  * is a hard deadline: a request whose cost would end past it is not sent;
  * what was not finished is named.
  */

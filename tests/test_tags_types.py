@@ -365,4 +365,11 @@ for n in (2, 3, 6, 9):
                           else None)
 compare("strings with byte and word order, read and written", requests, expect,
         lambda got, want: got.split()[:2] == ["refused", "34"] if want is None else got.split() == want)
+
+# docs/tags.md, which these rules are written in: every heading is a heading
+# ("#**A live reload**" was bold text with a stray '#', issue 44)
+_src = os.environ.get("RTUGW_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+with open(os.path.join(_src, "docs", "tags.md")) as _f:
+    _stray = [(n, ln.rstrip()) for n, ln in enumerate(_f, 1) if re.match(r"#+[^# \n]", ln)]
+check(not _stray, f"docs/tags.md: no '#' glued to text, which renders as neither heading nor text ({_stray})")
 finish("test_tags_types")
