@@ -51,7 +51,8 @@ static void usage(FILE *to)
             "                   fixed16:D, ufixed16:D, fixed32:D, ufixed32:D (D digits after\n"
             "                   the point); coils, discrete inputs and bits are bool\n"
             "  --order O        ABCD (default), CDAB, BADC, DCBA (64-bit: their 8-letter names\n"
-            "                   or these, applied by meaning); 16-bit types AB, BA; strings\n"
+            "                   or these, applied by meaning); 16-bit types AB, BA (a word\n"
+            "                   swap is refused: one register has no word order); strings\n"
             "                   AB, BA, or CDAB/DCBA for registers swapped in pairs\n"
             "  --scale X, --offset X   value = raw * X + offset (default 1 and 0)\n"
             "  --all-orders     print the value in every order side by side\n"
@@ -65,8 +66,10 @@ static void usage(FILE *to)
             "\n"
             "Example: rtugw read --port /dev/ttyUSB0 --baud 9600 --slave 3 --type float32 \\\n"
             "           --order CDAB holding:100\n"
-            "Exit: 0 when every read answered, 1 when one failed (timeout, exception, cannot\n"
-            "open), 2 on a usage error.\n");
+            "Words that are no value of the type (a BCD digit above 9), and a float that is\n"
+            "NaN or infinite, print bad_data (JSON: null, quality bad), as /tags shows them.\n"
+            "Exit: 0 when every read answered with a value, 1 when one failed (timeout,\n"
+            "exception, cannot open, bad_data), 2 on a usage error.\n");
 }
 
 static int parse_unsigned(const char *opt, const char *text, unsigned min, unsigned max, unsigned *out)
@@ -133,6 +136,15 @@ static int add_target(tags_table_t *t, const read_options_t *o, const char *arg)
         fprintf(stderr, "rtugw read: %s\n", msg);
         return -1;
     }
+    /* a one-register number has no word order: CDAB on a uint16 would read
+     * as AB, and the user would believe the word swap was applied */
+    bool one_word = count == 1 && !bits && bit < 0 && g.type != TAGS_STRING && g.type != TAGS_RAW &&
+                    g.type != TAGS_BOOL;
+    if (o->order && one_word && (g.order & TAGS_ORDER_WORDSWAP)) {
+        fprintf(stderr, "rtugw read: --order %s: %s is one register, which has no word order "
+                        "(AB or BA, its byte order)\n", o->order, tags_type_name(g.type));
+        return -1;
+    }
     g.address = (uint16_t)address;
     g.in_register = bit >= 0;
     g.bit = bit >= 0 ? (uint8_t)bit : 0;
@@ -181,20 +193,31 @@ static int read_words(modbus_t *ctx, const tags_tag_t *g, uint16_t *words)
     return rc < 0 ? -1 : 0;
 }
 
-/* A decoded value as text; JSON wants strings quoted and no NaN. */
-static void value_text(const tags_tag_t *g, const uint16_t *words, bool json, char *out, size_t cap)
+/* A decoded value as text; JSON wants strings quoted. Words that are no
+ * value of the type (a BCD digit above 9) decode as the daemon decodes
+ * them, quality bad, reason bad_data; a float that is NaN or an infinity
+ * is shown as /tags shows it, bad_data too (JSON has no token for it):
+ * "bad_data", null in JSON. Returns NULL for a value, else why it is none
+ * ("a BCD digit above 9", "nan", "inf", "-inf"). */
+static const char *value_text(const tags_tag_t *g, const uint16_t *words, bool json, char *out, size_t cap)
 {
-    tags_value_t v;
+    tags_value_t v = { .quality = TAGS_GOOD };
     char text[6 * TAGS_MAX_REGISTERS + 8];
     tags_decode(g, words, &v);
-    tags_format(g, &v, text, sizeof text);
     bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
+    const char *why = v.quality == TAGS_BAD ? "a BCD digit above 9"
+                      : !number || isfinite(v.eng) ? NULL
+                      : isnan(v.eng) ? "nan" : v.eng > 0 ? "inf" : "-inf";
+    if (why) {
+        snprintf(out, cap, json ? "null" : "bad_data");
+        return why;
+    }
+    tags_format(g, &v, text, sizeof text);
     if (json && (g->type == TAGS_STRING || g->type == TAGS_RAW))
         json_quote(out, cap, text);
-    else if (json && number && !isfinite(v.eng))
-        snprintf(out, cap, "null");
     else
         snprintf(out, cap, "%s", text);
+    return NULL;
 }
 
 /* The orders worth showing for this type: every one, both byte orders, or
@@ -208,13 +231,19 @@ static unsigned orders_of(const tags_tag_t *g)
     return g->count == 1 ? 2 : 4;
 }
 
-static void print_value(const tags_tag_t *g, const uint16_t *words, const read_options_t *o)
+/* Prints one target's value (or its values side by side). Returns 0, or 1
+ * when the words are no value of the type: in the one order asked for, or,
+ * with --all-orders, in any order (then each such column says bad_data). */
+static int print_value(const tags_tag_t *g, const uint16_t *words, const read_options_t *o)
 {
     static const tags_order_t orders[4] = { TAGS_ORDER_ABCD, TAGS_ORDER_CDAB, TAGS_ORDER_BADC, TAGS_ORDER_DCBA };
     static const tags_order_t bytes[2] = { TAGS_ORDER_ABCD, TAGS_ORDER_BADC };
     char text[JSON_QUOTED_MAX(2 * TAGS_MAX_REGISTERS + 1)];
     bool all = o->all_orders && orders_of(g) > 1;
-    unsigned n = all ? orders_of(g) : 1;
+    unsigned n = all ? orders_of(g) : 1, good = 0;
+    bool ok[4] = { false, false, false, false };
+    const char *why = NULL;
+    const char *names[4] = { "", "", "", "" };
 
     printf(o->json ? "{\"target\":\"%s\",\"type\":\"%s\"" : "%s %s", g->name, tags_type_name(g->type));
     if (g->type == TAGS_STRING || g->type == TAGS_RAW)
@@ -225,8 +254,11 @@ static void print_value(const tags_tag_t *g, const uint16_t *words, const read_o
         tags_tag_t one = *g;
         if (all)
             one.order = n == 2 ? bytes[k] : orders[k];
-        value_text(&one, words, o->json, text, sizeof text);
-        const char *order = tags_order_name(one.order, one.type);
+        const char *bad = value_text(&one, words, o->json, text, sizeof text);
+        ok[k] = !bad;
+        good += ok[k];
+        why = bad ? bad : why;
+        const char *order = names[k] = tags_order_name(one.order, one.type);
         if (o->json && all)
             printf("%s\"%s\":%s", k ? "," : "", order, text);
         else if (o->json)
@@ -236,11 +268,61 @@ static void print_value(const tags_tag_t *g, const uint16_t *words, const read_o
         else
             printf("%s%s %s", order[0] ? " " : "", order, text);
     }
-    printf(o->json ? (all ? "},\"words\":[" : ",\"words\":[") : "  [");
+    if (o->json && all) {
+        printf("},\"quality\":{");
+        for (unsigned k = 0; k < n; k++)
+            printf("%s\"%s\":\"%s\"", k ? "," : "", names[k], ok[k] ? "good" : "bad_data");
+        printf("}");
+    } else if (o->json) {
+        if (ok[0])
+            printf(",\"quality\":\"good\"");
+        else
+            printf(",\"quality\":\"bad\",\"reason\":\"bad_data\",\"why\":\"%s\"", why);
+    }
+    printf(o->json ? (all ? ",\"words\":[" : ",\"words\":[") : "  [");
     for (unsigned i = 0; i < g->count; i++)
         printf(o->json ? "%s%u" : "%s%04x", i ? (o->json ? "," : " ") : "", words[i]);
     printf(o->json ? "]}\n" : "]\n");
     fflush(stdout);
+    if (good)
+        return 0;
+    /* the error names the words, as the daemon's bad_data would */
+    char w[6 * TAGS_MAX_REGISTERS + 1] = "";
+    for (unsigned i = 0; i < g->count && i < TAGS_MAX_REGISTERS; i++)
+        snprintf(w + strlen(w), sizeof w - strlen(w), "%s%04x", i ? " " : "", words[i]);
+    fprintf(stderr, "rtugw read: %s: bad_data: word%s %s %s no %s value%s (%s)\n", g->name,
+            g->count > 1 ? "s" : "", w, g->count > 1 ? "are" : "is", tags_type_name(g->type),
+            all ? " in any order" : "", why);
+    return 1;
+}
+
+/* Why a read failed, in the words of the one who commissions: a silent
+ * slave is named, and an address that looks like a Modicon reference
+ * (40101) is shown as the TABLE:ADDRESS it likely meant. */
+static void read_failed(const tags_tag_t *g, const read_options_t *o, int err)
+{
+    if (err == ETIMEDOUT) {
+        if (o->tcp)
+            fprintf(stderr, "rtugw read: %s: no answer from unit %u through %s in %u ms (the gateway's "
+                            "slave is silent, or no such unit)\n", g->name, o->unit, o->tcp, o->timeout_ms);
+        else
+            fprintf(stderr, "rtugw read: %s: no answer from slave %u in %u ms (is it slave %u, at %u baud, "
+                            "parity %c?)\n", g->name, o->slave, o->timeout_ms, o->slave, o->baud, o->parity);
+        return;
+    }
+    fprintf(stderr, "rtugw read: %s: %s\n", g->name, modbus_strerror(err));
+    const char *at = strchr(g->name, ':');
+    tags_area_t area;
+    unsigned address;
+    int bit;
+    char msg[128], table[24];
+    if (err != EMBXILADD || !at || strspn(at + 1, "0123456789") < 5 ||
+        tags_parse_modicon(at + 1, &area, &address, &bit, msg, sizeof msg) != 0)
+        return;
+    static const char *const what[] = { "coil", "discrete input", "holding register", "input register" };
+    snprintf(table, sizeof table, bit >= 0 ? "%u.%d" : "%u", address, bit);
+    fprintf(stderr, "rtugw read: hint: %s looks like a Modicon reference: %s %s is `%s:%s`\n", at + 1,
+            what[area], table, tags_area_name(area), table);
 }
 
 static int poll_all(modbus_t *ctx, const tags_table_t *t, const read_options_t *o)
@@ -250,11 +332,11 @@ static int poll_all(modbus_t *ctx, const tags_table_t *t, const read_options_t *
     for (size_t i = 0; i < tags_table_count(t); i++) {
         const tags_tag_t *g = tags_table_tag(t, i);
         if (read_words(ctx, g, words) != 0) {
-            fprintf(stderr, "rtugw read: %s: %s\n", g->name, modbus_strerror(errno));
+            read_failed(g, o, errno);
             failed = 1;
             continue;
         }
-        print_value(g, words, o);
+        failed |= print_value(g, words, o);
     }
     return failed;
 }

@@ -11,20 +11,29 @@
  * device identification, basic objects), FC 17 (report server id), and
  * which of FC 1-4 answer data at address 0.
  *
- * Time. The probe waits, per id, the wire time of the request and of the
- * longest answer to it plus two t3.5 gaps, plus a turnaround allowance (the
- * slave's own processing; --turnaround, default 20 ms): at 9600 8E1 that is
- * 15.6 + 8.0 + 20 = 44 ms. So the whole scan is bounded by
- *     sum over speeds of  formats * ids * (probe_ms(speed) + t3.5)
- *   + found * 8 * probe_ms        (identification: up to 8 requests each)
- * which the command prints before it starts; --budget S stops it earlier,
- * saying which speeds and formats it did not finish. Nothing waits longer
- * than one probe on a silent id, so a scan of 1..247 at one speed and
- * format takes 247 probes (11 s at 9600 8E1).
+ * Answers are framed as the line core frames them (parser/framer.c, by
+ * length, resynchronising after noise): a stray byte before an answer (a
+ * transceiver's turn-on glitch) is skipped, not taken for a garbled answer.
+ * Bytes that form no good answer of the slave asked are counted per id and
+ * reported: two slaves at one id, or the wrong speed or parity, show so.
+ *
+ * Time. Each request has two deadlines: the first byte of its answer must
+ * come within the request's wire time, the slave's turnaround allowance
+ * (--turnaround, default 20 ms), a t3.5 and two characters; the whole
+ * answer within that plus its longest length (and 8 characters of noise)
+ * and a t3.5. A silent slave costs the first deadline only. Before each
+ * request the line is left quiet for a t3.5 (at least 1 ms), and 2 ms are
+ * allowed for the write and poll's millisecond rounding. The sum of these
+ * per-request costs is the bound the command prints before it starts:
+ *     sum over speeds of  formats * ids * probe cost(speed, format)
+ *   + per slave found: 3 * FC 43 + FC 17 + FC 1..4, each at its cost
+ * (at 9600 8E1 a probe costs 63 ms, an identification 1.63 s). --budget S
+ * is a hard deadline: a request whose cost would end past it is not sent;
+ * what was not finished is named.
  */
 #include "cli/cli.h"
+#include "cli/scan.h"
 #include "drivers/driver.h"
-#include "json/json.h"
 #include "parser/rtu.h"
 
 #include <errno.h>
@@ -34,53 +43,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
-
-#define SCAN_MAX_BAUDS 16
-#define SCAN_MAX_FORMATS 8
-#define SCAN_MAX_FOUND 247
-#define SCAN_IDENTIFY_REQUESTS 8
-
-typedef struct scan_format {
-    char text[4];          /* "8E1" */
-    unsigned data_bits, stop_bits;
-    char parity;
-} scan_format_t;
-
-typedef struct scan_slave {
-    uint8_t id;
-    unsigned baud;
-    scan_format_t format;
-    bool has_device_id;
-    char vendor[64], product[64], revision[64];
-    bool has_server_id;
-    uint8_t server_id[64];
-    size_t server_id_len;
-    int run;               /* FC 17 run indicator: 1 on, 0 off, -1 not given */
-    bool reads[5];         /* [1..4]: FC answered data at address 0 */
-} scan_slave_t;
-
-typedef struct scan_options {
-    const char *port;
-    unsigned first_id, last_id;
-    unsigned bauds[SCAN_MAX_BAUDS];
-    size_t n_bauds;
-    scan_format_t formats[SCAN_MAX_FORMATS];
-    size_t n_formats;
-    unsigned turnaround_ms;
-    double budget_s;       /* 0: no budget beyond the bound */
-    bool json, snippet, identify;
-} scan_options_t;
-
-typedef struct scan_run {
-    const scan_options_t *o;
-    scan_slave_t found[SCAN_MAX_FOUND];
-    size_t n_found;
-    uint64_t start_ns;
-    uint64_t last_progress_ns;
-    bool tty, budget_hit;
-    char skipped[512];     /* speeds and formats not finished within --budget */
-} scan_run_t;
 
 static void usage(FILE *to)
 {
@@ -92,7 +56,9 @@ static void usage(FILE *to)
             "speed and character format (FC 3, one register at address 0; a data or an\n"
             "exception answer with a good CRC is a slave), then identifies each one found\n"
             "(FC 43/14 device identification, FC 17 report server id, which of FC 1-4 answer\n"
-            "at address 0). A speed tries no other format once one gave good frames.\n"
+            "at address 0). A speed tries no other format once one gave good frames. Noise\n"
+            "before an answer is skipped; answers that form no good frame are reported per\n"
+            "id (two slaves at one id, or a wrong baud or parity).\n"
             "\n"
             "  --port PATH        the serial port (no gateway may hold it)\n"
             "  --ids A-B          slave ids tried (default 1-247; one id: A)\n"
@@ -100,10 +66,12 @@ static void usage(FILE *to)
             "                     2400,1200)\n"
             "  --format LIST      character formats, in order (default 8E1,8N1,8O1,8N2)\n"
             "  --turnaround MS    a slave's allowance to answer, on top of the wire time\n"
-            "                     (default 20); the wait per id is the wire time of the probe\n"
-            "                     and its answer, plus two t3.5, plus this\n"
-            "  --budget S         stop after S seconds (default: the bound, printed first:\n"
-            "                     speeds x formats x ids x wait, plus 8 waits per slave found)\n"
+            "                     (default 20): the first byte of an answer is due after the\n"
+            "                     request's wire time, this and a t3.5; the whole answer its\n"
+            "                     longest wire time and a t3.5 later\n"
+            "  --budget S         a hard deadline: no request is sent that could end after S\n"
+            "                     seconds (default: none; the bound printed first sums each\n"
+            "                     probe's cost, plus what identifying a slave found can cost)\n"
             "  --no-identify      only find the slaves\n"
             "  --json             one JSON object on standard output\n"
             "  --snippet          a [bus] and [device] configuration snippet for what was found\n"
@@ -252,19 +220,54 @@ static unsigned format_char_bits(const scan_format_t *f)
     return rtu_char_bits(f->data_bits, f->parity, f->stop_bits);
 }
 
-/* The wait for one probe: 8 bytes out, the longest answer (7 bytes) back,
- * a t3.5 before and after, and the slave's turnaround allowance. */
-static uint64_t probe_wait_ns(const scan_options_t *o, unsigned baud, const scan_format_t *f)
+static uint64_t chars_ns(unsigned n, unsigned bits, unsigned baud)
 {
-    unsigned bits = format_char_bits(f);
-    uint64_t wire = 15ull * bits * 1000000000ull / baud;
-    return wire + 2 * rtu_t35_ns(baud, bits) + (uint64_t)o->turnaround_ms * 1000000ull;
+    return (uint64_t)n * bits * 1000000000ull / baud;
 }
 
-/* An identification answer is longer (up to 256 bytes): its wire time too. */
-static uint64_t identify_wait_ns(const scan_options_t *o, unsigned baud, const scan_format_t *f)
+/* A request of req bytes whose answer is at most ans bytes: the first byte
+ * of the answer is due after the request's wire time, the turnaround, a
+ * t3.5 and two characters; the whole answer (behind at most 8 characters of
+ * noise) a t3.5 after its wire time. Before it the line is quiet for a t3.5
+ * (at least 1 ms); cost_ns is all of it plus SCAN_SLACK_NS. */
+static scan_timing_t request_timing(const scan_options_t *o, unsigned baud, const scan_format_t *f,
+                                    unsigned req, unsigned ans)
 {
-    return probe_wait_ns(o, baud, f) + 256ull * format_char_bits(f) * 1000000000ull / baud;
+    unsigned bits = format_char_bits(f);
+    uint64_t t35 = rtu_t35_ns(baud, bits);
+    scan_timing_t t;
+    t.gap_ns = t35 < 1000000ull ? 1000000ull : t35;
+    t.first_ns = chars_ns(req + 2, bits, baud) + (uint64_t)o->turnaround_ms * 1000000ull + t35;
+    t.wait_ns = t.first_ns + chars_ns(ans + SCAN_NOISE_CHARS, bits, baud) + t35;
+    t.cost_ns = t.gap_ns + t.wait_ns + SCAN_SLACK_NS;
+    return t;
+}
+
+/* The probe: FC 3, one register (8 bytes), answered in 7 (exception 5). */
+static scan_timing_t probe_timing(const scan_options_t *o, unsigned baud, const scan_format_t *f)
+{
+    return request_timing(o, baud, f, 8, 7);
+}
+
+/* FC 43/14 (7 bytes) and FC 17 (4 bytes) answer up to 256 bytes; FC 1-4 of
+ * one item 6 or 7. */
+static scan_timing_t fc43_timing(const scan_options_t *o, unsigned baud, const scan_format_t *f)
+{
+    return request_timing(o, baud, f, 7, RTU_MAX_ADU);
+}
+
+static scan_timing_t fc17_timing(const scan_options_t *o, unsigned baud, const scan_format_t *f)
+{
+    return request_timing(o, baud, f, 4, RTU_MAX_ADU);
+}
+
+/* What identifying one slave can cost: 3 rounds of FC 43, FC 17, FC 1..4. */
+static uint64_t identify_cost_ns(const scan_options_t *o, unsigned baud, const scan_format_t *f)
+{
+    if (!o->identify)
+        return 0;
+    return 3 * fc43_timing(o, baud, f).cost_ns + fc17_timing(o, baud, f).cost_ns +
+           4 * probe_timing(o, baud, f).cost_ns;
 }
 
 static void drain(driver_t *d)
@@ -275,62 +278,139 @@ static void drain(driver_t *d)
         ;
 }
 
-/*
- * Sends PDU to slave and waits up to wait_ns for an answer of that slave and
- * function (or its exception). Returns the answer's length (ADU, CRC
- * checked), 0 when nothing came, -1 when bytes came but no good frame
- * (*garbled), -2 on a port error. A frame ends at its length when the
- * function has a rule, else at a t3.5 silence (at least 3 ms: a pty
- * delivers in bursts).
- */
-static int transact(driver_t *d, uint8_t slave, const uint8_t *pdu, size_t pdu_len, uint64_t wait_ns,
-                    uint64_t gap_ns, uint8_t *answer, size_t cap, bool *garbled)
+static void sleep_ns(uint64_t ns)
 {
+    struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Whether a request of this cost ends before --budget's deadline; if not,
+ * the budget is hit. */
+static bool fits(scan_run_t *r, uint64_t cost_ns)
+{
+    if (r->o->budget_s <= 0)
+        return true;
+    uint64_t end = r->start_ns + (uint64_t)(r->o->budget_s * 1e9);
+    if (!r->budget_hit && driver_now_ns() + cost_ns <= end)
+        return true;
+    r->budget_hit = true;
+    return false;
+}
+
+/* Frames the framer has ready: the answer of slave to fc, or garbled. */
+static int take_frames(rtu_framer_t *fr, uint8_t slave, uint8_t fc, uint8_t *answer, size_t cap, bool *other)
+{
+    rtu_frame_t f;
+    while (rtu_framer_next(fr, &f) == 1) {
+        if (f.crc_ok && f.len >= 4 && f.adu[0] == slave && (f.adu[1] & 0x7F) == fc && f.len <= cap) {
+            memcpy(answer, f.adu, f.len);
+            return f.len;
+        }
+        *other = true;
+    }
+    return 0;
+}
+
+/* The answer of slave to fc anywhere in the bytes that came: where a noise
+ * byte before it makes a head whose rule predicts a frame longer than what
+ * came (0xFF 0x04 0x04...: "slave 255, FC 4, 4 bytes"), the framer holds
+ * that head by its length; the scan knows what it asked, so it looks
+ * behind the noise for that answer. *skipped gets the bytes before it. */
+static int find_answer(const uint8_t *raw, size_t have, uint8_t slave, uint8_t fc, uint8_t *answer,
+                       size_t cap, size_t *skipped)
+{
+    for (size_t o = 1; o + 4 <= have; o++) {
+        if (raw[o] != slave || (raw[o + 1] & 0x7F) != fc)
+            continue;
+        int want = rtu_response_length(raw + o, have - o);
+        if (want < 4 || o + (size_t)want > have || (size_t)want > cap ||
+            rtu_crc16(raw + o, (size_t)want - 2) != (uint16_t)(raw[o + want - 2] | raw[o + want - 1] << 8))
+            continue;
+        memcpy(answer, raw + o, (size_t)want);
+        *skipped = o;
+        return want;
+    }
+    return 0;
+}
+
+/*
+ * Sends PDU to slave after the line's quiet gap and waits for its answer
+ * (or its exception) as t says. Returns the answer's length (ADU, CRC
+ * checked), 0 when nothing came, -1 when bytes came but no good answer of
+ * that slave and function (counted as garbled at this id), -2 on a port
+ * error, -3 when --budget leaves no time for it. Bytes skipped before a
+ * good answer are the slave's noise.
+ */
+static int transact(scan_line_t *l, uint8_t slave, const uint8_t *pdu, size_t pdu_len, scan_timing_t t,
+                    uint8_t *answer, size_t cap, scan_slave_t *s)
+{
+    scan_run_t *r = l->r;
     uint8_t req[RTU_MAX_ADU];
     int n = rtu_adu_from_pdu(slave, pdu, pdu_len, req, sizeof req);
     if (n < 0)
         return -2;
-    drain(d);
-    if (driver_write(d, req, (size_t)n) != n)
+    if (!fits(r, t.cost_ns))
+        return -3;
+    sleep_ns(t.gap_ns);
+    drain(l->d);
+    rtu_framer_reset(l->fr);
+    rtu_framer_stats_t st0;
+    rtu_framer_get_stats(l->fr, &st0);
+    if (driver_write(l->d, req, (size_t)n) != n)
         return -2;
-    if (gap_ns < 3000000ull)
-        gap_ns = 3000000ull;
-    uint64_t start = driver_now_ns(), deadline = start + wait_ns, last = 0;
-    size_t have = 0;
+    uint64_t start = driver_now_ns(), fed = 0;
+    uint8_t raw[2 * RTU_MAX_ADU];
+    size_t skipped = 0;
+    bool other = false;
+    int got = 0;
     for (;;) {
         uint64_t now = driver_now_ns();
-        uint64_t until = have ? last + gap_ns : deadline;
-        if (have && until > deadline + gap_ns)
-            until = deadline + gap_ns;
+        uint64_t until = start + (fed ? t.wait_ns : t.first_ns);
         if (now >= until)
             break;
-        struct pollfd p = { driver_fd(d), POLLIN, 0 };
-        int ms = (int)((until - now + 999999) / 1000000);
-        if (poll(&p, 1, ms) < 0 && errno != EINTR)
+        struct pollfd p = { driver_fd(l->d), POLLIN, 0 };
+        uint64_t step = until - now < t.gap_ns ? until - now : t.gap_ns;
+        if (poll(&p, 1, (int)((step + 999999) / 1000000)) < 0 && errno != EINTR)
             return -2;
-        uint64_t t;
-        ssize_t r = driver_read(d, answer + have, cap - have, &t);
-        if (r == DRIVER_AGAIN || r == 0)
-            continue;
-        if (r < 0)
+        uint8_t buf[RTU_MAX_ADU];
+        uint64_t ts;
+        ssize_t k = driver_read(l->d, buf, sizeof buf, &ts);
+        if (k > 0) {
+            rtu_framer_feed(l->fr, buf, (size_t)k, ts);
+            size_t room = fed < sizeof raw ? sizeof raw - (size_t)fed : 0;
+            memcpy(raw + fed, buf, (size_t)k < room ? (size_t)k : room);
+            fed += (uint64_t)k;
+        } else if (k == DRIVER_AGAIN || k == 0) {
+            rtu_framer_idle(l->fr, driver_now_ns());
+        } else {
             return -2;
-        have += (size_t)r;
-        last = driver_now_ns();
-        int want = rtu_response_length(answer, have);
-        if ((want > 0 && have >= (size_t)want) || have == cap)
+        }
+        if ((got = take_frames(l->fr, slave, pdu[0], answer, cap, &other)) > 0 ||
+            (k > 0 && (got = find_answer(raw, fed < sizeof raw ? (size_t)fed : sizeof raw, slave, pdu[0],
+                                         answer, cap, &skipped)) > 0))
             break;
     }
-    if (!have)
-        return 0;
-    int want = rtu_response_length(answer, have);
-    size_t len = want > 0 && (size_t)want <= have ? (size_t)want : have;
-    bool ok = len >= 4 && rtu_crc16(answer, len - 2) == (uint16_t)(answer[len - 2] | answer[len - 1] << 8) &&
-              answer[0] == slave && (answer[1] & 0x7F) == pdu[0];
-    if (!ok) {
-        *garbled = true;
-        return -1;
+    if (got <= 0) {
+        rtu_framer_idle(l->fr, driver_now_ns() + t.gap_ns);   /* what is still held is judged now */
+        got = take_frames(l->fr, slave, pdu[0], answer, cap, &other);
     }
-    return (int)len;
+    rtu_framer_stats_t st;
+    rtu_framer_get_stats(l->fr, &st);
+    if (got > 0) {
+        if (s)
+            s->noise += skipped ? skipped : st.noise_bytes - st0.noise_bytes;
+        return got;
+    }
+    if (!fed)
+        return 0;
+    scan_garbled_t *g = &r->garbled[slave];
+    if (g->count++ == 0) {
+        g->baud = l->baud;
+        g->format = l->format;
+    }
+    (void)other;
+    return -1;
 }
 
 /* ---- identification ------------------------------------------------------------------------- */
@@ -344,16 +424,18 @@ static void copy_text(char *dst, size_t cap, const uint8_t *src, size_t len)
 }
 
 /* FC 43/14, basic objects (vendor, product code, revision), following
- * "more follows" for at most three requests. */
-static void identify_device(driver_t *d, scan_slave_t *s, uint64_t wait, uint64_t gap)
+ * "more follows" for at most three requests. -3 when --budget ended it. */
+static int identify_device(scan_line_t *l, scan_slave_t *s)
 {
     uint8_t next = 0, a[RTU_MAX_ADU];
+    scan_timing_t t = fc43_timing(l->r->o, l->baud, &l->format);
     for (int round = 0; round < 3; round++) {
         uint8_t pdu[4] = { 0x2B, 0x0E, 0x01, next };
-        bool garbled = false;
-        int n = transact(d, s->id, pdu, sizeof pdu, wait, gap, a, sizeof a, &garbled);
+        int n = transact(l, s->id, pdu, sizeof pdu, t, a, sizeof a, s);
+        if (n == -3)
+            return -3;
         if (n < 10 || a[1] != 0x2B || a[2] != 0x0E)
-            return;
+            return 0;
         s->has_device_id = true;
         size_t at = 8, end = (size_t)n - 2;
         for (unsigned k = 0; k < a[7] && at + 2 <= end; k++) {
@@ -366,21 +448,24 @@ static void identify_device(driver_t *d, scan_slave_t *s, uint64_t wait, uint64_
             at += 2u + len;
         }
         if (a[5] != 0xFF || a[6] == 0 || a[6] <= next)
-            return;
+            return 0;
         next = a[6];
     }
+    return 0;
 }
 
-static void identify(driver_t *d, scan_slave_t *s, const scan_options_t *o)
+/* FC 43/14, FC 17, FC 1-4 at address 0. -3 when --budget ended it (the
+ * slave is marked unfinished), -2 when the port failed. */
+static int identify(scan_line_t *l, scan_slave_t *s)
 {
-    uint64_t wait = identify_wait_ns(o, s->baud, &s->format);
-    uint64_t gap = rtu_t35_ns(s->baud, format_char_bits(&s->format));
+    const scan_options_t *o = l->r->o;
     uint8_t a[RTU_MAX_ADU];
-    bool garbled = false;
-    identify_device(d, s, wait, gap);
-    uint8_t fc17 = 0x11;
-    int n = transact(d, s->id, &fc17, 1, wait, gap, a, sizeof a, &garbled);
     s->run = -1;
+    int n = identify_device(l, s);
+    if (n >= 0) {
+        uint8_t fc17 = 0x11;
+        n = transact(l, s->id, &fc17, 1, fc17_timing(o, l->baud, &l->format), a, sizeof a, s);
+    }
     if (n >= 5 && a[1] == 0x11 && (size_t)a[2] + 5 <= (size_t)n) {
         s->has_server_id = true;
         size_t len = a[2];
@@ -392,16 +477,18 @@ static void identify(driver_t *d, scan_slave_t *s, const scan_options_t *o)
         s->server_id_len = len < sizeof s->server_id ? len : sizeof s->server_id;
         memcpy(s->server_id, a + 3, s->server_id_len);
     }
-    for (uint8_t fc = 1; fc <= 4; fc++) {
+    for (uint8_t fc = 1; fc <= 4 && n > -2; fc++) {
         uint8_t pdu[5] = { fc, 0, 0, 0, 1 };
-        n = transact(d, s->id, pdu, sizeof pdu, wait, gap, a, sizeof a, &garbled);
+        n = transact(l, s->id, pdu, sizeof pdu, probe_timing(o, l->baud, &l->format), a, sizeof a, s);
         s->reads[fc] = n > 0 && a[1] == fc;
     }
+    s->unfinished = n == -3;
+    return n < -1 ? n : 0;
 }
 
 /* ---- the scan ----------------------------------------------------------------------------- */
 
-static double elapsed_s(const scan_run_t *r)
+double scan_elapsed_s(const scan_run_t *r)
 {
     return (double)(driver_now_ns() - r->start_ns) / 1e9;
 }
@@ -419,18 +506,11 @@ static void progress(scan_run_t *r, unsigned baud, const scan_format_t *f, unsig
             return;
         r->last_progress_ns = now;
         fprintf(stderr, "\rscan: %u %s id %u (%u-%u), %zu found, %.1f s   ", baud, f->text, id,
-                r->o->first_id, r->o->last_id, r->n_found, elapsed_s(r));
+                r->o->first_id, r->o->last_id, r->n_found, scan_elapsed_s(r));
     } else if (line) {
         fprintf(stderr, "scan: %u %s from id %u, %zu found so far, %.1f s\n", baud, f->text, id,
-                r->n_found, elapsed_s(r));
+                r->n_found, scan_elapsed_s(r));
     }
-}
-
-static bool over_budget(scan_run_t *r)
-{
-    if (r->o->budget_s > 0 && elapsed_s(r) >= r->o->budget_s)
-        r->budget_hit = true;
-    return r->budget_hit;
 }
 
 static void note_skipped(scan_run_t *r, unsigned baud, const scan_format_t *f, unsigned from_id)
@@ -452,29 +532,28 @@ static int scan_one(scan_run_t *r, unsigned baud, const scan_format_t *f)
     sc.data_bits = f->data_bits;
     sc.parity = f->parity;
     sc.stop_bits = f->stop_bits;
-    char err[DRIVER_ERRLEN];
-    driver_t *d = driver_serial_new(&sc, err, sizeof err);
-    if (!d || driver_open(d, err, sizeof err) != 0) {
+    char err[DRIVER_ERRLEN] = "out of memory";
+    rtu_framer_config_t fc = { .baud = baud, .char_bits = format_char_bits(f), .dir = RTU_DIR_RESPONSE,
+                               .by_length = true };
+    scan_line_t l = { .r = r, .baud = baud, .format = *f, .fr = rtu_framer_new(&fc) };
+    l.d = l.fr ? driver_serial_new(&sc, err, sizeof err) : NULL;
+    if (!l.d || driver_open(l.d, err, sizeof err) != 0) {
         fprintf(stderr, "%srtugw scan: %s\n", r->tty ? "\n" : "", err);
-        driver_free(d);
+        driver_free(l.d);
+        rtu_framer_free(l.fr);
         return -1;
     }
-    uint64_t wait = probe_wait_ns(o, baud, f), gap = rtu_t35_ns(baud, format_char_bits(f));
+    scan_timing_t t = probe_timing(o, baud, f);
     bool good = false;
+    int n = 0;
     progress(r, baud, f, o->first_id, true);
-    for (unsigned id = o->first_id; id <= o->last_id; id++) {
-        if (over_budget(r)) {
-            note_skipped(r, baud, f, id);
-            break;
-        }
+    for (unsigned id = o->first_id; id <= o->last_id && n != -2; id++) {
         progress(r, baud, f, id, false);
         uint8_t pdu[5] = { 0x03, 0, 0, 0, 1 }, a[RTU_MAX_ADU];
-        bool garbled = false;
-        int n = transact(d, (uint8_t)id, pdu, sizeof pdu, wait, gap, a, sizeof a, &garbled);
-        if (n == -2) {
-            fprintf(stderr, "%srtugw scan: %s: the port failed\n", r->tty ? "\n" : "", o->port);
-            driver_free(d);
-            return -1;
+        n = transact(&l, (uint8_t)id, pdu, sizeof pdu, t, a, sizeof a, NULL);
+        if (n == -3) {
+            note_skipped(r, baud, f, id);
+            break;
         }
         if (n <= 0 || r->n_found == SCAN_MAX_FOUND)
             continue;
@@ -486,112 +565,23 @@ static int scan_one(scan_run_t *r, unsigned baud, const scan_format_t *f)
         s->format = *f;
         s->run = -1;
         if (o->identify)
-            identify(d, s, o);
+            n = identify(&l, s);
         if (!r->tty && !o->json)
             fprintf(stderr, "scan: slave %u answers at %u %s\n", id, baud, f->text);
-    }
-    driver_free(d);
-    return good ? 1 : 0;
-}
-
-/* ---- output ----------------------------------------------------------------------------- */
-
-static const char *parity_word(char p)
-{
-    return p == 'N' ? "none" : p == 'O' ? "odd" : "even";
-}
-
-static void print_table(const scan_run_t *r)
-{
-    if (!r->n_found) {
-        printf("no slave answered\n");
-        return;
-    }
-    printf("%-5s %-7s %-6s %-8s %-40s %s\n", "slave", "baud", "format", "reads", "device id (FC 43)",
-           "server id (FC 17)");
-    for (size_t i = 0; i < r->n_found; i++) {
-        const scan_slave_t *s = &r->found[i];
-        char reads[16] = "", dev[160] = "-", sid[140] = "-";
-        for (int fc = 1; fc <= 4; fc++)
-            if (s->reads[fc])
-                snprintf(reads + strlen(reads), sizeof reads - strlen(reads), "%s%d", reads[0] ? "," : "", fc);
-        if (s->has_device_id)
-            snprintf(dev, sizeof dev, "%s / %s / %s", s->vendor, s->product, s->revision);
-        if (s->has_server_id) {
-            size_t at = 0;
-            for (size_t k = 0; k < s->server_id_len && at + 3 < sizeof sid - 12; k++)
-                at += (size_t)snprintf(sid + at, sizeof sid - at, "%02x", s->server_id[k]);
-            if (s->run >= 0)
-                snprintf(sid + at, sizeof sid - at, " run %s", s->run ? "on" : "off");
-        }
-        printf("%-5u %-7u %-6s %-8s %-40s %s\n", s->id, s->baud, s->format.text, reads[0] ? reads : "-",
-               dev, sid);
-    }
-}
-
-static void print_json(const scan_run_t *r)
-{
-    char q[JSON_QUOTED_MAX(512)];
-    json_quote(q, sizeof q, r->o->port);
-    printf("{\"port\":%s,\"elapsed_s\":%.3f,\"complete\":%s", q, elapsed_s(r),
-           r->budget_hit ? "false" : "true");
-    json_quote(q, sizeof q, r->skipped);
-    printf(",\"not_finished\":%s,\"slaves\":[", q);
-    for (size_t i = 0; i < r->n_found; i++) {
-        const scan_slave_t *s = &r->found[i];
-        printf("%s{\"slave\":%u,\"baud\":%u,\"format\":\"%s\",\"parity\":\"%s\",\"data_bits\":%u,"
-               "\"stop_bits\":%u,\"reads\":[",
-               i ? "," : "", s->id, s->baud, s->format.text, parity_word(s->format.parity),
-               s->format.data_bits, s->format.stop_bits);
-        for (int fc = 1, k = 0; fc <= 4; fc++)
-            if (s->reads[fc])
-                printf("%s%d", k++ ? "," : "", fc);
-        printf("],\"device_id\":");
-        if (s->has_device_id) {
-            char v[JSON_QUOTED_MAX(64)], p[JSON_QUOTED_MAX(64)], rv[JSON_QUOTED_MAX(64)];
-            json_quote(v, sizeof v, s->vendor);
-            json_quote(p, sizeof p, s->product);
-            json_quote(rv, sizeof rv, s->revision);
-            printf("{\"vendor\":%s,\"product\":%s,\"revision\":%s}", v, p, rv);
-        } else {
-            printf("null");
-        }
-        printf(",\"server_id\":");
-        if (s->has_server_id) {
-            printf("\"");
-            for (size_t k = 0; k < s->server_id_len; k++)
-                printf("%02x", s->server_id[k]);
-            printf("\",\"run\":%s", s->run < 0 ? "null" : s->run ? "true" : "false");
-        } else {
-            printf("null");
-        }
-        printf("}");
-    }
-    printf("]}\n");
-}
-
-/* One [bus] per speed and format found, and a [device] per slave on it. */
-static void print_snippet(const scan_run_t *r)
-{
-    unsigned bus = 0;
-    for (size_t i = 0; i < r->n_found; i++) {
-        const scan_slave_t *s = &r->found[i];
-        bool first = true;
-        for (size_t k = 0; k < i; k++)
-            if (r->found[k].baud == s->baud && strcmp(r->found[k].format.text, s->format.text) == 0)
-                first = false;
-        if (!first)
-            continue;
-        bus++;
-        printf("%s[bus scan%u]\nport = %s\nbaud = %u\nparity = %s\ndata_bits = %u\nstop_bits = %u\n",
-               bus > 1 ? "\n" : "", bus, r->o->port, s->baud, parity_word(s->format.parity),
-               s->format.data_bits, s->format.stop_bits);
-        for (size_t k = i; k < r->n_found; k++) {
-            const scan_slave_t *t = &r->found[k];
-            if (t->baud == s->baud && strcmp(t->format.text, s->format.text) == 0)
-                printf("\n[device slave%u]\nbus = scan%u\nslave = %u\n", t->id, bus, t->id);
+        if (n == -3) {
+            size_t used = strlen(r->skipped);
+            snprintf(r->skipped + used, sizeof r->skipped - used, "%sidentification of slave %u",
+                     used ? ", " : "", id);
+            if (id < o->last_id)
+                note_skipped(r, baud, f, id + 1);
+            break;
         }
     }
+    if (n == -2)
+        fprintf(stderr, "%srtugw scan: %s: the port failed\n", r->tty ? "\n" : "", o->port);
+    driver_free(l.d);
+    rtu_framer_free(l.fr);
+    return n == -2 ? -1 : good ? 1 : 0;
 }
 
 int cmd_scan(int argc, char **argv)
@@ -609,22 +599,27 @@ int cmd_scan(int argc, char **argv)
     }
     r->o = &o;
     r->tty = isatty(STDERR_FILENO);
-    /* the bound printed first: every speed and format, every id, no slave */
-    double bound = 0;
+    r->start_ns = driver_now_ns();
+    /* the bound printed first: every speed and format, every id, no slave;
+     * then what identifying a slave found can cost at the slowest of them */
+    double bound = 0, per_slave = 0;
     unsigned ids = o.last_id - o.first_id + 1;
     for (size_t b = 0; b < o.n_bauds; b++)
-        for (size_t f = 0; f < o.n_formats; f++)
-            bound += ids * (double)(probe_wait_ns(&o, o.bauds[b], &o.formats[f]) +
-                                    rtu_t35_ns(o.bauds[b], format_char_bits(&o.formats[f]))) / 1e9;
-    fprintf(stderr, "scan: %s, ids %u-%u, %zu speeds x %zu formats: at most %.1f s plus %u waits "
+        for (size_t f = 0; f < o.n_formats; f++) {
+            bound += ids * (double)probe_timing(&o, o.bauds[b], &o.formats[f]).cost_ns / 1e9;
+            double id_s = (double)identify_cost_ns(&o, o.bauds[b], &o.formats[f]) / 1e9;
+            per_slave = id_s > per_slave ? id_s : per_slave;
+        }
+    char budget[64] = "";
+    if (o.budget_s > 0)
+        snprintf(budget, sizeof budget, "; --budget %.1f s is a hard stop", o.budget_s);
+    fprintf(stderr, "scan: %s, ids %u-%u, %zu speeds x %zu formats: at most %.2f s plus at most %.2f s "
                     "per slave found%s\n",
-            o.port, o.first_id, o.last_id, o.n_bauds, o.n_formats, bound,
-            o.identify ? SCAN_IDENTIFY_REQUESTS : 0, o.budget_s > 0 ? " (--budget set)" : "");
-    r->start_ns = driver_now_ns();
+            o.port, o.first_id, o.last_id, o.n_bauds, o.n_formats, bound, per_slave, budget);
     int failed = 0;
     for (size_t b = 0; b < o.n_bauds && !failed; b++)
         for (size_t f = 0; f < o.n_formats; f++) {
-            if (over_budget(r)) {
+            if (r->budget_hit) {
                 note_skipped(r, o.bauds[b], &o.formats[f], o.first_id);
                 continue;
             }
@@ -636,16 +631,24 @@ int cmd_scan(int argc, char **argv)
             if (got > 0)
                 break; /* this speed's format is found: no other format at this speed */
         }
+    /* the bound with the slaves found, each at its own speed */
+    for (size_t i = 0; i < r->n_found; i++)
+        bound += (double)identify_cost_ns(&o, r->found[i].baud, &r->found[i].format) / 1e9;
     if (r->tty)
         fprintf(stderr, "\n");
-    fprintf(stderr, "scan: %zu slave%s found in %.1f s%s%s\n", r->n_found, r->n_found == 1 ? "" : "s",
-            elapsed_s(r), r->budget_hit ? "; --budget reached, not finished: " : "", r->skipped);
+    if (o.budget_s > 0 && o.budget_s < bound)
+        bound = o.budget_s;
+    fprintf(stderr, "scan: %zu slave%s found in %.2f s (bound %.2f s)%s%s\n", r->n_found,
+            r->n_found == 1 ? "" : "s", scan_elapsed_s(r), bound,
+            r->budget_hit ? "; --budget reached, not finished: " : "", r->skipped);
+    if (o.json || o.snippet)
+        scan_print_hints(r, stderr);
     if (o.json)
-        print_json(r);
+        scan_print_json(r);
     else if (!o.snippet)
-        print_table(r);
+        scan_print_table(r);
     if (o.snippet)
-        print_snippet(r);
+        scan_print_snippet(r);
     rc = failed || !r->n_found ? 1 : 0;
     free(r);
     return rc;

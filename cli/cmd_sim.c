@@ -23,7 +23,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: rtugw sim [--port PATH | --link PATH] [--slaves 1,2,3] [--baud B]\n"
-            "                 [--format 8N1] [--pace] [--turnaround-us N] [--registers N]\n"
+            "                 [--format 8E1] [--pace] [--turnaround-us N] [--registers N]\n"
             "                 [--live] [--live-period-ms N] [--load FILE] [--capture FILE]\n"
             "                 [--in-order] [faults...]\n"
             "\n"

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define SNIFF_RAW 4096   /* > the framer's buffer plus one read */
+
 typedef struct sniff_opts {
     const char *port;
     driver_serial_config_t serial;
@@ -61,6 +63,12 @@ typedef struct sniff {
     uint64_t start_mono, realtime_offset; /* realtime = mono + offset */
     unsigned long frames, capture_errors;
     uint64_t bytes;
+    /* the bytes fed, kept until the framer has ruled on them, so that the
+     * noise it discards goes into the capture as records of its own */
+    uint8_t raw[SNIFF_RAW];
+    uint64_t ruled;           /* bytes before this offset are in a record or dropped */
+    uint64_t noise_written;   /* the framer's noise_bytes written so far */
+    uint64_t last_t;          /* stamp of the last chunk */
 } sniff_t;
 
 static void usage(FILE *to)
@@ -83,7 +91,8 @@ static void usage(FILE *to)
             "  --json            one JSON object a line instead of text; the summary, if\n"
             "                    asked for, goes to standard error\n"
             "  --capture FILE    also write every frame to FILE: pcap, link type 147 (USER0,\n"
-            "                    Modbus RTU in Wireshark), what `rtugw replay` reads\n"
+            "                    Modbus RTU in Wireshark), what `rtugw replay` reads; noise\n"
+            "                    the framer skips goes in as records of its own\n"
             "  --summary         at the end, per slave: the polls the master makes (function,\n"
             "                    address range, interval), its timeout and retries as heard\n"
             "  --timestamps T    relative (seconds since start, default) or absolute (UTC)\n"
@@ -222,17 +231,51 @@ static uint64_t noise_of(const sniff_t *s)
     return fs.noise_bytes;
 }
 
-/* Frames out of the framer, in line order, into the capture and the pairer. */
+/* The framer's noise up to mark, which lies in the stream right after what
+ * was ruled on, into the capture as a record of its own (stamped t): noise
+ * a capture leaves out cannot be diagnosed from it. The framer discards from
+ * the head of what it holds, so its noise is the oldest bytes not yet ruled. */
+static void write_noise(sniff_t *s, uint64_t mark, uint64_t t)
+{
+    uint64_t n = mark - s->noise_written;
+    s->noise_written = mark;
+    if (!n)
+        return;
+    if (s->cap && s->ruled + n <= s->bytes && s->bytes - s->ruled <= SNIFF_RAW) {
+        uint8_t rec[SNIFF_RAW];
+        for (uint64_t i = 0; i < n; i++)
+            rec[i] = s->raw[(s->ruled + i) % SNIFF_RAW];
+        if (driver_capture_write(s->cap, t + s->realtime_offset, rec, (size_t)n) != 0)
+            s->capture_errors++;
+    }
+    s->ruled += n;
+}
+
+/* Frames out of the framer, in line order, into the capture and the pairer;
+ * the noise before each, and after the last, into the capture too. */
 static void drain_frames(sniff_t *s)
 {
     rtu_frame_t f;
     while (rtu_framer_next(s->framer, &f) == 1) {
         s->frames++;
+        write_noise(s, f.noise_mark, f.t_first_ns);
         if (s->cap && driver_capture_write(s->cap, f.t_last_ns + s->realtime_offset, f.adu, f.len) != 0)
             s->capture_errors++;
+        s->ruled += f.len;
         rtu_pairer_frame(s->pairer, &f, noise_of(s));
         drain_events(s);
     }
+    write_noise(s, noise_of(s), s->last_t);
+}
+
+/* A chunk read from the port, kept for write_noise, into the framer. */
+static void feed(sniff_t *s, const uint8_t *buf, size_t n, uint64_t t)
+{
+    for (size_t i = 0; i < n; i++)
+        s->raw[(s->bytes + i) % SNIFF_RAW] = buf[i];
+    s->bytes += n;
+    s->last_t = t;
+    rtu_framer_feed(s->framer, buf, n, t);
 }
 
 static void print_summary(FILE *to, const sniff_t *s)
@@ -435,8 +478,7 @@ static int listen_loop(sniff_t *s, driver_t *d, int sigfd)
                             r == DRIVER_HANGUP ? "hung up" : strerror((int)-r));
                     return 1;
                 }
-                s->bytes += (uint64_t)r;
-                rtu_framer_feed(s->framer, buf, (size_t)r, t);
+                feed(s, buf, (size_t)r, t);
                 drain_frames(s);
             }
         }

@@ -99,6 +99,23 @@ static int find_bus(const config_t *cfg, const char *name)
     return -1;
 }
 
+/* A device that names no bus where there is not exactly one: say which it
+ * may name (the first eight), not "bus = '': no such bus". */
+static void device_needs_bus(loader_t *ld, const config_t *cfg, const config_device_t *d)
+{
+    char names[256] = "";
+    size_t used = 0;
+    for (unsigned i = 0; i < cfg->bus_count && i < 8 && used < sizeof names; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", cfg->buses[i].name);
+    if (cfg->bus_count > 8 && used < sizeof names)
+        snprintf(names + used, sizeof names - used, ", ...");
+    if (cfg->bus_count == 0)
+        config_error_at(ld, d->line, "[device %s]: no [bus] section is configured to put it on", d->name);
+    else
+        config_error_at(ld, d->line, "[device %s]: bus is required (%u buses are configured): name one of %s",
+                        d->name, cfg->bus_count, names);
+}
+
 int config_find_bus(const config_t *cfg, const char *name)   /* for security.c and transports.c */
 {
     return find_bus(cfg, name);
@@ -428,7 +445,9 @@ static void resolve(loader_t *ld)
         int b = find_bus(cfg, ld->device_bus[i].name);
         if (!ld->device_bus[i].name[0] && cfg->bus_count == 1)
             b = 0;  /* one bus: it is the obvious one */
-        if (b < 0)
+        if (b < 0 && !ld->device_bus[i].name[0])
+            device_needs_bus(ld, cfg, d);
+        else if (b < 0)
             config_error_at(ld, ld->device_bus[i].line ? ld->device_bus[i].line : d->line,
                      "[device %s] bus = '%s': no such bus", d->name, ld->device_bus[i].name);
         else

@@ -343,14 +343,15 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
     tags_tag_t *g = &pt->tag;
     char msg[320], section[CONFIG_NAME_MAX + 64];
     snprintf(section, sizeof section, "tag %s", g->name);
-    if (pt->bad)
-        return;   /* its key's error says what is wrong */
-
+    /* its device is checked even when a key was refused (that key's error
+     * says what is wrong with it): a tag wrong twice is told both */
     int d = pt->device[0] ? device_index(cfg, pt->device) : cfg->device_count == 1 ? 0 : -1;
     if (d < 0 && pt->device[0]) {
         config_error_at(ld, pt->device_line, "[%s] device = '%s': no such device", section, pt->device);
         return;
     }
+    if (pt->bad)
+        return;
     bool modicon = d >= 0 && config_device_modicon(cfg, &cfg->devices[d]);
     if (d < 0 || (!pt->has_table && !modicon) || !pt->has_address || !pt->has_type) {
         config_error_at(ld, g->line, "[%s]: %s", section,

@@ -60,7 +60,27 @@ bool transports_set_max_inflight(loader_t *ld, const key_spec_t *k, unsigned num
     return true;
 }
 
-/* tcp://A.B.C.D:PORT. A host name would need a resolver, which blocks. */
+/* A host name: letters, digits, hyphens and dots (RFC 1123), labels 1..63
+ * long (drivers/tcp.c's driver_tcp_host_name_ok, which config/ may not call). */
+static bool host_name_ok(const char *host)
+{
+    size_t label = 0, n = strlen(host);
+    if (n == 0 || host[0] == '.' || host[0] == '-' || host[n - 1] == '.')
+        return false;
+    for (const char *p = host; *p; p++) {
+        bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        if (*p == '.' ? label == 0 : !alnum && *p != '-')
+            return false;
+        label = *p == '.' ? 0 : label + 1;
+        if (label > 63)
+            return false;
+    }
+    return true;
+}
+
+/* tcp://HOST:PORT, HOST an IPv4 address or a host name: a name is resolved
+ * on each connect, on a thread of its own (drivers/tcp.c), never blocking
+ * the I/O loop. */
 bool transports_set_tcp_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus)
 {
     const char *host = value + 6, *colon = strrchr(host, ':');
@@ -76,8 +96,9 @@ bool transports_set_tcp_port(loader_t *ld, const key_spec_t *k, const char *valu
     }
     memcpy(text, host, len);
     text[len] = 0;
-    if (inet_pton(AF_INET, text, &a) != 1) {
-        config_bad_value(ld, k->name, value, "HOST must be an IPv4 address (resolving a name would block the daemon)");
+    if (inet_pton(AF_INET, text, &a) != 1 && !host_name_ok(text)) {
+        config_bad_value(ld, k->name, value, "HOST must be an IPv4 address or a host name (letters, digits, "
+                                             "hyphens and dots)");
         return false;
     }
     memcpy(bus->tcp_host, text, len + 1);

@@ -403,9 +403,13 @@ driver_sim_t *driver_sim_of(driver_t *d);
 /* ---- TCP client, Modbus ASCII, MBAP ---------------------------------------------------- */
 
 #define DRIVER_TCP_HOST_MAX 64
+/* A host name a tcp:// port may give instead of an IPv4 address: letters,
+ * digits, hyphens and dots (RFC 1123), resolved afresh on each open without
+ * blocking the caller (drivers/tcp.c). */
+bool driver_tcp_host_name_ok(const char *host);
 
 typedef struct driver_tcp_config {
-    const char *host;               /* an IPv4 address, e.g. 10.0.0.5 (copied) */
+    const char *host;               /* an IPv4 address (10.0.0.5) or a host name (copied) */
     unsigned port;                  /* 1..65535 */
     unsigned connect_timeout_ms;    /* default 3000 */
 } driver_tcp_config_t;

@@ -15,14 +15,27 @@
  * request is outstanding; TCP_NODELAY sends each request at once (a request
  * is one small write, and Nagle would hold it for the previous ACK).
  *
- * Only IPv4 addresses: resolving a name blocks (getaddrinfo), and device
- * servers sit at fixed addresses; config/ refuses anything else.
+ * HOST is an IPv4 address or a name. A name is resolved (IPv4, getaddrinfo)
+ * afresh on every open, so a device server that moved is found at its new
+ * address on the next reconnect, and never on the caller's thread:
+ * getaddrinfo blocks, so a detached thread of its own asks it. Meanwhile
+ * open() returns DRIVER_INPROGRESS and fd() is the read end of a pipe
+ * whose write end that thread closes when it has the answer: the owner's
+ * wait for "writable" wakes on that hang-up (epoll and poll report it
+ * whatever was asked), and open_finish() takes the address and starts the
+ * connect, which goes on as for an address. The connect timeout covers
+ * both. A close while the name is out leaves the thread to finish alone:
+ * the job is shared by reference count, and the last one frees it.
  */
 #include "drivers/driver.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +45,26 @@
 
 #define TCP_TXBUF 1024
 
+/* One resolution of a name, shared by the driver and its thread. */
+typedef struct tcp_resolve {
+    atomic_int refs;
+    atomic_bool done;
+    char host[DRIVER_TCP_HOST_MAX];
+    char service[8];
+    int wfd;                        /* the thread closes it when done */
+    int gai;                        /* getaddrinfo's answer: 0 or EAI_* */
+    struct sockaddr_in addr;
+} tcp_resolve_t;
+
 typedef struct tcp_client {
     char host[DRIVER_TCP_HOST_MAX];
     unsigned port;
     unsigned connect_timeout_ms;
     struct sockaddr_in addr;
+    bool by_name;                   /* host is a name: resolved on each open */
+    tcp_resolve_t *job;             /* the resolution under way, or NULL */
+    int resolve_fd;                 /* its pipe's read end, or -1 */
+    char resolved[INET_ADDRSTRLEN]; /* what the name gave last */
     int fd;
     bool connecting;
     uint64_t connect_deadline_ns;
@@ -50,9 +78,80 @@ void driver_tcp_defaults(driver_tcp_config_t *cfg)
     cfg->connect_timeout_ms = 3000;
 }
 
+static void resolve_release(tcp_resolve_t *job)
+{
+    if (atomic_fetch_sub(&job->refs, 1) == 1)
+        free(job);
+}
+
+static void *resolve_thread(void *arg)
+{
+    tcp_resolve_t *job = arg;
+    struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
+    job->gai = getaddrinfo(job->host, job->service, &hints, &res);
+    if (job->gai == 0 && res && res->ai_addrlen == sizeof job->addr)
+        memcpy(&job->addr, res->ai_addr, sizeof job->addr);
+    else if (job->gai == 0)
+        job->gai = EAI_FAMILY;
+    if (res)
+        freeaddrinfo(res);
+    atomic_store(&job->done, true);
+    close(job->wfd);   /* the hang-up wakes the owner */
+    resolve_release(job);
+    return NULL;
+}
+
+/* Drops the resolution under way, if any (its thread finishes alone). */
+static void resolve_drop(tcp_client_t *t)
+{
+    if (t->resolve_fd >= 0)
+        close(t->resolve_fd);
+    t->resolve_fd = -1;
+    if (t->job)
+        resolve_release(t->job);
+    t->job = NULL;
+}
+
+/* Starts resolving t->host on a thread of its own. */
+static int resolve_start(tcp_client_t *t, char *err, size_t errcap)
+{
+    int p[2];
+    tcp_resolve_t *job = calloc(1, sizeof *job);
+    if (!job || pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+        int e = job ? errno : ENOMEM;
+        free(job);
+        snprintf(err, errcap, "tcp://%s:%u: resolve: %s", t->host, t->port, strerror(e));
+        return -e;
+    }
+    snprintf(job->host, sizeof job->host, "%s", t->host);
+    snprintf(job->service, sizeof job->service, "%u", t->port);
+    job->wfd = p[1];
+    atomic_init(&job->refs, 2);
+    atomic_init(&job->done, false);
+    pthread_attr_t attr;
+    pthread_t th;
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        e = pthread_create(&th, &attr, resolve_thread, job);
+        pthread_attr_destroy(&attr);
+    }
+    if (e != 0) {
+        close(p[0]);
+        close(p[1]);
+        free(job);
+        snprintf(err, errcap, "tcp://%s:%u: resolve: %s", t->host, t->port, strerror(e));
+        return -e;
+    }
+    t->job = job;
+    t->resolve_fd = p[0];
+    return 0;
+}
+
 static void tcp_close(driver_t *d)
 {
     tcp_client_t *t = driver_priv(d);
+    resolve_drop(t);
     if (t->fd >= 0)
         close(t->fd);
     t->fd = -1;
@@ -78,11 +177,10 @@ static int connect_failed(driver_t *d, int e, char *err, size_t errcap)
     return -e;
 }
 
-static int tcp_open(driver_t *d, char *err, size_t errcap)
+/* The socket and its non-blocking connect to t->addr. */
+static int start_connect(driver_t *d, char *err, size_t errcap)
 {
     tcp_client_t *t = driver_priv(d);
-    if (t->fd >= 0)
-        return t->connecting ? DRIVER_INPROGRESS : 0;
     t->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (t->fd < 0) {
         int e = errno;
@@ -95,8 +193,41 @@ static int tcp_open(driver_t *d, char *err, size_t errcap)
     if (errno != EINPROGRESS)
         return connect_failed(d, errno, err, errcap);
     t->connecting = true;
-    t->connect_deadline_ns = driver_now_ns() + (uint64_t)t->connect_timeout_ms * 1000000ull;
     return DRIVER_INPROGRESS;
+}
+
+static int tcp_open(driver_t *d, char *err, size_t errcap)
+{
+    tcp_client_t *t = driver_priv(d);
+    if (t->fd >= 0 || t->job)
+        return t->connecting ? DRIVER_INPROGRESS : 0;
+    t->connect_deadline_ns = driver_now_ns() + (uint64_t)t->connect_timeout_ms * 1000000ull;
+    if (!t->by_name)
+        return start_connect(d, err, errcap);
+    int rc = resolve_start(t, err, errcap);
+    if (rc != 0)
+        return rc;
+    t->connecting = true;
+    return DRIVER_INPROGRESS;
+}
+
+/* The name's answer, once its thread has it: then the connect starts. */
+static int resolve_finish(driver_t *d, char *err, size_t errcap)
+{
+    tcp_client_t *t = driver_priv(d);
+    if (!atomic_load(&t->job->done))
+        return DRIVER_INPROGRESS;
+    int gai = t->job->gai;
+    t->addr = t->job->addr;
+    resolve_drop(t);
+    if (gai != 0) {
+        snprintf(err, errcap, "tcp://%s:%u: cannot resolve %s: %s", t->host, t->port, t->host, gai_strerror(gai));
+        t->connecting = false;
+        return -EHOSTUNREACH;
+    }
+    inet_ntop(AF_INET, &t->addr.sin_addr, t->resolved, sizeof t->resolved);
+    int rc = start_connect(d, err, errcap);
+    return rc == 0 ? (t->connecting = false, 0) : rc;
 }
 
 static int tcp_open_finish(driver_t *d, char *err, size_t errcap)
@@ -105,6 +236,8 @@ static int tcp_open_finish(driver_t *d, char *err, size_t errcap)
     int e = 0;
     socklen_t len = sizeof e;
 
+    if (t->job)
+        return resolve_finish(d, err, errcap);
     if (t->fd < 0)
         return -EBADF;
     if (!t->connecting)
@@ -128,7 +261,7 @@ static int tcp_open_finish(driver_t *d, char *err, size_t errcap)
 static int tcp_fd(const driver_t *d)
 {
     const tcp_client_t *t = driver_priv(d);
-    return t->fd;
+    return t->job ? t->resolve_fd : t->fd;
 }
 
 static bool is_hangup(int e)
@@ -187,14 +320,17 @@ static ssize_t tcp_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns)
 static int tcp_describe(const driver_t *d, char *buf, size_t cap)
 {
     const tcp_client_t *t = driver_priv(d);
-    return snprintf(buf, cap, "tcp %s:%u%s", t->host, t->port,
-                    t->fd < 0 ? " closed" : t->connecting ? " connecting" : "");
+    return snprintf(buf, cap, "tcp %s:%u%s%s%s%s", t->host, t->port, t->resolved[0] ? " (" : "", t->resolved,
+                    t->resolved[0] ? ")" : "",
+                    t->job ? " resolving" : t->fd < 0 ? " closed" : t->connecting ? " connecting" : "");
 }
 
 /* Connecting: when to give up. Else: when to send what the socket did not take. */
 static uint64_t tcp_next_deadline(const driver_t *d)
 {
     const tcp_client_t *t = driver_priv(d);
+    if (t->job)
+        return t->connect_deadline_ns;
     if (t->fd < 0)
         return 0;
     if (t->connecting)
@@ -211,7 +347,9 @@ static int tcp_service(driver_t *d, uint64_t now_ns)
 
 static void tcp_destroy(driver_t *d)
 {
-    free(driver_priv(d));
+    tcp_client_t *t = driver_priv(d);
+    resolve_drop(t);
+    free(t);
 }
 
 static const driver_backend_t tcp_backend = {
@@ -237,8 +375,9 @@ driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
         err = dummy;
         errcap = sizeof dummy;
     }
-    if (!cfg->host || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX || inet_pton(AF_INET, cfg->host, &a) != 1) {
-        snprintf(err, errcap, "tcp://%s: expected an IPv4 address such as 10.0.0.5",
+    if (!cfg->host || !cfg->host[0] || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX ||
+        (inet_pton(AF_INET, cfg->host, &a) != 1 && !driver_tcp_host_name_ok(cfg->host))) {
+        snprintf(err, errcap, "tcp://%s: expected an IPv4 address such as 10.0.0.5 or a host name",
                  cfg->host ? cfg->host : "");
         return NULL;
     }
@@ -257,7 +396,31 @@ driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
     snprintf(t->host, sizeof t->host, "%s", cfg->host);
     t->port = cfg->port;
     t->connect_timeout_ms = cfg->connect_timeout_ms;
+    t->by_name = inet_pton(AF_INET, cfg->host, &a) != 1;
     t->addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port), .sin_addr = a };
     t->fd = -1;
+    t->resolve_fd = -1;
     return d;
+}
+
+bool driver_tcp_host_name_ok(const char *host)
+{
+    /* letters, digits, hyphens and dots (RFC 1123), a label 1..63 long */
+    size_t label = 0, n = strlen(host);
+    if (n == 0 || n >= DRIVER_TCP_HOST_MAX || host[0] == '.' || host[0] == '-' || host[n - 1] == '.')
+        return false;
+    for (const char *p = host; *p; p++) {
+        bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        if (*p == '.') {
+            if (label == 0)
+                return false;
+            label = 0;
+        } else if (alnum || *p == '-') {
+            if (++label > 63)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
 }

@@ -36,7 +36,8 @@ static bool same_at(width_t w, double x, double y)
  * %g's exponent form ("1e+06", "1.5e-05") written out as JavaScript's
  * Number.prototype.toString does below 1e21 and from 1e-6 ("1000000",
  * "0.000015"): the same digits, so the page, a JSON parser and a person read
- * one text. Beyond that range the exponent stays.
+ * one text. Beyond that range the exponent stays, written as JavaScript
+ * writes it: no leading zero ("6e-8", "1.5e-7", "1e+21").
  */
 static int plain(char *buf, size_t cap, int n)
 {
@@ -44,8 +45,15 @@ static int plain(char *buf, size_t cap, int n)
     if (!e)
         return n;
     int exp = atoi(e + 1);
-    if (exp >= 21 || exp < -6)
-        return n;
+    if (exp >= 21 || exp < -6) {
+        /* the exponent as JavaScript writes it: "6e-8", "1e+21", not %g's
+         * two-digit "6e-08" */
+        char mant[40];
+        size_t m = (size_t)(e - buf) < sizeof mant ? (size_t)(e - buf) : sizeof mant - 1;
+        memcpy(mant, buf, m);
+        mant[m] = '\0';
+        return snprintf(buf, cap, "%se%+d", mant, exp);
+    }
     /* moved by hand, digit by digit: printf of the double would show the
      * binary value's digits past the ones that were meant (2.2245882e+20 is
      * 222458819999999983616 as a double) */

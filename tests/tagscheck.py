@@ -4,6 +4,7 @@ requests, and the checks both make of a gateway serving a tag set made by
 tagsref.make_tagset: every value equal to the reference, and writes of every
 writable type giving struct's words on the device."""
 import json
+import math
 import struct
 import time
 import urllib.error
@@ -41,9 +42,22 @@ def tag_values(g):
     return {t["name"]: t for t in json.loads(out)["tags"]} if status == 200 else {}
 
 
+def read_ok(t):
+    """Good, or read and a float that is NaN or an infinity: JSON has no token
+    for those, so /tags gives null, quality bad, reason bad_data and the text
+    (issue 44)."""
+    return t["quality"] == "good" or (t["quality"] == "bad" and t.get("reason") == "bad_data"
+                                      and t.get("text") in ("nan", "inf", "-inf"))
+
+
+def nonfinite(tags):
+    """The tags of a make_tagset whose words are a float NaN or infinity."""
+    return [t["name"] for t in tags if isinstance(t["want"], float) and not math.isfinite(t["want"])]
+
+
 def all_good(g, names=None):
     v = tag_values(g)
-    return bool(v) and all(t["quality"] == "good" for n, t in v.items() if names is None or n in names)
+    return bool(v) and all(read_ok(t) for n, t in v.items() if names is None or n in names)
 
 
 def registers(g, address, count, unit=1):

@@ -91,6 +91,14 @@ CASES = [
      ["{f}:4: [tcp] bus_share = '64': not below [bus a] queue_depth = 64 (default)"], "bus_share = 64\n"),
     ("queue_depth not above the default bus_share", "[bus a]\nport = sim\nqueue_depth = 3\n",
      ["{f}:3: [bus a] queue_depth = '3': not above [tcp] bus_share = 4 (default)"]),
+    # issue 44: two buses and a device that names none: which bus it must name
+    ("a device without bus among two buses", "[bus a]\nport = sim:1\n[bus b]\nport = sim:2\n"
+     "[device d]\nslave = 1\n",
+     ["{f}:5: [device d]: bus is required (2 buses are configured): name one of a, b"]),
+    # issue 44: a [tag] wrong twice says both, not only the type
+    ("a tag with a bad device and a bad type", "[bus a]\nport = sim:1\n[device d]\nslave = 1\n"
+     "[tag t]\ndevice = nosuch\ntable = holding\naddress = 1\ntype = float33\n",
+     ["{f}:6: [tag t] device = 'nosuch': no such device", "{f}:9: [tag t] type = 'float33'"]),
 ]
 
 for what, body, wanted, *binds in CASES:

@@ -593,7 +593,7 @@ static void test_bus_framings(void **state)
 /* Each a file, then two fragments its error must hold. */
 static const char *const keys_that_do_not_apply[][3] = {
     { "[bus a]\nport = tcp://10.0.0.5\n", "t.ini:2: [bus a] port = 'tcp://10.0.0.5'", "tcp://HOST:PORT" },
-    { "[bus a]\nport = tcp://plc.local:502\n", "t.ini:2:", "IPv4 address" },
+    { "[bus a]\nport = tcp://plc_1.local:502\n", "t.ini:2:", "IPv4 address or a host name" },
     { "[bus a]\nport = tcp://10.0.0.5:70000\n", "t.ini:2:", "PORT 1..65535" },
     { "[bus a]\nport = /dev/ttyUSB0\nframing = mbap\n", "t.ini:3: [bus a] framing = 'mbap'",
       "expected rtu, ascii or tcp" },

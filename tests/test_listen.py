@@ -12,6 +12,7 @@ import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
 import tempfile
@@ -270,6 +271,47 @@ def test_capture_replay():
     m = re.search(r"frames: (\d+) requests, (\d+) responses", p.stdout + p.stderr)
     reqs = sum(1 for e in events if e["role"] == "req")
     check(m is not None and int(m.group(1)) == reqs, f"replay: same request count as sniff ({reqs}): {m and m.group(0)}")
+
+
+def pcap_records(path):
+    """The records of a pcap file: [bytes]."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out, at = [], 24
+    while at + 16 <= len(data):
+        n = struct.unpack_from("<I", data, at + 8)[0]
+        out.append(data[at + 16:at + 16 + n])
+        at += 16 + n
+    return out
+
+
+def test_capture_noise():
+    """Issue 44: sniff --capture writes the noise the framer skips as records
+    of its own, between the frames it came between, so it can be diagnosed
+    from the capture; replay counts it as noise again."""
+    m, s, path = raw_pty()
+    cap = os.path.join(TMP, "noise.pcap")
+    sn = subprocess.Popen([BIN, "sniff", "--port", path, "--baud", "9600", "--format", "8N1", "--json",
+                           "--silence-ms", "30", "--duration", "1.5", "--summary", "--capture", cap],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs.append(sn)
+    time.sleep(0.4)
+    req = bytes([1, 3, 0, 0, 0, 2]) + crc16(bytes([1, 3, 0, 0, 0, 2]))
+    ans = bytes([1, 3, 4, 0, 1, 0, 2]) + crc16(bytes([1, 3, 4, 0, 1, 0, 2]))
+    noise = b"\x00\xff\x13"
+    for chunk in (req, noise, ans, b"\xfe", req, ans):
+        os.write(m, chunk)
+        time.sleep(0.08)
+    out, err = sn.communicate(timeout=30)
+    os.close(m)
+    os.close(s)
+    recs = pcap_records(cap)
+    check(recs == [req, noise, ans, b"\xfe", req, ans],
+          f"the capture holds the frames and, between them, the noise as it came ({recs}; {err[-200:]!r})")
+    p = subprocess.run([BIN, "replay", "--baud", "0", cap], capture_output=True, text=True)
+    n = re.search(r"framer: \d+ frames, (\d+) noise bytes", p.stdout + p.stderr)
+    check(p.returncode == 0 and n is not None and n.group(1) == "4",
+          f"replay reads it back and counts its 4 noise bytes ({n.group(0) if n else p.stderr[-200:]!r})")
 
 
 def http(port, method, path, body=None):
@@ -541,5 +583,6 @@ def test_usage():
 
 
 run_tests("listen", (test_usage, test_tap_values, test_tap_faults, test_equal_values, test_capture_replay,
+                     test_capture_noise,
                      test_listen_bus_tags, test_listen_bus_faults, test_listen_bus_late_retries),
           cleanup=(TMP,))

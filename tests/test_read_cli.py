@@ -48,6 +48,8 @@ string_words = [w for w in (int.from_bytes(text[i:i + 2], "big") for i in range(
 load.append(f"1 holding 300 " + " ".join(map(str, string_words)))
 load.append("1 input 7 4660")
 load.append("1 holding 400 4660 22136 16968 12345 65285")   # bcd32, float16, fixed16:2, int8h
+load.append("1 holding 410 4779 4660 22264")   # 0x12AB: no bcd16; 1234 56f8: no bcd32 (issue 44)
+load.append("1 holding 420 31744 64512 32256 15360")   # float16 +inf, -inf, NaN, 1.0
 with open(os.path.join(d, "load.txt"), "w") as f:
     f.write("\n".join(load) + "\n")
 sim = subprocess.Popen([BIN, "sim", "--link", link, "--slaves", "1", "--load", os.path.join(d, "load.txt")],
@@ -144,7 +146,8 @@ def test_read():
     check(p.returncode == 1 and "holding:5000" in p.stderr and "Illegal data address" in p.stderr,
           f"a slave's exception: exit 1, named ({p.stderr.strip()})")
     p = read("--port", link, "--slave", "2", "--timeout", "200", "holding:1")
-    check(p.returncode == 1 and "timed out" in p.stderr, f"a silent slave: exit 1 ({p.stderr.strip()})")
+    check(p.returncode == 1 and "no answer from slave 2" in p.stderr and "timed out" not in p.stderr,
+          f"a silent slave: exit 1, named ({p.stderr.strip()})")
     p = read("--port", os.path.join(d, "nothing"), "--slave", "1", "holding:1")
     check(p.returncode == 1 and "cannot open" in p.stderr, f"no such port: exit 1 ({p.stderr.strip()})")
     for args, what in ((["--port", link, "holding:1"], "--slave N is required"),
@@ -164,7 +167,66 @@ def test_read():
     g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices="[device plc]\nslave = 1\n", timeout_ms=1000)
     every_order(["--tcp", f"127.0.0.1:{g.tcp_port}", "--unit", "1"], "through the gateway")
     g.stop()
-    sim.kill()
 
 
-run_tests("test_read_cli", (test_read,))
+def test_read_bad_data():
+    """Issue 44: words that are no value of the type (a BCD digit above 9)
+    read as the daemon decodes them, bad_data, never as 0 with exit 0."""
+    rtu = ["--port", link, "--slave", "1", "--timeout", "2000"]
+    p = read(*rtu, "--type", "bcd16", "holding:410")
+    f = p.stdout.split()
+    check(p.returncode == 1 and f[:4] == ["holding:410", "bcd16", "AB", "bad_data"] and "12ab" in p.stderr
+          and "bad_data" in p.stderr, f"bcd16 on 0x12AB: bad_data, the word named, exit 1 ({p.stdout!r} {p.stderr!r})")
+    p = read(*rtu, "--type", "bcd32", "--json", "holding:411")
+    got = lines(p)
+    check(p.returncode == 1 and len(got) == 1 and got[0]["value"] is None and got[0]["quality"] == "bad"
+          and got[0]["reason"] == "bad_data" and got[0]["words"] == [4660, 22264],
+          f"bcd32 on 1234 56f8 --json: null, quality bad, reason bad_data ({p.stdout!r})")
+    p = read(*rtu, "--type", "bcd32", "--all-orders", "holding:411")
+    check(p.returncode == 1 and all(f"{o}=bad_data" in p.stdout for o in ("ABCD", "CDAB", "BADC", "DCBA")),
+          f"--all-orders: every column says bad_data ({p.stdout!r})")
+    p = read(*rtu, "--type", "bcd16", "--all-orders", "--json", "holding:410", "holding:411")
+    got = lines(p)
+    check(p.returncode == 1 and len(got) == 2 and got[0]["values"] == {"AB": None, "BA": None}
+          and got[0]["quality"] == {"AB": "bad_data", "BA": "bad_data"}
+          and got[1]["values"] == {"AB": 1234, "BA": 3412} and got[1]["quality"] == {"AB": "good", "BA": "good"},
+          f"--all-orders --json: null and bad_data per column, good ones good ({p.stdout!r})")
+    p = read(*rtu, "--type", "bcd16", "--json", "holding:411")
+    check(p.returncode == 0 and lines(p)[0].get("value") == 1234 and lines(p)[0].get("quality") == "good",
+          f"a good BCD word still reads, quality good ({p.stdout!r})")
+
+
+def test_read_nonfinite():
+    """Issue 44: a float16 that is an infinity or NaN is no value for JSON:
+    read says bad_data as /tags does (null, quality bad), exit 1."""
+    rtu = ["--port", link, "--slave", "1", "--timeout", "2000"]
+    p = read(*rtu, "--type", "float16", "--json", "holding:420", "holding:421", "holding:422", "holding:423")
+    got = lines(p)
+    check(p.returncode == 1 and [g.get("value") for g in got] == [None, None, None, 1]
+          and [g.get("quality") for g in got] == ["bad", "bad", "bad", "good"]
+          and [g.get("why") for g in got[:3]] == ["inf", "-inf", "nan"],
+          f"float16 +inf, -inf, NaN: null, quality bad; 1.0 good ({p.stdout!r})")
+    p = read(*rtu, "--type", "float16", "holding:420")
+    check(p.returncode == 1 and p.stdout.split()[3] == "bad_data" and "(inf)" in p.stderr,
+          f"for people: bad_data, and why ({p.stdout!r} {p.stderr!r})")
+
+
+def test_read_frictions():
+    """Issue 44: a Modicon reference gets a hint, --order with a word swap on
+    a one-register type is refused."""
+    rtu = ["--port", link, "--slave", "1", "--timeout", "2000"]
+    p = read(*rtu, "holding:40101")
+    check(p.returncode == 1 and "Illegal data address" in p.stderr and
+          "40101 looks like a Modicon reference: holding register 100 is `holding:100`" in p.stderr,
+          f"holding:40101: a Modicon hint ({p.stderr.strip()})")
+    p = read(*rtu, "holding:4000")
+    check(p.returncode == 1 and "Modicon" not in p.stderr, f"no hint for a 4-digit address ({p.stderr.strip()})")
+    for typ in ("uint16", "int16", "float16", "bcd16"):
+        p = read(*rtu, "--type", typ, "--order", "CDAB", "holding:1")
+        check(p.returncode == 2 and "no word order" in p.stderr and not p.stdout,
+              f"--order CDAB on {typ} is refused ({p.stderr.strip()})")
+    p = read(*rtu, "--type", "uint16", "--order", "BA", "holding:1")
+    check(p.returncode == 0 and p.stdout.split()[2] == "BA", f"--order BA on uint16 still reads ({p.stdout!r})")
+
+
+run_tests("test_read_cli", (test_read, test_read_bad_data, test_read_nonfinite, test_read_frictions))

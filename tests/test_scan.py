@@ -38,6 +38,109 @@ def bound_of(stderr):
     return float(m.group(1)) if m else None
 
 
+def bounds_of(stderr):
+    """The printed bound's two parts: 'at most X s plus at most Y s per slave found'."""
+    m = re.search(r"at most ([0-9.]+) s plus at most ([0-9.]+) s per slave found", stderr)
+    return (float(m.group(1)), float(m.group(2))) if m else (None, None)
+
+
+def crc16(data):
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+def with_crc(body):
+    c = crc16(body)
+    return bytes(body) + bytes((c & 0xFF, c >> 8))
+
+
+class Line(threading.Thread):
+    """Slaves of this test's own on a fresh pseudo-terminal (the scanner
+    opens self.path): they answer FC 1-4 at once (holding/input register a
+    of slave s holds s*1000 + a, bits 1), FC 43 and 17 with exception 01.
+    glitch: one stray byte right before each answer, in the same write (a
+    transceiver's turn-on glitch); only: the functions answered, others
+    ignored; twins: ids where two slaves answer at once, their bytes
+    colliding on the wire (a wired AND: the CRC fails); slaves=(): a silent
+    line. self.requests counts what it heard."""
+
+    def __init__(self, slaves, glitch=False, only=None, twins=()):
+        super().__init__(daemon=True)
+        self.master, self.slave = os.openpty()
+        for fd in (self.master, self.slave):
+            a = termios.tcgetattr(fd)
+            a[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG | termios.IEXTEN)
+            a[0] &= ~(termios.ICRNL | termios.IXON)
+            a[1] &= ~termios.OPOST
+            termios.tcsetattr(fd, termios.TCSANOW, a)
+        self.path = os.ttyname(self.slave)
+        self.slaves, self.glitch, self.only, self.twins = set(slaves), glitch, only, set(twins)
+        self.stop, self.requests = threading.Event(), 0
+        self.start()
+
+    def answer(self, req, value):
+        s, fc = req[0], req[1]
+        if fc in (1, 2):
+            return with_crc([s, fc, 1, 1])
+        if fc in (3, 4):
+            v = (value + int.from_bytes(req[2:4], "big")) & 0xFFFF
+            return with_crc([s, fc, 2, v >> 8, v & 0xFF])
+        return with_crc([s, fc | 0x80, 1])
+
+    def run(self):
+        buf = b""
+        while not self.stop.is_set():
+            r, _, _ = select.select([self.master], [], [], 0.05)
+            if not r:
+                buf = b""
+                continue
+            try:
+                buf += os.read(self.master, 512)
+            except OSError:
+                return
+            while buf:
+                n = {1: 8, 2: 8, 3: 8, 4: 8, 0x2B: 7, 0x11: 4}.get(buf[1] if len(buf) > 1 else 3, 0)
+                if not n or (len(buf) >= n and crc16(buf[:n]) != 0):
+                    buf = buf[1:]
+                    continue
+                if len(buf) < n:
+                    break
+                req, buf = buf[:n], buf[n:]
+                self.requests += 1
+                s, fc = req[0], req[1]
+                if (s not in self.slaves and s not in self.twins) or (self.only and fc not in self.only):
+                    continue
+                out = self.answer(req, s * 1000)
+                if s in self.twins:
+                    other = self.answer(req, 0x5A5A)
+                    out = bytes(a & b for a, b in zip(out, other))
+                os.write(self.master, (b"\xff" if self.glitch else b"") + out)
+
+    def close(self):
+        self.stop.set()
+        self.join()
+        os.close(self.master)
+        os.close(self.slave)
+
+
+def within(p, took, what, margin=0.5):
+    """The scan ended within the bound it printed first (its search part plus
+    its per-slave part for each slave found), with a margin for the process
+    start; and within the bound it printed last."""
+    search, per_slave = bounds_of(p.stderr)
+    n = len(found(p) or [])
+    m = re.search(r"found in [0-9.]+ s \(bound ([0-9.]+) s\)", p.stderr)
+    ok = search is not None and m is not None and took <= search + n * per_slave + margin \
+        and took <= float(m.group(1)) + margin
+    check(ok, f"{what}: {took:.2f} s within the printed bound ({search} s + {n} x {per_slave} s; "
+              f"{m.group(1) if m else None} s; margin {margin} s)")
+    return took, (search + n * per_slave if search is not None else None)
+
+
 def found(p):
     try:
         return [(s["slave"], s["baud"], s["format"]) for s in json.loads(p.stdout)["slaves"]]
@@ -86,6 +189,21 @@ def test_scan_sim():
         sim.terminate()
         sim.wait()
     check(sim.returncode == 0, "the simulator stopped cleanly")
+    # the simulator's default format is what its usage line shows (issue 44: it showed 8N1)
+    h = subprocess.run([BIN, "sim", "--help"], capture_output=True, text=True, timeout=10)
+    usage_format = re.search(r"\[--format (\w+)\]", h.stdout)
+    sim = subprocess.Popen([BIN, "sim", "--slaves", "3", "--baud", "9600", "--pace"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        path = sim.stdout.readline().strip()
+        p, _ = scan("--port", path, "--ids", "3", "--baud", "9600", "--format", "8N1,8O1,8E1", "--json",
+                    "--no-identify")
+        check(found(p) == [(3, 9600, "8E1")] and usage_format and usage_format.group(1) == "8E1",
+              f"sim's default format is 8E1, as its usage line says ({found(p)}; "
+              f"{usage_format.group(0) if usage_format else None})")
+    finally:
+        sim.terminate()
+        sim.wait()
 
 
 def relay(scanner_master, server_master, stop):
@@ -153,4 +271,91 @@ StartSerialServer(context=ModbusServerContext(slaves={{5: store(5), 9: store(9)}
             os.close(fd)
 
 
-run_tests("test_scan", (test_scan_sim, test_scan_pymodbus))
+def test_scan_glitch():
+    """Issue 44: a slave that sends one stray byte before each answer is found
+    and identified (the line core skips such noise; so does scan now)."""
+    line = Line([4, 9], glitch=True)
+    try:
+        p, took = scan("--port", line.path, "--ids", "1-12", "--baud", "9600", "--format", "8E1", "--json")
+        check(p.returncode == 0 and found(p) == [(4, 9600, "8E1"), (9, 9600, "8E1")],
+              f"slaves 4 and 9 behind a glitch byte: found ({found(p)}; {p.stdout.strip()[-200:]!r})")
+        s = json.loads(p.stdout)["slaves"] if found(p) else []
+        check(len(s) == 2 and all(x["reads"] == [1, 2, 3, 4] and x["noise_bytes"] >= 6 for x in s)
+              and json.loads(p.stdout)["garbled"] == [],
+              f"identified in full (FC 1-4), the noise counted, no answer called garbled ({s})")
+        print(f"  glitch: {within(p, took, 'glitch')}")
+    finally:
+        line.close()
+    # noise on half the answers (the simulator's own fault), glued to them
+    sim = subprocess.Popen([BIN, "sim", "--slaves", "5", "--baud", "9600", "--format", "8E1", "--pace",
+                            "--noise-rate", "0.5", "--noise-bytes", "1", "--noise-lead-ms", "0", "--seed", "7"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        path = sim.stdout.readline().strip()
+        for _ in range(3):
+            p, took = scan("--port", path, "--ids", "1-8", "--baud", "9600", "--format", "8E1", "--json")
+            s = json.loads(p.stdout)["slaves"] if found(p) else []
+            check(found(p) == [(5, 9600, "8E1")] and s[0]["reads"] == [1, 2, 3, 4],
+                  f"noise on half the answers: found, FC 1-4 all read ({s})")
+            within(p, took, "sim noise")
+    finally:
+        sim.terminate()
+        sim.wait()
+
+
+def test_scan_fc3_only():
+    """Issue 44: 10 slaves that ignore FC 43, 17, 1, 2 and 4 at 9600 8E1: the
+    printed bound holds (it was 4.1 s printed, 13.7 s taken), and --budget
+    is a hard deadline (--budget 2 stopped at 2.76 s)."""
+    line = Line(range(1, 11), only={3})
+    try:
+        p, took = scan("--port", line.path, "--ids", "1-10", "--baud", "9600", "--format", "8E1", "--json")
+        s = json.loads(p.stdout)["slaves"] if found(p) else []
+        check(p.returncode == 0 and len(s) == 10 and all(x["reads"] == [3] and x["device_id"] is None
+                                                         and x["server_id"] is None for x in s),
+              f"ten slaves that answer FC 3 only: found, reads [3] ({found(p)})")
+        print(f"  fc3 only: {within(p, took, 'ten FC 3 only slaves', margin=0.3)}")
+        for budget in ("2", "0.5"):
+            p, took = scan("--port", line.path, "--ids", "1-10", "--baud", "9600", "--format", "8E1",
+                           "--budget", budget)
+            check(took <= float(budget) + 0.15 and "not finished" in p.stderr,
+                  f"--budget {budget}: stopped before it ({took:.2f} s; {p.stderr.strip()[-160:]!r})")
+            print(f"  --budget {budget}: {took:.2f} s")
+    finally:
+        line.close()
+
+
+def test_scan_twins():
+    """Issue 44: two slaves at one id garble each other's answers: the scan
+    says so at that id, and still finds the slave beside them."""
+    line = Line([2], twins=[6])
+    try:
+        p, took = scan("--port", line.path, "--ids", "1-8", "--baud", "9600", "--format", "8E1")
+        check(p.returncode == 0 and re.search(r"^2 +9600 +8E1", p.stdout, re.M)
+              and "garbled answers at id 6" in p.stdout and "two slaves at one id, or a wrong baud/parity?" in p.stdout
+              and "garbled answers at id 2" not in p.stdout,
+              f"slave 2 found, id 6 reported garbled ({p.stdout!r})")
+        within(p, took, "twins")
+        p, took = scan("--port", line.path, "--ids", "6", "--baud", "9600", "--format", "8E1", "--json")
+        g = json.loads(p.stdout)["garbled"] if p.stdout.startswith("{") else None
+        check(p.returncode == 1 and g and g[0]["slave"] == 6 and g[0]["answers"] == 1
+              and "garbled answers at id 6" in p.stderr, f"--json: garbled per id ({g}; {p.stderr.strip()!r})")
+        within(p, took, "twins, --json")
+    finally:
+        line.close()
+
+
+def test_scan_silent():
+    """A silent line: nothing found, within the bound, and no garbled answer."""
+    line = Line([])
+    try:
+        p, took = scan("--port", line.path, "--ids", "1-30", "--baud", "9600,19200", "--format", "8E1,8N1")
+        check(p.returncode == 1 and "no slave answered" in p.stdout and "garbled" not in p.stdout
+              and line.requests == 120, f"silent: nothing, 120 probes heard ({line.requests}; {p.stdout!r})")
+        print(f"  silent: {within(p, took, 'silent line')}")
+    finally:
+        line.close()
+
+
+run_tests("test_scan", (test_scan_sim, test_scan_pymodbus, test_scan_glitch, test_scan_fc3_only,
+                        test_scan_twins, test_scan_silent))

@@ -247,6 +247,26 @@ static void test_scale_and_format(void **state)
     tags_decode(&f, (uint16_t[]){ 0x4974, 0x2400 }, &v);   /* 1e6f: no exponent, as JavaScript */
     tags_format(&f, &v, text, sizeof text);
     assert_string_equal(text, "1000000");
+    /* beyond JavaScript's plain range the exponent is JavaScript's too:
+     * "6e-8", not %g's "6e-08" (issue 44) */
+    tags_decode(&f, (uint16_t[]){ 0x3380, 0xd959 }, &v);   /* 6e-8f */
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "6e-8");
+    tags_decode(&f, (uint16_t[]){ 0xb421, 0x0fb0 }, &v);   /* -1.5e-7f */
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "-1.5e-7");
+    tags_decode(&f, (uint16_t[]){ 0x6258, 0xd727 }, &v);   /* 1e21f */
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "1e+21");
+    tags_decode(&f, (uint16_t[]){ 0x3586, 0x37bd }, &v);   /* 1e-6f: still plain */
+    tags_format(&f, &v, text, sizeof text);
+    assert_string_equal(text, "0.000001");
+    {
+        tags_tag_t half = added(make(TAGS_FLOAT16, TAGS_ORDER_ABCD, 0));
+        tags_decode(&half, (uint16_t[]){ 0x0001 }, &v);     /* the least float16, 5.96e-8 */
+        tags_format(&half, &v, text, sizeof text);
+        assert_string_equal(text, "6e-8");
+    }
     /* decimals are a number's: refused on a bool, a string or raw */
     tags_table_t *dt = tags_table_new(4);
     char why[256];

@@ -31,8 +31,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, procs, run_tests  # noqa: E402
-from tagscheck import (TOKEN, all_good, check_values, http, put, registers, tag_values, wait_for,  # noqa: E402
-                       write_every_type)
+from tagscheck import (TOKEN, all_good, check_values, http, nonfinite, put, registers, tag_values,  # noqa: E402
+                       wait_for, write_every_type)
 from tagsref import TYPES, as_json_text, csv_text, decode, load_lines, make_tagset, same_value, section_text  # noqa: E402
 
 SEED = int(os.environ.get("RTUGW_SEED", str(random.randrange(1, 2**32))), 0)
@@ -102,8 +102,9 @@ def test_types_and_writes():
     check(http(g, "GET", "/tags/nonesuch")[0] == 404, "/tags/NAME of an unknown tag: 404")
     st = g.status()
     dev = st["buses"][0]["devices"][0]
-    check(dev["tags"] == {"count": len(tags), "good": len(tags), "stale": 0, "bad": 0},
-          f"/status counts the device's tags by quality: {dev['tags']}")
+    k = len(nonfinite(tags))
+    check(dev["tags"] == {"count": len(tags), "good": len(tags) - k, "stale": 0, "bad": k},
+          f"/status counts the device's tags by quality (bad: the {k} NaN or infinite floats): {dev['tags']}")
     m = g.metrics()
     check(m.get("rtugw_tags") == len(tags) and not any(k.startswith("rtugw_tag_value") for k in m),
           "metrics: the tag count; no gauge per tag unless [http] tag_metrics")
@@ -244,6 +245,36 @@ def test_new_types():
     check(not bad, f"writes in range: the reference's words on the slave; int8h then uint8l keep each "
           f"other's byte; fixed-point rounds the JSON number's digits half away: -12.35 to -124, 4.0005 to 4001 (not "
           f"4000 as 4.0005 * 1000 in double) ({bad})")
+    g.stop()
+    sim.kill()
+
+
+def test_nonfinite_floats():
+    """Issue 44: a float16 (or float32) that is an infinity or NaN shows in
+    /tags as null with quality bad, reason bad_data and its text, never as
+    null with quality good; /status counts it bad."""
+    d = tempfile.mkdtemp(prefix="rtugw-tags-")
+    with open(os.path.join(d, "load.txt"), "w") as f:
+        f.write("1 holding 500 31744 64512 32256 15360 32704 0 32640 0\n")
+    sim = PtySim(d, "1", ["--load", os.path.join(d, "load.txt")])
+    kinds = [("hinf", "float16", 500), ("hninf", "float16", 501), ("hnan", "float16", 502), ("hone", "float16", 503),
+             ("fnan", "float32", 504), ("finf", "float32", 506)]
+    sections = "".join(f"[tag {n}]\ndevice = plc\ntable = holding\naddress = {a}\ntype = {t}\ninterval_ms = 200\n"
+                       for n, t, a in kinds)
+    g = gateway(d, sim, "[device plc]\nslave = 1\n" + sections)
+    check(wait_for(lambda: all_good(g, ["hone"]), 10), "the float tags were read")
+    got = tag_values(g)
+    want = {"hinf": "inf", "hninf": "-inf", "hnan": "nan", "fnan": "nan", "finf": "inf"}
+    wrong = [(n, got.get(n)) for n, text in want.items()
+             if not (got.get(n, {}).get("value", 0) is None and got[n].get("quality") == "bad"
+                     and got[n].get("reason") == "bad_data" and got[n].get("text") == text)]
+    check(not wrong and got["hone"].get("value") == 1 and got["hone"].get("quality") == "good",
+          f"/tags: NaN and infinities null, quality bad, reason bad_data, their text; 1.0 good ({wrong})")
+    status, out = http(g, "GET", "/status")
+    dev = [x for b in json.loads(out).get("buses", []) for x in b.get("devices", []) if x.get("name") == "plc"] \
+        if status == 200 else []
+    check(dev and dev[0].get("tags", {}).get("bad") == 5 and dev[0]["tags"].get("good") == 1,
+          f"/status counts them bad ({dev[0].get('tags') if dev else out[:200]})")
     g.stop()
     sim.kill()
 
@@ -551,5 +582,5 @@ def test_check_reports():
     check(f"{conf}:7: [tag big]" not in p.stderr, "a float64 (4 registers) fits max_read_registers = 4")
 
 
-run_tests("test_tags_gw", (test_types_and_writes, test_new_types, test_modicon_addressing, test_read_only_and_no_token, test_quality, test_abandoned_writes,
+run_tests("test_tags_gw", (test_types_and_writes, test_new_types, test_nonfinite_floats, test_modicon_addressing, test_read_only_and_no_token, test_quality, test_abandoned_writes,
                            test_poller_waits_for_places, test_split_on_exception_02, test_demo_file, test_check_reports))

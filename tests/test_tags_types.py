@@ -20,6 +20,7 @@ Values outside a type are refused, never wrapped. Seeded: RTUGW_SEED=..."""
 import math
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -197,8 +198,10 @@ def fewest_float_digits(x):
 
 
 def plain_ok(text, x):
-    """No exponent between 1e-6 and 1e21, as JavaScript prints numbers."""
-    return ("e" in text) == (x != 0 and not 1e-6 <= abs(x) < 1e21)
+    """No exponent between 1e-6 and 1e21, as JavaScript prints numbers; beyond,
+    JavaScript's exponent: a sign and no leading zero ("6e-8", "1e+21")."""
+    return ("e" in text) == (x != 0 and not 1e-6 <= abs(x) < 1e21) and \
+        ("e" not in text or re.search(r"e[+-][1-9][0-9]*$", text) is not None)
 
 
 requests, expect = [], []
@@ -362,4 +365,11 @@ for n in (2, 3, 6, 9):
                           else None)
 compare("strings with byte and word order, read and written", requests, expect,
         lambda got, want: got.split()[:2] == ["refused", "34"] if want is None else got.split() == want)
+
+# docs/tags.md, which these rules are written in: every heading is a heading
+# ("#**A live reload**" was bold text with a stray '#', issue 44)
+_src = os.environ.get("RTUGW_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+with open(os.path.join(_src, "docs", "tags.md")) as _f:
+    _stray = [(n, ln.rstrip()) for n, ln in enumerate(_f, 1) if re.match(r"#+[^# \n]", ln)]
+check(not _stray, f"docs/tags.md: no '#' glued to text, which renders as neither heading nor text ({_stray})")
 finish("test_tags_types")

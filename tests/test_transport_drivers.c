@@ -121,11 +121,15 @@ static void test_tcp_config_errors(void **state)
     driver_tcp_config_t c;
     driver_tcp_defaults(&c);
     assert_int_equal(c.connect_timeout_ms, 3000);
-    c.host = "plc.example";
+    c.host = "plc_1.example";   /* no '_' in a host name */
     c.port = 502;
     assert_null(driver_tcp_new(&c, err, sizeof err));
-    assert_non_null(strstr(err, "plc.example"));
+    assert_non_null(strstr(err, "plc_1.example"));
     assert_non_null(strstr(err, "IPv4"));
+    c.host = "plc.example";     /* a name: resolved when opened */
+    driver_t *d = driver_tcp_new(&c, err, sizeof err);
+    assert_non_null(d);
+    driver_free(d);
     c.host = "10.0.0.5";
     c.port = 0;
     assert_null(driver_tcp_new(&c, err, sizeof err));
@@ -174,6 +178,67 @@ static void test_tcp_connect_data_hangup(void **state)
     close(peer);
     close(ls);
     driver_free(d);
+    alarm(0);
+}
+
+/* tcp://localhost:PORT (issue 44): open() returns at once, resolving on a
+ * thread of its own (the fd wakes the owner when the name is in), then
+ * connects; each reopen resolves the name again; a close while resolving
+ * leaves nothing behind; a name that does not resolve says so. */
+static void test_tcp_host_name(void **state)
+{
+    (void)state;
+    alarm(20);
+    unsigned port;
+    int ls = listen_local(&port, 4);
+    char err[DRIVER_ERRLEN], desc[160];
+    driver_tcp_config_t c;
+    driver_tcp_defaults(&c);
+    c.host = "localhost";
+    c.port = port;
+    c.connect_timeout_ms = 2000;
+    driver_t *d = driver_tcp_new(&c, err, sizeof err);
+    assert_non_null(d);
+    for (int round = 0; round < 2; round++) {
+        uint64_t t0 = driver_now_ns();
+        int rc = driver_open(d, err, sizeof err);
+        assert_true(driver_now_ns() - t0 < 20000000ull);   /* never waits for the resolver */
+        assert_int_equal(rc, DRIVER_INPROGRESS);
+        driver_describe(d, desc, sizeof desc);
+        assert_non_null(strstr(desc, "resolving"));          /* each open resolves afresh */
+        assert_true(driver_fd(d) >= 0);
+        assert_true(driver_next_deadline(d) > t0);
+        struct pollfd p = { driver_fd(d), POLLOUT, 0 };
+        assert_int_equal(poll(&p, 1, 2000), 1);              /* the resolver's hang-up wakes it */
+        while ((rc = driver_open_finish(d, err, sizeof err)) == DRIVER_INPROGRESS) {
+            p = (struct pollfd){ driver_fd(d), POLLOUT, 0 };
+            poll(&p, 1, 100);
+        }
+        assert_int_equal(rc, 0);
+        int peer = accept_peer(ls);
+        driver_describe(d, desc, sizeof desc);
+        assert_non_null(strstr(desc, "localhost"));
+        assert_non_null(strstr(desc, "(127.0.0.1)"));
+        static const uint8_t req[] = { 0x01, 0x03, 0x00, 0x00, 0x00, 0x01, 0x84, 0x0A };
+        uint8_t buf[16];
+        assert_int_equal(driver_write(d, req, sizeof req), (ssize_t)sizeof req);
+        assert_int_equal(recv_n(peer, buf, sizeof req), sizeof req);
+        close(peer);
+        driver_close(d);
+    }
+    /* closed while its name is out: the thread finishes alone */
+    assert_int_equal(driver_open(d, err, sizeof err), DRIVER_INPROGRESS);
+    driver_close(d);
+    assert_false(driver_is_open(d));
+    driver_free(d);
+    c.host = "no-such-host.invalid";
+    d = driver_tcp_new(&c, err, sizeof err);
+    assert_non_null(d);
+    int rc = driver_open_wait(d, 2000, err, sizeof err);
+    assert_true(rc < 0);
+    assert_non_null(strstr(err, "no-such-host.invalid"));
+    driver_free(d);
+    close(ls);
     alarm(0);
 }
 
@@ -541,6 +606,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp_config_errors),
         cmocka_unit_test(test_tcp_connect_data_hangup),
+        cmocka_unit_test(test_tcp_host_name),
         cmocka_unit_test(test_tcp_refused_and_timeout),
         cmocka_unit_test(test_ascii_lrc),
         cmocka_unit_test(test_ascii_write),

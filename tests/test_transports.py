@@ -505,13 +505,20 @@ def test_check_open():
     cfg = os.path.join(D, "check.conf")
     with open(cfg, "w") as f:
         f.write(f"[bus up]\nport = tcp://127.0.0.1:{ls.getsockname()[1]}\nframing = tcp\n"
-                f"[bus down]\nport = tcp://127.0.0.1:{closed}\nconnect_timeout_ms = 500\n[tcp]\ndefault_bus = up\n")
+                f"[bus down]\nport = tcp://127.0.0.1:{closed}\nconnect_timeout_ms = 500\n[tcp]\ndefault_bus = up\n"
+                f"[bus named]\nport = tcp://localhost:{ls.getsockname()[1]}\nframing = tcp\n"
+                f"[bus nowhere]\nport = tcp://no-such-host.invalid:502\nconnect_timeout_ms = 2000\n")
     p = subprocess.run([BIN, "check", "--open", "-c", cfg], capture_output=True, text=True, timeout=20)
     ls.close()
     check(p.returncode == 1 and "[bus up] port = 'tcp://127.0.0.1:" in p.stdout and "connected" in p.stdout,
           f"check --open: the reachable device connected: {p.stdout!r}")
     check(f"check.conf:5: [bus down] port = 'tcp://127.0.0.1:{closed}': connect: Connection refused" in p.stderr,
           f"check --open: the unreachable one named with file, line and the system's reason: {p.stderr!r}")
+    # issue 44: a host name, resolved without blocking (drivers/tcp.c)
+    named = [ln for ln in p.stdout.splitlines() if ln.startswith("[bus named] port = 'tcp://localhost:")]
+    check(named and named[0].endswith("connected"), f"check --open: tcp://localhost:PORT connected: {p.stdout!r}")
+    check("[bus nowhere] port = 'tcp://no-such-host.invalid:502'" in p.stderr and "resolve" in p.stderr,
+          f"check --open: a name that does not resolve says so: {p.stderr!r}")
 
 
 def main():
@@ -554,7 +561,9 @@ StartSerialServer(context=ModbusServerContext(slaves={{4: store()}}, single=Fals
                 extra=(f"[bus nport]\nport = tcp://127.0.0.1:{nport_port}\n{slow}"
                        f"[bus nport_py]\nport = tcp://127.0.0.1:{nport_py_port}\n{slow}"
                        f"[bus rtutcp]\nport = tcp://127.0.0.1:{rtutcp_port}\n{slow}"
-                       f"[bus dev]\nport = tcp://127.0.0.1:{dev_port}\nframing = tcp\n{slow}"
+                       # a host name (issue 44): resolved on each (re)connect, never blocking the loop;
+                       # test_tcp_device_restart reconnects through it
+                       f"[bus dev]\nport = tcp://localhost:{dev_port}\nframing = tcp\n{slow}"
                        f"[bus asc]\nport = {asc_gw}\nframing = ascii\nparity = none\n{slow}"
                        f"[bus lrc]\nport = {lrc_gw}\nframing = ascii\nparity = none\nresponse_timeout_ms = 200\n"
                        f"retries = 1\n"

@@ -82,18 +82,37 @@ static const char *reason_token(tags_reason_t r)
     return (unsigned)r < sizeof tokens / sizeof tokens[0] ? tokens[r] : "unknown";
 }
 
+/* NaN and the infinities are values of a float (a write may set them), but
+ * JSON has no token for them: a null with quality good would say "a good
+ * value, which is no value". So a number that is one goes as null, quality
+ * bad, reason bad_data, with its text ("nan", "inf", "-inf") in text[8],
+ * as a register that is no BCD does; /status counts it bad. */
+static void json_quality(const tags_tag_t *g, tags_value_t *v, char *text)
+{
+    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
+    if (v->quality == TAGS_BAD || !number || isfinite(v->eng))
+        return;
+    snprintf(text, 8, "%s", isnan(v->eng) ? "nan" : v->eng > 0 ? "inf" : "-inf");
+    v->quality = TAGS_BAD;
+    v->reason = TAGS_BAD_DATA;
+}
+
 /* One tag: its value and quality, and with `full` what it is. */
 static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full)
 {
     const tags_tag_t *g = tags_table_tag(t, i);
     tags_value_t v;
     tags_table_value(t, i, now_ms, &v);
+    char nonfinite[8] = "";
+    json_quality(g, &v, nonfinite);
     evbuffer_add_printf(b, "{\"name\":");
     add_str(b, g->name);
     evbuffer_add_printf(b, ",\"device\":");
     add_str(b, tags_table_device_name(t, g->device));
     evbuffer_add_printf(b, ",\"value\":");
     add_value(b, g, &v);
+    if (nonfinite[0])
+        evbuffer_add_printf(b, ",\"text\":\"%s\"", nonfinite);
     evbuffer_add_printf(b, ",\"unit\":");
     add_str(b, g->unit);
     evbuffer_add_printf(b, ",\"quality\":\"%s\"", tags_quality_name(v.quality));
@@ -198,7 +217,9 @@ void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b)
     const unsigned *idx = td >= 0 ? tags_table_device_tags(t, (size_t)td, &nt) : NULL;
     for (size_t k = 0; k < nt; k++) {
         tags_value_t v;
+        char text[8];
         tags_table_value(t, idx[k], now, &v);
+        json_quality(tags_table_tag(t, idx[k]), &v, text);
         n[v.quality]++;
         count++;
     }
