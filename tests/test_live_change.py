@@ -121,7 +121,7 @@ def test_api_device_from_template_keeps_polling():
         f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,100\n")
     devs = (f"[template meter]\ntags_file = {d}/meter.csv\n[device m1]\nslave = 1\ntemplate = meter\n"
             "[poll p1]\ndevice = m1\nfunction = 3\naddress = 10\ncount = 4\ninterval_ms = 100\n")
-    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=devs, extra=f"write_token = {TOKEN}\n")
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=devs, extra=f"write_token = {TOKEN}\n", dir=d)
     check(wait_for(lambda: tag_good(g, "m1.voltage"), 5), "m1.voltage read before the change")
     before = requests_in(g, 1.5)
     st, r = api(g, "PUT", "/api/devices/m2", {"slave": 2, "template": "meter"})
@@ -265,7 +265,7 @@ def test_unused_template_listed_at_once():
         with open(os.path.join(d, f"{name}.csv"), "w") as f:
             f.write("name,table,address,type\nvoltage,holding,0,uint16\n")
     devs = f"[template meter]\ntags_file = {d}/meter.csv\n[device m1]\nslave = 1\ntemplate = meter\n"
-    g = Gateway(bus=SIM1, devices=devs, extra=f"write_token = {TOKEN}\n")
+    g = Gateway(bus=SIM1, devices=devs, extra=f"write_token = {TOKEN}\n", dir=d)
 
     def listed():
         return [t["name"] for t in json.loads(get(g, "/api/templates")[1])["templates"]]
