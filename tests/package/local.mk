@@ -1,0 +1,10 @@
+# tests/package/: the Debian package (debian/), built from a copy of this tree
+# and tested installed in a booted Debian 12 container: `make check-package`.
+# Not part of `make check`: it needs root, the Debian archive, mmdebstrap and
+# systemd-nspawn, and takes minutes.
+check-package:
+	$(SHELL) $(srcdir)/tests/package/test_package.sh
+
+.PHONY: check-package
+
+EXTRA_DIST += tests/package/test_package.sh tests/package/probe.py debian
