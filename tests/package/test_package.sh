@@ -227,6 +227,18 @@ wait_active() {
 }
 inside 'systemctl start rtugw' && wait_active && pass "systemctl start rtugw: active" ||
     { fail "systemctl start rtugw: $(inside 'systemctl status --no-pager rtugw; journalctl -u rtugw --no-pager | tail -20')"; }
+# The installed units as systemd reads them: no message at all from verify
+# (--man=no: this minimal root has no man; tests/test_install.sh checks that
+# Documentation= names pages that exist), and an exposure of at most 2.0 with
+# the serial devices allowed.
+out=$(inside 'systemd-analyze verify --man=no rtugw.service rtugw@ttyUSB0.service' 2>&1)
+[ -z "$out" ] && pass "systemd-analyze verify: clean" || fail "systemd-analyze verify: $out"
+exposure=$(inside 'systemd-analyze security --no-pager rtugw.service' | sed -n 's/.*exposure level for rtugw.service: \([0-9.]*\).*/\1/p')
+if [ -n "$exposure" ] && awk "BEGIN { exit !($exposure <= 2.0) }"; then
+    pass "systemd-analyze security rtugw.service: exposure $exposure"
+else
+    fail "systemd-analyze security rtugw.service: exposure '$exposure' (at most 2.0)"
+fi
 user=$(inside 'stat -c %U /proc/$(systemctl show -P MainPID rtugw)')
 [ "$user" = rtugw ] && pass "runs as user rtugw" || fail "runs as '$user', not rtugw"
 modbus() { inside 'python3 /root/t/probe.py modbus 127.0.0.1 1502 1 0 10'; }
