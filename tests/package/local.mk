@@ -8,3 +8,7 @@ check-package:
 .PHONY: check-package
 
 EXTRA_DIST += tests/package/test_package.sh tests/package/probe.py debian
+
+# The arm64 packages, cross-built and run under qemu-user, in a Debian 12 root
+# of their own (by hand or by CI: scripts/cross-package-arm64).
+EXTRA_DIST += scripts/cross-package-arm64
