@@ -49,6 +49,20 @@ dist/rtugw.conf.example: $(srcdir)/config/example.ini Makefile
 	  cat $(srcdir)/config/example.ini; \
 	} >$@.tmp && mv $@.tmp $@
 
+# The service's system user (User=rtugw in the units), for systemd-sysusers:
+# $(prefix)/lib/sysusers.d/rtugw.conf (/usr/local/lib/sysusers.d is on its
+# search path too). The Debian package's postinst runs systemd-sysusers; after
+# make install, run it once by hand (docs/install.md).
+sysusersdir = $(prefix)/lib/sysusers.d
+dist_sysusers_DATA = dist/sysusers.d/rtugw.conf
+
+# udev: ModemManager leaves USB RS-485 adapters alone (ID_MM_DEVICE_IGNORE).
+# Debian's udev reads /lib/udev/rules.d, /usr/lib/udev/rules.d and
+# /usr/local/lib/udev/rules.d; another directory:
+#   make install udevrulesdir=/lib/udev/rules.d
+udevrulesdir = $(prefix)/lib/udev/rules.d
+dist_udevrules_DATA = dist/60-rtugw-serial.rules
+
 CLEANFILES += dist/rtugw.service dist/rtugw@.service dist/rtugw.conf.example
 EXTRA_DIST += dist/rtugw.service.in dist/rtugw@.service.in
 
@@ -62,4 +76,6 @@ AM_TESTS_ENVIRONMENT += \
 	RTUGW_INST_PKGLIBEXECDIR='$(pkglibexecdir)'; export RTUGW_INST_PKGLIBEXECDIR; \
 	RTUGW_INST_MANDIR='$(mandir)'; export RTUGW_INST_MANDIR; \
 	RTUGW_INST_CONFDIR='$(rtugwconfdir)'; export RTUGW_INST_CONFDIR; \
-	RTUGW_INST_UNITDIR='$(systemdsystemunitdir)'; export RTUGW_INST_UNITDIR;
+	RTUGW_INST_UNITDIR='$(systemdsystemunitdir)'; export RTUGW_INST_UNITDIR; \
+	RTUGW_INST_SYSUSERSDIR='$(sysusersdir)'; export RTUGW_INST_SYSUSERSDIR; \
+	RTUGW_INST_UDEVRULESDIR='$(udevrulesdir)'; export RTUGW_INST_UDEVRULESDIR;

@@ -3,7 +3,8 @@
 #  - the binary, the benchmarks' program rtugw-bench (pkglibexecdir, not on
 #    PATH: `rtugw bench` runs it, and names the path when it is missing),
 #    both man pages, the example config (never rtugw.conf itself)
-#    and both systemd units, at the paths ./configure chose;
+#    both systemd units, the sysusers.d file for their user and the udev
+#    rule for USB RS-485 adapters, at the paths ./configure chose;
 #  - the man pages render without a single groff warning, describe every
 #    command `rtugw --help` lists, every option of run, demo, decode, check
 #    and bench parse, and every section and key of config/example.ini;
@@ -12,13 +13,14 @@
 #    pass `systemd-analyze verify` with no message at all;
 #  - make uninstall removes every file again.
 # Environment (set by man/local.mk): RTUGW_BUILDDIR, RTUGW_MAKE, RTUGW_SRCDIR,
-# RTUGW_INST_{BINDIR,PKGLIBEXECDIR,MANDIR,CONFDIR,UNITDIR}.
+# RTUGW_INST_{BINDIR,PKGLIBEXECDIR,MANDIR,CONFDIR,UNITDIR,SYSUSERSDIR,UDEVRULESDIR}.
 set -u
 
 builddir=${RTUGW_BUILDDIR:?run me from make check}
 srcdir=${RTUGW_SRCDIR:?run me from make check}
 bindir=${RTUGW_INST_BINDIR:?} libexecdir=${RTUGW_INST_PKGLIBEXECDIR:?} mandir=${RTUGW_INST_MANDIR:?}
 confdir=${RTUGW_INST_CONFDIR:?} unitdir=${RTUGW_INST_UNITDIR:?}
+sysusersdir=${RTUGW_INST_SYSUSERSDIR:?} udevrulesdir=${RTUGW_INST_UDEVRULESDIR:?}
 make=${RTUGW_MAKE:-make}
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -54,10 +56,12 @@ page5=$dest$mandir/man5/rtugw.conf.5
 example=$dest$confdir/rtugw.conf.example
 unit=$dest$unitdir/rtugw.service
 tunit=$dest$unitdir/rtugw@.service
+sysusers=$dest$sysusersdir/rtugw.conf
+udevrule=$dest$udevrulesdir/60-rtugw-serial.rules
 
 [ -x "$bin" ] || fail "binary not installed at $bindir/rtugw"
 [ -x "$benchbin" ] || fail "rtugw-bench not installed at $libexecdir/rtugw-bench"
-for f in "$page8" "$page5" "$example" "$unit" "$tunit"; do
+for f in "$page8" "$page5" "$example" "$unit" "$tunit" "$sysusers" "$udevrule"; do
     [ -f "$f" ] || fail "not installed: ${f#"$dest"}"
 done
 [ -e "$dest$confdir/rtugw.conf" ] && fail "make install must not create $confdir/rtugw.conf"
@@ -152,7 +156,14 @@ for u in "$unit" "$tunit"; do
     has "$u" "ExecReload=/bin/kill -HUP \$MAINPID"
     has "$u" "Restart=on-failure"
     has "$u" "RestartPreventExitStatus=2"
-    has "$u" "DynamicUser=yes"
+    # A static user (sysusers.d), not DynamicUser=: files the config API
+    # writes into $confdir keep one owner from start to start.
+    has "$u" "User=rtugw"
+    has "$u" "Group=rtugw"
+    grep -q '^DynamicUser=yes' "$u" && fail "${u##*/}: DynamicUser=yes (the config API's files need a stable owner)"
+    # The config API writes beside the config (docs/api.md): without this,
+    # ProtectSystem=strict makes every write a 500 (read-only file system).
+    has "$u" "ReadWritePaths=$confdir"
     has "$u" "SupplementaryGroups=dialout"
     has "$u" "NoNewPrivileges=yes"
     has "$u" "ProtectSystem=strict"
@@ -165,10 +176,19 @@ for u in "$unit" "$tunit"; do
     # PrivateDevices=yes would hide the serial ports themselves.
     grep -q '^PrivateDevices=yes' "$u" && fail "${u##*/}: PrivateDevices=yes hides the serial ports"
 done
-has "$unit" "ExecStart=$bindir/rtugw run -c $confdir/rtugw.conf"
-has "$tunit" "ExecStart=$bindir/rtugw run -c $confdir/%i.conf"
+for c in "$unit rtugw.conf" "$tunit %i.conf"; do
+    u=${c% *} f=$confdir/${c#* }
+    has "$u" "ExecStart=$bindir/rtugw run -c $f"
+    # A broken file stops a start before the daemon runs, and fails a reload
+    # before the daemon is signalled (it keeps serving the old one).
+    has "$u" "ExecStartPre=$bindir/rtugw check -c $f"
+    has "$u" "ExecReload=$bindir/rtugw check -c $f"
+    grep -A1 -x -- "ExecReload=$bindir/rtugw check -c $f" "$u" | grep -qx 'ExecReload=/bin/kill -HUP \$MAINPID' ||
+        fail "${u##*/}: the check must come right before the SIGHUP"
+done
 # The template's settings are the plain unit's, except the marked lines.
-settings() { grep -v -e '^#' -e '^$' -e '^ExecStart=' -e '^SyslogIdentifier=' -e '^Description=' "$1"; }
+settings() { grep -v -e '^#' -e '^$' -e '^ExecStart=' -e '^Exec[A-Za-z]*=.*rtugw check -c ' \
+    -e '^SyslogIdentifier=' -e '^Description=' "$1"; }
 settings "$unit" >"$tmp/u1"
 settings "$tunit" >"$tmp/u2"
 cmp -s "$tmp/u1" "$tmp/u2" || fail "rtugw.service and rtugw@.service differ: $(diff "$tmp/u1" "$tmp/u2")"
@@ -177,12 +197,13 @@ cmp -s "$tmp/u1" "$tmp/u2" || fail "rtugw.service and rtugw@.service differ: $(d
 # a build container may lack it, and then the structural checks above are all
 # there is). It checks every key and value, the [Install] section, that
 # Documentation= names man pages that exist (MANPATH: the staged ones), and that
-# ExecStart= is executable: for that the copies point at the staged binary,
-# since the configured path is only valid once installed for real.
+# ExecStart= (and ExecStartPre=, ExecReload=) are executable: for that the
+# copies point at the staged binary, since the configured path is only valid
+# once installed for real.
 if command -v systemd-analyze >/dev/null 2>&1; then
     mkdir "$tmp/verify"
     for u in "$unit" "$tunit"; do
-        sed "s|^ExecStart=$bindir/rtugw |ExecStart=$bin |" "$u" >"$tmp/verify/${u##*/}"
+        sed "s|^\(Exec[A-Za-z]*=\)$bindir/rtugw |\1$bin |" "$u" >"$tmp/verify/${u##*/}"
     done
     for u in rtugw.service rtugw@ttyUSB0.service; do
         out=$(cd "$tmp/verify" && MANPATH=$dest$mandir SYSTEMD_LOG_COLOR=0 \
@@ -194,6 +215,19 @@ if command -v systemd-analyze >/dev/null 2>&1; then
     done
 else
     echo "note: systemd-analyze not installed (package systemd): structural unit checks only"
+fi
+
+# ---- the service user and the udev rule -----------------------------------------------
+grep -Eq '^u rtugw ' "$sysusers" || fail "${sysusers##*/}: no line 'u rtugw ...'"
+# the adapters docs/install.md names: FTDI, CH340, CP210x, PL2303
+for id in 0403:6001 0403:6015 1a86:7523 10c4:ea60 067b:2303; do
+    grep -q "ATTRS{idVendor}==\"${id%:*}\", ATTRS{idProduct}==\"${id#*:}\", ENV{ID_MM_DEVICE_IGNORE}=\"1\"" "$udevrule" ||
+        fail "${udevrule##*/}: no ID_MM_DEVICE_IGNORE rule for $id"
+done
+# udevadm verify came with systemd 254; older ones have only the rule's own
+# syntax to offer here, which the grep above covers.
+if command -v udevadm >/dev/null 2>&1 && udevadm verify --help >/dev/null 2>&1; then
+    out=$(udevadm verify "$udevrule" 2>&1) || fail "udevadm verify ${udevrule##*/}: $out"
 fi
 
 # ---- uninstall is symmetric -----------------------------------------------------------
