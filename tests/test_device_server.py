@@ -241,7 +241,7 @@ class DeviceServer:
 def client_loop(gw, seed, equal, deadline, out):
     from pymodbus.client import ModbusTcpClient
     rng = random.Random(seed)
-    c = ModbusTcpClient("127.0.0.1", port=gw.tcp_port, timeout=3)
+    c = ModbusTcpClient("127.0.0.1", port=gw.tcp_port, timeout=10)
     if not c.connect():
         out["errors"].append("connect")
         return
@@ -249,8 +249,10 @@ def client_loop(gw, seed, equal, deadline, out):
         slave = rng.choice(SLAVES)
         qty = rng.randint(1, 4)
         addr = rng.randrange(0, MAP_END + 50)   # now and then past the map's end: exception 02
+        t0 = time.monotonic()
         try:
             r = c.read_holding_registers(addr, qty, slave=slave)
+            out["slowest"] = max(out["slowest"], time.monotonic() - t0)
         except Exception as e:   # noqa: BLE001 -- a client error is a failure, counted
             out["errors"].append(repr(e))
             break
@@ -258,6 +260,9 @@ def client_loop(gw, seed, equal, deadline, out):
         if r.isError():
             code = getattr(r, "exception_code", None)
             out["exc"][code] = out["exc"].get(code, 0) + 1
+            if code is None:   # pymodbus had no answer in its 10 s: no value, but a stall
+                out["errors"].append(f"slave {slave} addr {addr} x{qty}: no answer in 10 s ({r})")
+                continue
             if code not in (0x06, 0x0A, 0x0B) and (code == 2) != past_end:   # the gateway's own: not wrong
                 out["wrong"].append(f"slave {slave} addr {addr} x{qty}: exception {code}, "
                                     f"{'past' if past_end else 'inside'} the map's end")
@@ -278,7 +283,7 @@ def one_run(seed, equal, profile):
     devices = "".join(f"[device d{s}]\nslave = {s}\ndead_after = 0\n" for s in SLAVES)
     gw = Gateway(bus=f"port = tcp://127.0.0.1:{srv.port}\nbaud = 19200\n", devices=devices, timeout_ms=80,
                  log_level="warn")
-    out = {"data": 0, "exc": {}, "wrong": [], "errors": []}
+    out = {"data": 0, "exc": {}, "wrong": [], "errors": [], "slowest": 0.0}
     deadline = time.monotonic() + SECONDS
     threads = [threading.Thread(target=client_loop, args=(gw, seed * 10 + k, equal, deadline, out))
                for k in range(4)]
@@ -292,7 +297,7 @@ def one_run(seed, equal, profile):
     srv.stop()
     mode = "equal" if equal else "unique"
     print(f"seed {seed} {mode} ({profile}): {out['data']} data answers, gateway exceptions {out['exc']}, "
-          f"faults {dict(sorted(srv.faults.items()))}, reconnect holds {holds}, wrong {len(out['wrong'])}", flush=True)
+          f"faults {dict(sorted(srv.faults.items()))}, reconnect holds {holds}, slowest answer {out['slowest']:.2f} s, wrong {len(out['wrong'])}", flush=True)
     for w in out["wrong"][:5]:
         print("  WRONG:", w)
     check(not out["wrong"], f"seed {seed} ({mode} values): no client got another request's registers")
