@@ -33,6 +33,16 @@ def failure_count():
     return _failures[0]
 
 
+def crc16(data):
+    """CRC-16/MODBUS of data, as the two bytes an RTU frame ends with (low first)."""
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return bytes((crc & 0xFF, crc >> 8))
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

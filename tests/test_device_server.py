@@ -38,7 +38,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, finish  # noqa: E402
+from rtugwtest import Gateway, check, crc16, finish  # noqa: E402
 
 SECONDS = float(os.environ.get("RTUGW_DEVSERVER_SECONDS", "5"))
 SCALE = float(os.environ.get("RTUGW_DEVSERVER_SCALE", "6"))
@@ -56,15 +56,6 @@ PROFILES = {
              ("unsolicited", 0.02)],
 }
 MAP_END = 1100
-
-
-def crc16(data):
-    crc = 0xFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return struct.pack("<H", crc)
 
 
 def adu(slave, pdu):

@@ -20,7 +20,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, run_tests  # noqa: E402
+from rtugwtest import BIN, check, crc16, run_tests  # noqa: E402
 
 PY = "/usr/bin/python3"
 CMSPAR = 0o10000000000
@@ -44,18 +44,8 @@ def bounds_of(stderr):
     return (float(m.group(1)), float(m.group(2))) if m else (None, None)
 
 
-def crc16(data):
-    crc = 0xFFFF
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
-
-
 def with_crc(body):
-    c = crc16(body)
-    return bytes(body) + bytes((c & 0xFF, c >> 8))
+    return bytes(body) + crc16(body)
 
 
 class Line(threading.Thread):
@@ -104,7 +94,7 @@ class Line(threading.Thread):
                 return
             while buf:
                 n = {1: 8, 2: 8, 3: 8, 4: 8, 0x2B: 7, 0x11: 4}.get(buf[1] if len(buf) > 1 else 3, 0)
-                if not n or (len(buf) >= n and crc16(buf[:n]) != 0):
+                if not n or (len(buf) >= n and crc16(buf[:n]) != b"\0\0"):
                     buf = buf[1:]
                     continue
                 if len(buf) < n:

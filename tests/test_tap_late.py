@@ -26,20 +26,11 @@ import tty
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, free_port, procs, run_tests, sanitizer_env, wait_listening  # noqa: E402
+from rtugwtest import BIN, check, crc16, free_port, procs, run_tests, sanitizer_env, wait_listening  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="rtugw-tap-late-")
 TIMEOUT = 0.1
 CYCLES = 6
-
-
-def crc16(b):
-    crc = 0xFFFF
-    for x in b:
-        crc ^= x
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return bytes([crc & 0xFF, crc >> 8])
 
 
 def raw_pty():
