@@ -565,6 +565,17 @@ def test_browser_login():
         d.find_element(By.ID, "login-password").send_keys(pw)
         d.find_element(By.ID, "login-submit").click()
 
+    def on_fresh(css, act, tries=10):
+        """act(element) on the element css names now: the table is drawn again by
+        each refresh, so one found a moment ago may be stale (seen under ASan)."""
+        from selenium.common.exceptions import StaleElementReferenceException
+        for _ in range(tries - 1):
+            try:
+                return act(d.find_element(By.CSS_SELECTOR, css))
+            except StaleElementReferenceException:
+                time.sleep(0.05)
+        return act(d.find_element(By.CSS_SELECTOR, css))
+
     row = "tr[data-tag=\"sp\"]"
     try:
         d.get(f"https://127.0.0.1:{g.http_port}/#tags")
@@ -587,12 +598,10 @@ def test_browser_login():
         wait("return !document.getElementById('view-login').hidden", "logout brings the login form back")
         log_in("ada", "admin-pw")
         wait(f"return document.querySelector('{row} button')", "an admin sees the tag with Edit")
-        d.find_element(By.CSS_SELECTOR, f"{row} button").click()
+        on_fresh(f"{row} button", lambda e: e.click())
         wait(f"return document.querySelector('{row} form input')", "the edit form opens")
-        field = d.find_element(By.CSS_SELECTOR, f"{row} form input")
-        field.clear()
-        field.send_keys("77")
-        d.find_element(By.CSS_SELECTOR, f"{row} form button[type=submit]").click()
+        on_fresh(f"{row} form input", lambda e: (e.clear(), e.send_keys("77")))
+        on_fresh(f"{row} form button[type=submit]", lambda e: e.click())
         msg = wait(f"const m = document.querySelector('{row} .msg');"
                    "return m && !m.textContent.startsWith('writing') ? m.textContent : null;", "the write is answered")
         check(msg == "written", f"the admin's write through the page is done ({msg})")
