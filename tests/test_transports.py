@@ -220,10 +220,22 @@ def pty_pair(name):
 
 
 def device_server(name):
-    """socat as a serial device server: the pty L for the device, TCP port P for rtugw."""
-    link, port = os.path.join(D, name), free_port()
-    spawn(["socat", f"PTY,link={link},raw,echo=0", f"TCP-LISTEN:{port},reuseaddr"], os.path.join(D, name + ".socat"))
-    wait_for(lambda: os.path.exists(link), 5, f"device server {name}")
+    """socat as a serial device server: the pty L for the device, TCP port P for rtugw.
+    A socat that exits (free_port's port taken meanwhile: CI's ASan stage saw the
+    link never appear) is started again on a fresh port, up to three times."""
+    link = os.path.join(D, name)
+    for _ in range(3):
+        port = free_port()
+        p = spawn(["socat", f"PTY,link={link},raw,echo=0", f"TCP-LISTEN:{port},reuseaddr"],
+                  os.path.join(D, name + ".socat"))
+        deadline = time.time() + 5
+        while time.time() < deadline and p.poll() is None and not os.path.exists(link):
+            time.sleep(0.05)
+        if p.poll() is None and os.path.exists(link):
+            return link, port
+        if p.poll() is None:
+            p.kill()
+    check(False, f"in time: device server {name}")
     return link, port
 
 
