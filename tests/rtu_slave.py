@@ -47,21 +47,14 @@ import threading
 import time
 import tty
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import crc16  # noqa: E402  (CRC-16/MODBUS, bit by bit)
+
 REGISTERS = 1000
 
 
-def crc16(data):
-    """CRC-16/MODBUS, bit by bit (poly 0xA001 reflected, init 0xFFFF)."""
-    crc = 0xFFFF
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
-
-
 def with_crc(body):
-    return body + struct.pack("<H", crc16(body))
+    return body + crc16(body)
 
 
 def request_length(buf):
@@ -181,7 +174,7 @@ class Slave:
             n = request_length(self.buf)
             if n is None or (n and len(self.buf) < n):
                 break
-            if n and crc16(self.buf[:n]) == 0:
+            if n and crc16(self.buf[:n]) == b"\0\0":
                 out.append(self.buf[:n])
                 self.buf = self.buf[n:]
                 continue
