@@ -106,6 +106,14 @@ EXTRA_DIST += tests/test_api.py
 # widen_reads applies, a change behind a tag write is queued, the section editor.
 TESTS += tests/test_live_change.py
 EXTRA_DIST += tests/test_live_change.py
+# kill -9 at random instants inside the API's writes (refused and accepted):
+# the files left always pass check and a daemon starts on them. 60 instants
+# here; `make check-kill` runs 200.
+TESTS += tests/test_kill_writes.py
+EXTRA_DIST += tests/test_kill_writes.py
+check-kill: rtugw
+	RTUGW_KILL_INSTANTS=200 /usr/bin/python3 $(srcdir)/tests/test_kill_writes.py
+.PHONY: check-kill
 
 # Every transport end to end: RTU over TCP (socat device servers, pymodbus),
 # a Modbus TCP device shared by 8 masters and restarted, Modbus ASCII with a
