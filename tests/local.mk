@@ -111,6 +111,15 @@ EXTRA_DIST += tests/test_live_change.py
 # here; `make check-kill` runs 200.
 TESTS += tests/test_kill_writes.py
 EXTRA_DIST += tests/test_kill_writes.py
+# The shape of /status (JSON paths) and /metrics (series names) of the demo
+# and config/example.ini against tests/golden/: a rename breaks dashboards
+# silently. `make golden` records a deliberate change.
+TESTS += tests/test_golden.py
+EXTRA_DIST += tests/test_golden.py tests/golden/demo.status tests/golden/demo.metrics \
+	tests/golden/example.status tests/golden/example.metrics
+golden: rtugw
+	RTUGW_GOLDEN_UPDATE=1 /usr/bin/python3 $(srcdir)/tests/test_golden.py
+.PHONY: golden
 check-kill: rtugw
 	RTUGW_KILL_INSTANTS=200 /usr/bin/python3 $(srcdir)/tests/test_kill_writes.py
 .PHONY: check-kill
