@@ -300,6 +300,11 @@ static void report(gw_t *gw, enum gw_reload_result result, const char *applied, 
     gw->reloads[result]++;
 }
 
+static void log_warning(void *ctx, const char *line)
+{
+    gw_log(ctx, CONFIG_LOG_WARN, "SIGHUP: %s", line);
+}
+
 static void reload(gw_t *gw)
 {
     config_errors_t errs;
@@ -326,6 +331,10 @@ static void reload(gw_t *gw)
         report(gw, GW_RELOAD_INVALID, "", "");
         return;
     }
+    /* what check would say beside its verdict, said here too (in the log,
+     * counted in /status last_reload.warnings) */
+    if (fresh->tags)
+        gw->last_reload.warnings = tags_lint(fresh->tags, fresh->source, log_warning, gw);
     char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
     size_t used = 0;
     /* Buses, devices, poll groups, the router and HTTP are owned by running

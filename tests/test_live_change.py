@@ -369,10 +369,40 @@ def test_last_reload_reported():
     g.stop()
 
 
+# ---- 9b. what check warns of, said by run, SIGHUP and the API too ----------------------------
+
+MODICON = "[tag tm]\ndevice = m1\ntable = holding\naddress = 40005\ntype = uint16\n"
+
+
+def test_warnings_everywhere():
+    """A tag at holding 40005 (a Modicon number written as an address):
+    `rtugw check` warns; so must `run` at start, a SIGHUP (logged, counted in
+    last_reload.warnings), POST /api/config/validate and PUT /api/config
+    (a "warnings" list). Fails on 150cdbd: only check said it."""
+    d = tempfile.mkdtemp(prefix="rtugw-warn-")
+    g = Gateway(bus=SIM1, devices="[device m1]\nslave = 1\n" + MODICON, extra=f"write_token = {TOKEN}\n", dir=d)
+    check(wait_for(lambda: "40005" in g.log_text() and "warning" in g.log_text(), 3),
+          f"run says check's warning at start: {g.log_text()[:400]!r}")
+    hup(g, g.text + MODICON.replace("tm]", "tm2]").replace("40005", "40007"))
+    check(wait_for(lambda: (g.status().get("last_reload") or {}).get("warnings", 0) >= 2, 3),
+          f"SIGHUP: last_reload.warnings counts them ({g.status().get('last_reload')})")
+    check("SIGHUP: " in g.log_text() and "40007" in g.log_text(), "and logs them")
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config/validate", data=g.text.encode(),
+                                 method="POST", headers=AUTH)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        v = json.loads(r.read())
+    check(v.get("valid") and v.get("warning_count", 0) >= 2 and any("40007" in w for w in v.get("warnings", [])),
+          f"POST /api/config/validate: the warnings listed ({v})")
+    st, r = api(g, "PUT", "/api/tags/tm3", {"device": "m1", "table": "holding", "address": 40009, "type": "uint16"})
+    check(st == 200 and any("40009" in w for w in r.get("warnings", [])), f"PUT: the warnings listed ({st} {r})")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
-         test_section_editor, test_last_reload_reported]
+         test_section_editor, test_last_reload_reported, test_warnings_everywhere]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)

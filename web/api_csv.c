@@ -308,6 +308,7 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
         gw->reload(gw);
     evbuffer_add_printf(b, "{\"revision\":\"%s\",\"rows\":%zu", rev, rows);
     api_add_reload_result(gw, b);
+    api_add_warnings(b, cfg);
     evbuffer_add_printf(b, "}\n");
     api_reply_json(gw, req, 200, "OK", b);
 out:

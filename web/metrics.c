@@ -370,7 +370,7 @@ void http_reload_status(gw_t *gw, struct evbuffer *b)
         api_add_str(b, r->error);
     else
         evbuffer_add_printf(b, "null");
-    evbuffer_add_printf(b, "}");
+    evbuffer_add_printf(b, ",\"warnings\":%u}", r->warnings);
 }
 
 static void reload_metrics_text(gw_t *gw, struct evbuffer *b)
