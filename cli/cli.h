@@ -28,6 +28,7 @@ int cmd_read(int argc, char **argv);
 int cmd_passwd(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_sniff(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
 
 /* Loads FILE (NULL: the embedded demo configuration) with every rule `rtugw
  * run` applies before it opens a device: config/'s own and drivers/' (baud

@@ -298,6 +298,11 @@ static void report(gw_t *gw, enum gw_reload_result result, const char *applied, 
     snprintf(r->waits, sizeof r->waits, "%s%s%s", restart, restart[0] && gw->reload_queued[0] ? " " : "",
              gw->reload_queued);
     gw->reloads[result]++;
+    /* systemctl status shows it: the last reload's verdict, what waits */
+    char line[sizeof r->waits + 96];
+    snprintf(line, sizeof line, "STATUS=last reload: %s%s%s", gw_reload_result_name(result), r->waits[0] ? "; waits: " : "",
+             r->waits);
+    gw_notify(line);
 }
 
 static void log_warning(void *ctx, const char *line)

@@ -450,6 +450,8 @@ typedef struct gw_reload_report {
     char error[384];             /* its first error (an invalid file's: FILE:LINE: ...); "" none */
     unsigned warnings;           /* what check warns of in the file (tags_lint), logged */
 } gw_reload_report_t;
+/* "applied", "restart_needed", "queued", "invalid": /status, /metrics, STATUS=. */
+const char *gw_reload_result_name(enum gw_reload_result r);
 
 struct gw {
     config_t *cfg;

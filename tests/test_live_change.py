@@ -399,10 +399,49 @@ def test_warnings_everywhere():
     shutil.rmtree(d, ignore_errors=True)
 
 
+# ---- 9c. rtugw reload: the SIGHUP that answers ----------------------------------------------
+
+def test_rtugw_reload():
+    """`rtugw reload -c FILE` finds the daemon, checks, signals, waits and
+    prints the daemon's verdict: applied (exit 0), what waits for a restart
+    (exit 0, named), a file check refuses (exit 2, the daemon not signalled:
+    its last_reload unchanged), no daemon for a file (exit 1)."""
+    from rtugwtest import BIN
+    import subprocess
+    g = Gateway(bus=SIM1, devices=POLL_AND_TAG)
+
+    def reload(*extra):
+        return subprocess.run([BIN, "reload", "-c", g.cfg, *extra], capture_output=True, text=True, timeout=30)
+    good = g.text + TAG_T2
+    g.rewrite(good)
+    r = reload()
+    check(r.returncode == 0 and ": applied" in r.stdout and "tags" in r.stdout,
+          f"a tag added: applied, exit 0 ({r.returncode} {r.stdout!r} {r.stderr!r})")
+    check(wait_for(lambda: tag_good(g, "t2"), 5), "and t2 is read")
+    g.rewrite(good.replace("baud = 115200", "baud = 57600"))
+    r = reload("--pid", str(g.p.pid))
+    check(r.returncode == 0 and "waits: buses" in r.stdout, f"a bus changed: what waits is named ({r.stdout!r})")
+    before = g.status()["last_reload"]
+    g.rewrite(good + "[tag t3]\ndevice = m1\ntable = holding\naddress = 30\ntype = uint17\n")
+    r = reload()
+    time.sleep(0.3)
+    check(r.returncode == 2 and "uint17" in r.stderr and g.status()["last_reload"] == before,
+          f"a file check refuses: exit 2, the daemon not signalled ({r.returncode} {r.stderr[-200:]!r})")
+    other = os.path.join(tempfile.mkdtemp(prefix="rtugw-reload-"), "other.conf")
+    with open(other, "w") as f:
+        f.write(good)
+    r = subprocess.run([BIN, "reload", "-c", other], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 1 and "no `rtugw run" in r.stderr, f"no daemon runs that file: exit 1 ({r.stderr!r})")
+    shutil.rmtree(os.path.dirname(other), ignore_errors=True)
+    g.rewrite(good)
+    g.stop()
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
-         test_section_editor, test_last_reload_reported, test_warnings_everywhere]
+         test_section_editor, test_last_reload_reported, test_warnings_everywhere,
+         test_rtugw_reload]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
