@@ -305,6 +305,37 @@ static void report(gw_t *gw, enum gw_reload_result result, const char *applied, 
     gw_notify(line);
 }
 
+/*
+ * [tcp] or [rtu_tcp] (section) to want: applied to its front end (its
+ * listener moved, front/tcp_accept.c); a front end off at start and on now
+ * is started (make reads gw->cfg, so *running takes want first, and is put
+ * back when it cannot start). *running ends as what runs, so /status and
+ * the next reload compare against it; restart names what could not apply.
+ */
+static void reload_listener(gw_t *gw, gw_tcp_t **front, config_tcp_t *running, const config_tcp_t *want,
+                            gw_tcp_t *(*make)(gw_t *, char *, size_t), const char *section, char *restart,
+                            size_t cap)
+{
+    restart[0] = 0;
+    if (*front) {
+        tcp_apply_config(*front, want, restart, cap);
+        *running = *tcp_running_config(*front);
+        return;
+    }
+    config_tcp_t was = *running;
+    *running = *want;
+    if (!want->enabled)
+        return;
+    char err[256];
+    if (!(*front = make(gw, err, sizeof err))) {
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: [%s]: %s", section, err);
+        *running = was;
+        snprintf(restart, cap, "%s.enabled", section);
+        return;
+    }
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [%s] on: listening on %s:%u", section, want->bind, want->port);
+}
+
 static void log_warning(void *ctx, const char *line)
 {
     gw_log(ctx, CONFIG_LOG_WARN, "SIGHUP: %s", line);
@@ -340,7 +371,7 @@ static void reload(gw_t *gw)
      * counted in /status last_reload.warnings) */
     if (fresh->tags)
         gw->last_reload.warnings = tags_lint(fresh->tags, fresh->source, log_warning, gw);
-    char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
+    char restart[512] = "", tcp_restart[64] = "", rtu_restart[64] = "", tls_restart[128] = "";
     size_t used = 0;
     /* Buses, devices, poll groups, the router and HTTP are owned by running
      * actors and listeners: a change there needs a restart, and the log and
@@ -396,33 +427,24 @@ static void reload(gw_t *gw)
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
-    CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);
     CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
-    if (gw->tcp)
-        tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
+    reload_listener(gw, &gw->tcp, &gw->cfg->tcp, &fresh->tcp, tcp_new, "tcp", tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);
+    reload_listener(gw, &gw->rtu_tcp, &gw->cfg->rtu_tcp, &fresh->rtu_tcp, rtu_tcp_new, "rtu_tcp", rtu_restart,
+                    sizeof rtu_restart);
+    CHANGED(rtu_restart, rtu_restart[0] != 0);
     reload_security(gw, fresh, tls_restart, sizeof tls_restart);
     CHANGED(tls_restart, tls_restart[0] != 0);
 #undef CHANGED
     gw->cfg->log_level = fresh->log_level;
-    /* The running copy keeps what did not apply, so /status and the next
-     * reload compare against what is really running. */
-    config_tcp_t tcp_now = fresh->tcp;
-    if (tcp_restart[0]) {
-        tcp_now.enabled = gw->cfg->tcp.enabled;
-        memcpy(tcp_now.bind, gw->cfg->tcp.bind, sizeof tcp_now.bind);
-        tcp_now.port = gw->cfg->tcp.port;
-        tcp_now.max_pending = gw->cfg->tcp.max_pending;
-    }
-    gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s%s%s",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp] and [rtu_tcp]%s%s%s%s%s%s",
            gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level tcp%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,

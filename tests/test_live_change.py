@@ -437,11 +437,69 @@ def test_rtugw_reload():
     g.stop()
 
 
+# ---- listeners live: [tcp] and [rtu_tcp] move without a restart ------------------------------
+
+def test_listeners_live():
+    """[tcp] port changed by SIGHUP: the new port serves, the old one takes
+    no new connection, and a client connected before keeps its connection and
+    its answers; a port in use is named in restart_needed (tcp.port) and the
+    running listener keeps serving; [rtu_tcp], off at start, turned on by
+    SIGHUP serves a pymodbus RTU-framer client; max_pending applies. Fails on
+    150cdbd (each of these was restart_needed)."""
+    import socket
+    from pymodbus.client import ModbusTcpClient
+    from pymodbus.transaction import ModbusRtuFramer
+    from rtugwtest import free_port
+    g = Gateway(bus=SIM1, devices="[device m1]\nslave = 1\n")
+    old_port = g.tcp_port
+    c1 = g.client()
+    check(c1.read_holding_registers(0, 2, slave=1).registers == [1000, 1001], "c1 reads before the change")
+    new_port = free_port()
+    hup(g, g.text.replace(f"[tcp]\nport = {old_port}\n", f"[tcp]\nport = {new_port}\nmax_pending = 4\n"))
+    check(wait_for(lambda: (g.status().get("last_reload") or {}).get("result") == "applied", 5),
+          f"applied, nothing waits ({g.status().get('last_reload')})")
+    g.tcp_port = new_port
+    c2 = g.client()
+    check(c2.read_holding_registers(3, 1, slave=1).registers == [1003], "a client on the new port is served")
+    r = c1.read_holding_registers(5, 1, slave=1)
+    check(not r.isError() and r.registers == [1005], f"c1, connected before, keeps its connection and answers ({r})")
+    s = socket.socket()
+    s.settimeout(2)
+    check(s.connect_ex(("127.0.0.1", old_port)) != 0, "the old port takes no new connection")
+    s.close()
+    # a port another process holds: the running listener stays
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    taken = holder.getsockname()[1]
+    hup(g, g.text.replace(f"port = {new_port}\n", f"port = {taken}\n"))
+    check(wait_for(lambda: g.status()["restart_needed"] == "tcp.port", 5),
+          f"a port in use: restart_needed names tcp.port ({g.status()['restart_needed']!r})")
+    check("cannot listen on" in g.log_text() and f"still listening on 127.0.0.1:{new_port}" in g.log_text(),
+          "the log gives the reason and the port still served")
+    check(c2.read_holding_registers(3, 1, slave=1).registers == [1003], "and the running listener serves")
+    c3 = g.client()
+    check(c3.read_holding_registers(4, 1, slave=1).registers == [1004], "new connections too")
+    holder.close()
+    # [rtu_tcp], off at start, on by SIGHUP
+    rtu = free_port()
+    hup(g, g.text + f"[rtu_tcp]\nport = {rtu}\ndefault_bus = line\n")
+    check(wait_for(lambda: "[rtu_tcp] on: listening" in g.log_text(), 5), "[rtu_tcp] started by the reload")
+    c4 = ModbusTcpClient("127.0.0.1", port=rtu, framer=ModbusRtuFramer, timeout=3)
+    check(c4.connect(), "an RTU-over-TCP client connects")
+    r = c4.read_holding_registers(7, 2, slave=1)
+    check(not r.isError() and r.registers == [1007, 1008], f"and is served ({r})")
+    for c in (c1, c2, c3, c4):
+        c.close()
+    g.stop()
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
          test_section_editor, test_last_reload_reported, test_warnings_everywhere,
-         test_rtugw_reload]
+         test_rtugw_reload, test_listeners_live]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
