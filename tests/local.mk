@@ -127,6 +127,14 @@ check-busy: rtugw
 	for t in test_integrity.py test_device_server.py test_faults.py; do \
 	  RTUGW_BURN=2 /usr/bin/python3 $(srcdir)/tests/$$t || exit 1; done
 .PHONY: check-busy
+# Random live changes (SIGHUP and the API) under a Modbus TCP client per bus:
+# each applied, the running tables a fresh start's, no answer lost or wrong.
+# 150 changes here; `make check-live-soak` runs 1,000.
+TESTS += tests/test_live_soak.py
+EXTRA_DIST += tests/test_live_soak.py
+check-live-soak: rtugw
+	RTUGW_SOAK_CHANGES=1000 /usr/bin/python3 $(srcdir)/tests/test_live_soak.py
+.PHONY: check-live-soak
 check-kill: rtugw
 	RTUGW_KILL_INSTANTS=200 /usr/bin/python3 $(srcdir)/tests/test_kill_writes.py
 .PHONY: check-kill
