@@ -7,7 +7,8 @@
  * THE LINE DISCIPLINE. RTU carries no transaction id: an answer names its
  * slave and function (CRC-protected), and its shape (byte count, or the echo
  * of a write), never the address it answers. So the discipline is built on
- * one fact and keeps three invariants.
+ * one fact and keeps the invariants below (I7-I9, about another slave's
+ * address, are argued in receive.c and foreign.c).
  *
  *   Fact F. A frame with a good CRC can only be taken for the answer to a
  *   request with the same slave, function and shape (frame_matches). Bytes
@@ -120,7 +121,7 @@
  *   shape unless an answer heard between them changed the slave's state;
  *   then an earlier attempt's answer matches nothing and is dropped (F).
 
- * Why no wrong answer follows, scenario by scenario (docs/architecture.md has
+ * Why no wrong answer follows, scenario by scenario (docs/line.md has
  * the long form):
  *   - noise before a slow answer: bad bytes never end an attempt; the bus keeps
  *     listening until the deadline, so the real answer is taken, once;

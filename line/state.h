@@ -147,7 +147,7 @@ struct line {
     /* ... and its id: when sparse traffic leaves the line idle, it is
      * cancelled (its host keeps it, actor/host.c H4: no wake-up) rather than
      * left to wake the loop for nothing; dense traffic keeps the one timer,
-     * which serves the requests that follow it (line.c, drop_deadline_timer). */
+     * which serves the requests that follow it (line/discipline.c, drop_deadline_timer). */
     uint64_t timer_id;
     uint64_t idle_since_ns;    /* when the line last fell idle; 0: busy since */
     bool sparse;               /* the line had been idle 10 ms or more before this attempt */
