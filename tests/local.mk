@@ -26,6 +26,12 @@ EXTRA_DIST += tests/data tests/test_decode_cli.py tests/test_native_tiers.sh tes
 TESTS += tests/test_includes.sh
 EXTRA_DIST += tests/test_includes.sh scripts/check-includes
 
+# Every file and function the docs cite exists (scripts/check-citations): a
+# rename cannot leave a stale citation. The test also plants a renamed file,
+# function and name in copies of the tree and requires the check to name each.
+TESTS += tests/test_citations.sh
+EXTRA_DIST += tests/test_citations.sh scripts/check-citations
+
 # Our response decode against libmodbus's own RTU client, over pseudo-terminals.
 check_PROGRAMS += tests/test_libmodbus_crosscheck
 tests_test_libmodbus_crosscheck_SOURCES = tests/test_libmodbus_crosscheck.c tests/testutil.h tests/testutil.c
