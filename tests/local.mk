@@ -93,6 +93,12 @@ EXTRA_DIST += tests/test_demo.py
 TESTS += tests/test_mbaps.py tests/test_bench_tls.sh
 EXTRA_DIST += tests/test_mbaps.py tests/mbaps-certs.sh tests/test_bench_tls.sh
 
+# Every bench script in its --smoke mode (seconds each; bench/smoke.py judges
+# the output's shape and that no answer was wrong, never the figures), and no
+# bench script that nothing runs.
+TESTS += tests/test_bench_smoke.sh
+EXTRA_DIST += tests/test_bench_smoke.sh bench/smoke.py
+
 # The web side's security: HTTPS, users and roles, logins, sessions, the
 # audit log; curl and Python's ssl against a certificate the test makes.
 TESTS += tests/test_web_auth.py
