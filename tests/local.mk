@@ -155,7 +155,7 @@ TESTS += tests/test_line_queue
 # (10^6 transactions here; `make check-long` runs 10^7). test_line_broken is
 # the core built without I2's guard and I6's shapes: seeds the explorer found must give it
 # wrong answers, or the explorer is not looking.
-LINE_CORE_SOURCES = line/line.h line/state.h line/events.c line/discipline.c line/receive.c line/queue.c line/copies.c line/shapes.c line/foreign.c line/metrics.c
+LINE_CORE_SOURCES = line/line.h line/state.h line/events.c line/discipline.c line/receive.c line/queue.c line/copies.c line/shapes.c line/foreign.c line/slave.c line/metrics.c
 check_PROGRAMS += tests/test_line_core tests/test_line_broken
 tests_test_line_core_SOURCES = tests/test_line_core.c tests/linesim.c tests/linesim.h
 tests_test_line_core_CFLAGS = $(TEST_CFLAGS)
