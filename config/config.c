@@ -390,7 +390,7 @@ static int on_key(void *user, const char *section, const char *key, const char *
 /*
  * A listener's bus_share at or above a bus's queue_depth lets that listener
  * alone fill the queue, and a full queue answers exception 06 at once: the
- * refusal storm back-pressure exists to prevent (docs/architecture.md,
+ * refusal storm back-pressure exists to prevent (docs/frontends.md,
  * Overload). Refused, not warned about: a daemon's warnings go unread, and
  * the storm shows only under load. The line named is the value written
  * (bus_share's if given, else queue_depth's); the other is quoted with its

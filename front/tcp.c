@@ -180,7 +180,7 @@ static void slot_answer(tcp_slot_t *s, const uint8_t *pdu, size_t len)
 
 /*
  * The exceptions 06 that remain (a bus queue full although each listener
- * keeps to its share: docs/architecture.md, Overload) are rate-limited per
+ * keeps to its share: docs/frontends.md, Overload) are rate-limited per
  * connection, so that refusals never cost more than the answers they
  * replace: a connection may be refused TCP_BUSY_BURST times at once, then
  * once more for each real answer it gets and once per interval. A generic
@@ -743,7 +743,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
     serve_waiters(tcp);
 }
 
-/* origin: answer() runs on a bus worker; the socket is the I/O thread's. */
+/* origin: answer() runs on the bus's thread (the line thread by default); the socket is the I/O thread's. */
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;
