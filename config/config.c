@@ -165,6 +165,7 @@ static void *single_section(loader_t *ld, int kind, unsigned *first)
         if (!*first)
             cfg->rtu_tcp.enabled = true;
         return &cfg->rtu_tcp;
+    case S_UDP: return &cfg->udp;
     case S_MQTT:
         if (!*first)
             config_mqtt_open(ld);
@@ -261,7 +262,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
                         "poll NAME, tag NAME, template NAME, tcp, http, router, tls, role NAME, rtu_tcp, "
-                        "serial_slave NAME, mqtt or user NAME)", raw);
+                        "serial_slave NAME, mqtt, user NAME or udp)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];

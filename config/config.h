@@ -52,7 +52,8 @@ typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS4
  * TCP peer ("tcp://HOST:PORT": a serial device server, or a Modbus TCP
  * device with framing = tcp). */
 typedef enum config_port_kind {
-    CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED, CONFIG_PORT_TCP
+    CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED, CONFIG_PORT_TCP,
+    CONFIG_PORT_UDP       /* "udp://HOST:PORT": a Modbus UDP device (framing tcp: MBAP in datagrams) */
 } config_port_kind_t;
 
 /* How frames travel on a bus's port: RTU (binary, CRC), Modbus ASCII (':'
@@ -85,7 +86,7 @@ typedef struct config_bus {
     unsigned queue_depth_line;      /* where queue_depth is given; 0: the default */
     /* transports (config/transports.c) */
     config_framing_t framing;
-    char tcp_host[64];              /* port = tcp://HOST:PORT: an IPv4 address */
+    char tcp_host[64];              /* port = tcp:// or udp://HOST:PORT: an IPv4 address or a name */
     unsigned tcp_port;
     unsigned connect_timeout_ms;    /* tcp:// ports */
     unsigned frame_silence_ms;      /* tcp:// with framing rtu: ends a frame without a length rule */
@@ -324,6 +325,9 @@ typedef struct config {
     unsigned poll_count;
     config_tcp_t tcp;
     config_tcp_t rtu_tcp;           /* [rtu_tcp]: the same keys, RTU frames instead of MBAP */
+    config_tcp_t udp;               /* [udp] (Modbus UDP): listen, routes, read_only, allow;
+                                       max_pending: requests in flight per source address,
+                                       max_clients: source addresses with requests in flight */
     config_serial_slave_t *serial_slaves;
     unsigned serial_slave_count;
     config_http_t http;

@@ -9,6 +9,8 @@
 
 #include "drivers/driver.h"
 
+#include <netinet/in.h>
+
 /* A layer's private data starts with this. */
 typedef struct driver_layer {
     driver_t *inner;
@@ -29,5 +31,18 @@ void layer_destroy(driver_t *d);
 /* A layer of backend over inner with priv (whose first member is a
  * driver_layer_t); on failure inner and priv are freed and err says so. */
 driver_t *layer_new(const driver_backend_t *backend, driver_t *inner, void *priv, char *err, size_t errcap);
+
+/*
+ * resolve.c: a host name resolved on a detached thread (tcp.c, udp.c).
+ * resolve_start: the job and, in *fd, a pipe's read end that hangs up when
+ * the answer is there; NULL with *error (an errno). resolve_result: 0 and
+ * *addr, or getaddrinfo's EAI_* code. resolve_drop closes fd (-1: none)
+ * and lets the thread finish alone; job may be NULL.
+ */
+typedef struct driver_resolve driver_resolve_t;
+driver_resolve_t *resolve_start(const char *host, unsigned port, int socktype, int *fd, int *error);
+bool resolve_done(const driver_resolve_t *job);
+int resolve_result(const driver_resolve_t *job, struct sockaddr_in *addr);
+void resolve_drop(driver_resolve_t *job, int fd);
 
 #endif

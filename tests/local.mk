@@ -112,6 +112,10 @@ EXTRA_DIST += tests/test_live_change.py
 # bad LRC, and the [rtu_tcp] and [serial_slave] front ends (mbpoll on a pty).
 TESTS += tests/test_transports.py
 EXTRA_DIST += tests/test_transports.py
+# Modbus UDP both ways (front end [udp], port = udp://) with pymodbus' UDP
+# client and server on each side, through the test's lossy relays.
+TESTS += tests/test_modbus_udp.py
+EXTRA_DIST += tests/test_modbus_udp.py
 
 # RTU over TCP: where a request without a length rule ends, fed 10^6 random
 # requests split at random points (front/rtu_tcp_frame.c).
