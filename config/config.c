@@ -325,8 +325,10 @@ void config_close_section(loader_t *ld)
         ld->bus_share_line[ld->kind == S_RTU_TCP] = seen_line(ld, "bus_share");
     if (ld->kind == S_BUS && ld->target)
         transports_check_bus(ld, ld->target);
-    if (ld->kind == S_BUS && ld->target)
+    if (ld->kind == S_BUS && ld->target) {
         listen_check_bus(ld, ld->target);
+        dialin_check_bus(ld, ld->target);
+    }
     if (ld->kind == S_BUS && ld->target && ld->bus_rule)
         apply_bus_rule(ld, ld->target);
     ld->target = NULL;

@@ -53,12 +53,15 @@ typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS4
  * device with framing = tcp). */
 typedef enum config_port_kind {
     CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED, CONFIG_PORT_TCP,
-    CONFIG_PORT_UDP       /* "udp://HOST:PORT": a Modbus UDP device (framing tcp: MBAP in datagrams) */
+    CONFIG_PORT_UDP,      /* "udp://HOST:PORT": a Modbus UDP device (framing tcp: MBAP in datagrams) */
+    CONFIG_PORT_LISTEN    /* "listen://ADDR:PORT": a dial-in DTU connects and carries the line (config/dialin.c) */
 } config_port_kind_t;
 
 /* How frames travel on a bus's port: RTU (binary, CRC), Modbus ASCII (':'
  * hex LRC CR LF), or MBAP to a Modbus TCP device. */
 typedef enum config_framing { CONFIG_FRAMING_RTU = 0, CONFIG_FRAMING_ASCII, CONFIG_FRAMING_TCP } config_framing_t;
+
+#define CONFIG_DIAL_BYTES 64
 
 typedef struct config_bus {
     char name[CONFIG_NAME_MAX];
@@ -95,6 +98,10 @@ typedef struct config_bus {
     bool listen;                    /* mode = listen: rtugw never writes to this bus (config/listen.c) */
     unsigned listen_late_factor;    /* mode = listen: a slave sends what it sends for a request within
                                        this many times the master's heard timeout (parser/pair.c P5) */
+    uint8_t dial_register[CONFIG_DIAL_BYTES];   /* listen://: register = the DTU's prefix */
+    unsigned dial_register_len;                 /* 0: none asked */
+    uint8_t dial_heartbeat[CONFIG_DIAL_BYTES];  /* listen://: heartbeat = its keep-alive packet */
+    unsigned dial_heartbeat_len;
     bool no_copies;                 /* copies = none: the operator vouches no frame is repeated on the
                                        line (line I4 off until a copy is seen); default: detect */
 } config_bus_t;
@@ -435,5 +442,14 @@ bool config_device_modicon(const config_t *cfg, const config_device_t *dev);
 
 /* One-line summary, e.g. "1 bus, 3 devices, 2 poll groups, tcp 127.0.0.1:1502". */
 int config_summary(const config_t *cfg, char *buf, size_t cap);
+
+/* A port whose transport is an RTU byte stream without the line's character
+ * timing: a serial device server (tcp://) or a dial-in DTU (listen://), with
+ * framing rtu. Frames without a length rule end after frame_silence_ms. */
+static inline bool config_bus_stream(const config_bus_t *bus)
+{
+    return (bus->port_kind == CONFIG_PORT_TCP || bus->port_kind == CONFIG_PORT_LISTEN) &&
+           bus->framing == CONFIG_FRAMING_RTU;
+}
 
 #endif

@@ -189,6 +189,10 @@ bool transports_set_tcp_port(loader_t *ld, const key_spec_t *k, const char *valu
 void *transports_new_serial_slave(loader_t *ld, const char *name, unsigned *first);
 /* A [bus] section is complete: the keys that only some ports and framings take. */
 void transports_check_bus(loader_t *ld, const config_bus_t *bus);
+/* dialin.c: port = listen://ADDR:PORT, register, heartbeat */
+bool dialin_set_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus);
+bool dialin_set_bytes(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+void dialin_check_bus(loader_t *ld, const config_bus_t *bus);
 /* listen.c: [bus] mode = master | listen */
 bool listen_set_mode(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 void listen_check_bus(loader_t *ld, const config_bus_t *bus);

@@ -60,6 +60,8 @@ static const key_spec_t bus_keys[] = {
     C("copies", set_copies),
     /* transports (transports.c checks which ports and framings take them) */
     C("framing", transports_set_framing),
+    C("register", dialin_set_bytes),
+    C("heartbeat", dialin_set_bytes),
     U(config_bus_t, connect_timeout_ms, 1, 600000),
     U(config_bus_t, frame_silence_ms, 1, 10000),
     U(config_bus_t, char_timeout_ms, 1, 10000),
@@ -339,6 +341,8 @@ static bool set_port(loader_t *ld, const key_spec_t *k, const char *value, confi
     bus->port_line = ld->line;
     if (strncmp(value, "tcp://", 6) == 0 || strncmp(value, "udp://", 6) == 0)
         return transports_set_tcp_port(ld, k, value, bus);
+    if (strncmp(value, "listen://", 9) == 0)
+        return dialin_set_port(ld, k, value, bus);
 
     if (strncmp(value, "sim-paced", 9) == 0) {
         kind = CONFIG_PORT_SIM_PACED;

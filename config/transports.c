@@ -214,12 +214,12 @@ void transports_check_bus(loader_t *ld, const config_bus_t *bus)
     static const char *const inflight[] = { "max_inflight" };
     const seen_key_t *framing = given(ld, "framing");
     bool udp = bus->port_kind == CONFIG_PORT_UDP;
-    bool tcp = bus->port_kind == CONFIG_PORT_TCP || udp;
+    bool tcp = bus->port_kind == CONFIG_PORT_TCP || udp || bus->port_kind == CONFIG_PORT_LISTEN;
     bool sim = bus->port_kind == CONFIG_PORT_SIM || bus->port_kind == CONFIG_PORT_SIM_PACED;
 
     if (!given(ld, "port"))
         return;   /* its own error (or none given) says enough; the rest depends on it */
-    if (framing && bus->framing == CONFIG_FRAMING_TCP && !tcp)
+    if (framing && bus->framing == CONFIG_FRAMING_TCP && !tcp && bus->port_kind != CONFIG_PORT_LISTEN)
         config_error_at(ld, framing->line, "[%s] framing = 'tcp': a Modbus TCP device needs port = tcp://HOST:PORT",
                         ld->section);
     if (framing && udp && strcmp(framing->value, "tcp") != 0)
@@ -231,10 +231,11 @@ void transports_check_bus(loader_t *ld, const config_bus_t *bus)
     if (tcp)
         refuse_keys(ld, rs485, COUNT(rs485), "a tcp:// or udp:// port drives no RS-485 line of its own");
     else
-        refuse_keys(ld, connect, COUNT(connect), "only for port = tcp://HOST:PORT or udp://HOST:PORT");
+        refuse_keys(ld, connect, COUNT(connect), "only for port = tcp://, udp:// or listen:// (there: the "
+                                                 "registration's timeout)");
     if (bus->framing == CONFIG_FRAMING_TCP)
         refuse_keys(ld, line, COUNT(line), "a Modbus TCP device (framing = tcp) has no serial line");
-    if ((!tcp || bus->framing != CONFIG_FRAMING_RTU) && !bus->listen)   /* listen: config/listen.c */
+    if (!config_bus_stream(bus) && !bus->listen)   /* listen: config/listen.c */
         refuse_keys(ld, silence, COUNT(silence),
                     "only for port = tcp://... with framing = rtu (a serial line's frames end at t3.5, "
                     "ASCII and MBAP frames end by their own delimiters)");

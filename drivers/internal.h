@@ -32,6 +32,13 @@ void layer_destroy(driver_t *d);
  * driver_layer_t); on failure inner and priv are freed and err says so. */
 driver_t *layer_new(const driver_backend_t *backend, driver_t *inner, void *priv, char *err, size_t errcap);
 
+/* tcp.c's byte stream for a connection accepted elsewhere (dialin.c): the
+ * same reads, writes, send queue, keep-alive and hang-up rules as a
+ * dialled one. open() fails until tcp_stream_adopt() hands it a socket
+ * (which it owns from then on, closed by close()). */
+driver_t *tcp_stream_new(void);
+void tcp_stream_adopt(driver_t *d, int fd);
+
 /*
  * resolve.c: a host name resolved on a detached thread (tcp.c, udp.c).
  * resolve_start: the job and, in *fd, a pipe's read end that hangs up when

@@ -45,6 +45,7 @@ typedef struct tcp_client {
     unsigned connect_timeout_ms;
     struct sockaddr_in addr;
     bool by_name;                   /* host is a name: resolved on each open */
+    bool adopted;                   /* tcp_stream_new: a connection accepted elsewhere, never dialled */
     driver_resolve_t *job;          /* the resolution under way, or NULL (resolve.c) */
     int resolve_fd;                 /* its pipe's read end, or -1 */
     char resolved[INET_ADDRSTRLEN]; /* what the name gave last */
@@ -134,6 +135,10 @@ static int tcp_open(driver_t *d, char *err, size_t errcap)
     tcp_client_t *t = driver_priv(d);
     if (t->fd >= 0 || t->job)
         return t->connecting ? DRIVER_INPROGRESS : 0;
+    if (t->adopted) {
+        snprintf(err, errcap, "no connection accepted");
+        return -ENOTCONN;
+    }
     t->connect_deadline_ns = driver_now_ns() + (uint64_t)t->connect_timeout_ms * 1000000ull;
     if (!t->by_name)
         return start_connect(d, err, errcap);
@@ -333,6 +338,35 @@ driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
     t->fd = -1;
     t->resolve_fd = -1;
     return d;
+}
+
+driver_t *tcp_stream_new(void)
+{
+    tcp_client_t *t = calloc(1, sizeof *t);
+    driver_t *d = t ? driver_new(&tcp_backend, t) : NULL;
+    if (!d) {
+        free(t);
+        return NULL;
+    }
+    snprintf(t->host, sizeof t->host, "none");
+    t->adopted = true;
+    t->fd = -1;
+    t->resolve_fd = -1;
+    return d;
+}
+
+void tcp_stream_adopt(driver_t *d, int fd)
+{
+    tcp_client_t *t = driver_priv(d);
+    struct sockaddr_in peer;
+    socklen_t len = sizeof peer;
+    tcp_close(d);
+    t->fd = fd;
+    set_options(fd);
+    if (getpeername(fd, (struct sockaddr *)&peer, &len) == 0 && peer.sin_family == AF_INET) {
+        inet_ntop(AF_INET, &peer.sin_addr, t->host, sizeof t->host);
+        t->port = ntohs(peer.sin_port);
+    }
 }
 
 bool driver_tcp_host_name_ok(const char *host)

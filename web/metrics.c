@@ -121,19 +121,28 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
         evbuffer_add_printf(b, "rtugw_bus_frame_errors_total{bus=\"%s\"} %llu\n", bus_config(gw->buses[k])->name,
                             (unsigned long long)st.frame_errors);
     }
-    /* Modbus UDP's drops (drivers/udp.c): never handed up, so never a frame. */
-    static const char *const udp_drops[2][2] = {
-        { "stale_answers", "Modbus UDP datagrams with a transaction id not in flight (late, duplicated), dropped" },
-        { "foreign_datagrams", "Modbus UDP datagrams from another address or port than the device's, dropped" } };
-    for (unsigned i = 0; i < 2; i++) {
-        evbuffer_add_printf(b, "# HELP rtugw_bus_%s_total %s\n# TYPE rtugw_bus_%s_total counter\n", udp_drops[i][0],
-                            udp_drops[i][1], udp_drops[i][0]);
+    /* Modbus UDP's drops (drivers/udp.c: never handed up, so never a frame)
+     * and dial-in ports' connections (drivers/dialin.c). */
+    static const struct { const char *name, *help; size_t offset; } transport[] = {
+        { "stale_answers", "Modbus UDP datagrams with a transaction id not in flight (late, duplicated), dropped",
+          offsetof(driver_stats_t, stale_answers) },
+        { "foreign_datagrams", "Modbus UDP datagrams from another address or port than the device's, dropped",
+          offsetof(driver_stats_t, foreign_datagrams) },
+        { "dialin_accepted", "Dial-in DTU connections accepted", offsetof(driver_stats_t, dialin_accepted) },
+        { "dialin_rejected", "Dial-in DTU connections closed for a wrong or missing registration",
+          offsetof(driver_stats_t, dialin_rejected) },
+        { "dialin_takeovers", "A DTU dialled again while connected: its old connection closed",
+          offsetof(driver_stats_t, dialin_takeovers) },
+        { "heartbeats", "Dial-in heartbeat packets dropped", offsetof(driver_stats_t, heartbeats) },
+    };
+    for (size_t i = 0; i < sizeof transport / sizeof transport[0]; i++) {
+        evbuffer_add_printf(b, "# HELP rtugw_bus_%s_total %s\n# TYPE rtugw_bus_%s_total counter\n", transport[i].name,
+                            transport[i].help, transport[i].name);
         for (unsigned k = 0; k < gw->bus_count; k++) {
             driver_stats_t st;
             bus_driver_stats(gw->buses[k], &st);
-            evbuffer_add_printf(b, "rtugw_bus_%s_total{bus=\"%s\"} %llu\n", udp_drops[i][0],
-                                bus_config(gw->buses[k])->name,
-                                (unsigned long long)(i ? st.foreign_datagrams : st.stale_answers));
+            evbuffer_add_printf(b, "rtugw_bus_%s_total{bus=\"%s\"} %llu\n", transport[i].name,
+                                bus_config(gw->buses[k])->name, (unsigned long long)field(&st, transport[i].offset));
         }
     }
     evbuffer_add_printf(b, "# HELP rtugw_bus_latency_seconds Request to matching response, first attempt\n"
