@@ -693,10 +693,11 @@ config_t *config_copy(const config_t *cfg)
 int config_summary(const config_t *cfg, char *buf, size_t cap)
 {
     size_t tags = cfg->tags ? tags_table_count(cfg->tags) : 0;
-    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s%s%s%s",
+    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s%s%s%s%s",
                     cfg->bus_count, cfg->bus_count == 1 ? "" : "es", cfg->device_count,
                     cfg->device_count == 1 ? "" : "s", cfg->poll_count, cfg->poll_count == 1 ? "" : "s",
                     tags, tags == 1 ? "" : "s", cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off",
-                    cfg->rtu_tcp.enabled ? ", rtu_tcp on" : "", cfg->tls.enabled ? ", tls on" : "",
+                    cfg->rtu_tcp.enabled ? ", rtu_tcp on" : "", cfg->udp.enabled ? ", udp on" : "",
+                    cfg->tls.enabled ? ", tls on" : "",
                     cfg->mqtt_enabled ? ", mqtt on" : "");
 }
