@@ -16,24 +16,19 @@
 
 bool dialin_set_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus)
 {
-    const char *host = value + 9, *colon = strrchr(host, ':');
-    size_t len = colon ? (size_t)(colon - host) : 0;
     char text[sizeof bus->tcp_host];
     struct in_addr a;
     unsigned port;
 
-    if (!colon || len == 0 || len >= sizeof text || config_parse_uint(colon + 1, 1, 65535, &port) != 0 ||
-        strlen(value) >= sizeof bus->port) {
+    if (!transports_split_port(value, 9, bus, text, &port)) {
         config_bad_value(ld, k->name, value, "expected listen://ADDR:PORT, e.g. listen://0.0.0.0:7001 (PORT 1..65535)");
         return false;
     }
-    memcpy(text, host, len);
-    text[len] = 0;
     if (inet_pton(AF_INET, text, &a) != 1) {
         config_bad_value(ld, k->name, value, "ADDR must be an IPv4 address to listen on (0.0.0.0: every interface)");
         return false;
     }
-    memcpy(bus->tcp_host, text, len + 1);
+    snprintf(bus->tcp_host, sizeof bus->tcp_host, "%s", text);
     bus->tcp_port = port;
     snprintf(bus->port, sizeof bus->port, "%s", value);
     bus->port_kind = CONFIG_PORT_LISTEN;

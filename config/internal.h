@@ -181,6 +181,9 @@ void transports_bus_defaults(config_bus_t *bus);
 bool transports_set_framing(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool transports_set_max_inflight(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool transports_set_slave_port(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* SCHEME://HOST:PORT (scheme_len: the length of "SCHEME://"): host (of
+ * bus->tcp_host's size) and a port 1..65535; false when it is not. */
+bool transports_split_port(const char *value, size_t scheme_len, config_bus_t *bus, char *host, unsigned *port);
 /* [udp] listen = ADDR:PORT */
 bool transports_set_udp_listen(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* port = tcp:// or udp://HOST:PORT (value starts with either). */

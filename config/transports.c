@@ -112,28 +112,35 @@ static bool host_name_ok(const char *host)
  * socket), on a thread of its own (drivers/resolve.c), never blocking the
  * I/O loop. A udp:// port is Modbus UDP: MBAP in datagrams, so its framing
  * is tcp (transports_check_bus refuses another one written). */
+bool transports_split_port(const char *value, size_t scheme_len, config_bus_t *bus, char *host, unsigned *port)
+{
+    const char *start = value + scheme_len, *colon = strrchr(start, ':');
+    size_t len = colon ? (size_t)(colon - start) : 0;
+    if (!colon || len == 0 || len >= sizeof bus->tcp_host || config_parse_uint(colon + 1, 1, 65535, port) != 0 ||
+        strlen(value) >= sizeof bus->port)
+        return false;
+    memcpy(host, start, len);
+    host[len] = 0;
+    return true;
+}
+
 bool transports_set_tcp_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus)
 {
-    const char *host = value + 6, *colon = strrchr(host, ':');
-    size_t len = colon ? (size_t)(colon - host) : 0;
     char text[sizeof bus->tcp_host];
     struct in_addr a;
     unsigned port;
 
-    if (!colon || len == 0 || len >= sizeof text || config_parse_uint(colon + 1, 1, 65535, &port) != 0 ||
-        strlen(value) >= sizeof bus->port) {
+    if (!transports_split_port(value, 6, bus, text, &port)) {
         config_bad_value(ld, k->name, value, "expected tcp://HOST:PORT or udp://HOST:PORT, e.g. tcp://10.0.0.5:4001 "
                                              "(PORT 1..65535)");
         return false;
     }
-    memcpy(text, host, len);
-    text[len] = 0;
     if (inet_pton(AF_INET, text, &a) != 1 && !host_name_ok(text)) {
         config_bad_value(ld, k->name, value, "HOST must be an IPv4 address or a host name (letters, digits, "
                                              "hyphens and dots)");
         return false;
     }
-    memcpy(bus->tcp_host, text, len + 1);
+    snprintf(bus->tcp_host, sizeof bus->tcp_host, "%s", text);
     bus->tcp_port = port;
     snprintf(bus->port, sizeof bus->port, "%s", value);
     bus->port_kind = value[0] == 'u' ? CONFIG_PORT_UDP : CONFIG_PORT_TCP;

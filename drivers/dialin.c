@@ -24,8 +24,11 @@
  * configuration refuses a listen address given twice). Bytes after the
  * prefix in the same read are the line's.
  *
- * Taking the bus back. A connection accepted while a DTU is connected is a
- * DTU reconnecting (its old link may be dead without a FIN): read() returns
+ * Taking the bus back. A connection accepted while a DTU is connected is
+ * registered the same way, beside the connected one (the newcomer); once
+ * it has sent the prefix it is the DTU reconnecting (its old link may be
+ * dead without a FIN), and a stranger that never sends it is closed
+ * without costing the connected DTU its link. Then read() returns
  * DRIVER_HANGUP, the owner closes the old connection as for a lost port
  * (every answer owed across it is given up, 0x0A, never paired with the
  * new one: the line's I8 holds the new connection quiet as after any
@@ -58,7 +61,15 @@
 
 #define HEARTBEAT_QUIET_MS 20
 
-typedef enum { DIALIN_IDLE, DIALIN_REGISTERING, DIALIN_CONNECTED } dialin_state_t;
+/* A connection not yet the bus's: its registration so far, and the line
+ * bytes that came with its last byte. */
+typedef struct newcomer {
+    int fd;                           /* -1: none */
+    size_t reg_got;
+    uint64_t deadline_ns;
+    uint8_t carry[DRIVER_DIALIN_BYTES_MAX + 256];
+    size_t carry_len;
+} newcomer_t;
 
 typedef struct dialin {
     driver_dialin_config_t cfg;       /* the byte strings copied in */
@@ -66,35 +77,12 @@ typedef struct dialin {
     uint8_t reg[DRIVER_DIALIN_BYTES_MAX], hb[DRIVER_DIALIN_BYTES_MAX];
     driver_t *stream;                 /* tcp.c's stream, holding the DTU's connection */
     int ep, lfd;                      /* the epoll set the owner polls; the listening socket */
-    int cfd;                          /* the DTU's connection (registering or connected), or -1 */
-    int next_fd;                      /* a connection accepted while one was connected: the takeover */
-    dialin_state_t state;
-    size_t reg_got;
-    uint64_t reg_deadline_ns, last_in_ns;
-    uint8_t carry[DRIVER_DIALIN_BYTES_MAX + 256];   /* line bytes read with the prefix */
+    int cfd;                          /* the bus's DTU connection (the stream's), or -1 */
+    newcomer_t nc;                    /* a connection registering: the first, or one that will take over */
+    uint64_t last_in_ns;
+    uint8_t carry[sizeof ((newcomer_t *)0)->carry];   /* line bytes read with the prefix */
     size_t carry_len;
 } dialin_t;
-
-static void drop_conn(dialin_t *x)
-{
-    if (x->cfd >= 0)
-        epoll_ctl(x->ep, EPOLL_CTL_DEL, x->cfd, NULL);
-    if (x->state == DIALIN_REGISTERING && x->cfd >= 0)
-        close(x->cfd);           /* not the stream's yet */
-    else
-        driver_close(x->stream); /* closes cfd */
-    x->cfd = -1;
-    x->state = DIALIN_IDLE;
-    x->carry_len = 0;
-}
-
-static void dialin_close(driver_t *d)
-{
-    dialin_t *x = driver_priv(d);
-    drop_conn(x);   /* the listening socket and a takeover's connection stay */
-}
-
-static int dialin_open_finish(driver_t *d, char *err, size_t errcap);
 
 static int watch(dialin_t *x, int fd)
 {
@@ -102,11 +90,131 @@ static int watch(dialin_t *x, int fd)
     return epoll_ctl(x->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+static void forget(dialin_t *x, int fd)
+{
+    epoll_ctl(x->ep, EPOLL_CTL_DEL, fd, NULL);
+}
+
+static bool registered(const dialin_t *x)
+{
+    return x->nc.fd >= 0 && x->nc.reg_got == x->cfg.register_len;
+}
+
+static void reject(driver_t *d)
+{
+    dialin_t *x = driver_priv(d);
+    DRIVER_COUNT(d, dialin_rejected, 1);
+    forget(x, x->nc.fd);
+    close(x->nc.fd);
+    x->nc.fd = -1;
+}
+
+/* The bus's connection closed (a hang-up, a takeover, the owner's close). A
+ * newcomer that has registered stays: it takes the bus at the next open; one
+ * still registering is closed when the bus has none (it was the one being
+ * waited for, and its time is up). */
+static void dialin_close(driver_t *d)
+{
+    dialin_t *x = driver_priv(d);
+    if (x->cfd >= 0) {
+        forget(x, x->cfd);
+        driver_close(x->stream);   /* closes cfd */
+        x->cfd = -1;
+    } else if (x->nc.fd >= 0 && !registered(x)) {
+        reject(d);
+    }
+    x->carry_len = 0;
+}
+
+/* Accepts a waiting connection as the newcomer. One still registering is
+ * replaced by a newer one (rejected): a stranger that connects and says
+ * nothing cannot hold the way in, and a waiting connection is always taken
+ * (the listening socket, level-triggered in the set, would wake the owner
+ * again and again). A registered one waits for the next open. */
+static void accept_newcomer(driver_t *d)
+{
+    dialin_t *x = driver_priv(d);
+    if (registered(x) || x->lfd < 0)
+        return;
+    int fd = accept4(x->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (x->nc.fd >= 0)
+        reject(d);
+    DRIVER_COUNT(d, dialin_accepted, 1);
+    if (watch(x, fd) != 0) {
+        close(fd);
+        return;
+    }
+    x->nc = (newcomer_t){ .fd = fd, .deadline_ns = driver_now_ns() + (uint64_t)x->cfg.register_timeout_ms * 1000000ull };
+}
+
+/* The newcomer's registration as its bytes come: 1 registered, 0 more to
+ * come, -1 rejected (closed, counted): other bytes, the peer's close, or
+ * too slow. */
+static int registering(driver_t *d)
+{
+    dialin_t *x = driver_priv(d);
+    newcomer_t *nc = &x->nc;
+    uint8_t buf[sizeof nc->carry];
+    if (registered(x))
+        return 1;
+    ssize_t n = recv(nc->fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (driver_now_ns() < nc->deadline_ns)
+            return 0;
+        n = 0;
+    }
+    size_t i = 0;
+    for (; n > 0 && i < (size_t)n && nc->reg_got < x->cfg.register_len; i++, nc->reg_got++)
+        if (buf[i] != x->reg[nc->reg_got])
+            n = 0;
+    if (n <= 0) {
+        reject(d);
+        return -1;
+    }
+    if (nc->reg_got < x->cfg.register_len)
+        return 0;
+    memcpy(nc->carry, buf + i, (size_t)n - i);
+    nc->carry_len = (size_t)n - i;
+    return 1;
+}
+
+/* The registered newcomer becomes the bus's connection. */
+static void take_newcomer(dialin_t *x)
+{
+    x->cfd = x->nc.fd;
+    memcpy(x->carry, x->nc.carry, x->nc.carry_len);
+    x->carry_len = x->nc.carry_len;
+    x->last_in_ns = 0;
+    x->nc.fd = -1;
+    tcp_stream_adopt(x->stream, x->cfd);
+}
+
+static int dialin_open_finish(driver_t *d, char *err, size_t errcap)
+{
+    dialin_t *x = driver_priv(d);
+    (void)err;
+    (void)errcap;
+    if (x->cfd >= 0)
+        return 0;
+    for (;;) {
+        accept_newcomer(d);
+        if (x->nc.fd < 0)
+            return DRIVER_INPROGRESS;
+        int rc = registering(d);
+        if (rc > 0) {
+            take_newcomer(x);
+            return 0;
+        }
+        if (rc == 0)
+            return DRIVER_INPROGRESS;
+    }
+}
+
 static int dialin_open(driver_t *d, char *err, size_t errcap)
 {
     dialin_t *x = driver_priv(d);
-    if (x->state == DIALIN_CONNECTED)
-        return 0;
     if (x->lfd < 0) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)x->cfg.port) };
         int one = 1;
@@ -127,79 +235,6 @@ static int dialin_open(driver_t *d, char *err, size_t errcap)
     return dialin_open_finish(d, err, errcap);
 }
 
-/* A connection for the bus: registering (when a prefix is asked) or connected. */
-static void take_conn(driver_t *d, int fd)
-{
-    dialin_t *x = driver_priv(d);
-    x->cfd = fd;
-    x->reg_got = 0;
-    x->carry_len = 0;
-    x->last_in_ns = 0;
-    DRIVER_COUNT(d, dialin_accepted, 1);
-    if (watch(x, fd) != 0) {
-        close(fd);
-        x->cfd = -1;
-        return;
-    }
-    if (x->cfg.register_len) {
-        x->state = DIALIN_REGISTERING;
-        x->reg_deadline_ns = driver_now_ns() + (uint64_t)x->cfg.register_timeout_ms * 1000000ull;
-    } else {
-        tcp_stream_adopt(x->stream, fd);
-        x->state = DIALIN_CONNECTED;
-    }
-}
-
-/* The registration's bytes as they come: 1 done, 0 more to come, -1 rejected. */
-static int registering(driver_t *d)
-{
-    dialin_t *x = driver_priv(d);
-    uint8_t buf[sizeof x->carry];
-    ssize_t n = recv(x->cfd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return 0;
-    if (n <= 0)
-        return -1;
-    size_t i = 0;
-    for (; i < (size_t)n && x->reg_got < x->cfg.register_len; i++, x->reg_got++)
-        if (buf[i] != x->reg[x->reg_got])
-            return -1;
-    if (x->reg_got < x->cfg.register_len)
-        return 0;
-    memcpy(x->carry, buf + i, (size_t)n - i);
-    x->carry_len = (size_t)n - i;
-    tcp_stream_adopt(x->stream, x->cfd);
-    x->state = DIALIN_CONNECTED;
-    return 1;
-}
-
-static int dialin_open_finish(driver_t *d, char *err, size_t errcap)
-{
-    dialin_t *x = driver_priv(d);
-    for (;;) {
-        if (x->state == DIALIN_CONNECTED)
-            return 0;
-        if (x->state == DIALIN_REGISTERING) {
-            int rc = registering(d);
-            if (rc > 0)
-                return 0;
-            if (rc == 0 && driver_now_ns() < x->reg_deadline_ns)
-                return DRIVER_INPROGRESS;
-            DRIVER_COUNT(d, dialin_rejected, 1);
-            snprintf(err, errcap, "listen://%s:%u: a DTU connected without the registration asked for; closed",
-                     x->addr, x->cfg.port);
-            drop_conn(x);
-        }
-        int fd = x->next_fd;
-        x->next_fd = -1;
-        if (fd < 0)
-            fd = accept4(x->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return DRIVER_INPROGRESS;
-        take_conn(d, fd);
-    }
-}
-
 static int dialin_fd(const driver_t *d)
 {
     return ((const dialin_t *)driver_priv(d))->ep;
@@ -208,7 +243,7 @@ static int dialin_fd(const driver_t *d)
 static ssize_t dialin_write(driver_t *d, const uint8_t *buf, size_t len)
 {
     dialin_t *x = driver_priv(d);
-    return x->state == DIALIN_CONNECTED ? driver_write(x->stream, buf, len) : DRIVER_AGAIN;
+    return x->cfd >= 0 ? driver_write(x->stream, buf, len) : DRIVER_AGAIN;
 }
 
 static bool crc_ends_frame(const uint8_t *p, size_t n)
@@ -241,13 +276,19 @@ static size_t strip_heartbeat(driver_t *d, dialin_t *x, uint8_t *buf, size_t n, 
 static ssize_t dialin_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns)
 {
     dialin_t *x = driver_priv(d);
-    if (x->state != DIALIN_CONNECTED)
+    if (x->cfd < 0)
         return DRIVER_AGAIN;
-    if (x->next_fd < 0)
-        x->next_fd = accept4(x->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (x->next_fd >= 0) {
-        DRIVER_COUNT(d, dialin_takeovers, 1);
-        return DRIVER_HANGUP;   /* the DTU dialled again: this connection is over */
+    /* A DTU dialling in while one is connected takes the bus once it has
+     * registered: a stranger never costs the connected DTU its link. */
+    for (unsigned k = 0; k < 4; k++) {
+        accept_newcomer(d);
+        int rc = x->nc.fd >= 0 ? registering(d) : 0;
+        if (rc > 0) {
+            DRIVER_COUNT(d, dialin_takeovers, 1);
+            return DRIVER_HANGUP;   /* this connection is over; the next open takes the newcomer */
+        }
+        if (rc == 0)
+            break;
     }
     for (;;) {
         ssize_t n;
@@ -272,33 +313,35 @@ static int dialin_describe(const driver_t *d, char *buf, size_t cap)
 {
     const dialin_t *x = driver_priv(d);
     char inner[128] = "";
-    if (x->state == DIALIN_CONNECTED)
+    if (x->cfd >= 0)
         driver_describe(x->stream, inner, sizeof inner);
     return snprintf(buf, cap, "listen %s:%u%s%s", x->addr, x->cfg.port,
-                    x->state == DIALIN_CONNECTED ? ", DTU " : x->state == DIALIN_REGISTERING ? ", DTU registering"
-                                                                                             : ", waiting for a DTU",
-                    inner);
+                    x->cfd >= 0 ? ", DTU " : x->nc.fd >= 0 ? ", DTU registering" : ", waiting for a DTU", inner);
 }
 
+/* A newcomer's registration timeout; the stream's own timed work. */
 static uint64_t dialin_next_deadline(const driver_t *d)
 {
     const dialin_t *x = driver_priv(d);
-    return x->state == DIALIN_REGISTERING ? x->reg_deadline_ns
-         : x->state == DIALIN_CONNECTED  ? driver_next_deadline(x->stream) : 0;
+    uint64_t s = x->cfd >= 0 ? driver_next_deadline(x->stream) : 0, n = x->nc.fd >= 0 && !registered(x) ?
+                 x->nc.deadline_ns : 0;
+    return !s ? n : !n ? s : s < n ? s : n;
 }
 
 static int dialin_service(driver_t *d, uint64_t now_ns)
 {
     dialin_t *x = driver_priv(d);
-    return x->state == DIALIN_CONNECTED ? driver_service(x->stream, now_ns) : 0;
+    if (x->cfd >= 0 && x->nc.fd >= 0 && !registered(x) && now_ns >= x->nc.deadline_ns)
+        registering(d);   /* too slow: rejected */
+    return x->cfd >= 0 ? driver_service(x->stream, now_ns) : 0;
 }
 
 static void dialin_destroy(driver_t *d)
 {
     dialin_t *x = driver_priv(d);
-    drop_conn(x);
-    if (x->next_fd >= 0)
-        close(x->next_fd);
+    dialin_close(d);
+    if (x->nc.fd >= 0)
+        close(x->nc.fd);
     if (x->lfd >= 0)
         close(x->lfd);
     if (x->ep >= 0)
@@ -346,10 +389,9 @@ driver_t *driver_dialin_new(const driver_dialin_config_t *cfg, char *err, size_t
     x->cfg.addr = x->addr;
     x->cfg.register_bytes = x->reg;
     x->cfg.heartbeat = x->hb;
-    x->lfd = x->cfd = x->next_fd = -1;
+    x->lfd = x->cfd = x->nc.fd = -1;
     driver_t *d = driver_new(&dialin_backend, x);
     if (!d) {
-        x->state = DIALIN_IDLE;
         close(x->ep);
         driver_free(x->stream);
         free(x);

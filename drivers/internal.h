@@ -37,6 +37,10 @@ driver_t *layer_new(const driver_backend_t *backend, driver_t *inner, void *priv
  * dialled one. open() fails until tcp_stream_adopt() hands it a socket
  * (which it owns from then on, closed by close()). */
 driver_t *tcp_stream_new(void);
+/* cfg's host (an IPv4 address, *a, or a name: *by_name) and port, for
+ * SCHEME://HOST:PORT; false with err. */
+bool tcp_config_ok(const driver_tcp_config_t *cfg, const char *scheme, struct in_addr *a, bool *by_name, char *err,
+                   size_t errcap);
 void tcp_stream_adopt(driver_t *d, int fd);
 
 /*

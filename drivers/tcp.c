@@ -303,6 +303,24 @@ static const driver_backend_t tcp_backend = {
     .open_finish = tcp_open_finish,
 };
 
+bool tcp_config_ok(const driver_tcp_config_t *cfg, const char *scheme, struct in_addr *a, bool *by_name, char *err,
+                   size_t errcap)
+{
+    if (!cfg->host || !cfg->host[0] || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX ||
+        (inet_pton(AF_INET, cfg->host, a) != 1 && !driver_tcp_host_name_ok(cfg->host))) {
+        snprintf(err, errcap, "%s://%s: expected an IPv4 address such as 10.0.0.5 or a host name", scheme,
+                 cfg->host ? cfg->host : "");
+        return false;
+    }
+    if (cfg->port < 1 || cfg->port > 65535 || cfg->connect_timeout_ms == 0) {
+        snprintf(err, errcap, "%s://%s:%u: port 1..65535 and a connect timeout above 0 ms", scheme, cfg->host,
+                 cfg->port);
+        return false;
+    }
+    *by_name = inet_pton(AF_INET, cfg->host, a) != 1;
+    return true;
+}
+
 driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errcap)
 {
     char dummy[DRIVER_ERRLEN];
@@ -312,17 +330,9 @@ driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
         err = dummy;
         errcap = sizeof dummy;
     }
-    if (!cfg->host || !cfg->host[0] || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX ||
-        (inet_pton(AF_INET, cfg->host, &a) != 1 && !driver_tcp_host_name_ok(cfg->host))) {
-        snprintf(err, errcap, "tcp://%s: expected an IPv4 address such as 10.0.0.5 or a host name",
-                 cfg->host ? cfg->host : "");
+    bool by_name;
+    if (!tcp_config_ok(cfg, "tcp", &a, &by_name, err, errcap))
         return NULL;
-    }
-    if (cfg->port < 1 || cfg->port > 65535 || cfg->connect_timeout_ms == 0) {
-        snprintf(err, errcap, "tcp://%s:%u: port 1..65535 and a connect timeout above 0 ms", cfg->host,
-                 cfg->port);
-        return NULL;
-    }
     tcp_client_t *t = calloc(1, sizeof *t);
     driver_t *d = t ? driver_new(&tcp_backend, t) : NULL;
     if (!d) {
@@ -333,7 +343,7 @@ driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
     snprintf(t->host, sizeof t->host, "%s", cfg->host);
     t->port = cfg->port;
     t->connect_timeout_ms = cfg->connect_timeout_ms;
-    t->by_name = inet_pton(AF_INET, cfg->host, &a) != 1;
+    t->by_name = by_name;
     t->addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port), .sin_addr = a };
     t->fd = -1;
     t->resolve_fd = -1;

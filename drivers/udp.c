@@ -277,21 +277,14 @@ driver_t *driver_udp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
 {
     char dummy[DRIVER_ERRLEN];
     struct in_addr a;
+    bool by_name;
 
     if (!err || !errcap) {
         err = dummy;
         errcap = sizeof dummy;
     }
-    if (!cfg->host || !cfg->host[0] || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX ||
-        (inet_pton(AF_INET, cfg->host, &a) != 1 && !driver_tcp_host_name_ok(cfg->host))) {
-        snprintf(err, errcap, "udp://%s: expected an IPv4 address such as 10.0.0.5 or a host name",
-                 cfg->host ? cfg->host : "");
+    if (!tcp_config_ok(cfg, "udp", &a, &by_name, err, errcap))
         return NULL;
-    }
-    if (cfg->port < 1 || cfg->port > 65535 || cfg->connect_timeout_ms == 0) {
-        snprintf(err, errcap, "udp://%s:%u: port 1..65535 and a resolve timeout above 0 ms", cfg->host, cfg->port);
-        return NULL;
-    }
     udp_client_t *u = calloc(1, sizeof *u);
     driver_t *d = u ? driver_new(&udp_backend, u) : NULL;
     if (!d) {
@@ -302,7 +295,7 @@ driver_t *driver_udp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
     snprintf(u->host, sizeof u->host, "%s", cfg->host);
     u->port = cfg->port;
     u->resolve_timeout_ms = cfg->connect_timeout_ms;
-    u->by_name = inet_pton(AF_INET, cfg->host, &a) != 1;
+    u->by_name = by_name;
     u->addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port), .sin_addr = a };
     u->fd = -1;
     u->resolve_fd = -1;

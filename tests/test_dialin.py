@@ -149,6 +149,19 @@ class Dtu:
         return True
 
 
+def stranger(port, prefix):
+    """A DTU of another site dials in with its own registration: is it closed?"""
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    s.sendall(prefix)
+    s.settimeout(3)
+    try:
+        closed = s.recv(1) == b""
+    except ConnectionResetError:
+        closed = True
+    s.close()
+    return closed
+
+
 def reader(gw, stop, out):
     c = ModbusTcpClient("127.0.0.1", port=gw.tcp_port, timeout=2)
     c.connect()
@@ -189,16 +202,21 @@ def test_dialin_reconnects():
     dtu = Dtu(link, listen_port)
 
     # a stranger with the wrong registration is closed and counted
-    s = socket.create_connection(("127.0.0.1", listen_port), timeout=2)
-    s.sendall(b"\x00\xffsite-99")
-    s.settimeout(3)
-    try:
-        closed = s.recv(1) == b""
-    except ConnectionResetError:
-        closed = True
-    s.close()
+    closed = stranger(listen_port, b"\x00\xffsite-99")
     check(closed and wait_for(lambda: gw.metric("rtugw_bus_dialin_rejected_total") == 1, 3),
           "a DTU with the wrong registration is closed and counted")
+
+    # while the DTU is connected, a stranger dials in: closed, counted, and
+    # the DTU keeps its link (only a registered newcomer takes the bus)
+    dtu.connect()
+    dtu.pump(0.6)
+    before = dtu.requests
+    closed = stranger(listen_port, b"\x00\xfesite-18")
+    kept = dtu.pump(0.6)
+    check(closed and kept and dtu.requests > before and gw.metric("rtugw_bus_dialin_takeovers_total") == 0 and
+          gw.metric("rtugw_bus_dialin_rejected_total") == 2,
+          "a stranger dialling in while the DTU is connected is closed and counted; the DTU keeps its link")
+    dtu.sock.close()
 
     out = dict(good=0, wrong=0, exceptions=0, errors=0)
     stop = threading.Event()
@@ -263,6 +281,7 @@ def test_dialin_reconnects():
                                     f"reconnect, 450 ms margin (worst {worst * 1000:.0f} ms)")
     check(not_closed == 0, f"rtugw closes every connection its DTU abandoned ({not_closed} left open)")
     check(gw.metric("rtugw_bus_dialin_takeovers_total") >= CYCLES // 2, "every silent reconnect took the bus back")
+    check(gw.metric("rtugw_bus_dialin_rejected_total") == 2, "no DTU of the test's own was rejected")
     check(heartbeats >= dtu.settled_hb > CYCLES // 2,
           f"heartbeats are dropped and counted ({heartbeats:.0f} >= {dtu.settled_hb} sent 60 ms before a drop)")
     check(gw.stop() == 0, "rtugw stops cleanly")
