@@ -267,19 +267,25 @@ void config_resolve_units(loader_t *ld, const char *section, const pending_ref_t
     }
 }
 
+/* A front end's default_bus and unitN routes ([rtu_tcp], [udp]). */
+static void resolve_routes(loader_t *ld, const char *section, const pending_ref_t *def, const pending_ref_t *units,
+                           config_tcp_t *fe)
+{
+    if (def->name[0]) {
+        int b = config_find_bus(ld->cfg, def->name);
+        if (b < 0)
+            config_error_at(ld, def->line, "[%s] default_bus = '%s': no such bus", section, def->name);
+        else
+            fe->default_bus = (unsigned)b;
+    }
+    config_resolve_units(ld, section, units, fe->unit);
+}
+
 static void resolve_rtu_tcp(loader_t *ld)
 {
     config_t *cfg = ld->cfg;
-    const pending_ref_t *def = &ld->transports.rtu_tcp_default_bus;
 
-    if (def->name[0]) {
-        int b = config_find_bus(cfg, def->name);
-        if (b < 0)
-            config_error_at(ld, def->line, "[rtu_tcp] default_bus = '%s': no such bus", def->name);
-        else
-            cfg->rtu_tcp.default_bus = (unsigned)b;
-    }
-    config_resolve_units(ld, "rtu_tcp", ld->transports.rtu_tcp_unit, cfg->rtu_tcp.unit);
+    resolve_routes(ld, "rtu_tcp", &ld->transports.rtu_tcp_default_bus, ld->transports.rtu_tcp_unit, &cfg->rtu_tcp);
     if (!cfg->rtu_tcp.enabled)
         return;
     if (cfg->bus_count == 0)
@@ -328,16 +334,8 @@ static void resolve_serial_slave(loader_t *ld, unsigned index)
 static void resolve_udp(loader_t *ld)
 {
     config_t *cfg = ld->cfg;
-    const pending_ref_t *def = &ld->transports.udp_default_bus;
 
-    if (def->name[0]) {
-        int b = config_find_bus(cfg, def->name);
-        if (b < 0)
-            config_error_at(ld, def->line, "[udp] default_bus = '%s': no such bus", def->name);
-        else
-            cfg->udp.default_bus = (unsigned)b;
-    }
-    config_resolve_units(ld, "udp", ld->transports.udp_unit, cfg->udp.unit);
+    resolve_routes(ld, "udp", &ld->transports.udp_default_bus, ld->transports.udp_unit, &cfg->udp);
     if (ld->single_line[S_UDP] && !cfg->udp.enabled)
         config_error_at(ld, ld->single_line[S_UDP], "[udp]: listen = ADDR:PORT is required");
     if (cfg->udp.enabled && cfg->bus_count == 0)
