@@ -83,7 +83,7 @@ config_t *cli_load_text(const char *text, const char *source)
 }
 
 /* --open: each device port opened as the daemon opens it (a tcp:// port
- * connected, within its connect timeout), then closed. Returns how many
+ * connected, within its connect timeout; a listen:// port bound), then closed. Returns how many
  * could not be opened. */
 static unsigned open_ports(const config_t *cfg)
 {
@@ -97,9 +97,12 @@ static unsigned open_ports(const config_t *cfg)
         }
         char err[DRIVER_ERRLEN], why[DRIVER_ERRLEN];
         driver_t *d = gw_bus_driver_new(bus, err, sizeof err);
-        if (d && driver_open_wait(d, bus->connect_timeout_ms, err, sizeof err) == 0) {
+        bool dialin = bus->port_kind == CONFIG_PORT_LISTEN;
+        int rc = !d ? -EINVAL : dialin ? driver_open(d, err, sizeof err)   /* bound: a DTU dials in later */
+                                       : driver_open_wait(d, bus->connect_timeout_ms, err, sizeof err);
+        if (rc == 0 || (dialin && rc == DRIVER_INPROGRESS)) {
             printf("[bus %s] port = '%s': %s\n", bus->name, bus->port,
-                   bus->port_kind == CONFIG_PORT_TCP ? "connected" : "opened");
+                   bus->port_kind == CONFIG_PORT_TCP ? "connected" : dialin ? "listening" : "opened");
         } else {
             copy_reason(why, sizeof why, err, bus->port);
             fprintf(stderr, "%s:%u: [bus %s] port = '%s': %s\n", cfg->source, bus->port_line, bus->name,

@@ -165,6 +165,7 @@ static void *single_section(loader_t *ld, int kind, unsigned *first)
         if (!*first)
             cfg->rtu_tcp.enabled = true;
         return &cfg->rtu_tcp;
+    case S_UDP: return &cfg->udp;
     case S_MQTT:
         if (!*first)
             config_mqtt_open(ld);
@@ -261,7 +262,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
                         "poll NAME, tag NAME, template NAME, tcp, http, router, tls, role NAME, rtu_tcp, "
-                        "serial_slave NAME, mqtt or user NAME)", raw);
+                        "serial_slave NAME, mqtt, user NAME or udp)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -324,8 +325,10 @@ void config_close_section(loader_t *ld)
         ld->bus_share_line[ld->kind == S_RTU_TCP] = seen_line(ld, "bus_share");
     if (ld->kind == S_BUS && ld->target)
         transports_check_bus(ld, ld->target);
-    if (ld->kind == S_BUS && ld->target)
+    if (ld->kind == S_BUS && ld->target) {
         listen_check_bus(ld, ld->target);
+        dialin_check_bus(ld, ld->target);
+    }
     if (ld->kind == S_BUS && ld->target && ld->bus_rule)
         apply_bus_rule(ld, ld->target);
     ld->target = NULL;
@@ -697,10 +700,11 @@ config_t *config_copy(const config_t *cfg)
 int config_summary(const config_t *cfg, char *buf, size_t cap)
 {
     size_t tags = cfg->tags ? tags_table_count(cfg->tags) : 0;
-    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s%s%s%s",
+    return snprintf(buf, cap, "%u bus%s, %u device%s, %u poll group%s, %zu tag%s, tcp %s, http %s%s%s%s%s",
                     cfg->bus_count, cfg->bus_count == 1 ? "" : "es", cfg->device_count,
                     cfg->device_count == 1 ? "" : "s", cfg->poll_count, cfg->poll_count == 1 ? "" : "s",
                     tags, tags == 1 ? "" : "s", cfg->tcp.enabled ? "on" : "off", cfg->http.enabled ? "on" : "off",
-                    cfg->rtu_tcp.enabled ? ", rtu_tcp on" : "", cfg->tls.enabled ? ", tls on" : "",
+                    cfg->rtu_tcp.enabled ? ", rtu_tcp on" : "", cfg->udp.enabled ? ", udp on" : "",
+                    cfg->tls.enabled ? ", tls on" : "",
                     cfg->mqtt_enabled ? ", mqtt on" : "");
 }

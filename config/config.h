@@ -52,12 +52,16 @@ typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS4
  * TCP peer ("tcp://HOST:PORT": a serial device server, or a Modbus TCP
  * device with framing = tcp). */
 typedef enum config_port_kind {
-    CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED, CONFIG_PORT_TCP
+    CONFIG_PORT_DEVICE = 0, CONFIG_PORT_SIM, CONFIG_PORT_SIM_PACED, CONFIG_PORT_TCP,
+    CONFIG_PORT_UDP,      /* "udp://HOST:PORT": a Modbus UDP device (framing tcp: MBAP in datagrams) */
+    CONFIG_PORT_LISTEN    /* "listen://ADDR:PORT": a dial-in DTU connects and carries the line (config/dialin.c) */
 } config_port_kind_t;
 
 /* How frames travel on a bus's port: RTU (binary, CRC), Modbus ASCII (':'
  * hex LRC CR LF), or MBAP to a Modbus TCP device. */
 typedef enum config_framing { CONFIG_FRAMING_RTU = 0, CONFIG_FRAMING_ASCII, CONFIG_FRAMING_TCP } config_framing_t;
+
+#define CONFIG_DIAL_BYTES 64
 
 typedef struct config_bus {
     char name[CONFIG_NAME_MAX];
@@ -85,7 +89,7 @@ typedef struct config_bus {
     unsigned queue_depth_line;      /* where queue_depth is given; 0: the default */
     /* transports (config/transports.c) */
     config_framing_t framing;
-    char tcp_host[64];              /* port = tcp://HOST:PORT: an IPv4 address */
+    char tcp_host[64];              /* port = tcp:// or udp://HOST:PORT: an IPv4 address or a name */
     unsigned tcp_port;
     unsigned connect_timeout_ms;    /* tcp:// ports */
     unsigned frame_silence_ms;      /* tcp:// with framing rtu: ends a frame without a length rule */
@@ -94,6 +98,10 @@ typedef struct config_bus {
     bool listen;                    /* mode = listen: rtugw never writes to this bus (config/listen.c) */
     unsigned listen_late_factor;    /* mode = listen: a slave sends what it sends for a request within
                                        this many times the master's heard timeout (parser/pair.c P5) */
+    uint8_t dial_register[CONFIG_DIAL_BYTES];   /* listen://: register = the DTU's prefix */
+    unsigned dial_register_len;                 /* 0: none asked */
+    uint8_t dial_heartbeat[CONFIG_DIAL_BYTES];  /* listen://: heartbeat = its keep-alive packet */
+    unsigned dial_heartbeat_len;
     bool no_copies;                 /* copies = none: the operator vouches no frame is repeated on the
                                        line (line I4 off until a copy is seen); default: detect */
 } config_bus_t;
@@ -324,6 +332,9 @@ typedef struct config {
     unsigned poll_count;
     config_tcp_t tcp;
     config_tcp_t rtu_tcp;           /* [rtu_tcp]: the same keys, RTU frames instead of MBAP */
+    config_tcp_t udp;               /* [udp] (Modbus UDP): listen, routes, read_only, allow;
+                                       max_pending: requests in flight per source address,
+                                       max_clients: source addresses with requests in flight */
     config_serial_slave_t *serial_slaves;
     unsigned serial_slave_count;
     config_http_t http;
@@ -448,5 +459,14 @@ bool config_device_modicon(const config_t *cfg, const config_device_t *dev);
 
 /* One-line summary, e.g. "1 bus, 3 devices, 2 poll groups, tcp 127.0.0.1:1502". */
 int config_summary(const config_t *cfg, char *buf, size_t cap);
+
+/* A port whose transport is an RTU byte stream without the line's character
+ * timing: a serial device server (tcp://) or a dial-in DTU (listen://), with
+ * framing rtu. Frames without a length rule end after frame_silence_ms. */
+static inline bool config_bus_stream(const config_bus_t *bus)
+{
+    return (bus->port_kind == CONFIG_PORT_TCP || bus->port_kind == CONFIG_PORT_LISTEN) &&
+           bus->framing == CONFIG_FRAMING_RTU;
+}
 
 #endif

@@ -27,7 +27,7 @@
 #define CONFIG_SECTION_KEYS_MAX 288
 
 enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE,
-       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_USER, S_TEMPLATE, S_COUNT };
+       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_USER, S_TEMPLATE, S_UDP, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -70,6 +70,8 @@ typedef struct transports_pending {
     pending_ref_t rtu_tcp_default_bus;
     pending_ref_t rtu_tcp_unit[256];
     pending_ref_t (*slave_unit)[256];   /* one row per serial slave, grown with them */
+    pending_ref_t udp_default_bus;      /* [udp] */
+    pending_ref_t udp_unit[256];
 } transports_pending_t;
 
 /* A known key written in the section being read: duplicates are found here,
@@ -180,12 +182,21 @@ void transports_bus_defaults(config_bus_t *bus);
 bool transports_set_framing(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool transports_set_max_inflight(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool transports_set_slave_port(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
-/* port = tcp://HOST:PORT (value starts with "tcp://"). */
+/* SCHEME://HOST:PORT (scheme_len: the length of "SCHEME://"): host (of
+ * bus->tcp_host's size) and a port 1..65535; false when it is not. */
+bool transports_split_port(const char *value, size_t scheme_len, config_bus_t *bus, char *host, unsigned *port);
+/* [udp] listen = ADDR:PORT */
+bool transports_set_udp_listen(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* port = tcp:// or udp://HOST:PORT (value starts with either). */
 bool transports_set_tcp_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus);
 /* [serial_slave NAME]: a new entry, or NULL with *first set when the name was given before. */
 void *transports_new_serial_slave(loader_t *ld, const char *name, unsigned *first);
 /* A [bus] section is complete: the keys that only some ports and framings take. */
 void transports_check_bus(loader_t *ld, const config_bus_t *bus);
+/* dialin.c: port = listen://ADDR:PORT, register, heartbeat */
+bool dialin_set_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus);
+bool dialin_set_bytes(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+void dialin_check_bus(loader_t *ld, const config_bus_t *bus);
 /* listen.c: [bus] mode = master | listen */
 bool listen_set_mode(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 void listen_check_bus(loader_t *ld, const config_bus_t *bus);

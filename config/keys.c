@@ -60,6 +60,8 @@ static const key_spec_t bus_keys[] = {
     C("copies", set_copies),
     /* transports (transports.c checks which ports and framings take them) */
     C("framing", transports_set_framing),
+    C("register", dialin_set_bytes),
+    C("heartbeat", dialin_set_bytes),
     U(config_bus_t, connect_timeout_ms, 1, 600000),
     U(config_bus_t, frame_silence_ms, 1, 10000),
     U(config_bus_t, char_timeout_ms, 1, 10000),
@@ -212,6 +214,17 @@ static const key_spec_t template_keys[] = {
     U(config_template_t, interval_ms, 1, 86400000),
 };
 
+/* [udp]: Modbus UDP requests, routed as [tcp]'s (config/transports.c). */
+static const key_spec_t udp_keys[] = {
+    C("listen", transports_set_udp_listen),
+    C("default_bus", set_ref),
+    { .name = "unit", .type = K_CUSTOM, .numbered = 255, .set = set_unit },
+    B(config_tcp_t, read_only),
+    C("allow", set_allow),
+    U(config_tcp_t, max_pending, 1, 64),
+    U(config_tcp_t, max_clients, 1, 4096),
+};
+
 const section_kind_t config_section_kinds[S_COUNT] = {
     [S_GATEWAY] = { "gateway", false, gateway_keys, COUNT(gateway_keys) },
     [S_BUS] = { "bus", true, bus_keys, COUNT(bus_keys) },
@@ -229,6 +242,7 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_MQTT] = { "mqtt", false, config_mqtt_keys, CONFIG_MQTT_KEYS },
     [S_USER] = { "user", true, user_keys, COUNT(user_keys) },
     [S_TEMPLATE] = { "template", true, template_keys, COUNT(template_keys) },
+    [S_UDP] = { "udp", false, udp_keys, COUNT(udp_keys) },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)
@@ -325,8 +339,10 @@ static bool set_port(loader_t *ld, const key_spec_t *k, const char *value, confi
     const char *rest = value;
 
     bus->port_line = ld->line;
-    if (strncmp(value, "tcp://", 6) == 0)
+    if (strncmp(value, "tcp://", 6) == 0 || strncmp(value, "udp://", 6) == 0)
         return transports_set_tcp_port(ld, k, value, bus);
+    if (strncmp(value, "listen://", 9) == 0)
+        return dialin_set_port(ld, k, value, bus);
 
     if (strncmp(value, "sim-paced", 9) == 0) {
         kind = CONFIG_PORT_SIM_PACED;
@@ -458,6 +474,7 @@ static bool set_ref(loader_t *ld, const key_spec_t *k, unsigned number, const ch
     pending_ref_t *ref = ld->kind == S_DEVICE ? &ld->device_bus[(config_device_t *)ld->target - cfg->devices]
                        : ld->kind == S_POLL   ? &ld->poll_device[(config_poll_t *)ld->target - cfg->polls]
                        : ld->kind == S_RTU_TCP ? &ld->transports.rtu_tcp_default_bus
+                       : ld->kind == S_UDP     ? &ld->transports.udp_default_bus
                                               : &ld->default_bus;
     (void)number;
     snprintf(ref->name, sizeof ref->name, "%s", value);
@@ -477,7 +494,8 @@ static config_route_t *unit_slot(loader_t *ld, unsigned unit, pending_ref_t **re
         *ref = &ld->transports.slave_unit[ss - ld->cfg->serial_slaves][unit];
         return &ss->unit[unit];
     }
-    *ref = ld->kind == S_RTU_TCP ? &ld->transports.rtu_tcp_unit[unit] : &ld->unit_bus[unit];
+    *ref = ld->kind == S_RTU_TCP ? &ld->transports.rtu_tcp_unit[unit]
+         : ld->kind == S_UDP     ? &ld->transports.udp_unit[unit] : &ld->unit_bus[unit];
     return &((config_tcp_t *)ld->target)->unit[unit];
 }
 

@@ -18,6 +18,35 @@ void transports_defaults(config_t *cfg)
     cfg->rtu_tcp = (config_tcp_t){ .enabled = false, .bind = "127.0.0.1", .port = 1503, .max_clients = 32,
                                    .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000,
                                .bus_share = 4 };
+    cfg->udp = (config_tcp_t){ .enabled = false, .bind = "127.0.0.1", .port = 502, .max_clients = 64,
+                               .max_pending = 8 };
+}
+
+/* [udp] listen = ADDR:PORT: an IPv4 address to bind (0.0.0.0: all) and a
+ * port; giving it turns the front end on. */
+bool transports_set_udp_listen(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    config_tcp_t *udp = ld->target;
+    const char *colon = strrchr(value, ':');
+    size_t len = colon ? (size_t)(colon - value) : 0;
+    char addr[sizeof udp->bind];
+    struct in_addr a;
+    unsigned port;
+    (void)number;
+    if (!colon || len == 0 || len >= sizeof addr || config_parse_uint(colon + 1, 1, 65535, &port) != 0) {
+        config_bad_value(ld, k->name, value, "expected ADDR:PORT, e.g. 0.0.0.0:502 (PORT 1..65535)");
+        return false;
+    }
+    memcpy(addr, value, len);
+    addr[len] = 0;
+    if (inet_pton(AF_INET, addr, &a) != 1) {
+        config_bad_value(ld, k->name, value, "ADDR must be an IPv4 address (0.0.0.0 for every interface)");
+        return false;
+    }
+    memcpy(udp->bind, addr, len + 1);
+    udp->port = port;
+    udp->enabled = true;
+    return true;
 }
 
 void transports_bus_defaults(config_bus_t *bus)
@@ -78,33 +107,45 @@ static bool host_name_ok(const char *host)
     return true;
 }
 
-/* tcp://HOST:PORT, HOST an IPv4 address or a host name: a name is resolved
- * on each connect, on a thread of its own (drivers/tcp.c), never blocking
- * the I/O loop. */
+/* tcp://HOST:PORT or udp://HOST:PORT, HOST an IPv4 address or a host name:
+ * a name is resolved on each connect (or, for udp, each open of the
+ * socket), on a thread of its own (drivers/resolve.c), never blocking the
+ * I/O loop. A udp:// port is Modbus UDP: MBAP in datagrams, so its framing
+ * is tcp (transports_check_bus refuses another one written). */
+bool transports_split_port(const char *value, size_t scheme_len, config_bus_t *bus, char *host, unsigned *port)
+{
+    const char *start = value + scheme_len, *colon = strrchr(start, ':');
+    size_t len = colon ? (size_t)(colon - start) : 0;
+    if (!colon || len == 0 || len >= sizeof bus->tcp_host || config_parse_uint(colon + 1, 1, 65535, port) != 0 ||
+        strlen(value) >= sizeof bus->port)
+        return false;
+    memcpy(host, start, len);
+    host[len] = 0;
+    return true;
+}
+
 bool transports_set_tcp_port(loader_t *ld, const key_spec_t *k, const char *value, config_bus_t *bus)
 {
-    const char *host = value + 6, *colon = strrchr(host, ':');
-    size_t len = colon ? (size_t)(colon - host) : 0;
     char text[sizeof bus->tcp_host];
     struct in_addr a;
     unsigned port;
 
-    if (!colon || len == 0 || len >= sizeof text || config_parse_uint(colon + 1, 1, 65535, &port) != 0 ||
-        strlen(value) >= sizeof bus->port) {
-        config_bad_value(ld, k->name, value, "expected tcp://HOST:PORT, e.g. tcp://10.0.0.5:4001 (PORT 1..65535)");
+    if (!transports_split_port(value, 6, bus, text, &port)) {
+        config_bad_value(ld, k->name, value, "expected tcp://HOST:PORT or udp://HOST:PORT, e.g. tcp://10.0.0.5:4001 "
+                                             "(PORT 1..65535)");
         return false;
     }
-    memcpy(text, host, len);
-    text[len] = 0;
     if (inet_pton(AF_INET, text, &a) != 1 && !host_name_ok(text)) {
         config_bad_value(ld, k->name, value, "HOST must be an IPv4 address or a host name (letters, digits, "
                                              "hyphens and dots)");
         return false;
     }
-    memcpy(bus->tcp_host, text, len + 1);
+    snprintf(bus->tcp_host, sizeof bus->tcp_host, "%s", text);
     bus->tcp_port = port;
     snprintf(bus->port, sizeof bus->port, "%s", value);
-    bus->port_kind = CONFIG_PORT_TCP;
+    bus->port_kind = value[0] == 'u' ? CONFIG_PORT_UDP : CONFIG_PORT_TCP;
+    if (bus->port_kind == CONFIG_PORT_UDP)
+        bus->framing = CONFIG_FRAMING_TCP;
     return true;
 }
 
@@ -113,7 +154,8 @@ bool transports_set_slave_port(loader_t *ld, const key_spec_t *k, unsigned numbe
     config_serial_slave_t *ss = ld->target;
     (void)number;
     ss->port_line = ld->line;
-    if (strncmp(value, "sim", 3) == 0 || strncmp(value, "tcp://", 6) == 0 || !*value ||
+    if (strncmp(value, "sim", 3) == 0 || strncmp(value, "tcp://", 6) == 0 || strncmp(value, "udp://", 6) == 0 ||
+        !*value ||
         strlen(value) >= sizeof ss->port) {
         config_bad_value(ld, k->name, value, "expected the path of a serial port or pseudo-terminal");
         return false;
@@ -178,24 +220,29 @@ void transports_check_bus(loader_t *ld, const config_bus_t *bus)
     static const char *const ascii[] = { "char_timeout_ms" };
     static const char *const inflight[] = { "max_inflight" };
     const seen_key_t *framing = given(ld, "framing");
-    bool tcp = bus->port_kind == CONFIG_PORT_TCP;
+    bool udp = bus->port_kind == CONFIG_PORT_UDP;
+    bool tcp = bus->port_kind == CONFIG_PORT_TCP || udp || bus->port_kind == CONFIG_PORT_LISTEN;
     bool sim = bus->port_kind == CONFIG_PORT_SIM || bus->port_kind == CONFIG_PORT_SIM_PACED;
 
     if (!given(ld, "port"))
         return;   /* its own error (or none given) says enough; the rest depends on it */
-    if (framing && bus->framing == CONFIG_FRAMING_TCP && !tcp)
+    if (framing && bus->framing == CONFIG_FRAMING_TCP && !tcp && bus->port_kind != CONFIG_PORT_LISTEN)
         config_error_at(ld, framing->line, "[%s] framing = 'tcp': a Modbus TCP device needs port = tcp://HOST:PORT",
                         ld->section);
+    if (framing && udp && strcmp(framing->value, "tcp") != 0)
+        config_error_at(ld, framing->line, "[%s] framing = '%s': a udp:// port is Modbus UDP, MBAP in datagrams "
+                        "(framing = tcp, the default there)", ld->section, framing->value);
     if (framing && bus->framing == CONFIG_FRAMING_ASCII && sim)
         config_error_at(ld, framing->line, "[%s] framing = 'ascii': the built-in simulator speaks RTU only",
                         ld->section);
     if (tcp)
-        refuse_keys(ld, rs485, COUNT(rs485), "a tcp:// port drives no RS-485 line of its own");
+        refuse_keys(ld, rs485, COUNT(rs485), "a tcp:// or udp:// port drives no RS-485 line of its own");
     else
-        refuse_keys(ld, connect, COUNT(connect), "only for port = tcp://HOST:PORT");
+        refuse_keys(ld, connect, COUNT(connect), "only for port = tcp://, udp:// or listen:// (there: the "
+                                                 "registration's timeout)");
     if (bus->framing == CONFIG_FRAMING_TCP)
         refuse_keys(ld, line, COUNT(line), "a Modbus TCP device (framing = tcp) has no serial line");
-    if ((!tcp || bus->framing != CONFIG_FRAMING_RTU) && !bus->listen)   /* listen: config/listen.c */
+    if (!config_bus_stream(bus) && !bus->listen)   /* listen: config/listen.c */
         refuse_keys(ld, silence, COUNT(silence),
                     "only for port = tcp://... with framing = rtu (a serial line's frames end at t3.5, "
                     "ASCII and MBAP frames end by their own delimiters)");
@@ -220,19 +267,25 @@ void config_resolve_units(loader_t *ld, const char *section, const pending_ref_t
     }
 }
 
+/* A front end's default_bus and unitN routes ([rtu_tcp], [udp]). */
+static void resolve_routes(loader_t *ld, const char *section, const pending_ref_t *def, const pending_ref_t *units,
+                           config_tcp_t *fe)
+{
+    if (def->name[0]) {
+        int b = config_find_bus(ld->cfg, def->name);
+        if (b < 0)
+            config_error_at(ld, def->line, "[%s] default_bus = '%s': no such bus", section, def->name);
+        else
+            fe->default_bus = (unsigned)b;
+    }
+    config_resolve_units(ld, section, units, fe->unit);
+}
+
 static void resolve_rtu_tcp(loader_t *ld)
 {
     config_t *cfg = ld->cfg;
-    const pending_ref_t *def = &ld->transports.rtu_tcp_default_bus;
 
-    if (def->name[0]) {
-        int b = config_find_bus(cfg, def->name);
-        if (b < 0)
-            config_error_at(ld, def->line, "[rtu_tcp] default_bus = '%s': no such bus", def->name);
-        else
-            cfg->rtu_tcp.default_bus = (unsigned)b;
-    }
-    config_resolve_units(ld, "rtu_tcp", ld->transports.rtu_tcp_unit, cfg->rtu_tcp.unit);
+    resolve_routes(ld, "rtu_tcp", &ld->transports.rtu_tcp_default_bus, ld->transports.rtu_tcp_unit, &cfg->rtu_tcp);
     if (!cfg->rtu_tcp.enabled)
         return;
     if (cfg->bus_count == 0)
@@ -278,9 +331,21 @@ static void resolve_serial_slave(loader_t *ld, unsigned index)
         config_error_at(ld, ss->line, "[%s]: answers as no slave: route one with unitN = BUS:SLAVE", section);
 }
 
+static void resolve_udp(loader_t *ld)
+{
+    config_t *cfg = ld->cfg;
+
+    resolve_routes(ld, "udp", &ld->transports.udp_default_bus, ld->transports.udp_unit, &cfg->udp);
+    if (ld->single_line[S_UDP] && !cfg->udp.enabled)
+        config_error_at(ld, ld->single_line[S_UDP], "[udp]: listen = ADDR:PORT is required");
+    if (cfg->udp.enabled && cfg->bus_count == 0)
+        config_error_at(ld, 0, "[udp] is enabled but no [bus NAME] is configured");
+}
+
 void transports_resolve(loader_t *ld)
 {
     resolve_rtu_tcp(ld);
+    resolve_udp(ld);
     for (unsigned i = 0; i < ld->cfg->serial_slave_count; i++)
         resolve_serial_slave(ld, i);
 }

@@ -18,7 +18,8 @@ static void drain_check(evutil_socket_t fd, short what, void *arg)
     gw_t *gw = arg;
     (void)fd;
     (void)what;
-    unsigned left = tcp_in_flight(gw->tcp) + tcp_in_flight(gw->rtu_tcp) + tag_writes_in_flight(gw->tag_writes);
+    unsigned left = tcp_in_flight(gw->tcp) + tcp_in_flight(gw->rtu_tcp) + udp_in_flight(gw->udp) +
+                    tag_writes_in_flight(gw->tag_writes);
     if (left == 0 || gw_now_ns() >= gw->drain_deadline_ns) {
         if (left)
             gw_log(gw, CONFIG_LOG_WARN, "stopping with %u requests unanswered after 2 s", left);
@@ -40,6 +41,7 @@ static void begin_drain(gw_t *gw)
         tcp_stop_accepting(gw->tcp);
     if (gw->rtu_tcp)
         tcp_stop_accepting(gw->rtu_tcp);
+    udp_stop_accepting(gw->udp);
     gw->drain_deadline_ns = gw_now_ns() + 1800000000ull;
     drain_check(-1, 0, gw);
 }
@@ -464,6 +466,7 @@ static void reload(gw_t *gw)
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
+    CHANGED("udp", memcmp(&gw->cfg->udp, &fresh->udp, sizeof fresh->udp) != 0);
     CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
     reload_listener(gw, &gw->tcp, &gw->cfg->tcp, &fresh->tcp, tcp_new, "tcp", tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);

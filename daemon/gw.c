@@ -136,6 +136,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
+        (cfg->udp.enabled && !(gw->udp = udp_new(gw, err, sizeof err))) ||
         (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
         control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
@@ -223,6 +224,7 @@ void gw_free(gw_t *gw)
     http_free(gw->http);
     tcp_free(gw->tcp);
     tcp_free(gw->rtu_tcp);
+    udp_free(gw->udp);
     for (unsigned i = 0; i < gw->serial_slave_count; i++)
         serial_slave_free(gw->serial_slaves[i]);
     mbaps_free(gw->mbaps);   /* after the connections, which hold its contexts */

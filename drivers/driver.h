@@ -35,7 +35,12 @@
  *              line, RTU frames (with a computed CRC) above it;
  *   mbap    -- a layer over a tcp driver: rtugw is the Modbus TCP client
  *              of an Ethernet device; RTU frames above it, MBAP below,
- *              with rtugw's own transaction ids.
+ *              with rtugw's own transaction ids;
+ *   udp     -- Modbus UDP: one MBAP ADU per datagram, transaction ids and
+ *              the source address checked (udp.c);
+ *   listen  -- dial-in devices: a DTU connects to rtugw and carries RTU
+ *              frames, with an optional registration prefix and heartbeat
+ *              (dialin.c).
  *
  * A layer hands its owner exactly what a serial line would: RTU frames
  * whose CRC is good exactly when the frame arrived intact (and, for MBAP,
@@ -120,6 +125,12 @@ typedef struct driver_stats {
                                  short, a transaction id not asked for) */
     uint64_t noise_bytes;     /* layers: bytes outside any frame, dropped */
     uint64_t writes_refused;  /* writes refused on a read-only driver (driver_set_read_only) */
+    uint64_t stale_answers;   /* udp: datagrams with a transaction id not in flight (late, duplicated), dropped */
+    uint64_t foreign_datagrams; /* udp: datagrams from another address or port than the device's, dropped */
+    uint64_t dialin_accepted;   /* listen: DTU connections accepted */
+    uint64_t dialin_rejected;   /* listen: closed for a wrong or missing registration */
+    uint64_t dialin_takeovers;  /* listen: a DTU dialled again while connected: the old connection closed */
+    uint64_t heartbeats;        /* listen: heartbeat packets dropped */
 } driver_stats_t;
 
 /* Generic construction, for a backend written outside drivers/ (tests).
@@ -432,6 +443,31 @@ uint8_t driver_ascii_lrc(const uint8_t *p, size_t n);
  * request's slave with a good CRC, anything else as a frame whose CRC
  * fails. A header that cannot be MBAP ends the connection (-EPROTO). */
 driver_t *driver_mbap_new(driver_t *inner, char *err, size_t errcap);
+
+/* Modbus UDP (udp.c): one MBAP ADU per datagram to host:port, rtugw's
+ * own transaction id on each attempt; only the answer to the attempt in
+ * flight, from that address and port, comes up (an RTU frame with a good
+ * CRC, DRIVER_FRAMED); anything else is dropped and counted
+ * (stale_answers, foreign_datagrams, frame_errors). connect_timeout_ms
+ * bounds a host name's resolution. NULL with err on bad config. */
+driver_t *driver_udp_new(const driver_tcp_config_t *cfg, char *err, size_t errcap);
+
+/* Dial-in devices (dialin.c): rtugw listens on addr:port, a DTU connects
+ * and carries RTU frames (tcp.c's stream once connected). register: the
+ * bytes the DTU must send first (0 long: none), within register_timeout_ms;
+ * heartbeat: a keep-alive packet dropped where a frame could begin. A DTU
+ * connecting again takes the bus back (the old connection is a hang-up). */
+#define DRIVER_DIALIN_BYTES_MAX 64
+typedef struct driver_dialin_config {
+    const char *addr;                 /* IPv4 address to bind (0.0.0.0: all) */
+    unsigned port;
+    const uint8_t *register_bytes;
+    size_t register_len;
+    const uint8_t *heartbeat;
+    size_t heartbeat_len;
+    unsigned register_timeout_ms;
+} driver_dialin_config_t;
+driver_t *driver_dialin_new(const driver_dialin_config_t *cfg, char *err, size_t errcap);
 
 /* ---- captures and replay ------------------------------------------------------------ */
 

@@ -9,6 +9,8 @@
 
 #include "drivers/driver.h"
 
+#include <netinet/in.h>
+
 /* A layer's private data starts with this. */
 typedef struct driver_layer {
     driver_t *inner;
@@ -42,5 +44,29 @@ bool capture_link_is_ip(uint32_t linktype);
 /* The TCP payload of a packet for port 502: returns 1 and sets off, len and
  * dir (1: to port 502, a request), or 0 when the packet is not Modbus/TCP. */
 int capture_tcp_payload(uint32_t linktype, const uint8_t *p, size_t n, size_t *off, size_t *len, int *dir);
+
+/* tcp.c's byte stream for a connection accepted elsewhere (dialin.c): the
+ * same reads, writes, send queue, keep-alive and hang-up rules as a
+ * dialled one. open() fails until tcp_stream_adopt() hands it a socket
+ * (which it owns from then on, closed by close()). */
+driver_t *tcp_stream_new(void);
+/* cfg's host (an IPv4 address, *a, or a name: *by_name) and port, for
+ * SCHEME://HOST:PORT; false with err. */
+bool tcp_config_ok(const driver_tcp_config_t *cfg, const char *scheme, struct in_addr *a, bool *by_name, char *err,
+                   size_t errcap);
+void tcp_stream_adopt(driver_t *d, int fd);
+
+/*
+ * resolve.c: a host name resolved on a detached thread (tcp.c, udp.c).
+ * resolve_start: the job and, in *fd, a pipe's read end that hangs up when
+ * the answer is there; NULL with *error (an errno). resolve_result: 0 and
+ * *addr, or getaddrinfo's EAI_* code. resolve_drop closes fd (-1: none)
+ * and lets the thread finish alone; job may be NULL.
+ */
+typedef struct driver_resolve driver_resolve_t;
+driver_resolve_t *resolve_start(const char *host, unsigned port, int socktype, int *fd, int *error);
+bool resolve_done(const driver_resolve_t *job);
+int resolve_result(const driver_resolve_t *job, struct sockaddr_in *addr);
+void resolve_drop(driver_resolve_t *job, int fd);
 
 #endif

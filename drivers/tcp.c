@@ -17,25 +17,19 @@
  *
  * HOST is an IPv4 address or a name. A name is resolved (IPv4, getaddrinfo)
  * afresh on every open, so a device server that moved is found at its new
- * address on the next reconnect, and never on the caller's thread:
- * getaddrinfo blocks, so a detached thread of its own asks it. Meanwhile
- * open() returns DRIVER_INPROGRESS and fd() is the read end of a pipe
- * whose write end that thread closes when it has the answer: the owner's
- * wait for "writable" wakes on that hang-up (epoll and poll report it
- * whatever was asked), and open_finish() takes the address and starts the
- * connect, which goes on as for an address. The connect timeout covers
- * both. A close while the name is out leaves the thread to finish alone:
- * the job is shared by reference count, and the last one frees it.
+ * address on the next reconnect, and never on the caller's thread
+ * (resolve.c). Meanwhile open() returns DRIVER_INPROGRESS and fd() is
+ * resolve.c's pipe, which hangs up when the answer is there: the owner's
+ * wait for "writable" wakes on it, and open_finish() takes the address and
+ * starts the connect, which goes on as for an address. The connect timeout
+ * covers both.
  */
-#include "drivers/driver.h"
+#include "drivers/internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,24 +39,14 @@
 
 #define TCP_TXBUF 1024
 
-/* One resolution of a name, shared by the driver and its thread. */
-typedef struct tcp_resolve {
-    atomic_int refs;
-    atomic_bool done;
-    char host[DRIVER_TCP_HOST_MAX];
-    char service[8];
-    int wfd;                        /* the thread closes it when done */
-    int gai;                        /* getaddrinfo's answer: 0 or EAI_* */
-    struct sockaddr_in addr;
-} tcp_resolve_t;
-
 typedef struct tcp_client {
     char host[DRIVER_TCP_HOST_MAX];
     unsigned port;
     unsigned connect_timeout_ms;
     struct sockaddr_in addr;
     bool by_name;                   /* host is a name: resolved on each open */
-    tcp_resolve_t *job;             /* the resolution under way, or NULL */
+    bool adopted;                   /* tcp_stream_new: a connection accepted elsewhere, never dialled */
+    driver_resolve_t *job;          /* the resolution under way, or NULL (resolve.c) */
     int resolve_fd;                 /* its pipe's read end, or -1 */
     char resolved[INET_ADDRSTRLEN]; /* what the name gave last */
     int fd;
@@ -78,80 +62,30 @@ void driver_tcp_defaults(driver_tcp_config_t *cfg)
     cfg->connect_timeout_ms = 3000;
 }
 
-static void resolve_release(tcp_resolve_t *job)
-{
-    if (atomic_fetch_sub(&job->refs, 1) == 1)
-        free(job);
-}
-
-static void *resolve_thread(void *arg)
-{
-    tcp_resolve_t *job = arg;
-    struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
-    job->gai = getaddrinfo(job->host, job->service, &hints, &res);
-    if (job->gai == 0 && res && res->ai_addrlen == sizeof job->addr)
-        memcpy(&job->addr, res->ai_addr, sizeof job->addr);
-    else if (job->gai == 0)
-        job->gai = EAI_FAMILY;
-    if (res)
-        freeaddrinfo(res);
-    atomic_store(&job->done, true);
-    close(job->wfd);   /* the hang-up wakes the owner */
-    resolve_release(job);
-    return NULL;
-}
-
 /* Drops the resolution under way, if any (its thread finishes alone). */
-static void resolve_drop(tcp_client_t *t)
+static void tcp_resolve_drop(tcp_client_t *t)
 {
-    if (t->resolve_fd >= 0)
-        close(t->resolve_fd);
+    resolve_drop(t->job, t->resolve_fd);
     t->resolve_fd = -1;
-    if (t->job)
-        resolve_release(t->job);
     t->job = NULL;
 }
 
 /* Starts resolving t->host on a thread of its own. */
-static int resolve_start(tcp_client_t *t, char *err, size_t errcap)
+static int tcp_resolve_start(tcp_client_t *t, char *err, size_t errcap)
 {
-    int p[2];
-    tcp_resolve_t *job = calloc(1, sizeof *job);
-    if (!job || pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
-        int e = job ? errno : ENOMEM;
-        free(job);
+    int e = 0;
+    t->job = resolve_start(t->host, t->port, SOCK_STREAM, &t->resolve_fd, &e);
+    if (!t->job) {
         snprintf(err, errcap, "tcp://%s:%u: resolve: %s", t->host, t->port, strerror(e));
         return -e;
     }
-    snprintf(job->host, sizeof job->host, "%s", t->host);
-    snprintf(job->service, sizeof job->service, "%u", t->port);
-    job->wfd = p[1];
-    atomic_init(&job->refs, 2);
-    atomic_init(&job->done, false);
-    pthread_attr_t attr;
-    pthread_t th;
-    int e = pthread_attr_init(&attr);
-    if (e == 0) {
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        e = pthread_create(&th, &attr, resolve_thread, job);
-        pthread_attr_destroy(&attr);
-    }
-    if (e != 0) {
-        close(p[0]);
-        close(p[1]);
-        free(job);
-        snprintf(err, errcap, "tcp://%s:%u: resolve: %s", t->host, t->port, strerror(e));
-        return -e;
-    }
-    t->job = job;
-    t->resolve_fd = p[0];
     return 0;
 }
 
 static void tcp_close(driver_t *d)
 {
     tcp_client_t *t = driver_priv(d);
-    resolve_drop(t);
+    tcp_resolve_drop(t);
     if (t->fd >= 0)
         close(t->fd);
     t->fd = -1;
@@ -201,10 +135,14 @@ static int tcp_open(driver_t *d, char *err, size_t errcap)
     tcp_client_t *t = driver_priv(d);
     if (t->fd >= 0 || t->job)
         return t->connecting ? DRIVER_INPROGRESS : 0;
+    if (t->adopted) {
+        snprintf(err, errcap, "no connection accepted");
+        return -ENOTCONN;
+    }
     t->connect_deadline_ns = driver_now_ns() + (uint64_t)t->connect_timeout_ms * 1000000ull;
     if (!t->by_name)
         return start_connect(d, err, errcap);
-    int rc = resolve_start(t, err, errcap);
+    int rc = tcp_resolve_start(t, err, errcap);
     if (rc != 0)
         return rc;
     t->connecting = true;
@@ -215,11 +153,10 @@ static int tcp_open(driver_t *d, char *err, size_t errcap)
 static int resolve_finish(driver_t *d, char *err, size_t errcap)
 {
     tcp_client_t *t = driver_priv(d);
-    if (!atomic_load(&t->job->done))
+    if (!resolve_done(t->job))
         return DRIVER_INPROGRESS;
-    int gai = t->job->gai;
-    t->addr = t->job->addr;
-    resolve_drop(t);
+    int gai = resolve_result(t->job, &t->addr);
+    tcp_resolve_drop(t);
     if (gai != 0) {
         snprintf(err, errcap, "tcp://%s:%u: cannot resolve %s: %s", t->host, t->port, t->host, gai_strerror(gai));
         t->connecting = false;
@@ -348,7 +285,7 @@ static int tcp_service(driver_t *d, uint64_t now_ns)
 static void tcp_destroy(driver_t *d)
 {
     tcp_client_t *t = driver_priv(d);
-    resolve_drop(t);
+    tcp_resolve_drop(t);
     free(t);
 }
 
@@ -366,6 +303,24 @@ static const driver_backend_t tcp_backend = {
     .open_finish = tcp_open_finish,
 };
 
+bool tcp_config_ok(const driver_tcp_config_t *cfg, const char *scheme, struct in_addr *a, bool *by_name, char *err,
+                   size_t errcap)
+{
+    if (!cfg->host || !cfg->host[0] || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX ||
+        (inet_pton(AF_INET, cfg->host, a) != 1 && !driver_tcp_host_name_ok(cfg->host))) {
+        snprintf(err, errcap, "%s://%s: expected an IPv4 address such as 10.0.0.5 or a host name", scheme,
+                 cfg->host ? cfg->host : "");
+        return false;
+    }
+    if (cfg->port < 1 || cfg->port > 65535 || cfg->connect_timeout_ms == 0) {
+        snprintf(err, errcap, "%s://%s:%u: port 1..65535 and a connect timeout above 0 ms", scheme, cfg->host,
+                 cfg->port);
+        return false;
+    }
+    *by_name = inet_pton(AF_INET, cfg->host, a) != 1;
+    return true;
+}
+
 driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errcap)
 {
     char dummy[DRIVER_ERRLEN];
@@ -375,17 +330,9 @@ driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
         err = dummy;
         errcap = sizeof dummy;
     }
-    if (!cfg->host || !cfg->host[0] || strlen(cfg->host) >= DRIVER_TCP_HOST_MAX ||
-        (inet_pton(AF_INET, cfg->host, &a) != 1 && !driver_tcp_host_name_ok(cfg->host))) {
-        snprintf(err, errcap, "tcp://%s: expected an IPv4 address such as 10.0.0.5 or a host name",
-                 cfg->host ? cfg->host : "");
+    bool by_name;
+    if (!tcp_config_ok(cfg, "tcp", &a, &by_name, err, errcap))
         return NULL;
-    }
-    if (cfg->port < 1 || cfg->port > 65535 || cfg->connect_timeout_ms == 0) {
-        snprintf(err, errcap, "tcp://%s:%u: port 1..65535 and a connect timeout above 0 ms", cfg->host,
-                 cfg->port);
-        return NULL;
-    }
     tcp_client_t *t = calloc(1, sizeof *t);
     driver_t *d = t ? driver_new(&tcp_backend, t) : NULL;
     if (!d) {
@@ -396,11 +343,40 @@ driver_t *driver_tcp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
     snprintf(t->host, sizeof t->host, "%s", cfg->host);
     t->port = cfg->port;
     t->connect_timeout_ms = cfg->connect_timeout_ms;
-    t->by_name = inet_pton(AF_INET, cfg->host, &a) != 1;
+    t->by_name = by_name;
     t->addr = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port), .sin_addr = a };
     t->fd = -1;
     t->resolve_fd = -1;
     return d;
+}
+
+driver_t *tcp_stream_new(void)
+{
+    tcp_client_t *t = calloc(1, sizeof *t);
+    driver_t *d = t ? driver_new(&tcp_backend, t) : NULL;
+    if (!d) {
+        free(t);
+        return NULL;
+    }
+    snprintf(t->host, sizeof t->host, "none");
+    t->adopted = true;
+    t->fd = -1;
+    t->resolve_fd = -1;
+    return d;
+}
+
+void tcp_stream_adopt(driver_t *d, int fd)
+{
+    tcp_client_t *t = driver_priv(d);
+    struct sockaddr_in peer;
+    socklen_t len = sizeof peer;
+    tcp_close(d);
+    t->fd = fd;
+    set_options(fd);
+    if (getpeername(fd, (struct sockaddr *)&peer, &len) == 0 && peer.sin_family == AF_INET) {
+        inet_ntop(AF_INET, &peer.sin_addr, t->host, sizeof t->host);
+        t->port = ntohs(peer.sin_port);
+    }
 }
 
 bool driver_tcp_host_name_ok(const char *host)

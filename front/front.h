@@ -2,6 +2,7 @@
  * front/front.h -- the Modbus front ends: the clients and masters in front
  * of rtugw. Owns the Modbus TCP listener and its sessions (tcp.c), RTU over
  * TCP (rtu_tcp.c, rtu_tcp_frame.c: the same sessions, RTU framing),
+ * Modbus UDP (udp.c), the one way every request goes in (dispatch.c),
  * Modbus/TCP Security (mbaps.c, and the TLS module tls.c, rtugw-tls.so),
  * and the serial slave (serial_slave.c: a master on a port of its own). Each
  * builds gw_request_t's, names itself as their origin and hands them to
@@ -32,6 +33,13 @@ const config_tcp_t *tcp_running_config(const gw_tcp_t *tcp);
 /* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
 void tcp_recheck_sessions(gw_tcp_t *tcp);
 
+
+/* [udp] (udp.c, I/O thread): Modbus UDP requests routed as [tcp]'s, each
+ * answered in one datagram; bounded per source address. */
+gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap);
+void udp_free(gw_udp_t *u);
+void udp_stop_accepting(gw_udp_t *u);
+unsigned udp_in_flight(const gw_udp_t *u);
 
 /* mbaps.c (I/O thread): MB-TCP-Security for the TLS listener of tcp.c.
  * Loads the TLS module and makes a context of [tls]'s files; NULL with err. */

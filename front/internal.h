@@ -51,6 +51,22 @@ typedef enum rtu_tcp_end {
 } rtu_tcp_end_t;
 rtu_tcp_end_t rtu_tcp_frame_end(const uint8_t *buf, size_t avail, bool quiet, size_t *len);
 
+/*
+ * dispatch.c (any front end's thread): the checks and the route every
+ * request goes through, in one order (the list is there). front_dispatch:
+ * 0 when the request is for a bus (*r set: pdu, slave, bus, t_accept_ns;
+ * the caller adds its origin, ids and class and submits it), else the
+ * length of the answer already written in out (an exception or a cache
+ * hit), counted in m. role: a TLS session's, or -1.
+ */
+size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, int role, const tcp_adu_t *h,
+                      gw_request_t *r, uint8_t out[RTU_MAX_PDU]);
+/* unit -> bus and slave, per a section's routes. false: no path. */
+bool front_route(const gw_t *gw, const config_tcp_t *cfg, uint8_t unit, unsigned *bus, unsigned *slave);
+/* A read the poll cache answers now (serve_cached_ms): the PDU's length, or 0. */
+size_t front_cache_answer(gw_t *gw, unsigned bus, unsigned slave, const rtu_request_t *req,
+                          uint8_t pdu[RTU_MAX_PDU]);
+
 /* A listener on cfg's bind and port, its requests split by framing, counted in m. */
 gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
                      char *err, size_t errcap);

@@ -238,23 +238,6 @@ static void slot_exception(tcp_slot_t *s, uint8_t fc, uint8_t code)
     slot_answer(s, pdu, sizeof pdu);
 }
 
-/* unit -> bus and slave, per the [tcp] section. false: no path. */
-static bool route(const gw_tcp_t *tcp, uint8_t unit, unsigned *bus, unsigned *slave)
-{
-    const config_route_t *r = &tcp->cfg.unit[unit];
-
-    if (r->set) {
-        *bus = r->broadcast ? tcp->cfg.default_bus : r->bus;
-        *slave = r->broadcast ? 0 : r->slave;
-        return true;
-    }
-    if (unit > 247)
-        return false;       /* 248..255 mean nothing on a serial line unless mapped */
-    *bus = tcp->cfg.default_bus;
-    *slave = unit;          /* unit 0 unmapped: a broadcast */
-    return tcp->gw->bus_count > 0;
-}
-
 /* A request's class: the priority one when its client (priority_clients),
  * its TLS session's role ([role NAME] priority), its unit (priority_units)
  * or its function's class (priority_functions: parser/'s one classifier,
@@ -269,106 +252,29 @@ static uint8_t request_class(const tcp_conn_t *c, uint8_t unit, const uint8_t *p
     return high ? TCP_CLASS_PRIORITY : TCP_CLASS_NORMAL;
 }
 
-/*
- * A read inside a poll group that allows it (serve_cached_ms), answered from
- * the group's last poll while that is fresh enough: no bus transaction.
- */
-static size_t cache_answer(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
-                           uint8_t pdu[RTU_MAX_PDU])
-{
-    gw_t *gw = tcp->gw;
-    const config_t *cfg = gw->cfg;
-    uint64_t now = gw_now_ns();
-    bool hit = false;
-
-    if (req->function < 1 || req->function > 4)
-        return 0;
-    pthread_mutex_lock(&gw->cache_lock);
-    for (unsigned i = 0; i < cfg->poll_count && !hit; i++) {
-        const config_poll_t *g = &cfg->polls[i];
-        const config_device_t *d = &cfg->devices[g->device];
-        const gw_cache_entry_t *e = &gw->cache[i];
-        if (!g->serve_cached_ms || d->bus != bus || d->slave != slave || g->function != req->function ||
-            req->address < g->address || req->address + req->quantity > g->address + g->count ||
-            !cache_servable(e, now, (uint64_t)g->serve_cached_ms * 1000000ull))
-            continue;
-        unsigned off = req->address - g->address;
-        pdu[0] = req->function;
-        if (req->function >= 3) {
-            pdu[1] = (uint8_t)(2 * req->quantity);
-            for (unsigned k = 0; k < req->quantity; k++) {
-                pdu[2 + 2 * k] = (uint8_t)(e->values[off + k] >> 8);
-                pdu[3 + 2 * k] = (uint8_t)e->values[off + k];
-            }
-        } else {
-            pdu[1] = (uint8_t)((req->quantity + 7) / 8);
-            memset(pdu + 2, 0, pdu[1]);
-            for (unsigned k = 0; k < req->quantity; k++)
-                pdu[2 + k / 8] |= (uint8_t)((e->values[off + k] & 1) << (k % 8));
-        }
-        hit = true;
-    }
-    pthread_mutex_unlock(&gw->cache_lock);
-    return hit ? 2u + pdu[1] : 0;
-}
-
-static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const rtu_request_t *req,
-                              tcp_slot_t *s)
-{
-    uint8_t pdu[RTU_MAX_PDU];
-    size_t len = cache_answer(tcp, bus, slave, req, pdu);
-    if (len) {
-        slot_answer(s, pdu, len);
-        gw_count(&tcp->m->cache_hits);
-    }
-    return len != 0;
-}
-
-/* One complete request: validate, route, and give it a slot. */
+/* One complete request: through front_dispatch (dispatch.c, the way every
+ * front end's requests go), and a slot for its answer. */
 static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
 {
-    const uint8_t *pdu = h->pdu;
-    size_t len = h->pdu_len;
     gw_tcp_t *tcp = c->tcp;
     gw_t *gw = tcp->gw;
     tcp_slot_t *s = &c->slots[c->next_seq % c->depth];
     uint32_t seq = c->next_seq++;
-    rtu_request_t req;
-    rtu_status_t st;
-    unsigned bus = 0, slave = 0;
-    bool routed = route(tcp, h->unit, &bus, &slave) && bus < gw->bus_count;
+    uint8_t out[RTU_MAX_PDU];
+    gw_request_t r;
 
     tcp->in_flight++;
     gw_count(&tcp->m->requests);
     *s = (tcp_slot_t){ .tid = h->tid, .unit = h->unit, .state = SLOT_WAITING };
-
-    /* A request the framing could not tell the end of is refused as it
-     * stands; a role's refusal comes next: beyond its rights, a request is
-     * not even decoded, and says nothing about routes or the slaves. */
-    if (h->refuse) {
-        gw_count(&tcp->m->ambiguous_refused);
-        slot_exception(s, pdu[0], h->refuse);
-    } else if (c->role >= 0 && !mbaps_allows(gw->mbaps, c->role, h->unit, routed ? (int)bus : -1, pdu, len)) {
-        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
-    } else if ((st = rtu_request_decode_pdu(pdu, len, &req)) == RTU_ERR_FUNCTION) {
-        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
-    } else if (st != RTU_OK) {
-        slot_exception(s, pdu[0], 0x03);   /* illegal data value: malformed request */
-    } else if (tcp->cfg.read_only && (rtu_function_class(pdu, len) & RTU_FN_CHANGES)) {
-        gw_count(&tcp->m->read_only_refused);
-        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
-    } else if (!routed) {
-        gw_count(&tcp->m->unrouted);
-        slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
-    } else if (slave == 0 && !(rtu_function_class(pdu, len) & RTU_FN_BROADCAST)) {
-        /* Only writes are broadcast: nothing would answer a read. */
-        gw_count(&tcp->m->unrouted);
-        slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
-    } else if (!answer_from_cache(tcp, bus, slave, &req, s)) {
-        gw_request_t r = { .origin = &tcp->origin, .slave = (uint8_t)slave, .pdu_len = (uint16_t)len,
-                           .bus = (uint8_t)bus, .conn_id = c->id, .seq = seq, .t_accept_ns = gw_now_ns(),
-                           .priority = request_class(c, h->unit, pdu, len) };
-        memcpy(r.pdu, pdu, len);
+    size_t n = front_dispatch(gw, &tcp->cfg, tcp->m, c->role, h, &r, out);
+    if (n) {
+        slot_answer(s, out, n);
+    } else {
+        unsigned bus = r.bus;
+        r.origin = &tcp->origin;
+        r.conn_id = c->id;
+        r.seq = seq;
+        r.priority = request_class(c, h->unit, h->pdu, h->pdu_len);
         /* The place: the one held for its turn, or one taken now (before
          * the submit: its answer may come back on a worker at once). */
         if (c->reserved && c->reserved_bus == bus)
@@ -381,7 +287,7 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
             event_active(tcp->ev_serve, EV_TIMEOUT, 0);
             if (code == MB_EX_BUSY)
                 busy_refused(c);
-            slot_exception(s, pdu[0], (uint8_t)code);
+            slot_exception(s, h->pdu[0], (uint8_t)code);
         }
     }
     conn_flush(c);
@@ -445,7 +351,7 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
     gw_tcp_t *tcp = c->tcp;
     unsigned bus, slave;
 
-    if (adu->refuse || !route(tcp, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
+    if (adu->refuse || !front_route(tcp->gw, &tcp->cfg, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
         return false;   /* answered here, no place taken */
     unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
     if ((c->reserved && c->reserved_bus == bus) || shares_room(tcp->shares, bus, klass, false))
@@ -454,7 +360,7 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
      * bus: it does not wait for one either, however busy the bus is. */
     rtu_request_t req;
     uint8_t pdu[RTU_MAX_PDU];
-    if (rtu_request_decode_pdu(adu->pdu, adu->pdu_len, &req) == RTU_OK && cache_answer(tcp, bus, slave, &req, pdu))
+    if (rtu_request_decode_pdu(adu->pdu, adu->pdu_len, &req) == RTU_OK && front_cache_answer(tcp->gw, bus, slave, &req, pdu))
         return false;
     bufferevent_setwatermark(c->bev, EV_READ, 0, WAIT_READ_LIMIT);
     c->partial_since_ns = 0;

@@ -253,13 +253,28 @@ driver_serial_config_t gw_serial_config(const config_bus_t *bus)
 
 /*
  * A device or tcp:// port with its framing: the serial driver or a TCP
- * client, under the ASCII or MBAP layer when the framing asks for one.
+ * client, under the ASCII or MBAP layer when the framing asks for one. A
+ * udp:// port is Modbus UDP, its MBAP in its own driver (datagrams).
  */
 driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
 {
     driver_t *d;
 
-    if (bus->port_kind == CONFIG_PORT_TCP) {
+    if (bus->port_kind == CONFIG_PORT_UDP) {
+        driver_tcp_config_t uc;
+        driver_tcp_defaults(&uc);
+        uc.host = bus->tcp_host;
+        uc.port = bus->tcp_port;
+        uc.connect_timeout_ms = bus->connect_timeout_ms;
+        return driver_udp_new(&uc, err, errcap);
+    }
+    if (bus->port_kind == CONFIG_PORT_LISTEN) {
+        driver_dialin_config_t dc = { .addr = bus->tcp_host, .port = bus->tcp_port,
+                                      .register_bytes = bus->dial_register, .register_len = bus->dial_register_len,
+                                      .heartbeat = bus->dial_heartbeat, .heartbeat_len = bus->dial_heartbeat_len,
+                                      .register_timeout_ms = bus->connect_timeout_ms };
+        d = driver_dialin_new(&dc, err, errcap);
+    } else if (bus->port_kind == CONFIG_PORT_TCP) {
         driver_tcp_config_t tc;
         driver_tcp_defaults(&tc);
         tc.host = bus->tcp_host;

@@ -101,6 +101,17 @@ typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t busy_refused, busy_throttled;
 } gw_tcp_metrics_t;
 
+/* [udp] (front/udp.c): common holds what every front end counts (requests,
+ * answers, bad_mbap: malformed datagrams, refused_allow, unrouted,
+ * read_only_refused, cache_hits, discarded); the rest is UDP's own. */
+typedef struct gw_udp_metrics {
+    gw_tcp_metrics_t common;
+    atomic_uint_fast64_t refused_inflight;  /* 0x06: max_pending of its source address in flight */
+    atomic_uint_fast64_t refused_sources;   /* 0x06: max_clients addresses in flight already */
+    atomic_uint_fast64_t send_errors;       /* answers the socket did not take */
+    atomic_uint_fast64_t in_flight;         /* gauge */
+} gw_udp_metrics_t;
+
 /* Why a TLS client was refused (mbaps.c counts them by reason). */
 typedef enum gw_tls_refusal {
     GW_TLS_NO_CERTIFICATE, GW_TLS_UNTRUSTED, GW_TLS_EXPIRED, GW_TLS_REVOKED, GW_TLS_NO_ROLE, GW_TLS_UNKNOWN_ROLE,
@@ -344,6 +355,7 @@ void listen_metrics_text(gw_t *gw, struct evbuffer *b);
 
 /* front/ and web/ own these; gw_t (below) holds them for daemon/ and web/. */
 typedef struct gw_tcp gw_tcp_t;
+typedef struct gw_udp gw_udp_t;
 typedef struct gw_http gw_http_t;
 typedef struct gw_serial_slave gw_serial_slave_t;
 typedef struct gw_mbaps gw_mbaps_t;
@@ -476,12 +488,14 @@ struct gw {
     gw_tcp_t *tcp;
     gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
     gw_tcp_t *rtu_tcp;          /* NULL unless [rtu_tcp] is enabled */
+    gw_udp_t *udp;              /* NULL unless [udp] is enabled */
     gw_serial_slave_t **serial_slaves;
     unsigned serial_slave_count;
     gw_http_t *http;
     gw_north_t *north;          /* NULL without [mqtt] */
     gw_tcp_metrics_t tcp_metrics;
     gw_tcp_metrics_t rtu_tcp_metrics;
+    gw_udp_metrics_t udp_metrics;
     gw_http_metrics_t http_metrics;
     /* Published by web_start after the buses have started, read by their
      * actors for every frame: NULL (frame_ring = 0) costs them one load. */

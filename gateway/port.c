@@ -235,18 +235,21 @@ static void on_connect(evutil_socket_t fd, short what, void *arg)
     open_done(p, rc, err);
 }
 
-/* The open is in progress: wait for the fd to be writable, until the driver's deadline. */
+/* The open is in progress: wait for the fd to be writable (a connect) or
+ * readable (a listener's connection, a resolver's answer), until the
+ * driver's deadline; a driver with none (a dial-in port waiting for its
+ * DTU) waits as long as it takes. */
 static void wait_connect(gw_port_t *p)
 {
     uint64_t now = gw_now_ns(), at = driver_next_deadline(p->driver), wait = at > now ? at - now : 0;
     struct timeval tv = { (time_t)(wait / 1000000000u), (suseconds_t)(wait % 1000000000u / 1000u) };
-    p->ev_connect = event_new(loop_base(p->loop), driver_fd(p->driver), EV_WRITE, on_connect, p);
+    p->ev_connect = event_new(loop_base(p->loop), driver_fd(p->driver), EV_WRITE | EV_READ, on_connect, p);
     if (!p->ev_connect) {
         driver_close(p->driver);
         open_done(p, -ENOMEM, "out of memory");
         return;
     }
-    event_add(p->ev_connect, &tv);
+    event_add(p->ev_connect, at ? &tv : NULL);
 }
 
 /* What an open (or its completion) came to: up, still in progress, or back-off. */

@@ -205,7 +205,7 @@ void line_port(line_t *bus, bool up, uint64_t now)
 static void init_timing(line_t *bus)
 {
     const config_bus_t *c = &bus->cfg;
-    bool stream = c->port_kind == CONFIG_PORT_TCP && c->framing == CONFIG_FRAMING_RTU;
+    bool stream = config_bus_stream(c);
 
     bus->char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
     bus->wire_bits = c->framing == CONFIG_FRAMING_ASCII ? 2 * bus->char_bits
@@ -275,7 +275,7 @@ line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, co
     init_slaves(bus, cfg, index);
     for (unsigned q = 0; q < BUS_QUEUES; q++)
         bus->queue[q].slot = calloc(bus->cfg.queue_depth, sizeof(gw_request_t));
-    bool stream = bus->cfg.port_kind == CONFIG_PORT_TCP && bus->cfg.framing == CONFIG_FRAMING_RTU;
+    bool stream = config_bus_stream(&bus->cfg);
     /* RTU answers end by the length their request and byte count give, not
      * by the moment this thread got round to reading the port (by_length:
      * parser/framer.c, docs/decisions/frames-by-length.md). */

@@ -164,6 +164,18 @@ check-kill: rtugw
 # bad LRC, and the [rtu_tcp] and [serial_slave] front ends (mbpoll on a pty).
 TESTS += tests/test_transports.py
 EXTRA_DIST += tests/test_transports.py
+# Modbus UDP both ways (front end [udp], port = udp://) with pymodbus' UDP
+# client and server on each side, through the test's lossy relays.
+TESTS += tests/test_modbus_udp.py
+EXTRA_DIST += tests/test_modbus_udp.py
+# Dial-in devices (port = listen://): a simulated DTU with a registration prefix
+# and heartbeats bridging tests/rtu_slave.py drops and dials again 100 times
+# (make check); `make check-dialin` does it 1000 times.
+TESTS += tests/test_dialin.py
+EXTRA_DIST += tests/test_dialin.py
+check-dialin:
+	CYCLES=1000 $(srcdir)/tests/test_dialin.py
+.PHONY: check-dialin
 
 # RTU over TCP: where a request without a length rule ends, fed 10^6 random
 # requests split at random points (front/rtu_tcp_frame.c).

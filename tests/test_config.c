@@ -618,6 +618,55 @@ static void test_bus_keys_that_do_not_apply(void **state)
         expect_refused(keys_that_do_not_apply[i][0], keys_that_do_not_apply[i][1], keys_that_do_not_apply[i][2]);
 }
 
+/* Modbus UDP (port = udp://, [udp]) and dial-in devices (port = listen://). */
+static const char *const field_transports_refused[][3] = {
+    { "[bus a]\nport = udp://10.0.0.5:502\nframing = rtu\n", "t.ini:3: [bus a] framing = 'rtu'", "Modbus UDP" },
+    { "[bus a]\nframing = ascii\nport = udp://10.0.0.5:502\n", "t.ini:2: [bus a] framing = 'ascii'", "MBAP" },
+    { "[bus a]\nport = udp://10.0.0.5\n", "t.ini:2:", "udp://HOST:PORT" },
+    { "[bus a]\nport = listen://plc.local:7001\n", "t.ini:2:", "IPv4 address to listen on" },
+    { "[bus a]\nport = listen://0.0.0.0:7001\nframing = tcp\n", "t.ini:3: [bus a] framing = 'tcp'", "DTU" },
+    { "[bus a]\nport = /dev/ttyUSB0\nregister = text:x\n", "t.ini:3: [bus a] register", "only for port = listen" },
+    { "[bus a]\nport = listen://0.0.0.0:7001\nheartbeat = hex:ABC\n", "t.ini:3:", "even number of hex digits" },
+    { "[bus a]\nport = listen://0.0.0.0:7001\nregister = text:\n", "t.ini:3:", "1 to 64 bytes" },
+    { "[bus a]\nport = listen://0.0.0.0:7001\n[bus b]\nport = listen://127.0.0.1:7001\n", "t.ini:4:",
+      "one bus per listening port" },
+    { "[bus a]\nport = sim\n[udp]\nlisten = 502\n", "t.ini:4: [udp] listen = '502'", "ADDR:PORT" },
+    { "[bus a]\nport = sim\n[udp]\nmax_pending = 2\n", "t.ini:3:", "listen = ADDR:PORT is required" },
+    { "[bus a]\nport = sim\n[udp]\nlisten = 0.0.0.0:502\ndefault_bus = b\n", "t.ini:5:", "no such bus" },
+};
+
+static void test_udp_and_dialin(void **state)
+{
+    (void)state;
+    config_t *cfg = accepted("[bus u]\nport = udp://plc-7.site:502\nconnect_timeout_ms = 500\n"
+                             "[bus d]\nport = listen://0.0.0.0:7001\nregister = hex:00fe41\nheartbeat = text:HB\n"
+                             "[udp]\nlisten = 0.0.0.0:1502\ndefault_bus = d\nunit9 = u:3\nmax_pending = 2\n");
+    const config_bus_t *b = cfg->buses;
+    assert_int_equal(b[0].port_kind, CONFIG_PORT_UDP);
+    assert_int_equal(b[0].framing, CONFIG_FRAMING_TCP);   /* MBAP in datagrams */
+    assert_string_equal(b[0].tcp_host, "plc-7.site");
+    assert_int_equal(b[0].tcp_port, 502);
+    assert_int_equal(b[1].port_kind, CONFIG_PORT_LISTEN);
+    assert_int_equal(b[1].framing, CONFIG_FRAMING_RTU);
+    assert_true(config_bus_stream(&b[1]));
+    assert_int_equal(b[1].dial_register_len, 3);
+    assert_memory_equal(b[1].dial_register, "\x00\xfe\x41", 3);
+    assert_int_equal(b[1].dial_heartbeat_len, 2);
+    assert_memory_equal(b[1].dial_heartbeat, "HB", 2);
+    assert_true(cfg->udp.enabled);
+    assert_string_equal(cfg->udp.bind, "0.0.0.0");
+    assert_int_equal(cfg->udp.port, 1502);
+    assert_int_equal(cfg->udp.default_bus, 1);
+    assert_int_equal(cfg->udp.unit[9].bus, 0);
+    assert_int_equal(cfg->udp.unit[9].slave, 3);
+    assert_int_equal(cfg->udp.max_pending, 2);
+    assert_int_equal(cfg->udp.max_clients, 64);
+    config_free(cfg);
+    for (size_t i = 0; i < sizeof field_transports_refused / sizeof field_transports_refused[0]; i++)
+        expect_refused(field_transports_refused[i][0], field_transports_refused[i][1],
+                       field_transports_refused[i][2]);
+}
+
 static void test_rtu_tcp_section(void **state)
 {
     (void)state;
@@ -838,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_bus_rule_is_asked_per_key),
         cmocka_unit_test(test_bus_framings),
         cmocka_unit_test(test_bus_keys_that_do_not_apply),
+        cmocka_unit_test(test_udp_and_dialin),
         cmocka_unit_test(test_rtu_tcp_section),
         cmocka_unit_test(test_serial_slave_section),
         cmocka_unit_test(test_mqtt_section),

@@ -121,6 +121,30 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
         evbuffer_add_printf(b, "rtugw_bus_frame_errors_total{bus=\"%s\"} %llu\n", bus_config(gw->buses[k])->name,
                             (unsigned long long)st.frame_errors);
     }
+    /* Modbus UDP's drops (drivers/udp.c: never handed up, so never a frame)
+     * and dial-in ports' connections (drivers/dialin.c). */
+    static const struct { const char *name, *help; size_t offset; } transport[] = {
+        { "stale_answers", "Modbus UDP datagrams with a transaction id not in flight (late, duplicated), dropped",
+          offsetof(driver_stats_t, stale_answers) },
+        { "foreign_datagrams", "Modbus UDP datagrams from another address or port than the device's, dropped",
+          offsetof(driver_stats_t, foreign_datagrams) },
+        { "dialin_accepted", "Dial-in DTU connections accepted", offsetof(driver_stats_t, dialin_accepted) },
+        { "dialin_rejected", "Dial-in DTU connections closed for a wrong or missing registration",
+          offsetof(driver_stats_t, dialin_rejected) },
+        { "dialin_takeovers", "A DTU dialled again while connected: its old connection closed",
+          offsetof(driver_stats_t, dialin_takeovers) },
+        { "heartbeats", "Dial-in heartbeat packets dropped", offsetof(driver_stats_t, heartbeats) },
+    };
+    for (size_t i = 0; i < sizeof transport / sizeof transport[0]; i++) {
+        evbuffer_add_printf(b, "# HELP rtugw_bus_%s_total %s\n# TYPE rtugw_bus_%s_total counter\n", transport[i].name,
+                            transport[i].help, transport[i].name);
+        for (unsigned k = 0; k < gw->bus_count; k++) {
+            driver_stats_t st;
+            bus_driver_stats(gw->buses[k], &st);
+            evbuffer_add_printf(b, "rtugw_bus_%s_total{bus=\"%s\"} %llu\n", transport[i].name,
+                                bus_config(gw->buses[k])->name, (unsigned long long)field(&st, transport[i].offset));
+        }
+    }
     evbuffer_add_printf(b, "# HELP rtugw_bus_latency_seconds Request to matching response, first attempt\n"
                            "# TYPE rtugw_bus_latency_seconds histogram\n");
     for (unsigned k = 0; k < gw->bus_count; k++) {
@@ -311,6 +335,34 @@ static void tcp_metrics_text(struct evbuffer *b, const char *prefix, const gw_tc
     }
 }
 
+/* [udp]: the counters it shares with [tcp] (those that mean something
+ * without a connection), then its own. */
+static void udp_metrics_text(struct evbuffer *b, const gw_udp_metrics_t *m)
+{
+    static const char *const common[] = { "requests", "answers", "bad_mbap", "refused_allow", "unrouted",
+                                          "read_only_refused", "cache_hits", "discarded" };
+    static const metric_def_t own[] = {
+        { "refused_inflight", "Requests answered 0x06: max_pending of their source address in flight",
+          offsetof(gw_udp_metrics_t, refused_inflight), false },
+        { "refused_sources", "Requests answered 0x06: max_clients source addresses in flight already",
+          offsetof(gw_udp_metrics_t, refused_sources), false },
+        { "send_errors", "Answers the socket did not take", offsetof(gw_udp_metrics_t, send_errors), false },
+        { "in_flight", "Requests in flight now", offsetof(gw_udp_metrics_t, in_flight), true },
+    };
+    for (size_t i = 0; i < sizeof tcp_defs / sizeof tcp_defs[0]; i++)
+        for (size_t j = 0; j < sizeof common / sizeof common[0]; j++)
+            if (strcmp(tcp_defs[i].name, common[j]) == 0) {
+                metric_header(b, "udp", &tcp_defs[i]);
+                evbuffer_add_printf(b, "rtugw_udp_%s_total %llu\n", tcp_defs[i].name,
+                                    (unsigned long long)field(&m->common, tcp_defs[i].offset));
+            }
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        metric_header(b, "udp", &own[i]);
+        evbuffer_add_printf(b, "rtugw_udp_%s%s %llu\n", own[i].name, own[i].gauge ? "" : "_total",
+                            (unsigned long long)field(m, own[i].offset));
+    }
+}
+
 #define SM(f, h) { #f, h, offsetof(gw_serial_slave_metrics_t, f), false }
 static const metric_def_t serial_slave_defs[] = {
     SM(requests, "Requests from the serial master for a routed slave"),
@@ -396,6 +448,8 @@ void http_on_metrics(struct evhttp_request *req, void *arg)
     tls_metrics_text(gw, b);
     if (gw->rtu_tcp)
         tcp_metrics_text(b, "rtu_tcp", &gw->rtu_tcp_metrics);
+    if (gw->udp)
+        udp_metrics_text(b, &gw->udp_metrics);
     serial_slave_metrics_text(gw, b);
     router_metrics_text(gw, b);
     http_metrics_text(gw, b);
