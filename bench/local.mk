@@ -7,8 +7,8 @@ rtugw_bench_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS)
 # bench mqtt's reference publisher and subscriber link libmosquitto here;
 # north/ itself is the module, loaded as the daemon loads it.
 rtugw_bench_LDADD = bench/libbench.a north/libnorth.a $(ROUTING_LIB) $(ACTOR_LIB) config/libconfig.a \
-	tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a module/libmodule.a \
-	$(MOSQUITTO_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(JSONC_LIBS) -lm
+	expr/libexpr.a tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a module/libmodule.a \
+	$(MOSQUITTO_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(LUA_LIBS) $(JSONC_LIBS) -lm
 noinst_LIBRARIES += bench/libbench.a
 # What every bench shares: the percentile code (bench/stats.c, against
 # numpy's definition) and the option parser (bench/options.c).

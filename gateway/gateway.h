@@ -227,6 +227,11 @@ const tags_table_t *gwtags_defs(const gw_tags_t *t);
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
 /* The answer (PDU, or a gateway exception) to read r of plan into its tags,
  * stamped now_ms; takes the lock. Returns how many values changed. */
+/* The computed tags (expr/) the last store (gwtags_apply, gwtags_observe)
+ * evaluated, up to cap, and forgets them: what MQTT publishes beside the
+ * read's own tags. On the thread that stored, after the store. */
+#define GWTAGS_EVALUATED_MAX 256
+size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap);
 /* The poller's subscriber for the tag table (gwtags_apply). */
 gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t);
 int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
