@@ -369,14 +369,15 @@ int expr_rewrite(const char *text, expr_lookup_fn lookup, void *ctx, char *chunk
         return rc;
     if (sc.n_inputs == 0)
         return fail(&sc, "%s", "names no tag (a computed tag is evaluated when one of its inputs is read)");
-    /* the arguments on the first line, so Lua's line numbers are the text's */
+    /* the arguments on the first line, so Lua's line numbers are the text's
+     * (comments are gone: the closing parenthesis cannot be commented out) */
     size_t used = (size_t)snprintf(chunk, cap, "local ");
     for (size_t k = 0; k < sc.n_inputs && used < cap; k++)
         used += (size_t)snprintf(chunk + used, cap - used, "__i%zu,", k + 1);
     for (size_t k = 0; k < sc.n_inputs && used < cap; k++)
         used += (size_t)snprintf(chunk + used, cap - used, "__p%zu,", k + 1);
     if (used < cap)
-        used += (size_t)snprintf(chunk + used, cap - used, "last,dt=... return (%s\n)", body);
+        used += (size_t)snprintf(chunk + used, cap - used, "last,dt=... return (%s)", body);
     if (used >= cap)
         return fail(&sc, "%s", "the expression is too long once its names are bound");
     *n_inputs = sc.n_inputs;
