@@ -3,7 +3,7 @@ config_libconfig_a_SOURCES = config/config.h config/internal.h config/config.c c
 	config/reader.c config/tags.c config/mqtt.c config/demo.c config/security.c config/transports.c \
 	config/users.c config/listen.c config/compare.c config/confine.c
 config_libconfig_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
-EXTRA_DIST += config/example.ini
+EXTRA_DIST += config/example.ini config/sunspec.ini config/sunspec.csv
 
 check_PROGRAMS += tests/test_config
 tests_test_config_SOURCES = tests/test_config.c

@@ -10,3 +10,7 @@ tests_test_expr_SOURCES = tests/test_expr.c
 tests_test_expr_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_expr_LDADD = expr/libexpr.a tags/libtags.a parser/libparser.a $(LUA_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/test_expr
+# End to end: config/sunspec.csv through rtugw sim, hostile expressions while
+# Modbus TCP is read, rtugw check's errors.
+TESTS += tests/test_tags_expr.py
+EXTRA_DIST += tests/test_tags_expr.py
