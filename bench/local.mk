@@ -35,7 +35,7 @@ bench_libbench_a_SOURCES += bench/crossover.h bench/bench_crossover.c \
 	bench/crossover_frames.c bench/crossover_layers.c bench/crossover_callgrind.c \
 	bench/crossover_verdict.c bench/crossover_report.c bench/crossover_json.c \
 	bench/crossover_svg.c
-bench_libbench_a_SOURCES += bench/bench_tags.c
+bench_libbench_a_SOURCES += bench/bench_tags.c bench/bench_expr.c
 bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"' -DRTUGW_BINDIR='"$(bindir)"' -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 TESTS += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += tests/test_bench_crossover.sh tests/test_bench_router.sh
