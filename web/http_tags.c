@@ -130,12 +130,13 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
                             (double)(now_ms - v.time_ms) / 1e3);
     else
         evbuffer_add_printf(b, ",\"timestamp\":null,\"age_s\":null");
-    if (full && g->computed) {
+    if (g->computed) {   /* in the list too: the page marks computed tags */
         evbuffer_add_printf(b, ",\"expr\":");
         add_str(b, tags_table_expr(t, i));
     }
-    if (full) {
+    if (full && !g->computed)   /* a computed tag has no register */
         evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u", tags_area_name(g->area), g->address);
+    if (full) {
         if (g->in_register)
             evbuffer_add_printf(b, ",\"bit\":%u", g->bit);
         if (g->point)
