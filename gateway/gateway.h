@@ -8,7 +8,8 @@
  * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), and gw_t, the handle every part is
- * given. May call parser/, routing/, actor/, drivers/, tags/, north/ (the
+ * given. May call parser/, routing/, actor/, drivers/, tags/, expr/ (the
+ * computed tags, evaluated after each store), north/ (the
  * MQTT module's loader and interface, through config/config.h), config/
  * and line/ (the core each bus hosts), libevent; nothing above it.
  *
