@@ -228,9 +228,9 @@ const tags_table_t *gwtags_defs(const gw_tags_t *t);
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
 /* The answer (PDU, or a gateway exception) to read r of plan into its tags,
  * stamped now_ms; takes the lock. Returns how many values changed. */
-/* The computed tags (expr/) the last store (gwtags_apply, gwtags_observe)
- * evaluated, up to cap, and forgets them: what MQTT publishes beside the
- * read's own tags. On the thread that stored, after the store. */
+/* The computed tags (expr/) the stores (gwtags_apply, gwtags_observe) have
+ * evaluated since the last call, up to cap, and forgets them: what MQTT
+ * publishes beside a read's own tags. */
 #define GWTAGS_EVALUATED_MAX 256
 size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap);
 /* The poller's subscriber for the tag table (gwtags_apply). */

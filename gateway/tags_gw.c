@@ -108,12 +108,17 @@ static int build_expr(tags_table_t *t, expr_engine_t **out, char *err, size_t er
     return *out ? 0 : -1;
 }
 
-/* Under the lock, after values were stored: the computed tags that read them. */
+/* Under the lock, after values were stored: the computed tags that read them.
+ * Appended, not replaced: the poller and a listen-only bus's actor store on
+ * their own threads, and whichever drains the list next (gwtags_evaluated)
+ * publishes them all, so none is lost to the other's store in between. */
 static void evaluate(gw_tags_t *t, int64_t now_ms)
 {
-    t->n_evaluated = t->expr ? expr_engine_run(t->expr, now_ms, t->evaluated, GWTAGS_EVALUATED_MAX) : 0;
-    if (t->n_evaluated > GWTAGS_EVALUATED_MAX)
-        t->n_evaluated = GWTAGS_EVALUATED_MAX;
+    if (!t->expr)
+        return;
+    size_t room = GWTAGS_EVALUATED_MAX - t->n_evaluated;
+    size_t n = expr_engine_run(t->expr, now_ms, t->evaluated + t->n_evaluated, room);
+    t->n_evaluated += n < room ? n : room;
 }
 
 size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap)
