@@ -165,7 +165,10 @@ void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu,
 
 /* tag_write.c: the one way a tag's value is written (HTTP, MQTT, Sparkplug). */
 typedef struct gw_tag_writes gw_tag_writes_t;
-enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE, TAG_WRITE_LISTEN_ONLY };
+/* TAG_WRITE_COMPUTED: the tag is computed (expr/): its value is its
+ * expression's, there is no register to write (a Modbus map answers 01). */
+enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE, TAG_WRITE_LISTEN_ONLY,
+       TAG_WRITE_COMPUTED };
 typedef struct tag_write_outcome {
     unsigned tag;                 /* the tag's index in the tag table */
     const tags_write_t *w;        /* what was written (after a read-modify-write's merge) */
