@@ -13,7 +13,7 @@ on a pseudo-terminal of its own:
   evaluated at every poll, while Modbus TCP reads through the gateway are all
   answered (and the honest computed tag keeps its value);
 - a write to a computed tag is refused with a clear error (HTTP 403);
-- rtugw check refuses a syntax error, an unknown tag and a cycle, with
+- config/sunspec.ini checks clean; rtugw check refuses a syntax error, an unknown tag and a cycle, with
   FILE:LINE, the tag and the expression."""
 import os
 import shutil
@@ -156,6 +156,10 @@ def test_sunspec():
 
 
 def test_check_errors():
+    example = os.path.join(SRC, "config", "sunspec.ini")
+    r = subprocess.run([BIN, "check", "-c", example], capture_output=True, text=True)
+    check(r.returncode == 0 and "26 tags" in r.stdout + r.stderr and "warning" not in r.stdout + r.stderr,
+          f"config/sunspec.ini checks clean: {(r.stdout + r.stderr).strip()[:200]}")
     d = tempfile.mkdtemp(prefix="rtugw-expr-check-")
     base = ("[bus line]\nport = sim:1\n[device plc]\nslave = 1\n"
             "[tag x]\ntable = holding\naddress = 1\ntype = uint16\n")
