@@ -50,5 +50,6 @@ int bench_crossover_main(int argc, char **argv);
 int bench_tags_main(int argc, char **argv);
 int bench_transports_main(int argc, char **argv);
 int bench_mqtt_main(int argc, char **argv);
+int bench_expr_main(int argc, char **argv);
 
 #endif

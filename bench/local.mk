@@ -7,8 +7,8 @@ rtugw_bench_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS)
 # bench mqtt's reference publisher and subscriber link libmosquitto here;
 # north/ itself is the module, loaded as the daemon loads it.
 rtugw_bench_LDADD = bench/libbench.a north/libnorth.a $(ROUTING_LIB) $(ACTOR_LIB) config/libconfig.a \
-	tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a module/libmodule.a \
-	$(MOSQUITTO_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(JSONC_LIBS) -lm
+	expr/libexpr.a tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a module/libmodule.a \
+	$(MOSQUITTO_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(LUA_LIBS) $(JSONC_LIBS) -lm
 noinst_LIBRARIES += bench/libbench.a
 # What every bench shares: the percentile code (bench/stats.c, against
 # numpy's definition) and the option parser (bench/options.c).
@@ -35,7 +35,7 @@ bench_libbench_a_SOURCES += bench/crossover.h bench/bench_crossover.c \
 	bench/crossover_frames.c bench/crossover_layers.c bench/crossover_callgrind.c \
 	bench/crossover_verdict.c bench/crossover_report.c bench/crossover_json.c \
 	bench/crossover_svg.c
-bench_libbench_a_SOURCES += bench/bench_tags.c
+bench_libbench_a_SOURCES += bench/bench_tags.c bench/bench_expr.c
 bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"' -DRTUGW_BINDIR='"$(bindir)"' -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 TESTS += tests/test_bench_crossover.sh tests/test_bench_router.sh
 EXTRA_DIST += tests/test_bench_crossover.sh tests/test_bench_router.sh

@@ -25,6 +25,7 @@ static const struct {
     { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },
     { "tags", bench_tags_main, "reads per poll cycle: planner vs per tag vs touching; ns per decoded value" },
     { "transports", bench_transports_main, "RTU over TCP, Modbus TCP devices, [rtu_tcp]: rtugw vs each direct arm" },
+    { "expr", bench_expr_main, "computed tags: evaluations/s of a 5-operator expression, alone and per read, vs C" },
     { "mqtt", bench_mqtt_main, "MQTT values/s, latency and CPU per 1,000 values vs a plain libmosquitto publisher" },
 };
 

@@ -25,7 +25,7 @@ static const command_t commands[] = {
     { "hash-password", cmd_passwd, "a password as the hash [user NAME] password_hash takes" },
     { "sniff", cmd_sniff, "decode a line another master polls, never writing to it" },
     { "bench", cmd_bench, "benchmarks: parse, actors, router, gateway, isolation, soak, crossover,\n"
-                          "             tags, transports, mqtt (the program rtugw-bench; rtugw bench --help)" },
+                          "             tags, transports, mqtt, expr (the program rtugw-bench; rtugw bench --help)" },
 };
 
 static void usage(FILE *to)

@@ -4,7 +4,8 @@
  * section, key and value that is wrong. Owns: the configuration's
  * structs, defaults, loading and validation. May call: libinih, libc and
  * tags/ (tag files and [tag NAME] sections are loaded and checked here, so
- * `rtugw check` reports them) and north/north.h (north_config_t, the [mqtt]
+ * `rtugw check` reports them), expr/ (computed tags compiled at load) and
+ * north/north.h (north_config_t, the [mqtt]
  * section's struct; no code of that folder); everything above it reads it.
  *
  * The loaded configuration is plain data (the structs below are its

@@ -22,6 +22,7 @@
  * once per device.
  */
 #include "config/internal.h"
+#include "expr/expr.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -36,6 +37,7 @@ typedef struct pending_tag {
     char device[CONFIG_NAME_MAX];
     char order[24];
     char address[24];            /* as written: read once the device's addressing is known */
+    char *expr;                  /* a computed tag's expression (expr/), or NULL */
     unsigned device_line, order_line, address_line;
     bool has_table, has_address, has_type, has_interval;
     bool bad;                    /* a key's value was refused: not added (nor reported again) */
@@ -63,6 +65,8 @@ void config_tags_free(config_tags_t *ct)
 {
     if (!ct)
         return;
+    for (size_t i = 0; i < ct->n; i++)
+        free(ct->tags[i].expr);
     free(ct->tags);
     free(ct->files);
     free(ct);
@@ -184,6 +188,19 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
     if (strcmp(key, "interval_ms") == 0) {
         pt->has_interval = true;
         return parse_interval(value, &g->interval_ms, msg, cap);
+    }
+    if (strcmp(key, "expr") == 0) {   /* compiled once every tag is known (config_tags_resolve) */
+        if (!*value || strlen(value) >= TAGS_EXPR_MAX) {
+            snprintf(msg, cap, "expected an expression of 1..%d bytes", TAGS_EXPR_MAX - 1);
+            return -EINVAL;
+        }
+        free(pt->expr);
+        if (!(pt->expr = strdup(value))) {
+            snprintf(msg, cap, "out of memory");
+            return -ENOMEM;
+        }
+        g->computed = true;
+        return 0;
     }
     return -ENOENT;
 }
@@ -352,6 +369,19 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
     }
     if (pt->bad)
         return;
+    if (g->computed) {   /* its value is its expression's: no register, float64 unless it says */
+        if (pt->has_table || pt->has_address)
+            config_error_at(ld, g->line, "[%s]: a computed tag (expr) takes no table or address", section);
+        else if (d < 0)
+            config_error_at(ld, g->line, "[%s]: device is required (more than one device is configured)", section);
+        else {
+            g->type = pt->has_type ? g->type : TAGS_FLOAT64;
+            int i = tags_table_add(t, g, cfg->devices[d].name, msg, sizeof msg);
+            if (i < 0 || tags_table_set_expr(t, (size_t)i, pt->expr) < 0)
+                config_error_at(ld, g->line, "[%s]: %s", section, i < 0 ? msg : "out of memory");
+        }
+        return;
+    }
     bool modicon = d >= 0 && config_device_modicon(cfg, &cfg->devices[d]);
     if (d < 0 || (!pt->has_table && !modicon) || !pt->has_address || !pt->has_type) {
         config_error_at(ld, g->line, "[%s]: %s", section,
@@ -630,6 +660,28 @@ static void check_limits(loader_t *ld, const config_t *cfg, const tags_table_t *
     }
 }
 
+static void expr_error(void *ctx, const char *line)
+{
+    config_error_text(ctx, "%s", line);
+}
+
+/* The computed tags compiled once here, so that a wrong expression, an
+ * unknown name or a cycle is a configuration error (FILE:LINE), and their
+ * intervals are set from their inputs in the definitions the gateway copies. */
+static void check_expressions(loader_t *ld, tags_table_t *t)
+{
+    bool any = false;
+    for (size_t i = 0; i < tags_table_count(t) && !any; i++)
+        any = tags_table_tag(t, i)->computed;
+    if (!any)
+        return;
+    unsigned errors;
+    expr_engine_t *e = expr_engine_new(t, NULL, ld->source, expr_error, ld, &errors);
+    if (!e && errors == 0)
+        config_error_at(ld, 0, "out of memory for the computed tags");
+    expr_engine_free(e);
+}
+
 void config_tags_resolve(loader_t *ld)
 {
     config_t *cfg = ld->cfg;
@@ -675,6 +727,8 @@ void config_tags_resolve(loader_t *ld)
     free(files);
     free(done);
     free(defs);
+    if (ld->errs->total == before && t)
+        check_expressions(ld, t);
     if (ld->errs->total != before) {
         tags_table_free(t);
         return;

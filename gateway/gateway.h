@@ -8,7 +8,8 @@
  * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), and gw_t, the handle every part is
- * given. May call parser/, routing/, actor/, drivers/, tags/, north/ (the
+ * given. May call parser/, routing/, actor/, drivers/, tags/, expr/ (the
+ * computed tags, evaluated after each store), north/ (the
  * MQTT module's loader and interface, through config/config.h), config/
  * and line/ (the core each bus hosts), libevent; nothing above it.
  *
@@ -177,7 +178,10 @@ void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu,
 
 /* tag_write.c: the one way a tag's value is written (HTTP, MQTT, Sparkplug). */
 typedef struct gw_tag_writes gw_tag_writes_t;
-enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE, TAG_WRITE_LISTEN_ONLY };
+/* TAG_WRITE_COMPUTED: the tag is computed (expr/): its value is its
+ * expression's, there is no register to write (a Modbus map answers 01). */
+enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE, TAG_WRITE_LISTEN_ONLY,
+       TAG_WRITE_COMPUTED };
 typedef struct tag_write_outcome {
     unsigned tag;                 /* the tag's index in the tag table */
     const tags_write_t *w;        /* what was written (after a read-modify-write's merge) */
@@ -240,6 +244,11 @@ const tags_table_t *gwtags_defs(const gw_tags_t *t);
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
 /* The answer (PDU, or a gateway exception) to read r of plan into its tags,
  * stamped now_ms; takes the lock. Returns how many values changed. */
+/* The computed tags (expr/) the stores (gwtags_apply, gwtags_observe) have
+ * evaluated since the last call, up to cap, and forgets them: what MQTT
+ * publishes beside a read's own tags. */
+#define GWTAGS_EVALUATED_MAX 256
+size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap);
 /* The poller's subscriber for the tag table (gwtags_apply). */
 gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t);
 int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,

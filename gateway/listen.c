@@ -143,6 +143,10 @@ static void observe(gw_listen_t *l, const rtu_pair_event_t *ev, const rtu_envelo
             n = sizeof l->heard / sizeof l->heard[0];
         if (n)
             gwnorth_tags_heard(l->gw->north, l->heard, n, heard_ms);
+        /* and the computed tags what was heard re-evaluated, each with its device */
+        n = gwtags_evaluated(l->gw->tags, l->heard, sizeof l->heard / sizeof l->heard[0]);
+        for (size_t k = 0; k < n; k++)
+            gwnorth_tags_heard(l->gw->north, &l->heard[k], 1, heard_ms);
     }
 }
 

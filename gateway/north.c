@@ -165,6 +165,12 @@ static void on_poll_result(void *ctx, const gw_poll_result_t *r)
         gwnorth_poll_answer(gn, m[k].index, r->good, r->exception ? r->pdu[1] : 0, values, count, read->function);
     }
     gwnorth_tags_answer(gn, r->plan, r->read, r->on_demand, r->wall_ms);
+    /* the computed tags this answer's values re-evaluated (the tag table's
+     * subscriber ran before this one): each goes out with its device's tags */
+    unsigned computed[GWTAGS_EVALUATED_MAX];
+    size_t nc = gwtags_evaluated(gn->gw->tags, computed, GWTAGS_EVALUATED_MAX);
+    for (size_t k = 0; k < nc; k++)
+        gwnorth_tags_heard(gn, &computed[k], 1, r->wall_ms);
 }
 
 gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
@@ -219,6 +225,8 @@ static const char *tag_error(const tags_value_t *v, char *buf, size_t cap)
     case TAGS_BAD_DATA: return "bad data";
     case TAGS_BAD_NOT_READ: return "not read yet";
     case TAGS_BAD_EXCEPTION: snprintf(buf, cap, "exception %02X", v->exception); return buf;
+    case TAGS_BAD_EXPR: return "expression failed";   /* /tags has Lua's why */
+    case TAGS_BAD_INPUT: return "input bad";
     }
     return "bad";
 }
@@ -294,7 +302,7 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
         tags_value_t v;
         tags_table_value(t, idx[k], (int64_t)t_ms, &v);
         gwnorth_tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
-        if (v.reason != TAGS_BAD_NOT_READ) {
+        if (v.reason != TAGS_BAD_NOT_READ && !g->computed) {   /* a computed tag says nothing of the device */
             bool answers = v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT ||
                            v.reason == TAGS_BAD_DATA;
             if (!any_answer || v.time_ms > newest_ms) {

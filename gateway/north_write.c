@@ -150,7 +150,8 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
         return false;
     if (!g->writable) {
         gn->m->write_done(gn->north, token, NORTH_WRITE_NOT_WRITABLE,
-                          g->area == TAGS_AREA_DISCRETE || g->area == TAGS_AREA_INPUT
+                          g->computed ? "not writable: the tag is computed (expr), its value is its expression's"
+                          : g->area == TAGS_AREA_DISCRETE || g->area == TAGS_AREA_INPUT
                               ? "not writable: the tag is an input (discrete input or input register)"
                               : "not writable: the tag is not marked writable in the tag file");
         return true;

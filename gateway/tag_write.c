@@ -128,6 +128,9 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
                     tag_write_done_fn done, void *owner, uint64_t cookie)
 {
     unsigned i = 0;
+    const tags_table_t *all = gwtags_defs(tw->gw->tags);
+    if (tag < tags_table_count(all) && tags_table_tag(all, tag)->computed)
+        return TAG_WRITE_COMPUTED;   /* every caller refuses it first (never writable): this is the one rule */
     if (bus < tw->gw->cfg->bus_count && tw->gw->cfg->buses[bus].listen)
         return TAG_WRITE_LISTEN_ONLY;   /* rtugw never writes to a line another master owns */
     while (i < tw->n_slots && tw->slots[i].id)

@@ -22,6 +22,7 @@
  * defined the same before and after keeps its value.
  */
 #include "gateway/gateway.h"
+#include "expr/expr.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -33,6 +34,9 @@ struct gw_tags {
     tags_table_t *table;
     unsigned *config_device;     /* per table device: its index in cfg->devices */
     uint32_t generation;         /* +1 per reload that replaced the table */
+    expr_engine_t *expr;         /* the table's computed tags, or NULL when it has none */
+    unsigned evaluated[GWTAGS_EVALUATED_MAX];   /* computed tags the last store evaluated */
+    size_t n_evaluated;
 };
 
 static int config_device_index(const config_t *cfg, const char *name)
@@ -59,8 +63,9 @@ static int build(const config_t *cfg, tags_table_t **table, unsigned **config_de
     }
     for (size_t i = 0; i < n; i++) {
         const tags_tag_t *g = tags_table_tag(src, i);
-        if (tags_table_add(t, g, tags_table_device_name(src, g->device), msg, sizeof msg) < 0) {
-            snprintf(err, errcap, "tags: %s", msg);   /* the config validated it: cannot happen */
+        int at = tags_table_add(t, g, tags_table_device_name(src, g->device), msg, sizeof msg);
+        if (at < 0 || (g->computed && tags_table_set_expr(t, (size_t)at, tags_table_expr(src, i)) < 0)) {
+            snprintf(err, errcap, "tags: %s", at < 0 ? msg : "out of memory");   /* the config validated it */
             tags_table_free(t);
             return -1;
         }
@@ -87,6 +92,45 @@ static int build(const config_t *cfg, tags_table_t **table, unsigned **config_de
     return 0;
 }
 
+/* The engine of a table's computed tags (NULL, and no error, when it has none). */
+static int build_expr(tags_table_t *t, expr_engine_t **out, char *err, size_t errcap)
+{
+    bool any = false;
+    unsigned errors;
+    *out = NULL;
+    for (size_t i = 0; i < tags_table_count(t) && !any; i++)
+        any = tags_table_tag(t, i)->computed;
+    if (!any)
+        return 0;
+    if (!(*out = expr_engine_new(t, NULL, NULL, NULL, NULL, &errors)))
+        snprintf(err, errcap, "tags: %s", errors ? "an expression the configuration passed fails to compile"
+                                                 : "out of memory for the computed tags");
+    return *out ? 0 : -1;
+}
+
+/* Under the lock, after values were stored: the computed tags that read them.
+ * Appended, not replaced: the poller and a listen-only bus's actor store on
+ * their own threads, and whichever drains the list next (gwtags_evaluated)
+ * publishes them all, so none is lost to the other's store in between. */
+static void evaluate(gw_tags_t *t, int64_t now_ms)
+{
+    if (!t->expr)
+        return;
+    size_t room = GWTAGS_EVALUATED_MAX - t->n_evaluated;
+    size_t n = expr_engine_run(t->expr, now_ms, t->evaluated + t->n_evaluated, room);
+    t->n_evaluated += n < room ? n : room;
+}
+
+size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap)
+{
+    pthread_mutex_lock(&t->lock);
+    size_t n = t->n_evaluated < cap ? t->n_evaluated : cap;
+    memcpy(out, t->evaluated, n * sizeof *out);
+    t->n_evaluated = 0;
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
 gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap)
 {
     gw_tags_t *t = calloc(1, sizeof *t);
@@ -95,6 +139,12 @@ gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap)
         return NULL;
     }
     if (build(cfg, &t->table, &t->config_device, err, errcap) != 0) {
+        free(t);
+        return NULL;
+    }
+    if (build_expr(t->table, &t->expr, err, errcap) != 0) {
+        tags_table_free(t->table);
+        free(t->config_device);
         free(t);
         return NULL;
     }
@@ -108,6 +158,7 @@ void gwtags_free(gw_tags_t *t)
         return;
     if (t->table)
         pthread_mutex_destroy(&t->lock);
+    expr_engine_free(t->expr);
     tags_table_free(t->table);
     free(t->config_device);
     free(t);
@@ -167,6 +218,7 @@ int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t 
             words[i] = (uint16_t)(pdu[2 + 2 * i] << 8 | pdu[3 + 2 * i]);
         changed = tags_table_apply(t->table, plan, r, words, n, now_ms);
     }
+    evaluate(t, now_ms);
     pthread_mutex_unlock(&t->lock);
     return changed;
 }
@@ -178,7 +230,7 @@ static bool same_tag(const tags_tag_t *a, const char *dev_a, const tags_tag_t *b
            a->type == b->type && a->count == b->count && a->point == b->point &&
            a->has_decimals == b->has_decimals && a->decimals == b->decimals && a->modicon == b->modicon && a->order == b->order && a->scale == b->scale &&
            a->offset == b->offset && a->deadband == b->deadband && a->writable == b->writable &&
-           a->interval_ms == b->interval_ms && strcmp(a->unit, b->unit) == 0 &&
+           a->interval_ms == b->interval_ms && a->computed == b->computed && strcmp(a->unit, b->unit) == 0 &&
            strcmp(a->description, b->description) == 0;
 }
 
@@ -189,8 +241,10 @@ bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
         return false;
     for (size_t i = 0; i < n; i++) {
         const tags_tag_t *a = tags_table_tag(t->table, i), *b = tags_table_tag(defs, i);
+        const char *ea = tags_table_expr(t->table, i), *eb = tags_table_expr(defs, i);
         if (!same_tag(a, tags_table_device_name(t->table, a->device), b,
-                      tags_table_device_name(defs, b->device)))
+                      tags_table_device_name(defs, b->device)) ||
+            ((ea || eb) && (!ea || !eb || strcmp(ea, eb) != 0)))
             return false;
     }
     return true;
@@ -199,6 +253,9 @@ bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
 static bool same_def(const tags_table_t *a, size_t i, const tags_table_t *b, size_t j)
 {
     const tags_tag_t *x = tags_table_tag(a, i), *y = tags_table_tag(b, j);
+    const char *ex = tags_table_expr(a, i), *ey = tags_table_expr(b, j);
+    if ((ex || ey) && (!ex || !ey || strcmp(ex, ey) != 0))
+        return false;   /* a computed tag whose expression changed starts afresh */
     return same_tag(x, tags_table_device_name(a, x->device), y, tags_table_device_name(b, y->device));
 }
 
@@ -206,8 +263,14 @@ int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, s
 {
     tags_table_t *fresh;
     unsigned *cd;
+    expr_engine_t *expr;
     if (build(cfg, &fresh, &cd, err, errcap) != 0)
         return -1;
+    if (build_expr(fresh, &expr, err, errcap) != 0) {
+        tags_table_free(fresh);
+        free(cd);
+        return -1;
+    }
     *kept = 0;
     pthread_mutex_lock(&t->lock);
     for (size_t i = 0; i < tags_table_count(fresh); i++) {
@@ -218,10 +281,14 @@ int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, s
     }
     tags_table_t *old_table = t->table;
     unsigned *old_cd = t->config_device;
+    expr_engine_t *old_expr = t->expr;
     t->table = fresh;
     t->config_device = cd;
+    t->expr = expr;
+    t->n_evaluated = 0;
     t->generation++;
     pthread_mutex_unlock(&t->lock);
+    expr_engine_free(old_expr);
     tags_table_free(old_table);
     free(old_cd);
     return 0;
@@ -238,6 +305,7 @@ int gwtags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t 
     pthread_mutex_lock(&t->lock);
     int d = tags_table_find_device(t->table, device);
     int moved = d < 0 ? 0 : tags_table_observe(t->table, (size_t)d, area, address, words, packed, n, now_ms);
+    evaluate(t, now_ms);
     pthread_mutex_unlock(&t->lock);
     return moved;
 }

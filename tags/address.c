@@ -126,7 +126,7 @@ static unsigned lint_modicon(const lint_t *l)
         const tags_tag_t *g = tags_table_tag(t, i);
         unsigned lead = g->area == TAGS_AREA_HOLDING ? 4 : g->area == TAGS_AREA_INPUT ? 3
                         : g->area == TAGS_AREA_DISCRETE ? 1 : 0;
-        if (g->modicon || lead == 0 || g->address < lead * 10000 + 1 || g->address > lead * 10000 + 9999)
+        if (g->computed || g->modicon || lead == 0 || g->address < lead * 10000 + 1 || g->address > lead * 10000 + 9999)
             continue;
         char what[256];
         snprintf(what, sizeof what, "tag '%s' at %u looks like a Modicon address (%s register %u); the "
@@ -157,7 +157,7 @@ static unsigned lint_one_based(const lint_t *l)
         unsigned wide = 0, odd = 0;
         for (size_t k = 0; k < n; k++) {
             const tags_tag_t *g = tags_table_tag(t, idx[k]);
-            if (g->count < 2 || g->type == TAGS_STRING || g->type == TAGS_RAW || g->modicon)
+            if (g->count < 2 || g->type == TAGS_STRING || g->type == TAGS_RAW || g->modicon || g->computed)
                 continue;
             wide++;
             odd += g->address & 1;
@@ -188,7 +188,7 @@ static unsigned lint_overlaps(const lint_t *l)
         return 0;
     for (size_t i = 0; i < n; i++) {
         const tags_tag_t *g = tags_table_tag(t, i);
-        if (!part_of_register(g))
+        if (!part_of_register(g) && !g->computed)   /* a computed tag has no registers */
             s[m++] = (span_t){ (unsigned)i, g->device, g->area, g->address, g->address + g->count };
     }
     qsort(s, m, sizeof *s, by_place);

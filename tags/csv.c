@@ -29,7 +29,7 @@
 static const char *const column_names[TAGS_FIELD_COUNT] = {
     "name", "device", "table", "address", "type", "order", "scale",
     "offset", "unit", "deadband", "writable", "interval_ms", "description", "decimals",
-    "confirm_write",
+    "confirm_write", "expr",
 };
 
 typedef struct field {
@@ -246,7 +246,7 @@ static int header(reader_t *r, layout_t *lay)
         if (k == TAGS_FIELD_COUNT)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col,
                    "unknown column '%s' (name, device, table, address, type, order, scale, offset, "
-                   "unit, deadband, writable, interval_ms, description, decimals, confirm_write)", name);
+                   "unit, deadband, writable, interval_ms, description, decimals, confirm_write, expr)", name);
         else if (lay->column[k] >= 0)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col, "column '%s' twice", name);
         else
@@ -378,11 +378,24 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
         return copy_text(v, g->name, sizeof g->name, msg, cap);
     case TAGS_FIELD_DEVICE: return find_defaults(w, v, msg, cap);
     case TAGS_FIELD_TABLE:
+    case TAGS_FIELD_ADDRESS:
+        if (g->computed && *v)
+            return tags_fail(msg, cap, -EINVAL, "'%s': a computed tag (expr) is read from no register", v);
+        if (g->computed)
+            return 0;
+        if (k == TAGS_FIELD_ADDRESS)
+            break;
         if (w->modicon && !*v)
             return 0;   /* the Modicon address names it */
         rc = tags_parse_area(v, &g->area, msg, cap);
         w->have_table = rc == 0;
         return rc;
+    case TAGS_FIELD_EXPR:
+        return strlen(v) < TAGS_EXPR_MAX ? 0 : tags_fail(msg, cap, -E2BIG, "longer than %d bytes", TAGS_EXPR_MAX - 1);
+    default:
+        break;
+    }
+    switch (k) {
     case TAGS_FIELD_ADDRESS:
         if ((rc = tags_parse_address_as(v, w->modicon, w->have_table, &g->area, &u, &bit, msg, cap)) == 0) {
             g->address = (uint16_t)u;
@@ -392,6 +405,8 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
         }
         return rc;
     case TAGS_FIELD_TYPE:
+        if (g->computed && !*v)
+            v = "float64";   /* what an expression's number is */
         if ((rc = tags_parse_type_point(v, &g->type, &count, &point, msg, cap)) == 0) {
             g->count = (uint16_t)count;
             g->point = (uint8_t)point;
@@ -410,6 +425,7 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
     case TAGS_FIELD_INTERVAL: return parse_interval(v, &g->interval_ms, msg, cap);
     case TAGS_FIELD_DECIMALS: return *v ? tags_parse_decimals(v, &g->has_decimals, &g->decimals, msg, cap) : 0;
     case TAGS_FIELD_CONFIRM: return *v ? tags_parse_confirm(v, &g->confirm_write, msg, cap) : 0;
+    default: break;
     }
     return 0;
 }
@@ -433,8 +449,10 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
         TAGS_FIELD_DEVICE, TAGS_FIELD_NAME, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
         TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
         TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
-        TAGS_FIELD_CONFIRM,
+        TAGS_FIELD_CONFIRM, TAGS_FIELD_EXPR,
     };
+    const char *expr = cell(r, lay, TAGS_FIELD_EXPR);
+    w.tag.computed = *expr != '\0';
     bool type_ok = true;
     for (unsigned i = 0; i < TAGS_FIELD_COUNT; i++) {
         int rc = parse_cell(&w, order[i], cell(r, lay, order[i]), msg, sizeof msg);
@@ -457,6 +475,8 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
     int rc = tags_table_add_at(t, &w.tag, w.device, &at, msg, sizeof msg);
     if (rc < 0)
         cell_error(r, lay, at, rc, msg);
+    else if (w.tag.computed && tags_table_set_expr(t, (size_t)rc, expr) < 0)
+        cell_error(r, lay, TAGS_FIELD_EXPR, -ENOMEM, "out of memory");
 }
 
 static int load(reader_t *r, tags_table_t *t, const tags_device_defaults_t *devices, size_t n_devices)

@@ -53,9 +53,9 @@ typedef enum tags_field {
     TAGS_FIELD_NAME = 0, TAGS_FIELD_DEVICE, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
     TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
     TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
-    TAGS_FIELD_CONFIRM,
+    TAGS_FIELD_CONFIRM, TAGS_FIELD_EXPR,
 } tags_field_t;
-#define TAGS_FIELD_COUNT 15
+#define TAGS_FIELD_COUNT 16
 
 /* tags_table_add that also says which part of the tag a refusal is about. */
 int tags_table_add_at(tags_table_t *t, const tags_tag_t *tag, const char *device, tags_field_t *field,
@@ -63,8 +63,6 @@ int tags_table_add_at(tags_table_t *t, const tags_tag_t *tag, const char *device
 
 /* Removes every tag from index `keep` on (a CSV load that failed). */
 void tags_table_truncate(tags_table_t *t, size_t keep);
-/* Where tag i came from, for "already defined at" messages; NULL for code. */
-const char *tags_table_source(const tags_table_t *t, size_t index);
 /* The file name later tags_table_add calls are stamped with (NULL: none). */
 int tags_table_set_source(tags_table_t *t, const char *source);
 /* The value slot of tag i, and the words behind a string or raw value. */
@@ -72,6 +70,10 @@ tags_value_t *tags_table_slot(tags_table_t *t, size_t index);
 uint16_t *tags_table_words(tags_table_t *t, size_t index);
 /* The engineering value last counted as a change (NaN: none yet). */
 double *tags_table_reported(tags_table_t *t, size_t index);
+/* Tells the table's store listener (tags_table_on_store) that tag i was stored. */
+void tags_table_stored(tags_table_t *t, size_t index);
+/* The note of computed tag i (NULL clears it). */
+void tags_table_set_note(tags_table_t *t, size_t index, const char *note);
 
 /* values.c: decode tag i from words (its first register first; a bit: one word 0/1) and
  * store it, good, at now_ms. True when it changed (tags_table_apply's rule). */

@@ -121,7 +121,7 @@ const char *tags_area_name(tags_area_t area)
 const char *tags_reason_name(tags_reason_t reason)
 {
     static const char *const names[] = { "", "not read yet", "exception", "timeout", "port down",
-                                         "short answer", "bad data" };
+                                         "short answer", "bad data", "expression", "input" };
     return (unsigned)reason < sizeof names / sizeof names[0] ? names[reason] : "?";
 }
 

@@ -15,7 +15,7 @@
 /* The one coverage rule, for storing and for telling who was stored. */
 static bool covers(const tags_tag_t *tag, tags_area_t area, uint16_t address, size_t n)
 {
-    return tag->area == area && tag->address >= address && (size_t)(tag->address - address) + tag->count <= n;
+    return !tag->computed && tag->area == area && tag->address >= address && (size_t)(tag->address - address) + tag->count <= n;
 }
 
 size_t tags_table_covered(const tags_table_t *t, size_t device, tags_area_t area, uint16_t address, size_t n,

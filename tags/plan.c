@@ -274,6 +274,8 @@ static int collect(const tags_table_t *t, const tags_group_t *groups, size_t n_g
     size_t n = 0, n_tags = t ? tags_table_count(t) : 0;
     for (size_t i = 0; i < n_tags; i++) {
         const tags_tag_t *g = tags_table_tag(t, i);
+        if (g->computed)
+            continue;   /* its value is an expression's (expr/): nothing to read */
         e[n++] = (entry_t){ tags_table_device_name(t, g->device), g->area, g->interval_ms,
                             { false, (unsigned)i, g->address, g->count } };
     }
@@ -378,6 +380,7 @@ int tags_plan_build(const tags_planner_t *pl, const tags_table_t *t, const tags_
     }
     if ((rc = collect(t, groups, n_groups, e, msg, cap)) < 0)
         goto done;
+    total = (size_t)rc;   /* computed tags are not planned */
     qsort(e, total, sizeof *e, by_key);
     size_t n_members = 0;
     for (size_t i = 0, j; i < total; i = j) {

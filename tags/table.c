@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #define TABLE_MAX 1000000u
@@ -34,6 +35,10 @@ struct tags_table {
     double *reported;          /* eng last counted as a change */
     uint16_t **words;          /* string and raw: the words of the value */
     unsigned *source;          /* index into sources, or UINT32_MAX */
+    char **exprs;              /* computed tags: the expression's text, else NULL */
+    char **notes;              /* why a computed tag is bad, or NULL */
+    tags_stored_fn on_store;   /* the expression engine's ear, or NULL */
+    void *on_store_ctx;
     char **sources;
     size_t n_sources;
     unsigned current_source;
@@ -99,8 +104,11 @@ void tags_table_free(tags_table_t *t)
 {
     if (!t)
         return;
-    for (size_t i = 0; i < t->count; i++)
+    for (size_t i = 0; i < t->count; i++) {
         free(t->words[i]);
+        free(t->exprs[i]);
+        free(t->notes[i]);
+    }
     for (size_t i = 0; i < t->n_sources; i++)
         free(t->sources[i]);
     for (size_t d = 0; d < t->n_devices; d++)
@@ -110,6 +118,8 @@ void tags_table_free(tags_table_t *t)
     free(t->reported);
     free(t->words);
     free(t->source);
+    free(t->exprs);
+    free(t->notes);
     free(t->sources);
     free(t->slots);
     free(t->devices);
@@ -141,10 +151,10 @@ static int reserve_tag(tags_table_t *t)
     if (n > t->max)
         n = t->max;
     void **arrays[] = { (void **)&t->tags, (void **)&t->values, (void **)&t->reported,
-                        (void **)&t->words, (void **)&t->source };
+                        (void **)&t->words, (void **)&t->source, (void **)&t->exprs, (void **)&t->notes };
     size_t sizes[] = { sizeof *t->tags, sizeof *t->values, sizeof *t->reported, sizeof *t->words,
-                       sizeof *t->source };
-    for (unsigned a = 0; a < 5; a++) {
+                       sizeof *t->source, sizeof *t->exprs, sizeof *t->notes };
+    for (unsigned a = 0; a < 7; a++) {
         size_t c = cap;
         if (grow(arrays[a], &c, n, sizes[a]) < 0)
             return -ENOMEM;
@@ -239,6 +249,25 @@ static int validate_numbers(const tags_tag_t *g, tags_field_t *field, char *msg,
     return 0;
 }
 
+/* A computed tag: no place on a device, a type an expression's result has,
+ * and no write (its value is not a device's to take). */
+static int validate_computed(tags_tag_t *g, tags_field_t *field, char *msg, size_t cap)
+{
+    *field = TAGS_FIELD_TYPE;
+    if (g->type != TAGS_BOOL && g->type != TAGS_INT64 && g->type != TAGS_FLOAT64)
+        return tags_fail(msg, cap, -EINVAL, "tag '%s': a computed tag is bool, int64 or float64, not %s",
+                         g->name, tags_type_name(g->type));
+    *field = TAGS_FIELD_WRITABLE;
+    if (g->writable)
+        return tags_fail(msg, cap, -EINVAL, "tag '%s': a computed tag is not writable (its value is "
+                         "its expression's)", g->name);
+    g->area = TAGS_AREA_HOLDING;
+    g->address = 0;
+    g->in_register = false;
+    g->count = (uint16_t)tags_type_registers(g->type, 0);
+    return 0;
+}
+
 /* Everything about a tag that does not depend on the table; normalises the
  * order and bit where they mean nothing. */
 static int validate(tags_tag_t *g, tags_field_t *field, char *msg, size_t cap)
@@ -250,7 +279,7 @@ static int validate(tags_tag_t *g, tags_field_t *field, char *msg, size_t cap)
     *field = !bounded(g->unit, TAGS_UNIT_MAX) ? TAGS_FIELD_UNIT : TAGS_FIELD_DESCRIPTION;
     if (!bounded(g->unit, TAGS_UNIT_MAX) || !bounded(g->description, TAGS_DESCRIPTION_MAX))
         return tags_fail(msg, cap, -EINVAL, "tag '%s': unit or description not terminated", g->name);
-    int rc = validate_shape(g, field, msg, cap);
+    int rc = g->computed ? validate_computed(g, field, msg, cap) : validate_shape(g, field, msg, cap);
     if (rc == 0)
         rc = validate_numbers(g, field, msg, cap);
     if (rc < 0)
@@ -321,6 +350,8 @@ int tags_table_add_at(tags_table_t *t, const tags_tag_t *tag, const char *device
     t->values[i] = (tags_value_t){ .quality = TAGS_BAD, .reason = TAGS_BAD_NOT_READ };
     t->reported[i] = NAN;
     t->words[i] = words;
+    t->exprs[i] = NULL;
+    t->notes[i] = NULL;
     t->source[i] = t->current_source;
     t->slots[slot_of(t, g.name)] = (unsigned)i + 1;
     t->devices[d].tags[t->devices[d].n++] = (unsigned)i;
@@ -426,8 +457,11 @@ void tags_table_truncate(tags_table_t *t, size_t keep)
 {
     if (keep >= t->count)
         return;
-    for (size_t i = keep; i < t->count; i++)
+    for (size_t i = keep; i < t->count; i++) {
         free(t->words[i]);
+        free(t->exprs[i]);
+        free(t->notes[i]);
+    }
     t->count = keep;
     for (size_t d = 0; d < t->n_devices; d++)
         while (t->devices[d].n && t->devices[d].tags[t->devices[d].n - 1] >= keep)
@@ -452,4 +486,62 @@ uint16_t *tags_table_words(tags_table_t *t, size_t index)
 double *tags_table_reported(tags_table_t *t, size_t index)
 {
     return index < t->count ? &t->reported[index] : NULL;
+}
+
+/* ---- computed tags: their text, their note, their value ------------------ */
+
+int tags_table_set_expr(tags_table_t *t, size_t index, const char *text)
+{
+    if (index >= t->count || !t->tags[index].computed || !text || !*text || strlen(text) >= TAGS_EXPR_MAX)
+        return -EINVAL;
+    char *copy = strdup(text);
+    if (!copy)
+        return -ENOMEM;
+    free(t->exprs[index]);
+    t->exprs[index] = copy;
+    return 0;
+}
+
+const char *tags_table_expr(const tags_table_t *t, size_t index)
+{
+    return index < t->count ? t->exprs[index] : NULL;
+}
+
+const char *tags_table_note(const tags_table_t *t, size_t index)
+{
+    return index < t->count && t->notes[index] && t->notes[index][0] ? t->notes[index] : NULL;
+}
+
+void tags_table_set_interval(tags_table_t *t, size_t index, unsigned interval_ms)
+{
+    if (index < t->count && t->tags[index].computed && interval_ms >= 1 && interval_ms <= INTERVAL_MAX)
+        t->tags[index].interval_ms = interval_ms;
+}
+
+void tags_table_on_store(tags_table_t *t, tags_stored_fn fn, void *ctx)
+{
+    t->on_store = fn;
+    t->on_store_ctx = ctx;
+}
+
+void tags_table_stored(tags_table_t *t, size_t index)
+{
+    if (t->on_store)
+        t->on_store(t->on_store_ctx, index);
+}
+
+/* The note is kept (a fixed buffer once allocated) only while the value is
+ * bad: a good value clears it, so no stale reason lingers in /tags. */
+void tags_table_set_note(tags_table_t *t, size_t i, const char *note)
+{
+    if (i >= t->count)
+        return;
+    if (!note) {
+        if (t->notes[i])
+            t->notes[i][0] = '\0';
+        return;
+    }
+    if (!t->notes[i] && !(t->notes[i] = malloc(TAGS_NOTE_MAX)))
+        return;   /* out of memory: the reason alone says what failed */
+    snprintf(t->notes[i], TAGS_NOTE_MAX, "%s", note);
 }

@@ -54,6 +54,8 @@
 #define TAGS_WRITE_MAX 123       /* registers one write (fc 16) may carry */
 #define TAGS_CSV_LINE_MAX 4096   /* bytes in one physical CSV line */
 #define TAGS_MAX_ERRORS 16
+#define TAGS_EXPR_MAX 1024       /* a computed tag's expression, including the NUL */
+#define TAGS_NOTE_MAX 160        /* why a computed tag is bad, including the NUL */
 
 /* The four Modbus tables ("table" in the CSV). */
 typedef enum tags_area {
@@ -123,6 +125,8 @@ typedef enum tags_reason {
     TAGS_BAD_PORT_DOWN,  /* the serial line is closed (gateway exception 0x0A) */
     TAGS_BAD_SHORT,      /* the answer had fewer words than the read asked for */
     TAGS_BAD_DATA,       /* words that are no value of the type (BCD nibble above 9) */
+    TAGS_BAD_EXPR,       /* a computed tag's expression failed (tags_table_note says why) */
+    TAGS_BAD_INPUT,      /* an input of a computed tag is bad or stale (the note names it) */
 } tags_reason_t;
 
 /*
@@ -153,6 +157,9 @@ typedef struct tags_tag {
     char description[TAGS_DESCRIPTION_MAX];
     unsigned line;                   /* CSV line it came from; 0 when added by code */
     bool modicon;                    /* its address was written in Modicon form (40101) */
+    bool computed;                   /* its value is an expression over other tags (expr/), not
+                                        read: no table or address; type bool, int64 or float64;
+                                        never writable; text in tags_table_expr */
 } tags_tag_t;
 
 /*
@@ -361,6 +368,31 @@ const unsigned *tags_table_device_tags(const tags_table_t *t, size_t device, siz
 typedef void (*tags_lint_fn)(void *ctx, const char *line);
 /* source: the file of tags added by code ([tag] sections: the config file). */
 unsigned tags_lint(const tags_table_t *t, const char *source, tags_lint_fn warn, void *ctx);
+
+/* ---- computed tags (the expression engine, expr/, evaluates them) -----------
+ * A computed tag is added like any other with tag->computed set, then given
+ * its expression text (at most TAGS_EXPR_MAX - 1 bytes). The table only holds
+ * the text, a note saying why the value is bad, and the value: tags/ knows
+ * no expression language. */
+int tags_table_set_expr(tags_table_t *t, size_t index, const char *text);
+/* NULL for a tag that is not computed. */
+const char *tags_table_expr(const tags_table_t *t, size_t index);
+/* Why tag i is bad, beyond its reason ("step budget exceeded"), or NULL. */
+const char *tags_table_note(const tags_table_t *t, size_t index);
+/* Stores a computed value (quality, reason, time, raw, eng; no words) and its
+ * note (NULL: none). True when it changed (tags_table_apply's rule). */
+bool tags_table_store_computed(tags_table_t *t, size_t index, const tags_value_t *v, const char *note);
+/* A computed tag's interval (how old its value may be before it is stale):
+ * set by the engine from its inputs when it is built; the only definition
+ * that changes after tags_table_add, and only before the table is in use. */
+void tags_table_set_interval(tags_table_t *t, size_t index, unsigned interval_ms);
+/* Called with the index of every tag whose value a read (apply, fail,
+ * observe) stored, good or bad, changed or not: how a computed tag hears that
+ * an input was read. One listener (NULL: none); it must not store values. */
+typedef void (*tags_stored_fn)(void *ctx, size_t index);
+void tags_table_on_store(tags_table_t *t, tags_stored_fn fn, void *ctx);
+/* Where tag i came from (the CSV file; NULL for a [tag] section or code). */
+const char *tags_table_source(const tags_table_t *t, size_t index);
 
 /* The value of a tag now: STALE when good and older than 2 x interval_ms.
  * String and raw words stay valid until the tag's next update. */

@@ -53,6 +53,26 @@ bool tags_store_value(tags_table_t *t, size_t i, const uint16_t *words, int64_t 
     }
     bool moved = changed(t, i, slot, &v) || words_moved;
     *slot = v;
+    tags_table_stored(t, i);
+    return moved;
+}
+
+bool tags_table_store_computed(tags_table_t *t, size_t i, const tags_value_t *v, const char *note)
+{
+    tags_value_t *slot = tags_table_slot(t, i);
+    if (!slot)
+        return false;
+    tags_value_t now = *v;
+    now.words = NULL;
+    now.n_words = 0;
+    now.exception = 0;
+    if (now.quality != TAGS_BAD)
+        now.reason = TAGS_BAD_NONE;
+    const char *old = tags_table_note(t, i);
+    bool note_moved = (old == NULL) != (note == NULL) || (old && note && strcmp(old, note) != 0);
+    bool moved = changed(t, i, slot, &now) || note_moved;
+    *slot = now;
+    tags_table_set_note(t, i, now.quality == TAGS_BAD ? note : NULL);
     return moved;
 }
 
@@ -66,6 +86,7 @@ static bool mark_bad(tags_table_t *t, size_t i, tags_reason_t reason, uint8_t ex
     v.time_ms = now_ms;
     bool moved = changed(t, i, slot, &v);
     *slot = v;
+    tags_table_stored(t, i);
     return moved;
 }
 

@@ -192,7 +192,7 @@ TESTS += tests/test_shares
 check_PROGRAMS += tests/test_line_queue
 tests_test_line_queue_SOURCES = tests/test_line_queue.c
 tests_test_line_queue_CFLAGS = $(TEST_CFLAGS)
-tests_test_line_queue_LDADD = line/libline.a config/libconfig.a tags/libtags.a $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
+tests_test_line_queue_LDADD = line/libline.a config/libconfig.a expr/libexpr.a tags/libtags.a $(LUA_LIBS) $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
 TESTS += tests/test_line_queue
 
 # The line core in simulated time: scripted scenarios and the seeded explorer
@@ -203,11 +203,11 @@ LINE_CORE_SOURCES = line/line.h line/state.h line/events.c line/discipline.c lin
 check_PROGRAMS += tests/test_line_core tests/test_line_broken
 tests_test_line_core_SOURCES = tests/test_line_core.c tests/linesim.c tests/linesim.h
 tests_test_line_core_CFLAGS = $(TEST_CFLAGS)
-tests_test_line_core_LDADD = line/libline.a config/libconfig.a tags/libtags.a $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
+tests_test_line_core_LDADD = line/libline.a config/libconfig.a expr/libexpr.a tags/libtags.a $(LUA_LIBS) $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
 tests_test_line_broken_SOURCES = tests/test_line_core.c tests/linesim.c tests/linesim.h $(LINE_CORE_SOURCES)
 tests_test_line_broken_CFLAGS = $(TEST_CFLAGS)
 tests_test_line_broken_CPPFLAGS = $(AM_CPPFLAGS) -DLINE_BREAK_I2 -DLINE_BROKEN
-tests_test_line_broken_LDADD = config/libconfig.a tags/libtags.a $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
+tests_test_line_broken_LDADD = config/libconfig.a expr/libexpr.a tags/libtags.a $(LUA_LIBS) $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
 TESTS += tests/test_line_core tests/test_line_broken
 
 check-long: tests/test_line_core

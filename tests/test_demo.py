@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""rtugw demo shows the product: typed tags with values on /tags, every demo
+"""rtugw demo shows the product: typed tags with values on /tags (a computed one too), every demo
 slave polled (the pump too), the frame monitor on, and `--mqtt HOST:PORT`
 publishing every PLC's values to a broker. The README's demo lines are run
 as written there, read from README.md itself, with two changes only: the
@@ -79,6 +79,9 @@ def test_demo_lines():
           f"({ {k: got.get(k, {}).get('value') for k in want} })")
     check(all(got.get(k, {}).get("quality") == "good" and isinstance(got[k]["value"], (int, float))
               for k in ("pump_pressure", "meter_pulses")), "/tags: the live input registers' tags are good")
+    dev = got.get("boiler_deviation", {})
+    check(dev.get("quality") == "good" and dev.get("text") == "%.1f" % (want["boiler_temp"] - want["boiler_setpoint"]),
+          f"/tags: the computed tag boiler_temp - boiler_setpoint ({dev})")
     with urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=5) as r:
         st = json.loads(r.read())
     devs = {d["name"]: d for b in st["buses"] for d in b["devices"]}
@@ -115,6 +118,9 @@ def test_demo_lines():
     one = next((json.loads(m) for t, m in lines if t.endswith("/pump/data")), {})
     check(one.get("values", {}).get("pump_speed") == 2010 and one.get("gateway") == "demo",
           f"--mqtt: the pump's typed tags by name ({one})")
+    boiler = next((json.loads(m) for t, m in lines if t.endswith("/boiler/data")), {}).get("values", {})
+    check(boiler.get("boiler_deviation") == -1.5,
+          f"--mqtt: the computed tag goes out with its device's tags ({boiler.get('boiler_deviation')})")
     g.terminate()
     g.wait(timeout=10)
     b.terminate()

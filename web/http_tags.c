@@ -78,7 +78,7 @@ static void add_value(struct evbuffer *b, const tags_tag_t *g, const tags_value_
 static const char *reason_token(tags_reason_t r)
 {
     static const char *const tokens[] = { "", "not_read", "exception", "timeout", "port_down", "short",
-                                          "bad_data" };
+                                          "bad_data", "expr", "input" };
     return (unsigned)r < sizeof tokens / sizeof tokens[0] ? tokens[r] : "unknown";
 }
 
@@ -120,13 +120,23 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
         evbuffer_add_printf(b, ",\"reason\":\"%s\"", reason_token(v.reason));
     if (v.reason == TAGS_BAD_EXCEPTION)
         evbuffer_add_printf(b, ",\"exception\":%u", v.exception);
+    const char *note = v.quality == TAGS_BAD ? tags_table_note(t, i) : NULL;
+    if (note) {   /* a computed tag's why: Lua's message, the budget, the input */
+        evbuffer_add_printf(b, ",\"error\":");
+        add_str(b, note);
+    }
     if (v.time_ms)
         evbuffer_add_printf(b, ",\"timestamp\":%lld,\"age_s\":%.3f", (long long)v.time_ms,
                             (double)(now_ms - v.time_ms) / 1e3);
     else
         evbuffer_add_printf(b, ",\"timestamp\":null,\"age_s\":null");
-    if (full) {
+    if (g->computed) {   /* in the list too: the page marks computed tags */
+        evbuffer_add_printf(b, ",\"expr\":");
+        add_str(b, tags_table_expr(t, i));
+    }
+    if (full && !g->computed)   /* a computed tag has no register */
         evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u", tags_area_name(g->area), g->address);
+    if (full) {
         if (g->in_register)
             evbuffer_add_printf(b, ",\"bit\":%u", g->bit);
         if (g->point)
@@ -432,7 +442,9 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
         return;
     }
     if (!g->writable) {
-        refuse(ht, req, 403, "Forbidden", name, "the tag is not writable");
+        refuse(ht, req, 403, "Forbidden", name, g->computed ? "the tag is computed (expr): its value is its "
+                                                             "expression's, not a device's to write"
+                                                           : "the tag is not writable");
         return;
     }
     if (len > WRITE_BODY_MAX || !(body = malloc(len + 1))) {

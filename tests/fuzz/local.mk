@@ -50,7 +50,7 @@ tests_fuzz_fuzz_framer_LDADD = $(FUZZ_LIBS)
 tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz_config.c tests/fuzz/fuzz.h
 tests_fuzz_fuzz_config_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 tests_fuzz_fuzz_config_LDFLAGS = $(FUZZ_LINK_FLAGS)
-tests_fuzz_fuzz_config_LDADD = config/libconfig.a tags/libtags.a $(INIH_LIBS) -lm
+tests_fuzz_fuzz_config_LDADD = config/libconfig.a expr/libexpr.a tags/libtags.a $(INIH_LIBS) $(LUA_LIBS) -lm
 
 tests_fuzz_fuzz_capture_SOURCES = tests/fuzz/fuzz_capture.c tests/fuzz/fuzz.h
 tests_fuzz_fuzz_capture_LDFLAGS = $(FUZZ_LINK_FLAGS)

@@ -313,10 +313,12 @@
     const res = state.results[t.name];
     const msg = res ? el('span', { class: 'msg ' + (res.ok ? 'msg-ok' : res.ok === false ? 'msg-bad' : 'muted'), text: res.text }) : null;
     return el('tr', { class: 'q-' + q, 'data-tag': t.name, 'data-quality': q },
-      el('td', { text: t.name }),
+      /* a computed tag says so, its expression on hover; a bad one's why (its error) too */
+      el('td', { text: t.name + (t.expr ? ' = ' : ''), title: t.expr ? 'computed: ' + t.expr : undefined },
+        t.expr ? el('span', { class: 'muted', text: t.expr }) : null),
       el('td', { class: 'value num', text: formatValue(t) }),
       el('td', { text: t.unit || '' }),
-      el('td', {}, el('span', { class: 'badge ' + qColour, text: qText })),
+      el('td', {}, el('span', { class: 'badge ' + qColour, text: qText, title: t.error || undefined })),
       el('td', { text: age(t.age_s) }),
       el('td', {}, edit, msg ? ' ' : null, msg));
   }
