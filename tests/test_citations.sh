@@ -26,7 +26,7 @@ copy() {
         (cd "$src" && find . \( -path ./.git -o -name autom4te.cache -o -name .deps \) -prune -o -type f \
             \( -name '*.[ch]' -o -name '*.py' -o -name '*.sh' -o -name '*.md' -o -name '*.mk' \
                -o -name Makefile.am -o -name configure.ac -o -name '*.[58]' -o -name '*.ini' \
-               -o -name '*.js' -o -name '*.proto' -o -name '*.png' \) -print) |
+               -o -name '*.js' -o -name '*.proto' -o -name '*.png' -o -name '*.csv' \) -print) |
         (cd "$src" && tar -cf - -T -) | tar -xf - -C "$tmp/$1"
 }
 

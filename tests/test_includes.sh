@@ -82,6 +82,6 @@ expect newdir "south/: builds C files but has no row" "a folder without a row"
 # 7. README.md's list of folders without one of them.
 copy readme
 sed -i '/^| `line\/` |/d' "$tmp/readme/README.md"
-expect readme "README.md: its Layout lists json/ module/ parser/ routing/ actor/ drivers/ tags/ north/ config/ bench/" "README.md's Layout without line/"
+expect readme "README.md: its Layout lists json/ module/ parser/ routing/ actor/ drivers/ tags/ expr/ north/ config/ bench/" "README.md's Layout without line/"
 
 exit $failed
