@@ -175,8 +175,126 @@ static void reply_error(struct evhttp_request *req, int code, const char *reason
     evbuffer_free(b);
 }
 
+/*
+ * GET /tags, cheaply when little changed. The table gives a change number
+ * to every change a reader could see (tags/changes.c; a re-read of the same
+ * value changes only its timestamp and age, and is none). An answer carries
+ * the number it was built at, as "seq" and as its ETag:
+ *   If-None-Match with that ETag, nothing changed since: 304, nothing built;
+ *   ?since=N, N from this table: only the tags changed after N, "full": false;
+ *   ?since=N that this table never gave (before a reload or a restart, or
+ *     from the future), or more changed than an answer of changes carries
+ *     (CHANGES_MAX, or a quarter of the table): every tag, "full": true.
+ * So a client keeps the tags it has, replaces them all on "full": true,
+ * updates those listed otherwise, and asks again with the new seq: it never
+ * misses a change, since the number and the values are read under one lock.
+ * A timestamp or age it keeps is that of the last change, not the last read.
+ * Cost: a 304 reads one word per tag (the sweep for values gone stale);
+ * ?since reads another and formats only the changed tags.
+ */
+#define CHANGES_MAX 1024   /* tags an answer of changes lists; beyond, the answer is full */
+#define SEQ_DIGITS 20      /* a uint64_t */
+
+/* ?since=N: *since set, true; no since: *since 0, true; anything else: false. */
+static bool since_of(struct evhttp_request *req, uint64_t *since, bool *given)
+{
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq q;
+    *since = 0;
+    *given = false;
+    if (!query || !*query)
+        return true;
+    if (evhttp_parse_query_str(query, &q) != 0)
+        return false;
+    const char *v = evhttp_find_header(&q, "since");
+    bool ok = true;
+    if (v) {
+        size_t n = strlen(v);
+        char *end = NULL;
+        errno = 0;
+        ok = n >= 1 && n <= SEQ_DIGITS && strspn(v, "0123456789") == n;
+        unsigned long long x = ok ? strtoull(v, &end, 10) : 0;
+        ok = ok && errno == 0 && end && !*end;
+        *since = x;
+        *given = ok;
+    }
+    evhttp_clear_headers(&q);
+    return ok;
+}
+
+/* If-None-Match names etag (or is "*"). A list ("a", "b") is searched. */
+static bool not_modified(struct evhttp_request *req, const char *etag)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "If-None-Match");
+    if (!h)
+        return false;
+    if (strcmp(h, "*") == 0)
+        return true;
+    size_t n = strlen(etag);
+    for (const char *p = strstr(h, etag); p; p = strstr(p + 1, etag))
+        if ((p == h || p[-1] == ' ' || p[-1] == ',' || p[-1] == '/') && (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
+            return true;
+    return false;
+}
+
+static void get_list(gw_http_tags_t *ht, struct evhttp_request *req)
+{
+    gw_t *gw = ht->gw;
+    uint64_t since;
+    bool given;
+    unsigned changed[CHANGES_MAX];
+    char etag[SEQ_DIGITS + 8];
+    if (!since_of(req, &since, &given)) {
+        gw_count(&gw->http_metrics.tags_refused);
+        reply_error(req, HTTP_BADREQUEST, "Bad Request", NULL, "since must be a change number (0..2^64-1)");
+        return;
+    }
+    int64_t now = gw_wall_ms();
+    tags_table_t *t = gwtags_lock(gw->tags);
+    tags_table_sweep(t, now);
+    uint64_t seq = tags_table_seq(t);
+    size_t count = tags_table_count(t);
+    snprintf(etag, sizeof etag, "\"%llu\"", (unsigned long long)seq);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    evhttp_add_header(out, "ETag", etag);
+    evhttp_add_header(out, "Cache-Control", "no-cache");
+    if (not_modified(req, etag)) {
+        gwtags_unlock(gw->tags);
+        gw_count(&gw->http_metrics.tags_not_modified);
+        evhttp_send_reply(req, HTTP_NOTMODIFIED, "Not Modified", NULL);
+        return;
+    }
+    size_t n = given && since >= tags_table_seq_base(t) && since <= seq
+               ? tags_table_changed(t, since, changed, CHANGES_MAX) : SIZE_MAX;
+    bool full = n > CHANGES_MAX || n > count / 4 + 1;
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        gwtags_unlock(gw->tags);
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    evbuffer_add_printf(b, "{\"time\":%lld,\"seq\":%llu,\"full\":%s,\"tags\":[", (long long)now,
+                        (unsigned long long)seq, full ? "true" : "false");
+    size_t listed = full ? count : n;
+    for (size_t k = 0; k < listed; k++) {
+        if (k)
+            evbuffer_add(b, ",", 1);
+        add_tag(b, t, full ? k : changed[k], now, false);
+    }
+    gwtags_unlock(gw->tags);
+    evbuffer_add_printf(b, "]}\n");
+    gw_count(full ? &gw->http_metrics.tags_full : &gw->http_metrics.tags_since);
+    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, listed, memory_order_relaxed);
+    reply_json(req, HTTP_OK, "OK", b);
+    evbuffer_free(b);
+}
+
 static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char *name)
 {
+    if (!name) {
+        get_list(ht, req);
+        return;
+    }
     struct evbuffer *b = evbuffer_new();
     int64_t now = gw_wall_ms();
     if (!b) {
@@ -184,18 +302,9 @@ static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char 
         return;
     }
     const tags_table_t *t = gwtags_lock(ht->gw->tags);
-    int i = name ? tags_table_find(t, name) : 0;
-    if (name && i >= 0)
+    int i = tags_table_find(t, name);
+    if (i >= 0)
         add_tag(b, t, (size_t)i, now, true);
-    if (!name) {
-        evbuffer_add_printf(b, "{\"time\":%lld,\"tags\":[", (long long)now);
-        for (size_t k = 0; k < tags_table_count(t); k++) {
-            if (k)
-                evbuffer_add(b, ",", 1);
-            add_tag(b, t, k, now, false);
-        }
-        evbuffer_add_printf(b, "]}");
-    }
     gwtags_unlock(ht->gw->tags);
     evbuffer_add(b, "\n", 1);
     if (i < 0)
