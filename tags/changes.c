@@ -15,9 +15,15 @@
  * number N shows differs from the table's state now only in tags whose at > N:
  * a reader who keeps what it saw and asks for those misses nothing.
  *
- * Cost: a note is a few compares; a sweep and a listing of changes each read
- * one 8-byte word per tag (10,000 tags: 80 KB, a few microseconds), with
- * nothing formatted.
+ * Cost, so that a reader asking often pays for what changed, not for the
+ * table. A note is a few compares and a store into a ring of the last
+ * TAGS_CHANGE_RING numbers (ring[s % RING] is the tag that took s). The
+ * changes after N, when N is that recent, are read from the ring: a tag is
+ * listed at its latest number only (at[i] == s), so once, in the order of
+ * its last change; an older N reads one word per tag. A sweep does nothing
+ * before next_stale, a bound below every deadline (lowered by each note,
+ * made exact by each sweep that runs), so it reads the table about once per
+ * shortest interval, not once per reader.
  */
 #include "tags/internal.h"
 
@@ -26,6 +32,12 @@
 static int64_t deadline(const tags_table_t *t, size_t i, const tags_value_t *v)
 {
     return v->quality == TAGS_GOOD ? v->time_ms + 2 * (int64_t)tags_table_tag(t, i)->interval_ms : INT64_MAX;
+}
+
+static void tell(tags_changes_t *c, size_t i)
+{
+    c->at[i] = ++c->seq;
+    c->ring[c->seq % TAGS_CHANGE_RING] = (unsigned)i;
 }
 
 void tags_changes_note(tags_table_t *t, size_t i, const tags_value_t *old, const tags_value_t *now,
@@ -38,8 +50,10 @@ void tags_changes_note(tags_table_t *t, size_t i, const tags_value_t *old, const
                    memcmp(&old->eng, &now->eng, sizeof now->eng) != 0 || old->n_words != now->n_words ||
                    words_moved || (told_stale && now->quality == TAGS_GOOD);
     if (differs)
-        c->at[i] = ++c->seq;
+        tell(c, i);
     c->stale_at[i] = deadline(t, i, now);
+    if (c->stale_at[i] < c->next_stale)
+        c->next_stale = c->stale_at[i];
 }
 
 void tags_changes_carry(tags_table_t *dst, size_t di, const tags_table_t *src, size_t si)
@@ -48,7 +62,10 @@ void tags_changes_carry(tags_table_t *dst, size_t di, const tags_table_t *src, s
      * has its deadline past, and dst's first sweep tells it */
     (void)src;
     (void)si;
-    tags_table_changes(dst)->stale_at[di] = deadline(dst, di, tags_table_slot(dst, di));
+    tags_changes_t *c = tags_table_changes(dst);
+    c->stale_at[di] = deadline(dst, di, tags_table_slot(dst, di));
+    if (c->stale_at[di] < c->next_stale)
+        c->next_stale = c->stale_at[di];
 }
 
 uint64_t tags_table_seq(const tags_table_t *t)
@@ -65,20 +82,36 @@ void tags_table_seq_start(tags_table_t *t, uint64_t base)
 {
     tags_changes_t *c = tags_table_changes(t);
     c->seq = c->base = base;
+    c->next_stale = INT64_MIN;   /* the next sweep reads the table and makes it exact */
     for (size_t i = 0; i < tags_table_count(t); i++)
         c->at[i] = base;
 }
 
+/* One pass without branches (the compiler's vector loop: 10,000 deadlines in
+ * a few microseconds) says whether any is due and which is next; only then
+ * a second pass tells them. */
 size_t tags_table_sweep(tags_table_t *t, int64_t now_ms)
 {
     tags_changes_t *c = tags_table_changes(t);
     size_t n = tags_table_count(t), told = 0;
+    if (now_ms <= c->next_stale)
+        return 0;
+    const int64_t *at = c->stale_at;
+    int64_t next = INT64_MAX;
     for (size_t i = 0; i < n; i++)
-        if (now_ms > c->stale_at[i]) {
-            c->stale_at[i] = INT64_MAX;
-            c->at[i] = ++c->seq;
-            told++;
+        next = at[i] < next ? at[i] : next;
+    if (now_ms > next) {
+        next = INT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            if (now_ms > c->stale_at[i]) {
+                c->stale_at[i] = INT64_MAX;
+                tell(c, i);
+                told++;
+            }
+            next = c->stale_at[i] < next ? c->stale_at[i] : next;
         }
+    }
+    c->next_stale = next;
     return told;
 }
 
@@ -86,6 +119,17 @@ size_t tags_table_changed(const tags_table_t *t, uint64_t since, unsigned *out, 
 {
     const tags_changes_t *c = tags_table_changes_const(t);
     size_t n = tags_table_count(t), found = 0;
+    if (since >= c->base && c->seq - since <= TAGS_CHANGE_RING) {
+        for (uint64_t s = since + 1; s <= c->seq; s++) {
+            unsigned i = c->ring[s % TAGS_CHANGE_RING];
+            if (c->at[i] != s)
+                continue;   /* changed again later: listed there */
+            if (found < cap)
+                out[found] = i;
+            found++;
+        }
+        return found;
+    }
     for (size_t i = 0; i < n; i++)
         if (c->at[i] > since) {
             if (found < cap)

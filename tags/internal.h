@@ -75,8 +75,11 @@ double *tags_table_reported(tags_table_t *t, size_t index);
 
 /* changes.c: the table's change numbers (tags.h, "changes"). Kept in the
  * table; its per-tag arrays grow with the table's others (table.c). */
+#define TAGS_CHANGE_RING 2048    /* the last changes remembered in order (a power of two) */
 typedef struct tags_changes {
     uint64_t seq;                /* the last change number given */
+    int64_t next_stale;          /* no stale_at is below it: a sweep before it has nothing to do */
+    unsigned ring[TAGS_CHANGE_RING];   /* ring[s % RING]: the tag that took number s */
     uint64_t base;               /* tags_table_seq_start's: every tag counts as changed at it */
     uint64_t *at;                /* per tag: the number of its last change a reader could see */
     int64_t *stale_at;           /* per tag: wall ms after which its good value reads stale;

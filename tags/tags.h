@@ -388,7 +388,8 @@ void tags_table_seq_start(tags_table_t *t, uint64_t base);
 /* Good values whose age passed 2 x interval_ms by now_ms (stale from now
  * on) take a change number. Call before reading the numbers. Returns how many. */
 size_t tags_table_sweep(tags_table_t *t, int64_t now_ms);
-/* The tags changed after `since`, in index order, up to cap of them into
+/* The tags changed after `since`, each once (in the order of their last
+ * change when since is recent, else of their index), up to cap of them into
  * out. Returns how many there are (more than cap: only cap written). */
 size_t tags_table_changed(const tags_table_t *t, uint64_t since, unsigned *out, size_t cap);
 
