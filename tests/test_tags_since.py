@@ -13,7 +13,9 @@
   random times: each time a full GET has the client's seq, the view equals it
   tag for tag (value, quality, reason); a SIGHUP that adds a tag in the middle
   gives the client "full" once and the new tag; at the end the view holds
-  every value written, as Modbus TCP reads them back from the simulator.
+  every value written, as Modbus TCP reads them back from the simulator;
+- /status: 304 while only the clock moved, a 200 with a new ETag once a
+  Modbus TCP request moved its counters.
 Seeded: replay with RTUGW_SEED=..."""
 import json
 import os
@@ -146,6 +148,29 @@ def test_protocol():
     g.stop()
 
 
+def test_status():
+    """/status: 304 while nothing but the clock moved; a Modbus TCP request
+    (its counters move) gives a 200 with a new ETag; a tag going stale too."""
+    d = tempfile.mkdtemp(prefix="rtugw-since-")
+    DIRS.append(d)
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", dir=d, devices="[device d]\nslave = 1\n")
+    st, hdr, body = get(g, "/status")
+    e1 = hdr.get("ETag")
+    check(st == 200 and e1 and body["uptime_s"] >= 0, f"/status: 200 with an ETag ({e1})")
+    codes = [get(g, "/status", e1)[0] for _ in range(5)]
+    check(codes == [304] * 5, f"If-None-Match: 304 while the gateway is idle ({codes})")
+    sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=5)
+    check(read_registers(sock, 1, 0, 2) == [1000, 1001], "a Modbus TCP read through the gateway")
+    st, hdr, body2 = get(g, "/status", e1)
+    e2 = hdr.get("ETag")
+    check(st == 200 and e2 != e1 and body2["tcp"]["requests"] == body["tcp"]["requests"] + 1,
+          f"after it: 200, a new ETag ({e2}), the request counted")
+    check(get(g, "/status", e2)[0] == 304, "and 304 again with the new ETag")
+    check(g.metrics().get("rtugw_http_status_not_modified_total") == 6, "the 304s are counted")
+    sock.close()
+    g.stop()
+
+
 def test_never_missed():
     """Random writes while a client follows ?since=; a reload in the middle."""
     d = tempfile.mkdtemp(prefix="rtugw-since-")
@@ -200,4 +225,4 @@ def test_never_missed():
     g.stop()
 
 
-run_tests("test_tags_since", [test_protocol, test_never_missed], cleanup=DIRS)
+run_tests("test_tags_since", [test_protocol, test_status, test_never_missed], cleanup=DIRS)

@@ -41,6 +41,13 @@
 struct gw_http_tags {
     gw_t *gw;
     gw_http_t *http;
+    /* /status's tag counts per configured device, as of change number
+     * counts_seq of table generation counts_gen (http_tags_seq) */
+    unsigned (*counts)[4];       /* good, bad, stale, count */
+    unsigned n_counts;
+    uint64_t counts_seq;
+    uint32_t counts_gen;
+    const config_t *counts_cfg;
 };
 
 /* ---- JSON ----------------------------------------------------------------------- */
@@ -223,7 +230,7 @@ static bool since_of(struct evhttp_request *req, uint64_t *since, bool *given)
 }
 
 /* If-None-Match names etag (or is "*"). A list ("a", "b") is searched. */
-static bool not_modified(struct evhttp_request *req, const char *etag)
+bool http_not_modified(struct evhttp_request *req, const char *etag)
 {
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "If-None-Match");
     if (!h)
@@ -258,7 +265,7 @@ static void get_list(gw_http_tags_t *ht, struct evhttp_request *req)
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     evhttp_add_header(out, "ETag", etag);
     evhttp_add_header(out, "Cache-Control", "no-cache");
-    if (not_modified(req, etag)) {
+    if (http_not_modified(req, etag)) {
         gwtags_unlock(gw->tags);
         gw_count(&gw->http_metrics.tags_not_modified);
         evhttp_send_reply(req, HTTP_NOTMODIFIED, "Not Modified", NULL);
@@ -316,24 +323,56 @@ static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char 
 
 /* ---- /status and /metrics ---------------------------------------------------------- */
 
-void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b)
+/*
+ * /status's tag counts (good, stale, bad per device) are a function of what
+ * the change numbers cover (value and quality; stale once swept), so they
+ * are counted again only when the table's number (or the table, or the
+ * configuration) moved since the last count: a /status of a gateway whose
+ * 10,000 tags did not change reads no tag. Returns the number, swept, that
+ * /status's ETag carries.
+ */
+uint64_t http_tags_seq(gw_http_tags_t *ht)
 {
-    unsigned n[3] = { 0, 0, 0 }, count = 0;
+    gw_t *gw = ht->gw;
     int64_t now = gw_wall_ms();
-    const tags_table_t *t = gwtags_lock(gw->tags);
-    int td = tags_table_find_device(t, gw->cfg->devices[d].name);
-    size_t nt = 0;
-    const unsigned *idx = td >= 0 ? tags_table_device_tags(t, (size_t)td, &nt) : NULL;
-    for (size_t k = 0; k < nt; k++) {
-        tags_value_t v;
-        char text[8];
-        tags_table_value(t, idx[k], now, &v);
-        json_quality(tags_table_tag(t, idx[k]), &v, text);
-        n[v.quality]++;
-        count++;
+    tags_table_t *t = gwtags_lock(gw->tags);
+    tags_table_sweep(t, now);
+    uint64_t seq = tags_table_seq(t);
+    uint32_t gen = gwtags_generation(gw->tags);
+    if (ht->counts && seq == ht->counts_seq && gen == ht->counts_gen && gw->cfg == ht->counts_cfg &&
+        gw->cfg->device_count == ht->n_counts) {
+        gwtags_unlock(gw->tags);
+        return seq;
+    }
+    unsigned (*counts)[4] = calloc(gw->cfg->device_count + 1, sizeof *counts);
+    for (unsigned d = 0; counts && d < gw->cfg->device_count; d++) {
+        int td = tags_table_find_device(t, gw->cfg->devices[d].name);
+        size_t nt = 0;
+        const unsigned *idx = td >= 0 ? tags_table_device_tags(t, (size_t)td, &nt) : NULL;
+        for (size_t k = 0; k < nt; k++) {
+            tags_value_t v;
+            char text[8];
+            tags_table_value(t, idx[k], now, &v);
+            json_quality(tags_table_tag(t, idx[k]), &v, text);
+            counts[d][v.quality]++;
+            counts[d][3]++;
+        }
     }
     gwtags_unlock(gw->tags);
-    evbuffer_add_printf(b, ",\"tags\":{\"count\":%u,\"good\":%u,\"stale\":%u,\"bad\":%u}", count,
+    free(ht->counts);
+    ht->counts = counts;
+    ht->n_counts = counts ? gw->cfg->device_count : 0;
+    ht->counts_seq = seq;
+    ht->counts_gen = gen;
+    ht->counts_cfg = gw->cfg;
+    return seq;
+}
+
+/* After http_tags_seq, in the same callback. */
+void http_tags_status(gw_http_tags_t *ht, unsigned d, struct evbuffer *b)
+{
+    const unsigned zero[4] = { 0, 0, 0, 0 }, *n = d < ht->n_counts ? ht->counts[d] : zero;
+    evbuffer_add_printf(b, ",\"tags\":{\"count\":%u,\"good\":%u,\"stale\":%u,\"bad\":%u}", n[3],
                         n[TAGS_GOOD], n[TAGS_STALE], n[TAGS_BAD]);
 }
 
@@ -698,6 +737,8 @@ gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h)
  * outcomes, if any come, go nowhere (the loop has stopped). */
 void http_tags_free(gw_http_tags_t *ht)
 {
+    if (ht)
+        free(ht->counts);
     free(ht);
 }
 

@@ -23,8 +23,12 @@ void http_tags_free(gw_http_tags_t *ht);
 /* Answers req when path is /tags or /tags/NAME; false when it is not. */
 bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const char *path);
 struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev);
-/* ,"tags":{...} of config device d, for its /status object. */
-void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
+/* /status: the tags' change number (swept; its tag counts brought up to it),
+ * then ,"tags":{...} of config device d, for its /status object. */
+uint64_t http_tags_seq(gw_http_tags_t *ht);
+void http_tags_status(gw_http_tags_t *ht, unsigned d, struct evbuffer *b);
+/* Whether req's If-None-Match names etag (a quoted string) or is "*". */
+bool http_not_modified(struct evhttp_request *req, const char *etag);
 /* The tags' lines of /metrics (the gauges per tag only with [http] tag_metrics). */
 void http_tags_metrics(gw_t *gw, struct evbuffer *b);
 
