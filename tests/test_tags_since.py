@@ -14,6 +14,8 @@
   tag for tag (value, quality, reason); a SIGHUP that adds a tag in the middle
   gives the client "full" once and the new tag; at the end the view holds
   every value written, as Modbus TCP reads them back from the simulator;
+- 3,000 tags: a whole list built in slices is whole and in order; clients
+  that close before their answer leave the gateway serving;
 - /status: 304 while only the clock moved, a 200 with a new ETag once a
   Modbus TCP request moved its counters.
 Seeded: replay with RTUGW_SEED=..."""
@@ -109,8 +111,8 @@ def write_csv(path, n):
             f.write(f"v{a},holding,{a},uint16,100\n")
 
 
-def test_protocol():
-    """ETag, 304, since of now, too old, from the future, not a number."""
+def tagged_gateway():
+    """A gateway on the simulator with N_TAGS tags read every 100 ms, all good."""
     d = tempfile.mkdtemp(prefix="rtugw-since-")
     DIRS.append(d)
     csv_path = os.path.join(d, "tags.csv")
@@ -118,6 +120,12 @@ def test_protocol():
     g = Gateway(bus="port = sim:1\nbaud = 115200\n", dir=d, devices=f"[device d]\nslave = 1\ntags_file = {csv_path}\n")
     check(wait_for(lambda: all(t["quality"] == "good" for t in get(g, "/tags")[2]["tags"]), 10),
           "every tag good")
+    return g, csv_path
+
+
+def test_protocol():
+    """ETag, 304, since of now, too old, from the future, not a number."""
+    g, csv_path = tagged_gateway()
     st, hdr, body = get(g, "/tags")
     check(st == 200 and body["full"] is True and len(body["tags"]) == N_TAGS and
           hdr.get("ETag") == f'"{body["seq"]}"', f"GET /tags: every tag, full, ETag its seq ({hdr.get('ETag')})")
@@ -171,15 +179,41 @@ def test_status():
     g.stop()
 
 
-def test_never_missed():
-    """Random writes while a client follows ?since=; a reload in the middle."""
+def test_sliced():
+    """3,000 tags: a whole list is built in slices, whole and in order; clients
+    that go before their answer leave the gateway serving."""
     d = tempfile.mkdtemp(prefix="rtugw-since-")
     DIRS.append(d)
-    csv_path = os.path.join(d, "tags.csv")
-    write_csv(csv_path, N_TAGS)
-    g = Gateway(bus="port = sim:1\nbaud = 115200\n", dir=d, devices=f"[device d]\nslave = 1\ntags_file = {csv_path}\n")
-    check(wait_for(lambda: all(t["quality"] == "good" for t in get(g, "/tags")[2]["tags"]), 10),
-          "every tag good")
+    devices = ""
+    for s in (1, 2, 3):
+        with open(os.path.join(d, f"d{s}.csv"), "w") as f:
+            f.write("name,table,address,type,interval_ms\n")
+            f.writelines(f"s{s}_{a},holding,{a},uint16,1000\n" for a in range(1000))
+        devices += f"[device d{s}]\nslave = {s}\ntags_file = {d}/d{s}.csv\n"
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", dir=d, devices=devices)
+    want = [f"s{s}_{a}" for s in (1, 2, 3) for a in range(1000)]
+    check(wait_for(lambda: all(t["quality"] == "good" for t in get(g, "/tags")[2]["tags"]), 20), "3,000 tags good")
+    st, hdr, body = get(g, "/tags")
+    check(st == 200 and [t["name"] for t in body["tags"]] == want and hdr.get("ETag") == f'"{body["seq"]}"',
+          "a whole list of 3,000 tags, in order, its ETag its seq")
+    check(all(t["value"] == 1000 * int(t["name"][1]) + int(t["name"].split("_")[1]) for t in body["tags"]),
+          "every value the simulator's register")
+    for _ in range(20):   # gone before the answer: the sweep hands the connection back
+        c = socket.create_connection(("127.0.0.1", g.http_port), timeout=5)
+        c.sendall(b"GET /tags HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        c.close()
+    time.sleep(0.6)
+    st, hdr, b2 = get(g, "/tags")
+    check(st == 200 and len(b2["tags"]) == 3000, "after 20 clients that went: a whole list again")
+    m = g.metrics()
+    check(m.get("rtugw_http_tags_slices_total", 0) >= 3 * 2, f"built in slices ({m.get('rtugw_http_tags_slices_total')})")
+    rc, _ = g.stop()
+    check(rc == 0, f"exits 0 ({rc})")
+
+
+def test_never_missed():
+    """Random writes while a client follows ?since=; a reload in the middle."""
+    g, csv_path = tagged_gateway()
     sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=5)
     expected, tid, compared, full_views = {}, 1, 0, 0
     c = Client(g)
@@ -225,4 +259,4 @@ def test_never_missed():
     g.stop()
 
 
-run_tests("test_tags_since", [test_protocol, test_status, test_never_missed], cleanup=DIRS)
+run_tests("test_tags_since", [test_protocol, test_status, test_sliced, test_never_missed], cleanup=DIRS)

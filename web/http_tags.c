@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
@@ -36,11 +37,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CHANGES_MAX 1024   /* tags an answer of changes lists; beyond, the answer is full */
+#define SEQ_DIGITS 20      /* a uint64_t */
+#define SLICE_TAGS 1024    /* tags of a whole list built in one turn of the I/O loop */
 #define WRITE_BODY_MAX 16384   /* bytes of a PUT body parsed, whatever max_body_bytes allows */
+
+typedef struct slicer slicer_t;
 
 struct gw_http_tags {
     gw_t *gw;
     gw_http_t *http;
+    slicer_t *slicing;           /* whole answers being built, a slice a turn of the loop */
     /* /status's tag counts per configured device, as of change number
      * counts_seq of table generation counts_gen (http_tags_seq) */
     unsigned (*counts)[4];       /* good, bad, stale, count */
@@ -182,6 +189,112 @@ static void reply_error(struct evhttp_request *req, int code, const char *reason
     evbuffer_free(b);
 }
 
+/* Tags [from, to) of the list, comma-separated (one before each but the first). */
+static void add_tags(struct evbuffer *b, const tags_table_t *t, size_t from, size_t to, int64_t now)
+{
+    for (size_t k = from; k < to && k < tags_table_count(t); k++) {
+        if (k)
+            evbuffer_add(b, ",", 1);
+        add_tag(b, t, k, now, false);
+    }
+}
+
+/*
+ * A whole list of many tags is built SLICE_TAGS tags at a time (~0.6 ms of
+ * the I/O thread each), one slice per turn of the loop, so a 10,000-tag
+ * answer (~6 ms) never holds up the Modbus TCP clients, MQTT and the other
+ * requests for longer than one slice; each slice holds the table's lock for
+ * its own tags only. The answer's seq and ETag are those of its first slice:
+ * later slices may show newer values, never older ones, so a client asking
+ * ?since= that seq gets those tags again and misses nothing. A reload between
+ * two slices (other tags, other indices) starts the answer over. The request
+ * is held (http_hold) while it is built: if its client goes, the sweep asks
+ * http_tags_abandon, which stops the building and hands the connection back.
+ */
+struct slicer {
+    gw_http_tags_t *ht;
+    struct evhttp_request *req;
+    const struct bufferevent *bev;
+    struct event *ev;
+    struct evbuffer *b;
+    size_t next;                 /* the next tag to add */
+    int64_t now;
+    uint32_t generation;         /* the table's: another one starts over */
+    slicer_t *link;
+};
+
+static void slicer_free(slicer_t *s)
+{
+    for (slicer_t **pp = &s->ht->slicing; *pp; pp = &(*pp)->link)
+        if (*pp == s) {
+            *pp = s->link;
+            break;
+        }
+    event_free(s->ev);
+    evbuffer_free(s->b);
+    free(s);
+}
+
+static void slice(evutil_socket_t fd, short what, void *arg)
+{
+    slicer_t *s = arg;
+    gw_t *gw = s->ht->gw;
+    (void)fd;
+    (void)what;
+    tags_table_t *t = gwtags_lock(gw->tags);
+    size_t count = tags_table_count(t);
+    if (gwtags_generation(gw->tags) != s->generation) {   /* reloaded: over again, at the new number */
+        char etag[SEQ_DIGITS + 8];
+        s->now = gw_wall_ms();
+        s->generation = gwtags_generation(gw->tags);
+        s->next = 0;
+        tags_table_sweep(t, s->now);
+        snprintf(etag, sizeof etag, "\"%llu\"", (unsigned long long)tags_table_seq(t));
+        struct evkeyvalq *out = evhttp_request_get_output_headers(s->req);
+        evhttp_remove_header(out, "ETag");
+        evhttp_add_header(out, "ETag", etag);
+        evbuffer_drain(s->b, evbuffer_get_length(s->b));
+        evbuffer_add_printf(s->b, "{\"time\":%lld,\"seq\":%llu,\"full\":true,\"tags\":[", (long long)s->now,
+                            (unsigned long long)tags_table_seq(t));
+    }
+    size_t to = s->next + SLICE_TAGS < count ? s->next + SLICE_TAGS : count;
+    add_tags(s->b, t, s->next, to, s->now);
+    gwtags_unlock(gw->tags);
+    gw_count(&gw->http_metrics.tags_slices);
+    s->next = to;
+    if (to < count) {
+        event_active(s->ev, EV_TIMEOUT, 1);
+        return;
+    }
+    evbuffer_add_printf(s->b, "]}\n");
+    gw_count(&gw->http_metrics.tags_full);
+    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, count, memory_order_relaxed);
+    http_hold(s->ht->http, s->req, false);
+    reply_json(s->req, HTTP_OK, "OK", s->b);
+    slicer_free(s);
+}
+
+/* The rest of a whole list after its first slice, on later turns of the loop. */
+static void slice_later(gw_http_tags_t *ht, struct evhttp_request *req, struct evbuffer *b, int64_t now)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    slicer_t *s = calloc(1, sizeof *s);
+    struct event *ev = s && evcon ? event_new(evhttp_connection_get_base(evcon), -1, 0, slice, s) : NULL;
+    gw_count(&ht->gw->http_metrics.tags_slices);
+    if (!ev) {
+        free(s);
+        evbuffer_free(b);
+        evhttp_send_error(req, 500, "out of memory");
+        return;
+    }
+    *s = (slicer_t){ .ht = ht, .req = req, .bev = evhttp_connection_get_bufferevent(evcon), .ev = ev, .b = b,
+                     .next = SLICE_TAGS, .now = now, .generation = gwtags_generation(ht->gw->tags),
+                     .link = ht->slicing };
+    ht->slicing = s;
+    http_hold(ht->http, req, true);
+    event_active(ev, EV_TIMEOUT, 1);
+}
+
 /*
  * GET /tags, cheaply when little changed. The table gives a change number
  * to every change a reader could see (tags/changes.c; a re-read of the same
@@ -199,8 +312,6 @@ static void reply_error(struct evhttp_request *req, int code, const char *reason
  * Cost: a 304 reads one word per tag (the sweep for values gone stale);
  * ?since reads another and formats only the changed tags.
  */
-#define CHANGES_MAX 1024   /* tags an answer of changes lists; beyond, the answer is full */
-#define SEQ_DIGITS 20      /* a uint64_t */
 
 /* ?since=N: *since set, true; no since: *since 0, true; anything else: false. */
 static bool since_of(struct evhttp_request *req, uint64_t *since, bool *given)
@@ -282,16 +393,23 @@ static void get_list(gw_http_tags_t *ht, struct evhttp_request *req)
     }
     evbuffer_add_printf(b, "{\"time\":%lld,\"seq\":%llu,\"full\":%s,\"tags\":[", (long long)now,
                         (unsigned long long)seq, full ? "true" : "false");
-    size_t listed = full ? count : n;
-    for (size_t k = 0; k < listed; k++) {
+    if (full && count > SLICE_TAGS) {   /* the first slice under this lock, the rest on later turns */
+        add_tags(b, t, 0, SLICE_TAGS, now);
+        gwtags_unlock(gw->tags);
+        slice_later(ht, req, b, now);
+        return;
+    }
+    if (full)
+        add_tags(b, t, 0, count, now);
+    for (size_t k = 0; !full && k < n; k++) {
         if (k)
             evbuffer_add(b, ",", 1);
-        add_tag(b, t, full ? k : changed[k], now, false);
+        add_tag(b, t, changed[k], now, false);
     }
     gwtags_unlock(gw->tags);
     evbuffer_add_printf(b, "]}\n");
     gw_count(full ? &gw->http_metrics.tags_full : &gw->http_metrics.tags_since);
-    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, listed, memory_order_relaxed);
+    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, full ? count : n, memory_order_relaxed);
     reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
@@ -737,8 +855,11 @@ gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h)
  * outcomes, if any come, go nowhere (the loop has stopped). */
 void http_tags_free(gw_http_tags_t *ht)
 {
-    if (ht)
+    if (ht) {
         free(ht->counts);
+        while (ht->slicing)
+            slicer_free(ht->slicing);
+    }
     free(ht);
 }
 
@@ -757,6 +878,12 @@ static bool on_connection(uint64_t cookie, const void *bev)
 
 struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev)
 {
+    for (slicer_t *s = ht->slicing; s; s = s->link)
+        if (s->bev == bev) {   /* a list being built for a client that has gone */
+            struct evhttp_connection *evcon = evhttp_request_get_connection(s->req);
+            slicer_free(s);
+            return evcon;
+        }
     uint64_t cookie;
     if (!tag_write_abandon(ht->gw->tag_writes, ht, on_connection, bev, &cookie))
         return NULL;

@@ -247,6 +247,7 @@ static const metric_def_t http_defs[] = {
     HM(tags_not_modified, "GET /tags answered 304: nothing changed since the client's ETag"),
     HM(tags_listed, "Tags formatted into GET /tags answers"),
     HM(tags_refused, "GET /tags refused 400: since is not a change number"),
+    HM(tags_slices, "Slices of 1,024 tags whole GET /tags answers were built in, one per turn of the I/O loop"),
     HM(status_not_modified, "GET /status answered 304: nothing changed since the client's ETag"),
 };
 
