@@ -28,7 +28,6 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
@@ -37,17 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHANGES_MAX 1024   /* tags an answer of changes lists; beyond, the answer is full */
-#define SEQ_DIGITS 20      /* a uint64_t */
-#define SLICE_TAGS 1024    /* tags of a whole list built in one turn of the I/O loop */
 #define WRITE_BODY_MAX 16384   /* bytes of a PUT body parsed, whatever max_body_bytes allows */
-
-typedef struct slicer slicer_t;
 
 struct gw_http_tags {
     gw_t *gw;
     gw_http_t *http;
-    slicer_t *slicing;           /* whole answers being built, a slice a turn of the loop */
+    http_tags_list_t *list;      /* GET /tags (http_tags_list.c) */
     /* /status's tag counts per configured device, as of change number
      * counts_seq of table generation counts_gen (http_tags_seq) */
     unsigned (*counts)[4];       /* good, bad, stale, count */
@@ -112,7 +106,7 @@ static void json_quality(const tags_tag_t *g, tags_value_t *v, char *text)
 }
 
 /* One tag: its value and quality, and with `full` what it is. */
-static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full)
+void http_tags_add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full)
 {
     const tags_tag_t *g = tags_table_tag(t, i);
     tags_value_t v;
@@ -157,7 +151,7 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
     evbuffer_add_printf(b, "}");
 }
 
-static void reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
+void http_tags_reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, code, reason, b);
@@ -174,8 +168,8 @@ static struct evbuffer *reply_buffer(struct evhttp_request *req)
 }
 
 /* {"tag": NAME, "ok": false, "error": WHY}, with the HTTP status that says so. */
-static void reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,
-                        const char *why)
+void http_tags_reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,
+                           const char *why)
 {
     struct evbuffer *b = reply_buffer(req);
     if (!b)
@@ -185,239 +179,14 @@ static void reply_error(struct evhttp_request *req, int code, const char *reason
     evbuffer_add_printf(b, ",\"ok\":false,\"error\":");
     add_str(b, why);
     evbuffer_add_printf(b, "}\n");
-    reply_json(req, code, reason, b);
-    evbuffer_free(b);
-}
-
-/* Tags [from, to) of the list, comma-separated (one before each but the first). */
-static void add_tags(struct evbuffer *b, const tags_table_t *t, size_t from, size_t to, int64_t now)
-{
-    for (size_t k = from; k < to && k < tags_table_count(t); k++) {
-        if (k)
-            evbuffer_add(b, ",", 1);
-        add_tag(b, t, k, now, false);
-    }
-}
-
-/*
- * A whole list of many tags is built SLICE_TAGS tags at a time (~0.6 ms of
- * the I/O thread each), one slice per turn of the loop, so a 10,000-tag
- * answer (~6 ms) never holds up the Modbus TCP clients, MQTT and the other
- * requests for longer than one slice; each slice holds the table's lock for
- * its own tags only. The answer's seq and ETag are those of its first slice:
- * later slices may show newer values, never older ones, so a client asking
- * ?since= that seq gets those tags again and misses nothing. A reload between
- * two slices (other tags, other indices) starts the answer over. The request
- * is held (http_hold) while it is built: if its client goes, the sweep asks
- * http_tags_abandon, which stops the building and hands the connection back.
- */
-struct slicer {
-    gw_http_tags_t *ht;
-    struct evhttp_request *req;
-    const struct bufferevent *bev;
-    struct event *ev;
-    struct evbuffer *b;
-    size_t next;                 /* the next tag to add */
-    int64_t now;
-    uint32_t generation;         /* the table's: another one starts over */
-    slicer_t *link;
-};
-
-static void slicer_free(slicer_t *s)
-{
-    for (slicer_t **pp = &s->ht->slicing; *pp; pp = &(*pp)->link)
-        if (*pp == s) {
-            *pp = s->link;
-            break;
-        }
-    event_free(s->ev);
-    evbuffer_free(s->b);
-    free(s);
-}
-
-static void slice(evutil_socket_t fd, short what, void *arg)
-{
-    slicer_t *s = arg;
-    gw_t *gw = s->ht->gw;
-    (void)fd;
-    (void)what;
-    tags_table_t *t = gwtags_lock(gw->tags);
-    size_t count = tags_table_count(t);
-    if (gwtags_generation(gw->tags) != s->generation) {   /* reloaded: over again, at the new number */
-        char etag[SEQ_DIGITS + 8];
-        s->now = gw_wall_ms();
-        s->generation = gwtags_generation(gw->tags);
-        s->next = 0;
-        tags_table_sweep(t, s->now);
-        snprintf(etag, sizeof etag, "\"%llu\"", (unsigned long long)tags_table_seq(t));
-        struct evkeyvalq *out = evhttp_request_get_output_headers(s->req);
-        evhttp_remove_header(out, "ETag");
-        evhttp_add_header(out, "ETag", etag);
-        evbuffer_drain(s->b, evbuffer_get_length(s->b));
-        evbuffer_add_printf(s->b, "{\"time\":%lld,\"seq\":%llu,\"full\":true,\"tags\":[", (long long)s->now,
-                            (unsigned long long)tags_table_seq(t));
-    }
-    size_t to = s->next + SLICE_TAGS < count ? s->next + SLICE_TAGS : count;
-    add_tags(s->b, t, s->next, to, s->now);
-    gwtags_unlock(gw->tags);
-    gw_count(&gw->http_metrics.tags_slices);
-    s->next = to;
-    if (to < count) {
-        event_active(s->ev, EV_TIMEOUT, 1);
-        return;
-    }
-    evbuffer_add_printf(s->b, "]}\n");
-    gw_count(&gw->http_metrics.tags_full);
-    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, count, memory_order_relaxed);
-    http_hold(s->ht->http, s->req, false);
-    reply_json(s->req, HTTP_OK, "OK", s->b);
-    slicer_free(s);
-}
-
-/* The rest of a whole list after its first slice, on later turns of the loop. */
-static void slice_later(gw_http_tags_t *ht, struct evhttp_request *req, struct evbuffer *b, int64_t now)
-{
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    slicer_t *s = calloc(1, sizeof *s);
-    struct event *ev = s && evcon ? event_new(evhttp_connection_get_base(evcon), -1, 0, slice, s) : NULL;
-    gw_count(&ht->gw->http_metrics.tags_slices);
-    if (!ev) {
-        free(s);
-        evbuffer_free(b);
-        evhttp_send_error(req, 500, "out of memory");
-        return;
-    }
-    *s = (slicer_t){ .ht = ht, .req = req, .bev = evhttp_connection_get_bufferevent(evcon), .ev = ev, .b = b,
-                     .next = SLICE_TAGS, .now = now, .generation = gwtags_generation(ht->gw->tags),
-                     .link = ht->slicing };
-    ht->slicing = s;
-    http_hold(ht->http, req, true);
-    event_active(ev, EV_TIMEOUT, 1);
-}
-
-/*
- * GET /tags, cheaply when little changed. The table gives a change number
- * to every change a reader could see (tags/changes.c; a re-read of the same
- * value changes only its timestamp and age, and is none). An answer carries
- * the number it was built at, as "seq" and as its ETag:
- *   If-None-Match with that ETag, nothing changed since: 304, nothing built;
- *   ?since=N, N from this table: only the tags changed after N, "full": false;
- *   ?since=N that this table never gave (before a reload or a restart, or
- *     from the future), or more changed than an answer of changes carries
- *     (CHANGES_MAX, or a quarter of the table): every tag, "full": true.
- * So a client keeps the tags it has, replaces them all on "full": true,
- * updates those listed otherwise, and asks again with the new seq: it never
- * misses a change, since the number and the values are read under one lock.
- * A timestamp or age it keeps is that of the last change, not the last read.
- * Cost: a 304 reads one word per tag (the sweep for values gone stale);
- * ?since reads another and formats only the changed tags.
- */
-
-/* ?since=N: *since set, true; no since: *since 0, true; anything else: false. */
-static bool since_of(struct evhttp_request *req, uint64_t *since, bool *given)
-{
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    struct evkeyvalq q;
-    *since = 0;
-    *given = false;
-    if (!query || !*query)
-        return true;
-    if (evhttp_parse_query_str(query, &q) != 0)
-        return false;
-    const char *v = evhttp_find_header(&q, "since");
-    bool ok = true;
-    if (v) {
-        size_t n = strlen(v);
-        char *end = NULL;
-        errno = 0;
-        ok = n >= 1 && n <= SEQ_DIGITS && strspn(v, "0123456789") == n;
-        unsigned long long x = ok ? strtoull(v, &end, 10) : 0;
-        ok = ok && errno == 0 && end && !*end;
-        *since = x;
-        *given = ok;
-    }
-    evhttp_clear_headers(&q);
-    return ok;
-}
-
-/* If-None-Match names etag (or is "*"). A list ("a", "b") is searched. */
-bool http_not_modified(struct evhttp_request *req, const char *etag)
-{
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "If-None-Match");
-    if (!h)
-        return false;
-    if (strcmp(h, "*") == 0)
-        return true;
-    size_t n = strlen(etag);
-    for (const char *p = strstr(h, etag); p; p = strstr(p + 1, etag))
-        if ((p == h || p[-1] == ' ' || p[-1] == ',' || p[-1] == '/') && (p[n] == '\0' || p[n] == ',' || p[n] == ' '))
-            return true;
-    return false;
-}
-
-static void get_list(gw_http_tags_t *ht, struct evhttp_request *req)
-{
-    gw_t *gw = ht->gw;
-    uint64_t since;
-    bool given;
-    unsigned changed[CHANGES_MAX];
-    char etag[SEQ_DIGITS + 8];
-    if (!since_of(req, &since, &given)) {
-        gw_count(&gw->http_metrics.tags_refused);
-        reply_error(req, HTTP_BADREQUEST, "Bad Request", NULL, "since must be a change number (0..2^64-1)");
-        return;
-    }
-    int64_t now = gw_wall_ms();
-    tags_table_t *t = gwtags_lock(gw->tags);
-    tags_table_sweep(t, now);
-    uint64_t seq = tags_table_seq(t);
-    size_t count = tags_table_count(t);
-    snprintf(etag, sizeof etag, "\"%llu\"", (unsigned long long)seq);
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    evhttp_add_header(out, "ETag", etag);
-    evhttp_add_header(out, "Cache-Control", "no-cache");
-    if (http_not_modified(req, etag)) {
-        gwtags_unlock(gw->tags);
-        gw_count(&gw->http_metrics.tags_not_modified);
-        evhttp_send_reply(req, HTTP_NOTMODIFIED, "Not Modified", NULL);
-        return;
-    }
-    size_t n = given && since >= tags_table_seq_base(t) && since <= seq
-               ? tags_table_changed(t, since, changed, CHANGES_MAX) : SIZE_MAX;
-    bool full = n > CHANGES_MAX || n > count / 4 + 1;
-    struct evbuffer *b = evbuffer_new();
-    if (!b) {
-        gwtags_unlock(gw->tags);
-        evhttp_send_error(req, 500, "out of memory");
-        return;
-    }
-    evbuffer_add_printf(b, "{\"time\":%lld,\"seq\":%llu,\"full\":%s,\"tags\":[", (long long)now,
-                        (unsigned long long)seq, full ? "true" : "false");
-    if (full && count > SLICE_TAGS) {   /* the first slice under this lock, the rest on later turns */
-        add_tags(b, t, 0, SLICE_TAGS, now);
-        gwtags_unlock(gw->tags);
-        slice_later(ht, req, b, now);
-        return;
-    }
-    if (full)
-        add_tags(b, t, 0, count, now);
-    for (size_t k = 0; !full && k < n; k++) {
-        if (k)
-            evbuffer_add(b, ",", 1);
-        add_tag(b, t, changed[k], now, false);
-    }
-    gwtags_unlock(gw->tags);
-    evbuffer_add_printf(b, "]}\n");
-    gw_count(full ? &gw->http_metrics.tags_full : &gw->http_metrics.tags_since);
-    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, full ? count : n, memory_order_relaxed);
-    reply_json(req, HTTP_OK, "OK", b);
+    http_tags_reply_json(req, code, reason, b);
     evbuffer_free(b);
 }
 
 static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char *name)
 {
     if (!name) {
-        get_list(ht, req);
+        http_tags_list_get(ht->list, req);
         return;
     }
     struct evbuffer *b = evbuffer_new();
@@ -429,13 +198,13 @@ static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char 
     const tags_table_t *t = gwtags_lock(ht->gw->tags);
     int i = tags_table_find(t, name);
     if (i >= 0)
-        add_tag(b, t, (size_t)i, now, true);
+        http_tags_add_tag(b, t, (size_t)i, now, true);
     gwtags_unlock(ht->gw->tags);
     evbuffer_add(b, "\n", 1);
     if (i < 0)
-        reply_error(req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
+        http_tags_reply_error(req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
     else
-        reply_json(req, HTTP_OK, "OK", b);
+        http_tags_reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
 
@@ -581,7 +350,7 @@ static void refuse(gw_http_tags_t *ht, struct evhttp_request *req, int code, con
                    const char *tag, const char *why)
 {
     gw_count(&ht->gw->http_metrics.tag_writes_refused);
-    reply_error(req, code, reason, tag, why);
+    http_tags_reply_error(req, code, reason, tag, why);
 }
 
 /* The token as "Bearer TOKEN", compared in time that does not depend on where it differs. */
@@ -758,7 +527,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
         evbuffer_add_printf(b, "}\n");
         int status = code == MB_EX_TARGET_FAILED ? 504 : code == MB_EX_BUSY || code == MB_EX_PATH_UNAVAILABLE
                                                              ? 503 : 502;
-        reply_json(req, status, status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable"
+        http_tags_reply_json(req, status, status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable"
                                                                                  : "Bad Gateway", b);
         evbuffer_free(b);
         return;
@@ -786,7 +555,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
         evbuffer_add_printf(b, "]");
     }
     evbuffer_add_printf(b, "}\n");
-    reply_json(req, HTTP_OK, "OK", b);
+    http_tags_reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
 
@@ -804,7 +573,7 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
     }
     if (o->malformed_read) {
         gw_count(&ht->gw->http_metrics.tag_write_failures);
-        reply_error(req, 502, "Bad Gateway", tags_table_tag(gwtags_defs(ht->gw->tags), o->tag)->name,
+        http_tags_reply_error(req, 502, "Bad Gateway", tags_table_tag(gwtags_defs(ht->gw->tags), o->tag)->name,
                     "the register's read came back malformed");
         return;
     }
@@ -828,14 +597,14 @@ bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const cha
          * another tag's (w_u16%00xyz is not w_u16); no tag name holds one */
         if (cmd == EVHTTP_REQ_PUT)
             gw_count(&ht->gw->http_metrics.tag_writes_refused);
-        reply_error(req, HTTP_BADREQUEST, "Bad Request", name, "the tag name holds a NUL byte (%00)");
+        http_tags_reply_error(req, HTTP_BADREQUEST, "Bad Request", name, "the tag name holds a NUL byte (%00)");
     } else if (cmd == EVHTTP_REQ_PUT && one) {
         put_tag(ht, req, name);
     } else if (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD) {
         get_tags(ht, req, name);
     } else {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", one ? "GET, HEAD, PUT" : "GET, HEAD");
-        reply_error(req, 405, "Method Not Allowed", name, one ? "GET, HEAD or PUT" : "GET or HEAD (PUT /tags/NAME)");
+        http_tags_reply_error(req, 405, "Method Not Allowed", name, one ? "GET, HEAD or PUT" : "GET or HEAD (PUT /tags/NAME)");
     }
     free(name);
     return true;
@@ -848,6 +617,10 @@ gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h)
         return NULL;
     ht->gw = gw;
     ht->http = h;
+    if (!(ht->list = http_tags_list_new(gw, h))) {
+        free(ht);
+        return NULL;
+    }
     return ht;
 }
 
@@ -857,8 +630,7 @@ void http_tags_free(gw_http_tags_t *ht)
 {
     if (ht) {
         free(ht->counts);
-        while (ht->slicing)
-            slicer_free(ht->slicing);
+        http_tags_list_free(ht->list);
     }
     free(ht);
 }
@@ -878,12 +650,9 @@ static bool on_connection(uint64_t cookie, const void *bev)
 
 struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev)
 {
-    for (slicer_t *s = ht->slicing; s; s = s->link)
-        if (s->bev == bev) {   /* a list being built for a client that has gone */
-            struct evhttp_connection *evcon = evhttp_request_get_connection(s->req);
-            slicer_free(s);
-            return evcon;
-        }
+    struct evhttp_connection *listing = http_tags_list_abandon(ht->list, bev);
+    if (listing)
+        return listing;
     uint64_t cookie;
     if (!tag_write_abandon(ht->gw->tag_writes, ht, on_connection, bev, &cookie))
         return NULL;
