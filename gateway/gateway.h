@@ -132,6 +132,9 @@ typedef struct gw_http_metrics {
     atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
     atomic_uint_fast64_t api_changes, api_refused;   /* web/api.c: files written; requests refused */
     atomic_uint_fast64_t misdirected;   /* web/host.c: a Host not in server_names (421) */
+    /* web/http_tags.c: GET /tags answered whole, with changes only, 304; tags formatted; bad since */
+    atomic_uint_fast64_t tags_full, tags_since, tags_not_modified, tags_listed, tags_refused, tags_slices;
+    atomic_uint_fast64_t status_not_modified;   /* web/http.c: GET /status answered 304 */
 } gw_http_metrics_t;
 
 /* metrics.c: the clocks (the counters' helpers are line/line.h's) */

@@ -20,6 +20,14 @@
  * Work in flight names its table's generation (the poller's plan, MQTT's
  * chunks of indices): what an older generation named is dropped. A tag
  * defined the same before and after keeps its value.
+ *
+ * Change numbers (tags/changes.c; what GET /tags?since=N and its ETag are
+ * made of) start at the wall clock in microseconds, and after a reload at
+ * more than the old table's last one: a number a reader holds from an earlier
+ * table, of this process or of one before a restart, is below the table's
+ * base (or above its last number, if the clock went back), and the reader is
+ * sent everything. A process would have to make more than one change per
+ * microsecond of its life to hand out a number its successor also uses.
  */
 #include "gateway/gateway.h"
 #include "expr/expr.h"
@@ -28,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct gw_tags {
     pthread_mutex_t lock;
@@ -47,7 +56,15 @@ static int config_device_index(const config_t *cfg, const char *name)
     return -ENOENT;
 }
 
-/* The running copy of cfg's tags, and each table device's config index. */
+static uint64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The running copy of cfg's tags, and each table device's config index;
+ * its change numbers start at the wall clock's microseconds. */
 static int build(const config_t *cfg, tags_table_t **table, unsigned **config_device, char *err, size_t errcap)
 {
     const tags_table_t *src = cfg->tags;
@@ -87,6 +104,7 @@ static int build(const config_t *cfg, tags_table_t **table, unsigned **config_de
         tags_table_free(t);
         return -1;
     }
+    tags_table_seq_start(t, wall_us());
     *table = t;
     *config_device = cd;
     return 0;
@@ -273,6 +291,9 @@ int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, s
     }
     *kept = 0;
     pthread_mutex_lock(&t->lock);
+    /* above every number the old table gave, the last ones under this lock */
+    if (tags_table_seq_base(fresh) <= tags_table_seq(t->table))
+        tags_table_seq_start(fresh, tags_table_seq(t->table) + 1);
     for (size_t i = 0; i < tags_table_count(fresh); i++) {
         int old = tags_table_find(t->table, tags_table_tag(fresh, i)->name);
         if (old >= 0 && same_def(fresh, i, t->table, (size_t)old) &&

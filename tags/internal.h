@@ -75,6 +75,27 @@ void tags_table_stored(tags_table_t *t, size_t index);
 /* The note of computed tag i (NULL clears it). */
 void tags_table_set_note(tags_table_t *t, size_t index, const char *note);
 
+/* changes.c: the table's change numbers (tags.h, "changes"). Kept in the
+ * table; its per-tag arrays grow with the table's others (table.c). */
+#define TAGS_CHANGE_RING 2048    /* the last changes remembered in order (a power of two) */
+typedef struct tags_changes {
+    uint64_t seq;                /* the last change number given */
+    int64_t next_stale;          /* no stale_at is below it: a sweep before it has nothing to do */
+    unsigned ring[TAGS_CHANGE_RING];   /* ring[s % RING]: the tag that took number s */
+    uint64_t base;               /* tags_table_seq_start's: every tag counts as changed at it */
+    uint64_t *at;                /* per tag: the number of its last change a reader could see */
+    int64_t *stale_at;           /* per tag: wall ms after which its good value reads stale;
+                                    INT64_MAX: not good, or good and already told stale */
+} tags_changes_t;
+tags_changes_t *tags_table_changes(tags_table_t *t);
+const tags_changes_t *tags_table_changes_const(const tags_table_t *t);
+/* Tag i's slot went from old to now (words_moved: a string's or raw's words
+ * differ): a new change number when a reader would see a difference. */
+void tags_changes_note(tags_table_t *t, size_t i, const tags_value_t *old, const tags_value_t *now,
+                       bool words_moved);
+/* A reload carried tag si of src to di of dst: its staleness deadline with it. */
+void tags_changes_carry(tags_table_t *dst, size_t di, const tags_table_t *src, size_t si);
+
 /* values.c: decode tag i from words (its first register first; a bit: one word 0/1) and
  * store it, good, at now_ms. True when it changed (tags_table_apply's rule). */
 bool tags_store_value(tags_table_t *t, size_t i, const uint16_t *words, int64_t now_ms);

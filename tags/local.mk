@@ -2,7 +2,7 @@
 # planner. Pure code on libc (and libm); nothing here does I/O but read a CSV.
 noinst_LIBRARIES += tags/libtags.a
 tags_libtags_a_SOURCES = tags/tags.h tags/internal.h \
-	tags/names.c tags/types.c tags/table.c tags/codec.c tags/numbers.c tags/format.c tags/address.c tags/values.c tags/csv.c tags/plan.c tags/demo.c tags/observe.c
+	tags/names.c tags/types.c tags/table.c tags/codec.c tags/numbers.c tags/format.c tags/address.c tags/values.c tags/csv.c tags/plan.c tags/demo.c tags/observe.c tags/changes.c
 # No fused multiply-add: raw * scale + offset rounds twice on every CPU, as the
 # reference (Python's float) does, so decoded values match it to the bit.
 tags_libtags_a_CFLAGS = $(AM_CFLAGS) -ffp-contract=off

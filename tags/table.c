@@ -46,6 +46,7 @@ struct tags_table {
     size_t n_slots;            /* a power of two */
     device_t *devices;
     size_t n_devices, dev_cap;
+    tags_changes_t changes;    /* what changed when (changes.c); its arrays grow with the others */
 };
 
 static uint32_t name_hash(const char *s)
@@ -123,6 +124,8 @@ void tags_table_free(tags_table_t *t)
     free(t->sources);
     free(t->slots);
     free(t->devices);
+    free(t->changes.at);
+    free(t->changes.stale_at);
     free(t);
 }
 
@@ -151,10 +154,12 @@ static int reserve_tag(tags_table_t *t)
     if (n > t->max)
         n = t->max;
     void **arrays[] = { (void **)&t->tags, (void **)&t->values, (void **)&t->reported,
-                        (void **)&t->words, (void **)&t->source, (void **)&t->exprs, (void **)&t->notes };
+                        (void **)&t->words, (void **)&t->source, (void **)&t->exprs, (void **)&t->notes,
+                        (void **)&t->changes.at, (void **)&t->changes.stale_at };
     size_t sizes[] = { sizeof *t->tags, sizeof *t->values, sizeof *t->reported, sizeof *t->words,
-                       sizeof *t->source, sizeof *t->exprs, sizeof *t->notes };
-    for (unsigned a = 0; a < 7; a++) {
+                       sizeof *t->source, sizeof *t->exprs, sizeof *t->notes, sizeof *t->changes.at,
+                       sizeof *t->changes.stale_at };
+    for (unsigned a = 0; a < sizeof sizes / sizeof sizes[0]; a++) {
         size_t c = cap;
         if (grow(arrays[a], &c, n, sizes[a]) < 0)
             return -ENOMEM;
@@ -349,6 +354,8 @@ int tags_table_add_at(tags_table_t *t, const tags_tag_t *tag, const char *device
     t->tags[i] = g;
     t->values[i] = (tags_value_t){ .quality = TAGS_BAD, .reason = TAGS_BAD_NOT_READ };
     t->reported[i] = NAN;
+    t->changes.at[i] = t->changes.seq;
+    t->changes.stale_at[i] = INT64_MAX;
     t->words[i] = words;
     t->exprs[i] = NULL;
     t->notes[i] = NULL;
@@ -410,6 +417,7 @@ int tags_table_carry_value(tags_table_t *dst, size_t di, const tags_table_t *src
     }
     dst->values[di] = v;
     dst->reported[di] = src->reported[si];
+    tags_changes_carry(dst, di, src, si);
     return 0;
 }
 
@@ -481,6 +489,16 @@ tags_value_t *tags_table_slot(tags_table_t *t, size_t index)
 uint16_t *tags_table_words(tags_table_t *t, size_t index)
 {
     return index < t->count ? t->words[index] : NULL;
+}
+
+tags_changes_t *tags_table_changes(tags_table_t *t)
+{
+    return &t->changes;
+}
+
+const tags_changes_t *tags_table_changes_const(const tags_table_t *t)
+{
+    return &t->changes;
 }
 
 double *tags_table_reported(tags_table_t *t, size_t index)

@@ -398,6 +398,33 @@ const char *tags_table_source(const tags_table_t *t, size_t index);
  * String and raw words stay valid until the tag's next update. */
 int tags_table_value(const tags_table_t *t, size_t index, int64_t now_ms, tags_value_t *out);
 
+/* ---- changes: what changed since a reader last looked -------------------------
+ * Every change a reader of tags_table_value could see, but for the time
+ * (value, quality, reason, exception; a good value turning stale once
+ * tags_table_sweep has seen it, and back), takes the next change number, and
+ * the tag remembers it. A reader that saw the table at number N asks for the
+ * tags changed after N: none missed, since the numbers are given under the
+ * same lock as the values. A re-read of the same value changes its time only:
+ * that is no change (a table polled every second would otherwise change all
+ * the time). docs/tags.md, "Polling /tags cheaply". */
+/* The last change number given. */
+uint64_t tags_table_seq(const tags_table_t *t);
+/* The number every tag counts as changed at (tags_table_seq_start's base):
+ * a reader at an older one (another table, before a reload or a restart)
+ * must read everything. */
+uint64_t tags_table_seq_base(const tags_table_t *t);
+/* Numbers start at base: the table's tags all count as changed then. The
+ * gateway passes the wall clock in microseconds, and after a reload more
+ * than the old table's last number, so a number never means two states. */
+void tags_table_seq_start(tags_table_t *t, uint64_t base);
+/* Good values whose age passed 2 x interval_ms by now_ms (stale from now
+ * on) take a change number. Call before reading the numbers. Returns how many. */
+size_t tags_table_sweep(tags_table_t *t, int64_t now_ms);
+/* The tags changed after `since`, each once (in the order of their last
+ * change when since is recent, else of their index), up to cap of them into
+ * out. Returns how many there are (more than cap: only cap written). */
+size_t tags_table_changed(const tags_table_t *t, uint64_t since, unsigned *out, size_t cap);
+
 /* ---- CSV loading ------------------------------------------------------------ */
 typedef struct tags_device_defaults {
     const char *name;                /* as the CSV's device column writes it */

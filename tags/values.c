@@ -52,6 +52,7 @@ bool tags_store_value(tags_table_t *t, size_t i, const uint16_t *words, int64_t 
         v.words = keep;
     }
     bool moved = changed(t, i, slot, &v) || words_moved;
+    tags_changes_note(t, i, slot, &v, words_moved);
     *slot = v;
     tags_table_stored(t, i);
     return moved;
@@ -85,6 +86,7 @@ static bool mark_bad(tags_table_t *t, size_t i, tags_reason_t reason, uint8_t ex
     v.exception = reason == TAGS_BAD_EXCEPTION ? exception : 0;
     v.time_ms = now_ms;
     bool moved = changed(t, i, slot, &v);
+    tags_changes_note(t, i, slot, &v, false);
     *slot = v;
     tags_table_stored(t, i);
     return moved;

@@ -85,6 +85,9 @@ tests_tags_demo_tool_LDADD = tags/libtags.a -lm
 TESTS += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/test_scan.py
 EXTRA_DIST += tests/test_tags_gw.py tests/test_tags_pymodbus.py tests/test_read_cli.py tests/test_scan.py tests/tagsref.py \
 	tests/tagscheck.py
+# GET /tags?since= and 304 against the simulator, across a live reload (~15 s).
+TESTS += tests/test_tags_since.py
+EXTRA_DIST += tests/test_tags_since.py
 # The web page (GET /) in a real browser: headless chromium through selenium,
 # against `rtugw demo` and a gateway with silent slaves; screenshots go to
 # tests/screenshots/ in the build tree.

@@ -564,6 +564,54 @@ static void test_table_many_names(void **state)
     assert_int_equal(tags_table_find(t, "dev0/tag_1"), -ENOENT);
 }
 
+/* Change numbers (tags/changes.c): every change a reader sees takes one,
+ * within the deadband too (the shown value moved); a re-read of the same
+ * value does not; a value gone stale takes one when swept, once, and its
+ * next good answer another. */
+static void test_change_numbers(void **state)
+{
+    tags_table_t *t = *state;
+    char msg[256];
+    tags_tag_t a = make(TAGS_INT16, 0, 0), b = make(TAGS_INT16, 0, 0);
+    strcpy(a.name, "a");
+    a.deadband = 5;
+    strcpy(b.name, "b");
+    b.address = 101;
+    assert_int_equal(tags_table_add(t, &a, "plc1", msg, sizeof msg), 0);
+    assert_int_equal(tags_table_add(t, &b, "plc1", msg, sizeof msg), 1);
+    tags_table_seq_start(t, 1000);
+    assert_int_equal(tags_table_seq_base(t), 1000);
+    unsigned out[4];
+    assert_int_equal(tags_table_changed(t, 999, out, 4), 2);
+    assert_int_equal(tags_table_changed(t, 1000, out, 4), 0);
+    tags_planner_t *pl = tags_planner_new(NULL);
+    tags_plan_t *plan;
+    assert_int_equal(tags_plan_build(pl, t, NULL, 0, &plan, msg, sizeof msg), 0);
+    uint16_t words[] = { 10, 20 };
+    tags_table_apply(t, plan, 0, words, 2, 1000);
+    assert_int_equal(tags_table_seq(t), 1002);
+    tags_table_apply(t, plan, 0, words, 2, 1100);   /* the same values: their times only */
+    assert_int_equal(tags_table_seq(t), 1002);
+    words[0] = 11;                                   /* within a's deadband: no MQTT change, but shown */
+    assert_int_equal(tags_table_apply(t, plan, 0, words, 2, 1200), 0);
+    assert_int_equal(tags_table_changed(t, 1002, out, 4), 1);
+    assert_int_equal(out[0], 0);
+    assert_int_equal(tags_table_seq(t), 1003);
+    /* interval 1000: stale after 3200 for both; the sweep tells it once */
+    assert_int_equal(tags_table_sweep(t, 3200), 0);
+    assert_int_equal(tags_table_sweep(t, 3201), 2);
+    assert_int_equal(tags_table_sweep(t, 5000), 0);
+    assert_int_equal(tags_table_seq(t), 1005);
+    tags_table_apply(t, plan, 0, words, 2, 5000);     /* the same values, good again: shown */
+    assert_int_equal(tags_table_seq(t), 1007);
+    assert_int_equal(tags_table_changed(t, 1005, out, 1), 2);   /* more than cap: counted */
+    assert_int_equal(tags_table_fail(t, plan, 0, TAGS_BAD_TIMEOUT, 0, 6000), 2);
+    assert_int_equal(tags_table_seq(t), 1009);
+    assert_int_equal(tags_table_sweep(t, 100000), 0);   /* bad values never go stale */
+    tags_plan_free(plan);
+    tags_planner_free(pl);
+}
+
 static void test_answers_into_values(void **state)
 {
     tags_table_t *t = *state;
@@ -686,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_observe),
         cmocka_unit_test_setup_teardown(test_table_many_names, tags_fixture_setup, tags_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_answers_into_values, tags_fixture_setup, tags_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_change_numbers, tags_fixture_setup, tags_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,10 +82,100 @@ static void add_ms(struct evbuffer *b, const char *key, double ms)
         evbuffer_add_printf(b, ",\"%s\":%.3f", key, ms);
 }
 
+/*
+ * /status's ETag: "TAGS-STATE". TAGS is the tag table's change number
+ * (http_tags_seq: the tag counts are a function of it). STATE folds (FNV-1a)
+ * every other number /status shows, read as the body reads them but not
+ * formatted, and the bytes of the parts other files write (listen, TLS,
+ * reload: a few hundred bytes, no tag in them). Left out: what only the
+ * clock moves, uptime_s and the ages, which a client advances by the time
+ * since its last answer. So If-None-Match with the ETag of the last answer
+ * is 304 when nothing but the clock moved, and a scrape of an idle gateway
+ * formats nothing and reads no tag.
+ */
+static void fold(uint64_t *h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8)
+        *h = (*h ^ (v & 0xff)) * 1099511628211u;
+}
+
+static uint64_t status_state(gw_t *gw)
+{
+    uint64_t h = 14695981039346656037u;
+    struct evbuffer *parts = evbuffer_new();
+    for (unsigned k = 0; k < gw->bus_count; k++) {
+        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        const atomic_uint_fast64_t *bus[] = { &m->port_up, &m->queue_depth, &m->requests, &m->responses,
+                                              &m->timeouts, &m->crc_errors, &m->exceptions, &m->retries };
+        for (size_t i = 0; i < sizeof bus / sizeof bus[0]; i++)
+            fold(&h, gw_read(bus[i]));
+        for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++)
+            fold(&h, gw_read(&m->latency[i]));
+        if (parts)
+            listen_status_json(gw->buses[k], parts);
+        for (unsigned d = 0; d < gw->cfg->device_count; d++) {
+            if (gw->cfg->devices[d].bus != k)
+                continue;
+            gw_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], gw->cfg->devices[d].slave);
+            const atomic_uint_fast64_t *dev[] = { &sm->dead, &sm->timeout_ms, &sm->requests, &sm->responses,
+                                                  &sm->timeouts, &sm->exceptions };
+            for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+                fold(&h, gw_read(dev[i]));
+            fold(&h, gw_read(&sm->last_ok_ns) != 0);
+        }
+    }
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < gw->cfg->poll_count; i++) {
+        const gw_cache_entry_t *e = &gw->cache[i];
+        uint64_t v[] = { e->polls, e->failures, e->overruns, e->ok, e->exception, e->count, e->t_ns != 0,
+                         poller_read_of(gw->poller, i) };
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
+            fold(&h, v[j]);
+        for (unsigned j = 0; j < e->count; j++)
+            fold(&h, e->values[j]);
+    }
+    pthread_mutex_unlock(&gw->cache_lock);
+    const gw_tcp_metrics_t *tm = &gw->tcp_metrics;
+    const atomic_uint_fast64_t *tcp[] = { &tm->active, &tm->requests, &tm->answers, &tm->waiting, &tm->waits,
+                                          &tm->wait_us, &tm->priority_waiting, &tm->priority_waits,
+                                          &tm->priority_wait_us };
+    for (size_t i = 0; i < sizeof tcp / sizeof tcp[0]; i++)
+        fold(&h, gw_read(tcp[i]));
+    fold(&h, frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
+    fold(&h, gw->bus_count);
+    fold(&h, gw->cfg->device_count);
+    fold(&h, gw->cfg->poll_count);
+    if (parts) {
+        http_tls_status(gw, gw->http->tls, parts);
+        http_reload_status(gw, parts);
+        evbuffer_add(parts, gw->restart_needed, strlen(gw->restart_needed));
+        size_t n = evbuffer_get_length(parts);
+        const unsigned char *p = evbuffer_pullup(parts, -1);
+        for (size_t i = 0; p && i < n; i++)
+            h = (h ^ p[i]) * 1099511628211u;
+        evbuffer_free(parts);
+    } else {
+        fold(&h, gw_now_ns());   /* no memory to fold them: an ETag that matches nothing */
+    }
+    return h;
+}
+
 static void on_status(struct evhttp_request *req, void *arg)
 {
     gw_t *gw = arg;
     uint64_t now = gw_now_ns();
+    char etag[48];
+    uint64_t tags_seq = http_tags_seq(gw->http->tags);
+    snprintf(etag, sizeof etag, "\"%llu-%016llx\"", (unsigned long long)tags_seq,
+             (unsigned long long)status_state(gw));
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    evhttp_add_header(out, "ETag", etag);
+    evhttp_add_header(out, "Cache-Control", "no-cache");
+    if (http_not_modified(req, etag)) {
+        gw_count(&gw->http_metrics.status_not_modified);
+        evhttp_send_reply(req, HTTP_NOTMODIFIED, "Not Modified", NULL);
+        return;
+    }
     struct evbuffer *b = evbuffer_new();
     if (!b) {
         evhttp_send_error(req, 500, "out of memory");
@@ -134,7 +224,7 @@ static void on_status(struct evhttp_request *req, void *arg)
                 evbuffer_add_printf(b, "%.3f", (double)(now - last) / 1e9);
             else
                 evbuffer_add_printf(b, "null");
-            http_tags_status(gw, d, b);
+            http_tags_status(gw->http->tags, d, b);
             evbuffer_add_printf(b, "}");
             first = false;
         }

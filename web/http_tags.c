@@ -41,6 +41,14 @@
 struct gw_http_tags {
     gw_t *gw;
     gw_http_t *http;
+    http_tags_list_t *list;      /* GET /tags (http_tags_list.c) */
+    /* /status's tag counts per configured device, as of change number
+     * counts_seq of table generation counts_gen (http_tags_seq) */
+    unsigned (*counts)[4];       /* good, bad, stale, count */
+    unsigned n_counts;
+    uint64_t counts_seq;
+    uint32_t counts_gen;
+    const config_t *counts_cfg;
 };
 
 /* ---- JSON ----------------------------------------------------------------------- */
@@ -98,7 +106,7 @@ static void json_quality(const tags_tag_t *g, tags_value_t *v, char *text)
 }
 
 /* One tag: its value and quality, and with `full` what it is. */
-static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full)
+void http_tags_add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full)
 {
     const tags_tag_t *g = tags_table_tag(t, i);
     tags_value_t v;
@@ -153,7 +161,7 @@ static void add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t
     evbuffer_add_printf(b, "}");
 }
 
-static void reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
+void http_tags_reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, code, reason, b);
@@ -170,8 +178,8 @@ static struct evbuffer *reply_buffer(struct evhttp_request *req)
 }
 
 /* {"tag": NAME, "ok": false, "error": WHY}, with the HTTP status that says so. */
-static void reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,
-                        const char *why)
+void http_tags_reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,
+                           const char *why)
 {
     struct evbuffer *b = reply_buffer(req);
     if (!b)
@@ -181,12 +189,16 @@ static void reply_error(struct evhttp_request *req, int code, const char *reason
     evbuffer_add_printf(b, ",\"ok\":false,\"error\":");
     add_str(b, why);
     evbuffer_add_printf(b, "}\n");
-    reply_json(req, code, reason, b);
+    http_tags_reply_json(req, code, reason, b);
     evbuffer_free(b);
 }
 
 static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char *name)
 {
+    if (!name) {
+        http_tags_list_get(ht->list, req);
+        return;
+    }
     struct evbuffer *b = evbuffer_new();
     int64_t now = gw_wall_ms();
     if (!b) {
@@ -194,47 +206,70 @@ static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char 
         return;
     }
     const tags_table_t *t = gwtags_lock(ht->gw->tags);
-    int i = name ? tags_table_find(t, name) : 0;
-    if (name && i >= 0)
-        add_tag(b, t, (size_t)i, now, true);
-    if (!name) {
-        evbuffer_add_printf(b, "{\"time\":%lld,\"tags\":[", (long long)now);
-        for (size_t k = 0; k < tags_table_count(t); k++) {
-            if (k)
-                evbuffer_add(b, ",", 1);
-            add_tag(b, t, k, now, false);
-        }
-        evbuffer_add_printf(b, "]}");
-    }
+    int i = tags_table_find(t, name);
+    if (i >= 0)
+        http_tags_add_tag(b, t, (size_t)i, now, true);
     gwtags_unlock(ht->gw->tags);
     evbuffer_add(b, "\n", 1);
     if (i < 0)
-        reply_error(req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
+        http_tags_reply_error(req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
     else
-        reply_json(req, HTTP_OK, "OK", b);
+        http_tags_reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
 
 /* ---- /status and /metrics ---------------------------------------------------------- */
 
-void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b)
+/*
+ * /status's tag counts (good, stale, bad per device) are a function of what
+ * the change numbers cover (value and quality; stale once swept), so they
+ * are counted again only when the table's number (or the table, or the
+ * configuration) moved since the last count: a /status of a gateway whose
+ * 10,000 tags did not change reads no tag. Returns the number, swept, that
+ * /status's ETag carries.
+ */
+uint64_t http_tags_seq(gw_http_tags_t *ht)
 {
-    unsigned n[3] = { 0, 0, 0 }, count = 0;
+    gw_t *gw = ht->gw;
     int64_t now = gw_wall_ms();
-    const tags_table_t *t = gwtags_lock(gw->tags);
-    int td = tags_table_find_device(t, gw->cfg->devices[d].name);
-    size_t nt = 0;
-    const unsigned *idx = td >= 0 ? tags_table_device_tags(t, (size_t)td, &nt) : NULL;
-    for (size_t k = 0; k < nt; k++) {
-        tags_value_t v;
-        char text[8];
-        tags_table_value(t, idx[k], now, &v);
-        json_quality(tags_table_tag(t, idx[k]), &v, text);
-        n[v.quality]++;
-        count++;
+    tags_table_t *t = gwtags_lock(gw->tags);
+    tags_table_sweep(t, now);
+    uint64_t seq = tags_table_seq(t);
+    uint32_t gen = gwtags_generation(gw->tags);
+    if (ht->counts && seq == ht->counts_seq && gen == ht->counts_gen && gw->cfg == ht->counts_cfg &&
+        gw->cfg->device_count == ht->n_counts) {
+        gwtags_unlock(gw->tags);
+        return seq;
+    }
+    unsigned (*counts)[4] = calloc(gw->cfg->device_count + 1, sizeof *counts);
+    for (unsigned d = 0; counts && d < gw->cfg->device_count; d++) {
+        int td = tags_table_find_device(t, gw->cfg->devices[d].name);
+        size_t nt = 0;
+        const unsigned *idx = td >= 0 ? tags_table_device_tags(t, (size_t)td, &nt) : NULL;
+        for (size_t k = 0; k < nt; k++) {
+            tags_value_t v;
+            char text[8];
+            tags_table_value(t, idx[k], now, &v);
+            json_quality(tags_table_tag(t, idx[k]), &v, text);
+            counts[d][v.quality]++;
+            counts[d][3]++;
+        }
     }
     gwtags_unlock(gw->tags);
-    evbuffer_add_printf(b, ",\"tags\":{\"count\":%u,\"good\":%u,\"stale\":%u,\"bad\":%u}", count,
+    free(ht->counts);
+    ht->counts = counts;
+    ht->n_counts = counts ? gw->cfg->device_count : 0;
+    ht->counts_seq = seq;
+    ht->counts_gen = gen;
+    ht->counts_cfg = gw->cfg;
+    return seq;
+}
+
+/* After http_tags_seq, in the same callback. */
+void http_tags_status(gw_http_tags_t *ht, unsigned d, struct evbuffer *b)
+{
+    const unsigned zero[4] = { 0, 0, 0, 0 }, *n = d < ht->n_counts ? ht->counts[d] : zero;
+    evbuffer_add_printf(b, ",\"tags\":{\"count\":%u,\"good\":%u,\"stale\":%u,\"bad\":%u}", n[3],
                         n[TAGS_GOOD], n[TAGS_STALE], n[TAGS_BAD]);
 }
 
@@ -325,7 +360,7 @@ static void refuse(gw_http_tags_t *ht, struct evhttp_request *req, int code, con
                    const char *tag, const char *why)
 {
     gw_count(&ht->gw->http_metrics.tag_writes_refused);
-    reply_error(req, code, reason, tag, why);
+    http_tags_reply_error(req, code, reason, tag, why);
 }
 
 /* The token as "Bearer TOKEN", compared in time that does not depend on where it differs. */
@@ -504,7 +539,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
         evbuffer_add_printf(b, "}\n");
         int status = code == MB_EX_TARGET_FAILED ? 504 : code == MB_EX_BUSY || code == MB_EX_PATH_UNAVAILABLE
                                                              ? 503 : 502;
-        reply_json(req, status, status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable"
+        http_tags_reply_json(req, status, status == 504 ? "Gateway Timeout" : status == 503 ? "Service Unavailable"
                                                                                  : "Bad Gateway", b);
         evbuffer_free(b);
         return;
@@ -532,7 +567,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
         evbuffer_add_printf(b, "]");
     }
     evbuffer_add_printf(b, "}\n");
-    reply_json(req, HTTP_OK, "OK", b);
+    http_tags_reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }
 
@@ -550,7 +585,7 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
     }
     if (o->malformed_read) {
         gw_count(&ht->gw->http_metrics.tag_write_failures);
-        reply_error(req, 502, "Bad Gateway", tags_table_tag(gwtags_defs(ht->gw->tags), o->tag)->name,
+        http_tags_reply_error(req, 502, "Bad Gateway", tags_table_tag(gwtags_defs(ht->gw->tags), o->tag)->name,
                     "the register's read came back malformed");
         return;
     }
@@ -574,14 +609,14 @@ bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const cha
          * another tag's (w_u16%00xyz is not w_u16); no tag name holds one */
         if (cmd == EVHTTP_REQ_PUT)
             gw_count(&ht->gw->http_metrics.tag_writes_refused);
-        reply_error(req, HTTP_BADREQUEST, "Bad Request", name, "the tag name holds a NUL byte (%00)");
+        http_tags_reply_error(req, HTTP_BADREQUEST, "Bad Request", name, "the tag name holds a NUL byte (%00)");
     } else if (cmd == EVHTTP_REQ_PUT && one) {
         put_tag(ht, req, name);
     } else if (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD) {
         get_tags(ht, req, name);
     } else {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", one ? "GET, HEAD, PUT" : "GET, HEAD");
-        reply_error(req, 405, "Method Not Allowed", name, one ? "GET, HEAD or PUT" : "GET or HEAD (PUT /tags/NAME)");
+        http_tags_reply_error(req, 405, "Method Not Allowed", name, one ? "GET, HEAD or PUT" : "GET or HEAD (PUT /tags/NAME)");
     }
     free(name);
     return true;
@@ -594,6 +629,10 @@ gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h)
         return NULL;
     ht->gw = gw;
     ht->http = h;
+    if (!(ht->list = http_tags_list_new(gw, h))) {
+        free(ht);
+        return NULL;
+    }
     return ht;
 }
 
@@ -601,6 +640,10 @@ gw_http_tags_t *http_tags_new(gw_t *gw, gw_http_t *h)
  * outcomes, if any come, go nowhere (the loop has stopped). */
 void http_tags_free(gw_http_tags_t *ht)
 {
+    if (ht) {
+        free(ht->counts);
+        http_tags_list_free(ht->list);
+    }
     free(ht);
 }
 
@@ -619,6 +662,9 @@ static bool on_connection(uint64_t cookie, const void *bev)
 
 struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev)
 {
+    struct evhttp_connection *listing = http_tags_list_abandon(ht->list, bev);
+    if (listing)
+        return listing;
     uint64_t cookie;
     if (!tag_write_abandon(ht->gw->tag_writes, ht, on_connection, bev, &cookie))
         return NULL;

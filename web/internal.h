@@ -23,8 +23,28 @@ void http_tags_free(gw_http_tags_t *ht);
 /* Answers req when path is /tags or /tags/NAME; false when it is not. */
 bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const char *path);
 struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct bufferevent *bev);
-/* ,"tags":{...} of config device d, for its /status object. */
-void http_tags_status(gw_t *gw, unsigned d, struct evbuffer *b);
+/* /status: the tags' change number (swept; its tag counts brought up to it),
+ * then ,"tags":{...} of config device d, for its /status object. */
+uint64_t http_tags_seq(gw_http_tags_t *ht);
+void http_tags_status(gw_http_tags_t *ht, unsigned d, struct evbuffer *b);
+/* The JSON of tag i of t ({"name", ... }; with `full` what it is too), and
+ * answers in JSON: shared by http_tags.c and http_tags_list.c. */
+void http_tags_add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full);
+void http_tags_reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b);
+/* {"tag": NAME, "ok": false, "error": WHY}, with the HTTP status that says so. */
+void http_tags_reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,
+                           const char *why);
+
+/* http_tags_list.c (I/O thread): GET /tags, whole or what changed (?since=,
+ * 304), whole lists of many tags in slices; its client gone, abandon hands
+ * back the connection of a list being built (NULL: none for bev). */
+typedef struct http_tags_list http_tags_list_t;
+http_tags_list_t *http_tags_list_new(gw_t *gw, gw_http_t *h);
+void http_tags_list_free(http_tags_list_t *l);
+void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req);
+struct evhttp_connection *http_tags_list_abandon(http_tags_list_t *l, const struct bufferevent *bev);
+/* Whether req's If-None-Match names etag (a quoted string) or is "*". */
+bool http_not_modified(struct evhttp_request *req, const char *etag);
 /* The tags' lines of /metrics (the gauges per tag only with [http] tag_metrics). */
 void http_tags_metrics(gw_t *gw, struct evbuffer *b);
 

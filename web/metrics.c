@@ -266,6 +266,13 @@ static const metric_def_t http_defs[] = {
     HM(api_changes, "Configuration changes written and applied through /api/"),
     HM(api_refused, "/api/ requests refused (token, revision, body, check)"),
     HM(misdirected, "HTTP requests refused 421: their Host is not one of [http] server_names"),
+    HM(tags_full, "GET /tags answered with every tag (no since, or one too old)"),
+    HM(tags_since, "GET /tags?since=N answered with the tags changed after N only"),
+    HM(tags_not_modified, "GET /tags answered 304: nothing changed since the client's ETag"),
+    HM(tags_listed, "Tags formatted into GET /tags answers"),
+    HM(tags_refused, "GET /tags refused 400: since is not a change number"),
+    HM(tags_slices, "Slices of 1,024 tags whole GET /tags answers were built in, one per turn of the I/O loop"),
+    HM(status_not_modified, "GET /status answered 304: nothing changed since the client's ETag"),
 };
 
 static void http_metrics_text(gw_t *gw, struct evbuffer *b)

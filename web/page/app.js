@@ -27,6 +27,8 @@
     user: null, role: 'none',   /* who the session is (GET /whoami); the cookie is HttpOnly */
     editing: null,              /* the tag being edited */
     rebuild: false,             /* rebuild the tags table once even with an editor open */
+    tagSeq: null,               /* "seq" of the last /tags answer: the next asks ?since= it */
+    tagClock: null,             /* the gateway's clock minus ours, ms, at that answer */
     writable: {},               /* tag -> writable, from /tags/NAME where the list leaves it out */
     results: {},                /* tag -> {ok, text}: the last write's answer */
     frames: {},                 /* bus -> {since, rows, paused} */
@@ -248,11 +250,25 @@
     if (state.tags === 'unknown' && !statusHasTags(state.status)) state.tags = 'no';
     if (state.tags !== 'no') {
       try {
-        const r = await getJSON('/tags');
+        /* Only what changed since the list we have (docs/tags.md, "Polling
+         * /tags cheaply"): 304 when nothing did; "full" replaces the list
+         * (the first answer, a reload, a restart); else the tags listed
+         * replace ours of the same name. */
+        const known = state.tagSeq !== null && state.tagList;
+        const r = await getJSON(known ? '/tags?since=' + state.tagSeq : '/tags',
+                                known ? { headers: { 'If-None-Match': '"' + state.tagSeq + '"' } } : undefined);
         if (r.status === 404) state.tags = 'no';
+        else if (r.status === 304) state.tags = 'yes';
         else if (r.ok && r.body && Array.isArray(r.body.tags)) {
           state.tags = 'yes';
-          state.tagList = r.body.tags;
+          if (!known || r.body.full !== false) {
+            state.tagList = r.body.tags;
+          } else {
+            const changed = new Map(r.body.tags.map((t) => [t.name, t]));
+            state.tagList = state.tagList.map((t) => changed.get(t.name) || t);
+          }
+          state.tagSeq = typeof r.body.seq === 'number' ? r.body.seq : null;
+          state.tagClock = num(r.body.time) !== null ? r.body.time - Date.now() : null;
         }
       } catch (e) { /* the connection badge says so */ }
     }
@@ -319,8 +335,15 @@
       el('td', { class: 'value num', text: formatValue(t) }),
       el('td', { text: t.unit || '' }),
       el('td', {}, el('span', { class: 'badge ' + qColour, text: qText, title: t.error || undefined })),
-      el('td', { text: age(t.age_s) }),
+      el('td', { text: age(tagAge(t)) }),
       el('td', {}, edit, msg ? ' ' : null, msg));
+  }
+
+  /* A tag kept from an earlier answer (?since= lists only changes) is as
+   * old as its timestamp on the gateway's clock now: its last change. */
+  function tagAge(t) {
+    if (num(t.timestamp) === null || state.tagClock === null) return t.age_s;
+    return Math.max(0, (Date.now() + state.tagClock - t.timestamp) / 1000);
   }
 
   /* A list that leaves "writable" out: /tags/NAME says, once, before editing. */
