@@ -38,7 +38,11 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--rounds", type=int, default=60)
 ap.add_argument("--tags", type=int, default=10000)
 ap.add_argument("--bin", default=os.environ.get("RTUGW_BIN", "./rtugw"))
+ap.add_argument("--smoke", action="store_true", help="a short run for make check (1,000 tags, 4 rounds): "
+                "its figures' shape and no wrong answer, judged by bench/smoke.py")
 opt = ap.parse_args()
+if opt.smoke:
+    opt.rounds, opt.tags = 4, 1000
 rtugwtest.BIN = opt.bin
 FAST = 10            # tags written every round, read every 100 ms
 FAST_AT = 990        # their registers, on slave 1
@@ -98,7 +102,7 @@ def all_good():
 
 
 if not rtugwtest.wait_for(all_good, 60, step=0.5):
-    sys.exit("FATAL: the 10,000 tags did not all come good")
+    sys.exit(f"FATAL: the {opt.tags} tags did not all come good")
 sock = socket.create_connection(("127.0.0.1", g.tcp_port), timeout=5)
 rng = random.Random(1)
 times = {"full": [], "304": [], "since": [], "one": []}
@@ -210,4 +214,11 @@ for mode in ("full", "304", "since", "one"):
         q = statistics.quantiles(v, n=10)
         print(f"{names[mode]:<34}{statistics.median(v):>9.1f}{q[0]:>9.1f}{q[-1]:>9.1f}{len(v):>5} bursts of {BURST[mode]}")
 print(f"wrong answers: {wrong}; rounds where more than asked had changed (not timed): {extra}")
+if opt.smoke:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import smoke
+    med = {m: statistics.median(times[m]) for m in times if times[m]}
+    smoke.check("tags_poll.py", {"full_us": med.get("full"), "not_modified_us": med.get("304"),
+                                 "since_us": med.get("since")}, ["full_us", "not_modified_us", "since_us"],
+                wrong=wrong)
 sys.exit(1 if wrong else 0)

@@ -46,6 +46,7 @@ smoke reload_tags.py $py "$src/bench/reload_tags.py" --smoke
 smoke listen.py $py "$src/bench/listen.py" --smoke
 smoke web_auth.py $py "$src/bench/web_auth.py" --smoke --bin "$bin"
 smoke device_server.py $py "$src/bench/device_server.py" --smoke "$bin" "$bin"
+smoke tags_poll.py $py "$src/bench/tags_poll.py" --smoke --bin "$bin"
 smoke actor-scaling.sh sh "$src/bench/actor-scaling.sh" --smoke "$tmp/actors" "$bin"
 
 # Every script in bench/ is run here or by its own test.
