@@ -312,6 +312,7 @@ typedef struct config {
     unsigned line_thread_priority;  /* SCHED_FIFO priority of that thread, 1..99; 0: none */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
+    char data_dirs[CONFIG_PATH_MAX];/* folders files may be in besides the configuration's (paths.c) */
     /* Tables of bus_count, device_count, poll_count and serial_slave_count
      * entries, owned (config_free); NULL when empty. */
     config_bus_t *buses;
@@ -405,6 +406,12 @@ static inline bool config_role_has_bus(const config_role_t *r, unsigned b)
 
 /* The embedded demo configuration (simulated PLCs, TCP 127.0.0.1:1502, HTTP 8502). */
 const char *config_demo_text(void);
+/* token.c: the most bits token can hold by its length and alphabet (digits,
+ * hexadecimal, base64, printable; *alphabet names it); [http] write_token
+ * needs 128. config_token_new: a new one, 264 random bits as 44 base64url
+ * characters (cap >= 45); -1 when the kernel gives no randomness. */
+unsigned config_token_bits(const char *token, const char **alphabet);
+int config_token_new(char *out, size_t cap);
 
 /* The role named name, or -1. */
 int config_role_find(const config_t *cfg, const char *name);

@@ -99,6 +99,10 @@ EXTRA_DIST += tests/test_web_auth.py
 # installed) sslscan.
 TESTS += tests/test_web_security.py
 EXTRA_DIST += tests/test_web_security.py
+# ... and its credentials: a write_token of at least 128 bits, bearer
+# guessing slowed, counted and audited (the limiter of logins).
+TESTS += tests/test_web_tokens.py
+EXTRA_DIST += tests/test_web_tokens.py
 TESTS += tests/test_api.py
 EXTRA_DIST += tests/test_api.py
 # Live configuration changes (issue 41), by SIGHUP and through /api/, judged by

@@ -214,7 +214,7 @@ TAG = "[tag sp]\ndevice = d1\ntable = holding\naddress = 10\ntype = uint16\nwrit
 
 
 def users_gateway(http_extra=""):
-    g = Gateway(extra=TLS + "write_token = the-write-token\n" + http_extra + users_section() + TAG)
+    g = Gateway(extra=TLS + "write_token = the-write-token-0123456789\n" + http_extra + users_section() + TAG)
     wait_listening(g.http_port, g.p)
     return g
 
@@ -361,9 +361,9 @@ def test_roles():
         check(st == 403, f"an operator may not read the audit ring ({st})")
         st, _, body = request(g, "GET", "/audit", headers=bearer(sessions["admin"]))
         check(st == 200 and json.loads(body)["count"] >= 1, f"an admin reads /audit ({st})")
-        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("the-write-token"))
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("the-write-token-0123456789"))
         check(st == 200, f"with users, the write_token still writes a tag value, as an operator ({st} {body})")
-        st, _, body = request(g, "POST", "/api/devices", "{}", bearer("the-write-token"))
+        st, _, body = request(g, "POST", "/api/devices", "{}", bearer("the-write-token-0123456789"))
         check(st == 403 and "write_token is an operator" in body, f"... and no more ({st} {body})")
         st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("f" * 64))
         check(st == 401 and "unknown or expired bearer token" in body, f"an unknown token: 401 ({st} {body})")
@@ -502,7 +502,7 @@ def test_api_admin():
         rev = json.loads(body)["revision"] if st == 200 else ""
         check(st == 200 and "[user ada]" in json.loads(body)["text"], f"an admin reads it ({st})")
         tag = '{"device": "d1", "table": "holding", "address": 11, "type": "uint16", "interval_ms": 200}'
-        for who in (op["token"], "the-write-token"):
+        for who in (op["token"], "the-write-token-0123456789"):
             st, _, body = request(g, "PUT", "/api/tags/extra", tag, {**bearer(who), "If-Match": rev})
             check(st == 403, f"refused to a non-admin ({st} {body.strip()})")
         st, _, body = request(g, "PUT", "/api/tags/extra", tag, {**bearer(admin["token"]), "If-Match": rev})

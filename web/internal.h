@@ -108,6 +108,9 @@ typedef struct web_who {
     const char *why;                    /* with NONE: why, for a 401 */
     bool cross_site;                    /* NONE because of its Origin: a 403 */
 } web_who_t;
+/* password.c: whether password hashes to hash (in constant time; a hash
+ * crypt cannot use never matches). */
+bool web_password_matches(const char *password, const char *hash);
 web_auth_t *web_auth_new(gw_t *gw);
 void web_auth_free(web_auth_t *a);
 /* Who req is: its session (cookie or bearer), the write_token, or without
