@@ -103,6 +103,10 @@ EXTRA_DIST += tests/test_web_security.py
 # guessing slowed, counted and audited (the limiter of logins).
 TESTS += tests/test_web_tokens.py
 EXTRA_DIST += tests/test_web_tokens.py
+# Every HTTP route (read from web/'s routing code) x GET/PUT/POST/DELETE x
+# seven credentials against the documented role rules; prints the matrix.
+TESTS += tests/test_web_matrix.py
+EXTRA_DIST += tests/test_web_matrix.py
 TESTS += tests/test_api.py
 EXTRA_DIST += tests/test_api.py
 # Live configuration changes (issue 41), by SIGHUP and through /api/, judged by

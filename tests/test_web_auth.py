@@ -183,13 +183,13 @@ def test_https_config_errors():
     try:
         p = os.path.join(g_dir, "c.ini")
         with open(p, "w") as f:
-            f.write(f"[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
+            f.write(f"[gateway]\ndata_dirs = {PKI}\n[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
                     f"tls_cert = {PKI}/ca.key\ntls_key = {PKI}/server.key\n")
         r = subprocess.run([BIN, "run", "-c", p], capture_output=True, text=True, timeout=10)
         check(r.returncode != 0 and f"[http] tls_cert = '{PKI}/ca.key'" in r.stderr,
               f"a certificate file that does not load stops the start, naming it ({r.stderr.strip()[-200:]})")
         with open(p, "w") as f:
-            f.write(f"[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
+            f.write(f"[gateway]\ndata_dirs = {PKI}\n[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
                     f"tls_cert = {PKI}/server.pem\ntls_key = {PKI}/ca.key\n")
         r = subprocess.run([BIN, "run", "-c", p], capture_output=True, text=True, timeout=10)
         check(r.returncode != 0 and f"[http] tls_key = '{PKI}/ca.key'" in r.stderr and "mismatch" in r.stderr,

@@ -634,7 +634,12 @@ bool web_auth_handle(web_auth_t *a, struct evhttp_request *req, const char *path
         return true;
     }
     if (strcmp(path, "/audit") == 0) {
-        web_audit_json(a->gw, req);
+        if (is_read(req)) {
+            web_audit_json(a->gw, req);
+        } else {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
+            web_reply_error(req, 405, "Method Not Allowed", "GET /audit");
+        }
         return true;
     }
     if (!login && !logout)
