@@ -430,6 +430,9 @@ void config_resolve_path(const char *source, const char *path, char *out, size_t
  * config_read_confined reads it whole (at most max bytes, NUL-terminated). */
 int config_confine(const char *source, const char *value, char *rel, size_t relcap, char *why, size_t whycap);
 int config_open_confined(const char *source, const char *value, int flags, char *why, size_t whycap);
+/* paths.c: path (a K_PATH key's value, as loaded) opened as config_open_confined
+ * does, under the configuration's folder or one of cfg's data_dirs. */
+int config_open_path(const config_t *cfg, const char *path, int flags, char *why, size_t cap);
 char *config_read_confined(const char *source, const char *value, size_t max, size_t *len, char *why,
                            size_t whycap);
 

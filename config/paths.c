@@ -23,6 +23,8 @@
  */
 #include "config/internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -94,4 +96,29 @@ void config_paths_resolve(loader_t *ld)
                                 p->section, p->key, value, p->cap - 1);
         }
     }
+}
+
+/*
+ * The daemon's open of such a file: relative to an open descriptor of the
+ * folder it is under (the configuration's, else a data folder), with
+ * openat2(RESOLVE_BENEATH) or openat(O_NOFOLLOW) (confine.c), so that a
+ * symbolic link swapped in after the load is refused rather than followed.
+ */
+int config_open_path(const config_t *cfg, const char *path, int flags, char *why, size_t cap)
+{
+    char list[CONFIG_PATH_MAX], as_source[CONFIG_PATH_MAX + 4], ignored[PATH_WHY_MAX];
+    int fd = config_open_confined(cfg->source, path, flags, why, cap);
+    if (fd >= 0 || errno != EXDEV || path[0] != '/')
+        return fd;
+    snprintf(list, sizeof list, "%s", cfg->data_dirs);
+    for (char *save = NULL, *d = strtok_r(list, ", ", &save); d; d = strtok_r(NULL, ", ", &save)) {
+        snprintf(as_source, sizeof as_source, "%s/.", d);
+        if ((fd = config_open_confined(as_source, path, flags, ignored, sizeof ignored)) >= 0 || errno != EXDEV) {
+            if (fd < 0)
+                snprintf(why, cap, "%s", ignored);
+            return fd;
+        }
+    }
+    errno = EXDEV;
+    return -1;
 }

@@ -107,6 +107,10 @@ EXTRA_DIST += tests/test_web_tokens.py
 # seven credentials against the documented role rules; prints the matrix.
 TESTS += tests/test_web_matrix.py
 EXTRA_DIST += tests/test_web_matrix.py
+# Certificates, keys, state and spool under the configuration's folder or
+# [gateway] data_dirs: check, the API, HTTPS from a data folder.
+TESTS += tests/test_web_confine.py
+EXTRA_DIST += tests/test_web_confine.py
 TESTS += tests/test_api.py
 EXTRA_DIST += tests/test_api.py
 # Live configuration changes (issue 41), by SIGHUP and through /api/, judged by

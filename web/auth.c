@@ -364,12 +364,13 @@ static void reply_wait(struct evhttp_request *req, int code, const char *reason,
  * two tables, against the client's address and against one identity,
  * BEARER_KEY (the guesser's target is any token; protected, so no flood
  * of other keys pushes it out), audited and counted. While either record
- * slows its key down, every request with a bearer token from that
- * address, or any address, is refused unheard (429, Retry-After), the
- * right token too: a right token heard during the wait would tell the
- * guesser it is right. The cost: whoever can reach the port can delay
- * bearer clients by up to FAIL_DELAY_MAX_S (fails.c) at a time, as for a
- * user's logins; docs/security.md says so. A success clears nothing: one
+ * slows its key down, requests with a bearer token are refused unheard
+ * (429, Retry-After): from that address every one; from any address
+ * every one but a login's session token (256 random bits, not what is
+ * being guessed), the right write_token too: heard during the wait, it
+ * would tell the guesser it is right. The cost: whoever can reach the
+ * port can delay the write_token's clients by up to FAIL_DELAY_MAX_S
+ * (fails.c) at a time, as a user's logins; docs/security.md says so. A success clears nothing: one
  * client's good token must not reset another's guessing. Run once per
  * request, by web_auth_route, before anything reads the credential.
  */
@@ -384,15 +385,17 @@ static bool bearer_gate(web_auth_t *a, struct evhttp_request *req)
     const char *tok = auth + 7;
     uint64_t now = gw_now_ns();
     peer_of(req, false, addr, sizeof addr);
-    unsigned wait = fail_wait_s(a->addr_fails, addr, now), wait_id = fail_wait_s(a->user_fails, BEARER_KEY, now);
+    unsigned wait = fail_wait_s(a->addr_fails, addr, now);
+    if (!wait && cfg->user_count && session_find(a, tok, strlen(tok)))
+        return true;   /* a login's token (256 random bits): not slowed by others' guessing */
+    unsigned wait_id = fail_wait_s(a->user_fails, BEARER_KEY, now);
     if (wait || wait_id) {
         a->bearer_throttled++;
         reply_wait(req, 429, "Too Many Requests", wait > wait_id ? wait : wait_id,
                    "too many wrong bearer tokens: wait before the next try");
         return false;
     }
-    if ((cfg->user_count && session_find(a, tok, strlen(tok))) ||
-        (cfg->write_token[0] && same_secret(tok, cfg->write_token)))
+    if (cfg->write_token[0] && same_secret(tok, cfg->write_token))
         return true;
     a->bearer_failures++;
     fail_note(a->addr_fails, addr, false, now);
