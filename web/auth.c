@@ -26,7 +26,8 @@
  * all (the one nearest its expiry gives way, never an admin's to another
  * user's login); failed logins remembered per address and per user name,
  * in two tables of FAILS_MAX (fails.c: a record still slowing its key
- * down gives way last, a configured user's never); a password hashed at most
+ * down gives way last, a configured user's never), wrong bearer tokens
+ * counted there too (bearer_gate); a password hashed at most
  * VERIFY_PER_SECOND times a second (each costs the I/O thread a few ms and
  * a few MiB for yescrypt's memory: a flood of logins from many addresses
  * is then answered 503 at once, and cannot starve Modbus TCP).
