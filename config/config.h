@@ -433,6 +433,13 @@ int config_open_confined(const char *source, const char *value, int flags, char 
 /* paths.c: path (a K_PATH key's value, as loaded) opened as config_open_confined
  * does, under the configuration's folder or one of cfg's data_dirs. */
 int config_open_path(const config_t *cfg, const char *path, int flags, char *why, size_t cap);
+/* For a library that opens by name: path opened so (read only), *fd its
+ * descriptor (the caller closes it) and name "/proc/self/fd/N"; -1 with
+ * why. config_name_again: "'name'" in text (the library's message) becomes
+ * "'path'" again. */
+int config_open_for_name(const config_t *cfg, const char *path, int *fd, char *name, size_t namecap, char *why,
+                         size_t cap);
+void config_name_again(char *text, size_t cap, const char *name, const char *path);
 char *config_read_confined(const char *source, const char *value, size_t max, size_t *len, char *why,
                            size_t whycap);
 

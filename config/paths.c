@@ -122,3 +122,28 @@ int config_open_path(const config_t *cfg, const char *path, int flags, char *why
     errno = EXDEV;
     return -1;
 }
+
+/*
+ * For a library that opens files by name (OpenSSL): the file opened as
+ * config_open_path does, and the name /proc/self/fd/N of that descriptor,
+ * so what the library reads is what this open found, not whatever the path
+ * names a moment later. The caller closes *fd once the library is done.
+ */
+int config_open_for_name(const config_t *cfg, const char *path, int *fd, char *name, size_t namecap, char *why,
+                         size_t cap)
+{
+    if ((*fd = config_open_path(cfg, path, O_RDONLY, why, cap)) < 0)
+        return -1;
+    snprintf(name, namecap, "/proc/self/fd/%d", *fd);
+    return 0;
+}
+
+void config_name_again(char *text, size_t cap, const char *name, const char *path)
+{
+    char quoted[CONFIG_PATH_MAX], rest[1024], *at;
+    snprintf(quoted, sizeof quoted, "'%s'", name);
+    if (!(at = strstr(text, quoted)))
+        return;
+    snprintf(rest, sizeof rest, "%s", at + strlen(quoted));
+    snprintf(at, cap - (size_t)(at - text), "'%s'%s", path, rest);
+}

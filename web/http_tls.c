@@ -23,7 +23,6 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,17 +60,6 @@ static const web_https_module_t *load_module(char *err, size_t errcap)
     return m;
 }
 
-/* "'/proc/self/fd/N'" in err becomes "'path'" (the module names what it was given). */
-static void name_again(char *err, size_t cap, const char *proc, const char *path)
-{
-    char quoted[80], *at, rest[512];
-    snprintf(quoted, sizeof quoted, "'%s'", proc);
-    if (!(at = strstr(err, quoted)))
-        return;
-    snprintf(rest, sizeof rest, "%s", at + strlen(quoted));
-    snprintf(at, cap - (size_t)(at - err), "'%s'%s", path, rest);
-}
-
 /*
  * The certificate and key are opened here, under the configuration's folder
  * or a [gateway] data_dirs folder, relative to an open descriptor of it
@@ -88,16 +76,14 @@ static https_ctx_t *ctx_from(const http_tls_t *t, const config_t *root, const co
     int fds[2] = { -1, -1 };
     https_ctx_t *ctx = NULL;
 
-    for (int i = 0; i < 2; i++) {
-        if ((fds[i] = config_open_path(root, paths[i], O_RDONLY, why, sizeof why)) < 0) {
+    for (int i = 0; i < 2; i++)
+        if (config_open_for_name(root, paths[i], &fds[i], proc[i], sizeof proc[i], why, sizeof why) != 0) {
             snprintf(err, errcap, "[http] %s = '%s': %s", keys[i], paths[i], why);
             goto out;
         }
-        snprintf(proc[i], sizeof proc[i], "/proc/self/fd/%d", fds[i]);
-    }
     if (!(ctx = t->m->ctx_new(proc[0], proc[1], cfg->tls_ciphers, cfg->tls_min_version, err, errcap)))
         for (int i = 0; i < 2; i++)
-            name_again(err, errcap, proc[i], paths[i]);
+            config_name_again(err, errcap, proc[i], paths[i]);
 out:
     for (int i = 0; i < 2; i++)
         if (fds[i] >= 0)
