@@ -590,12 +590,19 @@ config_t *config_load_file_with(const char *path, config_bus_rule_t rule, config
 config_t *config_load_string_with(const char *text, const char *name, config_bus_rule_t rule,
                                   config_errors_t *errs)
 {
+    return config_load_string_over(text, name, rule, NULL, errs);
+}
+
+config_t *config_load_string_over(const char *text, const char *name, config_bus_rule_t rule,
+                                  const config_file_override_t *over, config_errors_t *errs)
+{
     loader_t *ld = new_loader(name, rule, errs);
     config_t *cfg = NULL;
 
     if (!ld)
         return NULL;
     ld->text = text;
+    ld->over = over;
     cfg = load(ld);
     free(ld);
     return cfg;

@@ -448,7 +448,10 @@ typedef struct gw_reload_report {
     char applied[160];           /* what it applied, by name */
     char waits[576];             /* what waits: for a restart, then what is queued behind tag writes */
     char error[384];             /* its first error (an invalid file's: FILE:LINE: ...); "" none */
+    unsigned warnings;           /* what check warns of in the file (tags_lint), logged */
 } gw_reload_report_t;
+/* "applied", "restart_needed", "queued", "invalid": /status, /metrics, STATUS=. */
+const char *gw_reload_result_name(enum gw_reload_result r);
 
 struct gw {
     config_t *cfg;

@@ -118,6 +118,38 @@ EXTRA_DIST += tests/test_api.py
 # widen_reads applies, a change behind a tag write is queued, the section editor.
 TESTS += tests/test_live_change.py
 EXTRA_DIST += tests/test_live_change.py
+# kill -9 at random instants inside the API's writes (refused and accepted):
+# the files left always pass check and a daemon starts on them. 60 instants
+# here; `make check-kill` runs 200.
+TESTS += tests/test_kill_writes.py
+EXTRA_DIST += tests/test_kill_writes.py
+# The shape of /status (JSON paths) and /metrics (series names) of the demo
+# and config/example.ini against tests/golden/: a rename breaks dashboards
+# silently. `make golden` records a deliberate change.
+TESTS += tests/test_golden.py
+EXTRA_DIST += tests/test_golden.py tests/golden/demo.status tests/golden/demo.metrics \
+	tests/golden/example.status tests/golden/example.metrics
+golden: rtugw
+	RTUGW_GOLDEN_UPDATE=1 /usr/bin/python3 $(srcdir)/tests/test_golden.py
+.PHONY: golden
+# The integrity, device-server and fault tests on a machine whose both cores
+# are busy (two spinning processes beside the daemon): the gateway's own load
+# must not change what it sees on the wire.
+check-busy: rtugw
+	for t in test_integrity.py test_device_server.py test_faults.py; do \
+	  RTUGW_BURN=2 /usr/bin/python3 $(srcdir)/tests/$$t || exit 1; done
+.PHONY: check-busy
+# Random live changes (SIGHUP and the API) under a Modbus TCP client per bus:
+# each applied, the running tables a fresh start's, no answer lost or wrong.
+# 150 changes here; `make check-live-soak` runs 1,000.
+TESTS += tests/test_live_soak.py
+EXTRA_DIST += tests/test_live_soak.py
+check-live-soak: rtugw
+	RTUGW_SOAK_CHANGES=1000 /usr/bin/python3 $(srcdir)/tests/test_live_soak.py
+.PHONY: check-live-soak
+check-kill: rtugw
+	RTUGW_KILL_INSTANTS=200 /usr/bin/python3 $(srcdir)/tests/test_kill_writes.py
+.PHONY: check-kill
 
 # Every transport end to end: RTU over TCP (socat device servers, pymodbus),
 # a Modbus TCP device shared by 8 masters and restarted, Modbus ASCII with a
