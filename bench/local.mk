@@ -45,6 +45,12 @@ EXTRA_DIST += tests/test_bench_tags.py
 # MB-TCP-Security figures (TLS against plain TCP): a script, so that no
 # rtugw binary links libssl (docs/security.md).
 EXTRA_DIST += bench/tls.py bench/web_auth.py
+# The failed-login limiter under a flood of authentication failures from
+# many addresses and names: its memory, the target's slowdown, an admin's
+# session (docs/security.md); the short run in make check.
+EXTRA_DIST += bench/limiter_memory.py
+TESTS += tests/test_bench_limiter.sh
+EXTRA_DIST += tests/test_bench_limiter.sh
 bench_libbench_a_SOURCES += bench/transports.h bench/bench_transports.c bench/transports_peers.c
 TESTS += tests/test_bench_transports.sh
 EXTRA_DIST += tests/test_bench_transports.sh

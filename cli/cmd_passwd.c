@@ -5,8 +5,13 @@
  *
  * The password is never an argument: arguments show in ps and in the shell's
  * history. The hash is made by web/ (the code that checks it at login).
+ *
+ * `rtugw hash-password --token` prints a new [http] write_token instead:
+ * 264 random bits (config/token.c, the module that checks a token's
+ * strength, makes it), nothing read.
  */
 #include "cli/cli.h"
+#include "config/config.h"
 #include "web/web.h"
 
 #include <stdio.h>
@@ -60,10 +65,21 @@ int cmd_passwd(int argc, char **argv)
                 return 2;
             }
             cost = (unsigned)c;
+        } else if (strcmp(argv[i], "--token") == 0 && argc == 2) {
+            char token[64];
+            if (config_token_new(token, sizeof token) != 0) {
+                fprintf(stderr, "rtugw hash-password --token: the kernel gave no randomness\n");
+                return 1;
+            }
+            printf("%s\n", token);
+            explicit_bzero(token, sizeof token);
+            return 0;
         } else {
             bool help = strcmp(argv[i], "--help") == 0;
             fprintf(help ? stdout : stderr, "usage: rtugw hash-password [--cost 1..11]  (the password from the "
-                    "terminal or one line of stdin; default cost %d)\n", COST_DEFAULT);
+                    "terminal or one line of stdin; default cost %d)\n"
+                    "       rtugw hash-password --token  (a new random [http] write_token: 264 bits, "
+                    "44 base64url characters)\n", COST_DEFAULT);
             return help ? 0 : 2;
         }
     }

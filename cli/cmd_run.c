@@ -128,8 +128,10 @@ int cmd_demo(int argc, char **argv)
                    "/metrics, the web page with its frame monitor) on 127.0.0.1:8502. Try:\n"
                    "  mbpoll -m tcp -p 1502 -a 1 -r 1 -c 10 -1 127.0.0.1   (-1: one poll, not forever)\n"
                    "  curl http://127.0.0.1:8502/tags\n"
-                   "  curl -X PUT -H 'Authorization: Bearer demo' -d '{\"value\": 1500}' \\\n"
+                   "  curl -X PUT -H \"Authorization: Bearer $RTUGW_TOKEN\" -d '{\"value\": 1500}' \\\n"
                    "       http://127.0.0.1:8502/tags/pump_speed\n"
+                   "where RTUGW_TOKEN is the write token this run made and printed first (random\n"
+                   "at each start: `export RTUGW_TOKEN=...` on stdout).\n"
                    "--mqtt HOST:PORT also publishes every device's values each second to that MQTT\n"
                    "broker (gateway 'demo': topics rtugw/demo/DEVICE/data; writes on rtugw/demo/write).\n"
                    "Ctrl-C stops it. --quiet: no live status line.\n");
@@ -146,6 +148,16 @@ int cmd_demo(int argc, char **argv)
         cfg->tcp.port = tcp_port;
     if (http_port)
         cfg->http.port = http_port;
+    /* A random write token at each start, never a fixed one: a demo left
+     * running would otherwise take writes from anyone who read the README. */
+    if (config_token_new(cfg->http.write_token, sizeof cfg->http.write_token) != 0) {
+        fprintf(stderr, "rtugw demo: no randomness for the write token\n");
+        config_free(cfg);
+        return 1;
+    }
+    printf("export RTUGW_TOKEN=%s   # this run's write token: Authorization: Bearer $RTUGW_TOKEN\n",
+           cfg->http.write_token);
+    fflush(stdout);
     gw_options_t opt = { .install_signals = true, .status_line = !quiet && isatty(STDERR_FILENO) };
     return run_config(cfg, &opt);
 }

@@ -22,7 +22,7 @@ static const command_t commands[] = {
     { "read", cmd_read, "a typed read of a device or through a gateway (commissioning)" },
     { "scan", cmd_scan, "find the slaves on a serial line: ids, baud, format, identity" },
     { "sim", cmd_sim, "a PLC simulator on a pseudo-terminal or port" }, { "replay", cmd_replay, "decode a capture (pcap, pcapng, text hex log)" }, { "ports", cmd_ports, "list serial ports (USB vendor:product)" },
-    { "hash-password", cmd_passwd, "a password as the hash [user NAME] password_hash takes" },
+    { "hash-password", cmd_passwd, "a password as the hash [user NAME] password_hash takes; --token: a write_token" },
     { "sniff", cmd_sniff, "decode a line another master polls, never writing to it" },
     { "bench", cmd_bench, "benchmarks: parse, actors, router, gateway, isolation, soak, crossover,\n"
                           "             tags, transports, mqtt, expr (the program rtugw-bench; rtugw bench --help)" },

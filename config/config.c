@@ -501,6 +501,7 @@ static void resolve(loader_t *ld)
     users_resolve(ld);
     transports_resolve(ld);
     config_mqtt_resolve(ld);
+    config_paths_resolve(ld);
     check_bus_share(ld, "tcp", &cfg->tcp, ld->bus_share_line[0]);
     check_bus_share(ld, "rtu_tcp", &cfg->rtu_tcp, ld->bus_share_line[1]);
 }

@@ -321,6 +321,7 @@ typedef struct config {
     unsigned line_thread_priority;  /* SCHED_FIFO priority of that thread, 1..99; 0: none */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
+    char data_dirs[CONFIG_PATH_MAX];/* folders files may be in besides the configuration's (paths.c) */
     /* Tables of bus_count, device_count, poll_count and serial_slave_count
      * entries, owned (config_free); NULL when empty. */
     config_bus_t *buses;
@@ -434,6 +435,12 @@ static inline bool config_role_has_bus(const config_role_t *r, unsigned b)
 
 /* The embedded demo configuration (simulated PLCs, TCP 127.0.0.1:1502, HTTP 8502). */
 const char *config_demo_text(void);
+/* token.c: the most bits token can hold by its length and alphabet (digits,
+ * hexadecimal, base64, printable; *alphabet names it); [http] write_token
+ * needs 128. config_token_new: a new one, 264 random bits as 44 base64url
+ * characters (cap >= 45); -1 when the kernel gives no randomness. */
+unsigned config_token_bits(const char *token, const char **alphabet);
+int config_token_new(char *out, size_t cap);
 
 /* The role named name, or -1. */
 int config_role_find(const config_t *cfg, const char *name);
@@ -452,6 +459,16 @@ void config_resolve_path(const char *source, const char *path, char *out, size_t
  * config_read_confined reads it whole (at most max bytes, NUL-terminated). */
 int config_confine(const char *source, const char *value, char *rel, size_t relcap, char *why, size_t whycap);
 int config_open_confined(const char *source, const char *value, int flags, char *why, size_t whycap);
+/* paths.c: path (a K_PATH key's value, as loaded) opened as config_open_confined
+ * does, under the configuration's folder or one of cfg's data_dirs. */
+int config_open_path(const config_t *cfg, const char *path, int flags, char *why, size_t cap);
+/* For a library that opens by name: path opened so (read only), *fd its
+ * descriptor (the caller closes it) and name "/proc/self/fd/N"; -1 with
+ * why. config_name_again: "'name'" in text (the library's message) becomes
+ * "'path'" again. */
+int config_open_for_name(const config_t *cfg, const char *path, int *fd, char *name, size_t namecap, char *why,
+                         size_t cap);
+void config_name_again(char *text, size_t cap, const char *name, const char *path);
 char *config_read_confined(const char *source, const char *value, size_t max, size_t *len, char *why,
                            size_t whycap);
 

@@ -10,7 +10,9 @@
  * over the simulator's pattern (holding[a] = slave*1000 + a, input registers
  * counting up, docs/drivers.md) so that their values read like a plant's:
  * a temperature of 100.5 degC, a pump at 2010 rpm, a meter's energy
- * counter. `rtugw demo --mqtt HOST:PORT` adds an [mqtt] section.
+ * counter. `rtugw demo --mqtt HOST:PORT` adds an [mqtt] section. It has no
+ * write_token: a fixed one would be a known key to every demo left running;
+ * cli/cmd_run.c makes a random one at each start and prints it.
  */
 #include "config/config.h"
 
@@ -161,8 +163,8 @@ static const char demo_text[] =
     "port = 8502\n"
     "# the last 256 frames of each bus for the web page's frame monitor\n"
     "frame_ring = 256\n"
-    "# PUT /tags/NAME with 'Authorization: Bearer demo' writes a writable tag\n"
-    "write_token = demo\n"
+    "# write_token: `rtugw demo` makes a random one at start and prints it\n"
+    "# (PUT /tags/NAME with 'Authorization: Bearer TOKEN' writes a writable tag)\n"
     "\n"
     "[router]\n"
     "exploration = 0.05\n"

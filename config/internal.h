@@ -37,6 +37,7 @@ typedef enum key_type {
     K_UINT, K_BOOL, K_DOUBLE, K_STRING, K_PARITY, K_RS485, K_LOG, K_LOGTARGET,
     K_PORT,     /* a device path, or sim[-paced][:LIST] */
     K_IPV4,     /* an address inet_pton takes */
+    K_PATH,     /* a file or folder the daemon opens: a string, confined once the file is read (paths.c) */
     K_CUSTOM    /* set by the key's own function */
 } key_type_t;
 
@@ -85,6 +86,16 @@ typedef struct seen_key {
 } seen_key_t;
 
 /* Names the security keys refer to, resolved once the whole file is read. */
+/* A K_PATH key as given: where, and the field that holds it (in cfg). */
+#define CONFIG_PATH_KEYS_MAX 16
+typedef struct path_note {
+    char section[TAGS_NAME_MAX + 16];
+    const char *key;
+    unsigned line;
+    char *field;
+    size_t cap;
+} path_note_t;
+
 typedef struct security_pending {
     pending_ref_t default_role;
     char role_buses[CONFIG_MAX_ROLES][CONFIG_LINE_MAX];
@@ -119,6 +130,8 @@ struct loader {
     pending_ref_t unit_bus[256];
     config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
     security_pending_t security;
+    path_note_t paths[CONFIG_PATH_KEYS_MAX];   /* the K_PATH keys given, checked by paths.c */
+    unsigned path_count;
     transports_pending_t transports;
     unsigned mqtt_line;          /* [mqtt]: where it starts; keys whose default depends on others */
     unsigned bus_share_line[2];  /* [tcp], [rtu_tcp]: where bus_share is given; 0: default */
@@ -209,6 +222,11 @@ void config_resolve_units(loader_t *ld, const char *section, const pending_ref_t
 void security_defaults(config_t *cfg);
 /* A new [role NAME]; NULL when there is no room (reported). */
 config_role_t *security_new_role(loader_t *ld, const char *name);
+/* paths.c: every K_PATH key under the configuration's folder or a [gateway]
+ * data_dirs folder; a relative one made absolute (from the folder). */
+void config_paths_resolve(loader_t *ld);
+/* token.c: [http] write_token, refused under 128 bits. */
+bool config_set_write_token(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool security_set_min_version(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool users_set_tls_min_version(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 /* [http] tls_ciphers and [tls] ciphers: a TLS 1.2 cipher list in OpenSSL's

@@ -39,6 +39,8 @@ static const key_spec_t gateway_keys[] = {
     B(config_t, line_thread),
     U(config_t, line_thread_priority, 0, 99),
     T(config_t, log_level, K_LOG),
+    { .name = "data_dirs", .type = K_STRING, .offset = offsetof(config_t, data_dirs), .min = 1,
+      .max = CONFIG_PATH_MAX },
     { .name = "log_target", .type = K_LOGTARGET, .offset = offsetof(config_t, log_syslog) },
     C("addressing", config_tags_set_addressing),
 };
@@ -137,12 +139,11 @@ static const key_spec_t http_keys[] = {
     U(config_http_t, request_timeout_ms, 100, 600000),
     U(config_http_t, idle_timeout_s, 1, 86400),
     B(config_http_t, tag_metrics),
-    { .name = "write_token", .type = K_STRING, .offset = offsetof(config_http_t, write_token),
-      .max = CONFIG_TOKEN_MAX },
+    C("write_token", config_set_write_token),
     U(config_http_t, frame_ring, 0, 4096),
-    { .name = "tls_cert", .type = K_STRING, .offset = offsetof(config_http_t, tls_cert), .min = 1,
+    { .name = "tls_cert", .type = K_PATH, .offset = offsetof(config_http_t, tls_cert), .min = 1,
       .max = CONFIG_PATH_MAX },
-    { .name = "tls_key", .type = K_STRING, .offset = offsetof(config_http_t, tls_key), .min = 1,
+    { .name = "tls_key", .type = K_PATH, .offset = offsetof(config_http_t, tls_key), .min = 1,
       .max = CONFIG_PATH_MAX },
     U(config_http_t, session_timeout_s, 60, 604800),
     U(config_http_t, max_sessions, 1, 1024),
@@ -164,13 +165,13 @@ static const key_spec_t tls_keys[] = {
     B(config_tls_t, enabled),
     { .name = "bind", .type = K_IPV4, .offset = offsetof(config_tls_t, bind), .min = 1, .max = 64 },
     U(config_tls_t, port, 1, 65535),
-    { .name = "cert_file", .type = K_STRING, .offset = offsetof(config_tls_t, cert_file), .min = 1,
+    { .name = "cert_file", .type = K_PATH, .offset = offsetof(config_tls_t, cert_file), .min = 1,
       .max = CONFIG_PATH_MAX },
-    { .name = "key_file", .type = K_STRING, .offset = offsetof(config_tls_t, key_file), .min = 1,
+    { .name = "key_file", .type = K_PATH, .offset = offsetof(config_tls_t, key_file), .min = 1,
       .max = CONFIG_PATH_MAX },
-    { .name = "ca_file", .type = K_STRING, .offset = offsetof(config_tls_t, ca_file), .min = 1,
+    { .name = "ca_file", .type = K_PATH, .offset = offsetof(config_tls_t, ca_file), .min = 1,
       .max = CONFIG_PATH_MAX },
-    { .name = "crl_file", .type = K_STRING, .offset = offsetof(config_tls_t, crl_file), .max = CONFIG_PATH_MAX },
+    { .name = "crl_file", .type = K_PATH, .offset = offsetof(config_tls_t, crl_file), .max = CONFIG_PATH_MAX },
     C("min_version", security_set_min_version),
     C("ciphers", users_set_ciphers),
     U(config_tls_t, session_cache, 0, 10000),
@@ -193,7 +194,7 @@ static const key_spec_t router_keys[] = {
     U(config_router_t, explore_run, 1, 1024),
     { .name = "verify_rate", .type = K_DOUBLE, .offset = offsetof(config_router_t, verify_rate), .max = 1 },
     C("buckets", set_buckets),
-    { .name = "state_file", .type = K_STRING, .offset = offsetof(config_router_t, state_file),
+    { .name = "state_file", .type = K_PATH, .offset = offsetof(config_router_t, state_file),
       .max = CONFIG_PATH_MAX },
     C("policy", set_policy),
 };
@@ -446,6 +447,15 @@ bool config_set_key(loader_t *ld, const key_spec_t *k, unsigned number, const ch
         return true;
     case K_STRING:
         return set_string(ld, k, value, field);
+    case K_PATH:
+        if (!set_string(ld, k, value, field))
+            return false;
+        if (ld->path_count < CONFIG_PATH_KEYS_MAX) {
+            path_note_t *n = &ld->paths[ld->path_count++];
+            *n = (path_note_t){ .key = k->name, .line = ld->line, .field = field, .cap = (size_t)k->max };
+            snprintf(n->section, sizeof n->section, "%s", ld->section);
+        }
+        return true;
     case K_PORT:
         return set_port(ld, k, value, ld->target);
     case K_IPV4:

@@ -30,6 +30,7 @@ static bool set_enabled(loader_t *ld, const key_spec_t *k, unsigned number, cons
 #define B(f) { .name = #f, .type = K_BOOL, .offset = offsetof(north_config_t, f) }
 #define S(f, lo, cap) { .name = #f, .type = K_STRING, .offset = offsetof(north_config_t, f), .min = lo, .max = cap }
 #define C(key, fn) { .name = key, .type = K_CUSTOM, .set = fn }
+#define P(f) { .name = #f, .type = K_PATH, .offset = offsetof(north_config_t, f), .min = 1, .max = NORTH_PATH_MAX }
 
 const key_spec_t config_mqtt_keys[] = {
     C("enabled", set_enabled),
@@ -37,11 +38,11 @@ const key_spec_t config_mqtt_keys[] = {
     U(port, 1, 65535),
     C("client_id", set_client_id),
     S(username, 0, NORTH_ID_MAX),
-    S(password_file, 1, NORTH_PATH_MAX),
+    P(password_file),
     C("tls", set_noted_bool),
-    S(ca_file, 1, NORTH_PATH_MAX),
-    S(cert_file, 1, NORTH_PATH_MAX),
-    S(key_file, 1, NORTH_PATH_MAX),
+    P(ca_file),
+    P(cert_file),
+    P(key_file),
     B(verify),
     U(keepalive_s, 5, 3600),
     U(qos, 0, 1),
@@ -55,7 +56,7 @@ const key_spec_t config_mqtt_keys[] = {
     C("format", set_format),
     U(buffer_messages, 1, 10000000),
     U(buffer_bytes, 65536, 4294967295.0),
-    S(spool_dir, 1, NORTH_PATH_MAX),
+    P(spool_dir),
     U(spool_max_bytes, 1048576, 4294967295.0),
     U(spool_fsync_ms, 0, 60000),
     U(max_write_bytes, 256, 1048576),

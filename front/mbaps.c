@@ -71,6 +71,47 @@ static void take_certificate(gw_mbaps_t *t)
                left < 0 ? "expired" : "expires in", (double)(left < 0 ? -left : left) / 86400.0);
 }
 
+/*
+ * The certificate, key, CA and CRL files are opened here, under the
+ * configuration's folder or a [gateway] data_dirs folder, relative to an
+ * open descriptor of it (config/paths.c: a symbolic link out, swapped in
+ * after the load, is refused), and the module reads those very files
+ * through /proc/self/fd/N; its messages name the configured paths again.
+ */
+static tls_ctx_t *ctx_confined(gw_mbaps_t *t, const config_t *cfg, char *err, size_t errcap)
+{
+    config_tls_t *tls = malloc(sizeof *tls);
+    char *fields[4], given[4][CONFIG_PATH_MAX], why[384];
+    const char *keys[4] = { "cert_file", "key_file", "ca_file", "crl_file" };
+    int fds[4] = { -1, -1, -1, -1 };
+    tls_ctx_t *ctx = NULL;
+
+    if (!tls) {
+        snprintf(err, errcap, "tls: out of memory");
+        return NULL;
+    }
+    *tls = cfg->tls;
+    fields[0] = tls->cert_file, fields[1] = tls->key_file, fields[2] = tls->ca_file, fields[3] = tls->crl_file;
+    for (int i = 0; i < 4; i++) {
+        snprintf(given[i], sizeof given[i], "%s", fields[i]);
+        if (given[i][0] && config_open_for_name(cfg, given[i], &fds[i], fields[i], CONFIG_PATH_MAX, why,
+                                                sizeof why) != 0) {
+            snprintf(err, errcap, "[tls] %s = '%s': %s", keys[i], given[i], why);
+            goto out;
+        }
+    }
+    if (!(ctx = t->tls->ctx_new(t->env, tls, err, errcap)))
+        for (int i = 0; i < 4; i++)
+            if (given[i][0])
+                config_name_again(err, errcap, fields[i], given[i]);
+out:
+    for (int i = 0; i < 4; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(tls);
+    return ctx;
+}
+
 gw_mbaps_t *mbaps_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_mbaps_t *t = calloc(1, sizeof *t);
@@ -100,7 +141,7 @@ gw_mbaps_t *mbaps_new(gw_t *gw, char *err, size_t errcap)
         free(t);
         return NULL;
     }
-    if (!(t->ctx = t->tls->ctx_new(t->env, &gw->cfg->tls, err, errcap))) {
+    if (!(t->ctx = ctx_confined(t, gw->cfg, err, errcap))) {
         mbaps_free(t);
         return NULL;
     }
@@ -260,7 +301,7 @@ bool mbaps_role_priority(gw_mbaps_t *t, int role)
 int mbaps_reload(gw_mbaps_t *t, const config_t *fresh)
 {
     char err[512];
-    tls_ctx_t *next = t->tls->ctx_new(t->env, &fresh->tls, err, sizeof err);
+    tls_ctx_t *next = ctx_confined(t, fresh, err, sizeof err);
 
     if (!next) {
         gw_count(&t->metrics.reload_failures);

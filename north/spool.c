@@ -770,6 +770,14 @@ int spool_open(north_t *owner, const char *dir, unsigned max_bytes, north_spool_
         free(s);
         return -errno;
     }
+    /* a symbolic link is refused: config/paths.c checked where the folder
+     * is at load; a link put in its place since would lead out of it */
+    struct stat lst;
+    if (lstat(dir, &lst) != 0 || !S_ISDIR(lst.st_mode)) {
+        snprintf(err, errcap, "spool_dir = '%s': not a folder (a symbolic link is refused)", dir);
+        free(s);
+        return -ENOTDIR;
+    }
     if (access(dir, W_OK | X_OK) != 0) {
         snprintf(err, errcap, "spool_dir = '%s': not writable: %s", dir, strerror(errno));
         free(s);

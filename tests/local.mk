@@ -122,6 +122,18 @@ EXTRA_DIST += tests/test_web_auth.py
 # installed) sslscan.
 TESTS += tests/test_web_security.py
 EXTRA_DIST += tests/test_web_security.py
+# ... and its credentials: a write_token of at least 128 bits, bearer
+# guessing slowed, counted and audited (the limiter of logins).
+TESTS += tests/test_web_tokens.py
+EXTRA_DIST += tests/test_web_tokens.py
+# Every HTTP route (read from web/'s routing code) x GET/PUT/POST/DELETE x
+# seven credentials against the documented role rules; prints the matrix.
+TESTS += tests/test_web_matrix.py
+EXTRA_DIST += tests/test_web_matrix.py
+# Certificates, keys, state and spool under the configuration's folder or
+# [gateway] data_dirs: check, the API, HTTPS from a data folder.
+TESTS += tests/test_web_confine.py
+EXTRA_DIST += tests/test_web_confine.py
 TESTS += tests/test_api.py
 EXTRA_DIST += tests/test_api.py
 # Live configuration changes (issue 41), by SIGHUP and through /api/, judged by

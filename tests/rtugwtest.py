@@ -139,6 +139,11 @@ class Gateway:
             for s in (1, 2, 3, 8, 9))
         # a key given twice is an error: the default only when the caller sets none
         tcp_defaults = "" if "max_clients" in extra_tcp else "max_clients = 64\n"
+        # the tests' certificates, spools and state live in folders of their
+        # own under the temporary folder: declared, as a package declares
+        # /var/lib/rtugw (config/paths.c), unless the caller says otherwise
+        if "data_dirs" not in gateway_extra:
+            gateway_extra = f"data_dirs = {tempfile.gettempdir()}\n" + gateway_extra
         self.text = (f"[gateway]\nlog_level = {log_level}\n{gateway_extra}[bus line]\n{bus}response_timeout_ms = {timeout_ms}\nretries = 1\n"
                      f"{devices}[tcp]\nport = {self.tcp_port}\ndefault_bus = line\n{tcp_defaults}{extra_tcp}"
                      f"[http]\nport = {self.http_port}\n{extra}")

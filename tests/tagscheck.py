@@ -13,7 +13,7 @@ import urllib.request
 from rtugwtest import check, wait_for  # noqa: F401 (the tag scripts import wait_for from here)
 from tagsref import INT_RANGE, TYPES, bytes_to_words, decode, expected_words, same_value, string_words, wire_bytes
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789ab"
 
 
 def http(g, method, path, body=None, token=None, timeout=15):

@@ -52,8 +52,8 @@ def test_api_template_csv():
         f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
     tpl = f"[template meter]\ntags_file = {csv_path}\n[device meter1]\nslave = 1\ntemplate = meter\n"
     g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl, dir=d,
-                extra="write_token = s3cret\nmax_body_bytes = 8388608\n")
-    auth = {"Authorization": "Bearer s3cret"}
+                extra="write_token = s3cret-0123456789abcdefXY\nmax_body_bytes = 8388608\n")
+    auth = {"Authorization": "Bearer s3cret-0123456789abcdefXY"}
     url = f"http://127.0.0.1:{g.http_port}/api/templates/meter/csv"
 
     def call(method, query="", body=None, headers=None):
@@ -155,8 +155,8 @@ def test_api_template_csv_whole_check():
                           + ("addressing = modicon\n" if modicon_first and i == 1 else "") for i in range(1, 8))
         return Gateway(bus="port = sim:1,2,3,4,5,6,7\nbaud = 115200\n", dir=d,
                        devices=f"[template meter]\ntags_file = {csv_path}\n" + devices,
-                       extra="write_token = s3cret\nmax_body_bytes = 8388608\n")
-    auth = {"Authorization": "Bearer s3cret"}
+                       extra="write_token = s3cret-0123456789abcdefXY\nmax_body_bytes = 8388608\n")
+    auth = {"Authorization": "Bearer s3cret-0123456789abcdefXY"}
 
     def call(g, method, query="", body=None, headers=None):
         req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/templates/meter/csv" + query, data=body,
@@ -203,8 +203,8 @@ def test_api_device_csv():
         f.write("name,device,table,address,type,interval_ms\nboiler_t,boiler,holding,0,uint16,200\n")
     devices = (f"[device boiler]\nslave = 1\ntags_file = {csv_path}\n"
                f"[device pump]\nslave = 2\ntags_file = {csv_path}\n[device spare]\nslave = 3\n")
-    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=devices, extra="write_token = s3cret\n", dir=d)
-    auth = {"Authorization": "Bearer s3cret"}
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=devices, extra="write_token = s3cret-0123456789abcdefXY\n", dir=d)
+    auth = {"Authorization": "Bearer s3cret-0123456789abcdefXY"}
 
     def call(method, name, query="", body=None, headers=None):
         req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/devices/{name}/csv{query}", data=body,

@@ -81,8 +81,8 @@ def test_hundred_changes_under_load():
     tpl = f"[template meter]\ntags_file = {d}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
     ids = ",".join(str(n) for n in range(1, 23))   # meter1 and the 20 devices added: a slave each
     g = Gateway(bus=f"port = sim:{ids}\nbaud = 115200\n", devices=tpl, dir=d,
-                extra="write_token = s3cret\n" + mqtt_section(b.port, "gchurn", "publish = poll\n"))
-    auth = {"Authorization": "Bearer s3cret"}
+                extra="write_token = s3cret-0123456789abcdefXY\n" + mqtt_section(b.port, "gchurn", "publish = poll\n"))
+    auth = {"Authorization": "Bearer s3cret-0123456789abcdefXY"}
     check(wait_for(lambda: tag_values(g).get("meter1.voltage", {}).get("value") == 1000, 5), "meter1 reads before")
     check(wait_for(lambda: len(sub.messages("/data")) > 0, 5), "MQTT publishes before")
     load = TcpLoad(g.tcp_port)

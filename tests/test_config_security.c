@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define BUSES "[bus a]\nport = sim\n[bus b]\nport = sim\n"
-#define FILES "cert_file = /etc/rtugw/server.pem\nkey_file = /etc/rtugw/server.key\nca_file = /etc/rtugw/ca.pem\n"
+#define FILES "cert_file = server.pem\nkey_file = server.key\nca_file = ca.pem\n"
 
 static config_t *load(const char *text, config_errors_t *errs)
 {
@@ -77,7 +77,7 @@ static void test_tls_and_roles(void **state)
 {
     (void)state;
     config_errors_t errs;
-    config_t *cfg = load(BUSES "[tls]\nenabled = true\nport = 8802\n" FILES "crl_file = /etc/rtugw/crl.pem\n"
+    config_t *cfg = load(BUSES "[tls]\nenabled = true\nport = 8802\n" FILES "crl_file = crl.pem\n"
                                "min_version = 1.3\nsession_cache = 0\ndefault_role = reader\n"
                                "[role reader]\nfunctions = read\nunits = 1-3, 7, 255\n"
                                "[role operator]\nfunctions = read, write, diagnostics\nbuses = b\npriority = true\n"
@@ -86,7 +86,7 @@ static void test_tls_and_roles(void **state)
     assert_non_null(cfg);
     assert_false(cfg->roles[0].priority);
     assert_true(cfg->roles[1].priority);   /* the operator's requests go first (front/backpressure.c) */
-    expect_tls(cfg, true, 8802, 13, 0, 0, "/etc/rtugw/crl.pem", 3);
+    expect_tls(cfg, true, 8802, 13, 0, 0, "crl.pem", 3);
     assert_int_equal(config_role_find(cfg, "operator"), 1);
     assert_int_equal(config_role_find(cfg, "nobody"), -1);
 

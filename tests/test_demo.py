@@ -5,7 +5,9 @@ publishing every PLC's values to a broker. The README's demo lines are run
 as written there, read from README.md itself, with two changes only: the
 ports (1502, 8502, 1883) become free ports of this test's (other tests and
 people on the machine may hold those), and `./rtugw` becomes the binary
-under test."""
+under test. The lines run with RTUGW_TOKEN set from the demo's first line
+(`export RTUGW_TOKEN=...`, a random write token each start), as a user
+pastes it; a second demo prints another token."""
 import json
 import os
 import re
@@ -35,11 +37,12 @@ def localise(line, ports):
     return line.replace("./rtugw ", BIN + " ", 1) if line.startswith("./rtugw ") else line
 
 
-def sh(line, timeout=20):
+def sh(line, timeout=20, env=None):
     """The line in bash (the README's comment is the shell's comment too); a
     line still running after timeout counts as failed (exit 124)."""
     try:
-        return subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         return subprocess.CompletedProcess(line, 124, out, f"still running after {timeout} s")
@@ -55,8 +58,12 @@ def test_demo_lines():
     tcp, http = free_port(), free_port()
     ports = {1502: tcp, 8502: http}
     g = subprocess.Popen([BIN, "demo", "--quiet", "--tcp-port", str(tcp), "--http-port", str(http)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs.append(g)
+    first = g.stdout.readline()
+    m = re.match(r"export RTUGW_TOKEN=([A-Za-z0-9_-]{44}) ", first)
+    check(m, f"rtugw demo prints its write token first ({first!r})")
+    env = {"RTUGW_TOKEN": m.group(1) if m else ""}
     check(wait_listening(http, g), "rtugw demo listens")
 
     def tags():
@@ -65,7 +72,7 @@ def test_demo_lines():
     wait_for(lambda: all(t["quality"] == "good" for t in tags()), 5)
     out = {}
     for line in demo[0]:
-        p = sh(localise(line, ports))
+        p = sh(localise(line, ports), env=env)
         out[line.split()[0] + " " + line.split()[-1 if line.startswith("curl -X") else 1]] = p
         check(p.returncode == 0 and p.stdout, f"README line runs: {line} (exit {p.returncode}, {p.stderr[-200:]!r})")
     mb = next((p.stdout for k, p in out.items() if k.startswith("mbpoll")), "")
@@ -90,6 +97,9 @@ def test_demo_lines():
     with urllib.request.urlopen(f"http://127.0.0.1:{http}/frames?bus=sim", timeout=5) as r:
         frames = json.loads(r.read())
     check(frames.get("frames"), "the frame monitor is on: /frames has the bus's frames")
+    p = sh(f"curl -sf -X PUT -H 'Authorization: Bearer demo' -d '{{\"value\": 1}}' "
+           f"http://127.0.0.1:{http}/tags/pump_speed")
+    check(p.returncode != 0, f"the old fixed token 'demo' writes nothing (curl exit {p.returncode})")
     g.terminate()
     g.wait(timeout=10)
     check(g.returncode == 0, f"rtugw demo stops cleanly (exit {g.returncode})")
@@ -107,8 +117,11 @@ def test_demo_lines():
     run_line, sub_line = mqtt[0][0], mqtt[0][1]
     g = subprocess.Popen(shlex.split(localise(run_line, ports)) + ["--quiet", "--tcp-port", str(ports[1502]),
                                                                    "--http-port", str(ports[8502])],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     procs.append(g)
+    second = g.stdout.readline()
+    check(second.startswith("export RTUGW_TOKEN=") and second != first,
+          "a second demo prints another token (random at each start)")
     t0 = time.time()
     p = sh(localise(sub_line, ports), timeout=20)
     lines = [ln.split(" ", 1) for ln in p.stdout.splitlines() if " " in ln]

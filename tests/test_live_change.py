@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
 from tagscheck import put, tag_values  # noqa: E402
 
-TOKEN = "s3cret"
+TOKEN = "s3cret-0123456789abcdefXY"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SIM1 = "port = sim:1\nbaud = 115200\n"
 

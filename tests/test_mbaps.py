@@ -496,7 +496,7 @@ def test_plain_listener_off():
     http_port, tcp_port = free_port(), free_port()
     cfg = os.path.join(d, "rtugw.conf")
     with open(cfg, "w") as f:
-        f.write(f"[bus line]\nport = sim:1,2,3\n[tcp]\nenabled = false\nport = {tcp_port}\ndefault_bus = line\n"
+        f.write(f"[gateway]\ndata_dirs = {PKI}\n[bus line]\nport = sim:1,2,3\n[tcp]\nenabled = false\nport = {tcp_port}\ndefault_bus = line\n"
                 f"[http]\nport = {http_port}\n" + tls_section(tls_port))
     log = open(os.path.join(d, "log"), "w+")
     p = subprocess.Popen([os.environ.get("RTUGW_BIN", "./rtugw"), "run", "-c", cfg], stdout=log, stderr=log)

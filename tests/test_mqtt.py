@@ -552,7 +552,7 @@ def test_confirmed_write():
             "[tag cmd]\ndevice = d1\ntable = holding\naddress = 300\ntype = uint16\nwritable = true\n"
             "confirm_write = false\ninterval_ms = 20000\n")
     g = Gateway(bus=f"port = {link}\nbaud = 19200\n", devices="[device d1]\nslave = 1\n",
-                extra="write_token = tok\n" + tags + mqtt_section(b.port, "gc", "publish = change\n"))
+                extra="write_token = tok-0123456789abcdefghijk\n" + tags + mqtt_section(b.port, "gc", "publish = change\n"))
     wait_for(lambda: any(p and p["values"].get("sp") == 1100 for _, p, _ in sub.messages("/d1/data")), 8)
 
     def sp_data(value):
@@ -571,7 +571,7 @@ def test_confirmed_write():
     check(sp_data(100) and time.time() - t0 < 5,
           f"MQTT: the data message with 100 follows at once ({time.time() - t0:.1f} s; the tag's poll is 20 s)")
     req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/tags/sp", data=b'{"value": 50}', method="PUT")
-    req.add_header("Authorization", "Bearer tok")
+    req.add_header("Authorization", "Bearer tok-0123456789abcdefghijk")
     with urllib.request.urlopen(req, timeout=10) as resp:
         a = json.loads(resp.read())
     check(a.get("ok") is True and a.get("confirmed") is True and a.get("value") == 50 and a.get("words") == [50],
@@ -579,7 +579,7 @@ def test_confirmed_write():
     wait_for(lambda: sp_data(50), 5)
     check(sp_data(50), "the data message with 50 follows")
     req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/tags/sp", data=b'{"value": 108}', method="PUT")
-    req.add_header("Authorization", "Bearer tok")
+    req.add_header("Authorization", "Bearer tok-0123456789abcdefghijk")
     with urllib.request.urlopen(req, timeout=10) as resp:
         a = json.loads(resp.read())
     check(a.get("confirmed") is True and a.get("value") == 100 and a.get("words") == [108] and
@@ -589,7 +589,7 @@ def test_confirmed_write():
           f"MQTT: a scaled tag's value read back, scaled ({r})")
     # a tag's own confirm_write = false, on a device that confirms: written, not read back
     req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/tags/cmd", data=b'{"value": 7}', method="PUT")
-    req.add_header("Authorization", "Bearer tok")
+    req.add_header("Authorization", "Bearer tok-0123456789abcdefghijk")
     with urllib.request.urlopen(req, timeout=10) as resp:
         a = json.loads(resp.read())
     check(a.get("ok") is True and a.get("words") == [7] and a.get("confirmed") is not True and "read_words" not in a,

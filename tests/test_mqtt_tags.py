@@ -304,7 +304,7 @@ def test_http_and_mqtt_share_the_overlap_rule():
     p, link = sim(d, "")
     b = Broker("overlap")
     sub = Subscriber(b.port, "rtugw/gov/write/response", "sub-overlap", clean=True)
-    token = "overlap-token"
+    token = "overlap-token-0123456789"
     g = Gateway(bus=f"port = {link}\nbaud = 19200\n", dir=d,
                 devices=f"[device plc]\nslave = 1\ndead_after = 0\ntags_file = {d}/tags.csv\n", timeout_ms=1500,
                 extra=f"write_token = {token}\n" + mqtt_section(b.port, "gov"))
@@ -581,8 +581,8 @@ def test_api_config():
     with open(os.path.join(d, "meter.csv"), "w") as f:
         f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
     tpl = f"[template meter]\ntags_file = {d}/meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
-    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n", dir=d)
-    auth = {"Authorization": "Bearer s3cret"}
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret-0123456789abcdefXY\n", dir=d)
+    auth = {"Authorization": "Bearer s3cret-0123456789abcdefXY"}
 
     def call(method, path, body=None, headers=None):
         req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", data=body, method=method,
@@ -657,8 +657,8 @@ def test_api_sections():
         f.write("name,table,address,type,interval_ms\nvoltage,holding,0,uint16,200\n")
     tpl = (f"# the meters of hall 2\n[template meter]\ntags_file = {d}/meter.csv\n"
            f"[device meter1]\nslave = 1\ntemplate = meter\n")
-    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret\n", dir=d)
-    auth = {"Authorization": "Bearer s3cret"}
+    g = Gateway(bus="port = sim:1,2,3\nbaud = 115200\n", devices=tpl, extra="write_token = s3cret-0123456789abcdefXY\n", dir=d)
+    auth = {"Authorization": "Bearer s3cret-0123456789abcdefXY"}
 
     def rev():
         req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config", headers=auth)
@@ -720,7 +720,7 @@ def test_api_kill9_atomic():
     filler = "".join(f"# filler line {i} {'x' * 60}\n" for i in range(56000))   # ~4 MB
 
     def put(g, text):
-        auth = {"Authorization": "Bearer k"}
+        auth = {"Authorization": "Bearer k-0123456789abcdefghijkl"}
         rev = json.loads(urllib.request.urlopen(urllib.request.Request(
             f"http://127.0.0.1:{g.http_port}/api/config", headers=auth), timeout=5).read())["revision"]
         req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config", data=text.encode(),
@@ -729,7 +729,7 @@ def test_api_kill9_atomic():
             urllib.request.urlopen(req, timeout=20).read()
         except (OSError, HTTPException):
             pass   # killed under it
-    g = Gateway(extra="write_token = k\nmax_body_bytes = 8388608\n")
+    g = Gateway(extra="write_token = k-0123456789abcdefghijkl\nmax_body_bytes = 8388608\n")
     with open(g.cfg) as f:
         base = f.read()
     t0 = time.monotonic()
@@ -738,7 +738,7 @@ def test_api_kill9_atomic():
     g.stop()
     outcomes = {}
     for k in range(8):
-        g = Gateway(extra="write_token = k\nmax_body_bytes = 8388608\n")
+        g = Gateway(extra="write_token = k-0123456789abcdefghijkl\nmax_body_bytes = 8388608\n")
         with open(g.cfg) as f:
             old = f.read()
         new = old + filler + f"# change {k}\n"

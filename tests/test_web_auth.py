@@ -183,13 +183,13 @@ def test_https_config_errors():
     try:
         p = os.path.join(g_dir, "c.ini")
         with open(p, "w") as f:
-            f.write(f"[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
+            f.write(f"[gateway]\ndata_dirs = {PKI}\n[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
                     f"tls_cert = {PKI}/ca.key\ntls_key = {PKI}/server.key\n")
         r = subprocess.run([BIN, "run", "-c", p], capture_output=True, text=True, timeout=10)
         check(r.returncode != 0 and f"[http] tls_cert = '{PKI}/ca.key'" in r.stderr,
               f"a certificate file that does not load stops the start, naming it ({r.stderr.strip()[-200:]})")
         with open(p, "w") as f:
-            f.write(f"[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
+            f.write(f"[gateway]\ndata_dirs = {PKI}\n[bus a]\nport = sim:1\n[tcp]\nport = 15021\n[http]\nport = 18081\n"
                     f"tls_cert = {PKI}/server.pem\ntls_key = {PKI}/ca.key\n")
         r = subprocess.run([BIN, "run", "-c", p], capture_output=True, text=True, timeout=10)
         check(r.returncode != 0 and f"[http] tls_key = '{PKI}/ca.key'" in r.stderr and "mismatch" in r.stderr,
@@ -214,7 +214,7 @@ TAG = "[tag sp]\ndevice = d1\ntable = holding\naddress = 10\ntype = uint16\nwrit
 
 
 def users_gateway(http_extra=""):
-    g = Gateway(extra=TLS + "write_token = the-write-token\n" + http_extra + users_section() + TAG)
+    g = Gateway(extra=TLS + "write_token = the-write-token-0123456789\n" + http_extra + users_section() + TAG)
     wait_listening(g.http_port, g.p)
     return g
 
@@ -361,9 +361,9 @@ def test_roles():
         check(st == 403, f"an operator may not read the audit ring ({st})")
         st, _, body = request(g, "GET", "/audit", headers=bearer(sessions["admin"]))
         check(st == 200 and json.loads(body)["count"] >= 1, f"an admin reads /audit ({st})")
-        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("the-write-token"))
+        st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("the-write-token-0123456789"))
         check(st == 200, f"with users, the write_token still writes a tag value, as an operator ({st} {body})")
-        st, _, body = request(g, "POST", "/api/devices", "{}", bearer("the-write-token"))
+        st, _, body = request(g, "POST", "/api/devices", "{}", bearer("the-write-token-0123456789"))
         check(st == 403 and "write_token is an operator" in body, f"... and no more ({st} {body})")
         st, _, body = request(g, "PUT", "/tags/sp", '{"value": 9}', bearer("f" * 64))
         check(st == 401 and "unknown or expired bearer token" in body, f"an unknown token: 401 ({st} {body})")
@@ -502,7 +502,7 @@ def test_api_admin():
         rev = json.loads(body)["revision"] if st == 200 else ""
         check(st == 200 and "[user ada]" in json.loads(body)["text"], f"an admin reads it ({st})")
         tag = '{"device": "d1", "table": "holding", "address": 11, "type": "uint16", "interval_ms": 200}'
-        for who in (op["token"], "the-write-token"):
+        for who in (op["token"], "the-write-token-0123456789"):
             st, _, body = request(g, "PUT", "/api/tags/extra", tag, {**bearer(who), "If-Match": rev})
             check(st == 403, f"refused to a non-admin ({st} {body.strip()})")
         st, _, body = request(g, "PUT", "/api/tags/extra", tag, {**bearer(admin["token"]), "If-Match": rev})

@@ -137,8 +137,8 @@ def test_files_outside_config():
     os.unlink(conf)
 
     tpl = "[template meter]\ntags_file = meter.csv\n[device meter1]\nslave = 1\ntemplate = meter\n"
-    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=tpl, dir=d, extra="write_token = s3cret\n")
-    auth = {"Authorization": "Bearer s3cret"}
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=tpl, dir=d, extra="write_token = s3cret-0123456789abcdefXY\n")
+    auth = {"Authorization": "Bearer s3cret-0123456789abcdefXY"}
     try:
         wait_listening(g.http_port, g.p)
         for value in (secret, rel_out, "link.csv"):
@@ -446,7 +446,7 @@ def test_stale_temporaries():
     d = tempfile.mkdtemp(prefix="tmp-", dir=WORK)
     stale = os.path.join(d, "rtugw.conf.api-Ab3dE9")
     with open(stale, "w") as f:
-        f.write("[http]\nwrite_token = a-secret-left-behind\n" + "x" * 4096)
+        f.write("[http]\nwrite_token = a-secret-left-behind-0123456789\n" + "x" * 4096)
     os.chmod(stale, 0o644)
     keep = os.path.join(d, "rtugw.conf.api-notours")   # not mkstemp's form: kept
     with open(keep, "w") as f:
@@ -456,7 +456,7 @@ def test_stale_temporaries():
         f.write("a link's target")
     link = os.path.join(d, "rtugw.conf.api-Zz9Zz9")   # a link: never followed, never removed
     os.symlink(target, link)
-    g = Gateway(dir=d, extra="write_token = k\nmax_body_bytes = 8388608\n")
+    g = Gateway(dir=d, extra="write_token = k-0123456789abcdefghijkl\nmax_body_bytes = 8388608\n")
     os.chmod(g.cfg, 0o640)
     try:
         wait_listening(g.http_port, g.p)
@@ -482,11 +482,11 @@ def test_stale_temporaries():
         t.start()
         try:
             for i in range(8):
-                st, body, _ = call(g, "GET", "/api/config", headers={"Authorization": "Bearer k"})
+                st, body, _ = call(g, "GET", "/api/config", headers={"Authorization": "Bearer k-0123456789abcdefghijkl"})
                 cfg = json.loads(body)
                 text = g.text + "".join(f"; padding {i} {n} " + "p" * 100 + "\n" for n in range(18000))
                 st, body, _ = call(g, "PUT", "/api/config", text.encode(),
-                                   {"Authorization": "Bearer k", "If-Match": f'"{cfg["revision"]}"'})
+                                   {"Authorization": "Bearer k-0123456789abcdefghijkl", "If-Match": f'"{cfg["revision"]}"'})
                 check(st == 200, f"a 2 MiB PUT /api/config is written ({st} {body[:100]})")
                 if seen:
                     break

@@ -375,7 +375,7 @@ def daemon_has_tags():
     cfg = os.path.join(d, "probe.conf")
     with open(cfg, "w") as f:
         f.write("[bus line]\nport = sim:1\n[device d1]\nbus = line\nslave = 1\n" + TAG +
-                "[tcp]\ndefault_bus = line\n[http]\nwrite_token = secret\n")
+                "[tcp]\ndefault_bus = line\n[http]\nwrite_token = secret-0123456789abcdefgh\n")
     p = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True, timeout=20)
     return p.returncode == 0, (p.stderr or p.stdout).strip().splitlines()[:1]
 
@@ -413,7 +413,7 @@ def test_tags(b):
         print(f"NOTE: this rtugw refuses [tag] sections ({why}): it serves no /tags, so the tag write checks "
               "cannot run here; the page's fallback to the poll groups' raw values was checked instead.")
         return
-    g = Gateway(devices="[device d1]\nslave = 1\n", extra="write_token = secret\n" + TAG)
+    g = Gateway(devices="[device d1]\nslave = 1\n", extra="write_token = secret-0123456789abcdefgh\n" + TAG)
     try:
         url = f"http://127.0.0.1:{g.http_port}/#tags"
         b.d.get(url)
@@ -428,7 +428,7 @@ def test_tags(b):
         check(msg and msg.startswith("refused (403)"), f"tags: a wrong token is refused ({msg})")
         check(c.read_holding_registers(40, 1, slave=1).registers[0] == start, "tags: ... and the register is unchanged")
         b.d.find_element(By.ID, "token-forget").click()
-        msg = write_through_page(b, "secret", 77)
+        msg = write_through_page(b, "secret-0123456789abcdefgh", 77)
         check(msg == "written", f"tags: with the token the write is done ({msg})")
         check(c.read_holding_registers(40, 1, slave=1).registers[0] == 77, "tags: ... and the register holds 77")
         b.wait("return document.querySelector('tr[data-tag=\"boiler_sp\"] td.value')?.textContent === '77'",

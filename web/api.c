@@ -235,9 +235,20 @@ static char *body_text(gw_t *gw, struct evhttp_request *req, size_t *len)
 
 /* Validates text as the configuration file (relative paths from its folder):
  * NULL and errs filled when check would refuse it. */
+/* [gateway] data_dirs says where the files the configuration names may be
+ * (config/paths.c); changed through the API it would let the API's caller
+ * name any file again, so only a hand edit (and a reload) changes it. */
 config_t *api_validate(gw_t *gw, const char *text, config_errors_t *errs)
 {
-    return config_load_string_with(text, gw->opt.config_path, gw->opt.bus_rule, errs);
+    config_t *cfg = config_load_string_with(text, gw->opt.config_path, gw->opt.bus_rule, errs);
+    if (cfg && strcmp(cfg->data_dirs, gw->cfg->data_dirs) != 0) {
+        snprintf(errs->text[0], sizeof errs->text[0], "[gateway] data_dirs = '%s': not changed through the API "
+                 "(it widens which files the configuration may name): edit the file by hand", cfg->data_dirs);
+        errs->count = errs->total = 1;
+        config_free(cfg);
+        return NULL;
+    }
+    return cfg;
 }
 
 void api_add_errors(struct evbuffer *b, const config_errors_t *errs)

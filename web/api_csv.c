@@ -364,6 +364,11 @@ bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, str
     bool of_device;
     if (!csv_path(what, name, sizeof name, &of_device))
         return false;
+    /* a tag file is the configuration's, as GET /api/config is: an admin's
+     * (with users; without, reads stay open as every read), asked before
+     * anything is said of the name (the route x role matrix's rule) */
+    if (gw->cfg->http.user_count && !api_admin_ok(gw, req))
+        return true;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     const config_t *cfg = gw->cfg;
     int ti = -1, di = -1;
@@ -397,9 +402,7 @@ bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, str
             device_target(cfg, gw->opt.config_path, (unsigned)di, tg);
         else
             template_target(cfg, ti, tg);
-        /* a tag file is the configuration's, as GET /api/config is: an
-         * admin's (with users; without, reads stay open as every read) */
-        if (cmd == EVHTTP_REQ_GET && (!cfg->http.user_count || api_admin_ok(gw, req)))
+        if (cmd == EVHTTP_REQ_GET)
             get_csv(gw, req, b, tg);
         else if (cmd == EVHTTP_REQ_PUT && api_admin_ok(gw, req))
             put_csv(gw, req, b, tg);

@@ -26,7 +26,8 @@
  * all (the one nearest its expiry gives way, never an admin's to another
  * user's login); failed logins remembered per address and per user name,
  * in two tables of FAILS_MAX (fails.c: a record still slowing its key
- * down gives way last, a configured user's never); a password hashed at most
+ * down gives way last, a configured user's never), wrong bearer tokens
+ * counted there too (bearer_gate); a password hashed at most
  * VERIFY_PER_SECOND times a second (each costs the I/O thread a few ms and
  * a few MiB for yescrypt's memory: a flood of logins from many addresses
  * is then answered 503 at once, and cannot starve Modbus TCP).
@@ -34,7 +35,6 @@
 #include "web/internal.h"
 #include "json/json.h"
 
-#include <crypt.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -53,6 +53,7 @@
 #define PASSWORD_MAX 256
 #define FAILS_MAX 256                   /* addresses remembered; user names remembered (fails.c) */
 #define VERIFY_PER_SECOND 8
+#define BEARER_KEY "(bearer token)"     /* the identity bearer guesses count against: no user name can be it */
 
 typedef struct session {
     char token[TOKEN_HEX + 1];          /* "" : free */
@@ -70,47 +71,8 @@ struct web_auth {
     uint64_t verify_second;             /* the second the budget is for */
     unsigned verify_used;
     uint64_t logins, login_failures, login_throttled, login_busy, refused, evicted, sessions_full;
+    uint64_t bearer_failures, bearer_throttled;
 };
-
-/* ---- passwords ------------------------------------------------------------------------- */
-
-int web_password_hash(const char *password, unsigned cost, char *out, size_t cap)
-{
-    char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-    struct crypt_data *cd = calloc(1, sizeof *cd);
-    int rc = -1;
-
-    if (cd && crypt_gensalt_rn("$y$", cost, NULL, 0, salt, sizeof salt)) {
-        const char *h = crypt_r(password, salt, cd);
-        if (h && h[0] == '$' && strlen(h) < cap) {
-            snprintf(out, cap, "%s", h);
-            rc = 0;
-        }
-    }
-    free(cd);
-    return rc;
-}
-
-/* Does password hash to hash? crypt_r's work area (32 KiB) is taken for the
- * call only. A hash crypt cannot use ("*0", "*1") never matches. */
-static bool password_matches(const char *password, const char *hash)
-{
-    struct crypt_data *cd = calloc(1, sizeof *cd);
-    bool ok = false;
-    if (cd) {
-        const char *h = crypt_r(password, hash, cd);
-        size_t n = strlen(hash);
-        if (h && h[0] == '$' && strlen(h) == n) {
-            unsigned diff = 0;
-            for (size_t i = 0; i < n; i++)
-                diff |= (unsigned)(uint8_t)h[i] ^ (uint8_t)hash[i];
-            ok = diff == 0;
-        }
-        explicit_bzero(cd, sizeof *cd);
-    }
-    free(cd);
-    return ok;
-}
 
 /* ---- small helpers --------------------------------------------------------------------- */
 
@@ -387,9 +349,67 @@ static config_user_role_t route_needs(const web_auth_t *a, struct evhttp_request
     return strncmp(path, "/tags/", 6) == 0 ? CONFIG_ROLE_OPERATOR : CONFIG_ROLE_ADMIN;
 }
 
+/* Refused before a hash is computed: the wait in Retry-After. */
+static void reply_wait(struct evhttp_request *req, int code, const char *reason, unsigned wait_s, const char *why)
+{
+    char s[16];
+    snprintf(s, sizeof s, "%u", wait_s);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", s);
+    web_reply_error(req, code, reason, why);
+}
+
+/*
+ * Bearer tokens are guessed as passwords are (issue 42: a 4-digit
+ * write_token found in 4,712 requests, under a second, unaudited), so a
+ * bearer token that matches nothing is a failed login: noted in the same
+ * two tables, against the client's address and against one identity,
+ * BEARER_KEY (the guesser's target is any token; protected, so no flood
+ * of other keys pushes it out), audited and counted. While either record
+ * slows its key down, requests with a bearer token are refused unheard
+ * (429, Retry-After): from that address every one; from any address
+ * every one but a login's session token (256 random bits, not what is
+ * being guessed), the right write_token too: heard during the wait, it
+ * would tell the guesser it is right. The cost: whoever can reach the
+ * port can delay the write_token's clients by up to FAIL_DELAY_MAX_S
+ * (fails.c) at a time, as a user's logins; docs/security.md says so. A success clears nothing: one
+ * client's good token must not reset another's guessing. Run once per
+ * request, by web_auth_route, before anything reads the credential.
+ */
+static bool bearer_gate(web_auth_t *a, struct evhttp_request *req)
+{
+    const config_http_t *cfg = &a->gw->cfg->http;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    char addr[64];
+
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0)
+        return true;
+    const char *tok = auth + 7;
+    uint64_t now = gw_now_ns();
+    peer_of(req, false, addr, sizeof addr);
+    unsigned wait = fail_wait_s(a->addr_fails, addr, now);
+    if (!wait && cfg->user_count && session_find(a, tok, strlen(tok)))
+        return true;   /* a login's token (256 random bits): not slowed by others' guessing */
+    unsigned wait_id = fail_wait_s(a->user_fails, BEARER_KEY, now);
+    if (wait || wait_id) {
+        a->bearer_throttled++;
+        reply_wait(req, 429, "Too Many Requests", wait > wait_id ? wait : wait_id,
+                   "too many wrong bearer tokens: wait before the next try");
+        return false;
+    }
+    if (cfg->write_token[0] && same_secret(tok, cfg->write_token))
+        return true;
+    a->bearer_failures++;
+    fail_note(a->addr_fails, addr, false, now);
+    fail_note(a->user_fails, BEARER_KEY, true, now);
+    web_audit_refused(a->gw, req, "bearer token refused: unknown or expired");
+    return true;   /* answered as before: a write 401, a read by its route's rule */
+}
+
 bool web_auth_route(web_auth_t *a, struct evhttp_request *req, const char *path)
 {
     web_who_t who;
+    if (!bearer_gate(a, req))
+        return false;
     if (!a->gw->cfg->http.user_count) {
         /* no users: only the cross-site rule applies */
         if (!is_read(req) && !same_origin(a, req, false)) {
@@ -485,15 +505,6 @@ static void set_cookie(web_auth_t *a, struct evhttp_request *req, const char *to
     evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", c);
 }
 
-/* Refused before a hash is computed: the wait in Retry-After. */
-static void reply_wait(struct evhttp_request *req, int code, const char *reason, unsigned wait_s, const char *why)
-{
-    char s[16];
-    snprintf(s, sizeof s, "%u", wait_s);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", s);
-    web_reply_error(req, code, reason, why);
-}
-
 static void on_login(web_auth_t *a, struct evhttp_request *req)
 {
     const config_http_t *cfg = &a->gw->cfg->http;
@@ -541,7 +552,7 @@ static void on_login(web_auth_t *a, struct evhttp_request *req)
     /* An unknown user costs a hash too (the first user's), so the time of
      * the answer does not tell which names exist. */
     const config_user_t *u = user_find(cfg, user);
-    bool ok = password_matches(password, u ? u->password_hash : cfg->users[0].password_hash) && u;
+    bool ok = web_password_matches(password, u ? u->password_hash : cfg->users[0].password_hash) && u;
     explicit_bzero(password, sizeof password);
     if (!ok) {
         a->login_failures++;
@@ -627,7 +638,12 @@ bool web_auth_handle(web_auth_t *a, struct evhttp_request *req, const char *path
         return true;
     }
     if (strcmp(path, "/audit") == 0) {
-        web_audit_json(a->gw, req);
+        if (is_read(req)) {
+            web_audit_json(a->gw, req);
+        } else {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
+            web_reply_error(req, 405, "Method Not Allowed", "GET /audit");
+        }
         return true;
     }
     if (!login && !logout)
@@ -702,6 +718,12 @@ void web_auth_free(web_auth_t *a)
 
 void web_auth_metrics(const web_auth_t *a, struct evbuffer *b)
 {
+    evbuffer_add_printf(b, "# HELP rtugw_http_bearer_failures_total Bearer tokens that matched nothing (audited)\n"
+                           "# TYPE rtugw_http_bearer_failures_total counter\nrtugw_http_bearer_failures_total %llu\n"
+                           "# HELP rtugw_http_bearer_throttled_total Requests with a bearer token refused unheard "
+                           "(429): too many wrong tokens from that address or in all\n"
+                           "# TYPE rtugw_http_bearer_throttled_total counter\nrtugw_http_bearer_throttled_total "
+                           "%llu\n", (unsigned long long)a->bearer_failures, (unsigned long long)a->bearer_throttled);
     if (!a->gw->cfg->http.user_count)
         return;
     evbuffer_add_printf(b, "# HELP rtugw_http_logins_total Logins that opened a session\n"

@@ -534,7 +534,7 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         http_free(h);
         return NULL;
     }
-    if (cfg->tls_cert[0] && !(h->tls = http_tls_new(cfg, err, errcap))) {
+    if (cfg->tls_cert[0] && !(h->tls = http_tls_new(h->gw->cfg, cfg, err, errcap))) {
         http_free(h);
         return NULL;
     }
@@ -620,7 +620,7 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
     }
     if (tls_live) {
         char err[512];
-        if (http_tls_reload(h->tls, f, err, sizeof err) != 0) {
+        if (http_tls_reload(h->tls, h->gw->cfg, f, err, sizeof err) != 0) {
             gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; HTTPS keeps the running certificate", err);
         } else {
             memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);

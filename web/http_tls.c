@@ -60,15 +60,45 @@ static const web_https_module_t *load_module(char *err, size_t errcap)
     return m;
 }
 
-http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
+/*
+ * The certificate and key are opened here, under the configuration's folder
+ * or a [gateway] data_dirs folder, relative to an open descriptor of it
+ * (config_open_path: a symbolic link out, swapped in after the load, is
+ * refused), and the module reads those very files through /proc/self/fd/N:
+ * what OpenSSL loads is what this open found, not whatever the path names
+ * a moment later. Its messages name the configured paths again.
+ */
+static https_ctx_t *ctx_from(const http_tls_t *t, const config_t *root, const config_http_t *cfg, char *err,
+                             size_t errcap)
+{
+    const char *paths[2] = { cfg->tls_cert, cfg->tls_key }, *keys[2] = { "tls_cert", "tls_key" };
+    char proc[2][32], why[384];
+    int fds[2] = { -1, -1 };
+    https_ctx_t *ctx = NULL;
+
+    for (int i = 0; i < 2; i++)
+        if (config_open_for_name(root, paths[i], &fds[i], proc[i], sizeof proc[i], why, sizeof why) != 0) {
+            snprintf(err, errcap, "[http] %s = '%s': %s", keys[i], paths[i], why);
+            goto out;
+        }
+    if (!(ctx = t->m->ctx_new(proc[0], proc[1], cfg->tls_ciphers, cfg->tls_min_version, err, errcap)))
+        for (int i = 0; i < 2; i++)
+            config_name_again(err, errcap, proc[i], paths[i]);
+out:
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return ctx;
+}
+
+http_tls_t *http_tls_new(const config_t *root, const config_http_t *cfg, char *err, size_t errcap)
 {
     http_tls_t *t = calloc(1, sizeof *t);
     if (!t) {
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
-    if (!(t->m = load_module(err, errcap)) ||
-        !(t->ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version, err, errcap))) {
+    if (!(t->m = load_module(err, errcap)) || !(t->ctx = ctx_from(t, root, cfg, err, errcap))) {
         free(t);
         return NULL;
     }
@@ -76,10 +106,9 @@ http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap)
     return t;
 }
 
-int http_tls_reload(http_tls_t *t, const config_http_t *cfg, char *err, size_t errcap)
+int http_tls_reload(http_tls_t *t, const config_t *root, const config_http_t *cfg, char *err, size_t errcap)
 {
-    https_ctx_t *ctx = t->m->ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ciphers, cfg->tls_min_version, err,
-                                     errcap);
+    https_ctx_t *ctx = ctx_from(t, root, cfg, err, errcap);
     if (!ctx)
         return -1;
     t->m->ctx_free(t->ctx);   /* connections still open hold their own references */

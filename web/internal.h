@@ -129,6 +129,9 @@ typedef struct web_who {
     const char *why;                    /* with NONE: why, for a 401 */
     bool cross_site;                    /* NONE because of its Origin: a 403 */
 } web_who_t;
+/* password.c: whether password hashes to hash (in constant time; a hash
+ * crypt cannot use never matches). */
+bool web_password_matches(const char *password, const char *hash);
 web_auth_t *web_auth_new(gw_t *gw);
 void web_auth_free(web_auth_t *a);
 /* Who req is: its session (cookie or bearer), the write_token, or without
@@ -183,10 +186,11 @@ typedef struct http_tls http_tls_t;
 http_tls_t *http_tls(gw_http_t *h);   /* http.c: [http] tls_cert's, or NULL */
 /* SIGHUP: the certificate and key read again (new connections get them;
  * open ones keep theirs). -1 with err: the running ones are kept. */
-int http_tls_reload(http_tls_t *t, const config_http_t *cfg, char *err, size_t errcap);
+int http_tls_reload(http_tls_t *t, const config_t *root, const config_http_t *cfg, char *err, size_t errcap);
 struct event_base;
-/* NULL with err naming the file when the module or a file does not load. */
-http_tls_t *http_tls_new(const config_http_t *cfg, char *err, size_t errcap);
+/* NULL with err naming the file when the module or a file does not load;
+ * root: the configuration whose folder and data_dirs hold the files. */
+http_tls_t *http_tls_new(const config_t *root, const config_http_t *cfg, char *err, size_t errcap);
 void http_tls_free(http_tls_t *t);
 /* A new connection's bufferevent, without its descriptor yet: a TLS one
  * that handshakes first, or plain with t NULL. NULL: out of memory. */
