@@ -487,6 +487,8 @@ static int define_devices(gw_north_t *gn)
             rc = -1;
     }
     free(list);
+    if (rc == 0)
+        gn->m->define_done(gn->north);   /* what was not named above leaves (Sparkplug: DDEATH, DBIRTH) */
     return rc;
 }
 

@@ -157,6 +157,7 @@ typedef struct north_tag {
     bool force;                  /* goes out with the next hand-over, changed or not (after a DCMD) */
     uint64_t alias;              /* Sparkplug: a number of its own over the node, from 1 */
     uint32_t sp_datatype;        /* Sparkplug: the datatype its device's last DBIRTH declared; 0: none */
+    unsigned def_round;          /* the define round that last named it (north->def_round); 0: never defined */
 } north_tag_t;
 
 typedef struct north_device {
@@ -174,6 +175,7 @@ typedef struct north_device {
     signed char sp_up;           /* Sparkplug: -1 not told, 0 down, 1 up (north_device_status) */
     bool sp_born;                /* Sparkplug: its DBIRTH went out in this birth of the node */
     bool sp_has_values;          /* Sparkplug: values were handed over */
+    bool set_changed;            /* a tag defined in this define round was new to it */
 } north_device_t;
 
 typedef struct north_sparkplug north_sparkplug_t;
@@ -216,6 +218,7 @@ struct north {
     uint64_t seq;                    /* the last data sequence number used */
     bool warned_tags;
     uint64_t next_alias;             /* Sparkplug: the alias of the next new tag */
+    unsigned def_round;              /* the current define round (north_define_done ends one), from 1 */
     north_sparkplug_t *sp;           /* format = sparkplug: the edge node's session */
     /* writes */
     north_pending_t pending[NORTH_PENDING_WRITES];
@@ -254,6 +257,8 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
                          const north_device_opts_t *opts);
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count);
 void values_free(north_t *n);
+/* north_define_done: tags not named in this round leave their devices. */
+void values_define_done(north_t *n);
 /* A JSON number ("null" for NaN and infinities) into buf (>= 32 bytes). */
 void values_format_number(char *buf, size_t cap, double v);
 /* buf gets the evbuffer's text; a json_quote'd string appended. */
@@ -294,6 +299,9 @@ bool sparkplug_on_message(north_t *n, const char *topic, const void *payload, si
 /* values.c: k tags of d that changed (or all, poll/interval), at ts. */
 void sparkplug_emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, uint64_t ts);
 int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_t ts);
+/* d's metric set changed: DDEATH if it is born, its kept DDATA dropped (it
+ * names aliases the next DBIRTH may not have); born again with its next values. */
+void sparkplug_device_reset(north_t *n, north_device_t *d);
 void sparkplug_write_done(north_t *n, const char *note, int error, const char *message);
 uint64_t sparkplug_seq(const north_t *n);
 

@@ -28,3 +28,7 @@ north/sparkplug.pb-c.h: north/sparkplug.pb-c.c
 # BUILT_SOURCES covers `make` and `make check`; a target named on its own
 # (make north/rtugw-mqtt.so) needs the header before the codec compiles.
 north/rtugw_mqtt_so-sparkplug_codec.$(OBJEXT): north/sparkplug.pb-c.h
+
+# north's own end-to-end tests (mosquitto, paho, protoc --decode_raw)
+TESTS += tests/test_sparkplug_reload.py
+EXTRA_DIST += tests/test_sparkplug_reload.py

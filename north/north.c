@@ -145,6 +145,11 @@ int north_define_device(north_t *n, const char *device, const north_metric_def_t
     return values_define_device(n, device, defs, count, opts);
 }
 
+void north_define_done(north_t *n)
+{
+    values_define_done(n);
+}
+
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms)
 {
     char topic[NORTH_PREFIX_MAX + 2 * NORTH_NAME_MAX + 16];

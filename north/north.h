@@ -237,6 +237,17 @@ int north_publish(north_t *n, const char *device, uint64_t timestamp_ms, const n
  * of a topic, -ENOMEM. Calling it again for a device replaces its list. */
 int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
                         const north_device_opts_t *opts);
+/*
+ * After a round of north_define_device calls (the start, or a reload): what
+ * that round defined is the whole set. A tag defined in an earlier round and
+ * not in this one (removed, or renamed: a new name is a new tag) is
+ * forgotten (with its last value). Values handed over without a definition
+ * (poll groups) are not touched. Sparkplug
+ * (3.0: a DBIRTH is the whole metric set of its device): a device born
+ * whose set changed gets DDEATH now and a DBIRTH of its current set with its
+ * next values; one with no tags left stays dead.
+ */
+void north_define_done(north_t *n);
 /* A device went online or offline (retained on PREFIX/GATEWAY/DEVICE/status). */
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
 /* The answer to a write handed to hooks->write. A stale token is ignored. */
@@ -259,7 +270,7 @@ uint64_t north_now_ms(void);
  * without MQTT never maps libssl. Its one exported symbol is
  * rtugw_mqtt_module, this table.
  */
-#define NORTH_MODULE_ABI 5
+#define NORTH_MODULE_ABI 6
 typedef struct north_module {
     unsigned abi;                     /* NORTH_MODULE_ABI */
     north_t *(*create)(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
@@ -273,6 +284,7 @@ typedef struct north_module {
     void (*get_stats)(const north_t *n, north_stats_t *st);
     uint64_t (*now_ms)(void);
     void (*write_done_value)(north_t *n, uint32_t token, const north_value_t *read);
+    void (*define_done)(north_t *n);
 } north_module_t;
 
 /* north/load.c (linked into rtugw, no libmosquitto): the module, found beside

@@ -24,6 +24,10 @@
  *     or backed off) gets DDEATH; back up, its next values go out as a new
  *     DBIRTH. A new metric, or one whose datatype changed (an untyped value
  *     that turned from number to bool), is a new DBIRTH of its device too;
+ *   - a reload that adds, removes or renames a device's metrics
+ *     (north_define_done): DDEATH of the device, then a DBIRTH of its
+ *     current set with its next values; a device left with no metric gets
+ *     DDEATH and no birth; a Rebirth names the current set only;
  *   - NCMD Node Control/Rebirth = true: the births again (same bdSeq);
  *   - a clean stop publishes NDEATH before DISCONNECT (the broker drops the
  *     will then); a broken connection lets the broker publish the will.
@@ -489,6 +493,30 @@ int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_
         d->sp_born = false;
     d->sp_up = online ? 1 : 0;   /* up: a DBIRTH with its next values */
     return 0;
+}
+
+void sparkplug_device_reset(north_t *n, north_device_t *d)
+{
+    north_sparkplug_t *sp = n->sp;
+    if (d->sp_born && active(sp) && sp->born)
+        ddeath(n, d, north_now_ms());
+    d->sp_born = false;
+    /* its kept DDATA, by alias, may name metrics the next DBIRTH will not */
+    sp_held_t **pp = &sp->held_head, *last = NULL;
+    while (*pp) {
+        sp_held_t *h = *pp;
+        if (h->d != d) {
+            last = h;
+            pp = &h->next;
+            continue;
+        }
+        *pp = h->next;
+        sp->held_count--;
+        sp->held_bytes -= sizeof *h + h->len;
+        n->st.dropped++;
+        free(h);
+    }
+    sp->held_tail = last;
 }
 
 /* ---- the session ---------------------------------------------------------------------------- */
