@@ -432,4 +432,10 @@ bool config_device_modicon(const config_t *cfg, const config_device_t *dev);
 /* One-line summary, e.g. "1 bus, 3 devices, 2 poll groups, tcp 127.0.0.1:1502". */
 int config_summary(const config_t *cfg, char *buf, size_t cap);
 
+/* revision.c: a text's revision, as the API and /status name it: FNV-1a 64
+ * of its bytes, 16 hex digits. config_file_revision: of a file's bytes; ""
+ * when it cannot be read. */
+void config_revision(const char *text, size_t len, char out[17]);
+void config_file_revision(const char *path, char out[17]);
+
 #endif

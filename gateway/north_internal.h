@@ -34,6 +34,7 @@ struct gw_north {
     char *text;                   /* string and raw values of one read, NUL-separated */
     char (*errors)[16];           /* per value of one read: "exception 02" */
     unsigned polls_generation;    /* +1 per reload that changed the poll groups */
+    char revision[17];            /* the configuration's revision north was told */
 };
 
 /* A tag's value as north publishes it (north.c); its text goes at *text. */

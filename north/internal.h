@@ -203,6 +203,16 @@ struct north {
     char topic_write[NORTH_PREFIX_MAX + NORTH_NAME_MAX + 16];
     char topic_response[NORTH_PREFIX_MAX + NORTH_NAME_MAX + 32];
     uint64_t rng;
+    /* the broker of this attempt (brokers = ..., else host and port) */
+    const char *host;
+    unsigned port;
+    unsigned broker;                 /* its index in cfg.brokers */
+    bool v5;                         /* this attempt speaks MQTT v5 */
+    bool v3_only[NORTH_BROKERS_MAX]; /* the broker refused v5: 3.1.1 from now on */
+    bool fallback;                   /* the attempt failed for v5 only: again at once, in 3.1.1 */
+    bool moving;                     /* leaving this broker on purpose (the primary host went offline) */
+    char revision[17];               /* the configuration's (user property "revision"); "" unknown */
+    uint32_t puback_refused;         /* v5 PUBACK reason codes >= 0x80 logged: one bit per code & 31 */
     /* publications */
     north_queue_t q;
     north_spool_t *spool;
@@ -242,8 +252,13 @@ void queue_free(north_t *n);
 int client_start(north_t *n, char *err, size_t errcap);
 void client_stop(north_t *n);     /* offline status, DISCONNECT, bounded flush */
 bool client_connected(const north_t *n);
-/* Hands one publication to libmosquitto; *mid its id. 0 or a MOSQ_ERR_*. */
-int client_send(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain, int *mid);
+/* Hands one publication to libmosquitto; *mid its id. 0 or a MOSQ_ERR_*.
+ * seq: a data message's (v5: message expiry and user properties), else 0. */
+int client_send(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain, uint64_t seq,
+                int *mid);
+/* Leaves this broker for the next of the list (Sparkplug: the primary host
+ * went offline here): NDEATH and DISCONNECT, then the next one at once. */
+void client_move_on(north_t *n, const char *why);
 /* After sending outside libmosquitto's callbacks: arm the write event. */
 void client_flush_later(north_t *n);
 /* queue_pump() from the loop, after the current libmosquitto call. */

@@ -30,5 +30,5 @@ north/sparkplug.pb-c.h: north/sparkplug.pb-c.c
 north/rtugw_mqtt_so-sparkplug_codec.$(OBJEXT): north/sparkplug.pb-c.h
 
 # north's own end-to-end tests (mosquitto, paho, protoc --decode_raw)
-TESTS += tests/test_sparkplug_reload.py
-EXTRA_DIST += tests/test_sparkplug_reload.py
+TESTS += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py
+EXTRA_DIST += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py

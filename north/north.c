@@ -145,6 +145,11 @@ int north_define_device(north_t *n, const char *device, const north_metric_def_t
     return values_define_device(n, device, defs, count, opts);
 }
 
+void north_set_revision(north_t *n, const char *revision)
+{
+    snprintf(n->revision, sizeof n->revision, "%s", revision ? revision : "");
+}
+
 void north_define_done(north_t *n)
 {
     values_define_done(n);

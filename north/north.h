@@ -41,6 +41,7 @@ struct event_base;
 #define NORTH_ID_MAX 128          /* client id, user name */
 #define NORTH_NAME_MAX 64         /* gateway, device and tag names */
 #define NORTH_PREFIX_MAX 128
+#define NORTH_BROKERS_MAX 8       /* brokers = a:1883, b:1883, ... */
 #define NORTH_WRITE_MAX_VALUES 123   /* one FC 16 request */
 #define NORTH_WRITE_MAX_ITEMS 64     /* writes one request may carry: the writes that can wait for answers */
 
@@ -89,6 +90,16 @@ typedef struct north_config {
     char group_id[NORTH_NAME_MAX];
     char edge_node_id[NORTH_NAME_MAX];   /* the gateway name unless set */
     char primary_host_id[NORTH_NAME_MAX];/* empty: no primary host; else publish while it is online */
+    /* MQTT v5 (protocol = 5): what the session asks of the broker */
+    unsigned protocol;                   /* 5: MQTT v5, 3.1.1 where the broker refuses it; 4: 3.1.1 only */
+    unsigned session_expiry_s;           /* v5, clean_session = false: how long the broker keeps the session */
+    unsigned message_expiry_s;           /* v5: data publications the broker may drop after this; 0: never */
+    /* brokers = host:port, ...: tried in order (empty: host and port) */
+    unsigned n_brokers;
+    struct north_broker { char host[NORTH_HOST_MAX]; unsigned port; } brokers[NORTH_BROKERS_MAX];
+    /* Home Assistant MQTT discovery (ha_discovery = on) */
+    bool ha_discovery;
+    char ha_prefix[NORTH_PREFIX_MAX];
 } north_config_t;
 
 /* ---- values --------------------------------------------------------------------- */
@@ -248,6 +259,9 @@ int north_define_device(north_t *n, const char *device, const north_metric_def_t
  * next values; one with no tags left stays dead.
  */
 void north_define_done(north_t *n);
+/* The configuration's revision (config_revision: 16 hex digits; "" none):
+ * MQTT v5's user property "revision" on data messages from now on. */
+void north_set_revision(north_t *n, const char *revision);
 /* A device went online or offline (retained on PREFIX/GATEWAY/DEVICE/status). */
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
 /* The answer to a write handed to hooks->write. A stale token is ignored. */
@@ -285,6 +299,7 @@ typedef struct north_module {
     uint64_t (*now_ms)(void);
     void (*write_done_value)(north_t *n, uint32_t token, const north_value_t *read);
     void (*define_done)(north_t *n);
+    void (*set_revision)(north_t *n, const char *revision);
 } north_module_t;
 
 /* north/load.c (linked into rtugw, no libmosquitto): the module, found beside

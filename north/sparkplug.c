@@ -44,7 +44,10 @@
  *
  * Primary host (primary_host_id): STATE is retained JSON {"online",
  * "timestamp"}; one older than the last seen is ignored (3.0). Offline: the
- * node stops publishing and keeps its data as above; online: births.
+ * node stops publishing and keeps its data as above; online: births. With
+ * a broker list (brokers = ...), offline also moves the node to the next
+ * server (NDEATH, DISCONNECT; the next CONNECT has the next bdSeq, as any
+ * CONNECT does, whichever server it goes to).
  *
  * Commands: DCMD metrics, by name or alias, become writes through
  * hooks->write with the value as text (the gateway's tag codec applies
@@ -573,6 +576,8 @@ void sparkplug_session_lost(north_t *n)
     sp->connected = false;
     if (n->cfg.primary_host_id[0])
         sp->host_online = false;   /* until the new session's STATE says so */
+    if (n->cfg.n_brokers > 1)
+        sp->host_ts = 0;   /* a host's STATE timestamps are those of its session on each server */
     unborn(n);
 }
 
@@ -734,6 +739,10 @@ static void on_state(north_t *n, const void *payload, size_t len)
                 births(n, false);
             else if (!online)
                 unborn(n);
+            /* 3.0: with several servers, the host offline here means this
+             * server lost it: NDEATH, and the next server of the list */
+            if (!online && n->cfg.n_brokers > 1)
+                client_move_on(n, "the primary host went offline on this server");
         } else {
             sp->host_ts = t;
         }
