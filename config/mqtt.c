@@ -405,6 +405,8 @@ void config_mqtt_resolve(loader_t *ld)
         snprintf(m->gateway, sizeof m->gateway, "%s", host);
     if (!ld->mqtt_client_id_set)
         snprintf(m->client_id, sizeof m->client_id, "rtugw-%s", host);
+    if (m->ha_discovery && m->format != NORTH_FORMAT_JSON_PER_TAG)
+        config_error_at(ld, line, "[mqtt]: ha_discovery needs format = json-per-tag (one state topic per entity)");
     if (m->format == NORTH_FORMAT_SPARKPLUG) {
         if (!m->group_id[0])
             config_error_at(ld, line, "[mqtt]: format = sparkplug needs group_id (spBv1.0/GROUP/...)");

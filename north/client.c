@@ -422,6 +422,7 @@ static void cb_connect(struct mosquitto *m, void *arg, int rc, int flags, const 
     if (len)
         mosquitto_publish(n->mosq, &mid, n->topic_status, (int)len, payload, (int)n->cfg.status_qos, true);
     mosquitto_subscribe(n->mosq, &mid, n->topic_write, 1);
+    discovery_subscribe(n);
     queue_pump(n);
 }
 
@@ -464,6 +465,8 @@ static void cb_message(struct mosquitto *m, void *arg, const struct mosquitto_me
             sparkplug_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen);
         return;
     }
+    if (msg->topic && msg->payloadlen >= 0 && discovery_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen))
+        return;
     if (msg->topic && strcmp(msg->topic, n->topic_write) == 0 && msg->payloadlen >= 0)
         writes_on_message(n, msg->payload, (size_t)msg->payloadlen);
 }

@@ -11,6 +11,7 @@
  *   sparkplug_codec.c  the protobuf-c encoding and decoding of Sparkplug
  *              payloads, the only file that includes the generated header
  *   writes.c   PREFIX/GATEWAY/write: json-c parsing, the open writes, answers
+ *   discovery.c  Home Assistant MQTT discovery documents (ha_discovery)
  *   client.c   the session: libmosquitto on the event_base, DNS, TLS, will
  *              and status, back-off
  *   queue.c    every publication: QoS 1 held until its PUBACK, in order,
@@ -294,6 +295,14 @@ void writes_stop(north_t *n);
 /* A slot for a write handed to hooks->write (note: what the answer is
  * logged with). 0, or -1 when every slot is taken. */
 int writes_take_slot(north_t *n, const char *note, uint32_t *token);
+
+/* discovery.c (cfg.ha_discovery): Home Assistant's documents */
+void discovery_announce(north_t *n);
+/* t (defined) leaves d: its entity is removed (empty retained document). */
+void discovery_remove(north_t *n, const north_device_t *d, const north_tag_t *t);
+/* HA_PREFIX/status: true when it was that topic. */
+bool discovery_on_message(north_t *n, const char *topic, const void *payload, size_t len);
+void discovery_subscribe(north_t *n);
 
 /* sparkplug.c (cfg.format == NORTH_FORMAT_SPARKPLUG only) */
 int sparkplug_start(north_t *n, char *err, size_t errcap);

@@ -493,6 +493,7 @@ static bool drop_undefined(north_t *n, north_device_t *d)
             d->list[kept++] = t;
         else {
             north_log(n, 3, "mqtt: %s/%s is no longer defined: forgotten", d->name, t->name);
+            discovery_remove(n, d, t);
             tag_free(t);
             n->n_tags--;
         }
@@ -525,6 +526,7 @@ void values_define_done(north_t *n)
         if (n->cfg.format == NORTH_FORMAT_SPARKPLUG)
             sparkplug_device_reset(n, d);
     }
+    discovery_announce(n);   /* every defined tag: retained, so an unchanged one costs the broker nothing */
     n->def_round++;
 }
 
