@@ -223,7 +223,7 @@ bool users_set_password_hash(loader_t *ld, const key_spec_t *k, unsigned number,
 bool users_set_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
-#define CONFIG_MQTT_KEYS 38
+#define CONFIG_MQTT_KEYS 40
 extern const key_spec_t config_mqtt_keys[CONFIG_MQTT_KEYS];
 void config_mqtt_open(loader_t *ld);      /* the section's first header: its defaults */
 void config_mqtt_resolve(loader_t *ld);   /* after the file */

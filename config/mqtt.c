@@ -74,6 +74,8 @@ const key_spec_t config_mqtt_keys[] = {
     U(message_expiry_s, 0, 4294967295.0),
     C("brokers", set_brokers),
     B(ha_discovery),
+    B(remote_config),
+    U(max_config_bytes, 1024, 16777216),
     C("ha_prefix", set_ha_prefix),
 };
 _Static_assert(COUNT(config_mqtt_keys) == CONFIG_MQTT_KEYS, "CONFIG_MQTT_KEYS in config/internal.h");
@@ -89,7 +91,8 @@ void config_mqtt_open(loader_t *ld)
                                       .spool_max_bytes = 64u << 20, .spool_fsync_ms = 1000,
                                       .max_write_bytes = 16384,
                                       .max_write_items = NORTH_WRITE_MAX_ITEMS, .protocol = 5,
-                                      .session_expiry_s = 3600, .ha_prefix = "homeassistant" };
+                                      .session_expiry_s = 3600, .ha_prefix = "homeassistant",
+                                      .max_config_bytes = 1u << 20 };
 }
 
 /* ---- keys with a vocabulary or a rule of their own --------------------------------- */
@@ -418,9 +421,10 @@ void config_mqtt_resolve(loader_t *ld)
     }
     if (m->group_id[0] || ld->mqtt_edge_node_set || m->primary_host_id[0])
         config_error_at(ld, line, "[mqtt]: group_id, edge_node_id and primary_host_id need format = sparkplug");
-    /* PREFIX/GATEWAY/status and PREFIX/GATEWAY/write are the gateway's own. */
+    /* PREFIX/GATEWAY/status, /write (and /config with remote_config) are the gateway's own. */
     for (unsigned i = 0; i < cfg->device_count; i++)
-        if (strcmp(cfg->devices[i].name, "status") == 0 || strcmp(cfg->devices[i].name, "write") == 0)
+        if (strcmp(cfg->devices[i].name, "status") == 0 || strcmp(cfg->devices[i].name, "write") == 0 ||
+            (m->remote_config && strcmp(cfg->devices[i].name, "config") == 0))
             config_error_at(ld, cfg->devices[i].line, "[device %s]: the name is reserved with [mqtt] (topic %s/%s/%s)",
                             cfg->devices[i].name, m->topic_prefix, m->gateway, cfg->devices[i].name);
 }

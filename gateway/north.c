@@ -554,7 +554,8 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
     gn->cap_gathered = tags_table_count(gwtags_defs(gw->tags));
     gn->origin.ops = &gwnorth_origin_ops;
     gn->gw = gw;
-    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gwnorth_on_write };
+    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gwnorth_on_write,
+                            .config_set = gwnorth_config_set, .config_get = gwnorth_config_get };
     if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
         !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
         gwnorth_free(gn);

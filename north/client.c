@@ -412,6 +412,7 @@ static void cb_connect(struct mosquitto *m, void *arg, int rc, int flags, const 
                   (unsigned long long)sp.records);
     }
     n->last_reason[0] = 0;
+    remote_on_connect(n);
     if (n->sp) {
         sparkplug_on_connect(n);
         queue_pump(n);
@@ -460,6 +461,8 @@ static void cb_message(struct mosquitto *m, void *arg, const struct mosquitto_me
 {
     north_t *n = arg;
     (void)m;
+    if (msg->topic && msg->payloadlen >= 0 && remote_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen))
+        return;
     if (n->sp) {
         if (msg->topic && msg->payloadlen >= 0)
             sparkplug_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen);

@@ -12,6 +12,8 @@
  *              payloads, the only file that includes the generated header
  *   writes.c   PREFIX/GATEWAY/write: json-c parsing, the open writes, answers
  *   discovery.c  Home Assistant MQTT discovery documents (ha_discovery)
+ *   remote.c   the configuration through the broker (remote_config):
+ *              config/set, /get, /result, through hooks->config_set
  *   client.c   the session: libmosquitto on the event_base, DNS, TLS, will
  *              and status, back-off
  *   queue.c    every publication: QoS 1 held until its PUBACK, in order,
@@ -180,6 +182,7 @@ typedef struct north_device {
 } north_device_t;
 
 typedef struct north_sparkplug north_sparkplug_t;
+typedef struct north_remote north_remote_t;
 
 struct north {
     north_config_t cfg;
@@ -231,6 +234,7 @@ struct north {
     uint64_t next_alias;             /* Sparkplug: the alias of the next new tag */
     unsigned def_round;              /* the current define round (north_define_done ends one), from 1 */
     north_sparkplug_t *sp;           /* format = sparkplug: the edge node's session */
+    north_remote_t *remote;          /* remote_config: config/set, get, result */
     /* writes */
     north_pending_t pending[NORTH_PENDING_WRITES];
     uint32_t next_gen;
@@ -295,6 +299,14 @@ void writes_stop(north_t *n);
 /* A slot for a write handed to hooks->write (note: what the answer is
  * logged with). 0, or -1 when every slot is taken. */
 int writes_take_slot(north_t *n, const char *note, uint32_t *token);
+
+/* remote.c (cfg.remote_config): PREFIX/GATEWAY/config/... */
+int remote_start(north_t *n, char *err, size_t errcap);
+void remote_free(north_t *n);
+/* CONNACK: the subscriptions and the {"op": "start"} result. */
+void remote_on_connect(north_t *n);
+/* config/set or config/get: true when it was one of them. */
+bool remote_on_message(north_t *n, const char *topic, const void *payload, size_t len);
 
 /* discovery.c (cfg.ha_discovery): Home Assistant's documents */
 void discovery_announce(north_t *n);

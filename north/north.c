@@ -108,7 +108,7 @@ north_t *north_new(struct event_base *base, const north_config_t *cfg, const nor
     if ((cfg->password_file[0] && read_password(n, err, errcap) != 0) ||
         (cfg->spool_dir[0] && start_spool(n, err, errcap) != 0) ||
         (cfg->format == NORTH_FORMAT_SPARKPLUG && sparkplug_start(n, err, errcap) != 0) || values_start(n) != 0 ||
-        client_start(n, err, errcap) != 0) {
+        remote_start(n, err, errcap) != 0 || client_start(n, err, errcap) != 0) {
         if (!err[0])
             snprintf(err, errcap, "mqtt: out of memory");
         north_free(n);
@@ -129,6 +129,7 @@ void north_free(north_t *n)
     queue_free(n);
     values_free(n);
     sparkplug_free(n);
+    remote_free(n);
     memset(n->password, 0, sizeof n->password);
     free(n);
     mosquitto_lib_cleanup();

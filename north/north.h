@@ -97,6 +97,9 @@ typedef struct north_config {
     /* brokers = host:port, ...: tried in order (empty: host and port) */
     unsigned n_brokers;
     struct north_broker { char host[NORTH_HOST_MAX]; unsigned port; } brokers[NORTH_BROKERS_MAX];
+    /* PREFIX/GATEWAY/config/set, /get, /result (remote_config = on) */
+    bool remote_config;
+    unsigned max_config_bytes;           /* largest config/set payload taken */
     /* Home Assistant MQTT discovery (ha_discovery = on) */
     bool ha_discovery;
     char ha_prefix[NORTH_PREFIX_MAX];
@@ -204,6 +207,15 @@ typedef struct north_hooks {
     /* A write to carry out; north_write_done(token, ...) must follow exactly
      * once, now or later. NULL: every write is refused. */
     void (*write)(void *ctx, uint32_t token, const north_write_t *w);
+    /* [mqtt] remote_config: a text from PREFIX/GATEWAY/config/set through the
+     * configuration API's one write path (if_match the file's revision now;
+     * check, atomic write, live reload). *answer: the JSON body PUT
+     * /api/config answers (malloc'd). Returns its HTTP status (200 applied,
+     * 409 stale revision, 422 refused by check...). NULL: refused. */
+    int (*config_set)(void *ctx, const char *if_match, const char *text, size_t len, char **answer);
+    /* The file's revision now and the last reload's restart_needed; text
+     * not NULL: the file's text too (malloc'd, *len bytes). 0, or -1. */
+    int (*config_get)(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len);
 } north_hooks_t;
 
 typedef struct north_stats {
