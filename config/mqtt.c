@@ -379,7 +379,7 @@ void config_mqtt_resolve(loader_t *ld)
     else if (m->n_brokers)
         snprintf(m->host, sizeof m->host, "%s", m->brokers[0].host);
     if (!m->host[0])
-        config_error_at(ld, line, "[mqtt]: host (or brokers) is required (the broker's name or address)");
+        config_error_at(ld, line, "[mqtt]: host is required (the broker's name or address), or brokers (a list)");
     if (m->protocol != 5 && (m->message_expiry_s || ld->mqtt_session_expiry_set))
         config_error_at(ld, line, "[mqtt]: session_expiry_s and message_expiry_s need protocol = 5 (MQTT v5)");
     if (!ld->mqtt_tls_set)

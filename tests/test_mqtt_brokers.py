@@ -14,11 +14,12 @@ mosquitto brokers on 127.0.0.1.
     (Sparkplug 3.0: move to the next server)."""
 import json
 import os
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402
 from test_mqtt import Broker, Subscriber, poll, seq_check  # noqa: E402
 import test_sparkplug as sp  # noqa: E402
@@ -104,8 +105,38 @@ def test_sparkplug_servers():
     b.stop()
 
 
+def test_config_keys():
+    """brokers, protocol, expiry keys: what check takes and what it refuses, with file:line."""
+    base = "[bus b]\nport = sim:1\n[device d1]\nbus = b\nslave = 1\n[mqtt]\n"
+    cases = [
+        ("brokers = 127.0.0.1:1883, [::1]:1884, mqtt.example\n", None),
+        ("brokers = a:1883\nprotocol = 3.1.1\n", None),
+        ("brokers = a:1883\nclean_session = false\nsession_expiry_s = 60\nmessage_expiry_s = 10\n", None),
+        ("brokers = a:0\n", "brokers"),
+        ("brokers = a:1883,\n", "brokers"),
+        ("brokers = ::1:1883\n", "brokers"),
+        ("brokers = " + ", ".join(f"h{k}:1883" for k in range(9)) + "\n", "brokers"),
+        ("host = a\nbrokers = b:1883\n", "host and brokers are both set"),
+        ("brokers = b:1883\nport = 1883\n", "port and brokers are both set"),
+        ("host = a\nprotocol = 4\n", "protocol"),
+        ("host = a\nprotocol = 3.1.1\nmessage_expiry_s = 5\n", "need protocol = 5"),
+        ("host = a\nha_discovery = on\n", "ha_discovery needs format = json-per-tag"),
+        ("host = a\nremote_config = on\n[device config]\nbus = b\nslave = 2\n", "reserved"),
+    ]
+    path = os.path.join(WORK, "keys.conf")
+    for keys, refused in cases:
+        with open(path, "w") as f:
+            f.write(base + keys)
+        p = subprocess.run([BIN, "check", "-c", path], capture_output=True, text=True)
+        if refused is None:
+            check(p.returncode == 0, f"taken: {keys.strip()!r} ({p.stderr.strip()[:200]})")
+        else:
+            check(p.returncode != 0 and refused in p.stderr and "keys.conf:" in p.stderr,
+                  f"refused with file:line: {keys.strip()!r} ({p.stderr.strip()[:200]})")
+
+
 def main():
-    run_tests("test_mqtt_brokers", [test_failover, test_sparkplug_servers], cleanup=[WORK, sp.WORK])
+    run_tests("test_mqtt_brokers", [test_config_keys, test_failover, test_sparkplug_servers], cleanup=[WORK, sp.WORK])
 
 
 if __name__ == "__main__":

@@ -88,13 +88,20 @@ def connected_as(b, client_id):
     return lines[-1].split(f" as {client_id} (")[1].split(",")[0]
 
 
-def test_v5_properties():
-    b = Broker("v5")
-    sub = V5Sub(b.port, "rtugw/g5/d1/+", "sub-v5")
+def start(name, gw, keys, protocol, what):
+    """A broker, a v5 subscriber on gw's tags and gw with keys; checks the
+    protocol mosquitto logged for it ('p5' v5, 'p2' 3.1.1)."""
+    b = Broker(name)
+    sub = V5Sub(b.port, f"rtugw/{gw}/d1/+", f"sub-{name}")
     g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=TAGS,
-                extra=mqtt_section(b.port, "g5", "format = json-per-tag\npublish = poll\nmessage_expiry_s = 60\n"))
-    check(wait_for(lambda: connected_as(b, "test-g5") == "p5", 10),
-          f"protocol unset: the gateway connected with MQTT v5 ({connected_as(b, 'test-g5')})")
+                extra=mqtt_section(b.port, gw, "format = json-per-tag\npublish = poll\n" + keys))
+    check(wait_for(lambda: connected_as(b, f"test-{gw}") == protocol, 10),
+          f"{what} ({connected_as(b, f'test-{gw}')})")
+    return b, sub, g
+
+
+def test_v5_properties():
+    b, sub, g = start("v5", "g5", "message_expiry_s = 60\n", "p5", "protocol unset: the gateway connected with MQTT v5")
     check(wait_for(lambda: any(t.endswith("/volts") for t, *_ in sub.messages()), 10), "values arrive")
     volts = [m for m in sub.messages() if m[0] == "rtugw/g5/d1/volts"]
     check(volts and all(m[2].get("unit") == "V" for m in volts),
@@ -118,12 +125,7 @@ def test_v5_properties():
 
 
 def test_v311():
-    b = Broker("v311")
-    sub = V5Sub(b.port, "rtugw/g3/d1/+", "sub-v311")
-    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=TAGS,
-                extra=mqtt_section(b.port, "g3", "format = json-per-tag\npublish = poll\nprotocol = 3.1.1\n"))
-    check(wait_for(lambda: connected_as(b, "test-g3") == "p2", 10),
-          f"protocol = 3.1.1: the gateway connected with MQTT 3.1.1 ({connected_as(b, 'test-g3')})")
+    b, sub, g = start("v311", "g3", "protocol = 3.1.1\n", "p2", "protocol = 3.1.1: the gateway connected with 3.1.1")
     check(wait_for(lambda: len(sub.messages()) > 3, 10), "values arrive")
     check(all(not m[2] and m[3] is None for m in sub.messages()), "3.1.1: no properties")
     g.stop()

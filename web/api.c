@@ -86,10 +86,7 @@ void api_reply_error(gw_t *gw, struct evhttp_request *req, int code, const char 
 
 void api_revision(const char *text, size_t len, char out[17])
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)text[i]) * 1099511628211ull;
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    config_revision(text, len, out);   /* config/revision.c: one revision for the API, /status and MQTT */
 }
 
 /* The file's bytes (NUL-terminated, *len of them), or NULL with errno. */
