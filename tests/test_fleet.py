@@ -12,7 +12,11 @@ mosquitto, and a central script that only speaks MQTT.
   - a change with an error (a slave out of range): refused by every gateway
     (status 422, check's error named), each keeping its file and revision;
   - a stale if_match: 409, nothing written;
-  - config/get: the text and revision.
+  - config/get: the text and revision;
+  - the gateways list two brokers (brokers = a, b): the first is killed;
+    every gateway is on the second within its back-off bound, and a
+    subscriber on the second sees every sequence number of every gateway
+    once, in order.
 N is RTUGW_FLEET_N (5 in make check; `make check-fleet` runs 50)."""
 import json
 import os
@@ -82,7 +86,7 @@ class Centre:
 
 
 def test_fleet_config():
-    b = Broker("fleet")
+    b, spare = Broker("fleet"), Broker("fleet-spare")
     centre = Centre(b.port)
     gws = {}
     t_start = time.time()
@@ -90,9 +94,10 @@ def test_fleet_config():
         name = f"f{k}"
         gws[name] = Gateway(bus="port = sim:1\nbaud = 115200\n",
                             devices="[device d1]\nslave = 1\n[poll hr]\ndevice = d1\nfunction = 3\naddress = 0\n"
-                                    "count = 2\ninterval_ms = 1000\n",
-                            extra=f"[mqtt]\nhost = 127.0.0.1\nport = {b.port}\ngateway = {name}\n"
-                                  f"client_id = fleet-{name}\nremote_config = on\n")
+                                    "count = 2\ninterval_ms = 200\n",
+                            extra=f"[mqtt]\nbrokers = 127.0.0.1:{b.port}, 127.0.0.1:{spare.port}\n"
+                                  f"gateway = {name}\nclient_id = fleet-{name}\nremote_config = on\n"
+                                  "publish = poll\n")
     print(f"figure: {N} gateways started in {time.time() - t_start:.1f} s", flush=True)
     revs = {name: revision(g.text) for name, g in gws.items()}
     check(wait_for(lambda: len(centre.latest("start")) == N, 30),
@@ -148,10 +153,70 @@ def test_fleet_config():
     check(wait_for(lambda: one in centre.latest("get", "g1"), 10), "config/get answers")
     p = centre.latest("get", "g1")[one][1]
     check(p.get("text") == new[one] and p["revision"] == revision(new[one]), "config/get: the text and its revision")
+
+    # the first broker dies: every gateway moves to the second
+    watch = Watch(spare.port)
+    time.sleep(5.5 - min(5.0, time.time() - t0))   # sessions that lasted 5 s: the back-off starts over
+    b.p.kill()
+    b.p.wait()
+    t_kill = time.time()
+    check(wait_for(lambda: watch.gateways() == set(gws), 60),
+          f"every gateway publishes on the second broker ({len(watch.gateways())} of {N})")
+    moved = max(watch.first[gw] for gw in gws) - t_kill if watch.gateways() == set(gws) else float("inf")
+    check(moved < 3.0 + N * 0.05, f"all moved within the back-off bound (0.5 s + connect; {3.0 + N * 0.05:.1f} s "
+                                  f"allowed on a loaded box): {moved:.2f} s")
+    print(f"figure: {N} gateways on the second broker {moved:.2f} s after the first was killed", flush=True)
+    time.sleep(1.5)
     for g in gws.values():
         g.stop()
+    time.sleep(0.5)
+    bad = []
+    for gw in gws:
+        seqs = watch.seqs(gw)
+        firsts = list(dict.fromkeys(seqs))
+        if not firsts or firsts != list(range(firsts[0], firsts[0] + len(firsts))):
+            bad.append((gw, firsts[:3], len(firsts)))
+    check(not bad, f"the second broker's subscriber: every gateway's sequence numbers once, in order "
+                   f"(repeats of QoS 1 only) {bad[:3]}")
+    watch.close()
     centre.close()
-    b.stop()
+    spare.stop()
+
+
+class Watch:
+    """A persistent QoS 1 subscriber to every gateway's data on one broker."""
+
+    def __init__(self, port):
+        self.msgs, self.first, self.lock = [], {}, threading.Lock()
+        self.c = mqtt.Client(client_id="watch", clean_session=False)
+        ready = threading.Event()
+
+        def on_connect(c, u, f, rc):
+            c.subscribe("rtugw/+/+/data", qos=1)
+            ready.set()
+
+        def on_message(c, u, m):
+            p = json.loads(m.payload)
+            with self.lock:
+                self.msgs.append((p["gateway"], p["seq"]))
+                self.first.setdefault(p["gateway"], time.time())
+
+        self.c.on_connect, self.c.on_message = on_connect, on_message
+        self.c.connect("127.0.0.1", port, keepalive=30)
+        self.c.loop_start()
+        ready.wait(5)
+
+    def gateways(self):
+        with self.lock:
+            return set(self.first)
+
+    def seqs(self, gw):
+        with self.lock:
+            return [s for g, s in self.msgs if g == gw]
+
+    def close(self):
+        self.c.loop_stop()
+        self.c.disconnect()
 
 
 def main():

@@ -11,7 +11,10 @@ mosquitto brokers on 127.0.0.1.
   - Sparkplug with primary_host_id: the host's STATE online on both; births
     on the first; the host goes offline there: NDEATH on the first, and on
     the second an NBIRTH with the next bdSeq once the host is online there
-    (Sparkplug 3.0: move to the next server)."""
+    (Sparkplug 3.0: move to the next server); Eclipse Tahu's decoder reads
+    the values there; the host online again on the first and offline on
+    the second: back to the first, births, bdSeq + 1 again."""
+import base64
 import json
 import os
 import subprocess
@@ -71,6 +74,24 @@ def state(online, ts):
     return json.dumps({"online": online, "timestamp": ts})
 
 
+def tahu_agrees(host):
+    """Eclipse Tahu's decoder (test_sparkplug's, npm sparkplug-payload) reads
+    d1's DBIRTH and DDATA on this server as protoc's fold does."""
+    mod = sp.tahu_module()
+    if not mod:
+        return
+    with host.lock:
+        raw = [p for t, p, _ in host.msgs if t.endswith(f"/{sp.EDGE}/d1") and t.split("/")[2] in ("DBIRTH", "DDATA")]
+    p = subprocess.run(["node", "-e", sp.TAHU_JS, mod], capture_output=True, timeout=60,
+                       input=json.dumps([base64.b64encode(x).decode() for x in raw]).encode())
+    check(p.returncode == 0, f"Tahu's decoder takes every payload of the second server: {p.stderr[-300:]}")
+    tahu = json.loads(p.stdout) if p.returncode == 0 else {}
+    mine = sp.fold(host.since(0), "d1")[0]
+    keys = ("t_u16", "t_i32", "t_coil")
+    check(all(k in tahu for k in keys) and all(tahu[k] == mine.get(k) for k in keys),
+          f"Tahu's decoder and protoc agree on the second server's values: {[(k, tahu.get(k), mine.get(k)) for k in keys]}")
+
+
 def test_sparkplug_servers():
     a, b = Broker("sp-a"), Broker("sp-b")
     host_a, host_b = sp.Host(a.port, "host-a"), sp.Host(b.port, "host-b")
@@ -98,6 +119,17 @@ def test_sparkplug_servers():
     check(bd_death == bd_a and bd_b == (bd_a + 1) % 256,
           f"bdSeq: NBIRTH on the first {bd_a}, its NDEATH {bd_death}, NBIRTH on the second {bd_b}")
     check(not sp.seq_ok(host_b.since(start_b)), f"seq on the second server: {sp.seq_ok(host_b.since(start_b))[:3]}")
+    tahu_agrees(host_b)
+    # the host back online on the first, then offline on the second: back to the first
+    start_a = host_a.count()
+    host_a.publish("spBv1.0/STATE/scada", state(True, now + 2), retain=True)
+    host_b.publish("spBv1.0/STATE/scada", state(False, now + 3), retain=True)
+    check(wait_for(lambda: host_b.since(start_b, "NDEATH"), 5), "NDEATH on the second when the host left it")
+    check(wait_for(lambda: sp.births_of(host_a, start_a, timeout=1) is not None, 10),
+          "births on the first server again, where the host is back online")
+    nb = host_a.since(start_a, "NBIRTH")[0]
+    bd_c = sp.one(dict((sp.one(m, 1), m) for m in sp.metrics_of(nb[2]))["bdSeq"], 11)
+    check(bd_c == (bd_b + 1) % 256, f"bdSeq goes on across servers: {bd_a}, {bd_b}, {bd_c}")
     g.stop()
     host_a.close()
     host_b.close()

@@ -88,7 +88,7 @@ def connected_as(b, client_id):
     return lines[-1].split(f" as {client_id} (")[1].split(",")[0]
 
 
-def start(name, gw, keys, protocol, what):
+def setup(name, gw, keys, protocol, what):
     """A broker, a v5 subscriber on gw's tags and gw with keys; checks the
     protocol mosquitto logged for it ('p5' v5, 'p2' 3.1.1)."""
     b = Broker(name)
@@ -101,7 +101,7 @@ def start(name, gw, keys, protocol, what):
 
 
 def test_v5_properties():
-    b, sub, g = start("v5", "g5", "message_expiry_s = 60\n", "p5", "protocol unset: the gateway connected with MQTT v5")
+    b, sub, g = setup("v5", "g5", "message_expiry_s = 60\n", "p5", "protocol unset: the gateway connected with MQTT v5")
     check(wait_for(lambda: any(t.endswith("/volts") for t, *_ in sub.messages()), 10), "values arrive")
     volts = [m for m in sub.messages() if m[0] == "rtugw/g5/d1/volts"]
     check(volts and all(m[2].get("unit") == "V" for m in volts),
@@ -125,7 +125,7 @@ def test_v5_properties():
 
 
 def test_v311():
-    b, sub, g = start("v311", "g3", "protocol = 3.1.1\n", "p2", "protocol = 3.1.1: the gateway connected with 3.1.1")
+    b, sub, g = setup("v311", "g3", "protocol = 3.1.1\n", "p2", "protocol = 3.1.1: the gateway connected with 3.1.1")
     check(wait_for(lambda: len(sub.messages()) > 3, 10), "values arrive")
     check(all(not m[2] and m[3] is None for m in sub.messages()), "3.1.1: no properties")
     g.stop()
