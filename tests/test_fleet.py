@@ -43,17 +43,26 @@ def revision(text):
     return f"{h:016x}"
 
 
+def client(port, cid, clean, topic, on_message):
+    """paho subscribed to topic at QoS 1, running; returns once subscribed."""
+    c = mqtt.Client(client_id=cid, clean_session=clean)
+    ready = threading.Event()
+
+    def on_connect(c, u, f, rc):
+        c.subscribe(topic, qos=1)
+        ready.set()
+    c.on_connect, c.on_message = on_connect, on_message
+    c.connect("127.0.0.1", port, keepalive=30)
+    c.loop_start()
+    ready.wait(5)
+    return c
+
+
 class Centre:
     """The central script: results of every gateway, with their arrival time."""
 
     def __init__(self, port):
         self.results, self.lock = [], threading.Lock()
-        self.c = mqtt.Client(client_id="centre", clean_session=True)
-        ready = threading.Event()
-
-        def on_connect(c, u, f, rc):
-            c.subscribe("rtugw/+/config/result", qos=1)
-            ready.set()
 
         def on_message(c, u, m):
             try:
@@ -62,11 +71,7 @@ class Centre:
                 p = None
             with self.lock:
                 self.results.append((time.time(), m.topic.split("/")[1], p))
-
-        self.c.on_connect, self.c.on_message = on_connect, on_message
-        self.c.connect("127.0.0.1", port, keepalive=30)
-        self.c.loop_start()
-        ready.wait(5)
+        self.c = client(port, "centre", True, "rtugw/+/config/result", on_message)
 
     def latest(self, op=None, id=None):
         """gateway -> (time, result) of its latest result matching op/id."""
@@ -188,23 +193,13 @@ class Watch:
 
     def __init__(self, port):
         self.msgs, self.first, self.lock = [], {}, threading.Lock()
-        self.c = mqtt.Client(client_id="watch", clean_session=False)
-        ready = threading.Event()
-
-        def on_connect(c, u, f, rc):
-            c.subscribe("rtugw/+/+/data", qos=1)
-            ready.set()
 
         def on_message(c, u, m):
             p = json.loads(m.payload)
             with self.lock:
                 self.msgs.append((p["gateway"], p["seq"]))
                 self.first.setdefault(p["gateway"], time.time())
-
-        self.c.on_connect, self.c.on_message = on_connect, on_message
-        self.c.connect("127.0.0.1", port, keepalive=30)
-        self.c.loop_start()
-        ready.wait(5)
+        self.c = client(port, "watch", False, "rtugw/+/+/data", on_message)
 
     def gateways(self):
         with self.lock:
