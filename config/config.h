@@ -487,4 +487,10 @@ static inline bool config_bus_stream(const config_bus_t *bus)
            bus->framing == CONFIG_FRAMING_RTU;
 }
 
+/* revision.c: a text's revision, as the API and /status name it: FNV-1a 64
+ * of its bytes, 16 hex digits. config_file_revision: of a file's bytes; ""
+ * when it cannot be read. */
+void config_revision(const char *text, size_t len, char out[17]);
+void config_file_revision(const char *path, char out[17]);
+
 #endif

@@ -135,7 +135,8 @@ struct loader {
     transports_pending_t transports;
     unsigned mqtt_line;          /* [mqtt]: where it starts; keys whose default depends on others */
     unsigned bus_share_line[2];  /* [tcp], [rtu_tcp]: where bus_share is given; 0: default */
-    bool mqtt_tls_set, mqtt_read_only_set, mqtt_gateway_set, mqtt_client_id_set, mqtt_edge_node_set;
+    bool mqtt_tls_set, mqtt_read_only_set, mqtt_gateway_set, mqtt_client_id_set, mqtt_edge_node_set,
+        mqtt_session_expiry_set;
     const config_file_override_t *over;   /* a tag file's bytes in place of the disk's, or NULL */
     /* input */
     FILE *file;
@@ -252,7 +253,7 @@ bool users_set_password_hash(loader_t *ld, const key_spec_t *k, unsigned number,
 bool users_set_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
-#define CONFIG_MQTT_KEYS 32
+#define CONFIG_MQTT_KEYS 40
 extern const key_spec_t config_mqtt_keys[CONFIG_MQTT_KEYS];
 void config_mqtt_open(loader_t *ld);      /* the section's first header: its defaults */
 void config_mqtt_resolve(loader_t *ld);   /* after the file */

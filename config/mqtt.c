@@ -14,6 +14,7 @@
  */
 #include "config/internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,6 +26,10 @@ static bool set_client_id(loader_t *ld, const key_spec_t *k, unsigned number, co
 static bool set_noted_bool(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_sparkplug_id(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_enabled(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_protocol(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_session_expiry(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_brokers(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_ha_prefix(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
 #define U(f, lo, hi) { .name = #f, .type = K_UINT, .offset = offsetof(north_config_t, f), .min = lo, .max = hi }
 #define B(f) { .name = #f, .type = K_BOOL, .offset = offsetof(north_config_t, f) }
@@ -65,6 +70,14 @@ const key_spec_t config_mqtt_keys[] = {
     C("group_id", set_sparkplug_id),
     C("edge_node_id", set_sparkplug_id),
     C("primary_host_id", set_sparkplug_id),
+    C("protocol", set_protocol),
+    C("session_expiry_s", set_session_expiry),
+    U(message_expiry_s, 0, 4294967295.0),
+    C("brokers", set_brokers),
+    B(ha_discovery),
+    B(remote_config),
+    U(max_config_bytes, 1024, 16777216),
+    C("ha_prefix", set_ha_prefix),
 };
 _Static_assert(COUNT(config_mqtt_keys) == CONFIG_MQTT_KEYS, "CONFIG_MQTT_KEYS in config/internal.h");
 
@@ -78,7 +91,9 @@ void config_mqtt_open(loader_t *ld)
                                       .buffer_messages = 10000, .buffer_bytes = 8u << 20,
                                       .spool_max_bytes = 64u << 20, .spool_fsync_ms = 1000,
                                       .max_write_bytes = 16384,
-                                      .max_write_items = NORTH_WRITE_MAX_ITEMS };
+                                      .max_write_items = NORTH_WRITE_MAX_ITEMS, .protocol = 5,
+                                      .session_expiry_s = 3600, .ha_prefix = "homeassistant",
+                                      .max_config_bytes = 1u << 20 };
 }
 
 /* ---- keys with a vocabulary or a rule of their own --------------------------------- */
@@ -205,6 +220,104 @@ static bool set_sparkplug_id(loader_t *ld, const key_spec_t *k, unsigned number,
     return true;
 }
 
+/* protocol: 5 (MQTT v5, the default) or 3.1.1. */
+static bool set_protocol(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    (void)number;
+    if (strcmp(value, "5") == 0 || strcmp(value, "5.0") == 0)
+        ld->cfg->mqtt.protocol = 5;
+    else if (strcmp(value, "3.1.1") == 0)
+        ld->cfg->mqtt.protocol = 4;
+    else {
+        config_bad_value(ld, k->name, value, "expected 5 (MQTT v5, 3.1.1 where the broker refuses it) or 3.1.1");
+        return false;
+    }
+    return true;
+}
+
+/* session_expiry_s: its default depends on clean_session (0 with a clean one). */
+static bool set_session_expiry(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    static const key_spec_t spec = U(session_expiry_s, 0, 4294967295.0);
+    (void)k;
+    ld->mqtt_session_expiry_set = true;
+    return config_set_key(ld, &spec, number, value);
+}
+
+/* brokers = host:port, host:port: 1..NORTH_BROKERS_MAX, each a host name or
+ * address (IPv6 in brackets) and a port 1..65535; the port may be left out
+ * (1883, 8883 with TLS: set after the file, when tls is known). */
+static bool set_brokers(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    const char *p = value;
+    (void)number;
+    m->n_brokers = 0;
+    while (*p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t len = strcspn(p, ",");
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        char item[NORTH_HOST_MAX + 16];
+        if (len == 0 || len >= sizeof item || m->n_brokers == NORTH_BROKERS_MAX)
+            goto bad;
+        memcpy(item, p, len);
+        item[len] = 0;
+        struct north_broker *b = &m->brokers[m->n_brokers];
+        char *colon = item[0] == '[' ? strstr(item, "]:") : strrchr(item, ':');
+        char *host = item;
+        b->port = 0;
+        if (item[0] == '[') {   /* [v6]:port or [v6] */
+            char *close = strchr(item, ']');
+            if (!close || (close[1] && close[1] != ':'))
+                goto bad;
+            host = item + 1;
+            *close = 0;
+            colon = close[1] == ':' ? close + 1 : NULL;
+        } else if (colon && strchr(item, ':') != colon) {
+            goto bad;   /* a bare IPv6 address: brackets needed */
+        }
+        if (colon) {
+            char *end;
+            unsigned long port = strtoul(colon + 1, &end, 10);
+            if (*end || port < 1 || port > 65535 || colon[1] == 0)
+                goto bad;
+            b->port = (unsigned)port;
+            *colon = 0;
+        }
+        if (!host[0] || strlen(host) >= sizeof b->host || strpbrk(host, " \t/"))
+            goto bad;
+        snprintf(b->host, sizeof b->host, "%s", host);
+        m->n_brokers++;
+        p += strcspn(p, ",");
+        if (*p == ',') {
+            p++;
+            if (!*p)
+                goto bad;
+        }
+    }
+    if (m->n_brokers)
+        return true;
+bad:
+    config_bad_value(ld, k->name, value, "expected 1..8 brokers as host:port, separated by commas "
+                                         "(an IPv6 address in brackets: [::1]:1883)");
+    return false;
+}
+
+static bool set_ha_prefix(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    north_config_t *m = &ld->cfg->mqtt;
+    (void)number;
+    if (strlen(value) >= sizeof m->ha_prefix || !valid_topic_prefix(value)) {
+        config_bad_value(ld, k->name, value, "expected topic levels like homeassistant: no '+', '#', spaces, "
+                                             "empty levels or leading/trailing '/'");
+        return false;
+    }
+    snprintf(m->ha_prefix, sizeof m->ha_prefix, "%s", value);
+    return true;
+}
+
 /* tls and read_only: booleans whose default depends on other keys. */
 static bool set_noted_bool(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
 {
@@ -262,8 +375,14 @@ void config_mqtt_resolve(loader_t *ld)
     }
     if (!cfg->mqtt_enabled)
         return;
+    if (m->n_brokers && m->host[0])
+        config_error_at(ld, line, "[mqtt]: host and brokers are both set: brokers lists every broker, in order");
+    else if (m->n_brokers)
+        snprintf(m->host, sizeof m->host, "%s", m->brokers[0].host);
     if (!m->host[0])
-        config_error_at(ld, line, "[mqtt]: host is required (the broker's name or address)");
+        config_error_at(ld, line, "[mqtt]: host is required (the broker's name or address), or brokers (a list)");
+    if (m->protocol != 5 && (m->message_expiry_s || ld->mqtt_session_expiry_set))
+        config_error_at(ld, line, "[mqtt]: session_expiry_s and message_expiry_s need protocol = 5 (MQTT v5)");
     if (!ld->mqtt_tls_set)
         m->tls = m->ca_file[0] || m->cert_file[0];
     else if (!m->tls && (m->ca_file[0] || m->cert_file[0] || m->key_file[0]))
@@ -272,8 +391,17 @@ void config_mqtt_resolve(loader_t *ld)
         config_error_at(ld, line, "[mqtt]: cert_file and key_file go together (a client certificate and its key)");
     if (m->spool_dir[0] && m->qos == 0)
         config_error_at(ld, line, "[mqtt]: spool_dir needs qos = 1 (QoS 0 publications are never buffered)");
+    if (m->n_brokers && m->port)
+        config_error_at(ld, line, "[mqtt]: port and brokers are both set: give each broker its port (host:port)");
     if (!m->port)
         m->port = m->tls ? 8883 : 1883;
+    for (unsigned i = 0; i < m->n_brokers; i++)
+        if (!m->brokers[i].port)
+            m->brokers[i].port = m->tls ? 8883 : 1883;
+    if (m->n_brokers)
+        m->port = m->brokers[0].port;
+    if (m->clean_session && !ld->mqtt_session_expiry_set)
+        m->session_expiry_s = 0;   /* a clean session ends with the connection */
     if (!ld->mqtt_read_only_set)
         m->read_only = cfg->tcp.read_only;
     host_name(host, sizeof host);
@@ -281,6 +409,8 @@ void config_mqtt_resolve(loader_t *ld)
         snprintf(m->gateway, sizeof m->gateway, "%s", host);
     if (!ld->mqtt_client_id_set)
         snprintf(m->client_id, sizeof m->client_id, "rtugw-%s", host);
+    if (m->ha_discovery && m->format != NORTH_FORMAT_JSON_PER_TAG)
+        config_error_at(ld, line, "[mqtt]: ha_discovery needs format = json-per-tag (one state topic per entity)");
     if (m->format == NORTH_FORMAT_SPARKPLUG) {
         if (!m->group_id[0])
             config_error_at(ld, line, "[mqtt]: format = sparkplug needs group_id (spBv1.0/GROUP/...)");
@@ -292,9 +422,10 @@ void config_mqtt_resolve(loader_t *ld)
     }
     if (m->group_id[0] || ld->mqtt_edge_node_set || m->primary_host_id[0])
         config_error_at(ld, line, "[mqtt]: group_id, edge_node_id and primary_host_id need format = sparkplug");
-    /* PREFIX/GATEWAY/status and PREFIX/GATEWAY/write are the gateway's own. */
+    /* PREFIX/GATEWAY/status, /write (and /config with remote_config) are the gateway's own. */
     for (unsigned i = 0; i < cfg->device_count; i++)
-        if (strcmp(cfg->devices[i].name, "status") == 0 || strcmp(cfg->devices[i].name, "write") == 0)
+        if (strcmp(cfg->devices[i].name, "status") == 0 || strcmp(cfg->devices[i].name, "write") == 0 ||
+            (m->remote_config && strcmp(cfg->devices[i].name, "config") == 0))
             config_error_at(ld, cfg->devices[i].line, "[device %s]: the name is reserved with [mqtt] (topic %s/%s/%s)",
                             cfg->devices[i].name, m->topic_prefix, m->gateway, cfg->devices[i].name);
 }

@@ -310,24 +310,6 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
     return *why == NULL ? LIVE_APPLIED : LIVE_WAITS;
 }
 
-/* The file's revision as the API computes it (FNV-1a 64 of its bytes); "" unreadable. */
-static void file_revision(const char *path, char out[17])
-{
-    FILE *f = fopen(path, "rb");
-    uint64_t h = 1469598103934665603ull;
-    unsigned char buf[4096];
-    size_t n;
-    out[0] = 0;
-    if (!f)
-        return;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < n; i++)
-            h = (h ^ buf[i]) * 1099511628211ull;
-    if (!ferror(f))
-        snprintf(out, 17, "%016llx", (unsigned long long)h);
-    fclose(f);
-}
-
 /* The reload's outcome, for /status (last_reload) and /metrics. */
 static void report(gw_t *gw, enum gw_reload_result result, const char *applied, const char *restart)
 {
@@ -395,7 +377,7 @@ static void reload(gw_t *gw)
     gw->reload_queued[0] = 0;
     memset(&gw->last_reload, 0, sizeof gw->last_reload);
     gw->last_reload.wall_ms = gw_wall_ms();
-    file_revision(gw->opt.config_path, gw->last_reload.revision);
+    config_file_revision(gw->opt.config_path, gw->last_reload.revision);
     if (!fresh) {
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s is not valid; keeping the running configuration:",
                gw->opt.config_path);

@@ -127,6 +127,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
             return NULL;
         }
     }
+    gw->config_put = web_config_put;   /* MQTT's config/set: the API's one write path */
     /* MQTT before the poller, whose answers it takes (set before they come) */
     /* tag writes: one per HTTP connection, and as many as one MQTT request may carry */
     if (start_serial_slaves(gw, err, sizeof err) != 0 || !(gw->tags = gwtags_new(cfg, err, sizeof err)) ||

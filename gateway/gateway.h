@@ -488,6 +488,9 @@ struct gw {
     /* daemon/control.c's, called by tag_write.c (I/O thread) when the last
      * tag write in flight has ended: a change queued behind them applies. */
     void (*writes_idle)(gw_t *gw);
+    /* web/api.c's write path without HTTP (web_config_put), for MQTT's
+     * config/set: gateway/ cannot call web/. Set by the daemon; I/O thread. */
+    int (*config_put)(gw_t *gw, const char *if_match, char *text, size_t len, struct evbuffer *b);
     actor_system_t *actors;
     router_t *router;
     gw_loop_t *loop;

@@ -91,6 +91,17 @@ static void device_state(gw_north_t *gn, unsigned device, bool up, const char *r
 /* On the I/O thread: a = wall time (ms), b = group << 16 | generation << 9 |
  * good << 8 | exception, data = the group's items (registers big-endian, or
  * bits packed 8 a byte). */
+/* The revision north puts on what it publishes (MQTT v5): the file's at
+ * start, then the last reload's. I/O thread (where reloads are reported). */
+static void sync_revision(gw_north_t *gn)
+{
+    const char *now = gn->gw->last_reload.revision;
+    if (now[0] && strcmp(now, gn->revision) != 0) {
+        snprintf(gn->revision, sizeof gn->revision, "%s", now);
+        gn->m->set_revision(gn->north, gn->revision);
+    }
+}
+
 static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_north_t *gn = ctx;
@@ -119,6 +130,7 @@ static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
     }
     bool reachable = good || (exception && exception != MB_EX_TARGET_FAILED && exception != MB_EX_PATH_UNAVAILABLE);
     device_state(gn, g->device, reachable, reachable ? NULL : error, t_ms);
+    sync_revision(gn);
     gn->m->publish(gn->north, cfg->devices[g->device].name, t_ms, gn->values, g->count);
 }
 
@@ -316,6 +328,7 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
     }
     if (any_answer)
         device_state(gn, device, reachable, reachable ? NULL : gn->values[0].error, t_ms);
+    sync_revision(gn);
     gn->m->publish(gn->north, gw->cfg->devices[device].name, t_ms, gn->values, n);
     gwtags_unlock(gw->tags);   /* string values point into the table's words until here */
 }
@@ -495,6 +508,8 @@ static int define_devices(gw_north_t *gn)
             rc = -1;
     }
     free(list);
+    if (rc == 0)
+        gn->m->define_done(gn->north);   /* what was not named above leaves (Sparkplug: DDEATH, DBIRTH) */
     return rc;
 }
 
@@ -547,12 +562,16 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
     gn->cap_gathered = tags_table_count(gwtags_defs(gw->tags));
     gn->origin.ops = &gwnorth_origin_ops;
     gn->gw = gw;
-    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gwnorth_on_write };
+    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gwnorth_on_write,
+                            .config_set = gwnorth_config_set, .config_get = gwnorth_config_get };
     if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
         !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
         gwnorth_free(gn);
         return NULL;
     }
+    if (gw->opt.config_path)
+        config_file_revision(gw->opt.config_path, gn->revision);
+    gn->m->set_revision(gn->north, gn->revision);
     if (define_devices(gn) != 0) {
         snprintf(err, errcap, "mqtt: cannot announce the tags (out of memory, or a name that cannot be a topic level)");
         gwnorth_free(gn);

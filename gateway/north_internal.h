@@ -34,6 +34,7 @@ struct gw_north {
     char *text;                   /* string and raw values of one read, NUL-separated */
     char (*errors)[16];           /* per value of one read: "exception 02" */
     unsigned polls_generation;    /* +1 per reload that changed the poll groups */
+    char revision[17];            /* the configuration's revision north was told */
 };
 
 /* A tag's value as north publishes it (north.c); its text goes at *text. */
@@ -42,5 +43,8 @@ void gwnorth_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t
 /* north's write hook, on the I/O thread (north_write.c). */
 void gwnorth_on_write(void *ctx, uint32_t token, const north_write_t *w);
 extern const gw_origin_ops_t gwnorth_origin_ops;
+/* north's configuration hooks (remote_config), on the I/O thread (north_write.c). */
+int gwnorth_config_set(void *ctx, const char *if_match, const char *text, size_t len, char **answer);
+int gwnorth_config_get(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len);
 
 #endif

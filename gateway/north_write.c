@@ -9,6 +9,7 @@
 #include "gateway/north_internal.h"
 
 #include <errno.h>
+#include <event2/buffer.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,3 +260,63 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
 
 const gw_origin_ops_t gwnorth_origin_ops = { "mqtt", origin_answer, NULL };
 
+
+/* ---- in: the configuration (remote_config) ----------------------------------------------- */
+
+/* config/set: the API's one write path (gw->config_put: check, atomic
+ * write, live reload), so MQTT applies a change exactly as PUT /api/config. */
+int gwnorth_config_set(void *ctx, const char *if_match, const char *text, size_t len, char **answer)
+{
+    gw_north_t *gn = ctx;
+    gw_t *gw = gn->gw;
+    struct evbuffer *b = evbuffer_new();
+    char *copy = malloc(len + 1);
+    int status = 500;
+    *answer = NULL;
+    if (b && copy && gw->config_put && gw->opt.config_path) {
+        memcpy(copy, text, len);
+        copy[len] = 0;
+        status = gw->config_put(gw, if_match, copy, len, b);   /* takes copy */
+        copy = NULL;
+        size_t n = evbuffer_get_length(b);
+        if ((*answer = malloc(n + 1))) {
+            evbuffer_copyout(b, *answer, n);
+            (*answer)[n] = 0;
+        }
+    } else if (!gw->opt.config_path) {
+        *answer = strdup("{\"error\":\"the daemon runs without a configuration file\"}");
+    }
+    free(copy);
+    if (b)
+        evbuffer_free(b);
+    return status;
+}
+
+#define GWNORTH_CONFIG_MAX (16u << 20)   /* as the API: a larger file is not served */
+
+int gwnorth_config_get(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len)
+{
+    gw_north_t *gn = ctx;
+    gw_t *gw = gn->gw;
+    revision[0] = 0;
+    snprintf(restart_needed, cap, "%s", gw->restart_needed);
+    if (!gw->opt.config_path)
+        return -1;
+    config_file_revision(gw->opt.config_path, revision);
+    if (!text)
+        return revision[0] ? 0 : -1;
+    FILE *f = fopen(gw->opt.config_path, "rb");
+    char *buf = f ? malloc(GWNORTH_CONFIG_MAX + 1) : NULL;
+    size_t n = buf ? fread(buf, 1, GWNORTH_CONFIG_MAX + 1, f) : 0;
+    bool ok = buf && !ferror(f) && n <= GWNORTH_CONFIG_MAX;
+    if (f)
+        fclose(f);
+    if (!ok) {
+        free(buf);
+        return -1;
+    }
+    buf[n] = 0;
+    *text = buf;
+    *len = n;
+    return 0;
+}

@@ -26,6 +26,26 @@
  *     broker that accepts and then drops (a duplicate client id, say) is
  *     not hammered.
  *
+ * Brokers (brokers = a:1883, b:1883): each failed attempt or lost session
+ * moves to the next broker of the list; the back-off above counts rounds of
+ * the list, not attempts, so a lost broker is left for the next one within
+ * 0.5 s (a session that lasted 5 s starts the back-off over), and a list
+ * none of which answers is tried again after 0.5 s, 1 s, ... up to 30 s a
+ * round. The queue and the spool are this client's, not a session's: what
+ * the old broker had not acknowledged goes to the new one first, in order,
+ * with its sequence numbers (QoS 1: a message may come twice, none is lost).
+ * The client stays on the broker it has until that one fails.
+ *
+ * MQTT v5 (protocol = 5, the default): the CONNECT carries the session
+ * expiry (clean_session = false: how long the broker keeps the session and
+ * its queue); data publications carry the message expiry (message_expiry_s:
+ * a backlog older than that is not handed to subscribers) and the user
+ * properties "revision" (the configuration's) and, per tag (json-per-tag),
+ * "unit"; reason codes of CONNACK, DISCONNECT and PUBACK are logged by name.
+ * A broker that refuses v5 (CONNACK "unsupported protocol version", which
+ * a 3.1.1 broker answers as its return code 1) is tried again at once in
+ * 3.1.1, and kept at 3.1.1 for the life of the process.
+ *
  * On connect: the retained online status, the write subscription, then the
  * backlog. The will is the retained offline status. With format = sparkplug
  * the will is NDEATH and the connect is sparkplug.c's (births).
@@ -41,6 +61,7 @@
 #include <event2/event.h>
 #include <event2/util.h>
 #include <mosquitto.h>
+#include <mqtt_protocol.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -153,11 +174,48 @@ void client_flush_later(north_t *n)
         update_write(n);
 }
 
-int client_send(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain, int *mid)
+/* json-per-tag: PREFIX/GATEWAY/DEVICE/TAG's unit, from the tag store; NULL: none. */
+static const char *unit_of(north_t *n, const char *topic)
+{
+    const char *tag = strrchr(topic, '/');
+    if (n->cfg.format != NORTH_FORMAT_JSON_PER_TAG || !tag || tag == topic)
+        return NULL;
+    const char *dev = tag - 1;
+    while (dev > topic && *dev != '/')
+        dev--;
+    char name[NORTH_NAME_MAX];
+    size_t len = (size_t)(tag - dev - 1);
+    if (*dev != '/' || len == 0 || len >= sizeof name)
+        return NULL;
+    memcpy(name, dev + 1, len);
+    name[len] = 0;
+    north_device_t *d = values_find_device(n, name);
+    north_tag_t *t = d ? values_find_tag(d, tag + 1, 0) : NULL;
+    return t ? t->unit : NULL;
+}
+
+/* v5 properties of a data message: expiry, revision, unit. NULL: none. */
+static mosquitto_property *data_properties(north_t *n, const char *topic)
+{
+    mosquitto_property *props = NULL;
+    const char *unit = unit_of(n, topic);
+    if (n->cfg.message_expiry_s)
+        mosquitto_property_add_int32(&props, MQTT_PROP_MESSAGE_EXPIRY_INTERVAL, n->cfg.message_expiry_s);
+    if (n->revision[0])
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "revision", n->revision);
+    if (unit && unit[0])
+        mosquitto_property_add_string_pair(&props, MQTT_PROP_USER_PROPERTY, "unit", unit);
+    return props;
+}
+
+int client_send(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain, uint64_t seq,
+                int *mid)
 {
     if (!n->mosq || len > INT32_MAX)
         return MOSQ_ERR_INVAL;
-    int rc = mosquitto_publish(n->mosq, mid, topic, (int)len, payload, qos, retain);
+    mosquitto_property *props = n->v5 && seq ? data_properties(n, topic) : NULL;
+    int rc = mosquitto_publish_v5(n->mosq, mid, topic, (int)len, payload, qos, retain, props);
+    mosquitto_property_free_all(&props);
     if (rc != MOSQ_ERR_SUCCESS && !n->lost) {
         n->lost = true;
         n->lost_rc = rc;
@@ -184,13 +242,34 @@ static void teardown(north_t *n)
     n->mosq = NULL;
 }
 
+/* The broker of the next attempt: the list's next one after a failure or a
+ * loss, the same one for a v5 refusal (3.1.1 next). */
+static void pick_broker(north_t *n, bool advance)
+{
+    unsigned count = n->cfg.n_brokers;
+    if (!count) {
+        n->host = n->cfg.host;
+        n->port = n->cfg.port;
+        return;
+    }
+    if (advance)
+        n->broker = (n->broker + 1) % count;
+    n->host = n->cfg.brokers[n->broker].host;
+    n->port = n->cfg.brokers[n->broker].port;
+}
+
 static void schedule_retry(north_t *n)
 {
-    unsigned shift = n->attempt < 6 ? n->attempt : 6;
+    unsigned rounds = n->attempt / (n->cfg.n_brokers ? n->cfg.n_brokers : 1);
+    unsigned shift = rounds < 6 ? rounds : 6;
     uint64_t d = (uint64_t)BACKOFF_FIRST_MS << shift;
     if (d > BACKOFF_MAX_MS)
         d = BACKOFF_MAX_MS;
     d = d / 2 + next_random(n) % (d / 2 + 1);
+    if (n->fallback)
+        d = 0;   /* the same broker again, in 3.1.1: not a failure of the broker */
+    else if (n->moving)
+        d = 0;
     n->attempt++;
     n->state = NS_WAITING;
     struct timeval tv = { (time_t)(d / 1000), (suseconds_t)(d % 1000) * 1000 };
@@ -207,7 +286,7 @@ static void describe(north_t *n, int rc, int err, char *buf, size_t cap)
     else if (rc == MOSQ_ERR_ERRNO && err)
         snprintf(buf, cap, "%s", strerror(err));
     else if (rc == MOSQ_ERR_EAI)
-        snprintf(buf, cap, "cannot resolve %s: %s", n->cfg.host, gai_strerror(err));
+        snprintf(buf, cap, "cannot resolve %s: %s", n->host, gai_strerror(err));
     else
         snprintf(buf, cap, "%s", mosquitto_strerror(rc));
 }
@@ -220,6 +299,8 @@ static void session_down(north_t *n, int rc)
     bool was_up = n->state == NS_CONNECTED;
 
     describe(n, rc, err, why, sizeof why);
+    const char *left = n->host;
+    unsigned left_port = n->port;
     teardown(n);
     queue_session_lost(n);
     if (n->sp)
@@ -230,28 +311,39 @@ static void session_down(north_t *n, int rc)
         n->st.connected = 0;
         if (north_mono_ns() - n->connected_ns >= LASTING_NS)
             n->attempt = 0;
-        north_log(n, 1, "mqtt: connection to %s:%u lost: %s; publications are buffered, reconnecting", n->cfg.host,
-                  n->cfg.port, why);
+        north_log(n, 1, "mqtt: connection to %s:%u lost: %s; publications are buffered, reconnecting", n->host,
+                  n->port, why);
         snprintf(n->last_reason, sizeof n->last_reason, "%s", why);
+    } else if (n->fallback) {
+        n->st.connect_failures++;
+        north_log(n, 1, "mqtt: %s:%u: %s", n->host, n->port, why);
     } else {
         n->st.connect_failures++;
         if (strcmp(why, n->last_reason) != 0) {
             north_log(n, 0, "mqtt: cannot connect to %s:%u: %s (retrying with back-off up to %u s; "
                             "the same failure again is logged at debug level)",
-                      n->cfg.host, n->cfg.port, why, BACKOFF_MAX_MS / 1000);
+                      n->host, n->port, why, BACKOFF_MAX_MS / 1000);
             snprintf(n->last_reason, sizeof n->last_reason, "%s", why);
         } else {
-            north_log(n, 3, "mqtt: cannot connect to %s:%u: %s", n->cfg.host, n->cfg.port, why);
+            north_log(n, 3, "mqtt: cannot connect to %s:%u: %s", n->host, n->port, why);
         }
     }
     schedule_retry(n);
+    pick_broker(n, !n->fallback);
+    if (n->cfg.n_brokers > 1 && (was_up || n->moving))
+        north_log(n, 1, "mqtt: leaving %s:%u; next: %s:%u", left, left_port, n->host, n->port);
+    n->fallback = n->moving = false;
 }
+
+static void say_goodbye(north_t *n);
 
 static void on_lost_event(evutil_socket_t fd, short what, void *arg)
 {
     north_t *n = arg;
     (void)fd;
     (void)what;
+    if (n->moving && n->mosq && mosquitto_socket(n->mosq) >= 0)
+        say_goodbye(n);
     if (n->lost && n->mosq)
         session_down(n, n->lost_rc);
 }
@@ -280,13 +372,26 @@ static void after_io(north_t *n, int rc)
 
 /* ---- libmosquitto's callbacks: record, do not tear down here ------------------------------------ */
 
-static void cb_connect(struct mosquitto *m, void *arg, int rc)
+static void cb_connect(struct mosquitto *m, void *arg, int rc, int flags, const mosquitto_property *props)
 {
     north_t *n = arg;
     char payload[512];
     (void)m;
+    (void)flags;
+    (void)props;
+    if (rc != 0 && n->v5 && rc == MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION) {
+        /* a 3.1.1 broker: its return code 1, which libmosquitto reports as this */
+        snprintf(n->reason, sizeof n->reason, "the broker refused MQTT v5 (%s); connecting again in 3.1.1 at once",
+                 mosquitto_reason_string(rc));
+        if (n->broker < NORTH_BROKERS_MAX)
+            n->v3_only[n->broker] = true;
+        n->fallback = true;
+        return;
+    }
     if (rc != 0) {
-        snprintf(n->reason, sizeof n->reason, "the broker refused the connection: %s", mosquitto_connack_string(rc));
+        snprintf(n->reason, sizeof n->reason, "the broker refused the connection: %s (%s %d)",
+                 n->v5 ? mosquitto_reason_string(rc) : mosquitto_connack_string(rc),
+                 n->v5 ? "reason code" : "return code", rc);
         return;
     }
     bool quiet = n->last_reason[0] == 0 && n->st.connects == 0;
@@ -295,10 +400,11 @@ static void cb_connect(struct mosquitto *m, void *arg, int rc)
     n->st.connected = 1;
     n->st.connects++;
     if (quiet) {
-        north_log(n, 2, "mqtt: connected to %s:%u as %s", n->cfg.host, n->cfg.port, n->cfg.client_id);
+        north_log(n, 2, "mqtt: connected to %s:%u as %s (MQTT %s)", n->host, n->port, n->cfg.client_id,
+                  n->v5 ? "v5" : "3.1.1");
     } else {
-        north_log(n, 1, "mqtt: connected to %s:%u as %s, after: %s", n->cfg.host, n->cfg.port, n->cfg.client_id,
-                  n->last_reason);
+        north_log(n, 1, "mqtt: connected to %s:%u as %s (MQTT %s), after: %s", n->host, n->port, n->cfg.client_id,
+                  n->v5 ? "v5" : "3.1.1", n->last_reason);
         spool_stats_t sp = { 0 };
         if (n->spool)
             spool_get_stats(n->spool, &sp);
@@ -306,6 +412,7 @@ static void cb_connect(struct mosquitto *m, void *arg, int rc)
                   (unsigned long long)sp.records);
     }
     n->last_reason[0] = 0;
+    remote_on_connect(n);
     if (n->sp) {
         sparkplug_on_connect(n);
         queue_pump(n);
@@ -316,34 +423,53 @@ static void cb_connect(struct mosquitto *m, void *arg, int rc)
     if (len)
         mosquitto_publish(n->mosq, &mid, n->topic_status, (int)len, payload, (int)n->cfg.status_qos, true);
     mosquitto_subscribe(n->mosq, &mid, n->topic_write, 1);
+    discovery_subscribe(n);
     queue_pump(n);
 }
 
-static void cb_disconnect(struct mosquitto *m, void *arg, int rc)
+static void cb_disconnect(struct mosquitto *m, void *arg, int rc, const mosquitto_property *props)
 {
     north_t *n = arg;
     (void)m;
+    (void)props;
+    /* v5: the broker says why (session taken over, not authorized...) */
+    if (n->v5 && rc > 0 && !n->reason[0] && n->state == NS_CONNECTED)
+        snprintf(n->reason, sizeof n->reason, "the broker disconnected: %s (reason code %d)",
+                 mosquitto_reason_string(rc), rc);
     if (!n->lost) {
         n->lost = true;
         n->lost_rc = rc ? rc : MOSQ_ERR_CONN_LOST;
     }
 }
 
-static void cb_publish(struct mosquitto *m, void *arg, int mid)
+/* v5: a PUBACK with a reason code >= 0x80 is an answer all the same (sent
+ * again, it would be refused again): acknowledged, and logged once per code. */
+static void cb_publish(struct mosquitto *m, void *arg, int mid, int rc, const mosquitto_property *props)
 {
+    north_t *n = arg;
     (void)m;
-    queue_on_puback(arg, mid);
+    (void)props;
+    if (rc >= 0x80 && !(n->puback_refused & (1u << (rc & 31)))) {
+        n->puback_refused |= 1u << (rc & 31);
+        north_log(n, 1, "mqtt: the broker refused a publication: %s (reason code %d); such refusals are not "
+                        "logged again", mosquitto_reason_string(rc), rc);
+    }
+    queue_on_puback(n, mid);
 }
 
 static void cb_message(struct mosquitto *m, void *arg, const struct mosquitto_message *msg)
 {
     north_t *n = arg;
     (void)m;
+    if (msg->topic && msg->payloadlen >= 0 && remote_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen))
+        return;
     if (n->sp) {
         if (msg->topic && msg->payloadlen >= 0)
             sparkplug_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen);
         return;
     }
+    if (msg->topic && msg->payloadlen >= 0 && discovery_on_message(n, msg->topic, msg->payload, (size_t)msg->payloadlen))
+        return;
     if (msg->topic && strcmp(msg->topic, n->topic_write) == 0 && msg->payloadlen >= 0)
         writes_on_message(n, msg->payload, (size_t)msg->payloadlen);
 }
@@ -377,9 +503,11 @@ static int session_setup(north_t *n, bool attempt)
     n->mosq = mosquitto_new(n->cfg.client_id, n->cfg.clean_session, n);
     if (!n->mosq)
         return MOSQ_ERR_NOMEM;
-    mosquitto_connect_callback_set(n->mosq, cb_connect);
-    mosquitto_disconnect_callback_set(n->mosq, cb_disconnect);
-    mosquitto_publish_callback_set(n->mosq, cb_publish);
+    n->v5 = n->cfg.protocol == 5 && !(n->broker < NORTH_BROKERS_MAX && n->v3_only[n->broker]);
+    mosquitto_int_option(n->mosq, MOSQ_OPT_PROTOCOL_VERSION, n->v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311);
+    mosquitto_connect_v5_callback_set(n->mosq, cb_connect);
+    mosquitto_disconnect_v5_callback_set(n->mosq, cb_disconnect);
+    mosquitto_publish_v5_callback_set(n->mosq, cb_publish);
     mosquitto_message_callback_set(n->mosq, cb_message);
     mosquitto_log_callback_set(n->mosq, cb_log);
     mosquitto_int_option(n->mosq, MOSQ_OPT_SEND_MAXIMUM, NORTH_WINDOW);
@@ -441,12 +569,32 @@ static void on_socket(evutil_socket_t fd, short what, void *arg)
     after_io(n, rc);
 }
 
+/* v5 CONNECT properties. libmosquitto 2.0 takes them only through its
+ * blocking mosquitto_connect_bind_v5(), which stores them on the instance
+ * before it checks its host argument; mosquitto_connect_bind_async() keeps
+ * them and sends them with its CONNECT (lib/connect.c, 2.0.11). So: the v5
+ * call with no host (MOSQ_ERR_INVAL, nothing connected), then the async
+ * connect. test_mqtt_v5.py checks the session expiry's effect. */
+static int connect_properties(north_t *n)
+{
+    mosquitto_property *props = NULL;
+    if (!n->v5 || n->cfg.clean_session)
+        return MOSQ_ERR_SUCCESS;
+    int rc = mosquitto_property_add_int32(&props, MQTT_PROP_SESSION_EXPIRY_INTERVAL, n->cfg.session_expiry_s);
+    if (rc == MOSQ_ERR_SUCCESS && mosquitto_connect_bind_v5(n->mosq, NULL, 0, 30, NULL, props) != MOSQ_ERR_INVAL)
+        rc = MOSQ_ERR_NOT_SUPPORTED;
+    mosquitto_property_free_all(&props);
+    return rc;
+}
+
 static void connect_to(north_t *n, const char *address)
 {
     int rc = session_setup(n, true);
     n->tcp_up = false;
     if (rc == MOSQ_ERR_SUCCESS)
-        rc = mosquitto_connect_async(n->mosq, address, (int)n->cfg.port, (int)n->cfg.keepalive_s);
+        rc = connect_properties(n);
+    if (rc == MOSQ_ERR_SUCCESS)
+        rc = mosquitto_connect_async(n->mosq, address, (int)n->port, (int)n->cfg.keepalive_s);
     if (rc != MOSQ_ERR_SUCCESS || mosquitto_socket(n->mosq) < 0) {
         session_down(n, rc != MOSQ_ERR_SUCCESS ? rc : MOSQ_ERR_NO_CONN);
         return;
@@ -477,7 +625,7 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
     if (result == EVUTIL_EAI_CANCEL)
         return;
     if (result != 0 || !res) {
-        snprintf(n->reason, sizeof n->reason, "DNS: cannot resolve %s: %s", n->cfg.host, evutil_gai_strerror(result));
+        snprintf(n->reason, sizeof n->reason, "DNS: cannot resolve %s: %s", n->host, evutil_gai_strerror(result));
         if (res)
             evutil_freeaddrinfo(res);
         session_down(n, MOSQ_ERR_EAI);
@@ -495,7 +643,7 @@ static void on_resolved(int result, struct evutil_addrinfo *res, void *arg)
     else if (pick->ai_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)pick->ai_addr)->sin6_addr, address, sizeof address);
     evutil_freeaddrinfo(res);
-    connect_to(n, n->cfg.tls || !address[0] ? n->cfg.host : address);
+    connect_to(n, n->cfg.tls || !address[0] ? n->host : address);
 }
 
 static bool numeric_host(const char *host)
@@ -511,8 +659,8 @@ static void start_attempt(north_t *n)
     n->lost = false;
     n->lost_rc = 0;
     n->attempt_ns = north_mono_ns();
-    if (numeric_host(n->cfg.host)) {
-        connect_to(n, n->cfg.host);
+    if (numeric_host(n->host)) {
+        connect_to(n, n->host);
         return;
     }
     if (!n->dns)
@@ -524,7 +672,7 @@ static void start_attempt(north_t *n)
     }
     struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
     n->state = NS_RESOLVING;
-    struct evdns_getaddrinfo_request *req = evdns_getaddrinfo(n->dns, n->cfg.host, NULL, &hints, on_resolved, n);
+    struct evdns_getaddrinfo_request *req = evdns_getaddrinfo(n->dns, n->host, NULL, &hints, on_resolved, n);
     if (n->state == NS_RESOLVING)   /* else it answered at once (hosts file) */
         n->dns_req = req;
 }
@@ -549,6 +697,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 int client_start(north_t *n, char *err, size_t errcap)
 {
     n->sock = -1;
+    pick_broker(n, false);
     n->ev_tick = event_new(n->base, -1, EV_PERSIST, on_tick, n);
     n->ev_retry = evtimer_new(n->base, on_retry, n);
     n->ev_lost = event_new(n->base, -1, 0, on_lost_event, n);
@@ -571,7 +720,8 @@ int client_start(north_t *n, char *err, size_t errcap)
     return 0;
 }
 
-/* Offline status, DISCONNECT, and at most STOP_FLUSH_MS to get them out. */
+/* Offline status (Sparkplug: NDEATH), DISCONNECT, and at most STOP_FLUSH_MS
+ * to get them out: the broker drops the will on a DISCONNECT. */
 static void say_goodbye(north_t *n)
 {
     char payload[512], topic[sizeof n->topic_status + 3 * NORTH_NAME_MAX];
@@ -592,6 +742,22 @@ static void say_goodbye(north_t *n)
             mosquitto_loop_write(n->mosq, 1) != MOSQ_ERR_SUCCESS)
             break;
     }
+}
+
+/* Sparkplug 3.0: an edge node whose primary host goes offline on this
+ * server moves to the next one. Not from inside libmosquitto's callback
+ * (this is called from one): the goodbye and the teardown run from the
+ * lost event, as a loss's do; session_down then picks the next broker with
+ * no delay (moving). */
+void client_move_on(north_t *n, const char *why)
+{
+    if (n->cfg.n_brokers < 2 || n->state != NS_CONNECTED || n->lost)
+        return;
+    snprintf(n->reason, sizeof n->reason, "%s", why);
+    n->moving = true;
+    n->lost = true;
+    n->lost_rc = MOSQ_ERR_CONN_LOST;
+    event_active(n->ev_lost, EV_TIMEOUT, 0);
 }
 
 void client_stop(north_t *n)

@@ -11,6 +11,9 @@
  *   sparkplug_codec.c  the protobuf-c encoding and decoding of Sparkplug
  *              payloads, the only file that includes the generated header
  *   writes.c   PREFIX/GATEWAY/write: json-c parsing, the open writes, answers
+ *   discovery.c  Home Assistant MQTT discovery documents (ha_discovery)
+ *   remote.c   the configuration through the broker (remote_config):
+ *              config/set, /get, /result, through hooks->config_set
  *   client.c   the session: libmosquitto on the event_base, DNS, TLS, will
  *              and status, back-off
  *   queue.c    every publication: QoS 1 held until its PUBACK, in order,
@@ -157,6 +160,7 @@ typedef struct north_tag {
     bool force;                  /* goes out with the next hand-over, changed or not (after a DCMD) */
     uint64_t alias;              /* Sparkplug: a number of its own over the node, from 1 */
     uint32_t sp_datatype;        /* Sparkplug: the datatype its device's last DBIRTH declared; 0: none */
+    unsigned def_round;          /* the define round that last named it (north->def_round); 0: never defined */
 } north_tag_t;
 
 typedef struct north_device {
@@ -174,9 +178,11 @@ typedef struct north_device {
     signed char sp_up;           /* Sparkplug: -1 not told, 0 down, 1 up (north_device_status) */
     bool sp_born;                /* Sparkplug: its DBIRTH went out in this birth of the node */
     bool sp_has_values;          /* Sparkplug: values were handed over */
+    bool set_changed;            /* a tag defined in this define round was new to it */
 } north_device_t;
 
 typedef struct north_sparkplug north_sparkplug_t;
+typedef struct north_remote north_remote_t;
 
 struct north {
     north_config_t cfg;
@@ -201,6 +207,16 @@ struct north {
     char topic_write[NORTH_PREFIX_MAX + NORTH_NAME_MAX + 16];
     char topic_response[NORTH_PREFIX_MAX + NORTH_NAME_MAX + 32];
     uint64_t rng;
+    /* the broker of this attempt (brokers = ..., else host and port) */
+    const char *host;
+    unsigned port;
+    unsigned broker;                 /* its index in cfg.brokers */
+    bool v5;                         /* this attempt speaks MQTT v5 */
+    bool v3_only[NORTH_BROKERS_MAX]; /* the broker refused v5: 3.1.1 from now on */
+    bool fallback;                   /* the attempt failed for v5 only: again at once, in 3.1.1 */
+    bool moving;                     /* leaving this broker on purpose (the primary host went offline) */
+    char revision[17];               /* the configuration's (user property "revision"); "" unknown */
+    uint32_t puback_refused;         /* v5 PUBACK reason codes >= 0x80 logged: one bit per code & 31 */
     /* publications */
     north_queue_t q;
     north_spool_t *spool;
@@ -216,7 +232,9 @@ struct north {
     uint64_t seq;                    /* the last data sequence number used */
     bool warned_tags;
     uint64_t next_alias;             /* Sparkplug: the alias of the next new tag */
+    unsigned def_round;              /* the current define round (north_define_done ends one), from 1 */
     north_sparkplug_t *sp;           /* format = sparkplug: the edge node's session */
+    north_remote_t *remote;          /* remote_config: config/set, get, result */
     /* writes */
     north_pending_t pending[NORTH_PENDING_WRITES];
     uint32_t next_gen;
@@ -239,8 +257,13 @@ void queue_free(north_t *n);
 int client_start(north_t *n, char *err, size_t errcap);
 void client_stop(north_t *n);     /* offline status, DISCONNECT, bounded flush */
 bool client_connected(const north_t *n);
-/* Hands one publication to libmosquitto; *mid its id. 0 or a MOSQ_ERR_*. */
-int client_send(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain, int *mid);
+/* Hands one publication to libmosquitto; *mid its id. 0 or a MOSQ_ERR_*.
+ * seq: a data message's (v5: message expiry and user properties), else 0. */
+int client_send(north_t *n, const char *topic, const void *payload, size_t len, int qos, bool retain, uint64_t seq,
+                int *mid);
+/* Leaves this broker for the next of the list (Sparkplug: the primary host
+ * went offline here): NDEATH and DISCONNECT, then the next one at once. */
+void client_move_on(north_t *n, const char *why);
 /* After sending outside libmosquitto's callbacks: arm the write event. */
 void client_flush_later(north_t *n);
 /* queue_pump() from the loop, after the current libmosquitto call. */
@@ -254,6 +277,8 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
                          const north_device_opts_t *opts);
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count);
 void values_free(north_t *n);
+/* north_define_done: tags not named in this round leave their devices. */
+void values_define_done(north_t *n);
 /* A JSON number ("null" for NaN and infinities) into buf (>= 32 bytes). */
 void values_format_number(char *buf, size_t cap, double v);
 /* buf gets the evbuffer's text; a json_quote'd string appended. */
@@ -275,6 +300,22 @@ void writes_stop(north_t *n);
  * logged with). 0, or -1 when every slot is taken. */
 int writes_take_slot(north_t *n, const char *note, uint32_t *token);
 
+/* remote.c (cfg.remote_config): PREFIX/GATEWAY/config/... */
+int remote_start(north_t *n, char *err, size_t errcap);
+void remote_free(north_t *n);
+/* CONNACK: the subscriptions and the {"op": "start"} result. */
+void remote_on_connect(north_t *n);
+/* config/set or config/get: true when it was one of them. */
+bool remote_on_message(north_t *n, const char *topic, const void *payload, size_t len);
+
+/* discovery.c (cfg.ha_discovery): Home Assistant's documents */
+void discovery_announce(north_t *n);
+/* t (defined) leaves d: its entity is removed (empty retained document). */
+void discovery_remove(north_t *n, const north_device_t *d, const north_tag_t *t);
+/* HA_PREFIX/status: true when it was that topic. */
+bool discovery_on_message(north_t *n, const char *topic, const void *payload, size_t len);
+void discovery_subscribe(north_t *n);
+
 /* sparkplug.c (cfg.format == NORTH_FORMAT_SPARKPLUG only) */
 int sparkplug_start(north_t *n, char *err, size_t errcap);
 void sparkplug_free(north_t *n);
@@ -294,6 +335,9 @@ bool sparkplug_on_message(north_t *n, const char *topic, const void *payload, si
 /* values.c: k tags of d that changed (or all, poll/interval), at ts. */
 void sparkplug_emit(north_t *n, north_device_t *d, north_tag_t **tags, size_t k, uint64_t ts);
 int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_t ts);
+/* d's metric set changed: DDEATH if it is born, its kept DDATA dropped (it
+ * names aliases the next DBIRTH may not have); born again with its next values. */
+void sparkplug_device_reset(north_t *n, north_device_t *d);
 void sparkplug_write_done(north_t *n, const char *note, int error, const char *message);
 uint64_t sparkplug_seq(const north_t *n);
 

@@ -8,7 +8,8 @@ north_libnorth_a_SOURCES = north/north.h north/load.c
 rtugwmodule_PROGRAMS += north/rtugw-mqtt.so
 north_rtugw_mqtt_so_SOURCES = north/north.h north/internal.h north/module.c north/north.c north/values.c \
 	north/writes.c north/client.c north/queue.c north/spool.c north/map.c json/json.h json/quote.c json/body.c \
-	north/sparkplug.c north/sparkplug_codec.c
+	north/sparkplug.c north/sparkplug_codec.c north/discovery.c \
+	north/remote.c
 north_rtugw_mqtt_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(MOSQUITTO_CFLAGS) $(JSONC_CFLAGS) $(EVENT_CFLAGS) \
 	$(PROTOBUFC_CFLAGS)
 north_rtugw_mqtt_so_LDFLAGS = $(AM_LDFLAGS) -shared
@@ -28,3 +29,15 @@ north/sparkplug.pb-c.h: north/sparkplug.pb-c.c
 # BUILT_SOURCES covers `make` and `make check`; a target named on its own
 # (make north/rtugw-mqtt.so) needs the header before the codec compiles.
 north/rtugw_mqtt_so-sparkplug_codec.$(OBJEXT): north/sparkplug.pb-c.h
+
+# north's own end-to-end tests (mosquitto, paho, protoc --decode_raw)
+TESTS += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py tests/test_mqtt_ha.py \
+	tests/test_fleet.py
+EXTRA_DIST += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py tests/test_mqtt_ha.py \
+	tests/test_fleet.py
+
+# The fleet at its issue's size: 50 gateways configured through one broker
+# (test_fleet.py; make check runs it with 5). Prints the time to convergence.
+check-fleet: all
+	RTUGW_FLEET_N=50 $(srcdir)/tests/test_fleet.py
+.PHONY: check-fleet

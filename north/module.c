@@ -16,4 +16,6 @@ const north_module_t rtugw_mqtt_module = {
     .get_stats = north_get_stats,
     .now_ms = north_now_ms,
     .write_done_value = north_write_done_value,
+    .define_done = north_define_done,
+    .set_revision = north_set_revision,
 };

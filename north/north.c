@@ -108,7 +108,7 @@ north_t *north_new(struct event_base *base, const north_config_t *cfg, const nor
     if ((cfg->password_file[0] && read_password(n, err, errcap) != 0) ||
         (cfg->spool_dir[0] && start_spool(n, err, errcap) != 0) ||
         (cfg->format == NORTH_FORMAT_SPARKPLUG && sparkplug_start(n, err, errcap) != 0) || values_start(n) != 0 ||
-        client_start(n, err, errcap) != 0) {
+        remote_start(n, err, errcap) != 0 || client_start(n, err, errcap) != 0) {
         if (!err[0])
             snprintf(err, errcap, "mqtt: out of memory");
         north_free(n);
@@ -129,6 +129,7 @@ void north_free(north_t *n)
     queue_free(n);
     values_free(n);
     sparkplug_free(n);
+    remote_free(n);
     memset(n->password, 0, sizeof n->password);
     free(n);
     mosquitto_lib_cleanup();
@@ -143,6 +144,16 @@ int north_define_device(north_t *n, const char *device, const north_metric_def_t
                         const north_device_opts_t *opts)
 {
     return values_define_device(n, device, defs, count, opts);
+}
+
+void north_set_revision(north_t *n, const char *revision)
+{
+    snprintf(n->revision, sizeof n->revision, "%s", revision ? revision : "");
+}
+
+void north_define_done(north_t *n)
+{
+    values_define_done(n);
 }
 
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms)

@@ -41,6 +41,7 @@ struct event_base;
 #define NORTH_ID_MAX 128          /* client id, user name */
 #define NORTH_NAME_MAX 64         /* gateway, device and tag names */
 #define NORTH_PREFIX_MAX 128
+#define NORTH_BROKERS_MAX 8       /* brokers = a:1883, b:1883, ... */
 #define NORTH_WRITE_MAX_VALUES 123   /* one FC 16 request */
 #define NORTH_WRITE_MAX_ITEMS 64     /* writes one request may carry: the writes that can wait for answers */
 
@@ -89,6 +90,19 @@ typedef struct north_config {
     char group_id[NORTH_NAME_MAX];
     char edge_node_id[NORTH_NAME_MAX];   /* the gateway name unless set */
     char primary_host_id[NORTH_NAME_MAX];/* empty: no primary host; else publish while it is online */
+    /* MQTT v5 (protocol = 5): what the session asks of the broker */
+    unsigned protocol;                   /* 5: MQTT v5, 3.1.1 where the broker refuses it; 4: 3.1.1 only */
+    unsigned session_expiry_s;           /* v5, clean_session = false: how long the broker keeps the session */
+    unsigned message_expiry_s;           /* v5: data publications the broker may drop after this; 0: never */
+    /* brokers = host:port, ...: tried in order (empty: host and port) */
+    unsigned n_brokers;
+    struct north_broker { char host[NORTH_HOST_MAX]; unsigned port; } brokers[NORTH_BROKERS_MAX];
+    /* PREFIX/GATEWAY/config/set, /get, /result (remote_config = on) */
+    bool remote_config;
+    unsigned max_config_bytes;           /* largest config/set payload taken */
+    /* Home Assistant MQTT discovery (ha_discovery = on) */
+    bool ha_discovery;
+    char ha_prefix[NORTH_PREFIX_MAX];
 } north_config_t;
 
 /* ---- values --------------------------------------------------------------------- */
@@ -193,6 +207,15 @@ typedef struct north_hooks {
     /* A write to carry out; north_write_done(token, ...) must follow exactly
      * once, now or later. NULL: every write is refused. */
     void (*write)(void *ctx, uint32_t token, const north_write_t *w);
+    /* [mqtt] remote_config: a text from PREFIX/GATEWAY/config/set through the
+     * configuration API's one write path (if_match the file's revision now;
+     * check, atomic write, live reload). *answer: the JSON body PUT
+     * /api/config answers (malloc'd). Returns its HTTP status (200 applied,
+     * 409 stale revision, 422 refused by check...). NULL: refused. */
+    int (*config_set)(void *ctx, const char *if_match, const char *text, size_t len, char **answer);
+    /* The file's revision now and the last reload's restart_needed; text
+     * not NULL: the file's text too (malloc'd, *len bytes). 0, or -1. */
+    int (*config_get)(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len);
 } north_hooks_t;
 
 typedef struct north_stats {
@@ -237,6 +260,20 @@ int north_publish(north_t *n, const char *device, uint64_t timestamp_ms, const n
  * of a topic, -ENOMEM. Calling it again for a device replaces its list. */
 int north_define_device(north_t *n, const char *device, const north_metric_def_t *defs, size_t count,
                         const north_device_opts_t *opts);
+/*
+ * After a round of north_define_device calls (the start, or a reload): what
+ * that round defined is the whole set. A tag defined in an earlier round and
+ * not in this one (removed, or renamed: a new name is a new tag) is
+ * forgotten (with its last value). Values handed over without a definition
+ * (poll groups) are not touched. Sparkplug
+ * (3.0: a DBIRTH is the whole metric set of its device): a device born
+ * whose set changed gets DDEATH now and a DBIRTH of its current set with its
+ * next values; one with no tags left stays dead.
+ */
+void north_define_done(north_t *n);
+/* The configuration's revision (config_revision: 16 hex digits; "" none):
+ * MQTT v5's user property "revision" on data messages from now on. */
+void north_set_revision(north_t *n, const char *revision);
 /* A device went online or offline (retained on PREFIX/GATEWAY/DEVICE/status). */
 int north_device_status(north_t *n, const char *device, bool online, const char *reason, uint64_t timestamp_ms);
 /* The answer to a write handed to hooks->write. A stale token is ignored. */
@@ -259,7 +296,7 @@ uint64_t north_now_ms(void);
  * without MQTT never maps libssl. Its one exported symbol is
  * rtugw_mqtt_module, this table.
  */
-#define NORTH_MODULE_ABI 5
+#define NORTH_MODULE_ABI 6
 typedef struct north_module {
     unsigned abi;                     /* NORTH_MODULE_ABI */
     north_t *(*create)(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
@@ -273,6 +310,8 @@ typedef struct north_module {
     void (*get_stats)(const north_t *n, north_stats_t *st);
     uint64_t (*now_ms)(void);
     void (*write_done_value)(north_t *n, uint32_t token, const north_value_t *read);
+    void (*define_done)(north_t *n);
+    void (*set_revision)(north_t *n, const char *revision);
 } north_module_t;
 
 /* north/load.c (linked into rtugw, no libmosquitto): the module, found beside

@@ -147,7 +147,7 @@ int queue_publish(north_t *n, const char *topic, const void *payload, size_t len
 {
     if (qos == 0) {
         int mid;
-        if (client_connected(n) && client_send(n, topic, payload, len, 0, retain, &mid) == 0) {
+        if (client_connected(n) && client_send(n, topic, payload, len, 0, retain, seq, &mid) == 0) {
             n->st.published++;
             client_flush_later(n);
         } else {
@@ -206,7 +206,7 @@ void queue_pump(north_t *n)
             break;
         if (!m->acked) {
             int mid = 0;
-            if (client_send(n, msg_topic(m), msg_payload(m), m->payload_len, m->qos, m->retain, &mid) != 0)
+            if (client_send(n, msg_topic(m), msg_payload(m), m->payload_len, m->qos, m->retain, m->seq, &mid) != 0)
                 break;   /* the session is going down; the next one starts from the head */
             m->mid = mid;
             n->q.inflight++;

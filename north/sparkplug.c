@@ -24,6 +24,10 @@
  *     or backed off) gets DDEATH; back up, its next values go out as a new
  *     DBIRTH. A new metric, or one whose datatype changed (an untyped value
  *     that turned from number to bool), is a new DBIRTH of its device too;
+ *   - a reload that adds, removes or renames a device's metrics
+ *     (north_define_done): DDEATH of the device, then a DBIRTH of its
+ *     current set with its next values; a device left with no metric gets
+ *     DDEATH and no birth; a Rebirth names the current set only;
  *   - NCMD Node Control/Rebirth = true: the births again (same bdSeq);
  *   - a clean stop publishes NDEATH before DISCONNECT (the broker drops the
  *     will then); a broken connection lets the broker publish the will.
@@ -40,7 +44,10 @@
  *
  * Primary host (primary_host_id): STATE is retained JSON {"online",
  * "timestamp"}; one older than the last seen is ignored (3.0). Offline: the
- * node stops publishing and keeps its data as above; online: births.
+ * node stops publishing and keeps its data as above; online: births. With
+ * a broker list (brokers = ...), offline also moves the node to the next
+ * server (NDEATH, DISCONNECT; the next CONNECT has the next bdSeq, as any
+ * CONNECT does, whichever server it goes to).
  *
  * Commands: DCMD metrics, by name or alias, become writes through
  * hooks->write with the value as text (the gateway's tag codec applies
@@ -491,6 +498,30 @@ int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_
     return 0;
 }
 
+void sparkplug_device_reset(north_t *n, north_device_t *d)
+{
+    north_sparkplug_t *sp = n->sp;
+    if (d->sp_born && active(sp) && sp->born)
+        ddeath(n, d, north_now_ms());
+    d->sp_born = false;
+    /* its kept DDATA, by alias, may name metrics the next DBIRTH will not */
+    sp_held_t **pp = &sp->held_head, *last = NULL;
+    while (*pp) {
+        sp_held_t *h = *pp;
+        if (h->d != d) {
+            last = h;
+            pp = &h->next;
+            continue;
+        }
+        *pp = h->next;
+        sp->held_count--;
+        sp->held_bytes -= sizeof *h + h->len;
+        n->st.dropped++;
+        free(h);
+    }
+    sp->held_tail = last;
+}
+
 /* ---- the session ---------------------------------------------------------------------------- */
 
 int sparkplug_will(north_t *n, bool attempt, char *topic, size_t topic_cap, void *payload, size_t cap, size_t *len)
@@ -545,6 +576,8 @@ void sparkplug_session_lost(north_t *n)
     sp->connected = false;
     if (n->cfg.primary_host_id[0])
         sp->host_online = false;   /* until the new session's STATE says so */
+    if (n->cfg.n_brokers > 1)
+        sp->host_ts = 0;   /* a host's STATE timestamps are those of its session on each server */
     unborn(n);
 }
 
@@ -706,6 +739,10 @@ static void on_state(north_t *n, const void *payload, size_t len)
                 births(n, false);
             else if (!online)
                 unborn(n);
+            /* 3.0: with several servers, the host offline here means this
+             * server lost it: NDEATH, and the next server of the list */
+            if (!online && n->cfg.n_brokers > 1)
+                client_move_on(n, "the primary host went offline on this server");
         } else {
             sp->host_ts = t;
         }

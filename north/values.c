@@ -461,13 +461,14 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
     if (!d || (opts && device_mode(d, opts->publish, opts->interval_ms) != 0))
         return -ENOMEM;
     /* Defined again after a reload: a tag new to a device already born was in
-     * no DBIRTH, and a host cannot know its alias; the device is born again
-     * with its next values (Sparkplug's rebirth), naming every metric. */
+     * no DBIRTH, and a host cannot know its alias; values_define_done has the
+     * device born again (Sparkplug's rebirth), naming every metric. */
     size_t before = d->n;
     for (size_t i = 0; i < count; i++) {
         north_tag_t *t = tag_get(n, d, defs[i].tag);
         if (!t || set_string(&t->unit, defs[i].unit) != 0)
             return -ENOMEM;
+        t->def_round = n->def_round;
         t->type = defs[i].type;
         t->kind = defs[i].type == NORTH_TYPE_BOOL ? NORTH_BOOL : defs[i].type == NORTH_TYPE_STRING ? NORTH_STRING
                                                                                                    : NORTH_NUMBER;
@@ -476,8 +477,57 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
             snprintf(t->error, sizeof t->error, "not read yet");
     }
     if (d->n != before)
-        d->sp_born = false;
+        d->set_changed = true;
     return 0;
+}
+
+/* Drops the tags of d that were defined in an earlier round and not in this
+ * one, keeping the order of the others; the name map is rebuilt (it has no
+ * delete; a reload is rare). true when one went. */
+static bool drop_undefined(north_t *n, north_device_t *d)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        north_tag_t *t = d->list[i];
+        if (t->def_round == 0 || t->def_round == n->def_round)
+            d->list[kept++] = t;
+        else {
+            north_log(n, 3, "mqtt: %s/%s is no longer defined: forgotten", d->name, t->name);
+            discovery_remove(n, d, t);
+            tag_free(t);
+            n->n_tags--;
+        }
+    }
+    if (kept == d->n)
+        return false;
+    d->n = kept;
+    map_free(&d->tags, NULL);
+    for (size_t i = 0; i < kept; i++)
+        if (map_put(&d->tags, d->list[i]->name, d->list[i]) != 0)
+            north_log(n, 0, "mqtt: out of memory rebuilding the tags of %s", d->name);
+    return true;
+}
+
+/* The end of a define round. Every device's set is compared with what the
+ * round named: a removed or renamed tag must leave the device's DBIRTH (a
+ * host keeps every metric a DBIRTH named until the device's DDEATH), and a
+ * new one must enter it, so either is a DDEATH now and a DBIRTH with the
+ * device's next values; with no tag left there is nothing to be born. */
+void values_define_done(north_t *n)
+{
+    for (size_t i = 0; i < n->n_devices; i++) {
+        north_device_t *d = n->device_list[i];
+        bool changed = drop_undefined(n, d) | d->set_changed;
+        d->set_changed = false;
+        if (!changed)
+            continue;
+        if (d->n == 0)
+            d->sp_has_values = false;
+        if (n->cfg.format == NORTH_FORMAT_SPARKPLUG)
+            sparkplug_device_reset(n, d);
+    }
+    discovery_announce(n);   /* every defined tag: retained, so an unchanged one costs the broker nothing */
+    n->def_round++;
 }
 
 int values_publish(north_t *n, const char *device, uint64_t timestamp_ms, const north_value_t *v, size_t count)
@@ -543,6 +593,7 @@ static void on_interval(evutil_socket_t fd, short what, void *arg)
 
 int values_start(north_t *n)
 {
+    n->def_round = 1;
     return (n->scratch = evbuffer_new()) ? 0 : -ENOMEM;
 }
 

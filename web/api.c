@@ -86,10 +86,7 @@ void api_reply_error(gw_t *gw, struct evhttp_request *req, int code, const char 
 
 void api_revision(const char *text, size_t len, char out[17])
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)text[i]) * 1099511628211ull;
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    config_revision(text, len, out);   /* config/revision.c: one revision for the API, /status and MQTT */
 }
 
 /* The file's bytes (NUL-terminated, *len of them), or NULL with errno. */
@@ -449,24 +446,27 @@ bool api_revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev,
 }
 
 /* The one write path: text passes check (else 422, nothing written), is
- * written atomically, and applied as SIGHUP does. Takes text. */
-static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char *text, size_t len)
+ * written atomically, and applied as SIGHUP does. Takes text. The answer's
+ * body goes into b; its HTTP status is returned (500: why in b as
+ * {"error"}). req: the HTTP request (its audit entry), or NULL (the MQTT
+ * module's config/set, web_config_put: logged instead). */
+static int commit(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char *text, size_t len)
 {
     char rev[17], why[PATH_MAX + 128];
     config_errors_t *errs = malloc(sizeof *errs);
     config_t *cfg = errs ? api_validate(gw, text, errs) : NULL;
     if (!cfg) {
+        int code = errs ? 422 : 500;
         if (errs) {
             evbuffer_add_printf(b, "{\"valid\":false,");
             api_add_errors(b, errs);
             evbuffer_add_printf(b, "}\n");
-            api_reply_json(gw, req, 422, "Unprocessable Entity", b);
         } else {
-            api_reply_error(gw, req, 500, "Internal Server Error", "out of memory");
+            evbuffer_add_printf(b, "{\"error\":\"out of memory\"}\n");
         }
         free(errs);
         free(text);
-        return;
+        return code;
     }
     free(errs);
     int rc = api_write_atomically(gw->opt.config_path, text, len, why, sizeof why);
@@ -474,12 +474,17 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
     free(text);
     if (rc != 0) {
         config_free(cfg);
-        api_reply_error(gw, req, 500, "Internal Server Error", why);
-        return;
+        evbuffer_add_printf(b, "{\"error\":");
+        api_add_str(b, why);
+        evbuffer_add_printf(b, "}\n");
+        return 500;
     }
-    gw_log(gw, CONFIG_LOG_INFO, "api: %s written (revision %s); applying it", gw->opt.config_path, rev);
-    web_audit(gw, req, "%s %s: configuration written, revision %s",
-              evhttp_request_get_command(req) == EVHTTP_REQ_DELETE ? "DELETE" : "PUT", evhttp_request_get_uri(req), rev);
+    gw_log(gw, CONFIG_LOG_INFO, "%s: %s written (revision %s); applying it", req ? "api" : "mqtt config/set",
+           gw->opt.config_path, rev);
+    if (req)
+        web_audit(gw, req, "%s %s: configuration written, revision %s",
+                  evhttp_request_get_command(req) == EVHTTP_REQ_DELETE ? "DELETE" : "PUT", evhttp_request_get_uri(req),
+                  rev);
     gw_count(&gw->http_metrics.api_changes);
     if (gw->reload)
         gw->reload(gw);
@@ -488,7 +493,43 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
     api_add_warnings(b, cfg);
     config_free(cfg);
     evbuffer_add_printf(b, "}\n");
-    api_reply_json(gw, req, 200, "OK", b);
+    return 200;
+}
+
+static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char *text, size_t len)
+{
+    int code = commit(gw, req, b, text, len);
+    api_reply_json(gw, req, code, code == 200 ? "OK" : code == 422 ? "Unprocessable Entity" : "Internal Server Error",
+                   b);
+}
+
+int web_config_put(gw_t *gw, const char *if_match, char *text, size_t len, struct evbuffer *b)
+{
+    size_t old_len;
+    char rev[17];
+    char *old = api_read_file(gw->opt.config_path, &old_len);
+    if (!old) {
+        free(text);
+        evbuffer_add_printf(b, "{\"error\":");
+        api_add_str(b, strerror(errno));
+        evbuffer_add_printf(b, "}\n");
+        return 500;
+    }
+    api_revision(old, old_len, rev);
+    free(old);
+    if (!if_match || strcmp(if_match, rev) != 0) {   /* as If-Match: the revision the change was made from */
+        free(text);
+        evbuffer_add_printf(b, "{\"error\":\"%s\",\"revision\":\"%s\"}\n",
+                            if_match ? "the file changed since that revision" : "if_match: the revision the change "
+                            "was made from is required", rev);
+        return if_match ? 409 : 428;
+    }
+    if (memchr(text, 0, len)) {
+        free(text);
+        evbuffer_add_printf(b, "{\"error\":\"the text holds a NUL byte\"}\n");
+        return 400;
+    }
+    return commit(gw, NULL, b, text, len);
 }
 
 /* PUT /api/config: If-Match the revision now, the body passes check: written, then applied. */

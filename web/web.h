@@ -23,6 +23,15 @@ void http_free(gw_http_t *h);
  * HTTPS certificate applied live; what needs a restart named in restart. */
 void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap);
 
+/* api.c: PUT /api/config without HTTP, for the MQTT module's config/set
+ * (the daemon hands it to gateway/ as gw->config_put): if_match must be the
+ * file's revision now (409 otherwise, 428 when NULL); then the one write
+ * path: check, atomic write, reload. Takes text (malloc'd, len bytes, NUL
+ * after them). The JSON body PUT /api/config answers goes into b; returns
+ * its HTTP status. I/O thread. */
+struct evbuffer;
+int web_config_put(gw_t *gw, const char *if_match, char *text, size_t len, struct evbuffer *b);
+
 /* auth.c: a crypt(3) yescrypt ("$y$") hash of password for [user NAME]
  * password_hash (`rtugw hash-password`); cost 1..11 (libxcrypt's). 0 with
  * the hash in out, or -1. */
