@@ -153,7 +153,6 @@ for u in "$unit" "$tunit"; do
     # The daemon speaks sd_notify itself (gateway/notify.c), READY=1 and WATCHDOG=1.
     has "$u" "Type=notify"
     has "$u" "WatchdogSec=10s"
-    has "$u" "ExecReload=/bin/kill -HUP \$MAINPID"
     has "$u" "Restart=on-failure"
     has "$u" "RestartPreventExitStatus=2"
     # A static user (sysusers.d), not DynamicUser=: files the config API
@@ -179,15 +178,15 @@ done
 for c in "$unit rtugw.conf" "$tunit %i.conf"; do
     u=${c% *} f=$confdir/${c#* }
     has "$u" "ExecStart=$bindir/rtugw run -c $f"
-    # A broken file stops a start before the daemon runs, and fails a reload
-    # before the daemon is signalled (it keeps serving the old one).
+    # A broken file stops a start before the daemon runs; a reload is
+    # `rtugw reload`, which checks the file before it signals the daemon (it
+    # keeps serving the old one) and fails when the daemon refuses it.
     has "$u" "ExecStartPre=$bindir/rtugw check -c $f"
-    has "$u" "ExecReload=$bindir/rtugw check -c $f"
-    grep -A1 -x -- "ExecReload=$bindir/rtugw check -c $f" "$u" | grep -qx 'ExecReload=/bin/kill -HUP \$MAINPID' ||
-        fail "${u##*/}: the check must come right before the SIGHUP"
+    has "$u" "ExecReload=$bindir/rtugw reload -c $f --pid \$MAINPID"
+    [ "$(grep -c '^ExecReload=' "$u")" = 1 ] || fail "${u##*/}: one ExecReload= (rtugw reload), not $(grep -c '^ExecReload=' "$u")"
 done
 # The template's settings are the plain unit's, except the marked lines.
-settings() { grep -v -e '^#' -e '^$' -e '^ExecStart=' -e '^Exec[A-Za-z]*=.*rtugw check -c ' \
+settings() { grep -v -e '^#' -e '^$' -e '^ExecStart=' -e '^Exec[A-Za-z]*=.*rtugw \(check\|reload\) -c ' \
     -e '^SyslogIdentifier=' -e '^Description=' "$1"; }
 settings "$unit" >"$tmp/u1"
 settings "$tunit" >"$tmp/u2"
