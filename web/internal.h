@@ -67,6 +67,15 @@ bool api_revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev,
 config_t *api_validate(gw_t *gw, const char *text, config_errors_t *errs);
 void api_add_errors(struct evbuffer *b, const config_errors_t *errs);
 void api_add_warnings(struct evbuffer *b, const config_t *cfg);
+/* The file now and its revision; NULL when it cannot be read (answered 500). */
+char *api_current(gw_t *gw, struct evhttp_request *req, size_t *len, char rev[17]);
+/* The one write path: check, atomic write, reload, answered. Takes text. */
+void api_commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char *text, size_t len);
+/* api_section.c: the [KIND NAME] an /api/ path stands for ("devices/m1":
+ * "device", *name "m1"), or NULL; PUT or DELETE of it. */
+const char *api_section_kind(const char *what, const char **name);
+void api_edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const char *kind,
+                      const char *name, bool delete);
 /* After a change applied (gw->reload): ,"restart_needed":"...","queued":"..." -- what
  * waits for a restart, and what waits for the tag writes in flight to end. */
 void api_add_reload_result(gw_t *gw, struct evbuffer *b);
