@@ -195,6 +195,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         return config_tags_new_template(ld, name, first);
     if (kind == S_USER)
         return users_new(ld, name, first);
+    if (kind == S_MAP)
+        return config_maps_new(ld, name, first);
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -261,7 +263,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
                         "poll NAME, tag NAME, template NAME, tcp, http, router, tls, role NAME, rtu_tcp, "
-                        "serial_slave NAME, mqtt or user NAME)", raw);
+                        "serial_slave NAME, mqtt, user NAME or map NAME)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -498,6 +500,7 @@ static void resolve(loader_t *ld)
     users_resolve(ld);
     transports_resolve(ld);
     config_mqtt_resolve(ld);
+    config_maps_resolve(ld);   /* after the tags and the routes it is checked against */
     check_bus_share(ld, "tcp", &cfg->tcp, ld->bus_share_line[0]);
     check_bus_share(ld, "rtu_tcp", &cfg->rtu_tcp, ld->bus_share_line[1]);
 }
@@ -626,6 +629,9 @@ void config_free(config_t *cfg)
     free(cfg->devices);
     free(cfg->polls);
     free(cfg->serial_slaves);
+    for (unsigned i = 0; i < cfg->map_count; i++)
+        free(cfg->maps[i].entries);
+    free(cfg->maps);
     free(cfg);
 }
 
@@ -678,6 +684,11 @@ config_t *config_copy(const config_t *cfg)
     c->devices = copy_table(cfg->devices, cfg->device_count, sizeof *cfg->devices, &ok);
     c->polls = copy_table(cfg->polls, cfg->poll_count, sizeof *cfg->polls, &ok);
     c->serial_slaves = copy_table(cfg->serial_slaves, cfg->serial_slave_count, sizeof *cfg->serial_slaves, &ok);
+    c->maps = copy_table(cfg->maps, cfg->map_count, sizeof *cfg->maps, &ok);
+    for (unsigned i = 0; c->maps && i < cfg->map_count; i++)
+        c->maps[i].entries = copy_table(cfg->maps[i].entries, cfg->maps[i].entry_count, sizeof *cfg->maps[i].entries, &ok);
+    if (!c->maps)
+        c->map_count = 0;
     if (!ok) {
         config_free(c);
         return NULL;

@@ -324,6 +324,26 @@ static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const
     return len != 0;
 }
 
+/* A request for a map's unit (gateway/vslave.c): answered now, or its
+ * write's answer comes through the origin like a bus's. */
+static void map_request(tcp_conn_t *c, const tcp_adu_t *h, tcp_slot_t *s, uint32_t seq)
+{
+    gw_tcp_t *tcp = c->tcp;
+    gw_request_t r = { .origin = &tcp->origin, .pdu_len = (uint16_t)h->pdu_len, .conn_id = c->id, .seq = seq,
+                       .t_accept_ns = gw_now_ns() };
+    uint8_t answer[RTU_MAX_PDU];
+    size_t n = 0;
+
+    memcpy(r.pdu, h->pdu, h->pdu_len);
+    int verdict = gw_unit_dispatch(tcp->gw, h->unit, &r, answer, &n);
+    if (verdict == GW_UNIT_PENDING)
+        shares_taken(tcp->shares, 0xFF);   /* the origin gives back bus 0xFF's place: none */
+    else if (verdict == GW_UNIT_ANSWERED)
+        slot_answer(s, answer, n);
+    else
+        slot_exception(s, h->pdu[0], MB_EX_PATH_UNAVAILABLE);   /* reloaded meanwhile */
+}
+
 /* One complete request: validate, route, and give it a slot. */
 static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
 {
@@ -336,7 +356,8 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     rtu_request_t req;
     rtu_status_t st;
     unsigned bus = 0, slave = 0;
-    bool routed = route(tcp, h->unit, &bus, &slave) && bus < gw->bus_count;
+    bool mapped = vslave_owns(gw->maps, h->unit);   /* a map's unit: routed nowhere */
+    bool routed = !mapped && route(tcp, h->unit, &bus, &slave) && bus < gw->bus_count;
 
     tcp->in_flight++;
     gw_count(&tcp->m->requests);
@@ -357,6 +378,8 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     } else if (tcp->cfg.read_only && (rtu_function_class(pdu, len) & RTU_FN_CHANGES)) {
         gw_count(&tcp->m->read_only_refused);
         slot_exception(s, pdu[0], MB_EX_ILLEGAL_FUNCTION);
+    } else if (mapped) {
+        map_request(c, h, s, seq);
     } else if (!routed) {
         gw_count(&tcp->m->unrouted);
         slot_exception(s, pdu[0], MB_EX_PATH_UNAVAILABLE);
@@ -445,8 +468,9 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
     gw_tcp_t *tcp = c->tcp;
     unsigned bus, slave;
 
-    if (adu->refuse || !route(tcp, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
-        return false;   /* answered here, no place taken */
+    if (adu->refuse || vslave_owns(tcp->gw->maps, adu->unit) || !route(tcp, adu->unit, &bus, &slave) ||
+        bus >= tcp->gw->bus_count)
+        return false;   /* answered here (a map's unit too), no place taken */
     unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
     if ((c->reserved && c->reserved_bus == bus) || shares_room(tcp->shares, bus, klass, false))
         return false;
