@@ -153,14 +153,14 @@ static void load_registers(loader_t *ld, config_map_t *m)
     }
     tags_table_t *t = tags_table_new(CONFIG_MAP_ENTRIES_MAX);
     tags_device_defaults_t def = { .name = m->name, .order = TAGS_ORDER_ABCD, .interval_ms = 1000 };
-    int rc = !t ? -ENOMEM : memchr(text, 0, len) ? -EINVAL : tags_load_csv_string(t, text, m->registers, &def, 1, &te);
+    const char *refused = !t ? "out of memory" : memchr(text, 0, len) ? "a NUL byte (a registers file is text)" : NULL;
+    int rc = refused ? -EINVAL : tags_load_csv_string(t, text, m->registers, &def, 1, &te);
     free(text);
+    if (refused)
+        config_error_at(ld, m->line, "[map %s] registers = '%s': %s", m->name, m->registers, refused);
+    for (unsigned i = 0; !refused && rc < 0 && i < te.count; i++)
+        config_error_text(ld, "%s", te.text[i]);
     if (rc < 0) {
-        if (rc == -ENOMEM || rc == -EINVAL)
-            config_error_at(ld, m->line, "[map %s] registers = '%s': %s", m->name, m->registers,
-                            rc == -ENOMEM ? "out of memory" : "a NUL byte (a registers file is text)");
-        for (unsigned i = 0; rc != -ENOMEM && rc != -EINVAL && i < te.count; i++)
-            config_error_text(ld, "%s", te.text[i]);
         tags_table_free(t);
         return;
     }
