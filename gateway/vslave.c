@@ -68,6 +68,9 @@ typedef struct vs_entry {
     uint16_t address, count;
     uint32_t tag;                 /* index in the running table; NO_TAG: not there */
     uint16_t shape;               /* its encoding, in the map's shapes */
+    bool cached;                  /* words[word] holds the encoding of the value keyed `key` */
+    uint32_t word;                /* its words' place in the map's words */
+    uint64_t key;                 /* the value encoded: its eng's bits (64-bit integers: raw's) */
 } vs_entry_t;
 
 typedef struct vs_map {
@@ -78,6 +81,7 @@ typedef struct vs_map {
     unsigned n[4];
     tags_tag_t *shapes;
     unsigned n_shapes;
+    uint16_t *words;              /* each numeric entry's last encoding (cached) */
 } vs_map_t;
 
 typedef struct vs_set {
@@ -106,6 +110,7 @@ static void set_free(vs_set_t *s)
         for (unsigned a = 0; a < 4; a++)
             free(s->maps[i].area[a]);
         free(s->maps[i].shapes);
+        free(s->maps[i].words);
     }
     if (s)
         free(s->maps);
@@ -141,11 +146,17 @@ static int build_map(vs_map_t *m, const config_map_t *c, const tags_table_t *liv
     unsigned cap = 0, at[4] = { 0 };
     *m = (vs_map_t){ .unit = (uint8_t)c->unit, .gaps_exception = c->gaps_exception, .stale_last = c->stale_last,
                      .quality_register = c->quality_register };
-    for (unsigned i = 0; i < c->entry_count; i++)
+    size_t n_words = 0;
+    for (unsigned i = 0; i < c->entry_count; i++) {
         m->n[c->entries[i].area & 3]++;
+        n_words += c->entries[i].count;
+    }
     for (unsigned a = 0; a < 4; a++)
         if (m->n[a] && !(m->area[a] = calloc(m->n[a], sizeof *m->area[a])))
             return -ENOMEM;
+    if (n_words && !(m->words = calloc(n_words, sizeof *m->words)))
+        return -ENOMEM;
+    n_words = 0;
     /* the configuration's entries are sorted by table, then address */
     for (unsigned i = 0; i < c->entry_count; i++) {
         const config_map_entry_t *e = &c->entries[i];
@@ -159,7 +170,9 @@ static int build_map(vs_map_t *m, const config_map_t *c, const tags_table_t *liv
             tag = -1;
         m->area[e->area & 3][at[e->area & 3]++] = (vs_entry_t){ .address = e->address, .count = e->count,
                                                                  .tag = tag >= 0 ? (uint32_t)tag : NO_TAG,
-                                                                 .shape = (uint16_t)shape };
+                                                                 .shape = (uint16_t)shape,
+                                                                 .word = (uint32_t)n_words };
+        n_words += e->count;
     }
     return 0;
 }
@@ -248,8 +261,37 @@ static bool good(const tags_value_t *v)
     return v->quality == TAGS_GOOD;
 }
 
-/* The words of entry e's tag now (the table locked): 0, or the exception. */
-static uint8_t entry_words(const vs_map_t *m, const vs_entry_t *e, const tags_table_t *t, int64_t now_ms,
+/* The words of a number (the table locked): 0, or the exception. */
+static uint8_t encode(const tags_tag_t *shape, const tags_tag_t *g, const tags_value_t *v, uint16_t *out)
+{
+    tags_write_t w;
+    int rc;
+    /* 64-bit integers beyond 2^53 are exact only through their text */
+    if ((shape->type == TAGS_INT64 || shape->type == TAGS_UINT64) && shape->scale == 1 && shape->offset == 0 &&
+        (g->type == TAGS_INT64 || g->type == TAGS_UINT64) && g->scale == 1 && g->offset == 0) {
+        char text[32];
+        if (g->type == TAGS_INT64)
+            snprintf(text, sizeof text, "%lld", (long long)v->raw.i);
+        else
+            snprintf(text, sizeof text, "%llu", (unsigned long long)v->raw.u);
+        rc = tags_encode_text(shape, text, TAGS_WRITE_MULTIPLE, &w, NULL, 0);
+    } else {
+        rc = tags_encode_number(shape, v->eng, TAGS_WRITE_MULTIPLE, &w, NULL, 0);
+    }
+    if (rc < 0)
+        return 0x04;   /* the map's type cannot hold the value */
+    memcpy(out, w.words, shape->count * sizeof *out);
+    return 0;
+}
+
+/*
+ * The words of entry e's tag now (the table locked): 0, or the exception.
+ * A number's encoding is kept with its entry, keyed by the value (its
+ * engineering value's bits; a 64-bit integer's raw bits): reads between
+ * two polls cost a comparison, not an encoding. Written and read only under
+ * the tag table's lock, which every reader holds (any thread).
+ */
+static uint8_t entry_words(const vs_map_t *m, vs_entry_t *e, const tags_table_t *t, int64_t now_ms,
                            uint16_t *out)
 {
     const tags_tag_t *shape = &m->shapes[e->shape];
@@ -270,24 +312,21 @@ static uint8_t entry_words(const vs_map_t *m, const vs_entry_t *e, const tags_ta
         out[0] = v.eng != 0;
         return 0;
     }
-    tags_write_t w;
     const tags_tag_t *g = tags_table_tag(t, e->tag);
-    int rc;
-    /* 64-bit integers beyond 2^53 are exact only through their text */
-    if ((shape->type == TAGS_INT64 || shape->type == TAGS_UINT64) && shape->scale == 1 && shape->offset == 0 &&
-        (g->type == TAGS_INT64 || g->type == TAGS_UINT64) && g->scale == 1 && g->offset == 0) {
-        char text[32];
-        if (g->type == TAGS_INT64)
-            snprintf(text, sizeof text, "%lld", (long long)v.raw.i);
-        else
-            snprintf(text, sizeof text, "%llu", (unsigned long long)v.raw.u);
-        rc = tags_encode_text(shape, text, TAGS_WRITE_MULTIPLE, &w, NULL, 0);
-    } else {
-        rc = tags_encode_number(shape, v.eng, TAGS_WRITE_MULTIPLE, &w, NULL, 0);
+    uint64_t key;
+    if (g->type == TAGS_INT64 || g->type == TAGS_UINT64)
+        key = v.raw.u;
+    else
+        memcpy(&key, &v.eng, sizeof key);
+    uint16_t *kept = &m->words[e->word];
+    if (!e->cached || e->key != key) {
+        uint8_t ex = encode(shape, g, &v, kept);
+        if (ex)
+            return ex;
+        e->cached = true;
+        e->key = key;
     }
-    if (rc < 0)
-        return 0x04;   /* the map's type cannot hold the value */
-    memcpy(out, w.words, e->count * sizeof *out);
+    memcpy(out, kept, e->count * sizeof *out);
     return 0;
 }
 
@@ -315,7 +354,7 @@ static size_t map_read(gw_maps_t *ms, const vs_set_t *set, const vs_map_t *m, co
     uint16_t items[2000];
     uint16_t words[TAGS_MAX_REGISTERS];
     bool regs = area >= TAGS_AREA_HOLDING;
-    const vs_entry_t *ents = m->area[area];
+    vs_entry_t *ents = m->area[area];
     int64_t now_ms = gw_wall_ms();
 
     *ex = 0;
@@ -325,7 +364,7 @@ static size_t map_read(gw_maps_t *ms, const vs_set_t *set, const vs_map_t *m, co
         *ex = MB_EX_BUSY;   /* the tags were replaced, the maps not yet (a reload) */
     } else {
         for (unsigned i = first_entry(ents, m->n[area], a0); i < m->n[area] && ents[i].address < a0 + q; i++) {
-            const vs_entry_t *e = &ents[i];
+            vs_entry_t *e = &ents[i];
             if ((*ex = entry_words(m, e, t, now_ms, words)) != 0)
                 break;
             for (unsigned k = 0; k < e->count; k++) {
