@@ -344,6 +344,12 @@ def test_map():
     os.write(fd, rtu_frame(100, pdu))
     ans = rtu_answer(lambda: os.read(fd, 256) if select.select([fd], [], [], 0.2)[0] else b"", time.time() + 3)
     check(ans is not None and list(struct.unpack(">9H", ans[3:21])) == want, f"[serial_slave] reads the map ({ans})")
+    time.sleep(0.01)
+    wr = bytes([6, 0, 7, 0x0B, 0xB8])   # eq1 = 3000, through the serial master's write (posted to the I/O thread)
+    os.write(fd, rtu_frame(100, wr))
+    ans = rtu_answer(lambda: os.read(fd, 256) if select.select([fd], [], [], 0.2)[0] else b"", time.time() + 3)
+    check(ans is not None and ans[1:6] == wr and c.read_holding_registers(22, 1, slave=2).registers == [3000],
+          f"[serial_slave] writes through the map, confirmed on d2 22 ({ans})")
     os.close(fd)
 
     # ---- live: a map's change applies, the connection stays ----------------------------------------
