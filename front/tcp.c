@@ -329,8 +329,7 @@ static bool answer_from_cache(gw_tcp_t *tcp, unsigned bus, unsigned slave, const
 static void map_request(tcp_conn_t *c, const tcp_adu_t *h, tcp_slot_t *s, uint32_t seq)
 {
     gw_tcp_t *tcp = c->tcp;
-    gw_request_t r = { .origin = &tcp->origin, .pdu_len = (uint16_t)h->pdu_len, .conn_id = c->id, .seq = seq,
-                       .t_accept_ns = gw_now_ns() };
+    gw_request_t r = { .origin = &tcp->origin, .pdu_len = (uint16_t)h->pdu_len, .conn_id = c->id, .seq = seq };
     uint8_t answer[RTU_MAX_PDU];
     size_t n = 0;
 

@@ -95,6 +95,7 @@ struct gw_maps {
     gw_t *gw;
     pthread_rwlock_t lock;
     vs_set_t *set;
+    _Atomic uint64_t units[4];    /* bit u: unit u is a map's (the set's by_unit, for vslave_owns without the lock) */
     gw_map_metrics_t m;
 };
 
@@ -200,6 +201,16 @@ static vs_set_t *build_set(const config_t *cfg, gw_tags_t *tags)
     return s;
 }
 
+static void publish_units(gw_maps_t *m, const vs_set_t *s)
+{
+    for (unsigned w = 0; w < 4; w++) {
+        uint64_t bits = 0;
+        for (unsigned b = 0; b < 64; b++)
+            bits |= (uint64_t)(s->by_unit[w * 64 + b] >= 0) << b;
+        atomic_store_explicit(&m->units[w], bits, memory_order_relaxed);
+    }
+}
+
 gw_maps_t *vslave_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_maps_t *m = calloc(1, sizeof *m);
@@ -210,6 +221,7 @@ gw_maps_t *vslave_new(gw_t *gw, char *err, size_t errcap)
     }
     m->gw = gw;
     pthread_rwlock_init(&m->lock, NULL);
+    publish_units(m, m->set);
     return m;
 }
 
@@ -230,6 +242,7 @@ int vslave_rebuild(gw_maps_t *m, const config_t *cfg)
     pthread_rwlock_wrlock(&m->lock);
     vs_set_t *old = m->set;
     m->set = fresh;
+    publish_units(m, fresh);
     pthread_rwlock_unlock(&m->lock);
     set_free(old);
     return 0;
@@ -508,14 +521,12 @@ static void on_posted_write(void *ctx, uint64_t a, uint32_t b, const uint8_t *da
 
 /* ---- the dispatch ------------------------------------------------------------------ */
 
+/* One load, no lock: asked for every request of every front end. A unit
+ * that stops being a map's between this and the dispatch is answered 0A
+ * by the front end (a reload at that instant). */
 bool vslave_owns(gw_maps_t *ms, uint8_t unit)
 {
-    if (!ms)
-        return false;
-    pthread_rwlock_rdlock(&ms->lock);
-    bool mine = ms->set->by_unit[unit] >= 0;
-    pthread_rwlock_unlock(&ms->lock);
-    return mine;
+    return ms && (atomic_load_explicit(&ms->units[unit / 64], memory_order_relaxed) >> (unit % 64) & 1);
 }
 
 static size_t exception(uint8_t *answer, uint8_t fc, uint8_t code)
