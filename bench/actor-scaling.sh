@@ -4,7 +4,11 @@
 # the widest arm again with 4x the pairs. Meant for a machine with 16 or more cores,
 # run once, as one script, nothing else running.
 #
-#   bench/actor-scaling.sh OUTDIR [rtugw command...]
+#   bench/actor-scaling.sh [--smoke] OUTDIR [rtugw command...]
+#
+# --smoke (make check, tests/test_bench_smoke.sh): 1 and 2 workers, a few
+# thousand rounds, then each run's JSON checked for its shape (every arm's
+# figures finite, enqueue = dequeue) through bench/smoke.py; not the figures.
 #
 # The rtugw command defaults to ./rtugw; on a machine without the libraries give
 # e.g. "lib/ld-linux-x86-64.so.2 --library-path lib ./rtugw". Writes
@@ -12,7 +16,9 @@
 # machine's description and a line per run). Exits non-zero if any run does
 # (the bench itself exits 1 when enqueue != dequeue).
 set -u
-out=${1:?usage: bench/actor-scaling.sh OUTDIR [rtugw command...]}
+smoke=0
+if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
+out=${1:?usage: bench/actor-scaling.sh [--smoke] OUTDIR [rtugw command...]}
 shift
 [ $# -gt 0 ] || set -- ./rtugw
 mkdir -p "$out" || exit 2
@@ -37,6 +43,25 @@ run() {
     echo "$(date -u +%T) $*" >>"$md"
     "$@" --json >>"$js" 2>>"$md" || { rc=1; echo "exit status non-zero" >>"$md"; }
 }
+if [ $smoke = 1 ]; then
+    for w in 1 2; do
+        run "$@" bench actors --pairs 4 --rounds 2000 --mutex-rounds 100 --workers $w
+    done
+    /usr/bin/python3 - "$js" "$(dirname "$0")" <<'PY' || rc=1
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import smoke
+runs = [json.loads(line) for line in open(sys.argv[1])]
+figures, wrong = {"runs": len(runs)}, 0
+for r, run in enumerate(runs):
+    for k, arm in enumerate(run["arms"]):
+        for key in ("ns_per_message", "cpu_ns_per_message", "messages"):
+            figures["%d.%d.%s" % (r, k, key)] = arm[key]
+        wrong += arm["enqueue"] != arm["dequeue"]   # a message lost or made up
+smoke.check("actor-scaling.sh", figures, sorted(figures), wrong=wrong, at_least={"runs": 2})
+PY
+    exit $rc
+fi
 for w in 1 2 4 8 15; do
     run "$@" bench actors --pairs 32 --rounds 100000 --mutex-rounds 2000 --workers $w
 done

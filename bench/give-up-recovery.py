@@ -32,6 +32,8 @@ import tty
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import rtugwtest  # noqa: E402
+sys.path.insert(0, HERE)
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
 
 
 def crc16(data):
@@ -128,9 +130,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=50)
     ap.add_argument("--timeout-ms", type=int, default=100)
+    ap.add_argument("--smoke", action="store_true",
+                    help="make check: 3 trials of the first binary; checks the output, not the figures "
+                         "(every answer is checked against the slave's zeros in any mode)")
     ap.add_argument("bins", nargs="*")
     a = ap.parse_args()
-    bins = a.bins or ["./rtugw"] + (["/work/base/rtugw"] if os.path.exists("/work/base/rtugw") else [])
+    bins = a.bins or ["./rtugw"] + (["/work/base/rtugw"] if os.path.exists("/work/base/rtugw") and not a.smoke else [])
+    if a.smoke:
+        a.trials, bins = 3, bins[:1]
     # 19200 baud: a read of 2 registers is 8 + 9 bytes on the wire, 11 bits each
     bound = a.timeout_ms + 2 * 17 * 11 * 1000 / 19200
     print(f"response_timeout_ms = {a.timeout_ms}, retries = 1; give-up target: {bound:.1f} ms")
@@ -138,6 +145,10 @@ def main():
         blocks, recover = bench(b, a.trials, a.timeout_ms)
         print(f"{b}\n  zero blocks (each read after the first): {pct(blocks)}\n"
               f"  give-up, next answer after the 0x0B:      {pct(recover)}", flush=True)
+        if a.smoke:   # a wrong answer has already stopped the run (the asserts in bench())
+            smoke.check("give-up-recovery.py", {"zero_block_ms": statistics.median(blocks),
+                                                 "recovery_ms": statistics.median(recover), "trials": len(recover)},
+                        ["zero_block_ms", "recovery_ms", "trials"], at_least={"trials": a.trials})
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
 
 
 def accepts(binary, clients):
@@ -100,6 +102,9 @@ def open_idle(port, http, socks, n):
             time.sleep(0.02)
 
 
+WRONG = [0]   # answers not of the read asked (its transaction id, function 3, 2 bytes)
+
+
 def latencies(port, reads):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -115,6 +120,8 @@ def latencies(port, reads):
                 raise OSError("closed")
             got += chunk
         lat.append(time.perf_counter() - t0)
+        if got[:2] != struct.pack(">H", tid) or got[7:9] != bytes([3, 2]):
+            WRONG[0] += 1
     s.close()
     lat.sort()
     return lat[len(lat) // 2] * 1000, lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
@@ -159,7 +166,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--conns", type=int, default=10000)
     ap.add_argument("--reads", type=int, default=1000)
+    ap.add_argument("--smoke", action="store_true",
+                    help="make check: one run, 200 idle connections, 50 reads; checks the output, not the figures")
     a = ap.parse_args()
+    if a.smoke:
+        a.runs, a.conns, a.reads = 1, 200, 50
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))   # the clients' side; the daemon inherits it
     for binary in a.bin or ["./rtugw"]:
@@ -169,6 +180,9 @@ def main():
         print(f"{binary}{note}: median [p10-p90] of {a.runs} runs")
         for key in runs[0]:
             print(f"  {key:32} {spread([r[key] for r in runs])}")
+        if a.smoke:
+            smoke.check("idle_conns.py", runs[0], list(runs[0]), wrong=WRONG[0],
+                        at_least={"idle connections held": n})
 
 
 if __name__ == "__main__":

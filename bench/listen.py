@@ -7,6 +7,8 @@ frames decoded, frames/s, CPU (user+sys of the sniff process, from wait4) per fr
 over RUNS runs the median and p10-p90.
 
   bench/listen.py [RUNS] [SECONDS]        (defaults 5 runs, 3 s each)
+  bench/listen.py --smoke                 (make check: 1 run of 0.5 s per arm, the output
+                                           checked, not the figures)
 
 Frames: reads of 2, 10, 60 and 125 registers in turn (answers of 9, 25, 125 and 255
 bytes), so every router bucket sees traffic. The parse and pairing cost is CPU per frame;
@@ -20,9 +22,14 @@ import threading
 import time
 import tty
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
+
 BIN = os.environ.get("RTUGW_BIN", "./rtugw")
-RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
+SMOKE = sys.argv[1:] == ["--smoke"]
+RUNS = 1 if SMOKE else int(sys.argv[1]) if len(sys.argv) > 1 else 5
+SECONDS = 0.5 if SMOKE else float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
+NOISE = [0]   # noise bytes in the paced runs: every frame fed is whole and CRC-good
 BAUD = 115200
 CHAR_S = 11 / BAUD
 T35_S = 0.00175
@@ -85,6 +92,8 @@ def one_run(path_arm, paced):
     for line in err.splitlines():
         if line.startswith("bytes:"):
             n = int(line.split("frames: ")[1].split(",")[0])
+            if paced:
+                NOISE[0] += int(line.split("noise bytes: ")[1].split(",")[0])
     cpu = ru.ru_utime + ru.ru_stime
     return n, n / SECONDS, (cpu / n * 1e6) if n else float("nan")
 
@@ -95,16 +104,20 @@ def pct(xs, q):
 
 
 def main():
-    print(f"rtugw sniff, {RUNS} runs x {SECONDS:.0f} s, frames of 8/9/25/125/255 bytes")
+    print(f"rtugw sniff, {RUNS} runs x {SECONDS:.1f} s, frames of 8/9/25/125/255 bytes")
+    figures = {}
     for paced in (True, False):
         for arm in ("auto", "native", "fallback"):
             rs = [one_run(arm, paced) for _ in range(RUNS)]
+            figures[f"{'paced' if paced else 'unpaced'}.{arm}.frames_s"] = statistics.median(r[1] for r in rs)
             fps = [r[1] for r in rs]
             us = [r[2] for r in rs]
             print(f"{'115200 saturated' if paced else 'capacity (unpaced)':20s} {arm:8s} "
                   f"frames/s median {statistics.median(fps):9.0f} (p10-p90 {pct(fps, .1):.0f}-{pct(fps, .9):.0f})  "
                   f"CPU/frame median {statistics.median(us):6.2f} us (p10-p90 {pct(us, .1):.2f}-{pct(us, .9):.2f})",
                   flush=True)
+    if SMOKE:
+        smoke.check("listen.py", figures, sorted(figures), wrong=NOISE[0], at_least={k: 1 for k in figures})
 
 
 main()

@@ -28,6 +28,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
 
 BUSES = 4
 
@@ -61,7 +63,7 @@ def one_round(path, a):
             text += ("[device p%d_%d]\nbus = b%d\nslave = %d\ndead_after = 0\n[poll g%d_%d]\ndevice = p%d_%d\n"
                      "function = 3\naddress = 0\ncount = 10\ninterval_ms = 1000\n" % (b, s, b, s, b, s, b, s))
     tcp, http = free_port(), free_port()
-    text += "[tcp]\nbind = 127.0.0.1\nport = %d\n[http]\nbind = 127.0.0.1\nport = %d\n" % (tcp, http)
+    text += "[tcp]\nbind = 127.0.0.1\nport = %d\ndefault_bus = b0\n[http]\nbind = 127.0.0.1\nport = %d\n" % (tcp, http)
     fd, cpath = tempfile.mkstemp(suffix=".ini")
     os.write(fd, text.encode())
     os.close(fd)
@@ -83,6 +85,8 @@ def one_round(path, a):
         lat_load = max((b["latency_p50_ms"] or 0, b["latency_p99_ms"] or 0) for b in status(http))
         out["idle"] = [q1[i] - q0[i] for i in range(3)] + list(lat_idle)
         out["hogs"] = [q2[i] - q1[i] for i in range(3)] + list(lat_load)
+        if a.smoke:   # answers through the gateway, checked against the simulator's values
+            out["wrong"] = smoke.wrong_reads(tcp, 1, 1)
     finally:
         gw.send_signal(signal.SIGTERM)
         gw.wait(timeout=20)
@@ -99,12 +103,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--hogs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--smoke", action="store_true",
+                    help="make check: one round of 2 s phases, one busy loop; checks the output, not the figures")
     a = ap.parse_args()
+    if a.smoke:
+        a.arm, a.rounds, a.seconds, a.hogs = a.arm[:1], 1, 2.0, 1
+    wrong = 0
     arms = [x.split("=", 1) for x in (a.arm or ["rtugw=./rtugw"])]
     tot = {label: {"idle": [0, 0, 0, 0.0, 0.0], "hogs": [0, 0, 0, 0.0, 0.0]} for label, _ in arms}
     for _ in range(a.rounds):
         for label, path in arms:
             r = one_round(path, a)
+            wrong += r.pop("wrong", 0)
             for ph in r:
                 t = tot[label][ph]
                 tot[label][ph] = [t[0] + r[ph][0], t[1] + r[ph][1], t[2] + r[ph][2],
@@ -115,6 +125,12 @@ def main():
     for label, phases in tot.items():
         for ph, v in phases.items():
             print("%-9s %-6s %6d %11d %9d  %6.1f / %6.1f" % (label, ph, v[0], v[1], v[2], v[3], v[4]))
+    if a.smoke:
+        v = next(iter(tot.values()))
+        figures = {"%s.%s" % (ph, k): v[ph][i] for ph in v
+                   for i, k in enumerate(("polls", "crc_errors", "timeouts", "p50_ms", "p99_ms"))}
+        smoke.check("machine_load.py", figures, sorted(figures), wrong=wrong,
+                    at_least={"idle.polls": 1, "hogs.polls": 1})
     return 0
 
 

@@ -36,6 +36,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
+
 BUSES = 4
 
 
@@ -161,15 +164,15 @@ async def phase(port, pid, clients, seconds, units, master=False):
     return res
 
 
-async def one_run(binary, seconds):
+async def one_run(binary, seconds, flood=1000):
     p, port = start(binary)
     try:
         all_units = list(range(1, BUSES + 1))
         r = {"10": await phase(port, p.pid, 10, seconds, all_units),
-             "1000": await phase(port, p.pid, 1000, seconds, all_units)}
+             "1000": await phase(port, p.pid, flood, seconds, all_units)}
         await asyncio.sleep(1.0)   # the 1,000's last requests drain
         r["solo"] = await phase(port, p.pid, 0, seconds, [1], master=True)
-        r["flood"] = await phase(port, p.pid, 1000, seconds, [1], master=True)
+        r["flood"] = await phase(port, p.pid, flood, seconds, [1], master=True)
         return r
     finally:
         p.send_signal(signal.SIGTERM)
@@ -190,16 +193,26 @@ def main():
     ap.add_argument("--bin", action="append", help="rtugw binary (repeatable, side by side)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--smoke", action="store_true",
+                    help="make check: one run of 1 s phases, 100 clients for the 1,000; checks the output, not the figures")
     a = ap.parse_args()
+    flood = 1000
+    if a.smoke:
+        a.runs, a.seconds, flood = 1, 1.0, 100
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
     for binary in a.bin or ["./rtugw"]:
-        runs = [asyncio.run(one_run(binary, a.seconds)) for _ in range(a.runs)]
+        runs = [asyncio.run(one_run(binary, a.seconds, flood)) for _ in range(a.runs)]
         print(f"== {binary}: {a.runs} runs of {a.seconds:.0f} s per phase; median [p10-p90]")
         for ph in runs[0]:
             for k in runs[0][ph]:
                 print(f"  {ph:>6} {k:<20}{spread([r[ph][k] for r in runs])}")
         sys.stdout.flush()
+        if a.smoke:
+            r = runs[0]
+            figures = {f"{ph}.{k}": v for ph in r for k, v in r[ph].items() if k != "wrong"}
+            smoke.check("overload.py", figures, sorted(figures), wrong=sum(r[ph]["wrong"] for ph in r),
+                        at_least={"10.answers_s": 1, "1000.answers_s": 1, "solo.master_rate_s": 1})
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
 
 
 def proc_counts(pid):
@@ -76,6 +78,7 @@ def one_round(path, a):
         time.sleep(a.seconds)
         s1, n1 = proc_counts(gw.pid)
         r1, c1, t1 = bus_status(http)
+        wrong = smoke.wrong_reads(tcp, 1, 1, a.count) if a.smoke else 0
     finally:
         gw.send_signal(signal.SIGTERM)
         gw.wait(timeout=10)
@@ -84,7 +87,7 @@ def one_round(path, a):
         os.unlink(cpath)
     polls = max(r1 - r0, 1)
     return {"wakeups_per_poll": (s1 - s0) / polls, "cpu_us_per_poll": (n1 - n0) / 1000.0 / polls,
-            "polls": r1 - r0, "crc_errors": c1 - c0, "timeouts": t1 - t0}
+            "polls": r1 - r0, "crc_errors": c1 - c0, "timeouts": t1 - t0, "wrong": wrong}
 
 
 def spread(v):
@@ -103,7 +106,11 @@ def main():
     ap.add_argument("--interval-ms", type=int, default=100)
     ap.add_argument("--unpaced", action="store_true",
                     help="the simulator answers at once, not at the wire's pace (issue 29's CPU per unpaced poll)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="make check: one round of 2 s; checks the output, not the figures")
     a = ap.parse_args()
+    if a.smoke:
+        a.arm, a.rounds, a.seconds = a.arm[:1], 1, 2.0
     arms = [x.split("=", 1) for x in (a.arm or ["rtugw=./rtugw"])]
     res = {label: [] for label, _ in arms}
     for _ in range(a.rounds):
@@ -113,6 +120,10 @@ def main():
         print("%-8s wake-ups/poll %s  CPU us/poll %s  polls %d  CRC errors %d  timeouts %d" % (
             label, spread([r["wakeups_per_poll"] for r in rs]), spread([r["cpu_us_per_poll"] for r in rs]),
             sum(r["polls"] for r in rs), sum(r["crc_errors"] for r in rs), sum(r["timeouts"] for r in rs)))
+    if a.smoke:
+        r = next(iter(res.values()))[0]
+        smoke.check("paced_wakeups.py", r, ["wakeups_per_poll", "cpu_us_per_poll", "polls", "crc_errors", "timeouts"],
+                    wrong=r["wrong"], at_least={"polls": 1})
     return 0
 
 

@@ -47,6 +47,11 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
+
+STORM_ANSWER = bytes([3, 16]) + smoke.holding_expected(1, 0, 8)   # the storm's read: unit 1, 8 registers at 0
+WRONG = [0]
 
 
 def b0(http):
@@ -101,8 +106,11 @@ async def client(port, stop, count):
             w.write(struct.pack(">HHHBBHH", tid, 0, 6, 1, 3, 0, 8))
             await w.drain()
             hdr = await r.readexactly(7)
-            await r.readexactly(struct.unpack(">H", hdr[4:6])[0] - 1)
+            body = await r.readexactly(struct.unpack(">H", hdr[4:6])[0] - 1)
             count[0] += 1
+            # a refusal (an exception) is not wrong; data of another read is
+            if hdr[:2] != struct.pack(">H", tid) or (body[:1] == b"\x03" and body != STORM_ANSWER):
+                WRONG[0] += 1
     except (OSError, asyncio.IncompleteReadError):
         pass
     finally:
@@ -229,7 +237,11 @@ def main():
     ap.add_argument("--clients", type=int, default=1000)
     ap.add_argument("--http", type=int, default=4)
     ap.add_argument("--full", action="store_true", help="also TLS handshakes, GET /tags of 10,000 and MQTT")
+    ap.add_argument("--smoke", action="store_true",
+                    help="make check: one round of 2 s phases, 50 clients, 1 GET loop; checks the output, not the figures")
     a = ap.parse_args()
+    if a.smoke:
+        a.arm, a.rounds, a.seconds, a.clients, a.http = a.arm[:1], 1, 2.0, 50, 1
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * a.clients + 256)), hard))
@@ -248,6 +260,13 @@ def main():
             print("%-9s %-9s %11d %11d %9d %16.0f %9.1f %12.2f %14.0f  %6.1f / %6.1f"
                   % (label, ph, v[0], v[1], v[2], v[3] / a.rounds, v[4] / a.rounds, v[5] / a.rounds,
                      v[6] / a.rounds, v[7], v[8]))
+    if a.smoke:
+        v = next(iter(tot.values()))
+        names = ("b0_requests", "crc_errors", "timeouts", "storm_answers_s", "tls_hs_s", "tags_s", "mqtt_values_s",
+                 "p50_ms", "p99_ms")
+        figures = {"%s.%s" % (ph, k): v[ph][i] for ph in v for i, k in enumerate(names)}
+        smoke.check("storm_isolation.py", figures, sorted(figures), wrong=WRONG[0],
+                    at_least={"unloaded.b0_requests": 1, "storm.b0_requests": 1, "storm.storm_answers_s": 1})
     return 0
 
 

@@ -35,6 +35,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
 
 
 def pct(xs, p99=False):
@@ -53,7 +55,12 @@ def main():
     ap.add_argument("--logins", type=int, default=40)
     ap.add_argument("--reads", type=int, default=600)
     ap.add_argument("--flood", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true",
+                    help="make check: 1 round, 3 logins, 30 reads, 1 flooding client; checks the output, not the figures")
     a = ap.parse_args()
+    if a.smoke:
+        a.rounds, a.logins, a.reads, a.flood = 1, 3, 30, 1
+    wrong = [0]   # reads whose registers are not the simulator's (holding[a] = 1000 + a for slave 1)
     from pymodbus.client import ModbusTcpClient
 
     d = tempfile.mkdtemp(prefix="rtugw-bench-web-")
@@ -105,6 +112,8 @@ openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 
                 r = c.read_holding_registers(0, 8, slave=1)
                 xs.append(time.perf_counter() - t)
                 assert not r.isError(), r
+                if list(r.registers) != [1000 + k for k in range(8)]:
+                    wrong[0] += 1
             c.close()
             return xs
 
@@ -139,6 +148,9 @@ openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 
         print(f"HTTPS POST /login, yescrypt cost {a.cost}:     {pct(res['login'])}")
         print(f"Modbus TCP read, quiet:                 {pct(res['quiet'], True)}")
         print(f"Modbus TCP read, {a.flood} clients' logins:     {pct(res['flood'], True)}  (answers {answers})")
+        if a.smoke:
+            smoke.check("web_auth.py", {k + "_ms": 1e3 * sorted(v)[len(v) // 2] for k, v in res.items()},
+                        [k + "_ms" for k in res], wrong=wrong[0])
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -28,6 +28,7 @@ int cmd_read(int argc, char **argv);
 int cmd_passwd(int argc, char **argv);
 int cmd_scan(int argc, char **argv);
 int cmd_sniff(int argc, char **argv);
+int cmd_reload(int argc, char **argv);
 
 /* Loads FILE (NULL: the embedded demo configuration) with every rule `rtugw
  * run` applies before it opens a device: config/'s own and drivers/' (baud
@@ -39,6 +40,8 @@ struct config *cli_load_config(const char *file);
 struct config *cli_load_text(const char *text, const char *source);
 /* drivers/' rules (a config_bus_rule_t): the daemon's reloads and its API
  * validate with them too, so they refuse what check refuses. */
+/* A tags_lint line (what check warns of) on stderr: check and run say them alike. */
+void cli_print_warning(void *ctx, const char *line);
 struct config_bus;
 int cli_driver_rules(const struct config_bus *bus, const char *key, char *why, size_t cap);
 

@@ -127,7 +127,7 @@ static void usage(FILE *to)
             "  --print            with --demo: print it (a complete example to start from)\n");
 }
 
-static void print_warning(void *ctx, const char *line)
+void cli_print_warning(void *ctx, const char *line)
 {
     (void)ctx;
     fprintf(stderr, "%s\n", line);
@@ -176,7 +176,7 @@ int cmd_check(int argc, char **argv)
      * device reads protocol addresses, overlapping tags (tags_lint). Said,
      * not refused: the configuration may mean it. */
     if (cfg->tags)
-        tags_lint(cfg->tags, cfg->source, print_warning, NULL);
+        tags_lint(cfg->tags, cfg->source, cli_print_warning, NULL);
     unsigned failed = open_ports_too ? open_ports(cfg) : 0;
     config_free(cfg);
     return failed ? 1 : 0;

@@ -67,6 +67,9 @@ int cmd_run(int argc, char **argv)
     config_t *cfg = cli_load_config(file);
     if (!cfg)
         return 2;
+    /* what check warns of, said at start too (stderr: the journal) */
+    if (cfg->tags)
+        tags_lint(cfg->tags, cfg->source, cli_print_warning, NULL);
     gw_options_t opt = { .config_path = file, .install_signals = true, .bus_rule = cli_driver_rules };
     return run_config(cfg, &opt);
 }

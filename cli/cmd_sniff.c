@@ -17,7 +17,7 @@
  * of two stamps of the same kind and are good to about one chunk's delay (an
  * answer's first byte is stamped when its first chunk is read). Frame
  * boundaries do not depend on that: the framer subtracts each chunk's own wire
- * time before it judges silence (docs/architecture.md).
+ * time before it judges silence (parser/framer.c).
  *
  * Bounded: the framer, the pairer and the learner are fixed allocations; the
  * capture grows by one record per frame (--duration or --frames end a run).

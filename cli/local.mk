@@ -2,7 +2,7 @@
 bin_PROGRAMS += rtugw
 rtugw_SOURCES = cli/main.c cli/cli.h \
 	cli/cmd_run.c cli/cmd_decode.c cli/cmd_bench.c cli/cmd_check.c cli/cmd_sim.c cli/cmd_replay.c \
-	cli/cmd_read.c cli/cmd_passwd.c cli/cmd_scan.c cli/scan.h cli/scan_print.c cli/cmd_sniff.c
+	cli/cmd_read.c cli/cmd_passwd.c cli/cmd_scan.c cli/scan.h cli/scan_print.c cli/cmd_sniff.c cli/cmd_reload.c
 # Order matters for static libraries: users before what they use.
 RTUGW_LIBS = daemon/libdaemon.a web/libweb.a front/libfront.a gateway/libgateway.a line/libline.a north/libnorth.a $(ROUTING_LIB) $(ACTOR_LIB) config/libconfig.a tags/libtags.a drivers/libdrivers.a parser/libparser.a json/libjson.a module/libmodule.a
 rtugw_LDADD = $(RTUGW_LIBS) $(MODBUS_LIBS) $(EVENT_LIBS) $(SERIALPORT_LIBS) $(INIH_LIBS) $(JSONC_LIBS) $(CRYPT_LIBS) -lm

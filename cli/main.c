@@ -18,6 +18,7 @@ static const command_t commands[] = {
     { "demo", cmd_demo, "the gateway on simulated PLCs: Modbus TCP 127.0.0.1:1502, HTTP 8502" },
     { "decode", cmd_decode, "hex RTU frames (arguments or stdin) to JSON lines" },
     { "check", cmd_check, "validate a configuration file (rtugw check -c FILE)" },
+    { "reload", cmd_reload, "check FILE, reload the daemon running it, print its verdict" },
     { "read", cmd_read, "a typed read of a device or through a gateway (commissioning)" },
     { "scan", cmd_scan, "find the slaves on a serial line: ids, baud, format, identity" },
     { "sim", cmd_sim, "a PLC simulator on a pseudo-terminal or port" }, { "replay", cmd_replay, "decode a capture (pcap, pcapng, text hex log)" }, { "ports", cmd_ports, "list serial ports (USB vendor:product)" },

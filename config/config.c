@@ -392,7 +392,7 @@ static int on_key(void *user, const char *section, const char *key, const char *
 /*
  * A listener's bus_share at or above a bus's queue_depth lets that listener
  * alone fill the queue, and a full queue answers exception 06 at once: the
- * refusal storm back-pressure exists to prevent (docs/architecture.md,
+ * refusal storm back-pressure exists to prevent (docs/frontends.md,
  * Overload). Refused, not warned about: a daemon's warnings go unread, and
  * the storm shows only under load. The line named is the value written
  * (bus_share's if given, else queue_depth's); the other is quoted with its
@@ -592,12 +592,19 @@ config_t *config_load_file_with(const char *path, config_bus_rule_t rule, config
 config_t *config_load_string_with(const char *text, const char *name, config_bus_rule_t rule,
                                   config_errors_t *errs)
 {
+    return config_load_string_over(text, name, rule, NULL, errs);
+}
+
+config_t *config_load_string_over(const char *text, const char *name, config_bus_rule_t rule,
+                                  const config_file_override_t *over, config_errors_t *errs)
+{
     loader_t *ld = new_loader(name, rule, errs);
     config_t *cfg = NULL;
 
     if (!ld)
         return NULL;
     ld->text = text;
+    ld->over = over;
     cfg = load(ld);
     free(ld);
     return cfg;

@@ -404,6 +404,23 @@ config_t *config_load_file_with(const char *path, config_bus_rule_t rule, config
 config_t *config_load_string_with(const char *text, const char *name, config_bus_rule_t rule,
                                   config_errors_t *errs);
 
+/*
+ * One tag file's new bytes in place of those on disk, so that a change to
+ * it is checked with the whole configuration before it is written (check,
+ * then write: a kill -9 between the two leaves the old file, which starts;
+ * web/api_csv.c). path names the file as the configuration resolves it
+ * (config_resolve_path); text is NUL-terminated, len its length. The file's
+ * confinement is checked as for a read from disk.
+ */
+typedef struct config_file_override {
+    const char *path;
+    const char *text;
+    size_t len;
+} config_file_override_t;
+
+config_t *config_load_string_over(const char *text, const char *name, config_bus_rule_t rule,
+                                  const config_file_override_t *over, config_errors_t *errs);
+
 /* port = sim:LIST or sim-paced:LIST: the LIST (inside bus->port); else NULL. */
 const char *config_bus_sim_slaves(const config_bus_t *bus);
 void config_free(config_t *cfg);

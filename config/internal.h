@@ -121,6 +121,7 @@ struct loader {
     unsigned mqtt_line;          /* [mqtt]: where it starts; keys whose default depends on others */
     unsigned bus_share_line[2];  /* [tcp], [rtu_tcp]: where bus_share is given; 0: default */
     bool mqtt_tls_set, mqtt_read_only_set, mqtt_gateway_set, mqtt_client_id_set, mqtt_edge_node_set;
+    const config_file_override_t *over;   /* a tag file's bytes in place of the disk's, or NULL */
     /* input */
     FILE *file;
     const char *text;

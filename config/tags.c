@@ -427,7 +427,25 @@ static int load_confined(loader_t *ld, tags_table_t *t, const char *value, const
                          const tags_device_defaults_t *defs, size_t n, tags_errors_t *te, char *why, size_t cap)
 {
     size_t len;
-    char *text = config_read_confined(ld->source, value, TAGS_FILE_MAX, &len, why, cap);
+    char *text = NULL, rel[PATH_MAX];
+    if (ld->over && same_file(path, ld->over->path)) {
+        /* the bytes a change would write, confined as the file on disk is */
+        if (config_confine(ld->source, value, rel, sizeof rel, why, cap) != 0)
+            return LOAD_UNREADABLE;
+        if (ld->over->len > TAGS_FILE_MAX) {
+            snprintf(why, cap, "larger than %u bytes", TAGS_FILE_MAX);
+            return LOAD_UNREADABLE;
+        }
+        text = malloc(ld->over->len + 1);
+        if (!text) {
+            snprintf(why, cap, "out of memory");
+            return LOAD_UNREADABLE;
+        }
+        memcpy(text, ld->over->text, ld->over->len);
+        text[len = ld->over->len] = 0;
+    } else {
+        text = config_read_confined(ld->source, value, TAGS_FILE_MAX, &len, why, cap);
+    }
     if (!text)
         return LOAD_UNREADABLE;
     int rc;

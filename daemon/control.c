@@ -132,47 +132,72 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
 }
 
 /*
- * Whether the running gateway can follow the devices' change live: the keys
- * the buses' line cores hold per slave (bus, slave, timeout_ms, dead_after,
- * dead_backoff_ms: set when a line starts) unchanged for the devices there
- * are, and devices only appended, each with what a line already does for a
- * slave no device names (the bus's timeout, dead_after 3, 10 s back-off).
- * The other keys (the planner's limits, mqtt_publish, the tag keys) are read
- * where the reload can reach them. why says which device stands in the way.
+ * Whether the running gateway can follow the devices' change live. The line
+ * cores hold per slave what a line starts with (timeout_ms, dead_after,
+ * dead_backoff_ms), keyed by slave id, not by device: a change can follow
+ * when no slave's held keys change. Devices are matched by name, not by
+ * position (a device removed from the middle shifts the ones after it):
+ *   - a device there before and now: the same bus, slave and held keys;
+ *   - a device added, or one removed: the held keys a line already has for a
+ *     slave no device names (the bus's timeout, dead_after 3, 10 s back-off),
+ *     so its slave's line state is the same with it or without it.
+ * The rest (the planner's limits, mqtt_publish, widen_reads, the tag keys)
+ * is read where the reload reaches it. Tags name their device, and poll
+ * groups are matched by device name (same_group), so a shifted index leaves
+ * them as they were. why says which device stands in the way.
  */
+static bool default_held(const config_device_t *d)
+{
+    return d->timeout_ms == 0 && d->dead_after == 3 && d->dead_backoff_ms == 10000;
+}
+
+static const config_device_t *device_named(const config_t *cfg, const char *name)
+{
+    for (unsigned i = 0; i < cfg->device_count; i++)
+        if (strcmp(cfg->devices[i].name, name) == 0)
+            return &cfg->devices[i];
+    return NULL;
+}
+
 static bool devices_can_follow(const config_t *run, const config_t *fresh, char *why, size_t cap)
 {
-    if (fresh->device_count < run->device_count) {
-        snprintf(why, cap, "a device removed");
-        return false;
-    }
     for (unsigned i = 0; i < fresh->device_count; i++) {
-        const config_device_t *f = &fresh->devices[i], *r = i < run->device_count ? &run->devices[i] : NULL;
-        bool same = r ? strcmp(f->name, r->name) == 0 && f->bus == r->bus && f->slave == r->slave &&
-                            f->timeout_ms == r->timeout_ms && f->dead_after == r->dead_after &&
-                            f->dead_backoff_ms == r->dead_backoff_ms
-                      : f->timeout_ms == 0 && f->dead_after == 3 && f->dead_backoff_ms == 10000;
+        const config_device_t *f = &fresh->devices[i], *r = device_named(run, f->name);
+        bool same = r ? f->bus == r->bus && f->slave == r->slave && f->timeout_ms == r->timeout_ms &&
+                            f->dead_after == r->dead_after && f->dead_backoff_ms == r->dead_backoff_ms
+                      : default_held(f);
         if (!same) {
-            snprintf(why, cap, r ? "[device %s]: its name, bus, slave, timeout_ms, dead_after or dead_backoff_ms"
+            snprintf(why, cap, r ? "[device %s]: its bus, slave, timeout_ms, dead_after or dead_backoff_ms"
                                  : "[device %s], added: timeout_ms, dead_after or dead_backoff_ms not the default",
                      f->name);
+            return false;
+        }
+    }
+    for (unsigned i = 0; i < run->device_count; i++) {
+        const config_device_t *r = &run->devices[i];
+        if (!device_named(fresh, r->name) && !default_held(r)) {
+            snprintf(why, cap, "[device %s], removed: its timeout_ms, dead_after or dead_backoff_ms not the default",
+                     r->name);
             return false;
         }
     }
     return true;
 }
 
-/* Whether two poll groups read the same thing (their line in the file aside). */
-static bool same_group(const config_poll_t *a, const config_poll_t *b)
+/* Whether group a of ca and group b of cb read the same thing (their line in
+ * the file aside): their devices compared by name, as a device removed
+ * before them shifts their index. */
+static bool same_group(const config_t *ca, const config_poll_t *a, const config_t *cb, const config_poll_t *b)
 {
-    return strcmp(a->name, b->name) == 0 && a->device == b->device && a->function == b->function &&
+    return strcmp(a->name, b->name) == 0 && a->device < ca->device_count && b->device < cb->device_count &&
+           strcmp(ca->devices[a->device].name, cb->devices[b->device].name) == 0 && a->function == b->function &&
            a->address == b->address && a->count == b->count;
 }
 
 /* The poll groups and their cache entries, swapped under the cache's lock
  * (the Modbus TCP front end serves cached reads under it): a group reading
  * what it read before keeps its entry (values, counters, writes pending). */
-static int swap_groups(gw_t *gw, const config_t *fresh)
+static int swap_groups(gw_t *gw, const config_t *fresh, const config_t *was)
 {
     gw_cache_entry_t *cache = calloc(fresh->poll_count + 1, sizeof *cache);
     if (!cache)
@@ -180,7 +205,7 @@ static int swap_groups(gw_t *gw, const config_t *fresh)
     pthread_mutex_lock(&gw->cache_lock);
     for (unsigned i = 0; i < fresh->poll_count; i++)
         for (unsigned j = 0; j < gw->cfg->poll_count; j++)
-            if (same_group(&fresh->polls[i], &gw->cfg->polls[j])) {
+            if (same_group(fresh, &fresh->polls[i], was, &gw->cfg->polls[j])) {
                 cache[i] = gw->cache[j];
                 break;
             }
@@ -224,14 +249,24 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         *why = "tag writes in flight: queued, applied when they end";
         return LIVE_QUEUED;
     }
-    /* Only appended, or changed in keys read here (devices_can_follow): the
+    /* Added, removed, or changed in keys read here (devices_can_follow): the
      * running copy takes them all, before the tags map their device by name. */
     /* Under the cache's lock: the line thread's bus actors read the devices
      * there (cache.c, a write's answer), and the old table is freed. */
+    /* the running groups name their devices by index into the devices
+     * replaced here: a copy of those, to match groups by device name */
+    config_t was = { .device_count = gw->cfg->device_count };
+    was.devices = malloc((was.device_count + 1) * sizeof *was.devices);
+    if (!was.devices) {
+        *why = "out of memory";
+        return LIVE_WAITS;
+    }
+    memcpy(was.devices, gw->cfg->devices, was.device_count * sizeof *was.devices);
     pthread_mutex_lock(&gw->cache_lock);
     int set = config_set_devices(gw->cfg, fresh->devices, fresh->device_count);
     pthread_mutex_unlock(&gw->cache_lock);
     if (set != 0) {
+        free(was.devices);
         *why = "out of memory";
         return LIVE_WAITS;
     }
@@ -240,8 +275,10 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         if (gw->buses[k] && bus_set_slaves(gw->buses[k], gw->cfg) != 0)
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the devices' widen_reads",
                    gw->cfg->buses[k].name);
-    if ((tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
-        (polls && swap_groups(gw, fresh) != 0)) {
+    bool failed = (tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
+                  (polls && swap_groups(gw, fresh, &was) != 0);
+    free(was.devices);
+    if (failed) {
         *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: out of memory");
         polls = false;
@@ -298,6 +335,47 @@ static void report(gw_t *gw, enum gw_reload_result result, const char *applied, 
     snprintf(r->waits, sizeof r->waits, "%s%s%s", restart, restart[0] && gw->reload_queued[0] ? " " : "",
              gw->reload_queued);
     gw->reloads[result]++;
+    /* systemctl status shows it: the last reload's verdict, what waits */
+    char line[sizeof r->waits + 96];
+    snprintf(line, sizeof line, "STATUS=last reload: %s%s%s", gw_reload_result_name(result), r->waits[0] ? "; waits: " : "",
+             r->waits);
+    gw_notify(line);
+}
+
+/*
+ * [tcp] or [rtu_tcp] (section) to want: applied to its front end (its
+ * listener moved, front/tcp_accept.c); a front end off at start and on now
+ * is started (make reads gw->cfg, so *running takes want first, and is put
+ * back when it cannot start). *running ends as what runs, so /status and
+ * the next reload compare against it; restart names what could not apply.
+ */
+static void reload_listener(gw_t *gw, gw_tcp_t **front, config_tcp_t *running, const config_tcp_t *want,
+                            gw_tcp_t *(*make)(gw_t *, char *, size_t), const char *section, char *restart,
+                            size_t cap)
+{
+    restart[0] = 0;
+    if (*front) {
+        tcp_apply_config(*front, want, restart, cap);
+        *running = *tcp_running_config(*front);
+        return;
+    }
+    config_tcp_t was = *running;
+    *running = *want;
+    if (!want->enabled)
+        return;
+    char err[256];
+    if (!(*front = make(gw, err, sizeof err))) {
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: [%s]: %s", section, err);
+        *running = was;
+        snprintf(restart, cap, "%s.enabled", section);
+        return;
+    }
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [%s] on: listening on %s:%u", section, want->bind, want->port);
+}
+
+static void log_warning(void *ctx, const char *line)
+{
+    gw_log(ctx, CONFIG_LOG_WARN, "SIGHUP: %s", line);
 }
 
 static void reload(gw_t *gw)
@@ -326,7 +404,11 @@ static void reload(gw_t *gw)
         report(gw, GW_RELOAD_INVALID, "", "");
         return;
     }
-    char restart[512] = "", tcp_restart[256] = "", tls_restart[128] = "";
+    /* what check would say beside its verdict, said here too (in the log,
+     * counted in /status last_reload.warnings) */
+    if (fresh->tags)
+        gw->last_reload.warnings = tags_lint(fresh->tags, fresh->source, log_warning, gw);
+    char restart[512] = "", tcp_restart[64] = "", rtu_restart[64] = "", tls_restart[128] = "";
     size_t used = 0;
     /* Buses, devices, poll groups, the router and HTTP are owned by running
      * actors and listeners: a change there needs a restart, and the log and
@@ -382,7 +464,6 @@ static void reload(gw_t *gw)
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
-    CHANGED("rtu_tcp", memcmp(&gw->cfg->rtu_tcp, &fresh->rtu_tcp, sizeof fresh->rtu_tcp) != 0);
     CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
     /* Maps apply live: rebuilt over the running tag table whenever they or
      * the tags changed (a tag's index moves with the table), nothing else
@@ -403,31 +484,23 @@ static void reload(gw_t *gw)
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: maps: out of memory; the maps in force are kept");
         }
     }
-    if (gw->tcp)
-        tcp_apply_config(gw->tcp, &fresh->tcp, tcp_restart, sizeof tcp_restart);
+    reload_listener(gw, &gw->tcp, &gw->cfg->tcp, &fresh->tcp, tcp_new, "tcp", tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);
+    reload_listener(gw, &gw->rtu_tcp, &gw->cfg->rtu_tcp, &fresh->rtu_tcp, rtu_tcp_new, "rtu_tcp", rtu_restart,
+                    sizeof rtu_restart);
+    CHANGED(rtu_restart, rtu_restart[0] != 0);
     reload_security(gw, fresh, tls_restart, sizeof tls_restart);
     CHANGED(tls_restart, tls_restart[0] != 0);
 #undef CHANGED
     gw->cfg->log_level = fresh->log_level;
-    /* The running copy keeps what did not apply, so /status and the next
-     * reload compare against what is really running. */
-    config_tcp_t tcp_now = fresh->tcp;
-    if (tcp_restart[0]) {
-        tcp_now.enabled = gw->cfg->tcp.enabled;
-        memcpy(tcp_now.bind, gw->cfg->tcp.bind, sizeof tcp_now.bind);
-        tcp_now.port = gw->cfg->tcp.port;
-        tcp_now.max_pending = gw->cfg->tcp.max_pending;
-    }
-    gw->cfg->tcp = tcp_now;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level and [tcp]%s%s%s%s%s%s",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp] and [rtu_tcp]%s%s%s%s%s%s",
            gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level tcp%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,

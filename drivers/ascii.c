@@ -12,7 +12,7 @@
  * over 256 bytes, one cut by a new ':' or by the inter-character timeout is
  * passed up with a CRC that fails (frame_errors), never as a good frame and
  * never silently: the bus counts it as a bad frame, and one heard while an
- * answer waits for its vouching quiet makes that answer doubtful (line.c,
+ * answer waits for its vouching quiet makes that answer doubtful (line/receive.c,
  * I3), as damaged bytes on an RTU line do. Bytes outside any frame (before
  * a ':') are dropped (noise_bytes).
  *

@@ -15,18 +15,20 @@
  * (2024-05-01T12:00:00.125Z); DIRECTION one of > < tx rx req rsp request
  * response; HEX as `rtugw decode` takes it. '#' lines and blank lines skipped.
  *
+ * The link layers (Ethernet, SLL, IP, TCP) are capture_link.c; writing a
+ * capture, capture_write.c.
+ *
  * Everything is bounded: a pcap/pcapng record over 256 KiB, a block length
  * that is not a multiple of 4 or overruns the file, a text line over 8 KiB
  * is an error naming the file, the record number and the offset (or line).
  */
-#include "drivers/driver.h"
+#include "drivers/internal.h"
 #include "parser/rtu.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define CAP_MAX_RECORD (256u * 1024u)
 #define CAP_MAX_BLOCK (CAP_MAX_RECORD + 1024u)
 #define CAP_MAX_IFACES 64
 #define CAP_MAX_LINE 8192
@@ -65,11 +67,6 @@ static uint32_t rd32(const driver_capture_t *c, const uint8_t *p)
 {
     uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     return c->swap ? __builtin_bswap32(v) : v;
-}
-
-static uint16_t be16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
 }
 
 const char *driver_capture_format_name(driver_capture_format_t format)
@@ -232,93 +229,6 @@ driver_capture_t *driver_capture_open(const char *path, driver_capture_format_t 
 
 /* ---- packets to Modbus RTU bytes ---------------------------------------------------- */
 
-static bool link_is_raw_rtu(uint32_t lt)
-{
-    return (lt >= 147 && lt <= 162) || lt == 250;
-}
-
-static bool link_is_ip(uint32_t lt)
-{
-    return lt == 1 || lt == 113 || lt == 276 || lt == 101 || lt == 228 || lt == 229 || lt == 12;
-}
-
-/*
- * Finds the TCP payload of a packet for port 502. Returns 1 and sets
- * off, len and dir, or 0 when the packet is not Modbus/TCP.
- */
-static int tcp_payload(uint32_t lt, const uint8_t *p, size_t n, size_t *off, size_t *len, int *dir)
-{
-    size_t o = 0;
-    uint16_t proto = 0;
-    if (lt == 1) {
-        if (n < 14)
-            return 0;
-        proto = be16(p + 12);
-        o = 14;
-        while ((proto == 0x8100 || proto == 0x88a8) && n >= o + 4) {
-            proto = be16(p + o + 2);
-            o += 4;
-        }
-    } else if (lt == 113) {
-        if (n < 16)
-            return 0;
-        proto = be16(p + 14);
-        o = 16;
-    } else if (lt == 276) {
-        if (n < 20)
-            return 0;
-        proto = be16(p);
-        o = 20;
-    } else {
-        if (n < 1)
-            return 0;
-        proto = (p[0] >> 4) == 6 ? 0x86dd : 0x0800;
-        if (lt == 228)
-            proto = 0x0800;
-        if (lt == 229)
-            proto = 0x86dd;
-    }
-    uint8_t l4;
-    size_t ip_end;
-    if (proto == 0x0800) {
-        if (n < o + 20 || (p[o] >> 4) != 4)
-            return 0;
-        size_t ihl = (size_t)(p[o] & 15) * 4;
-        size_t total = be16(p + o + 2);
-        if (ihl < 20 || total < ihl || n < o + ihl)
-            return 0;
-        if ((be16(p + o + 6) & 0x3fff) != 0)
-            return 0; /* fragments: not handled */
-        l4 = p[o + 9];
-        ip_end = o + total < n ? o + total : n;
-        o += ihl;
-    } else if (proto == 0x86dd) {
-        if (n < o + 40 || (p[o] >> 4) != 6)
-            return 0;
-        l4 = p[o + 6];
-        size_t plen = be16(p + o + 4);
-        ip_end = o + 40 + plen < n ? o + 40 + plen : n;
-        o += 40;
-    } else {
-        return 0;
-    }
-    if (l4 != 6 || ip_end < o + 20)
-        return 0;
-    uint16_t sport = be16(p + o), dport = be16(p + o + 2);
-    size_t doff = (size_t)(p[o + 12] >> 4) * 4;
-    if (doff < 20 || o + doff > ip_end)
-        return 0;
-    if (dport == 502)
-        *dir = 1;
-    else if (sport == 502)
-        *dir = 0;
-    else
-        return 0;
-    *off = o + doff;
-    *len = ip_end - *off;
-    return *len > 0;
-}
-
 static bool crc_ok(const uint8_t *p, size_t n)
 {
     return n >= RTU_MIN_ADU && n <= RTU_MAX_ADU &&
@@ -331,7 +241,7 @@ static int select_payload(driver_capture_t *c, uint32_t lt, size_t caplen)
     c->pkt_link = lt;
     c->pkt_dir = -1;
     c->pkt_mbap = false;
-    if (link_is_raw_rtu(lt)) {
+    if (capture_link_is_raw_rtu(lt)) {
         size_t skip = lt == 250 ? 12 : 0;
         if (caplen <= skip)
             return 0;
@@ -339,10 +249,10 @@ static int select_payload(driver_capture_t *c, uint32_t lt, size_t caplen)
         c->pkt_len = caplen;
         return 1;
     }
-    if (link_is_ip(lt)) {
+    if (capture_link_is_ip(lt)) {
         size_t off, len;
         int dir;
-        if (!tcp_payload(lt, c->pkt, caplen, &off, &len, &dir))
+        if (!capture_tcp_payload(lt, c->pkt, caplen, &off, &len, &dir))
             return 0;
         c->pkt_off = off;
         c->pkt_len = off + len;
@@ -765,78 +675,4 @@ int driver_capture_next(driver_capture_t *c, driver_record_t *rec, char *err, si
         if (rc <= 0)
             return rc;
     }
-}
-
-/* ---- writing ----------------------------------------------------------------------------- */
-
-struct driver_capture_writer {
-    FILE *f;
-    char *path;
-};
-
-static void le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-driver_capture_writer_t *driver_capture_writer_open(const char *path, char *err, size_t errcap)
-{
-    char dummy[DRIVER_ERRLEN];
-    if (!err || !errcap) {
-        err = dummy;
-        errcap = sizeof dummy;
-    }
-    driver_capture_writer_t *w = calloc(1, sizeof *w);
-    if (!w || !(w->path = strdup(path))) {
-        free(w);
-        snprintf(err, errcap, "%s: out of memory", path);
-        return NULL;
-    }
-    w->f = fopen(path, "wb");
-    uint8_t h[24];
-    le32(h, 0xa1b2c3d4u);
-    h[4] = 2, h[5] = 0, h[6] = 4, h[7] = 0;
-    le32(h + 8, 0);
-    le32(h + 12, 0);
-    le32(h + 16, 65535);
-    le32(h + 20, 147);
-    if (!w->f || fwrite(h, 1, sizeof h, w->f) != sizeof h) {
-        snprintf(err, errcap, "%s: %s", path, strerror(errno));
-        if (w->f)
-            fclose(w->f);
-        free(w->path);
-        free(w);
-        return NULL;
-    }
-    return w;
-}
-
-int driver_capture_write(driver_capture_writer_t *w, uint64_t ts_ns, const uint8_t *p, size_t n)
-{
-    if (n > CAP_MAX_RECORD)
-        return -EMSGSIZE;
-    if (ts_ns == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    }
-    uint8_t h[16];
-    le32(h, (uint32_t)(ts_ns / 1000000000ull));
-    le32(h + 4, (uint32_t)(ts_ns % 1000000000ull / 1000u));
-    le32(h + 8, (uint32_t)n);
-    le32(h + 12, (uint32_t)n);
-    if (fwrite(h, 1, sizeof h, w->f) != sizeof h || fwrite(p, 1, n, w->f) != n)
-        return -EIO;
-    return 0;
-}
-
-int driver_capture_writer_close(driver_capture_writer_t *w)
-{
-    if (!w)
-        return 0;
-    int rc = fclose(w->f) == 0 ? 0 : -errno;
-    free(w->path);
-    free(w);
-    return rc;
 }

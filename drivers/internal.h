@@ -30,4 +30,17 @@ void layer_destroy(driver_t *d);
  * driver_layer_t); on failure inner and priv are freed and err says so. */
 driver_t *layer_new(const driver_backend_t *backend, driver_t *inner, void *priv, char *err, size_t errcap);
 
+/* ---- capture files (capture.c reads them; capture_write.c writes them) --- */
+
+/* A pcap or pcapng record above this is an error, read or written. */
+#define CAP_MAX_RECORD (256u * 1024u)
+
+/* capture_link.c: link types 147-162 (USER0-15) and 250 (RTAC serial) carry
+ * raw RTU bytes; 1, 113, 276, 101, 228, 229, 12 carry IP. */
+bool capture_link_is_raw_rtu(uint32_t linktype);
+bool capture_link_is_ip(uint32_t linktype);
+/* The TCP payload of a packet for port 502: returns 1 and sets off, len and
+ * dir (1: to port 502, a request), or 0 when the packet is not Modbus/TCP. */
+int capture_tcp_payload(uint32_t linktype, const uint8_t *p, size_t n, size_t *off, size_t *len, int *dir);
+
 #endif

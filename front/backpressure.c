@@ -31,7 +31,7 @@
  * transaction on the wire, not first for one to end and free a place.
  *
  * The count of places taken is decremented by the answer's callback on the
- * bus worker (atomic); everything else here is the I/O thread's.
+ * bus's thread, the line thread by default (atomic); everything else here is the I/O thread's.
  */
 #include "front/internal.h"
 

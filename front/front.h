@@ -24,8 +24,11 @@ gw_tcp_t *rtu_tcp_new(gw_t *gw, char *err, size_t errcap);
 void tcp_free(gw_tcp_t *tcp);
 void tcp_stop_accepting(gw_tcp_t *tcp);
 unsigned tcp_in_flight(const gw_tcp_t *tcp);
-/* Applies what can apply now; restart gets the keys that need a restart. */
+/* Applies cfg, the listener's address included (bound before the old one
+ * closes); restart gets the keys that could not apply (a port in use). */
 void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap);
+/* What runs: cfg as applied, the old address where the new one failed. */
+const config_tcp_t *tcp_running_config(const gw_tcp_t *tcp);
 /* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
 void tcp_recheck_sessions(gw_tcp_t *tcp);
 

@@ -57,7 +57,7 @@ struct gw_serial_slave {
     uint8_t function;
     uint32_t seq;
     uint64_t asked_ns;         /* the request's last byte */
-    _Atomic uint32_t live_seq; /* the request still wanted; 0: none (read by bus workers) */
+    _Atomic uint32_t live_seq; /* the request still wanted; 0: none (read on the bus's thread) */
     gw_serial_slave_metrics_t m;
     gw_bus_metrics_t port_m;   /* port.c's counters: port_up, reopen_attempts */
 };
@@ -265,7 +265,7 @@ static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32
     }
 }
 
-/* ---- the origin: answers come on a bus worker -------------------------------------- */
+/* ---- the origin: answers come on the bus's thread -------------------------------- */
 
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {

@@ -141,7 +141,7 @@ static void conn_write(tcp_conn_t *c, const uint8_t *frame, size_t n)
 static void conn_flush(tcp_conn_t *c)
 {
     gw_tcp_t *tcp = c->tcp;
-    unsigned depth = tcp->cfg.max_pending;
+    unsigned depth = c->depth;
     uint8_t frame[MBAP_MAX_ADU];
 
     while (c->head_seq != c->next_seq) {
@@ -180,7 +180,7 @@ static void slot_answer(tcp_slot_t *s, const uint8_t *pdu, size_t len)
 
 /*
  * The exceptions 06 that remain (a bus queue full although each listener
- * keeps to its share: docs/architecture.md, Overload) are rate-limited per
+ * keeps to its share: docs/frontends.md, Overload) are rate-limited per
  * connection, so that refusals never cost more than the answers they
  * replace: a connection may be refused TCP_BUSY_BURST times at once, then
  * once more for each real answer it gets and once per interval. A generic
@@ -350,7 +350,7 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     size_t len = h->pdu_len;
     gw_tcp_t *tcp = c->tcp;
     gw_t *gw = tcp->gw;
-    tcp_slot_t *s = &c->slots[c->next_seq % tcp->cfg.max_pending];
+    tcp_slot_t *s = &c->slots[c->next_seq % c->depth];
     uint32_t seq = c->next_seq++;
     rtu_request_t req;
     rtu_status_t st;
@@ -529,7 +529,7 @@ static void conn_parse(tcp_conn_t *c, bool quiet)
         }
         if (got < (ev_ssize_t)f->min_len)
             break;
-        if (c->next_seq - c->head_seq == tcp->cfg.max_pending) {
+        if (c->next_seq - c->head_seq == c->depth) {
             /* Ring full: stop reading until answers free a slot; the ADU
              * deadline waits with it. */
             bufferevent_disable(c->bev, EV_READ);
@@ -551,7 +551,7 @@ static void conn_parse(tcp_conn_t *c, bool quiet)
             return;
         if (conn_waits_its_turn(c, &adu))
             return;
-        if (!c->slots && !(c->slots = calloc(tcp->cfg.max_pending, sizeof *c->slots))) {
+        if (!c->slots && !(c->slots = calloc(c->depth, sizeof *c->slots))) {
             gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: out of memory for a connection's replies; closing it",
                    f->section);
             conn_close(c, NULL);
@@ -752,10 +752,10 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
         busy_refused(c);   /* the bus queue full (line/queue.c), or the slave busy */
     else if (len && !(pdu[0] & 0x80))
         busy_answered(c);
-    slot_answer(&c->slots[seq % tcp->cfg.max_pending], pdu, len);
+    slot_answer(&c->slots[seq % c->depth], pdu, len);
     conn_flush(c);
     c = conn_by_id(tcp, conn_id);
-    if (c && c->paused && c->next_seq - c->head_seq < tcp->cfg.max_pending) {
+    if (c && c->paused && c->next_seq - c->head_seq < c->depth) {
         c->paused = false;
         if (!c->half_closed)
             bufferevent_enable(c->bev, EV_READ);
@@ -766,7 +766,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
     serve_waiters(tcp);
 }
 
-/* origin: answer() runs on a bus worker; the socket is the I/O thread's. */
+/* origin: answer() runs on the bus's thread (the line thread by default); the socket is the I/O thread's. */
 static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;

@@ -184,6 +184,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->tcp = tcp;
     c->bev = bev;
+    c->depth = tcp->cfg.max_pending;
     c->tls = c->handshaking = tls;
     c->role = -1;
     c->klass = client_class(tcp, sa);
@@ -380,31 +381,56 @@ unsigned tcp_in_flight(const gw_tcp_t *tcp)
 }
 
 /*
- * SIGHUP: everything in [tcp] but the listener (enabled, bind, port) and the
- * per-connection ring (max_pending) applies now, to existing connections
- * too: a connection from an address no longer allowed is closed (counted),
- * unit routes and default_bus route the next request. The keys that cannot
- * apply are returned by name so the log and /status can say so.
+ * SIGHUP: every key of the section applies now, the listener included.
+ *
+ * The listener (enabled, bind, port): the new address is bound before the
+ * old listener is closed, so a port in use (or an address the host lacks)
+ * leaves the running listener serving; that key is then named in restart,
+ * with the system's reason in the log, and the running copy keeps the old
+ * address, so the next reload tries again. The connections accepted on the
+ * old listener are not its: they keep being served, answers and all, until
+ * their clients close them (a client of an unchanged front end sees
+ * nothing). Disabled: no new connections; those open stay.
+ * max_pending sizes the reply ring of connections accepted from now on; a
+ * live connection keeps the ring it has (tcp_conn_t.depth).
+ * The rest applies to existing connections too: a connection from an
+ * address no longer allowed is closed (counted), unit routes and
+ * default_bus route the next request.
  */
 void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap)
 {
-    size_t used = 0;
+    const char *section = tcp->framing->section;
     restart[0] = 0;
-#define NEEDS_RESTART(cond, key)                                                                 \
-    if (cond)                                                                                    \
-        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s.%s", used ? " " : "", \
-                                 tcp->framing->section, key)
-    NEEDS_RESTART(cfg->enabled != tcp->cfg.enabled, "enabled");
-    NEEDS_RESTART(strcmp(cfg->bind, tcp->cfg.bind) != 0, "bind");
-    NEEDS_RESTART(cfg->port != tcp->cfg.port, "port");
-    NEEDS_RESTART(cfg->max_pending != tcp->cfg.max_pending, "max_pending");
-#undef NEEDS_RESTART
     config_tcp_t next = *cfg;
-    next.enabled = tcp->cfg.enabled;
-    memcpy(next.bind, tcp->cfg.bind, sizeof next.bind);
-    next.port = tcp->cfg.port;
-    next.max_pending = tcp->cfg.max_pending;
+    bool moved = cfg->enabled && (!tcp->listener || strcmp(cfg->bind, tcp->cfg.bind) != 0 ||
+                                  cfg->port != tcp->cfg.port);
+    if (moved) {
+        char err[256];
+        struct evconnlistener *l = listen_on(tcp, section, cfg->bind, cfg->port, err, sizeof err);
+        if (l) {
+            if (tcp->listener)
+                evconnlistener_free(tcp->listener);
+            tcp->listener = l;
+            if (tcp->stopped)
+                evconnlistener_disable(l);
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: listening on %s:%u now", section, cfg->bind, cfg->port);
+        } else {
+            gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: reload: %s; still listening on %s:%u", section, err,
+                   tcp->cfg.bind, tcp->cfg.port);
+            snprintf(restart, cap, "%s.port", section);
+            next.enabled = tcp->cfg.enabled;
+            memcpy(next.bind, tcp->cfg.bind, sizeof next.bind);
+            next.port = tcp->cfg.port;
+        }
+    } else if (!cfg->enabled && tcp->listener) {
+        evconnlistener_free(tcp->listener);
+        tcp->listener = NULL;
+        gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: off; no new connections (the open ones stay)", section);
+    }
+    bool grew = next.enabled && next.max_clients > tcp->cfg.max_clients;
     tcp->cfg = next;
+    if (grew)
+        fit_descriptors(tcp);
     shares_set(tcp->shares, next.bus_share);
     for (unsigned i = 0; i < tcp->top; i++) {
         tcp_conn_t *c = tcp->conns[i];
@@ -412,10 +438,15 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
             c->klass = client_class(tcp, (const struct sockaddr *)&c->peer);
         if (c && !allowed(tcp, (const struct sockaddr *)&c->peer)) {
             gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: a connection's address is no longer allowed; closing it",
-                   tcp->framing->section);
+                   section);
             conn_close(c, &tcp->m->revoked_closed);
         }
     }
+}
+
+const config_tcp_t *tcp_running_config(const gw_tcp_t *tcp)
+{
+    return &tcp->cfg;
 }
 
 void tcp_recheck_sessions(gw_tcp_t *tcp)

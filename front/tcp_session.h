@@ -45,6 +45,8 @@ typedef struct tcp_conn {
     uint64_t id;
     uint32_t head_seq, next_seq;   /* slots [head, next) are in use */
     tcp_slot_t *slots;
+    unsigned depth;                 /* its ring's slots: [tcp] max_pending when it was accepted
+                                       (a reload changes new connections' rings, never a live one's) */
     uint64_t last_activity_ns;
     uint64_t partial_since_ns;      /* first byte of an ADU not yet complete; 0: none */
     struct event *ev_quiet;         /* RTU: a request whose end waits for quiet; NULL until needed */

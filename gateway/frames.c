@@ -1,7 +1,7 @@
 /*
  * gateway/frames.c -- the last frames sent and heard on each bus, for the web
  * page's frame monitor (GET /frames): a ring of [http] frame_ring frames per
- * bus, filled by the bus's actor from line.c's log_frame, read on the I/O
+ * bus, filled by the bus's actor from line_log_frame (line/discipline.c), read on the I/O
  * thread. With frame_ring = 0 nothing is allocated and a frame costs its bus
  * one load of a NULL pointer (gw_frame_seen).
  *

@@ -15,7 +15,7 @@
  * The front ends, the web side and the wiring are built on it; they
  * appear here only as opaque handles in gw_t.
  *
- * Inside gateway/ the calls go one way (docs/architecture.md has the
+ * Inside gateway/ the calls go one way (docs/runtime.md has the
  * table, read from the objects): everything may call log.c and metrics.c;
  * loop.c, cache.c, frames.c, tags_gw.c and trim.c call nothing else here;
  * port.c calls loop.c; bus.c calls port.c, cache.c (a write's bracket ends
@@ -25,8 +25,10 @@
  * tag_write.c, tags_gw.c and loop.c.
  *
  * Threads and ownership:
- *   - the I/O thread (loop.c, port.c, and front/ and web/ on it) owns every
- *     fd, the TCP connections and their in-order reply slots, and the ports;
+ *   - the I/O thread (loop.c; front/, web/, MQTT and the poller on it) owns
+ *     the client sockets, the TCP connections and their in-order reply slots;
+ *   - the line thread (a second gw_loop_t, [gateway] line_thread, default
+ *     on; else the I/O thread) owns the ports (port.c) and the bus actors;
  *   - a bus actor (bus.c) owns one line core (line/line.h: the request
  *     queue, the transaction in flight, the framer, retries, guards and
  *     the per-slave state) and feeds it its events;
@@ -479,7 +481,10 @@ typedef struct gw_reload_report {
     char applied[160];           /* what it applied, by name */
     char waits[576];             /* what waits: for a restart, then what is queued behind tag writes */
     char error[384];             /* its first error (an invalid file's: FILE:LINE: ...); "" none */
+    unsigned warnings;           /* what check warns of in the file (tags_lint), logged */
 } gw_reload_report_t;
+/* "applied", "restart_needed", "queued", "invalid": /status, /metrics, STATUS=. */
+const char *gw_reload_result_name(enum gw_reload_result r);
 
 struct gw {
     config_t *cfg;
@@ -529,7 +534,7 @@ struct gw {
 };
 
 
-/* A bus's actor, for each frame on its line (line.c): kept for /frames when
+/* A bus's actor, for each frame on its line (line/discipline.c, line_log_frame): kept for /frames when
  * the ring is on. */
 static inline void gw_frame_seen(gw_t *gw, unsigned bus, bool tx, const uint8_t *adu, size_t len)
 {

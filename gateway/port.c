@@ -1,6 +1,7 @@
 /*
- * gateway/port.c -- one port on the I/O thread: a serial line, or a TCP
- * connection (a device server, a Modbus TCP device).
+ * gateway/port.c -- one port on its loop's thread (a bus's or a serial
+ * slave's: the line thread by default, else the I/O thread): a serial line,
+ * or a TCP connection (a device server, a Modbus TCP device).
  *
  * It opens the driver (or retries with back-off: 100 ms doubling to 5 s),
  * reads whatever arrives, stamps each chunk with CLOCK_MONOTONIC as it
@@ -17,9 +18,10 @@
  * connect that fails or times out takes the same back-off as a reopen.
  *
  * Paced reads (port_new_paced: an RTU line of known baud, the bus's). Read
- * per chunk, a 9600-baud answer of 10 registers woke the thread some 25
- * times, one small chunk each. But nothing needs its bytes before they can
- * make a frame: the line frames an answer by its length (parser/framer.c
+ * per chunk, a 9600-baud answer of 10 registers woke the thread about 33
+ * times, one small chunk each (docs/results.md, "Paced reads"). But
+ * nothing needs its bytes before they can make a frame: the line frames an
+ * answer by its length (parser/framer.c
  * by_length), whenever its bytes are read. So after a write the port stops
  * watching the fd until the earliest moment an answer can be complete (the
  * request's wire time and the 5 bytes of the shortest answer), then reads

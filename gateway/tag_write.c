@@ -53,7 +53,7 @@ struct gw_tag_writes {
     gw_origin_t origin;           /* first: the answers' way back */
     gw_t *gw;
     tag_write_t *slots;
-    _Atomic uint64_t *live;       /* per slot: its id while its owner waits (read by bus workers) */
+    _Atomic uint64_t *live;       /* per slot: its id while its owner waits (read on the bus's thread) */
     unsigned n_slots, in_flight;
     uint64_t generation;
     uint64_t readbacks[3];        /* I/O thread: TAG_READBACK_SAME, _DIFFERS, _FAILED */
@@ -253,7 +253,7 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
         gw_log(tw->gw, CONFIG_LOG_ERROR, "tags: cannot queue a tag write's answer (out of memory)");
 }
 
-/* origin: on a bus worker, before the request goes on the line. */
+/* origin: on the bus's thread (the line thread by default), before the request goes on the line. */
 static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
 {
     gw_tag_writes_t *tw = (gw_tag_writes_t *)o;

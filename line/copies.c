@@ -24,7 +24,7 @@ void line_copies_sent(line_t *bus, unsigned slave, uint64_t delay_ns)
     slave_state_t *s = &bus->slaves[slave];
     /* 3x the copy's delay: the hold is a timing margin against a slave's own
      * jitter (CI's ASan run saw a Python test slave's "5 ms" copy arrive past
-     * 1.5x, and taken as the next answer: the documented limit of line.c) */
+     * 1.5x, and taken as the next answer: the documented limit of line/discipline.c) */
     uint64_t q = delay_ns * 3 + bus->gap_ns;
     uint64_t guard = (uint64_t)s->timeout_ms * 1000000ull;
     if (q > guard)

@@ -278,7 +278,7 @@ line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, co
     bool stream = bus->cfg.port_kind == CONFIG_PORT_TCP && bus->cfg.framing == CONFIG_FRAMING_RTU;
     /* RTU answers end by the length their request and byte count give, not
      * by the moment this thread got round to reading the port (by_length:
-     * parser/framer.c, docs/architecture.md "Frames by length"). */
+     * parser/framer.c, docs/decisions/frames-by-length.md). */
     rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
                                .silence_ns = stream ? bus->t35_ns : 0,
                                .by_length = bus->cfg.framing == CONFIG_FRAMING_RTU };

@@ -55,7 +55,7 @@ typedef struct gw_origin gw_origin_t;
  * core keeps for every request it accepts:
  *   - answer() is called exactly once per request: data, the slave's
  *     exception, or a gateway exception; on the thread that feeds the line its
- *     events (a bus worker), so it must not block (post to the loop or send to an actor);
+ *     events (the line thread by default), so it must not block (post to the loop or send to an actor);
  *   - wanted() (may be NULL: always) is asked, on that thread, just before a
  *     request would go on the line; false means its asker has gone, and
  *     the request is answered (and so accounted for) without line time.

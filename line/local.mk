@@ -3,4 +3,4 @@
 # drives it in simulated time.
 noinst_LIBRARIES += line/libline.a
 line_libline_a_SOURCES = line/line.h line/state.h line/events.c line/discipline.c line/receive.c line/queue.c \
-	line/copies.c line/shapes.c line/foreign.c line/metrics.c
+	line/copies.c line/shapes.c line/foreign.c line/slave.c line/metrics.c

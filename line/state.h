@@ -147,7 +147,7 @@ struct line {
     /* ... and its id: when sparse traffic leaves the line idle, it is
      * cancelled (its host keeps it, actor/host.c H4: no wake-up) rather than
      * left to wake the loop for nothing; dense traffic keeps the one timer,
-     * which serves the requests that follow it (line.c, drop_deadline_timer). */
+     * which serves the requests that follow it (line/discipline.c, drop_deadline_timer). */
     uint64_t timer_id;
     uint64_t idle_since_ns;    /* when the line last fell idle; 0: busy since */
     bool sparse;               /* the line had been idle 10 ms or more before this attempt */
@@ -202,9 +202,9 @@ void line_on_resolve(line_t *bus);
 /* The attempt in flight had no answer by its deadline. */
 void line_on_timeout(line_t *bus, uint64_t now);
 void line_drain_frames(line_t *bus);   /* receive.c */
-/* discipline.c, for receive.c: the guards (I2), the timeout a late answer
- * widens, an attempt parked to be asked again (I1), an answer delivered
- * trimmed to what was asked (I6), and the frame log. */
+/* For receive.c: the guards (I2) and the timeout a late answer widens
+ * (slave.c); an attempt parked to be asked again (I1), an answer delivered
+ * trimmed to what was asked (I6), and the frame log (discipline.c). */
 void line_guard_slave(line_t *bus, unsigned slave, uint64_t from);
 void line_guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc);
 uint64_t line_hold_end(const slave_state_t *s, uint8_t fc);
@@ -246,6 +246,12 @@ uint64_t line_hash(const uint8_t *p, size_t n);
 bool line_shape_function_free(const slave_state_t *s, uint8_t fc);
 void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
 void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code);
+/* A slave's guard: its response timeout in force. */
+static inline uint64_t line_guard_ns(const slave_state_t *s)
+{
+    return (uint64_t)s->timeout_ms * 1000000ull;
+}
+/* slave.c: 0x0B for a request, counted; a slave's event, summarised at info. */
 void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now);
 void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t now);
 uint64_t line_wire_ns(const line_t *bus, size_t bytes);

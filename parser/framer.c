@@ -2,7 +2,7 @@
  * parser/framer.c -- the streaming RTU framer: bytes with arrival stamps in,
  * whole ADUs out.
  *
- * The rules (docs/architecture.md should carry the same words):
+ * The rules (stated here only; docs/decisions/frames-by-length.md says why):
  *
  * Silence. A chunk's stamp is the moment its last byte arrived, so its first
  * byte started n character times earlier. The silence before a chunk of n

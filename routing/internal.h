@@ -142,4 +142,37 @@ void router_warn(const router_t *r, const char *fmt, ...)
 double router_exp2(double x);
 double router_erfc(double x);
 
+
+/* ---- clock.c: the timer ---------------------------------------------------- */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define ROUTER_HAVE_TSC 1
+#else
+#define ROUTER_HAVE_TSC 0
+#endif
+
+uint64_t router_mono_ns(void);
+/* At router_new: use_tsc, ns_per_tick, overhead_ticks, resolution_ns. */
+void router_calibrate(router_t *r);
+
+/* The lfences keep the decode between the two reads: without them rdtsc may
+ * execute before earlier work has finished or let the decode start early,
+ * and a 7-byte decode (about 20 cycles) would be lost in that overlap. Their
+ * cost (a drained pipeline) is paid by timed pulls only. */
+static inline uint64_t router_timer_read(const router_t *r)
+{
+    if (r->cfg.clock)
+        return r->cfg.clock(r->cfg.clock_ctx);
+#if ROUTER_HAVE_TSC
+    if (r->use_tsc) {
+        _mm_lfence();
+        uint64_t t = __rdtsc();
+        _mm_lfence();
+        return t;
+    }
+#endif
+    return router_mono_ns();
+}
+
 #endif

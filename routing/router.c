@@ -1,7 +1,8 @@
 /*
- * routing/router.c -- configuration, handles, the decision hot path,
- * learning and timer calibration. Reports are in report.c, the state file
- * in state.c; docs/router.md explains the method.
+ * routing/router.c -- the router and its handles, the decision hot path's
+ * events and learning. Its configuration is config.c, its timer clock.c,
+ * reports report.c, the state file state.c; docs/router.md explains the
+ * method.
  *
  * Hot path (router_decode, inline in router.h): one table load gives the
  * slot (bucket x arm) for the frame length, its countdown is decremented,
@@ -18,96 +19,9 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <x86intrin.h>
-#define ROUTER_HAVE_TSC 1
-#else
-#define ROUTER_HAVE_TSC 0
-#endif
-
-static const uint16_t default_edges[] = { 8, 16, 32, 64, 128, 256 };
-
-const char *router_arm_name(router_arm_t arm)
-{
-    return arm == ROUTER_ARM_NATIVE ? "native" : arm == ROUTER_ARM_FALLBACK ? "fallback" : "?";
-}
-
-const char *router_policy_name(router_policy_t policy)
-{
-    return policy == ROUTER_POLICY_THOMPSON ? "thompson" : "epsilon-greedy";
-}
-
-int router_parse_policy(const char *text, router_policy_t *out)
-{
-    if (strcmp(text, "epsilon-greedy") == 0)
-        *out = ROUTER_POLICY_EPSILON_GREEDY;
-    else if (strcmp(text, "thompson") == 0)
-        *out = ROUTER_POLICY_THOMPSON;
-    else
-        return -EINVAL;
-    return 0;
-}
-
-void router_config_default(router_config_t *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->n_edges = sizeof default_edges / sizeof default_edges[0];
-    memcpy(cfg->edges, default_edges, sizeof default_edges);
-    cfg->epsilon = 0.05;
-    cfg->sample_every = 4096;
-    cfg->explore_run = 64;
-    cfg->alpha = 0.05;
-    cfg->hysteresis = 0.02;
-    cfg->window = 0;
-    cfg->default_arm = -1;
-}
-
-int router_parse_edges(const char *text, router_config_t *cfg)
-{
-    uint16_t edges[ROUTER_MAX_BUCKETS];
-    unsigned n = 0;
-    const char *p = text;
-
-    while (*p) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        if (!*p)
-            break;
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p || errno || v < 1 || v > RTU_MAX_ADU || n == ROUTER_MAX_BUCKETS ||
-            (n && v <= edges[n - 1]) || (*end && *end != ',' && *end != ' '))
-            return -EINVAL;
-        edges[n++] = (uint16_t)v;
-        p = end;
-    }
-    if (n == 0)
-        return -EINVAL;
-    cfg->n_edges = n;
-    memcpy(cfg->edges, edges, n * sizeof edges[0]);
-    return 0;
-}
-
-void router_warn(const router_t *r, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (r->cfg.log)
-        r->cfg.log(r->cfg.log_ctx, msg);
-    else
-        fprintf(stderr, "rtugw router: %s\n", msg);
-}
 
 /* ---- randomness ------------------------------------------------------------ */
 
@@ -128,92 +42,6 @@ static inline uint64_t rng_next(uint64_t *s)
     x ^= x >> 27;
     *s = x;
     return x * 0x2545F4914F6CDD1Dull;
-}
-
-/* ---- timer ------------------------------------------------------------------ */
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The lfences keep the decode between the two reads: without them rdtsc may
- * execute before earlier work has finished or let the decode start early,
- * and a 7-byte decode (about 20 cycles) would be lost in that overlap. Their
- * cost (a drained pipeline) is paid by timed pulls only. */
-static inline uint64_t timer_read(const router_t *r)
-{
-    if (r->cfg.clock)
-        return r->cfg.clock(r->cfg.clock_ctx);
-#if ROUTER_HAVE_TSC
-    if (r->use_tsc) {
-        _mm_lfence();
-        uint64_t t = __rdtsc();
-        _mm_lfence();
-        return t;
-    }
-#endif
-    return mono_ns();
-}
-
-static int invariant_tsc(void)
-{
-#if ROUTER_HAVE_TSC
-    unsigned a, b, c, d;
-    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
-        return 0;
-    if (!__get_cpuid(0x80000007u, &a, &b, &c, &d))
-        return 0;
-    return (d >> 8) & 1;
-#else
-    return 0;
-#endif
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Tick length against CLOCK_MONOTONIC over about 1 ms, and the median cost
- * of two back-to-back timer reads (what every sample subtracts). */
-static void calibrate(router_t *r)
-{
-    r->use_tsc = !r->cfg.clock && invariant_tsc();
-    r->ns_per_tick = 1.0;
-#if ROUTER_HAVE_TSC   /* elsewhere (ARM) use_tsc is 0 and __rdtsc does not exist */
-    if (r->use_tsc) {
-        uint64_t c0 = mono_ns(), t0 = __rdtsc(), c1, t1;
-        do {
-            c1 = mono_ns();
-            t1 = __rdtsc();
-        } while (c1 - c0 < 1000000);
-        if (t1 > t0)
-            r->ns_per_tick = (double)(c1 - c0) / (double)(t1 - t0);
-        else
-            r->use_tsc = 0;
-    }
-#endif
-    enum { N = 501 };
-    uint64_t d[N];
-    for (int i = 0; i < N; i++) {
-        uint64_t a = timer_read(r);
-        uint64_t b = timer_read(r);
-        d[i] = b - a;
-    }
-    qsort(d, N, sizeof d[0], cmp_u64);
-    r->overhead_ticks = (double)d[N / 2];
-    /* The timer's resolution: the smallest step two reads show, the first
-     * non-zero pair above. AMD's TSC advances 24-25 ticks every 10 ns, so a
-     * lone 7-byte pull reads as 0 or 10 ns; below that, a single pull tells
-     * nothing. */
-    int i = 0;
-    while (i < N && d[i] == 0)
-        i++;
-    r->resolution_ns = i < N ? (double)d[i] * r->ns_per_tick : 1.0;
 }
 
 /* log2 to about 1e-8: exponent, then 2/ln2 * atanh(s), s = (m-1)/(m+1)
@@ -310,7 +138,7 @@ int router_new(const router_config_t *cfg, router_t **out)
 
     uint64_t seed = cfg->seed;
     if (seed == 0)
-        seed = mono_ns() ^ ((uint64_t)(uintptr_t)r << 16);
+        seed = router_mono_ns() ^ ((uint64_t)(uintptr_t)r << 16);
     r->next_seed = seed;
     pthread_mutex_init(&r->lock, NULL);
     if (cfg->cost) {
@@ -319,7 +147,7 @@ int router_new(const router_config_t *cfg, router_t **out)
         r->overhead_ticks = 0.0;
         r->resolution_ns = 0.0;
     } else {
-        calibrate(r);
+        router_calibrate(r);
     }
     *out = r;
     return 0;
@@ -727,9 +555,9 @@ static rtu_status_t measured_pull(router_thread_t *t, unsigned bucket, unsigned 
         st = run_arm(arm, adu, len, out);
         cost = r->cfg.cost(r->cfg.cost_ctx, (router_arm_t)arm, len);
     } else {
-        uint64_t t1 = timer_read(r);
+        uint64_t t1 = router_timer_read(r);
         st = run_arm(arm, adu, len, out);
-        uint64_t t2 = timer_read(r);
+        uint64_t t2 = router_timer_read(r);
         cost = ((double)(t2 - t1) - r->overhead_ticks) * r->ns_per_tick;
         double floor = r->resolution_ns / 2.0;
         if (r->cfg.explore_run > 1) {
@@ -783,7 +611,7 @@ static void segment_done(router_thread_t *t, unsigned bucket, unsigned arm, doub
         rb->pair_cost = cost;
         rb->measuring = 1;
         start_segment(t, bucket, arm ^ 1, r->cfg.explore_run);
-        rb->seg_t0 = r->cfg.cost ? 0 : timer_read(r);
+        rb->seg_t0 = r->cfg.cost ? 0 : router_timer_read(r);
         return;
     }
     if (rb->pair_half == 2) {
@@ -868,7 +696,7 @@ rtu_status_t router_decode_event(router_thread_t *t, const uint8_t *adu, size_t 
             start_segment(t, bucket, arm, r->cfg.explore_run - 1);
             maybe_roll(t, bucket);
             bucket_write_end(rb);
-            rb->seg_t0 = r->cfg.cost ? 0 : timer_read(r);
+            rb->seg_t0 = r->cfg.cost ? 0 : router_timer_read(r);
             return run_arm(arm, adu, len, out);
         }
         st = measured_pull(t, bucket, arm, adu, len, out, &cost);

@@ -272,11 +272,25 @@ def finish(name, extra=""):
     sys.exit(1 if _failures[0] else 0)
 
 
+def burn_from_env():
+    """RTUGW_BURN=N: N processes spinning on the CPU for the rest of the test
+    (killed with the daemons), so the gateway is checked on a busy machine:
+    its own load must not change what it sees on the wire. `make check-busy`
+    runs the integrity, device-server and fault tests with 2 (both cores)."""
+    n = int(os.environ.get("RTUGW_BURN", "0") or 0)
+    burners = [subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"]) for _ in range(n)]
+    procs.extend(burners)
+    if n:
+        print(f"   {n} CPU burners running (RTUGW_BURN)", flush=True)
+    return burners
+
+
 def run_tests(name, tests, cleanup=()):
     """Each test function in turn (or those named on the command line), then
     every process they started killed and the folders in cleanup removed,
     then finish(name)."""
     only = sys.argv[1:]
+    burn_from_env()
     try:
         for t in tests:
             if only and t.__name__ not in only:

@@ -38,7 +38,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, crc16, finish  # noqa: E402
+from rtugwtest import Gateway, burn_from_env, check, crc16, finish, procs  # noqa: E402
 
 SECONDS = float(os.environ.get("RTUGW_DEVSERVER_SECONDS", "5"))
 SCALE = float(os.environ.get("RTUGW_DEVSERVER_SCALE", "6"))
@@ -302,9 +302,15 @@ def one_run(seed, equal, profile):
 
 def main():
     wrong = 0
-    for seed in SEEDS:
-        for equal in (False, True):
-            wrong += one_run(seed, equal, PROFILE)["wrong"]
+    burn_from_env()
+    try:
+        for seed in SEEDS:
+            for equal in (False, True):
+                wrong += one_run(seed, equal, PROFILE)["wrong"]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
     print(f"device server: {len(SEEDS)} seeds x 2 value modes, {SECONDS:g} s each: {wrong} wrong answers")
     finish("test_device_server")
 

@@ -25,7 +25,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Daemon, check, finish, free_port, wait_listening  # noqa: E402
+from rtugwtest import BIN, Daemon, burn_from_env, check, finish, free_port, wait_listening  # noqa: E402
 procs = []
 
 
@@ -677,6 +677,7 @@ def test_connection_flood():
 
 
 t_start = time.time()
+procs.extend(burn_from_env())
 try:
     tests = (test_noise_and_crc, test_late_answers, test_late_answer_to_a_later_request, test_truncated,
              test_silent_slave_throughput, test_peer_vanishes_and_returns, test_paced_line_no_spurious_hangup,

@@ -253,7 +253,7 @@ def test_poll_merge():
 
 
 def test_systemd_notify():
-    """READY=1 once serving, RELOADING=1/READY=1 around SIGHUP, STOPPING=1 on
+    """READY=1 once serving, RELOADING=1/READY=1 around SIGHUP and STATUS= its verdict, STOPPING=1 on
     SIGTERM, on a real NOTIFY_SOCKET datagram socket as systemd provides."""
     path = os.path.join(tempfile.mkdtemp(prefix="rtugw-notify-"), "notify")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -267,11 +267,12 @@ def test_systemd_notify():
     got = [sock.recv(256).decode()]
     check("READY=1" in got[0], f"READY=1 after start: {got}")
     g.p.send_signal(signal.SIGHUP)
-    got += [sock.recv(256).decode(), sock.recv(256).decode()]
+    got += [sock.recv(256).decode(), sock.recv(256).decode(), sock.recv(256).decode()]
     check("RELOADING=1" in got[1] and "READY=1" in got[2], f"RELOADING=1 then READY=1 on SIGHUP: {got}")
+    check(got[3].startswith("STATUS=last reload: applied"), f"then STATUS= with the reload's verdict: {got}")
     g.p.send_signal(signal.SIGTERM)
     got.append(sock.recv(256).decode())
-    check("STOPPING=1" in got[3], f"STOPPING=1 on SIGTERM: {got}")
+    check("STOPPING=1" in got[4], f"STOPPING=1 on SIGTERM: {got}")
     g.p.wait(timeout=5)
     sock.close()
 

@@ -60,7 +60,7 @@ import tty
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from rtugwtest import BIN, Daemon, check, finish, free_port  # noqa: E402
+from rtugwtest import burn_from_env, BIN, Daemon, check, finish, free_port  # noqa: E402
 from rtu_slave import initial_value, with_crc  # noqa: E402  (the probe's CRC, the registers' values)
 
 PY = "/usr/bin/python3"
@@ -656,6 +656,7 @@ def main():
     t_start = time.time()
     phases = {"matrix": phase_matrix, "peers": phase_peers, "equal": phase_equal, "edges": phase_edges}
     chosen = sys.argv[1:] or list(phases)
+    procs.extend(burn_from_env())
     try:
         cli_rejects_bad_values()
         total = 0

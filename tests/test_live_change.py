@@ -369,10 +369,137 @@ def test_last_reload_reported():
     g.stop()
 
 
+# ---- 9b. what check warns of, said by run, SIGHUP and the API too ----------------------------
+
+MODICON = "[tag tm]\ndevice = m1\ntable = holding\naddress = 40005\ntype = uint16\n"
+
+
+def test_warnings_everywhere():
+    """A tag at holding 40005 (a Modicon number written as an address):
+    `rtugw check` warns; so must `run` at start, a SIGHUP (logged, counted in
+    last_reload.warnings), POST /api/config/validate and PUT /api/config
+    (a "warnings" list). Fails on 150cdbd: only check said it."""
+    d = tempfile.mkdtemp(prefix="rtugw-warn-")
+    g = Gateway(bus=SIM1, devices="[device m1]\nslave = 1\n" + MODICON, extra=f"write_token = {TOKEN}\n", dir=d)
+    check(wait_for(lambda: "40005" in g.log_text() and "warning" in g.log_text(), 3),
+          f"run says check's warning at start: {g.log_text()[:400]!r}")
+    hup(g, g.text + MODICON.replace("tm]", "tm2]").replace("40005", "40007"))
+    check(wait_for(lambda: (g.status().get("last_reload") or {}).get("warnings", 0) >= 2, 3),
+          f"SIGHUP: last_reload.warnings counts them ({g.status().get('last_reload')})")
+    check("SIGHUP: " in g.log_text() and "40007" in g.log_text(), "and logs them")
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}/api/config/validate", data=g.text.encode(),
+                                 method="POST", headers=AUTH)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        v = json.loads(r.read())
+    check(v.get("valid") and v.get("warning_count", 0) >= 2 and any("40007" in w for w in v.get("warnings", [])),
+          f"POST /api/config/validate: the warnings listed ({v})")
+    st, r = api(g, "PUT", "/api/tags/tm3", {"device": "m1", "table": "holding", "address": 40009, "type": "uint16"})
+    check(st == 200 and any("40009" in w for w in r.get("warnings", [])), f"PUT: the warnings listed ({st} {r})")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- 9c. rtugw reload: the SIGHUP that answers ----------------------------------------------
+
+def test_rtugw_reload():
+    """`rtugw reload -c FILE` finds the daemon, checks, signals, waits and
+    prints the daemon's verdict: applied (exit 0), what waits for a restart
+    (exit 0, named), a file check refuses (exit 2, the daemon not signalled:
+    its last_reload unchanged), no daemon for a file (exit 1)."""
+    from rtugwtest import BIN
+    import subprocess
+    g = Gateway(bus=SIM1, devices=POLL_AND_TAG)
+
+    def reload(*extra):
+        return subprocess.run([BIN, "reload", "-c", g.cfg, *extra], capture_output=True, text=True, timeout=30)
+    good = g.text + TAG_T2
+    g.rewrite(good)
+    r = reload()
+    check(r.returncode == 0 and ": applied" in r.stdout and "tags" in r.stdout,
+          f"a tag added: applied, exit 0 ({r.returncode} {r.stdout!r} {r.stderr!r})")
+    check(wait_for(lambda: tag_good(g, "t2"), 5), "and t2 is read")
+    g.rewrite(good.replace("baud = 115200", "baud = 57600"))
+    r = reload("--pid", str(g.p.pid))
+    check(r.returncode == 0 and "waits: buses" in r.stdout, f"a bus changed: what waits is named ({r.stdout!r})")
+    before = g.status()["last_reload"]
+    g.rewrite(good + "[tag t3]\ndevice = m1\ntable = holding\naddress = 30\ntype = uint17\n")
+    r = reload()
+    time.sleep(0.3)
+    check(r.returncode == 2 and "uint17" in r.stderr and g.status()["last_reload"] == before,
+          f"a file check refuses: exit 2, the daemon not signalled ({r.returncode} {r.stderr[-200:]!r})")
+    other = os.path.join(tempfile.mkdtemp(prefix="rtugw-reload-"), "other.conf")
+    with open(other, "w") as f:
+        f.write(good)
+    r = subprocess.run([BIN, "reload", "-c", other], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 1 and "no `rtugw run" in r.stderr, f"no daemon runs that file: exit 1 ({r.stderr!r})")
+    shutil.rmtree(os.path.dirname(other), ignore_errors=True)
+    g.rewrite(good)
+    g.stop()
+
+
+# ---- listeners live: [tcp] and [rtu_tcp] move without a restart ------------------------------
+
+def test_listeners_live():
+    """[tcp] port changed by SIGHUP: the new port serves, the old one takes
+    no new connection, and a client connected before keeps its connection and
+    its answers; a port in use is named in restart_needed (tcp.port) and the
+    running listener keeps serving; [rtu_tcp], off at start, turned on by
+    SIGHUP serves a pymodbus RTU-framer client; max_pending applies. Fails on
+    150cdbd (each of these was restart_needed)."""
+    import socket
+    from pymodbus.client import ModbusTcpClient
+    from pymodbus.transaction import ModbusRtuFramer
+    from rtugwtest import free_port
+    g = Gateway(bus=SIM1, devices="[device m1]\nslave = 1\n")
+    old_port = g.tcp_port
+    c1 = g.client()
+    check(c1.read_holding_registers(0, 2, slave=1).registers == [1000, 1001], "c1 reads before the change")
+    new_port = free_port()
+    hup(g, g.text.replace(f"[tcp]\nport = {old_port}\n", f"[tcp]\nport = {new_port}\nmax_pending = 4\n"))
+    check(wait_for(lambda: (g.status().get("last_reload") or {}).get("result") == "applied", 5),
+          f"applied, nothing waits ({g.status().get('last_reload')})")
+    g.tcp_port = new_port
+    c2 = g.client()
+    check(c2.read_holding_registers(3, 1, slave=1).registers == [1003], "a client on the new port is served")
+    r = c1.read_holding_registers(5, 1, slave=1)
+    check(not r.isError() and r.registers == [1005], f"c1, connected before, keeps its connection and answers ({r})")
+    s = socket.socket()
+    s.settimeout(2)
+    check(s.connect_ex(("127.0.0.1", old_port)) != 0, "the old port takes no new connection")
+    s.close()
+    # a port another process holds: the running listener stays
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    taken = holder.getsockname()[1]
+    hup(g, g.text.replace(f"port = {new_port}\n", f"port = {taken}\n"))
+    check(wait_for(lambda: g.status()["restart_needed"] == "tcp.port", 5),
+          f"a port in use: restart_needed names tcp.port ({g.status()['restart_needed']!r})")
+    check("cannot listen on" in g.log_text() and f"still listening on 127.0.0.1:{new_port}" in g.log_text(),
+          "the log gives the reason and the port still served")
+    check(c2.read_holding_registers(3, 1, slave=1).registers == [1003], "and the running listener serves")
+    c3 = g.client()
+    check(c3.read_holding_registers(4, 1, slave=1).registers == [1004], "new connections too")
+    holder.close()
+    # [rtu_tcp], off at start, on by SIGHUP
+    rtu = free_port()
+    hup(g, g.text + f"[rtu_tcp]\nport = {rtu}\ndefault_bus = line\n")
+    check(wait_for(lambda: "[rtu_tcp] on: listening" in g.log_text(), 5), "[rtu_tcp] started by the reload")
+    c4 = ModbusTcpClient("127.0.0.1", port=rtu, framer=ModbusRtuFramer, timeout=3)
+    check(c4.connect(), "an RTU-over-TCP client connects")
+    r = c4.read_holding_registers(7, 2, slave=1)
+    check(not r.isError() and r.registers == [1007, 1008], f"and is served ({r})")
+    for c in (c1, c2, c3, c4):
+        c.close()
+    g.stop()
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
-         test_section_editor, test_last_reload_reported]
+         test_section_editor, test_last_reload_reported, test_warnings_everywhere,
+         test_rtugw_reload, test_listeners_live]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)

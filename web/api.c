@@ -250,6 +250,35 @@ void api_add_errors(struct evbuffer *b, const config_errors_t *errs)
     evbuffer_add_printf(b, "],\"error_count\":%u", errs->total);
 }
 
+/* What check says beside its verdict (tags_lint: Modicon-looking
+ * addresses, one-based maps, overlapping tags), as ,"warnings":[...] with
+ * the first API_WARNINGS_MAX lines and "warning_count": the API says what
+ * `rtugw check` says, warnings included. */
+#define API_WARNINGS_MAX 64
+typedef struct warn_sink {
+    struct evbuffer *b;
+    unsigned n;
+} warn_sink_t;
+
+static void add_warning(void *ctx, const char *line)
+{
+    warn_sink_t *w = ctx;
+    if (w->n < API_WARNINGS_MAX) {
+        evbuffer_add_printf(w->b, "%s", w->n ? "," : "");
+        api_add_str(w->b, line);
+    }
+    w->n++;
+}
+
+void api_add_warnings(struct evbuffer *b, const config_t *cfg)
+{
+    warn_sink_t w = { b, 0 };
+    evbuffer_add_printf(b, ",\"warnings\":[");
+    if (cfg->tags)
+        tags_lint(cfg->tags, cfg->source, add_warning, &w);
+    evbuffer_add_printf(b, "],\"warning_count\":%u", w.n);
+}
+
 void api_add_reload_result(gw_t *gw, struct evbuffer *b)
 {
     evbuffer_add_printf(b, ",\"restart_needed\":");
@@ -277,6 +306,7 @@ static void post_validate(gw_t *gw, struct evhttp_request *req, struct evbuffer 
         config_summary(cfg, summary, sizeof summary);
         evbuffer_add_printf(b, "{\"valid\":true,\"summary\":");
         api_add_str(b, summary);
+        api_add_warnings(b, cfg);
         evbuffer_add_printf(b, "}\n");
         api_reply_json(gw, req, 200, "OK", b);
     } else {
@@ -427,12 +457,12 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
         free(text);
         return;
     }
-    config_free(cfg);
     free(errs);
     int rc = api_write_atomically(gw->opt.config_path, text, len, why, sizeof why);
     api_revision(text, len, rev);
     free(text);
     if (rc != 0) {
+        config_free(cfg);
         api_reply_error(gw, req, 500, "Internal Server Error", why);
         return;
     }
@@ -444,6 +474,8 @@ static void commit_text(gw_t *gw, struct evhttp_request *req, struct evbuffer *b
         gw->reload(gw);
     evbuffer_add_printf(b, "{\"revision\":\"%s\"", rev);
     api_add_reload_result(gw, b);
+    api_add_warnings(b, cfg);
+    config_free(cfg);
     evbuffer_add_printf(b, "}\n");
     api_reply_json(gw, req, 200, "OK", b);
 }

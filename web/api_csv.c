@@ -14,11 +14,11 @@
  * row; a template's read once per addressing among its devices (the one
  * default that changes which rows are errors), a device's file once with
  * every device that names it (its device column picks among them), as
- * config/tags.c reads them. Then the whole configuration is checked with the new file in place
- * (a template's rows times its devices against the tag limits, names): the
- * file is written atomically (api.c's one write), and if check refuses the
- * configuration with it, the old bytes are written back the same way and
- * nothing is applied. A change that passes is applied by the reload SIGHUP
+ * config/tags.c reads them. Then the whole configuration is checked with the
+ * new bytes in place of the file's (config_load_string_over: a template's
+ * rows times its devices against the tag limits, names), before anything is
+ * written; only a change check accepts is written (api.c's one atomic
+ * write), so the file on disk is at every instant one that check passes. A change that passes is applied by the reload SIGHUP
  * runs, as every API change is.
  *
  * Bounds, before the loader sees a byte: the body as [http] max_body_bytes
@@ -223,7 +223,7 @@ static void get_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
 }
 
 /* PUT: bounds, the loader, then (not a dry run) If-Match, the atomic write,
- * the whole configuration's check (the old bytes back when it refuses) and
+ * the whole configuration's check with the new bytes, the atomic write and
  * the reload. */
 static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, const csv_target_t *tg)
 {
@@ -275,18 +275,16 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
     config_t *cfg = NULL;
     if (!api_revision_matches(gw, req, rev, b))
         goto out;
-    if (api_write_atomically(path, text, len, why, sizeof why) != 0) {
-        api_reply_error(gw, req, 500, "Internal Server Error", why);
-        goto out;
-    }
-    /* the configuration with the new rows: check's word, as for every change */
+    /* the configuration with the new rows, checked before a byte is written:
+     * a kill -9 (or a power cut) at any instant leaves the old file or the
+     * new one, and each of them passes check (issue 41, fault 6) */
     cfg_text = api_read_file(gw->opt.config_path, &cfg_len);
     errs = malloc(sizeof *errs);
-    cfg = cfg_text && errs ? api_validate(gw, cfg_text, errs) : NULL;
+    if (cfg_text && errs) {
+        config_file_override_t over = { .path = path, .text = text, .len = len };
+        cfg = config_load_string_over(cfg_text, gw->opt.config_path, gw->opt.bus_rule, &over, errs);
+    }
     if (!cfg) {
-        char back[PATH_MAX + 160];
-        if (api_write_atomically(path, old, old_len, back, sizeof back) != 0)
-            gw_log(gw, CONFIG_LOG_ERROR, "api: %s refused by check, and not put back: %s", path, back);
         if (cfg_text && errs) {
             evbuffer_add_printf(b, "{\"valid\":false,");
             api_add_errors(b, errs);
@@ -295,6 +293,10 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
         } else {
             api_reply_error(gw, req, 500, "Internal Server Error", cfg_text ? "out of memory" : strerror(errno));
         }
+        goto out;
+    }
+    if (api_write_atomically(path, text, len, why, sizeof why) != 0) {
+        api_reply_error(gw, req, 500, "Internal Server Error", why);
         goto out;
     }
     api_revision(text, len, rev);
@@ -306,6 +308,7 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
         gw->reload(gw);
     evbuffer_add_printf(b, "{\"revision\":\"%s\",\"rows\":%zu", rev, rows);
     api_add_reload_result(gw, b);
+    api_add_warnings(b, cfg);
     evbuffer_add_printf(b, "}\n");
     api_reply_json(gw, req, 200, "OK", b);
 out:

@@ -46,6 +46,7 @@ bool api_admin_ok(gw_t *gw, struct evhttp_request *req);
 bool api_revision_matches(gw_t *gw, struct evhttp_request *req, const char *rev, struct evbuffer *b);
 config_t *api_validate(gw_t *gw, const char *text, config_errors_t *errs);
 void api_add_errors(struct evbuffer *b, const config_errors_t *errs);
+void api_add_warnings(struct evbuffer *b, const config_t *cfg);
 /* After a change applied (gw->reload): ,"restart_needed":"...","queued":"..." -- what
  * waits for a restart, and what waits for the tag writes in flight to end. */
 void api_add_reload_result(gw_t *gw, struct evbuffer *b);

@@ -338,7 +338,6 @@ static void serial_slave_metrics_text(gw_t *gw, struct evbuffer *b)
     }
 }
 
-static const char *const reload_results[GW_RELOAD_RESULTS] = { "applied", "restart_needed", "queued", "invalid" };
 
 /*
  * The last reload: when, the file's revision then, its result, what it
@@ -359,7 +358,7 @@ void http_reload_status(gw_t *gw, struct evbuffer *b)
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     evbuffer_add_printf(b, ",\"last_reload\":{\"time\":\"%s.%03dZ\",\"time_ms\":%lld,\"revision\":\"%s\","
                            "\"result\":\"%s\",\"applied\":", when, (int)(r->wall_ms % 1000), (long long)r->wall_ms,
-                        r->revision, reload_results[r->result]);
+                        r->revision, gw_reload_result_name(r->result));
     api_add_str(b, r->applied);
     evbuffer_add_printf(b, ",\"waits\":");
     api_add_str(b, r->waits);
@@ -370,7 +369,7 @@ void http_reload_status(gw_t *gw, struct evbuffer *b)
         api_add_str(b, r->error);
     else
         evbuffer_add_printf(b, "null");
-    evbuffer_add_printf(b, "}");
+    evbuffer_add_printf(b, ",\"warnings\":%u}", r->warnings);
 }
 
 static void reload_metrics_text(gw_t *gw, struct evbuffer *b)
@@ -378,7 +377,7 @@ static void reload_metrics_text(gw_t *gw, struct evbuffer *b)
     evbuffer_add_printf(b, "# HELP rtugw_config_reloads_total Configuration reloads (SIGHUP, the API), by result\n"
                            "# TYPE rtugw_config_reloads_total counter\n");
     for (int i = 0; i < GW_RELOAD_RESULTS; i++)
-        evbuffer_add_printf(b, "rtugw_config_reloads_total{result=\"%s\"} %llu\n", reload_results[i],
+        evbuffer_add_printf(b, "rtugw_config_reloads_total{result=\"%s\"} %llu\n", gw_reload_result_name((enum gw_reload_result)i),
                             (unsigned long long)gw->reloads[i]);
 }
 

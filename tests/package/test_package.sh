@@ -288,6 +288,11 @@ inside 'cp -p /root/t/good.conf /etc/rtugw/rtugw.conf'
 inside 'systemctl reload rtugw' && [ "$(inside 'systemctl show -P MainPID rtugw')" = "$pid" ] &&
     pass "reload of the good file: ok, same process" ||
     fail "reload of the good file: $(inside 'systemctl status --no-pager -n 15 rtugw')"
+# ExecReload is `rtugw reload`: the daemon's verdict in the journal, and in STATUS=
+st=$(inside 'systemctl show -P StatusText rtugw')
+case "$st" in "last reload: applied"*) pass "StatusText: $st" ;; *) fail "StatusText after the reload: '$st'" ;; esac
+inside 'journalctl -u rtugw --no-pager -n 40' | grep -q 'rtugw.conf: applied' &&
+    pass "the journal has rtugw reload's verdict (applied)" || fail "no verdict of rtugw reload in the journal"
 
 # ---- stop ----------------------------------------------------------------------------------
 step "stop"
