@@ -116,6 +116,8 @@ struct loader {
     pending_ref_t default_bus;
     pending_ref_t unit_bus[256];
     config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
+    char *map_rows[CONFIG_MAX_MAPS];  /* [map NAME] entryN rows as a CSV (maps.c), until resolved */
+    unsigned map_rows_lines[CONFIG_MAX_MAPS];
     security_pending_t security;
     transports_pending_t transports;
     unsigned mqtt_line;          /* [mqtt]: where it starts; keys whose default depends on others */

@@ -17,6 +17,10 @@
  *     entry (overlaps are errors here, not the tags' warnings: a register
  *     served twice would have two values);
  *   - a tag appears once per map (the loader's duplicate-name rule).
+ * Inline entries (entryN = NAME, TABLE, ADDRESS, TYPE[, ORDER[, SCALE]]) are
+ * rows of the same CSV, built here with blank lines so that each row stands
+ * on its key's line of the configuration file: the loader's messages then
+ * name that file and line. A map takes a registers file or entries, not both.
  * The unit: 1..255, one map per unit, and never a unit a front end routes
  * (an explicit unitN of [tcp], [rtu_tcp] or a [serial_slave], or a device
  * on [tcp]'s or [rtu_tcp]'s default bus at that slave id, which the default
@@ -56,11 +60,42 @@ void *config_maps_new(loader_t *ld, const char *name, unsigned *first)
     return m;
 }
 
+/* entryN: a row of m's inline CSV, on the line of its key (blank lines before it). */
+static bool add_row(loader_t *ld, config_map_t *m, const char *value)
+{
+    unsigned i = (unsigned)(m - ld->cfg->maps), *lines = &ld->map_rows_lines[i];
+    char **rows = &ld->map_rows[i];
+    size_t used = *rows ? strlen(*rows) : 0;
+    unsigned pad = !*rows ? 0 : ld->line > *lines ? ld->line - *lines - 1 : 0;
+    static const char header[] = "name,table,address,type,order,scale\n";
+    if (!*rows)
+        pad = ld->line > 2 ? ld->line - 2 : 0;
+    unsigned commas = 0;   /* the row padded to the header's six fields (order and scale optional) */
+    for (const char *c = value; *c; c++)
+        commas += *c == ',';
+    unsigned fill = commas < 5 ? 5 - commas : 0;
+    size_t need = used + (*rows ? 0 : sizeof header) + pad + strlen(value) + fill + 2;
+    char *n = realloc(*rows, need);
+    if (!n) {
+        config_bad_value(ld, "entry", value, "out of memory");
+        return false;
+    }
+    if (!*rows)
+        used = (size_t)snprintf(n, need, "%s", header);
+    memset(n + used, '\n', pad);
+    snprintf(n + used + pad, need - used - pad, "%s%.*s\n", value, (int)fill, ",,,,,");
+    *rows = n;
+    *lines = ld->line;
+    return true;
+}
+
 bool config_maps_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
 {
     config_map_t *m = ld->target;
     unsigned u;
     (void)number;
+    if (strcmp(k->name, "entry") == 0)
+        return add_row(ld, m, value);
     if (strcmp(k->name, "registers") == 0) {
         if (!value[0] || strlen(value) >= sizeof m->registers) {
             config_bad_value(ld, k->name, value, "expected a CSV file's name");
@@ -102,11 +137,11 @@ static int by_place(const void *pa, const void *pb)
 }
 
 /* One row of the scratch table as an entry, or false with the error reported. */
-static bool entry_of(loader_t *ld, const config_map_t *m, const tags_tag_t *g, config_map_entry_t *e)
+static bool entry_of(loader_t *ld, const config_map_t *m, const char *file, const tags_tag_t *g,
+                     config_map_entry_t *e)
 {
     const config_t *cfg = ld->cfg;
     int src = cfg->tags ? tags_table_find(cfg->tags, g->name) : -ENOENT;
-    const char *file = m->registers;
 
     if (src < 0) {
         config_error_text(ld, "%s:%u: [map %s] name '%s': no such tag", file, g->line, m->name, g->name);
@@ -143,11 +178,16 @@ static void load_registers(loader_t *ld, config_map_t *m)
     size_t len;
     tags_errors_t te;
 
-    if (!m->registers[0]) {
-        config_error_at(ld, m->line, "[map %s]: registers is required (a CSV of the tags it serves)", m->name);
+    char *rows = ld->map_rows[m - ld->cfg->maps];
+    const char *file = rows ? ld->source : m->registers;
+    if (!m->registers[0] == !rows) {
+        config_error_at(ld, m->line, "[map %s]: %s", m->name, rows ? "registers or entryN, not both"
+                        : "registers (a CSV of the tags it serves) or entryN keys are required");
         return;
     }
-    char *text = config_read_confined(ld->source, m->registers, MAP_FILE_MAX, &len, why, sizeof why);
+    char *text = rows ? strdup(rows) : config_read_confined(ld->source, m->registers, MAP_FILE_MAX, &len, why, sizeof why);
+    if (rows && text)
+        len = strlen(text);
     if (!text) {
         config_error_at(ld, m->line, "[map %s] registers = '%s': %s", m->name, m->registers, why);
         return;
@@ -155,7 +195,7 @@ static void load_registers(loader_t *ld, config_map_t *m)
     tags_table_t *t = tags_table_new(CONFIG_MAP_ENTRIES_MAX);
     tags_device_defaults_t def = { .name = m->name, .order = TAGS_ORDER_ABCD, .interval_ms = 1000 };
     const char *refused = !t ? "out of memory" : memchr(text, 0, len) ? "a NUL byte (a registers file is text)" : NULL;
-    int rc = refused ? -EINVAL : tags_load_csv_string(t, text, m->registers, &def, 1, &te);
+    int rc = refused ? -EINVAL : tags_load_csv_string(t, text, file, &def, 1, &te);
     free(text);
     if (refused)
         config_error_at(ld, m->line, "[map %s] registers = '%s': %s", m->name, m->registers, refused);
@@ -174,14 +214,14 @@ static void load_registers(loader_t *ld, config_map_t *m)
     }
     unsigned ok = 0;
     for (size_t i = 0; i < n; i++)
-        ok += entry_of(ld, m, tags_table_tag(t, i), &m->entries[ok]);
+        ok += entry_of(ld, m, file, tags_table_tag(t, i), &m->entries[ok]);
     tags_table_free(t);
     m->entry_count = ok;
     qsort(m->entries, ok, sizeof *m->entries, by_place);
     for (unsigned i = 1; i < ok; i++) {
         const config_map_entry_t *a = &m->entries[i - 1], *b = &m->entries[i];
         if (a->area == b->area && (unsigned)a->address + a->count > b->address)
-            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps '%s' (line %u) at %u..%u", m->registers,
+            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps '%s' (line %u) at %u..%u", file,
                               b->line, m->name, b->tag, tags_area_name(b->area), b->address, a->tag, a->line,
                               a->address, a->address + a->count - 1);
     }
@@ -189,7 +229,7 @@ static void load_registers(loader_t *ld, config_map_t *m)
         const config_map_entry_t *e = &m->entries[i];
         if ((e->area == TAGS_AREA_HOLDING || e->area == TAGS_AREA_INPUT) &&
             (unsigned)m->quality_register >= e->address && (unsigned)m->quality_register < e->address + e->count)
-            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps quality_register = %d", m->registers,
+            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps quality_register = %d", file,
                               e->line, m->name, e->tag, tags_area_name(e->area), e->address, m->quality_register);
     }
 }

@@ -402,6 +402,17 @@ def test_refused_at_load():
     out = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
     check(out.returncode != 0 and "bad.csv:10:" in out.stderr + out.stdout and "overlaps" in out.stderr + out.stdout,
           f"overlapping entries refused with file:line ({out.stderr.strip()[:300]})")
+    # inline entries: each row on its key's line, the messages name the configuration's
+    with open(cfg, "w") as f:
+        f.write(base + "[map m]\nunit = 100\nentry0 = u32a, holding, 0, uint32, CDAB\nentry1 = s16, holding, 1, int16\n")
+    line = base.count("\n") + 4
+    out = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
+    check(out.returncode != 0 and f"bad.conf:{line}:" in out.stderr + out.stdout and "overlaps" in out.stderr + out.stdout,
+          f"inline entries that overlap refused at the configuration's line {line} ({out.stderr.strip()[:300]})")
+    with open(cfg, "w") as f:
+        f.write(base + "[map m]\nunit = 100\nentry0 = u32a, holding, 0, uint32, CDAB\nentry1 = s16, holding, 2, int16\n")
+    out = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
+    check(out.returncode == 0, f"inline entries load ({out.stderr.strip()[:300]})")
     with open(cfg, "w") as f:
         f.write(base + "[map m]\nunit = 2\nregisters = a.csv\n")
     out = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
