@@ -104,3 +104,31 @@ bool config_same_serial_slaves(const config_t *a, const config_t *b)
     SAME_TABLE(config_same_serial_slave, a->serial_slaves, a->serial_slave_count, b->serial_slaves,
                b->serial_slave_count);
 }
+
+static bool same_map_entry(const config_map_entry_t *a, const config_map_entry_t *b)
+{
+    return SAME_STR(tag) && SAME(address) && SAME(count) && SAME(area) && SAME(type) && SAME(order) &&
+           SAME(point) && SAME(scale) && SAME(offset);
+    /* not compared: line */
+}
+
+static bool same_map(const config_map_t *a, const config_map_t *b)
+{
+    if (!(SAME_STR(name) && SAME(unit) && SAME_STR(registers) && SAME(gaps_exception) && SAME(stale_last) &&
+          SAME(quality_register) && SAME(entry_count)))
+        return false;
+    for (unsigned i = 0; i < a->entry_count; i++)
+        if (!same_map_entry(&a->entries[i], &b->entries[i]))
+            return false;
+    return true;
+}
+
+bool config_same_maps(const config_t *a, const config_t *b)
+{
+    if (a->map_count != b->map_count)
+        return false;
+    for (unsigned i = 0; i < a->map_count; i++)
+        if (!same_map(&a->maps[i], &b->maps[i]))
+            return false;
+    return true;
+}

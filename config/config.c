@@ -196,6 +196,8 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
         return config_tags_new_template(ld, name, first);
     if (kind == S_USER)
         return users_new(ld, name, first);
+    if (kind == S_MAP)
+        return config_maps_new(ld, name, first);
     if (kind == S_BUS) {
         if ((i = find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
@@ -262,7 +264,7 @@ void config_open_section(loader_t *ld, const char *raw, char *const words[], uns
     if (k == S_NONE) {
         config_error_at(ld, ld->header_line, "[%s]: unknown section (expected gateway, bus NAME, device NAME, "
                         "poll NAME, tag NAME, template NAME, tcp, http, router, tls, role NAME, rtu_tcp, "
-                        "serial_slave NAME, mqtt, user NAME or udp)", raw);
+                        "serial_slave NAME, mqtt, user NAME, udp or map NAME)", raw);
         return;
     }
     const section_kind_t *sk = &config_section_kinds[k];
@@ -502,6 +504,7 @@ static void resolve(loader_t *ld)
     transports_resolve(ld);
     config_mqtt_resolve(ld);
     config_paths_resolve(ld);
+    config_maps_resolve(ld);   /* after the tags and the routes it is checked against */
     check_bus_share(ld, "tcp", &cfg->tcp, ld->bus_share_line[0]);
     check_bus_share(ld, "rtu_tcp", &cfg->rtu_tcp, ld->bus_share_line[1]);
 }
@@ -549,6 +552,8 @@ static config_t *load(loader_t *ld)
     free(ld->device_bus);
     free(ld->poll_device);
     free(ld->transports.slave_unit);
+    for (unsigned i = 0; i < CONFIG_MAX_MAPS; i++)
+        free(ld->map_rows[i]);
     if (ld->errs->total) {
         config_free(cfg);
         return NULL;
@@ -637,6 +642,9 @@ void config_free(config_t *cfg)
     free(cfg->devices);
     free(cfg->polls);
     free(cfg->serial_slaves);
+    for (unsigned i = 0; i < cfg->map_count; i++)
+        free(cfg->maps[i].entries);
+    free(cfg->maps);
     free(cfg);
 }
 
@@ -689,6 +697,11 @@ config_t *config_copy(const config_t *cfg)
     c->devices = copy_table(cfg->devices, cfg->device_count, sizeof *cfg->devices, &ok);
     c->polls = copy_table(cfg->polls, cfg->poll_count, sizeof *cfg->polls, &ok);
     c->serial_slaves = copy_table(cfg->serial_slaves, cfg->serial_slave_count, sizeof *cfg->serial_slaves, &ok);
+    c->maps = copy_table(cfg->maps, cfg->map_count, sizeof *cfg->maps, &ok);
+    for (unsigned i = 0; c->maps && i < cfg->map_count; i++)
+        c->maps[i].entries = copy_table(cfg->maps[i].entries, cfg->maps[i].entry_count, sizeof *cfg->maps[i].entries, &ok);
+    if (!c->maps)
+        c->map_count = 0;
     if (!ok) {
         config_free(c);
         return NULL;

@@ -214,6 +214,39 @@ typedef struct config_serial_slave {
     unsigned port_line;
 } config_serial_slave_t;
 
+/*
+ * [map NAME] (config/maps.c): a virtual slave at its own unit id, whose
+ * registers serve tags at addresses the integrator chooses (docs/tags.md,
+ * "Maps"). Its entries come from a CSV in the tags' form (registers =),
+ * sorted by table and address, never overlapping; each names a tag of
+ * cfg->tags by name (the running table resolves it: gateway/vslave.c).
+ */
+#define CONFIG_MAX_MAPS 32
+#define CONFIG_MAP_ENTRIES_MAX 65536
+typedef struct config_map_entry {
+    char tag[TAGS_NAME_MAX];        /* the tag served */
+    uint16_t address;
+    uint16_t count;                 /* registers (coils, discretes: 1) */
+    uint8_t area;                   /* tags_area_t */
+    uint8_t type;                   /* tags_type_t: how the tag's value is encoded here */
+    uint8_t order;                  /* tags_order_t */
+    uint8_t point;                  /* fixed-point digits */
+    double scale, offset;           /* served raw = (tag's engineering value - offset) / scale */
+    unsigned line;                  /* in the registers file */
+} config_map_entry_t;
+
+typedef struct config_map {
+    char name[CONFIG_NAME_MAX];
+    unsigned unit;                  /* 1..255: the unit id it answers as, on every front end */
+    char registers[CONFIG_PATH_MAX];/* the CSV, as written (confined like tags_file) */
+    bool gaps_exception;            /* gaps = exception: a read over an unmapped register answers 02 */
+    bool stale_last;                /* stale = last: a tag not good answers its last value, not 0B */
+    int quality_register;           /* holding/input register of the count of its tags not good; -1 none */
+    config_map_entry_t *entries;    /* owned; entry_count of them */
+    unsigned entry_count;
+    unsigned line;
+} config_map_t;
+
 /* The web side's users ([user NAME], config/users.c): a role each, a
  * password kept as a crypt(3) hash (yescrypt, `rtugw hash-password`). */
 #define CONFIG_MAX_USERS 32
@@ -350,6 +383,8 @@ typedef struct config {
     unsigned role_count;
     bool mqtt_enabled;              /* an [mqtt] section is present, without enabled = false */
     north_config_t mqtt;            /* [mqtt]: filled and checked here, used by north/ */
+    config_map_t *maps;             /* [map NAME]: map_count of them, owned; NULL when none */
+    unsigned map_count;
 } config_t;
 
 typedef struct config_errors {
@@ -426,6 +461,7 @@ bool config_same_devices(const config_t *a, const config_t *b);
 bool config_same_templates(const config_t *a, const config_t *b);
 bool config_same_polls(const config_t *a, const config_t *b);
 bool config_same_serial_slaves(const config_t *a, const config_t *b);
+bool config_same_maps(const config_t *a, const config_t *b);
 
 /* True when role r grants bus b. */
 static inline bool config_role_has_bus(const config_role_t *r, unsigned b)

@@ -27,7 +27,7 @@
 #define CONFIG_SECTION_KEYS_MAX 288
 
 enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER, S_TAG, S_TLS, S_ROLE,
-       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_USER, S_TEMPLATE, S_UDP, S_COUNT };
+       S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_USER, S_TEMPLATE, S_UDP, S_MAP, S_COUNT };
 
 typedef struct loader loader_t;
 typedef struct key_spec key_spec_t;
@@ -123,12 +123,14 @@ struct loader {
     unsigned first_syntax_line;  /* the first line reader.c found broken */
     /* Room in cfg's tables; the pending references grow with them (one per
      * device, poll group). */
-    unsigned bus_cap, device_cap, poll_cap, serial_slave_cap;
+    unsigned bus_cap, device_cap, poll_cap, serial_slave_cap, map_cap;
     pending_ref_t *device_bus;
     pending_ref_t *poll_device;
     pending_ref_t default_bus;
     pending_ref_t unit_bus[256];
     config_tags_t *tags;         /* [tag NAME] sections and tags_file, until resolved */
+    char *map_rows[CONFIG_MAX_MAPS];  /* [map NAME] entryN rows as a CSV (maps.c), until resolved */
+    unsigned map_rows_lines[CONFIG_MAX_MAPS];
     security_pending_t security;
     path_note_t paths[CONFIG_PATH_KEYS_MAX];   /* the K_PATH keys given, checked by paths.c */
     unsigned path_count;
@@ -219,6 +221,12 @@ void transports_resolve(loader_t *ld);
 /* unitN = BUS:SLAVE of section: each bus named in refs into routes. */
 void config_resolve_units(loader_t *ld, const char *section, const pending_ref_t *refs, config_route_t *routes);
 
+/* maps.c: [map NAME] */
+void *config_maps_new(loader_t *ld, const char *name, unsigned *first);
+bool config_maps_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+/* After the tags and the routes: each map's registers file read, its entries
+ * checked against cfg->tags and each other, its unit against the routes. */
+void config_maps_resolve(loader_t *ld);
 /* security.c */
 void security_defaults(config_t *cfg);
 /* A new [role NAME]; NULL when there is no room (reported). */

@@ -226,6 +226,16 @@ static const key_spec_t udp_keys[] = {
     U(config_tcp_t, max_clients, 1, 4096),
 };
 
+/* [map NAME] (maps.c): each value checked there */
+static const key_spec_t map_keys[] = {
+    U(config_map_t, unit, 1, 255),
+    C("registers", config_maps_set),
+    C("gaps", config_maps_set),
+    C("stale", config_maps_set),
+    C("quality_register", config_maps_set),
+    { .name = "entry", .type = K_CUSTOM, .numbered = 255, .set = config_maps_set },
+};
+
 const section_kind_t config_section_kinds[S_COUNT] = {
     [S_GATEWAY] = { "gateway", false, gateway_keys, COUNT(gateway_keys) },
     [S_BUS] = { "bus", true, bus_keys, COUNT(bus_keys) },
@@ -244,6 +254,7 @@ const section_kind_t config_section_kinds[S_COUNT] = {
     [S_USER] = { "user", true, user_keys, COUNT(user_keys) },
     [S_TEMPLATE] = { "template", true, template_keys, COUNT(template_keys) },
     [S_UDP] = { "udp", false, udp_keys, COUNT(udp_keys) },
+    [S_MAP] = { "map", true, map_keys, COUNT(map_keys) },
 };
 
 const key_spec_t *config_find_key(int kind, const char *key, unsigned *number)

@@ -2,7 +2,7 @@ noinst_LIBRARIES += config/libconfig.a
 config_libconfig_a_SOURCES = config/config.h config/internal.h config/config.c config/keys.c \
 	config/reader.c config/tags.c config/mqtt.c config/demo.c config/security.c config/transports.c \
 	config/users.c config/listen.c config/dialin.c config/compare.c config/confine.c \
-	config/token.c config/paths.c config/revision.c
+	config/token.c config/paths.c config/revision.c config/maps.c
 config_libconfig_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 EXTRA_DIST += config/example.ini config/sunspec.ini config/sunspec.csv
 

@@ -450,6 +450,25 @@ static void reload(gw_t *gw)
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     CHANGED("udp", memcmp(&gw->cfg->udp, &fresh->udp, sizeof fresh->udp) != 0);
     CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
+    /* Maps apply live: rebuilt over the running tag table whenever they or
+     * the tags changed (a tag's index moves with the table), nothing else
+     * touched. The running copy takes fresh's maps first (gateway/vslave.c). */
+    bool maps = !config_same_maps(gw->cfg, fresh);
+    if (maps || live) {
+        config_map_t *old_maps = gw->cfg->maps;
+        unsigned old_count = gw->cfg->map_count;
+        gw->cfg->maps = fresh->maps;
+        gw->cfg->map_count = fresh->map_count;
+        if (vslave_rebuild(gw->maps, gw->cfg) == 0) {
+            fresh->maps = old_maps;   /* freed with fresh */
+            fresh->map_count = old_count;
+        } else {
+            gw->cfg->maps = old_maps;
+            gw->cfg->map_count = old_count;
+            CHANGED("maps", maps);
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: maps: out of memory; the maps in force are kept");
+        }
+    }
     reload_listener(gw, &gw->tcp, &gw->cfg->tcp, &fresh->tcp, tcp_new, "tcp", tcp_restart, sizeof tcp_restart);
     CHANGED(tcp_restart, tcp_restart[0] != 0);
     reload_listener(gw, &gw->rtu_tcp, &gw->cfg->rtu_tcp, &fresh->rtu_tcp, rtu_tcp_new, "rtu_tcp", rtu_restart,
@@ -466,9 +485,9 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
-             templates && (live || !tags) ? " templates" : "");
+             templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,
            restart);
     config_free(fresh);

@@ -130,7 +130,9 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     gw->config_put = web_config_put;   /* MQTT's config/set: the API's one write path */
     /* MQTT before the poller, whose answers it takes (set before they come) */
     /* tag writes: one per HTTP connection, and as many as one MQTT request may carry */
-    if (start_serial_slaves(gw, err, sizeof err) != 0 || !(gw->tags = gwtags_new(cfg, err, sizeof err)) ||
+    /* the maps before any front end, which asks them for each unit */
+    if (!(gw->tags = gwtags_new(cfg, err, sizeof err)) || !(gw->maps = vslave_new(gw, err, sizeof err)) ||
+        start_serial_slaves(gw, err, sizeof err) != 0 ||
         !(gw->tag_writes = tag_writes_new(gw, cfg->http.max_connections + GW_TAG_WRITES_MQTT)) ||
         (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
         !(gw->poller = start_poller(gw, err, sizeof err)) ||
@@ -236,6 +238,7 @@ void gw_free(gw_t *gw)
     loop_free(gw->line_loop);
     loop_free(gw->loop);
     tag_writes_free(gw->tag_writes);   /* the loop has stopped: no outcome is on its way */
+    vslave_free(gw->maps);   /* after the front ends and the writes that named it */
     if (gw->actors)
         actor_system_destroy(gw->actors);
     if (gw->router)

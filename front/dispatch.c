@@ -9,8 +9,11 @@
  *      and says nothing about routes or the slaves;
  *   3. the decode (an unknown function 0x01, a malformed request 0x03);
  *   4. read_only: a function that changes anything, 0x01;
- *   5. the route: unit -> bus and slave (unitN, default_bus), 0x0A when
- *      none; a broadcast only for the functions that may be broadcast;
+ *   5. a map's unit ([map NAME], gateway/vslave.c): handed back with bus
+ *      GW_BUS_MAP for front_map_request, which the front end calls once it
+ *      has set the request's origin (a map's write answers through it);
+ *      else the route: unit -> bus and slave (unitN, default_bus), 0x0A
+ *      when none; a broadcast only for the functions that may be broadcast;
  *   6. the poll cache (serve_cached_ms): a read answered from a poll
  *      group's last answer while it is fresh, with no bus transaction.
  * What passes is a gw_request_t for the bus, which the front end submits
@@ -90,7 +93,8 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
     rtu_request_t req;
     rtu_status_t st;
     unsigned bus = 0, slave = 0;
-    bool routed = front_route(gw, cfg, h->unit, &bus, &slave) && bus < gw->bus_count;
+    bool mapped = vslave_owns(gw->maps, h->unit);   /* a map's unit: routed nowhere */
+    bool routed = !mapped && front_route(gw, cfg, h->unit, &bus, &slave) && bus < gw->bus_count;
 
     if (h->refuse) {
         gw_count(&m->ambiguous_refused);
@@ -105,6 +109,11 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
     if (cfg->read_only && (rtu_function_class(pdu, len) & RTU_FN_CHANGES)) {
         gw_count(&m->read_only_refused);
         return exception(out, pdu[0], MB_EX_ILLEGAL_FUNCTION);
+    }
+    if (mapped) {
+        *r = (gw_request_t){ .pdu_len = (uint16_t)len, .bus = GW_BUS_MAP, .t_accept_ns = gw_now_ns() };
+        memcpy(r->pdu, pdu, len);
+        return 0;
     }
     if (!routed) {
         gw_count(&m->unrouted);
@@ -123,4 +132,14 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
                          .t_accept_ns = gw_now_ns() };
     memcpy(r->pdu, pdu, len);
     return 0;
+}
+
+int front_map_request(gw_t *gw, uint8_t unit, const gw_request_t *r, uint8_t out[RTU_MAX_PDU], size_t *n)
+{
+    int verdict = gw_unit_dispatch(gw, unit, r, out, n);
+    if (verdict == GW_UNIT_ROUTE) {   /* the map went in a reload meanwhile */
+        *n = exception(out, r->pdu[0], MB_EX_PATH_UNAVAILABLE);
+        return GW_UNIT_ANSWERED;
+    }
+    return verdict;
 }

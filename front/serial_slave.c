@@ -144,7 +144,8 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
     size_t len = f->len - 3u;
     rtu_request_t decoded;
 
-    if (!r->set || r->bus >= s->gw->bus_count) {
+    bool mapped = f->adu[0] && vslave_owns(s->gw->maps, f->adu[0]);   /* a map's unit (gateway/vslave.c) */
+    if (!mapped && (!r->set || r->bus >= s->gw->bus_count)) {
         gw_count(&s->m.ignored);   /* another slave's, or nobody's */
         return;
     }
@@ -171,10 +172,25 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
                          .pdu_len = (uint16_t)len, .seq = s->seq, .t_accept_ns = gw_now_ns() };
     memcpy(req.pdu, pdu, len);
     atomic_store_explicit(&s->live_seq, s->seq, memory_order_relaxed);
-    int code = gw_submit(s->gw, &req);
-    if (code) {
-        send_exception(s, (uint8_t)code);
-        return;
+    if (mapped) {
+        uint8_t answer[RTU_MAX_PDU];
+        size_t n = 0;
+        int verdict = gw_unit_dispatch(s->gw, s->slave, &req, answer, &n);
+        if (verdict == GW_UNIT_ROUTE) {
+            send_exception(s, MB_EX_PATH_UNAVAILABLE);   /* reloaded meanwhile */
+            return;
+        }
+        if (verdict == GW_UNIT_ANSWERED) {
+            send_pdu(s, answer, n);
+            finish(s);
+            return;
+        }
+    } else {
+        int code = gw_submit(s->gw, &req);
+        if (code) {
+            send_exception(s, (uint8_t)code);
+            return;
+        }
     }
     uint32_t seq = s->seq;
     actor_send_after(s->gw->actors, s->self, SS_MSG_DEADLINE, &seq, sizeof seq,

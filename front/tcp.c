@@ -252,6 +252,20 @@ static uint8_t request_class(const tcp_conn_t *c, uint8_t unit, const uint8_t *p
     return high ? TCP_CLASS_PRIORITY : TCP_CLASS_NORMAL;
 }
 
+/* A request for a map's unit (gateway/vslave.c, through front_map_request):
+ * answered now, or its write's answer comes through the origin like a bus's. */
+static void map_request(tcp_conn_t *c, uint8_t unit, gw_request_t *r, tcp_slot_t *s)
+{
+    gw_tcp_t *tcp = c->tcp;
+    uint8_t answer[RTU_MAX_PDU];
+    size_t n = 0;
+
+    if (front_map_request(tcp->gw, unit, r, answer, &n) == GW_UNIT_PENDING)
+        shares_taken(tcp->shares, GW_BUS_MAP);   /* the origin gives back bus 0xFF's place: none */
+    else
+        slot_answer(s, answer, n);
+}
+
 /* One complete request: through front_dispatch (dispatch.c, the way every
  * front end's requests go), and a slot for its answer. */
 static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
@@ -269,6 +283,11 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     size_t n = front_dispatch(gw, &tcp->cfg, tcp->m, c->role, h, &r, out);
     if (n) {
         slot_answer(s, out, n);
+    } else if (r.bus == GW_BUS_MAP) {
+        r.origin = &tcp->origin;
+        r.conn_id = c->id;
+        r.seq = seq;
+        map_request(c, h->unit, &r, s);
     } else {
         unsigned bus = r.bus;
         r.origin = &tcp->origin;
@@ -351,8 +370,9 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
     gw_tcp_t *tcp = c->tcp;
     unsigned bus, slave;
 
-    if (adu->refuse || !front_route(tcp->gw, &tcp->cfg, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
-        return false;   /* answered here, no place taken */
+    if (adu->refuse || vslave_owns(tcp->gw->maps, adu->unit) ||
+        !front_route(tcp->gw, &tcp->cfg, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
+        return false;   /* answered here (a map's unit too), no place taken */
     unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
     if ((c->reserved && c->reserved_bus == bus) || shares_room(tcp->shares, bus, klass, false))
         return false;

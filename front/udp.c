@@ -180,6 +180,13 @@ static void on_datagram(gw_udp_t *u, const uint8_t *dgram, size_t n, const struc
     r.origin = &u->origin;
     r.conn_id = p->gen << UDP_INDEX_BITS | i;
     r.seq = adu.tid;
+    if (r.bus == GW_BUS_MAP) {   /* a map's unit: answered now, or its write's answer through the origin */
+        if (front_map_request(u->gw, adu.unit, &r, out, &len) == GW_UNIT_ANSWERED) {
+            send_answer(u, from, adu.tid, adu.unit, out, len);
+            release(u, i);
+        }
+        return;
+    }
     int code = gw_submit(u->gw, &r);
     if (code) {
         release(u, i);

@@ -22,7 +22,8 @@
  * port.c calls loop.c; bus.c calls port.c, cache.c (a write's bracket ends
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c; north.c calls submit.c,
- * tag_write.c and tags_gw.c.
+ * tag_write.c and tags_gw.c; vslave.c (the maps: [map NAME]) calls
+ * tag_write.c, tags_gw.c and loop.c.
  *
  * Threads and ownership:
  *   - the I/O thread (loop.c; front/, web/, MQTT and the poller on it) owns
@@ -269,6 +270,36 @@ uint32_t gwtags_generation(const gw_tags_t *t);
 int gwtags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t address, const uint16_t *words,
                    const uint8_t *packed, size_t n, int64_t now_ms);
 
+/* ---- vslave.c: [map NAME], virtual slaves ------------------------------------------ */
+
+typedef struct gw_maps gw_maps_t;
+typedef struct gw_map_metrics {
+    atomic_uint_fast64_t reads, writes, exceptions;
+} gw_map_metrics_t;
+/* The maps of gw->cfg over the running tag table (gw->tags); NULL with err. */
+gw_maps_t *vslave_new(gw_t *gw, char *err, size_t errcap);
+void vslave_free(gw_maps_t *m);
+/* I/O thread, after a reload (the tags replaced, or the maps changed): the
+ * maps of cfg over the running tag table, swapped in. 0 or -ENOMEM (the old kept). */
+int vslave_rebuild(gw_maps_t *m, const config_t *cfg);
+/* Any thread: is unit a map's? */
+bool vslave_owns(gw_maps_t *m, uint8_t unit);
+const gw_map_metrics_t *vslave_metrics(const gw_maps_t *m);
+struct evbuffer;
+void vslave_metrics_text(gw_maps_t *m, struct evbuffer *b);
+/*
+ * The one dispatch of a request by the unit id its client addressed, which
+ * every Modbus front end calls before its own routes (after its role and
+ * read_only checks; a role is asked with bus -1, the unit's grant):
+ * GW_UNIT_ROUTE, not a map's unit: route it; GW_UNIT_ANSWERED, *len bytes
+ * of answer PDU (data or an exception) to send now; GW_UNIT_PENDING, a
+ * write begun: its one answer comes later through req->origin (on the I/O
+ * thread, with req->bus 0xFF: no bus place was taken). Any thread.
+ */
+enum { GW_UNIT_ROUTE = 0, GW_UNIT_ANSWERED, GW_UNIT_PENDING };
+#define GW_BUS_MAP 0xFF   /* a request's bus when a map answers it: no bus place taken */
+int gw_unit_dispatch(gw_t *gw, uint8_t unit, const gw_request_t *req, uint8_t answer[RTU_MAX_PDU], size_t *len);
+
 /* ---- loop.c: the I/O thread -------------------------------------------------- */
 
 typedef struct gw_loop gw_loop_t;
@@ -288,6 +319,7 @@ int loop_start_thread(gw_loop_t *loop, const char *name, unsigned priority);
 void loop_stop_thread(gw_loop_t *loop);
 void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */
 void loop_wake(gw_loop_t *loop);      /* any thread: run the loop's on_wake hook */
+bool loop_is_current(const gw_loop_t *loop);   /* is the caller the loop's running thread? */
 /* The actors pinned to the I/O thread (bus actors, unless configured off)
  * run on it between events: serial bytes, the bus's decision, the serial
  * write and the TCP answer then cost no thread hand-off. Release before
@@ -500,6 +532,7 @@ struct gw {
     gw_poller_t *poller;
     gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
     gw_tag_writes_t *tag_writes; /* tag writes in flight (tag_write.c), for HTTP, MQTT and Sparkplug */
+    gw_maps_t *maps;            /* [map NAME] sections (vslave.c); never NULL once started */
     gw_tcp_t *tcp;
     gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
     gw_tcp_t *rtu_tcp;          /* NULL unless [rtu_tcp] is enabled */

@@ -103,6 +103,11 @@ static bool on_loop_thread(const gw_loop_t *loop)
     return atomic_load_explicit(&loop->running, memory_order_acquire) && pthread_equal(pthread_self(), loop->thread);
 }
 
+bool loop_is_current(const gw_loop_t *loop)
+{
+    return on_loop_thread(loop);
+}
+
 int loop_post(gw_loop_t *loop, loop_fn fn, void *ctx, uint64_t a, uint32_t b, const void *data, size_t len)
 {
     bool was_empty;

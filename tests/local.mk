@@ -264,3 +264,7 @@ check-tap-explore: tests/test_pair_explore
 	  RTUGW_PAIR_FRAMES=1000000 RTUGW_SEED0=$$s RTUGW_PAIR_LATE_BOUND=$$b \
 	  $(builddir)/tests/test_pair_explore || exit 1; done; done
 .PHONY: check-tap-explore
+
+# [map NAME]: the virtual slave, read by pymodbus and mbpoll while its tags change (issue 46).
+TESTS += tests/test_map.py
+EXTRA_DIST += tests/test_map.py

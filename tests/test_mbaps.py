@@ -629,5 +629,43 @@ def test_priority_role():
     g.stop()
 
 
-run_tests("test_mbaps", [test_priority_role, test_handshake_flood, test_roles, test_refused_in_handshake, test_default_role, test_reload,
+def test_map_roles():
+    """A [map NAME] on the TLS listener (issue 46): a read needs a role granted
+    its unit with the read class, a write the write class; a role granted
+    only buses has no right to a map's unit (it is on no bus)."""
+    d = tempfile.mkdtemp(prefix="rtugw-mbaps-map-")
+    with open(os.path.join(d, "map.csv"), "w") as f:
+        f.write("name,table,address,type\nv,holding,0,uint16\n")
+    g = TlsGateway(dir=d, devices="[device d1]\nslave = 1\n[tag v]\ndevice = d1\ntable = holding\naddress = 10\n"
+                   "type = uint16\nwritable = true\ninterval_ms = 100\n",
+                   roles=ROLES + "[map m]\nunit = 100\nregisters = map.csv\n")
+    plain = ModbusTcpClient("127.0.0.1", port=g.tcp_port, timeout=3)
+    check(plain.connect() and not plain.write_register(10, 4321, slave=1).isError(), "plain TCP writes d1 10")
+    ok = False
+    for _ in range(40):
+        r = plain.read_holding_registers(0, 1, slave=100)
+        ok = not r.isError() and r.registers == [4321]
+        if ok:
+            break
+        time.sleep(0.05)
+    check(ok, "the map serves the tag on the plain listener")
+    read, write = bytes([3, 0, 0, 0, 1]), bytes([6, 0, 0, 0x11, 0x22])
+    for who, want_read, want_write in (("reader", True, False), ("admin", True, True), ("operator", False, False),
+                                       ("unit1", False, False)):
+        s, _ = tls_connect(g, who)
+        body = call(s, 1, 100, read)
+        check((body == bytes([3, 2]) + bytes(body[2:4]) and len(body) == 4) if want_read else body == bytes([0x83, 1]),
+              f"{who} reading the map: {'answered' if want_read else 'exception 01'} ({body.hex() if body else None})")
+        body = call(s, 2, 100, write)
+        check(body == write if want_write else body == bytes([0x86, 1]),
+              f"{who} writing the map: {'confirmed echo' if want_write else 'exception 01'} ({body.hex() if body else None})")
+        s.close()
+    r = plain.read_holding_registers(10, 1, slave=1)
+    check(not r.isError() and r.registers == [0x1122], f"the admin's map write is on d1 10 ({r})")
+    plain.close()
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+run_tests("test_mbaps", [test_map_roles, test_priority_role, test_handshake_flood, test_roles, test_refused_in_handshake, test_default_role, test_reload,
                         test_every_function_as_plain, test_footprint, test_plain_listener_off])
