@@ -139,10 +139,22 @@ def maps(extra_a=""):
     return ("[map scada]\nunit = 100\nregisters = a.csv\nquality_register = 99\n" + extra_a +
             "[map last]\nunit = 101\nregisters = b.csv\nstale = last\ngaps = exception\n"
             f"[rtu_tcp]\nport = {RTU_PORT}\ndefault_bus = line\n"
+            f"[udp]\nlisten = 127.0.0.1:{UDP_PORT}\ndefault_bus = line\n"
             f"[serial_slave front]\nport = {SERIAL[0]}\nbaud = 19200\nunit1 = line:1\n")
 
 
 RTU_PORT = free_port()
+
+
+def udp_port():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", 0))
+    port = u.getsockname()[1]
+    u.close()
+    return port
+
+
+UDP_PORT = udp_port()
 
 
 def write_files(b=MAP_B):
@@ -367,6 +379,19 @@ def test_map():
         return list(struct.unpack(">9H", ans[3:21])) if ans and len(ans) == 23 else ans
     ok, got, exp = settled(g, lambda: over(s.sendall, lambda: s.recv(256)))
     check(ok, f"[rtu_tcp] reads the map ({got} vs {exp})")
+    # [udp]: one datagram per ADU, through the same dispatch as [tcp]
+    us = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    us.settimeout(3)
+
+    def over_udp(tid=[0]):
+        tid[0] += 1
+        us.sendto(struct.pack(">HHHB", tid[0], 0, len(pdu) + 1, 100) + pdu, ("127.0.0.1", UDP_PORT))
+        ans = us.recv(512)
+        ok = len(ans) == 7 + 20 and struct.unpack(">HHHB", ans[:7]) == (tid[0], 0, 21, 100) and ans[7:9] == b"\x03\x12"
+        return list(struct.unpack(">9H", ans[9:27])) if ok else ans
+    ok, got, exp = settled(g, over_udp)
+    check(ok, f"[udp] reads the map ({got} vs {exp})")
+    us.close()
     ok, got, exp = settled(g, lambda: over(lambda f: os.write(fd, f),
                                            lambda: os.read(fd, 256) if select.select([fd], [], [], 0.2)[0] else b""))
     check(ok, f"[serial_slave] reads the map ({got} vs {exp})")
