@@ -109,6 +109,8 @@ def throughput():
     ratios = [m / c for m, c in zip(rate[100], rate[1])]
     cratios = [c / m for m, c in zip(cost[100], cost[1])]
     print(f"  map / cached, per round: answers/s {pct(ratios)}; cost (cached/map) {pct(cratios)}")
+    return {"map_rps": statistics.median(rate[100]), "cached_rps": statistics.median(rate[1]),
+            "map_per_cached": statistics.median(ratios)}
 
 
 def status_kib(pid, field):
@@ -144,5 +146,13 @@ def memory():
 
 
 if __name__ == "__main__":
-    throughput()
-    memory()
+    if "--smoke" in sys.argv[1:]:   # make check (tests/test_bench_smoke.sh): two short rounds, the shape
+        ROUNDS, ROUND_S = 2, 0.3
+        figures = throughput()
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import smoke
+        smoke.check("map.py", figures, ["map_rps", "cached_rps", "map_per_cached"],
+                    at_least={"map_rps": 1, "cached_rps": 1})
+    else:
+        throughput()
+        memory()

@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 failed=0
 # Run by tests of their own: tls.py (test_bench_tls.sh), footprint.py
 # (test_bench_footprint.sh); smoke.py is the verdict, not a bench.
-SEPARATE="tls.py footprint.py smoke.py"
+SEPARATE="tls.py footprint.py smoke.py limiter_memory.py"   # limiter_memory.py: tests/test_bench_limiter.sh
 
 # smoke NAME COMMAND...: the command exits 0 and prints "smoke ok: NAME".
 smoke() {
@@ -46,6 +46,7 @@ smoke reload_tags.py $py "$src/bench/reload_tags.py" --smoke
 smoke listen.py $py "$src/bench/listen.py" --smoke
 smoke web_auth.py $py "$src/bench/web_auth.py" --smoke --bin "$bin"
 smoke device_server.py $py "$src/bench/device_server.py" --smoke "$bin" "$bin"
+smoke map.py $py "$src/bench/map.py" --smoke
 smoke tags_poll.py $py "$src/bench/tags_poll.py" --smoke --bin "$bin"
 smoke actor-scaling.sh sh "$src/bench/actor-scaling.sh" --smoke "$tmp/actors" "$bin"
 
