@@ -85,7 +85,8 @@ class Gw:
     def __init__(self, binary, pki, tls=True, tls_extra=""):
         self.dir = tempfile.mkdtemp(prefix="rtugw-bench-tls-")
         self.tcp_port, self.http_port, self.tls_port = free_port(), free_port(), free_port()
-        text = (f"[gateway]\nlog_level = warn\n[bus line]\nport = sim:1\nbaud = 115200\ngap_us = 1\n"
+        # the certificates live in pki, outside the configuration's folder: a data folder
+        text = (f"[gateway]\nlog_level = warn\ndata_dirs = {pki}\n[bus line]\nport = sim:1\nbaud = 115200\ngap_us = 1\n"
                 f"[tcp]\nport = {self.tcp_port}\ndefault_bus = line\nmax_clients = 1024\nmax_pending = 16\n"
                 f"idle_timeout_s = 0\n[http]\nport = {self.http_port}\n")
         if tls:
