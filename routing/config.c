@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const uint16_t default_edges[] = { 8, 16, 32, 64, 128, 256 };
