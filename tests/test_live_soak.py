@@ -38,7 +38,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, check, failure_count, finish, free_port, procs, sanitizer_env, wait_listening  # noqa: E402
+from rtugwtest import BIN, Daemon, check, failure_count, finish, free_port, procs, sanitizer_env, wait_listening  # noqa: E402
 
 TOKEN = "0d4c8a1f9b2e7d6c5a4b3c2d1e0f9a8b"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -49,11 +49,13 @@ def meter_csv(rows):
     return "name,table,address,type\n" + "".join(f"{n},holding,{a},uint16\n" for n, a in rows)
 
 
-class Soak:
+class Soak(Daemon):
+    """The daemon under soak; Daemon's stop(): exit 0 on SIGTERM, no sanitizer report."""
     def __init__(self, d):
         self.d = d
         self.cfg = os.path.join(d, "rtugw.conf")
         self.tcp, self.http = free_port(), free_port()
+        self.http_port = self.http
         self.csv_rows = [("v", 0), ("i", 1)]
         with open(os.path.join(d, "meter.csv"), "w") as f:
             f.write(meter_csv(self.csv_rows))
@@ -271,16 +273,7 @@ def main():
     check(not tally["wrong"], f"no wrong answer ({tally['wrong'][:5]})")
     check(not tally["lost"], f"no lost answer, each client on its one connection ({tally['lost'][:5]})")
     check(tally["ok"] > 50, f"the clients were served throughout ({tally['ok']} answers)")
-    s.p.send_signal(signal.SIGTERM)
-    try:
-        rc = s.p.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        s.p.kill()
-        rc = None
-    s.log.flush()
-    log = open(s.log.name, errors="replace").read()
-    check(rc == 0 and "ERROR: AddressSanitizer" not in log and "runtime error:" not in log,
-          f"a clean stop (exit {rc}), no sanitizer report")
+    s.stop()
     if failure_count() == 0:
         shutil.rmtree(d, ignore_errors=True)
     else:
