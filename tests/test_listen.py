@@ -351,7 +351,7 @@ def test_listen_bus_tags():
     g = subprocess.Popen([BIN, "run", "-c", cfg], stdout=log, stderr=log, env=sanitizer_env())
     procs.append(g)
     try:
-        wait_listening(tcp, g)
+        check(wait_listening(tcp, g) and wait_listening(web, g), "the gateway listens on its Modbus TCP and HTTP ports")
         time.sleep(0.3)
         # One whole poll per mbpoll run (a poll cut by SIGTERM would print part of it),
         # so the last values printed are the master's last read.
@@ -518,7 +518,7 @@ def listen_bus_faults(faults, retries=0, seconds=4.0, fc=3, ranges=((0, 8), (20,
     procs.append(g)
     wrong, samples, good = [], 0, set()
     try:
-        wait_listening(tcp, g)
+        check(wait_listening(tcp, g) and wait_listening(web, g), "the gateway listens on its Modbus TCP and HTTP ports")
         result = {}
         th = threading.Thread(target=lambda: result.update(
             r=alternating_master(tap.master_path, seconds, list(ranges), retries=retries, fc=fc)), daemon=True)

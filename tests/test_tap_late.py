@@ -191,7 +191,7 @@ def one_seed(seed):
     procs.append(sn)
     wrong, late_total, answered, sent = [], None, None, []
     try:
-        wait_listening(tcp, g)
+        check(wait_listening(tcp, g) and wait_listening(web, g), "the gateway listens on its Modbus TCP and HTTP ports")
         time.sleep(0.3)
         th_res = {}
         th = threading.Thread(target=lambda: th_res.update(got=master(fan.master_path, sent)), daemon=True)
