@@ -16,6 +16,7 @@ import pty
 import random
 import re
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -215,6 +216,11 @@ def one_seed(seed):
     finally:
         g.terminate()
         g.wait(5)
+    # The master is done and the fan-out has carried its last frame: sniff stops at
+    # SIGINT (its documented end) rather than running out its 5 s --duration.
+    time.sleep(0.2)
+    if sn.poll() is None:
+        sn.send_signal(signal.SIGINT)
     out, _ = sn.communicate(timeout=15)
     events = [json.loads(x) for x in out.splitlines() if x.strip()]
     sniff_bad = [e for e in events if e.get("role") == "ans" and e.get("pair") == "answered" and
