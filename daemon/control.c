@@ -134,56 +134,60 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
 }
 
 /*
- * Whether the running gateway can follow the devices' change live. The line
- * cores hold per slave what a line starts with (timeout_ms, dead_after,
- * dead_backoff_ms), keyed by slave id, not by device: a change can follow
- * when no slave's held keys change. Devices are matched by name, not by
- * position (a device removed from the middle shifts the ones after it):
- *   - a device there before and now: the same bus, slave and held keys;
- *   - a device added, or one removed: the held keys a line already has for a
- *     slave no device names (the bus's timeout, dead_after 3, 10 s back-off),
- *     so its slave's line state is the same with it or without it.
- * The rest (the planner's limits, mqtt_publish, widen_reads, the tag keys)
- * is read where the reload reaches it. Tags name their device, and poll
- * groups are matched by device name (same_group), so a shifted index leaves
- * them as they were. why says which device stands in the way.
+ * Devices follow live, whatever changed: the line cores take each slave's
+ * keys by message (bus_set_keys, line_keys_t), tags name their device and
+ * poll groups are matched by device name (same_group), so a device removed
+ * from the middle, which shifts the indices after it, leaves them as they
+ * were. A device that now answers at another bus or slave id reads other
+ * registers: its groups get fresh cache entries (same_group compares where
+ * the device answers) and its tags start afresh (gwtags_replace), and the
+ * poller's new plan (a new generation) drops the answers still coming for
+ * the old one, so no value read at the old place is shown as the new one's.
+ *
+ * The buses: a change only in the keys a running line takes
+ * (response_timeout_ms, retries, gap_us, tcp_first, priority_hold_us)
+ * applies live the same way; the rest of a [bus] (its port, framing and
+ * serial settings, queue_depth, mode) waits for a restart.
  */
-static bool default_held(const config_device_t *d)
+/* Every line takes the running copy's keys (bus_set_keys). */
+static void send_keys(gw_t *gw)
 {
-    return d->timeout_ms == 0 && d->dead_after == 3 && d->dead_backoff_ms == 10000;
+    for (unsigned k = 0; k < gw->bus_count; k++)
+        if (gw->buses[k] && bus_set_keys(gw->buses[k], gw->cfg) != 0)
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the new keys (out of memory)",
+                   gw->cfg->buses[k].name);
 }
 
-static const config_device_t *device_named(const config_t *cfg, const char *name)
+static bool buses_differ_beyond_keys(const config_t *a, const config_t *b)
 {
-    for (unsigned i = 0; i < cfg->device_count; i++)
-        if (strcmp(cfg->devices[i].name, name) == 0)
-            return &cfg->devices[i];
-    return NULL;
+    if (a->bus_count != b->bus_count)
+        return true;
+    for (unsigned i = 0; i < a->bus_count; i++) {
+        config_bus_t x = a->buses[i], y = b->buses[i];
+        y.response_timeout_ms = x.response_timeout_ms;
+        y.retries = x.retries;
+        y.gap_us = x.gap_us;
+        y.tcp_first = x.tcp_first;
+        y.priority_hold_us = x.priority_hold_us;
+        if (!config_same_bus(&x, &y))
+            return true;
+    }
+    return false;
 }
 
-static bool devices_can_follow(const config_t *run, const config_t *fresh, char *why, size_t cap)
+/* The buses' live keys into the running copy, then to every line. */
+static void apply_bus_keys(gw_t *gw, const config_t *fresh)
 {
-    for (unsigned i = 0; i < fresh->device_count; i++) {
-        const config_device_t *f = &fresh->devices[i], *r = device_named(run, f->name);
-        bool same = r ? f->bus == r->bus && f->slave == r->slave && f->timeout_ms == r->timeout_ms &&
-                            f->dead_after == r->dead_after && f->dead_backoff_ms == r->dead_backoff_ms
-                      : default_held(f);
-        if (!same) {
-            snprintf(why, cap, r ? "[device %s]: its bus, slave, timeout_ms, dead_after or dead_backoff_ms"
-                                 : "[device %s], added: timeout_ms, dead_after or dead_backoff_ms not the default",
-                     f->name);
-            return false;
-        }
+    for (unsigned k = 0; k < gw->cfg->bus_count && k < fresh->bus_count; k++) {
+        config_bus_t *r = &gw->cfg->buses[k];
+        const config_bus_t *f = &fresh->buses[k];
+        r->response_timeout_ms = f->response_timeout_ms;
+        r->retries = f->retries;
+        r->gap_us = f->gap_us;
+        r->tcp_first = f->tcp_first;
+        r->priority_hold_us = f->priority_hold_us;
     }
-    for (unsigned i = 0; i < run->device_count; i++) {
-        const config_device_t *r = &run->devices[i];
-        if (!device_named(fresh, r->name) && !default_held(r)) {
-            snprintf(why, cap, "[device %s], removed: its timeout_ms, dead_after or dead_backoff_ms not the default",
-                     r->name);
-            return false;
-        }
-    }
-    return true;
+    send_keys(gw);
 }
 
 /* Whether group a of ca and group b of cb read the same thing (their line in
@@ -192,7 +196,9 @@ static bool devices_can_follow(const config_t *run, const config_t *fresh, char 
 static bool same_group(const config_t *ca, const config_poll_t *a, const config_t *cb, const config_poll_t *b)
 {
     return strcmp(a->name, b->name) == 0 && a->device < ca->device_count && b->device < cb->device_count &&
-           strcmp(ca->devices[a->device].name, cb->devices[b->device].name) == 0 && a->function == b->function &&
+           strcmp(ca->devices[a->device].name, cb->devices[b->device].name) == 0 &&
+           ca->devices[a->device].bus == cb->devices[b->device].bus &&
+           ca->devices[a->device].slave == cb->devices[b->device].slave && a->function == b->function &&
            a->address == b->address && a->count == b->count;
 }
 
@@ -272,12 +278,9 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         *why = "out of memory";
         return LIVE_WAITS;
     }
-    /* the line cores' live key (widen_reads): each bus actor takes it in its own time */
-    for (unsigned k = 0; k < gw->bus_count; k++)
-        if (gw->buses[k] && bus_set_slaves(gw->buses[k], gw->cfg) != 0)
-            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the devices' widen_reads",
-                   gw->cfg->buses[k].name);
-    bool failed = (tags && gwtags_replace(gw->tags, fresh, &kept, err, sizeof err) != 0) ||
+    /* the line cores' keys: each bus actor takes them in its own time */
+    send_keys(gw);
+    bool failed = (tags && gwtags_replace(gw->tags, fresh, &was, &kept, err, sizeof err) != 0) ||
                   (polls && swap_groups(gw, fresh, &was) != 0);
     free(was.devices);
     if (failed) {
@@ -403,11 +406,12 @@ static void reload(gw_t *gw)
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
     /* by value, not by line number: a section that only moved is unchanged */
-    bool buses = !config_same_buses(gw->cfg, fresh);
+    bool buses = buses_differ_beyond_keys(gw->cfg, fresh);
+    bool bus_keys = !buses && !config_same_buses(gw->cfg, fresh);
+    if (bus_keys)
+        apply_bus_keys(gw, fresh);
     bool polls = !config_same_polls(gw->cfg, fresh);
     bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
-    char devices_why[160] = "";
-    bool devices_follow = devices && devices_can_follow(gw->cfg, fresh, devices_why, sizeof devices_why);
     /* a device's change goes with the tags: they name it, and MQTT announces both */
     bool devices_moved = !config_same_devices(gw->cfg, fresh);
     bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
@@ -418,8 +422,7 @@ static void reload(gw_t *gw)
     bool templates = !config_same_templates(gw->cfg, fresh);
     const char *why = NULL;
     enum live how = !(tags || polls) ? LIVE_APPLIED
-                  : reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : devices && !devices_follow ?
-                                   devices_why : NULL, &why);
+                  : reload_polling(gw, fresh, tags, polls, buses ? "buses changed too" : NULL, &why);
     bool live = (tags || polls) && how == LIVE_APPLIED, queued = (tags || polls) && how == LIVE_QUEUED;
     if (templates && !tags) {
         memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
@@ -479,13 +482,15 @@ static void reload(gw_t *gw)
 #undef CHANGED
     gw->cfg->log_level = fresh->log_level;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp] and [rtu_tcp]%s%s%s%s%s%s",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp] and [rtu_tcp]%s%s%s%s%s%s%s",
            gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
+           bus_keys ? ", the buses' timeouts and retries" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+             bus_keys ? " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,

@@ -33,7 +33,7 @@ struct gw_bus {
     uint64_t listen_due;          /* the listen look pending (lazy, like the line's timers); 0: none */
 };
 
-enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_WIDEN };
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_KEYS };
 
 typedef struct bus_timer_msg {
     uint64_t at;
@@ -192,10 +192,15 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
     case PORT_MSG_STATE:
         line_port(bus->line, *(const uint8_t *)data != 0, now);
         break;
-    case BUS_MSG_WIDEN:
-        if (len == 32)
-            line_set_widen(bus->line, data);
+    case BUS_MSG_KEYS: {
+        line_keys_t *k;
+        if (len != sizeof k)
+            break;
+        memcpy(&k, data, sizeof k);
+        line_keys_apply(bus->line, k);
+        line_keys_free(k);
         break;
+    }
     default:
         break;
     }
@@ -207,27 +212,22 @@ int bus_submit(gw_bus_t *bus, const gw_request_t *req)
 }
 
 /*
- * The slaves' keys a reload may change on a running line: widen_reads (the
- * only one the line core reads per question; timeout_ms, dead_after and
- * dead_backoff_ms need a restart, daemon/control.c). Worked out here from
- * cfg as line_new's init_slaves does (a slave no device names: widened; two
- * devices on one slave: the last), and sent to the bus actor as a message,
- * so the line's state changes on the line's own thread, between questions.
+ * The keys a reload may change on a running line (line/line.h,
+ * line_keys_t): worked out here from cfg, on the reload's thread, and sent
+ * to the bus actor as a message that carries the table, so the line's state
+ * changes on the line's own thread, between questions. The actor frees the
+ * table; so does this function when the message cannot be sent.
  */
-int bus_set_slaves(gw_bus_t *bus, const config_t *cfg)
+int bus_set_keys(gw_bus_t *bus, const config_t *cfg)
 {
-    uint8_t widen[32];
-    memset(widen, 0xFF, sizeof widen);
-    for (unsigned i = 0; i < cfg->device_count; i++) {
-        const config_device_t *d = &cfg->devices[i];
-        if (d->bus != bus->index || d->slave >= 256)
-            continue;
-        if (d->widen_reads)
-            widen[d->slave / 8] |= (uint8_t)(1u << (d->slave % 8));
-        else
-            widen[d->slave / 8] &= (uint8_t)~(1u << (d->slave % 8));
+    line_keys_t *k = line_keys_new(cfg, bus->index);
+    if (!k)
+        return -1;
+    if (actor_send(bus->gw->actors, bus->self, BUS_MSG_KEYS, &k, sizeof k) != 0) {
+        line_keys_free(k);
+        return -1;
     }
-    return actor_send(bus->gw->actors, bus->self, BUS_MSG_WIDEN, widen, sizeof widen);
+    return 0;
 }
 
 /* ---- construction ---------------------------------------------------------------- */

@@ -260,9 +260,12 @@ int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t 
 /* Whether defs (a fresh configuration's) defines the same tags. */
 bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs);
 /* A reload: the table rebuilt from cfg (its tags and devices), values kept
- * for tags defined as before (*kept of them). On the I/O thread, with every
- * user of the definitions there and no tag write in flight (tags_gw.c). */
-int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, size_t errcap);
+ * for tags defined as before whose device answers at the bus and slave id
+ * it answered at in was (the devices before; NULL: not compared), *kept of
+ * them. On the I/O thread, with every user of the definitions there and no
+ * tag write in flight (tags_gw.c). */
+int gwtags_replace(gw_tags_t *t, const config_t *cfg, const config_t *was, size_t *kept, char *err,
+                   size_t errcap);
 /* +1 per replace: work naming tag indices carries it, and an older one is dropped. */
 uint32_t gwtags_generation(const gw_tags_t *t);
 /* An answer overheard on a listen-only bus into the named device's tags (tags_table_observe);
@@ -363,9 +366,11 @@ void bus_free(gw_bus_t *bus);
 int bus_start(gw_bus_t *bus, gw_loop_t *loop);
 /* Any thread: queue a request; exactly one answer comes to req->origin. */
 int bus_submit(gw_bus_t *bus, const gw_request_t *req);   /* submit.c's; front ends call gw_submit */
-/* A reload changed the devices: the line's per-slave keys that apply live
- * (widen_reads) set from cfg, by a message to the bus actor. 0 or -errno. */
-int bus_set_slaves(gw_bus_t *bus, const config_t *cfg);
+/* A reload changed the bus's line keys or the devices on it: the keys that
+ * apply live (line_keys_t: the bus's timeout, retries, gap, tcp_first,
+ * priority_hold_us; each slave's timeout, dead_after, back-off, widening)
+ * set from cfg, by a message to the bus actor. 0, or -1: not sent. */
+int bus_set_keys(gw_bus_t *bus, const config_t *cfg);
 const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);

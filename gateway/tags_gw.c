@@ -277,7 +277,19 @@ static bool same_def(const tags_table_t *a, size_t i, const tags_table_t *b, siz
     return same_tag(x, tags_table_device_name(a, x->device), y, tags_table_device_name(b, y->device));
 }
 
-int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, size_t errcap)
+/* Whether a device answers where it did: a device moved to another bus or
+ * slave id is read from other registers, so its tags' values are not
+ * carried (they are the old slave's). A device new or gone: its tags are
+ * matched by definition (same_def) alone. */
+static bool same_place(const config_t *cfg, const config_t *was, const char *device)
+{
+    int a = was && device ? config_device_index(cfg, device) : -1;
+    int b = was && device ? config_device_index(was, device) : -1;
+    return a < 0 || b < 0 ||
+           (cfg->devices[a].bus == was->devices[b].bus && cfg->devices[a].slave == was->devices[b].slave);
+}
+
+int gwtags_replace(gw_tags_t *t, const config_t *cfg, const config_t *was, size_t *kept, char *err, size_t errcap)
 {
     tags_table_t *fresh;
     unsigned *cd;
@@ -296,7 +308,9 @@ int gwtags_replace(gw_tags_t *t, const config_t *cfg, size_t *kept, char *err, s
         tags_table_seq_start(fresh, tags_table_seq(t->table) + 1);
     for (size_t i = 0; i < tags_table_count(fresh); i++) {
         int old = tags_table_find(t->table, tags_table_tag(fresh, i)->name);
+        const tags_tag_t *g = tags_table_tag(fresh, i);
         if (old >= 0 && same_def(fresh, i, t->table, (size_t)old) &&
+            same_place(cfg, was, tags_table_device_name(fresh, g->device)) &&
             tags_table_carry_value(fresh, i, t->table, (size_t)old) == 0)
             (*kept)++;
     }

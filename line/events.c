@@ -215,21 +215,107 @@ static void init_timing(line_t *bus)
                 : c->framing == CONFIG_FRAMING_TCP ? 0 : rtu_t35_ns(c->baud, bus->char_bits);
 }
 
-static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
+/*
+ * The keys a reload may change on a running line: the bus's timing and
+ * retry keys and each slave's device keys. Worked out from a configuration
+ * on any thread (line_keys_new: a slave no device names gets the bus's
+ * timeout, dead_after 3, a 10 s back-off and widening; two devices on one
+ * slave: the last), applied on the line's own thread between two events
+ * (line_keys_apply), so no event sees half of a change.
+ */
+struct line_keys {
+    unsigned response_timeout_ms, retries, gap_us, priority_hold_us;
+    bool tcp_first;
+    struct {
+        unsigned timeout_ms, dead_after, backoff_ms;
+        bool widen;
+    } slave[N_SLAVES];
+};
+
+static void keys_from(line_keys_t *k, const config_t *cfg, unsigned index)
 {
-    for (unsigned s = 0; s < N_SLAVES; s++)
-        bus->slaves[s] = (slave_state_t){ .timeout_ms = bus->cfg.response_timeout_ms, .dead_after = 3,
-                                          .backoff_ms = 10000, .widen = true };
+    const config_bus_t *c = &cfg->buses[index];
+    k->response_timeout_ms = c->response_timeout_ms;
+    k->retries = c->retries;
+    k->gap_us = c->gap_us;
+    k->priority_hold_us = c->priority_hold_us;
+    k->tcp_first = c->tcp_first;
+    for (unsigned s = 0; s < N_SLAVES; s++) {
+        k->slave[s].timeout_ms = c->response_timeout_ms;
+        k->slave[s].dead_after = 3;
+        k->slave[s].backoff_ms = 10000;
+        k->slave[s].widen = true;
+    }
     for (unsigned i = 0; i < cfg->device_count; i++) {
         const config_device_t *d = &cfg->devices[i];
-        if (d->bus != index)
+        if (d->bus != index || d->slave >= N_SLAVES)
             continue;
-        slave_state_t *s = &bus->slaves[d->slave];
-        s->timeout_ms = d->timeout_ms ? d->timeout_ms : bus->cfg.response_timeout_ms;
-        s->dead_after = d->dead_after;
-        s->backoff_ms = d->dead_backoff_ms;
-        s->widen = d->widen_reads;
+        k->slave[d->slave].timeout_ms = d->timeout_ms ? d->timeout_ms : c->response_timeout_ms;
+        k->slave[d->slave].dead_after = d->dead_after;
+        k->slave[d->slave].backoff_ms = d->dead_backoff_ms;
+        k->slave[d->slave].widen = d->widen_reads;
     }
+    /* a transport with transaction ids: no stale frame can match, nothing for I6 to do */
+    if (c->framing == CONFIG_FRAMING_TCP)
+        for (unsigned s = 0; s < N_SLAVES; s++)
+            k->slave[s].widen = false;
+}
+
+line_keys_t *line_keys_new(const config_t *cfg, unsigned index)
+{
+    line_keys_t *k = index < cfg->bus_count ? malloc(sizeof *k) : NULL;
+    if (k)
+        keys_from(k, cfg, index);
+    return k;
+}
+
+void line_keys_free(line_keys_t *k)
+{
+    free(k);
+}
+
+/*
+ * A reload's keys, on the line's thread. The question in flight keeps what
+ * it was asked under (its timer is armed; its retry is decided by the
+ * retries in force when it times out); the next question takes the new
+ * keys. A slave whose configured timeout changed starts from it again (the
+ * widening a late answer earned, slave.c, was above the old figure; it is
+ * learned again above the new one); one whose timeout did not change keeps
+ * its widening. A back-off running ends when it was due; dead_after counts
+ * the failures already seen. None of this moves an answer to another
+ * question: the discipline's rules (discipline.c) hold for any timeout.
+ */
+void line_keys_apply(line_t *bus, const line_keys_t *k)
+{
+    bus->cfg.response_timeout_ms = k->response_timeout_ms;
+    bus->cfg.retries = k->retries;
+    bus->cfg.priority_hold_us = k->priority_hold_us;
+    bus->cfg.tcp_first = k->tcp_first;
+    if (bus->cfg.gap_us != k->gap_us) {
+        bus->cfg.gap_us = k->gap_us;
+        init_timing(bus);
+    }
+    for (unsigned s = 0; s < N_SLAVES; s++) {
+        slave_state_t *st = &bus->slaves[s];
+        if (st->base_timeout_ms != k->slave[s].timeout_ms) {
+            st->base_timeout_ms = st->timeout_ms = k->slave[s].timeout_ms;
+            gw_set(&bus->sm[s].timeout_ms, st->timeout_ms);
+        }
+        st->dead_after = k->slave[s].dead_after;
+        st->backoff_ms = k->slave[s].backoff_ms;
+        st->widen = k->slave[s].widen;
+    }
+}
+
+static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
+{
+    line_keys_t *k = line_keys_new(cfg, index);
+    for (unsigned s = 0; s < N_SLAVES; s++)
+        bus->slaves[s] = (slave_state_t){ .timeout_ms = k ? k->slave[s].timeout_ms : bus->cfg.response_timeout_ms,
+                                          .dead_after = k ? k->slave[s].dead_after : 3,
+                                          .backoff_ms = k ? k->slave[s].backoff_ms : 10000,
+                                          .widen = k ? k->slave[s].widen : bus->cfg.framing != CONFIG_FRAMING_TCP };
+    line_keys_free(k);
     /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
      * answer carries that answer's transaction id, no longer in flight, so
      * the MBAP layer hands it up failing its CRC. Equal answers are real. */
@@ -247,16 +333,8 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
     for (unsigned s = 0; s < N_SLAVES; s++) {
         bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
         bus->slaves[s].copies = ids || bus->cfg.no_copies ? COPIES_GENUINE : COPIES_UNKNOWN;
-        if (ids)
-            bus->slaves[s].widen = false;   /* no stale frame can match: nothing for I6 to do */
         gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);
     }
-}
-
-void line_set_widen(line_t *bus, const uint8_t widen[32])
-{
-    for (unsigned s = 1; s < N_SLAVES; s++)
-        bus->slaves[s].widen = bus->cfg.framing != CONFIG_FRAMING_TCP && (widen[s / 8] >> (s % 8) & 1);
 }
 
 line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, const line_env_t *env,

@@ -201,10 +201,16 @@ void line_timer(line_t *l, enum line_timer kind, uint64_t at, uint64_t now);
 void line_resolved(line_t *l, uint64_t now);
 /* The port opened (up) or was lost. */
 void line_port(line_t *l, bool up, uint64_t now);
-/* A reload changed [device] widen_reads: bit s of widen[] is slave s's
- * (default 1 where no device names the slave). From the next question on;
- * a transport with transaction ids (MBAP) never widens. */
-void line_set_widen(line_t *l, const uint8_t widen[32]);
+/* A reload's keys for a running line: [bus] response_timeout_ms, retries,
+ * gap_us, tcp_first, priority_hold_us and each slave's [device] timeout_ms,
+ * dead_after, dead_backoff_ms and widen_reads. line_keys_new works them out
+ * of cfg's bus index (any thread; NULL: out of memory); line_keys_apply
+ * takes them on the line's thread, from the next question on (events.c says
+ * what the question in flight keeps). */
+typedef struct line_keys line_keys_t;
+line_keys_t *line_keys_new(const config_t *cfg, unsigned index);
+void line_keys_apply(line_t *l, const line_keys_t *k);
+void line_keys_free(line_keys_t *k);
 
 /* ---- reading (any thread: relaxed counters) ------------------------------------ */
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 enum ev_type { EV_TIMER = 1, EV_ARRIVE, EV_FEED, EV_BARRIER, EV_SLAVE_RX, EV_SLAVE_TX, EV_CLIENT, EV_SUBMIT,
-               EV_PORT, EV_CLOSE, EV_CLOSED, EV_REOPEN };
+               EV_PORT, EV_CLOSE, EV_CLOSED, EV_REOPEN, EV_KEYS };
 
 typedef struct ev {
     uint64_t t, seq;
@@ -72,6 +72,8 @@ struct sim {
     uint64_t rng, now, seq;
     config_t *cfg;
     line_t *line;
+    line_keys_t *keys[SIM_KEYS_MAX];   /* reloads scheduled (sim_keys_at), applied by EV_KEYS */
+    unsigned n_keys;
     uint64_t char_ns, host_delay_max_ns, last_feed_t;
     bool stamp_at_read;
     int unread;
@@ -673,6 +675,8 @@ void sim_free(sim_t *s)
         return;
     line_free(s->line);
     config_free(s->cfg);
+    for (unsigned i = 0; i < s->n_keys; i++)
+        line_keys_free(s->keys[i]);
     for (size_t i = 0; i < s->heap_len; i++)
         free(s->heap[i]);
     free(s->heap);
@@ -719,6 +723,28 @@ void sim_clients(sim_t *s, unsigned clients, uint64_t transactions, uint64_t thi
         ev_t *e = ev_new(s, EV_CLIENT, s->now + uniform(s, 0, think_max_ns));
         e->kind = (uint8_t)c;
     }
+}
+
+int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini)
+{
+    char text[4096];
+    config_errors_t errs;
+    memset(&errs, 0, sizeof errs);
+    if (s->n_keys == SIM_KEYS_MAX)
+        return -1;
+    snprintf(text, sizeof text, "[bus line]\n%s%s", strstr(bus_ini, "port =") ? "" : "port = /dev/null\n", bus_ini);
+    config_t *cfg = config_load_string(text, "linesim", &errs);
+    if (!cfg) {
+        fprintf(stderr, "linesim: the reload's INI does not load: %s\n", errs.count ? errs.text[0] : "?");
+        return -1;
+    }
+    line_keys_t *k = line_keys_new(cfg, 0);
+    config_free(cfg);
+    if (!k)
+        return -1;
+    s->keys[s->n_keys] = k;
+    ev_new(s, EV_KEYS, at)->id = s->n_keys++;
+    return 0;
 }
 
 void sim_port_flap_at(sim_t *s, uint64_t at, uint64_t down_ns)
@@ -811,6 +837,11 @@ void sim_run(sim_t *s, uint64_t until)
             break;
         case EV_REOPEN:
             on_reopen(s);
+            break;
+        case EV_KEYS:
+            if (s->trace)
+                fprintf(stderr, "%10.3f ms reload: the line's keys change\n", (double)s->now / 1e6);
+            line_keys_apply(s->line, s->keys[e->id]);
             break;
         }
         ev_free(s, e);

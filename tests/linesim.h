@@ -102,6 +102,10 @@ void sim_priority_master(sim_t *s, unsigned slave, uint64_t think_ns, uint64_t u
 uint64_t sim_priority_answers(const sim_t *s);
 /* The port is lost at `at` and back `down_ns` later. */
 void sim_port_flap_at(sim_t *s, uint64_t at, uint64_t down_ns);
+/* A reload at `at`: the line takes the keys (line_keys_t) of bus_ini, the
+ * same form as sim_new's, from then on. At most SIM_KEYS_MAX a run; 0 or -1. */
+#define SIM_KEYS_MAX 8
+int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini);
 /* Runs until nothing is left to happen, or `until` (0: no limit). */
 void sim_run(sim_t *s, uint64_t until);
 uint64_t sim_now(const sim_t *s);

@@ -872,7 +872,7 @@ static sim_slave_model_t random_model(uint64_t *x, unsigned timeout_ms, unsigned
 }
 
 typedef struct explore_totals {
-    uint64_t runs, transactions, data, refused, wrong, events, misshapen;
+    uint64_t runs, transactions, data, refused, wrong, events, misshapen, reloads;
     uint64_t first_bad_seed, first_bad_answers;
     char first_bad[512];
 } explore_totals_t;
@@ -909,8 +909,9 @@ static void explore_one(uint64_t seed, uint64_t n, explore_mode_t mode, explore_
 #else
     bool server = (mix(&w) & 3) == 0 || mode.server;
 #endif
+    unsigned baud = bauds[mix(&x) % 4];
     int k = snprintf(ini, sizeof ini, "baud = %u\nresponse_timeout_ms = %u\nretries = %u\nqueue_depth = 64\n%s%s",
-                     bauds[mix(&x) % 4], timeout_ms, retries, vouched ? "copies = none\n" : "",
+                     baud, timeout_ms, retries, vouched ? "copies = none\n" : "",
                      server ? "port = tcp://127.0.0.1:4001\n" : "");
     for (unsigned id = 1; id <= 4; id++)
         k += snprintf(ini + k, sizeof ini - (size_t)k, "[device d%u]\nbus = line\nslave = %u\ndead_after = %u\n"
@@ -939,6 +940,30 @@ static void explore_one(uint64_t seed, uint64_t n, explore_mode_t mode, explore_
     sim_clients(s, 1 + (unsigned)pick(&x, SIM_MAX_CLIENTS - 1), n, (uint64_t)pick(&x, 5.0 * MS));
     if (pick(&x, 1) < 0.2)
         sim_port_flap_at(s, (uint64_t)pick(&x, 2000.0 * MS), (uint64_t)pick(&x, 300.0 * MS));
+#ifndef LINE_BROKEN
+    /* A quarter of the runs is reloaded one to three times while its
+     * clients run (daemon/control.c applies these keys live: line_keys_t):
+     * the bus's timeout and retries and every slave's timeout_ms,
+     * dead_after and dead_backoff_ms drawn again, questions in flight
+     * included. Drawn from a stream of its own (u), so the other runs keep
+     * their course. */
+    uint64_t u = seed ^ 0x6969696969696969ull;
+    if ((mix(&u) & 3) == 0)
+        for (unsigned r = 0, n_r = 1 + (unsigned)pick(&u, 3); r < n_r; r++) {
+            char again[1024];
+            int j = snprintf(again, sizeof again, "baud = %u\nresponse_timeout_ms = %u\nretries = %u\n"
+                             "queue_depth = 64\n%s%s", baud, 20 + (unsigned)pick(&u, 80), (unsigned)pick(&u, 3),
+                             vouched ? "copies = none\n" : "", server ? "port = tcp://127.0.0.1:4001\n" : "");
+            for (unsigned id = 1; id <= 4; id++) {
+                unsigned own = pick(&u, 1) < 0.5 ? 0 : 10 + (unsigned)pick(&u, 150);
+                j += snprintf(again + j, sizeof again - (size_t)j, "[device d%u]\nbus = line\nslave = %u\n"
+                              "timeout_ms = %u\ndead_after = %u\ndead_backoff_ms = %u\n", id, id, own,
+                              (unsigned)pick(&u, 4), 100 + (unsigned)pick(&u, 1000));
+            }
+            assert_int_equal(sim_keys_at(s, (uint64_t)pick(&u, 2000.0 * MS), again), 0);
+            tot->reloads++;
+        }
+#endif
     sim_run(s, 0);
     const sim_counts_t *c = sim_counts(s);
     uint64_t refused = 0;
@@ -1028,10 +1053,14 @@ static void test_explorer(void **state)
     explore_totals_t tot = explore(total, 20000, false, env_mode());
     double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
     print_message("line explorer: %llu runs, %llu transactions (%llu data, %llu refused by the gateway, "
-                  "%llu of them answered in another shape), %llu events, %.1f s CPU; wrong or unanswered: %llu\n",
+                  "%llu of them answered in another shape), %llu events, %llu live reloads of the line's keys, "
+                  "%.1f s CPU; wrong or unanswered: %llu\n",
                   (unsigned long long)tot.runs, (unsigned long long)tot.transactions, (unsigned long long)tot.data,
                   (unsigned long long)tot.refused, (unsigned long long)tot.misshapen, (unsigned long long)tot.events,
-                  cpu, (unsigned long long)tot.wrong);
+                  (unsigned long long)tot.reloads, cpu, (unsigned long long)tot.wrong);
+#ifndef LINE_BROKEN
+    assert_true(tot.reloads > 0);   /* the reloads were drawn: the runs above crossed them */
+#endif
     if (tot.wrong)
         fail_msg("seed %llu (RTUGW_SEED=%llu): %s", (unsigned long long)tot.first_bad_seed,
                  (unsigned long long)tot.first_bad_seed, tot.first_bad);

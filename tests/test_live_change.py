@@ -193,6 +193,77 @@ def test_widen_reads_live():
     g.stop()
 
 
+
+def test_line_keys_live():
+    """A device's timeout_ms, dead_after and dead_backoff_ms and the bus's
+    response_timeout_ms and retries apply live (each was restart_needed,
+    "devices"/"buses"): the line's timeout for the slave is the new one
+    (rtugw_device_timeout_ms), polling goes on, and the Modbus TCP client's
+    connection keeps answering. baud still waits (the port is reopened only
+    by a restart)."""
+    devs = ("[device m1]\nslave = 1\ntimeout_ms = 300\n[device m3]\nslave = 3\n"
+            "[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\ninterval_ms = 50\n")
+    g = Gateway(bus=SIM1.replace("sim:1", "sim:1,3"), devices=devs, timeout_ms=250)
+
+    def tmo(dev, slave):
+        return g.metrics().get(f'rtugw_device_timeout_ms{{bus="line",device="{dev}",slave="{slave}"}}')
+    check(wait_for(lambda: tag_good(g, "t1"), 5) and tmo("m1", 1) == 300 and tmo("m3", 3) == 250,
+          f"t1 polled; the line's timeouts are the file's: m1 {tmo('m1', 1)}, m3 {tmo('m3', 3)}")
+    c = g.client()
+    check(not c.read_holding_registers(5, 2, slave=3).isError(), "a Modbus TCP client reads slave 3")
+    for n, (old, new) in enumerate([("timeout_ms = 300\n", "timeout_ms = 700\ndead_after = 5\ndead_backoff_ms = 2000\n"),
+                                    ("response_timeout_ms = 250\nretries = 1\n", "response_timeout_ms = 600\nretries = 2\n")]):
+        hup(g, g.text.replace(old, new))
+        check(wait_for(lambda: g.status()["last_reload"] and "bus_keys" in g.status()["last_reload"]["applied"]
+                       if n else g.status()["last_reload"] and "devices" in g.status()["last_reload"]["applied"], 3),
+              f"change {n + 1} applied: {g.status()['last_reload']}")
+        check(g.status()["restart_needed"] == "", f"nothing waits: {g.status()['restart_needed']!r}")
+    check(wait_for(lambda: tmo("m1", 1) == 700 and tmo("m3", 3) == 600, 3),
+          f"the line took them: m1 {tmo('m1', 1)} (700), m3 {tmo('m3', 3)} (the bus's, 600)")
+    r = c.read_holding_registers(5, 2, slave=3)
+    check(not r.isError() and r.registers == [3005, 3006], f"the same TCP connection still answers: {r}")
+    polls = requests_in(g, 0.5)
+    check(polls > 3, f"t1 still polled ({polls} requests in 0.5 s)")
+    hup(g, g.text.replace("baud = 115200", "baud = 57600"))
+    check(wait_for(lambda: g.status()["restart_needed"] == "buses", 3), f"baud waits: {g.status()['restart_needed']!r}")
+    c.close()
+    g.stop()
+
+
+def test_device_moved_to_another_slave_live():
+    """A device moved to another slave id by SIGHUP and by the API (each was
+    restart_needed "devices"): its tags and its poll group read the new slave
+    from then on, and no value read at the old slave is shown as the new
+    one's: every good value of t1 after the reload is the new slave's
+    (holding[10] = 1000 * slave + 10), sampled throughout, and the group's
+    cached read over Modbus TCP is the new slave's too."""
+    devs = ("[device m1]\nslave = 1\n[poll p1]\ndevice = m1\nfunction = 3\naddress = 0\ncount = 4\ninterval_ms = 50\n"
+            "[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\ninterval_ms = 20\n")
+    g = Gateway(bus=SIM1.replace("sim:1", "sim:1,2,3"), devices=devs, extra=f"write_token = {TOKEN}\n")
+    check(wait_for(lambda: tag_values(g).get("t1", {}).get("value") == 1010, 5), "t1 reads slave 1's 1010")
+    for n, slave in enumerate((2, 3)):
+        rev = (g.status()["last_reload"] or {}).get("revision")
+        if n == 0:
+            hup(g, g.text.replace("[device m1]\nslave = 1\n", "[device m1]\nslave = 2\n"))
+        else:
+            st, r = api(g, "PUT", "/api/devices/m1", {"slave": 3})
+            check(st == 200 and r.get("restart_needed") == "", f"PUT /api/devices/m1 slave 3: live ({st} {r})")
+        check(wait_for(lambda: (g.status()["last_reload"] or {}).get("revision") not in (None, rev), 3), "reloaded")
+        check(g.status()["restart_needed"] == "", f"nothing waits: {g.status()['restart_needed']!r}")
+        seen, wrong, end = set(), [], time.time() + 1.5
+        while time.time() < end:
+            t = tag_values(g).get("t1", {})
+            if t.get("quality") == "good":
+                seen.add(t["value"])
+                if t["value"] != 1000 * slave + 10:
+                    wrong.append(t["value"])
+            time.sleep(0.01)
+        check(not wrong and seen == {1000 * slave + 10},
+              f"move {n + 1}: every good t1 after the reload is slave {slave}'s ({sorted(seen)}, wrong {wrong[:5]})")
+        p1 = g.status()["polls"][0]
+        check(p1["ok"] and p1["values"] == [1000 * slave + a for a in range(4)], f"p1 polled at slave {slave}: {p1}")
+    g.stop()
+
 # ---- 4. a change made while a tag write is in flight -----------------------------------
 
 def slow_write(g, results):
@@ -500,7 +571,7 @@ TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_templat
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
          test_section_editor, test_last_reload_reported, test_warnings_everywhere,
-         test_rtugw_reload, test_listeners_live]
+         test_rtugw_reload, test_listeners_live, test_line_keys_live, test_device_moved_to_another_slave_live]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)

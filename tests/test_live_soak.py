@@ -8,7 +8,9 @@ added or removed ([tag] sections through /api/tags, rows of a template's CSV
 through /api/templates/NAME/csv), a device added from the template or
 removed, a poll group added or removed, a device's interval_ms, a template
 no device uses added or removed, the log level, [tcp] max_pending, allow and
-the listener's port (by SIGHUP). After each change:
+the listener's port (by SIGHUP), a device's line keys (timeout_ms,
+dead_after, dead_backoff_ms), a device moved to another slave id, and bus
+a's response_timeout_ms and retries (by SIGHUP). After each change:
   - the daemon's verdict (/status last_reload) is "applied" and nothing is
     named for a restart;
 and every CHECK_EVERY changes, and after the last:
@@ -17,7 +19,7 @@ and every CHECK_EVERY changes, and after the last:
     a live change leaves the daemon as a start would;
 and at the end:
   - each client, connected before the first change, kept its connection and
-    got every answer right: 0 wrong, 0 lost (the buses never changed);
+    got every answer right: 0 wrong, 0 lost (the buses changed only in their live keys);
   - the daemon stops cleanly.
 
 RTUGW_SOAK_CHANGES=N (default 150; `make check-live-soak` runs 1,000),
@@ -113,7 +115,26 @@ class Soak(Daemon):
         self.n += 1
         n, text = self.n, self.text()
         kind = rng.choice(["tag+", "tag-", "csv", "device+", "device-", "poll+", "poll-", "interval", "spare",
-                           "log", "tcp", "port"])
+                           "log", "tcp", "port", "devkeys", "move", "buskeys"])
+        if kind == "devkeys":   # the line's keys for slave 1 (line_keys_t), by the API
+            return kind, self.api("PUT", "/api/devices/d1", {"bus": "a", "slave": 1,
+                                                             "timeout_ms": rng.choice([0, 700, 1200]),
+                                                             "dead_after": rng.choice([0, 3, 5]),
+                                                             "dead_backoff_ms": rng.choice([2000, 10000])})
+        if kind == "move":      # a template's device to the other free slave of bus a
+            devs = json.loads(self.http_call("GET", "/api/devices")[1])["devices"]
+            movable = [d for d in devs if d["name"].startswith("m")]
+            taken = {d["slave"] for d in devs if d["bus"] == "a"}
+            free = [x for x in (5, 6) if x not in taken]
+            if not movable or not free:
+                return kind, (0, b"nothing to move")
+            return kind, self.api("PUT", f"/api/devices/{movable[0]['name']}", {"bus": "a", "slave": free[0],
+                                                                                "template": "meter"})
+        if kind == "buskeys":   # bus a's timeout and retries, by SIGHUP (its readers read on)
+            a = text.split("[bus a]\n")[1].split("[bus b]")[0]
+            self.hup(text.replace(a, f"port = sim:1,2,5,6\nbaud = 115200\nresponse_timeout_ms = "
+                                     f"{rng.choice([800, 1000, 1500])}\nretries = {rng.choice([1, 2])}\n"))
+            return kind, (200, b"")
         if kind == "tag+":
             return kind, self.api("PUT", f"/api/tags/k{n}", {"device": rng.choice(["d1", "d3"]), "table": "holding",
                                                              "address": 100 + n % 200, "type": "uint16"})

@@ -138,7 +138,8 @@ static void list_buses(const config_t *cfg, struct evbuffer *b)
         api_add_str(b, bus->name);
         evbuffer_add_printf(b, ",\"port\":");
         api_add_str(b, bus->port);
-        evbuffer_add_printf(b, ",\"baud\":%u,\"response_timeout_ms\":%u}", bus->baud, bus->response_timeout_ms);
+        evbuffer_add_printf(b, ",\"baud\":%u,\"response_timeout_ms\":%u,\"retries\":%u,\"gap_us\":%u}", bus->baud,
+                            bus->response_timeout_ms, bus->retries, bus->gap_us);
     }
     evbuffer_add_printf(b, "]}\n");
 }
@@ -168,8 +169,10 @@ static void list_devices(gw_t *gw, struct evbuffer *b)
             api_add_str(b, d->tags_file);
         else
             evbuffer_add_printf(b, "null");
-        evbuffer_add_printf(b, ",\"order\":\"%s\",\"interval_ms\":%u,\"tags\":%zu}",
-                            tags_order_name(d->order, TAGS_UINT32), d->interval_ms, n);
+        evbuffer_add_printf(b, ",\"order\":\"%s\",\"interval_ms\":%u,\"timeout_ms\":%u,\"dead_after\":%u,"
+                               "\"dead_backoff_ms\":%u,\"tags\":%zu}",
+                            tags_order_name(d->order, TAGS_UINT32), d->interval_ms, d->timeout_ms, d->dead_after,
+                            d->dead_backoff_ms, n);
     }
     evbuffer_add_printf(b, "]}\n");
 }
