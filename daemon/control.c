@@ -190,46 +190,6 @@ static void apply_bus_keys(gw_t *gw, const config_t *fresh)
     send_keys(gw);
 }
 
-/* Whether group a of ca and group b of cb read the same thing (their line in
- * the file aside): their devices compared by name, as a device removed
- * before them shifts their index. */
-static bool same_group(const config_t *ca, const config_poll_t *a, const config_t *cb, const config_poll_t *b)
-{
-    return strcmp(a->name, b->name) == 0 && a->device < ca->device_count && b->device < cb->device_count &&
-           strcmp(ca->devices[a->device].name, cb->devices[b->device].name) == 0 &&
-           ca->devices[a->device].bus == cb->devices[b->device].bus &&
-           ca->devices[a->device].slave == cb->devices[b->device].slave && a->function == b->function &&
-           a->address == b->address && a->count == b->count;
-}
-
-/* The poll groups and their cache entries, swapped under the cache's lock
- * (the Modbus TCP front end serves cached reads under it): a group reading
- * what it read before keeps its entry (values, counters, writes pending). */
-static int swap_groups(gw_t *gw, const config_t *fresh, const config_t *was)
-{
-    gw_cache_entry_t *cache = calloc(fresh->poll_count + 1, sizeof *cache);
-    if (!cache)
-        return -1;
-    pthread_mutex_lock(&gw->cache_lock);
-    for (unsigned i = 0; i < fresh->poll_count; i++)
-        for (unsigned j = 0; j < gw->cfg->poll_count; j++)
-            if (same_group(fresh, &fresh->polls[i], was, &gw->cfg->polls[j])) {
-                cache[i] = gw->cache[j];
-                break;
-            }
-    gw_cache_entry_t *old = gw->cache;
-    gw->cache = cache;
-    if (config_set_polls(gw->cfg, fresh->polls, fresh->poll_count) != 0) {
-        gw->cache = old;
-        pthread_mutex_unlock(&gw->cache_lock);
-        free(cache);
-        return -1;
-    }
-    pthread_mutex_unlock(&gw->cache_lock);
-    free(old);
-    return 0;
-}
-
 /*
  * Tags and poll groups, live: the tag table rebuilt from the fresh
  * configuration, the groups and their cache entries swapped, the poller
@@ -270,10 +230,7 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         return LIVE_WAITS;
     }
     memcpy(was.devices, gw->cfg->devices, was.device_count * sizeof *was.devices);
-    pthread_mutex_lock(&gw->cache_lock);
-    int set = config_set_devices(gw->cfg, fresh->devices, fresh->device_count);
-    pthread_mutex_unlock(&gw->cache_lock);
-    if (set != 0) {
+    if (cache_set_devices(gw, fresh) != 0) {
         free(was.devices);
         *why = "out of memory";
         return LIVE_WAITS;
@@ -281,7 +238,7 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
     /* the line cores' keys: each bus actor takes them in its own time */
     send_keys(gw);
     bool failed = (tags && gwtags_replace(gw->tags, fresh, &was, &kept, err, sizeof err) != 0) ||
-                  (polls && swap_groups(gw, fresh, &was) != 0);
+                  (polls && cache_swap_groups(gw, fresh, &was) != 0);
     free(was.devices);
     if (failed) {
         *why = "out of memory";   /* tags replaced, groups not: the replan below still matches both */

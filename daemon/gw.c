@@ -30,10 +30,7 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
         to += gw_read(&m->timeouts);
         up += gw_read(&m->port_up) != 0;
     }
-    pthread_mutex_lock(&gw->cache_lock);
-    for (unsigned i = 0; i < gw->cfg->poll_count; i++)
-        polls_ok += gw->cache[i].ok;
-    pthread_mutex_unlock(&gw->cache_lock);
+    polls_ok = cache_polls_ok(gw);
     fprintf(stderr, "\r\033[K[rtugw] buses up %u/%u | tcp %s:%u clients %llu | requests %llu responses %llu "
                     "timeouts %llu | polls ok %u/%u | %s://%s:%u/status",
             up, gw->bus_count, gw->cfg->tcp.bind, gw->cfg->tcp.port,
@@ -100,14 +97,13 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     gw->started_ns = gw_now_ns();
     if (cfg->log_syslog)
         openlog("rtugw", LOG_PID, LOG_DAEMON);
-    pthread_mutex_init(&gw->cache_lock, NULL);
-    gw->cache = calloc(cfg->poll_count + 1, sizeof *gw->cache);
+    int cache = cache_init(gw);
     gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
     gw->serial_slaves = calloc(cfg->serial_slave_count + 1, sizeof *gw->serial_slaves);
     /* Actors: one per bus and the poller; the table is allocated up front,
      * so size it to what the configuration needs rather than the default. */
     actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + cfg->serial_slave_count + 16 };
-    if (!gw->cache || !gw->buses || !gw->serial_slaves || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
+    if (cache != 0 || !gw->buses || !gw->serial_slaves || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
         !(gw->loop = loop_new(gw)) || (cfg->line_thread && cfg->bus_count && !(gw->line_loop = loop_new(gw)))) {
         gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");
         gw_free(gw);
@@ -243,10 +239,9 @@ void gw_free(gw_t *gw)
         actor_system_destroy(gw->actors);
     if (gw->router)
         router_free(gw->router);
-    pthread_mutex_destroy(&gw->cache_lock);
+    cache_fini(gw);
     free(gw->buses);
     free(gw->serial_slaves);
-    free(gw->cache);
     config_free(gw->cfg);
     free(gw);
 }

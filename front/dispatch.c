@@ -41,43 +41,6 @@ bool front_route(const gw_t *gw, const config_tcp_t *cfg, uint8_t unit, unsigned
     return gw->bus_count > 0;
 }
 
-size_t front_cache_answer(gw_t *gw, unsigned bus, unsigned slave, const rtu_request_t *req, uint8_t pdu[RTU_MAX_PDU])
-{
-    const config_t *cfg = gw->cfg;
-    uint64_t now = gw_now_ns();
-    bool hit = false;
-
-    if (req->function < 1 || req->function > 4)
-        return 0;
-    pthread_mutex_lock(&gw->cache_lock);
-    for (unsigned i = 0; i < cfg->poll_count && !hit; i++) {
-        const config_poll_t *g = &cfg->polls[i];
-        const config_device_t *d = &cfg->devices[g->device];
-        const gw_cache_entry_t *e = &gw->cache[i];
-        if (!g->serve_cached_ms || d->bus != bus || d->slave != slave || g->function != req->function ||
-            req->address < g->address || req->address + req->quantity > g->address + g->count ||
-            !cache_servable(e, now, (uint64_t)g->serve_cached_ms * 1000000ull))
-            continue;
-        unsigned off = req->address - g->address;
-        pdu[0] = req->function;
-        if (req->function >= 3) {
-            pdu[1] = (uint8_t)(2 * req->quantity);
-            for (unsigned k = 0; k < req->quantity; k++) {
-                pdu[2 + 2 * k] = (uint8_t)(e->values[off + k] >> 8);
-                pdu[3 + 2 * k] = (uint8_t)e->values[off + k];
-            }
-        } else {
-            pdu[1] = (uint8_t)((req->quantity + 7) / 8);
-            memset(pdu + 2, 0, pdu[1]);
-            for (unsigned k = 0; k < req->quantity; k++)
-                pdu[2 + k / 8] |= (uint8_t)((e->values[off + k] & 1) << (k % 8));
-        }
-        hit = true;
-    }
-    pthread_mutex_unlock(&gw->cache_lock);
-    return hit ? 2u + pdu[1] : 0;
-}
-
 static size_t exception(uint8_t out[RTU_MAX_PDU], uint8_t fc, uint8_t code)
 {
     out[0] = (uint8_t)(fc | 0x80);
@@ -124,7 +87,7 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
         gw_count(&m->unrouted);
         return exception(out, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     }
-    if ((n = front_cache_answer(gw, bus, slave, &req, out)) != 0) {
+    if ((n = cache_answer(gw, bus, slave, &req, out)) != 0) {
         gw_count(&m->cache_hits);
         return n;
     }

@@ -70,9 +70,6 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
 int front_map_request(gw_t *gw, uint8_t unit, const gw_request_t *r, uint8_t out[RTU_MAX_PDU], size_t *n);
 /* unit -> bus and slave, per a section's routes. false: no path. */
 bool front_route(const gw_t *gw, const config_tcp_t *cfg, uint8_t unit, unsigned *bus, unsigned *slave);
-/* A read the poll cache answers now (serve_cached_ms): the PDU's length, or 0. */
-size_t front_cache_answer(gw_t *gw, unsigned bus, unsigned slave, const rtu_request_t *req,
-                          uint8_t pdu[RTU_MAX_PDU]);
 
 /* A listener on cfg's bind and port, its requests split by framing, counted in m. */
 gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,

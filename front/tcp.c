@@ -380,7 +380,7 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
      * bus: it does not wait for one either, however busy the bus is. */
     rtu_request_t req;
     uint8_t pdu[RTU_MAX_PDU];
-    if (rtu_request_decode_pdu(adu->pdu, adu->pdu_len, &req) == RTU_OK && front_cache_answer(tcp->gw, bus, slave, &req, pdu))
+    if (rtu_request_decode_pdu(adu->pdu, adu->pdu_len, &req) == RTU_OK && cache_answer(tcp->gw, bus, slave, &req, pdu))
         return false;
     bufferevent_setwatermark(c->bev, EV_READ, 0, WAIT_READ_LIMIT);
     c->partial_since_ns = 0;

@@ -10,8 +10,19 @@
  * written_ns). The bus executes a slave's requests in order, so such a poll
  * was executed after the write and carries its effect. Everything here runs
  * under cache_lock.
+ *
+ * The lock is named only in this file. It guards the entries and, because
+ * a cached read matches a request against the groups and their devices,
+ * the running configuration's poll and device tables while a reload
+ * replaces them (cache_set_devices, cache_swap_groups, on the I/O thread,
+ * which alone writes them: readers on that thread need no lock for them).
+ * Readers elsewhere take what they need under it and format after
+ * (cache_snapshot), so no lock is held while JSON is written.
  */
 #include "gateway/gateway.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 /* The table a write changes (as the poll function that reads it) and its range. */
 static bool write_range(const uint8_t *pdu, size_t len, unsigned *fn, unsigned *addr, unsigned *count)
@@ -125,4 +136,139 @@ static void on_poll_overrun(void *ctx, const tags_plan_t *plan, size_t read)
 gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw)
 {
     return (gw_poll_subscriber_t){ .answer = on_poll_answer, .overrun = on_poll_overrun, .ctx = gw };
+}
+
+/* ---- the table and its lock ---------------------------------------------------- */
+
+int cache_init(gw_t *gw)
+{
+    pthread_mutex_init(&gw->cache_lock, NULL);
+    gw->cache = calloc(gw->cfg->poll_count + 1, sizeof *gw->cache);
+    return gw->cache ? 0 : -1;
+}
+
+void cache_fini(gw_t *gw)
+{
+    pthread_mutex_destroy(&gw->cache_lock);
+    free(gw->cache);
+    gw->cache = NULL;
+}
+
+/* A read the cache answers now (serve_cached_ms): the PDU's length, or 0. */
+size_t cache_answer(gw_t *gw, unsigned bus, unsigned slave, const rtu_request_t *req, uint8_t pdu[RTU_MAX_PDU])
+{
+    const config_t *cfg = gw->cfg;
+    uint64_t now = gw_now_ns();
+    bool hit = false;
+
+    if (req->function < 1 || req->function > 4)
+        return 0;
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < cfg->poll_count && !hit; i++) {
+        const config_poll_t *g = &cfg->polls[i];
+        const config_device_t *d = &cfg->devices[g->device];
+        const gw_cache_entry_t *e = &gw->cache[i];
+        if (!g->serve_cached_ms || d->bus != bus || d->slave != slave || g->function != req->function ||
+            req->address < g->address || req->address + req->quantity > g->address + g->count ||
+            !cache_servable(e, now, (uint64_t)g->serve_cached_ms * 1000000ull))
+            continue;
+        unsigned off = req->address - g->address;
+        pdu[0] = req->function;
+        if (req->function >= 3) {
+            pdu[1] = (uint8_t)(2 * req->quantity);
+            for (unsigned k = 0; k < req->quantity; k++) {
+                pdu[2 + 2 * k] = (uint8_t)(e->values[off + k] >> 8);
+                pdu[3 + 2 * k] = (uint8_t)e->values[off + k];
+            }
+        } else {
+            pdu[1] = (uint8_t)((req->quantity + 7) / 8);
+            memset(pdu + 2, 0, pdu[1]);
+            for (unsigned k = 0; k < req->quantity; k++)
+                pdu[2 + k / 8] |= (uint8_t)((e->values[off + k] & 1) << (k % 8));
+        }
+        hit = true;
+    }
+    pthread_mutex_unlock(&gw->cache_lock);
+    return hit ? 2u + pdu[1] : 0;
+}
+
+unsigned cache_polls_ok(gw_t *gw)
+{
+    unsigned ok = 0;
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < gw->cfg->poll_count; i++)
+        ok += gw->cache[i].ok;
+    pthread_mutex_unlock(&gw->cache_lock);
+    return ok;
+}
+
+gw_cache_view_t *cache_snapshot(gw_t *gw, unsigned *n)
+{
+    pthread_mutex_lock(&gw->cache_lock);
+    size_t items = 0;
+    *n = gw->cfg->poll_count;
+    for (unsigned i = 0; i < *n; i++)
+        items += gw->cache[i].count;
+    gw_cache_view_t *v = malloc((*n + 1) * sizeof *v + items * sizeof(uint16_t));
+    uint16_t *values = v ? (uint16_t *)(v + *n + 1) : NULL;
+    for (unsigned i = 0; v && i < *n; i++) {
+        const gw_cache_entry_t *e = &gw->cache[i];
+        v[i] = (gw_cache_view_t){ .t_ns = e->t_ns, .polls = e->polls, .failures = e->failures,
+                                  .overruns = e->overruns, .count = e->count, .ok = e->ok,
+                                  .exception = e->exception, .values = values };
+        memcpy(values, e->values, e->count * sizeof *values);
+        values += e->count;
+    }
+    pthread_mutex_unlock(&gw->cache_lock);
+    return v;
+}
+
+int cache_set_devices(gw_t *gw, const config_t *fresh)
+{
+    pthread_mutex_lock(&gw->cache_lock);
+    int rc = config_set_devices(gw->cfg, fresh->devices, fresh->device_count);
+    pthread_mutex_unlock(&gw->cache_lock);
+    return rc;
+}
+
+/* Whether group a of ca and group b of cb read the same thing (their line in
+ * the file aside): their devices compared by name, as a device removed
+ * before them shifts their index, and by where the device answers (a device
+ * moved to another bus or slave id reads other registers). */
+static bool same_group(const config_t *ca, const config_poll_t *a, const config_t *cb, const config_poll_t *b)
+{
+    return strcmp(a->name, b->name) == 0 && a->device < ca->device_count && b->device < cb->device_count &&
+           strcmp(ca->devices[a->device].name, cb->devices[b->device].name) == 0 &&
+           ca->devices[a->device].bus == cb->devices[b->device].bus &&
+           ca->devices[a->device].slave == cb->devices[b->device].slave && a->function == b->function &&
+           a->address == b->address && a->count == b->count;
+}
+
+/* The poll groups and their entries, swapped under the lock (the front ends
+ * serve cached reads under it): a group reading what it read before keeps
+ * its entry (values, counters, writes pending); was holds the devices the
+ * running groups name by index. */
+int cache_swap_groups(gw_t *gw, const config_t *fresh, const config_t *was)
+{
+    gw_cache_entry_t *cache = calloc(fresh->poll_count + 1, sizeof *cache);
+    if (!cache)
+        return -1;
+    pthread_mutex_lock(&gw->cache_lock);
+    for (unsigned i = 0; i < fresh->poll_count; i++)
+        for (unsigned j = 0; j < gw->cfg->poll_count; j++)
+            if (same_group(fresh, &fresh->polls[i], was, &gw->cfg->polls[j])) {
+                cache[i] = gw->cache[j];
+                break;
+            }
+    gw_cache_entry_t *old = gw->cache;
+    gw->cache = cache;
+    if (config_set_polls(gw->cfg, fresh->polls, fresh->poll_count) != 0) {
+        gw->cache = old;
+        pthread_mutex_unlock(&gw->cache_lock);
+        free(cache);
+        return -1;
+    }
+    pthread_mutex_unlock(&gw->cache_lock);
+    free(old);
+    return 0;
 }

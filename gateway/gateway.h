@@ -228,6 +228,26 @@ uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result);
 int gw_submit(gw_t *gw, const gw_request_t *req);
 /* Called with cache_lock held. */
 bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
+/* The table and its lock (cache.c names the lock; no other file does). */
+int cache_init(gw_t *gw);     /* gw->cfg's groups; 0 or -1 (out of memory) */
+void cache_fini(gw_t *gw);
+/* A read the cache answers now (serve_cached_ms): the PDU's length, or 0. Any thread. */
+size_t cache_answer(gw_t *gw, unsigned bus, unsigned slave, const rtu_request_t *req, uint8_t pdu[RTU_MAX_PDU]);
+/* Groups whose last poll was answered. Any thread. */
+unsigned cache_polls_ok(gw_t *gw);
+/* A group's entry as it was when the snapshot was taken; values point into the snapshot. */
+typedef struct gw_cache_view {
+    uint64_t t_ns, polls, failures, overruns;
+    uint16_t count;
+    uint8_t ok, exception;
+    const uint16_t *values;
+} gw_cache_view_t;
+/* Every group's entry, copied under the lock (*n of them; free() it; NULL: out of memory). */
+gw_cache_view_t *cache_snapshot(gw_t *gw, unsigned *n);
+/* A reload, on the I/O thread: the running devices, then the groups and
+ * their entries (was: the devices before, to match groups by device). */
+int cache_set_devices(gw_t *gw, const config_t *fresh);
+int cache_swap_groups(gw_t *gw, const config_t *fresh, const config_t *was);
 /* The poller's subscriber for the cache: each group's entry cut from its read. */
 gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw);
 

@@ -124,9 +124,11 @@ static uint64_t status_state(gw_t *gw)
             fold(&h, gw_read(&sm->last_ok_ns) != 0);
         }
     }
-    pthread_mutex_lock(&gw->cache_lock);
-    for (unsigned i = 0; i < gw->cfg->poll_count; i++) {
-        const gw_cache_entry_t *e = &gw->cache[i];
+    unsigned n_polls = 0;
+    gw_cache_view_t *cv = cache_snapshot(gw, &n_polls);
+    fold(&h, cv == NULL);
+    for (unsigned i = 0; cv && i < n_polls; i++) {
+        const gw_cache_view_t *e = &cv[i];
         uint64_t v[] = { e->polls, e->failures, e->overruns, e->ok, e->exception, e->count, e->t_ns != 0,
                          poller_read_of(gw->poller, i) };
         for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
@@ -134,7 +136,7 @@ static uint64_t status_state(gw_t *gw)
         for (unsigned j = 0; j < e->count; j++)
             fold(&h, e->values[j]);
     }
-    pthread_mutex_unlock(&gw->cache_lock);
+    free(cv);
     const gw_tcp_metrics_t *tm = &gw->tcp_metrics;
     const atomic_uint_fast64_t *tcp[] = { &tm->active, &tm->requests, &tm->answers, &tm->waiting, &tm->waits,
                                           &tm->wait_us, &tm->priority_waiting, &tm->priority_waits,
@@ -231,10 +233,11 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, "]}");
     }
     evbuffer_add_printf(b, "],\"polls\":[");
-    pthread_mutex_lock(&gw->cache_lock);
-    for (unsigned i = 0; i < gw->cfg->poll_count; i++) {
+    unsigned n_polls = 0;
+    gw_cache_view_t *cv = cache_snapshot(gw, &n_polls);
+    for (unsigned i = 0; cv && i < n_polls; i++) {
         const config_poll_t *pg = &gw->cfg->polls[i];
-        const gw_cache_entry_t *e = &gw->cache[i];
+        const gw_cache_view_t *e = &cv[i];
         evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
         api_add_str(b, pg->name);
         evbuffer_add_printf(b, ",\"device\":");
@@ -253,7 +256,7 @@ static void on_status(struct evhttp_request *req, void *arg)
             evbuffer_add_printf(b, v ? ",%u" : "%u", e->values[v]);
         evbuffer_add_printf(b, "]}");
     }
-    pthread_mutex_unlock(&gw->cache_lock);
+    free(cv);
     const gw_tcp_metrics_t *tm = &gw->tcp_metrics;
     evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu,"
                            "\"classes\":{\"normal\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu},"
