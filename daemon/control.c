@@ -158,21 +158,56 @@ static void send_keys(gw_t *gw)
                    gw->cfg->buses[k].name);
 }
 
-static bool buses_differ_beyond_keys(const config_t *a, const config_t *b)
+static bool same_beyond_keys(const config_bus_t *x, config_bus_t y)
 {
+    y.response_timeout_ms = x->response_timeout_ms;
+    y.retries = x->retries;
+    y.gap_us = x->gap_us;
+    y.tcp_first = x->tcp_first;
+    y.priority_hold_us = x->priority_hold_us;
+    return config_same_bus(x, &y);
+}
+
+/* Whether a bus changed in more than its live keys in a way no reload can
+ * follow: a bus added, removed or renamed, or a change of framing, mode or
+ * queue depth. A change of its port or serial settings alone follows
+ * (bus_port_change); *ports says so. */
+static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool *ports)
+{
+    *ports = false;
     if (a->bus_count != b->bus_count)
         return true;
     for (unsigned i = 0; i < a->bus_count; i++) {
-        config_bus_t x = a->buses[i], y = b->buses[i];
-        y.response_timeout_ms = x.response_timeout_ms;
-        y.retries = x.retries;
-        y.gap_us = x.gap_us;
-        y.tcp_first = x.tcp_first;
-        y.priority_hold_us = x.priority_hold_us;
-        if (!config_same_bus(&x, &y))
+        if (same_beyond_keys(&a->buses[i], b->buses[i]))
+            continue;
+        if (!line_port_change_ok(&a->buses[i], &b->buses[i]))
             return true;
+        *ports = true;
     }
     return false;
+}
+
+/* Each bus whose port or serial settings changed reopens at the new ones
+ * (bus_port_change), and the running copy takes them (its name aside:
+ * other threads read it). One that cannot is named in restart. */
+static void apply_ports(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
+{
+    size_t used = strlen(restart);
+    for (unsigned k = 0; k < gw->bus_count && k < fresh->bus_count; k++) {
+        config_bus_t *r = &gw->cfg->buses[k];
+        char err[256];
+        if (same_beyond_keys(r, fresh->buses[k]))
+            continue;
+        if (!gw->buses[k] || bus_port_change(gw->buses[k], fresh, err, sizeof err) != 0) {
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: %s; its port waits for a restart", r->name,
+                   gw->buses[k] ? err : "not running");
+            used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%sbuses.%s", used ? " " : "",
+                                     r->name);
+            continue;
+        }
+        memcpy((char *)r + sizeof r->name, (const char *)&fresh->buses[k] + sizeof r->name, sizeof *r - sizeof r->name);
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: reopening at port %s, %u baud", r->name, r->port, r->baud);
+    }
 }
 
 /* The buses' live keys into the running copy, then to every line. */
@@ -363,8 +398,12 @@ static void reload(gw_t *gw)
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
                                  "%s%s", used ? " " : "", name)
     /* by value, not by line number: a section that only moved is unchanged */
-    bool buses = buses_differ_beyond_keys(gw->cfg, fresh);
+    bool ports;
+    bool buses = buses_differ_beyond_keys(gw->cfg, fresh, &ports);
     bool bus_keys = !buses && !config_same_buses(gw->cfg, fresh);
+    char ports_restart[160] = "";
+    if (ports)
+        apply_ports(gw, fresh, ports_restart, sizeof ports_restart);
     if (bus_keys)
         apply_bus_keys(gw, fresh);
     bool polls = !config_same_polls(gw->cfg, fresh);
@@ -386,6 +425,7 @@ static void reload(gw_t *gw)
         gw->cfg->template_count = fresh->template_count;
     }
     CHANGED("buses", buses);
+    CHANGED(ports_restart, ports_restart[0] != 0);
     CHANGED("devices", devices && !live && !queued);
     CHANGED("polls", polls && !live && !queued);
     CHANGED("tags", tag_defs && !live && !queued);
@@ -441,13 +481,13 @@ static void reload(gw_t *gw)
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp] and [rtu_tcp]%s%s%s%s%s%s%s",
            gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
-           bus_keys ? ", the buses' timeouts and retries" : "",
+           bus_keys ? ", the buses' ports, timeouts and retries" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
     snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
-             bus_keys ? " bus_keys" : "",
+             bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,

@@ -24,7 +24,8 @@
 struct gw_bus {
     gw_t *gw;
     unsigned index;
-    driver_t *driver;
+    driver_t *driver;             /* the I/O thread's (describe, stats): a reload sets it */
+    driver_t *wire;               /* the bus actor's (env_unread): set by BUS_MSG_PORT */
     gw_port_t *port;
     actor_ref_t self;
     router_thread_t *router;
@@ -33,7 +34,7 @@ struct gw_bus {
     uint64_t listen_due;          /* the listen look pending (lazy, like the line's timers); 0: none */
 };
 
-enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_KEYS };
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_KEYS, BUS_MSG_PORT };
 
 typedef struct bus_timer_msg {
     uint64_t at;
@@ -96,7 +97,7 @@ static int env_unread(void *ctx)
 {
     gw_bus_t *bus = ctx;
     int unread = 0;
-    return ioctl(driver_fd(bus->driver), FIONREAD, &unread) == 0 ? unread : 0;
+    return ioctl(driver_fd(bus->wire), FIONREAD, &unread) == 0 ? unread : 0;
 }
 
 static void env_log(void *ctx, int level, const char *msg)
@@ -156,6 +157,13 @@ static bool listen_message(gw_bus_t *bus, uint32_t type, const void *data, uint6
     return type == PORT_MSG_STATE;   /* the line stays down: requests get 0x0A */
 }
 
+/* BUS_MSG_PORT's payload (bus_port_change): the line's new settings, the
+ * driver the port now reads, and the one it read before, to free. */
+typedef struct bus_port {
+    config_bus_t cfg;
+    driver_t *wire, *old;
+} bus_port_t;
+
 static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                           const void *data, size_t len)
 {
@@ -192,6 +200,19 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
     case PORT_MSG_STATE:
         line_port(bus->line, *(const uint8_t *)data != 0, now);
         break;
+    case BUS_MSG_PORT: {
+        bus_port_t *c;
+        if (len != sizeof c)
+            break;
+        memcpy(&c, data, sizeof c);
+        if (line_port_change(bus->line, &c->cfg) != 0)
+            gw_log(bus->gw, CONFIG_LOG_ERROR, "bus %s: the line cannot take its new port settings",
+                   c->cfg.name);
+        bus->wire = c->wire;
+        driver_free(c->old);
+        free(c);
+        break;
+    }
     case BUS_MSG_KEYS: {
         line_keys_t *k;
         if (len != sizeof k)
@@ -292,9 +313,8 @@ driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
     return d;
 }
 
-static driver_t *open_driver(gw_bus_t *bus, char *err, size_t errcap)
+static driver_t *open_driver(gw_bus_t *bus, const config_t *cfg, char *err, size_t errcap)
 {
-    const config_t *cfg = bus->gw->cfg;
     const config_bus_t *c = &cfg->buses[bus->index];
 
     /* "sim" or "sim-paced", optionally ":1,2,3" (config/ validated the list):
@@ -335,7 +355,7 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
     }
     bus->gw = gw;
     bus->index = index;
-    bus->driver = open_driver(bus, err, errcap);
+    bus->driver = bus->wire = open_driver(bus, gw->cfg, err, errcap);
     bus->router = router_thread_new(gw->router);
     if (!bus->driver || !bus->router) {
         if (bus->driver || !*err)
@@ -390,6 +410,42 @@ int bus_start(gw_bus_t *bus, gw_loop_t *loop)
     bus->port = port_new_paced(bus->gw, loop, bus->driver, name, bus->self, line_metrics(bus->line),
                                pace_char_ns(bus_config(bus)));
     return bus->port ? 0 : -1;
+}
+
+/*
+ * A reload moved the bus to another port or serial setting
+ * (line_port_change_ok: the same name, framing, mode and queue depth). On
+ * the I/O thread: a driver for the new port, and the port told to swap to
+ * it (port_swap): the line hears the port go down (its question in flight
+ * answered 0x0A, as on any loss), takes the new settings (BUS_MSG_PORT,
+ * before any byte of the new port), and hears it come up. Requests that
+ * come meanwhile get 0x0A at once, as on any port that is down; nothing
+ * waits on a port that may not open. The other buses are not touched.
+ */
+int bus_port_change(gw_bus_t *bus, const config_t *fresh, char *err, size_t errcap)
+{
+    const config_bus_t *c = &fresh->buses[bus->index];
+    if (!bus->port || bus->listen || !line_port_change_ok(&bus->gw->cfg->buses[bus->index], c)) {
+        snprintf(err, errcap, "bus %s: not a change of port or serial settings alone", c->name);
+        return -1;
+    }
+    bus_port_t *m = malloc(sizeof *m);
+    driver_t *d = m ? open_driver(bus, fresh, err, errcap) : NULL;
+    if (!d) {
+        if (!m)
+            snprintf(err, errcap, "bus %s: out of memory", c->name);
+        free(m);
+        return -1;
+    }
+    *m = (bus_port_t){ .cfg = *c, .wire = d, .old = bus->driver };
+    if (port_swap(bus->port, d, pace_char_ns(c), BUS_MSG_PORT, m) != 0) {
+        snprintf(err, errcap, "bus %s: out of memory", c->name);
+        driver_free(d);
+        free(m);
+        return -1;
+    }
+    bus->driver = d;
+    return 0;
 }
 
 void bus_free(gw_bus_t *bus)

@@ -375,6 +375,10 @@ gw_port_t *port_new_paced(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *na
 void port_free(gw_port_t *p);
 /* Any thread: queue a write of one ADU. */
 int port_write(gw_port_t *p, const uint8_t *adu, size_t len);
+/* Any thread: the port closes its driver, tells the sink it is down, sends
+ * it (msg, &payload) and opens d instead, paced at char_ns (port.c says the
+ * order and why). The sink frees the old driver. 0, or -1: nothing done. */
+int port_swap(gw_port_t *p, driver_t *d, uint64_t char_ns, uint32_t msg, void *payload);
 
 /* ---- bus.c: the bus actor ----------------------------------------------------- */
 
@@ -391,6 +395,9 @@ int bus_submit(gw_bus_t *bus, const gw_request_t *req);   /* submit.c's; front e
  * priority_hold_us; each slave's timeout, dead_after, back-off, widening)
  * set from cfg, by a message to the bus actor. 0, or -1: not sent. */
 int bus_set_keys(gw_bus_t *bus, const config_t *cfg);
+/* A reload moved the bus to fresh's port or serial settings (line_port_change_ok),
+ * on the I/O thread: the port reopens there (bus.c). 0, or -1 and err. */
+int bus_port_change(gw_bus_t *bus, const config_t *fresh, char *err, size_t errcap);
 const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);

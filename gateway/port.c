@@ -321,7 +321,7 @@ static void do_write(void *ctx, uint64_t a, uint32_t b, const uint8_t *adu, size
         return;
     }
     arm_service(p);
-    if (p->ev_pace && p->ev_read) {
+    if (p->ev_pace && p->ev_read && p->pace_char_ns) {
         /* A new question: what was read before belongs to no answer of it
          * (the line reset its framer too). No answer can be complete
          * before the request and the shortest answer have crossed the wire. */
@@ -334,6 +334,67 @@ static void do_write(void *ctx, uint64_t a, uint32_t b, const uint8_t *adu, size
 int port_write(gw_port_t *p, const uint8_t *adu, size_t len)
 {
     return loop_post(p->loop, do_write, p, 0, 0, adu, len);
+}
+
+/*
+ * Another driver for the port (a reload moved its bus to another port or
+ * serial setting), on the port's own thread, in an order the sink can
+ * rely on: the old driver stops being read and is closed, the sink hears
+ * the port go down (after every byte the old driver gave), then the
+ * sink's own message (msg, carrying the pointer payload: what it must
+ * change before the new port's first byte), then the new driver opens and
+ * the sink hears it come up as for any open. The old driver is not freed
+ * here: the sink may still name it until it has read its message (the
+ * payload says which to free). A message the sink cannot take (out of
+ * memory) leaves the port down, logged, rather than open at settings the
+ * sink does not know.
+ */
+typedef struct port_swap {
+    driver_t *driver;
+    uint64_t char_ns;
+    uint32_t msg;
+    void *payload;
+} port_swap_t;
+
+static void do_swap(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_port_t *p = ctx;
+    port_swap_t sw;
+    (void)a;
+    (void)b;
+    if (len != sizeof sw)
+        return;
+    memcpy(&sw, data, sizeof sw);
+    if (p->ev_read) {
+        event_free(p->ev_read);
+        p->ev_read = NULL;
+    }
+    if (p->ev_connect) {
+        event_free(p->ev_connect);
+        p->ev_connect = NULL;
+    }
+    event_del(p->ev_reopen);
+    disarm_pace(p);
+    p->pacing = p->read_paused = false;
+    driver_close(p->driver);
+    set_up(p, false);
+    p->driver = sw.driver;
+    p->pace_char_ns = p->ev_pace ? sw.char_ns : 0;   /* a port made unpaced stays so until a restart */
+    if (actor_send(p->gw->actors, p->sink, sw.msg, &sw.payload, sizeof sw.payload) != 0) {
+        gw_log(p->gw, CONFIG_LOG_ERROR, "%s: cannot tell the line its new port (out of memory); the port stays "
+               "down until a restart", p->name);
+        return;
+    }
+    gw_log(p->gw, CONFIG_LOG_INFO, "%s: reopening at its new settings", p->name);
+    driver_backoff_reset(&p->backoff);
+    p->logged_failure = false;
+    try_open(p);
+}
+
+int port_swap(gw_port_t *p, driver_t *d, uint64_t char_ns, uint32_t msg, void *payload)
+{
+    port_swap_t sw = { d, char_ns, msg, payload };
+    return loop_post(p->loop, do_swap, p, 0, 0, &sw, sizeof sw);
 }
 
 gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,

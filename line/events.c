@@ -6,6 +6,7 @@
  */
 #include "line/state.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,64 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
     }
 }
 
+static rtu_framer_t *framer_for(const line_t *bus)
+{
+    /* RTU answers end by the length their request and byte count give, not
+     * by the moment this thread got round to reading the port (by_length:
+     * parser/framer.c, docs/decisions/frames-by-length.md). */
+    rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
+                               .silence_ns = config_bus_stream(&bus->cfg) ? bus->t35_ns : 0,
+                               .by_length = bus->cfg.framing == CONFIG_FRAMING_RTU };
+    return rtu_framer_new(&fc);
+}
+
+/*
+ * A reload moved the line to another port or serial setting (the same
+ * framing, mode and queue depth: line_port_change_ok). Only while the port
+ * is down (the port told the line before it closed the old driver, so
+ * every byte of the old port was fed before this and none of the new one
+ * comes until the port is up again): the question in flight was answered
+ * then (0x0A), and the framer, the character and silence times and the
+ * gap are the new port's from its first byte. The bus's name stays as it
+ * is (other threads read it; the port and the rest may change).
+ */
+int line_port_change(line_t *bus, const config_bus_t *c)
+{
+    if (bus->port_up || !line_port_change_ok(&bus->cfg, c))
+        return -1;
+    config_bus_t was = bus->cfg;
+    _Static_assert(offsetof(config_bus_t, name) == 0, "the name is the struct's first field");
+    memcpy((char *)&bus->cfg + sizeof bus->cfg.name, (const char *)c + sizeof c->name,
+           sizeof *c - sizeof c->name);
+    init_timing(bus);
+    rtu_framer_t *f = framer_for(bus);
+    if (!f) {
+        memcpy((char *)&bus->cfg + sizeof bus->cfg.name, (const char *)&was + sizeof was.name,
+               sizeof was - sizeof was.name);
+        init_timing(bus);
+        return -1;
+    }
+    rtu_framer_free(bus->framer);
+    bus->framer = f;
+    /* A slave backed off for failing at the old settings (a line it could
+     * not hear) is asked again at the new ones: its back-off was earned by
+     * the port, not by it. Its guards (I2's holds) stay: they concern
+     * frames already on the wire, not the settings. */
+    for (unsigned s = 0; s < N_SLAVES; s++) {
+        bus->slaves[s].failures = 0;
+        bus->slaves[s].dead_until_ns = 0;
+        gw_set(&bus->sm[s].dead, 0);
+    }
+    return 0;
+}
+
+bool line_port_change_ok(const config_bus_t *run, const config_bus_t *c)
+{
+    return strcmp(run->name, c->name) == 0 && run->framing == c->framing && run->listen == c->listen &&
+           run->queue_depth == c->queue_depth && run->no_copies == c->no_copies &&
+           run->port_kind != CONFIG_PORT_LISTEN && c->port_kind != CONFIG_PORT_LISTEN;
+}
+
 line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, const line_env_t *env,
                  char *err, size_t errcap)
 {
@@ -353,14 +412,7 @@ line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, co
     init_slaves(bus, cfg, index);
     for (unsigned q = 0; q < BUS_QUEUES; q++)
         bus->queue[q].slot = calloc(bus->cfg.queue_depth, sizeof(gw_request_t));
-    bool stream = config_bus_stream(&bus->cfg);
-    /* RTU answers end by the length their request and byte count give, not
-     * by the moment this thread got round to reading the port (by_length:
-     * parser/framer.c, docs/decisions/frames-by-length.md). */
-    rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
-                               .silence_ns = stream ? bus->t35_ns : 0,
-                               .by_length = bus->cfg.framing == CONFIG_FRAMING_RTU };
-    bus->framer = rtu_framer_new(&fc);
+    bus->framer = framer_for(bus);
     if (!bus->queue[0].slot || !bus->queue[1].slot || !bus->framer) {
         snprintf(err, errcap, "bus %s: out of memory", bus->cfg.name);
         line_free(bus);

@@ -207,6 +207,13 @@ void line_port(line_t *l, bool up, uint64_t now);
  * of cfg's bus index (any thread; NULL: out of memory); line_keys_apply
  * takes them on the line's thread, from the next question on (events.c says
  * what the question in flight keeps). */
+/* A reload moved the line to another port or serial setting: while the
+ * port is down, the line takes c (its name aside) for its framer and
+ * timing. line_port_change_ok says whether c is such a change of run (the
+ * same name, framing, mode, queue depth and copies; no listen:// port);
+ * line_port_change refuses (-1) otherwise, or while the port is up. */
+bool line_port_change_ok(const config_bus_t *run, const config_bus_t *c);
+int line_port_change(line_t *l, const config_bus_t *c);
 typedef struct line_keys line_keys_t;
 line_keys_t *line_keys_new(const config_t *cfg, unsigned index);
 void line_keys_apply(line_t *l, const line_keys_t *k);

@@ -19,7 +19,7 @@
 #include <string.h>
 
 enum ev_type { EV_TIMER = 1, EV_ARRIVE, EV_FEED, EV_BARRIER, EV_SLAVE_RX, EV_SLAVE_TX, EV_CLIENT, EV_SUBMIT,
-               EV_PORT, EV_CLOSE, EV_CLOSED, EV_REOPEN, EV_KEYS };
+               EV_PORT, EV_CLOSE, EV_CLOSED, EV_REOPEN, EV_KEYS, EV_PORT_CHANGE };
 
 typedef struct ev {
     uint64_t t, seq;
@@ -74,6 +74,8 @@ struct sim {
     line_t *line;
     line_keys_t *keys[SIM_KEYS_MAX];   /* reloads scheduled (sim_keys_at), applied by EV_KEYS */
     unsigned n_keys;
+    config_bus_t ports[SIM_KEYS_MAX];  /* port changes scheduled (sim_port_change_at) */
+    unsigned n_ports;
     uint64_t char_ns, host_delay_max_ns, last_feed_t;
     bool stamp_at_read;
     int unread;
@@ -747,6 +749,27 @@ int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini)
     return 0;
 }
 
+int sim_port_change_at(sim_t *s, uint64_t at, uint64_t down_ns, const char *bus_ini)
+{
+    char text[4096];
+    config_errors_t errs;
+    memset(&errs, 0, sizeof errs);
+    if (s->n_ports == SIM_KEYS_MAX)
+        return -1;
+    snprintf(text, sizeof text, "[bus line]\n%s%s", strstr(bus_ini, "port =") ? "" : "port = /dev/null\n", bus_ini);
+    config_t *cfg = config_load_string(text, "linesim", &errs);
+    if (!cfg) {
+        fprintf(stderr, "linesim: the port change's INI does not load: %s\n", errs.count ? errs.text[0] : "?");
+        return -1;
+    }
+    s->ports[s->n_ports] = cfg->buses[0];
+    config_free(cfg);
+    ev_new(s, EV_PORT, at)->kind = 0;
+    ev_new(s, EV_PORT_CHANGE, at)->id = s->n_ports++;
+    ev_new(s, EV_PORT, at + down_ns)->kind = 1;
+    return 0;
+}
+
 void sim_port_flap_at(sim_t *s, uint64_t at, uint64_t down_ns)
 {
     ev_new(s, EV_PORT, at)->kind = 0;
@@ -838,6 +861,18 @@ void sim_run(sim_t *s, uint64_t until)
         case EV_REOPEN:
             on_reopen(s);
             break;
+        case EV_PORT_CHANGE: {
+            /* the line's port reopened at other settings: the wire's
+             * character time is the new one's from now on, for the line and
+             * the slaves alike (the operator matched them) */
+            const config_bus_t *b = &s->ports[e->id];
+            if (line_port_change(s->line, b) != 0)
+                s->c.port_changes_refused++;
+            s->char_ns = (uint64_t)rtu_char_bits(b->data_bits, b->parity, b->stop_bits) * 1000000000ull / b->baud;
+            if (s->trace)
+                fprintf(stderr, "%10.3f ms port change: %u baud\n", (double)s->now / 1e6, b->baud);
+            break;
+        }
         case EV_KEYS:
             if (s->trace)
                 fprintf(stderr, "%10.3f ms reload: the line's keys change\n", (double)s->now / 1e6);

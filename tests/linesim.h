@@ -70,6 +70,7 @@ typedef struct sim_counts {
     uint64_t wrong, duplicate_answers, writes, collisions, events;
     uint64_t foreign_sent, closes, lost_bytes;   /* the transport's faults, as they happened */
     uint64_t worst_latency_ns;
+    uint64_t port_changes_refused;   /* line_port_change said no (a test asserts 0) */
 } sim_counts_t;
 
 typedef struct sim sim_t;
@@ -106,6 +107,11 @@ void sim_port_flap_at(sim_t *s, uint64_t at, uint64_t down_ns);
  * same form as sim_new's, from then on. At most SIM_KEYS_MAX a run; 0 or -1. */
 #define SIM_KEYS_MAX 8
 int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini);
+/* A reload at `at` that moves the line to the settings of bus_ini (its baud,
+ * above all): the port goes down, the line takes them (line_port_change), the
+ * wire's character time becomes theirs, and the port is up again down_ns
+ * later. At most SIM_KEYS_MAX a run; 0 or -1. */
+int sim_port_change_at(sim_t *s, uint64_t at, uint64_t down_ns, const char *bus_ini);
 /* Runs until nothing is left to happen, or `until` (0: no limit). */
 void sim_run(sim_t *s, uint64_t until);
 uint64_t sim_now(const sim_t *s);

@@ -872,7 +872,7 @@ static sim_slave_model_t random_model(uint64_t *x, unsigned timeout_ms, unsigned
 }
 
 typedef struct explore_totals {
-    uint64_t runs, transactions, data, refused, wrong, events, misshapen, reloads;
+    uint64_t runs, transactions, data, refused, wrong, events, misshapen, reloads, port_changes;
     uint64_t first_bad_seed, first_bad_answers;
     char first_bad[512];
 } explore_totals_t;
@@ -963,6 +963,18 @@ static void explore_one(uint64_t seed, uint64_t n, explore_mode_t mode, explore_
             assert_int_equal(sim_keys_at(s, (uint64_t)pick(&u, 2000.0 * MS), again), 0);
             tot->reloads++;
         }
+    /* ... and a quarter moves its line to another baud (a port reopened at
+     * new settings, bus_port_change), its slaves with it, once or twice. */
+    if ((mix(&u) & 3) == 0)
+        for (unsigned r = 0, n_r = 1 + (unsigned)pick(&u, 2); r < n_r; r++) {
+            char again[512];
+            snprintf(again, sizeof again, "baud = %u\nresponse_timeout_ms = %u\nretries = %u\nqueue_depth = 64\n%s%s",
+                     bauds[mix(&u) % 4], timeout_ms, retries, vouched ? "copies = none\n" : "",
+                     server ? "port = tcp://127.0.0.1:4001\n" : "");
+            assert_int_equal(sim_port_change_at(s, (uint64_t)pick(&u, 2000.0 * MS), (uint64_t)pick(&u, 50.0 * MS),
+                                                again), 0);
+            tot->port_changes++;
+        }
 #endif
     sim_run(s, 0);
     const sim_counts_t *c = sim_counts(s);
@@ -975,8 +987,8 @@ static void explore_one(uint64_t seed, uint64_t n, explore_mode_t mode, explore_
     tot->refused += refused;
     tot->events += c->events;
     tot->misshapen += gw_read(&sim_metrics(s)->misshapen);
-    bool bad = c->wrong || c->duplicate_answers || sim_outstanding(s);
-    tot->wrong += c->wrong + c->duplicate_answers + sim_outstanding(s);
+    bool bad = c->wrong || c->duplicate_answers || sim_outstanding(s) || c->port_changes_refused;
+    tot->wrong += c->wrong + c->duplicate_answers + sim_outstanding(s) + c->port_changes_refused;
     if (bad && !tot->first_bad_seed) {
         tot->first_bad_seed = seed;
         tot->first_bad_answers = c->answered;
@@ -1054,12 +1066,13 @@ static void test_explorer(void **state)
     double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
     print_message("line explorer: %llu runs, %llu transactions (%llu data, %llu refused by the gateway, "
                   "%llu of them answered in another shape), %llu events, %llu live reloads of the line's keys, "
-                  "%.1f s CPU; wrong or unanswered: %llu\n",
+                  "%llu port changes, %.1f s CPU; wrong or unanswered: %llu\n",
                   (unsigned long long)tot.runs, (unsigned long long)tot.transactions, (unsigned long long)tot.data,
                   (unsigned long long)tot.refused, (unsigned long long)tot.misshapen, (unsigned long long)tot.events,
-                  (unsigned long long)tot.reloads, cpu, (unsigned long long)tot.wrong);
+                  (unsigned long long)tot.reloads, (unsigned long long)tot.port_changes, cpu,
+                  (unsigned long long)tot.wrong);
 #ifndef LINE_BROKEN
-    assert_true(tot.reloads > 0);   /* the reloads were drawn: the runs above crossed them */
+    assert_true(tot.reloads > 0 && tot.port_changes > 0);   /* drawn: the runs above crossed them */
 #endif
     if (tot.wrong)
         fail_msg("seed %llu (RTUGW_SEED=%llu): %s", (unsigned long long)tot.first_bad_seed,

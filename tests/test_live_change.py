@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -30,7 +31,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, procs, run_tests, wait_for  # noqa: E402
 from tagscheck import put, tag_values  # noqa: E402
 
 TOKEN = "s3cret-0123456789abcdefXY"
@@ -199,8 +200,8 @@ def test_line_keys_live():
     response_timeout_ms and retries apply live (each was restart_needed,
     "devices"/"buses"): the line's timeout for the slave is the new one
     (rtugw_device_timeout_ms), polling goes on, and the Modbus TCP client's
-    connection keeps answering. baud still waits (the port is reopened only
-    by a restart)."""
+    connection keeps answering. queue_depth still waits (the line's queues
+    are sized at start)."""
     devs = ("[device m1]\nslave = 1\ntimeout_ms = 300\n[device m3]\nslave = 3\n"
             "[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\ninterval_ms = 50\n")
     g = Gateway(bus=SIM1.replace("sim:1", "sim:1,3"), devices=devs, timeout_ms=250)
@@ -224,8 +225,8 @@ def test_line_keys_live():
     check(not r.isError() and r.registers == [3005, 3006], f"the same TCP connection still answers: {r}")
     polls = requests_in(g, 0.5)
     check(polls > 3, f"t1 still polled ({polls} requests in 0.5 s)")
-    hup(g, g.text.replace("baud = 115200", "baud = 57600"))
-    check(wait_for(lambda: g.status()["restart_needed"] == "buses", 3), f"baud waits: {g.status()['restart_needed']!r}")
+    hup(g, g.text.replace("baud = 115200", "baud = 115200\nqueue_depth = 32"))
+    check(wait_for(lambda: g.status()["restart_needed"] == "buses", 3), f"queue_depth waits: {g.status()['restart_needed']!r}")
     c.close()
     g.stop()
 
@@ -263,6 +264,77 @@ def test_device_moved_to_another_slave_live():
         p1 = g.status()["polls"][0]
         check(p1["ok"] and p1["values"] == [1000 * slave + a for a in range(4)], f"p1 polled at slave {slave}: {p1}")
     g.stop()
+
+
+class PacedSim:
+    """`rtugw sim --pace` on a pseudo-terminal of its own (a link to it): it
+    hears only a master set to its own baud and format (docs/drivers.md)."""
+    def __init__(self, d, name, slaves, baud, fmt):
+        self.link = os.path.join(d, name)
+        self.log = open(os.path.join(d, name + ".log"), "w")
+        self.p = subprocess.Popen([BIN, "sim", "--link", self.link, "--slaves", slaves, "--baud", str(baud),
+                                   "--format", fmt, "--pace"], stdout=subprocess.DEVNULL, stderr=self.log)
+        procs.append(self.p)
+        check(wait_for(lambda: os.path.exists(self.link), 5), f"rtugw sim serves {self.link}")
+
+
+def test_bus_port_live():
+    """A bus's baud and parity, then its port, changed by SIGHUP and by the
+    API apply live (each was restart_needed "buses"): on real
+    pseudo-terminals, `rtugw sim --pace` hears only a master at its own baud
+    and format, so the tag is good only once the line reopened at the new
+    settings; slave 1 holds the same registers on both ports (equal values)
+    and slave 2 only on the second. A client of the other bus, on one
+    connection, gets every answer right throughout, and nothing waits for a
+    restart."""
+    d = tempfile.mkdtemp(prefix="rtugw-port-live-")
+    a = PacedSim(d, "ttyA", "1", 9600, "8E1")
+    b = PacedSim(d, "ttyB", "1,2", 19200, "8N1")
+    devs = ("[device m1]\nbus = line\nslave = 1\n"
+            "[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\ninterval_ms = 50\n"
+            "[bus other]\nport = sim:3\nbaud = 115200\n[device m3]\nbus = other\nslave = 3\n")
+    g = Gateway(bus=f"port = {a.link}\nbaud = 19200\nparity = even\n", devices=devs, timeout_ms=100,
+                extra_tcp="unit3 = other:3\n", extra=f"write_token = {TOKEN}\n", dir=d)
+    stop, tally = threading.Event(), {"right": 0, "wrong": []}
+
+    def other_bus():
+        c = g.client()
+        while not stop.is_set():
+            r = c.read_holding_registers(40, 3, slave=3)
+            if r.isError() or r.registers != [3040, 3041, 3042]:
+                tally["wrong"].append(str(r))
+            else:
+                tally["right"] += 1
+        c.close()
+    th = threading.Thread(target=other_bus, daemon=True)
+    th.start()
+    time.sleep(1.0)
+    check(not tag_good(g, "t1") and g.status()["buses"][0]["timeouts"] > 0,
+          f"at 19200 baud the 9600-baud slave does not hear the line: t1 {tag_values(g).get('t1')}")
+    hup(g, g.text.replace("baud = 19200\nparity = even\n", "baud = 9600\nparity = even\n"))
+    check(wait_for(lambda: tag_values(g).get("t1", {}).get("value") == 1010 and tag_good(g, "t1"), 5),
+          f"SIGHUP baud = 9600: the line reopened at it and t1 reads 1010 ({tag_values(g).get('t1')})")
+    check(g.status()["restart_needed"] == "" and "bus_ports" in g.status()["last_reload"]["applied"],
+          f"nothing waits: {g.status()['last_reload']}")
+    # the port and its format by the API (the section editor's PUT of the whole [bus])
+    st, r = api(g, "PUT", "/api/buses/line", {"port": b.link, "baud": 19200, "parity": "none",
+                                               "response_timeout_ms": 100, "retries": 1})
+    check(st == 200 and r.get("restart_needed") == "", f"PUT /api/buses/line to ttyB at 8N1: live ({st} {r})")
+    st, r = api(g, "PUT", "/api/devices/m2", {"bus": "line", "slave": 2})
+    st2, r2 = api(g, "PUT", "/api/tags/t2", {"device": "m2", "table": "holding", "address": 20, "type": "uint16",
+                                             "interval_ms": 50})
+    check(st == 200 and st2 == 200, f"slave 2, only on ttyB, added ({st} {r}; {st2} {r2})")
+    check(wait_for(lambda: tag_values(g).get("t2", {}).get("value") == 2020 and tag_good(g, "t2"), 5),
+          f"t2 reads ttyB's slave 2: {tag_values(g).get('t2')}")
+    check(tag_values(g).get("t1", {}).get("value") == 1010 and tag_good(g, "t1"), "and t1 its slave 1 (equal values)")
+    check(g.status()["buses"][0]["port"] == b.link, f"/status names the new port: {g.status()['buses'][0]['port']}")
+    stop.set()
+    th.join(10)
+    check(tally["right"] > 20 and not tally["wrong"],
+          f"the other bus's client, one connection: {tally['right']} right, wrong {tally['wrong'][:3]}")
+    check(g.status()["restart_needed"] == "", f"nothing waits: {g.status()['restart_needed']!r}")
+    g.stop()
+    shutil.rmtree(d, ignore_errors=True)
 
 # ---- 4. a change made while a tag write is in flight -----------------------------------
 
@@ -433,7 +505,7 @@ def test_last_reload_reported():
     lr = g.status()["last_reload"]
     check((lr["error"] or "").startswith(f"{g.cfg}:{lines + 5}:") and "uint17" in lr["error"],
           f"its first error, FILE:LINE: {lr['error']}")
-    hup(g, good.replace("baud = 115200", "baud = 57600"))
+    hup(g, good.replace("baud = 115200", "baud = 115200\nqueue_depth = 32"))
     check(wait_for(lambda: g.status()["last_reload"]["result"] == "restart_needed", 3), "a bus changed: restart_needed")
     lr = g.status()["last_reload"]
     check(lr["waits"] == "buses" and g.status()["restart_needed"] == "buses", f"what waits: {lr}")
@@ -490,7 +562,7 @@ def test_rtugw_reload():
     check(r.returncode == 0 and ": applied" in r.stdout and "tags" in r.stdout,
           f"a tag added: applied, exit 0 ({r.returncode} {r.stdout!r} {r.stderr!r})")
     check(wait_for(lambda: tag_good(g, "t2"), 5), "and t2 is read")
-    g.rewrite(good.replace("baud = 115200", "baud = 57600"))
+    g.rewrite(good.replace("baud = 115200", "baud = 115200\nqueue_depth = 32"))
     r = reload("--pid", str(g.p.pid))
     check(r.returncode == 0 and "waits: buses" in r.stdout, f"a bus changed: what waits is named ({r.stdout!r})")
     before = g.status()["last_reload"]
@@ -571,7 +643,8 @@ TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_templat
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
          test_section_editor, test_last_reload_reported, test_warnings_everywhere,
-         test_rtugw_reload, test_listeners_live, test_line_keys_live, test_device_moved_to_another_slave_live]
+         test_rtugw_reload, test_listeners_live, test_line_keys_live, test_device_moved_to_another_slave_live,
+         test_bus_port_live]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)

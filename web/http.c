@@ -190,7 +190,7 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(b, "%s{\"name\":", k ? "," : "");
         api_add_str(b, bc->name);
         evbuffer_add_printf(b, ",\"port\":");
-        api_add_str(b, bc->port);
+        api_add_str(b, gw->cfg->buses[k].port);   /* the running copy's: the line's own changes on its thread */
         evbuffer_add_printf(b, ",\"up\":%s,\"queue_depth\":%llu,"
                                "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,"
                                "\"crc_errors\":%llu,\"exceptions\":%llu,\"retries\":%llu",
