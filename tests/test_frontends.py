@@ -278,7 +278,7 @@ def test_reload_applies_or_says_so():
     far = connect(g, "127.0.0.2")
     check(call(far, 1, 255, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "unit 255 -> slave 1 before reload")
     text = g.text.replace("unit255 = line:1", "unit255 = line:2\nallow = 127.0.0.1").replace(
-        "baud = 19200", "baud = 9600").replace(f"port = {g.tcp_port}\n", f"port = {g.tcp_port}\nmax_pending = 4\n")
+        "baud = 19200", "baud = 19200\nqueue_depth = 32").replace(f"port = {g.tcp_port}\n", f"port = {g.tcp_port}\nmax_pending = 4\n")
     g.rewrite(text)
     g.p.send_signal(1)
     check(closed_by_peer(far, 2.0), "reload: a connection from a revoked address is closed")
