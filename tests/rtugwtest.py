@@ -61,9 +61,10 @@ def wait_for(cond, timeout, step=0.05):
     return cond()
 
 
-def fetch_metrics(http_port, timeout=3):
-    """The daemon's /metrics as {'name{labels}': value}."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=timeout).read().decode()
+def fetch_metrics(http_port, timeout=3, headers=None):
+    """The daemon's /metrics as {'name{labels}': value} (headers: a credential, where users are configured)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{http_port}/metrics", headers=headers or {})
+    text = urllib.request.urlopen(req, timeout=timeout).read().decode()
     out = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):

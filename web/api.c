@@ -615,6 +615,10 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
         evhttp_send_error(req, 500, "out of memory");
         return true;
     }
+    if (api_scan_request(gw, req, what, b)) {   /* scan, scan/BUS (api_scan.c) */
+        evbuffer_free(b);
+        return true;
+    }
     if (api_csv_request(gw, req, what, b)) {   /* templates/NAME/csv, devices/NAME/csv: before the sections */
         evbuffer_free(b);
         return true;
