@@ -6,7 +6,8 @@
  * (submit.c), the one way a tag is written (tag_write.c), the poller and
  * its subscribers (poller.c; cache.c, tags_gw.c, north.c: the register
  * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
- * scans of a bus from the API (scan.c), systemd's notify socket (notify.c), the start-up trim (trim.c), the log
+ * scans of a bus from the API (scan.c),
+ * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), and gw_t, the handle every part is
  * given. May call parser/, routing/, actor/, drivers/, tags/, expr/ (the
  * computed tags, evaluated after each store), north/ (the
@@ -23,7 +24,8 @@
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c; north.c calls submit.c,
  * tag_write.c and tags_gw.c; vslave.c (the maps: [map NAME]) calls
- * tag_write.c, tags_gw.c and loop.c.
+ * tag_write.c, tags_gw.c and loop.c; scan.c (scans from the API) calls
+ * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.
  *
  * Threads and ownership:
  *   - the I/O thread (loop.c; front/, web/, MQTT and the poller on it) owns
