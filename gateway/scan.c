@@ -26,12 +26,14 @@
  * its polls skip their ticks (poller_pause_bus) until the scan ends, and
  * resume at their next tick. A listen-only bus has no master to ask with,
  * and a scan of a bus whose port is down ends at its first answer (0x0A).
- * The results are fixed-size (247 slaves); refusals are counted by reason
- * and logged.
+ * A question the bus's queue refuses (0x06, its clients' load) was not
+ * asked: it is asked again 50 ms later, and counted (busy). The results
+ * are fixed-size (247 slaves); refusals are counted by reason and logged.
  */
 #include "gateway/gateway.h"
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,12 +57,15 @@ typedef struct scan_found {
 } scan_found_t;
 
 typedef struct bus_scan {
+    gw_scans_t *owner;       /* for a retry's timer */
+    unsigned index;          /* the bus */
     enum scan_state state;
     unsigned first, last, id, step;
     unsigned tried;          /* ids whose probe was answered (by the slave or the line) */
     bool pause_polling;      /* asked; the bus's polling is paused while running */
     uint32_t run;            /* +1 per scan started: an answer of an older one is dropped */
     uint64_t started_ns, ended_ns;
+    uint64_t busy;           /* questions the bus's queue refused (0x06), each asked again 50 ms later */
     unsigned n_found;
     scan_found_t found[247];
     char error[128];
@@ -76,6 +81,16 @@ struct gw_scans {
 };
 
 static void submit(gw_scans_t *s, unsigned b);
+
+/* A question the bus's queue refused, asked again (on_answer armed it). */
+static void ask_again(evutil_socket_t fd, short what, void *arg)
+{
+    bus_scan_t *sc = arg;
+    (void)fd;
+    (void)what;
+    if (sc->state == SCAN_RUNNING)
+        submit(sc->owner, sc->index);
+}
 
 static void finish(gw_scans_t *s, unsigned b, enum scan_state how, const char *error)
 {
@@ -130,6 +145,16 @@ static void on_answer(void *ctx, uint64_t run, uint32_t bseq, const uint8_t *pdu
                                    code == MB_EX_BUSY);
     if (exception && code == MB_EX_PATH_UNAVAILABLE) {
         finish(s, b, SCAN_FAILED, "the bus's port is down (0x0A)");
+        return;
+    }
+    /* The bus's queue was full (its clients' load): the question was not
+     * asked, so it says nothing of the id; it is asked again 50 ms later
+     * (a timer on the I/O loop: the scan waits without holding anything). */
+    struct timeval later = { 0, 50000 };
+    if (exception && code == MB_EX_BUSY) {
+        sc->busy++;
+        if (event_base_once(loop_base(s->gw->loop), -1, EV_TIMEOUT, ask_again, sc, &later) != 0)
+            finish(s, b, SCAN_FAILED, "the bus's queue is full, and no timer could be armed to ask again");
         return;
     }
     if (step == 0) {
@@ -233,6 +258,8 @@ int scan_start(gw_scans_t *s, const gw_scan_params_t *p)
     bus_scan_t *sc = &s->bus[p->bus];
     uint32_t run = sc->run + 1;
     memset(sc, 0, sizeof *sc);
+    sc->owner = s;
+    sc->index = p->bus;
     sc->run = run;
     sc->state = SCAN_RUNNING;
     sc->first = p->first_id;
@@ -299,10 +326,11 @@ void scan_json(const gw_scans_t *s, unsigned bus, struct evbuffer *b)
     }
     unsigned total = sc->last - sc->first + 1;
     evbuffer_add_printf(b, ",\"first_id\":%u,\"last_id\":%u,\"ids\":%u,\"tried\":%u,\"current_id\":%u,"
-                           "\"elapsed_s\":%.3f,\"polling_paused\":%s,\"error\":\"%s\",\"found\":[",
+                           "\"elapsed_s\":%.3f,\"polling_paused\":%s,\"busy\":%llu,\"error\":\"%s\",\"found\":[",
                         sc->first, sc->last, total, sc->tried, sc->state == SCAN_RUNNING ? sc->id : 0,
                         (double)(end - sc->started_ns) / 1e9,
-                        sc->state == SCAN_RUNNING && sc->pause_polling ? "true" : "false", sc->error);
+                        sc->state == SCAN_RUNNING && sc->pause_polling ? "true" : "false", (unsigned long long)sc->busy,
+                        sc->error);
     for (unsigned i = 0; i < sc->n_found; i++) {
         /* a slave still being asked shows once its questions are all answered */
         if (sc->state == SCAN_RUNNING && i + 1 == sc->n_found && sc->id == sc->found[i].id)

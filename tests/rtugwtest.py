@@ -312,3 +312,31 @@ def run_tests(name, tests, cleanup=()):
         for d in cleanup:
             shutil.rmtree(d, ignore_errors=True)
     finish(name)
+
+
+def chromium(extra_args=()):
+    """A headless chromium through selenium (Debian's chromium, chromium-driver,
+    python3-selenium; scripts/bootstrap installs them), its console logged;
+    None (and a failure) when one is missing. Its profile folder goes at exit."""
+    import atexit
+    import shutil
+    for p, pkg in (("/usr/bin/chromium", "chromium"), ("/usr/bin/chromedriver", "chromium-driver")):
+        if not os.access(p, os.X_OK):
+            check(False, f"{p} is installed (Debian package {pkg}; scripts/bootstrap)")
+            return None
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        check(False, "python3-selenium is installed (scripts/bootstrap)")
+        return None
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    profile = tempfile.mkdtemp(prefix="rtugw-chromium-")
+    atexit.register(shutil.rmtree, profile, True)
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1280,900", "--user-data-dir=" + profile) + tuple(extra_args):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+

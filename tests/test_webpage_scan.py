@@ -22,28 +22,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from rtugwtest import Gateway, check, chromium, run_tests, wait_for  # noqa: E402
 from tagscheck import tag_values  # noqa: E402
 from test_scan import Line  # noqa: E402
 
-CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 TOKEN = "s3cret-0123456789abcdefXY"
-
-
-def browser():
-    """A headless chromium, or a loud failure naming what is missing."""
-    for p, pkg in ((CHROMIUM, "chromium"), (DRIVER, "chromium-driver")):
-        check(os.access(p, os.X_OK), f"{p} is installed (Debian package {pkg})")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    o = webdriver.ChromeOptions()
-    o.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="rtugw-chromium-")
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--window-size=1280,900", "--user-data-dir=" + profile):
-        o.add_argument(a)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(DRIVER), options=o), profile
 
 
 def wait_js(d, script, what, timeout=15.0):
@@ -58,6 +41,9 @@ def wait_js(d, script, what, timeout=15.0):
 
 
 def test_scan_view():
+    drv = chromium()
+    if not drv:
+        return
     from selenium.webdriver.common.by import By
     line = Line([1, 2, 7], glitch={1}, only={2: {3}})
     d = tempfile.mkdtemp(prefix="rtugw-scan-page-")
@@ -65,7 +51,6 @@ def test_scan_view():
         f.write("name,table,address,type,interval_ms\nv,holding,0,uint16,200\n")
     g = Gateway(bus=f"port = {line.path}\nbaud = 19200\n", devices="[template meter]\ntags_file = meter.csv\n",
                 dir=d, extra=f"write_token = {TOKEN}\n", timeout_ms=150)
-    drv, profile = browser()
     try:
         drv.get(f"http://127.0.0.1:{g.http_port}/#tags")
         drv.find_element(By.ID, "token").send_keys(TOKEN)
@@ -111,7 +96,6 @@ def test_scan_view():
         check(not errors, f"no console error ({errors})")
     finally:
         drv.quit()
-        shutil.rmtree(profile, ignore_errors=True)
         g.stop()
         line.close()
         shutil.rmtree(d, ignore_errors=True)
