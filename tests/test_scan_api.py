@@ -7,9 +7,11 @@ polled by the gateway (a [poll] group), ids 3-11 are silent.
 
 What must hold:
   - a viewer's and an operator's POST are refused 403, nothing started;
-  - a scan of the polled bus without pause_polling is refused 409;
+  - a scan of the polled bus without pause_polling is refused 409, as is
+    one of a bus whose port is down;
   - bad bodies are refused 400 naming the field (ids 0 and 248, an unknown
-    field, a bus that does not exist, first_id after last_id), 413 past
+    field, a bus that does not exist, first_id after last_id, no bus where
+    the configuration has two), 413 past
     1024 bytes;
   - with pause_polling: 202; a second POST while it runs 409; its progress
     (GET /api/scan/line) says running, with ids tried rising; slave 12's
@@ -69,7 +71,7 @@ def polls_of(g, slave):
 def test_scan_api():
     line = Line([1, 2, 12], glitch={1}, only={2: {3}})
     users = "".join(f"[user {n}]\npassword_hash = {hash_password(pw)}\nrole = {r}\n" for n, pw, r in USERS)
-    devices = ("[device d12]\nslave = 12\n"
+    devices = ("[bus gone]\nport = /dev/rtugw-test-no-such-port\nbaud = 19200\n[device d12]\nbus = line\nslave = 12\n"
                "[poll p12]\ndevice = d12\nfunction = 3\naddress = 0\ncount = 1\ninterval_ms = 100\n")
     g = Gateway(bus=f"port = {line.path}\nbaud = 19200\n", devices=devices, extra=users, timeout_ms=150)
     try:
@@ -87,10 +89,16 @@ def test_scan_api():
         for bad, field in (({"first_id": 0}, "first_id"), ({"last_id": 248}, "last_id"), ({"ids": "1-5"}, "ids"),
                            ({"bus": "nope"}, "bus"), ({"first_id": 9, "last_id": 3}, "first_id"),
                            ({"pause_polling": "yes"}, "pause_polling"), ([1, 2], "JSON object")):
+            if isinstance(bad, dict) and "bus" not in bad:
+                bad = dict(bad, bus="line")
             st, body = call(g, "POST", "/api/scan", bad, ada)
             check(st == 400 and field in str(body), f"{bad}: 400 naming {field} ({st} {body})")
         st, body = call(g, "POST", "/api/scan", b"{" + b" " * 2000 + b"}", ada)
         check(st == 413, f"a 2 KB body: 413 ({st} {body})")
+        st, body = call(g, "POST", "/api/scan", {"bus": "gone"}, ada)
+        check(st == 409 and "down" in str(body), f"a bus whose port is down: 409 ({st} {body})")
+        st, body = call(g, "POST", "/api/scan", {"first_id": 1}, ada)
+        check(st == 400 and "bus: required" in str(body), f"no bus where there are two: 400 ({st} {body})")
         st, body = call(g, "GET", "/api/scan/line", cookie=g.viewer)
         check(st == 200 and body.get("state") == "none", f"nothing started by the refusals ({st} {body})")
 
@@ -142,8 +150,9 @@ def test_scan_api():
         counts = {k: m.get(k) for k in ('rtugw_scans_total{result="started"}', 'rtugw_scans_total{result="done"}',
                                         'rtugw_scans_refused_total{reason="polled"}',
                                         'rtugw_scans_refused_total{reason="busy"}',
-                                        'rtugw_scans_refused_total{reason="invalid"}')}
-        check(list(counts.values()) == [1, 1, 1, 1, 8], f"/metrics counts scans and refusals ({counts})")
+                                        'rtugw_scans_refused_total{reason="invalid"}',
+                                        'rtugw_scans_refused_total{reason="port_down"}')}
+        check(list(counts.values()) == [1, 1, 1, 1, 9, 1], f"/metrics counts scans and refusals ({counts})")
         log = g.log_text()
         check("scan: bus line refused: polled" in log and "scan: bus line, ids 1-12: done, 3 slaves found" in log,
               "the refusal and the result are logged")
