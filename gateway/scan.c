@@ -131,13 +131,15 @@ static void on_answer(void *ctx, uint64_t run, uint32_t bseq, const uint8_t *pdu
 {
     gw_scans_t *s = ctx;
     unsigned b = bseq >> 16, id = (bseq >> 8) & 0xFF, step = bseq & 0xFF;
-    if (b >= s->n_buses || len < 2)
+    if (b >= s->n_buses)
         return;
     bus_scan_t *sc = &s->bus[b];
     if (sc->state != SCAN_RUNNING || sc->run != (uint32_t)run || sc->id != id || sc->step != step)
         return;
     uint8_t fc = step_fc[step];
-    bool data = pdu[0] == fc, exception = pdu[0] == (fc | 0x80);
+    /* an answer shorter than an exception is neither: the id's question
+     * goes by as unanswered, and the scan goes on */
+    bool data = len >= 2 && pdu[0] == fc, exception = len >= 2 && pdu[0] == (fc | 0x80);
     uint8_t code = exception ? pdu[1] : 0;
     /* the line's own exceptions: 0x0B no answer (or none it could vouch
      * for), 0x0A the port down, 0x06 its queue full */
