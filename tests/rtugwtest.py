@@ -340,3 +340,16 @@ def chromium(extra_args=()):
     o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
 
+
+def wait_js(driver, script, what, timeout=10.0):
+    """Polls script (JavaScript returning a value) in the browser until it is
+    truthy; checks it, and returns its value."""
+    end, v = time.time() + timeout, None
+    while time.time() < end:
+        v = driver.execute_script(script)
+        if v:
+            break
+        time.sleep(0.2)
+    check(bool(v), what)
+    return v
+

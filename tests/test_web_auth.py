@@ -45,7 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, run_tests, wait_for, wait_listening  # noqa: E402
-from rtugwtest import chromium as rtugw_chromium  # noqa: E402
+from rtugwtest import chromium as rtugw_chromium, wait_js  # noqa: E402
 
 if not shutil.which("openssl") or not shutil.which("curl"):
     print("missing openssl or curl: install the Debian packages openssl and curl (scripts/bootstrap does)")
@@ -537,14 +537,7 @@ def test_browser_login():
     g = users_gateway()
 
     def wait(script, what, timeout=10.0):
-        end, v = time.time() + timeout, None
-        while time.time() < end:
-            v = d.execute_script(script)
-            if v:
-                break
-            time.sleep(0.2)
-        check(bool(v), what)
-        return v
+        return wait_js(d, script, what, timeout)
 
     def log_in(user, pw):
         d.find_element(By.ID, "login-user").clear()

@@ -22,22 +22,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, chromium, run_tests, wait_for  # noqa: E402
+from rtugwtest import Gateway, check, chromium, run_tests, wait_for, wait_js  # noqa: E402
 from tagscheck import tag_values  # noqa: E402
 from test_scan import Line  # noqa: E402
 
 TOKEN = "s3cret-0123456789abcdefXY"
-
-
-def wait_js(d, script, what, timeout=15.0):
-    end, v = time.time() + timeout, None
-    while time.time() < end:
-        v = d.execute_script(script)
-        if v:
-            break
-        time.sleep(0.2)
-    check(bool(v), what)
-    return v
 
 
 def test_scan_view():
