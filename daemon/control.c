@@ -264,7 +264,8 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         *why = "out of memory";
         return LIVE_WAITS;
     }
-    memcpy(was.devices, gw->cfg->devices, was.device_count * sizeof *was.devices);
+    if (was.device_count)   /* a gateway without devices has none (NULL): memcpy must not be given it */
+        memcpy(was.devices, gw->cfg->devices, was.device_count * sizeof *was.devices);
     if (cache_set_devices(gw, fresh) != 0) {
         free(was.devices);
         *why = "out of memory";

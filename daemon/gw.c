@@ -132,6 +132,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         !(gw->tag_writes = tag_writes_new(gw, cfg->http.max_connections + GW_TAG_WRITES_MQTT)) ||
         (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
         !(gw->poller = start_poller(gw, err, sizeof err)) ||
+        !(gw->scans = scans_new(gw)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
@@ -233,6 +234,7 @@ void gw_free(gw_t *gw)
         bus_free(gw->buses[i]);
     loop_free(gw->line_loop);
     loop_free(gw->loop);
+    scans_free(gw->scans);   /* the loops are gone: no scan answer is on its way */
     tag_writes_free(gw->tag_writes);   /* the loop has stopped: no outcome is on its way */
     vslave_free(gw->maps);   /* after the front ends and the writes that named it */
     if (gw->actors)

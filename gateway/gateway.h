@@ -6,6 +6,7 @@
  * (submit.c), the one way a tag is written (tag_write.c), the poller and
  * its subscribers (poller.c; cache.c, tags_gw.c, north.c: the register
  * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
+ * scans of a bus from the API (scan.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), and gw_t, the handle every part is
  * given. May call parser/, routing/, actor/, drivers/, tags/, expr/ (the
@@ -23,7 +24,8 @@
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c; north.c calls submit.c,
  * tag_write.c and tags_gw.c; vslave.c (the maps: [map NAME]) calls
- * tag_write.c, tags_gw.c and loop.c.
+ * tag_write.c, tags_gw.c and loop.c; scan.c (scans from the API) calls
+ * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.
  *
  * Threads and ownership:
  *   - the I/O thread (loop.c; front/, web/, MQTT and the poller on it) owns
@@ -480,9 +482,40 @@ unsigned poller_read_count(const gw_poller_t *p);
 int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap);
 /* Reads divided after exception 02, and plans built since the first. */
 uint64_t poller_splits(const gw_poller_t *p);
+/* Any thread: pause a bus's polling (its reads skip their ticks) or resume
+ * it (a scan with pause_polling, scan.c); how many reads of the plan poll
+ * the bus (0: not polled). */
+void poller_pause_bus(gw_poller_t *p, unsigned bus, bool paused);
+unsigned poller_bus_reads(const gw_poller_t *p, unsigned bus);
 /* Any thread: poll the read that holds tag `tag` now (after a write), so its
  * new value reaches the subscribers without waiting for its interval. */
 void poller_poll_tag_now(gw_poller_t *p, unsigned tag);
+
+/* ---- scan.c: a scan of a bus from the API (POST /api/scan) --------------------------- */
+
+/* I/O thread only, all of it: the scans' state is the I/O thread's, and
+ * their answers come to it by loop_post. */
+typedef struct gw_scans gw_scans_t;
+typedef struct gw_scan_params {
+    unsigned bus, first_id, last_id;   /* ids 1..247, first <= last */
+    bool pause_polling;                /* a polled bus: its polling pauses during the scan */
+} gw_scan_params_t;
+/* Why a scan was not started (scan_start's result, the index of its counter). */
+enum { GW_SCAN_STARTED = 0, GW_SCAN_BUSY, GW_SCAN_POLLED, GW_SCAN_LISTEN, GW_SCAN_DOWN, GW_SCAN_INVALID,
+       GW_SCAN_REFUSALS };
+extern const char *const gw_scan_refusal_names[GW_SCAN_REFUSALS];
+gw_scans_t *scans_new(gw_t *gw);
+void scans_free(gw_scans_t *s);
+/* GW_SCAN_STARTED, or why not (nothing started; counted and logged). */
+int scan_start(gw_scans_t *s, const gw_scan_params_t *p);
+/* A refusal decided above (a bad request): counted here with the rest. */
+void scan_refused(gw_scans_t *s, int why);
+/* Whether bus has had a scan (running or ended) since start. */
+bool scan_exists(const gw_scans_t *s, unsigned bus);
+/* The scan of bus as a JSON object: state, ids, tried, found, elapsed_s, polling. */
+void scan_json(const gw_scans_t *s, unsigned bus, struct evbuffer *b);
+/* The rtugw_scans_* lines of /metrics. */
+void scan_metrics_text(const gw_scans_t *s, struct evbuffer *b);
 
 /* ---- frames.c: the last frames of each bus ------------------------------------------ */
 
@@ -565,6 +598,7 @@ struct gw {
     gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
     gw_tag_writes_t *tag_writes; /* tag writes in flight (tag_write.c), for HTTP, MQTT and Sparkplug */
     gw_maps_t *maps;            /* [map NAME] sections (vslave.c); never NULL once started */
+    gw_scans_t *scans;          /* scans from the API (scan.c); never NULL once started */
     gw_tcp_t *tcp;
     gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
     gw_tcp_t *rtu_tcp;          /* NULL unless [rtu_tcp] is enabled */

@@ -106,7 +106,28 @@ struct gw_poller {
     unsigned n_buses;
     unsigned *bus_outstanding;      /* per bus: reads submitted and not answered */
     unsigned *bus_wait_head, *bus_wait_tail;   /* per bus: reads waiting (NO_READ: none) */
+    /*
+     * A bus's polling paused (a scan from the API with pause_polling,
+     * gateway/scan.c): its reads' ticks go on, each one skipped at
+     * poll_once, so the plan keeps its phase and the polls resume at their
+     * next tick when the pause ends, with nothing queued meanwhile. Any
+     * thread sets it; bus_reads (how many of the plan's reads poll the bus,
+     * set at each plan) tells a scan whether the bus is polled at all.
+     */
+    atomic_bool *bus_paused;
+    atomic_uint *bus_reads;
 };
+
+void poller_pause_bus(gw_poller_t *p, unsigned bus, bool paused)
+{
+    if (p && bus < p->n_buses)
+        atomic_store(&p->bus_paused[bus], paused);
+}
+
+unsigned poller_bus_reads(const gw_poller_t *p, unsigned bus)
+{
+    return p && bus < p->n_buses ? atomic_load(&p->bus_reads[bus]) : 0;
+}
 
 unsigned poller_read_of(const gw_poller_t *p, unsigned group)
 {
@@ -241,6 +262,7 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
     forget_waiting(p);   /* they named reads of the old plan; the new one's ticks are armed below */
     p->n_reads = (unsigned)n;
     p->generation++;
+    unsigned *per_bus = calloc(p->n_buses + 1, sizeof *per_bus);
     for (unsigned r = 0; r < p->n_reads; r++) {
         const tags_read_t *read = tags_plan_read(plan, r);
         size_t nm;
@@ -251,6 +273,8 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
                 atomic_store(&p->group_read[m[k].index], r);
         if (gw->cfg->buses[gw->cfg->devices[reads[r].device].bus].listen)
             continue;   /* a listen-only bus: its tags take what the line's master reads */
+        if (per_bus && gw->cfg->devices[reads[r].device].bus < p->n_buses)
+            per_bus[gw->cfg->devices[reads[r].device].bus]++;
         int was = same_read(old, n_old, read);
         uint64_t due = was >= 0 ? old_reads[was].next_due : 0;
         poll_tick_t tick = { due, p->generation, r, due ? 0 : 1 };
@@ -261,6 +285,9 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
     }
     tags_plan_free(old);
     free(old_reads);
+    for (unsigned b = 0; b < p->n_buses; b++)
+        atomic_store(&p->bus_reads[b], per_bus ? per_bus[b] : p->n_reads);   /* no memory: say polled */
+    free(per_bus);
     atomic_store(&p->read_count, p->n_reads);
     return 0;
 }
@@ -278,6 +305,8 @@ int poller_replan(gw_poller_t *p, bool groups_changed, char *err, size_t errcap)
     p->n_reads = 0;
     forget_waiting(p);
     p->generation++;
+    for (unsigned b = 0; b < p->n_buses; b++)
+        atomic_store(&p->bus_reads[b], 0);
     atomic_store(&p->read_count, 0);
     return -1;
 }
@@ -306,6 +335,8 @@ static void poll_once(gw_poller_t *p, unsigned ri)
     if (r->waiting)
         return;   /* due again while still waiting for a place: it goes once, when it has one */
     unsigned bus = dev->bus;
+    if (bus < p->n_buses && atomic_load(&p->bus_paused[bus]))
+        return;   /* a scan has the bus: this round is skipped, the next tick comes as planned */
     if (bus < p->n_buses && p->bus_outstanding[bus] >= bus_places(gw, bus)) {
         r->waiting = true;
         r->next_waiting = NO_READ;
@@ -483,7 +514,9 @@ gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_s
     p->bus_outstanding = calloc(p->n_buses + 1, sizeof *p->bus_outstanding);
     p->bus_wait_head = malloc((p->n_buses + 1) * sizeof *p->bus_wait_head);
     p->bus_wait_tail = malloc((p->n_buses + 1) * sizeof *p->bus_wait_tail);
-    if (!p->bus_outstanding || !p->bus_wait_head || !p->bus_wait_tail) {
+    p->bus_paused = calloc(p->n_buses + 1, sizeof *p->bus_paused);
+    p->bus_reads = calloc(p->n_buses + 1, sizeof *p->bus_reads);
+    if (!p->bus_outstanding || !p->bus_wait_head || !p->bus_wait_tail || !p->bus_paused || !p->bus_reads) {
         snprintf(err, errcap, "out of memory");
         poller_free(p);
         return NULL;
@@ -528,6 +561,8 @@ void poller_free(gw_poller_t *p)
     free(p->bus_outstanding);
     free(p->bus_wait_head);
     free(p->bus_wait_tail);
+    free((void *)p->bus_paused);
+    free((void *)p->bus_reads);
     free(p->groups);
     free((void *)p->group_read);
     free(p->group_device);

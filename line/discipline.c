@@ -687,7 +687,10 @@ void line_on_timeout(line_t *bus, uint64_t now)
     bool misshapen = bus->misshapen && !bus->guarded_other;
     bool held_before = (misshapen ? bus->hold_at_send_ns : s->hold_until_ns) > now;
     line_guard_slave(bus, slave, now);
-    bool retry = bus->attempts <= bus->cfg.retries && !s->failures && !misshapen;
+    /* A scan's probe (req.once) is asked once: a silent id is the common
+     * case there, and a retry would double what a scan of 247 ids costs
+     * while telling nothing the next id's probe does not. */
+    bool retry = bus->attempts <= bus->cfg.retries && !s->failures && !misshapen && !bus->cur.once;
     if (misshapen)
         gw_count(&bus->m.misshapen);
     line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u timed out after %.1f ms; %s",

@@ -79,6 +79,7 @@ struct gw_request {
     uint8_t background;  /* queued behind interactive requests when tcp_first */
     uint8_t bus;         /* the bus it was submitted to (for the origin's bookkeeping) */
     uint8_t priority;    /* 1: a priority client's, queued before others (line/queue.c) */
+    uint8_t once;        /* 1: one attempt, no retry after a timeout (a scan's probe, gateway/scan.c) */
     uint16_t pdu_len;
     /* The line's own (line_submit sets them): where the request's time went,
      * for the latency by cause in /metrics (line/metrics.c). */

@@ -268,3 +268,9 @@ check-tap-explore: tests/test_pair_explore
 # [map NAME]: the virtual slave, read by pymodbus and mbpoll while its tags change (issue 46).
 TESTS += tests/test_map.py
 EXTRA_DIST += tests/test_map.py
+
+# POST /api/scan: a scan of a bus from the API on the bus's own line (scripted
+# slaves: a glitch byte, FC 3 only, a silent range), roles, 409s, polling paused and resumed;
+# and the page's Scan view in headless chromium: a found slave added from a template and polled (issue 44).
+TESTS += tests/test_scan_api.py tests/test_webpage_scan.py
+EXTRA_DIST += tests/test_scan_api.py tests/test_webpage_scan.py

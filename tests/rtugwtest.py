@@ -61,9 +61,10 @@ def wait_for(cond, timeout, step=0.05):
     return cond()
 
 
-def fetch_metrics(http_port, timeout=3):
-    """The daemon's /metrics as {'name{labels}': value}."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=timeout).read().decode()
+def fetch_metrics(http_port, timeout=3, headers=None):
+    """The daemon's /metrics as {'name{labels}': value} (headers: a credential, where users are configured)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{http_port}/metrics", headers=headers or {})
+    text = urllib.request.urlopen(req, timeout=timeout).read().decode()
     out = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
@@ -311,3 +312,44 @@ def run_tests(name, tests, cleanup=()):
         for d in cleanup:
             shutil.rmtree(d, ignore_errors=True)
     finish(name)
+
+
+def chromium(extra_args=()):
+    """A headless chromium through selenium (Debian's chromium, chromium-driver,
+    python3-selenium; scripts/bootstrap installs them), its console logged;
+    None (and a failure) when one is missing. Its profile folder goes at exit."""
+    import atexit
+    import shutil
+    for p, pkg in (("/usr/bin/chromium", "chromium"), ("/usr/bin/chromedriver", "chromium-driver")):
+        if not os.access(p, os.X_OK):
+            check(False, f"{p} is installed (Debian package {pkg}; scripts/bootstrap)")
+            return None
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        check(False, "python3-selenium is installed (scripts/bootstrap)")
+        return None
+    o = webdriver.ChromeOptions()
+    o.binary_location = "/usr/bin/chromium"
+    profile = tempfile.mkdtemp(prefix="rtugw-chromium-")
+    atexit.register(shutil.rmtree, profile, True)
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1280,900", "--user-data-dir=" + profile) + tuple(extra_args):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def wait_js(driver, script, what, timeout=10.0):
+    """Polls script (JavaScript returning a value) in the browser until it is
+    truthy; checks it, and returns its value."""
+    end, v = time.time() + timeout, None
+    while time.time() < end:
+        v = driver.execute_script(script)
+        if v:
+            break
+        time.sleep(0.2)
+    check(bool(v), what)
+    return v
+

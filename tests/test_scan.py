@@ -50,11 +50,12 @@ def with_crc(body):
 
 class Line(threading.Thread):
     """Slaves of this test's own on a fresh pseudo-terminal (the scanner
-    opens self.path): they answer FC 1-4 at once (holding/input register a
-    of slave s holds s*1000 + a, bits 1), FC 43 and 17 with exception 01.
+    opens self.path): they answer FC 1-4 at once, as many items as asked (holding/input
+    register a of slave s holds s*1000 + a, bits 1), FC 43 and 17 with exception 01.
     glitch: one stray byte right before each answer, in the same write (a
-    transceiver's turn-on glitch); only: the functions answered, others
-    ignored; twins: ids where two slaves answer at once, their bytes
+    transceiver's turn-on glitch; or a set: only those slaves' answers);
+    only: the functions answered, others ignored (or a dict: slave -> its
+    functions, slaves not in it answer all); twins: ids where two slaves answer at once, their bytes
     colliding on the wire (a wired AND: the CRC fails); slaves=(): a silent
     line. self.requests counts what it heard."""
 
@@ -73,12 +74,15 @@ class Line(threading.Thread):
         self.start()
 
     def answer(self, req, value):
+        """Shaped as asked (the gateway's line core widens a question's
+        quantity to tell a stale copy from an answer: docs/line.md, I6)."""
         s, fc = req[0], req[1]
+        a, n = int.from_bytes(req[2:4], "big"), max(1, min(125, int.from_bytes(req[4:6], "big")))
         if fc in (1, 2):
-            return with_crc([s, fc, 1, 1])
+            return with_crc([s, fc, (n + 7) // 8] + [0xFF] * ((n + 7) // 8))
         if fc in (3, 4):
-            v = (value + int.from_bytes(req[2:4], "big")) & 0xFFFF
-            return with_crc([s, fc, 2, v >> 8, v & 0xFF])
+            words = [(value + a + k) & 0xFFFF for k in range(n)]
+            return with_crc([s, fc, 2 * n] + [b for v in words for b in (v >> 8, v & 0xFF)])
         return with_crc([s, fc | 0x80, 1])
 
     def run(self):
@@ -102,13 +106,15 @@ class Line(threading.Thread):
                 req, buf = buf[:n], buf[n:]
                 self.requests += 1
                 s, fc = req[0], req[1]
-                if (s not in self.slaves and s not in self.twins) or (self.only and fc not in self.only):
+                only = self.only.get(s) if isinstance(self.only, dict) else self.only
+                if (s not in self.slaves and s not in self.twins) or (only and fc not in only):
                     continue
                 out = self.answer(req, s * 1000)
                 if s in self.twins:
                     other = self.answer(req, 0x5A5A)
                     out = bytes(a & b for a, b in zip(out, other))
-                os.write(self.master, (b"\xff" if self.glitch else b"") + out)
+                glitch = s in self.glitch if isinstance(self.glitch, (set, frozenset)) else self.glitch
+                os.write(self.master, (b"\xff" if glitch else b"") + out)
 
     def close(self):
         self.stop.set()
@@ -347,5 +353,6 @@ def test_scan_silent():
         line.close()
 
 
-run_tests("test_scan", (test_scan_sim, test_scan_pymodbus, test_scan_glitch, test_scan_fc3_only,
-                        test_scan_twins, test_scan_silent))
+if __name__ == "__main__":   # tests/test_scan_api.py imports Line
+    run_tests("test_scan", (test_scan_sim, test_scan_pymodbus, test_scan_glitch, test_scan_fc3_only,
+                            test_scan_twins, test_scan_silent))

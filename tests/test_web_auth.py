@@ -45,6 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, run_tests, wait_for, wait_listening  # noqa: E402
+from rtugwtest import chromium as rtugw_chromium, wait_js  # noqa: E402
 
 if not shutil.which("openssl") or not shutil.which("curl"):
     print("missing openssl or curl: install the Debian packages openssl and curl (scripts/bootstrap does)")
@@ -522,24 +523,10 @@ def test_api_admin():
 
 
 def chromium():
-    """A headless chromium through selenium (Debian's chromium, chromium-driver,
-    python3-selenium; scripts/bootstrap installs them). It is told to accept
-    the test CA's server certificate (--ignore-certificate-errors): chromium
-    has no --cacert, and curl above verifies the certificate itself."""
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        check(False, "python3-selenium is installed (scripts/bootstrap)")
-        return None
-    o = webdriver.ChromeOptions()
-    o.binary_location = "/usr/bin/chromium"
-    profile = tempfile.mkdtemp(prefix="rtugw-chromium-")
-    atexit.register(shutil.rmtree, profile, True)
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              "--ignore-certificate-errors", "--window-size=1280,900", "--user-data-dir=" + profile):
-        o.add_argument(a)
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+    """rtugwtest's headless chromium, told to accept the test CA's server
+    certificate (--ignore-certificate-errors): chromium has no --cacert, and
+    curl above verifies the certificate itself."""
+    return rtugw_chromium(("--ignore-certificate-errors",))
 
 
 def test_browser_login():
@@ -550,14 +537,7 @@ def test_browser_login():
     g = users_gateway()
 
     def wait(script, what, timeout=10.0):
-        end, v = time.time() + timeout, None
-        while time.time() < end:
-            v = d.execute_script(script)
-            if v:
-                break
-            time.sleep(0.2)
-        check(bool(v), what)
-        return v
+        return wait_js(d, script, what, timeout)
 
     def log_in(user, pw):
         d.find_element(By.ID, "login-user").clear()

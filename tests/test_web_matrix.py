@@ -70,7 +70,7 @@ def rule(route, method):
     viewer's; tag writes an operator's; /api/ changes, /api/config, the tag
     files as CSV and /audit an admin's; any other write an admin's."""
     read = method == "GET"
-    if route in ("/", "/index.html", "/app.js", "/config.js", "/style.css", "/login", "/logout", "/whoami"):
+    if route in ("/", "/index.html", "/app.js", "/config.js", "/scan.js", "/style.css", "/login", "/logout", "/whoami"):
         return 0
     if route == "/audit" or route == "/api/config" or route.endswith("/csv"):
         return ADMIN
@@ -128,11 +128,11 @@ TPL = ("[template meter]\ntags_file = meter.csv\n[device d1]\nslave = 1\n"
 def test_matrix():
     routes = routes_from_source()
     print(f"   routes read from web/*.c: {len(routes)}: {' '.join(sorted(routes))}")
-    known = {"/", "/index.html", "/app.js", "/config.js", "/style.css", "/login", "/logout", "/whoami", "/audit",
+    known = {"/", "/index.html", "/app.js", "/config.js", "/scan.js", "/style.css", "/login", "/logout", "/whoami", "/audit",
              "/metrics", "/status", "/frames", "/tags", "/tags/NAME", "/api/openapi.json", "/api/buses",
              "/api/devices", "/api/templates", "/api/tags", "/api/config", "/api/config/validate",
              "/api/devices/NAME", "/api/tags/NAME", "/api/templates/NAME", "/api/polls/NAME", "/api/buses/NAME",
-             "/api/templates/NAME/csv", "/api/devices/NAME/csv"}
+             "/api/templates/NAME/csv", "/api/devices/NAME/csv", "/api/scan"}
     check(routes - known == set(), f"every route has a rule here (new: {sorted(routes - known)})")
     check(len(routes) >= 20 and known - routes == set(),
           f"the source scan finds every route the rules know (missed: {sorted(known - routes)})")

@@ -576,6 +576,16 @@ static const char openapi[] =
     "\"/api/config/validate\":{\"post\":{\"summary\":\"dry run: check a text\",\"security\":[{\"token\":[]}],"
     "\"requestBody\":{\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\"}}}},"
     "\"responses\":{\"200\":{\"description\":\"{valid:true,summary}\"},\"422\":{\"description\":\"{valid:false,errors}\"}}}},"
+    "\"/api/scan\":{\"get\":{\"summary\":\"every bus's scan\",\"responses\":{\"200\":{\"description\":\"{scans:[...]}\"}}},"
+    "\"post\":{\"summary\":\"scan a bus (api_scan.c)\",\"security\":[{\"token\":[]}],"
+    "\"requestBody\":{\"content\":{\"application/json\":{\"schema\":{\"type\":\"object\"}}}},"
+    "\"responses\":{\"202\":{\"description\":\"{bus,state,...}\"},\"400\":{\"description\":\"a bad field, named\"},"
+    "\"409\":{\"description\":\"busy, polled without pause_polling, listen-only, port down\"},"
+    "\"413\":{\"description\":\"a body over 1024 bytes\"}}}},"
+    "\"/api/scan/{name}\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"}],\"get\":{\"summary\":"
+    "\"one bus's scan: progress, then results\",\"responses\":{\"200\":{\"description\":"
+    "\"{bus,state,first_id,last_id,ids,tried,current_id,elapsed_s,polling_paused,error,found}\"},"
+    "\"404\":{\"description\":\"no such bus\"}}}},"
 #define SECTION_PATH(p)                                                                                        \
     "\"/api/" p "/{name}\":{\"parameters\":[{\"$ref\":\"#/components/parameters/Name\"},"                       \
     "{\"$ref\":\"#/components/parameters/IfMatch\"}],\"put\":{\"summary\":\"add or replace the section\","         \
@@ -613,6 +623,10 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
     struct evbuffer *b = evbuffer_new();
     if (!b) {
         evhttp_send_error(req, 500, "out of memory");
+        return true;
+    }
+    if (api_scan_request(gw, req, what, b)) {   /* scan, scan/BUS (api_scan.c) */
+        evbuffer_free(b);
         return true;
     }
     if (api_csv_request(gw, req, what, b)) {   /* templates/NAME/csv, devices/NAME/csv: before the sections */

@@ -335,7 +335,7 @@ bool web_auth_require(gw_t *gw, struct evhttp_request *req, config_user_role_t n
 /* The role each route needs once users exist; NONE: open to all. */
 static config_user_role_t route_needs(const web_auth_t *a, struct evhttp_request *req, const char *path)
 {
-    static const char *const open[] = { "/", "/index.html", "/app.js", "/config.js", "/style.css", "/login",
+    static const char *const open[] = { "/", "/index.html", "/app.js", "/config.js", "/scan.js", "/style.css", "/login",
                                         "/logout", "/whoami" };
     for (size_t i = 0; i < sizeof open / sizeof open[0]; i++)
         if (strcmp(path, open[i]) == 0)

@@ -85,6 +85,10 @@ void http_reload_status(gw_t *gw, struct evbuffer *b);
  * what (the path after /api/) is not one. */
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);
 
+/* api_scan.c: /api/scan (POST, GET) and /api/scan/BUS (GET): a scan of a bus
+ * (gateway/scan.c); false when what (the path after /api/) is not one. */
+bool api_scan_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);
+
 /* fails.c (I/O thread): a bounded table of failed-login records by key
  * (auth.c keeps one for addresses, one for user names). fail_wait_s: the
  * seconds until key is heard again (0: now); fail_note: one more failure

@@ -1,18 +1,18 @@
 # The web side (web/web.h): /status, /metrics, /tags, the page, /frames.
 noinst_LIBRARIES += web/libweb.a
-web_libweb_a_SOURCES = web/web.h web/internal.h web/http.c web/metrics.c web/http_tags.c web/http_tags_list.c web/http_tls.c web/auth.c web/audit.c web/web.c web/api.c web/api_section.c web/api_csv.c web/host.c web/stale.c web/fails.c web/password.c
+web_libweb_a_SOURCES = web/web.h web/internal.h web/http.c web/metrics.c web/http_tags.c web/http_tags_list.c web/http_tls.c web/auth.c web/audit.c web/web.c web/api.c web/api_section.c web/api_csv.c web/api_scan.c web/host.c web/stale.c web/fails.c web/password.c
 web_libweb_a_CFLAGS = $(GW_CFLAGS)
 web_libweb_a_CPPFLAGS = $(GW_CPPFLAGS)
 
 # The web page (GET /): its files compiled in as arrays, generated in the
 # build tree from the source tree's files, so a VPATH build works too.
-WEB_FILES = $(srcdir)/web/page/index.html $(srcdir)/web/page/app.js $(srcdir)/web/page/config.js $(srcdir)/web/page/style.css
+WEB_FILES = $(srcdir)/web/page/index.html $(srcdir)/web/page/app.js $(srcdir)/web/page/config.js $(srcdir)/web/page/scan.js $(srcdir)/web/page/style.css
 nodist_web_libweb_a_SOURCES = web/web_assets.c
 web/web_assets.c: $(WEB_FILES) $(srcdir)/web/page/embed.sh
 	@$(MKDIR_P) web
 	$(AM_V_GEN)$(SHELL) $(srcdir)/web/page/embed.sh $@ $(WEB_FILES)
 CLEANFILES += web/web_assets.c
-EXTRA_DIST += web/page/index.html web/page/app.js web/page/config.js web/page/style.css web/page/embed.sh
+EXTRA_DIST += web/page/index.html web/page/app.js web/page/config.js web/page/scan.js web/page/style.css web/page/embed.sh
 
 # The HTTPS module ([http] tls_cert): web/https.c with OpenSSL, a shared
 # object that http_tls.c dlopen()s only when HTTPS is configured, so that a

@@ -467,6 +467,7 @@ void http_on_metrics(struct evhttp_request *req, void *arg)
     http_tags_metrics(gw, b);
     gwnorth_metrics_text(gw->north, b);
     vslave_metrics_text(gw->maps, b);
+    scan_metrics_text(gw->scans, b);
     reload_metrics_text(gw, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);

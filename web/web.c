@@ -21,8 +21,8 @@
 #include <string.h>
 
 /* web/web_assets.c, generated from web/page/ at build time. */
-extern const unsigned char web_index_html[], web_app_js[], web_config_js[], web_style_css[];
-extern const size_t web_index_html_len, web_app_js_len, web_config_js_len, web_style_css_len;
+extern const unsigned char web_index_html[], web_app_js[], web_config_js[], web_scan_js[], web_style_css[];
+extern const size_t web_index_html_len, web_app_js_len, web_config_js_len, web_scan_js_len, web_style_css_len;
 
 typedef struct web_asset {
     const char *path;
@@ -35,6 +35,7 @@ static const web_asset_t assets[] = {
     { "/", "text/html; charset=utf-8", web_index_html, &web_index_html_len },
     { "/app.js", "text/javascript; charset=utf-8", web_app_js, &web_app_js_len },
     { "/config.js", "text/javascript; charset=utf-8", web_config_js, &web_config_js_len },
+    { "/scan.js", "text/javascript; charset=utf-8", web_scan_js, &web_scan_js_len },
     { "/style.css", "text/css; charset=utf-8", web_style_css, &web_style_css_len },
 };
 

@@ -93,7 +93,7 @@
 
   function setView() {
     const v = (location.hash || '#overview').slice(1);
-    state.view = VIEWS.includes(v) && (v !== 'configure' || canConfigure()) ? v : 'overview';
+    state.view = VIEWS.includes(v) && ((v !== 'configure' && v !== 'scan') || canConfigure()) ? v : 'overview';
     for (const name of VIEWS) {
       $('view-' + name).hidden = name !== state.view;
       document.querySelector('nav a[data-view="' + name + '"]').classList.toggle('active', name === state.view);
@@ -101,7 +101,7 @@
     refreshView();
   }
 
-  const VIEWS = ['overview', 'tags', 'frames', 'configure'];
+  const VIEWS = ['overview', 'tags', 'frames', 'configure', 'scan'];
 
   /* Configuration is an admin's (the API checks it; the page only offers it):
    * a session of an admin, or the write token on a gateway without users. */
@@ -111,7 +111,9 @@
 
   function refreshView() {
     $('nav-configure').hidden = !canConfigure();
+    $('nav-scan').hidden = !canConfigure();   /* a scan is an admin's too (scan.js) */
     if (state.view === 'configure') return window.rtugwConfigure ? window.rtugwConfigure.refresh() : Promise.resolve();
+    if (state.view === 'scan') return window.rtugwScan ? window.rtugwScan.refresh() : Promise.resolve();
     if (state.view === 'tags') return refreshTags();
     if (state.view === 'frames') return refreshFrames();
     return Promise.resolve();

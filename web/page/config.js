@@ -111,22 +111,28 @@
           el('td', { text: e.message })))));
   }
 
-  /* Add a device: the file's revision now, then PUT /api/devices/NAME with it. */
+  /* Add a device: the file's revision now, then PUT /api/devices/NAME with
+   * it. The one way the page adds a device (the Scan view calls it too):
+   * {ok, text} to show. */
+  async function putDevice(name, body) {
+    try {
+      const cur = await api('GET', 'config');
+      const r = cur.ok ? await api('PUT', 'devices/' + encodeURIComponent(name), JSON.stringify(body),
+        { 'Content-Type': 'application/json', 'If-Match': cur.json.revision }) : cur;
+      return r.ok ? { ok: true, text: 'Device ' + name + ' added' + (r.json.restart_needed
+        ? '; needs a restart for: ' + r.json.restart_needed : ', live.') } : { ok: false, text: why(r) };
+    } catch (e) {
+      return { ok: false, text: 'no answer from the gateway' };
+    }
+  }
+
   async function addDevice(ev) {
     ev.preventDefault();
     const name = $('conf-add-name').value.trim();
     const body = { slave: Number($('conf-add-slave').value), template: $('conf-add-template').value };
     if (conf.buses.length > 1) body.bus = $('conf-add-bus').value;
-    try {
-      const cur = await api('GET', 'config');
-      const r = cur.ok ? await api('PUT', 'devices/' + encodeURIComponent(name), JSON.stringify(body),
-        { 'Content-Type': 'application/json', 'If-Match': cur.json.revision }) : cur;
-      conf.message = r.ok ? { ok: true, text: 'Device ' + name + ' added' + (r.json.restart_needed
-        ? '; needs a restart for: ' + r.json.restart_needed : ', live.') } : { ok: false, text: why(r) };
-      if (r.ok) $('conf-add-name').value = '';
-    } catch (e) {
-      conf.message = { ok: false, text: 'no answer from the gateway' };
-    }
+    conf.message = await putDevice(name, body);
+    if (conf.message.ok) $('conf-add-name').value = '';
     refresh();
   }
 
@@ -170,5 +176,5 @@
   $('conf-csv-file').addEventListener('change', checkCsv);
   $('conf-csv-template').addEventListener('change', () => { if (conf.csv) checkCsv(); });
   $('conf-csv-apply').addEventListener('click', applyCsv);
-  window.rtugwConfigure = { refresh };
+  window.rtugwConfigure = { refresh, api, why, putDevice };   /* scan.js adds its devices through these */
 })();
