@@ -206,6 +206,7 @@ static const key_spec_t tag_keys[] = {
     C("offset", config_tags_set), C("unit", config_tags_set), C("deadband", config_tags_set), C("decimals", config_tags_set),
     C("writable", config_tags_set), C("interval_ms", config_tags_set), C("description", config_tags_set),
     C("confirm_write", config_tags_set), C("expr", config_tags_set),
+    C("inverse", config_tags_set), C("inverse_target", config_tags_set),
 };
 
 /* [template NAME]: a register list and its defaults (config/tags.c). */

@@ -38,6 +38,8 @@ typedef struct pending_tag {
     char order[24];
     char address[24];            /* as written: read once the device's addressing is known */
     char *expr;                  /* a computed tag's expression (expr/), or NULL */
+    char *inverse;               /* its inverse (a write through an input), or NULL */
+    char inverse_target[TAGS_NAME_MAX];
     unsigned device_line, order_line, address_line;
     bool has_table, has_address, has_type, has_interval;
     bool bad;                    /* a key's value was refused: not added (nor reported again) */
@@ -66,7 +68,10 @@ void config_tags_free(config_tags_t *ct)
     if (!ct)
         return;
     for (size_t i = 0; i < ct->n; i++)
+    {
         free(ct->tags[i].expr);
+        free(ct->tags[i].inverse);
+    }
     free(ct->tags);
     free(ct->files);
     free(ct);
@@ -202,6 +207,20 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         g->computed = true;
         return 0;
     }
+    if (strcmp(key, "inverse") == 0) {   /* compiled with the expression (expr/engine.c) */
+        if (!*value || strlen(value) >= TAGS_EXPR_MAX) {
+            snprintf(msg, cap, "expected an expression of 1..%d bytes", TAGS_EXPR_MAX - 1);
+            return -EINVAL;
+        }
+        free(pt->inverse);
+        if (!(pt->inverse = strdup(value))) {
+            snprintf(msg, cap, "out of memory");
+            return -ENOMEM;
+        }
+        return 0;
+    }
+    if (strcmp(key, "inverse_target") == 0)
+        return copy_text(value, pt->inverse_target, sizeof pt->inverse_target, msg, cap);
     return -ENOENT;
 }
 
@@ -374,12 +393,19 @@ static void add_section(loader_t *ld, const config_t *cfg, tags_table_t *t, pend
             config_error_at(ld, g->line, "[%s]: a computed tag (expr) takes no table or address", section);
         else if (d < 0)
             config_error_at(ld, g->line, "[%s]: device is required (more than one device is configured)", section);
+        else if (!pt->inverse && pt->inverse_target[0])
+            config_error_at(ld, g->line, "[%s]: inverse_target without an inverse", section);
         else {
             g->type = pt->has_type ? g->type : TAGS_FLOAT64;
             int i = tags_table_add(t, g, cfg->devices[d].name, msg, sizeof msg);
-            if (i < 0 || tags_table_set_expr(t, (size_t)i, pt->expr) < 0)
+            if (i < 0 || tags_table_set_expr(t, (size_t)i, pt->expr) < 0 ||
+                (pt->inverse && tags_table_set_inverse(t, (size_t)i, pt->inverse, pt->inverse_target) < 0))
                 config_error_at(ld, g->line, "[%s]: %s", section, i < 0 ? msg : "out of memory");
         }
+        return;
+    }
+    if (pt->inverse || pt->inverse_target[0]) {
+        config_error_at(ld, g->line, "[%s]: inverse and inverse_target belong to a computed tag (expr)", section);
         return;
     }
     bool modicon = d >= 0 && config_device_modicon(cfg, &cfg->devices[d]);

@@ -38,6 +38,10 @@ typedef struct computed {
     bool have_last;
     tags_value_t last;           /* its own last good value */
     bool dirty;
+    int inv_ref;                 /* its inverse's chunk, or LUA_NOREF */
+    unsigned inv_target;         /* the input its inverse writes */
+    unsigned inv_n;
+    unsigned inv_in[EXPR_INPUTS_MAX];   /* the tags its inverse reads */
 } computed_t;
 
 struct expr_engine {
@@ -61,17 +65,23 @@ typedef struct builder {
     const char *scope;           /* the device a template's computed tag looks names up in first */
 } builder_t;
 
-static void report(builder_t *b, size_t i, const char *fmt, const char *why)
+/* An error about tag i's expression ("expr") or its inverse ("inverse"). */
+static void report_on(builder_t *b, size_t i, const char *part, const char *text, const char *fmt, const char *why)
 {
     const tags_tag_t *g = tags_table_tag(b->e->t, i);
     const char *src = tags_table_source(b->e->t, i);
     char line[TAGS_EXPR_MAX + 640], what[512];
     snprintf(what, sizeof what, fmt, why);
-    snprintf(line, sizeof line, "%s:%u: tag %s: expr '%s': %s", src ? src : b->source ? b->source : "?", g->line,
-             g->name, tags_table_expr(b->e->t, i), what);
+    snprintf(line, sizeof line, "%s:%u: tag %s: %s '%s': %s", src ? src : b->source ? b->source : "?", g->line,
+             g->name, part, text, what);
     b->errors++;
     if (b->err)
         b->err(b->ctx, line);
+}
+
+static void report(builder_t *b, size_t i, const char *fmt, const char *why)
+{
+    report_on(b, i, "expr", tags_table_expr(b->e->t, i), fmt, why);
 }
 
 static int lookup(void *ctx, const char *name)
@@ -85,6 +95,53 @@ static int lookup(void *ctx, const char *name)
             return i;
     }
     return tags_table_find(b->e->t, name);
+}
+
+/*
+ * A computed tag's inverse: its target resolved in the tag's own scope (a
+ * template's DEVICE.NAME first), the expression's only input when none is
+ * named. The target must be one of the expression's inputs (the write must
+ * move what the tag is computed from, so the tag then shows it), a read tag
+ * (not computed: one write, one register range, one confirmation) and
+ * writable itself (an inverse does not make a read-only register
+ * writable); the inverse's text is bound as an expression is.
+ */
+static void compile_inverse(builder_t *b, computed_t *c)
+{
+    expr_engine_t *e = b->e;
+    const char *name = "", *text = tags_table_inverse(e->t, c->tag, &name);
+    char msg[400], *chunk;
+    size_t n = 0;
+    int target = -1;
+    if (!text)
+        return;
+    if (!*name && c->n_in != 1) {
+        report_on(b, c->tag, "inverse", text, "%s", "the expression reads more than one tag: inverse_target names "
+                  "the one written");
+        return;
+    }
+    target = *name ? lookup(b, name) : (int)c->in[0];
+    bool input = false;
+    for (unsigned k = 0; target >= 0 && k < c->n_in; k++)
+        input = input || c->in[k] == (unsigned)target;
+    const tags_tag_t *tg = target >= 0 ? tags_table_tag(e->t, (size_t)target) : NULL;
+    const char *why = !tg ? "inverse_target '%s' is no tag" : !input ? "inverse_target '%s' is not an input of the expression"
+                      : tg->computed ? "inverse_target '%s' is computed: write the tag it is computed from"
+                      : !tg->writable ? "inverse_target '%s' is not writable" : NULL;
+    if (why) {
+        report_on(b, c->tag, "inverse", text, why, *name ? name : tg ? tg->name : "");
+        return;
+    }
+    if (!(chunk = malloc(EXPR_CHUNK_MAX))) {
+        report_on(b, c->tag, "inverse", text, "%s", "out of memory");
+        return;
+    }
+    if (expr_rewrite_inverse(text, lookup, b, chunk, EXPR_CHUNK_MAX, c->inv_in, &n, msg, sizeof msg) < 0 ||
+        expr_lua_compile(e->lua, chunk, &c->inv_ref, msg, sizeof msg) < 0)
+        report_on(b, c->tag, "inverse", text, "%s", msg);
+    free(chunk);
+    c->inv_n = (unsigned)n;
+    c->inv_target = (unsigned)target;
 }
 
 /* One computed tag: rewritten, compiled, its inputs checked. */
@@ -114,6 +171,7 @@ static void compile_one(builder_t *b, computed_t *c)
         if (tags_table_tag(e->t, c->in[k])->type == TAGS_RAW)
             report(b, c->tag, "input '%s' is raw words: no value an expression can use",
                    tags_table_tag(e->t, c->in[k])->name);
+    compile_inverse(b, c);
 }
 
 /* Depth-first from computed k: post-order into order, a back edge is a cycle. */
@@ -241,7 +299,7 @@ expr_engine_t *expr_engine_new(tags_table_t *t, const expr_limits_t *lim, const 
     for (size_t i = 0, k = 0; i < n_tags; i++) {
         e->pos[i] = UINT_MAX;
         if (tags_table_tag(t, i)->computed) {
-            e->c[k] = (computed_t){ .tag = (unsigned)i, .ref = LUA_NOREF };
+            e->c[k] = (computed_t){ .tag = (unsigned)i, .ref = LUA_NOREF, .inv_ref = LUA_NOREF };
             e->pos[i] = (unsigned)k++;
         }
     }
@@ -468,4 +526,58 @@ int expr_engine_eval(expr_engine_t *e, size_t index, int64_t now_ms)
     if (index >= tags_table_count(e->t) || e->pos[index] == UINT_MAX)
         return -ENOENT;
     return evaluate(e, &e->c[e->pos[index]], now_ms);
+}
+
+/*
+ * A write to computed tag `index` (asked: the value written, of the tag's
+ * type) into what to write to its inverse's target: the inverse run in the
+ * same sandbox and under the same limits as an expression, with `value` the
+ * value asked and the tags it reads as they are now. The result is the
+ * target's value as expressions see it (its engineering value), given as
+ * text so that the target's codec checks its range and keeps 64-bit
+ * integers exact. The caller holds the table's lock.
+ */
+int expr_engine_inverse(expr_engine_t *e, size_t index, const tags_value_t *asked, int64_t now_ms, unsigned *target,
+                        char *text, size_t cap, char *msg, size_t mcap)
+{
+    if (!e || index >= tags_table_count(e->t) || e->pos[index] == UINT_MAX ||
+        e->c[e->pos[index]].inv_ref == LUA_NOREF) {
+        snprintf(msg, mcap, "the tag is computed and declares no inverse");
+        return -ENOENT;
+    }
+    computed_t *c = &e->c[e->pos[index]];
+    lua_State *L = expr_lua_state(e->lua);
+    tags_value_t in[EXPR_INPUTS_MAX];
+    for (unsigned k = 0; k < c->inv_n; k++) {
+        tags_table_value(e->t, c->inv_in[k], now_ms, &in[k]);
+        if (in[k].quality != TAGS_GOOD) {
+            snprintf(msg, mcap, "the inverse reads %s, which is %s", tags_table_tag(e->t, c->inv_in[k])->name,
+                     tags_quality_name(in[k].quality));
+            return -EAGAIN;
+        }
+    }
+    expr_lua_push(e->lua, c->inv_ref);
+    for (unsigned k = 0; k < c->inv_n; k++)
+        push_value(L, tags_table_tag(e->t, c->inv_in[k]), &in[k], false);
+    push_value(L, tags_table_tag(e->t, c->tag), asked, false);
+    if (c->have_last)
+        push_value(L, tags_table_tag(e->t, c->tag), &c->last, true);
+    else
+        lua_pushnil(L);
+    if (expr_lua_call(e->lua, (int)c->inv_n + 2, &e->lim, msg, mcap) != 0)
+        return -EINVAL;
+    int type = lua_type(L, -1);
+    int rc = 0;
+    if (type == LUA_TBOOLEAN)
+        snprintf(text, cap, "%d", lua_toboolean(L, -1));
+    else if (lua_isinteger(L, -1))
+        snprintf(text, cap, "%lld", (long long)lua_tointeger(L, -1));
+    else if (type == LUA_TNUMBER && isfinite(lua_tonumber(L, -1)))
+        snprintf(text, cap, "%.17g", lua_tonumber(L, -1));
+    else
+        rc = -EINVAL, snprintf(msg, mcap, "the inverse gave %s, not a finite number or a boolean",
+                               type == LUA_TNUMBER ? "a number that is not finite" : luaL_typename(L, -1));
+    lua_pop(L, 1);
+    *target = c->inv_target;
+    return rc;
 }

@@ -72,4 +72,16 @@ size_t expr_engine_run(expr_engine_t *e, int64_t now_ms, unsigned *out, size_t c
  * -ENOENT when it is no computed tag. */
 int expr_engine_eval(expr_engine_t *e, size_t index, int64_t now_ms);
 
+/*
+ * A write to computed tag `index` through its inverse (tags_table_inverse):
+ * the inverse evaluated with `value` = asked (a value of the tag's type),
+ * under the same limits as an expression. 0 with *target the input tag to
+ * write and text its value as text (for tags_encode_text); -ENOENT when the
+ * tag declares no inverse, -EAGAIN when a tag the inverse reads is not good,
+ * -EINVAL when the inverse fails or gives no number; msg says why. Under
+ * the table's lock, as every other call.
+ */
+int expr_engine_inverse(expr_engine_t *e, size_t index, const tags_value_t *asked, int64_t now_ms, unsigned *target,
+                        char *text, size_t cap, char *msg, size_t mcap);
+
 #endif

@@ -20,6 +20,10 @@
 typedef int (*expr_lookup_fn)(void *ctx, const char *name);
 int expr_rewrite(const char *text, expr_lookup_fn lookup, void *ctx, char *chunk, size_t cap,
                  unsigned *inputs, size_t *n_inputs, char *msg, size_t mcap);
+/* An inverse's text: `value` is the value written, prev() and dt refused,
+ * no tag needed; "local __i1,..,value,last=... return (TEXT)". */
+int expr_rewrite_inverse(const char *text, expr_lookup_fn lookup, void *ctx, char *chunk, size_t cap,
+                         unsigned *inputs, size_t *n_inputs, char *msg, size_t mcap);
 
 /* sandbox.c: one Lua state with the whitelisted functions, its allocator
  * (which enforces the memory cap) and its step hook. */

@@ -41,6 +41,7 @@ typedef struct scan {
     char locals[LOCALS_MAX][TAGS_NAME_MAX];
     unsigned n_locals;
     bool collecting;              /* first pass: declarations only */
+    bool inverse;                 /* an inverse: `value` is its argument, prev() and dt are not there */
     expr_lookup_fn lookup;
     void *ctx;
     unsigned *inputs;
@@ -281,6 +282,12 @@ static int word(scan_t *sc, bool after_dot)
     if (strncmp(w, "__", 2) == 0)
         return fail(sc, "'%s': names beginning with __ are reserved", w);
     bool is_prev = strcmp(w, "prev") == 0, is_tag = strcmp(w, "tag") == 0;
+    if (sc->inverse && !is_local(sc, w) && (is_prev || strcmp(w, "dt") == 0))
+        return fail(sc, "'%s' has no meaning in an inverse (a write has no previous evaluation)", w);
+    if (sc->inverse && strcmp(w, "value") == 0 && !is_local(sc, w)) {
+        sc->at += n;
+        return emit(sc, "value", 5);   /* the value written to the computed tag */
+    }
     if ((is_prev || is_tag) && s[next] == '(' && !is_local(sc, w)) {
         int rc = call_form(sc, sc->at, next - sc->at, is_tag, name, &len);
         if (rc < 0)
@@ -352,10 +359,14 @@ static int pass(scan_t *sc)
     return 0;
 }
 
-int expr_rewrite(const char *text, expr_lookup_fn lookup, void *ctx, char *chunk, size_t cap,
-                 unsigned *inputs, size_t *n_inputs, char *msg, size_t mcap)
+/* Both forms: an expression's chunk takes its inputs, their previous values,
+ * last and dt; an inverse's its inputs (tags it reads, W_SF in
+ * `value / 10^W_SF`), then value and last, and may name no tag at all. */
+static int rewrite(const char *text, bool inverse, expr_lookup_fn lookup, void *ctx, char *chunk, size_t cap,
+                   unsigned *inputs, size_t *n_inputs, char *msg, size_t mcap)
 {
-    scan_t sc = { .s = text, .lookup = lookup, .ctx = ctx, .inputs = inputs, .msg = msg, .mcap = mcap };
+    scan_t sc = { .s = text, .inverse = inverse, .lookup = lookup, .ctx = ctx, .inputs = inputs, .msg = msg,
+                  .mcap = mcap };
     char body[EXPR_CHUNK_MAX];
     sc.out = body;
     sc.cap = sizeof body;
@@ -367,19 +378,32 @@ int expr_rewrite(const char *text, expr_lookup_fn lookup, void *ctx, char *chunk
         rc = pass(&sc);
     if (rc < 0)
         return rc;
-    if (sc.n_inputs == 0)
+    if (sc.n_inputs == 0 && !inverse)
         return fail(&sc, "%s", "names no tag (a computed tag is evaluated when one of its inputs is read)");
     /* the arguments on the first line, so Lua's line numbers are the text's
      * (comments are gone: the closing parenthesis cannot be commented out) */
     size_t used = (size_t)snprintf(chunk, cap, "local ");
     for (size_t k = 0; k < sc.n_inputs && used < cap; k++)
         used += (size_t)snprintf(chunk + used, cap - used, "__i%zu,", k + 1);
-    for (size_t k = 0; k < sc.n_inputs && used < cap; k++)
+    for (size_t k = 0; k < sc.n_inputs && used < cap && !inverse; k++)
         used += (size_t)snprintf(chunk + used, cap - used, "__p%zu,", k + 1);
     if (used < cap)
-        used += (size_t)snprintf(chunk + used, cap - used, "last,dt=... return (%s)", body);
+        used += (size_t)snprintf(chunk + used, cap - used, "%s=... return (%s)", inverse ? "value,last" : "last,dt",
+                                 body);
     if (used >= cap)
         return fail(&sc, "%s", "the expression is too long once its names are bound");
     *n_inputs = sc.n_inputs;
     return 0;
+}
+
+int expr_rewrite(const char *text, expr_lookup_fn lookup, void *ctx, char *chunk, size_t cap,
+                 unsigned *inputs, size_t *n_inputs, char *msg, size_t mcap)
+{
+    return rewrite(text, false, lookup, ctx, chunk, cap, inputs, n_inputs, msg, mcap);
+}
+
+int expr_rewrite_inverse(const char *text, expr_lookup_fn lookup, void *ctx, char *chunk, size_t cap,
+                         unsigned *inputs, size_t *n_inputs, char *msg, size_t mcap)
+{
+    return rewrite(text, true, lookup, ctx, chunk, cap, inputs, n_inputs, msg, mcap);
 }

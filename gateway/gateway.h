@@ -184,12 +184,17 @@ void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu,
 
 /* tag_write.c: the one way a tag's value is written (HTTP, MQTT, Sparkplug). */
 typedef struct gw_tag_writes gw_tag_writes_t;
-/* TAG_WRITE_COMPUTED: the tag is computed (expr/): its value is its
- * expression's, there is no register to write (a Modbus map answers 01). */
+/* TAG_WRITE_COMPUTED: the tag is computed (expr/) and declares no inverse:
+ * its value is its expression's, there is no register to write.
+ * TAG_WRITE_INVERSE_INPUT: a tag its inverse reads is not good now;
+ * TAG_WRITE_INVERSE_FAILED: its inverse failed (Lua's error, a budget, no
+ * number); TAG_WRITE_INVERSE_RANGE: the inverse's result does not fit its
+ * target's type. */
 enum { TAG_WRITE_QUEUED = 0, TAG_WRITE_FULL, TAG_WRITE_OVERLAP, TAG_WRITE_UNAVAILABLE, TAG_WRITE_LISTEN_ONLY,
-       TAG_WRITE_COMPUTED };
+       TAG_WRITE_COMPUTED, TAG_WRITE_INVERSE_INPUT, TAG_WRITE_INVERSE_FAILED, TAG_WRITE_INVERSE_RANGE };
 typedef struct tag_write_outcome {
-    unsigned tag;                 /* the tag's index in the tag table */
+    unsigned tag;                 /* the tag's index in the tag table: the one written */
+    unsigned asked;               /* the tag the caller named: a computed tag written through its inverse, else tag */
     const tags_write_t *w;        /* what was written (after a read-modify-write's merge) */
     uint8_t exception;            /* 0: the slave confirmed; else its or the gateway's exception */
     bool malformed_read;          /* a read-modify-write's read came back malformed: nothing written */
@@ -206,9 +211,12 @@ gw_tag_writes_t *tag_writes_new(gw_t *gw, unsigned slots);
 void tag_writes_free(gw_tag_writes_t *tw);
 /* I/O thread. TAG_WRITE_QUEUED: done(owner, cookie, outcome) comes once, on
  * the I/O thread; else refused (no slot, an overlapping write in flight,
- * the bus took nothing, the bus is listen-only) and done never comes. */
+ * the bus took nothing, the bus is listen-only, a computed tag's inverse
+ * refused it: why says so) and done never comes. A computed tag's w is its
+ * value encoded as the tag (tags_encode_*); bus and slave are then the
+ * inverse target's device's, whatever the caller gives. */
 int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *w,
-                    tag_write_done_fn done, void *owner, uint64_t cookie);
+                    tag_write_done_fn done, void *owner, uint64_t cookie, char *why, size_t cap);
 /* The first write of owner whose cookie matches: its outcome is marked
  * abandoned; *cookie gets it. False when none. */
 bool tag_write_abandon(gw_tag_writes_t *tw, void *owner, bool (*match)(uint64_t cookie, const void *arg),
@@ -266,6 +274,13 @@ void gwtags_unlock(gw_tags_t *t);
 /* The definitions, which change only in a reload on the I/O thread
  * (gwtags_replace): no lock needed to read them there, within one callback. */
 const tags_table_t *gwtags_defs(const gw_tags_t *t);
+/* A write to computed tag `tag` (asked: its value encoded as the tag) as
+ * the write of its inverse's target (expr_engine_inverse, under the lock):
+ * 0 with *target and w; -ENOENT no inverse, -EAGAIN a tag the inverse reads
+ * is not good, -EINVAL the inverse failed, -ERANGE its result does not fit
+ * the target; why says so. */
+int gwtags_inverse(gw_tags_t *t, unsigned tag, const tags_write_t *asked, unsigned *target, tags_write_t *w,
+                   char *why, size_t cap);
 /* The index in cfg->devices of a tag's device. */
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
 /* The answer (PDU, or a gateway exception) to read r of plan into its tags,

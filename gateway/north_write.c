@@ -124,7 +124,7 @@ static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
     else if (o->exception)
         gn->m->write_done(gn->north, (uint32_t)token, o->exception, exception_text(o->exception));
-    else if (!o->confirmed)
+    else if (!o->confirmed || o->asked != o->tag)   /* through an inverse: the computed tag's value comes with its data */
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
     else {   /* confirm_write: the answer carries what the device holds, as data messages write it */
         const tags_tag_t *g = tags_table_tag(gwtags_defs(gn->gw->tags), o->tag);
@@ -151,7 +151,7 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
         return false;
     if (!g->writable) {
         gn->m->write_done(gn->north, token, NORTH_WRITE_NOT_WRITABLE,
-                          g->computed ? "not writable: the tag is computed (expr), its value is its expression's"
+                          g->computed ? "not writable: the tag is computed (expr) and declares no inverse"
                           : g->area == TAGS_AREA_DISCRETE || g->area == TAGS_AREA_INPUT
                               ? "not writable: the tag is an input (discrete input or input register)"
                               : "not writable: the tag is not marked writable in the tag file");
@@ -167,17 +167,21 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
         return true;
     }
     const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
-    rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &tw, tag_write_done, gn, token);
-    if (rc == TAG_WRITE_OVERLAP)
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY,
-                          "busy: a read-modify-write of that register is in flight");
-    else if (rc == TAG_WRITE_FULL)
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY, "busy: too many writes in flight");
-    else if (rc == TAG_WRITE_LISTEN_ONLY)
-        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE,
-                          "refused: its bus is listen-only (mode = listen), rtugw never writes to it");
+    rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &tw, tag_write_done, gn, token, msg,
+                         sizeof msg);
+    char why[340];
+    snprintf(why, sizeof why, "%s: %s",
+             rc == TAG_WRITE_OVERLAP || rc == TAG_WRITE_FULL || rc == TAG_WRITE_INVERSE_INPUT ? "busy"
+             : rc == TAG_WRITE_LISTEN_ONLY ? "refused" : rc == TAG_WRITE_UNAVAILABLE ? "unavailable" : "bad value",
+             msg);
+    if (rc == TAG_WRITE_OVERLAP || rc == TAG_WRITE_FULL || rc == TAG_WRITE_INVERSE_INPUT)
+        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY, why);
+    else if (rc == TAG_WRITE_INVERSE_FAILED || rc == TAG_WRITE_INVERSE_RANGE)
+        gn->m->write_done(gn->north, token, NORTH_WRITE_BAD_VALUE, why);
+    else if (rc == TAG_WRITE_COMPUTED)
+        gn->m->write_done(gn->north, token, NORTH_WRITE_NOT_WRITABLE, why);
     else if (rc != TAG_WRITE_QUEUED)
-        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
+        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, why);
     return true;
 }
 

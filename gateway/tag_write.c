@@ -32,6 +32,8 @@
  */
 #include "gateway/gateway.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +44,7 @@ typedef struct tag_write {
     void *owner;
     uint64_t cookie;
     unsigned tag, bus, slave;
+    unsigned asked;               /* the tag named: a computed one written through its inverse, else tag */
     tags_write_t w;
     bool rmw;                     /* a read-modify-write ... */
     bool reading;                 /* ... whose read is in flight */
@@ -116,6 +119,7 @@ static void finish(gw_tag_writes_t *tw, tag_write_t *s, tag_write_outcome_t *o)
     s->id = 0;
     tw->in_flight--;
     o->tag = done.tag;
+    o->asked = done.asked;
     o->w = &done.w;
     o->abandoned = done.abandoned;
     done.done(done.owner, done.cookie, o);
@@ -124,21 +128,54 @@ static void finish(gw_tag_writes_t *tw, tag_write_t *s, tag_write_outcome_t *o)
         tw->gw->writes_idle(tw->gw);
 }
 
-int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *w,
-                    tag_write_done_fn done, void *owner, uint64_t cookie)
+/*
+ * A computed tag is written through its inverse, here, so that every front
+ * end does it alike: the value asked becomes the write of one input tag
+ * (gwtags_inverse), and from there on it is that tag's write, by every rule
+ * below (its device, its overlap, its confirmation, its poll at once, which
+ * evaluates the computed tag again). Without an inverse: refused, the one
+ * rule for every caller.
+ */
+static int through_inverse(gw_tag_writes_t *tw, unsigned *tag, unsigned *bus, unsigned *slave, tags_write_t *w,
+                           char *why, size_t cap)
 {
-    unsigned i = 0;
     const tags_table_t *all = gwtags_defs(tw->gw->tags);
-    if (tag < tags_table_count(all) && tags_table_tag(all, tag)->computed)
-        return TAG_WRITE_COMPUTED;   /* every caller refuses it first (never writable): this is the one rule */
+    unsigned target;
+    tags_write_t asked = *w;
+    if (*tag >= tags_table_count(all) || !tags_table_tag(all, *tag)->computed)
+        return TAG_WRITE_QUEUED;
+    int rc = gwtags_inverse(tw->gw->tags, *tag, &asked, &target, w, why, cap);
+    if (rc == -ENOENT)
+        return TAG_WRITE_COMPUTED;
+    if (rc < 0)
+        return rc == -EAGAIN ? TAG_WRITE_INVERSE_INPUT : rc == -ERANGE ? TAG_WRITE_INVERSE_RANGE
+                                                                       : TAG_WRITE_INVERSE_FAILED;
+    const config_device_t *dev = &tw->gw->cfg->devices[gwtags_config_device(tw->gw->tags, tags_table_tag(all, target))];
+    *tag = target;
+    *bus = dev->bus;
+    *slave = dev->slave;
+    return TAG_WRITE_QUEUED;
+}
+
+int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned slave, const tags_write_t *asked,
+                    tag_write_done_fn done, void *owner, uint64_t cookie, char *why, size_t cap)
+{
+    unsigned i = 0, named = tag;
+    tags_write_t inv = *asked;
+    const tags_write_t *w = &inv;
+    snprintf(why, cap, "%s", "");
+    int ir = through_inverse(tw, &tag, &bus, &slave, &inv, why, cap);
+    if (ir != TAG_WRITE_QUEUED)
+        return ir;
     if (bus < tw->gw->cfg->bus_count && tw->gw->cfg->buses[bus].listen)
-        return TAG_WRITE_LISTEN_ONLY;   /* rtugw never writes to a line another master owns */
+        return snprintf(why, cap, "its bus is listen-only (mode = listen): rtugw never writes to it"),
+               TAG_WRITE_LISTEN_ONLY;   /* rtugw never writes to a line another master owns */
     while (i < tw->n_slots && tw->slots[i].id)
         i++;
     if (i == tw->n_slots)
-        return TAG_WRITE_FULL;
+        return snprintf(why, cap, "too many writes in flight"), TAG_WRITE_FULL;
     if (overlaps(tw, bus, slave, w))
-        return TAG_WRITE_OVERLAP;
+        return snprintf(why, cap, "a read-modify-write of that register is in flight"), TAG_WRITE_OVERLAP;
     tag_write_t *s = &tw->slots[i];
     const tags_table_t *defs = gwtags_defs(tw->gw->tags);
     const tags_tag_t *g = tag < tags_table_count(defs) ? tags_table_tag(defs, tag) : NULL;
@@ -147,7 +184,7 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
                              ? g->confirm_write == TAGS_CONFIRM_ON
                              : tw->gw->cfg->devices[gwtags_config_device(tw->gw->tags, g)].confirm_write);
     *s = (tag_write_t){ .id = i | (++tw->generation << 16), .done = done, .owner = owner, .cookie = cookie,
-                        .tag = tag, .bus = bus, .slave = slave, .w = *w, .rmw = w->needs_read,
+                        .tag = tag, .asked = named, .bus = bus, .slave = slave, .w = *w, .rmw = w->needs_read,
                         .confirm = confirm };
     tw->in_flight++;
     atomic_store_explicit(&tw->live[i], s->id, memory_order_relaxed);
@@ -155,7 +192,7 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
         atomic_store_explicit(&tw->live[i], 0, memory_order_relaxed);
         s->id = 0;
         tw->in_flight--;
-        return TAG_WRITE_UNAVAILABLE;
+        return snprintf(why, cap, "the bus refused the request"), TAG_WRITE_UNAVAILABLE;
     }
     return TAG_WRITE_QUEUED;
 }

@@ -80,8 +80,12 @@ static int build(const config_t *cfg, tags_table_t **table, unsigned **config_de
     }
     for (size_t i = 0; i < n; i++) {
         const tags_tag_t *g = tags_table_tag(src, i);
-        int at = tags_table_add(t, g, tags_table_device_name(src, g->device), msg, sizeof msg);
-        if (at < 0 || (g->computed && tags_table_set_expr(t, (size_t)at, tags_table_expr(src, i)) < 0)) {
+        tags_tag_t copy = *g;
+        const char *target, *inverse = tags_table_inverse(src, i, &target);
+        copy.writable = g->writable && !g->computed;   /* a computed tag's comes with its inverse */
+        int at = tags_table_add(t, &copy, tags_table_device_name(src, g->device), msg, sizeof msg);
+        if (at < 0 || (g->computed && tags_table_set_expr(t, (size_t)at, tags_table_expr(src, i)) < 0) ||
+            (inverse && tags_table_set_inverse(t, (size_t)at, inverse, target) < 0)) {
             snprintf(err, errcap, "tags: %s", at < 0 ? msg : "out of memory");   /* the config validated it */
             tags_table_free(t);
             return -1;
@@ -252,6 +256,16 @@ static bool same_tag(const tags_tag_t *a, const char *dev_a, const tags_tag_t *b
            strcmp(a->description, b->description) == 0;
 }
 
+/* A computed tag's expression, inverse and inverse target the same (or neither computed). */
+static bool same_expr(const tags_table_t *a, size_t i, const tags_table_t *b, size_t j)
+{
+    const char *ea = tags_table_expr(a, i), *eb = tags_table_expr(b, j), *ta = "", *tb = "";
+    if (!ea || !eb)
+        return !ea && !eb;
+    const char *ia = tags_table_inverse(a, i, &ta), *ib = tags_table_inverse(b, j, &tb);
+    return strcmp(ea, eb) == 0 && strcmp(ia ? ia : "", ib ? ib : "") == 0 && strcmp(ta, tb) == 0;
+}
+
 bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
 {
     size_t n = tags_table_count(t->table);
@@ -259,10 +273,8 @@ bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
         return false;
     for (size_t i = 0; i < n; i++) {
         const tags_tag_t *a = tags_table_tag(t->table, i), *b = tags_table_tag(defs, i);
-        const char *ea = tags_table_expr(t->table, i), *eb = tags_table_expr(defs, i);
         if (!same_tag(a, tags_table_device_name(t->table, a->device), b,
-                      tags_table_device_name(defs, b->device)) ||
-            ((ea || eb) && (!ea || !eb || strcmp(ea, eb) != 0)))
+                      tags_table_device_name(defs, b->device)) || !same_expr(t->table, i, defs, i))
             return false;
     }
     return true;
@@ -271,8 +283,7 @@ bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
 static bool same_def(const tags_table_t *a, size_t i, const tags_table_t *b, size_t j)
 {
     const tags_tag_t *x = tags_table_tag(a, i), *y = tags_table_tag(b, j);
-    const char *ex = tags_table_expr(a, i), *ey = tags_table_expr(b, j);
-    if ((ex || ey) && (!ex || !ey || strcmp(ex, ey) != 0))
+    if (!same_expr(a, i, b, j))
         return false;   /* a computed tag whose expression changed starts afresh */
     return same_tag(x, tags_table_device_name(a, x->device), y, tags_table_device_name(b, y->device));
 }
@@ -353,4 +364,34 @@ static void on_poll_answer(void *ctx, const gw_poll_result_t *r)
 gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t)
 {
     return (gw_poll_subscriber_t){ .answer = on_poll_answer, .ctx = t };
+}
+
+/* Here because the engine is the table's (one Lua state, under the lock):
+ * the asked words decoded as the computed tag, the inverse run on them, its
+ * result encoded by the target's codec (type, scale, range) as any write's
+ * value is. */
+int gwtags_inverse(gw_tags_t *t, unsigned tag, const tags_write_t *asked, unsigned *target, tags_write_t *w,
+                   char *why, size_t cap)
+{
+    const tags_tag_t *g = tag < tags_table_count(t->table) ? tags_table_tag(t->table, tag) : NULL;
+    tags_value_t v = { .quality = TAGS_GOOD };
+    char text[64], msg[TAGS_NOTE_MAX];
+    if (!g || !g->computed || !t->expr || !tags_table_inverse(t->table, tag, NULL)) {
+        snprintf(why, cap, "the tag is computed (expr) and declares no inverse: its value is its expression's");
+        return -ENOENT;
+    }
+    tags_decode(g, asked->words, &v);
+    pthread_mutex_lock(&t->lock);
+    int rc = expr_engine_inverse(t->expr, tag, &v, gw_wall_ms(), target, text, sizeof text, msg, sizeof msg);
+    pthread_mutex_unlock(&t->lock);
+    if (rc < 0) {
+        snprintf(why, cap, "inverse: %s", msg);
+        return rc;
+    }
+    const tags_tag_t *tg = tags_table_tag(t->table, *target);
+    if (tags_encode_text(tg, text, 0, w, msg, sizeof msg) < 0) {
+        snprintf(why, cap, "inverse gave %s for %s: %s", text, tg->name, msg);
+        return -ERANGE;
+    }
+    return 0;
 }

@@ -99,10 +99,19 @@ struct gw_maps {
     gw_map_metrics_t m;
 };
 
-/* A write waiting for its tag write's outcome: the request, to answer it. */
+/* One entry of a map write: the tag and what to write to it (encoded as the tag). */
+typedef struct vs_item {
+    unsigned tag, bus, slave;
+    tags_write_t w;
+} vs_item_t;
+
+/* A write waiting for its tag writes' outcomes: the request, to answer it,
+ * and its entries, written one after another (next is the one in flight). */
 typedef struct vs_write {
     gw_maps_t *maps;
     gw_request_t req;
+    unsigned n, next;
+    vs_item_t items[];
 } vs_write_t;
 
 static void set_free(vs_set_t *s)
@@ -418,105 +427,178 @@ static size_t map_read(gw_maps_t *ms, const vs_set_t *set, const vs_map_t *m, co
 
 /* ---- writes ----------------------------------------------------------------------- */
 
-/* The tag write of a map write: 0 and *w, *tag; else the exception. */
-static uint8_t map_write_of(gw_maps_t *ms, const vs_map_t *m, const rtu_request_t *req, tags_write_t *w,
-                            unsigned *tag)
+/* The tag write of entry e for its words: 0 and *it; else the exception. */
+static uint8_t entry_write(gw_maps_t *ms, const vs_map_t *m, const vs_entry_t *e, const uint16_t *words,
+                           vs_item_t *it)
 {
-    bool coils = req->function == 5 || req->function == 15;
-    unsigned area = coils ? TAGS_AREA_COIL : TAGS_AREA_HOLDING;
-    bool single = req->function == 5 || req->function == 6;
-    unsigned count = single ? 1 : req->write_quantity, address = single ? req->address : req->write_address;
-    uint16_t words[TAGS_WRITE_MAX];
-
-    if (req->function == 5 || req->function == 6) {
-        words[0] = req->function == 5 ? req->quantity == 0xFF00 : req->quantity;
-    } else {
-        for (unsigned k = 0; k < count && k < TAGS_WRITE_MAX; k++)
-            words[k] = coils ? (req->data[k / 8] >> (k % 8)) & 1 : (uint16_t)(req->data[2 * k] << 8 | req->data[2 * k + 1]);
-    }
-    const vs_entry_t *ents = m->area[area];
-    unsigned i = first_entry(ents, m->n[area], address);
-    if (i >= m->n[area] || ents[i].address != address || ents[i].count != count)
-        return 0x02;   /* a write names one entry, whole */
-    const vs_entry_t *e = &ents[i];
     const tags_table_t *defs = gwtags_defs(ms->gw->tags);
     if (e->tag == NO_TAG)
         return 0x02;
     const tags_tag_t *shape = &m->shapes[e->shape], *g = tags_table_tag(defs, e->tag);
     if (!g->writable)
-        return 0x02;
+        return 0x02;   /* computed tags without an inverse included */
     int rc;
     if (shape->type == TAGS_STRING || shape->type == TAGS_RAW) {
-        *w = (tags_write_t){ .function = 16, .address = g->address, .count = g->count };
-        memcpy(w->words, words, count * sizeof *words);
+        it->w = (tags_write_t){ .function = 16, .address = g->address, .count = g->count };
+        memcpy(it->w.words, words, e->count * sizeof *words);
         rc = 0;
     } else {
         tags_value_t v = { .quality = TAGS_GOOD };
         tags_decode(shape, words, &v);
         if (v.quality != TAGS_GOOD)
             return 0x03;   /* words that are no value of the entry's type */
-        rc = tags_encode_number(g, v.eng, 0, w, NULL, 0);
+        rc = tags_encode_number(g, v.eng, 0, &it->w, NULL, 0);
     }
     if (rc == -EACCES)
         return 0x02;
     if (rc < 0)
         return 0x03;
-    *tag = e->tag;
+    const config_device_t *dev = &ms->gw->cfg->devices[gwtags_config_device(ms->gw->tags, g)];
+    it->tag = e->tag;
+    it->bus = dev->bus;
+    it->slave = dev->slave;
     return 0;
 }
 
-static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *o)
+/*
+ * A map write into its entries' tag writes: 0 and *out; else the exception,
+ * and nothing is written. The written range must be whole entries end to
+ * end (fc 16 over three float32 entries is three tag writes): a gap or half
+ * an entry refuses the whole request (02), a value out of an entry's tag's
+ * type too (03), before any entry is written.
+ */
+static uint8_t map_write_of(gw_maps_t *ms, const vs_map_t *m, const gw_request_t *r, const rtu_request_t *req,
+                            vs_write_t **out)
 {
-    vs_write_t *vw = (vs_write_t *)(uintptr_t)cookie;
-    const gw_request_t *r = &vw->req;
-    uint8_t pdu[5] = { r->pdu[0], r->pdu[1], r->pdu[2], r->pdu[3], r->pdu[4] };
-    (void)owner;
-    if (o->exception || o->malformed_read || o->unwritten) {
-        uint8_t ex[2] = { (uint8_t)(r->pdu[0] | 0x80), o->exception ? o->exception : 0x04 };
-        gw_count(&vw->maps->m.exceptions);
-        r->origin->ops->answer(r->origin, r, ex, sizeof ex);
+    bool coils = req->function == 5 || req->function == 15;
+    unsigned area = coils ? TAGS_AREA_COIL : TAGS_AREA_HOLDING;
+    bool single = req->function == 5 || req->function == 6;
+    unsigned count = single ? 1 : req->write_quantity, address = single ? req->address : req->write_address;
+    uint16_t words[2000];   /* fc 15 carries at most 1968 coils, fc 16 123 registers */
+
+    if (count == 0 || count > sizeof words / sizeof *words)
+        return 0x03;
+    if (req->function == 5 || req->function == 6) {
+        words[0] = req->function == 5 ? req->quantity == 0xFF00 : req->quantity;
     } else {
+        for (unsigned k = 0; k < count; k++)
+            words[k] = coils ? (req->data[k / 8] >> (k % 8)) & 1 : (uint16_t)(req->data[2 * k] << 8 | req->data[2 * k + 1]);
+    }
+    const vs_entry_t *ents = m->area[area];
+    unsigned i = first_entry(ents, m->n[area], address), n = 0;
+    for (unsigned at = address, j = i; at < address + count; at += ents[j++].count, n++)
+        if (j >= m->n[area] || ents[j].address != at || at + ents[j].count > address + count)
+            return 0x02;   /* a gap, or half an entry */
+    vs_write_t *vw = calloc(1, sizeof *vw + n * sizeof *vw->items);
+    if (!vw)
+        return 0x04;
+    *vw = (vs_write_t){ .maps = ms, .req = *r, .n = n };
+    for (unsigned k = 0; k < n; k++) {
+        const vs_entry_t *e = &ents[i + k];
+        uint8_t ex = entry_write(ms, m, e, words + (e->address - address), &vw->items[k]);
+        if (ex) {
+            free(vw);
+            return ex;
+        }
+    }
+    *out = vw;
+    return 0;
+}
+
+static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *o);
+
+/* The exception of a tag write refused at once. */
+static uint8_t refused(int rc)
+{
+    return rc == TAG_WRITE_QUEUED ? 0 : rc == TAG_WRITE_LISTEN_ONLY || rc == TAG_WRITE_COMPUTED ? 0x02
+           : rc == TAG_WRITE_UNAVAILABLE ? MB_EX_PATH_UNAVAILABLE
+           : rc == TAG_WRITE_FULL || rc == TAG_WRITE_OVERLAP ? MB_EX_BUSY : 0x04;   /* the inverse's refusals */
+}
+
+/* The next entry's tag write begun (I/O thread): 0, or the exception. */
+static uint8_t write_next(gw_maps_t *ms, vs_write_t *vw)
+{
+    vs_item_t *it = &vw->items[vw->next];
+    char why[320];
+    int rc = tag_write_begin(ms->gw->tag_writes, it->tag, it->bus, it->slave, &it->w, write_done, ms,
+                             (uint64_t)(uintptr_t)vw, why, sizeof why);
+    if (rc != TAG_WRITE_QUEUED && vw->next > 0)
+        gw_log(ms->gw, CONFIG_LOG_WARN, "map unit %u: a write of %u entries stopped at entry %u of %u "
+               "(tag %s): %s; the %u before it stay written", vw->req.slave, vw->n, vw->next + 1, vw->n,
+               tags_table_tag(gwtags_defs(ms->gw->tags), it->tag)->name, why, vw->next);
+    return refused(rc);
+}
+
+static void answer(gw_maps_t *ms, vs_write_t *vw, uint8_t ex)
+{
+    const gw_request_t *r = &vw->req;
+    if (ex) {
+        uint8_t pdu[2] = { (uint8_t)(r->pdu[0] | 0x80), ex };
+        gw_count(&ms->m.exceptions);
+        r->origin->ops->answer(r->origin, r, pdu, sizeof pdu);
+    } else {
+        uint8_t pdu[5] = { r->pdu[0], r->pdu[1], r->pdu[2], r->pdu[3], r->pdu[4] };
         r->origin->ops->answer(r->origin, r, pdu, sizeof pdu);   /* 5, 6: the echo; 15, 16: address and count */
     }
     free(vw);
 }
 
-/* On the I/O thread: a map write begun, or its refusal (the exception). */
-static uint8_t write_begin(gw_maps_t *ms, const vs_map_t *m, vs_write_t *vw)
+/*
+ * An entry's outcome: the next entry begun, or the answer. Entries are
+ * written one after another, in address order, each confirmed (its echo,
+ * and its read-back where the device confirms writes) before the next goes:
+ * so the answer comes only when every entry was, and a failure stops the
+ * rest. The entries before the failure stay written (Modbus has no
+ * rollback); the client gets the failure's exception, and the log names how
+ * many were written (docs/tags.md). One at a time also keeps two entries
+ * that share a device register from meeting in the overlap rule.
+ */
+static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *o)
+{
+    vs_write_t *vw = (vs_write_t *)(uintptr_t)cookie;
+    gw_maps_t *ms = owner;
+    uint8_t ex = o->exception || o->malformed_read || o->unwritten ? (o->exception ? o->exception : 0x04) : 0;
+    if (ex && vw->next > 0)
+        gw_log(ms->gw, CONFIG_LOG_WARN, "map unit %u: a write of %u entries failed at entry %u (tag %s): "
+               "exception %u; the %u before it stay written", vw->req.slave, vw->n, vw->next + 1,
+               tags_table_tag(gwtags_defs(ms->gw->tags), o->tag)->name, ex, vw->next);
+    if (!ex && ++vw->next < vw->n && (ex = write_next(ms, vw)) == 0)
+        return;   /* the next entry's outcome comes next */
+    answer(ms, vw, ex);
+}
+
+/* On the I/O thread: a map write begun (*vw is then its owner's), or its refusal (the exception). */
+static uint8_t write_begin(gw_maps_t *ms, const vs_map_t *m, const gw_request_t *r, vs_write_t **vw)
 {
     rtu_request_t req;
-    tags_write_t w;
-    unsigned tag = 0;
-    if (rtu_request_decode_pdu(vw->req.pdu, vw->req.pdu_len, &req) != RTU_OK)
+    if (rtu_request_decode_pdu(r->pdu, r->pdu_len, &req) != RTU_OK)
         return MB_EX_ILLEGAL_DATA_VALUE;
-    uint8_t ex = map_write_of(ms, m, &req, &w, &tag);
+    uint8_t ex = map_write_of(ms, m, r, &req, vw);
     if (ex)
         return ex;
-    const tags_tag_t *g = tags_table_tag(gwtags_defs(ms->gw->tags), tag);
-    const config_device_t *dev = &ms->gw->cfg->devices[gwtags_config_device(ms->gw->tags, g)];
-    int rc = tag_write_begin(ms->gw->tag_writes, tag, dev->bus, dev->slave, &w, write_done, ms,
-                             (uint64_t)(uintptr_t)vw);
-    return rc == TAG_WRITE_QUEUED ? 0 : rc == TAG_WRITE_LISTEN_ONLY ? 0x02 : rc == TAG_WRITE_UNAVAILABLE
-                                                                            ? MB_EX_PATH_UNAVAILABLE : MB_EX_BUSY;
+    if ((ex = write_next(ms, *vw)) != 0)
+        free(*vw);
+    return ex;
 }
 
 /* A write posted from another thread: begun here, or refused through its origin. */
 static void on_posted_write(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_maps_t *ms = ctx;
-    vs_write_t *vw;
-    (void)a, (void)b;
-    memcpy(&vw, data, len < sizeof vw ? len : sizeof vw);
+    gw_request_t *r;
+    vs_write_t *vw = NULL;
+    (void)b;
+    memcpy(&r, data, len < sizeof r ? len : sizeof r);
     pthread_rwlock_rdlock(&ms->lock);
     int idx = ms->set->by_unit[a & 0xff];
-    uint8_t ex = idx < 0 ? MB_EX_PATH_UNAVAILABLE : write_begin(ms, &ms->set->maps[idx], vw);
+    uint8_t ex = idx < 0 ? MB_EX_PATH_UNAVAILABLE : write_begin(ms, &ms->set->maps[idx], r, &vw);
     pthread_rwlock_unlock(&ms->lock);
     if (ex) {
-        uint8_t pdu[2] = { (uint8_t)(vw->req.pdu[0] | 0x80), ex };
+        uint8_t pdu[2] = { (uint8_t)(r->pdu[0] | 0x80), ex };
         gw_count(&ms->m.exceptions);
-        vw->req.origin->ops->answer(vw->req.origin, &vw->req, pdu, sizeof pdu);
-        free(vw);
+        r->origin->ops->answer(r->origin, r, pdu, sizeof pdu);
     }
+    free(r);
 }
 
 /* ---- the dispatch ------------------------------------------------------------------ */
@@ -561,22 +643,22 @@ int gw_unit_dispatch(gw_t *gw, uint8_t unit, const gw_request_t *req, uint8_t an
         *len = map_read(ms, set, m, &dec, answer, &ex);
     } else if (fc == 5 || fc == 6 || fc == 15 || fc == 16) {
         gw_count(&ms->m.writes);
-        vs_write_t *vw = malloc(sizeof *vw);
-        if (!vw) {
-            ex = 0x04;
+        gw_request_t r = *req;
+        vs_write_t *vw;
+        r.bus = GW_BUS_MAP;   /* no bus's place is taken: the tag writes take their own */
+        if (loop_is_current(gw->loop)) {
+            ex = write_begin(ms, m, &r, &vw);
         } else {
-            *vw = (vs_write_t){ .maps = ms, .req = *req };
-            vw->req.bus = GW_BUS_MAP;   /* no bus's place is taken: the tag write takes its own */
-            if (loop_is_current(gw->loop)) {
-                ex = write_begin(ms, m, vw);
-            } else if (loop_post(gw->loop, on_posted_write, ms, unit, 0, &vw, sizeof vw) != 0) {
+            gw_request_t *copy = malloc(sizeof *copy);
+            if (copy)
+                *copy = r;
+            if (!copy || loop_post(gw->loop, on_posted_write, ms, unit, 0, &copy, sizeof copy) != 0) {
+                free(copy);
                 ex = 0x04;
             }
-            if (ex)
-                free(vw);
-            else
-                verdict = GW_UNIT_PENDING;
         }
+        if (!ex)
+            verdict = GW_UNIT_PENDING;
     } else {
         ex = MB_EX_ILLEGAL_FUNCTION;   /* a map holds registers, nothing else */
     }

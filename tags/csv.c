@@ -29,7 +29,7 @@
 static const char *const column_names[TAGS_FIELD_COUNT] = {
     "name", "device", "table", "address", "type", "order", "scale",
     "offset", "unit", "deadband", "writable", "interval_ms", "description", "decimals",
-    "confirm_write", "expr",
+    "confirm_write", "expr", "inverse", "inverse_target",
 };
 
 typedef struct field {
@@ -246,7 +246,8 @@ static int header(reader_t *r, layout_t *lay)
         if (k == TAGS_FIELD_COUNT)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col,
                    "unknown column '%s' (name, device, table, address, type, order, scale, offset, "
-                   "unit, deadband, writable, interval_ms, description, decimals, confirm_write, expr)", name);
+                   "unit, deadband, writable, interval_ms, description, decimals, confirm_write, expr, inverse, "
+                   "inverse_target)", name);
         else if (lay->column[k] >= 0)
             report(r, -EINVAL, r->fields[i].line, r->fields[i].col, "column '%s' twice", name);
         else
@@ -392,6 +393,12 @@ static int parse_cell(row_t *w, tags_field_t k, const char *v, char *msg, size_t
         return rc;
     case TAGS_FIELD_EXPR:
         return strlen(v) < TAGS_EXPR_MAX ? 0 : tags_fail(msg, cap, -E2BIG, "longer than %d bytes", TAGS_EXPR_MAX - 1);
+    case TAGS_FIELD_INVERSE:
+    case TAGS_FIELD_INVERSE_TARGET:
+        if (*v && !g->computed)
+            return tags_fail(msg, cap, -EINVAL, "'%s': an inverse belongs to a computed tag (expr)", v);
+        return strlen(v) < (k == TAGS_FIELD_INVERSE ? TAGS_EXPR_MAX : TAGS_NAME_MAX)
+                   ? 0 : tags_fail(msg, cap, -E2BIG, "'%s' is too long", v);
     default:
         break;
     }
@@ -449,9 +456,9 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
         TAGS_FIELD_DEVICE, TAGS_FIELD_NAME, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
         TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
         TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
-        TAGS_FIELD_CONFIRM, TAGS_FIELD_EXPR,
+        TAGS_FIELD_CONFIRM, TAGS_FIELD_EXPR, TAGS_FIELD_INVERSE, TAGS_FIELD_INVERSE_TARGET,
     };
-    const char *expr = cell(r, lay, TAGS_FIELD_EXPR);
+    const char *expr = cell(r, lay, TAGS_FIELD_EXPR), *inverse = cell(r, lay, TAGS_FIELD_INVERSE);
     w.tag.computed = *expr != '\0';
     bool type_ok = true;
     for (unsigned i = 0; i < TAGS_FIELD_COUNT; i++) {
@@ -477,6 +484,10 @@ static void row(reader_t *r, const layout_t *lay, tags_table_t *t, const tags_de
         cell_error(r, lay, at, rc, msg);
     else if (w.tag.computed && tags_table_set_expr(t, (size_t)rc, expr) < 0)
         cell_error(r, lay, TAGS_FIELD_EXPR, -ENOMEM, "out of memory");
+    else if (*inverse && tags_table_set_inverse(t, (size_t)rc, inverse, cell(r, lay, TAGS_FIELD_INVERSE_TARGET)) < 0)
+        cell_error(r, lay, TAGS_FIELD_INVERSE, -ENOMEM, "out of memory");
+    else if (!*inverse && *cell(r, lay, TAGS_FIELD_INVERSE_TARGET))
+        cell_error(r, lay, TAGS_FIELD_INVERSE_TARGET, -EINVAL, "inverse_target without an inverse");
 }
 
 static int load(reader_t *r, tags_table_t *t, const tags_device_defaults_t *devices, size_t n_devices)

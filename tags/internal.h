@@ -53,9 +53,9 @@ typedef enum tags_field {
     TAGS_FIELD_NAME = 0, TAGS_FIELD_DEVICE, TAGS_FIELD_TABLE, TAGS_FIELD_ADDRESS, TAGS_FIELD_TYPE,
     TAGS_FIELD_ORDER, TAGS_FIELD_SCALE, TAGS_FIELD_OFFSET, TAGS_FIELD_UNIT, TAGS_FIELD_DEADBAND,
     TAGS_FIELD_WRITABLE, TAGS_FIELD_INTERVAL, TAGS_FIELD_DESCRIPTION, TAGS_FIELD_DECIMALS,
-    TAGS_FIELD_CONFIRM, TAGS_FIELD_EXPR,
+    TAGS_FIELD_CONFIRM, TAGS_FIELD_EXPR, TAGS_FIELD_INVERSE, TAGS_FIELD_INVERSE_TARGET,
 } tags_field_t;
-#define TAGS_FIELD_COUNT 16
+#define TAGS_FIELD_COUNT 18
 
 /* tags_table_add that also says which part of the tag a refusal is about. */
 int tags_table_add_at(tags_table_t *t, const tags_tag_t *tag, const char *device, tags_field_t *field,

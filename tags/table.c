@@ -35,7 +35,8 @@ struct tags_table {
     double *reported;          /* eng last counted as a change */
     uint16_t **words;          /* string and raw: the words of the value */
     unsigned *source;          /* index into sources, or UINT32_MAX */
-    char **exprs;              /* computed tags: the expression's text, else NULL */
+    char **exprs;              /* computed tags: "EXPR\0INVERSE\0TARGET\0" (the last two empty
+                                  without an inverse), else NULL */
     char **notes;              /* why a computed tag is bad, or NULL */
     tags_stored_fn on_store;   /* the expression engine's ear, or NULL */
     void *on_store_ctx;
@@ -264,8 +265,8 @@ static int validate_computed(tags_tag_t *g, tags_field_t *field, char *msg, size
                          g->name, tags_type_name(g->type));
     *field = TAGS_FIELD_WRITABLE;
     if (g->writable)
-        return tags_fail(msg, cap, -EINVAL, "tag '%s': a computed tag is not writable (its value is "
-                         "its expression's)", g->name);
+        return tags_fail(msg, cap, -EINVAL, "tag '%s': a computed tag is not writable as such (its value is "
+                         "its expression's): declare an inverse to write it through an input", g->name);
     g->area = TAGS_AREA_HOLDING;
     g->address = 0;
     g->in_register = false;
@@ -512,17 +513,52 @@ int tags_table_set_expr(tags_table_t *t, size_t index, const char *text)
 {
     if (index >= t->count || !t->tags[index].computed || !text || !*text || strlen(text) >= TAGS_EXPR_MAX)
         return -EINVAL;
-    char *copy = strdup(text);
+    size_t n = strlen(text) + 1;
+    char *copy = malloc(n + 2);   /* an empty inverse and target after it */
     if (!copy)
         return -ENOMEM;
+    memcpy(copy, text, n);
+    copy[n] = copy[n + 1] = '\0';
     free(t->exprs[index]);
     t->exprs[index] = copy;
+    t->tags[index].writable = false;
     return 0;
 }
 
 const char *tags_table_expr(const tags_table_t *t, size_t index)
 {
     return index < t->count ? t->exprs[index] : NULL;
+}
+
+/* The inverse is kept in the expression's own allocation, after its text:
+ * one string per computed tag to copy, compare and free, as before. */
+int tags_table_set_inverse(tags_table_t *t, size_t index, const char *text, const char *target)
+{
+    if (index >= t->count || !t->exprs[index] || !text || !*text || strlen(text) >= TAGS_EXPR_MAX || !target ||
+        strlen(target) >= TAGS_NAME_MAX)
+        return -EINVAL;
+    size_t e = strlen(t->exprs[index]) + 1, n = strlen(text) + 1, m = strlen(target) + 1;
+    char *all = realloc(t->exprs[index], e + n + m);
+    if (!all)
+        return -ENOMEM;
+    memcpy(all + e, text, n);
+    memcpy(all + e + n, target, m);
+    t->exprs[index] = all;
+    t->tags[index].writable = true;   /* a write becomes a write of its input (gateway/tag_write.c) */
+    return 0;
+}
+
+const char *tags_table_inverse(const tags_table_t *t, size_t index, const char **target)
+{
+    const char *e = index < t->count ? t->exprs[index] : NULL;
+    if (!e)
+        return NULL;
+    const char *inv = e + strlen(e) + 1;
+    if (!t->tags[index].writable || !*inv)   /* set_expr leaves no inverse behind it */
+        return NULL;
+    if (target)
+        *target = inv + strlen(inv) + 1;
+    return inv;
 }
 
 const char *tags_table_note(const tags_table_t *t, size_t index)

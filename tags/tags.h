@@ -159,7 +159,8 @@ typedef struct tags_tag {
     bool modicon;                    /* its address was written in Modicon form (40101) */
     bool computed;                   /* its value is an expression over other tags (expr/), not
                                         read: no table or address; type bool, int64 or float64;
-                                        never writable; text in tags_table_expr */
+                                        writable only through an inverse (tags_table_set_inverse);
+                                        text in tags_table_expr */
 } tags_tag_t;
 
 /*
@@ -377,6 +378,14 @@ unsigned tags_lint(const tags_table_t *t, const char *source, tags_lint_fn warn,
 int tags_table_set_expr(tags_table_t *t, size_t index, const char *text);
 /* NULL for a tag that is not computed. */
 const char *tags_table_expr(const tags_table_t *t, size_t index);
+/* A computed tag's inverse: a Lua expression of `value` (the value written
+ * to the computed tag) giving what to write to one of its inputs, `target`
+ * (a name as the expression writes it; "" for its only input). Setting one
+ * makes the tag writable (a write becomes a write of the input, expr/ and
+ * gateway/tag_write.c); call after tags_table_set_expr. */
+int tags_table_set_inverse(tags_table_t *t, size_t index, const char *text, const char *target);
+/* The inverse's text and *target (when target is not NULL), or NULL when the tag has none. */
+const char *tags_table_inverse(const tags_table_t *t, size_t index, const char **target);
 /* Why tag i is bad, beyond its reason ("step budget exceeded"), or NULL. */
 const char *tags_table_note(const tags_table_t *t, size_t index);
 /* Stores a computed value (quality, reason, time, raw, eng; no words) and its

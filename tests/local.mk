@@ -274,3 +274,7 @@ EXTRA_DIST += tests/test_map.py
 # and the page's Scan view in headless chromium: a found slave added from a template and polled (issue 44).
 TESTS += tests/test_scan_api.py tests/test_webpage_scan.py
 EXTRA_DIST += tests/test_scan_api.py tests/test_webpage_scan.py
+
+# Writes to computed tags through an inverse: HTTP, a [map] (fc 16 over several entries), a template (issue 46).
+TESTS += tests/test_tags_inverse.py
+EXTRA_DIST += tests/test_tags_inverse.py

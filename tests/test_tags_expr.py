@@ -12,7 +12,7 @@ on a pseudo-terminal of its own:
   recursion, a table filled without end) are bad with their reason in /tags,
   evaluated at every poll, while Modbus TCP reads through the gateway are all
   answered (and the honest computed tag keeps its value);
-- a write to a computed tag is refused with a clear error (HTTP 403);
+- a write to a computed tag without an inverse is refused with a clear error (HTTP 409);
 - config/sunspec.ini checks clean; rtugw check refuses a syntax error, an unknown tag and a cycle, with
   FILE:LINE, the tag and the expression."""
 import os
@@ -137,7 +137,8 @@ def test_sunspec():
 
     # writes to a computed tag: refused
     status, body = put(g, "inv1.power", "5")
-    check(status == 403 and "computed" in str(body), f"PUT to a computed tag refused: {status} {body}")
+    check(status == 409 and "computed" in str(body) and "no inverse" in str(body),
+          f"PUT to a computed tag without an inverse refused: {status} {body}")
 
     # quality: the inverter goes silent, its inputs and the computed tags go bad
     sim.signal(signal.SIGSTOP)

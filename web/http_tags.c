@@ -476,10 +476,13 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
         refuse(ht, req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
         return;
     }
+    if (!g->writable && g->computed) {   /* writable through an inverse only: the tag's state, not the client's rights */
+        refuse(ht, req, 409, "Conflict", name, "the tag is computed (expr) and declares no inverse: its value is "
+                                               "its expression's, not a device's to write");
+        return;
+    }
     if (!g->writable) {
-        refuse(ht, req, 403, "Forbidden", name, g->computed ? "the tag is computed (expr): its value is its "
-                                                             "expression's, not a device's to write"
-                                                           : "the tag is not writable");
+        refuse(ht, req, 403, "Forbidden", name, "the tag is not writable");
         return;
     }
     if (len > WRITE_BODY_MAX || !(body = malloc(len + 1))) {
@@ -498,25 +501,40 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
     }
     const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
     int rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &w, write_done, ht,
-                             (uint64_t)(uintptr_t)req);
-    if (rc == TAG_WRITE_LISTEN_ONLY) {
-        refuse(ht, req, 403, "Forbidden", name, "its bus is listen-only (mode = listen): rtugw never writes to it");
-        return;
-    }
+                             (uint64_t)(uintptr_t)req, msg, sizeof msg);
     if (rc != TAG_WRITE_QUEUED) {
-        refuse(ht, req, rc == TAG_WRITE_OVERLAP ? 409 : 503, rc == TAG_WRITE_OVERLAP ? "Conflict" : "Service Unavailable",
-               name, rc == TAG_WRITE_OVERLAP ? "a read-modify-write of that register is in flight"
-                     : rc == TAG_WRITE_FULL ? "too many writes in flight" : "the bus refused the request");
+        /* 409: the tags' state refuses it now (an overlap, no inverse, an
+         * input of the inverse not good); 422: the inverse cannot give a
+         * value for this one */
+        int code = rc == TAG_WRITE_LISTEN_ONLY ? 403
+                   : rc == TAG_WRITE_OVERLAP || rc == TAG_WRITE_COMPUTED || rc == TAG_WRITE_INVERSE_INPUT ? 409
+                   : rc == TAG_WRITE_INVERSE_FAILED || rc == TAG_WRITE_INVERSE_RANGE ? 422 : 503;
+        refuse(ht, req, code, code == 403 ? "Forbidden" : code == 409 ? "Conflict" : code == 422
+                   ? "Unprocessable Entity" : "Service Unavailable", name, msg);
         return;
     }
     web_audit(gw, req, "tag write %s: %s", name, asked);
     http_hold(ht->http, req, true);
 }
 
+/* {"tag":ASKED, and "through":WRITTEN when a computed tag's inverse wrote an input. */
+static void add_names(struct evbuffer *b, const tags_tag_t *asked, const tags_tag_t *written)
+{
+    evbuffer_add_printf(b, "{\"tag\":");
+    add_str(b, asked->name);
+    if (asked != written) {
+        evbuffer_add_printf(b, ",\"through\":");
+        add_str(b, written->name);
+    }
+}
+
 /* The slave's answer to the write: its echo, or the exception, as JSON. */
 static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struct evhttp_request *req)
 {
     const tags_tag_t *g = tags_table_tag(gwtags_defs(ht->gw->tags), o->tag);
+    /* a computed tag written through its inverse: named as asked, and the
+     * input written ("through"), whose words and read-back follow */
+    const tags_tag_t *asked = tags_table_tag(gwtags_defs(ht->gw->tags), o->asked);
     const uint8_t *pdu = o->pdu;
     size_t len = o->len;
     if (len >= 2 && (pdu[0] & 0x80)) {
@@ -532,8 +550,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
         struct evbuffer *b = reply_buffer(req);
         if (!b)
             return;
-        evbuffer_add_printf(b, "{\"tag\":");
-        add_str(b, g->name);
+        add_names(b, asked, g);
         evbuffer_add_printf(b, ",\"ok\":false,\"exception\":%u,\"error\":", code);
         add_str(b, why);
         evbuffer_add_printf(b, "}\n");
@@ -548,8 +565,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
     struct evbuffer *b = reply_buffer(req);
     if (!b)
         return;
-    evbuffer_add_printf(b, "{\"tag\":");
-    add_str(b, g->name);
+    add_names(b, asked, g);
     evbuffer_add_printf(b, ",\"ok\":true,\"function\":%u,\"address\":%u,\"count\":%u,\"words\":[", o->w->function,
                         o->w->address, o->w->count);
     for (unsigned k = 0; k < o->w->count; k++)
