@@ -601,7 +601,7 @@ def test_api_config():
     check(call("GET", "/api/tags")[1]["tags"][0]["name"] == "meter1.voltage", "GET /api/tags: scoped names")
     check(call("GET", "/api/buses")[1]["buses"][0]["name"] == "line", "GET /api/buses")
     st, spec = call("GET", "/api/openapi.json")
-    want = {"/api/buses", "/api/devices", "/api/templates", "/api/tags", "/api/config", "/api/config/validate",
+    want = {"/api/buses", "/api/devices", "/api/templates", "/api/tags", "/api/maps", "/api/config", "/api/config/validate",
             "/api/devices/{name}", "/api/tags/{name}", "/api/templates/{name}", "/api/polls/{name}", "/api/buses/{name}",
             "/api/templates/{name}/csv", "/api/devices/{name}/csv"}
     check(st == 200 and spec["openapi"].startswith("3.") and set(spec["paths"]) == want and

@@ -13,7 +13,9 @@ check by eye, checked in the page's DOM:
   - a phone-sized screen scrolls no wider than itself;
   - where the daemon has tags (/tags): a write with the token changes the
     register, a write with a wrong one is refused. A daemon without tags
-    serves the poll groups' raw values instead, which is then what is checked.
+    serves the poll groups' raw values instead, which is then what is checked;
+  - the maps (GET /api/maps) listed with their entries, and computed tags
+    marked with their expression and whether an inverse makes them writable.
 /frames, its bounds and its counters are checked over plain HTTP too.
 Screenshots of each state go to tests/screenshots/ in the build tree
 ($RTUGW_SCREENSHOTS to put them elsewhere)."""
@@ -440,6 +442,51 @@ def test_tags(b):
         g.stop()
 
 
+MAP_TAGS = ("[tag t_raw]\ndevice = d1\ntable = holding\naddress = 10\ntype = int16\nwritable = true\ninterval_ms = 300\n"
+            "[tag t_eng]\ndevice = d1\nexpr = t_raw / 10\ninverse = round(value * 10)\n"
+            "[tag t_ro]\ndevice = d1\nexpr = t_raw * 2\n"
+            "[map scada]\nunit = 100\nquality_register = 9\nentry0 = t_raw, holding, 0, int16\n"
+            "entry1 = t_eng, holding, 1, float32, CDAB\nentry2 = t_ro, holding, 3, float32\n")
+
+
+def test_maps(b):
+    """The page's maps and computed tags: GET /api/maps, and the Tags view listing each map's entries and
+    marking computed tags with their expression (and whether an inverse makes them writable)."""
+    g = Gateway(devices="[device d1]\nslave = 1\n", extra="write_token = secret-0123456789abcdefgh\n" + MAP_TAGS)
+    try:
+        st, _, body = http(g.http_port, "/api/maps")
+        maps = json.loads(body)["maps"] if st == 200 else []
+        entries = [(e["table"], e["address"], e["count"], e["tag"], e["type"], e.get("expr"), e.get("inverse"),
+                    e["writable"]) for e in (maps[0]["entries"] if maps else [])]
+        want = [("holding", 0, 1, "t_raw", "int16", None, None, True),
+                ("holding", 1, 2, "t_eng", "float32", "t_raw / 10", "round(value * 10)", True),
+                ("holding", 3, 2, "t_ro", "float32", "t_raw * 2", None, False)]
+        check(st == 200 and len(maps) == 1 and maps[0]["name"] == "scada" and maps[0]["unit"] == 100 and
+              maps[0]["quality_register"] == 9 and entries == want, f"GET /api/maps lists the map and its entries: {st} {body[:400]}")
+        st, _, _ = http(g.http_port, "/api/maps", method="PUT", body=b"{}")
+        check(st in (403, 405), f"PUT /api/maps is refused ({st})")
+        b.d.get(f"http://127.0.0.1:{g.http_port}/#tags")
+        b.wait("return document.querySelectorAll('#maps [data-map=\"scada\"] tbody tr').length === 3",
+               "maps: the map's three entries are listed")
+        rows = b.js("return [...document.querySelectorAll('#maps [data-map=\"scada\"] tbody tr')]"
+                    ".map((r) => [...r.children].map((c) => c.textContent))")
+        check(text_of(b, "#maps [data-map=\"scada\"] h3") == "Map scada \u2014 unit 100" and
+              [r[:4] for r in rows] == [["holding", "0", "t_raw", "int16"], ["holding", "1\u20132", "t_engcomputed", "float32 CDAB"],
+                                        ["holding", "3\u20134", "t_rocomputed", "float32 ABCD"]],
+              f"maps: each entry's table, address, tag and type, computed ones marked ({rows})")
+        b.wait("return document.querySelector('tr[data-tag=\"t_eng\"] td[data-computed=\"yes\"]')",
+               "tags: t_eng is marked computed")
+        check(text_of(b, "tr[data-tag=\"t_eng\"] td .expr") == "t_raw / 10" and
+              text_of(b, "tr[data-tag=\"t_eng\"] td .computed") == "computed, inverse" and
+              text_of(b, "tr[data-tag=\"t_ro\"] td .computed") == "computed" and
+              not b.js("return document.querySelector('tr[data-tag=\"t_raw\"] td[data-computed]')"),
+              "tags: computed tags show their expression and whether an inverse writes them; a read tag is not marked")
+        b.shot("maps.png")
+        check(not b.console_errors(), "maps: no console error")
+    finally:
+        g.stop()
+
+
 def check_config_key():
     """[http] frame_ring takes 0..4096; beyond, `rtugw check` names the line."""
     d = tempfile.mkdtemp(prefix="rtugw-ring-")
@@ -459,6 +506,7 @@ try:
     test_demo(browser)
     test_silent(browser)
     test_tags(browser)
+    test_maps(browser)
 finally:
     if browser:
         browser.quit()

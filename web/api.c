@@ -9,7 +9,7 @@
  * edit + SIGHUP are the same thing, applied live where the reload can, and
  * named in restart_needed where it cannot.
  *
- *   GET  /api/buses | devices | templates | tags   the running configuration
+ *   GET  /api/buses | devices | templates | tags | maps   the running configuration
  *   GET  /api/config                            the file's text and revision
  *   POST /api/config/validate                   dry run: check a text, change nothing
  *   PUT  /api/config (If-Match: REVISION)       check, write, apply
@@ -566,6 +566,7 @@ static const char openapi[] =
     "\"/api/devices\":{\"get\":{\"summary\":\"the running devices\",\"responses\":{\"200\":{\"description\":\"{devices:[...]}\"}}}},"
     "\"/api/templates\":{\"get\":{\"summary\":\"the templates\",\"responses\":{\"200\":{\"description\":\"{templates:[...]}\"}}}},"
     "\"/api/tags\":{\"get\":{\"summary\":\"every tag's definition\",\"responses\":{\"200\":{\"description\":\"{tags:[...]}\"}}}},"
+    "\"/api/maps\":{\"get\":{\"summary\":\"the [map] virtual slaves and their entries\",\"responses\":{\"200\":{\"description\":\"{maps:[...]}\"}}}},"
     "\"/api/config\":{\"get\":{\"summary\":\"the file and its revision\",\"security\":[{\"token\":[]}],"
     "\"responses\":{\"200\":{\"description\":\"{path,revision,text}\"},\"403\":{\"description\":\"no token\"}}},"
     "\"put\":{\"summary\":\"check, write atomically, apply\",\"security\":[{\"token\":[]}],"
@@ -657,6 +658,9 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
     } else if (get && strcmp(what, "tags") == 0) {
         list_tags(gw, b);
         api_reply_json(gw, req, 200, "OK", b);
+    } else if (get && strcmp(what, "maps") == 0) {
+        api_list_maps(gw, b);
+        api_reply_json(gw, req, 200, "OK", b);
     } else if (config && get) {
         if (api_admin_ok(gw, req))
             get_config(gw, req, b);
@@ -667,7 +671,7 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
         if (api_admin_ok(gw, req))
             post_validate(gw, req, b);
     } else if (config || validate_path || strcmp(what, "buses") == 0 || strcmp(what, "devices") == 0 ||
-               strcmp(what, "templates") == 0 || strcmp(what, "tags") == 0) {
+               strcmp(what, "templates") == 0 || strcmp(what, "tags") == 0 || strcmp(what, "maps") == 0) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                           config ? "GET, PUT" : validate_path ? "POST" : "GET");
         api_reply_error(gw, req, 405, "Method Not Allowed", "see docs/api.md");

@@ -141,6 +141,11 @@ void http_tags_add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int6
     if (g->computed) {   /* in the list too: the page marks computed tags */
         evbuffer_add_printf(b, ",\"expr\":");
         add_str(b, tags_table_expr(t, i));
+        const char *target, *inverse = tags_table_inverse(t, i, &target);
+        if (inverse) {   /* written through it: the page offers the edit */
+            evbuffer_add_printf(b, ",\"inverse\":");
+            add_str(b, inverse);
+        }
     }
     if (full && !g->computed)   /* a computed tag has no register */
         evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u", tags_area_name(g->area), g->address);

@@ -84,6 +84,8 @@ void http_reload_status(gw_t *gw, struct evbuffer *b);
 /* api_csv.c: /api/templates/NAME/csv (GET, PUT, PUT ?dry_run=1); false when
  * what (the path after /api/) is not one. */
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);
+/* api_maps.c: GET /api/maps, each [map NAME] and its entries (a viewer's). */
+void api_list_maps(gw_t *gw, struct evbuffer *b);
 
 /* api_scan.c: /api/scan (POST, GET) and /api/scan/BUS (GET): a scan of a bus
  * (gateway/scan.c); false when what (the path after /api/) is not one. */

@@ -22,6 +22,8 @@
     history: {},                /* bus -> [{req, err}] per second */
     tags: 'unknown',            /* 'unknown' | 'yes' | 'no': does the daemon serve /tags? */
     tagList: null,
+    maps: null,                 /* GET /api/maps: the [map] virtual slaves, or null before the first answer */
+    mapsAt: 0,                  /* when they were read (performance.now()) */
     token: '',                  /* the write token: in this variable only, never stored */
     login: false,               /* the gateway has users: a session is needed */
     user: null, role: 'none',   /* who the session is (GET /whoami); the cookie is HttpOnly */
@@ -114,7 +116,7 @@
     $('nav-scan').hidden = !canConfigure();   /* a scan is an admin's too (scan.js) */
     if (state.view === 'configure') return window.rtugwConfigure ? window.rtugwConfigure.refresh() : Promise.resolve();
     if (state.view === 'scan') return window.rtugwScan ? window.rtugwScan.refresh() : Promise.resolve();
-    if (state.view === 'tags') return refreshTags();
+    if (state.view === 'tags') return Promise.all([refreshTags(), refreshMaps()]);
     if (state.view === 'frames') return refreshFrames();
     return Promise.resolve();
   }
@@ -332,8 +334,11 @@
     const msg = res ? el('span', { class: 'msg ' + (res.ok ? 'msg-ok' : res.ok === false ? 'msg-bad' : 'muted'), text: res.text }) : null;
     return el('tr', { class: 'q-' + q, 'data-tag': t.name, 'data-quality': q },
       /* a computed tag says so, its expression on hover; a bad one's why (its error) too */
-      el('td', { text: t.name + (t.expr ? ' = ' : ''), title: t.expr ? 'computed: ' + t.expr : undefined },
-        t.expr ? el('span', { class: 'muted', text: t.expr }) : null),
+      el('td', { text: t.name + (t.expr ? ' = ' : ''), title: t.expr ? 'computed: ' + t.expr +
+        (t.inverse ? '; written through its inverse: ' + t.inverse : '; not writable (no inverse)') : undefined,
+      'data-computed': t.expr ? 'yes' : undefined },
+        t.expr ? el('span', { class: 'muted expr', text: t.expr }) : null,
+        t.expr ? el('span', { class: 'badge grey computed', text: t.inverse ? 'computed, inverse' : 'computed' }) : null),
       el('td', { class: 'value num', text: formatValue(t) }),
       el('td', { text: t.unit || '' }),
       el('td', {}, el('span', { class: 'badge ' + qColour, text: qText, title: t.error || undefined })),
@@ -382,6 +387,45 @@
           el('tbody', {}, ...tags.map(tagRow)))));
     }
     $('tags').replaceChildren(...(blocks.length ? blocks : [el('p', { class: 'muted', text: 'No tag matches.' })]));
+  }
+
+  /* ---- maps: the [map] virtual slaves (GET /api/maps) -------------------------------- */
+
+  /* Their definitions change only on a reload: read again every 10 s while
+   * the view is open, not every second. A daemon without the API (older)
+   * answers 404, and the section stays empty. */
+  async function refreshMaps() {
+    if (state.maps !== null && performance.now() - state.mapsAt < 10000) return;
+    state.mapsAt = performance.now();
+    try {
+      const r = await getJSON('/api/maps');
+      state.maps = r.ok && r.body && Array.isArray(r.body.maps) ? r.body.maps : [];
+    } catch (e) { /* the connection badge says so */ }
+    renderMaps();
+  }
+
+  function mapEntryRow(e) {
+    return el('tr', { 'data-map-tag': e.tag },
+      el('td', { text: e.table }), el('td', { class: 'num', text: String(e.address) +
+        (e.count > 1 ? '\u2013' + (e.address + e.count - 1) : '') }),
+      el('td', { text: e.tag, title: e.expr ? 'computed: ' + e.expr : undefined },
+        e.expr ? el('span', { class: 'badge grey computed', text: 'computed' }) : null),
+      el('td', { text: e.type + (e.count > 1 ? ' ' + e.order : '') + (e.scale !== 1 ? ' \u00d7' + e.scale : '') }),
+      el('td', { class: 'muted', text: e.expr ? e.expr + (e.inverse ? ' (inverse: ' + e.inverse + ')' : '') : '' }),
+      el('td', { text: e.running === false ? 'not running' : e.writable ? 'writable' : 'read-only' }));
+  }
+
+  function renderMaps() {
+    const maps = state.maps || [];
+    const blocks = maps.map((m) => el('div', { class: 'map', 'data-map': m.name },
+      el('h3', { text: 'Map ' + m.name + ' \u2014 unit ' + m.unit }),
+      el('p', { class: 'muted', text: 'gaps: ' + m.gaps + ', not good: ' + (m.stale === 'last' ? 'last value' : 'exception 0B') +
+        (m.quality_register !== null && m.quality_register !== undefined ? ', quality register ' + m.quality_register : '') }),
+      el('div', { class: 'scroll' }, el('table', { class: 'map-entries' },
+        el('thead', {}, el('tr', {}, el('th', { text: 'Table' }), el('th', { text: 'Address' }), el('th', { text: 'Tag' }),
+          el('th', { text: 'Type' }), el('th', { text: 'Expression' }), el('th', { text: '' }))),
+        el('tbody', {}, ...(m.entries || []).map(mapEntryRow))))));
+    $('maps').replaceChildren(...blocks);
   }
 
   /* The text typed, as the JSON value the tag takes: a number, a boolean, or text. */
