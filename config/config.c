@@ -552,8 +552,10 @@ static config_t *load(loader_t *ld)
     free(ld->device_bus);
     free(ld->poll_device);
     free(ld->transports.slave_unit);
-    for (unsigned i = 0; i < CONFIG_MAX_MAPS; i++)
+    for (unsigned i = 0; i < CONFIG_MAX_MAPS; i++) {
         free(ld->map_rows[i]);
+        free(ld->map_places[i]);
+    }
     if (ld->errs->total) {
         config_free(cfg);
         return NULL;

@@ -233,12 +233,14 @@ typedef struct config_map_entry {
     uint8_t point;                  /* fixed-point digits */
     double scale, offset;           /* served raw = (tag's engineering value - offset) / scale */
     unsigned line;                  /* in the registers file */
+    bool per_device;                /* a device_registers row placed at a deviceN's base (line: in that file) */
 } config_map_entry_t;
 
 typedef struct config_map {
     char name[CONFIG_NAME_MAX];
     unsigned unit;                  /* 1..255: the unit id it answers as, on every front end */
     char registers[CONFIG_PATH_MAX];/* the CSV, as written (confined like tags_file) */
+    char device_registers[CONFIG_PATH_MAX]; /* rows naming a template's rows, one copy per deviceN (maps.c) */
     bool gaps_exception;            /* gaps = exception: a read over an unmapped register answers 02 */
     bool stale_last;                /* stale = last: a tag not good answers its last value, not 0B */
     int quality_register;           /* holding/input register of the count of its tags not good; -1 none */

@@ -30,6 +30,10 @@ enum { S_NONE = -1, S_GATEWAY, S_BUS, S_DEVICE, S_POLL, S_TCP, S_HTTP, S_ROUTER,
        S_RTU_TCP, S_SERIAL_SLAVE, S_MQTT, S_USER, S_TEMPLATE, S_UDP, S_MAP, S_COUNT };
 
 typedef struct loader loader_t;
+typedef struct config_map_place {
+    char device[CONFIG_NAME_MAX];
+    unsigned base, line;
+} config_map_place_t;
 typedef struct key_spec key_spec_t;
 typedef struct config_tags config_tags_t;
 
@@ -144,6 +148,10 @@ struct loader {
     FILE *file;
     const char *text;
     size_t text_pos;
+    /* [map NAME] deviceN = DEVICE, BASE: where each device's copy of the
+     * map's device_registers rows goes (maps.c), until resolved */
+    config_map_place_t *map_places[CONFIG_MAX_MAPS];
+    unsigned n_map_places[CONFIG_MAX_MAPS];
 };
 
 /* config.c */

@@ -235,6 +235,8 @@ static const key_spec_t map_keys[] = {
     C("stale", config_maps_set),
     C("quality_register", config_maps_set),
     { .name = "entry", .type = K_CUSTOM, .numbered = 255, .set = config_maps_set },
+    C("device_registers", config_maps_set),
+    { .name = "device", .type = K_CUSTOM, .numbered = 255, .set = config_maps_set },
 };
 
 const section_kind_t config_section_kinds[S_COUNT] = {

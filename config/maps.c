@@ -21,6 +21,13 @@
  * rows of the same CSV, built here with blank lines so that each row stands
  * on its key's line of the configuration file: the loader's messages then
  * name that file and line. A map takes a registers file or entries, not both.
+ * Devices made from one template (DEVICE.ROW tags) are served alike:
+ * device_registers is a registers file whose rows name the template's rows
+ * (`voltage`), and each deviceN = DEVICE, BASE places one copy of them,
+ * serving DEVICE.ROW at BASE + the row's address: fifteen meters at 0, 10,
+ * 20 ... from one file of ten rows, each meter's entries its own tags, and
+ * checked as every entry is (the tag exists, no overlap, FILE:LINE of the
+ * row, the deviceN's line for what only the placement gets wrong).
  * The unit: 1..255, one map per unit, and never a unit a front end routes
  * (an explicit unitN of [tcp], [rtu_tcp] or a [serial_slave], or a device
  * on [tcp]'s or [rtu_tcp]'s default bus at that slave id, which the default
@@ -89,6 +96,43 @@ static bool add_row(loader_t *ld, config_map_t *m, const char *value)
     return true;
 }
 
+/* deviceN = DEVICE, BASE: one copy of device_registers' rows for DEVICE, at BASE. */
+static bool add_place(loader_t *ld, config_map_t *m, const char *value)
+{
+    unsigned i = (unsigned)(m - ld->cfg->maps), n = ld->n_map_places[i], base;
+    const char *comma = strchr(value, ',');
+    char device[CONFIG_NAME_MAX];
+    size_t dl = comma ? (size_t)(comma - value) : 0;
+    while (dl && (value[dl - 1] == ' ' || value[dl - 1] == '\t'))
+        dl--;
+    const char *b = comma ? comma + 1 : "";
+    while (*b == ' ' || *b == '\t')
+        b++;
+    if (!comma || dl == 0 || dl >= sizeof device || config_parse_uint(b, 0, 65535, &base) != 0) {
+        config_bad_value(ld, "device", value, "expected DEVICE, BASE (a device whose tags come from a template, "
+                         "and the address 0..65535 its rows start at)");
+        return false;
+    }
+    memcpy(device, value, dl);
+    device[dl] = '\0';
+    for (unsigned k = 0; k < n; k++) {
+        if (strcmp(ld->map_places[i][k].device, device) == 0) {
+            config_bad_value(ld, "device", value, "this device is placed already (a tag appears once per map)");
+            return false;
+        }
+    }
+    config_map_place_t *p = realloc(ld->map_places[i], (n + 1) * sizeof *p);
+    if (!p) {
+        config_bad_value(ld, "device", value, "out of memory");
+        return false;
+    }
+    ld->map_places[i] = p;
+    p[n] = (config_map_place_t){ .base = base, .line = ld->line };
+    snprintf(p[n].device, sizeof p[n].device, "%s", device);
+    ld->n_map_places[i] = n + 1;
+    return true;
+}
+
 bool config_maps_set(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
 {
     config_map_t *m = ld->target;
@@ -96,6 +140,16 @@ bool config_maps_set(loader_t *ld, const key_spec_t *k, unsigned number, const c
     (void)number;
     if (strcmp(k->name, "entry") == 0)
         return add_row(ld, m, value);
+    if (strcmp(k->name, "device") == 0)
+        return add_place(ld, m, value);
+    if (strcmp(k->name, "device_registers") == 0) {
+        if (!value[0] || strlen(value) >= sizeof m->device_registers) {
+            config_bad_value(ld, k->name, value, "expected a CSV file's name");
+            return false;
+        }
+        snprintf(m->device_registers, sizeof m->device_registers, "%s", value);
+        return true;
+    }
     if (strcmp(k->name, "registers") == 0) {
         if (!value[0] || strlen(value) >= sizeof m->registers) {
             config_bad_value(ld, k->name, value, "expected a CSV file's name");
@@ -171,26 +225,20 @@ static bool entry_of(loader_t *ld, const config_map_t *m, const char *file, cons
     return true;
 }
 
-/* The registers file of m into its entries. */
-static void load_registers(loader_t *ld, config_map_t *m)
+/* A registers CSV (a file's text, or the inline rows) into a scratch table of
+ * one device named after the map; NULL with the errors reported. */
+static tags_table_t *scratch(loader_t *ld, const config_map_t *m, const char *key, const char *path, const char *rows,
+                             const char *file)
 {
     char why[256];
-    size_t len;
+    size_t len = 0;
     tags_errors_t te;
-
-    char *rows = ld->map_rows[m - ld->cfg->maps];
-    const char *file = rows ? ld->source : m->registers;
-    if (!m->registers[0] == !rows) {
-        config_error_at(ld, m->line, "[map %s]: %s", m->name, rows ? "registers or entryN, not both"
-                        : "registers (a CSV of the tags it serves) or entryN keys are required");
-        return;
-    }
-    char *text = rows ? strdup(rows) : config_read_confined(ld->source, m->registers, MAP_FILE_MAX, &len, why, sizeof why);
+    char *text = rows ? strdup(rows) : config_read_confined(ld->source, path, MAP_FILE_MAX, &len, why, sizeof why);
     if (rows && text)
         len = strlen(text);
     if (!text) {
-        config_error_at(ld, m->line, "[map %s] registers = '%s': %s", m->name, m->registers, why);
-        return;
+        config_error_at(ld, m->line, "[map %s] %s = '%s': %s", m->name, key, path, rows ? "out of memory" : why);
+        return NULL;
     }
     tags_table_t *t = tags_table_new(CONFIG_MAP_ENTRIES_MAX);
     tags_device_defaults_t def = { .name = m->name, .order = TAGS_ORDER_ABCD, .interval_ms = 1000 };
@@ -198,39 +246,98 @@ static void load_registers(loader_t *ld, config_map_t *m)
     int rc = refused ? -EINVAL : tags_load_csv_string(t, text, file, &def, 1, &te);
     free(text);
     if (refused)
-        config_error_at(ld, m->line, "[map %s] registers = '%s': %s", m->name, m->registers, refused);
+        config_error_at(ld, m->line, "[map %s] %s = '%s': %s", m->name, key, path, refused);
     for (unsigned i = 0; !refused && rc < 0 && i < te.count; i++)
         config_error_text(ld, "%s", te.text[i]);
     if (rc < 0) {
         tags_table_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* device_registers' rows placed for each deviceN: DEVICE.ROW at BASE + address. */
+static unsigned place_devices(loader_t *ld, config_map_t *m, const tags_table_t *rows, unsigned ok)
+{
+    unsigned i = (unsigned)(m - ld->cfg->maps);
+    for (unsigned p = 0; p < ld->n_map_places[i]; p++) {
+        const config_map_place_t *pl = &ld->map_places[i][p];
+        for (size_t r = 0; r < tags_table_count(rows); r++) {
+            tags_tag_t g = *tags_table_tag(rows, r);
+            unsigned end = pl->base + g.address + g.count;
+            int n = snprintf(g.name, sizeof g.name, "%s.%s", pl->device, tags_table_tag(rows, r)->name);
+            if (n < 0 || (size_t)n >= sizeof g.name || end > 65536) {
+                config_error_at(ld, pl->line, "[map %s] device = %s, %u: row '%s' (%s:%u) %s", m->name, pl->device,
+                                pl->base, tags_table_tag(rows, r)->name, m->device_registers, g.line,
+                                end > 65536 ? "ends past address 65535" : "makes a name longer than 47 bytes");
+                continue;
+            }
+            g.address = (uint16_t)(pl->base + g.address);
+            if (entry_of(ld, m, m->device_registers, &g, &m->entries[ok])) {
+                m->entries[ok].per_device = true;
+                ok++;
+            }
+        }
+    }
+    return ok;
+}
+
+/* The registers file (or the inline rows) of m, and its devices' rows, into its entries. */
+static void load_registers(loader_t *ld, config_map_t *m)
+{
+    unsigned mi = (unsigned)(m - ld->cfg->maps), places = ld->n_map_places[mi];
+    char *rows = ld->map_rows[mi];
+    const char *file = rows ? ld->source : m->registers;
+    if ((m->registers[0] && rows) || (!m->registers[0] && !rows && !m->device_registers[0])) {
+        config_error_at(ld, m->line, "[map %s]: %s", m->name, rows ? "registers or entryN, not both"
+                        : "registers (a CSV of the tags it serves), entryN or device_registers keys are required");
         return;
     }
-    size_t n = tags_table_count(t);
-    m->entries = n ? calloc(n, sizeof *m->entries) : NULL;
-    if (n && !m->entries) {
-        config_error_at(ld, m->line, "[map %s]: out of memory", m->name);
+    if (!m->device_registers[0] != !places) {
+        config_error_at(ld, m->line, "[map %s]: device_registers and deviceN = DEVICE, BASE go together", m->name);
+        return;
+    }
+    tags_table_t *t = m->registers[0] || rows ? scratch(ld, m, "registers", m->registers, rows, file) : NULL;
+    tags_table_t *dt = places ? scratch(ld, m, "device_registers", m->device_registers, NULL, m->device_registers)
+                              : NULL;
+    if ((!t && (m->registers[0] || rows)) || (!dt && places)) {
         tags_table_free(t);
+        tags_table_free(dt);
+        return;
+    }
+    size_t n = (t ? tags_table_count(t) : 0) + (dt ? tags_table_count(dt) * places : 0);
+    m->entries = n && n <= CONFIG_MAP_ENTRIES_MAX ? calloc(n, sizeof *m->entries) : NULL;
+    if (n && !m->entries) {
+        config_error_at(ld, m->line, "[map %s]: %s", m->name, n > CONFIG_MAP_ENTRIES_MAX ? "more than 65536 entries"
+                                                                                       : "out of memory");
+        tags_table_free(t);
+        tags_table_free(dt);
         return;
     }
     unsigned ok = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; t && i < tags_table_count(t); i++)
         ok += entry_of(ld, m, file, tags_table_tag(t, i), &m->entries[ok]);
+    if (dt)
+        ok = place_devices(ld, m, dt, ok);
     tags_table_free(t);
+    tags_table_free(dt);
     m->entry_count = ok;
     qsort(m->entries, ok, sizeof *m->entries, by_place);
     for (unsigned i = 1; i < ok; i++) {
         const config_map_entry_t *a = &m->entries[i - 1], *b = &m->entries[i];
         if (a->area == b->area && (unsigned)a->address + a->count > b->address)
-            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps '%s' (line %u) at %u..%u", file,
-                              b->line, m->name, b->tag, tags_area_name(b->area), b->address, a->tag, a->line,
-                              a->address, a->address + a->count - 1);
+            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps '%s' (line %u) at %u..%u",
+                              b->per_device ? m->device_registers : file, b->line, m->name, b->tag,
+                              tags_area_name(b->area), b->address, a->tag, a->line, a->address,
+                              a->address + a->count - 1);
     }
     for (unsigned i = 0; m->quality_register >= 0 && i < ok; i++) {
         const config_map_entry_t *e = &m->entries[i];
         if ((e->area == TAGS_AREA_HOLDING || e->area == TAGS_AREA_INPUT) &&
             (unsigned)m->quality_register >= e->address && (unsigned)m->quality_register < e->address + e->count)
-            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps quality_register = %d", file,
-                              e->line, m->name, e->tag, tags_area_name(e->area), e->address, m->quality_register);
+            config_error_text(ld, "%s:%u: [map %s] '%s' at %s %u overlaps quality_register = %d",
+                              e->per_device ? m->device_registers : file, e->line, m->name, e->tag,
+                              tags_area_name(e->area), e->address, m->quality_register);
     }
 }
 

@@ -114,6 +114,11 @@ METER = """name,table,address,type,writable,expr,inverse,inverse_target
 raw,holding,40,uint16,true,,,
 kw,,,,,raw / 100,round(value * 100),raw
 """
+# a map's rows for every device of the template: each deviceN places a copy at its base
+METER_MAP = """name,table,address,type
+raw,holding,0,uint16
+kw,holding,1,float32
+"""
 MAP = """name,table,address,type,order,scale
 u_a,holding,0,uint16,,
 t_eng,holding,1,float32,,
@@ -150,8 +155,11 @@ def test_inverse():
         f.write(METER)
     with open(os.path.join(D, "scada.csv"), "w") as f:
         f.write(MAP)
+    with open(os.path.join(D, "meter_map.csv"), "w") as f:
+        f.write(METER_MAP)
     g = Gateway(bus="port = sim:1,2,3,4\nbaud = 115200\n", devices=TAGS, dir=D, timeout_ms=100,
-                extra=f"write_token = {TOKEN}\n[map scada]\nunit = 100\nregisters = scada.csv\n")
+                extra=f"write_token = {TOKEN}\n[map scada]\nunit = 100\nregisters = scada.csv\n"
+                "[map meters]\nunit = 101\ndevice_registers = meter_map.csv\ndevice0 = m3, 0\ndevice1 = m4, 10\n")
     c = g.client()
     c.write_register(21, 0, slave=1)   # the simulator's registers start at a pattern: 10^W_SF may overflow
     check(wait_for(lambda: all(tag_values(g).get(n, {}).get("quality") == "good"
@@ -213,6 +221,12 @@ def test_inverse():
               f"PUT {dev}.kw = {value} writes {dev}.raw on slave {slave} ({status} {body})")
     check(wait_for(lambda: shows(g, "m3.kw", 1.5) and shows(g, "m4.kw", 2.25), 5, 0.05),
           "each device's computed tag shows its own value")
+    # ... and one map serves each device's rows at its own base, written through the computed row's inverse
+    check(wait_for(lambda: regs(c, 101, 0, 3) == [150] + f32(1.5) and regs(c, 101, 10, 3) == [225] + f32(2.25), 5, 0.05),
+          f"map meters: m3's rows at 0, m4's at 10 ({regs(c, 101, 0, 3)}, {regs(c, 101, 10, 3)})")
+    r = c.write_registers(11, f32(3.5), slave=101)
+    check(not r.isError() and regs(c, 4, 40) == [350] and regs(c, 3, 40) == [150],
+          f"fc16 to m4's kw in the map writes m4.raw = 350 on slave 4 only ({r}, {regs(c, 4, 40)}, {regs(c, 3, 40)})")
     c.close()
     rc, _ = g.stop()
     check(rc == 0, "the gateway stopped cleanly")
@@ -240,6 +254,30 @@ def test_check_errors():
         out = r.stdout + r.stderr
         check(r.returncode == 2 and (cfg + where) in out and why in out,
               f"rtugw check refuses {extra.strip()!r}: {out.strip()[:300]}")
+    # a map's device rows: the placement's own mistakes at the deviceN line
+    with open(os.path.join(D, "rows.csv"), "w") as f:
+        f.write("name,table,address,type\nx,holding,1,uint16\n")
+    base_m = ("[bus line]\nport = sim:1,2\n[template t]\ntags_file = t.csv\n[device m1]\nslave = 2\ntemplate = t\n"
+              "[device plc]\nslave = 1\n[tag x]\ndevice = plc\ntable = holding\naddress = 1\ntype = uint16\n")
+    with open(os.path.join(D, "t.csv"), "w") as f:
+        f.write("name,table,address,type\nx,holding,0,uint16\n")
+    for extra, where, why in (
+            ("[map m]\nunit = 100\ndevice_registers = rows.csv\ndevice0 = m1, 0\ndevice1 = m1, 5\n", ":19: [map m] device",
+             "placed already"),
+            ("[map m]\nunit = 100\ndevice_registers = rows.csv\n", ":15: [map m]", "go together"),
+            ("[map m]\nunit = 100\ndevice_registers = rows.csv\ndevice0 = plc, 0\n", "rows.csv:2: [map m]",
+             "'plc.x': no such tag"),
+            ("[map m]\nunit = 100\ndevice_registers = rows.csv\ndevice0 = m1, 65535\n", ":18: [map m] device = m1, 65535",
+             "ends past address 65535")):
+        with open(cfg, "w") as f:
+            f.write(base_m + extra)
+        r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
+        out = r.stdout + r.stderr
+        check(r.returncode == 2 and where in out and why in out, f"rtugw check refuses {extra.strip()!r}: {out.strip()[:300]}")
+    with open(cfg, "w") as f:
+        f.write(base_m + "[map m]\nunit = 100\ndevice_registers = rows.csv\ndevice0 = m1, 7\n")
+    r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
+    check(r.returncode == 0, f"a template device placed in a map loads: {(r.stdout + r.stderr).strip()[:200]}")
     with open(cfg, "w") as f:
         f.write(base + "[tag c]\nexpr = x * 2\ninverse = value // 2\n")
     r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)

@@ -437,7 +437,8 @@ def test_tags(b):
                "tags: the page shows 77")
         c.close()
         b.shot("tags.png")
-        check(not b.console_errors(allowed=("/tags/boiler_sp",)), "no console error but the refused write's 403")
+        errors = b.console_errors(allowed=("/tags/boiler_sp",))
+        check(not errors, f"no console error but the refused write's 403 ({errors[:2]})")
     finally:
         g.stop()
 
@@ -482,7 +483,8 @@ def test_maps(b):
               not b.js("return document.querySelector('tr[data-tag=\"t_raw\"] td[data-computed]')"),
               "tags: computed tags show their expression and whether an inverse writes them; a read tag is not marked")
         b.shot("maps.png")
-        check(not b.console_errors(), "maps: no console error")
+        errors = b.console_errors()
+        check(not errors, f"maps: no console error ({errors[:2]})")
     finally:
         g.stop()
 
