@@ -12,7 +12,10 @@
  * a sandbox of whitelisted functions (no I/O, no os/io/require/load, no
  * string library), for at most `steps` Lua instructions and `memory` bytes
  * of new allocation; past either it stops with an error and the tag is bad
- * with that reason. docs/tags.md has the language.
+ * with that reason. docs/tags.md has the language. A computed tag may
+ * declare an inverse (tags_table_inverse): compiled with it, its target
+ * checked (an input of the expression, writable, not computed), and run for
+ * a write (expr_engine_inverse) under the same limits.
  *
  *   expr_engine_t *e = expr_engine_new(table, NULL, "gw.ini", errfn, ctx, &n_errors);
  *   ... a read stores input values (tags_table_apply): the table tells e ...

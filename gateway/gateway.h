@@ -22,7 +22,8 @@
  * loop.c, cache.c, frames.c, tags_gw.c and trim.c call nothing else here;
  * port.c calls loop.c; bus.c calls port.c, cache.c (a write's bracket ends
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
- * bus.c; tag_write.c and the poller call submit.c; north.c calls submit.c,
+ * bus.c; tag_write.c and the poller call submit.c (tag_write.c also
+ * tags_gw.c, a computed tag's inverse); north.c calls submit.c,
  * tag_write.c and tags_gw.c; vslave.c (the maps: [map NAME]) calls
  * tag_write.c, tags_gw.c and loop.c; scan.c (scans from the API) calls
  * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.

@@ -6,6 +6,9 @@
  * range checks); the front end has checked who may write. This file owns
  * what happens next, so that the front ends cannot disagree about it:
  *
+ *   - a computed tag's write through its inverse (through_inverse): the
+ *     value becomes the write of one input tag, and from then on it is
+ *     that tag's write by every rule below; without an inverse, refused;
  *   - a bounded table of writes in flight (a slot each, until its answer);
  *   - the overlap rule: a write is refused while another write in flight
  *     touches one of its registers and either of them is a read-modify-write
