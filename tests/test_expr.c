@@ -14,7 +14,10 @@
  *   string method) end bad with their reason, each within its bounds, and
  *   the engine goes on evaluating the honest ones;
  * - load errors: a syntax error, an unknown tag, os/io/require/load (no such
- *   names), a cycle (named in full), a raw input, each FILE:LINE.
+ *   names), a cycle (named in full), a raw input, each FILE:LINE;
+ * - an inverse: its target and its result as text, refused while a tag it
+ *   reads is not good, stopped by the step budget, a result that is no
+ *   number, a tag without one.
  */
 #include "expr/expr.h"
 #include "tags/tags.h"
@@ -23,6 +26,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,12 +52,12 @@ static void on_error(void *ctx, const char *line)
 
 static const char *const HEADER = "name,device,table,address,type,interval_ms,expr\n";
 
-/* The CSV (HEADER prepended) into a table, its plan and its engine. */
-static void load(fix_t *f, const char *rows, bool expect_ok)
+/* The CSV (header prepended) into a table, its plan and its engine. */
+static void load_with(fix_t *f, const char *header, const char *rows, bool expect_ok)
 {
     char text[8192];
     tags_errors_t errs;
-    snprintf(text, sizeof text, "%s%s", HEADER, rows);
+    snprintf(text, sizeof text, "%s%s", header, rows);
     memset(f, 0, sizeof *f);
     f->t = tags_table_new(1000);
     int rc = tags_load_csv_string(f->t, text, "t.csv", NULL, 0, &errs);
@@ -71,6 +75,11 @@ static void load(fix_t *f, const char *rows, bool expect_ok)
     char msg[256];
     f->pl = tags_planner_new(NULL);
     assert_int_equal(tags_plan_build(f->pl, f->t, NULL, 0, &f->plan, msg, sizeof msg), 0);
+}
+
+static void load(fix_t *f, const char *rows, bool expect_ok)
+{
+    load_with(f, HEADER, rows, expect_ok);
 }
 
 static void unload(fix_t *f)
@@ -280,6 +289,52 @@ static void refused(const char *rows, const char *a, const char *b)
     tags_table_free(f.t);
 }
 
+/* A write through an inverse: its target, its result as text, its refusals. */
+static void test_inverse(void **state)
+{
+    (void)state;
+    fix_t f;
+    load_with(&f, "name,device,table,address,type,interval_ms,writable,expr,inverse,inverse_target\n",
+              "W,plc1,holding,100,int16,1000,true,,,\n"
+              "W_SF,plc1,holding,101,int16,1000,,,,\n"
+              "power,plc1,,,,,,W * 10^W_SF,round(value / 10^W_SF),W\n"
+              "spin,plc1,,,,,,W + 0,(function() while true do end end)(),\n"
+              "text,plc1,,,,,,W + 0,'abc',\n"
+              "plain,plc1,,,,,,W * 2,,\n", true);
+    unsigned target = 99;
+    char out[64], msg[256];
+    int power = tags_table_find(f.t, "power"), w = tags_table_find(f.t, "W");
+    tags_value_t asked = { .quality = TAGS_GOOD, .raw.f = 50.5, .eng = 50.5 };
+    assert_true(tags_table_tag(f.t, (size_t)power)->writable);
+    assert_false(tags_table_tag(f.t, (size_t)tags_table_find(f.t, "plain"))->writable);
+    /* W_SF not read yet: the inverse cannot be computed */
+    assert_int_equal(expr_engine_inverse(f.e, (size_t)power, &asked, NOW, &target, out, sizeof out, msg, sizeof msg),
+                     -EAGAIN);
+    assert_non_null(strstr(msg, "W_SF"));
+    uint16_t words[2] = { 1234, 0xFFFF };   /* W_SF = -1 */
+    answer(&f, words, 2, NOW);
+    assert_true(fabs(value(&f, "power", NOW).eng - 123.4) < 1e-9);
+    assert_int_equal(expr_engine_inverse(f.e, (size_t)power, &asked, NOW, &target, out, sizeof out, msg, sizeof msg), 0);
+    assert_int_equal(target, (unsigned)w);
+    assert_string_equal(out, "505");
+    int spin = tags_table_find(f.t, "spin");
+    assert_int_equal(expr_engine_inverse(f.e, (size_t)spin, &asked, NOW, &target, out, sizeof out, msg, sizeof msg),
+                     -EINVAL);
+    assert_non_null(strstr(msg, "step budget"));
+    int text = tags_table_find(f.t, "text");
+    assert_int_equal(expr_engine_inverse(f.e, (size_t)text, &asked, NOW, &target, out, sizeof out, msg, sizeof msg),
+                     -EINVAL);
+    assert_non_null(strstr(msg, "not a finite number or a boolean"));
+    int plain = tags_table_find(f.t, "plain");
+    assert_int_equal(expr_engine_inverse(f.e, (size_t)plain, &asked, NOW, &target, out, sizeof out, msg, sizeof msg),
+                     -ENOENT);
+    /* the engine goes on evaluating after a runaway inverse */
+    words[0] = 100;
+    answer(&f, words, 2, NOW + 10);
+    assert_true(fabs(value(&f, "power", NOW + 10).eng - 10.0) < 1e-9);
+    unload(&f);
+}
+
 static void test_load_errors(void **state)
 {
     (void)state;
@@ -314,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_quality),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_inverse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
