@@ -138,6 +138,21 @@ static int parse_interval(const char *text, unsigned *out, char *msg, size_t cap
     return 0;
 }
 
+/* An expression's text (expr, inverse), kept until the tags are resolved. */
+static int set_expression(char **dst, const char *value, char *msg, size_t cap)
+{
+    if (!*value || strlen(value) >= TAGS_EXPR_MAX) {
+        snprintf(msg, cap, "expected an expression of 1..%d bytes", TAGS_EXPR_MAX - 1);
+        return -EINVAL;
+    }
+    free(*dst);
+    if (!(*dst = strdup(value))) {
+        snprintf(msg, cap, "out of memory");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 /* One key of a [tag NAME] section into its pending tag; msg says why not. */
 static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsigned line, char *msg,
                    size_t cap)
@@ -195,30 +210,11 @@ static int tag_key(pending_tag_t *pt, const char *key, const char *value, unsign
         return parse_interval(value, &g->interval_ms, msg, cap);
     }
     if (strcmp(key, "expr") == 0) {   /* compiled once every tag is known (config_tags_resolve) */
-        if (!*value || strlen(value) >= TAGS_EXPR_MAX) {
-            snprintf(msg, cap, "expected an expression of 1..%d bytes", TAGS_EXPR_MAX - 1);
-            return -EINVAL;
-        }
-        free(pt->expr);
-        if (!(pt->expr = strdup(value))) {
-            snprintf(msg, cap, "out of memory");
-            return -ENOMEM;
-        }
         g->computed = true;
-        return 0;
+        return set_expression(&pt->expr, value, msg, cap);
     }
-    if (strcmp(key, "inverse") == 0) {   /* compiled with the expression (expr/engine.c) */
-        if (!*value || strlen(value) >= TAGS_EXPR_MAX) {
-            snprintf(msg, cap, "expected an expression of 1..%d bytes", TAGS_EXPR_MAX - 1);
-            return -EINVAL;
-        }
-        free(pt->inverse);
-        if (!(pt->inverse = strdup(value))) {
-            snprintf(msg, cap, "out of memory");
-            return -ENOMEM;
-        }
-        return 0;
-    }
+    if (strcmp(key, "inverse") == 0)   /* compiled with the expression (expr/engine.c) */
+        return set_expression(&pt->inverse, value, msg, cap);
     if (strcmp(key, "inverse_target") == 0)
         return copy_text(value, pt->inverse_target, sizeof pt->inverse_target, msg, cap);
     return -ENOENT;

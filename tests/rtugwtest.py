@@ -353,3 +353,13 @@ def wait_js(driver, script, what, timeout=10.0):
     check(bool(v), what)
     return v
 
+
+def check_config_refused(cfg, text, where, why):
+    """`rtugw check` of text (written to cfg) fails (exit 2) saying where (after cfg's path when it starts
+    with ':') and why."""
+    with open(cfg, "w") as f:
+        f.write(text)
+    r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
+    out = r.stdout + r.stderr
+    check(r.returncode == 2 and ((cfg + where) if where.startswith(":") else where) in out and why in out,
+          f"rtugw check refuses {text.strip().splitlines()[-1]!r}...: {out.strip()[:300]}")

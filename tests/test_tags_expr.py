@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, procs, run_tests  # noqa: E402
+from rtugwtest import BIN, Gateway, check, check_config_refused, procs, run_tests  # noqa: E402
 from tagscheck import TOKEN, put, tag_values, wait_for  # noqa: E402
 
 SRC = os.environ.get("RTUGW_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -173,13 +173,7 @@ def test_check_errors():
         ("[tag y]\nexpr = x\nwritable = true\n", ":9: [tag y]", "not writable"),
     ]
     for extra, where, why in cases:
-        cfg = os.path.join(d, "gw.ini")
-        with open(cfg, "w") as f:
-            f.write(base + extra)
-        r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
-        out = r.stdout + r.stderr
-        check(r.returncode == 2 and (cfg + where) in out and why in out,
-              f"rtugw check refuses {extra.strip()!r}: {out.strip()[:300]}")
+        check_config_refused(os.path.join(d, "gw.ini"), base + extra, where, why)
     shutil.rmtree(d, ignore_errors=True)
 
 

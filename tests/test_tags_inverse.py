@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Gateway, check, run_tests, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, check_config_refused, run_tests, wait_for  # noqa: E402
 from tagscheck import TOKEN, put, tag_values  # noqa: E402
 
 D = tempfile.mkdtemp(prefix="rtugw-inverse-")
@@ -246,14 +246,9 @@ def test_check_errors():
         ("[tag c]\ntable = holding\naddress = 3\ntype = uint16\ninverse = value\n", ":14: [tag c]",
          "belong to a computed tag"),
     ]
+    cfg = os.path.join(D, "gw.ini")
     for extra, where, why in cases:
-        cfg = os.path.join(D, "gw.ini")
-        with open(cfg, "w") as f:
-            f.write(base + extra)
-        r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
-        out = r.stdout + r.stderr
-        check(r.returncode == 2 and (cfg + where) in out and why in out,
-              f"rtugw check refuses {extra.strip()!r}: {out.strip()[:300]}")
+        check_config_refused(cfg, base + extra, where, why)
     # a map's device rows: the placement's own mistakes at the deviceN line
     with open(os.path.join(D, "rows.csv"), "w") as f:
         f.write("name,table,address,type\nx,holding,1,uint16\n")
@@ -269,11 +264,7 @@ def test_check_errors():
              "'plc.x': no such tag"),
             ("[map m]\nunit = 100\ndevice_registers = rows.csv\ndevice0 = m1, 65535\n", ":18: [map m] device = m1, 65535",
              "ends past address 65535")):
-        with open(cfg, "w") as f:
-            f.write(base_m + extra)
-        r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
-        out = r.stdout + r.stderr
-        check(r.returncode == 2 and where in out and why in out, f"rtugw check refuses {extra.strip()!r}: {out.strip()[:300]}")
+        check_config_refused(cfg, base_m + extra, where, why)
     with open(cfg, "w") as f:
         f.write(base_m + "[map m]\nunit = 100\ndevice_registers = rows.csv\ndevice0 = m1, 7\n")
     r = subprocess.run([BIN, "check", "-c", cfg], capture_output=True, text=True)
