@@ -2,7 +2,8 @@
 """Writes to computed tags through an inverse (issue 46), end to end, against
 the daemon's simulated slaves (port = sim:1,2), read back with pymodbus:
 
-- PUT /tags/NAME on a computed tag without an inverse: 409 naming the tag,
+- PUT /tags/NAME (and an MQTT write, through a real mosquitto) on a
+  computed tag without an inverse: 409 (NOT_WRITABLE) naming the tag,
   counted; with one: 200, the answer names the input written ("through"),
   the input's device register holds the inverse's value (read back over
   Modbus TCP), and the computed tag then shows the value written;
@@ -28,6 +29,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, check_config_refused, run_tests, wait_for  # noqa: E402
 from tagscheck import TOKEN, put, tag_values  # noqa: E402
+import test_mqtt  # noqa: E402,F401  (its brokers and subscribers; its main() does not run on import)
+from test_mqtt import Broker, Subscriber, mqtt_section  # noqa: E402
 
 D = tempfile.mkdtemp(prefix="rtugw-inverse-")
 
@@ -157,8 +160,11 @@ def test_inverse():
         f.write(MAP)
     with open(os.path.join(D, "meter_map.csv"), "w") as f:
         f.write(METER_MAP)
+    broker = Broker("inverse")
+    sub = Subscriber(broker.port, "rtugw/ginv/write/response", "sub-inverse", clean=True)
     g = Gateway(bus="port = sim:1,2,3,4\nbaud = 115200\n", devices=TAGS, dir=D, timeout_ms=100,
-                extra=f"write_token = {TOKEN}\n[map scada]\nunit = 100\nregisters = scada.csv\n"
+                extra=f"write_token = {TOKEN}\n{mqtt_section(broker.port, 'ginv')}"
+                "[map scada]\nunit = 100\nregisters = scada.csv\n"
                 "[map meters]\nunit = 101\ndevice_registers = meter_map.csv\ndevice0 = m3, 0\ndevice1 = m4, 10\n")
     c = g.client()
     c.write_register(21, 0, slave=1)   # the simulator's registers start at a pattern: 10^W_SF may overflow
@@ -186,6 +192,18 @@ def test_inverse():
         check(status == 200 and body.get("through") == "W" and regs(c, 1, 20) == [want],
               f"PUT power = {value} at W_SF {s16(sf)}: W = {want} on the device ({status} {body}, {regs(c, 1, 20)})")
         check(wait_for(lambda: shows(g, "power", value), 5, 0.05), f"power shows {value}")
+
+    # MQTT: the same path (tag_write.c), the same refusal without an inverse
+    def mqtt_write(uuid, tag, value):
+        sub.publish("rtugw/ginv/write", '{"uuid": "%s", "device": "d1", "tag": "%s", "value": %s}' % (uuid, tag, value))
+        wait_for(lambda: any(m.get("uuid") == uuid for _, m, _ in sub.messages()), 10)
+        r = [m for _, m, _ in sub.messages() if m.get("uuid") == uuid]
+        return r[-1] if r else {}
+    check(wait_for(lambda: g.metrics().get("rtugw_mqtt_connected") == 1, 10), "MQTT up")
+    r = mqtt_write("m1", "t_eng", "8.5")
+    check(r.get("error") == 0 and regs(c, 1, 10) == [35], f"MQTT write t_eng = 8.5 writes t_raw = 35 ({r}, {regs(c, 1, 10)})")
+    r = mqtt_write("m2", "t_ro", "8")
+    check(r.get("error") == 1009 and "no inverse" in r.get("message", ""), f"MQTT write to t_ro: NOT_WRITABLE ({r})")
 
     # refusals: nothing reaches the device
     c.write_register(10, 77, slave=1)
