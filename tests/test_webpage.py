@@ -409,12 +409,20 @@ def write_through_page(b, token, value):
                   "return m && !m.textContent.startsWith('writing') ? m.textContent : null;", "tags: the write is answered")
 
 
+def leave_page(b):
+    """The previous test's page off the browser, and what it logged once its daemon had stopped (its /status
+    polls refused) dropped: each test counts its own page's console errors."""
+    b.d.get("about:blank")
+    b.console_errors()
+
+
 def test_tags(b):
     ok, why = daemon_has_tags()
     if not ok:
         print(f"NOTE: this rtugw refuses [tag] sections ({why}): it serves no /tags, so the tag write checks "
               "cannot run here; the page's fallback to the poll groups' raw values was checked instead.")
         return
+    leave_page(b)
     g = Gateway(devices="[device d1]\nslave = 1\n", extra="write_token = secret-0123456789abcdefgh\n" + TAG)
     try:
         url = f"http://127.0.0.1:{g.http_port}/#tags"
@@ -453,6 +461,7 @@ MAP_TAGS = ("[tag t_raw]\ndevice = d1\ntable = holding\naddress = 10\ntype = int
 def test_maps(b):
     """The page's maps and computed tags: GET /api/maps, and the Tags view listing each map's entries and
     marking computed tags with their expression (and whether an inverse makes them writable)."""
+    leave_page(b)
     g = Gateway(devices="[device d1]\nslave = 1\n", extra="write_token = secret-0123456789abcdefgh\n" + MAP_TAGS)
     try:
         st, _, body = http(g.http_port, "/api/maps")
