@@ -72,6 +72,9 @@ bool tags_table_store_computed(tags_table_t *t, size_t i, const tags_value_t *v,
     const char *old = tags_table_note(t, i);
     bool note_moved = (old == NULL) != (note == NULL) || (old && note && strcmp(old, note) != 0);
     bool moved = changed(t, i, slot, &now) || note_moved;
+    /* a change number as a read's value gets one: GET /tags?since=N (the
+     * page's refresh) lists a computed tag whose value or why moved */
+    tags_changes_note(t, i, slot, &now, note_moved);
     *slot = now;
     tags_table_set_note(t, i, now.quality == TAGS_BAD ? note : NULL);
     return moved;

@@ -19,6 +19,7 @@ the daemon's simulated slaves (port = sim:1,2), read back with pymodbus:
 - two devices from one template: each one's computed tag reads and writes
   its own device's input (DEVICE.ROW scoping of expr, inverse and target);
 - rtugw check refuses what an inverse may not be, with FILE:LINE."""
+import json
 import os
 import struct
 import subprocess
@@ -28,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Gateway, check, check_config_refused, run_tests, wait_for  # noqa: E402
-from tagscheck import TOKEN, put, tag_values  # noqa: E402
+from tagscheck import TOKEN, http, put, tag_values  # noqa: E402
 import test_mqtt  # noqa: E402,F401  (its brokers and subscribers; its main() does not run on import)
 from test_mqtt import Broker, Subscriber, mqtt_section  # noqa: E402
 
@@ -183,6 +184,14 @@ def test_inverse():
           and body.get("words") == [125], f"PUT t_eng = 17.5 writes t_raw = (17.5 - 5) * 10 = 125: {status} {body}")
     check(regs(c, 1, 10) == [125], f"d1 holding 10 holds 125 ({regs(c, 1, 10)})")
     check(wait_for(lambda: shows(g, "t_eng", 17.5), 5, 0.05), f"t_eng shows 17.5 ({tag_values(g).get('t_eng')})")
+    # ... and a reader of changes only (GET /tags?since=N, the page's refresh) is told
+    seq = json.loads(http(g, "GET", "/tags")[1])["seq"]
+    put(g, "t_eng", "18.5")
+
+    def since():
+        listed = {t["name"]: t for t in json.loads(http(g, "GET", f"/tags?since={seq}")[1]).get("tags", [])}
+        return listed.get("t_eng", {}).get("value") == 18.5
+    check(wait_for(since, 5, 0.05), "GET /tags?since=N lists the computed tag's new value")
 
     # the inverse reads the scale factor: value / 10^W_SF, for two scale factors
     for sf, value, want in ((65535, 123.4, 1234), (1, 4560, 456)):

@@ -394,18 +394,19 @@ def on_fresh(b, css, act, tries=10):
     return act(b.d.find_element(By.CSS_SELECTOR, css))
 
 
-def write_through_page(b, token, value):
+def write_through_page(b, token, value, tag="boiler_sp"):
+    row = f'tr[data-tag=\\"{tag}\\"]'
     b.d.find_element(By.ID, "token").send_keys(token)
     b.d.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
-    b.wait("return document.querySelector('tr[data-tag=\"boiler_sp\"] button')", "tags: Edit is offered with a token")
-    on_fresh(b, "tr[data-tag=\"boiler_sp\"] button", lambda e: e.click())
+    b.wait(f"return document.querySelector('{row} button')", "tags: Edit is offered with a token")
+    on_fresh(b, row.replace("\\", "") + " button", lambda e: e.click())
     # The page asks /tags/NAME whether the tag is writable before it opens the form.
-    b.wait("return document.querySelector('tr[data-tag=\"boiler_sp\"] form input')", "tags: the edit form opens")
-    field = b.d.find_element(By.CSS_SELECTOR, "tr[data-tag=\"boiler_sp\"] form input")
+    b.wait(f"return document.querySelector('{row} form input')", "tags: the edit form opens")
+    field = b.d.find_element(By.CSS_SELECTOR, row.replace("\\", "") + " form input")
     field.clear()
     field.send_keys(str(value))
-    b.d.find_element(By.CSS_SELECTOR, "tr[data-tag=\"boiler_sp\"] form button[type=submit]").click()
-    return b.wait("const m = document.querySelector('tr[data-tag=\"boiler_sp\"] .msg');"
+    b.d.find_element(By.CSS_SELECTOR, row.replace("\\", "") + " form button[type=submit]").click()
+    return b.wait(f"const m = document.querySelector('{row} .msg');"
                   "return m && !m.textContent.startsWith('writing') ? m.textContent : null;", "tags: the write is answered")
 
 
@@ -491,6 +492,14 @@ def test_maps(b):
               text_of(b, "tr[data-tag=\"t_ro\"] td .computed") == "computed" and
               not b.js("return document.querySelector('tr[data-tag=\"t_raw\"] td[data-computed]')"),
               "tags: computed tags show their expression and whether an inverse writes them; a read tag is not marked")
+        # a computed tag with an inverse is edited like any writable tag: its input gets the inverse's value
+        msg = write_through_page(b, "secret-0123456789abcdefgh", 12.5, "t_eng")
+        c = g.client()
+        check(msg == "written" and c.read_holding_registers(10, 1, slave=1).registers == [125],
+              f"tags: a write of 12.5 to t_eng through the page writes t_raw = 125 ({msg})")
+        c.close()
+        b.wait("return document.querySelector('tr[data-tag=\"t_eng\"] td.value')?.textContent === '12.5'",
+               "tags: the page then shows t_eng = 12.5 (its ?since= refresh lists computed tags)")
         b.shot("maps.png")
         errors = b.console_errors()
         check(not errors, f"maps: no console error ({errors[:2]})")
