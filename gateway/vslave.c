@@ -28,19 +28,22 @@
  * A value the entry's type cannot hold (out of range, NaN into an integer)
  * answers 04: the map's type is the integrator's promise, not the tag's.
  *
- * Writes (fc 5, 6, 15, 16) name exactly one entry, whole (its address and
- * its count; else 02): the words are decoded with the entry's type, order
- * and scale into the engineering value, encoded for the tag's own device
+ * Writes (fc 5, 6, 15, 16) cover whole entries, end to end (else 02, and
+ * nothing is written): each entry's words are decoded with its type, order
+ * and scale into the engineering value, encoded for its tag's own device
  * (tags_encode_number, or the words as they are for string and raw) and
  * written through tag_write.c, the one path (overlap rule, confirmation
- * read-back). The answer goes when that write's outcome comes: the echo, or
- * the slave's or gateway's exception; refused at once: 02 for a tag that
- * is not writable or on a listen-only bus (the address cannot be written,
- * as on a slave whose register is read-only), 03 for a value outside the
- * tag's type, 06 while an overlapping write is in flight or the table of
- * writes is full, 0A when the bus took nothing. tag_write_begin is the I/O
- * thread's: a write from another thread (the serial slave's actor) is posted
- * there, and its refusal comes back through the request's origin.
+ * read-back; a computed tag through its inverse), one entry after another
+ * (write_done says why). Refused before anything is written: 02 for a tag
+ * that is not writable (a computed tag without an inverse included), a gap
+ * or part of an entry, 03 for a value outside a tag's type. Each tag
+ * write's own refusal: 02 on a listen-only bus (the address cannot be
+ * written, as on a slave whose register is read-only), 06 while an
+ * overlapping write is in flight or the table of writes is full, 0A when
+ * the bus took nothing, 04 when an inverse cannot give a value.
+ * tag_write_begin is the I/O thread's: a write from another thread (the
+ * serial slave's actor) is posted there, and its refusal comes back
+ * through the request's origin.
  *
  * Memory. An entry is 12 bytes (address, count, the tag's index, its
  * encoding); encodings are shared (a map of 5,000 float32 entries holds
