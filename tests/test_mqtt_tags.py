@@ -603,7 +603,7 @@ def test_api_config():
     st, spec = call("GET", "/api/openapi.json")
     want = {"/api/buses", "/api/devices", "/api/templates", "/api/tags", "/api/maps", "/api/config", "/api/config/validate",
             "/api/devices/{name}", "/api/tags/{name}", "/api/templates/{name}", "/api/polls/{name}", "/api/buses/{name}",
-            "/api/templates/{name}/csv", "/api/devices/{name}/csv"}
+            "/api/templates/{name}/csv", "/api/devices/{name}/csv", "/api/scan", "/api/scan/{name}"}
     check(st == 200 and spec["openapi"].startswith("3.") and set(spec["paths"]) == want and
           set(spec["paths"]["/api/config"]) == {"get", "put"}, f"GET /api/openapi.json describes every call: {sorted(spec.get('paths', {}))}")
     check(call("GET", "/api/config")[0] == 403, "GET /api/config without the token: 403 (the file holds it)")
