@@ -132,7 +132,7 @@ def test_matrix():
              "/metrics", "/status", "/frames", "/tags", "/tags/NAME", "/api/openapi.json", "/api/buses",
              "/api/devices", "/api/templates", "/api/tags", "/api/config", "/api/config/validate",
              "/api/devices/NAME", "/api/tags/NAME", "/api/templates/NAME", "/api/polls/NAME", "/api/buses/NAME",
-             "/api/templates/NAME/csv", "/api/devices/NAME/csv", "/api/scan"}
+             "/api/templates/NAME/csv", "/api/devices/NAME/csv", "/api/scan", "/api/maps"}
     check(routes - known == set(), f"every route has a rule here (new: {sorted(routes - known)})")
     check(len(routes) >= 20 and known - routes == set(),
           f"the source scan finds every route the rules know (missed: {sorted(known - routes)})")
