@@ -353,6 +353,29 @@ static void reload_listener(gw_t *gw, gw_tcp_t **front, config_tcp_t *running, c
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [%s] on: listening on %s:%u", section, want->bind, want->port);
 }
 
+/* [udp] the same way (front/udp.c, udp_apply_config, says what applies when). */
+static void reload_udp(gw_t *gw, const config_tcp_t *want, char *restart, size_t cap)
+{
+    restart[0] = 0;
+    if (gw->udp) {
+        udp_apply_config(gw->udp, want, restart, cap);
+        gw->cfg->udp = *udp_running_config(gw->udp);
+        return;
+    }
+    config_tcp_t was = gw->cfg->udp;
+    gw->cfg->udp = *want;
+    if (!want->enabled)
+        return;
+    char err[256];
+    if (!(gw->udp = udp_new(gw, err, sizeof err))) {
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: [udp]: %s", err);
+        gw->cfg->udp = was;
+        snprintf(restart, cap, "udp.enabled");
+        return;
+    }
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [udp] on: listening on %s:%u", want->bind, want->port);
+}
+
 static void log_warning(void *ctx, const char *line)
 {
     gw_log(ctx, CONFIG_LOG_WARN, "SIGHUP: %s", line);
@@ -449,7 +472,9 @@ static void reload(gw_t *gw)
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
-    CHANGED("udp", memcmp(&gw->cfg->udp, &fresh->udp, sizeof fresh->udp) != 0);
+    char udp_restart[64];
+    reload_udp(gw, &fresh->udp, udp_restart, sizeof udp_restart);
+    CHANGED(udp_restart, udp_restart[0] != 0);
     CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
     /* Maps apply live: rebuilt over the running tag table whenever they or
      * the tags changed (a tag's index moves with the table), nothing else
@@ -480,14 +505,14 @@ static void reload(gw_t *gw)
 #undef CHANGED
     gw->cfg->log_level = fresh->log_level;
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp] and [rtu_tcp]%s%s%s%s%s%s%s",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp], [rtu_tcp] and [udp]%s%s%s%s%s%s%s",
            gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
            bus_keys ? ", the buses' ports, timeouts and retries" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp%s%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp udp%s%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");

@@ -38,6 +38,10 @@ void tcp_recheck_sessions(gw_tcp_t *tcp);
  * answered in one datagram; bounded per source address. */
 gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap);
 void udp_free(gw_udp_t *u);
+/* A reload's [udp], on the I/O thread (udp.c says what applies when);
+ * what waits is named in restart ("udp.port", "udp.max_pending"). */
+void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, char *restart, size_t cap);
+const config_tcp_t *udp_running_config(const gw_udp_t *u);
 void udp_stop_accepting(gw_udp_t *u);
 unsigned udp_in_flight(const gw_udp_t *u);
 

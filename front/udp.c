@@ -56,6 +56,7 @@ typedef struct udp_source {
 typedef struct udp_place {
     uint64_t gen;                     /* bumped each time the place is taken */
     bool used;
+    bool old;                         /* taken on the socket a reload retired: answered on it */
     uint16_t tid;
     uint8_t unit;
     unsigned source;
@@ -66,8 +67,10 @@ struct gw_udp {
     gw_t *gw;
     config_tcp_t cfg;
     gw_udp_metrics_t *m;
-    int fd;
+    int fd;                           /* -1: [udp] turned off by a reload */
     struct event *ev;
+    int old_fd;                       /* the socket a reload moved from, until its answers are out */
+    unsigned old_in_flight;
     udp_source_t *sources;            /* cfg.max_clients */
     udp_place_t *places;              /* cfg.max_clients * cfg.max_pending */
     unsigned n_places, place_hint, in_flight;
@@ -83,17 +86,23 @@ static bool allowed(const config_tcp_t *cfg, const struct sockaddr_in *from)
     return false;
 }
 
-static void send_answer(gw_udp_t *u, const struct sockaddr_in *to, uint16_t tid, uint8_t unit, const uint8_t *pdu,
-                        size_t len)
+static void send_on(gw_udp_t *u, int fd, const struct sockaddr_in *to, uint16_t tid, uint8_t unit,
+                    const uint8_t *pdu, size_t len)
 {
     uint8_t out[MBAP_MAX_ADU];
     int n = mbap_encode(tid, unit, pdu, len, out, sizeof out);
     if (n <= 0)
         return;
-    if (sendto(u->fd, out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)to, sizeof *to) == n)
+    if (sendto(fd, out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)to, sizeof *to) == n)
         gw_count(&u->m->common.answers);
     else
         gw_count(&u->m->send_errors);   /* the socket's buffer full, or the client's network gone */
+}
+
+static void send_answer(gw_udp_t *u, const struct sockaddr_in *to, uint16_t tid, uint8_t unit, const uint8_t *pdu,
+                        size_t len)
+{
+    send_on(u, u->fd, to, tid, unit, pdu, len);
 }
 
 static void send_exception(gw_udp_t *u, const struct sockaddr_in *to, uint16_t tid, uint8_t unit, uint8_t fc,
@@ -137,6 +146,10 @@ static void release(gw_udp_t *u, unsigned index)
 {
     udp_place_t *p = &u->places[index];
     p->used = false;
+    if (p->old && --u->old_in_flight == 0 && u->old_fd >= 0) {
+        close(u->old_fd);   /* the retired socket's last answer is out */
+        u->old_fd = -1;
+    }
     u->sources[p->source].in_flight--;
     u->in_flight--;
     atomic_fetch_sub_explicit(&u->m->in_flight, 1, memory_order_relaxed);
@@ -224,7 +237,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
         gw_count(&u->m->common.discarded);
         return;
     }
-    send_answer(u, &u->sources[p->source].addr, p->tid, p->unit, pdu, len);
+    send_on(u, p->old ? u->old_fd : u->fd, &u->sources[p->source].addr, p->tid, p->unit, pdu, len);
     release(u, i);
 }
 
@@ -238,11 +251,81 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
 
 static const gw_origin_ops_t udp_origin_ops = { "udp", origin_answer, NULL };
 
+/* The socket in use stops reading and answers what it took (old_fd). */
+static void retire(gw_udp_t *u)
+{
+    if (u->ev) {
+        event_free(u->ev);
+        u->ev = NULL;
+    }
+    if (u->fd < 0)
+        return;
+    u->old_in_flight = 0;
+    for (unsigned i = 0; i < u->n_places; i++)
+        if (u->places[i].used && !u->places[i].old) {
+            u->places[i].old = true;
+            u->old_in_flight++;
+        }
+    if (u->old_in_flight)
+        u->old_fd = u->fd;
+    else
+        close(u->fd);
+    u->fd = -1;
+}
+
+/* A socket bound to cfg's address, read from the loop; the one in use, if
+ * any, retired first once the new one is bound. 0, or -1 and err. */
+static int open_socket(gw_udp_t *u, const config_tcp_t *cfg, char *err, size_t errcap)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port) };
+    inet_pton(AF_INET, cfg->bind, &sa.sin_addr);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        snprintf(err, errcap, "udp: cannot listen on %s:%u: %s", cfg->bind, cfg->port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct event *ev = event_new(loop_base(u->gw->loop), fd, EV_READ | EV_PERSIST, on_readable, u);
+    if (!ev || event_add(ev, NULL) != 0) {
+        snprintf(err, errcap, "udp: out of memory");
+        if (ev)
+            event_free(ev);
+        close(fd);
+        return -1;
+    }
+    retire(u);
+    u->fd = fd;
+    u->ev = ev;
+    return 0;
+}
+
+/* New bounds, with nothing in flight: the tables sized again. */
+static int resize(gw_udp_t *u, const config_tcp_t *want)
+{
+    unsigned n = want->max_clients * want->max_pending;
+    udp_source_t *sources = calloc(want->max_clients, sizeof *sources);
+    udp_place_t *places = calloc(n, sizeof *places);
+    if (!sources || !places) {
+        free(sources);
+        free(places);
+        return -1;
+    }
+    free(u->sources);
+    free(u->places);
+    u->sources = sources;
+    u->places = places;
+    u->n_places = n;
+    u->place_hint = 0;
+    u->cfg.max_clients = want->max_clients;
+    u->cfg.max_pending = want->max_pending;
+    return 0;
+}
+
 gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap)
 {
     const config_tcp_t *cfg = &gw->cfg->udp;
     gw_udp_t *u = calloc(1, sizeof *u);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port) };
 
     if (!u) {
         snprintf(err, errcap, "udp: out of memory");
@@ -252,25 +335,77 @@ gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap)
     u->gw = gw;
     u->cfg = *cfg;
     u->m = &gw->udp_metrics;
+    u->fd = u->old_fd = -1;
     u->n_places = cfg->max_clients * cfg->max_pending;
     u->sources = calloc(cfg->max_clients, sizeof *u->sources);
     u->places = calloc(u->n_places, sizeof *u->places);
-    u->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    inet_pton(AF_INET, cfg->bind, &sa.sin_addr);
-    if (!u->sources || !u->places || u->fd < 0 || bind(u->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        snprintf(err, errcap, "udp: cannot listen on %s:%u: %s", cfg->bind, cfg->port,
-                 !u->sources || !u->places ? "out of memory" : strerror(errno));
+    if (!u->sources || !u->places) {
+        snprintf(err, errcap, "udp: out of memory");
         udp_free(u);
         return NULL;
     }
-    u->ev = event_new(loop_base(gw->loop), u->fd, EV_READ | EV_PERSIST, on_readable, u);
-    if (!u->ev || event_add(u->ev, NULL) != 0) {
-        snprintf(err, errcap, "udp: out of memory");
+    if (open_socket(u, cfg, err, errcap) != 0) {
         udp_free(u);
         return NULL;
     }
     gw_log(gw, CONFIG_LOG_INFO, "modbus udp %s:%u", cfg->bind, cfg->port);
     return u;
+}
+
+/*
+ * A reload ([udp], on the I/O thread). What a datagram is checked against
+ * (routes, default_bus, read_only, allow) applies from the next datagram;
+ * requests already taken keep the route they went by. A new address
+ * (bind, port) or enabled = true is a socket bound first: one that cannot
+ * be bound leaves the running one and is named in restart (udp.port). The
+ * socket it replaces (or that enabled = false retires) reads no more, but
+ * the requests taken on it are answered on it, from the port their client
+ * wrote to, and it closes with its last answer. One socket drains at a
+ * time: a second move before it has is named in restart. max_clients and
+ * max_pending size the tables: they apply when nothing is in flight, and
+ * are otherwise named in restart, as the running bounds stay.
+ */
+void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, char *restart, size_t cap)
+{
+    size_t used = 0;
+#define WAITS(key) used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%sudp.%s", used ? " " : "", key)
+    restart[0] = 0;
+    bool moved = !want->enabled || u->fd < 0 || strcmp(want->bind, u->cfg.bind) != 0 || want->port != u->cfg.port;
+    if (moved && (u->fd >= 0 || want->enabled)) {
+        char err[256] = "";
+        if (u->old_fd >= 0 && u->fd >= 0) {
+            WAITS("port");
+            gw_log(u->gw, CONFIG_LOG_WARN, "SIGHUP: [udp]: the socket moved from is still answering; the move waits");
+        } else if (want->enabled && open_socket(u, want, err, sizeof err) != 0) {
+            WAITS("port");
+            gw_log(u->gw, CONFIG_LOG_ERROR, "SIGHUP: [udp]: %s; the running socket stays", err);
+        } else {
+            if (!want->enabled)
+                retire(u);
+            u->cfg.enabled = want->enabled;
+            snprintf(u->cfg.bind, sizeof u->cfg.bind, "%s", want->bind);
+            u->cfg.port = want->port;
+            gw_log(u->gw, CONFIG_LOG_INFO, "SIGHUP: [udp] %s%s:%u", want->enabled ? "on " : "off (was ", want->bind,
+                   want->port);
+        }
+    }
+    if (want->max_clients != u->cfg.max_clients || want->max_pending != u->cfg.max_pending) {
+        if (u->in_flight || resize(u, want) != 0)
+            WAITS("max_pending");
+    }
+    config_tcp_t keep = u->cfg;
+    u->cfg = *want;
+    u->cfg.enabled = keep.enabled;
+    snprintf(u->cfg.bind, sizeof u->cfg.bind, "%s", keep.bind);
+    u->cfg.port = keep.port;
+    u->cfg.max_clients = keep.max_clients;
+    u->cfg.max_pending = keep.max_pending;
+#undef WAITS
+}
+
+const config_tcp_t *udp_running_config(const gw_udp_t *u)
+{
+    return &u->cfg;
 }
 
 void udp_stop_accepting(gw_udp_t *u)
@@ -292,6 +427,8 @@ void udp_free(gw_udp_t *u)
         event_free(u->ev);
     if (u->fd >= 0)
         close(u->fd);
+    if (u->old_fd >= 0)
+        close(u->old_fd);
     free(u->sources);
     free(u->places);
     free(u);

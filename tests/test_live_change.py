@@ -22,6 +22,8 @@ import json
 import os
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -336,6 +338,69 @@ def test_bus_port_live():
     g.stop()
     shutil.rmtree(d, ignore_errors=True)
 
+
+def udp_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def udp_ask(port, tid, unit, pdu, sock=None, timeout=2.0):
+    """One Modbus UDP request to 127.0.0.1:port: (the answer's PDU, the port it came from), or (None, None)."""
+    s = sock or socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    s.sendto(struct.pack(">HHHB", tid, 0, len(pdu) + 1, unit) + pdu, ("127.0.0.1", port))
+    try:
+        data, addr = s.recvfrom(300)
+        return (data[7:] if struct.unpack(">H", data[:2])[0] == tid else None), addr[1]
+    except (socket.timeout, ConnectionRefusedError):
+        return None, None
+    finally:
+        if sock is None:
+            s.close()
+
+
+def test_udp_live():
+    """[udp] by SIGHUP (was restart_needed "udp"): a new port binds first and
+    the old socket answers what it took before it closes (a request to a
+    silent slave in flight across the move gets its 0x0B from the port it
+    was sent to); read_only applies from the next datagram; the section
+    removed stops it and put back brings it back; nothing waits for a restart."""
+    p1, p2 = udp_port(), udp_port()
+    g = Gateway(extra=f"write_token = {TOKEN}\n[udp]\nlisten = 127.0.0.1:{p1}\ndefault_bus = line\n")
+    pdu, port = udp_ask(p1, 1, 1, bytes([3, 0, 5, 0, 1]))
+    check(pdu == bytes([3, 2]) + (1005).to_bytes(2, "big") and port == p1, f"[udp] answers on {p1}: {pdu}")
+    slow = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    slow.sendto(struct.pack(">HHHB", 77, 0, 6, 9) + bytes([3, 0, 0, 0, 1]), ("127.0.0.1", p1))   # slave 9: silent
+    time.sleep(0.05)
+    hup(g, g.text.replace(f"listen = 127.0.0.1:{p1}\n", f"listen = 127.0.0.1:{p2}\n"))
+    check(wait_for(lambda: "[udp] on 127.0.0.1:" + str(p2) in g.log_text(), 3), "the reload moved [udp]")
+    slow.settimeout(3)
+    try:
+        data, addr = slow.recvfrom(300)
+    except socket.timeout:
+        data, addr = b"", (None, None)
+    check(data[:2] == bytes([0, 77]) and data[7:] == bytes([0x83, 0x0B]) and addr[1] == p1,
+          f"the request in flight across the move answered 0x0B from the port it went to ({data.hex()} from {addr[1]})")
+    slow.close()
+    pdu, port = udp_ask(p2, 2, 2, bytes([3, 0, 7, 0, 1]))
+    check(pdu == bytes([3, 2]) + (2007).to_bytes(2, "big") and port == p2, f"answered on the new port {p2}: {pdu}")
+    check(udp_ask(p1, 3, 1, bytes([3, 0, 5, 0, 1]), timeout=0.5)[0] is None, "and no more on the old one")
+    hup(g, g.text.replace("default_bus = line\n", "default_bus = line\nread_only = true\n"))
+    check(wait_for(lambda: (udp_ask(p2, 4, 1, bytes([6, 0, 1, 0, 9]))[0] or b"\0")[0] == 0x86, 3),
+          "read_only = true: a write refused with an exception from the next datagram")
+    with_udp = g.text
+    hup(g, with_udp[:with_udp.index("[udp]\n")])
+    check(wait_for(lambda: udp_ask(p2, 5, 1, bytes([3, 0, 5, 0, 1]), timeout=0.3)[0] is None, 3),
+          "[udp] removed: silent")
+    hup(g, with_udp)
+    check(wait_for(lambda: udp_ask(p2, 6, 1, bytes([3, 0, 5, 0, 1]), timeout=0.3)[0] is not None, 3),
+          "[udp] back: answered")
+    check(g.status()["restart_needed"] == "", f"nothing waits: {g.status()['restart_needed']!r}")
+    g.stop()
+
 # ---- 4. a change made while a tag write is in flight -----------------------------------
 
 def slow_write(g, results):
@@ -644,7 +709,7 @@ TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_templat
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
          test_section_editor, test_last_reload_reported, test_warnings_everywhere,
          test_rtugw_reload, test_listeners_live, test_line_keys_live, test_device_moved_to_another_slave_live,
-         test_bus_port_live]
+         test_bus_port_live, test_udp_live]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
