@@ -180,7 +180,7 @@ static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool 
     for (unsigned i = 0; i < a->bus_count; i++) {
         if (same_beyond_keys(&a->buses[i], b->buses[i]))
             continue;
-        if (!line_port_change_ok(&a->buses[i], &b->buses[i]))
+        if (!bus_port_change_ok(&a->buses[i], &b->buses[i]))
             return true;
         *ports = true;
     }

@@ -454,6 +454,8 @@ int bus_set_keys(gw_bus_t *bus, const config_t *cfg);
 /* A reload moved the bus to fresh's port or serial settings (line_port_change_ok),
  * on the I/O thread: the port reopens there (bus.c). 0, or -1 and err. */
 int bus_port_change(gw_bus_t *bus, const config_t *fresh, char *err, size_t errcap);
+/* Whether bus_port_change can move a bus from run to c (line_port_change_ok). */
+bool bus_port_change_ok(const config_bus_t *run, const config_bus_t *c);
 const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
