@@ -485,6 +485,11 @@ int config_role_find(const config_t *cfg, const char *name);
 /* "viewer", "operator", "admin", or "none". */
 const char *config_user_role_name(config_user_role_t role);
 
+/* tags.c: what `rtugw check` warns of beside its verdict in cfg's tags
+ * (tags_lint: Modicon-looking addresses, overlapping tags), each line to
+ * warn; how many. 0 when cfg has no tags. */
+unsigned config_lint(const config_t *cfg, tags_lint_fn warn, void *ctx);
+
 /* A tags_file as the loader opens it: relative to the configuration file's
  * (source's) folder, unless absolute or source has no folder. */
 void config_resolve_path(const char *source, const char *path, char *out, size_t cap);

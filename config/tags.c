@@ -757,3 +757,10 @@ void config_tags_resolve(loader_t *ld)
     }
     cfg->tags = t;
 }
+
+/* The daemon's reload says what check says (config.h): through here, as
+ * daemon/ may call config/ but not tags/. */
+unsigned config_lint(const config_t *cfg, tags_lint_fn warn, void *ctx)
+{
+    return cfg->tags ? tags_lint(cfg->tags, cfg->source, warn, ctx) : 0;
+}

@@ -180,7 +180,7 @@ static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool 
     for (unsigned i = 0; i < a->bus_count; i++) {
         if (same_beyond_keys(&a->buses[i], b->buses[i]))
             continue;
-        if (!line_port_change_ok(&a->buses[i], &b->buses[i]))
+        if (!bus_port_change_ok(&a->buses[i], &b->buses[i]))
             return true;
         *ports = true;
     }
@@ -296,7 +296,7 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         gwnorth_polls_changed(gw->north);
     if (gw->north && tags && gwnorth_tags_changed(gw->north) != 0)
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: mqtt: cannot announce the new tags (out of memory)");
-    size_t n = tags_table_count(gwtags_defs(gw->tags));
+    size_t n = gwtags_count(gw->tags);
     if (tags)
         gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: tags applied: %zu tags, %zu of them unchanged (values kept)", n, kept);
     if (polls)
@@ -409,8 +409,7 @@ static void reload(gw_t *gw)
     }
     /* what check would say beside its verdict, said here too (in the log,
      * counted in /status last_reload.warnings) */
-    if (fresh->tags)
-        gw->last_reload.warnings = tags_lint(fresh->tags, fresh->source, log_warning, gw);
+    gw->last_reload.warnings = config_lint(fresh, log_warning, gw);
     char restart[512] = "", tcp_restart[64] = "", rtu_restart[64] = "", tls_restart[128] = "";
     size_t used = 0;
     /* Buses, devices, poll groups, the router and HTTP are owned by running

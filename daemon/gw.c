@@ -40,25 +40,6 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
     fflush(stderr);
 }
 
-static int start_router(gw_t *gw)
-{
-    router_config_t rc;
-    router_config_default(&rc);
-    rc.epsilon = gw->cfg->router.exploration;
-    rc.sample_every = gw->cfg->router.sample_every;
-    rc.explore_run = gw->cfg->router.explore_run;
-    if (strcmp(gw->cfg->router.policy, "thompson") == 0)
-        rc.policy = ROUTER_POLICY_THOMPSON;
-    rc.n_edges = gw->cfg->router.bucket_count;
-    for (unsigned i = 0; i < rc.n_edges; i++)
-        rc.edges[i] = (uint16_t)gw->cfg->router.buckets[i];
-    if (router_new(&rc, &gw->router) != 0)
-        return -1;
-    if (gw->cfg->router.state_file[0])
-        router_load(gw->router, gw->cfg->router.state_file);   /* warns and starts fresh on failure */
-    return 0;
-}
-
 /* Front ends on serial ports of their own: after the buses they forward to. */
 static int start_serial_slaves(gw_t *gw, char *err, size_t errcap)
 {
@@ -100,10 +81,8 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     int cache = cache_init(gw);
     gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
     gw->serial_slaves = calloc(cfg->serial_slave_count + 1, sizeof *gw->serial_slaves);
-    /* Actors: one per bus and the poller; the table is allocated up front,
-     * so size it to what the configuration needs rather than the default. */
-    actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + cfg->serial_slave_count + 16 };
-    if (cache != 0 || !gw->buses || !gw->serial_slaves || actor_system_create(&gw->actors, &ac) != 0 || start_router(gw) != 0 ||
+    /* the actors and the router (gateway/runtime.c) before the buses */
+    if (cache != 0 || !gw->buses || !gw->serial_slaves || gw_runtime_start(gw) != 0 ||
         !(gw->loop = loop_new(gw)) || (cfg->line_thread && cfg->bus_count && !(gw->line_loop = loop_new(gw)))) {
         gw_log(gw, CONFIG_LOG_ERROR, "cannot start: out of memory or threads");
         gw_free(gw);
@@ -158,7 +137,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     if (cfg->http.enabled)
         snprintf(http, sizeof http, "%s:%u", cfg->http.bind, cfg->http.port);
     gw_log(gw, CONFIG_LOG_INFO, "%u workers; modbus tcp %s; modbus tls %s; %s %s",
-           actor_system_workers(gw->actors), tcp, tls, cfg->http.tls_cert[0] ? "https" : "http", http);
+           gw_runtime_workers(gw), tcp, tls, cfg->http.tls_cert[0] ? "https" : "http", http);
     if (cfg->rtu_tcp.enabled)
         gw_log(gw, CONFIG_LOG_INFO, "rtu over tcp %s:%u", cfg->rtu_tcp.bind, cfg->rtu_tcp.port);
     return gw;
@@ -195,9 +174,8 @@ int gw_run(gw_t *gw)
         fputc('\n', stderr);
     }
     loop_release_host(gw->loop);   /* pinned bus actors drain on the workers */
-    actor_system_shutdown(gw->actors, 500000000ull);
-    if (gw->cfg->router.state_file[0] && router_save(gw->router, gw->cfg->router.state_file) != 0)
-        gw_log(gw, CONFIG_LOG_WARN, "router: cannot save %s", gw->cfg->router.state_file);
+    gw_runtime_drain(gw, 500000000ull);
+    gw_runtime_save(gw);
     gw_log(gw, CONFIG_LOG_INFO, "stopped");
     return rc == 0 ? 0 : 1;
 }
@@ -217,8 +195,7 @@ void gw_free(gw_t *gw)
         loop_release_host(gw->loop);
     if (gw->line_loop)
         loop_release_host(gw->line_loop);
-    if (gw->actors)
-        actor_system_shutdown(gw->actors, 0);
+    gw_runtime_drain(gw, 0);
     control_stop(gw);
     gwnorth_free(gw->north);   /* actors are down: no poll answer is on its way */
     http_free(gw->http);
@@ -237,10 +214,7 @@ void gw_free(gw_t *gw)
     scans_free(gw->scans);   /* the loops are gone: no scan answer is on its way */
     tag_writes_free(gw->tag_writes);   /* the loop has stopped: no outcome is on its way */
     vslave_free(gw->maps);   /* after the front ends and the writes that named it */
-    if (gw->actors)
-        actor_system_destroy(gw->actors);
-    if (gw->router)
-        router_free(gw->router);
+    gw_runtime_free(gw);
     cache_fini(gw);
     free(gw->buses);
     free(gw->serial_slaves);

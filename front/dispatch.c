@@ -68,7 +68,7 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
     if ((st = rtu_request_decode_pdu(pdu, len, &req)) == RTU_ERR_FUNCTION)
         return exception(out, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     if (st != RTU_OK)
-        return exception(out, pdu[0], 0x03);   /* illegal data value: malformed request */
+        return exception(out, pdu[0], MB_EX_ILLEGAL_DATA_VALUE);   /* a malformed request */
     if (cfg->read_only && (rtu_function_class(pdu, len) & RTU_FN_CHANGES)) {
         gw_count(&m->read_only_refused);
         return exception(out, pdu[0], MB_EX_ILLEGAL_FUNCTION);

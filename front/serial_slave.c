@@ -4,8 +4,8 @@
  * slaves its unitN routes name, forwarding each request to any bus (a
  * serial line, a device server, a Modbus TCP device).
  *
- * One actor per port. The port is port.c's (open, reopen with back-off,
- * arrival stamps), its bytes go to this actor, which delimits requests with
+ * One actor per port, both gateway/slave_port.c's (the port is port.c's:
+ * open, reopen with back-off, arrival stamps); its bytes go to this actor, which delimits requests with
  * the parser's framer in REQUEST mode (length rules, CRC, t3.5 for the
  * functions without a rule). A frame with a bad CRC, or for a slave id no
  * route names, is not answered: other slaves may share the line, and a
@@ -43,9 +43,7 @@ struct gw_serial_slave {
     gw_t *gw;
     const config_serial_slave_t *cfg;
     char name[CONFIG_NAME_MAX + 16];
-    driver_t *driver;
-    gw_port_t *port;
-    actor_ref_t self;
+    gw_slave_port_t *port;     /* the port and this actor (gateway/slave_port.c) */
     rtu_framer_t *framer;
     uint64_t t35_ns;
     uint64_t last_chunk_ns;
@@ -80,9 +78,9 @@ static void send_pdu(gw_serial_slave_t *s, const uint8_t *pdu, size_t len)
     if (pdu[0] & 0x80)
         gw_count(&s->m.exceptions);
     if (now >= at)
-        port_write(s->port, adu, (size_t)n);
+        slave_port_write(s->port, adu, (size_t)n);
     else
-        actor_send_after(s->gw->actors, s->self, SS_MSG_SEND, adu, (size_t)n, at - now, NULL);
+        slave_port_send_after(s->port, SS_MSG_SEND, adu, (size_t)n, at - now);
 }
 
 static void finish(gw_serial_slave_t *s)
@@ -193,8 +191,8 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
         }
     }
     uint32_t seq = s->seq;
-    actor_send_after(s->gw->actors, s->self, SS_MSG_DEADLINE, &seq, sizeof seq,
-                     (uint64_t)s->cfg->answer_timeout_ms * 1000000ull, NULL);
+    slave_port_send_after(s->port, SS_MSG_DEADLINE, &seq, sizeof seq,
+                          (uint64_t)s->cfg->answer_timeout_ms * 1000000ull);
 }
 
 static void drain_frames(gw_serial_slave_t *s)
@@ -215,7 +213,7 @@ static void on_bytes(gw_serial_slave_t *s, const gw_bytes_t *b)
     drain_frames(s);
     if (!s->idle_pending) {
         s->idle_pending = true;
-        actor_send_after(s->gw->actors, s->self, SS_MSG_IDLE, NULL, 0, s->t35_ns + SS_IDLE_SLACK_NS, NULL);
+        slave_port_send_after(s->port, SS_MSG_IDLE, NULL, 0, s->t35_ns + SS_IDLE_SLACK_NS);
     }
 }
 
@@ -225,7 +223,7 @@ static void on_idle(gw_serial_slave_t *s)
     uint64_t now = gw_now_ns(), quiet_at = s->last_chunk_ns + s->t35_ns + SS_IDLE_SLACK_NS;
     s->idle_pending = now < quiet_at;
     if (s->idle_pending) {
-        actor_send_after(s->gw->actors, s->self, SS_MSG_IDLE, NULL, 0, quiet_at - now, NULL);
+        slave_port_send_after(s->port, SS_MSG_IDLE, NULL, 0, quiet_at - now);
         return;
     }
     rtu_framer_idle(s->framer, now - SS_IDLE_SLACK_NS);
@@ -258,7 +256,7 @@ static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32
         on_idle(s);
         break;
     case SS_MSG_SEND:
-        port_write(s->port, data, len);
+        slave_port_write(s->port, data, len);
         break;
     default:
         break;
@@ -272,7 +270,7 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
     gw_serial_slave_t *s = (gw_serial_slave_t *)o;
     ss_answer_t a = { .seq = req->seq };
     memcpy(a.pdu, pdu, len);
-    actor_send(s->gw->actors, s->self, SS_MSG_ANSWER, &a, offsetof(ss_answer_t, pdu) + len);
+    slave_port_send(s->port, SS_MSG_ANSWER, &a, offsetof(ss_answer_t, pdu) + len);
 }
 
 /* A request the master has given up on costs no line time. */
@@ -285,16 +283,6 @@ static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
 static const gw_origin_ops_t serial_slave_ops = { "serial_slave", origin_answer, origin_wanted };
 
 /* ---- construction ------------------------------------------------------------------ */
-
-/* The port's driver, through the one mapping from line settings to the serial driver's. */
-static driver_t *open_port(const config_serial_slave_t *c, char *err, size_t errcap)
-{
-    config_bus_t line = { .baud = c->baud, .parity = c->parity, .data_bits = c->data_bits,
-                          .stop_bits = c->stop_bits, .rs485 = c->rs485, .echo_suppress = c->echo_suppress };
-    snprintf(line.port, sizeof line.port, "%s", c->port);
-    driver_serial_config_t sc = gw_serial_config(&line);
-    return driver_serial_new(&sc, err, errcap);
-}
 
 gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t errcap)
 {
@@ -313,17 +301,10 @@ gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t 
     s->t35_ns = rtu_t35_ns(c->baud, bits);
     rtu_framer_config_t fc = { .baud = c->baud, .char_bits = bits, .dir = RTU_DIR_REQUEST };
     char why[DRIVER_ERRLEN] = "out of memory";
-    /* Like a bus actor, on the line thread when there is one ([gateway]
-     * line_thread), else the I/O thread, unless configured off: its port is
-     * there. A master on this port judges our answers by the wire as a bus
-     * judges a slave's: t3.5 after its request must not wait for a TLS
-     * handshake or a GET /tags on the I/O thread (issue 29). */
-    gw_loop_t *home = gw->line_loop ? gw->line_loop : gw->loop;
-    int spawned = !(s->framer = rtu_framer_new(&fc)) || !(s->driver = open_port(c, why, sizeof why)) ? -1
-                : gw->cfg->buses_on_io_thread ? actor_spawn_on(gw->actors, loop_host(home), behaviour, s, &s->self)
-                                              : actor_spawn(gw->actors, behaviour, s, &s->self);
-    if (spawned != 0 ||
-        !(s->port = port_new(gw, home, s->driver, s->name, s->self, &s->port_m))) {
+    /* Placed like a bus actor, its port beside it (gateway/slave_port.c says
+     * where and why: t3.5 on the wire, issue 29). */
+    if (!(s->framer = rtu_framer_new(&fc)) ||
+        !(s->port = slave_port_new(gw, c, s->name, behaviour, s, &s->port_m, why, sizeof why))) {
         snprintf(err, errcap, "%s: %s", s->name, why);
         serial_slave_free(s);
         return NULL;
@@ -335,8 +316,7 @@ void serial_slave_free(gw_serial_slave_t *s)
 {
     if (!s)
         return;
-    port_free(s->port);
-    driver_free(s->driver);
+    slave_port_free(s->port);
     rtu_framer_free(s->framer);
     free(s);
 }

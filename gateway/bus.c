@@ -422,6 +422,13 @@ int bus_start(gw_bus_t *bus, gw_loop_t *loop)
  * come meanwhile get 0x0A at once, as on any port that is down; nothing
  * waits on a port that may not open. The other buses are not touched.
  */
+/* The line's rule, for daemon/'s reload, which asks it before it decides
+ * what waits for a restart and may not call line/ itself. */
+bool bus_port_change_ok(const config_bus_t *run, const config_bus_t *c)
+{
+    return line_port_change_ok(run, c);
+}
+
 int bus_port_change(gw_bus_t *bus, const config_t *fresh, char *err, size_t errcap)
 {
     const config_bus_t *c = &fresh->buses[bus->index];

@@ -8,11 +8,13 @@
  * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
  * scans of a bus from the API (scan.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
- * and the clocks (log.c, metrics.c), and gw_t, the handle every part is
- * given. May call parser/, routing/, actor/, drivers/, tags/, expr/ (the
- * computed tags, evaluated after each store), north/ (the
- * MQTT module's loader and interface, through config/config.h), config/
- * and line/ (the core each bus hosts), libevent; nothing above it.
+ * and the clocks (log.c, metrics.c), the actor scheduler and the router
+ * (runtime.c), a serial slave's port and actor (slave_port.c), and gw_t,
+ * the handle every part is given. May call parser/, routing/, actor/,
+ * drivers/, tags/, expr/ (the computed tags, evaluated after each store),
+ * north/ (the MQTT module's loader and interface, through
+ * config/config.h), config/ and line/ (the core each bus hosts), libevent;
+ * nothing above it.
  *
  * The front ends, the web side and the wiring are built on it; they
  * appear here only as opaque handles in gw_t.
@@ -20,7 +22,8 @@
  * Inside gateway/ the calls go one way (docs/runtime.md has the
  * table, read from the objects): everything may call log.c and metrics.c;
  * loop.c, cache.c, frames.c, tags_gw.c and trim.c call nothing else here;
- * port.c calls loop.c; bus.c calls port.c, cache.c (a write's bracket ends
+ * port.c calls loop.c; slave_port.c calls port.c; runtime.c calls nothing
+ * else here; bus.c calls port.c, cache.c (a write's bracket ends
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c (tag_write.c also
  * tags_gw.c, a computed tag's inverse); north.c calls submit.c,
@@ -80,6 +83,22 @@ driver_serial_config_t gw_serial_config(const config_bus_t *bus);
 /* A device or tcp:// bus's driver, its framing's layer included (not the
  * simulator's): what `rtugw run` opens and `rtugw check --open` tries. */
 driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap);
+
+/* runtime.c: the actor scheduler and the router (gw->actors, gw->router),
+ * which daemon/ starts and stops through these and web/ reads through their
+ * *_metrics_text. Start: from gw->cfg, actors sized to its buses and serial
+ * slaves, the router from [router] and its state_file; 0 or -1. */
+int gw_runtime_start(gw_t *gw);
+unsigned gw_runtime_workers(const gw_t *gw);
+/* The actors shut down: what is queued runs for at most grace_ns (no-op
+ * before gw_runtime_start). */
+void gw_runtime_drain(gw_t *gw, uint64_t grace_ns);
+/* The router's table to [router] state_file, if set (a warning if it cannot). */
+void gw_runtime_save(gw_t *gw);
+void gw_runtime_free(gw_t *gw);
+/* I/O thread: the rtugw_router_* and rtugw_actor_* lines of /metrics. */
+void gw_router_metrics_text(gw_t *gw, struct evbuffer *b);
+void gw_actor_metrics_text(gw_t *gw, struct evbuffer *b);
 
 /* Logging, to stderr with a timestamp; level as in config_log_t. */
 void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
@@ -282,6 +301,8 @@ const tags_table_t *gwtags_defs(const gw_tags_t *t);
  * the target; why says so. */
 int gwtags_inverse(gw_tags_t *t, unsigned tag, const tags_write_t *asked, unsigned *target, tags_write_t *w,
                    char *why, size_t cap);
+/* How many tags the table holds (same thread rule as gwtags_defs). */
+size_t gwtags_count(const gw_tags_t *t);
 /* The index in cfg->devices of a tag's device. */
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
 /* The answer (PDU, or a gateway exception) to read r of plan into its tags,
@@ -398,6 +419,23 @@ int port_write(gw_port_t *p, const uint8_t *adu, size_t len);
  * order and why). The sink frees the old driver. 0, or -1: nothing done. */
 int port_swap(gw_port_t *p, driver_t *d, uint64_t char_ns, uint32_t msg, void *payload);
 
+/* ---- slave_port.c: a front end's own serial port and its actor --------------------- */
+
+/* For a serial slave (front/serial_slave.c): c's port opened as a bus's is,
+ * an actor running behaviour(state) placed as a bus actor is, and the port
+ * reporting to it (PORT_MSG_STATE, PORT_MSG_BYTES). NULL with err (the
+ * driver's reason, else "out of memory"). */
+typedef struct gw_slave_port gw_slave_port_t;
+gw_slave_port_t *slave_port_new(gw_t *gw, const config_serial_slave_t *c, const char *name,
+                                actor_behaviour_fn behaviour, void *state, gw_bus_metrics_t *m, char *err,
+                                size_t errcap);
+void slave_port_free(gw_slave_port_t *sp);
+/* Any thread: a message to its actor, now or after delay_ns. */
+void slave_port_send(gw_slave_port_t *sp, uint32_t type, const void *data, size_t len);
+void slave_port_send_after(gw_slave_port_t *sp, uint32_t type, const void *data, size_t len, uint64_t delay_ns);
+/* Any thread: queue a write of one ADU on its port. */
+int slave_port_write(gw_slave_port_t *sp, const uint8_t *adu, size_t len);
+
 /* ---- bus.c: the bus actor ----------------------------------------------------- */
 
 typedef struct gw_bus gw_bus_t;
@@ -416,6 +454,8 @@ int bus_set_keys(gw_bus_t *bus, const config_t *cfg);
 /* A reload moved the bus to fresh's port or serial settings (line_port_change_ok),
  * on the I/O thread: the port reopens there (bus.c). 0, or -1 and err. */
 int bus_port_change(gw_bus_t *bus, const config_t *fresh, char *err, size_t errcap);
+/* Whether bus_port_change can move a bus from run to c (line_port_change_ok). */
+bool bus_port_change_ok(const config_bus_t *run, const config_bus_t *c);
 const config_bus_t *bus_config(const gw_bus_t *bus);
 gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
 gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);

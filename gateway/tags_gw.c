@@ -202,6 +202,11 @@ const tags_table_t *gwtags_defs(const gw_tags_t *t)
     return t->table;
 }
 
+size_t gwtags_count(const gw_tags_t *t)
+{
+    return tags_table_count(t->table);
+}
+
 unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag)
 {
     return t->config_device[tag->device];

@@ -19,28 +19,28 @@ uint64_t line_hash(const uint8_t *p, size_t n)
     return h | 1;   /* never 0: 0 means none */
 }
 
-void line_copies_sent(line_t *bus, unsigned slave, uint64_t delay_ns)
+void line_copies_sent(line_t *l, unsigned slave, uint64_t delay_ns)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     /* 3x the copy's delay: the hold is a timing margin against a slave's own
      * jitter (CI's ASan run saw a Python test slave's "5 ms" copy arrive past
      * 1.5x, and taken as the next answer: the documented limit of line/discipline.c) */
-    uint64_t q = delay_ns * 3 + bus->gap_ns;
+    uint64_t q = delay_ns * 3 + l->gap_ns;
     uint64_t guard = (uint64_t)s->timeout_ms * 1000000ull;
     if (q > guard)
         q = guard;
     if (s->copies != COPIES_SENT || q > s->quiet_ns)
-        line_log(bus, CONFIG_LOG_INFO, "bus %s slave %u repeats its answers (a copy %.1f ms after); "
-               "asked nothing new for %.1f ms after each answer", bus->cfg.name, slave,
+        line_log(l, CONFIG_LOG_INFO, "bus %s slave %u repeats its answers (a copy %.1f ms after); "
+               "asked nothing new for %.1f ms after each answer", l->cfg.name, slave,
                (double)delay_ns / 1e6, (double)q / 1e6);
     s->copies = COPIES_SENT;
     if (q > s->quiet_ns)
         s->quiet_ns = q;
 }
 
-void line_confirm_begin(line_t *bus, unsigned slave, uint8_t cause)
+void line_confirm_begin(line_t *l, unsigned slave, uint8_t cause)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     s->confirming = true;
     s->confirm_cause = cause;
     s->confirm_hash = 0;
@@ -52,7 +52,7 @@ void line_confirm_begin(line_t *bus, unsigned slave, uint8_t cause)
  * another attempt of the same question, asked after the guard, has the
  * same bytes. Returns true when it must wait for that (pending_unconfirmed).
  */
-static bool confirm_check(line_t *bus, slave_state_t *s, uint64_t h, uint64_t q)
+static bool confirm_check(line_t *l, slave_state_t *s, uint64_t h, uint64_t q)
 {
     if (!s->confirming)
         return false;
@@ -66,26 +66,26 @@ static bool confirm_check(line_t *bus, slave_state_t *s, uint64_t h, uint64_t q)
         s->confirm_asks = 0;
     s->confirm_hash = h;
     s->confirm_question = q;
-    bus->pending_unconfirmed = true;
+    l->pending_unconfirmed = true;
     return true;
 }
 
 /* The held answer: is it equal to the slave's last one, for another question
  * (I4)? And after a give-up, has it been confirmed (I5)? */
-void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
+void line_copies_check(line_t *l, unsigned slave, uint64_t t_last)
 {
-    slave_state_t *s = &bus->slaves[slave];
-    uint64_t h = line_hash(bus->pending_pdu, bus->pending_len);
-    uint64_t q = line_hash(bus->wire.pdu, bus->wire.pdu_len);
-    uint64_t asked = line_hash(bus->cur.pdu, bus->cur.pdu_len);   /* I5 counts re-asks per question asked */
-    bus->pending_suspect = false;
-    bus->pending_unconfirmed = false;
-    int certified = s->confirming ? line_shape_certifies(bus, slave) : CERTIFIED_NOT;
+    slave_state_t *s = &l->slaves[slave];
+    uint64_t h = line_hash(l->pending_pdu, l->pending_len);
+    uint64_t q = line_hash(l->wire.pdu, l->wire.pdu_len);
+    uint64_t asked = line_hash(l->cur.pdu, l->cur.pdu_len);   /* I5 counts re-asks per question asked */
+    l->pending_suspect = false;
+    l->pending_unconfirmed = false;
+    int certified = s->confirming ? line_shape_certifies(l, slave) : CERTIFIED_NOT;
     if (certified) {
         /* I6: no stale frame has this shape, or this function; the copy
          * check (I4) still applies. By function, the confirmation goes on
          * for the functions given up (shapes.c). */
-        gw_count(&bus->m.certified);
+        gw_count(&l->m.certified);
         s->confirm_hash = 0;
         s->confirm_asks = 0;
         if (certified == CERTIFIED_BY_SHAPE) {
@@ -95,7 +95,7 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
              * is certified again, and clearing it re-asked for ever) */
     }
     if (s->confirming && !certified) {
-        if (!confirm_check(bus, s, h, asked))
+        if (!confirm_check(l, s, h, asked))
             s->verifying = false;   /* two fresh answers agree: no copy check (I4) needed */
         return;
     }
@@ -110,13 +110,13 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
          * slave sends copies (verdict SENT). */
         s->verifying = false;
         if (h != s->last_answer_hash)
-            line_copies_sent(bus, slave, s->suspect_delay_ns);
+            line_copies_sent(l, slave, s->suspect_delay_ns);
         return;
     }
     if (s->last_answer_hash != h || s->last_question_hash == q)
         return;
     if (s->copies == COPIES_UNKNOWN) {   /* (GENUINE: a transport with ids, events.c) */
-        bus->pending_suspect = true;
+        l->pending_suspect = true;
         s->suspect_delay_ns = t_last - s->last_answer_end_ns;
     } else if (s->copies == COPIES_SENT) {
         /* A slave known to repeat, equal to its last answer for another
@@ -126,22 +126,22 @@ void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last)
          * when two attempts, each asked after the guard, agree. It costs
          * two transactions when such a slave really answers two questions
          * with the same bytes. */
-        line_confirm_begin(bus, slave, CONFIRM_COPY);
-        confirm_check(bus, s, h, asked);
+        line_confirm_begin(l, slave, CONFIRM_COPY);
+        confirm_check(l, s, h, asked);
     }
 }
 
 /* An answer goes out: remember it (I4), and keep a repeating slave quiet. */
-void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
+void line_copies_delivered(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len,
                              uint64_t t_last)
 {
-    slave_state_t *s = &bus->slaves[req->slave];
+    slave_state_t *s = &l->slaves[req->slave];
     s->last_answer_hash = line_hash(pdu, len);
     s->last_question_hash = line_hash(req->pdu, req->pdu_len);
     s->last_answer_end_ns = t_last;
     if (!s->confirming)   /* still confirming (an answer certified by function): they may still come */
         s->stale_run = 0;
-    line_shape_answered(bus, req->slave, pdu, len);
+    line_shape_answered(l, req->slave, pdu, len);
     if (s->quiet_ns && t_last + s->quiet_ns > s->hold_until_ns) {
         s->hold_until_ns = t_last + s->quiet_ns;
         s->hold_by_function = false;   /* a repeating slave's quiet holds every question */
@@ -151,25 +151,25 @@ void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *
 /* I4 for a late answer: a frame equal to the slave's last answer, for
  * another question than the one it would answer, may be a copy (or, an
  * exception having no shape, the late answer of another question). */
-bool line_copies_suspect(const line_t *bus, unsigned slave, const uint8_t *pdu, size_t len,
+bool line_copies_suspect(const line_t *l, unsigned slave, const uint8_t *pdu, size_t len,
                          const gw_request_t *wire)
 {
-    const slave_state_t *s = &bus->slaves[slave];
+    const slave_state_t *s = &l->slaves[slave];
     return s->copies != COPIES_GENUINE && s->last_answer_hash && line_hash(pdu, len) == s->last_answer_hash &&
            line_hash(wire->pdu, wire->pdu_len) != s->last_question_hash;
 }
 
 /* A frame of the slave that answers nothing: a copy of its last answer? */
-void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f)
+void line_copies_stray(line_t *l, unsigned slave, const rtu_frame_t *f)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     if (s->last_answer_hash && line_hash(f->adu + 1, f->len - 3u) == s->last_answer_hash &&
         f->t_last_ns > s->last_answer_end_ns)
-        line_copies_sent(bus, slave, f->t_last_ns - s->last_answer_end_ns);
+        line_copies_sent(l, slave, f->t_last_ns - s->last_answer_end_ns);
 }
 
-void line_pending_bytes(line_t *bus, size_t n)
+void line_pending_bytes(line_t *l, size_t n)
 {
-    bus->pending_unexplained += (int)n;
+    l->pending_unexplained += (int)n;
 }
 

@@ -186,54 +186,54 @@
 
 /* Every answer leaves the line here, and through the host's answered
  * operation first: data, the slave's exception, or the line's own. */
-void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len)
+void line_deliver(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len)
 {
     if (req->t_sent_ns)
-        gw_observe_causes(&bus->m, req, bus->now_ns);
+        gw_observe_causes(&l->m, req, l->now_ns);
     if (req->priority)
-        line_priority_answered(bus);
-    if (bus->env.answered)
-        bus->env.answered(bus->env.ctx, req);
+        line_priority_answered(l);
+    if (l->env.answered)
+        l->env.answered(l->env.ctx, req);
     req->origin->ops->answer(req->origin, req, pdu, len);
 }
 
-void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code)
+void line_answer_exception(line_t *l, const gw_request_t *req, uint8_t code)
 {
     uint8_t pdu[2] = { (uint8_t)(req->pdu[0] | 0x80), code };
-    line_deliver(bus, req, pdu, sizeof pdu);
+    line_deliver(l, req, pdu, sizeof pdu);
 }
 
-static bool debug_on(const line_t *bus)
+static bool debug_on(const line_t *l)
 {
-    return bus->p.log_level >= CONFIG_LOG_DEBUG;
+    return l->p.log_level >= CONFIG_LOG_DEBUG;
 }
 
-void line_log(const line_t *bus, int level, const char *fmt, ...)
+void line_log(const line_t *l, int level, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
-    if (level > bus->p.log_level || !bus->env.log)
+    if (level > l->p.log_level || !l->env.log)
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    bus->env.log(bus->env.ctx, level, msg);
+    l->env.log(l->env.ctx, level, msg);
 }
 
 /* At debug level, every frame on the line in hex: what an engineer with a
  * bus monitor would want to see, without a bus monitor. The web page's
  * monitor gets each one too, at any level, when [http] frame_ring is set. */
-void line_log_frame(const line_t *bus, const char *dir, const uint8_t *p, size_t n)
+void line_log_frame(const line_t *l, const char *dir, const uint8_t *p, size_t n)
 {
     char hex[3 * RTU_MAX_ADU + 1];
-    if (bus->env.frame)
-        bus->env.frame(bus->env.ctx, dir[0] == 't', p, n);
-    if (!debug_on(bus))
+    if (l->env.frame)
+        l->env.frame(l->env.ctx, dir[0] == 't', p, n);
+    if (!debug_on(l))
         return;
     for (size_t i = 0; i < n && i < RTU_MAX_ADU; i++)
         snprintf(hex + 3 * i, 4, "%02x ", p[i]);
     hex[n ? 3 * (n < RTU_MAX_ADU ? n : RTU_MAX_ADU) - 1 : 0] = 0;
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s %s %s", bus->cfg.name, dir, hex);
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s %s %s", l->cfg.name, dir, hex);
 }
 
 unsigned line_req_address(const gw_request_t *r)
@@ -245,9 +245,9 @@ unsigned line_req_address(const gw_request_t *r)
 
 /* bus.c sets wire_bits per transport: two characters a byte in ASCII, none
  * for a Modbus TCP device, which has no serial line. */
-uint64_t line_wire_ns(const line_t *bus, size_t bytes)
+uint64_t line_wire_ns(const line_t *l, size_t bytes)
 {
-    return (uint64_t)bytes * bus->wire_bits * 1000000000ull / bus->cfg.baud;
+    return (uint64_t)bytes * l->wire_bits * 1000000000ull / l->cfg.baud;
 }
 
 /* The length of the answer a request asks for; the longest frame when the
@@ -268,16 +268,16 @@ static size_t answer_len(const gw_request_t *r)
 /* ---- timers ------------------------------------------------------------------ */
 
 
-void line_arm_timeout(line_t *bus, uint64_t deadline)
+void line_arm_timeout(line_t *l, uint64_t deadline)
 {
-    uint64_t now = bus->now_ns;
+    uint64_t now = l->now_ns;
 
-    bus->deadline_ns = deadline;
-    if (bus->timer_at_ns && bus->timer_at_ns <= deadline)
+    l->deadline_ns = deadline;
+    if (l->timer_at_ns && l->timer_at_ns <= deadline)
         return;   /* the pending timer fires first and re-arms for this deadline */
-    bus->timer_at_ns = deadline;
-    bus->timer_id = 0;
-    bus->env.arm(bus->env.ctx, LINE_TIMER_DEADLINE, deadline, now, &bus->timer_id);
+    l->timer_at_ns = deadline;
+    l->timer_id = 0;
+    l->env.arm(l->env.ctx, LINE_TIMER_DEADLINE, deadline, now, &l->timer_id);
 }
 
 /* Not busy: no attempt has a deadline, and the timer armed for one would
@@ -291,26 +291,26 @@ void line_arm_timeout(line_t *bus, uint64_t deadline)
  * clears timer_at_ns when it comes. */
 #define SPARSE_NS 10000000ull
 
-static void drop_deadline_timer(line_t *bus, uint64_t now)
+static void drop_deadline_timer(line_t *l, uint64_t now)
 {
-    if (bus->busy)
+    if (l->busy)
         return;
-    if (!bus->idle_since_ns)
-        bus->idle_since_ns = now;
-    if (!bus->sparse || !bus->timer_at_ns || !bus->timer_id)
+    if (!l->idle_since_ns)
+        l->idle_since_ns = now;
+    if (!l->sparse || !l->timer_at_ns || !l->timer_id)
         return;
-    if (bus->env.cancel(bus->env.ctx, bus->timer_id) == 0)
-        bus->timer_at_ns = 0;
-    bus->timer_id = 0;
+    if (l->env.cancel(l->env.ctx, l->timer_id) == 0)
+        l->timer_at_ns = 0;
+    l->timer_id = 0;
 }
 
-static void arm_kick(line_t *bus, uint64_t at, uint64_t now)
+static void arm_kick(line_t *l, uint64_t at, uint64_t now)
 {
-    if (bus->kick_pending && bus->kick_at_ns <= at)
+    if (l->kick_pending && l->kick_at_ns <= at)
         return;
-    bus->kick_pending = true;
-    bus->kick_at_ns = at;
-    bus->env.arm(bus->env.ctx, LINE_TIMER_KICK, at, now, NULL);
+    l->kick_pending = true;
+    l->kick_at_ns = at;
+    l->env.arm(l->env.ctx, LINE_TIMER_KICK, at, now, NULL);
 }
 
 
@@ -318,77 +318,77 @@ static void arm_kick(line_t *bus, uint64_t at, uint64_t now)
 
 /* req waits for its slave's guard to be asked again (I1); the wait is its
  * guard time, or its confirmation's once an answer of it was held back. */
-void line_park_attempt(line_t *bus, const gw_request_t *req, unsigned attempts)
+void line_park_attempt(line_t *l, const gw_request_t *req, unsigned attempts)
 {
     /* as its attempts were asked: a late answer has that shape (I6's
      * choice may differ by the time it comes, I9's owed answers) */
-    bool asked = req == &bus->cur && bus->wire.pdu_len == 5 && bus->wire.pdu[0] >= 1 && bus->wire.pdu[0] <= 4;
-    bus->slaves[req->slave].parked_wire_qty = asked ? (uint16_t)(bus->wire.pdu[3] << 8 | bus->wire.pdu[4]) : 0;
+    bool asked = req == &l->cur && l->wire.pdu_len == 5 && l->wire.pdu[0] >= 1 && l->wire.pdu[0] <= 4;
+    l->slaves[req->slave].parked_wire_qty = asked ? (uint16_t)(l->wire.pdu[3] << 8 | l->wire.pdu[4]) : 0;
     gw_request_t r = *req;
-    r.t_parked_ns = bus->now_ns;
-    line_park(bus, &r, attempts);
+    r.t_parked_ns = l->now_ns;
+    line_park(l, &r, attempts);
 }
 
 
-static void send_broadcast(line_t *bus, size_t n, uint64_t now)
+static void send_broadcast(line_t *l, size_t n, uint64_t now)
 {
     /* Nobody answers a broadcast. A write is acknowledged with what a slave
      * would have echoed: the whole request PDU for 5, 6 and 22, function,
      * address and quantity for 15 and 16. The line rests while slaves act. */
-    const gw_request_t *r = &bus->cur;
+    const gw_request_t *r = &l->cur;
     size_t echo_len = (r->pdu[0] == 15 || r->pdu[0] == 16) ? 5 : r->pdu_len;
-    gw_count(&bus->m.broadcasts);
-    line_deliver(bus, r, r->pdu, echo_len);
-    bus->busy = false;
-    bus->t_line_free_ns = now + line_wire_ns(bus, n) + bus->gap_ns + BROADCAST_TURNAROUND_NS;
+    gw_count(&l->m.broadcasts);
+    line_deliver(l, r, r->pdu, echo_len);
+    l->busy = false;
+    l->t_line_free_ns = now + line_wire_ns(l, n) + l->gap_ns + BROADCAST_TURNAROUND_NS;
 }
 
-static void send_current(line_t *bus)
+static void send_current(line_t *l)
 {
     uint8_t adu[RTU_MAX_ADU];
-    if (line_shape_question(bus, &bus->cur, &bus->wire))   /* I6 */
-        gw_count(&bus->m.shaped);
-    int n = rtu_adu_from_pdu(bus->wire.slave, bus->wire.pdu, bus->wire.pdu_len, adu, sizeof adu);
-    uint64_t now = bus->now_ns;
+    if (line_shape_question(l, &l->cur, &l->wire))   /* I6 */
+        gw_count(&l->m.shaped);
+    int n = rtu_adu_from_pdu(l->wire.slave, l->wire.pdu, l->wire.pdu_len, adu, sizeof adu);
+    uint64_t now = l->now_ns;
 
     if (n < 0) {   /* the front end validated the length: cannot happen, still answered */
-        bus->busy = false;
-        line_refuse(bus, &bus->cur, now);
+        l->busy = false;
+        line_refuse(l, &l->cur, now);
         return;
     }
-    bus->sparse = bus->idle_since_ns && now - bus->idle_since_ns >= SPARSE_NS;
-    bus->idle_since_ns = 0;
-    rtu_framer_reset(bus->framer);
-    line_log_frame(bus, "tx", adu, (size_t)n);
-    bus->env.write(bus->env.ctx, adu, (size_t)n);
-    bus->busy = true;
-    if (++bus->attempts == 1)
-        bus->t_first_send_ns = now;
-    if (!bus->cur.t_sent_ns)
-        bus->cur.t_sent_ns = now;
+    l->sparse = l->idle_since_ns && now - l->idle_since_ns >= SPARSE_NS;
+    l->idle_since_ns = 0;
+    rtu_framer_reset(l->framer);
+    line_log_frame(l, "tx", adu, (size_t)n);
+    l->env.write(l->env.ctx, adu, (size_t)n);
+    l->busy = true;
+    if (++l->attempts == 1)
+        l->t_first_send_ns = now;
+    if (!l->cur.t_sent_ns)
+        l->cur.t_sent_ns = now;
     else
-        gw_count(&bus->m.retries);
-    if (bus->cur.slave == 0) {
-        send_broadcast(bus, (size_t)n, now);
+        gw_count(&l->m.retries);
+    if (l->cur.slave == 0) {
+        send_broadcast(l, (size_t)n, now);
         return;
     }
-    slave_state_t *s = &bus->slaves[bus->cur.slave];
+    slave_state_t *s = &l->slaves[l->cur.slave];
     /* I6: the shapes this question was asked in, each attempt's: given up,
      * each one's late answer may come (the explorer's seed 1796536010591987:
      * a first attempt asked a register wider than its retry) */
-    uint16_t shape = line_shape_of_question(&bus->wire);
-    if (bus->attempts == 1)
+    uint16_t shape = line_shape_of_question(&l->wire);
+    if (l->attempts == 1)
         s->asked_shape[0] = s->asked_shape[1] = 0;
     if (s->asked_shape[0] != shape) {
         s->asked_shape[1] = s->asked_shape[0];
         s->asked_shape[0] = shape;
     }
-    bus->misshapen = false;
-    bus->guarded_other = false;
-    bus->hold_at_send_ns = s->hold_until_ns;
-    s->last_send_ns = now + line_wire_ns(bus, (size_t)n);
-    s->last_fc = bus->cur.pdu[0];
-    line_arm_timeout(bus, s->last_send_ns + line_guard_ns(s) + line_wire_ns(bus, answer_len(&bus->wire)));
+    l->misshapen = false;
+    l->guarded_other = false;
+    l->hold_at_send_ns = s->hold_until_ns;
+    s->last_send_ns = now + line_wire_ns(l, (size_t)n);
+    s->last_fc = l->cur.pdu[0];
+    line_arm_timeout(l, s->last_send_ns + line_guard_ns(s) + line_wire_ns(l, answer_len(&l->wire)));
 }
 
 /*
@@ -402,19 +402,19 @@ static void send_current(line_t *bus)
  * copy of it (an exception has no shape) answering the question as it came
  * is an answer equal to the last one for another question, which I4 checks.
  */
-void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+void line_deliver_shaped(line_t *l, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
                            size_t len, uint64_t t_last)
 {
-    line_copies_delivered(bus, wire, raw, len, t_last);
+    line_copies_delivered(l, wire, raw, len, t_last);
     if (memcmp(wire->pdu, req->pdu, req->pdu_len) != 0 && len == 2 && (raw[0] & 0x80) &&
         (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2)) {
-        line_shape_refused(bus, wire);
-        line_park_attempt(bus, req, 0);
+        line_shape_refused(l, wire);
+        line_park_attempt(l, req, 0);
         return;
     }
     uint8_t pdu[RTU_MAX_PDU];
     size_t n = line_shape_trim(req, raw, len, pdu);
-    line_deliver(bus, req, pdu, n);
+    line_deliver(l, req, pdu, n);
 }
 
 /* The question on the wire is given up, and its answer may still come,
@@ -422,92 +422,92 @@ void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_
  * checked again), I6 keeps its shape for the next question to avoid, and
  * I5 confirms the slave's next answer. Every give-up goes through here: a
  * timeout's, a refusal's, a lost port's. */
-static void give_up_on_wire(line_t *bus)
+static void give_up_on_wire(line_t *l)
 {
-    slave_state_t *s = &bus->slaves[bus->cur.slave];
-    line_owed_push(bus, &bus->wire, bus->now_ns, OWED_WINDOW_TIMEOUTS);   /* I9 */
+    slave_state_t *s = &l->slaves[l->cur.slave];
+    line_owed_push(l, &l->wire, l->now_ns, OWED_WINDOW_TIMEOUTS);   /* I9 */
     s->verifying = false;
-    uint16_t last = line_shape_of_question(&bus->wire);
+    uint16_t last = line_shape_of_question(&l->wire);
     unsigned earlier = 0;
     for (unsigned i = 2; i-- > 0;)   /* an earlier attempt asked in another shape: its late answer too */
         if (s->asked_shape[i] && s->asked_shape[i] != last) {
-            line_shape_given_up_shape(bus, bus->cur.slave, s->asked_shape[i]);
+            line_shape_given_up_shape(l, l->cur.slave, s->asked_shape[i]);
             earlier++;
         }
-    line_shape_given_up(bus, &bus->wire);
+    line_shape_given_up(l, &l->wire);
     s->stale_run += earlier;   /* (each shape one question given up: the run counts what is kept) */
-    line_confirm_begin(bus, bus->cur.slave, CONFIRM_GIVE_UP);
+    line_confirm_begin(l, l->cur.slave, CONFIRM_GIVE_UP);
 }
 
 /* I3: the answer held since the quiet after it began is now vouched for, or
  * (doubtful) asked again or refused. */
-static void resolve_pending(line_t *bus, uint64_t now)
+static void resolve_pending(line_t *l, uint64_t now)
 {
-    slave_state_t *s = &bus->slaves[bus->cur.slave];
-    bus->pending = false;
-    bool unexplained = bus->pending_unexplained > 0;
-    if (!bus->pending_doubtful && !unexplained && !bus->pending_suspect && !bus->pending_unconfirmed &&
-        !bus->pending_foreign) {
-        line_deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
+    slave_state_t *s = &l->slaves[l->cur.slave];
+    l->pending = false;
+    bool unexplained = l->pending_unexplained > 0;
+    if (!l->pending_doubtful && !unexplained && !l->pending_suspect && !l->pending_unconfirmed &&
+        !l->pending_foreign) {
+        line_deliver_shaped(l, &l->cur, &l->wire, l->pending_pdu, l->pending_len, l->pending_t_last_ns);
         return;
     }
     /* I4's and I9's re-asks go at once, with no guard: see below and foreign.c. */
-    bool at_once = (bus->pending_suspect || bus->pending_foreign) && !bus->pending_unconfirmed &&
-                   !bus->pending_doubtful && !unexplained;
+    bool at_once = (l->pending_suspect || l->pending_foreign) && !l->pending_unconfirmed &&
+                   !l->pending_doubtful && !unexplained;
     if (!at_once)
-        line_guard_slave(bus, bus->cur.slave, now);
-    if ((bus->pending_unconfirmed || bus->pending_suspect || bus->pending_foreign) && !bus->cur.t_confirm_ns)
-        bus->cur.t_confirm_ns = bus->pending_t_last_ns;
-    if (bus->pending_unconfirmed && !bus->pending_doubtful && !unexplained) {
+        line_guard_slave(l, l->cur.slave, now);
+    if ((l->pending_unconfirmed || l->pending_suspect || l->pending_foreign) && !l->cur.t_confirm_ns)
+        l->cur.t_confirm_ns = l->pending_t_last_ns;
+    if (l->pending_unconfirmed && !l->pending_doubtful && !unexplained) {
         /* I5: after a give-up, asked again once the slave is quiet, until two
          * answers agree; a bounded number of times, then refused. */
-        gw_count(&bus->m.ambiguous);
+        gw_count(&l->m.ambiguous);
         bool again = ++s->confirm_asks <= CONFIRM_MAX_ASKS;
-        line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s%s; %s", bus->cfg.name,
-               bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur),
+        line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s%s; %s", l->cfg.name,
+               l->cur.slave, l->cur.pdu[0], line_req_address(&l->cur),
                s->confirm_cause == CONFIRM_COPY ? "a slave that repeats gave its last answer for another question"
                                                 : "first answer since a question was given up",
                s->confirm_asks > 1 ? " and its re-ask's answer differs from the one before" : "",
                again ? "asking again after the guard to confirm it" : "refused (0x0B)");
         if (again) {
-            line_park_attempt(bus, &bus->cur, bus->attempts);
+            line_park_attempt(l, &l->cur, l->attempts);
         } else {
             s->confirm_hash = 0;
             s->confirm_asks = 0;
-            line_shape_answered(bus, bus->cur.slave, bus->pending_pdu, bus->pending_len);
-            line_refuse(bus, &bus->cur, now);
+            line_shape_answered(l, l->cur.slave, l->pending_pdu, l->pending_len);
+            line_refuse(l, &l->cur, now);
         }
         return;
     }
-    if (bus->pending_foreign && !bus->pending_suspect && !bus->pending_doubtful && !unexplained) {
-        line_foreign_resolve(bus, now);   /* I9 */
+    if (l->pending_foreign && !l->pending_suspect && !l->pending_doubtful && !unexplained) {
+        line_foreign_resolve(l, now);   /* I9 */
         return;
     }
-    if (bus->pending_suspect) {
+    if (l->pending_suspect) {
         /* I4: equal to the last answer, for another question. Asked again
          * at once (no guard, see I4 above), whatever the retry budget: it
          * is a verification, not a retry. */
-        gw_count(&bus->m.ambiguous);
+        gw_count(&l->m.ambiguous);
         s->verifying = true;
-        line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: the answer equals the slave's last one "
+        line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: the answer equals the slave's last one "
                "for another question; asking again at once to tell a copy from real data",
-               bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur));
-        line_park_attempt(bus, &bus->cur, bus->attempts);
+               l->cfg.name, l->cur.slave, l->cur.pdu[0], line_req_address(&l->cur));
+        line_park_attempt(l, &l->cur, l->attempts);
         return;
     }
     /* I6: doubtful, it is not delivered, but it was heard, and its copies
      * (late, out of order: seed 1796189904553820) have its shape: the next
      * question avoids it. (Not for an answer held to be compared with its
      * re-ask's, I4 and I5 above: the re-ask keeps its shape.) */
-    line_shape_answered(bus, bus->cur.slave, bus->pending_pdu, bus->pending_len);
-    gw_count(&bus->m.ambiguous);
-    bool again = bus->attempts <= bus->cfg.retries && !s->failures;
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s followed the answer; %s",
-           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur),
-           unexplained && !bus->pending_doubtful ? "bytes no frame explains" : "a second, different candidate",
+    line_shape_answered(l, l->cur.slave, l->pending_pdu, l->pending_len);
+    gw_count(&l->m.ambiguous);
+    bool again = l->attempts <= l->cfg.retries && !s->failures;
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: %s followed the answer; %s",
+           l->cfg.name, l->cur.slave, l->cur.pdu[0], line_req_address(&l->cur),
+           unexplained && !l->pending_doubtful ? "bytes no frame explains" : "a second, different candidate",
            again ? "asking again after the guard" : "refused (0x0B)");
     if (again) {
-        line_park_attempt(bus, &bus->cur, bus->attempts);
+        line_park_attempt(l, &l->cur, l->attempts);
         return;
     }
     /* Refused, it is given up as a timeout gives up (line_on_timeout): the
@@ -518,8 +518,8 @@ static void resolve_pending(line_t *bus, uint64_t now)
      * 1796214496627458, a refusal here ended nothing: an attempt that had
      * timed out was answered, stalled, 113 ms later, and its exception was
      * taken for the next question of that function. */
-    give_up_on_wire(bus);
-    line_refuse(bus, &bus->cur, now);
+    give_up_on_wire(l);
+    line_refuse(l, &l->cur, now);
 }
 
 /*
@@ -534,17 +534,17 @@ static void resolve_pending(line_t *bus, uint64_t now)
  * or unconfirmed (I5), cannot be asked again on a port that is gone: 0x0A,
  * never a value that may be another question's.
  */
-void line_pending_port_lost(line_t *bus)
+void line_pending_port_lost(line_t *l)
 {
-    bus->pending = false;
-    bool quiet_heard = bus->now_ns >= bus->pending_t_last_ns + bus->gap_ns;
-    if (quiet_heard && !bus->pending_doubtful && bus->pending_unexplained <= 0 && !bus->pending_suspect &&
-        !bus->pending_unconfirmed && !bus->pending_foreign) {
-        line_deliver_shaped(bus, &bus->cur, &bus->wire, bus->pending_pdu, bus->pending_len, bus->pending_t_last_ns);
+    l->pending = false;
+    bool quiet_heard = l->now_ns >= l->pending_t_last_ns + l->gap_ns;
+    if (quiet_heard && !l->pending_doubtful && l->pending_unexplained <= 0 && !l->pending_suspect &&
+        !l->pending_unconfirmed && !l->pending_foreign) {
+        line_deliver_shaped(l, &l->cur, &l->wire, l->pending_pdu, l->pending_len, l->pending_t_last_ns);
         return;
     }
-    gw_count(&bus->m.unavailable);
-    line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);
+    gw_count(&l->m.unavailable);
+    line_answer_exception(l, &l->cur, MB_EX_PATH_UNAVAILABLE);
 }
 
 /*
@@ -562,31 +562,31 @@ void line_pending_port_lost(line_t *bus)
  * SHAPES_KEPT) and its next answer is confirmed. Not a failure of the
  * slave: no count toward dead_after.
  */
-void line_port_lost_attempts(line_t *bus, uint64_t now)
+void line_port_lost_attempts(line_t *l, uint64_t now)
 {
-    if (bus->busy && bus->cur.slave) {
-        line_guard_slave(bus, bus->cur.slave, now);
-        give_up_on_wire(bus);
+    if (l->busy && l->cur.slave) {
+        line_guard_slave(l, l->cur.slave, now);
+        give_up_on_wire(l);
     }
-    for (unsigned s = 1; s < N_SLAVES && bus->parked_count; s++)
-        if (bus->slaves[s].parked) {
-            bus->slaves[s].verifying = false;
-            line_guard_slave(bus, s, now);
-            bus->slaves[s].stale_run = SHAPES_KEPT + 1;
-            line_confirm_begin(bus, s, CONFIRM_GIVE_UP);
+    for (unsigned s = 1; s < N_SLAVES && l->parked_count; s++)
+        if (l->slaves[s].parked) {
+            l->slaves[s].verifying = false;
+            line_guard_slave(l, s, now);
+            l->slaves[s].stale_run = SHAPES_KEPT + 1;
+            line_confirm_begin(l, s, CONFIRM_GIVE_UP);
         }
 }
 
-void line_start_next(line_t *bus)
+void line_start_next(line_t *l)
 {
-    uint64_t now = bus->now_ns, wake;
+    uint64_t now = l->now_ns, wake;
     unsigned attempts;
 
-    if (bus->busy)
+    if (l->busy)
         return;
-    if (bus->pending) {
-        if (now < bus->t_line_free_ns) {
-            arm_kick(bus, bus->t_line_free_ns, now);
+    if (l->pending) {
+        if (now < l->t_line_free_ns) {
+            arm_kick(l, l->t_line_free_ns, now);
             return;
         }
         /*
@@ -597,72 +597,72 @@ void line_start_next(line_t *bus)
          * queued before it has been fed; line_on_resolve also asks the port
          * whether unread bytes wait. Only then is the answer vouched for.
          */
-        if (!bus->resolve_sent) {
-            bus->resolve_sent = true;
-            if (bus->env.barrier(bus->env.ctx) != 0)
-                bus->resolve_sent = false;
+        if (!l->resolve_sent) {
+            l->resolve_sent = true;
+            if (l->env.barrier(l->env.ctx) != 0)
+                l->resolve_sent = false;
             else
                 return;
         }
         return;
     }
-    if (!bus->port_up) {
-        line_queue_answer_all(bus, MB_EX_PATH_UNAVAILABLE);
-        gw_set(&bus->m.queue_depth, 0);
+    if (!l->port_up) {
+        line_queue_answer_all(l, MB_EX_PATH_UNAVAILABLE);
+        gw_set(&l->m.queue_depth, 0);
         return;
     }
-    if (bus->reconnect_quiet_ns) {
-        if (now < bus->reconnect_quiet_ns) {   /* I8 */
-            if (line_queued(bus))
-                arm_kick(bus, bus->reconnect_quiet_ns, now);
+    if (l->reconnect_quiet_ns) {
+        if (now < l->reconnect_quiet_ns) {   /* I8 */
+            if (line_queued(l))
+                arm_kick(l, l->reconnect_quiet_ns, now);
             return;
         }
-        bus->reconnect_quiet_ns = bus->reconnect_len_ns = 0;
-        gw_count(&bus->m.reconnect_holds);
+        l->reconnect_quiet_ns = l->reconnect_len_ns = 0;
+        gw_count(&l->m.reconnect_holds);
     }
-    uint64_t hold = line_queued(bus) ? line_priority_hold(bus, now) : 0;
-    if (line_queued(bus) && now < bus->t_line_free_ns) {
-        arm_kick(bus, bus->t_line_free_ns, now);
+    uint64_t hold = line_queued(l) ? line_priority_hold(l, now) : 0;
+    if (line_queued(l) && now < l->t_line_free_ns) {
+        arm_kick(l, l->t_line_free_ns, now);
     } else if (hold) {
-        arm_kick(bus, hold, now);   /* a priority master's next request is expected first */
-    } else if (line_queue_pick(bus, now, &attempts, &wake)) {
-        bus->attempts = attempts;
-        if (bus->cur.t_parked_ns && !bus->cur.t_confirm_ns)
-            bus->cur.guard_ns += now - bus->cur.t_parked_ns;
-        bus->cur.t_parked_ns = 0;
-        send_current(bus);
-        if (!bus->busy)        /* a broadcast: the line rests, then the next */
-            arm_kick(bus, bus->t_line_free_ns, now);
+        arm_kick(l, hold, now);   /* a priority master's next request is expected first */
+    } else if (line_queue_pick(l, now, &attempts, &wake)) {
+        l->attempts = attempts;
+        if (l->cur.t_parked_ns && !l->cur.t_confirm_ns)
+            l->cur.guard_ns += now - l->cur.t_parked_ns;
+        l->cur.t_parked_ns = 0;
+        send_current(l);
+        if (!l->busy)        /* a broadcast: the line rests, then the next */
+            arm_kick(l, l->t_line_free_ns, now);
     } else if (wake) {
-        arm_kick(bus, wake, now);
+        arm_kick(l, wake, now);
     }
-    drop_deadline_timer(bus, now);
-    gw_set(&bus->m.queue_depth, line_queued(bus));
+    drop_deadline_timer(l, now);
+    gw_set(&l->m.queue_depth, line_queued(l));
 }
 
-void line_on_resolve(line_t *bus)
+void line_on_resolve(line_t *l)
 {
-    bus->resolve_sent = false;
-    if (!bus->pending)
+    l->resolve_sent = false;
+    if (!l->pending)
         return;
-    if (bus->env.unread(bus->env.ctx) > 0)
+    if (l->env.unread(l->env.ctx) > 0)
         return;   /* the host feeds them (line_bytes), and the next step comes back here */
-    resolve_pending(bus, bus->now_ns);
-    line_start_next(bus);
+    resolve_pending(l, l->now_ns);
+    line_start_next(l);
 }
 
 /* The attempt in flight had no answer by its deadline. */
-void line_on_timeout(line_t *bus, uint64_t now)
+void line_on_timeout(line_t *l, uint64_t now)
 {
-    unsigned slave = bus->cur.slave;
-    slave_state_t *s = &bus->slaves[slave];
+    unsigned slave = l->cur.slave;
+    slave_state_t *s = &l->slaves[slave];
 
-    bus->busy = false;
-    bus->deadline_ns = 0;
-    line_owed_push(bus, &bus->wire, now, OWED_WINDOW_TIMEOUTS);   /* I9: its answer may still come, with any address */
-    gw_count(&bus->m.timeouts);
-    gw_count(&bus->sm[slave].timeouts);
-    line_slave_event(bus, slave, EV_TIMEOUT, now);
+    l->busy = false;
+    l->deadline_ns = 0;
+    line_owed_push(l, &l->wire, now, OWED_WINDOW_TIMEOUTS);   /* I9: its answer may still come, with any address */
+    gw_count(&l->m.timeouts);
+    gw_count(&l->sm[slave].timeouts);
+    line_slave_event(l, slave, EV_TIMEOUT, now);
     /*
      * A misshapen frame (receive.c): during the attempt the slave sent a
      * good frame of the question's function, not of its answer's shape, and
@@ -684,25 +684,25 @@ void line_on_timeout(line_t *bus, uint64_t now)
      * may be stale is no such sign: the real answer may still come, and the
      * retry goes as before.
      */
-    bool misshapen = bus->misshapen && !bus->guarded_other;
-    bool held_before = (misshapen ? bus->hold_at_send_ns : s->hold_until_ns) > now;
-    line_guard_slave(bus, slave, now);
+    bool misshapen = l->misshapen && !l->guarded_other;
+    bool held_before = (misshapen ? l->hold_at_send_ns : s->hold_until_ns) > now;
+    line_guard_slave(l, slave, now);
     /* A scan's probe (req.once) is asked once: a silent id is the common
      * case there, and a retry would double what a scan of 247 ids costs
      * while telling nothing the next id's probe does not. */
-    bool retry = bus->attempts <= bus->cfg.retries && !s->failures && !misshapen && !bus->cur.once;
+    bool retry = l->attempts <= l->cfg.retries && !s->failures && !misshapen && !l->cur.once;
     if (misshapen)
-        gw_count(&bus->m.misshapen);
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u timed out after %.1f ms; %s",
-           bus->cfg.name, slave, bus->cur.pdu[0], line_req_address(&bus->cur), bus->attempts,
-           (double)(now - bus->t_first_send_ns) / 1e6,
+        gw_count(&l->m.misshapen);
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u timed out after %.1f ms; %s",
+           l->cfg.name, slave, l->cur.pdu[0], line_req_address(&l->cur), l->attempts,
+           (double)(now - l->t_first_send_ns) / 1e6,
            retry      ? "asking again once the slave has been quiet for its guard"
            : misshapen ? "answering 0x0B, not asked again: the slave answered it in another shape"
                        : "answering 0x0B");
     if (retry) {
-        line_park_attempt(bus, &bus->cur, bus->attempts);
+        line_park_attempt(l, &l->cur, l->attempts);
     } else {
-        give_up_on_wire(bus);   /* I4, I5, I6: its answer may still come, shaped like the next one's */
+        give_up_on_wire(l);   /* I4, I5, I6: its answer may still come, shaped like the next one's */
         /* I2 by function: what may still come of the questions given up
          * since the slave's last answer is their late answers, each of its
          * question's function (or its exception); by F none of them can be
@@ -717,12 +717,12 @@ void line_on_timeout(line_t *bus, uint64_t now)
         s->failures++;
         if (s->dead_after && s->failures >= s->dead_after) {
             s->dead_until_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
-            gw_set(&bus->sm[slave].dead, 1);
-            line_log(bus, CONFIG_LOG_WARN, "bus %s: slave %u unanswered in %u consecutive transactions; "
-                   "answering 0x0B at once for %u ms, then one probe", bus->cfg.name, slave, s->failures,
+            gw_set(&l->sm[slave].dead, 1);
+            line_log(l, CONFIG_LOG_WARN, "bus %s: slave %u unanswered in %u consecutive transactions; "
+                   "answering 0x0B at once for %u ms, then one probe", l->cfg.name, slave, s->failures,
                    s->backoff_ms);
         }
-        line_refuse(bus, &bus->cur, now);
+        line_refuse(l, &l->cur, now);
     }
-    line_start_next(bus);
+    line_start_next(l);
 }

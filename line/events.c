@@ -25,12 +25,12 @@ gw_slave_metrics_t *line_slave_metrics(line_t *l, unsigned slave)
     return slave < N_SLAVES ? &l->sm[slave] : NULL;
 }
 
-static void arm_idle(line_t *bus, uint64_t at)
+static void arm_idle(line_t *l, uint64_t at)
 {
-    if (bus->idle_pending)
+    if (l->idle_pending)
         return;
-    bus->idle_pending = true;
-    bus->env.arm(bus->env.ctx, LINE_TIMER_IDLE, at, bus->now_ns, NULL);
+    l->idle_pending = true;
+    l->env.arm(l->env.ctx, LINE_TIMER_IDLE, at, l->now_ns, NULL);
 }
 
 /*
@@ -41,154 +41,154 @@ static void arm_idle(line_t *bus, uint64_t at)
  * asked again and, with the glitch again, refused (tests/test_line_core.c,
  * test_noise_before_answer: 0x0B after two attempts before this).
  */
-static void noise_after_answer(line_t *bus, const rtu_framer_stats_t *st)
+static void noise_after_answer(line_t *l, const rtu_framer_stats_t *st)
 {
-    if (bus->pending && st->noise_bytes > bus->pending_noise_mark)
-        bus->pending_doubtful = true;
+    if (l->pending && st->noise_bytes > l->pending_noise_mark)
+        l->pending_doubtful = true;
 }
 
 /* ---- events --------------------------------------------------------------------- */
 
-void line_submit(line_t *bus, const gw_request_t *req, uint64_t now)
+void line_submit(line_t *l, const gw_request_t *req, uint64_t now)
 {
-    bus->now_ns = now;
-    gw_count(&bus->m.requests);
+    l->now_ns = now;
+    gw_count(&l->m.requests);
     if (req->slave < N_SLAVES)
-        gw_count(&bus->sm[req->slave].requests);
-    if (!bus->port_up || req->slave >= N_SLAVES) {
-        gw_count(&bus->m.unavailable);
-        line_answer_exception(bus, req, MB_EX_PATH_UNAVAILABLE);
+        gw_count(&l->sm[req->slave].requests);
+    if (!l->port_up || req->slave >= N_SLAVES) {
+        gw_count(&l->m.unavailable);
+        line_answer_exception(l, req, MB_EX_PATH_UNAVAILABLE);
         return;
     }
     if (req->slave == 0 && !(rtu_function_class(req->pdu, req->pdu_len) & RTU_FN_BROADCAST)) {
         /* Only writes are broadcast: nothing answers a broadcast read. */
-        gw_count(&bus->m.broadcast_refused);
-        line_answer_exception(bus, req, MB_EX_ILLEGAL_FUNCTION);
+        gw_count(&l->m.broadcast_refused);
+        line_answer_exception(l, req, MB_EX_ILLEGAL_FUNCTION);
         return;
     }
-    if (line_slave_dead(bus, req->slave, now)) {
-        gw_count(&bus->m.dead_fast);
-        line_answer_exception(bus, req, MB_EX_TARGET_FAILED);
+    if (line_slave_dead(l, req->slave, now)) {
+        gw_count(&l->m.dead_fast);
+        line_answer_exception(l, req, MB_EX_TARGET_FAILED);
         return;
     }
     if (req->priority)
-        line_priority_submitted(bus);
-    unsigned qi = (req->background && bus->cfg.tcp_first) ? 1 : 0;
+        line_priority_submitted(l);
+    unsigned qi = (req->background && l->cfg.tcp_first) ? 1 : 0;
     gw_request_t r = *req;
     r.t_line_ns = now;
     r.t_sent_ns = r.t_parked_ns = r.guard_ns = r.t_confirm_ns = 0;
-    if (!line_queue_push_or_purge(bus, qi, &r, now)) {
-        gw_count(&bus->m.queue_full);
-        line_answer_exception(bus, req, MB_EX_BUSY);
+    if (!line_queue_push_or_purge(l, qi, &r, now)) {
+        gw_count(&l->m.queue_full);
+        line_answer_exception(l, req, MB_EX_BUSY);
         return;
     }
-    line_start_next(bus);
+    line_start_next(l);
 }
 
-void line_bytes(line_t *bus, const uint8_t *data, size_t len, uint64_t t_ns, uint64_t now)
+void line_bytes(line_t *l, const uint8_t *data, size_t len, uint64_t t_ns, uint64_t now)
 {
     rtu_framer_stats_t before, after;
 
-    bus->now_ns = now;
+    l->now_ns = now;
     /* The line is not free while anyone talks: it rests for the gap after
      * the last byte heard, whoever sent it. */
-    if (t_ns + bus->gap_ns > bus->t_line_free_ns)
-        bus->t_line_free_ns = t_ns + bus->gap_ns;
-    line_reconnect_heard(bus, t_ns);
-    if (bus->pending)
-        line_pending_bytes(bus, len);
-    rtu_framer_get_stats(bus->framer, &before);
-    rtu_framer_feed(bus->framer, data, len, t_ns);
-    if (bus->p.framed)   /* the chunk is one whole frame (ASCII, MBAP): its end is the frame's */
-        rtu_framer_idle(bus->framer, t_ns + bus->t35_ns);
-    line_drain_frames(bus);
-    rtu_framer_get_stats(bus->framer, &after);
-    atomic_fetch_add_explicit(&bus->m.noise_bytes, after.noise_bytes - before.noise_bytes, memory_order_relaxed);
-    noise_after_answer(bus, &after);
-    bus->last_chunk_ns = t_ns;
+    if (t_ns + l->gap_ns > l->t_line_free_ns)
+        l->t_line_free_ns = t_ns + l->gap_ns;
+    line_reconnect_heard(l, t_ns);
+    if (l->pending)
+        line_pending_bytes(l, len);
+    rtu_framer_get_stats(l->framer, &before);
+    rtu_framer_feed(l->framer, data, len, t_ns);
+    if (l->p.framed)   /* the chunk is one whole frame (ASCII, MBAP): its end is the frame's */
+        rtu_framer_idle(l->framer, t_ns + l->t35_ns);
+    line_drain_frames(l);
+    rtu_framer_get_stats(l->framer, &after);
+    atomic_fetch_add_explicit(&l->m.noise_bytes, after.noise_bytes - before.noise_bytes, memory_order_relaxed);
+    noise_after_answer(l, &after);
+    l->last_chunk_ns = t_ns;
     /* A frame without a length rule ends with t3.5 of silence; a framer that
      * holds nothing has no use for it (rtu_framer_settled), nor one that waits
      * for the rest of an answer no silence can end (rtu_framer_held), and a
      * poll's answer, framed by its length, then costs no wake-up for the silence. */
-    if (!bus->p.framed && !rtu_framer_settled(bus->framer) && !rtu_framer_held(bus->framer))
-        arm_idle(bus, now + bus->t35_ns + IDLE_SLACK_NS);
-    line_start_next(bus);
+    if (!l->p.framed && !rtu_framer_settled(l->framer) && !rtu_framer_held(l->framer))
+        arm_idle(l, now + l->t35_ns + IDLE_SLACK_NS);
+    line_start_next(l);
 }
 
-static void on_idle(line_t *bus, uint64_t now)
+static void on_idle(line_t *l, uint64_t now)
 {
-    uint64_t quiet_at = bus->last_chunk_ns + bus->t35_ns + IDLE_SLACK_NS;
-    bus->idle_pending = false;
+    uint64_t quiet_at = l->last_chunk_ns + l->t35_ns + IDLE_SLACK_NS;
+    l->idle_pending = false;
     if (now < quiet_at) {
-        arm_idle(bus, quiet_at);   /* bytes came since: look again later */
+        arm_idle(l, quiet_at);   /* bytes came since: look again later */
         return;
     }
     rtu_framer_stats_t before, after;
-    rtu_framer_get_stats(bus->framer, &before);
-    rtu_framer_idle(bus->framer, now - IDLE_SLACK_NS);
-    line_drain_frames(bus);
-    rtu_framer_get_stats(bus->framer, &after);
-    atomic_fetch_add_explicit(&bus->m.noise_bytes, after.noise_bytes - before.noise_bytes, memory_order_relaxed);
-    noise_after_answer(bus, &after);
-    line_start_next(bus);
+    rtu_framer_get_stats(l->framer, &before);
+    rtu_framer_idle(l->framer, now - IDLE_SLACK_NS);
+    line_drain_frames(l);
+    rtu_framer_get_stats(l->framer, &after);
+    atomic_fetch_add_explicit(&l->m.noise_bytes, after.noise_bytes - before.noise_bytes, memory_order_relaxed);
+    noise_after_answer(l, &after);
+    line_start_next(l);
 }
 
-static void on_deadline(line_t *bus, uint64_t fired, uint64_t now)
+static void on_deadline(line_t *l, uint64_t fired, uint64_t now)
 {
-    if (fired == bus->timer_at_ns)
-        bus->timer_at_ns = 0;
-    if (!bus->busy || !bus->deadline_ns)
+    if (fired == l->timer_at_ns)
+        l->timer_at_ns = 0;
+    if (!l->busy || !l->deadline_ns)
         return;
-    if (now < bus->deadline_ns) {
-        line_arm_timeout(bus, bus->deadline_ns);   /* a later attempt's deadline */
+    if (now < l->deadline_ns) {
+        line_arm_timeout(l, l->deadline_ns);   /* a later attempt's deadline */
         return;
     }
-    line_on_timeout(bus, now);
+    line_on_timeout(l, now);
 }
 
-void line_timer(line_t *bus, enum line_timer kind, uint64_t at, uint64_t now)
+void line_timer(line_t *l, enum line_timer kind, uint64_t at, uint64_t now)
 {
-    bus->now_ns = now;
+    l->now_ns = now;
     switch (kind) {
     case LINE_TIMER_DEADLINE:
-        on_deadline(bus, at, now);
+        on_deadline(l, at, now);
         break;
     case LINE_TIMER_KICK:
-        if (at == bus->kick_at_ns)
-            bus->kick_pending = false;
-        line_start_next(bus);
+        if (at == l->kick_at_ns)
+            l->kick_pending = false;
+        line_start_next(l);
         break;
     case LINE_TIMER_IDLE:
-        on_idle(bus, now);
+        on_idle(l, now);
         break;
     }
 }
 
-void line_resolved(line_t *bus, uint64_t now)
+void line_resolved(line_t *l, uint64_t now)
 {
-    bus->now_ns = now;
-    line_on_resolve(bus);
+    l->now_ns = now;
+    line_on_resolve(l);
 }
 
-void line_port(line_t *bus, bool up, uint64_t now)
+void line_port(line_t *l, bool up, uint64_t now)
 {
-    bus->now_ns = now;
-    bus->port_up = up;
+    l->now_ns = now;
+    l->port_up = up;
     if (up)
-        line_reconnect_begin(bus, now);   /* I8 */
+        line_reconnect_begin(l, now);   /* I8 */
     if (!up) {
-        line_reconnect_hold(bus, now);
-        line_port_lost_attempts(bus, now);
-        if (bus->pending) {
-            line_pending_port_lost(bus);
-        } else if (bus->busy) {
-            gw_count(&bus->m.unavailable);
-            line_answer_exception(bus, &bus->cur, MB_EX_PATH_UNAVAILABLE);
+        line_reconnect_hold(l, now);
+        line_port_lost_attempts(l, now);
+        if (l->pending) {
+            line_pending_port_lost(l);
+        } else if (l->busy) {
+            gw_count(&l->m.unavailable);
+            line_answer_exception(l, &l->cur, MB_EX_PATH_UNAVAILABLE);
         }
-        bus->busy = false;
-        bus->deadline_ns = 0;
+        l->busy = false;
+        l->deadline_ns = 0;
     }
-    line_start_next(bus);
+    line_start_next(l);
 }
 
 /* ---- construction ---------------------------------------------------------------- */
@@ -203,17 +203,17 @@ void line_port(line_t *bus, bool up, uint64_t now)
  * (no wire time, no rest between frames unless gap_us asks for one); ASCII
  * and MBAP frames end by their own delimiters (the transport is framed).
  */
-static void init_timing(line_t *bus)
+static void init_timing(line_t *l)
 {
-    const config_bus_t *c = &bus->cfg;
+    const config_bus_t *c = &l->cfg;
     bool stream = config_bus_stream(c);
 
-    bus->char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
-    bus->wire_bits = c->framing == CONFIG_FRAMING_ASCII ? 2 * bus->char_bits
-                   : c->framing == CONFIG_FRAMING_TCP ? 0 : bus->char_bits;
-    bus->t35_ns = stream ? (uint64_t)c->frame_silence_ms * 1000000ull : rtu_t35_ns(c->baud, bus->char_bits);
-    bus->gap_ns = c->gap_us ? (uint64_t)c->gap_us * 1000u
-                : c->framing == CONFIG_FRAMING_TCP ? 0 : rtu_t35_ns(c->baud, bus->char_bits);
+    l->char_bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
+    l->wire_bits = c->framing == CONFIG_FRAMING_ASCII ? 2 * l->char_bits
+                   : c->framing == CONFIG_FRAMING_TCP ? 0 : l->char_bits;
+    l->t35_ns = stream ? (uint64_t)c->frame_silence_ms * 1000000ull : rtu_t35_ns(c->baud, l->char_bits);
+    l->gap_ns = c->gap_us ? (uint64_t)c->gap_us * 1000u
+                : c->framing == CONFIG_FRAMING_TCP ? 0 : rtu_t35_ns(c->baud, l->char_bits);
 }
 
 /*
@@ -286,21 +286,21 @@ void line_keys_free(line_keys_t *k)
  * the failures already seen. None of this moves an answer to another
  * question: the discipline's rules (discipline.c) hold for any timeout.
  */
-void line_keys_apply(line_t *bus, const line_keys_t *k)
+void line_keys_apply(line_t *l, const line_keys_t *k)
 {
-    bus->cfg.response_timeout_ms = k->response_timeout_ms;
-    bus->cfg.retries = k->retries;
-    bus->cfg.priority_hold_us = k->priority_hold_us;
-    bus->cfg.tcp_first = k->tcp_first;
-    if (bus->cfg.gap_us != k->gap_us) {
-        bus->cfg.gap_us = k->gap_us;
-        init_timing(bus);
+    l->cfg.response_timeout_ms = k->response_timeout_ms;
+    l->cfg.retries = k->retries;
+    l->cfg.priority_hold_us = k->priority_hold_us;
+    l->cfg.tcp_first = k->tcp_first;
+    if (l->cfg.gap_us != k->gap_us) {
+        l->cfg.gap_us = k->gap_us;
+        init_timing(l);
     }
     for (unsigned s = 0; s < N_SLAVES; s++) {
-        slave_state_t *st = &bus->slaves[s];
+        slave_state_t *st = &l->slaves[s];
         if (st->base_timeout_ms != k->slave[s].timeout_ms) {
             st->base_timeout_ms = st->timeout_ms = k->slave[s].timeout_ms;
-            gw_set(&bus->sm[s].timeout_ms, st->timeout_ms);
+            gw_set(&l->sm[s].timeout_ms, st->timeout_ms);
         }
         st->dead_after = k->slave[s].dead_after;
         st->backoff_ms = k->slave[s].backoff_ms;
@@ -308,14 +308,14 @@ void line_keys_apply(line_t *bus, const line_keys_t *k)
     }
 }
 
-static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
+static void init_slaves(line_t *l, const config_t *cfg, unsigned index)
 {
     line_keys_t *k = line_keys_new(cfg, index);
     for (unsigned s = 0; s < N_SLAVES; s++)
-        bus->slaves[s] = (slave_state_t){ .timeout_ms = k ? k->slave[s].timeout_ms : bus->cfg.response_timeout_ms,
+        l->slaves[s] = (slave_state_t){ .timeout_ms = k ? k->slave[s].timeout_ms : l->cfg.response_timeout_ms,
                                           .dead_after = k ? k->slave[s].dead_after : 3,
                                           .backoff_ms = k ? k->slave[s].backoff_ms : 10000,
-                                          .widen = k ? k->slave[s].widen : bus->cfg.framing != CONFIG_FRAMING_TCP };
+                                          .widen = k ? k->slave[s].widen : l->cfg.framing != CONFIG_FRAMING_TCP };
     line_keys_free(k);
     /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
      * answer carries that answer's transaction id, no longer in flight, so
@@ -330,22 +330,22 @@ static void init_slaves(line_t *bus, const config_t *cfg, unsigned index)
      * The vouch is not blind: a copy seen where it answers nothing (I3's
      * window, a stray frame equal to the last answer) makes the slave SENT
      * (copies.c), as on a bus left to detect. */
-    bool ids = bus->cfg.framing == CONFIG_FRAMING_TCP;
+    bool ids = l->cfg.framing == CONFIG_FRAMING_TCP;
     for (unsigned s = 0; s < N_SLAVES; s++) {
-        bus->slaves[s].base_timeout_ms = bus->slaves[s].timeout_ms;
-        bus->slaves[s].copies = ids || bus->cfg.no_copies ? COPIES_GENUINE : COPIES_UNKNOWN;
-        gw_set(&bus->sm[s].timeout_ms, bus->slaves[s].timeout_ms);
+        l->slaves[s].base_timeout_ms = l->slaves[s].timeout_ms;
+        l->slaves[s].copies = ids || l->cfg.no_copies ? COPIES_GENUINE : COPIES_UNKNOWN;
+        gw_set(&l->sm[s].timeout_ms, l->slaves[s].timeout_ms);
     }
 }
 
-static rtu_framer_t *framer_for(const line_t *bus)
+static rtu_framer_t *framer_for(const line_t *l)
 {
     /* RTU answers end by the length their request and byte count give, not
      * by the moment this thread got round to reading the port (by_length:
      * parser/framer.c, docs/decisions/frames-by-length.md). */
-    rtu_framer_config_t fc = { .baud = bus->cfg.baud, .char_bits = bus->char_bits, .dir = RTU_DIR_RESPONSE,
-                               .silence_ns = config_bus_stream(&bus->cfg) ? bus->t35_ns : 0,
-                               .by_length = bus->cfg.framing == CONFIG_FRAMING_RTU };
+    rtu_framer_config_t fc = { .baud = l->cfg.baud, .char_bits = l->char_bits, .dir = RTU_DIR_RESPONSE,
+                               .silence_ns = config_bus_stream(&l->cfg) ? l->t35_ns : 0,
+                               .by_length = l->cfg.framing == CONFIG_FRAMING_RTU };
     return rtu_framer_new(&fc);
 }
 
@@ -359,32 +359,32 @@ static rtu_framer_t *framer_for(const line_t *bus)
  * gap are the new port's from its first byte. The bus's name stays as it
  * is (other threads read it; the port and the rest may change).
  */
-int line_port_change(line_t *bus, const config_bus_t *c)
+int line_port_change(line_t *l, const config_bus_t *c)
 {
-    if (bus->port_up || !line_port_change_ok(&bus->cfg, c))
+    if (l->port_up || !line_port_change_ok(&l->cfg, c))
         return -1;
-    config_bus_t was = bus->cfg;
+    config_bus_t was = l->cfg;
     _Static_assert(offsetof(config_bus_t, name) == 0, "the name is the struct's first field");
-    memcpy((char *)&bus->cfg + sizeof bus->cfg.name, (const char *)c + sizeof c->name,
+    memcpy((char *)&l->cfg + sizeof l->cfg.name, (const char *)c + sizeof c->name,
            sizeof *c - sizeof c->name);
-    init_timing(bus);
-    rtu_framer_t *f = framer_for(bus);
+    init_timing(l);
+    rtu_framer_t *f = framer_for(l);
     if (!f) {
-        memcpy((char *)&bus->cfg + sizeof bus->cfg.name, (const char *)&was + sizeof was.name,
+        memcpy((char *)&l->cfg + sizeof l->cfg.name, (const char *)&was + sizeof was.name,
                sizeof was - sizeof was.name);
-        init_timing(bus);
+        init_timing(l);
         return -1;
     }
-    rtu_framer_free(bus->framer);
-    bus->framer = f;
+    rtu_framer_free(l->framer);
+    l->framer = f;
     /* A slave backed off for failing at the old settings (a line it could
      * not hear) is asked again at the new ones: its back-off was earned by
      * the port, not by it. Its guards (I2's holds) stay: they concern
      * frames already on the wire, not the settings. */
     for (unsigned s = 0; s < N_SLAVES; s++) {
-        bus->slaves[s].failures = 0;
-        bus->slaves[s].dead_until_ns = 0;
-        gw_set(&bus->sm[s].dead, 0);
+        l->slaves[s].failures = 0;
+        l->slaves[s].dead_until_ns = 0;
+        gw_set(&l->sm[s].dead, 0);
     }
     return 0;
 }
@@ -399,36 +399,36 @@ bool line_port_change_ok(const config_bus_t *run, const config_bus_t *c)
 line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, const line_env_t *env,
                  char *err, size_t errcap)
 {
-    line_t *bus = calloc(1, sizeof *bus);
-    if (!bus) {
+    line_t *l = calloc(1, sizeof *l);
+    if (!l) {
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
-    bus->cfg = cfg->buses[index];
-    bus->env = *env;
-    bus->p = *p;
-    init_timing(bus);
-    bus->verify_state = 0x9E3779B97F4A7C15ull + index;
-    init_slaves(bus, cfg, index);
+    l->cfg = cfg->buses[index];
+    l->env = *env;
+    l->p = *p;
+    init_timing(l);
+    l->verify_state = 0x9E3779B97F4A7C15ull + index;
+    init_slaves(l, cfg, index);
     for (unsigned q = 0; q < BUS_QUEUES; q++)
-        bus->queue[q].slot = calloc(bus->cfg.queue_depth, sizeof(gw_request_t));
-    bus->framer = framer_for(bus);
-    if (!bus->queue[0].slot || !bus->queue[1].slot || !bus->framer) {
-        snprintf(err, errcap, "bus %s: out of memory", bus->cfg.name);
-        line_free(bus);
+        l->queue[q].slot = calloc(l->cfg.queue_depth, sizeof(gw_request_t));
+    l->framer = framer_for(l);
+    if (!l->queue[0].slot || !l->queue[1].slot || !l->framer) {
+        snprintf(err, errcap, "bus %s: out of memory", l->cfg.name);
+        line_free(l);
         return NULL;
     }
-    return bus;
+    return l;
 }
 
-void line_free(line_t *bus)
+void line_free(line_t *l)
 {
-    if (!bus)
+    if (!l)
         return;
-    rtu_framer_free(bus->framer);
+    rtu_framer_free(l->framer);
     for (unsigned q = 0; q < BUS_QUEUES; q++)
-        free(bus->queue[q].slot);
+        free(l->queue[q].slot);
     for (unsigned s = 0; s < N_SLAVES; s++)
-        free(bus->slaves[s].parked);
-    free(bus);
+        free(l->slaves[s].parked);
+    free(l);
 }

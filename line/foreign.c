@@ -31,31 +31,31 @@
  * answers nothing on the line (no attempt is on it) and guards its slave.
  * The cost is one timeout per reconnect with answers owed.
  */
-void line_reconnect_hold(line_t *bus, uint64_t now)
+void line_reconnect_hold(line_t *l, uint64_t now)
 {
-    uint64_t ns = now < bus->reconnect_quiet_ns ? bus->reconnect_len_ns : 0;   /* a hold not over yet */
-    if ((bus->busy || bus->pending) && bus->cur.slave)
-        ns = MAX_U64(ns, bus->slaves[bus->cur.slave].timeout_ms * 1000000ull);
+    uint64_t ns = now < l->reconnect_quiet_ns ? l->reconnect_len_ns : 0;   /* a hold not over yet */
+    if ((l->busy || l->pending) && l->cur.slave)
+        ns = MAX_U64(ns, l->slaves[l->cur.slave].timeout_ms * 1000000ull);
     for (unsigned s = 1; s < N_SLAVES; s++) {
-        const slave_state_t *st = &bus->slaves[s];
+        const slave_state_t *st = &l->slaves[s];
         if (st->parked || st->hold_until_ns > now)
             ns = MAX_U64(ns, st->timeout_ms * 1000000ull);
     }
-    bus->reconnect_len_ns = MAX_U64(bus->reconnect_len_ns, ns);
+    l->reconnect_len_ns = MAX_U64(l->reconnect_len_ns, ns);
 }
 
 /* The port is back: the hold begins (line_port). */
-void line_reconnect_begin(line_t *bus, uint64_t now)
+void line_reconnect_begin(line_t *l, uint64_t now)
 {
-    if (bus->reconnect_len_ns)
-        bus->reconnect_quiet_ns = now + bus->reconnect_len_ns;
+    if (l->reconnect_len_ns)
+        l->reconnect_quiet_ns = now + l->reconnect_len_ns;
 }
 
 /* A byte heard at t_ns while held: the quiet starts again from it. */
-void line_reconnect_heard(line_t *bus, uint64_t t_ns)
+void line_reconnect_heard(line_t *l, uint64_t t_ns)
 {
-    if (bus->now_ns < bus->reconnect_quiet_ns && t_ns + bus->reconnect_len_ns > bus->reconnect_quiet_ns)
-        bus->reconnect_quiet_ns = t_ns + bus->reconnect_len_ns;
+    if (l->now_ns < l->reconnect_quiet_ns && t_ns + l->reconnect_len_ns > l->reconnect_quiet_ns)
+        l->reconnect_quiet_ns = t_ns + l->reconnect_len_ns;
 }
 
 /*
@@ -85,14 +85,14 @@ void line_reconnect_heard(line_t *bus, uint64_t t_ns)
  * address and the shape of that slave's question, cannot be told apart
  * (the window is a timing margin, like I4's hold).
  */
-void line_owed_push(line_t *bus, const gw_request_t *wire, uint64_t now, unsigned timeouts)
+void line_owed_push(line_t *l, const gw_request_t *wire, uint64_t now, unsigned timeouts)
 {
     if (!wire->slave || wire->slave >= N_SLAVES)
         return;
-    uint64_t until = now + timeouts * (uint64_t)bus->slaves[wire->slave].timeout_ms * 1000000ull;
-    line_owed_t *o = &bus->owed[bus->owed_next++ % OWED_KEPT];
+    uint64_t until = now + timeouts * (uint64_t)l->slaves[wire->slave].timeout_ms * 1000000ull;
+    line_owed_t *o = &l->owed[l->owed_next++ % OWED_KEPT];
     if (o->until > now && o->slave != wire->slave)
-        gw_count(&bus->m.owed_forgotten);   /* kept too few: counted, and the limit above */
+        gw_count(&l->m.owed_forgotten);   /* kept too few: counted, and the limit above */
     *o = (line_owed_t){ .slave = wire->slave, .shape = line_shape_of_question(wire), .until = until };
     uint8_t fc = wire->pdu[0];
     if ((fc == 5 || fc == 6 || fc == 22) && wire->pdu_len >= 5)
@@ -102,26 +102,26 @@ void line_owed_push(line_t *bus, const gw_request_t *wire, uint64_t now, unsigne
 }
 
 /* Could an owed answer of a slave other than `slave` have this shape? */
-bool line_owed_shape(const line_t *bus, unsigned slave, uint16_t shape)
+bool line_owed_shape(const line_t *l, unsigned slave, uint16_t shape)
 {
     for (unsigned i = 0; i < OWED_KEPT; i++) {
-        const line_owed_t *o = &bus->owed[i];
-        if (o->until > bus->now_ns && o->slave != slave && line_shape_stale_like(o->shape, shape))
+        const line_owed_t *o = &l->owed[i];
+        if (o->until > l->now_ns && o->slave != slave && line_shape_stale_like(o->shape, shape))
             return true;
     }
     return false;
 }
 
 /* Could this answer of `slave` be an owed answer of another slave? */
-static bool owed_answer(const line_t *bus, unsigned slave, const uint8_t *pdu, size_t len)
+static bool owed_answer(const line_t *l, unsigned slave, const uint8_t *pdu, size_t len)
 {
     if (len < 2)
         return false;
     uint8_t fc = pdu[0] & 0x7f;
     uint16_t shape = line_shape_of_answer(pdu, len);
     for (unsigned i = 0; i < OWED_KEPT; i++) {
-        const line_owed_t *o = &bus->owed[i];
-        if (o->until <= bus->now_ns || o->slave == slave || o->shape >> 8 != fc)
+        const line_owed_t *o = &l->owed[i];
+        if (o->until <= l->now_ns || o->slave == slave || o->shape >> 8 != fc)
             continue;
         if (pdu[0] & 0x80)
             return true;   /* an exception answers any question of its function */
@@ -136,12 +136,12 @@ static bool owed_answer(const line_t *bus, unsigned slave, const uint8_t *pdu, s
     return false;
 }
 
-/* The answer held (I3) for bus->cur: must it be confirmed (I9)? */
-void line_foreign_check(line_t *bus, unsigned slave)
+/* The answer held (I3) for l->cur: must it be confirmed (I9)? */
+void line_foreign_check(line_t *l, unsigned slave)
 {
-    slave_state_t *s = &bus->slaves[slave];
-    bus->pending_foreign = false;
-    if (!owed_answer(bus, slave, bus->pending_pdu, bus->pending_len)) {
+    slave_state_t *s = &l->slaves[slave];
+    l->pending_foreign = false;
+    if (!owed_answer(l, slave, l->pending_pdu, l->pending_len)) {
         s->foreign_hash = 0;
         s->foreign_asks = 0;
         return;
@@ -149,7 +149,7 @@ void line_foreign_check(line_t *bus, unsigned slave)
     /* the same question as asked on the wire: an attempt asked in another
      * shape (I6 chose again) may have another answer (a widened read past
      * the map's end: 0x02), and a copy of it is no confirmation */
-    uint64_t h = line_hash(bus->pending_pdu, bus->pending_len), q = line_hash(bus->wire.pdu, bus->wire.pdu_len);
+    uint64_t h = line_hash(l->pending_pdu, l->pending_len), q = line_hash(l->wire.pdu, l->wire.pdu_len);
     if (s->foreign_hash == h && s->foreign_question == q) {
         s->foreign_hash = 0;   /* two answers agree: the slave's own */
         s->foreign_asks = 0;
@@ -159,26 +159,26 @@ void line_foreign_check(line_t *bus, unsigned slave)
         s->foreign_asks = 0;
     s->foreign_hash = h;
     s->foreign_question = q;
-    bus->pending_foreign = true;
+    l->pending_foreign = true;
 }
 
 /* resolve_pending (discipline.c): only I9 stands between the answer held
  * and its delivery. Asked again at once, or refused after CONFIRM_MAX_ASKS. */
-void line_foreign_resolve(line_t *bus, uint64_t now)
+void line_foreign_resolve(line_t *l, uint64_t now)
 {
-    slave_state_t *s = &bus->slaves[bus->cur.slave];
-    gw_count(&bus->m.ambiguous);
-    gw_count(&bus->m.foreign_confirms);
+    slave_state_t *s = &l->slaves[l->cur.slave];
+    gw_count(&l->m.ambiguous);
+    gw_count(&l->m.foreign_confirms);
     bool again = ++s->foreign_asks <= CONFIRM_MAX_ASKS;
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: another slave owes an answer this one could "
-             "be (I9)%s; %s", bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur),
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: another slave owes an answer this one could "
+             "be (I9)%s; %s", l->cfg.name, l->cur.slave, l->cur.pdu[0], line_req_address(&l->cur),
              s->foreign_asks > 1 ? ", and the re-ask's answer differs" : "",
              again ? "asking again at once to confirm it" : "refused (0x0B)");
     if (again) {
-        line_park_attempt(bus, &bus->cur, bus->attempts);
+        line_park_attempt(l, &l->cur, l->attempts);
         return;
     }
     s->foreign_hash = 0;
     s->foreign_asks = 0;
-    line_refuse(bus, &bus->cur, now);
+    line_refuse(l, &l->cur, now);
 }

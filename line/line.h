@@ -183,8 +183,8 @@ typedef struct line_params {
     router_thread_t *router;   /* the decode path per frame size; NULL: the fallback decoder */
 } line_params_t;
 
-/* The line of cfg->buses[bus], its slaves set from cfg's devices on it. */
-line_t *line_new(const config_t *cfg, unsigned bus, const line_params_t *p, const line_env_t *env,
+/* The line of cfg->buses[index], its slaves set from cfg's devices on it. */
+line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, const line_env_t *env,
                  char *err, size_t errcap);
 /* Frees what is left; requests still held are not answered (the daemon's
  * stop answers them first with line_port(false)). */

@@ -14,15 +14,15 @@
 
 /* ---- the queue ------------------------------------------------------------- */
 
-unsigned line_queued(const line_t *bus)
+unsigned line_queued(const line_t *l)
 {
-    return bus->queue[0].len + bus->queue[1].len + bus->parked_count;
+    return l->queue[0].len + l->queue[1].len + l->parked_count;
 }
 
-static gw_request_t *ring_at(line_t *bus, unsigned qi, unsigned i)
+static gw_request_t *ring_at(line_t *l, unsigned qi, unsigned i)
 {
-    request_ring_t *r = &bus->queue[qi];
-    return &r->slot[(r->head + i) % bus->cfg.queue_depth];
+    request_ring_t *r = &l->queue[qi];
+    return &r->slot[(r->head + i) % l->cfg.queue_depth];
 }
 
 /*
@@ -42,80 +42,80 @@ static gw_request_t *ring_at(line_t *bus, unsigned qi, unsigned i)
  */
 #define LINE_STARVATION_BOUND 8
 
-bool line_queue_push(line_t *bus, unsigned qi, const gw_request_t *req)
+bool line_queue_push(line_t *l, unsigned qi, const gw_request_t *req)
 {
-    request_ring_t *r = &bus->queue[qi];
-    if (r->len == bus->cfg.queue_depth)
+    request_ring_t *r = &l->queue[qi];
+    if (r->len == l->cfg.queue_depth)
         return false;
     unsigned at = r->len;
     while (at > 0) {
-        const gw_request_t *before = ring_at(bus, qi, at - 1);
+        const gw_request_t *before = ring_at(l, qi, at - 1);
         if (before->priority >= req->priority)
             break;
         at--;
     }
     r->len++;
     for (unsigned k = r->len - 1; k > at; k--)
-        *ring_at(bus, qi, k) = *ring_at(bus, qi, k - 1);
-    *ring_at(bus, qi, at) = *req;
+        *ring_at(l, qi, k) = *ring_at(l, qi, k - 1);
+    *ring_at(l, qi, at) = *req;
     return true;
 }
 
 /* Takes entry i out, keeping the others in order. */
-static void ring_take(line_t *bus, unsigned qi, unsigned i, gw_request_t *out)
+static void ring_take(line_t *l, unsigned qi, unsigned i, gw_request_t *out)
 {
-    request_ring_t *r = &bus->queue[qi];
-    *out = *ring_at(bus, qi, i);
+    request_ring_t *r = &l->queue[qi];
+    *out = *ring_at(l, qi, i);
     for (unsigned k = i; k + 1 < r->len; k++)
-        *ring_at(bus, qi, k) = *ring_at(bus, qi, k + 1);
+        *ring_at(l, qi, k) = *ring_at(l, qi, k + 1);
     r->len--;
 }
 
-void line_park(line_t *bus, const gw_request_t *req, unsigned attempts)
+void line_park(line_t *l, const gw_request_t *req, unsigned attempts)
 {
-    slave_state_t *s = &bus->slaves[req->slave];
+    slave_state_t *s = &l->slaves[req->slave];
     gw_request_t *copy = malloc(sizeof *copy);
     if (!copy) {   /* no room to wait: refused, never lost */
-        line_refuse(bus, req, bus->now_ns);
+        line_refuse(l, req, l->now_ns);
         return;
     }
     *copy = *req;
     s->parked = copy;
     s->parked_attempts = attempts;
-    bus->parked_count++;
+    l->parked_count++;
 }
 
-void line_unpark(line_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts)
+void line_unpark(line_t *l, unsigned slave, gw_request_t *out, unsigned *attempts)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     *out = *s->parked;
     *attempts = s->parked_attempts;
     free(s->parked);
     s->parked = NULL;
-    bus->parked_count--;
+    l->parked_count--;
 }
 
-bool line_slave_dead(const line_t *bus, unsigned slave, uint64_t now)
+bool line_slave_dead(const line_t *l, unsigned slave, uint64_t now)
 {
-    return slave && slave < N_SLAVES && bus->slaves[slave].dead_until_ns > now;
+    return slave && slave < N_SLAVES && l->slaves[slave].dead_until_ns > now;
 }
 
 /* Answers everything waiting with code (the port went down). */
-void line_queue_answer_all(line_t *bus, uint8_t code)
+void line_queue_answer_all(line_t *l, uint8_t code)
 {
     gw_request_t req;
     unsigned attempts;
     for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
-        while (bus->queue[qi].len) {
-            ring_take(bus, qi, 0, &req);
-            gw_count(&bus->m.unavailable);
-            line_answer_exception(bus, &req, code);
+        while (l->queue[qi].len) {
+            ring_take(l, qi, 0, &req);
+            gw_count(&l->m.unavailable);
+            line_answer_exception(l, &req, code);
         }
-    for (unsigned s = 0; s < N_SLAVES && bus->parked_count; s++)
-        if (bus->slaves[s].parked) {
-            line_unpark(bus, s, &req, &attempts);
-            gw_count(&bus->m.unavailable);
-            line_answer_exception(bus, &req, code);
+    for (unsigned s = 0; s < N_SLAVES && l->parked_count; s++)
+        if (l->slaves[s].parked) {
+            line_unpark(l, s, &req, &attempts);
+            gw_count(&l->m.unavailable);
+            line_answer_exception(l, &req, code);
         }
 }
 
@@ -127,29 +127,29 @@ static bool wanted(const gw_request_t *r)
 
 /* Entry i will never go on the line (its slave is backed off, or its asker
  * has gone): take it out and answer it now. */
-static bool answer_unsendable(line_t *bus, unsigned qi, unsigned i, uint64_t now)
+static bool answer_unsendable(line_t *l, unsigned qi, unsigned i, uint64_t now)
 {
-    gw_request_t *r = ring_at(bus, qi, i);
-    bool dead = line_slave_dead(bus, r->slave, now);
+    gw_request_t *r = ring_at(l, qi, i);
+    bool dead = line_slave_dead(l, r->slave, now);
     if (!dead && wanted(r))
         return false;
     gw_request_t gone;
-    ring_take(bus, qi, i, &gone);
-    gw_count(dead ? &bus->m.dead_fast : &bus->m.gone_dropped);
-    line_answer_exception(bus, &gone, MB_EX_TARGET_FAILED);
+    ring_take(l, qi, i, &gone);
+    gw_count(dead ? &l->m.dead_fast : &l->m.gone_dropped);
+    line_answer_exception(l, &gone, MB_EX_TARGET_FAILED);
     return true;
 }
 
 /* A full queue first gives up the places of requests that will never go
  * on the line, so they do not turn a live client away with 0x06. */
-bool line_queue_push_or_purge(line_t *bus, unsigned qi, const gw_request_t *req, uint64_t now)
+bool line_queue_push_or_purge(line_t *l, unsigned qi, const gw_request_t *req, uint64_t now)
 {
-    if (line_queue_push(bus, qi, req))
+    if (line_queue_push(l, qi, req))
         return true;
-    for (unsigned i = 0; i < bus->queue[qi].len;)
-        if (!answer_unsendable(bus, qi, i, now))
+    for (unsigned i = 0; i < l->queue[qi].len;)
+        if (!answer_unsendable(l, qi, i, now))
             i++;
-    return line_queue_push(bus, qi, req);
+    return line_queue_push(l, qi, req);
 }
 
 /*
@@ -168,40 +168,40 @@ static bool hold_passes(const slave_state_t *ss, const gw_request_t *r, uint64_t
     return ss->hold_by_function && line_shape_function_free(ss, r->pdu[0]);
 }
 
-static bool normal_waiting(line_t *bus)
+static bool normal_waiting(line_t *l)
 {
     for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
-        for (unsigned i = 0; i < bus->queue[qi].len; i++)
-            if (!ring_at(bus, qi, i)->priority)
+        for (unsigned i = 0; i < l->queue[qi].len; i++)
+            if (!ring_at(l, qi, i)->priority)
                 return true;
     return false;
 }
 
-bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake)
+bool line_queue_pick(line_t *l, uint64_t now, unsigned *attempts, uint64_t *wake)
 {
     *wake = 0;
-    for (unsigned s = 0; s < N_SLAVES && bus->parked_count; s++) {
-        slave_state_t *ss = &bus->slaves[s];
+    for (unsigned s = 0; s < N_SLAVES && l->parked_count; s++) {
+        slave_state_t *ss = &l->slaves[s];
         if (!ss->parked)
             continue;
         if (ss->hold_until_ns <= now || hold_passes(ss, ss->parked, now)) {
-            line_unpark(bus, s, &bus->cur, attempts);
-            if (wanted(&bus->cur))
+            line_unpark(l, s, &l->cur, attempts);
+            if (wanted(&l->cur))
                 return true;
-            gw_count(&bus->m.gone_dropped);
-            line_answer_exception(bus, &bus->cur, MB_EX_TARGET_FAILED);
+            gw_count(&l->m.gone_dropped);
+            line_answer_exception(l, &l->cur, MB_EX_TARGET_FAILED);
             continue;
         }
         if (!*wake || line_hold_end(ss, ss->parked->pdu[0]) < *wake)
             *wake = line_hold_end(ss, ss->parked->pdu[0]);
     }
     /* the class's starvation bound reached: normal requests first, this once */
-    for (int pass = bus->prio_streak >= LINE_STARVATION_BOUND ? 0 : 1; pass < 2; pass++) {
+    for (int pass = l->prio_streak >= LINE_STARVATION_BOUND ? 0 : 1; pass < 2; pass++) {
         for (unsigned qi = 0; qi < BUS_QUEUES; qi++) {
-            for (unsigned i = 0; i < bus->queue[qi].len;) {
-                gw_request_t *r = ring_at(bus, qi, i);
-                slave_state_t *ss = &bus->slaves[r->slave];
-                if (answer_unsendable(bus, qi, i, now))
+            for (unsigned i = 0; i < l->queue[qi].len;) {
+                gw_request_t *r = ring_at(l, qi, i);
+                slave_state_t *ss = &l->slaves[r->slave];
+                if (answer_unsendable(l, qi, i, now))
                     continue;
                 if ((pass == 0 && r->priority) ||
                     (r->slave && (ss->parked || (ss->hold_until_ns > now && !hold_passes(ss, r, now))))) {
@@ -210,12 +210,12 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
                     i++;
                     continue;
                 }
-                ring_take(bus, qi, i, &bus->cur);
+                ring_take(l, qi, i, &l->cur);
                 *attempts = 0;
-                if (!bus->cur.priority)
-                    bus->prio_streak = 0;
-                else if (normal_waiting(bus))
-                    bus->prio_streak++;
+                if (!l->cur.priority)
+                    l->prio_streak = 0;
+                else if (normal_waiting(l))
+                    l->prio_streak++;
                 return true;
             }
         }
@@ -247,65 +247,65 @@ bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wa
  */
 #define PRIORITY_HOLD_FLOOR_NS 100000ull
 
-void line_priority_answered(line_t *bus)
+void line_priority_answered(line_t *l)
 {
-    bus->prio_answered_ns = bus->now_ns;
-    bus->prio_hold_open = true;
+    l->prio_answered_ns = l->now_ns;
+    l->prio_hold_open = true;
 }
 
-void line_priority_submitted(line_t *bus)
+void line_priority_submitted(line_t *l)
 {
-    bus->prio_hold_open = false;   /* it came: nothing more to wait for */
-    if (!bus->prio_answered_ns)
+    l->prio_hold_open = false;   /* it came: nothing more to wait for */
+    if (!l->prio_answered_ns)
         return;
-    uint64_t back = bus->now_ns - bus->prio_answered_ns;
-    if (!bus->prio_return_ns) {
-        bus->prio_return_ns = back;
-        bus->prio_return_dev_ns = back / 2;
+    uint64_t back = l->now_ns - l->prio_answered_ns;
+    if (!l->prio_return_ns) {
+        l->prio_return_ns = back;
+        l->prio_return_dev_ns = back / 2;
     } else {   /* Jacobson's estimator, as TCP's retransmission timer */
-        uint64_t dev = back > bus->prio_return_ns ? back - bus->prio_return_ns : bus->prio_return_ns - back;
-        bus->prio_return_dev_ns = (3 * bus->prio_return_dev_ns + dev) / 4;
-        bus->prio_return_ns = (7 * bus->prio_return_ns + back) / 8;
+        uint64_t dev = back > l->prio_return_ns ? back - l->prio_return_ns : l->prio_return_ns - back;
+        l->prio_return_dev_ns = (3 * l->prio_return_dev_ns + dev) / 4;
+        l->prio_return_ns = (7 * l->prio_return_ns + back) / 8;
     }
-    bus->prio_answered_ns = 0;   /* one return per answer */
+    l->prio_answered_ns = 0;   /* one return per answer */
 }
 
-static bool priority_queued(line_t *bus)
+static bool priority_queued(line_t *l)
 {
     for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
-        for (unsigned i = 0; i < bus->queue[qi].len; i++)
-            if (ring_at(bus, qi, i)->priority)
+        for (unsigned i = 0; i < l->queue[qi].len; i++)
+            if (ring_at(l, qi, i)->priority)
                 return true;
     return false;
 }
 
 /* The line starts something again: what the hold cost, counted. */
-static void hold_released(line_t *bus, uint64_t now)
+static void hold_released(line_t *l, uint64_t now)
 {
-    if (!bus->prio_held_since_ns)
+    if (!l->prio_held_since_ns)
         return;
-    gw_count(&bus->m.priority_holds);
-    atomic_fetch_add_explicit(&bus->m.priority_hold_us, (now - bus->prio_held_since_ns) / 1000,
+    gw_count(&l->m.priority_holds);
+    atomic_fetch_add_explicit(&l->m.priority_hold_us, (now - l->prio_held_since_ns) / 1000,
                               memory_order_relaxed);
-    bus->prio_held_since_ns = 0;
+    l->prio_held_since_ns = 0;
 }
 
 /* Until when a normal request waits for the priority class (0: it does not). */
-uint64_t line_priority_hold(line_t *bus, uint64_t now)
+uint64_t line_priority_hold(line_t *l, uint64_t now)
 {
-    uint64_t cap = (uint64_t)bus->cfg.priority_hold_us * 1000ull;
-    uint64_t want = bus->prio_return_ns + 4 * bus->prio_return_dev_ns + PRIORITY_HOLD_FLOOR_NS;
+    uint64_t cap = (uint64_t)l->cfg.priority_hold_us * 1000ull;
+    uint64_t want = l->prio_return_ns + 4 * l->prio_return_dev_ns + PRIORITY_HOLD_FLOOR_NS;
     if (want > cap)
         want = cap;
     /* its masters come back too late to be waited for: no hold */
-    bool open = bus->prio_hold_open && bus->prio_return_ns < cap / 2 &&
-                bus->prio_streak < LINE_STARVATION_BOUND;   /* a normal one goes next anyway */
-    if (!open || now >= bus->prio_answered_ns + want || priority_queued(bus)) {
-        bus->prio_hold_open = false;
-        hold_released(bus, now);
+    bool open = l->prio_hold_open && l->prio_return_ns < cap / 2 &&
+                l->prio_streak < LINE_STARVATION_BOUND;   /* a normal one goes next anyway */
+    if (!open || now >= l->prio_answered_ns + want || priority_queued(l)) {
+        l->prio_hold_open = false;
+        hold_released(l, now);
         return 0;
     }
-    if (!bus->prio_held_since_ns)
-        bus->prio_held_since_ns = now;
-    return bus->prio_answered_ns + want;
+    if (!l->prio_held_since_ns)
+        l->prio_held_since_ns = now;
+    return l->prio_answered_ns + want;
 }

@@ -41,64 +41,64 @@ static bool frame_matches(const gw_request_t *req, const rtu_envelope_t *env, co
     }
 }
 
-static void verify(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env)
+static void verify(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env)
 {
     /* xorshift: a share of frames checked against the reference decoder */
-    bus->verify_state ^= bus->verify_state << 13;
-    bus->verify_state ^= bus->verify_state >> 7;
-    bus->verify_state ^= bus->verify_state << 17;
-    if ((double)(bus->verify_state >> 11) * 0x1.0p-53 >= bus->p.verify_rate)
+    l->verify_state ^= l->verify_state << 13;
+    l->verify_state ^= l->verify_state >> 7;
+    l->verify_state ^= l->verify_state << 17;
+    if ((double)(l->verify_state >> 11) * 0x1.0p-53 >= l->p.verify_rate)
         return;
     rtu_envelope_t ref;
     rtu_decode_reference(f->adu, f->len, &ref);
     if (memcmp(&ref, env, sizeof ref) != 0) {
-        gw_count(&bus->m.verify_mismatches);
-        line_log(bus, CONFIG_LOG_ERROR, "bus %s: decoder mismatch against reference on a %u-byte frame",
-               bus->cfg.name, f->len);
+        gw_count(&l->m.verify_mismatches);
+        line_log(l, CONFIG_LOG_ERROR, "bus %s: decoder mismatch against reference on a %u-byte frame",
+               l->cfg.name, f->len);
     }
 }
 
-/* The answer to bus->cur (asked as bus->wire, bus->attempts times): held
+/* The answer to l->cur (asked as l->wire, l->attempts times): held
  * until the quiet vouches for it (I3). */
-static void hold_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+static void hold_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
 {
-    unsigned slave = bus->cur.slave;
-    slave_state_t *s = &bus->slaves[slave];
+    unsigned slave = l->cur.slave;
+    slave_state_t *s = &l->slaves[slave];
 
-    bus->busy = false;
-    bus->deadline_ns = 0;
-    gw_count(&bus->m.responses);
-    gw_count(&bus->sm[slave].responses);
+    l->busy = false;
+    l->deadline_ns = 0;
+    gw_count(&l->m.responses);
+    gw_count(&l->sm[slave].responses);
     if (env->function & 0x80) {
-        gw_count(&bus->m.exceptions);
-        gw_count(&bus->sm[slave].exceptions);
+        gw_count(&l->m.exceptions);
+        gw_count(&l->sm[slave].exceptions);
     }
     s->failures = 0;
     s->dead_until_ns = 0;
-    gw_set(&bus->sm[slave].dead, 0);
-    gw_set(&bus->sm[slave].last_ok_ns, now);
-    if (bus->attempts > 1 && s->copies == COPIES_SENT)   /* I9: this may be a copy, a later attempt's answer owed */
-        line_owed_push(bus, &bus->wire, now, OWED_ANSWERED_TIMEOUTS);
-    if (bus->attempts > 1 && s->verifying)
-        line_guard_slave_function(bus, slave, f->t_last_ns, bus->wire.pdu[0]);   /* I2, I4's re-ask */
-    else if (bus->attempts > 1)
-        line_guard_slave(bus, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
-    bus->pending = true;
-    bus->pending_doubtful = false;
-    bus->pending_unexplained = 0;
-    bus->pending_t_last_ns = f->t_last_ns;
-    bus->pending_noise_mark = f->noise_mark;
-    bus->pending_len = (uint16_t)(f->len - 3u);
-    memcpy(bus->pending_pdu, f->adu + 1, bus->pending_len);
-    line_copies_check(bus, slave, f->t_last_ns);
-    line_foreign_check(bus, slave);   /* I9 */
+    gw_set(&l->sm[slave].dead, 0);
+    gw_set(&l->sm[slave].last_ok_ns, now);
+    if (l->attempts > 1 && s->copies == COPIES_SENT)   /* I9: this may be a copy, a later attempt's answer owed */
+        line_owed_push(l, &l->wire, now, OWED_ANSWERED_TIMEOUTS);
+    if (l->attempts > 1 && s->verifying)
+        line_guard_slave_function(l, slave, f->t_last_ns, l->wire.pdu[0]);   /* I2, I4's re-ask */
+    else if (l->attempts > 1)
+        line_guard_slave(l, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
+    l->pending = true;
+    l->pending_doubtful = false;
+    l->pending_unexplained = 0;
+    l->pending_t_last_ns = f->t_last_ns;
+    l->pending_noise_mark = f->noise_mark;
+    l->pending_len = (uint16_t)(f->len - 3u);
+    memcpy(l->pending_pdu, f->adu + 1, l->pending_len);
+    line_copies_check(l, slave, f->t_last_ns);
+    line_foreign_check(l, slave);   /* I9 */
 }
 
 /* The answer to the attempt in flight. */
-static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+static void take_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
 {
-    gw_observe_latency(&bus->m, now - bus->t_first_send_ns);
-    hold_answer(bus, f, env, now);
+    gw_observe_latency(&l->m, now - l->t_first_send_ns);
+    hold_answer(l, f, env, now);
 }
 
 /*
@@ -114,48 +114,48 @@ static void take_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t 
  * question); I3's window is where that shows, and one window at a time is
  * what the line core can watch.
  */
-static void take_late_answer(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env,
+static void take_late_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env,
                              const gw_request_t *wire, uint64_t now)
 {
     unsigned slave = env->slave;
-    slave_state_t *s = &bus->slaves[slave];
-    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+    slave_state_t *s = &l->slaves[slave];
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(l, f->len);
 
-    line_unpark(bus, slave, &bus->cur, &bus->attempts);
-    bus->wire = *wire;
-    gw_count(&bus->m.late_answers);
-    gw_count(&bus->sm[slave].late_answers);
-    line_slave_event(bus, slave, EV_LATE, now);
-    line_widen_timeout(bus, slave, first_byte > s->last_send_ns ? first_byte - s->last_send_ns : 0);
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer held for its parked question",
-             bus->cfg.name, slave, bus->cur.pdu[0], line_req_address(&bus->cur));
-    hold_answer(bus, f, env, now);
+    line_unpark(l, slave, &l->cur, &l->attempts);
+    l->wire = *wire;
+    gw_count(&l->m.late_answers);
+    gw_count(&l->sm[slave].late_answers);
+    line_slave_event(l, slave, EV_LATE, now);
+    line_widen_timeout(l, slave, first_byte > s->last_send_ns ? first_byte - s->last_send_ns : 0);
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: late answer held for its parked question",
+             l->cfg.name, slave, l->cur.pdu[0], line_req_address(&l->cur));
+    hold_answer(l, f, env, now);
 }
 
 /* A good frame that is not the answer to the attempt on the wire. */
-static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
+static void on_other_frame(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
 {
     unsigned slave = env->slave;
-    slave_state_t *s = slave < N_SLAVES ? &bus->slaves[slave] : NULL;
-    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+    slave_state_t *s = slave < N_SLAVES ? &l->slaves[slave] : NULL;
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(l, f->len);
 
-    if (bus->pending)
-        bus->pending_unexplained -= f->len;   /* a whole frame explains its bytes */
-    if (bus->pending && slave != bus->cur.slave)
-        bus->pending_doubtful = true;   /* I3: two talkers in the window; which one's was the answer? */
-    if (bus->pending && slave == bus->cur.slave) {
+    if (l->pending)
+        l->pending_unexplained -= f->len;   /* a whole frame explains its bytes */
+    if (l->pending && slave != l->cur.slave)
+        l->pending_doubtful = true;   /* I3: two talkers in the window; which one's was the answer? */
+    if (l->pending && slave == l->cur.slave) {
         /* I3: a second candidate in the vouching window. */
-        if (f->len - 3u != bus->pending_len || memcmp(f->adu + 1, bus->pending_pdu, bus->pending_len) != 0)
-            bus->pending_doubtful = true;
+        if (f->len - 3u != l->pending_len || memcmp(f->adu + 1, l->pending_pdu, l->pending_len) != 0)
+            l->pending_doubtful = true;
         else
-            line_copies_sent(bus, slave, f->t_last_ns - bus->pending_t_last_ns);   /* I4 */
-        gw_count(&bus->m.foreign_frames);
-        line_guard_slave(bus, slave, f->t_last_ns);
-        line_slave_event(bus, slave, EV_DROPPED, now);
+            line_copies_sent(l, slave, f->t_last_ns - l->pending_t_last_ns);   /* I4 */
+        gw_count(&l->m.foreign_frames);
+        line_guard_slave(l, slave, f->t_last_ns);
+        line_slave_event(l, slave, EV_DROPPED, now);
         return;
     }
     if (!s || !slave) {
-        gw_count(&bus->m.foreign_frames);
+        gw_count(&l->m.foreign_frames);
         return;
     }
     gw_request_t wire;
@@ -174,33 +174,33 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
      * It answers nothing: dropped and the slave guarded, and the parked
      * question is asked again after the guard.
      */
-    bool suspect = s->parked && line_copies_suspect(bus, slave, f->adu + 1, f->len - 3u, &wire);
+    bool suspect = s->parked && line_copies_suspect(l, slave, f->adu + 1, f->len - 3u, &wire);
     if (s->parked && s->parked_attempts && frame_matches(&wire, env, f) && !s->confirming && !suspect &&
-        !bus->busy && !bus->pending) {
+        !l->busy && !l->pending) {
         /* The late answer to the slave's one outstanding question (I1), on a free line (I7). */
-        take_late_answer(bus, f, env, &wire, now);
+        take_late_answer(l, f, env, &wire, now);
         return;
     }
     /* Answers nothing: late to a question given up, a duplicate, or not
      * ours. Dropped, and the slave guarded (I2). */
     bool late = s->hold_until_ns > now;
-    if (bus->busy && slave == bus->cur.slave) {
-        if (env->function == bus->wire.pdu[0] && !line_shape_may_be_stale(s, f->adu + 1, f->len - 3u)) {
-            bus->misshapen = true;   /* line_on_timeout: not asked again */
-            line_shape_answered(bus, slave, f->adu + 1, f->len - 3u);   /* I6: its copies have its shape */
+    if (l->busy && slave == l->cur.slave) {
+        if (env->function == l->wire.pdu[0] && !line_shape_may_be_stale(s, f->adu + 1, f->len - 3u)) {
+            l->misshapen = true;   /* line_on_timeout: not asked again */
+            line_shape_answered(l, slave, f->adu + 1, f->len - 3u);   /* I6: its copies have its shape */
         } else {
-            bus->guarded_other = true;
+            l->guarded_other = true;
         }
     }
-    gw_count(late ? &bus->m.late_bytes_guarded : &bus->m.foreign_frames);
+    gw_count(late ? &l->m.late_bytes_guarded : &l->m.foreign_frames);
     if (late && first_byte > s->last_send_ns)
-        line_widen_timeout(bus, slave, first_byte - s->last_send_ns);
-    line_guard_slave(bus, slave, f->t_last_ns);
+        line_widen_timeout(l, slave, first_byte - s->last_send_ns);
+    line_guard_slave(l, slave, f->t_last_ns);
     if (!suspect)   /* a suspect is no proof of copies: it may be real and late */
-        line_copies_stray(bus, slave, f);
-    line_slave_event(bus, slave, EV_DROPPED, now);
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u: frame dropped (%s); slave guarded %u ms",
-           bus->cfg.name, slave, env->function, late ? "late, in its guard" : "answers no question",
+        line_copies_stray(l, slave, f);
+    line_slave_event(l, slave, EV_DROPPED, now);
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u: frame dropped (%s); slave guarded %u ms",
+           l->cfg.name, slave, env->function, late ? "late, in its guard" : "answers no question",
            s->timeout_ms);
 }
 
@@ -216,27 +216,27 @@ static void on_other_frame(line_t *bus, const rtu_frame_t *f, const rtu_envelope
  * would only be lifted again, and a guard set earlier by another frame must
  * stay (it is not lowered).
  */
-static bool retry_after_damage_allowed(const line_t *bus, unsigned slave)
+static bool retry_after_damage_allowed(const line_t *l, unsigned slave)
 {
-    return bus->busy && slave == bus->cur.slave && bus->attempts <= bus->cfg.retries &&
-           !bus->slaves[slave].failures;
+    return l->busy && slave == l->cur.slave && l->attempts <= l->cfg.retries &&
+           !l->slaves[slave].failures;
 }
 
-static unsigned garbled_from(line_t *bus, const rtu_frame_t *f)
+static unsigned garbled_from(line_t *l, const rtu_frame_t *f)
 {
     if (f->len < 2 || f->adu[0] == 0 || f->adu[0] >= N_SLAVES)
         return 0;
     unsigned slave = f->adu[0];
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     if (!s->last_fc || (f->adu[1] & 0x7F) != s->last_fc)
         return 0;
-    uint64_t first_byte = f->t_last_ns - line_wire_ns(bus, f->len);
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(l, f->len);
     if (first_byte > s->last_send_ns)
-        line_widen_timeout(bus, slave, first_byte - s->last_send_ns);
-    if (!retry_after_damage_allowed(bus, slave)) {
-        line_guard_slave(bus, slave, f->t_last_ns);
-        if (bus->busy && slave == bus->cur.slave)
-            bus->guarded_other = true;
+        line_widen_timeout(l, slave, first_byte - s->last_send_ns);
+    if (!retry_after_damage_allowed(l, slave)) {
+        line_guard_slave(l, slave, f->t_last_ns);
+        if (l->busy && slave == l->cur.slave)
+            l->guarded_other = true;
     }
     return slave;
 }
@@ -252,53 +252,53 @@ static unsigned garbled_from(line_t *bus, const rtu_frame_t *f)
  * No guard is added (garbled_from left it out: the line's own rest after the
  * last byte is enough), and none already set is lowered.
  */
-static bool retry_after_damage(line_t *bus)
+static bool retry_after_damage(line_t *l)
 {
-    if (!retry_after_damage_allowed(bus, bus->cur.slave))
+    if (!retry_after_damage_allowed(l, l->cur.slave))
         return false;
-    bus->busy = false;
-    bus->deadline_ns = 0;
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
-           bus->cfg.name, bus->cur.slave, bus->cur.pdu[0], line_req_address(&bus->cur), bus->attempts);
-    line_park_attempt(bus, &bus->cur, bus->attempts);
+    l->busy = false;
+    l->deadline_ns = 0;
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: attempt %u answered damaged; asking again",
+           l->cfg.name, l->cur.slave, l->cur.pdu[0], line_req_address(&l->cur), l->attempts);
+    line_park_attempt(l, &l->cur, l->attempts);
     return true;
 }
 
-static void on_frame(line_t *bus, const rtu_frame_t *f)
+static void on_frame(line_t *l, const rtu_frame_t *f)
 {
     rtu_envelope_t env;
-    uint64_t now = bus->now_ns;
+    uint64_t now = l->now_ns;
 
-    line_log_frame(bus, f->crc_ok ? "rx" : "rx (bad crc)", f->adu, f->len);
-    if (bus->p.router)
-        router_decode(bus->p.router, f->adu, f->len, &env);
+    line_log_frame(l, f->crc_ok ? "rx" : "rx (bad crc)", f->adu, f->len);
+    if (l->p.router)
+        router_decode(l->p.router, f->adu, f->len, &env);
     else
         rtu_decode_fallback(f->adu, f->len, &env);
-    if (bus->p.verify_rate > 0)
-        verify(bus, f, &env);
+    if (l->p.verify_rate > 0)
+        verify(l, f, &env);
     if (env.status != RTU_OK) {
         /* Never delivered (F), and never the end of an attempt: the real
          * answer may still come. In the vouching window it makes the held
          * answer doubtful (I3). */
-        gw_count(&bus->m.crc_errors);
-        if (bus->pending)
-            bus->pending_doubtful = true;
-        unsigned from = garbled_from(bus, f);
-        if (from && bus->busy && from == bus->cur.slave)
-            retry_after_damage(bus);
-        line_log(bus, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", bus->cfg.name,
+        gw_count(&l->m.crc_errors);
+        if (l->pending)
+            l->pending_doubtful = true;
+        unsigned from = garbled_from(l, f);
+        if (from && l->busy && from == l->cur.slave)
+            retry_after_damage(l);
+        line_log(l, CONFIG_LOG_DEBUG, "bus %s: bad frame (%s, %u bytes) dropped", l->cfg.name,
                rtu_status_name((rtu_status_t)env.status), f->len);
         return;
     }
-    if (bus->busy && frame_matches(&bus->wire, &env, f))
-        take_answer(bus, f, &env, now);
+    if (l->busy && frame_matches(&l->wire, &env, f))
+        take_answer(l, f, &env, now);
     else
-        on_other_frame(bus, f, &env, now);
+        on_other_frame(l, f, &env, now);
 }
 
-void line_drain_frames(line_t *bus)
+void line_drain_frames(line_t *l)
 {
     rtu_frame_t f;
-    while (rtu_framer_next(bus->framer, &f))
-        on_frame(bus, &f);
+    while (rtu_framer_next(l->framer, &f))
+        on_frame(l, &f);
 }

@@ -95,9 +95,9 @@ static bool shape_taken(const slave_state_t *s, uint16_t shape)
 }
 
 /* ... or an owed answer of another slave, with this slave's address (I9)? */
-static bool taken(const line_t *bus, unsigned slave, uint16_t shape)
+static bool taken(const line_t *l, unsigned slave, uint16_t shape)
 {
-    return shape_taken(&bus->slaves[slave], shape) || line_owed_shape(bus, slave, shape);
+    return shape_taken(&l->slaves[slave], shape) || line_owed_shape(l, slave, shape);
 }
 
 /*
@@ -118,7 +118,7 @@ static bool past_refused_end(const slave_state_t *s, uint8_t fc, unsigned addr, 
     return false;
 }
 
-bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_t *wire)
+bool line_shape_question(const line_t *l, const gw_request_t *req, gw_request_t *wire)
 {
     *wire = *req;
 #ifdef LINE_BREAK_I2
@@ -129,7 +129,7 @@ bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_
 #endif
     if (!req->slave || req->slave >= N_SLAVES || !is_read(req))
         return false;
-    const slave_state_t *s = &bus->slaves[req->slave];
+    const slave_state_t *s = &l->slaves[req->slave];
     /* a device whose registers have side effects when read (a FIFO, a
      * clear-on-read counter) must not be read past what was asked:
      * [device] widen_reads = false leaves I4 and I5's checks to it */
@@ -138,13 +138,13 @@ bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_
     uint8_t fc = req->pdu[0];
     unsigned addr = read_addr(req), qty = read_qty(req), wide = qty;
     unsigned max = fc <= 2 ? 2000 : 125;
-    if (!qty || qty > max || !taken(bus, req->slave, read_shape(fc, qty)))
+    if (!qty || qty > max || !taken(l, req->slave, read_shape(fc, qty)))
         return false;
     for (unsigned k = 0; k < 2 * SHAPES_KEPT; k++) {
         wide = fc <= 2 ? (wide + 7) / 8 * 8 + 1 : wide + 1;
         if (wide > max || addr + wide > 65536u || past_refused_end(s, fc, addr, wide))
             return false;
-        if (!taken(bus, req->slave, read_shape(fc, wide))) {
+        if (!taken(l, req->slave, read_shape(fc, wide))) {
             wire->pdu[3] = (uint8_t)(wide >> 8);
             wire->pdu[4] = (uint8_t)wide;
             return true;
@@ -168,17 +168,17 @@ size_t line_shape_trim(const gw_request_t *req, const uint8_t *raw, size_t len, 
     return 2 + want;
 }
 
-void line_shape_refused(line_t *bus, const gw_request_t *wire)
+void line_shape_refused(line_t *l, const gw_request_t *wire)
 {
-    slave_state_t *s = &bus->slaves[wire->slave];
+    slave_state_t *s = &l->slaves[wire->slave];
     uint8_t fc = wire->pdu[0];
     uint32_t end = read_addr(wire) + read_qty(wire);
     uint32_t *ends = s->shape_refused_end[fc];
     memmove(ends + 1, ends, (REFUSED_KEPT - 1) * sizeof *ends);   /* the oldest is forgotten */
     ends[0] = end;
-    gw_count(&bus->m.shape_refused);
-    line_log(bus, CONFIG_LOG_INFO, "bus %s slave %u fc %u: a read widened to end at %u was refused; "
-             "reads are no longer widened to end there or past", bus->cfg.name, wire->slave, fc, end);
+    gw_count(&l->m.shape_refused);
+    line_log(l, CONFIG_LOG_INFO, "bus %s slave %u fc %u: a read widened to end at %u was refused; "
+             "reads are no longer widened to end there or past", l->cfg.name, wire->slave, fc, end);
 }
 
 static void push_shape(uint16_t *ring, uint16_t shape)
@@ -193,14 +193,14 @@ static void push_hash(uint64_t *ring, uint64_t hash)
     ring[0] = hash;
 }
 
-void line_shape_given_up(line_t *bus, const gw_request_t *wire)
+void line_shape_given_up(line_t *l, const gw_request_t *wire)
 {
-    line_shape_given_up_shape(bus, wire->slave, line_shape_of_question(wire));
+    line_shape_given_up_shape(l, wire->slave, line_shape_of_question(wire));
 }
 
-void line_shape_given_up_shape(line_t *bus, unsigned slave, uint16_t shape)
+void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     /* The run of questions given up since an answer was taken: past
      * SHAPES_KEPT, an older one's late answer may have any shape kept. */
     s->stale_run = s->confirming ? s->stale_run + 1 : 1;
@@ -211,9 +211,9 @@ void line_shape_given_up_shape(line_t *bus, unsigned slave, uint16_t shape)
 }
 
 /* An answer was heard (delivered or not): its copies have its shape. */
-void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len)
+void line_shape_answered(line_t *l, unsigned slave, const uint8_t *pdu, size_t len)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     uint16_t shape = answer_shape_of(pdu, len);
     if (shape) {
         push_shape(s->answer_shape, shape);
@@ -276,15 +276,15 @@ bool line_shape_function_free(const slave_state_t *s, uint8_t fc)
     return true;
 }
 
-int line_shape_certifies(const line_t *bus, unsigned slave)
+int line_shape_certifies(const line_t *l, unsigned slave)
 {
-    const slave_state_t *s = &bus->slaves[slave];
-    const uint8_t *p = bus->pending_pdu;
-    if (s->stale_run > SHAPES_KEPT || bus->pending_len < 2)
+    const slave_state_t *s = &l->slaves[slave];
+    const uint8_t *p = l->pending_pdu;
+    if (s->stale_run > SHAPES_KEPT || l->pending_len < 2)
         return CERTIFIED_NOT;
     /* (after a give-up only: a slave that repeats is confirmed because its
      * answer equals its last one, which no function tells apart) */
-    uint16_t shape = answer_shape_of(p, bus->pending_len);
+    uint16_t shape = answer_shape_of(p, l->pending_len);
     if (shape && !shape_taken(s, shape))
         return CERTIFIED_BY_SHAPE;
     if (s->confirm_cause == CONFIRM_GIVE_UP && line_shape_function_free(s, p[0] & 0x7f))

@@ -19,9 +19,9 @@
  * is said with where it comes from (line_widen_timeout), so that a figure other
  * than the configured one explains itself in the line that shows it.
  */
-void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t now)
+void line_slave_event(line_t *l, unsigned slave, enum slave_event ev, uint64_t now)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     s->events[ev]++;
     if (now < s->log_next_ns)
         return;
@@ -31,27 +31,27 @@ void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t
                  s->base_timeout_ms, (unsigned)TIMEOUT_WIDEN_LIMIT);
     else
         snprintf(why, sizeof why, "as configured");
-    line_log(bus, CONFIG_LOG_INFO,
+    line_log(l, CONFIG_LOG_INFO,
            "bus %s slave %u: %u timeouts, %u late answers, %u frames dropped, %u refused (0x0B) "
            "in the last %u s; response timeout for slave %u now %u ms (%s)",
-           bus->cfg.name, slave, s->events[EV_TIMEOUT], s->events[EV_LATE], s->events[EV_DROPPED],
+           l->cfg.name, slave, s->events[EV_TIMEOUT], s->events[EV_LATE], s->events[EV_DROPPED],
            s->events[EV_REFUSED], (unsigned)(LOG_SUMMARY_NS / 1000000000ull), slave, s->timeout_ms, why);
     memset(s->events, 0, sizeof s->events);
     s->log_next_ns = now + LOG_SUMMARY_NS;
 }
 
-void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now)
+void line_refuse(line_t *l, const gw_request_t *req, uint64_t now)
 {
     if (req->slave < N_SLAVES)
-        line_slave_event(bus, req->slave, EV_REFUSED, now);
-    line_answer_exception(bus, req, MB_EX_TARGET_FAILED);
+        line_slave_event(l, req->slave, EV_REFUSED, now);
+    line_answer_exception(l, req, MB_EX_TARGET_FAILED);
 }
 
 /* I2: nothing new is asked of the slave until it has been quiet for its
  * guard after `from`. */
-void line_guard_slave(line_t *bus, unsigned slave, uint64_t from)
+void line_guard_slave(line_t *l, unsigned slave, uint64_t from)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
 #ifdef LINE_BREAK_I2
     /* tests/test_line_broken only: the guard removed, so that the explorer
      * shows it finds what I2 is for (a late answer taken by the next question). */
@@ -61,7 +61,7 @@ void line_guard_slave(line_t *bus, unsigned slave, uint64_t from)
         s->hold_until_ns = from + line_guard_ns(s);
     s->hold_by_function = false;   /* anything but a give-up's guard holds every question */
     s->hold_fcs = 0;
-    (void)bus;
+    (void)l;
 }
 
 /* I2 by function, after I4's re-ask was answered: the other attempt's
@@ -75,23 +75,23 @@ void line_guard_slave(line_t *bus, unsigned slave, uint64_t from)
  * libmodbus's write_bit wait 540 ms behind five other functions' re-asks,
  * past its client's 500 ms). More functions held at once than are kept:
  * the hold holds all, until the longest guard (never shorter). */
-void line_guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc)
+void line_guard_slave_function(line_t *l, unsigned slave, uint64_t from, uint8_t fc)
 {
-    slave_state_t *s = &bus->slaves[slave];
-    bool held_before = s->hold_until_ns > bus->now_ns;
+    slave_state_t *s = &l->slaves[slave];
+    bool held_before = s->hold_until_ns > l->now_ns;
     uint32_t fcs = held_before ? s->hold_fcs : 0;
     bool narrow = fc < 32 && (!held_before || fcs);
     uint8_t kept_fc[HOLD_FCS_KEPT];
     uint64_t kept_until[HOLD_FCS_KEPT];
     memcpy(kept_fc, s->hold_fc, sizeof kept_fc);
     memcpy(kept_until, s->hold_fc_until_ns, sizeof kept_until);
-    line_guard_slave(bus, slave, from);
+    line_guard_slave(l, slave, from);
     if (!narrow)
         return;
     /* the functions still held, and this one, each with its own end */
     unsigned n = 0;
     for (unsigned i = 0; i < HOLD_FCS_KEPT; i++)
-        if (fcs && kept_fc[i] && kept_fc[i] != fc && kept_until[i] > bus->now_ns) {
+        if (fcs && kept_fc[i] && kept_fc[i] != fc && kept_until[i] > l->now_ns) {
             s->hold_fc[n] = kept_fc[i];
             s->hold_fc_until_ns[n++] = kept_until[i];
         }
@@ -121,17 +121,17 @@ uint64_t line_hold_end(const slave_state_t *s, uint8_t fc)
 
 /* A frame of the slave heard `latency` after its last attempt's wire time
  * ended: widen its timeout so the next guard covers such an answer. */
-void line_widen_timeout(line_t *bus, unsigned slave, uint64_t latency_ns)
+void line_widen_timeout(line_t *l, unsigned slave, uint64_t latency_ns)
 {
-    slave_state_t *s = &bus->slaves[slave];
+    slave_state_t *s = &l->slaves[slave];
     unsigned want = (unsigned)(latency_ns * 3 / 2 / 1000000ull) + 1;
     unsigned cap = s->base_timeout_ms * TIMEOUT_WIDEN_LIMIT;
     if (want > cap)
         want = cap;
     if (want <= s->timeout_ms)
         return;
-    line_log(bus, CONFIG_LOG_DEBUG, "bus %s slave %u: answer %.1f ms after the request; timeout %u -> %u ms",
-           bus->cfg.name, slave, (double)latency_ns / 1e6, s->timeout_ms, want);
+    line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u: answer %.1f ms after the request; timeout %u -> %u ms",
+           l->cfg.name, slave, (double)latency_ns / 1e6, s->timeout_ms, want);
     s->timeout_ms = want;
-    gw_set(&bus->sm[slave].timeout_ms, want);
+    gw_set(&l->sm[slave].timeout_ms, want);
 }

@@ -168,93 +168,93 @@ struct line {
 };
 
 /* queue.c: the two request queues and the parked retries (I1). */
-bool line_queue_push(line_t *bus, unsigned qi, const gw_request_t *req);
-bool line_queue_push_or_purge(line_t *bus, unsigned qi, const gw_request_t *req, uint64_t now);
-bool line_queue_pick(line_t *bus, uint64_t now, unsigned *attempts, uint64_t *wake);
-void line_queue_answer_all(line_t *bus, uint8_t code);
-void line_park(line_t *bus, const gw_request_t *req, unsigned attempts);
-void line_unpark(line_t *bus, unsigned slave, gw_request_t *out, unsigned *attempts);
-bool line_slave_dead(const line_t *bus, unsigned slave, uint64_t now);
-void line_priority_answered(line_t *bus);
-void line_priority_submitted(line_t *bus);
-uint64_t line_priority_hold(line_t *bus, uint64_t now);
+bool line_queue_push(line_t *l, unsigned qi, const gw_request_t *req);
+bool line_queue_push_or_purge(line_t *l, unsigned qi, const gw_request_t *req, uint64_t now);
+bool line_queue_pick(line_t *l, uint64_t now, unsigned *attempts, uint64_t *wake);
+void line_queue_answer_all(line_t *l, uint8_t code);
+void line_park(line_t *l, const gw_request_t *req, unsigned attempts);
+void line_unpark(line_t *l, unsigned slave, gw_request_t *out, unsigned *attempts);
+bool line_slave_dead(const line_t *l, unsigned slave, uint64_t now);
+void line_priority_answered(line_t *l);
+void line_priority_submitted(line_t *l);
+uint64_t line_priority_hold(line_t *l, uint64_t now);
 
 /* discipline.c: the discipline. */
-void line_start_next(line_t *bus);
+void line_start_next(line_t *l);
 /* The port went with an answer held (I3): delivered if nothing doubts it, else 0x0A. */
-void line_pending_port_lost(line_t *bus);
-void line_port_lost_attempts(line_t *bus, uint64_t now);
+void line_pending_port_lost(line_t *l);
+void line_port_lost_attempts(line_t *l, uint64_t now);
 /* foreign.c. I8: the port goes with answers owed (the hold to keep when it is back), and bytes heard meanwhile. */
-void line_reconnect_hold(line_t *bus, uint64_t now);
-void line_reconnect_begin(line_t *bus, uint64_t now);
-void line_reconnect_heard(line_t *bus, uint64_t t_ns);
+void line_reconnect_hold(line_t *l, uint64_t now);
+void line_reconnect_begin(line_t *l, uint64_t now);
+void line_reconnect_heard(line_t *l, uint64_t t_ns);
 /* I9: an attempt timed out or a question was given up: its answer is owed. */
-void line_owed_push(line_t *bus, const gw_request_t *wire, uint64_t now, unsigned timeouts);
-bool line_owed_shape(const line_t *bus, unsigned slave, uint16_t shape);
-void line_foreign_check(line_t *bus, unsigned slave);
-void line_foreign_resolve(line_t *bus, uint64_t now);
+void line_owed_push(line_t *l, const gw_request_t *wire, uint64_t now, unsigned timeouts);
+bool line_owed_shape(const line_t *l, unsigned slave, uint16_t shape);
+void line_foreign_check(line_t *l, unsigned slave);
+void line_foreign_resolve(line_t *l, uint64_t now);
 /* shapes.c: a question's answer shape (function, byte count; 0xff: none), an answer's (0: none). */
 uint16_t line_shape_of_question(const gw_request_t *wire);
 uint16_t line_shape_of_answer(const uint8_t *pdu, size_t len);
 bool line_shape_stale_like(uint16_t stale, uint16_t shape);
 /* I3's barrier came back: every byte read before it has been seen. */
-void line_on_resolve(line_t *bus);
+void line_on_resolve(line_t *l);
 /* The attempt in flight had no answer by its deadline. */
-void line_on_timeout(line_t *bus, uint64_t now);
-void line_drain_frames(line_t *bus);   /* receive.c */
+void line_on_timeout(line_t *l, uint64_t now);
+void line_drain_frames(line_t *l);   /* receive.c */
 /* For receive.c: the guards (I2) and the timeout a late answer widens
  * (slave.c); an attempt parked to be asked again (I1), an answer delivered
  * trimmed to what was asked (I6), and the frame log (discipline.c). */
-void line_guard_slave(line_t *bus, unsigned slave, uint64_t from);
-void line_guard_slave_function(line_t *bus, unsigned slave, uint64_t from, uint8_t fc);
+void line_guard_slave(line_t *l, unsigned slave, uint64_t from);
+void line_guard_slave_function(line_t *l, unsigned slave, uint64_t from, uint8_t fc);
 uint64_t line_hold_end(const slave_state_t *s, uint8_t fc);
-void line_widen_timeout(line_t *bus, unsigned slave, uint64_t latency_ns);
-void line_park_attempt(line_t *bus, const gw_request_t *req, unsigned attempts);
-void line_deliver_shaped(line_t *bus, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+void line_widen_timeout(line_t *l, unsigned slave, uint64_t latency_ns);
+void line_park_attempt(line_t *l, const gw_request_t *req, unsigned attempts);
+void line_deliver_shaped(line_t *l, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
                          size_t len, uint64_t t_last);
-void line_log_frame(const line_t *bus, const char *dir, const uint8_t *p, size_t n);
+void line_log_frame(const line_t *l, const char *dir, const uint8_t *p, size_t n);
 unsigned line_req_address(const gw_request_t *r);
 /* A log line, formatted only when its level is on. */
-void line_log(const line_t *bus, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void line_log(const line_t *l, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* copies.c: I4. */
-void line_pending_bytes(line_t *bus, size_t n);
-void line_copies_sent(line_t *bus, unsigned slave, uint64_t delay_ns);
-void line_copies_check(line_t *bus, unsigned slave, uint64_t t_last);
+void line_pending_bytes(line_t *l, size_t n);
+void line_copies_sent(line_t *l, unsigned slave, uint64_t delay_ns);
+void line_copies_check(line_t *l, unsigned slave, uint64_t t_last);
 /* I5: the slave's question was given up; what it sends may still answer it. */
-void line_confirm_begin(line_t *bus, unsigned slave, uint8_t cause);   /* CONFIRM_* */
-void line_copies_delivered(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len,
+void line_confirm_begin(line_t *l, unsigned slave, uint8_t cause);   /* CONFIRM_* */
+void line_copies_delivered(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len,
                            uint64_t t_last);
-void line_copies_stray(line_t *bus, unsigned slave, const rtu_frame_t *f);
-bool line_copies_suspect(const line_t *bus, unsigned slave, const uint8_t *pdu, size_t len,
+void line_copies_stray(line_t *l, unsigned slave, const rtu_frame_t *f);
+bool line_copies_suspect(const line_t *l, unsigned slave, const uint8_t *pdu, size_t len,
                          const gw_request_t *wire);
 /* Shapes: req as it goes on the wire (true: widened, and its answer trimmed). */
-bool line_shape_question(const line_t *bus, const gw_request_t *req, gw_request_t *wire);
+bool line_shape_question(const line_t *l, const gw_request_t *req, gw_request_t *wire);
 /* The answer to req from the answer to its wire question: the registers asked for. */
 size_t line_shape_trim(const gw_request_t *req, const uint8_t *raw, size_t len, uint8_t *out);
 /* The wire question was widened and answered with an exception: learn where the map ends. */
-void line_shape_refused(line_t *bus, const gw_request_t *wire);
+void line_shape_refused(line_t *l, const gw_request_t *wire);
 /* A question given up: its answer may still come, with its wire question's shape. */
-void line_shape_given_up(line_t *bus, const gw_request_t *wire);
-void line_shape_given_up_shape(line_t *bus, unsigned slave, uint16_t shape);
-void line_shape_answered(line_t *bus, unsigned slave, const uint8_t *pdu, size_t len);
+void line_shape_given_up(line_t *l, const gw_request_t *wire);
+void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape);
+void line_shape_answered(line_t *l, unsigned slave, const uint8_t *pdu, size_t len);
 /* I5 by construction: the held answer cannot be a stale frame of its slave. */
 enum { CERTIFIED_NOT = 0, CERTIFIED_BY_SHAPE, CERTIFIED_BY_FUNCTION };
-int line_shape_certifies(const line_t *bus, unsigned slave);
+int line_shape_certifies(const line_t *l, unsigned slave);
 /* No late answer of the questions given up since the slave's last answer has function fc. */
 bool line_shape_may_be_stale(const slave_state_t *s, const uint8_t *pdu, size_t len);
 uint64_t line_hash(const uint8_t *p, size_t n);
 bool line_shape_function_free(const slave_state_t *s, uint8_t fc);
-void line_deliver(line_t *bus, const gw_request_t *req, const uint8_t *pdu, size_t len);
-void line_answer_exception(line_t *bus, const gw_request_t *req, uint8_t code);
+void line_deliver(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len);
+void line_answer_exception(line_t *l, const gw_request_t *req, uint8_t code);
 /* A slave's guard: its response timeout in force. */
 static inline uint64_t line_guard_ns(const slave_state_t *s)
 {
     return (uint64_t)s->timeout_ms * 1000000ull;
 }
 /* slave.c: 0x0B for a request, counted; a slave's event, summarised at info. */
-void line_refuse(line_t *bus, const gw_request_t *req, uint64_t now);
-void line_slave_event(line_t *bus, unsigned slave, enum slave_event ev, uint64_t now);
-uint64_t line_wire_ns(const line_t *bus, size_t bytes);
-void line_arm_timeout(line_t *bus, uint64_t deadline);
+void line_refuse(line_t *l, const gw_request_t *req, uint64_t now);
+void line_slave_event(line_t *l, unsigned slave, enum slave_event ev, uint64_t now);
+uint64_t line_wire_ns(const line_t *l, size_t bytes);
+void line_arm_timeout(line_t *l, uint64_t deadline);
 
 #endif

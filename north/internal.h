@@ -8,6 +8,8 @@
  *   sparkplug.c  format = sparkplug: the Sparkplug B edge node session
  *              (births, deaths, seq and bdSeq, rebirth, primary host STATE,
  *              NCMD/DCMD); values.c hands it what is to be published
+ *   sparkplug_cmd.c  NCMD and DCMD in: a rebirth asked for, DCMD metrics
+ *              as writes (through hooks->write)
  *   sparkplug_codec.c  the protobuf-c encoding and decoding of Sparkplug
  *              payloads, the only file that includes the generated header
  *   writes.c   PREFIX/GATEWAY/write: json-c parsing, the open writes, answers
@@ -19,6 +21,7 @@
  *   queue.c    every publication: QoS 1 held until its PUBACK, in order,
  *              bounded; the window handed to libmosquitto
  *   spool.c    the disk spool under the queue (segment files)
+ *   spool_mark.c  the spool's acked mark (its file, written in place)
  *   map.c      a string-keyed hash table
  *   module.c   the table rtugw-mqtt.so exports; load.c, the loader, is the
  *              only file rtugw links
@@ -102,6 +105,41 @@ void spool_sync(north_spool_t *s, uint64_t next_seq);
 void spool_get_stats(const north_spool_t *s, spool_stats_t *st);
 const char *spool_last_error(const north_spool_t *s);
 void spool_close(north_spool_t *s, uint64_t next_seq);
+
+/* ---- spool_mark.c ------------------------------------------------------------------- */
+
+/* Sequence numbers and record ids are JSON numbers: past 2^53 a subscriber
+ * in JavaScript can no longer tell consecutive ones apart, and at a million
+ * messages a second the gateway takes 285 years to get there. A mark or a
+ * record holding more is damage, not history. */
+#define SPOOL_LIMIT (1ull << 53)
+#define SPOOL_FNV_BASIS 2166136261u
+
+/* FNV-1a of data, continuing from h (SPOOL_FNV_BASIS to start): the check
+ * of a record and of a slot of the mark. */
+uint32_t spool_fnv1a(const void *data, size_t len, uint32_t h);
+
+/* The acked mark: "every record <= acked is acknowledged; seq is above every
+ * data sequence number ever assigned", in the file dir/acked. */
+typedef struct spool_mark {
+    char path[NORTH_PATH_MAX + 16];
+    int fd;                  /* -1 until the first write in place */
+    uint64_t gen;            /* of the newest slot written or read */
+    bool dirty;              /* a slot written since the last fdatasync */
+} spool_mark_t;
+
+void spool_mark_init(spool_mark_t *m, const char *dir);
+/* The newest valid slot: 1 with *acked and *seq; 0: no mark (no file, or
+ * empty); -1: refused (no slot parses, or a value past SPOOL_LIMIT), with
+ * the file's first line (printable) in text and the reason in *why. */
+int spool_mark_read(spool_mark_t *m, uint64_t *acked, uint64_t *seq, char *text, size_t cap, const char **why);
+/* A fresh file, both slots, through a temporary file and rename. 0 or -errno. */
+int spool_mark_reset(spool_mark_t *m, uint64_t acked, uint64_t seq);
+/* In place into the slot after the newest; durable: fdatasync too. 0 or
+ * -errno (errno set); m->gen moves once the slot is written, even if the
+ * fdatasync then fails. */
+int spool_mark_write(spool_mark_t *m, uint64_t acked, uint64_t seq, bool durable);
+void spool_mark_close(spool_mark_t *m);
 
 /* ---- the client's state (shared by its files) ----------------------------------------- */
 
@@ -338,8 +376,16 @@ int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_
 /* d's metric set changed: DDEATH if it is born, its kept DDATA dropped (it
  * names aliases the next DBIRTH may not have); born again with its next values. */
 void sparkplug_device_reset(north_t *n, north_device_t *d);
-void sparkplug_write_done(north_t *n, const char *note, int error, const char *message);
 uint64_t sparkplug_seq(const north_t *n);
+/* The Sparkplug datatype of a tag's metric (its type, else its kind). */
+uint32_t sparkplug_datatype(const north_tag_t *t);
+#define SP_REBIRTH "Node Control/Rebirth"
+
+/* sparkplug_cmd.c: an NCMD, or a DCMD to device d (NULL: no such device,
+ * which is counted and ignored). True when the NCMD asks for the births. */
+bool sparkplug_command(north_t *n, bool ncmd, north_device_t *d, const void *payload, size_t len);
+/* A DCMD write's answer (hooks->write's): counted and logged. */
+void sparkplug_write_done(north_t *n, const char *note, int error, const char *message);
 
 /* sparkplug_codec.c */
 enum {

@@ -8,7 +8,8 @@
  *   acked                 the acked mark: two 128-byte slots, each
  *                         "acked ID next_seq SEQ gen G check C": every record
  *                         <= ID is acknowledged; SEQ is above every data
- *                         sequence number ever assigned
+ *                         sequence number ever assigned (its file
+ *                         format and writes: spool_mark.c)
  * A record: magic, body length, FNV-1a of the body; the body: id, data
  * sequence number, QoS, retain, topic length, payload length, topic,
  * payload (host byte order: the spool is this machine's).
@@ -39,7 +40,7 @@
  * found again). Sequence numbers of lost records are never reused: next_seq
  * comes from the mark and from every record read, and the records after a
  * damaged one carry higher ones. A mark that cannot be right (a value past
- * 2^53, see MARK_LIMIT) is refused, logged with the file and its text, and
+ * 2^53, see SPOOL_LIMIT) is refused, logged with the file and its text, and
  * counted; every record in the spool is then sent again (at least once).
  *
  * Bound: past spool_max_bytes the oldest segment is deleted; its records
@@ -63,12 +64,6 @@
 #define BODY_FIXED 24u            /* id, seq, qos, retain, topic length, payload length */
 #define REC_MIN (sizeof(rec_head_t) + BODY_FIXED)   /* the smallest record on disk */
 #define SEG_MIN 65536u            /* the smallest segment bound; a fully acked one this big retires */
-#define MARK_SLOT 128u            /* bytes per slot of the acked mark; the file holds two */
-/* Sequence numbers are JSON numbers: past 2^53 a subscriber in JavaScript
- * can no longer tell consecutive ones apart, and at a million messages a
- * second the gateway takes 285 years to get there. A mark or a record
- * holding more is damage, not history. */
-#define MARK_LIMIT (1ull << 53)
 
 typedef struct rec_head {
     uint32_t magic, body_len, check;
@@ -91,9 +86,7 @@ struct north_spool {
     uint64_t next_id;
     uint64_t acked_id, acked_marked, seq_marked;   /* the marked ones: on disk (fdatasync) */
     uint64_t seq_floor;           /* above every sequence number appended or marked */
-    int mark_fd;
-    uint64_t mark_gen;            /* of the newest slot written */
-    bool mark_dirty;              /* a slot written since the last fdatasync */
+    spool_mark_t mark;
     uint64_t read_id;             /* the last record in memory or behind the reader */
     uint64_t r_first;             /* the segment the reader is in (first id) */
     uint64_t r_off;
@@ -102,14 +95,6 @@ struct north_spool {
     uint64_t total_bytes, dropped, damaged;
     char error[NORTH_PATH_MAX + 128];
 };
-
-static uint32_t fnv1a(const void *data, size_t len, uint32_t h)
-{
-    const uint8_t *p = data;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h;
-}
 
 static void seg_path(const north_spool_t *s, uint64_t first_id, char *buf, size_t cap)
 {
@@ -146,7 +131,7 @@ static north_msg_t *read_record(int fd, uint64_t off, uint64_t *size)
     memcpy(&seq, fixed + 8, 8);
     memcpy(&topic_len, fixed + 18, 2);
     memcpy(&payload_len, fixed + 20, 4);
-    if ((uint64_t)BODY_FIXED + topic_len + payload_len != h.body_len || id >= MARK_LIMIT || seq >= MARK_LIMIT)
+    if ((uint64_t)BODY_FIXED + topic_len + payload_len != h.body_len || id >= SPOOL_LIMIT || seq >= SPOOL_LIMIT)
         return NULL;
     north_msg_t *m = malloc(sizeof *m + topic_len + 1u + payload_len);
     if (!m)
@@ -160,9 +145,9 @@ static north_msg_t *read_record(int fd, uint64_t off, uint64_t *size)
         free(m);
         return NULL;
     }
-    uint32_t check = fnv1a(fixed, sizeof fixed, 2166136261u);
-    check = fnv1a(rest, topic_len, check);
-    check = fnv1a(rest + topic_len + 1, payload_len, check);
+    uint32_t check = spool_fnv1a(fixed, sizeof fixed, SPOOL_FNV_BASIS);
+    check = spool_fnv1a(rest, topic_len, check);
+    check = spool_fnv1a(rest + topic_len + 1, payload_len, check);
     if (check != h.check) {
         free(m);
         return NULL;
@@ -322,126 +307,56 @@ static int seg_start(north_spool_t *s)
     return rc;
 }
 
-/* ---- the acked mark ------------------------------------------------------------------- */
+/* ---- the acked mark (its file: spool_mark.c) ------------------------------------------ */
 
-/* One slot's text, padded with spaces to MARK_SLOT bytes, ending in '\n'. */
-static void mark_format(char *slot, uint64_t acked, uint64_t seq, uint64_t gen)
-{
-    char text[MARK_SLOT];
-    int len = snprintf(text, sizeof text, "acked %" PRIu64 " next_seq %" PRIu64 " gen %" PRIu64, acked, seq, gen);
-    memset(slot, ' ', MARK_SLOT);
-    len = snprintf(slot, MARK_SLOT, "%s check %08" PRIx32, text, fnv1a(text, (size_t)len, 2166136261u));
-    slot[len] = ' ';
-    slot[MARK_SLOT - 1] = '\n';
-}
-
-/* The mark, in place into the slot after the newest; durable: fdatasync.
- * Rewriting bytes the file already has needs no free space. */
+/* The mark with next_seq (never below what was appended or marked before):
+ * durable ones are what drop_acked_segments may trust. */
 static int write_mark(north_spool_t *s, uint64_t next_seq, bool durable)
 {
-    char slot[MARK_SLOT];
     if (next_seq < s->seq_floor)
         next_seq = s->seq_floor;
-    if (s->mark_fd < 0) {
-        char path[NORTH_PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/acked", s->dir);
-        if ((s->mark_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-            return -errno;
-    }
-    uint64_t gen = s->mark_gen + 1;
-    mark_format(slot, s->acked_id, next_seq, gen);
-    if (pwrite(s->mark_fd, slot, MARK_SLOT, (off_t)((gen & 1) * MARK_SLOT)) != (ssize_t)MARK_SLOT)
-        return errno ? -errno : -EIO;
-    s->mark_gen = gen;
-    s->seq_floor = next_seq;
-    s->mark_dirty = true;
-    if (durable) {
-        if (fdatasync(s->mark_fd) != 0)
-            return -errno;
-        s->mark_dirty = false;
+    uint64_t gen = s->mark.gen;
+    int rc = spool_mark_write(&s->mark, s->acked_id, next_seq, durable);
+    if (s->mark.gen != gen)
+        s->seq_floor = next_seq;   /* written, durable or not */
+    if (rc == 0 && durable) {
         s->acked_marked = s->acked_id;
         s->seq_marked = next_seq;
     }
-    return 0;
+    return rc;
 }
 
-/* At start: a fresh 256-byte mark (both slots), through a temporary file and
- * rename, so that later ones can be written in place. */
+/* At start: a fresh mark, so that later ones can be written in place. */
 static int reset_mark(north_spool_t *s, uint64_t next_seq)
 {
-    char path[NORTH_PATH_MAX + 16], tmp[NORTH_PATH_MAX + 16], both[2 * MARK_SLOT];
-    snprintf(path, sizeof path, "%s/acked", s->dir);
-    snprintf(tmp, sizeof tmp, "%s/acked.tmp", s->dir);
-    mark_format(both, s->acked_id, next_seq, 2);
-    mark_format(both + MARK_SLOT, s->acked_id, next_seq, 1);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
-    bool ok = write(fd, both, sizeof both) == (ssize_t)sizeof both && fdatasync(fd) == 0;
-    int err = errno;
-    close(fd);
-    if (!ok || rename(tmp, path) != 0) {
-        err = ok ? errno : err;
-        unlink(tmp);
-        return -(err ? err : EIO);
+    int rc = spool_mark_reset(&s->mark, s->acked_id, next_seq);
+    if (rc == 0) {
+        s->acked_marked = s->acked_id;
+        s->seq_marked = s->seq_floor = next_seq;
     }
-    s->mark_gen = 2;
-    s->acked_marked = s->acked_id;
-    s->seq_marked = s->seq_floor = next_seq;
-    return 0;
+    return rc;
 }
 
-/* One slot's values; false if it does not parse or its check fails. A
- * mark of the older format ("acked ID next_seq SEQ") has no check: gen 0. */
-static bool mark_parse(const char *slot, uint64_t *acked, uint64_t *seq, uint64_t *gen)
-{
-    uint32_t check;
-    int end = 0;
-    if (sscanf(slot, "acked %" SCNu64 " next_seq %" SCNu64 "%n", acked, seq, &end) != 2)
-        return false;
-    *gen = 0;
-    if (sscanf(slot + end, " gen %" SCNu64 " check %" SCNx32, gen, &check) != 2)
-        return strncmp(slot + end, " gen", 4) != 0;
-    return check == fnv1a(slot, (size_t)(strstr(slot, " check") - slot), 2166136261u);
-}
-
-/* The newest valid slot of the mark, if its values can be right. */
+/* What the last run marked, if its values can be right; a refused mark is
+ * damage: logged and counted, and everything in the spool is sent again. */
 static void read_mark(north_spool_t *s, uint64_t *seq)
 {
-    char path[NORTH_PATH_MAX + 16], text[2 * MARK_SLOT + 1] = { 0 };
-    snprintf(path, sizeof path, "%s/acked", s->dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t got = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (got <= 0)
-        return;
-    uint64_t a = 0, q = 0, g = 0, best_a = 0, best_q = 0, best_g = 0;
-    bool found = false;
-    for (size_t off = 0; off < (size_t)got; off += MARK_SLOT) {
-        char slot[MARK_SLOT + 1] = { 0 };
-        memcpy(slot, text + off, (size_t)got - off < MARK_SLOT ? (size_t)got - off : MARK_SLOT);
-        if (mark_parse(slot, &a, &q, &g) && (!found || g > best_g)) {
-            found = true;
-            best_a = a, best_q = q, best_g = g;
-        }
-    }
-    text[strcspn(text, "\n")] = 0;
-    for (char *c = text; *c; c++)   /* the log line stays one line of text */
-        if (*c < ' ' || *c > '~')
-            *c = '?';
-    if (!found || best_a >= MARK_LIMIT || best_q >= MARK_LIMIT) {
+    char text[160];
+    const char *why = "";
+    uint64_t acked = 0, q = 0;
+    int rc = spool_mark_read(&s->mark, &acked, &q, text, sizeof text, &why);
+    if (rc < 0) {
         s->damaged++;
         north_log(s->owner, 0,
                   "mqtt: spool: %s: refused: \"%.100s\" %s; every record in the spool is sent again, and the next "
                   "sequence number follows the highest one in the records",
-                  path, text, found ? "holds a value past 2^53, which no run can have reached" : "does not parse");
+                  s->mark.path, text, why);
         return;
     }
-    s->acked_id = s->acked_marked = best_a;
-    *seq = s->seq_marked = best_q;
-    s->mark_gen = best_g;
+    if (rc > 0) {
+        s->acked_id = s->acked_marked = acked;
+        *seq = s->seq_marked = q;
+    }
 }
 
 /* One record at the end of the current segment (a new one when it is past
@@ -470,9 +385,9 @@ static int append_record(north_spool_t *s, north_msg_t *m)
     memcpy(fixed + 18, &m->topic_len, 2);
     memcpy(fixed + 20, &m->payload_len, 4);
     rec_head_t h = { SPOOL_MAGIC, BODY_FIXED + m->topic_len + m->payload_len, 0 };
-    h.check = fnv1a(fixed, sizeof fixed, 2166136261u);
-    h.check = fnv1a(msg_topic(m), m->topic_len, h.check);
-    h.check = fnv1a(msg_payload(m), m->payload_len, h.check);
+    h.check = spool_fnv1a(fixed, sizeof fixed, SPOOL_FNV_BASIS);
+    h.check = spool_fnv1a(msg_topic(m), m->topic_len, h.check);
+    h.check = spool_fnv1a(msg_payload(m), m->payload_len, h.check);
     struct iovec iov[4] = { { &h, sizeof h }, { fixed, sizeof fixed },
                             { (void *)msg_topic(m), m->topic_len }, { (void *)msg_payload(m), m->payload_len } };
     ssize_t want = (ssize_t)(sizeof h + h.body_len);
@@ -623,7 +538,7 @@ void spool_sync(north_spool_t *s, uint64_t next_seq)
 {
     s->error[0] = 0;   /* what this call reports is its own */
     spool_flush(s);
-    if (s->acked_id == s->acked_marked && next_seq <= s->seq_marked && !s->mark_dirty)
+    if (s->acked_id == s->acked_marked && next_seq <= s->seq_marked && !s->mark.dirty)
         return;
     if (write_mark(s, next_seq, true) != 0) {
         set_error(s, "cannot write the acked mark", errno ? errno : EIO);
@@ -725,7 +640,7 @@ static int scan_dir(north_spool_t *s)
         if (strlen(e->d_name) != 20 || strcmp(e->d_name + 16, ".seg") != 0)
             continue;
         uint64_t id = strtoull(e->d_name, &end, 16);
-        if (end != e->d_name + 16 || id == 0 || id >= MARK_LIMIT)
+        if (end != e->d_name + 16 || id == 0 || id >= SPOOL_LIMIT)
             continue;
         if (n == cap) {
             uint64_t *bigger = realloc(ids, (cap = cap ? cap * 2 : 32) * sizeof *ids);
@@ -763,7 +678,8 @@ int spool_open(north_t *owner, const char *dir, unsigned max_bytes, north_spool_
         s->seg_bytes = SEG_MIN;
     if (s->seg_bytes > (16u << 20))
         s->seg_bytes = 16u << 20;
-    s->wfd = s->rfd = s->mark_fd = -1;
+    s->wfd = s->rfd = -1;
+    spool_mark_init(&s->mark, dir);
     s->next_id = 1;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errcap, "spool_dir = '%s': cannot create: %s", dir, strerror(errno));
@@ -814,8 +730,7 @@ void spool_close(north_spool_t *s, uint64_t next_seq)
         close(s->wfd);
     if (s->rfd >= 0)
         close(s->rfd);
-    if (s->mark_fd >= 0)
-        close(s->mark_fd);
+    spool_mark_close(&s->mark);
     free(s->segs);
     free(s);
 }

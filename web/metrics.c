@@ -4,7 +4,8 @@
  * atomic with a single writer, so a scrape never stalls a bus. One table of
  * names and help texts per part (buses, TCP front ends, TLS, HTTP, serial
  * slaves); the other parts add their own lines (listen-only buses, devices,
- * frames, tags, MQTT) through their *_metrics_text.
+ * frames, tags, MQTT, the router and the actors) through their
+ * *_metrics_text.
  */
 #include "front/front.h"
 #include "web/internal.h"
@@ -213,45 +214,6 @@ static void device_metrics_text(gw_t *gw, struct evbuffer *b)
     }
 }
 
-static void router_metrics_text(gw_t *gw, struct evbuffer *b)
-{
-    router_report_t rep;
-    if (router_report(gw->router, &rep) != 0)
-        return;
-    evbuffer_add_printf(b, "# HELP rtugw_router_info The router's learning policy ([router] policy)\n"
-                           "# TYPE rtugw_router_info gauge\nrtugw_router_info{policy=\"%s\"} 1\n",
-                        router_policy_name(rep.policy));
-    evbuffer_add_printf(b, "# HELP rtugw_router_pulls_total Frames decoded per length bucket and arm\n"
-                           "# TYPE rtugw_router_pulls_total counter\n");
-    for (unsigned i = 0; i < rep.n_buckets; i++)
-        for (int a = 0; a < ROUTER_ARM_COUNT; a++)
-            evbuffer_add_printf(b, "rtugw_router_pulls_total{bucket=\"%u-%u\",arm=\"%s\"} %llu\n",
-                                rep.bucket[i].lo, rep.bucket[i].hi, router_arm_name((router_arm_t)a),
-                                (unsigned long long)rep.bucket[i].pulls[a]);
-    evbuffer_add_printf(b, "# TYPE rtugw_router_cost_ns gauge\n");
-    for (unsigned i = 0; i < rep.n_buckets; i++)
-        for (int a = 0; a < ROUTER_ARM_COUNT; a++)
-            if (rep.bucket[i].has_cost[a])
-                evbuffer_add_printf(b, "rtugw_router_cost_ns{bucket=\"%u-%u\",arm=\"%s\"} %.1f\n",
-                                    rep.bucket[i].lo, rep.bucket[i].hi, router_arm_name((router_arm_t)a),
-                                    rep.bucket[i].cost_ns[a]);
-}
-
-static void actor_metrics_text(gw_t *gw, struct evbuffer *b)
-{
-    actor_stats_t st;
-    actor_system_stats(gw->actors, &st);
-    static const char *const names[] = { "enqueue", "dequeue", "wakeups", "parks", "steals",
-                                         "batch_limit", "refused" };
-    const uint64_t values[] = { st.enqueue, st.dequeue, st.wakeups, st.parks, st.steals,
-                                st.batch_limit, st.refused };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        evbuffer_add_printf(b, "# TYPE rtugw_actor_%s_total counter\nrtugw_actor_%s_total %llu\n", names[i],
-                            names[i], (unsigned long long)values[i]);
-    evbuffer_add_printf(b, "# TYPE rtugw_actor_mailbox_depth_peak gauge\nrtugw_actor_mailbox_depth_peak %llu\n",
-                        (unsigned long long)st.depth_peak);
-}
-
 #define HM(f, h) { #f, h, offsetof(gw_http_metrics_t, f), false }
 static const metric_def_t http_defs[] = {
     HM(accepted, "HTTP connections accepted"),
@@ -458,12 +420,12 @@ void http_on_metrics(struct evhttp_request *req, void *arg)
     if (gw->udp)
         udp_metrics_text(b, &gw->udp_metrics);
     serial_slave_metrics_text(gw, b);
-    router_metrics_text(gw, b);
+    gw_router_metrics_text(gw, b);
     http_metrics_text(gw, b);
     http_tls_metrics(gw, http_tls(gw->http), b);
     web_auth_metrics(http_auth(gw->http), b);
     frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
-    actor_metrics_text(gw, b);
+    gw_actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
     gwnorth_metrics_text(gw->north, b);
     vslave_metrics_text(gw->maps, b);

@@ -1,0 +1,122 @@
+/*
+ * gateway/runtime.c -- what every bus, the poller and the serial slaves run
+ * on: the actor scheduler and the router. Made from the configuration at
+ * start, drained at the stop, the router's learning saved to [router]
+ * state_file, and their lines of /metrics.
+ *
+ * Why here and not in daemon/gw.c, which decides when: both are gw_t's
+ * (gw->actors, gw->router) and gateway/ is the folder that may call actor/
+ * and routing/; the wiring above it says when, through these, and the web
+ * side reads their counters the way it reads every other part's, through a
+ * *_metrics_text of the part that owns them (make check-calls holds the
+ * folders to that).
+ */
+#include "gateway/gateway.h"
+
+#include <event2/buffer.h>
+#include <string.h>
+
+/* The router from [router]: policy, exploration, buckets; its last run's
+ * table when state_file names one (router_load warns and starts fresh when
+ * the file is missing or damaged). */
+static int start_router(gw_t *gw)
+{
+    router_config_t rc;
+    router_config_default(&rc);
+    rc.epsilon = gw->cfg->router.exploration;
+    rc.sample_every = gw->cfg->router.sample_every;
+    rc.explore_run = gw->cfg->router.explore_run;
+    if (strcmp(gw->cfg->router.policy, "thompson") == 0)
+        rc.policy = ROUTER_POLICY_THOMPSON;
+    rc.n_edges = gw->cfg->router.bucket_count;
+    for (unsigned i = 0; i < rc.n_edges; i++)
+        rc.edges[i] = (uint16_t)gw->cfg->router.buckets[i];
+    if (router_new(&rc, &gw->router) != 0)
+        return -1;
+    if (gw->cfg->router.state_file[0])
+        router_load(gw->router, gw->cfg->router.state_file);
+    return 0;
+}
+
+int gw_runtime_start(gw_t *gw)
+{
+    /* Actors: one per bus, per serial slave and the poller; the table is
+     * allocated up front, so size it to what the configuration needs
+     * rather than the default. */
+    const config_t *cfg = gw->cfg;
+    actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + cfg->serial_slave_count + 16 };
+    if (actor_system_create(&gw->actors, &ac) != 0)
+        return -1;
+    return start_router(gw);
+}
+
+unsigned gw_runtime_workers(const gw_t *gw)
+{
+    return gw->actors ? actor_system_workers(gw->actors) : 0;
+}
+
+void gw_runtime_drain(gw_t *gw, uint64_t grace_ns)
+{
+    if (gw->actors)
+        actor_system_shutdown(gw->actors, grace_ns);
+}
+
+void gw_runtime_save(gw_t *gw)
+{
+    const char *path = gw->cfg->router.state_file;
+    if (gw->router && path[0] && router_save(gw->router, path) != 0)
+        gw_log(gw, CONFIG_LOG_WARN, "router: cannot save %s", path);
+}
+
+void gw_runtime_free(gw_t *gw)
+{
+    if (gw->actors)
+        actor_system_destroy(gw->actors);
+    gw->actors = NULL;
+    if (gw->router)
+        router_free(gw->router);
+    gw->router = NULL;
+}
+
+/* ---- /metrics ------------------------------------------------------------------------ */
+
+void gw_router_metrics_text(gw_t *gw, struct evbuffer *b)
+{
+    router_report_t rep;
+    if (!gw->router || router_report(gw->router, &rep) != 0)
+        return;
+    evbuffer_add_printf(b, "# HELP rtugw_router_info The router's learning policy ([router] policy)\n"
+                           "# TYPE rtugw_router_info gauge\nrtugw_router_info{policy=\"%s\"} 1\n",
+                        router_policy_name(rep.policy));
+    evbuffer_add_printf(b, "# HELP rtugw_router_pulls_total Frames decoded per length bucket and arm\n"
+                           "# TYPE rtugw_router_pulls_total counter\n");
+    for (unsigned i = 0; i < rep.n_buckets; i++)
+        for (int a = 0; a < ROUTER_ARM_COUNT; a++)
+            evbuffer_add_printf(b, "rtugw_router_pulls_total{bucket=\"%u-%u\",arm=\"%s\"} %llu\n",
+                                rep.bucket[i].lo, rep.bucket[i].hi, router_arm_name((router_arm_t)a),
+                                (unsigned long long)rep.bucket[i].pulls[a]);
+    evbuffer_add_printf(b, "# TYPE rtugw_router_cost_ns gauge\n");
+    for (unsigned i = 0; i < rep.n_buckets; i++)
+        for (int a = 0; a < ROUTER_ARM_COUNT; a++)
+            if (rep.bucket[i].has_cost[a])
+                evbuffer_add_printf(b, "rtugw_router_cost_ns{bucket=\"%u-%u\",arm=\"%s\"} %.1f\n",
+                                    rep.bucket[i].lo, rep.bucket[i].hi, router_arm_name((router_arm_t)a),
+                                    rep.bucket[i].cost_ns[a]);
+}
+
+void gw_actor_metrics_text(gw_t *gw, struct evbuffer *b)
+{
+    actor_stats_t st;
+    if (!gw->actors)
+        return;
+    actor_system_stats(gw->actors, &st);
+    static const char *const names[] = { "enqueue", "dequeue", "wakeups", "parks", "steals",
+                                         "batch_limit", "refused" };
+    const uint64_t values[] = { st.enqueue, st.dequeue, st.wakeups, st.parks, st.steals,
+                                st.batch_limit, st.refused };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        evbuffer_add_printf(b, "# TYPE rtugw_actor_%s_total counter\nrtugw_actor_%s_total %llu\n", names[i],
+                            names[i], (unsigned long long)values[i]);
+    evbuffer_add_printf(b, "# TYPE rtugw_actor_mailbox_depth_peak gauge\nrtugw_actor_mailbox_depth_peak %llu\n",
+                        (unsigned long long)st.depth_peak);
+}
