@@ -727,19 +727,24 @@ void sim_clients(sim_t *s, unsigned clients, uint64_t transactions, uint64_t thi
     }
 }
 
-int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini)
+/* A reload's configuration: bus_ini as sim_new takes it; NULL (said) if it does not load. */
+static config_t *reload_config(const char *bus_ini)
 {
     char text[4096];
     config_errors_t errs;
     memset(&errs, 0, sizeof errs);
-    if (s->n_keys == SIM_KEYS_MAX)
-        return -1;
     snprintf(text, sizeof text, "[bus line]\n%s%s", strstr(bus_ini, "port =") ? "" : "port = /dev/null\n", bus_ini);
     config_t *cfg = config_load_string(text, "linesim", &errs);
-    if (!cfg) {
+    if (!cfg)
         fprintf(stderr, "linesim: the reload's INI does not load: %s\n", errs.count ? errs.text[0] : "?");
+    return cfg;
+}
+
+int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini)
+{
+    config_t *cfg = s->n_keys < SIM_KEYS_MAX ? reload_config(bus_ini) : NULL;
+    if (!cfg)
         return -1;
-    }
     line_keys_t *k = line_keys_new(cfg, 0);
     config_free(cfg);
     if (!k)
@@ -751,17 +756,9 @@ int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini)
 
 int sim_port_change_at(sim_t *s, uint64_t at, uint64_t down_ns, const char *bus_ini)
 {
-    char text[4096];
-    config_errors_t errs;
-    memset(&errs, 0, sizeof errs);
-    if (s->n_ports == SIM_KEYS_MAX)
+    config_t *cfg = s->n_ports < SIM_KEYS_MAX ? reload_config(bus_ini) : NULL;
+    if (!cfg)
         return -1;
-    snprintf(text, sizeof text, "[bus line]\n%s%s", strstr(bus_ini, "port =") ? "" : "port = /dev/null\n", bus_ini);
-    config_t *cfg = config_load_string(text, "linesim", &errs);
-    if (!cfg) {
-        fprintf(stderr, "linesim: the port change's INI does not load: %s\n", errs.count ? errs.text[0] : "?");
-        return -1;
-    }
     s->ports[s->n_ports] = cfg->buses[0];
     config_free(cfg);
     ev_new(s, EV_PORT, at)->kind = 0;
