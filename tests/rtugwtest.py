@@ -161,7 +161,10 @@ class Gateway:
             self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stderr=self.log, stdout=self.log,
                                       preexec_fn=limits, env=sanitizer_env())
             procs.append(self.p)
-            wait_listening(self.tcp_port, self.p)
+            # the HTTP port too: the daemon opens it after Modbus TCP, and a
+            # test's first /status or /metrics must not race it (under load
+            # and the sanitizers, "connection refused")
+            wait_listening(self.tcp_port, self.p) and wait_listening(self.http_port, self.p)
             time.sleep(0.2)  # the bus reports its port open
             if self.p.poll() is None or "cannot listen on" not in self.log_text() or attempt == 2:
                 break

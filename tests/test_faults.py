@@ -89,7 +89,7 @@ class Gateway(Daemon):
         self.log = open(os.path.join(d, "rtugw.log"), "w+")
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stdout=self.log, stderr=self.log)
         procs.append(self.p)
-        wait_listening(self.tcp_port, self.p)
+        wait_listening(self.tcp_port, self.p) and wait_listening(self.http_port, self.p)   # /metrics next
         if self.p.poll() is not None:
             print(f"FATAL: rtugw run exited {self.p.returncode}: {self.log_text()}", flush=True)
             sys.exit(1)
