@@ -74,7 +74,7 @@ class Soak(Daemon):
         self.log = open(os.path.join(d, "log"), "w+")
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stdout=self.log, stderr=self.log, env=sanitizer_env())
         procs.append(self.p)
-        check(wait_listening(self.tcp, self.p), "the daemon listens")
+        check(wait_listening(self.tcp, self.p) and wait_listening(self.http, self.p), "the daemon listens (Modbus TCP, HTTP)")
         self.n = 0
 
     def http_call(self, method, path, body=None, headers=None, port=None):
