@@ -1072,7 +1072,12 @@ static void test_explorer(void **state)
                   (unsigned long long)tot.reloads, (unsigned long long)tot.port_changes, cpu,
                   (unsigned long long)tot.wrong);
 #ifndef LINE_BROKEN
-    assert_true(tot.reloads > 0 && tot.port_changes > 0);   /* drawn: the runs above crossed them */
+    /* Each is drawn in a quarter of the runs: with 40 runs or more (make
+     * check's 50) a run without one has odds under 1e-5, so their absence
+     * is a fault of the draw; a shorter exploration (the cross checks' 5
+     * runs under qemu) may cross none. */
+    if (tot.runs >= 40)
+        assert_true(tot.reloads > 0 && tot.port_changes > 0);
 #endif
     if (tot.wrong)
         fail_msg("seed %llu (RTUGW_SEED=%llu): %s", (unsigned long long)tot.first_bad_seed,
