@@ -1083,8 +1083,14 @@ static void test_explorer(void **state)
         fail_msg("seed %llu (RTUGW_SEED=%llu): %s", (unsigned long long)tot.first_bad_seed,
                  (unsigned long long)tot.first_bad_seed, tot.first_bad);
     assert_true(tot.transactions >= total);
-    if (!env_u64("RTUGW_EXPLORE_SERVER", 0))   /* (every run a device server: most answers are 0x0A while it is gone) */
-        assert_true(tot.data > tot.transactions / 2);   /* mostly answered with data: the faults do not drown it */
+    /* Mostly answered with data: the faults do not drown it. Not with every
+     * run a device server (most answers are 0x0A while it is gone), nor over
+     * a few runs (the cross checks' 5 under qemu): a run whose reload drew
+     * timeouts below its slaves' latency is refused for most of its length,
+     * and one such run in five sank the share to 40 % on armhf (over 50
+     * runs it is 60-71 %). */
+    if (!env_u64("RTUGW_EXPLORE_SERVER", 0) && tot.runs >= 40)
+        assert_true(tot.data > tot.transactions / 2);
 }
 
 /*
