@@ -158,13 +158,19 @@ static void send_keys(gw_t *gw)
                    gw->cfg->buses[k].name);
 }
 
+/* The [bus] keys a running line takes (line_keys_t), from src into dst. */
+static void take_line_keys(config_bus_t *dst, const config_bus_t *src)
+{
+    dst->response_timeout_ms = src->response_timeout_ms;
+    dst->retries = src->retries;
+    dst->gap_us = src->gap_us;
+    dst->tcp_first = src->tcp_first;
+    dst->priority_hold_us = src->priority_hold_us;
+}
+
 static bool same_beyond_keys(const config_bus_t *x, config_bus_t y)
 {
-    y.response_timeout_ms = x->response_timeout_ms;
-    y.retries = x->retries;
-    y.gap_us = x->gap_us;
-    y.tcp_first = x->tcp_first;
-    y.priority_hold_us = x->priority_hold_us;
+    take_line_keys(&y, x);
     return config_same_bus(x, &y);
 }
 
@@ -213,15 +219,8 @@ static void apply_ports(gw_t *gw, const config_t *fresh, char *restart, size_t c
 /* The buses' live keys into the running copy, then to every line. */
 static void apply_bus_keys(gw_t *gw, const config_t *fresh)
 {
-    for (unsigned k = 0; k < gw->cfg->bus_count && k < fresh->bus_count; k++) {
-        config_bus_t *r = &gw->cfg->buses[k];
-        const config_bus_t *f = &fresh->buses[k];
-        r->response_timeout_ms = f->response_timeout_ms;
-        r->retries = f->retries;
-        r->gap_us = f->gap_us;
-        r->tcp_first = f->tcp_first;
-        r->priority_hold_us = f->priority_hold_us;
-    }
+    for (unsigned k = 0; k < gw->cfg->bus_count && k < fresh->bus_count; k++)
+        take_line_keys(&gw->cfg->buses[k], &fresh->buses[k]);
     send_keys(gw);
 }
 
