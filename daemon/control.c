@@ -140,7 +140,7 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
  * from the middle, which shifts the indices after it, leaves them as they
  * were. A device that now answers at another bus or slave id reads other
  * registers: its groups get fresh cache entries (same_group compares where
- * the device answers) and its tags start afresh (gwtags_replace), and the
+ * the device answers) and its tags start afresh (gw_tags_replace), and the
  * poller's new plan (a new generation) drops the answers still coming for
  * the old one, so no value read at the old place is shown as the new one's.
  *
@@ -228,7 +228,7 @@ static void apply_bus_keys(gw_t *gw, const config_t *fresh)
  * Tags and poll groups, live: the tag table rebuilt from the fresh
  * configuration, the groups and their cache entries swapped, the poller
  * planned again, MQTT told; the TCP front ends and the MQTT session are not
- * touched. Only where that is safe without stopping anything (tags_gw.c):
+ * touched. Only where that is safe without stopping anything (gateway/tags.c):
  * the poller on the I/O thread (buses_on_io_thread), the buses and the
  * devices but for their tag keys unchanged, and no tag write in flight (it
  * holds a tag's index); otherwise *why says what stands in the way and they
@@ -272,7 +272,7 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
     }
     /* the line cores' keys: each bus actor takes them in its own time */
     send_keys(gw);
-    bool failed = (tags && gwtags_replace(gw->tags, fresh, &was, &kept, err, sizeof err) != 0) ||
+    bool failed = (tags && gw_tags_replace(gw->tags, fresh, &was, &kept, err, sizeof err) != 0) ||
                   (polls && cache_swap_groups(gw, fresh, &was) != 0);
     free(was.devices);
     if (failed) {
@@ -292,10 +292,10 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
                  err);
     }
     if (gw->north && polls)
-        gwnorth_polls_changed(gw->north);
-    if (gw->north && tags && gwnorth_tags_changed(gw->north) != 0)
+        gw_north_polls_changed(gw->north);
+    if (gw->north && tags && gw_north_tags_changed(gw->north) != 0)
         gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: mqtt: cannot announce the new tags (out of memory)");
-    size_t n = gwtags_count(gw->tags);
+    size_t n = gw_tags_count(gw->tags);
     if (tags)
         gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: tags applied: %zu tags, %zu of them unchanged (values kept)", n, kept);
     if (polls)
@@ -432,7 +432,7 @@ static void reload(gw_t *gw)
     bool devices = devices_differ_beyond_tags(gw->cfg, fresh);
     /* a device's change goes with the tags: they name it, and MQTT announces both */
     bool devices_moved = !config_same_devices(gw->cfg, fresh);
-    bool tag_defs = !gwtags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
+    bool tag_defs = !gw_tags_same(gw->tags, fresh->tags) || (!devices && devices_moved);
     bool tags = tag_defs || devices_moved;
     /* Templates are read only through the devices' tags and the API's lists:
      * where no tag changes (a template no device uses, added or removed) the

@@ -24,7 +24,7 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     for (unsigned k = 0; k < gw->bus_count; k++) {
-        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
         req += gw_read(&m->requests);
         resp += gw_read(&m->responses);
         to += gw_read(&m->timeouts);
@@ -58,9 +58,9 @@ static gw_poller_t *start_poller(gw_t *gw, char *err, size_t errcap)
     gw_poll_subscriber_t subs[GW_POLL_SUBSCRIBERS_MAX];
     unsigned n = 0;
     subs[n++] = cache_poll_subscriber(gw);
-    subs[n++] = gwtags_poll_subscriber(gw->tags);
+    subs[n++] = gw_tags_poll_subscriber(gw->tags);
     if (gw->north)
-        subs[n++] = gwnorth_poll_subscriber(gw->north);
+        subs[n++] = gw_north_poll_subscriber(gw->north);
     return poller_new(gw, subs, n, err, errcap);
 }
 
@@ -106,10 +106,10 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     /* MQTT before the poller, whose answers it takes (set before they come) */
     /* tag writes: one per HTTP connection, and as many as one MQTT request may carry */
     /* the maps before any front end, which asks them for each unit */
-    if (!(gw->tags = gwtags_new(cfg, err, sizeof err)) || !(gw->maps = vslave_new(gw, err, sizeof err)) ||
+    if (!(gw->tags = gw_tags_new(cfg, err, sizeof err)) || !(gw->maps = vslave_new(gw, err, sizeof err)) ||
         start_serial_slaves(gw, err, sizeof err) != 0 ||
         !(gw->tag_writes = tag_writes_new(gw, cfg->http.max_connections + GW_TAG_WRITES_MQTT)) ||
-        (cfg->mqtt_enabled && !(gw->north = gwnorth_new(gw, err, sizeof err))) ||
+        (cfg->mqtt_enabled && !(gw->north = gw_north_new(gw, err, sizeof err))) ||
         !(gw->poller = start_poller(gw, err, sizeof err)) ||
         !(gw->scans = scans_new(gw)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||
@@ -197,7 +197,7 @@ void gw_free(gw_t *gw)
         loop_release_host(gw->line_loop);
     gw_runtime_drain(gw, 0);
     control_stop(gw);
-    gwnorth_free(gw->north);   /* actors are down: no poll answer is on its way */
+    gw_north_free(gw->north);   /* actors are down: no poll answer is on its way */
     http_free(gw->http);
     tcp_free(gw->tcp);
     tcp_free(gw->rtu_tcp);
@@ -206,7 +206,7 @@ void gw_free(gw_t *gw)
         serial_slave_free(gw->serial_slaves[i]);
     mbaps_free(gw->mbaps);   /* after the connections, which hold its contexts */
     poller_free(gw->poller);
-    gwtags_free(gw->tags);
+    gw_tags_free(gw->tags);
     for (unsigned i = 0; i < gw->cfg->bus_count; i++)
         bus_free(gw->buses[i]);
     loop_free(gw->line_loop);

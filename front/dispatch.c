@@ -16,7 +16,7 @@
  *      when none; a broadcast only for the functions that may be broadcast;
  *   6. the poll cache (serve_cached_ms): a read answered from a poll
  *      group's last answer while it is fresh, with no bus transaction.
- * What passes is a gw_request_t for the bus, which the front end submits
+ * What passes is a line_request_t for the bus, which the front end submits
  * with its own origin and bookkeeping (tcp.c: slots and shares; udp.c: its
  * per-address bound).
  */
@@ -49,7 +49,7 @@ static size_t exception(uint8_t out[RTU_MAX_PDU], uint8_t fc, uint8_t code)
 }
 
 size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, int role, const tcp_adu_t *h,
-                      gw_request_t *r, uint8_t out[RTU_MAX_PDU])
+                      line_request_t *r, uint8_t out[RTU_MAX_PDU])
 {
     const uint8_t *pdu = h->pdu;
     size_t len = h->pdu_len, n;
@@ -74,7 +74,7 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
         return exception(out, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     }
     if (mapped) {
-        *r = (gw_request_t){ .pdu_len = (uint16_t)len, .bus = GW_BUS_MAP, .t_accept_ns = gw_now_ns() };
+        *r = (line_request_t){ .pdu_len = (uint16_t)len, .bus = GW_BUS_MAP, .t_accept_ns = gw_now_ns() };
         memcpy(r->pdu, pdu, len);
         return 0;
     }
@@ -91,13 +91,13 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
         gw_count(&m->cache_hits);
         return n;
     }
-    *r = (gw_request_t){ .slave = (uint8_t)slave, .pdu_len = (uint16_t)len, .bus = (uint8_t)bus,
+    *r = (line_request_t){ .slave = (uint8_t)slave, .pdu_len = (uint16_t)len, .bus = (uint8_t)bus,
                          .t_accept_ns = gw_now_ns() };
     memcpy(r->pdu, pdu, len);
     return 0;
 }
 
-int front_map_request(gw_t *gw, uint8_t unit, const gw_request_t *r, uint8_t out[RTU_MAX_PDU], size_t *n)
+int front_map_request(gw_t *gw, uint8_t unit, const line_request_t *r, uint8_t out[RTU_MAX_PDU], size_t *n)
 {
     int verdict = gw_unit_dispatch(gw, unit, r, out, n);
     if (verdict == GW_UNIT_ROUTE) {   /* the map went in a reload meanwhile */

@@ -5,7 +5,7 @@
  * Modbus UDP (udp.c), the one way every request goes in (dispatch.c),
  * Modbus/TCP Security (mbaps.c, and the TLS module tls.c, rtugw-tls.so),
  * and the serial slave (serial_slave.c: a master on a port of its own). Each
- * builds gw_request_t's, names itself as their origin and hands them to
+ * builds line_request_t's, names itself as their origin and hands them to
  * gw_submit(). May call gateway/ (the runtime: submit, loop, ports, the
  * cache, the counters), parser/, config/ and line/ (the request and the
  * origin), module/ (where the TLS module is found), libevent, and OpenSSL in

@@ -62,12 +62,12 @@ rtu_tcp_end_t rtu_tcp_frame_end(const uint8_t *buf, size_t avail, bool quiet, si
  * and calls front_map_request.
  */
 size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, int role, const tcp_adu_t *h,
-                      gw_request_t *r, uint8_t out[RTU_MAX_PDU]);
+                      line_request_t *r, uint8_t out[RTU_MAX_PDU]);
 /* A map's request (gateway/vslave.c): GW_UNIT_ANSWERED with *n bytes of
  * answer in out (data or an exception; 0x0A if the map went meanwhile), or
  * GW_UNIT_PENDING: a write whose answer comes through r's origin, bus
  * GW_BUS_MAP. */
-int front_map_request(gw_t *gw, uint8_t unit, const gw_request_t *r, uint8_t out[RTU_MAX_PDU], size_t *n);
+int front_map_request(gw_t *gw, uint8_t unit, const line_request_t *r, uint8_t out[RTU_MAX_PDU], size_t *n);
 /* unit -> bus and slave, per a section's routes. false: no path. */
 bool front_route(const gw_t *gw, const config_tcp_t *cfg, uint8_t unit, unsigned *bus, unsigned *slave);
 

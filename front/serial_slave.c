@@ -39,7 +39,7 @@ typedef struct ss_answer {
 } ss_answer_t;
 
 struct gw_serial_slave {
-    gw_origin_t origin;        /* first: the answers' way back */
+    line_origin_t origin;        /* first: the answers' way back */
     gw_t *gw;
     const config_serial_slave_t *cfg;
     char name[CONFIG_NAME_MAX + 16];
@@ -57,7 +57,7 @@ struct gw_serial_slave {
     uint64_t asked_ns;         /* the request's last byte */
     _Atomic uint32_t live_seq; /* the request still wanted; 0: none (read on the bus's thread) */
     gw_serial_slave_metrics_t m;
-    gw_bus_metrics_t port_m;   /* port.c's counters: port_up, reopen_attempts */
+    line_bus_metrics_t port_m;   /* port.c's counters: port_up, reopen_attempts */
 };
 
 const char *serial_slave_name(const gw_serial_slave_t *s) { return s->cfg->name; }
@@ -129,7 +129,7 @@ static void forward_broadcast(gw_serial_slave_t *s, const config_route_t *r, con
 {
     if (!(rtu_function_class(pdu, len) & RTU_FN_BROADCAST))
         return;   /* only writes are broadcast */
-    gw_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
+    line_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
                          .pdu_len = (uint16_t)len, .t_accept_ns = gw_now_ns() };
     memcpy(req.pdu, pdu, len);
     gw_submit(s->gw, &req);   /* refused or not, a broadcast is never answered */
@@ -166,7 +166,7 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
         send_exception(s, st == RTU_ERR_FUNCTION ? MB_EX_ILLEGAL_FUNCTION : MB_EX_ILLEGAL_DATA_VALUE);
         return;
     }
-    gw_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
+    line_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
                          .pdu_len = (uint16_t)len, .seq = s->seq, .t_accept_ns = gw_now_ns() };
     memcpy(req.pdu, pdu, len);
     atomic_store_explicit(&s->live_seq, s->seq, memory_order_relaxed);
@@ -265,7 +265,7 @@ static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32
 
 /* ---- the origin: answers come on the bus's thread -------------------------------- */
 
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_serial_slave_t *s = (gw_serial_slave_t *)o;
     ss_answer_t a = { .seq = req->seq };
@@ -274,13 +274,13 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
 }
 
 /* A request the master has given up on costs no line time. */
-static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
+static bool origin_wanted(line_origin_t *o, const line_request_t *req)
 {
     gw_serial_slave_t *s = (gw_serial_slave_t *)o;
     return req->seq == 0 || atomic_load_explicit(&s->live_seq, memory_order_relaxed) == req->seq;
 }
 
-static const gw_origin_ops_t serial_slave_ops = { "serial_slave", origin_answer, origin_wanted };
+static const line_origin_ops_t serial_slave_ops = { "serial_slave", origin_answer, origin_wanted };
 
 /* ---- construction ------------------------------------------------------------------ */
 

@@ -254,7 +254,7 @@ static uint8_t request_class(const tcp_conn_t *c, uint8_t unit, const uint8_t *p
 
 /* A request for a map's unit (gateway/vslave.c, through front_map_request):
  * answered now, or its write's answer comes through the origin like a bus's. */
-static void map_request(tcp_conn_t *c, uint8_t unit, gw_request_t *r, tcp_slot_t *s)
+static void map_request(tcp_conn_t *c, uint8_t unit, line_request_t *r, tcp_slot_t *s)
 {
     gw_tcp_t *tcp = c->tcp;
     uint8_t answer[RTU_MAX_PDU];
@@ -275,7 +275,7 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     tcp_slot_t *s = &c->slots[c->next_seq % c->depth];
     uint32_t seq = c->next_seq++;
     uint8_t out[RTU_MAX_PDU];
-    gw_request_t r;
+    line_request_t r;
 
     tcp->in_flight++;
     gw_count(&tcp->m->requests);
@@ -670,7 +670,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
 }
 
 /* origin: answer() runs on the bus's thread (the line thread by default); the socket is the I/O thread's. */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;
     shares_answered(tcp->shares, req->bus);   /* before the post: serve_waiters sees the place free */
@@ -678,10 +678,10 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
         gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: cannot queue an answer (out of memory)", tcp->framing->section);
 }
 
-static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
+static bool origin_wanted(line_origin_t *o, const line_request_t *req)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;
     return atomic_load_explicit(&tcp->live[req->conn_id & 0xFFFF], memory_order_relaxed) == req->conn_id;
 }
 
-const gw_origin_ops_t tcp_origin_ops = { "tcp", origin_answer, origin_wanted };
+const line_origin_ops_t tcp_origin_ops = { "tcp", origin_answer, origin_wanted };

@@ -66,7 +66,7 @@ typedef struct tcp_conn {
 } tcp_conn_t;
 
 struct gw_tcp {
-    gw_origin_t origin;             /* first: the answers' way back */
+    line_origin_t origin;             /* first: the answers' way back */
     gw_t *gw;
     config_tcp_t cfg;
     const tcp_framing_t *framing;
@@ -91,7 +91,7 @@ struct gw_tcp {
 
 
 /* tcp.c: the sessions. */
-extern const gw_origin_ops_t tcp_origin_ops;      /* answers back to a connection */
+extern const line_origin_ops_t tcp_origin_ops;      /* answers back to a connection */
 extern const tcp_framing_t tcp_framing_mbap;      /* [tcp] and [tls] */
 void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason);
 void conn_read(struct bufferevent *bev, void *arg);

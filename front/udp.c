@@ -63,7 +63,7 @@ typedef struct udp_place {
 } udp_place_t;
 
 struct gw_udp {
-    gw_origin_t origin;               /* first: the answers' way back */
+    line_origin_t origin;               /* first: the answers' way back */
     gw_t *gw;
     config_tcp_t cfg;
     gw_udp_metrics_t *m;
@@ -160,7 +160,7 @@ static void on_datagram(gw_udp_t *u, const uint8_t *dgram, size_t n, const struc
     mbap_header_t h;
     size_t adu_len;
     uint8_t out[RTU_MAX_PDU];
-    gw_request_t r;
+    line_request_t r;
 
     if (!allowed(&u->cfg, from)) {
         gw_count(&u->m->common.refused_allow);
@@ -242,14 +242,14 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
 }
 
 /* origin: answer() runs on a bus worker; the socket is the I/O thread's. */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_udp_t *u = (gw_udp_t *)o;
     if (loop_post(u->gw->loop, on_answer, u, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(u->gw, CONFIG_LOG_ERROR, "udp: cannot queue an answer (out of memory)");
 }
 
-static const gw_origin_ops_t udp_origin_ops = { "udp", origin_answer, NULL };
+static const line_origin_ops_t udp_origin_ops = { "udp", origin_answer, NULL };
 
 /* The socket in use stops reading and answers what it took (old_fd). */
 static void retire(gw_udp_t *u)

@@ -43,9 +43,9 @@ typedef struct bus_timer_msg {
 
 const config_bus_t *bus_config(const gw_bus_t *bus) { return line_config(bus->line); }
 const gw_listen_t *bus_listen(const gw_bus_t *bus) { return bus->listen; }
-gw_bus_metrics_t *bus_metrics(gw_bus_t *bus) { return line_metrics(bus->line); }
+line_bus_metrics_t *bus_metrics(gw_bus_t *bus) { return line_metrics(bus->line); }
 
-gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave)
+line_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave)
 {
     return line_slave_metrics(bus->line, slave);
 }
@@ -114,7 +114,7 @@ static void env_frame(void *ctx, bool tx, const uint8_t *adu, size_t len)
 
 /* The cache's bracket of a write (begun by gw_submit) ends as its answer
  * leaves the line, whatever the answer; a no-op for reads. */
-static void env_answered(void *ctx, const gw_request_t *req)
+static void env_answered(void *ctx, const line_request_t *req)
 {
     gw_bus_t *bus = ctx;
     cache_write_end(bus->gw, bus->index, req->slave, req->pdu, req->pdu_len);
@@ -177,7 +177,7 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
     switch (type) {
     case BUS_MSG_REQUEST: {
         /* Requests travel trimmed to their PDU; the queue keeps whole structs. */
-        gw_request_t req;
+        line_request_t req;
         memset(&req, 0, sizeof req);
         memcpy(&req, data, len < sizeof req ? len : sizeof req);
         line_submit(bus->line, &req, now);
@@ -227,9 +227,9 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
     }
 }
 
-int bus_submit(gw_bus_t *bus, const gw_request_t *req)
+int bus_submit(gw_bus_t *bus, const line_request_t *req)
 {
-    return actor_send(bus->gw->actors, bus->self, BUS_MSG_REQUEST, req, offsetof(gw_request_t, pdu) + req->pdu_len);
+    return actor_send(bus->gw->actors, bus->self, BUS_MSG_REQUEST, req, offsetof(line_request_t, pdu) + req->pdu_len);
 }
 
 /*

@@ -4,7 +4,7 @@
  * thread's loop and its command queue (loop.c), the ports (port.c), the bus
  * actors that host the line cores (bus.c), the one way into a bus
  * (submit.c), the one way a tag is written (tag_write.c), the poller and
- * its subscribers (poller.c; cache.c, tags_gw.c, north.c: the register
+ * its subscribers (poller.c; cache.c, tags.c, north.c: the register
  * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
  * scans of a bus from the API (scan.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
@@ -21,14 +21,14 @@
  *
  * Inside gateway/ the calls go one way (docs/runtime.md has the
  * table, read from the objects): everything may call log.c and metrics.c;
- * loop.c, cache.c, frames.c, tags_gw.c and trim.c call nothing else here;
+ * loop.c, cache.c, frames.c, tags.c and trim.c call nothing else here;
  * port.c calls loop.c; slave_port.c calls port.c; runtime.c calls nothing
  * else here; bus.c calls port.c, cache.c (a write's bracket ends
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c (tag_write.c also
- * tags_gw.c, a computed tag's inverse); north.c calls submit.c,
- * tag_write.c and tags_gw.c; vslave.c (the maps: [map NAME]) calls
- * tag_write.c, tags_gw.c and loop.c; scan.c (scans from the API) calls
+ * tags.c, a computed tag's inverse); north.c calls submit.c,
+ * tag_write.c and tags.c; vslave.c (the maps: [map NAME]) calls
+ * tag_write.c, tags.c and loop.c; scan.c (scans from the API) calls
  * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.
  *
  * Threads and ownership:
@@ -42,7 +42,7 @@
  *   - the poller actor (poller.c) owns the read plan (tags/ planner over
  *     poll groups and tags) and its timers; its results go to its
  *     subscribers: the cache, which HTTP reads under the cache's own mutex,
- *     the tag values, under the tag table's own mutex (tags_gw.c), MQTT.
+ *     the tag values, under the tag table's own mutex (tags.c), MQTT.
  * Counters that HTTP reads are relaxed atomics with a single writer each.
  */
 #ifndef RTUGW_GATEWAY_GATEWAY_H
@@ -109,7 +109,7 @@ void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
 
 /* The request, the origin interface, the gateway exception codes and the bus
  * counters are the line core's (line/line.h): every front end builds a
- * gw_request_t, names itself as its origin, and gets its one answer there. */
+ * line_request_t, names itself as its origin, and gets its one answer there. */
 
 typedef struct gw_tcp_metrics {
     atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
@@ -255,7 +255,7 @@ uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result);
 /* submit.c: the one way a request enters a bus (req->bus). 0: queued, and
  * its one answer will come to req->origin; else the exception code the
  * caller answers with (0x0A), nothing queued. */
-int gw_submit(gw_t *gw, const gw_request_t *req);
+int gw_submit(gw_t *gw, const line_request_t *req);
 /* Called with cache_lock held. */
 bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
 /* The table and its lock (cache.c names the lock; no other file does). */
@@ -281,55 +281,55 @@ int cache_swap_groups(gw_t *gw, const config_t *fresh, const config_t *was);
 /* The poller's subscriber for the cache: each group's entry cut from its read. */
 gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw);
 
-/* ---- tags_gw.c: the live tag table --------------------------------------------- */
+/* ---- tags.c: the live tag table --------------------------------------------- */
 
 typedef struct gw_tags gw_tags_t;
 
 /* The tags of cfg (its definitions, copied; values start "not read"). */
-gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap);
-void gwtags_free(gw_tags_t *t);
+gw_tags_t *gw_tags_new(const config_t *cfg, char *err, size_t errcap);
+void gw_tags_free(gw_tags_t *t);
 /* Values are read and written only between these two (any thread). */
-tags_table_t *gwtags_lock(gw_tags_t *t);
-void gwtags_unlock(gw_tags_t *t);
+tags_table_t *gw_tags_lock(gw_tags_t *t);
+void gw_tags_unlock(gw_tags_t *t);
 /* The definitions, which change only in a reload on the I/O thread
- * (gwtags_replace): no lock needed to read them there, within one callback. */
-const tags_table_t *gwtags_defs(const gw_tags_t *t);
+ * (gw_tags_replace): no lock needed to read them there, within one callback. */
+const tags_table_t *gw_tags_defs(const gw_tags_t *t);
 /* A write to computed tag `tag` (asked: its value encoded as the tag) as
  * the write of its inverse's target (expr_engine_inverse, under the lock):
  * 0 with *target and w; -ENOENT no inverse, -EAGAIN a tag the inverse reads
  * is not good, -EINVAL the inverse failed, -ERANGE its result does not fit
  * the target; why says so. */
-int gwtags_inverse(gw_tags_t *t, unsigned tag, const tags_write_t *asked, unsigned *target, tags_write_t *w,
+int gw_tags_inverse(gw_tags_t *t, unsigned tag, const tags_write_t *asked, unsigned *target, tags_write_t *w,
                    char *why, size_t cap);
-/* How many tags the table holds (same thread rule as gwtags_defs). */
-size_t gwtags_count(const gw_tags_t *t);
+/* How many tags the table holds (same thread rule as gw_tags_defs). */
+size_t gw_tags_count(const gw_tags_t *t);
 /* The index in cfg->devices of a tag's device. */
-unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
+unsigned gw_tags_config_device(const gw_tags_t *t, const tags_tag_t *tag);
 /* The answer (PDU, or a gateway exception) to read r of plan into its tags,
  * stamped now_ms; takes the lock. Returns how many values changed. */
-/* The computed tags (expr/) the stores (gwtags_apply, gwtags_observe) have
+/* The computed tags (expr/) the stores (gw_tags_apply, gw_tags_observe) have
  * evaluated since the last call, up to cap, and forgets them: what MQTT
  * publishes beside a read's own tags. */
 #define GWTAGS_EVALUATED_MAX 256
-size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap);
-/* The poller's subscriber for the tag table (gwtags_apply). */
-gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t);
-int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
+size_t gw_tags_evaluated(gw_tags_t *t, unsigned *out, size_t cap);
+/* The poller's subscriber for the tag table (gw_tags_apply). */
+gw_poll_subscriber_t gw_tags_poll_subscriber(gw_tags_t *t);
+int gw_tags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
                  int64_t now_ms);
 /* Whether defs (a fresh configuration's) defines the same tags. */
-bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs);
+bool gw_tags_same(const gw_tags_t *t, const tags_table_t *defs);
 /* A reload: the table rebuilt from cfg (its tags and devices), values kept
  * for tags defined as before whose device answers at the bus and slave id
  * it answered at in was (the devices before; NULL: not compared), *kept of
  * them. On the I/O thread, with every user of the definitions there and no
- * tag write in flight (tags_gw.c). */
-int gwtags_replace(gw_tags_t *t, const config_t *cfg, const config_t *was, size_t *kept, char *err,
+ * tag write in flight (tags.c). */
+int gw_tags_replace(gw_tags_t *t, const config_t *cfg, const config_t *was, size_t *kept, char *err,
                    size_t errcap);
 /* +1 per replace: work naming tag indices carries it, and an older one is dropped. */
-uint32_t gwtags_generation(const gw_tags_t *t);
+uint32_t gw_tags_generation(const gw_tags_t *t);
 /* An answer overheard on a listen-only bus into the named device's tags (tags_table_observe);
  * takes the lock. Returns how many values changed; 0 for a device without tags. */
-int gwtags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t address, const uint16_t *words,
+int gw_tags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t address, const uint16_t *words,
                    const uint8_t *packed, size_t n, int64_t now_ms);
 
 /* ---- vslave.c: [map NAME], virtual slaves ------------------------------------------ */
@@ -360,7 +360,7 @@ void vslave_metrics_text(gw_maps_t *m, struct evbuffer *b);
  */
 enum { GW_UNIT_ROUTE = 0, GW_UNIT_ANSWERED, GW_UNIT_PENDING };
 #define GW_BUS_MAP 0xFF   /* a request's bus when a map answers it: no bus place taken */
-int gw_unit_dispatch(gw_t *gw, uint8_t unit, const gw_request_t *req, uint8_t answer[RTU_MAX_PDU], size_t *len);
+int gw_unit_dispatch(gw_t *gw, uint8_t unit, const line_request_t *req, uint8_t answer[RTU_MAX_PDU], size_t *len);
 
 /* ---- loop.c: the I/O thread -------------------------------------------------- */
 
@@ -405,12 +405,12 @@ typedef struct gw_bytes {
 /* Opens the driver now (or retries with back-off) and reports to sink:
  * PORT_MSG_STATE (uint8_t 1 up / 0 down) and PORT_MSG_BYTES (gw_bytes_t). */
 gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
-                    gw_bus_metrics_t *m);
+                    line_bus_metrics_t *m);
 /* The same, with paced reads on an RTU line whose character takes char_ns
  * on the wire (port.c, "Paced reads"): after a write the port reads when
  * the answer can be complete, not per chunk. char_ns 0: port_new. */
 gw_port_t *port_new_paced(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
-                          gw_bus_metrics_t *m, uint64_t char_ns);
+                          line_bus_metrics_t *m, uint64_t char_ns);
 void port_free(gw_port_t *p);
 /* Any thread: queue a write of one ADU. */
 int port_write(gw_port_t *p, const uint8_t *adu, size_t len);
@@ -427,7 +427,7 @@ int port_swap(gw_port_t *p, driver_t *d, uint64_t char_ns, uint32_t msg, void *p
  * driver's reason, else "out of memory"). */
 typedef struct gw_slave_port gw_slave_port_t;
 gw_slave_port_t *slave_port_new(gw_t *gw, const config_serial_slave_t *c, const char *name,
-                                actor_behaviour_fn behaviour, void *state, gw_bus_metrics_t *m, char *err,
+                                actor_behaviour_fn behaviour, void *state, line_bus_metrics_t *m, char *err,
                                 size_t errcap);
 void slave_port_free(gw_slave_port_t *sp);
 /* Any thread: a message to its actor, now or after delay_ns. */
@@ -445,7 +445,7 @@ void bus_free(gw_bus_t *bus);
 /* Spawns the bus actor, then opens its port on the loop. */
 int bus_start(gw_bus_t *bus, gw_loop_t *loop);
 /* Any thread: queue a request; exactly one answer comes to req->origin. */
-int bus_submit(gw_bus_t *bus, const gw_request_t *req);   /* submit.c's; front ends call gw_submit */
+int bus_submit(gw_bus_t *bus, const line_request_t *req);   /* submit.c's; front ends call gw_submit */
 /* A reload changed the bus's line keys or the devices on it: the keys that
  * apply live (line_keys_t: the bus's timeout, retries, gap, tcp_first,
  * priority_hold_us; each slave's timeout, dead_after, back-off, widening)
@@ -457,8 +457,8 @@ int bus_port_change(gw_bus_t *bus, const config_t *fresh, char *err, size_t errc
 /* Whether bus_port_change can move a bus from run to c (line_port_change_ok). */
 bool bus_port_change_ok(const config_bus_t *run, const config_bus_t *c);
 const config_bus_t *bus_config(const gw_bus_t *bus);
-gw_bus_metrics_t *bus_metrics(gw_bus_t *bus);
-gw_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
+line_bus_metrics_t *bus_metrics(gw_bus_t *bus);
+line_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave);
 void bus_describe(const gw_bus_t *bus, char *buf, size_t cap);
 /* The driver's counters; I/O thread only (port.c updates them there). */
 void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st);
@@ -511,7 +511,7 @@ struct gw_poll_result {
 };
 
 /*
- * Who hears poll reads: the cache (cache.c), the tag table (tags_gw.c), MQTT
+ * Who hears poll reads: the cache (cache.c), the tag table (tags.c), MQTT
  * (north.c), each through this, in the order gw.c lists them; the poller
  * names none of them. Called on the poller's thread: they must not block
  * (north posts to the loop). overrun (may be NULL): read `read` was due
@@ -593,25 +593,25 @@ void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b
 
 /* north.c: the MQTT client, only with an [mqtt] section (I/O thread) */
 typedef struct gw_north gw_north_t;
-gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap);
-void gwnorth_free(gw_north_t *gn);
+gw_north_t *gw_north_new(gw_t *gw, char *err, size_t errcap);
+void gw_north_free(gw_north_t *gn);
 /* The poller's subscriber for MQTT (its groups' values, its tags' values). */
-gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn);
+gw_poll_subscriber_t gw_north_poll_subscriber(gw_north_t *gn);
 /* Any thread (the poller): one poll group's answer; never blocks. */
-void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
+void gw_north_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
                          unsigned count, unsigned function);
 /* The poller's thread: read r of plan was answered (or failed) and applied to
  * the tag table; its tags go out. Never blocks. */
-void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms);
-/* After gwtags_replace or devices appended, on the I/O thread: the devices
+void gw_north_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms);
+/* After gw_tags_replace or devices appended, on the I/O thread: the devices
  * and their tags announced again. */
-int gwnorth_tags_changed(gw_north_t *gn);
+int gw_north_tags_changed(gw_north_t *gn);
 /* After a reload changed cfg->polls, on the I/O thread: values of the old groups in flight are dropped. */
-void gwnorth_polls_changed(gw_north_t *gn);
+void gw_north_polls_changed(gw_north_t *gn);
 /* Any thread: tags of one device heard on a listen-only bus (listen.c); they go out at once. */
-void gwnorth_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms);
+void gw_north_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms);
 struct evbuffer;
-void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b);
+void gw_north_metrics_text(gw_north_t *gn, struct evbuffer *b);
 
 /* ---- the gateway (gw.c), as its parts see it ------------------------------------- */
 
@@ -651,7 +651,7 @@ struct gw {
     gw_bus_t **buses;
     unsigned bus_count;
     gw_poller_t *poller;
-    gw_tags_t *tags;          /* the live tag table (tags_gw.c); never NULL once started */
+    gw_tags_t *tags;          /* the live tag table (tags.c); never NULL once started */
     gw_tag_writes_t *tag_writes; /* tag writes in flight (tag_write.c), for HTTP, MQTT and Sparkplug */
     gw_maps_t *maps;            /* [map NAME] sections (vslave.c); never NULL once started */
     gw_scans_t *scans;          /* scans from the API (scan.c); never NULL once started */

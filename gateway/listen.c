@@ -121,10 +121,10 @@ static void observe(gw_listen_t *l, const rtu_pair_event_t *ev, const rtu_envelo
     int64_t heard_ms = gw_wall_ms() - (int64_t)(age_ns / 1000000u);
     int moved;
     if (env->kind == RTU_KIND_BITS)
-        moved = gwtags_observe(l->gw->tags, l->gw->cfg->devices[d].name, (tags_area_t)(fc - 1), address, NULL,
+        moved = gw_tags_observe(l->gw->tags, l->gw->cfg->devices[d].name, (tags_area_t)(fc - 1), address, NULL,
                                env->data.bytes, quantity < env->count ? quantity : env->count, heard_ms);
     else
-        moved = gwtags_observe(l->gw->tags, l->gw->cfg->devices[d].name, (tags_area_t)(fc - 1), address,
+        moved = gw_tags_observe(l->gw->tags, l->gw->cfg->devices[d].name, (tags_area_t)(fc - 1), address,
                                env->data.regs, NULL, env->count, heard_ms);
     if (moved > 0)
         atomic_fetch_add(&l->tag_updates, (uint64_t)moved);
@@ -132,7 +132,7 @@ static void observe(gw_listen_t *l, const rtu_pair_event_t *ev, const rtu_envelo
      * (north decides what changed). gw->north and gw->tags are set before the
      * loop runs, so before any byte reaches this actor. */
     if (l->gw->north) {
-        const tags_table_t *defs = gwtags_defs(l->gw->tags);
+        const tags_table_t *defs = gw_tags_defs(l->gw->tags);
         int td = tags_table_find_device(defs, l->gw->cfg->devices[d].name);
         size_t n = td < 0 ? 0
                  : tags_table_covered(defs, (size_t)td, (tags_area_t)(fc - 1), address,
@@ -142,11 +142,11 @@ static void observe(gw_listen_t *l, const rtu_pair_event_t *ev, const rtu_envelo
         if (n > sizeof l->heard / sizeof l->heard[0])
             n = sizeof l->heard / sizeof l->heard[0];
         if (n)
-            gwnorth_tags_heard(l->gw->north, l->heard, n, heard_ms);
+            gw_north_tags_heard(l->gw->north, l->heard, n, heard_ms);
         /* and the computed tags what was heard re-evaluated, each with its device */
-        n = gwtags_evaluated(l->gw->tags, l->heard, sizeof l->heard / sizeof l->heard[0]);
+        n = gw_tags_evaluated(l->gw->tags, l->heard, sizeof l->heard / sizeof l->heard[0]);
         for (size_t k = 0; k < n; k++)
-            gwnorth_tags_heard(l->gw->north, &l->heard[k], 1, heard_ms);
+            gw_north_tags_heard(l->gw->north, &l->heard[k], 1, heard_ms);
     }
 }
 

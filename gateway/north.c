@@ -3,7 +3,7 @@
  * like tcp.c, on the I/O thread.
  *
  * Out: after each poll answer the poller hands the values of each of the
- * read's groups here (gwnorth_poll_answer, on the poller actor's thread); they
+ * read's groups here (gw_north_poll_answer, on the poller actor's thread); they
  * cross to the I/O thread with loop_post, so the poller never waits on the
  * network, and become named values of the group's device: tag POLLNAME.N
  * is register (or bit) N of the group. That naming is this adapter's, and
@@ -12,7 +12,7 @@
  * down takes it offline; both are published as they happen.
  *
  * Tags (tags.csv) go out typed: after each poll answer the poller hands the
- * indices of the read's tags here (gwnorth_tags_answer), in chunks that fit
+ * indices of the read's tags here (gw_north_tags_answer), in chunks that fit
  * a loop_post; the I/O thread marks them pending. A device's poll is every
  * read of its tags at one interval (the poller spreads those reads over the
  * interval); when the last of them has answered, the poller says so on the
@@ -24,7 +24,7 @@
  * actor, so its posts come from one thread at a time and loop_post keeps
  * their order. Each device's tags are announced to north at start
  * (north_define_device: type, unit, writable), and again after a reload
- * replaced the tag table (gwnorth_tags_changed). Chunks carry the table's
+ * replaced the tag table (gw_north_tags_changed). Chunks carry the table's
  * generation: one posted before a reload names indices of the old table and
  * is dropped, and the reload clears what was pending.
  *
@@ -134,7 +134,7 @@ static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
     gn->m->publish(gn->north, cfg->devices[g->device].name, t_ms, gn->values, g->count);
 }
 
-void gwnorth_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
+void gw_north_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exception, const uint16_t *values,
                          unsigned count, unsigned function)
 {
     uint8_t data[RTU_MAX_ADU];
@@ -174,18 +174,18 @@ static void on_poll_result(void *ctx, const gw_poll_result_t *r)
         unsigned count = m[k].count <= GW_GROUP_ITEMS_MAX ? m[k].count : GW_GROUP_ITEMS_MAX;
         for (unsigned i = 0; r->good && i < count; i++)
             values[i] = poll_item(r, m[k].address - read->address + i);
-        gwnorth_poll_answer(gn, m[k].index, r->good, r->exception ? r->pdu[1] : 0, values, count, read->function);
+        gw_north_poll_answer(gn, m[k].index, r->good, r->exception ? r->pdu[1] : 0, values, count, read->function);
     }
-    gwnorth_tags_answer(gn, r->plan, r->read, r->on_demand, r->wall_ms);
+    gw_north_tags_answer(gn, r->plan, r->read, r->on_demand, r->wall_ms);
     /* the computed tags this answer's values re-evaluated (the tag table's
      * subscriber ran before this one): each goes out with its device's tags */
     unsigned computed[GWTAGS_EVALUATED_MAX];
-    size_t nc = gwtags_evaluated(gn->gw->tags, computed, GWTAGS_EVALUATED_MAX);
+    size_t nc = gw_tags_evaluated(gn->gw->tags, computed, GWTAGS_EVALUATED_MAX);
     for (size_t k = 0; k < nc; k++)
-        gwnorth_tags_heard(gn, &computed[k], 1, r->wall_ms);
+        gw_north_tags_heard(gn, &computed[k], 1, r->wall_ms);
 }
 
-gw_poll_subscriber_t gwnorth_poll_subscriber(gw_north_t *gn)
+gw_poll_subscriber_t gw_north_poll_subscriber(gw_north_t *gn)
 {
     return (gw_poll_subscriber_t){ .answer = on_poll_result, .ctx = gn };
 }
@@ -244,7 +244,7 @@ static const char *tag_error(const tags_value_t *v, char *buf, size_t cap)
 }
 
 /* One tag's value as north takes it; its text (string, raw) goes to *text. */
-void gwnorth_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
+void gw_north_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
                       char **text, char *text_end)
 {
     *out = (north_value_t){ .tag = g->name, .unit = g->unit[0] ? g->unit : NULL, .type = north_type_of(g),
@@ -291,7 +291,7 @@ void gwnorth_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t
 static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, size_t n)
 {
     gw_t *gw = gn->gw;
-    const tags_table_t *defs = gwtags_defs(gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gw->tags);
     char *text = gn->text, *text_end = gn->text + GWNORTH_TEXT_BYTES;
 
     if (n == 0 || n > GWNORTH_BATCH)
@@ -300,7 +300,7 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
         if (idx[k] >= tags_table_count(defs))
             return;   /* cannot happen: chunks of an older table are dropped in on_tags */
     const tags_tag_t *first = tags_table_tag(defs, idx[0]);
-    unsigned device = gwtags_config_device(gw->tags, first);
+    unsigned device = gw_tags_config_device(gw->tags, first);
     /* Whether the device answers is what its newest answer says: a poll's
      * message can hold values read before the port went and the failure
      * after it, and an older good value must not bring a device back that
@@ -308,12 +308,12 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
      * DDEATH). The values of the newest answer's read decide. */
     bool reachable = false, any_answer = false;
     int64_t newest_ms = INT64_MIN;
-    const tags_table_t *t = gwtags_lock(gw->tags);
+    const tags_table_t *t = gw_tags_lock(gw->tags);
     for (size_t k = 0; k < n; k++) {
         const tags_tag_t *g = tags_table_tag(defs, idx[k]);
         tags_value_t v;
         tags_table_value(t, idx[k], (int64_t)t_ms, &v);
-        gwnorth_tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
+        gw_north_tag_value(g, &v, &gn->values[k], gn->errors[k], sizeof gn->errors[k], &text, text_end);
         if (v.reason != TAGS_BAD_NOT_READ && !g->computed) {   /* a computed tag says nothing of the device */
             bool answers = v.quality != TAGS_BAD || v.reason == TAGS_BAD_EXCEPTION || v.reason == TAGS_BAD_SHORT ||
                            v.reason == TAGS_BAD_DATA;
@@ -330,7 +330,7 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
         device_state(gn, device, reachable, reachable ? NULL : gn->values[0].error, t_ms);
     sync_revision(gn);
     gn->m->publish(gn->north, gw->cfg->devices[device].name, t_ms, gn->values, n);
-    gwtags_unlock(gw->tags);   /* string values point into the table's words until here */
+    gw_tags_unlock(gw->tags);   /* string values point into the table's words until here */
 }
 
 /* The poll of the device and interval of tag `one` is complete: its pending
@@ -338,7 +338,7 @@ static void publish_batch(gw_north_t *gn, uint64_t t_ms, const uint32_t *idx, si
  * text arena: a read's worth, 125 registers, is far below either). */
 static void publish_poll(gw_north_t *gn, uint64_t t_ms, uint32_t one)
 {
-    const tags_table_t *defs = gwtags_defs(gn->gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gn->gw->tags);
     const tags_tag_t *g1 = tags_table_tag(defs, one);
     size_t n_dev, n = 0, text = 0;
     const unsigned *tags = tags_table_device_tags(defs, g1->device, &n_dev);
@@ -364,7 +364,7 @@ static void on_tags(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
 {
     gw_north_t *gn = ctx;
     size_t count = len / sizeof(uint32_t);
-    if (((b >> CHUNK_GEN_SHIFT) & CHUNK_GEN_MASK) != (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK))
+    if (((b >> CHUNK_GEN_SHIFT) & CHUNK_GEN_MASK) != (gw_tags_generation(gn->gw->tags) & CHUNK_GEN_MASK))
         return;   /* indices of a table since replaced */
     uint32_t idx = 0;
     for (size_t i = 0; i < count; i++) {
@@ -458,7 +458,7 @@ static void post_tags(gw_north_t *gn, const tags_member_t *m, const unsigned *id
         sent++;
         if (k == CHUNK_TAGS || sent == tags) {
             uint32_t b = (uint32_t)k | (sent == tags ? CHUNK_LAST | (done ? POLL_DONE : 0) : 0) |
-                         (gwtags_generation(gn->gw->tags) & CHUNK_GEN_MASK) << CHUNK_GEN_SHIFT;
+                         (gw_tags_generation(gn->gw->tags) & CHUNK_GEN_MASK) << CHUNK_GEN_SHIFT;
             if (loop_post(gn->gw->loop, on_tags, gn, (uint64_t)wall_ms, b, chunk, k * sizeof chunk[0]) != 0)
                 gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot hand tag values to the I/O thread (out of memory)");
             k = 0;
@@ -466,7 +466,7 @@ static void post_tags(gw_north_t *gn, const tags_member_t *m, const unsigned *id
     }
 }
 
-void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms)
+void gw_north_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool on_demand, int64_t wall_ms)
 {
     size_t n, tags = 0;
     const tags_member_t *m = tags_plan_members(plan, r, &n);
@@ -480,7 +480,7 @@ void gwnorth_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, bool
 }
 
 /* A listen-only bus has no poll of its own: what is heard goes out at once. */
-void gwnorth_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms)
+void gw_north_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms)
 {
     post_tags(gn, NULL, tags, n, true, wall_ms);
 }
@@ -489,7 +489,7 @@ void gwnorth_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t 
 static int define_devices(gw_north_t *gn)
 {
     const config_t *cfg = gn->gw->cfg;
-    const tags_table_t *defs = gwtags_defs(gn->gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gn->gw->tags);
     north_metric_def_t *list = calloc(tags_table_count(defs) + 1, sizeof *list);
     int rc = list ? 0 : -1;
     for (unsigned c = 0; c < cfg->device_count && rc == 0; c++) {
@@ -513,12 +513,12 @@ static int define_devices(gw_north_t *gn)
     return rc;
 }
 
-void gwnorth_polls_changed(gw_north_t *gn)
+void gw_north_polls_changed(gw_north_t *gn)
 {
     gn->polls_generation++;
 }
 
-int gwnorth_tags_changed(gw_north_t *gn)
+int gw_north_tags_changed(gw_north_t *gn)
 {
     unsigned devices = gn->gw->cfg->device_count;
     if (devices > gn->n_devices) {   /* devices appended: not known yet */
@@ -529,7 +529,7 @@ int gwnorth_tags_changed(gw_north_t *gn)
         gn->device_up = up;
         gn->n_devices = devices;
     }
-    size_t n = tags_table_count(gwtags_defs(gn->gw->tags));
+    size_t n = tags_table_count(gw_tags_defs(gn->gw->tags));
     uint32_t *g = realloc(gn->gathered, (n + 1) * sizeof *g);
     if (!g)
         return -1;
@@ -545,28 +545,28 @@ int gwnorth_tags_changed(gw_north_t *gn)
 
 /* ---- life, and /metrics ------------------------------------------------------------------ */
 
-gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
+gw_north_t *gw_north_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_north_t *gn = calloc(1, sizeof *gn);
     if (!gn || !(gn->device_up = malloc(gw->cfg->device_count + 1)) ||
         !(gn->values = calloc(2000, sizeof *gn->values)) || !(gn->names = calloc(2000, sizeof *gn->names)) ||
         !(gn->errors = calloc(2000, sizeof *gn->errors)) || !(gn->text = malloc(GWNORTH_TEXT_BYTES)) ||
-        !(gn->gathered = calloc(tags_table_count(gwtags_defs(gw->tags)) + 1, sizeof *gn->gathered)) ||
-        !(gn->pending = calloc(tags_table_count(gwtags_defs(gw->tags)) + 1, 1))) {
+        !(gn->gathered = calloc(tags_table_count(gw_tags_defs(gw->tags)) + 1, sizeof *gn->gathered)) ||
+        !(gn->pending = calloc(tags_table_count(gw_tags_defs(gw->tags)) + 1, 1))) {
         snprintf(err, errcap, "mqtt: out of memory");
-        gwnorth_free(gn);
+        gw_north_free(gn);
         return NULL;
     }
     memset(gn->device_up, -1, gw->cfg->device_count + 1);
     gn->n_devices = gw->cfg->device_count;
-    gn->cap_gathered = tags_table_count(gwtags_defs(gw->tags));
-    gn->origin.ops = &gwnorth_origin_ops;
+    gn->cap_gathered = tags_table_count(gw_tags_defs(gw->tags));
+    gn->origin.ops = &gw_north_origin_ops;
     gn->gw = gw;
-    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gwnorth_on_write,
-                            .config_set = gwnorth_config_set, .config_get = gwnorth_config_get };
+    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gw_north_on_write,
+                            .config_set = gw_north_config_set, .config_get = gw_north_config_get };
     if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
         !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
-        gwnorth_free(gn);
+        gw_north_free(gn);
         return NULL;
     }
     if (gw->opt.config_path)
@@ -574,7 +574,7 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
     gn->m->set_revision(gn->north, gn->revision);
     if (define_devices(gn) != 0) {
         snprintf(err, errcap, "mqtt: cannot announce the tags (out of memory, or a name that cannot be a topic level)");
-        gwnorth_free(gn);
+        gw_north_free(gn);
         return NULL;
     }
     const north_config_t *m = &gw->cfg->mqtt;
@@ -584,7 +584,7 @@ gw_north_t *gwnorth_new(gw_t *gw, char *err, size_t errcap)
     return gn;
 }
 
-void gwnorth_free(gw_north_t *gn)
+void gw_north_free(gw_north_t *gn)
 {
     if (!gn)
         return;
@@ -603,7 +603,7 @@ void gwnorth_free(gw_north_t *gn)
     free(gn);
 }
 
-void gwnorth_metrics_text(gw_north_t *gn, struct evbuffer *b)
+void gw_north_metrics_text(gw_north_t *gn, struct evbuffer *b)
 {
     north_stats_t st;
     if (!gn)

@@ -13,7 +13,7 @@
 #define GWNORTH_TEXT_BYTES 262144  /* the text of one message's values; a batch ends before it runs out */
 #define GWNORTH_BATCH 2000         /* values in one message at most (north's scratch) */
 struct gw_north {
-    gw_origin_t origin;           /* first: the write answers' way back */
+    line_origin_t origin;           /* first: the write answers' way back */
     gw_t *gw;
     const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
     north_t *north;
@@ -38,13 +38,13 @@ struct gw_north {
 };
 
 /* A tag's value as north publishes it (north.c); its text goes at *text. */
-void gwnorth_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
+void gw_north_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,
                       char **text, char *text_end);
 /* north's write hook, on the I/O thread (north_write.c). */
-void gwnorth_on_write(void *ctx, uint32_t token, const north_write_t *w);
-extern const gw_origin_ops_t gwnorth_origin_ops;
+void gw_north_on_write(void *ctx, uint32_t token, const north_write_t *w);
+extern const line_origin_ops_t gw_north_origin_ops;
 /* north's configuration hooks (remote_config), on the I/O thread (north_write.c). */
-int gwnorth_config_set(void *ctx, const char *if_match, const char *text, size_t len, char **answer);
-int gwnorth_config_get(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len);
+int gw_north_config_set(void *ctx, const char *if_match, const char *text, size_t len, char **answer);
+int gw_north_config_get(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len);
 
 #endif

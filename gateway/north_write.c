@@ -56,7 +56,7 @@ static bool register_value(double v, uint16_t *out)
 }
 
 /* The request PDU of a write; 0 or the answer code and *why. */
-static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t *w, gw_request_t *r,
+static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t *w, line_request_t *r,
                      const char **why)
 {
     unsigned addr = g->address + index;
@@ -127,12 +127,12 @@ static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_
     else if (!o->confirmed || o->asked != o->tag)   /* through an inverse: the computed tag's value comes with its data */
         gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
     else {   /* confirm_write: the answer carries what the device holds, as data messages write it */
-        const tags_tag_t *g = tags_table_tag(gwtags_defs(gn->gw->tags), o->tag);
+        const tags_tag_t *g = tags_table_tag(gw_tags_defs(gn->gw->tags), o->tag);
         tags_value_t v;
         north_value_t nv;
         char err[32], text[6 * TAGS_MAX_REGISTERS + 8], *at = text;
         tag_write_read_value(g, o, &v);
-        gwnorth_tag_value(g, &v, &nv, err, sizeof err, &at, text + sizeof text);
+        gw_north_tag_value(g, &v, &nv, err, sizeof err, &at, text + sizeof text);
         gn->m->write_done_value(gn->north, (uint32_t)token, &nv);
     }
 }
@@ -141,7 +141,7 @@ static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_
 static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
 {
     gw_t *gw = gn->gw;
-    const tags_table_t *defs = gwtags_defs(gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gw->tags);
     int i = tags_table_find(defs, w->tag);
     const tags_tag_t *g = i >= 0 ? tags_table_tag(defs, (size_t)i) : NULL;
     char msg[320];
@@ -166,7 +166,7 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
         gn->m->write_done(gn->north, token, NORTH_WRITE_BAD_VALUE, why);
         return true;
     }
-    const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
+    const config_device_t *dev = &gw->cfg->devices[gw_tags_config_device(gw->tags, g)];
     rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &tw, tag_write_done, gn, token, msg,
                          sizeof msg);
     char why[340];
@@ -186,7 +186,7 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
 }
 
 /* north's write hook, on the I/O thread. */
-void gwnorth_on_write(void *ctx, uint32_t token, const north_write_t *w)
+void gw_north_on_write(void *ctx, uint32_t token, const north_write_t *w)
 {
     gw_north_t *gn = ctx;
     gw_t *gw = gn->gw;
@@ -217,7 +217,7 @@ void gwnorth_on_write(void *ctx, uint32_t token, const north_write_t *w)
     }
     const config_poll_t *g = &gw->cfg->polls[group];
     const config_device_t *dev = &gw->cfg->devices[g->device];
-    gw_request_t r = { .origin = &gn->origin, .slave = (uint8_t)dev->slave, .bus = (uint8_t)dev->bus,
+    line_request_t r = { .origin = &gn->origin, .slave = (uint8_t)dev->slave, .bus = (uint8_t)dev->bus,
                        .conn_id = token, .t_accept_ns = gw_now_ns() };
     if ((rc = write_pdu(g, index, w, &r, &why)) != 0) {
         gn->m->write_done(gn->north, token, rc, why);
@@ -255,21 +255,21 @@ static void on_write_answer(void *ctx, uint64_t token, uint32_t unused, const ui
 
 /* origin: on the bus actor's thread (a worker, or the I/O thread itself);
  * north is the I/O thread's, reached in post order. */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_north_t *gn = (gw_north_t *)o;
     if (loop_post(gn->gw->loop, on_write_answer, gn, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: cannot queue a write answer (out of memory)");
 }
 
-const gw_origin_ops_t gwnorth_origin_ops = { "mqtt", origin_answer, NULL };
+const line_origin_ops_t gw_north_origin_ops = { "mqtt", origin_answer, NULL };
 
 
 /* ---- in: the configuration (remote_config) ----------------------------------------------- */
 
 /* config/set: the API's one write path (gw->config_put: check, atomic
  * write, live reload), so MQTT applies a change exactly as PUT /api/config. */
-int gwnorth_config_set(void *ctx, const char *if_match, const char *text, size_t len, char **answer)
+int gw_north_config_set(void *ctx, const char *if_match, const char *text, size_t len, char **answer)
 {
     gw_north_t *gn = ctx;
     gw_t *gw = gn->gw;
@@ -298,7 +298,7 @@ int gwnorth_config_set(void *ctx, const char *if_match, const char *text, size_t
 
 #define GWNORTH_CONFIG_MAX (16u << 20)   /* as the API: a larger file is not served */
 
-int gwnorth_config_get(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len)
+int gw_north_config_get(void *ctx, char revision[17], char *restart_needed, size_t cap, char **text, size_t *len)
 {
     gw_north_t *gn = ctx;
     gw_t *gw = gn->gw;

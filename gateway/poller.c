@@ -75,7 +75,7 @@ typedef struct poll_read {
 #define NO_READ UINT_MAX
 
 struct gw_poller {
-    gw_origin_t origin;    /* first: the answers' way back */
+    line_origin_t origin;    /* first: the answers' way back */
     gw_t *gw;
     actor_ref_t self;
     tags_planner_t *planner;
@@ -241,9 +241,9 @@ static int replan(gw_poller_t *p, char *err, size_t errcap)
     tags_plan_t *plan;
     char msg[320];
 
-    tags_table_t *t = gwtags_lock(gw->tags);
+    tags_table_t *t = gw_tags_lock(gw->tags);
     int rc = tags_plan_build(p->planner, t, p->groups, p->n_groups, &plan, msg, sizeof msg);
-    gwtags_unlock(gw->tags);
+    gw_tags_unlock(gw->tags);
     size_t n = rc == 0 ? tags_plan_read_count(plan) : 0;
     poll_read_t *reads = rc == 0 ? calloc(n + 1, sizeof *reads) : NULL;
     if (!reads) {
@@ -347,7 +347,7 @@ static void poll_once(gw_poller_t *p, unsigned ri)
         p->bus_wait_tail[bus] = ri;
         return;
     }
-    gw_request_t q = { .origin = &p->origin, .slave = (uint8_t)dev->slave, .pdu_len = 5, .background = 1,
+    line_request_t q = { .origin = &p->origin, .slave = (uint8_t)dev->slave, .pdu_len = 5, .background = 1,
                        .seq = ri, .conn_id = p->generation, .t_accept_ns = gw_now_ns(),
                        .bus = (uint8_t)dev->bus };
     tags_read_pdu(tags_plan_read(p->plan, ri), q.pdu);
@@ -489,7 +489,7 @@ static void poller_behaviour(actor_system_t *sys, actor_ref_t self, void *state,
 }
 
 /* origin: the bus hands the answer to the poller actor (a message: on the same host, no wake-up). */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_poller_t *p = (gw_poller_t *)o;
     poll_answer_t a = { .t_req_ns = req->t_accept_ns, .bus = req->bus, .generation = (uint32_t)req->conn_id,
@@ -498,7 +498,7 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
     actor_send(p->gw->actors, p->self, POLLER_MSG_ANSWER, &a, offsetof(poll_answer_t, pdu) + len);
 }
 
-static const gw_origin_ops_t poller_origin_ops = { "poll", origin_answer, NULL };
+static const line_origin_ops_t poller_origin_ops = { "poll", origin_answer, NULL };
 
 gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_subs, char *err, size_t errcap)
 {
@@ -543,7 +543,7 @@ gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_s
         poller_free(p);
         return NULL;
     }
-    size_t n_tags = tags_table_count(gwtags_defs(gw->tags));
+    size_t n_tags = tags_table_count(gw_tags_defs(gw->tags));
     if (n_tags)
         gw_log(gw, CONFIG_LOG_INFO, "poller: %u poll groups and %zu tags in %u reads", gw->cfg->poll_count,
                n_tags, p->n_reads);

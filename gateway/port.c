@@ -55,7 +55,7 @@ struct gw_port {
     driver_t *driver;
     char name[64];            /* as logs name it: "bus line", "serial_slave scada" */
     actor_ref_t sink;
-    gw_bus_metrics_t *m;
+    line_bus_metrics_t *m;
     struct event *ev_read;
     struct event *ev_reopen;
     struct event *ev_service;
@@ -398,13 +398,13 @@ int port_swap(gw_port_t *p, driver_t *d, uint64_t char_ns, uint32_t msg, void *p
 }
 
 gw_port_t *port_new(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
-                    gw_bus_metrics_t *m)
+                    line_bus_metrics_t *m)
 {
     return port_new_paced(gw, loop, d, name, sink, m, 0);
 }
 
 gw_port_t *port_new_paced(gw_t *gw, gw_loop_t *loop, driver_t *d, const char *name, actor_ref_t sink,
-                          gw_bus_metrics_t *m, uint64_t char_ns)
+                          line_bus_metrics_t *m, uint64_t char_ns)
 {
     gw_port_t *p = calloc(1, sizeof *p);
 

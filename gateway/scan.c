@@ -72,7 +72,7 @@ typedef struct bus_scan {
 } bus_scan_t;
 
 struct gw_scans {
-    gw_origin_t origin;      /* first: the answers' way back */
+    line_origin_t origin;      /* first: the answers' way back */
     gw_t *gw;
     unsigned n_buses;
     bus_scan_t *bus;
@@ -183,18 +183,18 @@ static void on_answer(void *ctx, uint64_t run, uint32_t bseq, const uint8_t *pdu
 }
 
 /* Line thread: the answer goes to the I/O thread, where the scan lives. */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_scans_t *s = (gw_scans_t *)o;
     loop_post(s->gw->loop, on_answer, s, req->conn_id, req->seq, pdu, len);
 }
 
-static const gw_origin_ops_t scan_origin_ops = { "scan", origin_answer, NULL };
+static const line_origin_ops_t scan_origin_ops = { "scan", origin_answer, NULL };
 
 static void submit(gw_scans_t *s, unsigned b)
 {
     bus_scan_t *sc = &s->bus[b];
-    gw_request_t q = { .origin = &s->origin, .slave = (uint8_t)sc->id, .pdu_len = 5, .background = 1,
+    line_request_t q = { .origin = &s->origin, .slave = (uint8_t)sc->id, .pdu_len = 5, .background = 1,
                        .once = 1, .bus = (uint8_t)b, .conn_id = sc->run, .t_accept_ns = gw_now_ns(),
                        .seq = b << 16 | sc->id << 8 | sc->step };
     q.pdu[0] = step_fc[sc->step];

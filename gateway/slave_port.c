@@ -40,7 +40,7 @@ static driver_t *open_driver(const config_serial_slave_t *c, char *err, size_t e
 }
 
 gw_slave_port_t *slave_port_new(gw_t *gw, const config_serial_slave_t *c, const char *name,
-                                actor_behaviour_fn behaviour, void *state, gw_bus_metrics_t *m, char *err,
+                                actor_behaviour_fn behaviour, void *state, line_bus_metrics_t *m, char *err,
                                 size_t errcap)
 {
     gw_slave_port_t *sp = calloc(1, sizeof *sp);

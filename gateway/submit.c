@@ -2,7 +2,7 @@
  * gateway/submit.c -- the one way a request enters a bus. Every front end
  * (Modbus TCP, RTU over TCP and TLS in tcp.c, the serial slave, HTTP and
  * MQTT/Sparkplug tag writes, MQTT writes of poll registers) and the poller
- * build a gw_request_t, name themselves as its origin, and call gw_submit.
+ * build a line_request_t, name themselves as its origin, and call gw_submit.
  *
  * What it owns, so that no front end keeps a copy that could disagree:
  *   - the cache's bracket of a write: begun here, before the request can
@@ -21,7 +21,7 @@
  */
 #include "gateway/gateway.h"
 
-int gw_submit(gw_t *gw, const gw_request_t *req)
+int gw_submit(gw_t *gw, const line_request_t *req)
 {
     if (req->bus >= gw->bus_count)
         return MB_EX_PATH_UNAVAILABLE;

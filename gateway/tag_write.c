@@ -56,7 +56,7 @@ typedef struct tag_write {
 } tag_write_t;
 
 struct gw_tag_writes {
-    gw_origin_t origin;           /* first: the answers' way back */
+    line_origin_t origin;           /* first: the answers' way back */
     gw_t *gw;
     tag_write_t *slots;
     _Atomic uint64_t *live;       /* per slot: its id while its owner waits (read on the bus's thread) */
@@ -91,7 +91,7 @@ static bool overlaps(const gw_tag_writes_t *tw, unsigned bus, unsigned slave, co
 /* The slot's next request: the register's read, the write, or the read-back. */
 static int submit(gw_tag_writes_t *tw, tag_write_t *s)
 {
-    gw_request_t q = { .origin = &tw->origin, .slave = (uint8_t)s->slave, .bus = (uint8_t)s->bus,
+    line_request_t q = { .origin = &tw->origin, .slave = (uint8_t)s->slave, .bus = (uint8_t)s->bus,
                        .conn_id = s->id, .t_accept_ns = gw_now_ns() };
     if (s->confirming) {
         bool coils = s->w.function == 5 || s->w.function == 15;
@@ -134,7 +134,7 @@ static void finish(gw_tag_writes_t *tw, tag_write_t *s, tag_write_outcome_t *o)
 /*
  * A computed tag is written through its inverse, here, so that every front
  * end does it alike: the value asked becomes the write of one input tag
- * (gwtags_inverse), and from there on it is that tag's write, by every rule
+ * (gw_tags_inverse), and from there on it is that tag's write, by every rule
  * below (its device, its overlap, its confirmation, its poll at once, which
  * evaluates the computed tag again). Without an inverse: refused, the one
  * rule for every caller.
@@ -142,18 +142,18 @@ static void finish(gw_tag_writes_t *tw, tag_write_t *s, tag_write_outcome_t *o)
 static int through_inverse(gw_tag_writes_t *tw, unsigned *tag, unsigned *bus, unsigned *slave, tags_write_t *w,
                            char *why, size_t cap)
 {
-    const tags_table_t *all = gwtags_defs(tw->gw->tags);
+    const tags_table_t *all = gw_tags_defs(tw->gw->tags);
     unsigned target;
     tags_write_t asked = *w;
     if (*tag >= tags_table_count(all) || !tags_table_tag(all, *tag)->computed)
         return TAG_WRITE_QUEUED;
-    int rc = gwtags_inverse(tw->gw->tags, *tag, &asked, &target, w, why, cap);
+    int rc = gw_tags_inverse(tw->gw->tags, *tag, &asked, &target, w, why, cap);
     if (rc == -ENOENT)
         return TAG_WRITE_COMPUTED;
     if (rc < 0)
         return rc == -EAGAIN ? TAG_WRITE_INVERSE_INPUT : rc == -ERANGE ? TAG_WRITE_INVERSE_RANGE
                                                                        : TAG_WRITE_INVERSE_FAILED;
-    const config_device_t *dev = &tw->gw->cfg->devices[gwtags_config_device(tw->gw->tags, tags_table_tag(all, target))];
+    const config_device_t *dev = &tw->gw->cfg->devices[gw_tags_config_device(tw->gw->tags, tags_table_tag(all, target))];
     *tag = target;
     *bus = dev->bus;
     *slave = dev->slave;
@@ -180,12 +180,12 @@ int tag_write_begin(gw_tag_writes_t *tw, unsigned tag, unsigned bus, unsigned sl
     if (overlaps(tw, bus, slave, w))
         return snprintf(why, cap, "a read-modify-write of that register is in flight"), TAG_WRITE_OVERLAP;
     tag_write_t *s = &tw->slots[i];
-    const tags_table_t *defs = gwtags_defs(tw->gw->tags);
+    const tags_table_t *defs = gw_tags_defs(tw->gw->tags);
     const tags_tag_t *g = tag < tags_table_count(defs) ? tags_table_tag(defs, tag) : NULL;
     /* the tag's own confirm_write, else its device's */
     bool confirm = g && (g->confirm_write != TAGS_CONFIRM_DEVICE
                              ? g->confirm_write == TAGS_CONFIRM_ON
-                             : tw->gw->cfg->devices[gwtags_config_device(tw->gw->tags, g)].confirm_write);
+                             : tw->gw->cfg->devices[gw_tags_config_device(tw->gw->tags, g)].confirm_write);
     *s = (tag_write_t){ .id = i | (++tw->generation << 16), .done = done, .owner = owner, .cookie = cookie,
                         .tag = tag, .asked = named, .bus = bus, .slave = slave, .w = *w, .rmw = w->needs_read,
                         .confirm = confirm };
@@ -289,7 +289,7 @@ static void on_answer(void *ctx, uint64_t id, uint32_t unused, const uint8_t *pd
 }
 
 /* origin: on the bus actor's thread; the outcome is the I/O thread's. */
-static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tag_writes_t *tw = (gw_tag_writes_t *)o;
     if (loop_post(tw->gw->loop, on_answer, tw, req->conn_id, 0, pdu, len) != 0)
@@ -297,13 +297,13 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *req, const uint8_t
 }
 
 /* origin: on the bus's thread (the line thread by default), before the request goes on the line. */
-static bool origin_wanted(gw_origin_t *o, const gw_request_t *req)
+static bool origin_wanted(line_origin_t *o, const line_request_t *req)
 {
     gw_tag_writes_t *tw = (gw_tag_writes_t *)o;
     return atomic_load_explicit(&tw->live[req->conn_id & 0xFFFF], memory_order_relaxed) == req->conn_id;
 }
 
-static const gw_origin_ops_t tag_write_origin_ops = { "tag-write", origin_answer, origin_wanted };
+static const line_origin_ops_t tag_write_origin_ops = { "tag-write", origin_answer, origin_wanted };
 
 gw_tag_writes_t *tag_writes_new(gw_t *gw, unsigned slots)
 {

@@ -14,7 +14,7 @@
  *
  * Reads (fc 1..4) are answered at once, from one snapshot: every value of
  * one answer is read within one hold of the tag table's own lock
- * (tags_gw.c), the lock the poller holds while it applies an answer. So a
+ * (tags.c), the lock the poller holds while it applies an answer. So a
  * read spanning tags of different ages gives each tag's own last value as
  * the table held them all at one instant, and a 32- or 64-bit value is
  * never torn: its words are encoded from one value, never from two polls.
@@ -112,7 +112,7 @@ typedef struct vs_item {
  * and its entries, written one after another (next is the one in flight). */
 typedef struct vs_write {
     gw_maps_t *maps;
-    gw_request_t req;
+    line_request_t req;
     unsigned n, next;
     vs_item_t items[];
 } vs_write_t;
@@ -196,7 +196,7 @@ static vs_set_t *build_set(const config_t *cfg, gw_tags_t *tags)
     if (!s)
         return NULL;
     memset(s->by_unit, 0xff, sizeof s->by_unit);
-    s->generation = gwtags_generation(tags);
+    s->generation = gw_tags_generation(tags);
     s->maps = cfg->map_count ? calloc(cfg->map_count, sizeof *s->maps) : NULL;
     if (cfg->map_count && !s->maps) {
         free(s);
@@ -204,7 +204,7 @@ static vs_set_t *build_set(const config_t *cfg, gw_tags_t *tags)
     }
     for (unsigned i = 0; i < cfg->map_count; i++) {
         s->n = i + 1;
-        if (build_map(&s->maps[i], &cfg->maps[i], gwtags_defs(tags)) != 0) {
+        if (build_map(&s->maps[i], &cfg->maps[i], gw_tags_defs(tags)) != 0) {
             set_free(s);
             return NULL;
         }
@@ -304,7 +304,7 @@ static uint8_t encode(const tags_tag_t *shape, const tags_tag_t *g, const tags_v
         rc = tags_encode_number(shape, v->eng, TAGS_WRITE_MULTIPLE, &w, NULL, 0);
     }
     if (rc < 0)
-        return 0x04;   /* the map's type cannot hold the value */
+        return MB_EX_SLAVE_FAILURE;   /* the map's type cannot hold the value */
     memcpy(out, w.words, shape->count * sizeof *out);
     return 0;
 }
@@ -384,8 +384,8 @@ static size_t map_read(gw_maps_t *ms, const vs_set_t *set, const vs_map_t *m, co
 
     *ex = 0;
     memset(items, 0, q * sizeof *items);
-    tags_table_t *t = gwtags_lock(ms->gw->tags);
-    if (gwtags_generation(ms->gw->tags) != set->generation) {
+    tags_table_t *t = gw_tags_lock(ms->gw->tags);
+    if (gw_tags_generation(ms->gw->tags) != set->generation) {
         *ex = MB_EX_BUSY;   /* the tags were replaced, the maps not yet (a reload) */
     } else {
         for (unsigned i = first_entry(ents, m->n[area], a0); i < m->n[area] && ents[i].address < a0 + q; i++) {
@@ -407,9 +407,9 @@ static size_t map_read(gw_maps_t *ms, const vs_set_t *set, const vs_map_t *m, co
             covered++;
         }
     }
-    gwtags_unlock(ms->gw->tags);
+    gw_tags_unlock(ms->gw->tags);
     if (!*ex && (covered == 0 || (covered < q && m->gaps_exception)))
-        *ex = 0x02;
+        *ex = MB_EX_ILLEGAL_DATA_ADDRESS;
     if (*ex)
         return 0;
     pdu[0] = req->function;
@@ -434,12 +434,12 @@ static size_t map_read(gw_maps_t *ms, const vs_set_t *set, const vs_map_t *m, co
 static uint8_t entry_write(gw_maps_t *ms, const vs_map_t *m, const vs_entry_t *e, const uint16_t *words,
                            vs_item_t *it)
 {
-    const tags_table_t *defs = gwtags_defs(ms->gw->tags);
+    const tags_table_t *defs = gw_tags_defs(ms->gw->tags);
     if (e->tag == NO_TAG)
-        return 0x02;
+        return MB_EX_ILLEGAL_DATA_ADDRESS;
     const tags_tag_t *shape = &m->shapes[e->shape], *g = tags_table_tag(defs, e->tag);
     if (!g->writable)
-        return 0x02;   /* computed tags without an inverse included */
+        return MB_EX_ILLEGAL_DATA_ADDRESS;   /* computed tags without an inverse included */
     int rc;
     if (shape->type == TAGS_STRING || shape->type == TAGS_RAW) {
         it->w = (tags_write_t){ .function = 16, .address = g->address, .count = g->count };
@@ -449,14 +449,14 @@ static uint8_t entry_write(gw_maps_t *ms, const vs_map_t *m, const vs_entry_t *e
         tags_value_t v = { .quality = TAGS_GOOD };
         tags_decode(shape, words, &v);
         if (v.quality != TAGS_GOOD)
-            return 0x03;   /* words that are no value of the entry's type */
+            return MB_EX_ILLEGAL_DATA_VALUE;   /* words that are no value of the entry's type */
         rc = tags_encode_number(g, v.eng, 0, &it->w, NULL, 0);
     }
     if (rc == -EACCES)
-        return 0x02;
+        return MB_EX_ILLEGAL_DATA_ADDRESS;
     if (rc < 0)
-        return 0x03;
-    const config_device_t *dev = &ms->gw->cfg->devices[gwtags_config_device(ms->gw->tags, g)];
+        return MB_EX_ILLEGAL_DATA_VALUE;
+    const config_device_t *dev = &ms->gw->cfg->devices[gw_tags_config_device(ms->gw->tags, g)];
     it->tag = e->tag;
     it->bus = dev->bus;
     it->slave = dev->slave;
@@ -470,7 +470,7 @@ static uint8_t entry_write(gw_maps_t *ms, const vs_map_t *m, const vs_entry_t *e
  * an entry refuses the whole request (02), a value out of an entry's tag's
  * type too (03), before any entry is written.
  */
-static uint8_t map_write_of(gw_maps_t *ms, const vs_map_t *m, const gw_request_t *r, const rtu_request_t *req,
+static uint8_t map_write_of(gw_maps_t *ms, const vs_map_t *m, const line_request_t *r, const rtu_request_t *req,
                             vs_write_t **out)
 {
     bool coils = req->function == 5 || req->function == 15;
@@ -480,7 +480,7 @@ static uint8_t map_write_of(gw_maps_t *ms, const vs_map_t *m, const gw_request_t
     uint16_t words[2000];   /* fc 15 carries at most 1968 coils, fc 16 123 registers */
 
     if (count == 0 || count > sizeof words / sizeof *words)
-        return 0x03;
+        return MB_EX_ILLEGAL_DATA_VALUE;
     if (req->function == 5 || req->function == 6) {
         words[0] = req->function == 5 ? req->quantity == 0xFF00 : req->quantity;
     } else {
@@ -491,10 +491,10 @@ static uint8_t map_write_of(gw_maps_t *ms, const vs_map_t *m, const gw_request_t
     unsigned i = first_entry(ents, m->n[area], address), n = 0;
     for (unsigned at = address, j = i; at < address + count; at += ents[j++].count, n++)
         if (j >= m->n[area] || ents[j].address != at || at + ents[j].count > address + count)
-            return 0x02;   /* a gap, or half an entry */
+            return MB_EX_ILLEGAL_DATA_ADDRESS;   /* a gap, or half an entry */
     vs_write_t *vw = calloc(1, sizeof *vw + n * sizeof *vw->items);
     if (!vw)
-        return 0x04;
+        return MB_EX_SLAVE_FAILURE;
     *vw = (vs_write_t){ .maps = ms, .req = *r, .n = n };
     for (unsigned k = 0; k < n; k++) {
         const vs_entry_t *e = &ents[i + k];
@@ -513,9 +513,9 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
 /* The exception of a tag write refused at once. */
 static uint8_t refused(int rc)
 {
-    return rc == TAG_WRITE_QUEUED ? 0 : rc == TAG_WRITE_LISTEN_ONLY || rc == TAG_WRITE_COMPUTED ? 0x02
+    return rc == TAG_WRITE_QUEUED ? 0 : rc == TAG_WRITE_LISTEN_ONLY || rc == TAG_WRITE_COMPUTED ? MB_EX_ILLEGAL_DATA_ADDRESS
            : rc == TAG_WRITE_UNAVAILABLE ? MB_EX_PATH_UNAVAILABLE
-           : rc == TAG_WRITE_FULL || rc == TAG_WRITE_OVERLAP ? MB_EX_BUSY : 0x04;   /* the inverse's refusals */
+           : rc == TAG_WRITE_FULL || rc == TAG_WRITE_OVERLAP ? MB_EX_BUSY : MB_EX_SLAVE_FAILURE;   /* the inverse's refusals */
 }
 
 /* The next entry's tag write begun (I/O thread): 0, or the exception. */
@@ -528,13 +528,13 @@ static uint8_t write_next(gw_maps_t *ms, vs_write_t *vw)
     if (rc != TAG_WRITE_QUEUED && vw->next > 0)
         gw_log(ms->gw, CONFIG_LOG_WARN, "map unit %u: a write of %u entries stopped at entry %u of %u "
                "(tag %s): %s; the %u before it stay written", vw->req.slave, vw->n, vw->next + 1, vw->n,
-               tags_table_tag(gwtags_defs(ms->gw->tags), it->tag)->name, why, vw->next);
+               tags_table_tag(gw_tags_defs(ms->gw->tags), it->tag)->name, why, vw->next);
     return refused(rc);
 }
 
 static void answer(gw_maps_t *ms, vs_write_t *vw, uint8_t ex)
 {
-    const gw_request_t *r = &vw->req;
+    const line_request_t *r = &vw->req;
     if (ex) {
         uint8_t pdu[2] = { (uint8_t)(r->pdu[0] | 0x80), ex };
         gw_count(&ms->m.exceptions);
@@ -560,18 +560,18 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
 {
     vs_write_t *vw = (vs_write_t *)(uintptr_t)cookie;
     gw_maps_t *ms = owner;
-    uint8_t ex = o->exception || o->malformed_read || o->unwritten ? (o->exception ? o->exception : 0x04) : 0;
+    uint8_t ex = o->exception || o->malformed_read || o->unwritten ? (o->exception ? o->exception : MB_EX_SLAVE_FAILURE) : 0;
     if (ex && vw->next > 0)
         gw_log(ms->gw, CONFIG_LOG_WARN, "map unit %u: a write of %u entries failed at entry %u (tag %s): "
                "exception %u; the %u before it stay written", vw->req.slave, vw->n, vw->next + 1,
-               tags_table_tag(gwtags_defs(ms->gw->tags), o->tag)->name, ex, vw->next);
+               tags_table_tag(gw_tags_defs(ms->gw->tags), o->tag)->name, ex, vw->next);
     if (!ex && ++vw->next < vw->n && (ex = write_next(ms, vw)) == 0)
         return;   /* the next entry's outcome comes next */
     answer(ms, vw, ex);
 }
 
 /* On the I/O thread: a map write begun (*vw is then its owner's), or its refusal (the exception). */
-static uint8_t write_begin(gw_maps_t *ms, const vs_map_t *m, const gw_request_t *r, vs_write_t **vw)
+static uint8_t write_begin(gw_maps_t *ms, const vs_map_t *m, const line_request_t *r, vs_write_t **vw)
 {
     rtu_request_t req;
     if (rtu_request_decode_pdu(r->pdu, r->pdu_len, &req) != RTU_OK)
@@ -588,7 +588,7 @@ static uint8_t write_begin(gw_maps_t *ms, const vs_map_t *m, const gw_request_t 
 static void on_posted_write(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
 {
     gw_maps_t *ms = ctx;
-    gw_request_t *r;
+    line_request_t *r;
     vs_write_t *vw = NULL;
     (void)b;
     memcpy(&r, data, len < sizeof r ? len : sizeof r);
@@ -621,7 +621,7 @@ static size_t exception(uint8_t *answer, uint8_t fc, uint8_t code)
     return 2;
 }
 
-int gw_unit_dispatch(gw_t *gw, uint8_t unit, const gw_request_t *req, uint8_t answer[RTU_MAX_PDU], size_t *len)
+int gw_unit_dispatch(gw_t *gw, uint8_t unit, const line_request_t *req, uint8_t answer[RTU_MAX_PDU], size_t *len)
 {
     gw_maps_t *ms = gw->maps;
     rtu_request_t dec;
@@ -646,18 +646,18 @@ int gw_unit_dispatch(gw_t *gw, uint8_t unit, const gw_request_t *req, uint8_t an
         *len = map_read(ms, set, m, &dec, answer, &ex);
     } else if (fc == 5 || fc == 6 || fc == 15 || fc == 16) {
         gw_count(&ms->m.writes);
-        gw_request_t r = *req;
+        line_request_t r = *req;
         vs_write_t *vw;
         r.bus = GW_BUS_MAP;   /* no bus's place is taken: the tag writes take their own */
         if (loop_is_current(gw->loop)) {
             ex = write_begin(ms, m, &r, &vw);
         } else {
-            gw_request_t *copy = malloc(sizeof *copy);
+            line_request_t *copy = malloc(sizeof *copy);
             if (copy)
                 *copy = r;
             if (!copy || loop_post(gw->loop, on_posted_write, ms, unit, 0, &copy, sizeof copy) != 0) {
                 free(copy);
-                ex = 0x04;
+                ex = MB_EX_SLAVE_FAILURE;
             }
         }
         if (!ex)

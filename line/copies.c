@@ -132,7 +132,7 @@ void line_copies_check(line_t *l, unsigned slave, uint64_t t_last)
 }
 
 /* An answer goes out: remember it (I4), and keep a repeating slave quiet. */
-void line_copies_delivered(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len,
+void line_copies_delivered(line_t *l, const line_request_t *req, const uint8_t *pdu, size_t len,
                              uint64_t t_last)
 {
     slave_state_t *s = &l->slaves[req->slave];
@@ -152,7 +152,7 @@ void line_copies_delivered(line_t *l, const gw_request_t *req, const uint8_t *pd
  * another question than the one it would answer, may be a copy (or, an
  * exception having no shape, the late answer of another question). */
 bool line_copies_suspect(const line_t *l, unsigned slave, const uint8_t *pdu, size_t len,
-                         const gw_request_t *wire)
+                         const line_request_t *wire)
 {
     const slave_state_t *s = &l->slaves[slave];
     return s->copies != COPIES_GENUINE && s->last_answer_hash && line_hash(pdu, len) == s->last_answer_hash &&

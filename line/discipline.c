@@ -186,7 +186,7 @@
 
 /* Every answer leaves the line here, and through the host's answered
  * operation first: data, the slave's exception, or the line's own. */
-void line_deliver(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len)
+void line_deliver(line_t *l, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     if (req->t_sent_ns)
         gw_observe_causes(&l->m, req, l->now_ns);
@@ -197,7 +197,7 @@ void line_deliver(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t
     req->origin->ops->answer(req->origin, req, pdu, len);
 }
 
-void line_answer_exception(line_t *l, const gw_request_t *req, uint8_t code)
+void line_answer_exception(line_t *l, const line_request_t *req, uint8_t code)
 {
     uint8_t pdu[2] = { (uint8_t)(req->pdu[0] | 0x80), code };
     line_deliver(l, req, pdu, sizeof pdu);
@@ -236,7 +236,7 @@ void line_log_frame(const line_t *l, const char *dir, const uint8_t *p, size_t n
     line_log(l, CONFIG_LOG_DEBUG, "bus %s %s %s", l->cfg.name, dir, hex);
 }
 
-unsigned line_req_address(const gw_request_t *r)
+unsigned line_req_address(const line_request_t *r)
 {
     return r->pdu_len >= 3 ? (unsigned)(r->pdu[1] << 8 | r->pdu[2]) : 0;
 }
@@ -253,7 +253,7 @@ uint64_t line_wire_ns(const line_t *l, size_t bytes)
 /* The length of the answer a request asks for; the longest frame when the
  * function has no known shape. The deadline must include it: at 9600 baud
  * 125 registers take 265 ms on the wire. */
-static size_t answer_len(const gw_request_t *r)
+static size_t answer_len(const line_request_t *r)
 {
     unsigned qty = r->pdu_len >= 5 ? (unsigned)(r->pdu[3] << 8 | r->pdu[4]) : 0;
     switch (r->pdu[0]) {
@@ -318,13 +318,13 @@ static void arm_kick(line_t *l, uint64_t at, uint64_t now)
 
 /* req waits for its slave's guard to be asked again (I1); the wait is its
  * guard time, or its confirmation's once an answer of it was held back. */
-void line_park_attempt(line_t *l, const gw_request_t *req, unsigned attempts)
+void line_park_attempt(line_t *l, const line_request_t *req, unsigned attempts)
 {
     /* as its attempts were asked: a late answer has that shape (I6's
      * choice may differ by the time it comes, I9's owed answers) */
     bool asked = req == &l->cur && l->wire.pdu_len == 5 && l->wire.pdu[0] >= 1 && l->wire.pdu[0] <= 4;
     l->slaves[req->slave].parked_wire_qty = asked ? (uint16_t)(l->wire.pdu[3] << 8 | l->wire.pdu[4]) : 0;
-    gw_request_t r = *req;
+    line_request_t r = *req;
     r.t_parked_ns = l->now_ns;
     line_park(l, &r, attempts);
 }
@@ -335,7 +335,7 @@ static void send_broadcast(line_t *l, size_t n, uint64_t now)
     /* Nobody answers a broadcast. A write is acknowledged with what a slave
      * would have echoed: the whole request PDU for 5, 6 and 22, function,
      * address and quantity for 15 and 16. The line rests while slaves act. */
-    const gw_request_t *r = &l->cur;
+    const line_request_t *r = &l->cur;
     size_t echo_len = (r->pdu[0] == 15 || r->pdu[0] == 16) ? 5 : r->pdu_len;
     gw_count(&l->m.broadcasts);
     line_deliver(l, r, r->pdu, echo_len);
@@ -402,7 +402,7 @@ static void send_current(line_t *l)
  * copy of it (an exception has no shape) answering the question as it came
  * is an answer equal to the last one for another question, which I4 checks.
  */
-void line_deliver_shaped(line_t *l, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+void line_deliver_shaped(line_t *l, const line_request_t *req, const line_request_t *wire, const uint8_t *raw,
                            size_t len, uint64_t t_last)
 {
     line_copies_delivered(l, wire, raw, len, t_last);

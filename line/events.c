@@ -18,9 +18,9 @@
 #define IDLE_SLACK_NS 5000000ull
 
 const config_bus_t *line_config(const line_t *l) { return &l->cfg; }
-gw_bus_metrics_t *line_metrics(line_t *l) { return &l->m; }
+line_bus_metrics_t *line_metrics(line_t *l) { return &l->m; }
 
-gw_slave_metrics_t *line_slave_metrics(line_t *l, unsigned slave)
+line_slave_metrics_t *line_slave_metrics(line_t *l, unsigned slave)
 {
     return slave < N_SLAVES ? &l->sm[slave] : NULL;
 }
@@ -49,7 +49,7 @@ static void noise_after_answer(line_t *l, const rtu_framer_stats_t *st)
 
 /* ---- events --------------------------------------------------------------------- */
 
-void line_submit(line_t *l, const gw_request_t *req, uint64_t now)
+void line_submit(line_t *l, const line_request_t *req, uint64_t now)
 {
     l->now_ns = now;
     gw_count(&l->m.requests);
@@ -74,7 +74,7 @@ void line_submit(line_t *l, const gw_request_t *req, uint64_t now)
     if (req->priority)
         line_priority_submitted(l);
     unsigned qi = (req->background && l->cfg.tcp_first) ? 1 : 0;
-    gw_request_t r = *req;
+    line_request_t r = *req;
     r.t_line_ns = now;
     r.t_sent_ns = r.t_parked_ns = r.guard_ns = r.t_confirm_ns = 0;
     if (!line_queue_push_or_purge(l, qi, &r, now)) {
@@ -411,7 +411,7 @@ line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, co
     l->verify_state = 0x9E3779B97F4A7C15ull + index;
     init_slaves(l, cfg, index);
     for (unsigned q = 0; q < BUS_QUEUES; q++)
-        l->queue[q].slot = calloc(l->cfg.queue_depth, sizeof(gw_request_t));
+        l->queue[q].slot = calloc(l->cfg.queue_depth, sizeof(line_request_t));
     l->framer = framer_for(l);
     if (!l->queue[0].slot || !l->queue[1].slot || !l->framer) {
         snprintf(err, errcap, "bus %s: out of memory", l->cfg.name);

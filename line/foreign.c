@@ -85,7 +85,7 @@ void line_reconnect_heard(line_t *l, uint64_t t_ns)
  * address and the shape of that slave's question, cannot be told apart
  * (the window is a timing margin, like I4's hold).
  */
-void line_owed_push(line_t *l, const gw_request_t *wire, uint64_t now, unsigned timeouts)
+void line_owed_push(line_t *l, const line_request_t *wire, uint64_t now, unsigned timeouts)
 {
     if (!wire->slave || wire->slave >= N_SLAVES)
         return;

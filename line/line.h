@@ -39,18 +39,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Gateway exception codes (Modbus application protocol, 7). */
-#define MB_EX_ILLEGAL_FUNCTION 0x01
-#define MB_EX_ILLEGAL_DATA_VALUE 0x03
-#define MB_EX_BUSY 0x06
-#define MB_EX_PATH_UNAVAILABLE 0x0A
-#define MB_EX_TARGET_FAILED 0x0B
 
-typedef struct gw_request gw_request_t;
-typedef struct gw_origin gw_origin_t;
+typedef struct line_request line_request_t;
+typedef struct line_origin line_origin_t;
 
 /*
- * Where an answer goes. A front end embeds a gw_origin_t in its own state
+ * Where an answer goes. A front end embeds a line_origin_t in its own state
  * and names it in every request it submits. The contract, which the line
  * core keeps for every request it accepts:
  *   - answer() is called exactly once per request: data, the slave's
@@ -60,18 +54,18 @@ typedef struct gw_origin gw_origin_t;
  *     request would go on the line; false means its asker has gone, and
  *     the request is answered (and so accounted for) without line time.
  */
-typedef struct gw_origin_ops {
+typedef struct line_origin_ops {
     const char *name;
-    void (*answer)(gw_origin_t *o, const gw_request_t *req, const uint8_t *pdu, size_t len);
-    bool (*wanted)(gw_origin_t *o, const gw_request_t *req);
-} gw_origin_ops_t;
+    void (*answer)(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len);
+    bool (*wanted)(line_origin_t *o, const line_request_t *req);
+} line_origin_ops_t;
 
-struct gw_origin {
-    const gw_origin_ops_t *ops;
+struct line_origin {
+    const line_origin_ops_t *ops;
 };
 
-struct gw_request {
-    gw_origin_t *origin;
+struct line_request {
+    line_origin_t *origin;
     uint64_t conn_id;    /* the origin's own: TCP connection (index and generation) */
     uint64_t t_accept_ns;
     uint32_t seq;        /* the origin's own: TCP request number, poll read index */
@@ -97,7 +91,7 @@ struct gw_request {
 #define GW_LATENCY_BUCKETS 12
 extern const double gw_latency_edges_ms[GW_LATENCY_BUCKETS]; /* last is +Inf */
 
-typedef struct gw_bus_metrics {
+typedef struct line_bus_metrics {
     atomic_uint_fast64_t requests, responses, exceptions, timeouts, retries;
     atomic_uint_fast64_t crc_errors, foreign_frames, noise_bytes, queue_full, dead_fast;
     atomic_uint_fast64_t broadcasts, unavailable, verify_mismatches, late_bytes_guarded;
@@ -114,18 +108,18 @@ typedef struct gw_bus_metrics {
      * between attempts, held for a confirmation (I4, I5), and the rest:
      * on the wire, waiting for answers and I3's quiet. */
     atomic_uint_fast64_t caused, queue_us, guard_us, confirm_us, wire_us;
-} gw_bus_metrics_t;
+} line_bus_metrics_t;
 
-typedef struct gw_slave_metrics {
+typedef struct line_slave_metrics {
     atomic_uint_fast64_t requests, responses, timeouts, exceptions, late_answers;
     atomic_uint_fast64_t dead;        /* 1 while backed off */
     atomic_uint_fast64_t last_ok_ns;  /* CLOCK_MONOTONIC of the last good answer */
     atomic_uint_fast64_t timeout_ms;  /* the response timeout in force (adaptive) */
-} gw_slave_metrics_t;
+} line_slave_metrics_t;
 
-void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns);
+void gw_observe_latency(line_bus_metrics_t *m, uint64_t ns);
 /* req, which went on the line, is answered now: its time by cause. */
-void gw_observe_causes(gw_bus_metrics_t *m, const gw_request_t *req, uint64_t now);
+void gw_observe_causes(line_bus_metrics_t *m, const line_request_t *req, uint64_t now);
 static inline void gw_count(atomic_uint_fast64_t *c)
 {
     atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
@@ -172,7 +166,7 @@ typedef struct line_env {
     void (*frame)(void *ctx, bool tx, const uint8_t *adu, size_t len);
     /* req's one answer is about to go to its origin; may be NULL. (The
      * daemon ends the cache's bracket of a write here.) */
-    void (*answered)(void *ctx, const gw_request_t *req);
+    void (*answered)(void *ctx, const line_request_t *req);
 } line_env_t;
 
 /* What the core needs besides the configuration. */
@@ -193,7 +187,7 @@ void line_free(line_t *l);
 /* ---- events: each with the time it happens (CLOCK_MONOTONIC in the daemon) -- */
 
 /* A request: exactly one answer comes to req->origin (maybe at once). */
-void line_submit(line_t *l, const gw_request_t *req, uint64_t now);
+void line_submit(line_t *l, const line_request_t *req, uint64_t now);
 /* Bytes heard, the last of them at t_ns (t_ns <= now). */
 void line_bytes(line_t *l, const uint8_t *data, size_t len, uint64_t t_ns, uint64_t now);
 /* A timer armed through env->arm fired (or was late, or was cancelled too late). */
@@ -223,8 +217,8 @@ void line_keys_free(line_keys_t *k);
 /* ---- reading (any thread: relaxed counters) ------------------------------------ */
 
 const config_bus_t *line_config(const line_t *l);
-gw_bus_metrics_t *line_metrics(line_t *l);
-gw_slave_metrics_t *line_slave_metrics(line_t *l, unsigned slave);   /* NULL past 247 */
+line_bus_metrics_t *line_metrics(line_t *l);
+line_slave_metrics_t *line_slave_metrics(line_t *l, unsigned slave);   /* NULL past 247 */
 /* The line's thread: requests queued or parked. */
 unsigned line_queued(const line_t *l);
 

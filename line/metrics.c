@@ -10,7 +10,7 @@ const double gw_latency_edges_ms[GW_LATENCY_BUCKETS] = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, INFINITY,
 };
 
-void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns)
+void gw_observe_latency(line_bus_metrics_t *m, uint64_t ns)
 {
     double ms = (double)ns / 1e6;
     unsigned i = 0;
@@ -29,7 +29,7 @@ void gw_observe_latency(gw_bus_metrics_t *m, uint64_t ns)
  * confirmation: a guard and a re-ask); and the rest, on the wire: attempts
  * waiting for answers and I3's quiet. The four add up to its time on the line.
  */
-void gw_observe_causes(gw_bus_metrics_t *m, const gw_request_t *req, uint64_t now)
+void gw_observe_causes(line_bus_metrics_t *m, const line_request_t *req, uint64_t now)
 {
     uint64_t total = now > req->t_line_ns ? now - req->t_line_ns : 0;
     uint64_t queue = req->t_sent_ns > req->t_line_ns ? req->t_sent_ns - req->t_line_ns : 0;

@@ -19,7 +19,7 @@ unsigned line_queued(const line_t *l)
     return l->queue[0].len + l->queue[1].len + l->parked_count;
 }
 
-static gw_request_t *ring_at(line_t *l, unsigned qi, unsigned i)
+static line_request_t *ring_at(line_t *l, unsigned qi, unsigned i)
 {
     request_ring_t *r = &l->queue[qi];
     return &r->slot[(r->head + i) % l->cfg.queue_depth];
@@ -42,14 +42,14 @@ static gw_request_t *ring_at(line_t *l, unsigned qi, unsigned i)
  */
 #define LINE_STARVATION_BOUND 8
 
-bool line_queue_push(line_t *l, unsigned qi, const gw_request_t *req)
+bool line_queue_push(line_t *l, unsigned qi, const line_request_t *req)
 {
     request_ring_t *r = &l->queue[qi];
     if (r->len == l->cfg.queue_depth)
         return false;
     unsigned at = r->len;
     while (at > 0) {
-        const gw_request_t *before = ring_at(l, qi, at - 1);
+        const line_request_t *before = ring_at(l, qi, at - 1);
         if (before->priority >= req->priority)
             break;
         at--;
@@ -62,7 +62,7 @@ bool line_queue_push(line_t *l, unsigned qi, const gw_request_t *req)
 }
 
 /* Takes entry i out, keeping the others in order. */
-static void ring_take(line_t *l, unsigned qi, unsigned i, gw_request_t *out)
+static void ring_take(line_t *l, unsigned qi, unsigned i, line_request_t *out)
 {
     request_ring_t *r = &l->queue[qi];
     *out = *ring_at(l, qi, i);
@@ -71,10 +71,10 @@ static void ring_take(line_t *l, unsigned qi, unsigned i, gw_request_t *out)
     r->len--;
 }
 
-void line_park(line_t *l, const gw_request_t *req, unsigned attempts)
+void line_park(line_t *l, const line_request_t *req, unsigned attempts)
 {
     slave_state_t *s = &l->slaves[req->slave];
-    gw_request_t *copy = malloc(sizeof *copy);
+    line_request_t *copy = malloc(sizeof *copy);
     if (!copy) {   /* no room to wait: refused, never lost */
         line_refuse(l, req, l->now_ns);
         return;
@@ -85,7 +85,7 @@ void line_park(line_t *l, const gw_request_t *req, unsigned attempts)
     l->parked_count++;
 }
 
-void line_unpark(line_t *l, unsigned slave, gw_request_t *out, unsigned *attempts)
+void line_unpark(line_t *l, unsigned slave, line_request_t *out, unsigned *attempts)
 {
     slave_state_t *s = &l->slaves[slave];
     *out = *s->parked;
@@ -103,7 +103,7 @@ bool line_slave_dead(const line_t *l, unsigned slave, uint64_t now)
 /* Answers everything waiting with code (the port went down). */
 void line_queue_answer_all(line_t *l, uint8_t code)
 {
-    gw_request_t req;
+    line_request_t req;
     unsigned attempts;
     for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
         while (l->queue[qi].len) {
@@ -120,7 +120,7 @@ void line_queue_answer_all(line_t *l, uint8_t code)
 }
 
 /* Does its asker still want the answer? (A TCP client may have gone.) */
-static bool wanted(const gw_request_t *r)
+static bool wanted(const line_request_t *r)
 {
     return !r->origin->ops->wanted || r->origin->ops->wanted(r->origin, r);
 }
@@ -129,11 +129,11 @@ static bool wanted(const gw_request_t *r)
  * has gone): take it out and answer it now. */
 static bool answer_unsendable(line_t *l, unsigned qi, unsigned i, uint64_t now)
 {
-    gw_request_t *r = ring_at(l, qi, i);
+    line_request_t *r = ring_at(l, qi, i);
     bool dead = line_slave_dead(l, r->slave, now);
     if (!dead && wanted(r))
         return false;
-    gw_request_t gone;
+    line_request_t gone;
     ring_take(l, qi, i, &gone);
     gw_count(dead ? &l->m.dead_fast : &l->m.gone_dropped);
     line_answer_exception(l, &gone, MB_EX_TARGET_FAILED);
@@ -142,7 +142,7 @@ static bool answer_unsendable(line_t *l, unsigned qi, unsigned i, uint64_t now)
 
 /* A full queue first gives up the places of requests that will never go
  * on the line, so they do not turn a live client away with 0x06. */
-bool line_queue_push_or_purge(line_t *l, unsigned qi, const gw_request_t *req, uint64_t now)
+bool line_queue_push_or_purge(line_t *l, unsigned qi, const line_request_t *req, uint64_t now)
 {
     if (line_queue_push(l, qi, req))
         return true;
@@ -161,7 +161,7 @@ bool line_queue_push_or_purge(line_t *l, unsigned qi, const gw_request_t *req, u
  */
 /* I2 by function (discipline.c, line_on_timeout): a give-up's guard holds
  * only the functions given up; a question of another function may go. */
-static bool hold_passes(const slave_state_t *ss, const gw_request_t *r, uint64_t now)
+static bool hold_passes(const slave_state_t *ss, const line_request_t *r, uint64_t now)
 {
     if (ss->hold_fcs)   /* I4's re-asks: only their functions' late answers may still come */
         return line_hold_end(ss, r->pdu[0]) <= now;
@@ -199,7 +199,7 @@ bool line_queue_pick(line_t *l, uint64_t now, unsigned *attempts, uint64_t *wake
     for (int pass = l->prio_streak >= LINE_STARVATION_BOUND ? 0 : 1; pass < 2; pass++) {
         for (unsigned qi = 0; qi < BUS_QUEUES; qi++) {
             for (unsigned i = 0; i < l->queue[qi].len;) {
-                gw_request_t *r = ring_at(l, qi, i);
+                line_request_t *r = ring_at(l, qi, i);
                 slave_state_t *ss = &l->slaves[r->slave];
                 if (answer_unsendable(l, qi, i, now))
                     continue;

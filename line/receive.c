@@ -15,7 +15,7 @@
  * and the shape the request asks for: the byte count its quantity implies,
  * or the exact echo of a write.
  */
-static bool frame_matches(const gw_request_t *req, const rtu_envelope_t *env, const rtu_frame_t *f)
+static bool frame_matches(const line_request_t *req, const rtu_envelope_t *env, const rtu_frame_t *f)
 {
     const uint8_t *q = req->pdu;
     uint8_t fc = q[0];
@@ -115,7 +115,7 @@ static void take_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *e
  * what the line core can watch.
  */
 static void take_late_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env,
-                             const gw_request_t *wire, uint64_t now)
+                             const line_request_t *wire, uint64_t now)
 {
     unsigned slave = env->slave;
     slave_state_t *s = &l->slaves[slave];
@@ -158,7 +158,7 @@ static void on_other_frame(line_t *l, const rtu_frame_t *f, const rtu_envelope_t
         gw_count(&l->m.foreign_frames);
         return;
     }
-    gw_request_t wire;
+    line_request_t wire;
     if (s->parked) {   /* as its attempts were asked (I6) */
         wire = *s->parked;
         if (s->parked_wire_qty) {

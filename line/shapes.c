@@ -51,13 +51,13 @@ static uint16_t answer_shape_of(const uint8_t *pdu, size_t len)
     return len >= 2 && pdu[0] >= 1 && pdu[0] <= 4 && (size_t)pdu[1] + 2 == len ? (uint16_t)(pdu[0] << 8 | pdu[1]) : 0;
 }
 
-static bool is_read(const gw_request_t *r)
+static bool is_read(const line_request_t *r)
 {
     return r->pdu_len == 5 && r->pdu[0] >= 1 && r->pdu[0] <= 4;
 }
 
-static unsigned read_addr(const gw_request_t *r) { return (unsigned)(r->pdu[1] << 8 | r->pdu[2]); }
-static unsigned read_qty(const gw_request_t *r) { return (unsigned)(r->pdu[3] << 8 | r->pdu[4]); }
+static unsigned read_addr(const line_request_t *r) { return (unsigned)(r->pdu[1] << 8 | r->pdu[2]); }
+static unsigned read_qty(const line_request_t *r) { return (unsigned)(r->pdu[3] << 8 | r->pdu[4]); }
 
 uint16_t line_shape_of_answer(const uint8_t *pdu, size_t len)
 {
@@ -66,7 +66,7 @@ uint16_t line_shape_of_answer(const uint8_t *pdu, size_t len)
 
 /* A question's answer shape; function alone (byte count 0xff, which no read's
  * answer has: 250 at most) for one with no known shape. */
-uint16_t line_shape_of_question(const gw_request_t *wire)
+uint16_t line_shape_of_question(const line_request_t *wire)
 {
     return is_read(wire) ? read_shape(wire->pdu[0], read_qty(wire)) : (uint16_t)(wire->pdu[0] << 8 | 0xff);
 }
@@ -118,7 +118,7 @@ static bool past_refused_end(const slave_state_t *s, uint8_t fc, unsigned addr, 
     return false;
 }
 
-bool line_shape_question(const line_t *l, const gw_request_t *req, gw_request_t *wire)
+bool line_shape_question(const line_t *l, const line_request_t *req, line_request_t *wire)
 {
     *wire = *req;
 #ifdef LINE_BREAK_I2
@@ -153,7 +153,7 @@ bool line_shape_question(const line_t *l, const gw_request_t *req, gw_request_t 
     return false;
 }
 
-size_t line_shape_trim(const gw_request_t *req, const uint8_t *raw, size_t len, uint8_t *out)
+size_t line_shape_trim(const line_request_t *req, const uint8_t *raw, size_t len, uint8_t *out)
 {
     memcpy(out, raw, len);
     if (!is_read(req) || len < 2 || raw[0] != req->pdu[0])
@@ -168,7 +168,7 @@ size_t line_shape_trim(const gw_request_t *req, const uint8_t *raw, size_t len, 
     return 2 + want;
 }
 
-void line_shape_refused(line_t *l, const gw_request_t *wire)
+void line_shape_refused(line_t *l, const line_request_t *wire)
 {
     slave_state_t *s = &l->slaves[wire->slave];
     uint8_t fc = wire->pdu[0];
@@ -193,7 +193,7 @@ static void push_hash(uint64_t *ring, uint64_t hash)
     ring[0] = hash;
 }
 
-void line_shape_given_up(line_t *l, const gw_request_t *wire)
+void line_shape_given_up(line_t *l, const line_request_t *wire)
 {
     line_shape_given_up_shape(l, wire->slave, line_shape_of_question(wire));
 }

@@ -40,7 +40,7 @@ void line_slave_event(line_t *l, unsigned slave, enum slave_event ev, uint64_t n
     s->log_next_ns = now + LOG_SUMMARY_NS;
 }
 
-void line_refuse(line_t *l, const gw_request_t *req, uint64_t now)
+void line_refuse(line_t *l, const line_request_t *req, uint64_t now)
 {
     if (req->slave < N_SLAVES)
         line_slave_event(l, req->slave, EV_REFUSED, now);

@@ -31,7 +31,7 @@ typedef struct slave_state {
     uint64_t hold_until_ns;       /* I2: nothing is asked of it before this */
     uint64_t last_send_ns;        /* end of the wire time of the last attempt sent to it */
     uint8_t last_fc;              /* the function of the last attempt sent to it */
-    gw_request_t *parked;         /* I1: its outstanding question, waiting to be asked again */
+    line_request_t *parked;         /* I1: its outstanding question, waiting to be asked again */
     unsigned parked_attempts;
     uint64_t log_next_ns;
     unsigned events[EV_COUNT];    /* since the last summary */
@@ -87,7 +87,7 @@ typedef struct line_owed {
 } line_owed_t;
 
 typedef struct request_ring {
-    gw_request_t *slot;
+    line_request_t *slot;
     unsigned head, len;
 } request_ring_t;
 
@@ -108,8 +108,8 @@ struct line {
     unsigned parked_count;
     /* The attempt on the wire. */
     bool busy;
-    gw_request_t cur;
-    gw_request_t wire;       /* cur as asked on the wire: widened to a shape no stale frame has */
+    line_request_t cur;
+    line_request_t wire;       /* cur as asked on the wire: widened to a shape no stale frame has */
     unsigned attempts;
     uint64_t t_first_send_ns;
     uint64_t deadline_ns;    /* 0: none */
@@ -163,17 +163,17 @@ struct line {
     unsigned prio_streak;          /* priority requests started in a row while normal ones waited */
     bool prio_hold_open;           /* its last answer went, and no request of it came since */
     slave_state_t slaves[N_SLAVES];
-    gw_bus_metrics_t m;
-    gw_slave_metrics_t sm[N_SLAVES];
+    line_bus_metrics_t m;
+    line_slave_metrics_t sm[N_SLAVES];
 };
 
 /* queue.c: the two request queues and the parked retries (I1). */
-bool line_queue_push(line_t *l, unsigned qi, const gw_request_t *req);
-bool line_queue_push_or_purge(line_t *l, unsigned qi, const gw_request_t *req, uint64_t now);
+bool line_queue_push(line_t *l, unsigned qi, const line_request_t *req);
+bool line_queue_push_or_purge(line_t *l, unsigned qi, const line_request_t *req, uint64_t now);
 bool line_queue_pick(line_t *l, uint64_t now, unsigned *attempts, uint64_t *wake);
 void line_queue_answer_all(line_t *l, uint8_t code);
-void line_park(line_t *l, const gw_request_t *req, unsigned attempts);
-void line_unpark(line_t *l, unsigned slave, gw_request_t *out, unsigned *attempts);
+void line_park(line_t *l, const line_request_t *req, unsigned attempts);
+void line_unpark(line_t *l, unsigned slave, line_request_t *out, unsigned *attempts);
 bool line_slave_dead(const line_t *l, unsigned slave, uint64_t now);
 void line_priority_answered(line_t *l);
 void line_priority_submitted(line_t *l);
@@ -189,12 +189,12 @@ void line_reconnect_hold(line_t *l, uint64_t now);
 void line_reconnect_begin(line_t *l, uint64_t now);
 void line_reconnect_heard(line_t *l, uint64_t t_ns);
 /* I9: an attempt timed out or a question was given up: its answer is owed. */
-void line_owed_push(line_t *l, const gw_request_t *wire, uint64_t now, unsigned timeouts);
+void line_owed_push(line_t *l, const line_request_t *wire, uint64_t now, unsigned timeouts);
 bool line_owed_shape(const line_t *l, unsigned slave, uint16_t shape);
 void line_foreign_check(line_t *l, unsigned slave);
 void line_foreign_resolve(line_t *l, uint64_t now);
 /* shapes.c: a question's answer shape (function, byte count; 0xff: none), an answer's (0: none). */
-uint16_t line_shape_of_question(const gw_request_t *wire);
+uint16_t line_shape_of_question(const line_request_t *wire);
 uint16_t line_shape_of_answer(const uint8_t *pdu, size_t len);
 bool line_shape_stale_like(uint16_t stale, uint16_t shape);
 /* I3's barrier came back: every byte read before it has been seen. */
@@ -209,11 +209,11 @@ void line_guard_slave(line_t *l, unsigned slave, uint64_t from);
 void line_guard_slave_function(line_t *l, unsigned slave, uint64_t from, uint8_t fc);
 uint64_t line_hold_end(const slave_state_t *s, uint8_t fc);
 void line_widen_timeout(line_t *l, unsigned slave, uint64_t latency_ns);
-void line_park_attempt(line_t *l, const gw_request_t *req, unsigned attempts);
-void line_deliver_shaped(line_t *l, const gw_request_t *req, const gw_request_t *wire, const uint8_t *raw,
+void line_park_attempt(line_t *l, const line_request_t *req, unsigned attempts);
+void line_deliver_shaped(line_t *l, const line_request_t *req, const line_request_t *wire, const uint8_t *raw,
                          size_t len, uint64_t t_last);
 void line_log_frame(const line_t *l, const char *dir, const uint8_t *p, size_t n);
-unsigned line_req_address(const gw_request_t *r);
+unsigned line_req_address(const line_request_t *r);
 /* A log line, formatted only when its level is on. */
 void line_log(const line_t *l, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* copies.c: I4. */
@@ -222,19 +222,19 @@ void line_copies_sent(line_t *l, unsigned slave, uint64_t delay_ns);
 void line_copies_check(line_t *l, unsigned slave, uint64_t t_last);
 /* I5: the slave's question was given up; what it sends may still answer it. */
 void line_confirm_begin(line_t *l, unsigned slave, uint8_t cause);   /* CONFIRM_* */
-void line_copies_delivered(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len,
+void line_copies_delivered(line_t *l, const line_request_t *req, const uint8_t *pdu, size_t len,
                            uint64_t t_last);
 void line_copies_stray(line_t *l, unsigned slave, const rtu_frame_t *f);
 bool line_copies_suspect(const line_t *l, unsigned slave, const uint8_t *pdu, size_t len,
-                         const gw_request_t *wire);
+                         const line_request_t *wire);
 /* Shapes: req as it goes on the wire (true: widened, and its answer trimmed). */
-bool line_shape_question(const line_t *l, const gw_request_t *req, gw_request_t *wire);
+bool line_shape_question(const line_t *l, const line_request_t *req, line_request_t *wire);
 /* The answer to req from the answer to its wire question: the registers asked for. */
-size_t line_shape_trim(const gw_request_t *req, const uint8_t *raw, size_t len, uint8_t *out);
+size_t line_shape_trim(const line_request_t *req, const uint8_t *raw, size_t len, uint8_t *out);
 /* The wire question was widened and answered with an exception: learn where the map ends. */
-void line_shape_refused(line_t *l, const gw_request_t *wire);
+void line_shape_refused(line_t *l, const line_request_t *wire);
 /* A question given up: its answer may still come, with its wire question's shape. */
-void line_shape_given_up(line_t *l, const gw_request_t *wire);
+void line_shape_given_up(line_t *l, const line_request_t *wire);
 void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape);
 void line_shape_answered(line_t *l, unsigned slave, const uint8_t *pdu, size_t len);
 /* I5 by construction: the held answer cannot be a stale frame of its slave. */
@@ -244,15 +244,15 @@ int line_shape_certifies(const line_t *l, unsigned slave);
 bool line_shape_may_be_stale(const slave_state_t *s, const uint8_t *pdu, size_t len);
 uint64_t line_hash(const uint8_t *p, size_t n);
 bool line_shape_function_free(const slave_state_t *s, uint8_t fc);
-void line_deliver(line_t *l, const gw_request_t *req, const uint8_t *pdu, size_t len);
-void line_answer_exception(line_t *l, const gw_request_t *req, uint8_t code);
+void line_deliver(line_t *l, const line_request_t *req, const uint8_t *pdu, size_t len);
+void line_answer_exception(line_t *l, const line_request_t *req, uint8_t code);
 /* A slave's guard: its response timeout in force. */
 static inline uint64_t line_guard_ns(const slave_state_t *s)
 {
     return (uint64_t)s->timeout_ms * 1000000ull;
 }
 /* slave.c: 0x0B for a request, counted; a slave's event, summarised at info. */
-void line_refuse(line_t *l, const gw_request_t *req, uint64_t now);
+void line_refuse(line_t *l, const line_request_t *req, uint64_t now);
 void line_slave_event(line_t *l, unsigned slave, enum slave_event ev, uint64_t now);
 uint64_t line_wire_ns(const line_t *l, size_t bytes);
 void line_arm_timeout(line_t *l, uint64_t deadline);

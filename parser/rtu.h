@@ -26,6 +26,16 @@
 #define MBAP_HEADER_LEN 7
 #define MBAP_MAX_ADU (MBAP_HEADER_LEN + RTU_MAX_PDU)
 
+/* Modbus exception codes (Modbus application protocol, 7): those a slave or
+ * the gateway answers with. */
+#define MB_EX_ILLEGAL_FUNCTION 0x01
+#define MB_EX_ILLEGAL_DATA_ADDRESS 0x02
+#define MB_EX_ILLEGAL_DATA_VALUE 0x03
+#define MB_EX_SLAVE_FAILURE 0x04
+#define MB_EX_BUSY 0x06
+#define MB_EX_PATH_UNAVAILABLE 0x0A
+#define MB_EX_TARGET_FAILED 0x0B
+
 /* ---- the four tables' names ---------------------------------------------------- */
 
 /*

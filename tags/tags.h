@@ -37,7 +37,7 @@
  *
  * Not thread-safe: a table, a planner and a plan are each used by one thread
  * at a time. The gateway guards its live table with a mutex of the table's
- * own (gateway/tags_gw.c, gwtags_lock), not with its cache lock.
+ * own (gateway/tags.c, gw_tags_lock), not with its cache lock.
  */
 #ifndef RTUGW_TAGS_TAGS_H
 #define RTUGW_TAGS_TAGS_H

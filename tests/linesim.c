@@ -68,7 +68,7 @@ typedef struct answer_rec {
 
 #define WRITES_MAX 4096
 struct sim {
-    gw_origin_t origin;   /* first: the answers' way back */
+    line_origin_t origin;   /* first: the answers' way back */
     uint64_t rng, now, seq;
     config_t *cfg;
     line_t *line;
@@ -501,7 +501,7 @@ static void submit(sim_t *s, int client, int script, unsigned slave, const uint8
     *r = (req_info_t){ .id = id, .t_submit = s->now, .client = client, .script = script,
                        .slave = (uint8_t)slave, .len = (uint16_t)len };
     memcpy(r->pdu, pdu, len);
-    gw_request_t q = { .origin = &s->origin, .conn_id = id, .t_accept_ns = s->now, .slave = (uint8_t)slave,
+    line_request_t q = { .origin = &s->origin, .conn_id = id, .t_accept_ns = s->now, .slave = (uint8_t)slave,
                        .pdu_len = (uint16_t)len, .priority = client == PRIO_CLIENT };
     memcpy(q.pdu, pdu, len);
     s->c.submitted++;
@@ -555,7 +555,7 @@ static bool gateway_code(uint8_t code)
     return code == MB_EX_BUSY || code == MB_EX_PATH_UNAVAILABLE || code == MB_EX_TARGET_FAILED;
 }
 
-static void origin_answer(gw_origin_t *o, const gw_request_t *q, const uint8_t *pdu, size_t len)
+static void origin_answer(line_origin_t *o, const line_request_t *q, const uint8_t *pdu, size_t len)
 {
     sim_t *s = (sim_t *)o;
     req_info_t *r = &s->reqs[q->conn_id % REQ_RING];
@@ -621,7 +621,7 @@ static void origin_answer(gw_origin_t *o, const gw_request_t *q, const uint8_t *
     }
 }
 
-static const gw_origin_ops_t sim_origin_ops = { "sim", origin_answer, NULL };
+static const line_origin_ops_t sim_origin_ops = { "sim", origin_answer, NULL };
 
 /* ---- the world ------------------------------------------------------------------ */
 
@@ -883,10 +883,10 @@ void sim_run(sim_t *s, uint64_t until)
 }
 
 uint64_t sim_now(const sim_t *s) { return s->now; }
-gw_slave_metrics_t *sim_slave_metrics_of(sim_t *s, unsigned slave) { return line_slave_metrics(s->line, slave); }
+line_slave_metrics_t *sim_slave_metrics_of(sim_t *s, unsigned slave) { return line_slave_metrics(s->line, slave); }
 const sim_counts_t *sim_counts(const sim_t *s) { return &s->c; }
 uint64_t sim_outstanding(const sim_t *s) { return s->c.submitted - s->c.answered; }
-gw_bus_metrics_t *sim_metrics(sim_t *s) { return line_metrics(s->line); }
+line_bus_metrics_t *sim_metrics(sim_t *s) { return line_metrics(s->line); }
 const char *sim_first_wrong(const sim_t *s) { return s->first_wrong; }
 
 unsigned sim_writes_to(const sim_t *s, unsigned slave, uint64_t *times, unsigned cap)

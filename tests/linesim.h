@@ -118,8 +118,8 @@ uint64_t sim_now(const sim_t *s);
 const sim_counts_t *sim_counts(const sim_t *s);
 /* Requests submitted and not answered yet. */
 uint64_t sim_outstanding(const sim_t *s);
-gw_bus_metrics_t *sim_metrics(sim_t *s);
-gw_slave_metrics_t *sim_slave_metrics_of(sim_t *s, unsigned slave);
+line_bus_metrics_t *sim_metrics(sim_t *s);
+line_slave_metrics_t *sim_slave_metrics_of(sim_t *s, unsigned slave);
 /* The times the gateway wrote a frame to slave `slave` (up to cap); the count. */
 unsigned sim_writes_to(const sim_t *s, unsigned slave, uint64_t *times, unsigned cap);
 /* The answers, in order, of the requests submitted with sim_submit_at: the

@@ -173,7 +173,7 @@ static void test_double_answer(void **state)
     sim_run(s, 0);
     assert_right(s, 0, 1, READ_10, sizeof READ_10);
     assert_right(s, 1, 1, READ_20, sizeof READ_20);
-    gw_bus_metrics_t *mt = sim_metrics(s);
+    line_bus_metrics_t *mt = sim_metrics(s);
     assert_true(gw_read(&mt->foreign_frames) + gw_read(&mt->late_bytes_guarded) + gw_read(&mt->ambiguous) > 0);
     assert_clean(s);
     sim_free(s);
@@ -682,7 +682,7 @@ static void test_silent_deadline(void **state)
         assert_true(at - 10 * MS >= want - MS && at - 10 * MS <= want + MS);
         assert_int_equal(sim_writes_to(s, 1, NULL, 0), r + 1);
         /* its time by cause in /metrics: the guards between attempts, the rest on the wire */
-        gw_bus_metrics_t *mt = sim_metrics(s);
+        line_bus_metrics_t *mt = sim_metrics(s);
         assert_int_equal(gw_read(&mt->caused), 1);
         assert_true(gw_read(&mt->queue_us) < 1000 && gw_read(&mt->confirm_us) == 0);
         assert_true(gw_read(&mt->guard_us) + 1000 >= r * t / 1000 && gw_read(&mt->guard_us) <= r * t / 1000 + 1000);

@@ -14,22 +14,22 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-static const gw_origin_ops_t ops = { "test", NULL, NULL };
-static gw_origin_t origin = { &ops };
+static const line_origin_ops_t ops = { "test", NULL, NULL };
+static line_origin_t origin = { &ops };
 
 static line_t *queue_of(unsigned depth)
 {
     line_t *l = calloc(1, sizeof *l);
     assert_non_null(l);
     l->cfg.queue_depth = depth;
-    l->queue[0].slot = calloc(depth, sizeof(gw_request_t));
+    l->queue[0].slot = calloc(depth, sizeof(line_request_t));
     assert_non_null(l->queue[0].slot);
     return l;
 }
 
 static void push(line_t *l, uint32_t seq, uint8_t priority)
 {
-    gw_request_t r = { .origin = &origin, .seq = seq, .slave = 1, .priority = priority, .pdu_len = 5,
+    line_request_t r = { .origin = &origin, .seq = seq, .slave = 1, .priority = priority, .pdu_len = 5,
                        .pdu = { 3, 0, 0, 0, 1 } };
     assert_true(line_queue_push(l, 0, &r));
 }

@@ -147,7 +147,7 @@ static void list_buses(const config_t *cfg, struct evbuffer *b)
 static void list_devices(gw_t *gw, struct evbuffer *b)
 {
     const config_t *cfg = gw->cfg;
-    const tags_table_t *defs = gwtags_defs(gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gw->tags);
     evbuffer_add_printf(b, "{\"devices\":[");
     for (unsigned i = 0; i < cfg->device_count; i++) {
         const config_device_t *d = &cfg->devices[i];
@@ -196,7 +196,7 @@ static void list_templates(const config_t *cfg, struct evbuffer *b)
 
 static void list_tags(gw_t *gw, struct evbuffer *b)
 {
-    const tags_table_t *defs = gwtags_defs(gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gw->tags);
     evbuffer_add_printf(b, "{\"tags\":[");
     for (size_t i = 0; i < tags_table_count(defs); i++) {
         const tags_tag_t *g = tags_table_tag(defs, i);

@@ -19,7 +19,7 @@
 
 static void add_entry(gw_t *gw, struct evbuffer *b, const config_map_entry_t *e, bool first)
 {
-    const tags_table_t *defs = gwtags_defs(gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gw->tags);
     int i = tags_table_find(defs, e->tag);
     const tags_tag_t *g = i >= 0 ? tags_table_tag(defs, (size_t)i) : NULL;
     evbuffer_add_printf(b, "%s{\"table\":\"%s\",\"address\":%u,\"count\":%u,\"tag\":", first ? "" : ",",

@@ -56,7 +56,7 @@ web_audit_t *http_audit(gw_http_t *h) { return h->audit; }
 
 /* The q-quantile of a bus's latency histogram in ms, interpolated inside its
  * bucket as Prometheus's histogram_quantile() does; -1 before any answer. */
-static double latency_quantile_ms(gw_bus_metrics_t *m, double q)
+static double latency_quantile_ms(line_bus_metrics_t *m, double q)
 {
     uint64_t n[GW_LATENCY_BUCKETS], total = 0;
     double cum = 0, lo = 0;
@@ -104,7 +104,7 @@ static uint64_t status_state(gw_t *gw)
     uint64_t h = 14695981039346656037u;
     struct evbuffer *parts = evbuffer_new();
     for (unsigned k = 0; k < gw->bus_count; k++) {
-        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
         const atomic_uint_fast64_t *bus[] = { &m->port_up, &m->queue_depth, &m->requests, &m->responses,
                                               &m->timeouts, &m->crc_errors, &m->exceptions, &m->retries };
         for (size_t i = 0; i < sizeof bus / sizeof bus[0]; i++)
@@ -116,7 +116,7 @@ static uint64_t status_state(gw_t *gw)
         for (unsigned d = 0; d < gw->cfg->device_count; d++) {
             if (gw->cfg->devices[d].bus != k)
                 continue;
-            gw_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], gw->cfg->devices[d].slave);
+            line_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], gw->cfg->devices[d].slave);
             const atomic_uint_fast64_t *dev[] = { &sm->dead, &sm->timeout_ms, &sm->requests, &sm->responses,
                                                   &sm->timeouts, &sm->exceptions };
             for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
@@ -186,7 +186,7 @@ static void on_status(struct evhttp_request *req, void *arg)
     evbuffer_add_printf(b, "{\"uptime_s\":%.1f,\"buses\":[", (double)(now - gw->started_ns) / 1e9);
     for (unsigned k = 0; k < gw->bus_count; k++) {
         const config_bus_t *bc = bus_config(gw->buses[k]);
-        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
         evbuffer_add_printf(b, "%s{\"name\":", k ? "," : "");
         api_add_str(b, bc->name);
         evbuffer_add_printf(b, ",\"port\":");
@@ -208,7 +208,7 @@ static void on_status(struct evhttp_request *req, void *arg)
             const config_device_t *dev = &gw->cfg->devices[d];
             if (dev->bus != k)
                 continue;
-            gw_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], dev->slave);
+            line_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], dev->slave);
             uint64_t last = gw_read(&sm->last_ok_ns);
             evbuffer_add_printf(b, "%s{\"name\":", first ? "" : ",");
             api_add_str(b, dev->name);

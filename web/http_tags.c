@@ -210,11 +210,11 @@ static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char 
         evhttp_send_error(req, 500, "out of memory");
         return;
     }
-    const tags_table_t *t = gwtags_lock(ht->gw->tags);
+    const tags_table_t *t = gw_tags_lock(ht->gw->tags);
     int i = tags_table_find(t, name);
     if (i >= 0)
         http_tags_add_tag(b, t, (size_t)i, now, true);
-    gwtags_unlock(ht->gw->tags);
+    gw_tags_unlock(ht->gw->tags);
     evbuffer_add(b, "\n", 1);
     if (i < 0)
         http_tags_reply_error(req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
@@ -237,13 +237,13 @@ uint64_t http_tags_seq(gw_http_tags_t *ht)
 {
     gw_t *gw = ht->gw;
     int64_t now = gw_wall_ms();
-    tags_table_t *t = gwtags_lock(gw->tags);
+    tags_table_t *t = gw_tags_lock(gw->tags);
     tags_table_sweep(t, now);
     uint64_t seq = tags_table_seq(t);
-    uint32_t gen = gwtags_generation(gw->tags);
+    uint32_t gen = gw_tags_generation(gw->tags);
     if (ht->counts && seq == ht->counts_seq && gen == ht->counts_gen && gw->cfg == ht->counts_cfg &&
         gw->cfg->device_count == ht->n_counts) {
-        gwtags_unlock(gw->tags);
+        gw_tags_unlock(gw->tags);
         return seq;
     }
     unsigned (*counts)[4] = calloc(gw->cfg->device_count + 1, sizeof *counts);
@@ -260,7 +260,7 @@ uint64_t http_tags_seq(gw_http_tags_t *ht)
             counts[d][3]++;
         }
     }
-    gwtags_unlock(gw->tags);
+    gw_tags_unlock(gw->tags);
     free(ht->counts);
     ht->counts = counts;
     ht->n_counts = counts ? gw->cfg->device_count : 0;
@@ -308,7 +308,7 @@ static void tag_gauge(struct evbuffer *b, const tags_table_t *t, const tags_tag_
 static void tag_gauges(gw_t *gw, struct evbuffer *b)
 {
     int64_t now = gw_wall_ms();
-    const tags_table_t *t = gwtags_lock(gw->tags);
+    const tags_table_t *t = gw_tags_lock(gw->tags);
     static const char *const help[3][2] = {
         { "value", "The tag's engineering value (good or stale values of numbers and bools)" },
         { "good", "1 while the tag's value is good, 0 when bad or stale" },
@@ -329,7 +329,7 @@ static void tag_gauges(gw_t *gw, struct evbuffer *b)
                                                                    : (double)(now - v.time_ms) / 1e3);
         }
     }
-    gwtags_unlock(gw->tags);
+    gw_tags_unlock(gw->tags);
 }
 
 void http_tags_metrics(gw_t *gw, struct evbuffer *b)
@@ -345,7 +345,7 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
                            "flight: [http] max_connections + 64\n# TYPE rtugw_tag_writes_max gauge\n"
                            "rtugw_tag_writes_max %u\n",
                         poller_read_count(gw->poller), (unsigned long long)poller_splits(gw->poller),
-                        tags_table_count(gwtags_defs(gw->tags)), tag_writes_in_flight(gw->tag_writes),
+                        tags_table_count(gw_tags_defs(gw->tags)), tag_writes_in_flight(gw->tag_writes),
                         tag_writes_capacity(gw->tag_writes));
     evbuffer_add_printf(b, "# HELP rtugw_tag_write_readbacks_total Tag writes read back after the slave's echo "
                            "(confirm_write), by what was read: same as written, differs (the slave clamped or "
@@ -475,8 +475,8 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
 
     if (!write_allowed(ht, req, name))
         return;
-    int i = tags_table_find(gwtags_defs(gw->tags), name);
-    const tags_tag_t *g = i >= 0 ? tags_table_tag(gwtags_defs(gw->tags), (size_t)i) : NULL;
+    int i = tags_table_find(gw_tags_defs(gw->tags), name);
+    const tags_tag_t *g = i >= 0 ? tags_table_tag(gw_tags_defs(gw->tags), (size_t)i) : NULL;
     if (!g) {
         refuse(ht, req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
         return;
@@ -504,7 +504,7 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
         refuse(ht, req, status, status == 422 ? "Unprocessable Entity" : "Bad Request", name, msg);
         return;
     }
-    const config_device_t *dev = &gw->cfg->devices[gwtags_config_device(gw->tags, g)];
+    const config_device_t *dev = &gw->cfg->devices[gw_tags_config_device(gw->tags, g)];
     int rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &w, write_done, ht,
                              (uint64_t)(uintptr_t)req, msg, sizeof msg);
     if (rc != TAG_WRITE_QUEUED) {
@@ -536,10 +536,10 @@ static void add_names(struct evbuffer *b, const tags_tag_t *asked, const tags_ta
 /* The slave's answer to the write: its echo, or the exception, as JSON. */
 static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struct evhttp_request *req)
 {
-    const tags_tag_t *g = tags_table_tag(gwtags_defs(ht->gw->tags), o->tag);
+    const tags_tag_t *g = tags_table_tag(gw_tags_defs(ht->gw->tags), o->tag);
     /* a computed tag written through its inverse: named as asked, and the
      * input written ("through"), whose words and read-back follow */
-    const tags_tag_t *asked = tags_table_tag(gwtags_defs(ht->gw->tags), o->asked);
+    const tags_tag_t *asked = tags_table_tag(gw_tags_defs(ht->gw->tags), o->asked);
     const uint8_t *pdu = o->pdu;
     size_t len = o->len;
     if (len >= 2 && (pdu[0] & 0x80)) {
@@ -606,7 +606,7 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
     }
     if (o->malformed_read) {
         gw_count(&ht->gw->http_metrics.tag_write_failures);
-        http_tags_reply_error(req, 502, "Bad Gateway", tags_table_tag(gwtags_defs(ht->gw->tags), o->tag)->name,
+        http_tags_reply_error(req, 502, "Bad Gateway", tags_table_tag(gw_tags_defs(ht->gw->tags), o->tag)->name,
                     "the register's read came back malformed");
         return;
     }

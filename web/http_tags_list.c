@@ -79,12 +79,12 @@ static void slice(evutil_socket_t fd, short what, void *arg)
     gw_t *gw = s->l->gw;
     (void)fd;
     (void)what;
-    tags_table_t *t = gwtags_lock(gw->tags);
+    tags_table_t *t = gw_tags_lock(gw->tags);
     size_t count = tags_table_count(t);
-    if (gwtags_generation(gw->tags) != s->generation) {   /* reloaded: over again, at the new number */
+    if (gw_tags_generation(gw->tags) != s->generation) {   /* reloaded: over again, at the new number */
         char etag[SEQ_DIGITS + 8];
         s->now = gw_wall_ms();
-        s->generation = gwtags_generation(gw->tags);
+        s->generation = gw_tags_generation(gw->tags);
         s->next = 0;
         tags_table_sweep(t, s->now);
         snprintf(etag, sizeof etag, "\"%llu\"", (unsigned long long)tags_table_seq(t));
@@ -97,7 +97,7 @@ static void slice(evutil_socket_t fd, short what, void *arg)
     }
     size_t to = s->next + SLICE_TAGS < count ? s->next + SLICE_TAGS : count;
     add_tags(s->b, t, s->next, to, s->now);
-    gwtags_unlock(gw->tags);
+    gw_tags_unlock(gw->tags);
     gw_count(&gw->http_metrics.tags_slices);
     s->next = to;
     if (to < count) {
@@ -126,7 +126,7 @@ static void slice_later(http_tags_list_t *l, struct evhttp_request *req, struct 
         return;
     }
     *s = (slicer_t){ .l = l, .req = req, .bev = evhttp_connection_get_bufferevent(evcon), .ev = ev, .b = b,
-                     .next = SLICE_TAGS, .now = now, .generation = gwtags_generation(l->gw->tags),
+                     .next = SLICE_TAGS, .now = now, .generation = gw_tags_generation(l->gw->tags),
                      .link = l->slicing };
     l->slicing = s;
     http_hold(l->http, req, true);
@@ -207,7 +207,7 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
         return;
     }
     int64_t now = gw_wall_ms();
-    tags_table_t *t = gwtags_lock(gw->tags);
+    tags_table_t *t = gw_tags_lock(gw->tags);
     tags_table_sweep(t, now);
     uint64_t seq = tags_table_seq(t);
     size_t count = tags_table_count(t);
@@ -216,7 +216,7 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
     evhttp_add_header(out, "ETag", etag);
     evhttp_add_header(out, "Cache-Control", "no-cache");
     if (http_not_modified(req, etag)) {
-        gwtags_unlock(gw->tags);
+        gw_tags_unlock(gw->tags);
         gw_count(&gw->http_metrics.tags_not_modified);
         evhttp_send_reply(req, HTTP_NOTMODIFIED, "Not Modified", NULL);
         return;
@@ -226,7 +226,7 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
     bool full = n > CHANGES_MAX || n > count / 4 + 1;
     struct evbuffer *b = evbuffer_new();
     if (!b) {
-        gwtags_unlock(gw->tags);
+        gw_tags_unlock(gw->tags);
         evhttp_send_error(req, 500, "out of memory");
         return;
     }
@@ -234,7 +234,7 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
                         (unsigned long long)seq, full ? "true" : "false");
     if (full && count > SLICE_TAGS) {   /* the first slice under this lock, the rest on later turns */
         add_tags(b, t, 0, SLICE_TAGS, now);
-        gwtags_unlock(gw->tags);
+        gw_tags_unlock(gw->tags);
         slice_later(l, req, b, now);
         return;
     }
@@ -245,7 +245,7 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
             evbuffer_add(b, ",", 1);
         http_tags_add_tag(b, t, changed[k], now, false);
     }
-    gwtags_unlock(gw->tags);
+    gw_tags_unlock(gw->tags);
     evbuffer_add_printf(b, "]}\n");
     gw_count(full ? &gw->http_metrics.tags_full : &gw->http_metrics.tags_since);
     atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, full ? count : n, memory_order_relaxed);

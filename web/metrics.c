@@ -20,12 +20,12 @@
 typedef struct metric_def {
     const char *name;
     const char *help;
-    size_t offset;    /* into gw_bus_metrics_t */
+    size_t offset;    /* into line_bus_metrics_t */
     bool gauge;
 } metric_def_t;
 
-#define BM(f, h) { #f, h, offsetof(gw_bus_metrics_t, f), false }
-#define BG(f, h) { #f, h, offsetof(gw_bus_metrics_t, f), true }
+#define BM(f, h) { #f, h, offsetof(line_bus_metrics_t, f), false }
+#define BG(f, h) { #f, h, offsetof(line_bus_metrics_t, f), true }
 static const metric_def_t bus_defs[] = {
     BM(requests, "Requests accepted for the bus"),
     BM(responses, "Matching responses received"),
@@ -149,7 +149,7 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
     evbuffer_add_printf(b, "# HELP rtugw_bus_latency_seconds Request to matching response, first attempt\n"
                            "# TYPE rtugw_bus_latency_seconds histogram\n");
     for (unsigned k = 0; k < gw->bus_count; k++) {
-        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
         const char *name = bus_config(gw->buses[k])->name;
         uint64_t cum = 0;
         for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++) {
@@ -173,7 +173,7 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
                            "wire (attempts waiting for answers, and the quiet that vouches for them)\n"
                            "# TYPE rtugw_bus_request_seconds_total counter\n");
     for (unsigned k = 0; k < gw->bus_count; k++) {
-        gw_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
         const char *name = bus_config(gw->buses[k])->name;
         const struct { const char *cause; atomic_uint_fast64_t *us; } c[] = {
             { "queue", &m->queue_us }, { "guard", &m->guard_us }, { "confirm", &m->confirm_us }, { "wire", &m->wire_us },
@@ -193,20 +193,20 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
 static void device_metrics_text(gw_t *gw, struct evbuffer *b)
 {
     static const struct { const char *name; size_t off; bool gauge; } defs[] = {
-        { "requests", offsetof(gw_slave_metrics_t, requests), false },
-        { "responses", offsetof(gw_slave_metrics_t, responses), false },
-        { "timeouts", offsetof(gw_slave_metrics_t, timeouts), false },
-        { "exceptions", offsetof(gw_slave_metrics_t, exceptions), false },
-        { "late_answers", offsetof(gw_slave_metrics_t, late_answers), false },
-        { "backed_off", offsetof(gw_slave_metrics_t, dead), true },
-        { "timeout_ms", offsetof(gw_slave_metrics_t, timeout_ms), true },
+        { "requests", offsetof(line_slave_metrics_t, requests), false },
+        { "responses", offsetof(line_slave_metrics_t, responses), false },
+        { "timeouts", offsetof(line_slave_metrics_t, timeouts), false },
+        { "exceptions", offsetof(line_slave_metrics_t, exceptions), false },
+        { "late_answers", offsetof(line_slave_metrics_t, late_answers), false },
+        { "backed_off", offsetof(line_slave_metrics_t, dead), true },
+        { "timeout_ms", offsetof(line_slave_metrics_t, timeout_ms), true },
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         evbuffer_add_printf(b, "# TYPE rtugw_device_%s%s %s\n", defs[i].name, defs[i].gauge ? "" : "_total",
                             defs[i].gauge ? "gauge" : "counter");
         for (unsigned d = 0; d < gw->cfg->device_count; d++) {
             const config_device_t *dev = &gw->cfg->devices[d];
-            gw_slave_metrics_t *sm = bus_slave_metrics(gw->buses[dev->bus], dev->slave);
+            line_slave_metrics_t *sm = bus_slave_metrics(gw->buses[dev->bus], dev->slave);
             evbuffer_add_printf(b, "rtugw_device_%s%s{bus=\"%s\",device=\"%s\",slave=\"%u\"} %llu\n",
                                 defs[i].name, defs[i].gauge ? "" : "_total", gw->cfg->buses[dev->bus].name,
                                 dev->name, dev->slave, (unsigned long long)field(sm, defs[i].off));
@@ -427,7 +427,7 @@ void http_on_metrics(struct evhttp_request *req, void *arg)
     frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
     gw_actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
-    gwnorth_metrics_text(gw->north, b);
+    gw_north_metrics_text(gw->north, b);
     vslave_metrics_text(gw->maps, b);
     scan_metrics_text(gw->scans, b);
     reload_metrics_text(gw, b);

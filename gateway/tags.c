@@ -1,5 +1,5 @@
 /*
- * gateway/tags_gw.c -- the live tag table: the configuration's tag
+ * gateway/tags.c -- the live tag table: the configuration's tag
  * definitions copied into a table of the daemon's own, whose values the
  * poller's answers update and HTTP reads.
  *
@@ -12,7 +12,7 @@
  * formatted under it must not hold up the Modbus TCP front end's cached
  * reads, and the poller holds it only for one answer's apply (~20 ns a tag).
  *
- * A reload (gwtags_replace) swaps in a table built from the new
+ * A reload (gw_tags_replace) swaps in a table built from the new
  * configuration. It runs on the I/O thread, and is only called there when
  * every user of the definitions runs there too (the poller with the buses on
  * the I/O thread, HTTP, MQTT) and no tag write holds an index: so no one
@@ -132,7 +132,7 @@ static int build_expr(tags_table_t *t, expr_engine_t **out, char *err, size_t er
 
 /* Under the lock, after values were stored: the computed tags that read them.
  * Appended, not replaced: the poller and a listen-only bus's actor store on
- * their own threads, and whichever drains the list next (gwtags_evaluated)
+ * their own threads, and whichever drains the list next (gw_tags_evaluated)
  * publishes them all, so none is lost to the other's store in between. */
 static void evaluate(gw_tags_t *t, int64_t now_ms)
 {
@@ -143,7 +143,7 @@ static void evaluate(gw_tags_t *t, int64_t now_ms)
     t->n_evaluated += n < room ? n : room;
 }
 
-size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap)
+size_t gw_tags_evaluated(gw_tags_t *t, unsigned *out, size_t cap)
 {
     pthread_mutex_lock(&t->lock);
     size_t n = t->n_evaluated < cap ? t->n_evaluated : cap;
@@ -153,7 +153,7 @@ size_t gwtags_evaluated(gw_tags_t *t, unsigned *out, size_t cap)
     return n;
 }
 
-gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap)
+gw_tags_t *gw_tags_new(const config_t *cfg, char *err, size_t errcap)
 {
     gw_tags_t *t = calloc(1, sizeof *t);
     if (!t) {
@@ -174,7 +174,7 @@ gw_tags_t *gwtags_new(const config_t *cfg, char *err, size_t errcap)
     return t;
 }
 
-void gwtags_free(gw_tags_t *t)
+void gw_tags_free(gw_tags_t *t)
 {
     if (!t)
         return;
@@ -186,28 +186,28 @@ void gwtags_free(gw_tags_t *t)
     free(t);
 }
 
-tags_table_t *gwtags_lock(gw_tags_t *t)
+tags_table_t *gw_tags_lock(gw_tags_t *t)
 {
     pthread_mutex_lock(&t->lock);
     return t->table;
 }
 
-void gwtags_unlock(gw_tags_t *t)
+void gw_tags_unlock(gw_tags_t *t)
 {
     pthread_mutex_unlock(&t->lock);
 }
 
-const tags_table_t *gwtags_defs(const gw_tags_t *t)
+const tags_table_t *gw_tags_defs(const gw_tags_t *t)
 {
     return t->table;
 }
 
-size_t gwtags_count(const gw_tags_t *t)
+size_t gw_tags_count(const gw_tags_t *t)
 {
     return tags_table_count(t->table);
 }
 
-unsigned gwtags_config_device(const gw_tags_t *t, const tags_tag_t *tag)
+unsigned gw_tags_config_device(const gw_tags_t *t, const tags_tag_t *tag)
 {
     return t->config_device[tag->device];
 }
@@ -222,7 +222,7 @@ static tags_reason_t reason_of(uint8_t code)
     return TAGS_BAD_EXCEPTION;
 }
 
-int gwtags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
+int gw_tags_apply(gw_tags_t *t, const tags_plan_t *plan, size_t r, const uint8_t *pdu, size_t len,
                  int64_t now_ms)
 {
     const tags_read_t *read = tags_plan_read(plan, r);
@@ -271,7 +271,7 @@ static bool same_expr(const tags_table_t *a, size_t i, const tags_table_t *b, si
     return strcmp(ea, eb) == 0 && strcmp(ia ? ia : "", ib ? ib : "") == 0 && strcmp(ta, tb) == 0;
 }
 
-bool gwtags_same(const gw_tags_t *t, const tags_table_t *defs)
+bool gw_tags_same(const gw_tags_t *t, const tags_table_t *defs)
 {
     size_t n = tags_table_count(t->table);
     if (n != (defs ? tags_table_count(defs) : 0))
@@ -305,7 +305,7 @@ static bool same_place(const config_t *cfg, const config_t *was, const char *dev
            (cfg->devices[a].bus == was->devices[b].bus && cfg->devices[a].slave == was->devices[b].slave);
 }
 
-int gwtags_replace(gw_tags_t *t, const config_t *cfg, const config_t *was, size_t *kept, char *err, size_t errcap)
+int gw_tags_replace(gw_tags_t *t, const config_t *cfg, const config_t *was, size_t *kept, char *err, size_t errcap)
 {
     tags_table_t *fresh;
     unsigned *cd;
@@ -345,12 +345,12 @@ int gwtags_replace(gw_tags_t *t, const config_t *cfg, const config_t *was, size_
     return 0;
 }
 
-uint32_t gwtags_generation(const gw_tags_t *t)
+uint32_t gw_tags_generation(const gw_tags_t *t)
 {
     return t->generation;
 }
 
-int gwtags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t address, const uint16_t *words,
+int gw_tags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t address, const uint16_t *words,
                    const uint8_t *packed, size_t n, int64_t now_ms)
 {
     pthread_mutex_lock(&t->lock);
@@ -363,10 +363,10 @@ int gwtags_observe(gw_tags_t *t, const char *device, tags_area_t area, uint16_t 
 
 static void on_poll_answer(void *ctx, const gw_poll_result_t *r)
 {
-    gwtags_apply(ctx, r->plan, r->read, r->pdu, r->len, r->wall_ms);
+    gw_tags_apply(ctx, r->plan, r->read, r->pdu, r->len, r->wall_ms);
 }
 
-gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t)
+gw_poll_subscriber_t gw_tags_poll_subscriber(gw_tags_t *t)
 {
     return (gw_poll_subscriber_t){ .answer = on_poll_answer, .ctx = t };
 }
@@ -375,7 +375,7 @@ gw_poll_subscriber_t gwtags_poll_subscriber(gw_tags_t *t)
  * the asked words decoded as the computed tag, the inverse run on them, its
  * result encoded by the target's codec (type, scale, range) as any write's
  * value is. */
-int gwtags_inverse(gw_tags_t *t, unsigned tag, const tags_write_t *asked, unsigned *target, tags_write_t *w,
+int gw_tags_inverse(gw_tags_t *t, unsigned tag, const tags_write_t *asked, unsigned *target, tags_write_t *w,
                    char *why, size_t cap)
 {
     const tags_tag_t *g = tag < tags_table_count(t->table) ? tags_table_tag(t->table, tag) : NULL;
