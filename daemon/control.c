@@ -469,7 +469,6 @@ static void reload(gw_t *gw)
     CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
                         memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
     CHANGED("workers", gw->cfg->workers != fresh->workers);
-    CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     char udp_restart[64];
     reload_udp(gw, &fresh->udp, udp_restart, sizeof udp_restart);
     CHANGED(udp_restart, udp_restart[0] != 0);
@@ -501,16 +500,18 @@ static void reload(gw_t *gw)
     reload_security(gw, fresh, tls_restart, sizeof tls_restart);
     CHANGED(tls_restart, tls_restart[0] != 0);
 #undef CHANGED
-    gw->cfg->log_level = fresh->log_level;
+    bool log_target = gw->cfg->log_syslog != fresh->log_syslog;
+    gw_log_configure(gw, fresh->log_level, fresh->log_syslog);
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp], [rtu_tcp] and [udp]%s%s%s%s%s%s%s",
-           gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level%s, [tcp], [rtu_tcp] and [udp]%s%s%s%s%s%s%s",
+           gw->opt.config_path, log_target ? " and target" : "", gw->mbaps ? ", [tls] and the roles' rights" : "",
            bus_keys ? ", the buses' ports, timeouts and retries" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp udp%s%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+             gw->mbaps ? " tls roles" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");

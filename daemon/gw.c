@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <unistd.h>
 
 static void status_line(evutil_socket_t fd, short what, void *arg)
@@ -76,8 +75,10 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     }
     gw->opt = *opt;
     gw->started_ns = gw_now_ns();
-    if (cfg->log_syslog)
-        openlog("rtugw", LOG_PID, LOG_DAEMON);
+    if (cfg->log_syslog) {   /* opened before the first line */
+        gw->cfg->log_syslog = false;
+        gw_log_configure(gw, cfg->log_level, true);
+    }
     int cache = cache_init(gw);
     gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
     gw->serial_slaves = calloc(cfg->serial_slave_count + 1, sizeof *gw->serial_slaves);

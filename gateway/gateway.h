@@ -100,9 +100,14 @@ void gw_runtime_free(gw_t *gw);
 void gw_router_metrics_text(gw_t *gw, struct evbuffer *b);
 void gw_actor_metrics_text(gw_t *gw, struct evbuffer *b);
 
-/* Logging, to stderr with a timestamp; level as in config_log_t. */
+/* Logging, to stderr with a timestamp or to syslog (log_target); level as
+ * in config_log_t. Any thread. */
 void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The start and every reload (I/O thread): the log's level and target from
+ * cfg; lines logged meanwhile on other threads go whole to the old target or
+ * the new one. */
+void gw_log_configure(gw_t *gw, config_log_t level, bool to_syslog);
 
 
 /* ---- the request path ------------------------------------------------------ */
