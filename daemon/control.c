@@ -353,6 +353,61 @@ static void reload_listener(gw_t *gw, gw_tcp_t **front, config_tcp_t *running, c
 }
 
 /* [udp] the same way (front/udp.c, udp_apply_config, says what applies when). */
+/*
+ * Serial slaves, live. One whose section is the same by value keeps its
+ * object, its port and the question its master waits on. One removed or
+ * changed is retired (front/serial_slave.c: it stops taking requests and
+ * frees itself once nothing can reach it), and a new one starts from
+ * fresh's section, on the port the old one may still be closing: a port that
+ * cannot open yet reopens with back-off, as at a start. One that cannot be
+ * made (out of memory, or more actors than the scheduler was sized for:
+ * bus_count + serial slaves + 16 at the start) is logged and named in
+ * restart; the others apply. I/O thread.
+ */
+static void reload_serial_slaves(gw_t *gw, config_t *fresh, char *restart, size_t cap)
+{
+    unsigned n = fresh->serial_slave_count, was = gw->serial_slave_count, count = 0;
+    unsigned was_sections = gw->cfg->serial_slave_count;
+    size_t used = 0;
+    restart[0] = 0;
+    if (config_same_serial_slaves(gw->cfg, fresh))
+        return;
+    gw_serial_slave_t **next = calloc(n + 1, sizeof *next);
+    bool *kept = calloc(was + 1, sizeof *kept);
+    if (!next || !kept) {
+        free(next);
+        free(kept);
+        snprintf(restart, cap, "serial_slaves");
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned k = 0; k < was && !next[i]; k++)
+            if (!kept[k] && config_same_serial_slave(serial_slave_config(gw->serial_slaves[k]), &fresh->serial_slaves[i]))
+                next[i] = gw->serial_slaves[k], kept[k] = true;
+    for (unsigned k = 0; k < was; k++)
+        if (!kept[k])
+            serial_slave_retire(gw->serial_slaves[k]);
+    for (unsigned i = 0; i < n; i++) {
+        char err[256];
+        if (!next[i] && !(next[i] = serial_slave_new(gw, &fresh->serial_slaves[i], err, sizeof err))) {
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; it starts at the next restart", err);
+            used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%sserial_slaves.%s",
+                                     used ? " " : "", fresh->serial_slaves[i].name);
+        }
+        if (next[i])
+            next[count++] = next[i];
+    }
+    free(kept);
+    free(gw->serial_slaves);
+    gw->serial_slaves = next;
+    gw->serial_slave_count = count;
+    config_serial_slave_t *old = gw->cfg->serial_slaves;   /* freed with fresh */
+    gw->cfg->serial_slaves = fresh->serial_slaves;
+    gw->cfg->serial_slave_count = n;
+    fresh->serial_slaves = old;
+    fresh->serial_slave_count = was_sections;
+}
+
 static void reload_udp(gw_t *gw, const config_tcp_t *want, char *restart, size_t cap)
 {
     restart[0] = 0;
@@ -472,7 +527,10 @@ static void reload(gw_t *gw)
     char udp_restart[64];
     reload_udp(gw, &fresh->udp, udp_restart, sizeof udp_restart);
     CHANGED(udp_restart, udp_restart[0] != 0);
-    CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
+    bool serial_slaves = !config_same_serial_slaves(gw->cfg, fresh);
+    char ss_restart[160];
+    reload_serial_slaves(gw, fresh, ss_restart, sizeof ss_restart);
+    CHANGED(ss_restart, ss_restart[0] != 0);
     /* Maps apply live: rebuilt over the running tag table whenever they or
      * the tags changed (a tag's index moves with the table), nothing else
      * touched. The running copy takes fresh's maps first (gateway/vslave.c). */
@@ -510,8 +568,8 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s", log_target ? " log_target" : "",
-             gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+             serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");

@@ -43,7 +43,7 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
 static int start_serial_slaves(gw_t *gw, char *err, size_t errcap)
 {
     for (unsigned i = 0; i < gw->cfg->serial_slave_count; i++) {
-        if (!(gw->serial_slaves[i] = serial_slave_new(gw, i, err, errcap)))
+        if (!(gw->serial_slaves[i] = serial_slave_new(gw, &gw->cfg->serial_slaves[i], err, errcap)))
             return -1;
         gw->serial_slave_count++;
     }

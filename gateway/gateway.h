@@ -434,7 +434,16 @@ typedef struct gw_slave_port gw_slave_port_t;
 gw_slave_port_t *slave_port_new(gw_t *gw, const config_serial_slave_t *c, const char *name,
                                 actor_behaviour_fn behaviour, void *state, line_bus_metrics_t *m, char *err,
                                 size_t errcap);
+/* The stop path (the loops stopped): the port, its driver and sp freed. */
 void slave_port_free(gw_slave_port_t *sp);
+/* A reload that retires a serial slave: its actor stops (it still gets
+ * every message sent before, then ACTOR_STOPPED). Any thread; once. */
+void slave_port_stop_actor(gw_slave_port_t *sp);
+/* Its actor, on ACTOR_STOPPED: the port and its driver are freed on the
+ * port's own thread (no byte read after), then done(ctx) runs there; sp stays
+ * valid for slave_port_send (refused: the actor is gone) until
+ * slave_port_free. */
+void slave_port_close(gw_slave_port_t *sp, void (*done)(void *ctx), void *ctx);
 /* Any thread: a message to its actor, now or after delay_ns. */
 void slave_port_send(gw_slave_port_t *sp, uint32_t type, const void *data, size_t len);
 void slave_port_send_after(gw_slave_port_t *sp, uint32_t type, const void *data, size_t len, uint64_t delay_ns);

@@ -770,12 +770,116 @@ def test_log_target_live():
     g.stop()
 
 
+# ---- serial slaves, live ---------------------------------------------------------------------
+
+class PtyPair:
+    """socat's two linked pseudo-terminals: the gateway's end and a master's."""
+    def __init__(self, d, name):
+        self.gw, self.master = os.path.join(d, f"{name}-gw"), os.path.join(d, f"{name}-m")
+        self.p = subprocess.Popen(["socat", f"pty,raw,echo=0,link={self.gw}", f"pty,raw,echo=0,link={self.master}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(self.p)
+        check(wait_for(lambda: os.path.exists(self.gw) and os.path.exists(self.master), 5), f"socat made {name}'s ptys")
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(5)
+
+
+def serial_master(path):
+    from pymodbus.client import ModbusSerialClient
+    c = ModbusSerialClient(port=path, baudrate=19200, parity="N", timeout=1.0, retries=0)
+    check(c.connect(), f"pymodbus' serial master opens {path}")
+    return c
+
+
+def serial_read(c, unit, a):
+    """Registers a, a+1 of unit: the list, or the error as text."""
+    try:
+        r = c.read_holding_registers(a, 2, slave=unit)
+    except Exception as e:  # noqa: BLE001 (pymodbus raises several kinds on a silent line)
+        return f"{type(e).__name__}: {e}"
+    return r.registers if not r.isError() else str(r)
+
+
+def test_serial_slaves_live():
+    """[serial_slave] sections added, re-routed, changed and removed by
+    SIGHUP, each applied at once (restart_needed empty), while pymodbus'
+    serial master on an unchanged serial slave reads on: every one of its
+    answers right, none lost. Two serial slaves route to the same slave
+    (equal values): each master reads its own registers (0-4 on one, 5-9 on
+    the other), so an answer given to the wrong master shows."""
+    d = tempfile.mkdtemp(prefix="rtugw-ss-live-")
+    a, b = PtyPair(d, "a"), PtyPair(d, "b")
+    s1 = f"[serial_slave s1]\nport = {a.gw}\nparity = none\nanswer_timeout_ms = 800\nunit1 = line:1\n"
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices="", extra=s1)
+    ma, mb = serial_master(a.master), serial_master(b.master)
+    stop, tally = threading.Event(), {"right": 0, "bad": []}
+
+    def read_a():   # the unchanged serial slave's master: registers 0-4 of slave 1
+        n = 0
+        while not stop.is_set():
+            r = n % 5
+            got = serial_read(ma, 1, r)
+            if got == [1000 + r, 1001 + r]:
+                tally["right"] += 1
+            else:
+                tally["bad"].append((r, got))
+            n += 1
+    th = threading.Thread(target=read_a)
+    th.start()
+
+    def applied(what):
+        st = g.status()
+        lr = st.get("last_reload") or {}
+        check(lr.get("result") == "applied" and "serial_slaves" in lr.get("applied", "").split()
+              and st["restart_needed"] == "", f"{what}: applied live ({lr}, restart_needed {st['restart_needed']!r})")
+
+    def reload(text, what):
+        before = (g.status().get("last_reload") or {}).get("time_ms")
+        hup(g, text)
+        check(wait_for(lambda: (g.status().get("last_reload") or {}).get("time_ms") != before, 5), f"{what}: reloaded")
+        applied(what)
+
+    def b_reads(unit, base):
+        """b's master, registers 5-9 of its unit: within a second of the reload, then every one."""
+        wait_for(lambda: serial_read(mb, unit, 5) == [base + 5, base + 6], 3)
+        return [serial_read(mb, unit, r) for r in range(5, 10)] == [[base + r, base + r + 1] for r in range(5, 10)]
+
+    check(b_reads(5, 1000) is False, "no serial slave on b yet: b's master gets no answer")
+    s2 = f"[serial_slave s2]\nport = {b.gw}\nparity = none\nanswer_timeout_ms = 800\nunit5 = line:1\n"
+    reload(g.text + s2, "s2 added")
+    check(b_reads(5, 1000), "s2 answers b's master as slave 1 (equal values to s1's)")
+    reload(g.text.replace("unit5 = line:1", "unit5 = line:2"), "s2 re-routed to slave 2")
+    check(b_reads(5, 2000), "s2's unit 5 is now slave 2")
+    m = g.metrics()
+    check(m.get('rtugw_serial_slave_port_up{name="s2"}') == 1 and m.get('rtugw_serial_slave_port_up{name="s1"}') == 1,
+          "both serial slaves in /metrics")
+    reload(g.text.replace(s2.replace("line:1", "line:2"), ""), "s2 removed")
+    check(serial_read(mb, 5, 5) != [2005, 2006], "s2 removed: b's master gets no answer")
+    check('rtugw_serial_slave_port_up{name="s2"}' not in g.metrics(), "and s2 left /metrics")
+    stop.set()
+    th.join(20)
+    check(tally["right"] > 20 and not tally["bad"],
+          f"s1, unchanged, answered its master throughout: {tally['right']} right, bad {tally['bad'][:3]}")
+    # s1 itself changed (its answer timeout): a new serial slave on the same port, which opens once the old closes
+    reload(g.text.replace("answer_timeout_ms = 800", "answer_timeout_ms = 700"), "s1's answer_timeout_ms changed")
+    check(wait_for(lambda: serial_read(ma, 1, 3) == [1003, 1004], 5), "s1, remade on its port, answers again")
+    ma.close()
+    mb.close()
+    g.stop()
+    a.stop()
+    b.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
 TESTS = [test_sighup_with_poll_group_keeps_polling, test_api_device_from_template_keeps_polling,
          test_moved_sections_are_unchanged, test_api_device_before_a_bus, test_widen_reads_live,
          test_change_behind_a_tag_write_sighup, test_change_behind_a_tag_write_api, test_unused_template_listed_at_once,
          test_section_editor, test_last_reload_reported, test_warnings_everywhere,
          test_rtugw_reload, test_listeners_live, test_line_keys_live, test_device_moved_to_another_slave_live,
-         test_bus_port_live, test_udp_live, test_log_target_live]
+         test_bus_port_live, test_udp_live, test_log_target_live,
+         test_serial_slaves_live]
 
 if __name__ == "__main__":
     run_tests("test_live_change", TESTS)
