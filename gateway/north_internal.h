@@ -24,6 +24,7 @@ struct gw_north {
     struct event *ev_swap;        /* the swap that waited, from the loop */
     bool swap_on;                 /* its settings: [mqtt] present, and swap_cfg */
     north_config_t swap_cfg;
+    north_config_t swap_was;      /* the running ones, put back in gw->cfg when swap_cfg cannot start */
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
     unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
     north_value_t *values;        /* scratch for one group (at most 2000) */

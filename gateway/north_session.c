@@ -122,9 +122,13 @@ static void on_swap(evutil_socket_t fd, short what, void *arg)
     char err[320];
     (void)fd;
     (void)what;
-    if (swap(gn, gn->swap_on ? &gn->swap_cfg : NULL, err, sizeof err) != 0)
-        gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: reload: %s; %s", err,
-               gn->north ? "the settings before run again" : "MQTT is off until a reload that can start it");
+    if (swap(gn, gn->swap_on ? &gn->swap_cfg : NULL, err, sizeof err) == 0)
+        return;
+    gw_log(gn->gw, CONFIG_LOG_ERROR, "mqtt: reload: %s; %s", err,
+           gn->north ? "the settings before run again" : "MQTT is off until a reload that can start it");
+    /* the running copy says what runs, so the next reload tries the file's again */
+    gn->gw->cfg->mqtt = gn->swap_was;
+    gn->gw->cfg->mqtt_enabled = gn->north != NULL;
 }
 
 int gw_north_reload(gw_north_t *gn, const north_config_t *want, char *err, size_t errcap)
@@ -137,6 +141,7 @@ int gw_north_reload(gw_north_t *gn, const north_config_t *want, char *err, size_
         return -1;
     }
     gn->swap_on = want != NULL;
+    gn->swap_was = gn->gw->cfg->mqtt;   /* the caller takes want into it on our 0 */
     if (want)
         gn->swap_cfg = *want;
     event_active(gn->ev_swap, EV_TIMEOUT, 1);

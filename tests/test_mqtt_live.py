@@ -11,10 +11,17 @@ simulator on the serial side, Sparkplug payloads decoded by protoc.
     /api/config: the subscriber sees the new topics, the new format and the
     new rhythm; restart_needed is empty and last_reload.applied says mqtt;
     the data seq never goes back across the swaps;
+  - the broker away, messages held in memory, a reload that changes
+    keepalive_s (same broker, same prefix): once the broker is back, the
+    QoS 1 subscriber has every sequence number from before the stop to
+    after the swap (the queue went to the new session);
   - [mqtt] removed: the retained status says offline, no data comes and
     /metrics has no rtugw_mqtt_ series; added back: online, data again;
   - host and port of another broker: the new one gets the data, the old one
     the offline status and nothing after it;
+  - config/set over MQTT (remote_config) changing topic_prefix: the result
+    comes back on the session that took the message, then the data goes out
+    on the new prefix (the swap waited for north's own hook to return);
   - Sparkplug: group_id and edge_node_id changed: NDEATH of the old node
     with bdSeq k, then NBIRTH of the new one with bdSeq k+1 and a DBIRTH of
     its device, seq 0 from that NBIRTH."""
@@ -184,6 +191,56 @@ def test_json_live():
     b2.stop()
 
 
+def test_queue_carried():
+    b = Broker("livequeue")
+    sub = Subscriber(b.port, "rtugw/gq/#", "sub-livequeue")
+    g = Gateway(bus=SIM1, devices=DEVICES, extra=mqtt(b.port).replace("gateway = gl\nclient_id = test-gl",
+                                                                      "gateway = gq\nclient_id = test-gq"))
+    check(wait_for(lambda: len(sub.messages("rtugw/gq/m1/data")) >= 3, 8), "data on rtugw/gq/m1/data")
+    b.stop()
+    check(wait_for(lambda: g.metrics().get("rtugw_mqtt_buffered", 0) >= 5, 5),
+          f"the broker away: messages held ({g.metrics().get('rtugw_mqtt_buffered')})")
+    held = g.metrics().get("rtugw_mqtt_buffered", 0)
+    t0 = last_time(g)
+    hup(g, g.text.replace("keepalive_s = 5\n", "keepalive_s = 6\n"))
+    applied_mqtt(g, reloaded(g, t0), "keepalive_s with the broker away")
+    check(g.metrics().get("rtugw_mqtt_buffered", 0) >= held,
+          f"the new session holds what the old one held ({held} -> {g.metrics().get('rtugw_mqtt_buffered')})")
+    time.sleep(0.5)
+    b.start()
+    check(wait_for(lambda: g.metrics().get("rtugw_mqtt_buffered", 99) < 3 and
+                   g.metrics().get("rtugw_mqtt_connected") == 1, 10), "the broker back: the queue drains")
+    time.sleep(1)
+    seq_check(data_seqs(sub, "rtugw/gq/m1/data"), "QoS 1 across a broker away and a swap")
+    check(g.metrics().get("rtugw_mqtt_dropped_total", -1) == 0, "nothing dropped")
+    g.stop()
+    sub.close()
+    b.stop()
+
+
+def test_config_set_over_mqtt():
+    b = Broker("liveset")
+    sub = Subscriber(b.port, "#", "sub-liveset")
+    g = Gateway(bus=SIM1, devices=DEVICES, extra=mqtt(b.port, "remote_config = on\n"))
+    check(wait_for(lambda: len(sub.messages("rtugw/gl/m1/data")) >= 3, 8), "data on rtugw/gl/m1/data")
+    text = g.text.replace("gateway = gl\n", "gateway = gl\ntopic_prefix = fleet2\n")
+    # the file's revision, as the gateway's start report names it
+    check(wait_for(lambda: any(p and p.get("op") == "start" for _, p, _ in sub.messages("rtugw/gl/config/result")), 5),
+          "the start report on rtugw/gl/config/result")
+    rev = [p for _, p, _ in sub.messages("rtugw/gl/config/result") if p and p.get("op") == "start"][-1]["revision"]
+    sub.publish("rtugw/gl/config/set", json.dumps({"id": "m1", "if_match": rev, "text": text}))
+    check(wait_for(lambda: any(p and p.get("id") == "m1" for _, p, _ in sub.messages("/config/result")), 8),
+          "config/set answered")
+    res = [p for _, p, _ in sub.messages("/config/result") if p and p.get("id") == "m1"][-1]
+    check(res.get("ok") and res.get("status") == 200, f"config/set applied: {res}")
+    check(wait_for(lambda: len(sub.messages("fleet2/gl/m1/data")) >= 3, 8), "then data on fleet2/gl/m1/data")
+    check(g.p.poll() is None and g.status()["restart_needed"] == "", f"the daemon runs on, nothing waits "
+          f"({g.status()['restart_needed']!r})")
+    g.stop()
+    sub.close()
+    b.stop()
+
+
 def bdseq(msg):
     for m in sp.metrics_of(msg):
         if sp.one(m, 1) == "bdSeq":
@@ -235,7 +292,7 @@ def test_sparkplug_node_change():
 
 
 def main():
-    run_tests("test_mqtt_live", [test_json_live, test_sparkplug_node_change], cleanup=[sp.WORK, test_mqtt.WORK])
+    run_tests("test_mqtt_live", [test_json_live, test_queue_carried, test_config_set_over_mqtt, test_sparkplug_node_change], cleanup=[sp.WORK, test_mqtt.WORK])
 
 
 if __name__ == "__main__":
