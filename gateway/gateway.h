@@ -5,7 +5,8 @@
  * actors that host the line cores (bus.c), the one way into a bus
  * (submit.c), the one way a tag is written (tag_write.c), the poller and
  * its subscribers (poller.c; cache.c, tags.c, north.c: the register
- * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
+ * cache, the live tag table, the MQTT glue; north_session.c its session's
+ * life across reloads), the frame ring (frames.c),
  * scans of a bus from the API (scan.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), the actor scheduler and the router
@@ -26,8 +27,8 @@
  * else here; bus.c calls port.c, cache.c (a write's bracket ends
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c (tag_write.c also
- * tags.c, a computed tag's inverse); north.c calls submit.c,
- * tag_write.c and tags.c; vslave.c (the maps: [map NAME]) calls
+ * tags.c, a computed tag's inverse); north.c (with north_session.c and
+ * north_write.c) calls submit.c, tag_write.c, tags.c and loop.c; vslave.c (the maps: [map NAME]) calls
  * tag_write.c, tags.c and loop.c; scan.c (scans from the API) calls
  * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.
  *

@@ -550,8 +550,6 @@ gw_north_t *gw_north_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_north_t *gn = calloc(1, sizeof *gn);
     if (!gn || !(gn->device_up = malloc(gw->cfg->device_count + 1)) ||
-        !(gn->values = calloc(2000, sizeof *gn->values)) || !(gn->names = calloc(2000, sizeof *gn->names)) ||
-        !(gn->errors = calloc(2000, sizeof *gn->errors)) || !(gn->text = malloc(GWNORTH_TEXT_BYTES)) ||
         !(gn->gathered = calloc(tags_table_count(gw_tags_defs(gw->tags)) + 1, sizeof *gn->gathered)) ||
         !(gn->pending = calloc(tags_table_count(gw_tags_defs(gw->tags)) + 1, 1))) {
         snprintf(err, errcap, "mqtt: out of memory");

@@ -39,6 +39,7 @@
 
 #include <event2/event.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gateway/north_internal.h"
@@ -68,6 +69,21 @@ int gw_north_session_start(gw_north_t *gn, const north_config_t *cfg, char *err,
 {
     north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gw_north_on_write,
                             .config_set = gw_north_config_set, .config_get = gw_north_config_get };
+    /* a message's scratch, the first time a session runs (a daemon without
+     * [mqtt] has none of it); kept until the daemon stops */
+    if (!gn->values && (!(gn->values = calloc(GWNORTH_BATCH, sizeof *gn->values)) ||
+                        !(gn->names = calloc(GWNORTH_BATCH, sizeof *gn->names)) ||
+                        !(gn->errors = calloc(GWNORTH_BATCH, sizeof *gn->errors)) ||
+                        !(gn->text = malloc(GWNORTH_TEXT_BYTES)))) {
+        free(gn->values);
+        free(gn->names);
+        free(gn->errors);
+        gn->values = NULL;
+        gn->names = NULL;
+        gn->errors = NULL;
+        snprintf(err, errcap, "mqtt: out of memory");
+        return -1;
+    }
     if ((!gn->m && !(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap))) ||
         !(gn->north = gn->m->create(loop_base(gn->gw->loop), cfg, &hooks, err, errcap)))
         return -1;

@@ -122,7 +122,7 @@ static const char *exception_text(uint8_t code);
 static void write_done(gw_north_t *gn, uint32_t token, int error, const char *message)
 {
     if (gn->north)
-        write_done(gn, token, error, message);
+        gn->m->write_done(gn->north, token, error, message);
 }
 
 /* A tag write's outcome (tag_write.c), on the I/O thread: its answer. */

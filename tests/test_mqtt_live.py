@@ -47,9 +47,26 @@ DEVICES = ("[device m1]\nslave = 1\n"
 TAG_T2 = "[tag t2]\ndevice = m1\ntable = holding\naddress = 11\ntype = uint16\ninterval_ms = 100\n"
 
 
-def mqtt(port, extra=""):
-    return (f"[mqtt]\nhost = 127.0.0.1\nport = {port}\ngateway = gl\nclient_id = test-gl\nkeepalive_s = 5\n"
+def mqtt(port, extra="", gw="gl"):
+    return (f"[mqtt]\nhost = 127.0.0.1\nport = {port}\ngateway = {gw}\nclient_id = test-{gw}\nkeepalive_s = 5\n"
             f"publish = poll\n{extra}")
+
+
+def started(name, topic, extra="", gw="gl", http=""):
+    """A broker, a QoS 1 subscriber of topic on it, a gateway publishing to it (its data seen)."""
+    b = Broker(name)
+    sub = Subscriber(b.port, topic, f"sub-{name}")
+    g = Gateway(bus=SIM1, devices=DEVICES, extra=http + mqtt(b.port, extra, gw))
+    check(wait_for(lambda: len(sub.messages(f"rtugw/{gw}/m1/data")) >= 3, 8), f"data on rtugw/{gw}/m1/data")
+    return b, sub, g
+
+
+def finish_all(g, subs, brokers):
+    g.stop()
+    for s in subs:
+        s.close()
+    for b in brokers:
+        b.stop()
 
 
 def hup(g, text):
@@ -99,10 +116,7 @@ def data_seqs(sub, suffix):
 
 
 def test_json_live():
-    b = Broker("live1")
-    sub = Subscriber(b.port, "#", "sub-live1")
-    g = Gateway(bus=SIM1, devices=DEVICES, extra=f"write_token = {TOKEN}\n" + mqtt(b.port))
-    check(wait_for(lambda: len(sub.messages("rtugw/gl/m1/data")) >= 5, 8), "data on rtugw/gl/m1/data")
+    b, sub, g = started("live1", "#", http=f"write_token = {TOKEN}\n")
     check(wait_for(lambda: g.metrics().get("rtugw_mqtt_connected") == 1, 5), "connected")
 
     # an unrelated reload: the session is not touched, no sequence number is missed
@@ -184,19 +198,11 @@ def test_json_live():
     n = len(sub.messages("plant/gl/m1/t1"))
     time.sleep(1)
     check(len(sub.messages("plant/gl/m1/t1")) == n, "the old broker gets nothing more")
-    g.stop()
-    sub.close()
-    sub2.close()
-    b.stop()
-    b2.stop()
+    finish_all(g, [sub, sub2], [b, b2])
 
 
 def test_queue_carried():
-    b = Broker("livequeue")
-    sub = Subscriber(b.port, "rtugw/gq/#", "sub-livequeue")
-    g = Gateway(bus=SIM1, devices=DEVICES, extra=mqtt(b.port).replace("gateway = gl\nclient_id = test-gl",
-                                                                      "gateway = gq\nclient_id = test-gq"))
-    check(wait_for(lambda: len(sub.messages("rtugw/gq/m1/data")) >= 3, 8), "data on rtugw/gq/m1/data")
+    b, sub, g = started("livequeue", "rtugw/gq/#", gw="gq")
     b.stop()
     check(wait_for(lambda: g.metrics().get("rtugw_mqtt_buffered", 0) >= 5, 5),
           f"the broker away: messages held ({g.metrics().get('rtugw_mqtt_buffered')})")
@@ -213,16 +219,11 @@ def test_queue_carried():
     time.sleep(1)
     seq_check(data_seqs(sub, "rtugw/gq/m1/data"), "QoS 1 across a broker away and a swap")
     check(g.metrics().get("rtugw_mqtt_dropped_total", -1) == 0, "nothing dropped")
-    g.stop()
-    sub.close()
-    b.stop()
+    finish_all(g, [sub], [b])
 
 
 def test_config_set_over_mqtt():
-    b = Broker("liveset")
-    sub = Subscriber(b.port, "#", "sub-liveset")
-    g = Gateway(bus=SIM1, devices=DEVICES, extra=mqtt(b.port, "remote_config = on\n"))
-    check(wait_for(lambda: len(sub.messages("rtugw/gl/m1/data")) >= 3, 8), "data on rtugw/gl/m1/data")
+    b, sub, g = started("liveset", "#", "remote_config = on\n")
     text = g.text.replace("gateway = gl\n", "gateway = gl\ntopic_prefix = fleet2\n")
     # the file's revision, as the gateway's start report names it
     check(wait_for(lambda: any(p and p.get("op") == "start" for _, p, _ in sub.messages("rtugw/gl/config/result")), 5),
@@ -236,9 +237,7 @@ def test_config_set_over_mqtt():
     check(wait_for(lambda: len(sub.messages("fleet2/gl/m1/data")) >= 3, 8), "then data on fleet2/gl/m1/data")
     check(g.p.poll() is None and g.status()["restart_needed"] == "", f"the daemon runs on, nothing waits "
           f"({g.status()['restart_needed']!r})")
-    g.stop()
-    sub.close()
-    b.stop()
+    finish_all(g, [sub], [b])
 
 
 def bdseq(msg):
