@@ -375,15 +375,16 @@ static void reload_udp(gw_t *gw, const config_tcp_t *want, char *restart, size_t
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [udp] on: listening on %s:%u", want->bind, want->port);
 }
 
+static bool same_mqtt(const config_t *a, const config_t *b)
+{
+    return a->mqtt_enabled == b->mqtt_enabled && memcmp(&a->mqtt, &b->mqtt, sizeof a->mqtt) == 0;
+}
+
 /* [mqtt] and Sparkplug, every key live: the session stops and one starts
  * at the new settings (gateway/north_session.c has the argument; nothing
  * else is touched, and a reload that leaves [mqtt] as it is leaves the
  * session alone). True when applied; false when unchanged, or when the new
  * settings cannot start (the error reported, the running ones kept). */
-static bool same_mqtt(const config_t *a, const config_t *b)
-{
-    return a->mqtt_enabled == b->mqtt_enabled && memcmp(&a->mqtt, &b->mqtt, sizeof a->mqtt) == 0;
-}
 
 static bool reload_mqtt(gw_t *gw, const config_t *fresh)
 {

@@ -38,6 +38,12 @@
  * 16 (a list), coils FC 5; inputs are refused. That request goes to the
  * device's bus with this file's own origin and exactly one answer comes
  * back through it.
+ *
+ * The session: north_session.c starts it, and replaces or stops it when a
+ * reload changes [mqtt]; this adapter outlives it (the daemon's life), so
+ * the threads that post here hold one pointer; while no session runs they
+ * see gn->on false and post nothing, and what was posted before is dropped
+ * here (gn->north NULL).
  */
 #include "gateway/gateway.h"
 
@@ -106,8 +112,9 @@ static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
     uint8_t exception = (uint8_t)b;
     char why[32];
 
-    if (!gn->north || group >= cfg->poll_count || ((b >> POLL_GEN_SHIFT) & POLL_GEN_MASK) != (gn->polls_generation & POLL_GEN_MASK))
-        return;
+    if (!gn->north || group >= cfg->poll_count ||
+        ((b >> POLL_GEN_SHIFT) & POLL_GEN_MASK) != (gn->polls_generation & POLL_GEN_MASK))
+        return;   /* [mqtt] off, or a group of before a reload */
     const config_poll_t *g = &cfg->polls[group];
     const char *error = good ? NULL : poll_error(exception, why, sizeof why);
     for (unsigned i = 0; i < g->count; i++) {
@@ -159,7 +166,7 @@ void gw_north_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exc
 static void on_poll_result(void *ctx, const gw_poll_result_t *r)
 {
     gw_north_t *gn = ctx;
-    if (!atomic_load_explicit(&gn->on, memory_order_relaxed))
+    if (!atomic_load_explicit(&gn->on, memory_order_acquire))
         return;   /* [mqtt] off: the I/O thread would drop it anyway */
     const tags_read_t *read = tags_plan_read(r->plan, r->read);
     size_t n;
@@ -481,7 +488,7 @@ void gw_north_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, boo
 /* A listen-only bus has no poll of its own: what is heard goes out at once. */
 void gw_north_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms)
 {
-    if (!atomic_load_explicit(&gn->on, memory_order_relaxed))
+    if (!atomic_load_explicit(&gn->on, memory_order_acquire))
         return;
     post_tags(gn, NULL, tags, n, true, wall_ms);
 }

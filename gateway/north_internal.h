@@ -19,7 +19,8 @@ struct gw_north {
     gw_t *gw;
     const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only (the first time it runs) */
     north_t *north;               /* the session (I/O thread); NULL while [mqtt] is off */
-    atomic_bool on;               /* north != NULL, for the poller's and the line's threads */
+    atomic_bool on;               /* north != NULL, for the poller's and the line's threads; stored
+                                     after m is set, so one who reads it true (acquire) sees m */
     unsigned in_hook;             /* inside north's config_set hook: a reload's swap waits (north_session.c) */
     struct event *ev_swap;        /* the swap that waited, from the loop */
     bool swap_on;                 /* its settings: [mqtt] present, and swap_cfg */
