@@ -144,6 +144,11 @@ EXTRA_DIST += tests/test_api.py
 # widen_reads applies, a change behind a tag write is queued, the section editor.
 TESTS += tests/test_live_change.py
 EXTRA_DIST += tests/test_live_change.py
+# [mqtt] live (issue 41): topic_prefix, format, interval, the broker, [mqtt]
+# removed and added, Sparkplug's node, by SIGHUP and PUT /api/config; an
+# unrelated reload leaves the session alone (no QoS 1 gap). Two mosquittos.
+TESTS += tests/test_mqtt_live.py
+EXTRA_DIST += tests/test_mqtt_live.py
 # kill -9 at random instants inside the API's writes (refused and accepted):
 # the files left always pass check and a daemon starts on them. 60 instants
 # here; `make check-kill` runs 200.
