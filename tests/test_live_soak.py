@@ -12,7 +12,9 @@ the listener's port (by SIGHUP), a device's line keys (timeout_ms,
 dead_after, dead_backoff_ms), a device moved to another slave id, and bus
 a's response_timeout_ms and retries (by SIGHUP), a [user] added, removed
 or given another role (by SIGHUP; the API is driven by an admin's session,
-which lives through every change). After each change:
+which lives through every change), and [mqtt]'s keepalive_s (by SIGHUP: the
+session is swapped, its queue carried). A QoS 1 subscriber (paho, on
+Debian's mosquitto) reads the data throughout. After each change:
   - the daemon's verdict (/status last_reload) is "applied" and nothing is
     named for a restart; a new user logs in with its role (/whoami), a
     removed one cannot;
@@ -21,6 +23,8 @@ and every CHECK_EVERY changes, and after the last:
     equal those of a fresh `rtugw run` of the same file (its ports moved):
     a live change leaves the daemon as a start would;
 and at the end:
+  - the QoS 1 subscriber saw every data sequence number, in order: no gap
+    across any change, MQTT's own included;
   - each client, connected before the first change, kept its connection and
     got every answer right: 0 wrong, 0 lost (the buses changed only in their live keys);
   - the daemon stops cleanly.
@@ -43,7 +47,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Daemon, check, failure_count, finish, free_port, procs, sanitizer_env, wait_listening  # noqa: E402
+from rtugwtest import BIN, Daemon, check, failure_count, finish, free_port, procs, sanitizer_env, wait_for, wait_listening  # noqa: E402
+from test_mqtt import Broker, Subscriber, seq_check  # noqa: E402
 
 TOKEN = "0d4c8a1f9b2e7d6c5a4b3c2d1e0f9a8b"
 CHECK_EVERY = 10
@@ -74,7 +79,7 @@ def meter_csv(rows):
 
 class Soak(Daemon):
     """The daemon under soak; Daemon's stop(): exit 0 on SIGTERM, no sanitizer report."""
-    def __init__(self, d):
+    def __init__(self, d, broker):
         self.d = d
         self.cfg = os.path.join(d, "rtugw.conf")
         self.tcp, self.http = free_port(), free_port()
@@ -93,7 +98,9 @@ class Soak(Daemon):
                     "[tag t1]\ndevice = d1\ntable = holding\naddress = 10\ntype = uint16\n"
                     f"[tcp]\nport = {self.tcp}\nmax_clients = 64\nunit3 = b:3\n"
                     f"[http]\nport = {self.http}\nwrite_token = {TOKEN}\nmax_body_bytes = 1048576\n"
-                    f"[user admin]\npassword_hash = {self.hash_of(ADMIN_PW)}\nrole = admin\n")
+                    f"[user admin]\npassword_hash = {self.hash_of(ADMIN_PW)}\nrole = admin\n"
+                    f"[mqtt]\nhost = 127.0.0.1\nport = {broker.port}\ngateway = soak\nclient_id = soak-gw\n"
+                    "keepalive_s = 5\npublish = poll\nqos = 1\n")
         self.log = open(os.path.join(d, "log"), "w+")
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stdout=self.log, stderr=self.log, env=sanitizer_env())
         procs.append(self.p)
@@ -146,7 +153,11 @@ class Soak(Daemon):
         self.n += 1
         n, text = self.n, self.text()
         kind = rng.choice(["tag+", "tag-", "csv", "device+", "device-", "poll+", "poll-", "interval", "spare",
-                           "log", "tcp", "port", "devkeys", "move", "buskeys", "user"])
+                           "log", "tcp", "port", "devkeys", "move", "buskeys", "user", "mqtt"])
+        if kind == "mqtt":      # the session swapped at new settings (same broker and prefix: its queue carried)
+            keep = text.split("keepalive_s = ")[1].split("\n")[0]
+            self.hup(text.replace(f"keepalive_s = {keep}\n", f"keepalive_s = {rng.choice([5, 6, 7, 8])}\n"))
+            return kind, (200, b"")
         if kind == "user":      # a user added, removed or given another role, by SIGHUP
             return self.user_change(rng, n, text)
         if kind == "devkeys":   # the line's keys for slave 1 (line_keys_t), by the API
@@ -318,7 +329,10 @@ def main():
     rng = random.Random(seed)
     print(f"== {n_changes} live changes, seed {seed} (RTUGW_SEED={seed} replays it)", flush=True)
     d = tempfile.mkdtemp(prefix="rtugw-soak-")
-    s = Soak(d)
+    broker = Broker("soak")
+    sub = Subscriber(broker.port, "rtugw/soak/+/data", "soak-sub")
+    s = Soak(d, broker)
+    check(wait_for(lambda: len(sub.messages("/data")) >= 3, 10), "the QoS 1 subscriber gets data before the first change")
     stop = threading.Event()
     tally = {"ok": 0, "wrong": [], "lost": [], "per": {1: 0, 3: 0}}
     readers = [threading.Thread(target=reader, args=(s.tcp, slave, stop, tally)) for slave in (1, 3)]
@@ -345,6 +359,9 @@ def main():
             break
     time.sleep(0.5)
     stop.set()
+    time.sleep(1.0)   # the last data messages reach the subscriber
+    seqs = [p["seq"] for _, p, _ in sub.messages("/data") if isinstance(p, dict) and "seq" in p]
+    seq_check(seqs, "MQTT: the QoS 1 subscriber saw every data message, in order, across every change")
     for t in readers:
         t.join(timeout=15)
     print("changes: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())), flush=True)
@@ -355,6 +372,8 @@ def main():
     check(not tally["lost"], f"no lost answer, each client on its one connection ({tally['lost'][:5]})")
     check(tally["ok"] > 50, f"the clients were served throughout ({tally['ok']} answers)")
     s.stop()
+    sub.close()
+    broker.stop()
     if failure_count() == 0:
         shutil.rmtree(d, ignore_errors=True)
     else:
