@@ -52,7 +52,7 @@ INTERVAL = 0.4
 CONNECT_TIMEOUT = 1.0
 HEARTBEAT = b"\xfa\xfbHB"
 # none begins another; two share their first bytes (a half of SOUTH's fits it alone)
-BUSES = {"north": (1, b"\x00\xfeNORTH-7"), "south": (2, b"\x00\xfeSOUTH-7"), "east": (3, b"EAST\x01")}
+BUSES = {"north": (1, b"\x00\xfeNORTH-7"), "south": (2, b"\x00\xfeSOUTH-7"), "east": (3, b"EAST-3")}
 SLAVE2_ADDR = {"north": 5, "south": 10, "east": 15}   # different addresses; slave 1 polled at 0 on every bus
 
 
@@ -78,7 +78,7 @@ class Gw(Daemon):
                      f"interval_ms = {int(INTERVAL * 1000)}\n")
         text += f"[tcp]\nport = {self.tcp_port}\ndefault_bus = north\n" + "".join(units)
         text += f"[http]\nport = {self.http_port}\n"
-        cfg = os.path.join(D, "rtugw.conf")
+        self.cfg = cfg = os.path.join(D, "rtugw.conf")
         with open(cfg, "w") as f:
             f.write(text)
         self.log = open(os.path.join(D, "gw.log"), "w+")
@@ -245,6 +245,11 @@ def test_dialin_shared_port():
     listen_port = free_port()
     dtus = [Dtu(name, listen_port) for name in BUSES]
     gw = Gw(listen_port)
+    # rtugw check says which registration goes to which bus
+    out = subprocess.run([BIN, "check", "-c", gw.cfg], capture_output=True, text=True, timeout=30).stdout
+    check(all(f"dial-in 127.0.0.1:{listen_port}: registration hex:{reg.hex()} (\"" in out and
+              f"-> bus {name} (3 buses share the port)" in out for name, (k, reg) in BUSES.items()),
+          "rtugw check lists each registration and its bus")
     rng = random.Random(11)
     for d in dtus:
         d.connect()
