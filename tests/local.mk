@@ -195,7 +195,7 @@ EXTRA_DIST += tests/test_dialin.py
 # reconnecting 60 times in random order, an impostor and a staller (make
 # check); `make check-dialin` does it 600 times.
 TESTS += tests/test_dialin_shared.py
-EXTRA_DIST += tests/test_dialin_shared.py
+EXTRA_DIST += tests/test_dialin_shared.py tests/test_dialin_kit.py
 check-dialin:
 	CYCLES=1000 $(srcdir)/tests/test_dialin.py
 	CYCLES=600 $(srcdir)/tests/test_dialin_shared.py

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import BIN, Daemon, check, free_port, procs, run_tests, sanitizer_env, wait_for  # noqa: E402
 
 try:
-    from pymodbus.client import ModbusTcpClient
+    from test_dialin_kit import reader  # noqa: E402
 except ImportError as e:
     print(f"missing {e.name}: install python3-pymodbus (scripts/bootstrap does)")
     sys.exit(1)
@@ -211,34 +211,12 @@ def intruders(port, out):
     s.close()
 
 
-def reader(gw, stop, out):
-    c = ModbusTcpClient("127.0.0.1", port=gw.tcp_port, timeout=2)
-    c.connect()
-    rng = random.Random(3)
-    while not stop.is_set():
-        name = rng.choice(list(BUSES))
-        k = BUSES[name][0]
-        slave = rng.choice((1, 2))
-        addr, count = rng.randint(0, 30), rng.randint(1, 6)
-        try:
-            rr = c.read_holding_registers(addr, count, slave=k * 10 + slave)
-        except Exception:
-            out["errors"] += 1
-            c.close()
-            c.connect()
-            continue
-        if rr.isError() or not hasattr(rr, "registers"):
-            out["exceptions"] += 1
-            time.sleep(0.02)
-            continue
-        want = [value(k, slave, a) for a in range(addr, addr + count)]
-        if rr.registers != want:
-            out["wrong"] += 1
-            print(f"WRONG bus {name} slave {slave} addr {addr}: {rr.registers} != {want}", flush=True)
-        else:
-            out["good"] += 1
-        time.sleep(0.005)
-    c.close()
+def pick(rng):
+    name = rng.choice(list(BUSES))
+    k, slave = BUSES[name][0], rng.choice((1, 2))
+    addr, count = rng.randint(0, 30), rng.randint(1, 6)
+    return k * 10 + slave, addr, count, [value(k, slave, a) for a in range(addr, addr + count)], \
+        f"bus {name} slave {slave}"
 
 
 def test_dialin_shared_port():
@@ -259,7 +237,7 @@ def test_dialin_shared_port():
     out = dict(good=0, wrong=0, exceptions=0, errors=0)
     intr = {}
     stop = threading.Event()
-    t = threading.Thread(target=reader, args=(gw, stop, out))
+    t = threading.Thread(target=reader, args=(gw.tcp_port, stop, out, pick, 0.015))
     ti = threading.Thread(target=intruders, args=(listen_port, intr))
     t.start()
     ti.start()
