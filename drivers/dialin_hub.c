@@ -78,6 +78,7 @@
 
 #define HUB_REGISTERING 16
 #define HUB_ACCEPTS_PER_TURN 8   /* the rest in the next turn: the listening socket stays readable */
+#define HUB_ACCEPT_PAUSE_NS 100000000ull   /* out of fds: the listening socket out of the set this long */
 
 typedef struct registering {
     int fd;
@@ -106,6 +107,7 @@ struct dialin_hub {
     unsigned port;
     pthread_mutex_t lock;
     int ep, lfd, tfd;
+    uint64_t accept_paused_until;     /* accept failed (out of fds): 0, or when to watch lfd again */
     registering_t reg[HUB_REGISTERING];
     unsigned n_reg;
     dialin_member_t *members;
@@ -337,8 +339,20 @@ static void accept_all(dialin_hub_t *h, uint64_t now)
     unsigned timeout_ms = 0;
     for (dialin_member_t *m = h->members; m; m = m->next)
         timeout_ms = m->timeout_ms > timeout_ms ? m->timeout_ms : timeout_ms;
-    for (unsigned k = 0; h->lfd >= 0 && k < HUB_ACCEPTS_PER_TURN; k++) {
+    if (h->accept_paused_until && now >= h->accept_paused_until) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = h->lfd };
+        if (epoll_ctl(h->ep, EPOLL_CTL_ADD, h->lfd, &ev) == 0)
+            h->accept_paused_until = 0;
+    }
+    for (unsigned k = 0; h->lfd >= 0 && !h->accept_paused_until && k < HUB_ACCEPTS_PER_TURN; k++) {
         int fd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        /* A connection that cannot be taken (out of fds) stays in the
+         * backlog, and the listening socket readable: out of the set for a
+         * while, so that no member's loop spins on it. */
+        if (fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+            epoll_ctl(h->ep, EPOLL_CTL_DEL, h->lfd, NULL);
+            h->accept_paused_until = now + HUB_ACCEPT_PAUSE_NS;
+        }
         if (fd < 0)
             return;
         if (h->n_reg == HUB_REGISTERING) {
@@ -361,7 +375,7 @@ static void accept_all(dialin_hub_t *h, uint64_t now)
  * and set the timer to the next deadline. */
 static void hub_work(dialin_hub_t *h)
 {
-    uint64_t now = driver_now_ns(), expirations, next = 0;
+    uint64_t now = driver_now_ns(), expirations, next;
     if (read(h->tfd, &expirations, sizeof expirations) < 0) {
         /* not expired: nothing to clear */
     }
@@ -369,6 +383,7 @@ static void hub_work(dialin_hub_t *h)
     for (unsigned i = 0; i < h->n_reg;)
         if (read_registration(h, i, now) == 0)
             i++;
+    next = h->accept_paused_until;
     for (unsigned i = 0; i < h->n_reg; i++)
         next = !next || h->reg[i].deadline_ns < next ? h->reg[i].deadline_ns : next;
     uint64_t wait = next > now ? next - now : next ? 1 : 0;

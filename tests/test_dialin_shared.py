@@ -21,7 +21,9 @@ connection closed by rtugw, the impostor closed and counted once per port
 (rtugw_bus_dialin_unclaimed_total, on each bus), the staller closed after
 its connect timeout and counted on the one bus whose registration it began
 (rtugw_bus_dialin_rejected_total), no DTU of the test's own rejected, and
-the other DTUs keep their links through all of it.
+the other DTUs keep their links through all of it. test_out_of_fds: a DTU
+dialling in while rtugw has no fd left (prlimit) waits in the backlog with
+no loop spinning, and gets its bus once fds are back.
 
     tests/test_dialin_shared.py            # 60 reconnects (make check)
     CYCLES=300 tests/test_dialin_shared.py   # the long run (make check-dialin)
@@ -305,4 +307,34 @@ def test_dialin_shared_port():
     check(gw.stop() == 0, "rtugw stops cleanly")
 
 
-run_tests("test_dialin_shared", [test_dialin_shared_port], cleanup=[] if os.environ.get("KEEP") else [D])
+def test_out_of_fds():
+    """A DTU dials in while rtugw has no fd left: the connection waits in the
+    backlog, no loop spins on the listening socket (the hub takes it out of
+    its set for a while), and once fds are back the DTU gets its bus."""
+    prlimit = "/usr/bin/prlimit"
+    check(os.access(prlimit, os.X_OK), "prlimit (util-linux) is there")
+    gw = Gw(free_port())
+    port = int(open(gw.cfg).read().split("listen://127.0.0.1:")[1].split("\n")[0])
+    pid = gw.p.pid
+    fds = set(int(x) for x in os.listdir(f"/proc/{pid}/fd"))
+    lowest = min(set(range(len(fds) + 1)) - fds)
+    subprocess.run([prlimit, "--pid", str(pid), f"--nofile={lowest}:4096"], check=True)
+
+    def cpu():
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    s.sendall(BUSES["north"][1])
+    time.sleep(0.2)
+    c0 = cpu()
+    time.sleep(1.0)
+    spent = cpu() - c0
+    up_before = "bus north: port open" in gw.log_text()
+    subprocess.run([prlimit, "--pid", str(pid), "--nofile=1024:4096"], check=True)
+    check(not up_before and spent < 0.2, f"out of fds: the DTU waits, no loop spins ({spent:.2f} s of CPU in 1 s)")
+    check(wait_for(lambda: "bus north: port open" in gw.log_text(), 2), "fds back: the DTU gets its bus")
+    s.close()
+    check(gw.stop() == 0, "rtugw stops cleanly")
+
+
+run_tests("test_dialin_shared", [test_dialin_shared_port, test_out_of_fds], cleanup=[] if os.environ.get("KEEP") else [D])
