@@ -667,6 +667,7 @@ struct gw {
     int (*config_put)(gw_t *gw, const char *if_match, char *text, size_t len, struct evbuffer *b);
     actor_system_t *actors;
     router_t *router;
+    driver_dialin_ports_t *dialin_ports;   /* listen:// ports the buses share (runtime.c: before them, freed after) */
     gw_loop_t *loop;
     gw_loop_t *line_loop;       /* the line thread's: ports and bus actors; NULL: they are on loop's */
     gw_bus_t **buses;

@@ -196,8 +196,14 @@ EXTRA_DIST += tests/test_modbus_udp.py
 # (make check); `make check-dialin` does it 1000 times.
 TESTS += tests/test_dialin.py
 EXTRA_DIST += tests/test_dialin.py
+# Three buses on one listening port, told apart by registration: 3 DTUs
+# reconnecting 60 times in random order, an impostor and a staller (make
+# check); `make check-dialin` does it 600 times.
+TESTS += tests/test_dialin_shared.py
+EXTRA_DIST += tests/test_dialin_shared.py tests/test_dialin_kit.py
 check-dialin:
 	CYCLES=1000 $(srcdir)/tests/test_dialin.py
+	CYCLES=600 $(srcdir)/tests/test_dialin_shared.py
 .PHONY: check-dialin
 
 # RTU over TCP: where a request without a length rule ends, fed 10^6 random
