@@ -367,5 +367,5 @@ StartSerialServer(context=ModbusServerContext(slaves={{5: store}}, single=False)
     check(rc == 0, "clean stop after the peer vanished")
 
 
-run_tests("gateway", (test_passthrough, test_silent_slave_and_backoff, test_policy_limits_and_reload,
+run_tests("gateway_foreign_peers", (test_passthrough, test_silent_slave_and_backoff, test_policy_limits_and_reload,
                       test_poll_merge, test_systemd_notify, test_concurrent_clients, test_pymodbus_rtu_server))

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-void start(fx_t *f, const driver_sim_config_t *cfg)
+void simtest_start(simtest_fx_t *f, const driver_sim_config_t *cfg)
 {
     char err[DRIVER_ERRLEN];
     alarm(30); /* no test may hang */
@@ -23,7 +23,7 @@ void start(fx_t *f, const driver_sim_config_t *cfg)
     assert_int_equal(driver_sim_start(f->sim, f->master), 0);
 }
 
-void stop(fx_t *f)
+void simtest_stop(simtest_fx_t *f)
 {
     driver_sim_free(f->sim); /* stops and joins the thread */
     close(f->master);
@@ -31,7 +31,7 @@ void stop(fx_t *f)
     alarm(0);
 }
 
-void collect_chunks(int fd, chunks_t *c, int first_ms, int quiet_ms)
+void simtest_collect_chunks(int fd, simtest_chunks_t *c, int first_ms, int quiet_ms)
 {
     for (;;) {
         struct pollfd p = { fd, POLLIN, 0 };
@@ -49,7 +49,7 @@ void collect_chunks(int fd, chunks_t *c, int first_ms, int quiet_ms)
     }
 }
 
-size_t xfer(int fd, const uint8_t *req, size_t n, uint8_t *rsp, size_t cap, int first_ms,
+size_t simtest_xfer(int fd, const uint8_t *req, size_t n, uint8_t *rsp, size_t cap, int first_ms,
             uint64_t *t_sent, uint64_t *t_last)
 {
     tcflush(fd, TCIFLUSH);
@@ -59,9 +59,9 @@ size_t xfer(int fd, const uint8_t *req, size_t n, uint8_t *rsp, size_t cap, int 
     if (t_sent)
         *t_sent = driver_now_ns();
     assert_int_equal(write(fd, req, n), (ssize_t)n);
-    static chunks_t c;
+    static simtest_chunks_t c;
     memset(&c, 0, sizeof c);
-    collect_chunks(fd, &c, first_ms, QUIET_MS);
+    simtest_collect_chunks(fd, &c, first_ms, QUIET_MS);
     size_t have = c.len < cap ? c.len : cap;
     memcpy(rsp, c.bytes, have);
     if (t_last && c.n)
@@ -69,14 +69,14 @@ size_t xfer(int fd, const uint8_t *req, size_t n, uint8_t *rsp, size_t cap, int 
     return have;
 }
 
-int plan_hits(const driver_sim_config_t *cfg, uint16_t qty, plan_pred_t hit)
+int simtest_plan_hits(const driver_sim_config_t *cfg, uint16_t qty, simtest_pred_t hit)
 {
     char err[DRIVER_ERRLEN];
     driver_sim_t *sim = driver_sim_new(cfg, err, sizeof err);
     if (!sim)
         fail_msg("driver_sim_new: %s", err);
     uint8_t req[RTU_MAX_ADU];
-    size_t n = make_req(1, 3, 0, qty, req);
+    size_t n = simtest_make_req(1, 3, 0, qty, req);
     int hits = 0;
     for (int i = 0; i < 200; i++) {
         driver_sim_answer_t a;
@@ -87,7 +87,7 @@ int plan_hits(const driver_sim_config_t *cfg, uint16_t qty, plan_pred_t hit)
     return hits;
 }
 
-size_t make_req(uint8_t slave, uint8_t fc, uint16_t a, uint16_t q, uint8_t *adu)
+size_t simtest_make_req(uint8_t slave, uint8_t fc, uint16_t a, uint16_t q, uint8_t *adu)
 {
     uint8_t pdu[5] = { fc, (uint8_t)(a >> 8), (uint8_t)a, (uint8_t)(q >> 8), (uint8_t)q };
     int n = rtu_adu_from_pdu(slave, pdu, sizeof pdu, adu, RTU_MAX_ADU);
@@ -95,7 +95,7 @@ size_t make_req(uint8_t slave, uint8_t fc, uint16_t a, uint16_t q, uint8_t *adu)
     return (size_t)n;
 }
 
-bool crc_ok(const uint8_t *p, size_t n)
+bool simtest_crc_ok(const uint8_t *p, size_t n)
 {
     return n >= 4 && rtu_crc16(p, n - 2) == (uint16_t)(p[n - 2] | p[n - 1] << 8);
 }

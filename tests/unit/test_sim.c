@@ -23,7 +23,7 @@
 #include <cmocka.h>
 #include <modbus.h>
 
-static modbus_t *client(const fx_t *f, int slave, unsigned timeout_ms)
+static modbus_t *client(const simtest_fx_t *f, int slave, unsigned timeout_ms)
 {
     modbus_t *ctx = modbus_new_rtu(f->path, 9600, 'N', 8, 1);
     assert_non_null(ctx);
@@ -45,11 +45,11 @@ static void client_free(modbus_t *ctx)
 static void test_libmodbus_reads_writes(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.baud = 9600;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     modbus_t *ctx = client(&f, 2, 1000);
 
     uint16_t regs[125];
@@ -126,27 +126,27 @@ static void test_libmodbus_reads_writes(void **state)
     assert_int_equal(st.requests, 20);
     assert_int_equal(st.ignored, 1);
     assert_int_equal(st.exceptions, 4);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_unsupported_function_and_broadcast(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
     /* fc 8 (diagnostics) is not served: exception 01. */
-    size_t n = make_req(1, 8, 0, 0, req);
-    size_t got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
+    size_t n = simtest_make_req(1, 8, 0, 0, req);
+    size_t got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
     assert_int_equal(got, 5);
     assert_int_equal(rsp[1], 0x88);
     assert_int_equal(rsp[2], 1);
-    assert_true(crc_ok(rsp, got));
+    assert_true(simtest_crc_ok(rsp, got));
     /* Broadcast write: everybody executes, nobody answers. */
-    n = make_req(0, 6, 42, 4242, req);
-    got = xfer(f.slave, req, n, rsp, sizeof rsp, NONE_MS, NULL, NULL);
+    n = simtest_make_req(0, 6, 42, 4242, req);
+    got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, NONE_MS, NULL, NULL);
     assert_int_equal(got, 0);
     for (uint8_t s = 1; s <= 3; s++) {
         uint16_t v;
@@ -154,12 +154,12 @@ static void test_unsupported_function_and_broadcast(void **state)
         assert_int_equal(v, 4242);
     }
     /* A request with a bad CRC is not answered; the next good one is. */
-    n = make_req(1, 3, 0, 1, req);
+    n = simtest_make_req(1, 3, 0, 1, req);
     req[7] ^= 1;
-    got = xfer(f.slave, req, n, rsp, sizeof rsp, NONE_MS, NULL, NULL);
+    got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, NONE_MS, NULL, NULL);
     assert_int_equal(got, 0);
     req[7] ^= 1;
-    got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
+    got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
     assert_int_equal(got, 7);
     /* Garbage, then a request with a bad CRC and a good one in the same
      * burst: the framer resynchronises and only the good one is answered. */
@@ -169,15 +169,15 @@ static void test_unsupported_function_and_broadcast(void **state)
     memcpy(burst + 2, req, 8);
     burst[2 + 7] ^= 0x40;
     memcpy(burst + 10, req, 8);
-    got = xfer(f.slave, burst, sizeof burst, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
+    got = simtest_xfer(f.slave, burst, sizeof burst, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
     assert_int_equal(got, 7);
     assert_int_equal(rsp[0], 1);
-    assert_true(crc_ok(rsp, got));
+    assert_true(simtest_crc_ok(rsp, got));
     driver_sim_stats_t st;
     driver_sim_get_stats(f.sim, &st);
     assert_true(st.bad_crc + st.noise_in >= 2);
     assert_int_equal(st.broadcasts, 1);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 /* ---- mbpoll ------------------------------------------------------------------------ */
@@ -229,11 +229,11 @@ static int run_mbpoll(char *out, size_t cap, const char *const *args)
 static void test_mbpoll(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.baud = 9600;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     char out[8192];
 
     /* Read holding registers 5..7 of slave 2 (-0: references from 0; -1: once). */
@@ -283,7 +283,7 @@ static void test_mbpoll(void **state)
     assert_int_equal(rc, 1);
     if (!strstr(out, "Illegal data address"))
         fail_msg("mbpoll out of range: expected 'Illegal data address' in:\n%s", out);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_rtugw_sim_command(void **state)
@@ -367,40 +367,40 @@ static void test_rtugw_sim_command(void **state)
 static void test_fault_silent(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.silent[0] = 2;
     cfg.faults.n_silent = 1;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(2, 3, 0, 1, req);
-    assert_int_equal(xfer(f.slave, req, n, rsp, sizeof rsp, NONE_MS, NULL, NULL), 0);
-    n = make_req(1, 3, 0, 1, req);
-    assert_int_equal(xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL), 7);
+    size_t n = simtest_make_req(2, 3, 0, 1, req);
+    assert_int_equal(simtest_xfer(f.slave, req, n, rsp, sizeof rsp, NONE_MS, NULL, NULL), 0);
+    n = simtest_make_req(1, 3, 0, 1, req);
+    assert_int_equal(simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL), 7);
     driver_sim_stats_t st;
     driver_sim_get_stats(f.sim, &st);
     assert_int_equal(st.f_silent, 1);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_fault_exception(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.exception_rate = 1;
     cfg.faults.exception_code = 6; /* server busy */
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(1, 6, 3, 777, req);
-    size_t got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
+    size_t n = simtest_make_req(1, 6, 3, 777, req);
+    size_t got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
     assert_int_equal(got, 5);
     assert_int_equal(rsp[0], 1);
     assert_int_equal(rsp[1], 0x86);
     assert_int_equal(rsp[2], 6);
-    assert_true(crc_ok(rsp, got));
+    assert_true(simtest_crc_ok(rsp, got));
     uint16_t v;
     assert_int_equal(driver_sim_get(f.sim, 1, DRIVER_SIM_HOLDING, 3, &v), 0);
     assert_int_equal(v, 1003); /* not executed */
@@ -410,67 +410,67 @@ static void test_fault_exception(void **state)
     assert_int_equal(modbus_read_registers(ctx, 0, 2, regs), -1);
     assert_int_equal(errno, EMBXSBUSY);
     client_free(ctx);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_fault_crc(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.crc_rate = 1;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(3, 3, 0, 4, req);
-    size_t got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
+    size_t n = simtest_make_req(3, 3, 0, 4, req);
+    size_t got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
     assert_int_equal(got, 5 + 8);
-    assert_false(crc_ok(rsp, got));
+    assert_false(simtest_crc_ok(rsp, got));
     rsp[got - 1] ^= 0xA5;
-    assert_true(crc_ok(rsp, got)); /* only the CRC was touched */
+    assert_true(simtest_crc_ok(rsp, got)); /* only the CRC was touched */
     modbus_t *ctx = client(&f, 3, 500);
     uint16_t regs[4];
     assert_int_equal(modbus_read_registers(ctx, 0, 4, regs), -1);
     assert_int_equal(errno, EMBBADCRC);
     client_free(ctx);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_fault_noise(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.noise_rate = 1;
     cfg.faults.noise_bytes = 6;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(1, 4, 0, 2, req);
-    size_t got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
+    size_t n = simtest_make_req(1, 4, 0, 2, req);
+    size_t got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
     assert_int_equal(got, 6 + 9);
-    assert_true(crc_ok(rsp + 6, 9)); /* the answer follows the noise intact */
+    assert_true(simtest_crc_ok(rsp + 6, 9)); /* the answer follows the noise intact */
     assert_int_equal(rsp[6], 1);
     assert_int_equal(rsp[7], 4);
     driver_sim_stats_t st;
     driver_sim_get_stats(f.sim, &st);
     assert_int_equal(st.f_noise, 1);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_fault_late(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.late_rate = 1;
     cfg.faults.late_ms = 400;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(1, 3, 0, 1, req);
+    size_t n = simtest_make_req(1, 3, 0, 1, req);
     uint64_t sent = 0, last = 0;
-    size_t got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, &sent, &last);
+    size_t got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, &sent, &last);
     assert_int_equal(got, 7);
     assert_true(last - sent >= 400000000ull);
     /* A master with a 200 ms timeout gives up first. */
@@ -480,30 +480,30 @@ static void test_fault_late(void **state)
     assert_int_equal(errno, ETIMEDOUT);
     client_free(ctx);
     usleep(400000); /* let the late answer land before the pair closes */
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_fault_truncate(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.truncate_rate = 1;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(2, 3, 0, 10, req);
-    size_t got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
+    size_t n = simtest_make_req(2, 3, 0, 10, req);
+    size_t got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, NULL, NULL);
     assert_int_equal(got, (5 + 20) / 2);
     assert_int_equal(rsp[0], 2);
     assert_int_equal(rsp[1], 3);
     assert_int_equal(rsp[2], 20);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static bool crc_damaged(const driver_sim_answer_t *a)
 {
-    return !crc_ok(a->adu, a->len);
+    return !simtest_crc_ok(a->adu, a->len);
 }
 
 static void test_fault_rate_is_a_rate(void **state)
@@ -514,7 +514,7 @@ static void test_fault_rate_is_a_rate(void **state)
     driver_sim_defaults(&cfg);
     cfg.faults.crc_rate = 0.5;
     cfg.faults.seed = 42;
-    assert_in_range(plan_hits(&cfg, 1, crc_damaged), 60, 140);
+    assert_in_range(simtest_plan_hits(&cfg, 1, crc_damaged), 60, 140);
 }
 
 static void test_random_requests(void **state)
@@ -548,7 +548,7 @@ static void test_random_requests(void **state)
         driver_sim_answer_t a;
         assert_int_equal(driver_sim_handle(sim, adu, (size_t)n, driver_now_ns(), &a), 1);
         assert_in_range(a.len, 5, RTU_MAX_ADU);
-        assert_true(crc_ok(a.adu, a.len));
+        assert_true(simtest_crc_ok(a.adu, a.len));
         assert_int_equal(a.adu[0], adu[0]);
         assert_int_equal(a.adu[1] & 0x7F, pdu[0]);
         if (a.adu[1] & 0x80)
@@ -562,42 +562,42 @@ static void test_random_requests(void **state)
 static void test_pacing(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.baud = 9600;
     cfg.char_bits = 11; /* 8E1 */
     cfg.pace = true;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(1, 3, 0, 125, req);
+    size_t n = simtest_make_req(1, 3, 0, 125, req);
     uint64_t sent = 0, last = 0;
-    size_t got = xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, &sent, &last);
+    size_t got = simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, &sent, &last);
     assert_int_equal(got, 255);
-    assert_true(crc_ok(rsp, got));
+    assert_true(simtest_crc_ok(rsp, got));
     /* 255 characters of 11 bits at 9600 baud: 292.2 ms on the wire. The last
      * byte cannot arrive before the first 254 have been sent. */
     uint64_t wire = 254ull * 11 * 1000000000ull / 9600;
     if (last - sent < wire)
         fail_msg("paced 255-byte answer took %.1f ms, less than its wire time %.1f ms",
                  (double)(last - sent) / 1e6, (double)wire / 1e6);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_turnaround(void **state)
 {
     (void)state;
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.turnaround_us = 50000;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(1, 3, 0, 1, req);
+    size_t n = simtest_make_req(1, 3, 0, 1, req);
     uint64_t sent = 0, last = 0;
-    assert_int_equal(xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, &sent, &last), 7);
+    assert_int_equal(simtest_xfer(f.slave, req, n, rsp, sizeof rsp, ANSWER_MS, &sent, &last), 7);
     assert_true(last - sent >= 50000000ull);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 /* ---- model: live values, loading ------------------------------------------------------- */
@@ -638,14 +638,14 @@ static void test_live_and_load(void **state)
     /* Live: input registers move between two reads, holding registers do not. */
     uint8_t req[RTU_MAX_ADU];
     driver_sim_answer_t a1, a2, h1, h2;
-    size_t n = make_req(1, 4, 5, 1, req);
+    size_t n = simtest_make_req(1, 4, 5, 1, req);
     assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &a1), 1);
-    n = make_req(1, 3, 5, 1, req);
+    n = simtest_make_req(1, 3, 5, 1, req);
     assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &h1), 1);
     usleep(100000);
-    n = make_req(1, 4, 5, 1, req);
+    n = simtest_make_req(1, 4, 5, 1, req);
     assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &a2), 1);
-    n = make_req(1, 3, 5, 1, req);
+    n = simtest_make_req(1, 3, 5, 1, req);
     assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &h2), 1);
     assert_int_equal(a1.len, 7);
     assert_memory_not_equal(a1.adu + 3, a2.adu + 3, 2);
@@ -672,17 +672,17 @@ static void test_capture_written(void **state)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.capture_path = path;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     modbus_t *ctx = client(&f, 1, 1000);
     uint16_t regs[3];
     assert_int_equal(modbus_read_registers(ctx, 7, 3, regs), 3);
     assert_int_equal(modbus_write_register(ctx, 7, 77), 1);
     client_free(ctx);
-    stop(&f); /* closes the capture */
+    simtest_stop(&f); /* closes the capture */
 
     char err[DRIVER_ERRLEN];
     driver_capture_t *c = driver_capture_open(path, DRIVER_CAPTURE_AUTO, err, sizeof err);
@@ -693,7 +693,7 @@ static void test_capture_written(void **state)
     for (int i = 0; i < 4; i++) {
         assert_int_equal(driver_capture_next(c, &rec, err, sizeof err), 1);
         assert_int_equal(rec.len, lens[i]);
-        assert_true(crc_ok(rec.data, rec.len));
+        assert_true(simtest_crc_ok(rec.data, rec.len));
         assert_int_equal(rec.data[0], 1);
     }
     assert_int_equal(rec.data[1], 6);
@@ -719,7 +719,7 @@ static void test_sim_driver(void **state)
     assert_string_equal(driver_backend_name(d), "sim");
     assert_non_null(driver_sim_of(d));
     uint8_t req[RTU_MAX_ADU], rsp[300];
-    size_t n = make_req(3, 3, 100, 2, req);
+    size_t n = simtest_make_req(3, 3, 100, 2, req);
     assert_int_equal(driver_write(d, req, n), (ssize_t)n);
     size_t have = 0;
     while (have < 9) {

@@ -26,7 +26,7 @@
 #define MS 1000000ull
 
 /* The chunk that holds byte `at`, and the offset at which chunk k starts. */
-static size_t chunk_of(const chunks_t *c, size_t at)
+static size_t chunk_of(const simtest_chunks_t *c, size_t at)
 {
     size_t k = 0;
     while (k < c->n && c->end[k] <= at)
@@ -35,7 +35,7 @@ static size_t chunk_of(const chunks_t *c, size_t at)
     return k;
 }
 
-static size_t chunk_start(const chunks_t *c, size_t k)
+static size_t chunk_start(const simtest_chunks_t *c, size_t k)
 {
     return k ? c->end[k - 1] : 0;
 }
@@ -47,28 +47,28 @@ static void assert_answer(const uint8_t *p, uint16_t a)
     uint16_t v0 = (uint16_t)(1000 + a), v1 = (uint16_t)(1001 + a);
     const uint8_t want[7] = { 1, 3, 4, (uint8_t)(v0 >> 8), (uint8_t)v0, (uint8_t)(v1 >> 8), (uint8_t)v1 };
     assert_memory_equal(p, want, sizeof want);
-    assert_true(crc_ok(p, 9));
+    assert_true(simtest_crc_ok(p, 9));
 }
 
 /* A simulator serving cfg gets n reads of slave 1 (2 registers at addr[i]),
  * one after the other; c[i] is what came back for read i, t0[i] the time
  * before it was written, *st the counters at the end. */
-static void serve_reads(const driver_sim_config_t *cfg, const uint16_t *addr, size_t n, chunks_t *c,
-                        uint64_t *t0, driver_sim_stats_t *st)
+static void serve_reads(const driver_sim_config_t *cfg, const uint16_t *addr, size_t n,
+                        simtest_chunks_t *c, uint64_t *t0, driver_sim_stats_t *st)
 {
-    fx_t f;
-    start(&f, cfg);
+    simtest_fx_t f;
+    simtest_start(&f, cfg);
     for (size_t i = 0; i < n; i++) {
         uint8_t req[RTU_MAX_ADU];
-        size_t len = make_req(1, 3, addr[i], 2, req);
+        size_t len = simtest_make_req(1, 3, addr[i], 2, req);
         memset(&c[i], 0, sizeof c[i]);
         tcflush(f.slave, TCIFLUSH);
         t0[i] = driver_now_ns();
         assert_int_equal(write(f.slave, req, len), (ssize_t)len);
-        collect_chunks(f.slave, &c[i], ANSWER_MS, 400);
+        simtest_collect_chunks(f.slave, &c[i], ANSWER_MS, 400);
     }
     driver_sim_get_stats(f.sim, st);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_split_and_double(void **state)
@@ -80,7 +80,7 @@ static void test_split_and_double(void **state)
     cfg.faults.split_ms = 250;
     cfg.faults.double_rate = 1;
     cfg.faults.double_gap_ms = 250;
-    chunks_t c;
+    simtest_chunks_t c;
     uint64_t t0;
     driver_sim_stats_t st;
     serve_reads(&cfg, (const uint16_t[]){ 40 }, 1, &c, &t0, &st);
@@ -109,7 +109,7 @@ static void test_noise_first_with_lead(void **state)
     cfg.faults.noise_first = 1;
     cfg.faults.noise_bytes = 5;
     cfg.faults.noise_lead_ms = 250;
-    chunks_t c[2];
+    simtest_chunks_t c[2];
     uint64_t t0[2];
     driver_sim_stats_t st;
     serve_reads(&cfg, (const uint16_t[]){ 11, 12 }, 2, c, t0, &st);
@@ -139,7 +139,7 @@ static void test_noise_default_timing_unchanged(void **state)
     driver_sim_t *sim = driver_sim_new(&cfg, err, sizeof err);
     assert_non_null(sim);
     uint8_t req[RTU_MAX_ADU];
-    size_t n = make_req(1, 3, 0, 1, req);
+    size_t n = simtest_make_req(1, 3, 0, 1, req);
     driver_sim_answer_t a;
     assert_int_equal(driver_sim_handle(sim, req, n, driver_now_ns(), &a), 1);
     assert_int_equal(a.noise_len, 8);
@@ -160,14 +160,14 @@ static void test_noise_default_timing_unchanged(void **state)
 static bool split_intact(const driver_sim_answer_t *a)
 {
     assert_int_equal(a->len, 11);
-    assert_true(crc_ok(a->adu, a->len));
+    assert_true(simtest_crc_ok(a->adu, a->len));
     return a->split_at == 5;
 }
 
 static bool twice_intact(const driver_sim_answer_t *a)
 {
     assert_int_equal(a->len, 11);
-    assert_true(crc_ok(a->adu, a->len));
+    assert_true(simtest_crc_ok(a->adu, a->len));
     return a->twice;
 }
 
@@ -180,8 +180,8 @@ static void test_split_double_rates(void **state)
     cfg.faults.split_rate = 0.5;
     cfg.faults.double_rate = 0.5;
     cfg.faults.seed = 9;
-    assert_in_range(plan_hits(&cfg, 3, split_intact), 60, 140);
-    assert_in_range(plan_hits(&cfg, 3, twice_intact), 60, 140);
+    assert_in_range(simtest_plan_hits(&cfg, 3, split_intact), 60, 140);
+    assert_in_range(simtest_plan_hits(&cfg, 3, twice_intact), 60, 140);
 }
 
 /*
@@ -193,24 +193,24 @@ static void test_split_double_rates(void **state)
  */
 static void late_three(bool in_order)
 {
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.late_rate = 1;
     cfg.faults.late_ms = 150;
     cfg.in_order = in_order;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU];
     tcflush(f.slave, TCIFLUSH);
     uint64_t t0 = driver_now_ns();
     for (int i = 0; i < 3; i++) {
-        size_t n = make_req(1, 3, (uint16_t)(100 * (i + 1)), 2, req);
+        size_t n = simtest_make_req(1, 3, (uint16_t)(100 * (i + 1)), 2, req);
         assert_int_equal(write(f.slave, req, n), (ssize_t)n);
         usleep(20000);
     }
-    chunks_t c;
+    simtest_chunks_t c;
     memset(&c, 0, sizeof c);
-    collect_chunks(f.slave, &c, ANSWER_MS, 400);
+    simtest_collect_chunks(f.slave, &c, ANSWER_MS, 400);
     assert_int_equal(c.len, 27);
     for (int i = 0; i < 3; i++) {
         assert_answer(c.bytes + 9 * i, (uint16_t)(100 * (i + 1)));
@@ -222,7 +222,7 @@ static void late_three(bool in_order)
     assert_int_equal(st.queued, in_order ? 2 : 0);
     assert_int_equal(st.queue_max, in_order ? 2 : 0);
     assert_int_equal(st.queue_lost, 0);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 static void test_late_default_order(void **state)
@@ -242,25 +242,25 @@ static void test_in_order_queue_bound(void **state)
     (void)state;
     /* One request being answered (late), then 20 at once: 16 wait in the
      * queue, 4 are lost, 17 answers in arrival order. */
-    fx_t f;
+    simtest_fx_t f;
     driver_sim_config_t cfg;
     driver_sim_defaults(&cfg);
     cfg.faults.late_rate = 1;
     cfg.faults.late_ms = 60;
     cfg.in_order = true;
-    start(&f, &cfg);
+    simtest_start(&f, &cfg);
     uint8_t req[RTU_MAX_ADU * 21];
-    size_t n = make_req(1, 3, 0, 2, req);
+    size_t n = simtest_make_req(1, 3, 0, 2, req);
     tcflush(f.slave, TCIFLUSH);
     assert_int_equal(write(f.slave, req, n), (ssize_t)n);
     usleep(20000);
     size_t len = 0;
     for (int i = 1; i <= 20; i++)
-        len += make_req(1, 3, (uint16_t)(10 * i), 2, req + len);
+        len += simtest_make_req(1, 3, (uint16_t)(10 * i), 2, req + len);
     assert_int_equal(write(f.slave, req, len), (ssize_t)len);
-    chunks_t c;
+    simtest_chunks_t c;
     memset(&c, 0, sizeof c);
-    collect_chunks(f.slave, &c, ANSWER_MS, 400);
+    simtest_collect_chunks(f.slave, &c, ANSWER_MS, 400);
     assert_int_equal(c.len, 17 * 9);
     assert_answer(c.bytes, 0);
     for (int i = 1; i <= 16; i++)
@@ -270,7 +270,7 @@ static void test_in_order_queue_bound(void **state)
     assert_int_equal(st.replies, 17);
     assert_int_equal(st.queue_max, DRIVER_SIM_QUEUE);
     assert_int_equal(st.queue_lost, 4);
-    stop(&f);
+    simtest_stop(&f);
 }
 
 int main(void)

@@ -689,7 +689,7 @@ def test_cached_reads_not_held():
     check(g.metrics().get("rtugw_tcp_cache_hits_total", 0) >= 100, "all served from the cache")
     g.stop()
 
-run_tests("frontends", [test_read_only_allow_list, test_tcp_slowloris, test_pipelined_not_closed,
+run_tests("frontend_bounds", [test_read_only_allow_list, test_tcp_slowloris, test_pipelined_not_closed,
                         test_backpressure_not_busy, test_fair_shares, test_priority_master, test_busy_rate_limited,
                         test_cached_reads_not_held,
                         test_rtu_tcp_not_cut, test_reload_applies_or_says_so, test_status_escapes_every_string,

@@ -152,7 +152,7 @@ class SerialMaster:
 
 
 def matrix(label, xfer, unit, exception_addr=5000):
-    """test_gateway.py's passthrough matrix, on raw PDUs: every answer checked
+    """test_gateway_foreign_peers.py's passthrough matrix, on raw PDUs: every answer checked
     against what the writes before it imply."""
     ok = []
 
