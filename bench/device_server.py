@@ -19,6 +19,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "tests", "lib"))
+sys.path.insert(0, os.path.join(here, "..", "tests", "e2e", "modbus"))   # test_device_server: the device server
 sys.path.insert(0, here)
 import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
 
