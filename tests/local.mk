@@ -1,3 +1,21 @@
+# tests/: the tests by subject, so that a test's folder says what kind of
+# thing it checks and its name what it checks:
+#   unit/           one folder's C code on its own (cmocka), and the tags codec
+#                   against Python's struct (its tool, tags_codec_tool)
+#   line/           the line core and the pairer in simulated time (linesim.c)
+#   e2e/SURFACE/    `rtugw` as a process, through one surface: modbus (the TCP
+#                   gateway path against misbehaving slaves), transports, listen
+#                   (the tap), web, security, config (live changes, the API,
+#                   check), mqtt (and Sparkplug), tags, scan, cli, daemon
+#   peers/          against foreign implementations (libmodbus, pymodbus, mbpoll)
+#   bench/          the benchmarks' smoke runs (their figures are never asserted)
+#   repo/           the tree's own checks: includes, calls, citations
+#   lib/            helpers several folders share (rtugwtest.py, testutil.c ...);
+#                   a Python test finds them through sys.path (../lib or ../../lib)
+#   fuzz/, cross/, package/, data/, golden/: as before
+# Registration stays in the local.mk of the folder a test is about (a test of
+# config/ in config/local.mk ...); the tests that belong to no one folder are here.
+
 # Unit tests are cmocka programs; end-to-end checks of the rtugw command are
 # /usr/bin/python3 scripts (Debian's python, where python3-pymodbus lives).
 TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
