@@ -70,7 +70,7 @@ TESTS += tests/peers/test_libmodbus_crosscheck
 
 # The streaming RTU framer: chunking, silence, resync, SNIFF splitting.
 check_PROGRAMS += tests/unit/test_framer
-tests_unit_test_framer_SOURCES = tests/unit/test_framer.c tests/lib/testutil.h tests/lib/testutil.c
+tests_unit_test_framer_SOURCES = tests/unit/test_framer.c tests/unit/test_framer_noise.c tests/unit/test_framer_random.c tests/unit/framertest.h tests/lib/testutil.h tests/lib/testutil.c
 tests_unit_test_framer_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_framer_LDADD = $(TEST_LIBS)
 TESTS += tests/unit/test_framer
