@@ -17,4 +17,4 @@ TESTS += tests/peers/test_gateway_foreign_peers.py
 EXTRA_DIST += tests/peers/test_gateway_foreign_peers.py
 # MQTT end to end: real brokers (mosquitto), a bridge, TLS, paho subscribers.
 TESTS += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/config/test_api_churn.py
-EXTRA_DIST += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/config/test_api_churn.py
+EXTRA_DIST += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/mqtt/sparkplugtest.py tests/e2e/config/test_api_churn.py

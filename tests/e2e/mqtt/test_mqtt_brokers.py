@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from rtugwtest import BIN, Gateway, check, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402
 from test_mqtt import Broker, Subscriber, poll, seq_check  # noqa: E402
-import test_sparkplug as sp  # noqa: E402
+import sparkplugtest as sp  # noqa: E402  (the Sparkplug tests' decoder, host and tag set)
 
 WORK = test_mqtt.WORK
 

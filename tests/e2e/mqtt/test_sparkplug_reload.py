@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
 from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
 import test_mqtt  # noqa: E402
-import test_sparkplug as sp  # noqa: E402
+import sparkplugtest as sp  # noqa: E402  (the Sparkplug tests' decoder, host and tag set)
 from test_mqtt import Broker  # noqa: E402
 
 WORK = sp.WORK
