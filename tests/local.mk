@@ -237,10 +237,10 @@ TESTS += tests/line/test_line_queue
 # wrong answers, or the explorer is not looking.
 LINE_CORE_SOURCES = line/line.h line/state.h line/events.c line/discipline.c line/receive.c line/queue.c line/copies.c line/shapes.c line/foreign.c line/slave.c line/metrics.c
 check_PROGRAMS += tests/line/test_line_core tests/line/test_line_broken
-tests_line_test_line_core_SOURCES = tests/line/test_line_core.c tests/line/test_line_explorer.c tests/line/explorer.h tests/line/linesim.c tests/line/linesim.h
+tests_line_test_line_core_SOURCES = tests/line/test_line_core.c tests/line/test_line_explorer.c tests/line/explorer.h tests/line/linesim.c tests/line/linesim_slaves.c tests/line/linesim.h tests/line/linesim_world.h
 tests_line_test_line_core_CFLAGS = $(TEST_CFLAGS)
 tests_line_test_line_core_LDADD = line/libline.a config/libconfig.a expr/libexpr.a tags/libtags.a $(LUA_LIBS) $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)
-tests_line_test_line_broken_SOURCES = tests/line/test_line_core.c tests/line/test_line_explorer.c tests/line/explorer.h tests/line/linesim.c tests/line/linesim.h $(LINE_CORE_SOURCES)
+tests_line_test_line_broken_SOURCES = tests/line/test_line_core.c tests/line/test_line_explorer.c tests/line/explorer.h tests/line/linesim.c tests/line/linesim_slaves.c tests/line/linesim.h tests/line/linesim_world.h $(LINE_CORE_SOURCES)
 tests_line_test_line_broken_CFLAGS = $(TEST_CFLAGS)
 tests_line_test_line_broken_CPPFLAGS = $(AM_CPPFLAGS) -DLINE_BREAK_I2 -DLINE_BROKEN
 tests_line_test_line_broken_LDADD = config/libconfig.a expr/libexpr.a tags/libtags.a $(LUA_LIBS) $(ROUTING_LIB) $(TEST_LIBS) $(INIH_LIBS)

@@ -10,129 +10,7 @@
  * not read yet are what FIONREAD would say (env->unread); the barrier is an
  * event at the time it is asked for, after every read already due.
  */
-#include "tests/line/linesim.h"
-
-#include "config/config.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-enum ev_type { EV_TIMER = 1, EV_ARRIVE, EV_FEED, EV_BARRIER, EV_SLAVE_RX, EV_SLAVE_TX, EV_CLIENT, EV_SUBMIT,
-               EV_PORT, EV_CLOSE, EV_CLOSED, EV_REOPEN, EV_KEYS, EV_PORT_CHANGE };
-
-typedef struct ev {
-    uint64_t t, seq;
-    uint8_t type, kind;
-    bool cancelled;
-    uint16_t len;
-    uint32_t tx, txgen;
-    uint64_t id, at;
-    struct ev *next_free;
-    uint8_t data[RTU_MAX_ADU + 8];
-} ev_t;
-
-/* A transmission on the wire: two that overlap garble each other. */
-#define TX_RING 1024
-typedef struct tx {
-    uint64_t start, end;
-    uint32_t gen;
-    bool garbled;
-} tx_t;
-
-#define REQ_RING 4096
-typedef struct req_info {
-    uint64_t id, t_submit;
-    int client;          /* -1: scripted */
-    int script;          /* index of a scripted request's answer record; -1 none */
-    bool answered;
-    uint8_t slave;
-    uint16_t len;
-    uint8_t pdu[RTU_MAX_PDU];
-} req_info_t;
-
-typedef struct slave_rt {
-    bool present;
-    sim_slave_model_t m;
-    uint64_t busy_until;   /* the end of its last transmission scheduled */
-    uint64_t talk_from;    /* the start of its first transmission not over yet */
-} slave_rt_t;
-
-#define SCRIPT_MAX 256
-typedef struct answer_rec {
-    bool have;
-    uint64_t at;
-    uint16_t len;
-    uint8_t pdu[RTU_MAX_PDU];
-} answer_rec_t;
-
-#define WRITES_MAX 4096
-struct sim {
-    line_origin_t origin;   /* first: the answers' way back */
-    uint64_t rng, now, seq;
-    config_t *cfg;
-    line_t *line;
-    line_keys_t *keys[SIM_KEYS_MAX];   /* reloads scheduled (sim_keys_at), applied by EV_KEYS */
-    unsigned n_keys;
-    config_bus_t ports[SIM_KEYS_MAX];  /* port changes scheduled (sim_port_change_at) */
-    unsigned n_ports;
-    uint64_t char_ns, host_delay_max_ns, last_feed_t;
-    bool stamp_at_read;
-    int unread;
-    ev_t **heap;
-    size_t heap_len, heap_cap;
-    ev_t *free_evs;
-    tx_t txs[TX_RING];
-    uint32_t tx_next;
-    uint64_t timer_seq;
-    ev_t *deadline_timers[64];
-    req_info_t reqs[REQ_RING];
-    uint64_t next_req_id;
-    slave_rt_t slaves[248];
-    unsigned slave_ids[SIM_MAX_SLAVES], n_slaves;
-    unsigned clients;
-    uint64_t client_target, think_max_ns;
-    struct { unsigned slave; uint64_t think_ns, until, answers; } prio;   /* sim_priority_master */
-    answer_rec_t script[SCRIPT_MAX];
-    unsigned n_script;
-    struct { uint8_t slave; uint64_t t; } writes[WRITES_MAX];
-    unsigned n_writes;
-    sim_counts_t c;
-    char first_wrong[512];
-    bool trace;           /* RTUGW_LINESIM_TRACE: every event and the core's debug log on stderr */
-    /* The transport's connection (p_close): while it is down, what the line
-     * says is lost and what the gateway writes reaches nobody; the core
-     * hears of the loss after the bytes read before it (EV_CLOSED). */
-    bool conn_down, conn_loss_told;
-    bool foreign_late;    /* sim_foreign_late */
-    uint64_t conn_down_until;
-};
-
-static void hex(const char *what, uint64_t t, const uint8_t *p, size_t n)
-{
-    fprintf(stderr, "%10.3f ms %s", (double)t / 1e6, what);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, " %02x", p[i]);
-    fputc('\n', stderr);
-}
-
-/* ---- randomness (xorshift64*: a run is its seed) ------------------------------- */
-
-static uint64_t rnd(sim_t *s)
-{
-    s->rng ^= s->rng >> 12;
-    s->rng ^= s->rng << 25;
-    s->rng ^= s->rng >> 27;
-    return s->rng * 0x2545F4914F6CDD1Dull;
-}
-
-static double rnd01(sim_t *s) { return (double)(rnd(s) >> 11) * 0x1.0p-53; }
-static bool chance(sim_t *s, double p) { return p > 0 && rnd01(s) < p; }
-
-static uint64_t uniform(sim_t *s, uint64_t lo, uint64_t hi)
-{
-    return hi <= lo ? lo : lo + rnd(s) % (hi - lo + 1);
-}
+#include "tests/line/linesim_world.h"
 
 /* ---- the event heap ------------------------------------------------------------ */
 
@@ -141,7 +19,7 @@ static bool before(const ev_t *a, const ev_t *b)
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static ev_t *ev_new(sim_t *s, uint8_t type, uint64_t t)
+ev_t *linesim_ev_new(sim_t *s, uint8_t type, uint64_t t)
 {
     ev_t *e = s->free_evs;
     if (e)
@@ -194,234 +72,6 @@ static void ev_free(sim_t *s, ev_t *e)
     s->free_evs = e;
 }
 
-/* ---- the wire ------------------------------------------------------------------ */
-
-/* A transmission from now for `len` bytes; any other still on the wire
- * garbles it and is garbled by it. */
-static uint32_t tx_begin(sim_t *s, size_t len)
-{
-    uint32_t i = s->tx_next++ % TX_RING;
-    tx_t *t = &s->txs[i];
-    *t = (tx_t){ .start = s->now, .end = s->now + len * s->char_ns, .gen = t->gen + 1 };
-    for (uint32_t k = 0; k < TX_RING; k++) {
-        tx_t *o = &s->txs[k];
-        if (k != i && o->gen && o->end > t->start && o->start < t->end) {
-            if (!o->garbled || !t->garbled)
-                s->c.collisions++;
-            o->garbled = t->garbled = true;
-        }
-    }
-    return i;
-}
-
-static bool tx_garbled(const sim_t *s, uint32_t i, uint32_t gen)
-{
-    return s->txs[i].gen != gen || s->txs[i].garbled;
-}
-
-/* A slave puts bytes on the wire now: they reach the gateway's port in
- * one to three chunks, each when its last byte is complete. */
-static void slave_transmit(sim_t *s, const uint8_t *p, size_t n)
-{
-    uint32_t t = tx_begin(s, n);
-    size_t done = 0;
-    unsigned pieces = 1 + (unsigned)(rnd(s) % 3);
-    while (done < n) {
-        size_t k = pieces > 1 ? 1 + rnd(s) % (n - done) : n - done;
-        pieces = pieces > 1 ? pieces - 1 : 1;
-        ev_t *e = ev_new(s, EV_ARRIVE, s->now + (done + k) * s->char_ns);
-        e->tx = t;
-        e->txgen = s->txs[t].gen;
-        e->len = (uint16_t)k;
-        memcpy(e->data, p + done, k);
-        done += k;
-    }
-}
-
-static void on_arrive(sim_t *s, ev_t *a)
-{
-    if (s->conn_down) {
-        s->c.lost_bytes += a->len;
-        if (s->trace)
-            hex("arrive (connection down: lost)", s->now, a->data, a->len);
-        return;
-    }
-    if (tx_garbled(s, a->tx, a->txgen))
-        for (unsigned i = 0; i < a->len; i++)
-            a->data[i] ^= (uint8_t)(0x5A + 17 * i);
-    if (s->trace)
-        hex(tx_garbled(s, a->tx, a->txgen) ? "arrive (garbled)" : "arrive", s->now, a->data, a->len);
-    s->unread += a->len;
-    /* the port reads in order, up to host_delay_max late */
-    uint64_t t = s->now + (s->host_delay_max_ns ? rnd(s) % (s->host_delay_max_ns + 1) : 0);
-    if (t < s->last_feed_t)
-        t = s->last_feed_t;
-    s->last_feed_t = t;
-    ev_t *f = ev_new(s, EV_FEED, t);
-    f->at = s->now;   /* stamped with its arrival */
-    f->len = a->len;
-    memcpy(f->data, a->data, a->len);
-}
-
-/* ---- the model slaves ---------------------------------------------------------- */
-
-static uint16_t reg_value(const sim_slave_model_t *m, unsigned slave, unsigned fc, unsigned addr)
-{
-    switch (m->values) {
-    case SIM_VALUES_ZERO: return 0;
-    case SIM_VALUES_EQUAL: return 0x2A2A;
-    case SIM_VALUES_ALTERNATE: return (addr & 1) ? 0x00FF : 0xFF00;
-    default: return (uint16_t)(slave * 7919u + fc * 4099u + addr * 31u + 0x1111u);
-    }
-}
-
-#define EXCEPTION_ADDR 900   /* reads at or past it: exception 02 (illegal data address) */
-
-size_t sim_expected(const sim_t *s, unsigned slave, const uint8_t *q, size_t qlen, uint8_t *out)
-{
-    const sim_slave_model_t *m = &s->slaves[slave < 248 ? slave : 0].m;
-    unsigned fc = q[0], addr = qlen >= 3 ? (unsigned)(q[1] << 8 | q[2]) : 0;
-    unsigned qty = qlen >= 5 ? (unsigned)(q[3] << 8 | q[4]) : 0;
-    switch (fc) {
-    case 3: case 4:
-        if (addr + qty > EXCEPTION_ADDR || addr < m->map_start) {
-            out[0] = (uint8_t)(fc | 0x80);
-            out[1] = 2;
-            return 2;
-        }
-        out[0] = (uint8_t)fc;
-        out[1] = (uint8_t)(2 * qty);
-        for (unsigned i = 0; i < qty; i++) {
-            uint16_t v = reg_value(m, slave, fc, addr + i);
-            out[2 + 2 * i] = (uint8_t)(v >> 8);
-            out[3 + 2 * i] = (uint8_t)v;
-        }
-        return 2 + 2 * qty;
-    case 16:
-        memcpy(out, q, 5);
-        return 5;
-    default:   /* 6: the echo */
-        memcpy(out, q, qlen);
-        return qlen;
-    }
-}
-
-static size_t adu_of(unsigned slave, const uint8_t *pdu, size_t len, uint8_t *adu)
-{
-    int n = rtu_adu_from_pdu((uint8_t)slave, pdu, len, adu, RTU_MAX_ADU);
-    if (n < 0)
-        abort();
-    return (size_t)n;
-}
-
-static void schedule_tx(sim_t *s, uint64_t t, const uint8_t *p, size_t n)
-{
-    ev_t *e = ev_new(s, EV_SLAVE_TX, t);
-    e->len = (uint16_t)n;
-    memcpy(e->data, p, n);
-}
-
-/* A slave heard a request ending now: its answer, with its faults, goes on the wire later. */
-static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
-{
-    slave_rt_t *sl = &s->slaves[id];
-    const sim_slave_model_t *m = &sl->m;
-    if (s->now < sl->busy_until && (m->deaf_while_busy || (!m->queueing && s->now >= sl->talk_from)))
-        return;   /* deaf while busy, or not hearing while it talks (half duplex, no buffering) */
-    uint8_t ans[RTU_MAX_PDU], adu[RTU_MAX_ADU + 8];
-    size_t alen;
-    if (chance(s, m->p_exception)) {
-        ans[0] = (uint8_t)(pdu[0] | 0x80);
-        ans[1] = 4;
-        alen = 2;
-    } else {
-        alen = sim_expected(s, id, pdu, len, ans);
-        /* (drawn only where set: runs without it keep their course, and
-         * test_line_broken its seeds) */
-        if ((ans[0] == 3 || ans[0] == 4) && alen >= 4 && m->p_misshapen > 0 && chance(s, m->p_misshapen)) {
-            ans[1] = (uint8_t)(ans[1] - 2);
-            alen -= 2;
-        }
-    }
-    if (chance(s, m->p_silent))
-        return;
-    bool late = chance(s, m->p_late);
-    uint64_t delay = late ? uniform(s, m->late_min_ns, m->late_max_ns) : uniform(s, m->lat_min_ns, m->lat_max_ns);
-    bool stall = chance(s, m->p_stall);
-    if (stall)
-        delay = uniform(s, m->stall_min_ns, m->stall_max_ns);
-    uint64_t start = s->now + delay;
-    if (start < sl->busy_until)
-        start = sl->busy_until;   /* a slave never talks over itself */
-    size_t n = adu_of(id, ans, alen, adu);
-    if (chance(s, m->p_crc))
-        adu[rnd(s) % n] ^= (uint8_t)(1u << (rnd(s) % 8));
-    else if (chance(s, m->p_truncate))
-        n -= 1 + rnd(s) % 3;
-    /* (a device server's mix-up, on an answer in its time; with
-     * sim_foreign_late on late and stalled ones too) */
-    bool timely = s->foreign_late || (!late && !stall && start == s->now + delay);
-    if (m->p_foreign > 0 && chance(s, m->p_foreign) && timely) {
-        /* the next present slave's address on this answer, then the answer
-         * after the line's rest */
-        unsigned other = id + 1, k = 0;
-        while (k < s->n_slaves && s->slave_ids[k] != id)
-            k++;
-        if (s->n_slaves > 1)
-            other = s->slave_ids[(k + 1) % s->n_slaves];
-        uint8_t fadu[RTU_MAX_ADU + 8];
-        size_t fn = adu_of(other, ans, alen, fadu);
-        schedule_tx(s, start, fadu, fn);
-        start += fn * s->char_ns + uniform(s, 4 * s->char_ns, 6 * s->char_ns);
-        s->c.foreign_sent++;
-    }
-    if (m->p_close > 0 && chance(s, m->p_close)) {
-        ev_t *c = ev_new(s, EV_CLOSE, start + (n / 2) * s->char_ns);
-        c->at = uniform(s, m->reconnect_min_ns, m->reconnect_max_ns);
-    }
-    if (chance(s, m->p_noise)) {
-        uint8_t noise[6];
-        size_t k = 1 + rnd(s) % 6;
-        for (size_t i = 0; i < k; i++)
-            noise[i] = (uint8_t)rnd(s);
-        uint64_t lead = k * s->char_ns + uniform(s, 0, 2 * s->char_ns);
-        if (start > s->now + lead)
-            schedule_tx(s, start - lead, noise, k);
-    }
-    uint64_t end = start + n * s->char_ns;
-    if (chance(s, m->p_split) && n > 2) {
-        size_t cut = 1 + rnd(s) % (n - 1);
-        schedule_tx(s, start, adu, cut);
-        uint64_t gap = uniform(s, 0, m->split_gap_max_ns);
-        schedule_tx(s, start + cut * s->char_ns + gap, adu + cut, n - cut);
-        end += gap;
-    } else {
-        schedule_tx(s, start, adu, n);
-    }
-    if (chance(s, m->p_double)) {
-        uint64_t t2 = end + uniform(s, m->copy_gap_min_ns, m->copy_gap_max_ns);
-        schedule_tx(s, t2, adu, n);
-        end = t2 + n * s->char_ns;
-    }
-    if (sl->busy_until <= s->now)
-        sl->talk_from = stall ? s->now : start;   /* a stalled slave hears nothing until it has answered */
-    if (end > sl->busy_until)
-        sl->busy_until = end;
-}
-
-static void on_slave_rx(sim_t *s, ev_t *e)
-{
-    if (tx_garbled(s, e->tx, e->txgen))
-        return;   /* nobody hears a garbled request */
-    rtu_request_t rq;
-    if (rtu_request_decode(e->data, e->len, &rq) != RTU_OK && rtu_crc16(e->data, e->len) != 0)
-        return;
-    unsigned id = e->data[0];
-    if (id == 0 || !s->slaves[id].present)
-        return;   /* a broadcast is acted on, never answered */
-    slave_answer(s, id, e->data + 1, e->len - 3u);
-}
-
 /* ---- the host's operations ---------------------------------------------------- */
 
 static void env_write(void *ctx, const uint8_t *adu, size_t len)
@@ -436,8 +86,8 @@ static void env_write(void *ctx, const uint8_t *adu, size_t len)
     }
     if (s->conn_down)
         return;   /* written to a connection that is gone: nobody hears it */
-    uint32_t t = tx_begin(s, len);
-    ev_t *e = ev_new(s, EV_SLAVE_RX, s->now + len * s->char_ns);
+    uint32_t t = linesim_tx_begin(s, len);
+    ev_t *e = linesim_ev_new(s, EV_SLAVE_RX, s->now + len * s->char_ns);
     e->tx = t;
     e->txgen = s->txs[t].gen;
     e->len = (uint16_t)len;
@@ -448,7 +98,7 @@ static void env_arm(void *ctx, enum line_timer kind, uint64_t at, uint64_t now, 
 {
     sim_t *s = ctx;
     (void)now;
-    ev_t *e = ev_new(s, EV_TIMER, at);
+    ev_t *e = linesim_ev_new(s, EV_TIMER, at);
     e->kind = (uint8_t)kind;
     e->at = at;
     e->id = ++s->timer_seq;
@@ -472,7 +122,7 @@ static int env_cancel(void *ctx, uint64_t id)
 static int env_barrier(void *ctx)
 {
     sim_t *s = ctx;
-    ev_new(s, EV_BARRIER, s->now);
+    linesim_ev_new(s, EV_BARRIER, s->now);
     return 0;
 }
 
@@ -613,10 +263,10 @@ static void origin_answer(line_origin_t *o, const line_request_t *q, const uint8
     }
     if (r->client == PRIO_CLIENT) {
         s->prio.answers++;
-        ev_t *e = ev_new(s, EV_CLIENT, s->now + s->prio.think_ns);
+        ev_t *e = linesim_ev_new(s, EV_CLIENT, s->now + s->prio.think_ns);
         e->kind = PRIO_CLIENT;
     } else if (r->client >= 0) {
-        ev_t *e = ev_new(s, EV_CLIENT, s->now + uniform(s, 0, s->think_max_ns));
+        ev_t *e = linesim_ev_new(s, EV_CLIENT, s->now + uniform(s, 0, s->think_max_ns));
         e->kind = (uint8_t)r->client;
     }
 }
@@ -709,7 +359,7 @@ void sim_submit_at(sim_t *s, uint64_t at, unsigned slave, const uint8_t *pdu, si
 {
     if (s->n_script == SCRIPT_MAX)
         abort();
-    ev_t *e = ev_new(s, EV_SUBMIT, at);
+    ev_t *e = linesim_ev_new(s, EV_SUBMIT, at);
     e->kind = (uint8_t)slave;
     e->id = s->n_script++;
     e->len = (uint16_t)len;
@@ -722,7 +372,7 @@ void sim_clients(sim_t *s, unsigned clients, uint64_t transactions, uint64_t thi
     s->client_target = s->c.submitted + transactions;
     s->think_max_ns = think_max_ns;
     for (unsigned c = 0; c < clients; c++) {
-        ev_t *e = ev_new(s, EV_CLIENT, s->now + uniform(s, 0, think_max_ns));
+        ev_t *e = linesim_ev_new(s, EV_CLIENT, s->now + uniform(s, 0, think_max_ns));
         e->kind = (uint8_t)c;
     }
 }
@@ -750,7 +400,7 @@ int sim_keys_at(sim_t *s, uint64_t at, const char *bus_ini)
     if (!k)
         return -1;
     s->keys[s->n_keys] = k;
-    ev_new(s, EV_KEYS, at)->id = s->n_keys++;
+    linesim_ev_new(s, EV_KEYS, at)->id = s->n_keys++;
     return 0;
 }
 
@@ -761,16 +411,16 @@ int sim_port_change_at(sim_t *s, uint64_t at, uint64_t down_ns, const char *bus_
         return -1;
     s->ports[s->n_ports] = cfg->buses[0];
     config_free(cfg);
-    ev_new(s, EV_PORT, at)->kind = 0;
-    ev_new(s, EV_PORT_CHANGE, at)->id = s->n_ports++;
-    ev_new(s, EV_PORT, at + down_ns)->kind = 1;
+    linesim_ev_new(s, EV_PORT, at)->kind = 0;
+    linesim_ev_new(s, EV_PORT_CHANGE, at)->id = s->n_ports++;
+    linesim_ev_new(s, EV_PORT, at + down_ns)->kind = 1;
     return 0;
 }
 
 void sim_port_flap_at(sim_t *s, uint64_t at, uint64_t down_ns)
 {
-    ev_new(s, EV_PORT, at)->kind = 0;
-    ev_new(s, EV_PORT, at + down_ns)->kind = 1;
+    linesim_ev_new(s, EV_PORT, at)->kind = 0;
+    linesim_ev_new(s, EV_PORT, at + down_ns)->kind = 1;
 }
 
 /* The device server's connection closes now, for `down` ns. The core
@@ -782,7 +432,7 @@ static void on_close(sim_t *s, uint64_t down)
     if (s->conn_down) {
         if (until > s->conn_down_until)
             s->conn_down_until = until;
-        ev_new(s, EV_REOPEN, s->conn_down_until);
+        linesim_ev_new(s, EV_REOPEN, s->conn_down_until);
         return;
     }
     s->c.closes++;
@@ -791,8 +441,8 @@ static void on_close(sim_t *s, uint64_t down)
     s->conn_down_until = until;
     if (s->trace)
         fprintf(stderr, "%10.3f ms connection closed for %.3f ms\n", (double)s->now / 1e6, (double)down / 1e6);
-    ev_new(s, EV_CLOSED, s->last_feed_t > s->now ? s->last_feed_t : s->now);
-    ev_new(s, EV_REOPEN, until);
+    linesim_ev_new(s, EV_CLOSED, s->last_feed_t > s->now ? s->last_feed_t : s->now);
+    linesim_ev_new(s, EV_REOPEN, until);
 }
 
 static void on_reopen(sim_t *s)
@@ -800,7 +450,7 @@ static void on_reopen(sim_t *s)
     if (!s->conn_down || s->now < s->conn_down_until)
         return;   /* a later reopen is due */
     if (!s->conn_loss_told) {
-        ev_new(s, EV_REOPEN, s->now + 1000);   /* the loss first */
+        linesim_ev_new(s, EV_REOPEN, s->now + 1000);   /* the loss first */
         return;
     }
     s->conn_down = false;
@@ -824,7 +474,7 @@ void sim_run(sim_t *s, uint64_t until)
                 line_timer(s->line, (enum line_timer)e->kind, e->at, s->now);
             break;
         case EV_ARRIVE:
-            on_arrive(s, e);
+            linesim_on_arrive(s, e);
             break;
         case EV_FEED:
             s->unread -= e->len;
@@ -834,10 +484,10 @@ void sim_run(sim_t *s, uint64_t until)
             line_resolved(s->line, s->now);
             break;
         case EV_SLAVE_RX:
-            on_slave_rx(s, e);
+            linesim_on_slave_rx(s, e);
             break;
         case EV_SLAVE_TX:
-            slave_transmit(s, e->data, e->len);
+            linesim_slave_transmit(s, e->data, e->len);
             break;
         case EV_CLIENT:
             client_next(s, e->kind);
@@ -916,7 +566,7 @@ void sim_priority_master(sim_t *s, unsigned slave, uint64_t think_ns, uint64_t u
     s->prio.slave = slave;
     s->prio.think_ns = think_ns;
     s->prio.until = until;
-    ev_t *e = ev_new(s, EV_CLIENT, s->now);
+    ev_t *e = linesim_ev_new(s, EV_CLIENT, s->now);
     e->kind = PRIO_CLIENT;
 }
 
