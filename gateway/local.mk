@@ -13,8 +13,8 @@ gateway_libgateway_a_CFLAGS = $(GW_CFLAGS)
 gateway_libgateway_a_CPPFLAGS = $(GW_CPPFLAGS)
 
 # End to end through real peers (pymodbus, libmodbus, mbpoll, socat).
-TESTS += tests/test_gateway.py
-EXTRA_DIST += tests/test_gateway.py
+TESTS += tests/peers/test_gateway_foreign_peers.py
+EXTRA_DIST += tests/peers/test_gateway_foreign_peers.py
 # MQTT end to end: real brokers (mosquitto), a bridge, TLS, paho subscribers.
-TESTS += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py tests/test_api_churn.py
-EXTRA_DIST += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py tests/test_api_churn.py
+TESTS += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/config/test_api_churn.py
+EXTRA_DIST += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/mqtt/sparkplugtest.py tests/e2e/config/test_api_churn.py

@@ -31,13 +31,13 @@ north/sparkplug.pb-c.h: north/sparkplug.pb-c.c
 north/rtugw_mqtt_so-sparkplug_codec.$(OBJEXT): north/sparkplug.pb-c.h
 
 # north's own end-to-end tests (mosquitto, paho, protoc --decode_raw)
-TESTS += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py tests/test_mqtt_ha.py \
-	tests/test_fleet.py
-EXTRA_DIST += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py tests/test_mqtt_ha.py \
-	tests/test_fleet.py
+TESTS += tests/e2e/mqtt/test_sparkplug_reload.py tests/e2e/mqtt/test_mqtt_v5.py tests/e2e/mqtt/test_mqtt_brokers.py tests/e2e/mqtt/test_mqtt_ha.py \
+	tests/e2e/mqtt/test_fleet.py
+EXTRA_DIST += tests/e2e/mqtt/test_sparkplug_reload.py tests/e2e/mqtt/test_mqtt_v5.py tests/e2e/mqtt/test_mqtt_brokers.py tests/e2e/mqtt/test_mqtt_ha.py \
+	tests/e2e/mqtt/test_fleet.py
 
 # The fleet at its issue's size: 50 gateways configured through one broker
 # (test_fleet.py; make check runs it with 5). Prints the time to convergence.
 check-fleet: all
-	RTUGW_FLEET_N=50 $(srcdir)/tests/test_fleet.py
+	RTUGW_FLEET_N=50 $(srcdir)/tests/e2e/mqtt/test_fleet.py
 .PHONY: check-fleet
