@@ -142,8 +142,8 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
     size_t len = f->len - 3u;
     rtu_request_t decoded;
 
-    bool mapped = f->adu[0] && vslave_owns(s->gw->maps, f->adu[0]);   /* a map's unit (gateway/vslave.c) */
-    if (!mapped && (!r->set || r->bus >= s->gw->bus_count)) {
+    bool mapped = f->adu[0] && vslave_owns(gw_maps(s->gw), f->adu[0]);   /* a map's unit (gateway/vslave.c) */
+    if (!mapped && (!r->set || r->bus >= gw_bus_count(s->gw))) {
         gw_count(&s->m.ignored);   /* another slave's, or nobody's */
         return;
     }
@@ -286,7 +286,7 @@ static const line_origin_ops_t serial_slave_ops = { "serial_slave", origin_answe
 
 gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t errcap)
 {
-    const config_serial_slave_t *c = &gw->cfg->serial_slaves[index];
+    const config_serial_slave_t *c = &gw_config(gw)->serial_slaves[index];
     gw_serial_slave_t *s = calloc(1, sizeof *s);
 
     if (!s) {

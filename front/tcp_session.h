@@ -71,7 +71,8 @@ struct gw_tcp {
     config_tcp_t cfg;
     const tcp_framing_t *framing;
     tcp_shares_t *shares;           /* its places in each bus, and who waits for one */
-    gw_tcp_metrics_t *m;                  /* this listener's counters */
+    gw_tcp_metrics_t *m;                  /* this listener's counters: &counters */
+    gw_tcp_metrics_t counters;
     struct evconnlistener *listener;      /* [tcp] or [rtu_tcp]; NULL when off */
     struct evconnlistener *tls_listener;  /* [tls]; NULL when off */
     struct event *ev_idle;

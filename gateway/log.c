@@ -2,7 +2,7 @@
  * gateway/log.c -- the daemon's log: stderr with a UTC timestamp, or syslog.
  * Wall time here only, for people; everything else uses CLOCK_MONOTONIC.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #ifndef RTUGW_GATEWAY_NORTH_INTERNAL_H
 #define RTUGW_GATEWAY_NORTH_INTERNAL_H
 
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #define GWNORTH_TEXT_BYTES 262144  /* the text of one message's values; a batch ends before it runs out */
 #define GWNORTH_BATCH 2000         /* values in one message at most (north's scratch) */
