@@ -41,6 +41,8 @@ typedef struct ss_answer {
 struct gw_serial_slave {
     line_origin_t origin;        /* first: the answers' way back */
     gw_t *gw;
+    gw_maps_t *maps;             /* the wiring's, taken at creation (fixed from start) */
+    unsigned bus_count;
     const config_serial_slave_t *cfg;
     char name[CONFIG_NAME_MAX + 16];
     gw_slave_port_t *port;     /* the port and this actor (gateway/slave_port.c) */
@@ -142,8 +144,8 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
     size_t len = f->len - 3u;
     rtu_request_t decoded;
 
-    bool mapped = f->adu[0] && vslave_owns(gw_maps(s->gw), f->adu[0]);   /* a map's unit (gateway/vslave.c) */
-    if (!mapped && (!r->set || r->bus >= gw_bus_count(s->gw))) {
+    bool mapped = f->adu[0] && vslave_owns(s->maps, f->adu[0]);   /* a map's unit (gateway/vslave.c) */
+    if (!mapped && (!r->set || r->bus >= s->bus_count)) {
         gw_count(&s->m.ignored);   /* another slave's, or nobody's */
         return;
     }
@@ -295,6 +297,8 @@ gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t 
     }
     s->origin.ops = &serial_slave_ops;
     s->gw = gw;
+    s->maps = gw_maps(gw);
+    s->bus_count = gw_bus_count(gw);
     s->cfg = c;
     snprintf(s->name, sizeof s->name, "serial_slave %s", c->name);
     unsigned bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);

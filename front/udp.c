@@ -65,6 +65,7 @@ typedef struct udp_place {
 struct gw_udp {
     line_origin_t origin;               /* first: the answers' way back */
     gw_t *gw;
+    gw_loop_t *loop;                    /* the I/O thread's, taken at creation */
     config_tcp_t cfg;
     gw_udp_metrics_t *m;                /* &counters */
     gw_udp_metrics_t counters;
@@ -246,7 +247,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
 static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_udp_t *u = (gw_udp_t *)o;
-    if (loop_post(gw_loop(u->gw), on_answer, u, req->conn_id, req->seq, pdu, len) != 0)
+    if (loop_post(u->loop, on_answer, u, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(u->gw, CONFIG_LOG_ERROR, "udp: cannot queue an answer (out of memory)");
 }
 
@@ -287,7 +288,7 @@ static int open_socket(gw_udp_t *u, const config_tcp_t *cfg, char *err, size_t e
             close(fd);
         return -1;
     }
-    struct event *ev = event_new(loop_base(gw_loop(u->gw)), fd, EV_READ | EV_PERSIST, on_readable, u);
+    struct event *ev = event_new(loop_base(u->loop), fd, EV_READ | EV_PERSIST, on_readable, u);
     if (!ev || event_add(ev, NULL) != 0) {
         snprintf(err, errcap, "udp: out of memory");
         if (ev)
@@ -334,6 +335,7 @@ gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap)
     }
     u->origin.ops = &udp_origin_ops;
     u->gw = gw;
+    u->loop = gw_loop(gw);
     u->cfg = *cfg;
     u->m = &u->counters;
     u->fd = u->old_fd = -1;
