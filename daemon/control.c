@@ -353,6 +353,61 @@ static void reload_listener(gw_t *gw, gw_tcp_t **front, config_tcp_t *running, c
 }
 
 /* [udp] the same way (front/udp.c, udp_apply_config, says what applies when). */
+/*
+ * Serial slaves, live. One whose section is the same by value keeps its
+ * object, its port and the question its master waits on. One removed or
+ * changed is retired (front/serial_slave.c: it stops taking requests and
+ * frees itself once nothing can reach it), and a new one starts from
+ * fresh's section, on the port the old one may still be closing: a port that
+ * cannot open yet reopens with back-off, as at a start. One that cannot be
+ * made (out of memory, or more actors than the scheduler was sized for:
+ * bus_count + serial slaves + 16 at the start) is logged and named in
+ * restart; the others apply. I/O thread.
+ */
+static void reload_serial_slaves(gw_t *gw, config_t *fresh, char *restart, size_t cap)
+{
+    unsigned n = fresh->serial_slave_count, was = gw->serial_slave_count, count = 0;
+    unsigned was_sections = gw->cfg->serial_slave_count;
+    size_t used = 0;
+    restart[0] = 0;
+    if (config_same_serial_slaves(gw->cfg, fresh))
+        return;
+    gw_serial_slave_t **next = calloc(n + 1, sizeof *next);
+    bool *kept = calloc(was + 1, sizeof *kept);
+    if (!next || !kept) {
+        free(next);
+        free(kept);
+        snprintf(restart, cap, "serial_slaves");
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned k = 0; k < was && !next[i]; k++)
+            if (!kept[k] && config_same_serial_slave(serial_slave_config(gw->serial_slaves[k]), &fresh->serial_slaves[i]))
+                next[i] = gw->serial_slaves[k], kept[k] = true;
+    for (unsigned k = 0; k < was; k++)
+        if (!kept[k])
+            serial_slave_retire(gw->serial_slaves[k]);
+    for (unsigned i = 0; i < n; i++) {
+        char err[256];
+        if (!next[i] && !(next[i] = serial_slave_new(gw, &fresh->serial_slaves[i], err, sizeof err))) {
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; it starts at the next restart", err);
+            used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%sserial_slaves.%s",
+                                     used ? " " : "", fresh->serial_slaves[i].name);
+        }
+        if (next[i])
+            next[count++] = next[i];
+    }
+    free(kept);
+    free(gw->serial_slaves);
+    gw->serial_slaves = next;
+    gw->serial_slave_count = count;
+    config_serial_slave_t *old = gw->cfg->serial_slaves;   /* freed with fresh */
+    gw->cfg->serial_slaves = fresh->serial_slaves;
+    gw->cfg->serial_slave_count = n;
+    fresh->serial_slaves = old;
+    fresh->serial_slave_count = was_sections;
+}
+
 static void reload_udp(gw_t *gw, const config_tcp_t *want, char *restart, size_t cap)
 {
     restart[0] = 0;
@@ -373,6 +428,35 @@ static void reload_udp(gw_t *gw, const config_tcp_t *want, char *restart, size_t
         return;
     }
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [udp] on: listening on %s:%u", want->bind, want->port);
+}
+
+static bool same_mqtt(const config_t *a, const config_t *b)
+{
+    return a->mqtt_enabled == b->mqtt_enabled && memcmp(&a->mqtt, &b->mqtt, sizeof a->mqtt) == 0;
+}
+
+/* [mqtt] and Sparkplug, every key live: the session stops and one starts
+ * at the new settings (gateway/north_session.c has the argument; nothing
+ * else is touched, and a reload that leaves [mqtt] as it is leaves the
+ * session alone). True when applied; false when unchanged, or when the new
+ * settings cannot start (the error reported, the running ones kept). */
+
+static bool reload_mqtt(gw_t *gw, const config_t *fresh)
+{
+    char err[320];
+    if (same_mqtt(gw->cfg, fresh))
+        return false;
+    if (gw_north_reload(gw->north, fresh->mqtt_enabled ? &fresh->mqtt : NULL, err, sizeof err) == 0) {
+        gw->cfg->mqtt = fresh->mqtt;
+        gw->cfg->mqtt_enabled = fresh->mqtt_enabled;
+        return true;
+    }
+    gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s", err,
+           gw_north_running(gw->north) ? "the [mqtt] before runs again" : "MQTT is off");
+    if (!gw->last_reload.error[0])
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", err);
+    gw->cfg->mqtt_enabled = gw_north_running(gw->north);
+    return false;
 }
 
 static void log_warning(void *ctx, const char *line)
@@ -466,14 +550,16 @@ static void reload(gw_t *gw)
     } else {
         CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));
     }
-    CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
-                        memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
+    bool mqtt = reload_mqtt(gw, fresh);
+    CHANGED("mqtt", !mqtt && !same_mqtt(gw->cfg, fresh));
     CHANGED("workers", gw->cfg->workers != fresh->workers);
-    CHANGED("log_target", gw->cfg->log_syslog != fresh->log_syslog);
     char udp_restart[64];
     reload_udp(gw, &fresh->udp, udp_restart, sizeof udp_restart);
     CHANGED(udp_restart, udp_restart[0] != 0);
-    CHANGED("serial_slaves", !config_same_serial_slaves(gw->cfg, fresh));
+    bool serial_slaves = !config_same_serial_slaves(gw->cfg, fresh);
+    char ss_restart[160];
+    reload_serial_slaves(gw, fresh, ss_restart, sizeof ss_restart);
+    CHANGED(ss_restart, ss_restart[0] != 0);
     /* Maps apply live: rebuilt over the running tag table whenever they or
      * the tags changed (a tag's index moves with the table), nothing else
      * touched. The running copy takes fresh's maps first (gateway/vslave.c). */
@@ -501,16 +587,19 @@ static void reload(gw_t *gw)
     reload_security(gw, fresh, tls_restart, sizeof tls_restart);
     CHANGED(tls_restart, tls_restart[0] != 0);
 #undef CHANGED
-    gw->cfg->log_level = fresh->log_level;
+    bool log_target = gw->cfg->log_syslog != fresh->log_syslog;
+    gw_log_configure(gw, fresh->log_level, fresh->log_syslog);
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level, [tcp], [rtu_tcp] and [udp]%s%s%s%s%s%s%s",
-           gw->opt.config_path, gw->mbaps ? ", [tls] and the roles' rights" : "",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level%s, [tcp], [rtu_tcp] and [udp]%s%s%s%s%s%s%s%s",
+           gw->opt.config_path, log_target ? " and target" : "", gw->mbaps ? ", [tls] and the roles' rights" : "",
+           mqtt ? ", [mqtt]" : "",
            bus_keys ? ", the buses' ports, timeouts and retries" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level tcp rtu_tcp udp%s%s%s%s%s%s%s", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+             serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");

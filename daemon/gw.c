@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 #include <unistd.h>
 
 static void status_line(evutil_socket_t fd, short what, void *arg)
@@ -44,7 +43,7 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
 static int start_serial_slaves(gw_t *gw, char *err, size_t errcap)
 {
     for (unsigned i = 0; i < gw->cfg->serial_slave_count; i++) {
-        if (!(gw->serial_slaves[i] = serial_slave_new(gw, i, err, errcap)))
+        if (!(gw->serial_slaves[i] = serial_slave_new(gw, &gw->cfg->serial_slaves[i], err, errcap)))
             return -1;
         gw->serial_slave_count++;
     }
@@ -59,8 +58,7 @@ static gw_poller_t *start_poller(gw_t *gw, char *err, size_t errcap)
     unsigned n = 0;
     subs[n++] = cache_poll_subscriber(gw);
     subs[n++] = gw_tags_poll_subscriber(gw->tags);
-    if (gw->north)
-        subs[n++] = gw_north_poll_subscriber(gw->north);
+    subs[n++] = gw_north_poll_subscriber(gw->north);   /* silent while [mqtt] is off */
     return poller_new(gw, subs, n, err, errcap);
 }
 
@@ -76,8 +74,10 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     }
     gw->opt = *opt;
     gw->started_ns = gw_now_ns();
-    if (cfg->log_syslog)
-        openlog("rtugw", LOG_PID, LOG_DAEMON);
+    if (cfg->log_syslog) {   /* opened before the first line */
+        gw->cfg->log_syslog = false;
+        gw_log_configure(gw, cfg->log_level, true);
+    }
     int cache = cache_init(gw);
     gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
     gw->serial_slaves = calloc(cfg->serial_slave_count + 1, sizeof *gw->serial_slaves);
@@ -109,7 +109,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     if (!(gw->tags = gw_tags_new(cfg, err, sizeof err)) || !(gw->maps = vslave_new(gw, err, sizeof err)) ||
         start_serial_slaves(gw, err, sizeof err) != 0 ||
         !(gw->tag_writes = tag_writes_new(gw, cfg->http.max_connections + GW_TAG_WRITES_MQTT)) ||
-        (cfg->mqtt_enabled && !(gw->north = gw_north_new(gw, err, sizeof err))) ||
+        !(gw->north = gw_north_new(gw, err, sizeof err)) ||   /* its session only with [mqtt] */
         !(gw->poller = start_poller(gw, err, sizeof err)) ||
         !(gw->scans = scans_new(gw)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||

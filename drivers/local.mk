@@ -6,7 +6,7 @@ drivers_libdrivers_a_SOURCES = \
 	drivers/driver.c drivers/serial.c drivers/sim.c drivers/sim_line.c drivers/sim_driver.c \
 	drivers/capture.c drivers/capture_link.c drivers/capture_write.c drivers/replay.c \
 	drivers/internal.h drivers/layer.c drivers/tcp.c drivers/ascii.c drivers/mbap.c \
-	drivers/resolve.c drivers/udp.c drivers/dialin.c
+	drivers/resolve.c drivers/udp.c drivers/dialin.c drivers/dialin_hub.h drivers/dialin_hub.c
 drivers_libdrivers_a_CFLAGS = $(AM_CFLAGS) $(MODBUS_CFLAGS) $(SERIALPORT_CFLAGS)
 DRIVERS_LIBS = drivers/libdrivers.a parser/libparser.a $(MODBUS_LIBS) $(SERIALPORT_LIBS)
 

@@ -117,7 +117,13 @@ typedef struct gw_serial_slave_metrics {
     atomic_uint_fast64_t requests, answers, exceptions, timeouts, late_dropped, abandoned, ignored;
     atomic_uint_fast64_t bad_frames, port_up;
 } gw_serial_slave_metrics_t;
-gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t errcap);
+/* I/O thread: a serial slave of section c (copied: it keeps its own). */
+gw_serial_slave_t *serial_slave_new(gw_t *gw, const config_serial_slave_t *c, char *err, size_t errcap);
+/* I/O thread, a reload: it stops taking requests and frees itself once
+ * nothing can reach it (serial_slave.c says how); s is not the caller's after. */
+void serial_slave_retire(gw_serial_slave_t *s);
+/* Its section as it runs. */
+const config_serial_slave_t *serial_slave_config(const gw_serial_slave_t *s);
 void serial_slave_free(gw_serial_slave_t *s);
 const char *serial_slave_name(const gw_serial_slave_t *s);
 gw_serial_slave_metrics_t *serial_slave_metrics(gw_serial_slave_t *s);

@@ -21,9 +21,23 @@
  * are forwarded when unit0 routes them and never answered. Every answer
  * waits at least t3.5 after the request's last byte, as a slave on the line
  * must.
+ *
+ * Retired by a reload (serial_slave_retire; the section removed or changed):
+ * the object lives while anything may still reach it, counted in refs: one
+ * for its actor, one for each request a bus or a map owes an answer (the
+ * line core's contract: exactly one answer per request it accepted). The
+ * retire stops the actor (every message sent before is still handled), and
+ * says no request of its own is wanted any more (live_seq 0: what is queued
+ * costs no line time). On ACTOR_STOPPED the port is closed on its own
+ * thread, and the actor's reference is dropped; an answer that comes after
+ * is sent to a stopped actor (refused: -ESRCH) and drops its own. The last
+ * reference frees the object. So no answer reaches freed memory, and none
+ * reaches the new serial slave on the same port: it is another object with
+ * another actor.
  */
 #include "front/internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +57,8 @@ struct gw_serial_slave {
     gw_t *gw;
     gw_maps_t *maps;             /* the wiring's, taken at creation (fixed from start) */
     unsigned bus_count;
-    const config_serial_slave_t *cfg;
+    const config_serial_slave_t *cfg;   /* &own: the running config's copy may be swapped by a reload */
+    config_serial_slave_t own;
     char name[CONFIG_NAME_MAX + 16];
     gw_slave_port_t *port;     /* the port and this actor (gateway/slave_port.c) */
     rtu_framer_t *framer;
@@ -60,7 +75,34 @@ struct gw_serial_slave {
     _Atomic uint32_t live_seq; /* the request still wanted; 0: none (read on the bus's thread) */
     gw_serial_slave_metrics_t m;
     line_bus_metrics_t port_m;   /* port.c's counters: port_up, reopen_attempts */
+    _Atomic unsigned refs;       /* the actor's one, and one per answer owed (above) */
+    atomic_bool retired;         /* set by the reload; the actor takes no request after */
 };
+
+static void free_now(gw_serial_slave_t *s)
+{
+    slave_port_free(s->port);
+    rtu_framer_free(s->framer);
+    free(s);
+}
+
+/* Any thread: the last reference frees it (the argument above). */
+static void unref(gw_serial_slave_t *s)
+{
+    if (atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        free_now(s);
+}
+
+static void unref_ctx(void *ctx)
+{
+    unref(ctx);
+}
+
+/* A request is about to be handed to a bus or a map: its answer will hold a reference. */
+static void owe(gw_serial_slave_t *s)
+{
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+}
 
 const char *serial_slave_name(const gw_serial_slave_t *s) { return s->cfg->name; }
 gw_serial_slave_metrics_t *serial_slave_metrics(gw_serial_slave_t *s) { return &s->m; }
@@ -134,7 +176,9 @@ static void forward_broadcast(gw_serial_slave_t *s, const config_route_t *r, con
     line_request_t req = { .origin = &s->origin, .slave = (uint8_t)r->slave, .bus = (uint8_t)r->bus,
                          .pdu_len = (uint16_t)len, .t_accept_ns = gw_now_ns() };
     memcpy(req.pdu, pdu, len);
-    gw_submit(s->gw, &req);   /* refused or not, a broadcast is never answered */
+    owe(s);
+    if (gw_submit(s->gw, &req) != 0)   /* refused or not, a broadcast is never answered */
+        unref(s);   /* refused: no answer will come (not the last reference: the actor runs this) */
 }
 
 static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
@@ -144,6 +188,8 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
     size_t len = f->len - 3u;
     rtu_request_t decoded;
 
+    if (atomic_load_explicit(&s->retired, memory_order_relaxed))
+        return;   /* bytes read before the retire: the new serial slave on this port answers from now */
     bool mapped = f->adu[0] && vslave_owns(s->maps, f->adu[0]);   /* a map's unit (gateway/vslave.c) */
     if (!mapped && (!r->set || r->bus >= s->bus_count)) {
         gw_count(&s->m.ignored);   /* another slave's, or nobody's */
@@ -175,7 +221,10 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
     if (mapped) {
         uint8_t answer[RTU_MAX_PDU];
         size_t n = 0;
+        owe(s);
         int verdict = gw_unit_dispatch(s->gw, s->slave, &req, answer, &n);
+        if (verdict != GW_UNIT_PENDING)
+            unref(s);   /* answered here, or not the map's: nothing owed */
         if (verdict == GW_UNIT_ROUTE) {
             send_exception(s, MB_EX_PATH_UNAVAILABLE);   /* reloaded meanwhile */
             return;
@@ -186,8 +235,10 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
             return;
         }
     } else {
+        owe(s);
         int code = gw_submit(s->gw, &req);
         if (code) {
+            unref(s);
             send_exception(s, (uint8_t)code);
             return;
         }
@@ -260,6 +311,9 @@ static void behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32
     case SS_MSG_SEND:
         slave_port_write(s->port, data, len);
         break;
+    case ACTOR_STOPPED:   /* retired: its port closes on its own thread, then the actor's reference goes */
+        slave_port_close(s->port, unref_ctx, s);
+        break;
     default:
         break;
     }
@@ -272,7 +326,8 @@ static void origin_answer(line_origin_t *o, const line_request_t *req, const uin
     gw_serial_slave_t *s = (gw_serial_slave_t *)o;
     ss_answer_t a = { .seq = req->seq };
     memcpy(a.pdu, pdu, len);
-    slave_port_send(s->port, SS_MSG_ANSWER, &a, offsetof(ss_answer_t, pdu) + len);
+    slave_port_send(s->port, SS_MSG_ANSWER, &a, offsetof(ss_answer_t, pdu) + len);   /* refused once retired */
+    unref(s);
 }
 
 /* A request the master has given up on costs no line time. */
@@ -286,9 +341,8 @@ static const line_origin_ops_t serial_slave_ops = { "serial_slave", origin_answe
 
 /* ---- construction ------------------------------------------------------------------ */
 
-gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t errcap)
+gw_serial_slave_t *serial_slave_new(gw_t *gw, const config_serial_slave_t *c, char *err, size_t errcap)
 {
-    const config_serial_slave_t *c = &gw_config(gw)->serial_slaves[index];
     gw_serial_slave_t *s = calloc(1, sizeof *s);
 
     if (!s) {
@@ -299,7 +353,9 @@ gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t 
     s->gw = gw;
     s->maps = gw_maps(gw);
     s->bus_count = gw_bus_count(gw);
-    s->cfg = c;
+    s->own = *c;
+    s->cfg = c = &s->own;
+    atomic_init(&s->refs, 1);
     snprintf(s->name, sizeof s->name, "serial_slave %s", c->name);
     unsigned bits = rtu_char_bits(c->data_bits, c->parity, c->stop_bits);
     s->t35_ns = rtu_t35_ns(c->baud, bits);
@@ -316,11 +372,21 @@ gw_serial_slave_t *serial_slave_new(gw_t *gw, unsigned index, char *err, size_t 
     return s;
 }
 
+/* The stop path: the buses and the actors have stopped, nothing is owed. */
 void serial_slave_free(gw_serial_slave_t *s)
 {
-    if (!s)
-        return;
-    slave_port_free(s->port);
-    rtu_framer_free(s->framer);
-    free(s);
+    if (s)
+        free_now(s);
+}
+
+void serial_slave_retire(gw_serial_slave_t *s)
+{
+    atomic_store_explicit(&s->retired, true, memory_order_relaxed);
+    atomic_store_explicit(&s->live_seq, 0, memory_order_relaxed);
+    slave_port_stop_actor(s->port);
+}
+
+const config_serial_slave_t *serial_slave_config(const gw_serial_slave_t *s)
+{
+    return s->cfg;
 }

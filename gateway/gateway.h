@@ -5,7 +5,8 @@
  * actors that host the line cores (bus.c), the one way into a bus
  * (submit.c), the one way a tag is written (tag_write.c), the poller and
  * its subscribers (poller.c; cache.c, tags.c, north.c: the register
- * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
+ * cache, the live tag table, the MQTT glue; north_session.c its session's
+ * life across reloads), the frame ring (frames.c),
  * scans of a bus from the API (scan.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), the actor scheduler and the router
@@ -29,8 +30,8 @@
  * else here; bus.c calls port.c, cache.c (a write's bracket ends
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c (tag_write.c also
- * tags.c, a computed tag's inverse); north.c calls submit.c,
- * tag_write.c and tags.c; vslave.c (the maps: [map NAME]) calls
+ * tags.c, a computed tag's inverse); north.c (with north_session.c and
+ * north_write.c) calls submit.c, tag_write.c, tags.c and loop.c; vslave.c (the maps: [map NAME]) calls
  * tag_write.c, tags.c and loop.c; scan.c (scans from the API) calls
  * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.
  *
@@ -103,9 +104,14 @@ void gw_runtime_free(gw_t *gw);
 void gw_router_metrics_text(gw_t *gw, struct evbuffer *b);
 void gw_actor_metrics_text(gw_t *gw, struct evbuffer *b);
 
-/* Logging, to stderr with a timestamp; level as in config_log_t. */
+/* Logging, to stderr with a timestamp or to syslog (log_target); level as
+ * in config_log_t. Any thread. */
 void gw_log(const gw_t *gw, config_log_t level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The start and every reload (I/O thread): the log's level and target from
+ * cfg; lines logged meanwhile on other threads go whole to the old target or
+ * the new one. */
+void gw_log_configure(gw_t *gw, config_log_t level, bool to_syslog);
 
 
 /* ---- the request path ------------------------------------------------------ */
@@ -384,7 +390,16 @@ typedef struct gw_slave_port gw_slave_port_t;
 gw_slave_port_t *slave_port_new(gw_t *gw, const config_serial_slave_t *c, const char *name,
                                 actor_behaviour_fn behaviour, void *state, line_bus_metrics_t *m, char *err,
                                 size_t errcap);
+/* The stop path (the loops stopped): the port, its driver and sp freed. */
 void slave_port_free(gw_slave_port_t *sp);
+/* A reload that retires a serial slave: its actor stops (it still gets
+ * every message sent before, then ACTOR_STOPPED). Any thread; once. */
+void slave_port_stop_actor(gw_slave_port_t *sp);
+/* Its actor, on ACTOR_STOPPED: the port and its driver are freed on the
+ * port's own thread (no byte read after), then done(ctx) runs there; sp stays
+ * valid for slave_port_send (refused: the actor is gone) until
+ * slave_port_free. */
+void slave_port_close(gw_slave_port_t *sp, void (*done)(void *ctx), void *ctx);
 /* Any thread: a message to its actor, now or after delay_ns. */
 void slave_port_send(gw_slave_port_t *sp, uint32_t type, const void *data, size_t len);
 void slave_port_send_after(gw_slave_port_t *sp, uint32_t type, const void *data, size_t len, uint64_t delay_ns);
@@ -546,10 +561,16 @@ void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, s
 /* I/O thread: the rtugw_frames_* lines of /metrics (f may be NULL). */
 void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b);
 
-/* north.c: the MQTT client, only with an [mqtt] section (I/O thread) */
+/* north.c: the MQTT client's adapter, for the daemon's life; its session
+ * runs while [mqtt] is there (north_session.c). I/O thread. */
 typedef struct gw_north gw_north_t;
 gw_north_t *gw_north_new(gw_t *gw, char *err, size_t errcap);
 void gw_north_free(gw_north_t *gn);
+/* A reload whose [mqtt] differs: the session stops and one starts at want
+ * (NULL: [mqtt] removed, none). 0; -1 with err: want cannot start, the
+ * settings before run again where they can (gw_north_running says). */
+int gw_north_reload(gw_north_t *gn, const north_config_t *want, char *err, size_t errcap);
+bool gw_north_running(const gw_north_t *gn);
 /* The poller's subscriber for MQTT (its groups' values, its tags' values). */
 gw_poll_subscriber_t gw_north_poll_subscriber(gw_north_t *gn);
 /* Any thread (the poller): one poll group's answer; never blocks. */
@@ -610,7 +631,7 @@ gw_tag_writes_t *gw_tag_writes(const gw_t *gw);      /* tag writes in flight */
 gw_maps_t *gw_maps(const gw_t *gw);                  /* [map NAME]; any thread (vslave_owns) */
 gw_scans_t *gw_scans(const gw_t *gw);
 gw_poller_t *gw_poller(const gw_t *gw);
-gw_north_t *gw_north(const gw_t *gw);                /* NULL without [mqtt] */
+gw_north_t *gw_north(const gw_t *gw);                /* never NULL once started; a session only with [mqtt] */
 gw_http_t *gw_http(const gw_t *gw);                  /* NULL without [http] */
 uint64_t gw_started_ns(const gw_t *gw);              /* gw_now_ns() at start */
 /* The front ends running now, for /status and /metrics (NULL: not enabled;

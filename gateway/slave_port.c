@@ -23,9 +23,12 @@
 
 struct gw_slave_port {
     gw_t *gw;
-    driver_t *driver;
-    gw_port_t *port;
+    gw_loop_t *home;            /* the port's loop */
+    driver_t *driver;           /* NULL once closed */
+    gw_port_t *port;            /* NULL once closed */
     actor_ref_t self;
+    void (*done)(void *ctx);    /* slave_port_close's */
+    void *done_ctx;
 };
 
 /* The section's line through the one mapping from line settings to the
@@ -49,6 +52,7 @@ gw_slave_port_t *slave_port_new(gw_t *gw, const config_serial_slave_t *c, const 
     if (!sp)
         return NULL;
     sp->gw = gw;
+    sp->home = home;
     int spawned = !(sp->driver = open_driver(c, err, errcap)) ? -1
                 : gw->cfg->buses_on_io_thread ? actor_spawn_on(gw->actors, loop_host(home), behaviour, state, &sp->self)
                                               : actor_spawn(gw->actors, behaviour, state, &sp->self);
@@ -81,4 +85,37 @@ void slave_port_free(gw_slave_port_t *sp)
     port_free(sp->port);
     driver_free(sp->driver);
     free(sp);
+}
+
+void slave_port_stop_actor(gw_slave_port_t *sp)
+{
+    actor_stop(sp->gw->actors, sp->self);
+}
+
+/* On the port's loop: its events are that loop's, so nothing reads or
+ * writes the port while it is freed. */
+static void close_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_slave_port_t *sp = ctx;
+    (void)a, (void)b, (void)data, (void)len;
+    port_free(sp->port);
+    driver_free(sp->driver);
+    sp->port = NULL;
+    sp->driver = NULL;
+    sp->done(sp->done_ctx);
+}
+
+void slave_port_close(gw_slave_port_t *sp, void (*done)(void *ctx), void *ctx)
+{
+    sp->done = done;
+    sp->done_ctx = ctx;
+    if (loop_post(sp->home, close_here, sp, 0, 0, NULL, 0) == 0)
+        return;
+    /* No memory for the post: freeing the port here could meet its own
+     * thread in one of its callbacks, so it is left open (never read by
+     * anyone: its actor has stopped) and never freed. Said, not hidden. */
+    gw_log(sp->gw, CONFIG_LOG_ERROR, "a retired serial slave's port: out of memory; it stays open until a restart");
+    sp->port = NULL;
+    sp->driver = NULL;
+    done(ctx);
 }

@@ -25,6 +25,7 @@ struct gw {
     int (*config_put)(gw_t *gw, const char *if_match, char *text, size_t len, struct evbuffer *b);
     actor_system_t *actors;
     router_t *router;
+    driver_dialin_ports_t *dialin_ports;   /* listen:// ports the buses share (runtime.c: before them, freed after) */
     gw_loop_t *loop;
     gw_loop_t *line_loop;       /* the line thread's: ports and bus actors; NULL: they are on loop's */
     gw_bus_t **buses;
@@ -41,7 +42,7 @@ struct gw {
     gw_serial_slave_t **serial_slaves;
     unsigned serial_slave_count;
     gw_http_t *http;
-    gw_north_t *north;          /* NULL without [mqtt] */
+    gw_north_t *north;          /* never NULL once started; a session only with [mqtt] */
     /* Published by web_start after the buses have started, read by their
      * actors for every frame: NULL (frame_ring = 0) costs them one load. */
     _Atomic(gw_frames_t *) frames;

@@ -9,7 +9,7 @@ rtugwmodule_PROGRAMS += north/rtugw-mqtt.so
 north_rtugw_mqtt_so_SOURCES = north/north.h north/internal.h north/module.c north/north.c north/values.c \
 	north/writes.c north/client.c north/queue.c north/spool.c north/spool_mark.c north/map.c json/json.h json/quote.c json/body.c \
 	north/sparkplug.c north/sparkplug_cmd.c north/sparkplug_codec.c north/discovery.c \
-	north/remote.c
+	north/remote.c north/replace.c
 north_rtugw_mqtt_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(MOSQUITTO_CFLAGS) $(JSONC_CFLAGS) $(EVENT_CFLAGS) \
 	$(PROTOBUFC_CFLAGS)
 north_rtugw_mqtt_so_LDFLAGS = $(AM_LDFLAGS) -shared

@@ -144,6 +144,11 @@ EXTRA_DIST += tests/test_api.py
 # widen_reads applies, a change behind a tag write is queued, the section editor.
 TESTS += tests/test_live_change.py
 EXTRA_DIST += tests/test_live_change.py
+# [mqtt] live (issue 41): topic_prefix, format, interval, the broker, [mqtt]
+# removed and added, Sparkplug's node, by SIGHUP and PUT /api/config; an
+# unrelated reload leaves the session alone (no QoS 1 gap). Two mosquittos.
+TESTS += tests/test_mqtt_live.py
+EXTRA_DIST += tests/test_mqtt_live.py
 # kill -9 at random instants inside the API's writes (refused and accepted):
 # the files left always pass check and a daemon starts on them. 60 instants
 # here; `make check-kill` runs 200.
@@ -191,8 +196,14 @@ EXTRA_DIST += tests/test_modbus_udp.py
 # (make check); `make check-dialin` does it 1000 times.
 TESTS += tests/test_dialin.py
 EXTRA_DIST += tests/test_dialin.py
+# Three buses on one listening port, told apart by registration: 3 DTUs
+# reconnecting 60 times in random order, an impostor and a staller (make
+# check); `make check-dialin` does it 600 times.
+TESTS += tests/test_dialin_shared.py
+EXTRA_DIST += tests/test_dialin_shared.py tests/test_dialin_kit.py
 check-dialin:
 	CYCLES=1000 $(srcdir)/tests/test_dialin.py
+	CYCLES=600 $(srcdir)/tests/test_dialin_shared.py
 .PHONY: check-dialin
 
 # RTU over TCP: where a request without a length rule ends, fed 10^6 random

@@ -628,8 +628,22 @@ static const char *const field_transports_refused[][3] = {
     { "[bus a]\nport = /dev/ttyUSB0\nregister = text:x\n", "t.ini:3: [bus a] register", "only for port = listen" },
     { "[bus a]\nport = listen://0.0.0.0:7001\nheartbeat = hex:ABC\n", "t.ini:3:", "even number of hex digits" },
     { "[bus a]\nport = listen://0.0.0.0:7001\nregister = text:\n", "t.ini:3:", "1 to 64 bytes" },
-    { "[bus a]\nport = listen://0.0.0.0:7001\n[bus b]\nport = listen://127.0.0.1:7001\n", "t.ini:4:",
-      "one bus per listening port" },
+    /* buses sharing a listening port: 0.0.0.0 takes in every address; each needs a registration, all
+     * different, none beginning another's (the error names both buses) */
+    { "[bus a]\nport = listen://0.0.0.0:7001\n[bus b]\nport = listen://127.0.0.1:7001\n", "t.ini:4: [bus b] port",
+      "bus a listens on 0.0.0.0:7001, and 0.0.0.0 takes in every address" },
+    { "[bus a]\nport = listen://0.0.0.0:7001\nregister = text:A\n[bus b]\nport = listen://0.0.0.0:7001\n",
+      "t.ini:5: [bus b] port = 'listen://0.0.0.0:7001': shared with bus a", "(bus b has none)" },
+    { "[bus a]\nport = listen://0.0.0.0:7001\n[bus b]\nport = listen://0.0.0.0:7001\nregister = text:B\n",
+      "t.ini:5: [bus b] port = 'listen://0.0.0.0:7001': shared with bus a", "(bus a has none)" },
+    { "[bus a]\nport = listen://127.0.0.1:7001\nregister = text:site\n[bus b]\nport = listen://127.0.0.1:7001\n"
+      "heartbeat = text:HB\nregister = hex:73697465\n", "t.ini:7: [bus b] register = 'hex:73697465': bus a",
+      "has the same registration" },
+    { "[bus a]\nport = listen://127.0.0.1:7001\nregister = text:site-1\n[bus b]\nport = listen://127.0.0.1:7001\n"
+      "register = text:site-17\n", "t.ini:6: [bus b] register = 'hex:736974652d3137': bus a",
+      "register = 'hex:736974652d31'; one begins the other" },
+    { "[bus a]\nport = listen://127.0.0.1:7001\nregister = text:site-17\n[bus b]\nport = listen://127.0.0.1:7002\n"
+      "[bus c]\nport = listen://127.0.0.1:7001\nregister = text:site-1\n", "t.ini:8: [bus c] register", "bus a" },
     { "[bus a]\nport = sim\n[udp]\nlisten = 502\n", "t.ini:4: [udp] listen = '502'", "ADDR:PORT" },
     { "[bus a]\nport = sim\n[udp]\nmax_pending = 2\n", "t.ini:3:", "listen = ADDR:PORT is required" },
     { "[bus a]\nport = sim\n[udp]\nlisten = 0.0.0.0:502\ndefault_bus = b\n", "t.ini:5:", "no such bus" },
@@ -661,6 +675,17 @@ static void test_udp_and_dialin(void **state)
     assert_int_equal(cfg->udp.unit[9].slave, 3);
     assert_int_equal(cfg->udp.max_pending, 2);
     assert_int_equal(cfg->udp.max_clients, 64);
+    config_free(cfg);
+    /* three buses on one port, told apart by registrations none of which begins another; one bus alone on
+     * another port needs none, and two other addresses on one port are two sockets */
+    cfg = accepted("[bus a]\nport = listen://0.0.0.0:7001\nregister = text:site-1\n"
+                   "[bus b]\nport = listen://0.0.0.0:7001\nregister = text:site-2\n"
+                   "[bus c]\nport = listen://0.0.0.0:7001\nregister = hex:00fe\n"
+                   "[bus d]\nport = listen://0.0.0.0:7002\n"
+                   "[bus e]\nport = listen://127.0.0.1:7003\n[bus f]\nport = listen://127.0.0.2:7003\n");
+    assert_int_equal(cfg->bus_count, 6);
+    assert_int_equal(cfg->buses[2].dial_register_len, 2);
+    assert_int_equal(cfg->buses[3].dial_register_len, 0);
     config_free(cfg);
     for (size_t i = 0; i < sizeof field_transports_refused / sizeof field_transports_refused[0]; i++)
         expect_refused(field_transports_refused[i][0], field_transports_refused[i][1],

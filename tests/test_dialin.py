@@ -36,7 +36,7 @@ from rtugwtest import BIN, Daemon, check, free_port, procs, run_tests, sanitizer
 
 PY = "/usr/bin/python3"
 try:
-    from pymodbus.client import ModbusTcpClient
+    from test_dialin_kit import reader  # noqa: E402
 except ImportError as e:
     print(f"missing {e.name}: install python3-pymodbus (scripts/bootstrap does)")
     sys.exit(1)
@@ -162,32 +162,10 @@ def stranger(port, prefix):
     return closed
 
 
-def reader(gw, stop, out):
-    c = ModbusTcpClient("127.0.0.1", port=gw.tcp_port, timeout=2)
-    c.connect()
-    rng = random.Random(3)
-    while not stop.is_set():
-        unit = rng.choice((1, 2))
-        addr, count = rng.randint(0, 50), rng.randint(1, 6)
-        try:
-            rr = c.read_holding_registers(addr, count, slave=unit)
-        except Exception:
-            out["errors"] += 1
-            c.close()
-            c.connect()
-            continue
-        if rr.isError() or not hasattr(rr, "registers"):
-            out["exceptions"] += 1
-            time.sleep(0.03)
-            continue
-        want = [(unit * 1000 + a) & 0xFFFF for a in range(addr, addr + count)]
-        if rr.registers != want:
-            out["wrong"] += 1
-            print(f"WRONG slave {unit} addr {addr}: {rr.registers} != {want}", flush=True)
-        else:
-            out["good"] += 1
-        time.sleep(0.01)
-    c.close()
+def pick(rng):
+    unit = rng.choice((1, 2))
+    addr, count = rng.randint(0, 50), rng.randint(1, 6)
+    return unit, addr, count, [(unit * 1000 + a) & 0xFFFF for a in range(addr, addr + count)], f"slave {unit}"
 
 
 def test_dialin_reconnects():
@@ -220,7 +198,7 @@ def test_dialin_reconnects():
 
     out = dict(good=0, wrong=0, exceptions=0, errors=0)
     stop = threading.Event()
-    t = threading.Thread(target=reader, args=(gw, stop, out))
+    t = threading.Thread(target=reader, args=(gw.tcp_port, stop, out, pick, 0.03))
     resumes, abandoned, not_closed = [], [], 0
     rng = random.Random(7)
     t0 = time.time()

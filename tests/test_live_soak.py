@@ -10,14 +10,21 @@ removed, a poll group added or removed, a device's interval_ms, a template
 no device uses added or removed, the log level, [tcp] max_pending, allow and
 the listener's port (by SIGHUP), a device's line keys (timeout_ms,
 dead_after, dead_backoff_ms), a device moved to another slave id, and bus
-a's response_timeout_ms and retries (by SIGHUP). After each change:
+a's response_timeout_ms and retries (by SIGHUP), a [user] added, removed
+or given another role (by SIGHUP; the API is driven by an admin's session,
+which lives through every change), and [mqtt]'s keepalive_s (by SIGHUP: the
+session is swapped, its queue carried). A QoS 1 subscriber (paho, on
+Debian's mosquitto) reads the data throughout. After each change:
   - the daemon's verdict (/status last_reload) is "applied" and nothing is
-    named for a restart;
+    named for a restart; a new user logs in with its role (/whoami), a
+    removed one cannot;
 and every CHECK_EVERY changes, and after the last:
   - the running tables (GET /api/buses, devices, templates, tags, polls)
     equal those of a fresh `rtugw run` of the same file (its ports moved):
     a live change leaves the daemon as a start would;
 and at the end:
+  - the QoS 1 subscriber saw every data sequence number, in order: no gap
+    across any change, MQTT's own included;
   - each client, connected before the first change, kept its connection and
     got every answer right: 0 wrong, 0 lost (the buses changed only in their live keys);
   - the daemon stops cleanly.
@@ -40,11 +47,30 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import BIN, Daemon, check, failure_count, finish, free_port, procs, sanitizer_env, wait_listening  # noqa: E402
+from rtugwtest import BIN, Daemon, check, failure_count, finish, free_port, procs, sanitizer_env, wait_for, wait_listening  # noqa: E402
+from test_mqtt import Broker, Subscriber, seq_check  # noqa: E402
 
 TOKEN = "0d4c8a1f9b2e7d6c5a4b3c2d1e0f9a8b"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
 CHECK_EVERY = 10
+ADMIN_PW = "soak-admin-pw"
+
+
+def hash_password(pw):
+    p = subprocess.run([BIN, "hash-password", "--cost", "1"], input=pw + "\n", capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.startswith("$"), f"rtugw hash-password ({p.stderr.strip()})")
+    return p.stdout.strip()
+
+
+def login(port, user, pw):
+    """POST /login: the session's token, or the HTTP status when refused."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/login", method="POST",
+                                 data=json.dumps({"user": user, "password": pw}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return json.loads(r.read())["token"]
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 def meter_csv(rows):
@@ -53,12 +79,13 @@ def meter_csv(rows):
 
 class Soak(Daemon):
     """The daemon under soak; Daemon's stop(): exit 0 on SIGTERM, no sanitizer report."""
-    def __init__(self, d):
+    def __init__(self, d, broker):
         self.d = d
         self.cfg = os.path.join(d, "rtugw.conf")
         self.tcp, self.http = free_port(), free_port()
         self.http_port = self.http
         self.csv_rows = [("v", 0), ("i", 1)]
+        self.hashes = {}   # the users' password hashes, made once (crypt's cost is the slow part)
         with open(os.path.join(d, "meter.csv"), "w") as f:
             f.write(meter_csv(self.csv_rows))
         with open(self.cfg, "w") as f:
@@ -70,16 +97,27 @@ class Soak(Daemon):
                     "[device d3]\nbus = b\nslave = 3\n"
                     "[tag t1]\ndevice = d1\ntable = holding\naddress = 10\ntype = uint16\n"
                     f"[tcp]\nport = {self.tcp}\nmax_clients = 64\nunit3 = b:3\n"
-                    f"[http]\nport = {self.http}\nwrite_token = {TOKEN}\nmax_body_bytes = 1048576\n")
+                    f"[http]\nport = {self.http}\nwrite_token = {TOKEN}\nmax_body_bytes = 1048576\n"
+                    f"[user admin]\npassword_hash = {self.hash_of(ADMIN_PW)}\nrole = admin\n"
+                    f"[mqtt]\nhost = 127.0.0.1\nport = {broker.port}\ngateway = soak\nclient_id = soak-gw\n"
+                    "keepalive_s = 5\npublish = poll\nqos = 1\n")
         self.log = open(os.path.join(d, "log"), "w+")
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stdout=self.log, stderr=self.log, env=sanitizer_env())
         procs.append(self.p)
         check(wait_listening(self.tcp, self.p) and wait_listening(self.http, self.p), "the daemon listens (Modbus TCP, HTTP)")
+        # with users the configuration API is an admin's: one session, kept across every change
+        self.token = login(self.http, "admin", ADMIN_PW)
+        check(isinstance(self.token, str), f"the admin logs in ({self.token})")
         self.n = 0
 
-    def http_call(self, method, path, body=None, headers=None, port=None):
+    def hash_of(self, pw):
+        if pw not in self.hashes:
+            self.hashes[pw] = hash_password(pw)
+        return self.hashes[pw]
+
+    def http_call(self, method, path, body=None, headers=None, port=None, token=None):
         req = urllib.request.Request(f"http://127.0.0.1:{port or self.http}{path}", data=body, method=method,
-                                     headers={**AUTH, **(headers or {})})
+                                     headers={"Authorization": f"Bearer {token or self.token}", **(headers or {})})
         try:
             with urllib.request.urlopen(req, timeout=20) as r:
                 return r.status, r.read(), r.headers
@@ -115,7 +153,13 @@ class Soak(Daemon):
         self.n += 1
         n, text = self.n, self.text()
         kind = rng.choice(["tag+", "tag-", "csv", "device+", "device-", "poll+", "poll-", "interval", "spare",
-                           "log", "tcp", "port", "devkeys", "move", "buskeys"])
+                           "log", "tcp", "port", "devkeys", "move", "buskeys", "user", "mqtt"])
+        if kind == "mqtt":      # the session swapped at new settings (same broker and prefix: its queue carried)
+            keep = text.split("keepalive_s = ")[1].split("\n")[0]
+            self.hup(text.replace(f"keepalive_s = {keep}\n", f"keepalive_s = {rng.choice([5, 6, 7, 8])}\n"))
+            return kind, (200, b"")
+        if kind == "user":      # a user added, removed or given another role, by SIGHUP
+            return self.user_change(rng, n, text)
         if kind == "devkeys":   # the line's keys for slave 1 (line_keys_t), by the API
             return kind, self.api("PUT", "/api/devices/d1", {"bus": "a", "slave": 1,
                                                              "timeout_ms": rng.choice([0, 700, 1200]),
@@ -185,10 +229,37 @@ class Soak(Daemon):
         self.hup(text.replace(f"[tcp]\nport = {old}\n", f"[tcp]\nport = {self.tcp}\n"))
         return kind, (200, b"")
 
-    def tables(self, port):
+    def user_change(self, rng, n, text):
+        """[user uN] sections come and go and change role; the admin's session
+        lives through each, a new user logs in with its role, a removed one
+        cannot, and a changed role is the one /whoami shows."""
+        names = [line[6:-1] for line in text.split("\n") if line.startswith("[user u")]
+        if names and rng.random() < 0.4:
+            name = rng.choice(names)
+            block = text.split(f"[user {name}]\n")[1].split("[")[0]
+            self.hup(text.replace(f"[user {name}]\n{block}", ""))
+            got = login(self.http, name, f"pw-{name}")
+            return "user-", (200, b"") if got == 401 else (500, f"removed user {name} logs in: {got}".encode())
+        name = rng.choice(names) if names and rng.random() < 0.5 else f"u{n}"
+        role = rng.choice(["viewer", "operator", "admin"])
+        section = f"[user {name}]\npassword_hash = {self.hash_of(f'pw-{name}')}\nrole = {role}\n"
+        if name in names:
+            block = text.split(f"[user {name}]\n")[1].split("[")[0]
+            self.hup(text.replace(f"[user {name}]\n{block}", section))
+        else:
+            self.hup(text + section)
+        tok = login(self.http, name, f"pw-{name}")
+        kind = "user~" if name in names else "user+"
+        if not isinstance(tok, str):
+            return kind, (500, f"user {name} cannot log in: {tok}".encode())
+        st, body, _ = self.http_call("GET", "/whoami", token=tok)
+        who = json.loads(body) if st == 200 else {}
+        return kind, (200, b"") if who.get("role") == role else (500, f"/whoami of {name}: {st} {body[:200]!r}".encode())
+
+    def tables(self, port, token=None):
         out = {}
         for what in ("buses", "devices", "templates", "tags", "polls"):
-            st, body, _ = self.http_call("GET", f"/api/{what}", port=port)
+            st, body, _ = self.http_call("GET", f"/api/{what}", port=port, token=token)
             out[what] = json.loads(body) if st == 200 else st
         return out
 
@@ -207,7 +278,7 @@ class Soak(Daemon):
         try:
             if not wait_listening(http, p):
                 return None
-            return self.tables(http)
+            return self.tables(http, login(http, "admin", ADMIN_PW))
         finally:
             p.terminate()
             p.wait(timeout=10)
@@ -258,7 +329,10 @@ def main():
     rng = random.Random(seed)
     print(f"== {n_changes} live changes, seed {seed} (RTUGW_SEED={seed} replays it)", flush=True)
     d = tempfile.mkdtemp(prefix="rtugw-soak-")
-    s = Soak(d)
+    broker = Broker("soak")
+    sub = Subscriber(broker.port, "rtugw/soak/+/data", "soak-sub")
+    s = Soak(d, broker)
+    check(wait_for(lambda: len(sub.messages("/data")) >= 3, 10), "the QoS 1 subscriber gets data before the first change")
     stop = threading.Event()
     tally = {"ok": 0, "wrong": [], "lost": [], "per": {1: 0, 3: 0}}
     readers = [threading.Thread(target=reader, args=(s.tcp, slave, stop, tally)) for slave in (1, 3)]
@@ -285,6 +359,9 @@ def main():
             break
     time.sleep(0.5)
     stop.set()
+    time.sleep(1.0)   # the last data messages reach the subscriber
+    seqs = [p["seq"] for _, p, _ in sub.messages("/data") if isinstance(p, dict) and "seq" in p]
+    seq_check(seqs, "MQTT: the QoS 1 subscriber saw every data message, in order, across every change")
     for t in readers:
         t.join(timeout=15)
     print("changes: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())), flush=True)
@@ -295,6 +372,8 @@ def main():
     check(not tally["lost"], f"no lost answer, each client on its one connection ({tally['lost'][:5]})")
     check(tally["ok"] > 50, f"the clients were served throughout ({tally['ok']} answers)")
     s.stop()
+    sub.close()
+    broker.stop()
     if failure_count() == 0:
         shutil.rmtree(d, ignore_errors=True)
     else:
