@@ -545,7 +545,7 @@ static void reload(gw_t *gw)
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     if (gw->http) {
         char http_restart[16];
-        http_reload(gw->http, fresh, http_restart, sizeof http_restart);
+        http_reload(gw->http, &gw->cfg->http, fresh, http_restart, sizeof http_restart);
         CHANGED(http_restart, http_restart[0] != 0);
     } else {
         CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));

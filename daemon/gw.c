@@ -33,7 +33,7 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
     fprintf(stderr, "\r\033[K[rtugw] buses up %u/%u | tcp %s:%u clients %llu | requests %llu responses %llu "
                     "timeouts %llu | polls ok %u/%u | %s://%s:%u/status",
             up, gw->bus_count, gw->cfg->tcp.bind, gw->cfg->tcp.port,
-            (unsigned long long)gw_read(&gw->tcp_metrics.active), (unsigned long long)req,
+            (unsigned long long)(gw->tcp ? gw_read(&tcp_metrics(gw->tcp)->active) : 0), (unsigned long long)req,
             (unsigned long long)resp, (unsigned long long)to, polls_ok, gw->cfg->poll_count,
             gw->cfg->http.tls_cert[0] ? "https" : "http", gw->cfg->http.bind, gw->cfg->http.port);
     fflush(stderr);

@@ -6,7 +6,7 @@
 
 #include "daemon/daemon.h"
 #include "front/front.h"
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 #include "web/web.h"
 
 /* control.c: signals, reload, graceful stop (I/O thread) */

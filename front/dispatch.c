@@ -38,7 +38,7 @@ bool front_route(const gw_t *gw, const config_tcp_t *cfg, uint8_t unit, unsigned
         return false;       /* 248..255 mean nothing on a serial line unless mapped */
     *bus = cfg->default_bus;
     *slave = unit;          /* unit 0 unmapped: a broadcast */
-    return gw->bus_count > 0;
+    return gw_bus_count(gw) > 0;
 }
 
 static size_t exception(uint8_t out[RTU_MAX_PDU], uint8_t fc, uint8_t code)
@@ -56,14 +56,14 @@ size_t front_dispatch(gw_t *gw, const config_tcp_t *cfg, gw_tcp_metrics_t *m, in
     rtu_request_t req;
     rtu_status_t st;
     unsigned bus = 0, slave = 0;
-    bool mapped = vslave_owns(gw->maps, h->unit);   /* a map's unit: routed nowhere */
-    bool routed = !mapped && front_route(gw, cfg, h->unit, &bus, &slave) && bus < gw->bus_count;
+    bool mapped = vslave_owns(gw_maps(gw), h->unit);   /* a map's unit: routed nowhere */
+    bool routed = !mapped && front_route(gw, cfg, h->unit, &bus, &slave) && bus < gw_bus_count(gw);
 
     if (h->refuse) {
         gw_count(&m->ambiguous_refused);
         return exception(out, pdu[0], h->refuse);
     }
-    if (role >= 0 && !mbaps_allows(gw->mbaps, role, h->unit, routed ? (int)bus : -1, pdu, len))
+    if (role >= 0 && !mbaps_allows(gw_mbaps(gw), role, h->unit, routed ? (int)bus : -1, pdu, len))
         return exception(out, pdu[0], MB_EX_ILLEGAL_FUNCTION);
     if ((st = rtu_request_decode_pdu(pdu, len, &req)) == RTU_ERR_FUNCTION)
         return exception(out, pdu[0], MB_EX_ILLEGAL_FUNCTION);

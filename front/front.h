@@ -18,6 +18,50 @@
 
 #include "gateway/gateway.h"
 
+/* The front ends' counters, each block owned by its listener (tcp.c,
+ * rtu_tcp.c, udp.c, mbaps.c), written on the I/O thread, read by /status
+ * and /metrics through tcp_metrics, udp_metrics and mbaps_metrics: relaxed
+ * atomics with a single writer each. A listener a reload starts starts at 0,
+ * as its counters did before it existed. */
+typedef struct gw_tcp_metrics {
+    atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
+    atomic_uint_fast64_t requests, answers, bad_mbap, discarded, read_only_refused;
+    atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
+    atomic_uint_fast64_t half_closed, refused_address, adu_timeout_closed, accept_errors, revoked_closed;
+    atomic_uint_fast64_t ambiguous_refused;
+    /* back-pressure (front/backpressure.c), per class: requests that waited
+     * for a place in their bus, the time they waited, connections waiting now */
+    atomic_uint_fast64_t waits, wait_us, waiting, priority_waits, priority_wait_us, priority_waiting;
+    /* exceptions 06 answered for a full bus queue, and connections not read
+     * for a while because their budget of them was spent (front/tcp.c) */
+    atomic_uint_fast64_t busy_refused, busy_throttled;
+} gw_tcp_metrics_t;
+
+/* [udp] (front/udp.c): common holds what every front end counts (requests,
+ * answers, bad_mbap: malformed datagrams, refused_allow, unrouted,
+ * read_only_refused, cache_hits, discarded); the rest is UDP's own. */
+typedef struct gw_udp_metrics {
+    gw_tcp_metrics_t common;
+    atomic_uint_fast64_t refused_inflight;  /* 0x06: max_pending of its source address in flight */
+    atomic_uint_fast64_t refused_sources;   /* 0x06: max_clients addresses in flight already */
+    atomic_uint_fast64_t send_errors;       /* answers the socket did not take */
+    atomic_uint_fast64_t in_flight;         /* gauge */
+} gw_udp_metrics_t;
+
+/* Why a TLS client was refused (mbaps.c counts them by reason). */
+typedef enum gw_tls_refusal {
+    GW_TLS_NO_CERTIFICATE, GW_TLS_UNTRUSTED, GW_TLS_EXPIRED, GW_TLS_REVOKED, GW_TLS_NO_ROLE, GW_TLS_UNKNOWN_ROLE,
+    GW_TLS_VERSION, GW_TLS_TIMEOUT, GW_TLS_CLOSED, GW_TLS_OTHER, GW_TLS_REFUSAL_COUNT
+} gw_tls_refusal_t;
+extern const char *const gw_tls_refusal_names[GW_TLS_REFUSAL_COUNT];
+
+typedef struct gw_tls_metrics {
+    atomic_uint_fast64_t accepted, handshakes, resumed, active, reloads, reload_failures;
+    atomic_uint_fast64_t handshaking, handshakes_refused_full, handshakes_refused_address;
+    atomic_uint_fast64_t refused[GW_TLS_REFUSAL_COUNT];
+    atomic_uint_fast64_t role_requests[CONFIG_MAX_ROLES], role_refused[CONFIG_MAX_ROLES];
+} gw_tls_metrics_t;
+
 /* [tcp]: tcp_listen with MBAP framing. */
 gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap);
 /* [rtu_tcp] (rtu_tcp.c): tcp_listen with RTU framing. */
@@ -32,6 +76,12 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
 const config_tcp_t *tcp_running_config(const gw_tcp_t *tcp);
 /* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
 void tcp_recheck_sessions(gw_tcp_t *tcp);
+/* Its counters (NULL for tcp NULL: the listener is not enabled). */
+const gw_tcp_metrics_t *tcp_metrics(const gw_tcp_t *tcp);
+/* /status's ,"tcp":{...}: connections, requests, answers and the waits of
+ * each class (0s for tcp NULL). I/O thread. */
+struct evbuffer;
+void tcp_status_json(const gw_tcp_t *tcp, struct evbuffer *b);
 
 
 /* [udp] (udp.c, I/O thread): Modbus UDP requests routed as [tcp]'s, each
@@ -44,6 +94,7 @@ void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, char *restart, size
 const config_tcp_t *udp_running_config(const gw_udp_t *u);
 void udp_stop_accepting(gw_udp_t *u);
 unsigned udp_in_flight(const gw_udp_t *u);
+const gw_udp_metrics_t *udp_metrics(const gw_udp_t *u);   /* NULL for u NULL */
 
 /* mbaps.c (I/O thread): MB-TCP-Security for the TLS listener of tcp.c.
  * Loads the TLS module and makes a context of [tls]'s files; NULL with err. */

@@ -71,9 +71,8 @@ int front_map_request(gw_t *gw, uint8_t unit, const line_request_t *r, uint8_t o
 /* unit -> bus and slave, per a section's routes. false: no path. */
 bool front_route(const gw_t *gw, const config_tcp_t *cfg, uint8_t unit, unsigned *bus, unsigned *slave);
 
-/* A listener on cfg's bind and port, its requests split by framing, counted in m. */
-gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
-                     char *err, size_t errcap);
+/* A listener on cfg's bind and port, its requests split by framing, counted in its own counters. */
+gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, char *err, size_t errcap);
 
 /*
  * backpressure.c (I/O thread, but shares_answered): a listener's share of

@@ -136,12 +136,12 @@ gw_mbaps_t *mbaps_new(gw_t *gw, char *err, size_t errcap)
         free(t);
         return NULL;
     }
-    if (!(t->env = t->tls->env_new(gw->cfg, config_role_find))) {
+    if (!(t->env = t->tls->env_new(gw_config(gw), config_role_find))) {
         snprintf(err, errcap, "tls: cannot initialise OpenSSL");
         free(t);
         return NULL;
     }
-    if (!(t->ctx = ctx_confined(t, gw->cfg, err, errcap))) {
+    if (!(t->ctx = ctx_confined(t, gw_config(gw), err, errcap))) {
         mbaps_free(t);
         return NULL;
     }
@@ -169,7 +169,7 @@ void mbaps_free(gw_mbaps_t *t)
  */
 bool mbaps_admit(gw_mbaps_t *t, unsigned in_handshake, unsigned from_address)
 {
-    const config_tls_t *c = &t->gw->cfg->tls;
+    const config_tls_t *c = &gw_config(t->gw)->tls;
     if (in_handshake >= c->max_handshakes) {
         gw_count(&t->metrics.handshakes_refused_full);
         return false;
@@ -188,7 +188,7 @@ void mbaps_handshaking(gw_mbaps_t *t, unsigned in_handshake)
 
 struct bufferevent *mbaps_accept(gw_mbaps_t *t, int fd)
 {
-    struct bufferevent *bev = t->tls->accept(t->ctx, loop_base(t->gw->loop), fd);
+    struct bufferevent *bev = t->tls->accept(t->ctx, loop_base(gw_loop(t->gw)), fd);
     if (bev) {
         gw_count(&t->metrics.accepted);
         gw_count(&t->metrics.active);
@@ -240,7 +240,7 @@ void mbaps_refused(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr
 
     if (timed_out) {
         why = GW_TLS_TIMEOUT;
-        snprintf(detail, sizeof detail, "no complete handshake within %u ms", t->gw->cfg->tls.handshake_timeout_ms);
+        snprintf(detail, sizeof detail, "no complete handshake within %u ms", gw_config(t->gw)->tls.handshake_timeout_ms);
     } else {
         why = t->tls->refusal(bev, detail, sizeof detail);
     }
@@ -257,7 +257,7 @@ int mbaps_connected(gw_mbaps_t *t, struct bufferevent *bev, const struct sockadd
     bool resumed;
     int role = t->tls->peer(bev, &resumed, detail, sizeof detail);
 
-    if (role < 0 || (unsigned)role >= t->gw->cfg->role_count) {
+    if (role < 0 || (unsigned)role >= gw_config(t->gw)->role_count) {
         mbaps_refused(t, bev, peer, false);
         return -1;
     }
@@ -265,7 +265,7 @@ int mbaps_connected(gw_mbaps_t *t, struct bufferevent *bev, const struct sockadd
     if (resumed)
         gw_count(&t->metrics.resumed);
     peer_text(peer, addr, sizeof addr);
-    gw_log(t->gw, CONFIG_LOG_INFO, "tls: %s is role %s (%s)", addr, t->gw->cfg->roles[role].name, detail);
+    gw_log(t->gw, CONFIG_LOG_INFO, "tls: %s is role %s (%s)", addr, gw_config(t->gw)->roles[role].name, detail);
     return role;
 }
 
@@ -282,7 +282,7 @@ static unsigned function_class(const uint8_t *pdu, size_t len)
 
 bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t *pdu, size_t len)
 {
-    const config_role_t *r = &t->gw->cfg->roles[role];
+    const config_role_t *r = &gw_config(t->gw)->roles[role];
     unsigned need = len ? function_class(pdu, len) : 0;
     bool where = (r->units[unit / 8] >> (unit % 8) & 1) || (bus >= 0 && config_role_has_bus(r, (unsigned)bus));
     bool ok = need && (r->functions & need) == need && where;
@@ -295,7 +295,7 @@ bool mbaps_allows(gw_mbaps_t *t, int role, uint8_t unit, int bus, const uint8_t 
 
 bool mbaps_role_priority(gw_mbaps_t *t, int role)
 {
-    return role >= 0 && t->gw->cfg->roles[role].priority;
+    return role >= 0 && gw_config(t->gw)->roles[role].priority;
 }
 
 int mbaps_reload(gw_mbaps_t *t, const config_t *fresh)

@@ -79,5 +79,5 @@ static const tcp_framing_t rtu_framing = { "rtu_tcp", RTU_MIN_ADU, rtu_next, rtu
 
 gw_tcp_t *rtu_tcp_new(gw_t *gw, char *err, size_t errcap)
 {
-    return tcp_listen(gw, &gw->cfg->rtu_tcp, &rtu_framing, &gw->rtu_tcp_metrics, err, errcap);
+    return tcp_listen(gw, &gw_config(gw)->rtu_tcp, &rtu_framing, err, errcap);
 }

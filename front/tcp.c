@@ -76,7 +76,7 @@ static void handshake_over(tcp_conn_t *c)
 {
     c->handshaking = false;
     c->tcp->handshaking--;
-    mbaps_handshaking(c->tcp->gw->mbaps, c->tcp->handshaking);
+    mbaps_handshaking(c->tcp->mbaps, c->tcp->handshaking);
 }
 
 void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
@@ -104,7 +104,7 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
     if (c->ev_throttle)
         event_free(c->ev_throttle);
     if (c->tls)
-        mbaps_closed(tcp->gw->mbaps, c->bev);
+        mbaps_closed(tcp->mbaps, c->bev);
     if (reason)
         gw_count(reason);
     gw_count(&tcp->m->closed);
@@ -218,7 +218,7 @@ static bool busy_throttle(tcp_conn_t *c)
         if (c->busy_tat_ns <= now + slack)
             return false;
         if (!c->ev_throttle)
-            c->ev_throttle = evtimer_new(loop_base(c->tcp->gw->loop), on_throttle_end, c);
+            c->ev_throttle = evtimer_new(loop_base(c->tcp->loop), on_throttle_end, c);
         if (!c->ev_throttle)
             return false;   /* out of memory: unthrottled rather than never read again */
         uint64_t wait_ns = c->busy_tat_ns - slack - now;
@@ -248,7 +248,7 @@ static uint8_t request_class(const tcp_conn_t *c, uint8_t unit, const uint8_t *p
     const config_tcp_t *cfg = &c->tcp->cfg;
     bool high = c->klass == TCP_CLASS_PRIORITY || (cfg->priority_units[unit / 8] >> (unit % 8) & 1) ||
                 (cfg->priority_functions && (rtu_function_class(pdu, len) & cfg->priority_functions)) ||
-                (c->role >= 0 && mbaps_role_priority(c->tcp->gw->mbaps, c->role));
+                (c->role >= 0 && mbaps_role_priority(c->tcp->mbaps, c->role));
     return high ? TCP_CLASS_PRIORITY : TCP_CLASS_NORMAL;
 }
 
@@ -370,8 +370,8 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
     gw_tcp_t *tcp = c->tcp;
     unsigned bus, slave;
 
-    if (adu->refuse || vslave_owns(tcp->gw->maps, adu->unit) ||
-        !front_route(tcp->gw, &tcp->cfg, adu->unit, &bus, &slave) || bus >= tcp->gw->bus_count)
+    if (adu->refuse || vslave_owns(tcp->maps, adu->unit) ||
+        !front_route(tcp->gw, &tcp->cfg, adu->unit, &bus, &slave) || bus >= tcp->bus_count)
         return false;   /* answered here (a map's unit too), no place taken */
     unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
     if ((c->reserved && c->reserved_bus == bus) || shares_room(tcp->shares, bus, klass, false))
@@ -443,7 +443,7 @@ static void conn_parse(tcp_conn_t *c, bool quiet)
         if (rc == 2) {
             struct timeval q = { 0, RTU_TCP_QUIET_MS * 1000 };
             if (!c->ev_quiet)
-                c->ev_quiet = evtimer_new(loop_base(tcp->gw->loop), on_quiet, c);
+                c->ev_quiet = evtimer_new(loop_base(tcp->loop), on_quiet, c);
             if (c->ev_quiet)
                 evtimer_add(c->ev_quiet, &q);
             break;
@@ -559,14 +559,14 @@ void conn_event(struct bufferevent *bev, short what, void *arg)
          * max_clients and max_per_address, or is refused as one would be. */
         handshake_over(c);
         if ((what & BEV_EVENT_CONNECTED) &&
-            (c->role = mbaps_connected(tcp->gw->mbaps, bev, (const struct sockaddr *)&c->peer)) >= 0) {
+            (c->role = mbaps_connected(tcp->mbaps, bev, (const struct sockaddr *)&c->peer)) >= 0) {
             atomic_uint_fast64_t *refused = clients_full(tcp, (const struct sockaddr *)&c->peer, c);
             if (refused)
                 conn_close(c, refused);
             return;
         }
         if (!(what & BEV_EVENT_CONNECTED))
-            mbaps_refused(tcp->gw->mbaps, bev, (const struct sockaddr *)&c->peer, false);
+            mbaps_refused(tcp->mbaps, bev, (const struct sockaddr *)&c->peer, false);
         conn_close(c, NULL);
         return;
     }
@@ -674,7 +674,7 @@ static void origin_answer(line_origin_t *o, const line_request_t *req, const uin
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;
     shares_answered(tcp->shares, req->bus);   /* before the post: serve_waiters sees the place free */
-    if (loop_post(tcp->gw->loop, on_answer, tcp, req->conn_id, req->seq, pdu, len) != 0)
+    if (loop_post(tcp->loop, on_answer, tcp, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: cannot queue an answer (out of memory)", tcp->framing->section);
 }
 

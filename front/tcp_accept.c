@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -87,7 +88,7 @@ static bool handshake_admitted(const gw_tcp_t *tcp, const struct sockaddr *sa)
     for (unsigned i = 0; i < tcp->top; i++)
         if (tcp->conns[i] && tcp->conns[i]->handshaking && same_address(&tcp->conns[i]->peer, sa))
             here++;
-    return mbaps_admit(tcp->gw->mbaps, tcp->handshaking, here);
+    return mbaps_admit(tcp->mbaps, tcp->handshaking, here);
 }
 
 /*
@@ -142,7 +143,6 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
                       void *arg)
 {
     gw_tcp_t *tcp = arg;
-    gw_t *gw = tcp->gw;
     unsigned index = TCP_TABLE;
     bool tls = l == tcp->tls_listener;
     atomic_uint_fast64_t *refused = NULL;
@@ -169,8 +169,8 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
      * its first request (conn_parse): an idle connection costs only this
      * and its bufferevent. */
     tcp_conn_t *c = calloc(1, sizeof *c);
-    struct bufferevent *bev = tls ? mbaps_accept(gw->mbaps, fd)
-                                  : bufferevent_socket_new(loop_base(gw->loop), fd, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = tls ? mbaps_accept(tcp->mbaps, fd)
+                                  : bufferevent_socket_new(loop_base(tcp->loop), fd, BEV_OPT_CLOSE_ON_FREE);
     if (!c || !bev) {
         free(c);
         if (bev)
@@ -189,7 +189,7 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     c->role = -1;
     c->klass = client_class(tcp, sa);
     if (tls)
-        mbaps_handshaking(gw->mbaps, ++tcp->handshaking);
+        mbaps_handshaking(tcp->mbaps, ++tcp->handshaking);
     /* Generation from 1, so no live id is ever 0. */
     c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
     c->last_activity_ns = gw_now_ns();
@@ -230,7 +230,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     uint64_t now = gw_now_ns();
     uint64_t idle = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
     uint64_t adu = (uint64_t)tcp->cfg.adu_timeout_ms * 1000000ull;
-    uint64_t handshake = (uint64_t)tcp->gw->cfg->tls.handshake_timeout_ms * 1000000ull;
+    uint64_t handshake = (uint64_t)gw_config(tcp->gw)->tls.handshake_timeout_ms * 1000000ull;
     (void)fd;
     (void)what;
     for (unsigned i = 0; i < tcp->top; i++) {
@@ -238,7 +238,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         if (!c)
             continue;
         if (c->handshaking && now - c->last_activity_ns > handshake) {
-            mbaps_refused(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer, true);
+            mbaps_refused(tcp->mbaps, c->bev, (const struct sockaddr *)&c->peer, true);
             conn_close(c, NULL);
         } else if (c->partial_since_ns && now - c->partial_since_ns > adu) {
             gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: an ADU incomplete after %u ms; closing that connection",
@@ -266,7 +266,7 @@ static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, cons
         snprintf(err, errcap, "[%s] bind = '%s': not an IPv4 address", section, bind);
         return NULL;
     }
-    struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->gw->loop), on_accept, tcp,
+    struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->loop), on_accept, tcp,
                                                        LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
                                                        SOMAXCONN, (struct sockaddr *)&sin, sizeof sin);
     if (!l)
@@ -293,7 +293,7 @@ static void fit_descriptors(gw_tcp_t *tcp)
     struct rlimit rl;
     const char *section = tcp->framing->section;
     rlim_t need = (rlim_t)tcp->cfg.max_clients + TCP_FD_HEADROOM +
-                  (tcp->gw->mbaps ? tcp->gw->cfg->tls.max_handshakes : 0);
+                  (tcp->mbaps ? gw_config(tcp->gw)->tls.max_handshakes : 0);
 
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
@@ -314,9 +314,8 @@ static void fit_descriptors(gw_tcp_t *tcp)
                (unsigned long long)(rl.rlim_cur > TCP_FD_HEADROOM ? rl.rlim_cur - TCP_FD_HEADROOM : 0));
 }
 
-/* cfg's listener when enabled, its requests split by framing, counted in m. */
-gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, gw_tcp_metrics_t *m,
-                     char *err, size_t errcap)
+/* cfg's listener when enabled, its requests split by framing, counted in its own counters. */
+gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, char *err, size_t errcap)
 {
     gw_tcp_t *tcp = calloc(1, sizeof *tcp);
 
@@ -327,10 +326,14 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
     tcp->origin.ops = &tcp_origin_ops;
     tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     tcp->gw = gw;
+    tcp->loop = gw_loop(gw);
+    tcp->mbaps = gw_mbaps(gw);
+    tcp->maps = gw_maps(gw);
+    tcp->bus_count = gw_bus_count(gw);
     tcp->cfg = *cfg;
     tcp->framing = framing;
-    tcp->m = m;
-    if (!(tcp->shares = shares_new(gw->bus_count, cfg->bus_share))) {
+    tcp->m = &tcp->counters;
+    if (!(tcp->shares = shares_new(tcp->bus_count, cfg->bus_share))) {
         snprintf(err, errcap, "out of memory");
         free(tcp);
         return NULL;
@@ -342,9 +345,9 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
     }
     if (tcp->cfg.enabled)
         fit_descriptors(tcp);
-    tcp->ev_accept_retry = evtimer_new(loop_base(gw->loop), on_accept_retry, tcp);
-    tcp->ev_idle = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, tcp);
-    tcp->ev_serve = event_new(loop_base(gw->loop), -1, 0, on_serve, tcp);
+    tcp->ev_accept_retry = evtimer_new(loop_base(tcp->loop), on_accept_retry, tcp);
+    tcp->ev_idle = event_new(loop_base(tcp->loop), -1, EV_PERSIST, on_sweep, tcp);
+    tcp->ev_serve = event_new(loop_base(tcp->loop), -1, 0, on_serve, tcp);
     if (!tcp->ev_accept_retry || !tcp->ev_idle || !tcp->ev_serve) {
         snprintf(err, errcap, "out of memory");
         tcp_free(tcp);
@@ -353,13 +356,13 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
     return tcp;
 }
 
-/* [tcp]'s listener when enabled, [tls]'s when gw->mbaps is there: both MBAP. */
+/* [tcp]'s listener when enabled, [tls]'s when [tls] is enabled (mbaps_new made its context): both MBAP. */
 gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
 {
-    const config_tls_t *tls = &gw->cfg->tls;
-    gw_tcp_t *tcp = tcp_listen(gw, &gw->cfg->tcp, &tcp_framing_mbap, &gw->tcp_metrics, err, errcap);
+    const config_tls_t *tls = &gw_config(gw)->tls;
+    gw_tcp_t *tcp = tcp_listen(gw, &gw_config(gw)->tcp, &tcp_framing_mbap, err, errcap);
 
-    if (tcp && gw->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap))) {
+    if (tcp && tcp->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap))) {
         tcp_free(tcp);
         return NULL;
     }
@@ -378,6 +381,26 @@ void tcp_stop_accepting(gw_tcp_t *tcp)
 unsigned tcp_in_flight(const gw_tcp_t *tcp)
 {
     return tcp ? tcp->in_flight : 0;
+}
+
+const gw_tcp_metrics_t *tcp_metrics(const gw_tcp_t *tcp)
+{
+    return tcp ? &tcp->counters : NULL;
+}
+
+void tcp_status_json(const gw_tcp_t *tcp, struct evbuffer *b)
+{
+    static const gw_tcp_metrics_t none;   /* a listener not enabled: its 0s */
+    const gw_tcp_metrics_t *m = tcp ? &tcp->counters : &none;
+    evbuffer_add_printf(b, ",\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu,"
+                           "\"classes\":{\"normal\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu},"
+                           "\"priority\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu}}}",
+                        (unsigned long long)gw_read(&m->active), (unsigned long long)gw_read(&m->requests),
+                        (unsigned long long)gw_read(&m->answers), (unsigned long long)gw_read(&m->waiting),
+                        (unsigned long long)gw_read(&m->waits), (unsigned long long)gw_read(&m->wait_us),
+                        (unsigned long long)gw_read(&m->priority_waiting),
+                        (unsigned long long)gw_read(&m->priority_waits),
+                        (unsigned long long)gw_read(&m->priority_wait_us));
 }
 
 /*
@@ -454,7 +477,7 @@ void tcp_recheck_sessions(gw_tcp_t *tcp)
     for (unsigned i = 0; i < tcp->top; i++) {
         tcp_conn_t *c = tcp->conns[i];
         if (c && c->tls && !c->handshaking &&
-            !mbaps_still_trusted(tcp->gw->mbaps, c->bev, (const struct sockaddr *)&c->peer))
+            !mbaps_still_trusted(tcp->mbaps, c->bev, (const struct sockaddr *)&c->peer))
             conn_close(c, &tcp->m->revoked_closed);
     }
 }

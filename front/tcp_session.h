@@ -68,10 +68,18 @@ typedef struct tcp_conn {
 struct gw_tcp {
     line_origin_t origin;             /* first: the answers' way back */
     gw_t *gw;
+    /* The wiring's handles it uses, taken at creation (each fixed from
+     * start: the loop, the buses, the maps, [tls]): no accessor call on the
+     * request path. */
+    gw_loop_t *loop;
+    gw_mbaps_t *mbaps;
+    gw_maps_t *maps;
+    unsigned bus_count;
     config_tcp_t cfg;
     const tcp_framing_t *framing;
     tcp_shares_t *shares;           /* its places in each bus, and who waits for one */
-    gw_tcp_metrics_t *m;                  /* this listener's counters */
+    gw_tcp_metrics_t *m;                  /* this listener's counters: &counters */
+    gw_tcp_metrics_t counters;
     struct evconnlistener *listener;      /* [tcp] or [rtu_tcp]; NULL when off */
     struct evconnlistener *tls_listener;  /* [tls]; NULL when off */
     struct event *ev_idle;

@@ -65,8 +65,10 @@ typedef struct udp_place {
 struct gw_udp {
     line_origin_t origin;               /* first: the answers' way back */
     gw_t *gw;
+    gw_loop_t *loop;                    /* the I/O thread's, taken at creation */
     config_tcp_t cfg;
-    gw_udp_metrics_t *m;
+    gw_udp_metrics_t *m;                /* &counters */
+    gw_udp_metrics_t counters;
     int fd;                           /* -1: [udp] turned off by a reload */
     struct event *ev;
     int old_fd;                       /* the socket a reload moved from, until its answers are out */
@@ -245,7 +247,7 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
 static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_udp_t *u = (gw_udp_t *)o;
-    if (loop_post(u->gw->loop, on_answer, u, req->conn_id, req->seq, pdu, len) != 0)
+    if (loop_post(u->loop, on_answer, u, req->conn_id, req->seq, pdu, len) != 0)
         gw_log(u->gw, CONFIG_LOG_ERROR, "udp: cannot queue an answer (out of memory)");
 }
 
@@ -286,7 +288,7 @@ static int open_socket(gw_udp_t *u, const config_tcp_t *cfg, char *err, size_t e
             close(fd);
         return -1;
     }
-    struct event *ev = event_new(loop_base(u->gw->loop), fd, EV_READ | EV_PERSIST, on_readable, u);
+    struct event *ev = event_new(loop_base(u->loop), fd, EV_READ | EV_PERSIST, on_readable, u);
     if (!ev || event_add(ev, NULL) != 0) {
         snprintf(err, errcap, "udp: out of memory");
         if (ev)
@@ -324,7 +326,7 @@ static int resize(gw_udp_t *u, const config_tcp_t *want)
 
 gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap)
 {
-    const config_tcp_t *cfg = &gw->cfg->udp;
+    const config_tcp_t *cfg = &gw_config(gw)->udp;
     gw_udp_t *u = calloc(1, sizeof *u);
 
     if (!u) {
@@ -333,8 +335,9 @@ gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap)
     }
     u->origin.ops = &udp_origin_ops;
     u->gw = gw;
+    u->loop = gw_loop(gw);
     u->cfg = *cfg;
-    u->m = &gw->udp_metrics;
+    u->m = &u->counters;
     u->fd = u->old_fd = -1;
     u->n_places = cfg->max_clients * cfg->max_pending;
     u->sources = calloc(cfg->max_clients, sizeof *u->sources);
@@ -417,6 +420,11 @@ void udp_stop_accepting(gw_udp_t *u)
 unsigned udp_in_flight(const gw_udp_t *u)
 {
     return u ? u->in_flight : 0;
+}
+
+const gw_udp_metrics_t *udp_metrics(const gw_udp_t *u)
+{
+    return u ? &u->counters : NULL;
 }
 
 void udp_free(gw_udp_t *u)

@@ -6,7 +6,7 @@
  * line discipline, with the argument for why no answer reaches the wrong
  * request, is line/discipline.c.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <stdio.h>
 #include <stdlib.h>

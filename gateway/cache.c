@@ -19,7 +19,7 @@
  * Readers elsewhere take what they need under it and format after
  * (cache_snapshot), so no lock is held while JSON is written.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <stdlib.h>
 #include <string.h>

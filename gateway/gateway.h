@@ -18,7 +18,10 @@
  * nothing above it.
  *
  * The front ends, the web side and the wiring are built on it; they
- * appear here only as opaque handles in gw_t.
+ * appear here only as opaque handles. gw_t is opaque here too: its fields
+ * are the wiring's (wiring.h, which only gateway/ and daemon/ include);
+ * front/ and web/ read what they need through the accessors below
+ * (handles.c), each saying its thread.
  *
  * Inside gateway/ the calls go one way (docs/runtime.md has the
  * table, read from the objects): everything may call log.c and metrics.c;
@@ -68,7 +71,7 @@ struct evbuffer;
 struct evhttp_request;
 struct sockaddr;
 
-typedef struct gw gw_t;
+typedef struct gw gw_t;   /* fields: wiring.h; accessors: "gw_t, as the front ends and the web side see it" */
 
 typedef struct gw_options {
     const char *config_path;    /* for SIGHUP reload; NULL: no reload (demo) */
@@ -117,54 +120,6 @@ void gw_log_configure(gw_t *gw, config_log_t level, bool to_syslog);
  * counters are the line core's (line/line.h): every front end builds a
  * line_request_t, names itself as its origin, and gets its one answer there. */
 
-typedef struct gw_tcp_metrics {
-    atomic_uint_fast64_t accepted, refused_full, refused_allow, closed, active;
-    atomic_uint_fast64_t requests, answers, bad_mbap, discarded, read_only_refused;
-    atomic_uint_fast64_t slow_reader_closed, idle_closed, unrouted, cache_hits;
-    atomic_uint_fast64_t half_closed, refused_address, adu_timeout_closed, accept_errors, revoked_closed;
-    atomic_uint_fast64_t ambiguous_refused;
-    /* back-pressure (front/backpressure.c), per class: requests that waited
-     * for a place in their bus, the time they waited, connections waiting now */
-    atomic_uint_fast64_t waits, wait_us, waiting, priority_waits, priority_wait_us, priority_waiting;
-    /* exceptions 06 answered for a full bus queue, and connections not read
-     * for a while because their budget of them was spent (front/tcp.c) */
-    atomic_uint_fast64_t busy_refused, busy_throttled;
-} gw_tcp_metrics_t;
-
-/* [udp] (front/udp.c): common holds what every front end counts (requests,
- * answers, bad_mbap: malformed datagrams, refused_allow, unrouted,
- * read_only_refused, cache_hits, discarded); the rest is UDP's own. */
-typedef struct gw_udp_metrics {
-    gw_tcp_metrics_t common;
-    atomic_uint_fast64_t refused_inflight;  /* 0x06: max_pending of its source address in flight */
-    atomic_uint_fast64_t refused_sources;   /* 0x06: max_clients addresses in flight already */
-    atomic_uint_fast64_t send_errors;       /* answers the socket did not take */
-    atomic_uint_fast64_t in_flight;         /* gauge */
-} gw_udp_metrics_t;
-
-/* Why a TLS client was refused (mbaps.c counts them by reason). */
-typedef enum gw_tls_refusal {
-    GW_TLS_NO_CERTIFICATE, GW_TLS_UNTRUSTED, GW_TLS_EXPIRED, GW_TLS_REVOKED, GW_TLS_NO_ROLE, GW_TLS_UNKNOWN_ROLE,
-    GW_TLS_VERSION, GW_TLS_TIMEOUT, GW_TLS_CLOSED, GW_TLS_OTHER, GW_TLS_REFUSAL_COUNT
-} gw_tls_refusal_t;
-extern const char *const gw_tls_refusal_names[GW_TLS_REFUSAL_COUNT];
-
-typedef struct gw_tls_metrics {
-    atomic_uint_fast64_t accepted, handshakes, resumed, active, reloads, reload_failures;
-    atomic_uint_fast64_t handshaking, handshakes_refused_full, handshakes_refused_address;
-    atomic_uint_fast64_t refused[GW_TLS_REFUSAL_COUNT];
-    atomic_uint_fast64_t role_requests[CONFIG_MAX_ROLES], role_refused[CONFIG_MAX_ROLES];
-} gw_tls_metrics_t;
-
-typedef struct gw_http_metrics {
-    atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
-    atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
-    atomic_uint_fast64_t api_changes, api_refused;   /* web/api.c: files written; requests refused */
-    atomic_uint_fast64_t misdirected;   /* web/host.c: a Host not in server_names (421) */
-    /* web/http_tags.c: GET /tags answered whole, with changes only, 304; tags formatted; bad since */
-    atomic_uint_fast64_t tags_full, tags_since, tags_not_modified, tags_listed, tags_refused, tags_slices;
-    atomic_uint_fast64_t status_not_modified;   /* web/http.c: GET /status answered 304 */
-} gw_http_metrics_t;
 
 /* metrics.c: the clocks (the counters' helpers are line/line.h's) */
 uint64_t gw_now_ns(void);
@@ -203,7 +158,7 @@ typedef struct gw_cache_entry {
 } gw_cache_entry_t;
 
 /* cache.c: writes through the gateway keep serve_cached_ms reads coherent
- * (under cache_lock, taken inside). */
+ * (under the cache's lock, taken inside). */
 /* The bracket of a write: gw_submit begins it, bus.c ends it as the answer leaves the line. */
 void cache_write_begin(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
 void cache_write_end(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len);
@@ -262,7 +217,7 @@ uint64_t tag_writes_readbacks(const gw_tag_writes_t *tw, int result);
  * its one answer will come to req->origin; else the exception code the
  * caller answers with (0x0A), nothing queued. */
 int gw_submit(gw_t *gw, const line_request_t *req);
-/* Called with cache_lock held. */
+/* Called with the cache's lock held (cache.c). */
 bool cache_servable(const gw_cache_entry_t *e, uint64_t now, uint64_t max_age_ns);
 /* The table and its lock (cache.c names the lock; no other file does). */
 int cache_init(gw_t *gw);     /* gw->cfg's groups; 0 or -1 (out of memory) */
@@ -502,7 +457,7 @@ void listen_metrics_text(gw_t *gw, struct evbuffer *b);
 
 /* ---- what the layers above keep here, as opaque handles ------------------------ */
 
-/* front/ and web/ own these; gw_t (below) holds them for daemon/ and web/. */
+/* front/ and web/ own these; gw_t holds them for daemon/, and web/ reads them through gw_fronts. */
 typedef struct gw_tcp gw_tcp_t;
 typedef struct gw_udp gw_udp_t;
 typedef struct gw_http gw_http_t;
@@ -653,68 +608,56 @@ typedef struct gw_reload_report {
 /* "applied", "restart_needed", "queued", "invalid": /status, /metrics, STATUS=. */
 const char *gw_reload_result_name(enum gw_reload_result r);
 
-struct gw {
-    config_t *cfg;
-    gw_options_t opt;
-    /* daemon/control.c's reload (what SIGHUP does), for the API after it
-     * wrote the file: web/ cannot call daemon/. On the I/O thread. */
-    void (*reload)(gw_t *gw);
-    /* daemon/control.c's, called by tag_write.c (I/O thread) when the last
-     * tag write in flight has ended: a change queued behind them applies. */
-    void (*writes_idle)(gw_t *gw);
-    /* web/api.c's write path without HTTP (web_config_put), for MQTT's
-     * config/set: gateway/ cannot call web/. Set by the daemon; I/O thread. */
-    int (*config_put)(gw_t *gw, const char *if_match, char *text, size_t len, struct evbuffer *b);
-    actor_system_t *actors;
-    router_t *router;
-    driver_dialin_ports_t *dialin_ports;   /* listen:// ports the buses share (runtime.c: before them, freed after) */
-    gw_loop_t *loop;
-    gw_loop_t *line_loop;       /* the line thread's: ports and bus actors; NULL: they are on loop's */
-    gw_bus_t **buses;
-    unsigned bus_count;
-    gw_poller_t *poller;
-    gw_tags_t *tags;          /* the live tag table (tags.c); never NULL once started */
-    gw_tag_writes_t *tag_writes; /* tag writes in flight (tag_write.c), for HTTP, MQTT and Sparkplug */
-    gw_maps_t *maps;            /* [map NAME] sections (vslave.c); never NULL once started */
-    gw_scans_t *scans;          /* scans from the API (scan.c); never NULL once started */
-    gw_tcp_t *tcp;
-    gw_mbaps_t *mbaps;      /* NULL unless [tls] is enabled */
-    gw_tcp_t *rtu_tcp;          /* NULL unless [rtu_tcp] is enabled */
-    gw_udp_t *udp;              /* NULL unless [udp] is enabled */
-    gw_serial_slave_t **serial_slaves;
+/* ---- gw_t, as the front ends and the web side see it (handles.c) ------------------ */
+
+/*
+ * gw_t is the daemon's wiring: its fields are defined in gateway/wiring.h,
+ * which only gateway/ and daemon/ include (scripts/check-includes holds
+ * front/ and web/ to that). The parts above get what they use through these,
+ * each read-only, so that who writes a field stays the wiring's business.
+ * Thread: the I/O thread for all of them, unless said otherwise. A reload
+ * (daemon/control.c, on the I/O thread) changes the configuration in place
+ * and may start a listener (gw_fronts), so a caller reads them again in each
+ * callback rather than keeping them.
+ */
+const config_t *gw_config(const gw_t *gw);           /* the running configuration */
+const gw_options_t *gw_options(const gw_t *gw);      /* fixed from start */
+gw_loop_t *gw_loop(const gw_t *gw);                  /* the I/O thread's loop; any thread, fixed from start */
+/* The buses: count and the bus of index i (< count); any thread, fixed from start. */
+unsigned gw_bus_count(const gw_t *gw);
+gw_bus_t *gw_bus(const gw_t *gw, unsigned i);
+gw_tags_t *gw_tags(const gw_t *gw);                  /* the live tag table; any thread (its own lock) */
+gw_tag_writes_t *gw_tag_writes(const gw_t *gw);      /* tag writes in flight */
+gw_maps_t *gw_maps(const gw_t *gw);                  /* [map NAME]; any thread (vslave_owns) */
+gw_scans_t *gw_scans(const gw_t *gw);
+gw_poller_t *gw_poller(const gw_t *gw);
+gw_north_t *gw_north(const gw_t *gw);                /* never NULL once started; a session only with [mqtt] */
+gw_http_t *gw_http(const gw_t *gw);                  /* NULL without [http] */
+uint64_t gw_started_ns(const gw_t *gw);              /* gw_now_ns() at start */
+/* The front ends running now, for /status and /metrics (NULL: not enabled;
+ * a reload may start one). mbaps is fixed from start: the TCP front end
+ * reads it through gw_mbaps, on the I/O thread. */
+typedef struct gw_fronts {
+    gw_tcp_t *tcp, *rtu_tcp;
+    gw_udp_t *udp;
+    gw_mbaps_t *mbaps;
+    gw_serial_slave_t *const *serial_slaves;
     unsigned serial_slave_count;
-    gw_http_t *http;
-    gw_north_t *north;          /* never NULL once started; a session only with [mqtt] */
-    gw_tcp_metrics_t tcp_metrics;
-    gw_tcp_metrics_t rtu_tcp_metrics;
-    gw_udp_metrics_t udp_metrics;
-    gw_http_metrics_t http_metrics;
-    /* Published by web_start after the buses have started, read by their
-     * actors for every frame: NULL (frame_ring = 0) costs them one load. */
-    _Atomic(gw_frames_t *) frames;
-    pthread_mutex_t cache_lock;
-    gw_cache_entry_t *cache;  /* one per poll group */
-    struct event *ev_drain;
-    struct event *ev_signals[3];
-    uint64_t drain_deadline_ns;
-    bool draining;
-    char restart_needed[512];   /* what the last reload could not apply, by name */
-    char reload_queued[64];     /* what it queued behind tag writes in flight ("devices tags"); "": none */
-    gw_reload_report_t last_reload;
-    uint64_t reloads[GW_RELOAD_RESULTS];   /* I/O thread: reloads by result (/metrics) */
-    struct event *ev_queued;    /* the queued change applied: armed when the writes end */
-    atomic_int stopping;
-    uint64_t started_ns;
-};
-
-
-/* A bus's actor, for each frame on its line (line/discipline.c, line_log_frame): kept for /frames when
- * the ring is on. */
-static inline void gw_frame_seen(gw_t *gw, unsigned bus, bool tx, const uint8_t *adu, size_t len)
-{
-    gw_frames_t *f = atomic_load_explicit(&gw->frames, memory_order_acquire);
-    if (f)
-        frames_record(f, bus, tx, adu, len);
-}
+} gw_fronts_t;
+gw_fronts_t gw_fronts(const gw_t *gw);
+gw_mbaps_t *gw_mbaps(const gw_t *gw);
+/* The frame ring web_start makes ([http] frame_ring), published once the
+ * buses run: their actors read it for every frame (gw_frame_seen, acquire). */
+gw_frames_t *gw_frames(const gw_t *gw);
+void gw_frames_publish(gw_t *gw, gw_frames_t *f);
+/* The reload SIGHUP runs (daemon/control.c's), for the API after it wrote
+ * the file: web/ cannot call daemon/. No-op before the daemon set it. */
+void gw_reload(gw_t *gw);
+/* What the last reload did: its report, what waits for a restart, what is
+ * queued behind tag writes ("" none), and the reloads so far by result. */
+const gw_reload_report_t *gw_last_reload(const gw_t *gw);
+const char *gw_restart_needed(const gw_t *gw);
+const char *gw_reload_queued(const gw_t *gw);
+uint64_t gw_reloads(const gw_t *gw, enum gw_reload_result r);
 
 #endif

@@ -29,7 +29,7 @@
  * once; a chunk's work is bounded by its length. All of it runs on the bus
  * actor, one message at a time; the counters other threads read are atomics.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <event2/buffer.h>
 #include <stdio.h>

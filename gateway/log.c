@@ -7,7 +7,7 @@
  * atomic word, read once per line, so a line goes whole to one target, and
  * syslog is opened before the first line can go there.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * burst of answers costs one wake-up, not one per answer. The loop drains
  * the whole list under the lock in one swap, then works without it.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -8,7 +8,7 @@
 #ifndef RTUGW_GATEWAY_NORTH_INTERNAL_H
 #define RTUGW_GATEWAY_NORTH_INTERNAL_H
 
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <stdatomic.h>
 

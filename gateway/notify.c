@@ -15,7 +15,7 @@
  * turning. It does not claim that the buses answer: a dead slave or a pulled
  * cable is not something a restart mends.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -32,7 +32,7 @@
  * age, and turn stale past twice their interval) rather than queueing a
  * second copy: a slow slave gets fewer polls, never a growing backlog.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -36,7 +36,7 @@
  * all, as it wakes when the last byte can first be there. Stamps are the
  * read times, as always.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <errno.h>
 #include <event2/event.h>

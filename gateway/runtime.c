@@ -12,7 +12,7 @@
  * *_metrics_text of the part that owns them (make check-calls holds the
  * folders to that).
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <event2/buffer.h>
 #include <string.h>

@@ -30,7 +30,7 @@
  * asked: it is asked again 50 ms later, and counted (busy). The results
  * are fixed-size (247 slaves); refusals are counted by reason and logged.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>

@@ -16,7 +16,7 @@
  * after its request must not wait for a TLS handshake or a GET /tags on
  * the I/O thread (issue 29).
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <stdio.h>
 #include <stdlib.h>

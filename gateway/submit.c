@@ -19,7 +19,7 @@
  * Which functions write, for read-only mode, TLS roles and broadcasts, is
  * parser/'s one classifier (rtu_function_class).
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 int gw_submit(gw_t *gw, const line_request_t *req)
 {

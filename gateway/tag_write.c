@@ -33,7 +33,7 @@
  *     (origin_wanted, 0x0B), as a Modbus TCP client's request is, and a
  *     read-modify-write whose read comes back writes nothing.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <errno.h>
 #include <stdio.h>

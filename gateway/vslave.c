@@ -57,7 +57,7 @@
  * whose set is older than the table (a reload between the two swaps)
  * answers 06, busy, for that instant.
  */
-#include "gateway/gateway.h"
+#include "gateway/wiring.h"
 
 #include <errno.h>
 #include <event2/buffer.h>

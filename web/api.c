@@ -4,8 +4,8 @@
  *
  * The INI file (and its CSVs) stays the source of truth: the API reads it,
  * validates a new text with the very loader `rtugw check` uses (config/ with
- * drivers/' rules, gw->opt.bus_rule), writes it atomically and applies it
- * through the reload SIGHUP runs (gw->reload), so an API change and a hand
+ * drivers/' rules, gw_options(gw)->bus_rule), writes it atomically and applies it
+ * through the reload SIGHUP runs (gw_reload), so an API change and a hand
  * edit + SIGHUP are the same thing, applied live where the reload can, and
  * named in restart_needed where it cannot.
  *
@@ -64,7 +64,7 @@ void api_add_str(struct evbuffer *b, const char *s)
 void api_reply_json(gw_t *gw, struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
     if (code >= 400 && code < 500)
-        gw_count(&gw->http_metrics.api_refused);
+        web_count(gw, api_refused);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
     evhttp_send_reply(req, code, reason, b);
@@ -146,8 +146,8 @@ static void list_buses(const config_t *cfg, struct evbuffer *b)
 
 static void list_devices(gw_t *gw, struct evbuffer *b)
 {
-    const config_t *cfg = gw->cfg;
-    const tags_table_t *defs = gw_tags_defs(gw->tags);
+    const config_t *cfg = gw_config(gw);
+    const tags_table_t *defs = gw_tags_defs(gw_tags(gw));
     evbuffer_add_printf(b, "{\"devices\":[");
     for (unsigned i = 0; i < cfg->device_count; i++) {
         const config_device_t *d = &cfg->devices[i];
@@ -196,7 +196,7 @@ static void list_templates(const config_t *cfg, struct evbuffer *b)
 
 static void list_tags(gw_t *gw, struct evbuffer *b)
 {
-    const tags_table_t *defs = gw_tags_defs(gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gw_tags(gw));
     evbuffer_add_printf(b, "{\"tags\":[");
     for (size_t i = 0; i < tags_table_count(defs); i++) {
         const tags_tag_t *g = tags_table_tag(defs, i);
@@ -240,8 +240,8 @@ static char *body_text(gw_t *gw, struct evhttp_request *req, size_t *len)
  * name any file again, so only a hand edit (and a reload) changes it. */
 config_t *api_validate(gw_t *gw, const char *text, config_errors_t *errs)
 {
-    config_t *cfg = config_load_string_with(text, gw->opt.config_path, gw->opt.bus_rule, errs);
-    if (cfg && strcmp(cfg->data_dirs, gw->cfg->data_dirs) != 0) {
+    config_t *cfg = config_load_string_with(text, gw_options(gw)->config_path, gw_options(gw)->bus_rule, errs);
+    if (cfg && strcmp(cfg->data_dirs, gw_config(gw)->data_dirs) != 0) {
         snprintf(errs->text[0], sizeof errs->text[0], "[gateway] data_dirs = '%s': not changed through the API "
                  "(it widens which files the configuration may name): edit the file by hand", cfg->data_dirs);
         errs->count = errs->total = 1;
@@ -293,9 +293,9 @@ void api_add_warnings(struct evbuffer *b, const config_t *cfg)
 void api_add_reload_result(gw_t *gw, struct evbuffer *b)
 {
     evbuffer_add_printf(b, ",\"restart_needed\":");
-    api_add_str(b, gw->restart_needed);
+    api_add_str(b, gw_restart_needed(gw));
     evbuffer_add_printf(b, ",\"queued\":");
-    api_add_str(b, gw->reload_queued);
+    api_add_str(b, gw_reload_queued(gw));
 }
 
 /* POST /api/config/validate: what check says of the body; nothing written or applied. */
@@ -391,7 +391,7 @@ bool api_admin_ok(gw_t *gw, struct evhttp_request *req)
 {
     if (web_auth_require(gw, req, ROLE_ADMIN))
         return true;
-    gw_count(&gw->http_metrics.api_refused);
+    web_count(gw, api_refused);
     return false;
 }
 
@@ -399,14 +399,14 @@ bool api_admin_ok(gw_t *gw, struct evhttp_request *req)
 static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
 {
     size_t len;
-    char *text = api_read_file(gw->opt.config_path, &len), rev[17];
+    char *text = api_read_file(gw_options(gw)->config_path, &len), rev[17];
     if (!text) {
         api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
         return;
     }
     api_revision(text, len, rev);
     evbuffer_add_printf(b, "{\"path\":");
-    api_add_str(b, gw->opt.config_path);
+    api_add_str(b, gw_options(gw)->config_path);
     evbuffer_add_printf(b, ",\"revision\":\"%s\",\"text\":", rev);
     api_add_str(b, text);
     evbuffer_add_printf(b, "}\n");
@@ -420,7 +420,7 @@ static void get_config(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
 /* The file now and its revision; NULL answered (500). */
 char *api_current(gw_t *gw, struct evhttp_request *req, size_t *len, char rev[17])
 {
-    char *text = api_read_file(gw->opt.config_path, len);
+    char *text = api_read_file(gw_options(gw)->config_path, len);
     if (!text) {
         api_reply_error(gw, req, 500, "Internal Server Error", strerror(errno));
         return NULL;
@@ -472,7 +472,7 @@ static int commit(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char
         return code;
     }
     free(errs);
-    int rc = api_write_atomically(gw->opt.config_path, text, len, why, sizeof why);
+    int rc = api_write_atomically(gw_options(gw)->config_path, text, len, why, sizeof why);
     api_revision(text, len, rev);
     free(text);
     if (rc != 0) {
@@ -483,14 +483,13 @@ static int commit(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, char
         return 500;
     }
     gw_log(gw, CONFIG_LOG_INFO, "%s: %s written (revision %s); applying it", req ? "api" : "mqtt config/set",
-           gw->opt.config_path, rev);
+           gw_options(gw)->config_path, rev);
     if (req)
         web_audit(gw, req, "%s %s: configuration written, revision %s",
                   evhttp_request_get_command(req) == EVHTTP_REQ_DELETE ? "DELETE" : "PUT", evhttp_request_get_uri(req),
                   rev);
-    gw_count(&gw->http_metrics.api_changes);
-    if (gw->reload)
-        gw->reload(gw);
+    web_count(gw, api_changes);
+    gw_reload(gw);
     evbuffer_add_printf(b, "{\"revision\":\"%s\"", rev);
     api_add_reload_result(gw, b);
     api_add_warnings(b, cfg);
@@ -510,7 +509,7 @@ int web_config_put(gw_t *gw, const char *if_match, char *text, size_t len, struc
 {
     size_t old_len;
     char rev[17];
-    char *old = api_read_file(gw->opt.config_path, &old_len);
+    char *old = api_read_file(gw_options(gw)->config_path, &old_len);
     if (!old) {
         free(text);
         evbuffer_add_printf(b, "{\"error\":");
@@ -635,7 +634,7 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
         return true;
     }
     const char *name = NULL, *kind = api_section_kind(what, &name);
-    if ((config || validate_path || kind) && !gw->opt.config_path) {
+    if ((config || validate_path || kind) && !gw_options(gw)->config_path) {
         api_reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
     } else if (kind && (cmd == EVHTTP_REQ_PUT || cmd == EVHTTP_REQ_DELETE)) {
         if (api_admin_ok(gw, req))
@@ -647,13 +646,13 @@ bool api_request(gw_t *gw, struct evhttp_request *req, const char *path)
         evbuffer_add(b, openapi, sizeof openapi - 1);
         api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "buses") == 0) {
-        list_buses(gw->cfg, b);
+        list_buses(gw_config(gw), b);
         api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "devices") == 0) {
         list_devices(gw, b);
         api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "templates") == 0) {
-        list_templates(gw->cfg, b);
+        list_templates(gw_config(gw), b);
         api_reply_json(gw, req, 200, "OK", b);
     } else if (get && strcmp(what, "tags") == 0) {
         list_tags(gw, b);

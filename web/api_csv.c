@@ -193,7 +193,7 @@ static bool csv_check(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, 
 static char *read_confined(gw_t *gw, struct evhttp_request *req, const csv_target_t *tg, size_t *len)
 {
     char why[2 * PATH_MAX + 64], msg[sizeof why + CONFIG_PATH_MAX + 32];
-    char *text = config_read_confined(gw->opt.config_path, tg->tags_file, API_FILE_READ_MAX, len, why, sizeof why);
+    char *text = config_read_confined(gw_options(gw)->config_path, tg->tags_file, API_FILE_READ_MAX, len, why, sizeof why);
     if (text)
         return text;
     snprintf(msg, sizeof msg, "tags_file = '%s': %s", tg->tags_file, why);
@@ -278,11 +278,11 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
     /* the configuration with the new rows, checked before a byte is written:
      * a kill -9 (or a power cut) at any instant leaves the old file or the
      * new one, and each of them passes check (issue 41, fault 6) */
-    cfg_text = api_read_file(gw->opt.config_path, &cfg_len);
+    cfg_text = api_read_file(gw_options(gw)->config_path, &cfg_len);
     errs = malloc(sizeof *errs);
     if (cfg_text && errs) {
         config_file_override_t over = { .path = path, .text = text, .len = len };
-        cfg = config_load_string_over(cfg_text, gw->opt.config_path, gw->opt.bus_rule, &over, errs);
+        cfg = config_load_string_over(cfg_text, gw_options(gw)->config_path, gw_options(gw)->bus_rule, &over, errs);
     }
     if (!cfg) {
         if (cfg_text && errs) {
@@ -303,9 +303,8 @@ static void put_csv(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, co
     gw_log(gw, CONFIG_LOG_INFO, "api: %s written (%zu rows, revision %s); applying it", path, rows, rev);
     web_audit(gw, req, "PUT %s: tag file %s written, %zu rows, revision %s", evhttp_request_get_uri(req), path,
               rows, rev);
-    gw_count(&gw->http_metrics.api_changes);
-    if (gw->reload)
-        gw->reload(gw);
+    web_count(gw, api_changes);
+    gw_reload(gw);
     evbuffer_add_printf(b, "{\"revision\":\"%s\",\"rows\":%zu", rev, rows);
     api_add_reload_result(gw, b);
     api_add_warnings(b, cfg);
@@ -367,10 +366,10 @@ bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, str
     /* a tag file is the configuration's, as GET /api/config is: an admin's
      * (with users; without, reads stay open as every read), asked before
      * anything is said of the name (the route x role matrix's rule) */
-    if (gw->cfg->http.user_count && !api_admin_ok(gw, req))
+    if (gw_config(gw)->http.user_count && !api_admin_ok(gw, req))
         return true;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    const config_t *cfg = gw->cfg;
+    const config_t *cfg = gw_config(gw);
     int ti = -1, di = -1;
     for (unsigned i = 0; !of_device && i < cfg->template_count && ti < 0; i++)
         if (strcmp(cfg->templates[i].name, name) == 0)
@@ -378,7 +377,7 @@ bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, str
     for (unsigned i = 0; of_device && i < cfg->device_count && di < 0; i++)
         if (strcmp(cfg->devices[i].name, name) == 0)
             di = (int)i;
-    if (!gw->opt.config_path) {
+    if (!gw_options(gw)->config_path) {
         api_reply_error(gw, req, 404, "Not Found", "no configuration file (the built-in demo)");
     } else if (!of_device && ti < 0) {
         api_reply_error(gw, req, 404, "Not Found", "no such template (GET /api/templates)");
@@ -397,9 +396,9 @@ bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, str
             return true;
         }
         const char *file = of_device ? cfg->devices[di].tags_file : cfg->templates[ti].tags_file;
-        config_resolve_path(gw->opt.config_path, file, tg->path, sizeof tg->path);
+        config_resolve_path(gw_options(gw)->config_path, file, tg->path, sizeof tg->path);
         if (of_device)
-            device_target(cfg, gw->opt.config_path, (unsigned)di, tg);
+            device_target(cfg, gw_options(gw)->config_path, (unsigned)di, tg);
         else
             template_target(cfg, ti, tg);
         if (cmd == EVHTTP_REQ_GET)

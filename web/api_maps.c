@@ -9,7 +9,7 @@
  *
  * Read-only and a viewer's, like /tags (web/auth.c's route rule for reads
  * under /api/): the configuration's maps are no secret the tags are not.
- * Written from gw->cfg and the running tag table on the I/O thread, where
+ * Written from gw_config(gw) and the running tag table on the I/O thread, where
  * both are replaced (a reload), so nothing changes under it.
  */
 #include "web/internal.h"
@@ -19,7 +19,7 @@
 
 static void add_entry(gw_t *gw, struct evbuffer *b, const config_map_entry_t *e, bool first)
 {
-    const tags_table_t *defs = gw_tags_defs(gw->tags);
+    const tags_table_t *defs = gw_tags_defs(gw_tags(gw));
     int i = tags_table_find(defs, e->tag);
     const tags_tag_t *g = i >= 0 ? tags_table_tag(defs, (size_t)i) : NULL;
     evbuffer_add_printf(b, "%s{\"table\":\"%s\",\"address\":%u,\"count\":%u,\"tag\":", first ? "" : ",",
@@ -43,7 +43,7 @@ static void add_entry(gw_t *gw, struct evbuffer *b, const config_map_entry_t *e,
 
 void api_list_maps(gw_t *gw, struct evbuffer *b)
 {
-    const config_t *cfg = gw->cfg;
+    const config_t *cfg = gw_config(gw);
     evbuffer_add_printf(b, "{\"maps\":[");
     for (unsigned m = 0; m < cfg->map_count; m++) {
         const config_map_t *mp = &cfg->maps[m];

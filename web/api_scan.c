@@ -69,7 +69,7 @@ static bool parse_body(gw_t *gw, const char *body, size_t len, gw_scan_params_t 
             if (!ok)
                 break;
             if (strcmp(key, "bus") == 0) {
-                int b = json_object_is_type(val, json_type_string) ? bus_index(gw->cfg, json_object_get_string(val)) : -1;
+                int b = json_object_is_type(val, json_type_string) ? bus_index(gw_config(gw), json_object_get_string(val)) : -1;
                 if (b < 0)
                     snprintf(why, cap, "bus: expected the name of a [bus] of the configuration");
                 ok = b >= 0;
@@ -91,8 +91,8 @@ static bool parse_body(gw_t *gw, const char *body, size_t len, gw_scan_params_t 
         }
     }
     json_object_put(root);
-    if (ok && !have_bus && gw->cfg->bus_count != 1) {
-        snprintf(why, cap, "bus: required where the configuration has %u buses", gw->cfg->bus_count);
+    if (ok && !have_bus && gw_config(gw)->bus_count != 1) {
+        snprintf(why, cap, "bus: required where the configuration has %u buses", gw_config(gw)->bus_count);
         ok = false;
     }
     if (ok && p->first_id > p->last_id) {
@@ -111,7 +111,7 @@ static void post_scan(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     char why[192], body[SCAN_BODY_MAX + 1];
     gw_scan_params_t p;
     if (len > SCAN_BODY_MAX) {
-        scan_refused(gw->scans, GW_SCAN_INVALID);
+        scan_refused(gw_scans(gw), GW_SCAN_INVALID);
         snprintf(why, sizeof why, "the body is larger than %u bytes", SCAN_BODY_MAX);
         api_reply_error(gw, req, 413, "Payload Too Large", why);
         return;
@@ -119,11 +119,11 @@ static void post_scan(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
     evbuffer_copyout(in, body, len);
     body[len] = 0;
     if (!parse_body(gw, body, len, &p, why, sizeof why)) {
-        scan_refused(gw->scans, GW_SCAN_INVALID);
+        scan_refused(gw_scans(gw), GW_SCAN_INVALID);
         api_reply_error(gw, req, 400, "Bad Request", why);
         return;
     }
-    int rc = scan_start(gw->scans, &p);
+    int rc = scan_start(gw_scans(gw), &p);
     static const char *const refusal[GW_SCAN_REFUSALS] = {
         [GW_SCAN_BUSY] = "a scan of this bus is running already: one at a time per bus",
         [GW_SCAN_POLLED] = "the bus is polled: say \"pause_polling\": true to pause its polling during the scan",
@@ -137,9 +137,9 @@ static void post_scan(gw_t *gw, struct evhttp_request *req, struct evbuffer *b)
         return;
     }
     char where[64 + CONFIG_NAME_MAX];
-    snprintf(where, sizeof where, "/api/scan/%s", gw->cfg->buses[p.bus].name);
+    snprintf(where, sizeof where, "/api/scan/%s", gw_config(gw)->buses[p.bus].name);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Location", where);
-    scan_json(gw->scans, p.bus, b);
+    scan_json(gw_scans(gw), p.bus, b);
     evbuffer_add(b, "\n", 1);
     api_reply_json(gw, req, 202, "Accepted", b);
 }
@@ -158,21 +158,21 @@ bool api_scan_request(gw_t *gw, struct evhttp_request *req, const char *what, st
     } else if (all) {
         evbuffer_add_printf(b, "{\"scans\":[");
         const char *sep = "";
-        for (unsigned i = 0; i < gw->bus_count; i++)
-            if (scan_exists(gw->scans, i)) {
+        for (unsigned i = 0; i < gw_bus_count(gw); i++)
+            if (scan_exists(gw_scans(gw), i)) {
                 evbuffer_add_printf(b, "%s", sep);
-                scan_json(gw->scans, i, b);
+                scan_json(gw_scans(gw), i, b);
                 sep = ",";
             }
         evbuffer_add_printf(b, "]}\n");
         api_reply_json(gw, req, 200, "OK", b);
     } else {
-        int bus = bus_index(gw->cfg, what + 5);
-        if (bus < 0 || (unsigned)bus >= gw->bus_count) {
+        int bus = bus_index(gw_config(gw), what + 5);
+        if (bus < 0 || (unsigned)bus >= gw_bus_count(gw)) {
             api_reply_error(gw, req, 404, "Not Found", "no such bus");
             return true;
         }
-        scan_json(gw->scans, (unsigned)bus, b);
+        scan_json(gw_scans(gw), (unsigned)bus, b);
         evbuffer_add(b, "\n", 1);
         api_reply_json(gw, req, 200, "OK", b);
     }

@@ -78,12 +78,12 @@ static size_t host_len(const char *peer)
 __attribute__((format(printf, 4, 0)))
 static void audit_add(gw_t *gw, struct evhttp_request *req, bool refusal, const char *fmt, va_list ap)
 {
-    web_audit_t *au = http_audit(gw->http);
+    web_audit_t *au = http_audit(gw_http(gw));
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     web_who_t who;
     audit_entry_t e = { .repeated = 1 };
 
-    web_auth_who(http_auth(gw->http), req, &who);
+    web_auth_who(http_auth(gw_http(gw)), req, &who);
     clock_gettime(CLOCK_REALTIME, &e.at);
     snprintf(e.user, sizeof e.user, "%s", who.name[0] ? who.name : "-");
     snprintf(e.role, sizeof e.role, "%s", config_user_role_name(who.role));
@@ -160,7 +160,7 @@ static void add_entry(struct evbuffer *b, const audit_entry_t *e, bool first)
 
 void web_audit_json(gw_t *gw, struct evhttp_request *req)
 {
-    web_audit_t *au = http_audit(gw->http);
+    web_audit_t *au = http_audit(gw_http(gw));
     struct evbuffer *b = evbuffer_new();
     uint64_t i = au->count > AUDIT_RING ? au->count - AUDIT_RING : 0;
     uint64_t r = au->refused_count > AUDIT_REFUSED_RING ? au->refused_count - AUDIT_REFUSED_RING : 0;

@@ -169,7 +169,7 @@ static session_t *session_new(web_auth_t *a, const config_user_t *u, bool *full)
     uint8_t raw[TOKEN_BYTES];
     uint64_t now = gw_now_ns();
     session_t *slot = NULL, *own = NULL, *other = NULL;
-    unsigned mine = 0, per_user = a->gw->cfg->http.max_sessions_per_user;
+    unsigned mine = 0, per_user = gw_config(a->gw)->http.max_sessions_per_user;
 
     *full = false;
     for (unsigned i = 0; i < a->session_cap; i++) {
@@ -203,7 +203,7 @@ static session_t *session_new(web_auth_t *a, const config_user_t *u, bool *full)
     explicit_bzero(raw, sizeof raw);
     snprintf(slot->user, sizeof slot->user, "%s", u->name);
     slot->role = u->role;
-    slot->expires_ns = now + (uint64_t)a->gw->cfg->http.session_timeout_s * 1000000000ull;
+    slot->expires_ns = now + (uint64_t)gw_config(a->gw)->http.session_timeout_s * 1000000000ull;
     return slot;
 }
 
@@ -258,7 +258,7 @@ static bool same_origin(const web_auth_t *a, struct evhttp_request *req, bool ne
 
 config_user_role_t web_auth_who(web_auth_t *a, struct evhttp_request *req, web_who_t *who)
 {
-    const config_http_t *cfg = &a->gw->cfg->http;
+    const config_http_t *cfg = &gw_config(a->gw)->http;
     struct evkeyvalq *in = evhttp_request_get_input_headers(req);
     const char *auth = evhttp_find_header(in, "Authorization");
     size_t n = 0;
@@ -307,7 +307,7 @@ config_user_role_t web_auth_who(web_auth_t *a, struct evhttp_request *req, web_w
 
 bool web_auth_require(gw_t *gw, struct evhttp_request *req, config_user_role_t need)
 {
-    web_auth_t *a = http_auth(gw->http);
+    web_auth_t *a = http_auth(gw_http(gw));
     web_who_t who;
     char why[320];
 
@@ -340,7 +340,7 @@ static config_user_role_t route_needs(const web_auth_t *a, struct evhttp_request
     for (size_t i = 0; i < sizeof open / sizeof open[0]; i++)
         if (strcmp(path, open[i]) == 0)
             return CONFIG_ROLE_NONE;
-    if (strcmp(path, "/metrics") == 0 && a->gw->cfg->http.metrics_open)
+    if (strcmp(path, "/metrics") == 0 && gw_config(a->gw)->http.metrics_open)
         return CONFIG_ROLE_NONE;
     if (strcmp(path, "/audit") == 0 || (strncmp(path, "/api/", 5) == 0 && !is_read(req)))
         return CONFIG_ROLE_ADMIN;
@@ -377,7 +377,7 @@ static void reply_wait(struct evhttp_request *req, int code, const char *reason,
  */
 static bool bearer_gate(web_auth_t *a, struct evhttp_request *req)
 {
-    const config_http_t *cfg = &a->gw->cfg->http;
+    const config_http_t *cfg = &gw_config(a->gw)->http;
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     char addr[64];
 
@@ -410,7 +410,7 @@ bool web_auth_route(web_auth_t *a, struct evhttp_request *req, const char *path)
     web_who_t who;
     if (!bearer_gate(a, req))
         return false;
-    if (!a->gw->cfg->http.user_count) {
+    if (!gw_config(a->gw)->http.user_count) {
         /* no users: only the cross-site rule applies */
         if (!is_read(req) && !same_origin(a, req, false)) {
             a->refused++;
@@ -507,7 +507,7 @@ static void set_cookie(web_auth_t *a, struct evhttp_request *req, const char *to
 
 static void on_login(web_auth_t *a, struct evhttp_request *req)
 {
-    const config_http_t *cfg = &a->gw->cfg->http;
+    const config_http_t *cfg = &gw_config(a->gw)->http;
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     char body[LOGIN_BODY_MAX + 1], user[CONFIG_NAME_MAX], password[PASSWORD_MAX + 1], why[320];
@@ -622,7 +622,7 @@ static void on_whoami(web_auth_t *a, struct evhttp_request *req)
     web_auth_who(a, req, &who);
     json_quote(q, sizeof q, who.name);
     evbuffer_add_printf(b, "{\"login_required\":%s,\"user\":%s,\"role\":\"%s\",\"via\":\"%s\"}\n",
-                        a->gw->cfg->http.user_count ? "true" : "false", who.name[0] ? q : "null",
+                        gw_config(a->gw)->http.user_count ? "true" : "false", who.name[0] ? q : "null",
                         config_user_role_name(who.role), who.via);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Cache-Control", "no-store");
@@ -664,7 +664,7 @@ bool web_auth_handle(web_auth_t *a, struct evhttp_request *req, const char *path
 web_auth_t *web_auth_new(gw_t *gw)
 {
     web_auth_t *a = calloc(1, sizeof *a);
-    const config_http_t *cfg = &gw->cfg->http;
+    const config_http_t *cfg = &gw_config(gw)->http;
     if (!a)
         return NULL;
     a->gw = gw;
@@ -724,7 +724,7 @@ void web_auth_metrics(const web_auth_t *a, struct evbuffer *b)
                            "(429): too many wrong tokens from that address or in all\n"
                            "# TYPE rtugw_http_bearer_throttled_total counter\nrtugw_http_bearer_throttled_total "
                            "%llu\n", (unsigned long long)a->bearer_failures, (unsigned long long)a->bearer_throttled);
-    if (!a->gw->cfg->http.user_count)
+    if (!gw_config(a->gw)->http.user_count)
         return;
     evbuffer_add_printf(b, "# HELP rtugw_http_logins_total Logins that opened a session\n"
                            "# TYPE rtugw_http_logins_total counter\nrtugw_http_logins_total %llu\n"

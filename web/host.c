@@ -140,8 +140,8 @@ bool web_host_check(gw_t *gw, struct evhttp_request *req)
         return true;   /* HTTP/1.0: no Host to check (no browser sends one without) */
     }
     char name[256];
-    if (!host_part(host, name, sizeof name) || !web_host_allowed(&gw->cfg->http, name)) {
-        gw_count(&gw->http_metrics.misdirected);
+    if (!host_part(host, name, sizeof name) || !web_host_allowed(&gw_config(gw)->http, name)) {
+        web_count(gw, misdirected);
         return refuse(req, 421, "Misdirected Request",
                       "this server does not answer to that Host name ([http] server_names)");
     }

@@ -1,15 +1,11 @@
 /*
- * web/http.c -- /status (JSON), served by libevent's evhttp on the I/O
- * thread, the routing of every request, and the connections' bounds.
- * /metrics is metrics.c's, the /tags part http_tags.c's; the web page and
- * /frames are web.c's.
- * Everything read here is a relaxed atomic with a single writer, the cache
- * under its mutex or the tags under theirs, so a scrape never stalls a bus.
- * Only /tags/NAME takes PUT.
+ * web/http.c -- the HTTP server, libevent's evhttp on the I/O thread: the
+ * routing of every request, the connections' bounds, the server's counters.
+ * /status is status.c's, /metrics metrics.c's, the /tags part http_tags.c's;
+ * the web page and /frames are web.c's. Only /tags/NAME takes PUT.
  */
 #include "front/front.h"
 #include "web/internal.h"
-#include "json/json.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,7 +17,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,236 +43,14 @@ struct gw_http {
     http_tls_t *tls;               /* [http] tls_cert: HTTPS; NULL: plain HTTP */
     web_auth_t *auth;              /* users, sessions (auth.c) */
     web_audit_t *audit;            /* the audit ring (audit.c) */
+    gw_http_metrics_t metrics;
 };
 
 web_auth_t *http_auth(gw_http_t *h) { return h->auth; }
 http_tls_t *http_tls(gw_http_t *h) { return h->tls; }
 web_audit_t *http_audit(gw_http_t *h) { return h->audit; }
-
-/* The q-quantile of a bus's latency histogram in ms, interpolated inside its
- * bucket as Prometheus's histogram_quantile() does; -1 before any answer. */
-static double latency_quantile_ms(line_bus_metrics_t *m, double q)
-{
-    uint64_t n[GW_LATENCY_BUCKETS], total = 0;
-    double cum = 0, lo = 0;
-    for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++)
-        total += n[i] = gw_read(&m->latency[i]);
-    if (!total)
-        return -1;
-    for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++) {
-        double rank = q * (double)total, hi = gw_latency_edges_ms[i];
-        if (n[i] && cum + (double)n[i] >= rank)
-            return isinf(hi) ? lo : lo + (hi - lo) * (rank - cum) / (double)n[i];
-        cum += (double)n[i];
-        lo = gw_latency_edges_ms[i];
-    }
-    return lo;
-}
-
-static void add_ms(struct evbuffer *b, const char *key, double ms)
-{
-    if (ms < 0)
-        evbuffer_add_printf(b, ",\"%s\":null", key);
-    else
-        evbuffer_add_printf(b, ",\"%s\":%.3f", key, ms);
-}
-
-/*
- * /status's ETag: "TAGS-STATE". TAGS is the tag table's change number
- * (http_tags_seq: the tag counts are a function of it). STATE folds (FNV-1a)
- * every other number /status shows, read as the body reads them but not
- * formatted, and the bytes of the parts other files write (listen, TLS,
- * reload: a few hundred bytes, no tag in them). Left out: what only the
- * clock moves, uptime_s and the ages, which a client advances by the time
- * since its last answer. So If-None-Match with the ETag of the last answer
- * is 304 when nothing but the clock moved, and a scrape of an idle gateway
- * formats nothing and reads no tag.
- */
-static void fold(uint64_t *h, uint64_t v)
-{
-    for (int i = 0; i < 8; i++, v >>= 8)
-        *h = (*h ^ (v & 0xff)) * 1099511628211u;
-}
-
-static uint64_t status_state(gw_t *gw)
-{
-    uint64_t h = 14695981039346656037u;
-    struct evbuffer *parts = evbuffer_new();
-    for (unsigned k = 0; k < gw->bus_count; k++) {
-        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
-        const atomic_uint_fast64_t *bus[] = { &m->port_up, &m->queue_depth, &m->requests, &m->responses,
-                                              &m->timeouts, &m->crc_errors, &m->exceptions, &m->retries };
-        for (size_t i = 0; i < sizeof bus / sizeof bus[0]; i++)
-            fold(&h, gw_read(bus[i]));
-        for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++)
-            fold(&h, gw_read(&m->latency[i]));
-        if (parts)
-            listen_status_json(gw->buses[k], parts);
-        for (unsigned d = 0; d < gw->cfg->device_count; d++) {
-            if (gw->cfg->devices[d].bus != k)
-                continue;
-            line_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], gw->cfg->devices[d].slave);
-            const atomic_uint_fast64_t *dev[] = { &sm->dead, &sm->timeout_ms, &sm->requests, &sm->responses,
-                                                  &sm->timeouts, &sm->exceptions };
-            for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-                fold(&h, gw_read(dev[i]));
-            fold(&h, gw_read(&sm->last_ok_ns) != 0);
-        }
-    }
-    unsigned n_polls = 0;
-    gw_cache_view_t *cv = cache_snapshot(gw, &n_polls);
-    fold(&h, cv == NULL);
-    for (unsigned i = 0; cv && i < n_polls; i++) {
-        const gw_cache_view_t *e = &cv[i];
-        uint64_t v[] = { e->polls, e->failures, e->overruns, e->ok, e->exception, e->count, e->t_ns != 0,
-                         poller_read_of(gw->poller, i) };
-        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++)
-            fold(&h, v[j]);
-        for (unsigned j = 0; j < e->count; j++)
-            fold(&h, e->values[j]);
-    }
-    free(cv);
-    const gw_tcp_metrics_t *tm = &gw->tcp_metrics;
-    const atomic_uint_fast64_t *tcp[] = { &tm->active, &tm->requests, &tm->answers, &tm->waiting, &tm->waits,
-                                          &tm->wait_us, &tm->priority_waiting, &tm->priority_waits,
-                                          &tm->priority_wait_us };
-    for (size_t i = 0; i < sizeof tcp / sizeof tcp[0]; i++)
-        fold(&h, gw_read(tcp[i]));
-    fold(&h, frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
-    fold(&h, gw->bus_count);
-    fold(&h, gw->cfg->device_count);
-    fold(&h, gw->cfg->poll_count);
-    if (parts) {
-        http_tls_status(gw, gw->http->tls, parts);
-        http_reload_status(gw, parts);
-        evbuffer_add(parts, gw->restart_needed, strlen(gw->restart_needed));
-        size_t n = evbuffer_get_length(parts);
-        const unsigned char *p = evbuffer_pullup(parts, -1);
-        for (size_t i = 0; p && i < n; i++)
-            h = (h ^ p[i]) * 1099511628211u;
-        evbuffer_free(parts);
-    } else {
-        fold(&h, gw_now_ns());   /* no memory to fold them: an ETag that matches nothing */
-    }
-    return h;
-}
-
-static void on_status(struct evhttp_request *req, void *arg)
-{
-    gw_t *gw = arg;
-    uint64_t now = gw_now_ns();
-    char etag[48];
-    uint64_t tags_seq = http_tags_seq(gw->http->tags);
-    snprintf(etag, sizeof etag, "\"%llu-%016llx\"", (unsigned long long)tags_seq,
-             (unsigned long long)status_state(gw));
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    evhttp_add_header(out, "ETag", etag);
-    evhttp_add_header(out, "Cache-Control", "no-cache");
-    if (http_not_modified(req, etag)) {
-        gw_count(&gw->http_metrics.status_not_modified);
-        evhttp_send_reply(req, HTTP_NOTMODIFIED, "Not Modified", NULL);
-        return;
-    }
-    struct evbuffer *b = evbuffer_new();
-    if (!b) {
-        evhttp_send_error(req, 500, "out of memory");
-        return;
-    }
-    evbuffer_add_printf(b, "{\"uptime_s\":%.1f,\"buses\":[", (double)(now - gw->started_ns) / 1e9);
-    for (unsigned k = 0; k < gw->bus_count; k++) {
-        const config_bus_t *bc = bus_config(gw->buses[k]);
-        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
-        evbuffer_add_printf(b, "%s{\"name\":", k ? "," : "");
-        api_add_str(b, bc->name);
-        evbuffer_add_printf(b, ",\"port\":");
-        api_add_str(b, gw->cfg->buses[k].port);   /* the running copy's: the line's own changes on its thread */
-        evbuffer_add_printf(b, ",\"up\":%s,\"queue_depth\":%llu,"
-                               "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,"
-                               "\"crc_errors\":%llu,\"exceptions\":%llu,\"retries\":%llu",
-                            gw_read(&m->port_up) ? "true" : "false",
-                            (unsigned long long)gw_read(&m->queue_depth), (unsigned long long)gw_read(&m->requests),
-                            (unsigned long long)gw_read(&m->responses), (unsigned long long)gw_read(&m->timeouts),
-                            (unsigned long long)gw_read(&m->crc_errors), (unsigned long long)gw_read(&m->exceptions),
-                            (unsigned long long)gw_read(&m->retries));
-        add_ms(b, "latency_p50_ms", latency_quantile_ms(m, 0.50));
-        add_ms(b, "latency_p99_ms", latency_quantile_ms(m, 0.99));
-        listen_status_json(gw->buses[k], b);
-        evbuffer_add_printf(b, ",\"devices\":[");
-        bool first = true;
-        for (unsigned d = 0; d < gw->cfg->device_count; d++) {
-            const config_device_t *dev = &gw->cfg->devices[d];
-            if (dev->bus != k)
-                continue;
-            line_slave_metrics_t *sm = bus_slave_metrics(gw->buses[k], dev->slave);
-            uint64_t last = gw_read(&sm->last_ok_ns);
-            evbuffer_add_printf(b, "%s{\"name\":", first ? "" : ",");
-            api_add_str(b, dev->name);
-            evbuffer_add_printf(b, ",\"slave\":%u,\"up\":%s,\"backed_off\":%s,\"timeout_ms\":%llu,"
-                                   "\"requests\":%llu,\"responses\":%llu,\"timeouts\":%llu,\"exceptions\":%llu,"
-                                   "\"last_ok_age_s\":",
-                                dev->slave, 
-                                last && !gw_read(&sm->dead) ? "true" : "false",
-                                gw_read(&sm->dead) ? "true" : "false", (unsigned long long)gw_read(&sm->timeout_ms),
-                                (unsigned long long)gw_read(&sm->requests),
-                                (unsigned long long)gw_read(&sm->responses),
-                                (unsigned long long)gw_read(&sm->timeouts),
-                                (unsigned long long)gw_read(&sm->exceptions));
-            if (last)
-                evbuffer_add_printf(b, "%.3f", (double)(now - last) / 1e9);
-            else
-                evbuffer_add_printf(b, "null");
-            http_tags_status(gw->http->tags, d, b);
-            evbuffer_add_printf(b, "}");
-            first = false;
-        }
-        evbuffer_add_printf(b, "]}");
-    }
-    evbuffer_add_printf(b, "],\"polls\":[");
-    unsigned n_polls = 0;
-    gw_cache_view_t *cv = cache_snapshot(gw, &n_polls);
-    for (unsigned i = 0; cv && i < n_polls; i++) {
-        const config_poll_t *pg = &gw->cfg->polls[i];
-        const gw_cache_view_t *e = &cv[i];
-        evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
-        api_add_str(b, pg->name);
-        evbuffer_add_printf(b, ",\"device\":");
-        api_add_str(b, gw->cfg->devices[pg->device].name);
-        evbuffer_add_printf(b, ",\"function\":%u,\"address\":%u,"
-                               "\"count\":%u,\"interval_ms\":%u,\"read\":%u,\"polls\":%llu,\"failures\":%llu,"
-                               "\"overruns\":%llu,\"ok\":%s,\"exception\":%u,",
-                            pg->function, pg->address, pg->count, pg->interval_ms, poller_read_of(gw->poller, i),
-                            (unsigned long long)e->polls, (unsigned long long)e->failures,
-                            (unsigned long long)e->overruns, e->ok ? "true" : "false", e->ok ? 0u : e->exception);
-        if (e->t_ns)
-            evbuffer_add_printf(b, "\"age_s\":%.3f,\"values\":[", (double)(now - e->t_ns) / 1e9);
-        else
-            evbuffer_add_printf(b, "\"age_s\":null,\"values\":[");
-        for (unsigned v = 0; v < e->count; v++)
-            evbuffer_add_printf(b, v ? ",%u" : "%u", e->values[v]);
-        evbuffer_add_printf(b, "]}");
-    }
-    free(cv);
-    const gw_tcp_metrics_t *tm = &gw->tcp_metrics;
-    evbuffer_add_printf(b, "],\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu,"
-                           "\"classes\":{\"normal\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu},"
-                           "\"priority\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu}}},"
-                           "\"frame_ring\":%u",
-                        (unsigned long long)gw_read(&tm->active), (unsigned long long)gw_read(&tm->requests),
-                        (unsigned long long)gw_read(&tm->answers), (unsigned long long)gw_read(&tm->waiting),
-                        (unsigned long long)gw_read(&tm->waits), (unsigned long long)gw_read(&tm->wait_us),
-                        (unsigned long long)gw_read(&tm->priority_waiting),
-                        (unsigned long long)gw_read(&tm->priority_waits),
-                        (unsigned long long)gw_read(&tm->priority_wait_us),
-                        frames_capacity(atomic_load_explicit(&gw->frames, memory_order_acquire)));
-    http_tls_status(gw, gw->http->tls, b);
-    http_reload_status(gw, b);
-    evbuffer_add_printf(b, ",\"restart_needed\":");
-    api_add_str(b, gw->restart_needed);
-    evbuffer_add_printf(b, "}\n");
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, 200, "OK", b);
-    evbuffer_free(b);
-}
+gw_http_tags_t *http_tags(gw_http_t *h) { return h->tags; }
+gw_http_metrics_t *http_metrics(gw_http_t *h) { return h ? &h->metrics : NULL; }
 
 /* ---- connections: the references we keep, and their deadlines --------------- */
 
@@ -330,7 +103,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
-    gw_count(&h->gw->http_metrics.requests);
+    gw_count(&h->metrics.requests);
     if (c && h->tls)
         c->handshaken = true;   /* a request came through: its handshake finished */
     if (!web_host_check(h->gw, req))
@@ -346,7 +119,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     } else if (path && strcmp(path, "/metrics") == 0)
         http_on_metrics(req, h->gw);
     else if (path && strcmp(path, "/status") == 0)
-        on_status(req, h->gw);
+        http_on_status(req, h->gw);
     else if (!path || !web_handle(h->gw, req, path))
         evhttp_send_error(req, HTTP_NOTFOUND, "not found");
 }
@@ -370,14 +143,14 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
      * checks max_header_bytes only at the end of a line, and a header line
      * without an end would otherwise grow without bound. What is not read
      * waits in the kernel's socket buffer until the deadline cuts it. */
-    const config_http_t *cfg = &h->gw->cfg->http;
+    const config_http_t *cfg = &gw_config(h->gw)->http;
     bufferevent_setwatermark(bev, EV_READ, 0, (size_t)cfg->max_header_bytes + cfg->max_body_bytes + 4096);
     *c = (http_conn_t){ .bev = bev, .since_ns = gw_now_ns(), .next = h->conns };
     h->conns = c;
     h->active++;
     sweep_arm(h);
-    gw_set(&h->gw->http_metrics.active, h->active);
-    gw_count(&h->gw->http_metrics.accepted);
+    gw_set(&h->metrics.active, h->active);
+    gw_count(&h->metrics.accepted);
     if (h->active >= cfg->max_connections) {
         /* Full: the listener rests (more clients wait in the kernel's
          * backlog, costing us nothing) until the sweep finds room. */
@@ -465,7 +238,7 @@ static void sweep_arm(gw_http_t *h)
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     gw_http_t *h = arg;
-    uint64_t now = gw_now_ns(), limit = (uint64_t)h->gw->cfg->http.request_timeout_ms * 1000000ull;
+    uint64_t now = gw_now_ns(), limit = (uint64_t)gw_config(h->gw)->http.request_timeout_ms * 1000000ull;
     (void)fd;
     (void)what;
     for (http_conn_t **pp = &h->conns, *c; (c = *pp) != NULL;) {
@@ -493,7 +266,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         bool late = !c->held && now - c->since_ns > limit;
         if (late || c->refuse) {
             evutil_socket_t sock = bufferevent_getfd(c->bev);
-            gw_count(c->refuse ? &h->gw->http_metrics.refused : &h->gw->http_metrics.timed_out);
+            gw_count(c->refuse ? &h->metrics.refused : &h->metrics.timed_out);
             c->refuse = false;
             c->since_ns = UINT64_MAX / 2;   /* once */
             if (sock >= 0)
@@ -501,8 +274,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         }
         pp = &c->next;
     }
-    gw_set(&h->gw->http_metrics.active, h->active);
-    if (h->active < h->gw->cfg->http.max_connections)
+    gw_set(&h->metrics.active, h->active);
+    if (h->active < gw_config(h->gw)->http.max_connections)
         evconnlistener_enable(h->listener);   /* after a pause for room or for descriptors */
     if (!h->conns)
         event_del(h->ev_sweep);   /* sweep_arm() starts it again with the next connection */
@@ -519,7 +292,7 @@ void http_hold(gw_http_t *h, struct evhttp_request *req, bool held)
 
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
 {
-    const config_http_t *cfg = &gw->cfg->http;
+    const config_http_t *cfg = &gw_config(gw)->http;
     struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port) };
     gw_http_t *h = calloc(1, sizeof *h);
     if (!h) {
@@ -537,15 +310,15 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         http_free(h);
         return NULL;
     }
-    if (cfg->tls_cert[0] && !(h->tls = http_tls_new(h->gw->cfg, cfg, err, errcap))) {
+    if (cfg->tls_cert[0] && !(h->tls = http_tls_new(gw_config(h->gw), cfg, err, errcap))) {
         http_free(h);
         return NULL;
     }
-    h->http = evhttp_new(loop_base(gw->loop));
-    h->listener = evconnlistener_new_bind(loop_base(gw->loop), NULL, NULL,
+    h->http = evhttp_new(loop_base(gw_loop(gw)));
+    h->listener = evconnlistener_new_bind(loop_base(gw_loop(gw)), NULL, NULL,
                                           LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
                                           (struct sockaddr *)&sin, sizeof sin);
-    h->ev_sweep = event_new(loop_base(gw->loop), -1, EV_PERSIST, on_sweep, h);
+    h->ev_sweep = event_new(loop_base(gw_loop(gw)), -1, EV_PERSIST, on_sweep, h);
     if (!h->http || !h->listener || !h->ev_sweep) {
         snprintf(err, errcap, "http: cannot listen on %s:%u: %s", cfg->bind, cfg->port, strerror(errno));
         http_free(h);
@@ -585,9 +358,8 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
  * The rest (the listener, its bounds, HTTPS on or off, users from none or
  * to none) is named in restart, as the other sections' keys are.
  */
-void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
+void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap)
 {
-    config_http_t *run = &h->gw->cfg->http;
     const config_http_t *f = &fresh->http;
     config_http_t a = *run, b = *f;
     bool users_live = run->user_count && f->user_count;
@@ -623,7 +395,7 @@ void http_reload(gw_http_t *h, const config_t *fresh, char *restart, size_t cap)
     }
     if (tls_live) {
         char err[512];
-        if (http_tls_reload(h->tls, h->gw->cfg, f, err, sizeof err) != 0) {
+        if (http_tls_reload(h->tls, gw_config(h->gw), f, err, sizeof err) != 0) {
             gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; HTTPS keeps the running certificate", err);
         } else {
             memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);

@@ -210,11 +210,11 @@ static void get_tags(gw_http_tags_t *ht, struct evhttp_request *req, const char 
         evhttp_send_error(req, 500, "out of memory");
         return;
     }
-    const tags_table_t *t = gw_tags_lock(ht->gw->tags);
+    const tags_table_t *t = gw_tags_lock(gw_tags(ht->gw));
     int i = tags_table_find(t, name);
     if (i >= 0)
         http_tags_add_tag(b, t, (size_t)i, now, true);
-    gw_tags_unlock(ht->gw->tags);
+    gw_tags_unlock(gw_tags(ht->gw));
     evbuffer_add(b, "\n", 1);
     if (i < 0)
         http_tags_reply_error(req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
@@ -237,18 +237,18 @@ uint64_t http_tags_seq(gw_http_tags_t *ht)
 {
     gw_t *gw = ht->gw;
     int64_t now = gw_wall_ms();
-    tags_table_t *t = gw_tags_lock(gw->tags);
+    tags_table_t *t = gw_tags_lock(gw_tags(gw));
     tags_table_sweep(t, now);
     uint64_t seq = tags_table_seq(t);
-    uint32_t gen = gw_tags_generation(gw->tags);
-    if (ht->counts && seq == ht->counts_seq && gen == ht->counts_gen && gw->cfg == ht->counts_cfg &&
-        gw->cfg->device_count == ht->n_counts) {
-        gw_tags_unlock(gw->tags);
+    uint32_t gen = gw_tags_generation(gw_tags(gw));
+    if (ht->counts && seq == ht->counts_seq && gen == ht->counts_gen && gw_config(gw) == ht->counts_cfg &&
+        gw_config(gw)->device_count == ht->n_counts) {
+        gw_tags_unlock(gw_tags(gw));
         return seq;
     }
-    unsigned (*counts)[4] = calloc(gw->cfg->device_count + 1, sizeof *counts);
-    for (unsigned d = 0; counts && d < gw->cfg->device_count; d++) {
-        int td = tags_table_find_device(t, gw->cfg->devices[d].name);
+    unsigned (*counts)[4] = calloc(gw_config(gw)->device_count + 1, sizeof *counts);
+    for (unsigned d = 0; counts && d < gw_config(gw)->device_count; d++) {
+        int td = tags_table_find_device(t, gw_config(gw)->devices[d].name);
         size_t nt = 0;
         const unsigned *idx = td >= 0 ? tags_table_device_tags(t, (size_t)td, &nt) : NULL;
         for (size_t k = 0; k < nt; k++) {
@@ -260,13 +260,13 @@ uint64_t http_tags_seq(gw_http_tags_t *ht)
             counts[d][3]++;
         }
     }
-    gw_tags_unlock(gw->tags);
+    gw_tags_unlock(gw_tags(gw));
     free(ht->counts);
     ht->counts = counts;
-    ht->n_counts = counts ? gw->cfg->device_count : 0;
+    ht->n_counts = counts ? gw_config(gw)->device_count : 0;
     ht->counts_seq = seq;
     ht->counts_gen = gen;
-    ht->counts_cfg = gw->cfg;
+    ht->counts_cfg = gw_config(gw);
     return seq;
 }
 
@@ -308,7 +308,7 @@ static void tag_gauge(struct evbuffer *b, const tags_table_t *t, const tags_tag_
 static void tag_gauges(gw_t *gw, struct evbuffer *b)
 {
     int64_t now = gw_wall_ms();
-    const tags_table_t *t = gw_tags_lock(gw->tags);
+    const tags_table_t *t = gw_tags_lock(gw_tags(gw));
     static const char *const help[3][2] = {
         { "value", "The tag's engineering value (good or stale values of numbers and bools)" },
         { "good", "1 while the tag's value is good, 0 when bad or stale" },
@@ -329,7 +329,7 @@ static void tag_gauges(gw_t *gw, struct evbuffer *b)
                                                                    : (double)(now - v.time_ms) / 1e3);
         }
     }
-    gw_tags_unlock(gw->tags);
+    gw_tags_unlock(gw_tags(gw));
 }
 
 void http_tags_metrics(gw_t *gw, struct evbuffer *b)
@@ -344,17 +344,17 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
                            "rtugw_tag_writes_in_flight %u\n# HELP rtugw_tag_writes_max Tag writes that may be in "
                            "flight: [http] max_connections + 64\n# TYPE rtugw_tag_writes_max gauge\n"
                            "rtugw_tag_writes_max %u\n",
-                        poller_read_count(gw->poller), (unsigned long long)poller_splits(gw->poller),
-                        tags_table_count(gw_tags_defs(gw->tags)), tag_writes_in_flight(gw->tag_writes),
-                        tag_writes_capacity(gw->tag_writes));
+                        poller_read_count(gw_poller(gw)), (unsigned long long)poller_splits(gw_poller(gw)),
+                        tags_table_count(gw_tags_defs(gw_tags(gw))), tag_writes_in_flight(gw_tag_writes(gw)),
+                        tag_writes_capacity(gw_tag_writes(gw)));
     evbuffer_add_printf(b, "# HELP rtugw_tag_write_readbacks_total Tag writes read back after the slave's echo "
                            "(confirm_write), by what was read: same as written, differs (the slave clamped or "
                            "refused part), failed\n# TYPE rtugw_tag_write_readbacks_total counter\n");
     static const char *const results[] = { "same", "differs", "failed" };
     for (int r = 0; r < 3; r++)
         evbuffer_add_printf(b, "rtugw_tag_write_readbacks_total{result=\"%s\"} %llu\n", results[r],
-                            (unsigned long long)tag_writes_readbacks(gw->tag_writes, r));
-    if (gw->cfg->http.tag_metrics)
+                            (unsigned long long)tag_writes_readbacks(gw_tag_writes(gw), r));
+    if (gw_config(gw)->http.tag_metrics)
         tag_gauges(gw, b);
 }
 
@@ -364,7 +364,7 @@ void http_tags_metrics(gw_t *gw, struct evbuffer *b)
 static void refuse(gw_http_tags_t *ht, struct evhttp_request *req, int code, const char *reason,
                    const char *tag, const char *why)
 {
-    gw_count(&ht->gw->http_metrics.tag_writes_refused);
+    web_count(ht->gw, tag_writes_refused);
     http_tags_reply_error(req, code, reason, tag, why);
 }
 
@@ -445,13 +445,13 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
 /* Who may write what: the policy checks, in the order a caller fixes them. */
 static bool write_allowed(gw_http_tags_t *ht, struct evhttp_request *req, const char *name)
 {
-    const config_t *cfg = ht->gw->cfg;
+    const config_t *cfg = gw_config(ht->gw);
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     const char *why;
     if (cfg->http.user_count) {
         /* users: an operator or an admin (a session, or the write_token) */
         if (!web_auth_require(ht->gw, req, ROLE_OPERATOR)) {
-            gw_count(&ht->gw->http_metrics.tag_writes_refused);
+            web_count(ht->gw, tag_writes_refused);
             return false;
         }
         why = cfg->tcp.read_only ? "the gateway is read-only ([tcp] read_only)" : NULL;
@@ -475,8 +475,8 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
 
     if (!write_allowed(ht, req, name))
         return;
-    int i = tags_table_find(gw_tags_defs(gw->tags), name);
-    const tags_tag_t *g = i >= 0 ? tags_table_tag(gw_tags_defs(gw->tags), (size_t)i) : NULL;
+    int i = tags_table_find(gw_tags_defs(gw_tags(gw)), name);
+    const tags_tag_t *g = i >= 0 ? tags_table_tag(gw_tags_defs(gw_tags(gw)), (size_t)i) : NULL;
     if (!g) {
         refuse(ht, req, HTTP_NOTFOUND, "Not Found", name, "no such tag");
         return;
@@ -504,8 +504,8 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
         refuse(ht, req, status, status == 422 ? "Unprocessable Entity" : "Bad Request", name, msg);
         return;
     }
-    const config_device_t *dev = &gw->cfg->devices[gw_tags_config_device(gw->tags, g)];
-    int rc = tag_write_begin(gw->tag_writes, (unsigned)i, dev->bus, dev->slave, &w, write_done, ht,
+    const config_device_t *dev = &gw_config(gw)->devices[gw_tags_config_device(gw_tags(gw), g)];
+    int rc = tag_write_begin(gw_tag_writes(gw), (unsigned)i, dev->bus, dev->slave, &w, write_done, ht,
                              (uint64_t)(uintptr_t)req, msg, sizeof msg);
     if (rc != TAG_WRITE_QUEUED) {
         /* 409: the tags' state refuses it now (an overlap, no inverse, an
@@ -536,10 +536,10 @@ static void add_names(struct evbuffer *b, const tags_tag_t *asked, const tags_ta
 /* The slave's answer to the write: its echo, or the exception, as JSON. */
 static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struct evhttp_request *req)
 {
-    const tags_tag_t *g = tags_table_tag(gw_tags_defs(ht->gw->tags), o->tag);
+    const tags_tag_t *g = tags_table_tag(gw_tags_defs(gw_tags(ht->gw)), o->tag);
     /* a computed tag written through its inverse: named as asked, and the
      * input written ("through"), whose words and read-back follow */
-    const tags_tag_t *asked = tags_table_tag(gw_tags_defs(ht->gw->tags), o->asked);
+    const tags_tag_t *asked = tags_table_tag(gw_tags_defs(gw_tags(ht->gw)), o->asked);
     const uint8_t *pdu = o->pdu;
     size_t len = o->len;
     if (len >= 2 && (pdu[0] & 0x80)) {
@@ -551,7 +551,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
                  code < 5 ? names[code] : code == MB_EX_BUSY ? "busy (the bus queue is full)"
                  : code == MB_EX_PATH_UNAVAILABLE ? "gateway path unavailable (port down)"
                  : code == MB_EX_TARGET_FAILED ? "no answer from the device" : "from the device");
-        gw_count(&ht->gw->http_metrics.tag_write_failures);
+        web_count(ht->gw, tag_write_failures);
         struct evbuffer *b = reply_buffer(req);
         if (!b)
             return;
@@ -566,7 +566,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
         evbuffer_free(b);
         return;
     }
-    gw_count(&ht->gw->http_metrics.tag_writes);
+    web_count(ht->gw, tag_writes);
     struct evbuffer *b = reply_buffer(req);
     if (!b)
         return;
@@ -601,12 +601,12 @@ static void write_done(void *owner, uint64_t cookie, const tag_write_outcome_t *
     if (req)
         http_hold(ht->http, req, false);
     if (o->unwritten) {   /* its client had gone before the write itself went */
-        gw_count(&ht->gw->http_metrics.tag_write_failures);
+        web_count(ht->gw, tag_write_failures);
         return;
     }
     if (o->malformed_read) {
-        gw_count(&ht->gw->http_metrics.tag_write_failures);
-        http_tags_reply_error(req, 502, "Bad Gateway", tags_table_tag(gw_tags_defs(ht->gw->tags), o->tag)->name,
+        web_count(ht->gw, tag_write_failures);
+        http_tags_reply_error(req, 502, "Bad Gateway", tags_table_tag(gw_tags_defs(gw_tags(ht->gw)), o->tag)->name,
                     "the register's read came back malformed");
         return;
     }
@@ -629,7 +629,7 @@ bool http_tags_request(gw_http_tags_t *ht, struct evhttp_request *req, const cha
         /* %00 decodes to a NUL: as a C string the name would be cut there and
          * another tag's (w_u16%00xyz is not w_u16); no tag name holds one */
         if (cmd == EVHTTP_REQ_PUT)
-            gw_count(&ht->gw->http_metrics.tag_writes_refused);
+            web_count(ht->gw, tag_writes_refused);
         http_tags_reply_error(req, HTTP_BADREQUEST, "Bad Request", name, "the tag name holds a NUL byte (%00)");
     } else if (cmd == EVHTTP_REQ_PUT && one) {
         put_tag(ht, req, name);
@@ -687,8 +687,8 @@ struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct buf
     if (listing)
         return listing;
     uint64_t cookie;
-    if (!tag_write_abandon(ht->gw->tag_writes, ht, on_connection, bev, &cookie))
+    if (!tag_write_abandon(gw_tag_writes(ht->gw), ht, on_connection, bev, &cookie))
         return NULL;
-    gw_count(&ht->gw->http_metrics.tag_writes_abandoned);
+    web_count(ht->gw, tag_writes_abandoned);
     return evhttp_request_get_connection((struct evhttp_request *)(uintptr_t)cookie);
 }

@@ -79,12 +79,12 @@ static void slice(evutil_socket_t fd, short what, void *arg)
     gw_t *gw = s->l->gw;
     (void)fd;
     (void)what;
-    tags_table_t *t = gw_tags_lock(gw->tags);
+    tags_table_t *t = gw_tags_lock(gw_tags(gw));
     size_t count = tags_table_count(t);
-    if (gw_tags_generation(gw->tags) != s->generation) {   /* reloaded: over again, at the new number */
+    if (gw_tags_generation(gw_tags(gw)) != s->generation) {   /* reloaded: over again, at the new number */
         char etag[SEQ_DIGITS + 8];
         s->now = gw_wall_ms();
-        s->generation = gw_tags_generation(gw->tags);
+        s->generation = gw_tags_generation(gw_tags(gw));
         s->next = 0;
         tags_table_sweep(t, s->now);
         snprintf(etag, sizeof etag, "\"%llu\"", (unsigned long long)tags_table_seq(t));
@@ -97,16 +97,16 @@ static void slice(evutil_socket_t fd, short what, void *arg)
     }
     size_t to = s->next + SLICE_TAGS < count ? s->next + SLICE_TAGS : count;
     add_tags(s->b, t, s->next, to, s->now);
-    gw_tags_unlock(gw->tags);
-    gw_count(&gw->http_metrics.tags_slices);
+    gw_tags_unlock(gw_tags(gw));
+    web_count(gw, tags_slices);
     s->next = to;
     if (to < count) {
         event_active(s->ev, EV_TIMEOUT, 1);
         return;
     }
     evbuffer_add_printf(s->b, "]}\n");
-    gw_count(&gw->http_metrics.tags_full);
-    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, count, memory_order_relaxed);
+    web_count(gw, tags_full);
+    atomic_fetch_add_explicit(&http_metrics(gw_http(gw))->tags_listed, count, memory_order_relaxed);
     http_hold(s->l->http, s->req, false);
     http_tags_reply_json(s->req, HTTP_OK, "OK", s->b);
     slicer_free(s);
@@ -118,7 +118,7 @@ static void slice_later(http_tags_list_t *l, struct evhttp_request *req, struct 
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     slicer_t *s = calloc(1, sizeof *s);
     struct event *ev = s && evcon ? event_new(evhttp_connection_get_base(evcon), -1, 0, slice, s) : NULL;
-    gw_count(&l->gw->http_metrics.tags_slices);
+    web_count(l->gw, tags_slices);
     if (!ev) {
         free(s);
         evbuffer_free(b);
@@ -126,7 +126,7 @@ static void slice_later(http_tags_list_t *l, struct evhttp_request *req, struct 
         return;
     }
     *s = (slicer_t){ .l = l, .req = req, .bev = evhttp_connection_get_bufferevent(evcon), .ev = ev, .b = b,
-                     .next = SLICE_TAGS, .now = now, .generation = gw_tags_generation(l->gw->tags),
+                     .next = SLICE_TAGS, .now = now, .generation = gw_tags_generation(gw_tags(l->gw)),
                      .link = l->slicing };
     l->slicing = s;
     http_hold(l->http, req, true);
@@ -202,12 +202,12 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
     unsigned changed[CHANGES_MAX];
     char etag[SEQ_DIGITS + 8];
     if (!since_of(req, &since, &given)) {
-        gw_count(&gw->http_metrics.tags_refused);
+        web_count(gw, tags_refused);
         http_tags_reply_error(req, HTTP_BADREQUEST, "Bad Request", NULL, "since must be a change number (0..2^64-1)");
         return;
     }
     int64_t now = gw_wall_ms();
-    tags_table_t *t = gw_tags_lock(gw->tags);
+    tags_table_t *t = gw_tags_lock(gw_tags(gw));
     tags_table_sweep(t, now);
     uint64_t seq = tags_table_seq(t);
     size_t count = tags_table_count(t);
@@ -216,8 +216,8 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
     evhttp_add_header(out, "ETag", etag);
     evhttp_add_header(out, "Cache-Control", "no-cache");
     if (http_not_modified(req, etag)) {
-        gw_tags_unlock(gw->tags);
-        gw_count(&gw->http_metrics.tags_not_modified);
+        gw_tags_unlock(gw_tags(gw));
+        web_count(gw, tags_not_modified);
         evhttp_send_reply(req, HTTP_NOTMODIFIED, "Not Modified", NULL);
         return;
     }
@@ -226,7 +226,7 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
     bool full = n > CHANGES_MAX || n > count / 4 + 1;
     struct evbuffer *b = evbuffer_new();
     if (!b) {
-        gw_tags_unlock(gw->tags);
+        gw_tags_unlock(gw_tags(gw));
         evhttp_send_error(req, 500, "out of memory");
         return;
     }
@@ -234,7 +234,7 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
                         (unsigned long long)seq, full ? "true" : "false");
     if (full && count > SLICE_TAGS) {   /* the first slice under this lock, the rest on later turns */
         add_tags(b, t, 0, SLICE_TAGS, now);
-        gw_tags_unlock(gw->tags);
+        gw_tags_unlock(gw_tags(gw));
         slice_later(l, req, b, now);
         return;
     }
@@ -245,10 +245,10 @@ void http_tags_list_get(http_tags_list_t *l, struct evhttp_request *req)
             evbuffer_add(b, ",", 1);
         http_tags_add_tag(b, t, changed[k], now, false);
     }
-    gw_tags_unlock(gw->tags);
+    gw_tags_unlock(gw_tags(gw));
     evbuffer_add_printf(b, "]}\n");
-    gw_count(full ? &gw->http_metrics.tags_full : &gw->http_metrics.tags_since);
-    atomic_fetch_add_explicit(&gw->http_metrics.tags_listed, full ? count : n, memory_order_relaxed);
+    gw_count(full ? &http_metrics(gw_http(gw))->tags_full : &http_metrics(gw_http(gw))->tags_since);
+    atomic_fetch_add_explicit(&http_metrics(gw_http(gw))->tags_listed, full ? count : n, memory_order_relaxed);
     http_tags_reply_json(req, HTTP_OK, "OK", b);
     evbuffer_free(b);
 }

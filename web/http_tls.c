@@ -186,13 +186,15 @@ static void certificate_json(struct evbuffer *b, const char *subject, int64_t no
 
 void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b)
 {
-    if (gw->mbaps) {
+    gw_mbaps_t *mbaps = gw_mbaps(gw);
+    if (mbaps) {
         const char *subject;
         int64_t not_after;
         char listen[96], q[JSON_QUOTED_MAX(96)];
-        const gw_tls_metrics_t *m = mbaps_metrics(gw->mbaps);
-        mbaps_certificate(gw->mbaps, &subject, &not_after);
-        snprintf(listen, sizeof listen, "%s:%u", gw->cfg->tls.bind, gw->cfg->tls.port);
+        const config_tls_t *c = &gw_config(gw)->tls;
+        const gw_tls_metrics_t *m = mbaps_metrics(mbaps);
+        mbaps_certificate(mbaps, &subject, &not_after);
+        snprintf(listen, sizeof listen, "%s:%u", c->bind, c->port);
         json_quote(q, sizeof q, listen);
         evbuffer_add_printf(b, ",\"tls\":{\"listen\":%s,\"active\":%llu,\"handshakes\":%llu,", q,
                             (unsigned long long)gw_read(&m->active), (unsigned long long)gw_read(&m->handshakes));

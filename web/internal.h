@@ -121,11 +121,35 @@ int web_start(gw_t *gw, char *err, size_t errcap);
 void web_stop(gw_t *gw);
 bool web_handle(gw_t *gw, struct evhttp_request *req, const char *path);
 
+/* The HTTP server's counters (http.c's gw_http_t holds them): written on
+ * the I/O thread, read by /metrics, relaxed atomics with one writer. */
+typedef struct gw_http_metrics {
+    atomic_uint_fast64_t accepted, refused, requests, timed_out, active;
+    atomic_uint_fast64_t tag_writes, tag_writes_refused, tag_write_failures, tag_writes_abandoned;
+    atomic_uint_fast64_t api_changes, api_refused;   /* web/api.c: files written; requests refused */
+    atomic_uint_fast64_t misdirected;   /* web/host.c: a Host not in server_names (421) */
+    /* web/http_tags.c: GET /tags answered whole, with changes only, 304; tags formatted; bad since */
+    atomic_uint_fast64_t tags_full, tags_since, tags_not_modified, tags_listed, tags_refused, tags_slices;
+    atomic_uint_fast64_t status_not_modified;   /* web/http.c: GET /status answered 304 */
+} gw_http_metrics_t;
+gw_http_metrics_t *http_metrics(gw_http_t *h);   /* NULL for h NULL: no [http] */
+/* One more of gw's HTTP counter f; nothing without [http] (MQTT's
+ * config/set runs the API's write path without it). */
+#define web_count(gw, f)                                                                                               \
+    do {                                                                                                               \
+        gw_http_metrics_t *m_ = http_metrics(gw_http(gw));                                                            \
+        if (m_)                                                                                                        \
+            gw_count(&m_->f);                                                                                          \
+    } while (0)
+
 /* The web side's own parts of gw_http_t (http.c). */
+gw_http_tags_t *http_tags(gw_http_t *h);
 typedef struct web_auth web_auth_t;
 typedef struct web_audit web_audit_t;
 web_auth_t *http_auth(gw_http_t *h);
 web_audit_t *http_audit(gw_http_t *h);
+/* status.c: GET /status. */
+void http_on_status(struct evhttp_request *req, void *arg);
 /* metrics.c: GET /metrics. */
 void http_on_metrics(struct evhttp_request *req, void *arg);
 

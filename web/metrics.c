@@ -90,9 +90,11 @@ static const metric_def_t tcp_defs[] = {
     TM(busy_throttled, "Times a connection was not read for a while: its budget of exceptions 06 spent"),
 };
 
+/* A counter of a block; 0 for base NULL (a listener not enabled: its series
+ * are there all the same, at 0, as before it runs). */
 static uint64_t field(const void *base, size_t offset)
 {
-    return gw_read((const atomic_uint_fast64_t *)((const char *)base + offset));
+    return base ? gw_read((const atomic_uint_fast64_t *)((const char *)base + offset)) : 0;
 }
 
 static void metric_header(struct evbuffer *b, const char *prefix, const metric_def_t *d)
@@ -106,20 +108,20 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
 {
     for (size_t i = 0; i < sizeof bus_defs / sizeof bus_defs[0]; i++) {
         metric_header(b, "bus", &bus_defs[i]);
-        for (unsigned k = 0; k < gw->bus_count; k++)
+        for (unsigned k = 0; k < gw_bus_count(gw); k++)
             evbuffer_add_printf(b, "rtugw_bus_%s%s{bus=\"%s\"} %llu\n", bus_defs[i].name,
-                                bus_defs[i].gauge ? "" : "_total", bus_config(gw->buses[k])->name,
-                                (unsigned long long)field(bus_metrics(gw->buses[k]), bus_defs[i].offset));
+                                bus_defs[i].gauge ? "" : "_total", bus_config(gw_bus(gw, k))->name,
+                                (unsigned long long)field(bus_metrics(gw_bus(gw, k)), bus_defs[i].offset));
     }
     /* The transport layer's own count (ASCII, MBAP): its driver is read on
      * this thread, the I/O thread, which is also the only one that writes it. */
     evbuffer_add_printf(b, "# HELP rtugw_bus_frame_errors_total Frames the transport layer passed up damaged "
                            "(bad LRC or hex, a transaction id not in flight)\n"
                            "# TYPE rtugw_bus_frame_errors_total counter\n");
-    for (unsigned k = 0; k < gw->bus_count; k++) {
+    for (unsigned k = 0; k < gw_bus_count(gw); k++) {
         driver_stats_t st;
-        bus_driver_stats(gw->buses[k], &st);
-        evbuffer_add_printf(b, "rtugw_bus_frame_errors_total{bus=\"%s\"} %llu\n", bus_config(gw->buses[k])->name,
+        bus_driver_stats(gw_bus(gw, k), &st);
+        evbuffer_add_printf(b, "rtugw_bus_frame_errors_total{bus=\"%s\"} %llu\n", bus_config(gw_bus(gw, k))->name,
                             (unsigned long long)st.frame_errors);
     }
     /* Modbus UDP's drops (drivers/udp.c: never handed up, so never a frame)
@@ -142,18 +144,18 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
     for (size_t i = 0; i < sizeof transport / sizeof transport[0]; i++) {
         evbuffer_add_printf(b, "# HELP rtugw_bus_%s_total %s\n# TYPE rtugw_bus_%s_total counter\n", transport[i].name,
                             transport[i].help, transport[i].name);
-        for (unsigned k = 0; k < gw->bus_count; k++) {
+        for (unsigned k = 0; k < gw_bus_count(gw); k++) {
             driver_stats_t st;
-            bus_driver_stats(gw->buses[k], &st);
+            bus_driver_stats(gw_bus(gw, k), &st);
             evbuffer_add_printf(b, "rtugw_bus_%s_total{bus=\"%s\"} %llu\n", transport[i].name,
-                                bus_config(gw->buses[k])->name, (unsigned long long)field(&st, transport[i].offset));
+                                bus_config(gw_bus(gw, k))->name, (unsigned long long)field(&st, transport[i].offset));
         }
     }
     evbuffer_add_printf(b, "# HELP rtugw_bus_latency_seconds Request to matching response, first attempt\n"
                            "# TYPE rtugw_bus_latency_seconds histogram\n");
-    for (unsigned k = 0; k < gw->bus_count; k++) {
-        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
-        const char *name = bus_config(gw->buses[k])->name;
+    for (unsigned k = 0; k < gw_bus_count(gw); k++) {
+        line_bus_metrics_t *m = bus_metrics(gw_bus(gw, k));
+        const char *name = bus_config(gw_bus(gw, k))->name;
         uint64_t cum = 0;
         for (unsigned i = 0; i < GW_LATENCY_BUCKETS; i++) {
             cum += gw_read(&m->latency[i]);
@@ -175,9 +177,9 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
                            "the slave's guard), confirm (an answer held back: I4 copy check, I5 confirmation), "
                            "wire (attempts waiting for answers, and the quiet that vouches for them)\n"
                            "# TYPE rtugw_bus_request_seconds_total counter\n");
-    for (unsigned k = 0; k < gw->bus_count; k++) {
-        line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
-        const char *name = bus_config(gw->buses[k])->name;
+    for (unsigned k = 0; k < gw_bus_count(gw); k++) {
+        line_bus_metrics_t *m = bus_metrics(gw_bus(gw, k));
+        const char *name = bus_config(gw_bus(gw, k))->name;
         const struct { const char *cause; atomic_uint_fast64_t *us; } c[] = {
             { "queue", &m->queue_us }, { "guard", &m->guard_us }, { "confirm", &m->confirm_us }, { "wire", &m->wire_us },
         };
@@ -188,9 +190,9 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
     evbuffer_add_printf(b, "# HELP rtugw_bus_requests_timed_total Requests answered after going on the line "
                            "(the count of rtugw_bus_request_seconds_total)\n"
                            "# TYPE rtugw_bus_requests_timed_total counter\n");
-    for (unsigned k = 0; k < gw->bus_count; k++)
-        evbuffer_add_printf(b, "rtugw_bus_requests_timed_total{bus=\"%s\"} %llu\n", bus_config(gw->buses[k])->name,
-                            (unsigned long long)gw_read(&bus_metrics(gw->buses[k])->caused));
+    for (unsigned k = 0; k < gw_bus_count(gw); k++)
+        evbuffer_add_printf(b, "rtugw_bus_requests_timed_total{bus=\"%s\"} %llu\n", bus_config(gw_bus(gw, k))->name,
+                            (unsigned long long)gw_read(&bus_metrics(gw_bus(gw, k))->caused));
 }
 
 static void device_metrics_text(gw_t *gw, struct evbuffer *b)
@@ -207,11 +209,11 @@ static void device_metrics_text(gw_t *gw, struct evbuffer *b)
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         evbuffer_add_printf(b, "# TYPE rtugw_device_%s%s %s\n", defs[i].name, defs[i].gauge ? "" : "_total",
                             defs[i].gauge ? "gauge" : "counter");
-        for (unsigned d = 0; d < gw->cfg->device_count; d++) {
-            const config_device_t *dev = &gw->cfg->devices[d];
-            line_slave_metrics_t *sm = bus_slave_metrics(gw->buses[dev->bus], dev->slave);
+        for (unsigned d = 0; d < gw_config(gw)->device_count; d++) {
+            const config_device_t *dev = &gw_config(gw)->devices[d];
+            line_slave_metrics_t *sm = bus_slave_metrics(gw_bus(gw, dev->bus), dev->slave);
             evbuffer_add_printf(b, "rtugw_device_%s%s{bus=\"%s\",device=\"%s\",slave=\"%u\"} %llu\n",
-                                defs[i].name, defs[i].gauge ? "" : "_total", gw->cfg->buses[dev->bus].name,
+                                defs[i].name, defs[i].gauge ? "" : "_total", gw_config(gw)->buses[dev->bus].name,
                                 dev->name, dev->slave, (unsigned long long)field(sm, defs[i].off));
         }
     }
@@ -245,7 +247,7 @@ static void http_metrics_text(gw_t *gw, struct evbuffer *b)
     for (size_t i = 0; i < sizeof http_defs / sizeof http_defs[0]; i++) {
         metric_header(b, "http", &http_defs[i]);
         evbuffer_add_printf(b, "rtugw_http_%s%s %llu\n", http_defs[i].name, http_defs[i].gauge ? "" : "_total",
-                            (unsigned long long)field(&gw->http_metrics, http_defs[i].offset));
+                            (unsigned long long)field(http_metrics(gw_http(gw)), http_defs[i].offset));
     }
 }
 
@@ -266,9 +268,9 @@ static const metric_def_t tls_defs[] = {
 /* MB-TCP-Security: handshakes, refusals by reason, requests and refusals per role. */
 static void tls_metrics_text(gw_t *gw, struct evbuffer *b)
 {
-    if (!gw->mbaps)
+    if (!gw_mbaps(gw))
         return;
-    const gw_tls_metrics_t *m = mbaps_metrics(gw->mbaps);
+    const gw_tls_metrics_t *m = mbaps_metrics(gw_mbaps(gw));
     const char *subject;
     int64_t not_after;
     for (size_t i = 0; i < sizeof tls_defs / sizeof tls_defs[0]; i++) {
@@ -283,15 +285,15 @@ static void tls_metrics_text(gw_t *gw, struct evbuffer *b)
                             (unsigned long long)gw_read(&m->refused[r]));
     evbuffer_add_printf(b, "# HELP rtugw_tls_role_requests_total Requests of TLS clients, by role\n"
                            "# TYPE rtugw_tls_role_requests_total counter\n");
-    for (unsigned r = 0; r < gw->cfg->role_count; r++)
-        evbuffer_add_printf(b, "rtugw_tls_role_requests_total{role=\"%s\"} %llu\n", gw->cfg->roles[r].name,
+    for (unsigned r = 0; r < gw_config(gw)->role_count; r++)
+        evbuffer_add_printf(b, "rtugw_tls_role_requests_total{role=\"%s\"} %llu\n", gw_config(gw)->roles[r].name,
                             (unsigned long long)gw_read(&m->role_requests[r]));
     evbuffer_add_printf(b, "# HELP rtugw_tls_role_refused_total Requests beyond their role's rights, answered 0x01\n"
                            "# TYPE rtugw_tls_role_refused_total counter\n");
-    for (unsigned r = 0; r < gw->cfg->role_count; r++)
-        evbuffer_add_printf(b, "rtugw_tls_role_refused_total{role=\"%s\"} %llu\n", gw->cfg->roles[r].name,
+    for (unsigned r = 0; r < gw_config(gw)->role_count; r++)
+        evbuffer_add_printf(b, "rtugw_tls_role_refused_total{role=\"%s\"} %llu\n", gw_config(gw)->roles[r].name,
                             (unsigned long long)gw_read(&m->role_refused[r]));
-    mbaps_certificate(gw->mbaps, &subject, &not_after);
+    mbaps_certificate(gw_mbaps(gw), &subject, &not_after);
     evbuffer_add_printf(b, "# HELP rtugw_tls_certificate_not_after_seconds The server certificate's notAfter\n"
                            "# TYPE rtugw_tls_certificate_not_after_seconds gauge\n"
                            "rtugw_tls_certificate_not_after_seconds %lld\n", (long long)not_after);
@@ -350,15 +352,16 @@ static const metric_def_t serial_slave_defs[] = {
 
 static void serial_slave_metrics_text(gw_t *gw, struct evbuffer *b)
 {
-    if (!gw->serial_slave_count)
+    gw_fronts_t f = gw_fronts(gw);
+    if (!f.serial_slave_count)
         return;
     for (size_t i = 0; i < sizeof serial_slave_defs / sizeof serial_slave_defs[0]; i++) {
         const metric_def_t *d = &serial_slave_defs[i];
         metric_header(b, "serial_slave", d);
-        for (unsigned k = 0; k < gw->serial_slave_count; k++)
+        for (unsigned k = 0; k < f.serial_slave_count; k++)
             evbuffer_add_printf(b, "rtugw_serial_slave_%s%s{name=\"%s\"} %llu\n", d->name, d->gauge ? "" : "_total",
-                                serial_slave_name(gw->serial_slaves[k]),
-                                (unsigned long long)field(serial_slave_metrics(gw->serial_slaves[k]), d->offset));
+                                serial_slave_name(f.serial_slaves[k]),
+                                (unsigned long long)field(serial_slave_metrics(f.serial_slaves[k]), d->offset));
     }
 }
 
@@ -370,7 +373,7 @@ static void serial_slave_metrics_text(gw_t *gw, struct evbuffer *b)
  */
 void http_reload_status(gw_t *gw, struct evbuffer *b)
 {
-    const gw_reload_report_t *r = &gw->last_reload;
+    const gw_reload_report_t *r = gw_last_reload(gw);
     if (!r->wall_ms) {
         evbuffer_add_printf(b, ",\"last_reload\":null");
         return;
@@ -387,7 +390,7 @@ void http_reload_status(gw_t *gw, struct evbuffer *b)
     evbuffer_add_printf(b, ",\"waits\":");
     api_add_str(b, r->waits);
     evbuffer_add_printf(b, ",\"queued\":");
-    api_add_str(b, gw->reload_queued);
+    api_add_str(b, gw_reload_queued(gw));
     evbuffer_add_printf(b, ",\"error\":");
     if (r->error[0])
         api_add_str(b, r->error);
@@ -402,7 +405,7 @@ static void reload_metrics_text(gw_t *gw, struct evbuffer *b)
                            "# TYPE rtugw_config_reloads_total counter\n");
     for (int i = 0; i < GW_RELOAD_RESULTS; i++)
         evbuffer_add_printf(b, "rtugw_config_reloads_total{result=\"%s\"} %llu\n", gw_reload_result_name((enum gw_reload_result)i),
-                            (unsigned long long)gw->reloads[i]);
+                            (unsigned long long)gw_reloads(gw, (enum gw_reload_result)i));
 }
 
 void http_on_metrics(struct evhttp_request *req, void *arg)
@@ -416,23 +419,24 @@ void http_on_metrics(struct evhttp_request *req, void *arg)
     bus_metrics_text(gw, b);
     listen_metrics_text(gw, b);
     device_metrics_text(gw, b);
-    tcp_metrics_text(b, "tcp", &gw->tcp_metrics);
+    gw_fronts_t f = gw_fronts(gw);
+    tcp_metrics_text(b, "tcp", tcp_metrics(f.tcp));
     tls_metrics_text(gw, b);
-    if (gw->rtu_tcp)
-        tcp_metrics_text(b, "rtu_tcp", &gw->rtu_tcp_metrics);
-    if (gw->udp)
-        udp_metrics_text(b, &gw->udp_metrics);
+    if (f.rtu_tcp)
+        tcp_metrics_text(b, "rtu_tcp", tcp_metrics(f.rtu_tcp));
+    if (f.udp)
+        udp_metrics_text(b, udp_metrics(f.udp));
     serial_slave_metrics_text(gw, b);
     gw_router_metrics_text(gw, b);
     http_metrics_text(gw, b);
-    http_tls_metrics(gw, http_tls(gw->http), b);
-    web_auth_metrics(http_auth(gw->http), b);
-    frames_metrics_text(atomic_load_explicit(&gw->frames, memory_order_acquire), gw->cfg, b);
+    http_tls_metrics(gw, http_tls(gw_http(gw)), b);
+    web_auth_metrics(http_auth(gw_http(gw)), b);
+    frames_metrics_text(gw_frames(gw), gw_config(gw), b);
     gw_actor_metrics_text(gw, b);
     http_tags_metrics(gw, b);
-    gw_north_metrics_text(gw->north, b);
-    vslave_metrics_text(gw->maps, b);
-    scan_metrics_text(gw->scans, b);
+    gw_north_metrics_text(gw_north(gw), b);
+    vslave_metrics_text(gw_maps(gw), b);
+    scan_metrics_text(gw_scans(gw), b);
     reload_metrics_text(gw, b);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);

@@ -61,8 +61,8 @@ static unsigned remove_of(gw_t *gw, const char *path)
 
 unsigned web_remove_stale_temporaries(gw_t *gw)
 {
-    const char *config = gw->opt.config_path;
-    const config_t *cfg = gw->cfg;
+    const char *config = gw_options(gw)->config_path;
+    const config_t *cfg = gw_config(gw);
     char path[2 * CONFIG_PATH_MAX];
     unsigned removed = 0;
     if (!config)

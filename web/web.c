@@ -43,20 +43,22 @@ static const web_asset_t assets[] = {
 
 int web_start(gw_t *gw, char *err, size_t errcap)
 {
-    unsigned cap = gw->cfg->http.frame_ring;
-    gw_frames_t *f = frames_new(gw->bus_count, cap);
+    unsigned cap = gw_config(gw)->http.frame_ring;
+    gw_frames_t *f = frames_new(gw_bus_count(gw), cap);
     if (cap && !f) {
-        snprintf(err, errcap, "[http] frame_ring = %u: out of memory for %u buses", cap, gw->bus_count);
+        snprintf(err, errcap, "[http] frame_ring = %u: out of memory for %u buses", cap, gw_bus_count(gw));
         return -ENOMEM;
     }
-    atomic_store_explicit(&gw->frames, f, memory_order_release);
+    gw_frames_publish(gw, f);
     return 0;
 }
 
 void web_stop(gw_t *gw)
 {
     /* the buses' actors are stopped by now (gw_free): nobody records */
-    frames_free(atomic_exchange(&gw->frames, NULL));
+    gw_frames_t *f = gw_frames(gw);
+    gw_frames_publish(gw, NULL);
+    frames_free(f);
 }
 
 static void send_asset(struct evhttp_request *req, const web_asset_t *a)
@@ -117,8 +119,8 @@ static bool parse_u64(const char *v, uint64_t max, uint64_t *out)
 
 static int find_bus(const gw_t *gw, const char *name)
 {
-    for (unsigned k = 0; name && k < gw->bus_count; k++)
-        if (strcmp(gw->cfg->buses[k].name, name) == 0)
+    for (unsigned k = 0; name && k < gw_bus_count(gw); k++)
+        if (strcmp(gw_config(gw)->buses[k].name, name) == 0)
             return (int)k;
     return -1;
 }
@@ -174,9 +176,9 @@ static void on_frames(gw_t *gw, struct evhttp_request *req)
         evhttp_send_error(req, 500, "out of memory");
         return;
     }
-    gw_frames_t *f = atomic_load_explicit(&gw->frames, memory_order_acquire);
+    gw_frames_t *f = gw_frames(gw);
     char name[JSON_QUOTED_MAX(CONFIG_NAME_MAX)];
-    json_quote(name, sizeof name, gw->cfg->buses[bus].name);
+    json_quote(name, sizeof name, gw_config(gw)->buses[bus].name);
     evbuffer_add_printf(b, "{\"bus\":%s,\"enabled\":%s,\"capacity\":%u,", name, f ? "true" : "false",
                         frames_capacity(f));
     if (f)

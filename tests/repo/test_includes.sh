@@ -84,4 +84,21 @@ copy readme
 sed -i '/^| `line\/` |/d' "$tmp/readme/README.md"
 expect readme "README.md: its Layout lists json/ module/ parser/ routing/ actor/ drivers/ tags/ expr/ north/ config/ bench/" "README.md's Layout without line/"
 
+# 8. gw_t's fields (gateway/wiring.h) reached from a front end and from the
+#    web side: the table gives that header to daemon/ alone (issue 41).
+copy wiring
+echo '#include "gateway/wiring.h"' >> "$tmp/wiring/front/tcp.c"
+line=$(wc -l < "$tmp/wiring/front/tcp.c")
+expect wiring "front/tcp.c:$line: front/ -> gateway/wiring.h" "front/ including gw_t's fields"
+expect wiring "given to daemon/ only" "front/ including a header given to daemon/ alone"
+copy wiring_web
+echo '#include "gateway/wiring.h"' >> "$tmp/wiring_web/web/status.c"
+line=$(wc -l < "$tmp/wiring_web/web/status.c")
+expect wiring_web "web/status.c:$line: web/ -> gateway/wiring.h" "web/ including gw_t's fields"
+
+# 9. The daemon no longer including it: the line that gives it is stale.
+copy given
+sed -i 's#^\#include "gateway/wiring.h"#\#include "gateway/gateway.h"#' "$tmp/given/daemon/internal.h"
+expect given "is given to daemon/, which does not include it" "a given header its folder no longer includes"
+
 exit $failed
