@@ -7,7 +7,7 @@ config_libconfig_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS)
 EXTRA_DIST += config/example.ini config/sunspec.ini config/sunspec.csv
 
 check_PROGRAMS += tests/unit/test_config
-tests_unit_test_config_SOURCES = tests/unit/test_config.c
+tests_unit_test_config_SOURCES = tests/unit/test_config.c tests/unit/test_config_sections.c tests/unit/configtest.h
 tests_unit_test_config_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_config_LDADD = config/libconfig.a expr/libexpr.a tags/libtags.a $(INIH_LIBS) $(LUA_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/unit/test_config

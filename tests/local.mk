@@ -162,6 +162,9 @@ EXTRA_DIST += tests/e2e/config/test_api_template_csv.py
 # widen_reads applies, a change behind a tag write is queued, the section editor.
 TESTS += tests/e2e/config/test_live_change.py
 EXTRA_DIST += tests/e2e/config/test_live_change.py
+# Keys made live one by one: line keys, a device moved, a bus's port, [udp], log_target, serial slaves.
+TESTS += tests/e2e/config/test_live_keys.py
+EXTRA_DIST += tests/e2e/config/test_live_keys.py
 # [mqtt] live (issue 41): topic_prefix, format, interval, the broker, [mqtt]
 # removed and added, Sparkplug's node, by SIGHUP and PUT /api/config; an
 # unrelated reload leaves the session alone (no QoS 1 gap). Two mosquittos.
