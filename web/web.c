@@ -88,21 +88,6 @@ static void reply_json(struct evhttp_request *req, int code, const char *reason,
     evhttp_send_reply(req, code, reason, b);
 }
 
-/* {"ok":false,"error":WHY} with the status that says so. */
-static void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why)
-{
-    char q[JSON_QUOTED_MAX(320)];   /* why: at most 320 bytes */
-    struct evbuffer *b = evbuffer_new();
-    if (!b) {
-        evhttp_send_error(req, 500, "out of memory");
-        return;
-    }
-    json_quote(q, sizeof q, why);
-    evbuffer_add_printf(b, "{\"ok\":false,\"error\":%s}\n", q);
-    reply_json(req, code, reason, b);
-    evbuffer_free(b);
-}
-
 /* Digits only, at most max. */
 static bool parse_u64(const char *v, uint64_t max, uint64_t *out)
 {
@@ -162,13 +147,13 @@ static void on_frames(gw_t *gw, struct evhttp_request *req)
 
     /* it initialises q, and on failure empties it */
     if (evhttp_parse_query_str(query ? query : "", &q) != 0) {
-        reply_error(req, HTTP_BADREQUEST, "Bad Request", "the query is not NAME=VALUE&...");
+        web_reply_error(req, HTTP_BADREQUEST, "Bad Request", "the query is not NAME=VALUE&...");
         return;
     }
     int code = frames_query(gw, &q, &bus, &since, &limit, why, sizeof why);
     evhttp_clear_headers(&q);
     if (code) {
-        reply_error(req, code, code == HTTP_NOTFOUND ? "Not Found" : "Bad Request", why);
+        web_reply_error(req, code, code == HTTP_NOTFOUND ? "Not Found" : "Bad Request", why);
         return;
     }
     struct evbuffer *b = evbuffer_new();
