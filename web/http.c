@@ -355,8 +355,11 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
  * are read again, whether their paths changed or a renewal rewrote the
  * files: new connections get them, open ones keep theirs; if they do not
  * load, the running ones stay and the log says why.
- * The rest (the listener, its bounds, HTTPS on or off, users from none or
- * to none) is named in restart, as the other sections' keys are.
+ * Its bounds (max_connections, max_header_bytes, max_body_bytes,
+ * request_timeout_ms, idle_timeout_s, max_sessions_per_user) and
+ * tag_metrics apply from the next connection or request. The rest (the
+ * listener's address, frame_ring, max_sessions, HTTPS on or off, users from
+ * none or to none) is named in restart, as the other sections' keys are.
  */
 void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap)
 {
@@ -380,6 +383,9 @@ void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *
         memset(both[k]->write_token, 0, sizeof both[k]->write_token);
         both[k]->metrics_open = false;
         both[k]->session_timeout_s = 0;
+        both[k]->max_connections = both[k]->max_header_bytes = both[k]->max_body_bytes = 0;
+        both[k]->request_timeout_ms = both[k]->idle_timeout_s = both[k]->max_sessions_per_user = 0;
+        both[k]->tag_metrics = false;
         for (unsigned i = 0; i < both[k]->user_count; i++)
             both[k]->users[i].line = 0;   /* a section that moved in the file is the same user */
     }
@@ -409,6 +415,21 @@ void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *
     memcpy(run->server_names, f->server_names, sizeof run->server_names);
     run->metrics_open = f->metrics_open;
     run->session_timeout_s = f->session_timeout_s;
+    /* The bounds: read where they are used (the accept, the sweep, /metrics,
+     * a login), or handed to evhttp here for the next request; a connection
+     * already open keeps the read watermark it was given. */
+    run->max_connections = f->max_connections;
+    run->request_timeout_ms = f->request_timeout_ms;
+    run->tag_metrics = f->tag_metrics;
+    run->max_sessions_per_user = f->max_sessions_per_user;
+    run->max_header_bytes = f->max_header_bytes;
+    run->max_body_bytes = f->max_body_bytes;
+    run->idle_timeout_s = f->idle_timeout_s;
+    evhttp_set_max_headers_size(h->http, f->max_header_bytes);
+    evhttp_set_max_body_size(h->http, f->max_body_bytes);
+    evhttp_set_timeout(h->http, (int)f->idle_timeout_s);
+    if (h->active < f->max_connections)
+        evconnlistener_enable(h->listener);   /* room again under a higher cap */
 }
 
 void http_free(gw_http_t *h)

@@ -402,8 +402,54 @@ def test_serial_slaves_live():
     shutil.rmtree(d, ignore_errors=True)
 
 
+# ---- [http]'s bounds, live ----------------------------------------------------------------
+
+def post(g, path, body):
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", data=body, method="POST",
+                                 headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "text/plain"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_http_bounds_live():
+    """[http] max_body_bytes and tag_metrics by SIGHUP: applied, nothing
+    waits; the next request over the new bound gets 413, one under it is
+    read; /metrics gains the per-tag gauges. The keep-alive connection a
+    client held across the reload still answers. Fails before: [http]
+    was named in restart_needed and nothing changed."""
+    import http.client
+    g = Gateway(bus=SIM1, devices=POLL_AND_TAG, extra=f"write_token = {TOKEN}\n")
+    check(wait_for(lambda: tag_good(g, "t1"), 5), "t1 polled")
+    held = http.client.HTTPConnection("127.0.0.1", g.http_port, timeout=5)
+    held.request("GET", "/status")
+    check(held.getresponse().read() and True, "a keep-alive connection before the reload")
+    big = b"[bus line]\n" + b"; a comment to make the body long\n" * 40
+    check(post(g, "/api/config/validate", big) != 413, "before: a 1.4 KB body is read")
+    check(not any(k.startswith("rtugw_tag_") and "t1" in k and "write" not in k for k in g.metrics()),
+          "before: no per-tag gauge")
+    before = (g.status().get("last_reload") or {}).get("time_ms")
+    hup(g, g.text + "max_body_bytes = 1024\ntag_metrics = true\n")
+    check(wait_for(lambda: (g.status().get("last_reload") or {}).get("time_ms") != before, 5), "reloaded")
+    st = g.status()
+    check(st["last_reload"]["result"] == "applied" and st["restart_needed"] == "",
+          f"applied, nothing waits: {st['last_reload']} {st['restart_needed']!r}")
+    check(post(g, "/api/config/validate", big) == 413, "after: the same body is over the new bound: 413")
+    check(post(g, "/api/config/validate", b"[bus line]\nport = sim:1\n") != 413, "and a short one is read")
+    check(any(k.startswith("rtugw_tag_") and '"t1"' in k for k in g.metrics()), "after: t1's gauges in /metrics")
+    held.request("GET", "/status")
+    r = held.getresponse()
+    check(r.status == 200 and r.read(), "the connection held across the reload still answers")
+    held.close()
+    g.stop()
+
+
 TESTS = [test_line_keys_live, test_device_moved_to_another_slave_live, test_bus_port_live, test_udp_live,
-         test_log_target_live, test_serial_slaves_live]
+         test_log_target_live, test_serial_slaves_live, test_http_bounds_live]
 
 if __name__ == "__main__":
     run_tests("test_live_keys", TESTS)
