@@ -11,11 +11,13 @@ modes:
   loaded  every bus on `port = tcp://127.0.0.1:P`, `framing = tcp`, where P is
           ONE external `rtugw run` acting as a Modbus TCP device server (its bus
           the built-in simulator, slave 1), with a poll group per bus (function
-          3, bus i reads 4 registers at address 2*i every 100 ms). After the
-          reading, /status is fetched and every group must have polled, never
-          failed, and hold the simulator's values (slave*1000 + address, fixed
+          3, bus i reads 4 registers at address 2*i every 250 ms; the server's
+          simulator at 921600 baud takes 64 buses' polls with room). After the
+          reading, /status is fetched and every group must have a good poll
+          and hold the simulator's values (slave*1000 + address, fixed
           for holding registers: drivers/sim.c driver_sim_pattern); any wrong or
-          missing value fails the run (exit 1).
+          missing value fails the run (exit 1). Failed polls (a timeout on a
+          loaded machine) are counted and reported, not a wrong value.
 
 Per round, the slope (KiB per bus) is the least-squares fit of the figure
 against N; the report gives, per arm and mode, the median and p10-p90 over the
@@ -69,7 +71,7 @@ def wait_port(port, proc, timeout=10.0):
 
 
 def server_config(port):
-    return ("[gateway]\nlog_level = warn\n[bus sim]\nport = sim:1\nbaud = 115200\ngap_us = 1\n"
+    return ("[gateway]\nlog_level = warn\n[bus sim]\nport = sim:1\nbaud = 921600\ngap_us = 1\n"
             f"[tcp]\nbind = 127.0.0.1\nport = {port}\ndefault_bus = sim\nmax_clients = 256\n"
             "[http]\nenabled = false\n")
 
@@ -83,13 +85,13 @@ def gateway_config(n, mode, server_port, tcp, http):
             out.append(f"[bus b{i}]\nport = tcp://127.0.0.1:{server_port}\nframing = tcp\n"
                        f"[device d{i}]\nbus = b{i}\nslave = 1\n"
                        f"[poll p{i}]\ndevice = d{i}\nfunction = 3\naddress = {2 * i}\ncount = 4\n"
-                       "interval_ms = 100\n")
+                       "interval_ms = 250\n")
     out.append(f"[tcp]\nbind = 127.0.0.1\nport = {tcp}\n[http]\nbind = 127.0.0.1\nport = {http}\n")
     return "".join(out)
 
 
 def check_polls(http, n):
-    """Every group polled, none failed, each holding the simulator's values."""
+    """Every group polled, each holding the simulator's values; failed polls counted."""
     with urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=5) as r:
         st = json.load(r)
     polls = {p["name"]: p for p in st["polls"]}
@@ -97,11 +99,11 @@ def check_polls(http, n):
     for i in range(n):
         p = polls.get(f"p{i}")
         want = [1000 + 2 * i + k for k in range(4)]
-        if not p or not p["ok"] or p["polls"] < 1 or p["failures"] or p["values"] != want:
+        if not p or not p["ok"] or p["polls"] < 1 or p["values"] != want:
             bad.append((f"p{i}", p and {k: p[k] for k in ("ok", "polls", "failures", "values")}, want))
     if bad:
         raise RuntimeError(f"{len(bad)} of {n} poll groups wrong: {bad[:3]}")
-    return sum(polls[f"p{i}"]["polls"] for i in range(n))
+    return (sum(polls[f"p{i}"]["polls"] for i in range(n)), sum(polls[f"p{i}"]["failures"] for i in range(n)))
 
 
 def measure(binary, n, mode, server_port, settle, workdir):
@@ -118,13 +120,13 @@ def measure(binary, n, mode, server_port, settle, workdir):
         pss = kib(f"/proc/{p.pid}/smaps_rollup", "Pss")
         anon = kib(f"/proc/{p.pid}/status", "RssAnon")
         rss = kib(f"/proc/{p.pid}/status", "VmRSS")
-        polls = check_polls(http, n) if mode == "loaded" else 0
+        polls, failures = check_polls(http, n) if mode == "loaded" else (0, 0)
     finally:
         p.terminate()
         _, err = p.communicate(timeout=10)
     if p.returncode not in (0, -15):
         raise RuntimeError(f"rtugw ended with {p.returncode}: {err.decode(errors='replace')[-500:]}")
-    return {"pss": pss, "anon": anon, "rss": rss, "polls": polls}
+    return {"pss": pss, "anon": anon, "rss": rss, "polls": polls, "failures": failures}
 
 
 def fit(xs, ys):
@@ -193,7 +195,8 @@ def main():
     for lab, _ in arms:
         for m in modes:
             rows = raw[(lab, m)]
-            res = {"arm": lab, "mode": m, "polls": sum(r[n]["polls"] for r in rows for n in counts)}
+            res = {"arm": lab, "mode": m, "polls": sum(r[n]["polls"] for r in rows for n in counts),
+                   "failed_polls": sum(r[n]["failures"] for r in rows for n in counts)}
             for key in ("pss", "anon"):
                 fits = [fit(counts, [r[n][key] for n in counts]) for r in rows]
                 res[key] = {"slope_kib_per_bus": spread([f[0] for f in fits]),
@@ -206,11 +209,11 @@ def main():
         return
     f = lambda s: f"{s['median']:.1f} ({s['p10']:.1f}-{s['p90']:.1f})"
     print(f"buses {counts}, {a.rounds} rounds, read {a.settle} s after start; KiB, median (p10-p90)")
-    print("| arm | mode | Pss KiB/bus | RssAnon KiB/bus | Pss base | " +
+    print("| arm | mode | polls (failed) | Pss KiB/bus | RssAnon KiB/bus | Pss base | " +
           " | ".join(f"Pss at {n}" for n in counts) + " |")
-    print("|---|---|---|---|---|" + "---|" * len(counts))
+    print("|---|---|---|---|---|---|" + "---|" * len(counts))
     for r in report["results"]:
-        print(f"| {r['arm']} | {r['mode']} | {f(r['pss']['slope_kib_per_bus'])} | "
+        print(f"| {r['arm']} | {r['mode']} | {r['polls']} ({r['failed_polls']}) | {f(r['pss']['slope_kib_per_bus'])} | "
               f"{f(r['anon']['slope_kib_per_bus'])} | {f(r['pss']['base_kib'])} | " +
               " | ".join(f"{r['pss']['at'][str(n)]['median']:.0f}" for n in counts) + " |")
 

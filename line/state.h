@@ -179,14 +179,19 @@ struct line {
     uint64_t prio_held_since_ns;   /* a normal request has waited since (0: none waits) */
     unsigned prio_streak;          /* priority requests started in a row while normal ones waited */
     bool prio_hold_open;           /* its last answer went, and no request of it came since */
+    /* The order below is the pages a bus makes resident (events.c,
+     * line_new): what every bus writes first (the fields above, its
+     * metrics, its keys), then the per-slave metrics (64 B each: the first
+     * slaves' share those pages) and the slaves' state (384 B each), where
+     * only the pages of slaves used are ever written. */
+    line_bus_metrics_t m;
     line_keys_t keys;          /* in force: what a slave never used is made of */
+    line_slave_metrics_t sm[N_SLAVES];
     /* Never read or written directly but through line_slave (or
      * line_slave_view where the line is const): a slave's state is written
      * when the slave is first used, so the pages of slaves never used stay
      * zero pages of the line's mapping, not resident (events.c). */
     slave_state_t slaves[N_SLAVES];
-    line_bus_metrics_t m;
-    line_slave_metrics_t sm[N_SLAVES];
 };
 
 /* events.c: slave s's state, made fresh (line_slave_fresh) when first used;

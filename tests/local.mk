@@ -67,6 +67,11 @@ EXTRA_DIST += tests/test_faults.py tests/test_frontends.py tests/test_conn_ident
 # long answers at low baud, half-close, broadcasts.
 TESTS += tests/test_integrity.py
 EXTRA_DIST += tests/test_integrity.py tests/rtu_slave.py
+
+# Issue 45: the memory each added bus costs, idle and polling (docs/footprint.md,
+# "Per bus"): bench/bus_footprint.py's smoke mode.
+TESTS += tests/test_bench_bus_footprint.sh
+EXTRA_DIST += tests/test_bench_bus_footprint.sh bench/bus_footprint.py
 # Issue 40: a device server (RTU over TCP) that mixes up slave addresses,
 # closes mid-answer and forwards late bytes to the next connection.
 TESTS += tests/test_device_server.py
