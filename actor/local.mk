@@ -7,14 +7,14 @@ actor_libactor_a_SOURCES = \
 
 # Tests of the scheduler (cmocka), built and run by `make check`.
 ACTOR_TEST_LIBS = actor/libactor.a $(CMOCKA_LIBS)
-check_PROGRAMS += tests/test_actor_stress tests/test_actor_wakeup tests/test_actor_api
-tests_test_actor_stress_SOURCES = tests/test_actor_stress.c
-tests_test_actor_stress_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_actor_stress_LDADD = $(ACTOR_TEST_LIBS)
-tests_test_actor_wakeup_SOURCES = tests/test_actor_wakeup.c
-tests_test_actor_wakeup_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_actor_wakeup_LDADD = $(ACTOR_TEST_LIBS)
-tests_test_actor_api_SOURCES = tests/test_actor_api.c
-tests_test_actor_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_actor_api_LDADD = $(ACTOR_TEST_LIBS)
-TESTS += tests/test_actor_stress tests/test_actor_wakeup tests/test_actor_api
+check_PROGRAMS += tests/unit/test_actor_stress tests/unit/test_actor_wakeup tests/unit/test_actor_api
+tests_unit_test_actor_stress_SOURCES = tests/unit/test_actor_stress.c
+tests_unit_test_actor_stress_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_actor_stress_LDADD = $(ACTOR_TEST_LIBS)
+tests_unit_test_actor_wakeup_SOURCES = tests/unit/test_actor_wakeup.c
+tests_unit_test_actor_wakeup_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_actor_wakeup_LDADD = $(ACTOR_TEST_LIBS)
+tests_unit_test_actor_api_SOURCES = tests/unit/test_actor_api.c tests/unit/test_actor_hosts.c tests/unit/actortest.h
+tests_unit_test_actor_api_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_actor_api_LDADD = $(ACTOR_TEST_LIBS)
+TESTS += tests/unit/test_actor_stress tests/unit/test_actor_wakeup tests/unit/test_actor_api

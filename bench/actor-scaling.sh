@@ -6,7 +6,7 @@
 #
 #   bench/actor-scaling.sh [--smoke] OUTDIR [rtugw command...]
 #
-# --smoke (make check, tests/test_bench_smoke.sh): 1 and 2 workers, a few
+# --smoke (make check, tests/bench/test_bench_smoke.sh): 1 and 2 workers, a few
 # thousand rounds, then each run's JSON checked for its shape (every arm's
 # figures finite, enqueue = dequeue) through bench/smoke.py; not the figures.
 #

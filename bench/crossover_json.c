@@ -1,7 +1,7 @@
 /*
  * bench/crossover_json.c -- the JSON report of `rtugw bench crossover`, one
  * object on one line; docs/crossover.md documents its keys, and
- * tests/test_bench_crossover.sh checks its shape.
+ * tests/bench/test_bench_crossover.sh checks its shape.
  */
 #include "bench/crossover.h"
 #include "json/json.h"

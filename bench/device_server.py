@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What issue 40's guarantees cost on an RTU-over-TCP bus (I3's two talkers,
 I7-I9: line/foreign.c), side by side with another build: the device server
-of tests/test_device_server.py, four pymodbus clients, answers with data per
+of tests/e2e/modbus/test_device_server.py, four pymodbus clients, answers with data per
 second, per run, for each build in turn (so both see the same machine).
 
     bench/device_server.py OLD_RTUGW [NEW_RTUGW] [--profile issue|fast|none] [--smoke]
@@ -18,7 +18,8 @@ import statistics
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "tests"))
+sys.path.insert(0, os.path.join(here, "..", "tests", "lib"))
+sys.path.insert(0, os.path.join(here, "..", "tests", "e2e", "modbus"))   # test_device_server: the device server
 sys.path.insert(0, here)
 import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
 

@@ -30,7 +30,7 @@ import time
 import tty
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
 import rtugwtest  # noqa: E402
 sys.path.insert(0, HERE)
 import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict

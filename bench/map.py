@@ -25,7 +25,7 @@ import tempfile
 import time
 import multiprocessing as mp
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
 from rtugwtest import Gateway, wait_for  # noqa: E402
 
 ROUNDS, ROUND_S, CLIENTS, DEPTH, N = 9, 1.5, 3, 16, 64
@@ -146,7 +146,7 @@ def memory():
 
 
 if __name__ == "__main__":
-    if "--smoke" in sys.argv[1:]:   # make check (tests/test_bench_smoke.sh): two short rounds, the shape
+    if "--smoke" in sys.argv[1:]:   # make check (tests/bench/test_bench_smoke.sh): two short rounds, the shape
         ROUNDS, ROUND_S = 2, 0.3
         figures = throughput()
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -5,7 +5,7 @@ the build tree: RTUGW_BIN=./rtugw /usr/bin/python3 bench/reload_tags.py [--smoke
 (--smoke, for make check: 3 reloads, the output checked, not the figures;
 every tag's value is checked against the simulator's in any mode)"""
 import os, sys, time, signal, statistics, json, urllib.request
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests'))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'lib'))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import Gateway, wait_for
 import smoke  # bench/smoke.py: the --smoke verdict

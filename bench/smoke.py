@@ -1,6 +1,6 @@
 """bench/smoke.py -- the one verdict of a bench script's --smoke run.
 
-Every bench script has a --smoke mode that tests/test_bench_smoke.sh runs in
+Every bench script has a --smoke mode that tests/bench/test_bench_smoke.sh runs in
 make check: a few seconds, one short round, so that a script nothing else runs
 cannot rot unseen. Its figures mean nothing at that length and are not judged;
 what is judged is that the run produced every figure it reports (present,

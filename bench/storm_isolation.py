@@ -22,7 +22,7 @@ simulator sends only good frames.
 json-per-tag (publish = poll: 10,000 values/s) to a mosquitto the bench
 starts on a free port; GET /tags of those 10,000 in a loop; and 50 TLS
 handshakes a second on the [tls] listener (Modbus/TCP Security, client
-certificate from tests/mbaps-certs.sh, no resumption: each a full
+certificate from tests/lib/mbaps-certs.sh, no resumption: each a full
 handshake; from a process of its own). Reported beside: handshakes/s, GET /tags/s, MQTT
 values published/s, and b0's latency p50/p99 per phase against its wire
 time (8 + 25 characters of 11 bits at 9600 baud: 37.8 ms).
@@ -45,7 +45,7 @@ import time
 import urllib.request
 
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
 from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict
@@ -154,7 +154,7 @@ async def storm(tcp, http, clients, https, seconds, full=None):
 def full_setup(d):
     """The certificates, the 10,000-tag file and a mosquitto for --full."""
     certs = os.path.join(d, "certs")
-    subprocess.run(["sh", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "mbaps-certs.sh"),
+    subprocess.run(["sh", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib", "mbaps-certs.sh"),
                     certs], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tags = os.path.join(d, "tags.csv")
     with open(tags, "w") as f:   # the simulator's map: 1,000 holding registers a slave

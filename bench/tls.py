@@ -22,7 +22,7 @@ Method: the arms alternate within every round (plain, TLS, ... in turn),
 --warmup rounds are run first and dropped; reported: the median and p10-p90
 over the samples of the measured rounds (each handshake or request is a
 sample; rss and footprint: one sample per round), and for latency the
-per-round paired ratio TLS / plain. Certificates: tests/mbaps-certs.sh
+per-round paired ratio TLS / plain. Certificates: tests/lib/mbaps-certs.sh
 (ECDSA P-256; the CA signs the server and the clients).
 
 Usage: /usr/bin/python3 bench/tls.py [--bin ./rtugw] [--rounds 10] [--warmup 2]
@@ -42,7 +42,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "lib"))
 from rtugwtest import free_port, mbap  # noqa: E402   the tests' helpers: a free port, MBAP framing
 
 READ = mbap(1, 1, bytes([3, 0, 0, 0, 1]))   # read 1 holding register of unit 1
@@ -286,7 +286,7 @@ def main():
 
     pki = tempfile.mkdtemp(prefix="rtugw-bench-pki-")
     try:
-        subprocess.run(["sh", os.path.join(HERE, "..", "tests", "mbaps-certs.sh"), pki], check=True)
+        subprocess.run(["sh", os.path.join(HERE, "..", "tests", "lib", "mbaps-certs.sh"), pki], check=True)
         g = Gw(a.bin, pki)
         try:
             setup, not_resumed = bench_setup(g, pki, a.rounds, a.warmup, a.handshakes)

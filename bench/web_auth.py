@@ -33,7 +33,7 @@ import threading
 import time
 
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "lib"))
 from rtugwtest import free_port  # noqa: E402   the tests' helper: a free port on 127.0.0.1
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import smoke  # noqa: E402   bench/smoke.py: the --smoke verdict

@@ -114,6 +114,37 @@ static unsigned open_ports(const config_t *cfg)
     return failed;
 }
 
+/* Which DTU goes to which bus: one line per listen:// bus, by address, with
+ * its registration in hex and as text (other bytes as '.'), so that an
+ * integrator can match the DTUs' settings against it. */
+static void print_dialin(const config_t *cfg)
+{
+    for (unsigned i = 0; i < cfg->bus_count; i++) {
+        const config_bus_t *bus = &cfg->buses[i];
+        if (bus->port_kind != CONFIG_PORT_LISTEN)
+            continue;
+        unsigned sharing = 0;
+        for (unsigned j = 0; j < cfg->bus_count; j++)
+            sharing += cfg->buses[j].port_kind == CONFIG_PORT_LISTEN && cfg->buses[j].tcp_port == bus->tcp_port &&
+                       strcmp(cfg->buses[j].tcp_host, bus->tcp_host) == 0;
+        printf("dial-in %s:%u", bus->tcp_host, bus->tcp_port);
+        if (!bus->dial_register_len) {
+            printf(": any DTU -> bus %s\n", bus->name);
+            continue;
+        }
+        printf(": registration hex:");
+        for (unsigned k = 0; k < bus->dial_register_len; k++)
+            printf("%02x", bus->dial_register[k]);
+        printf(" (\"");
+        for (unsigned k = 0; k < bus->dial_register_len; k++)
+            putchar(bus->dial_register[k] >= 0x20 && bus->dial_register[k] < 0x7f ? bus->dial_register[k] : '.');
+        printf("\") -> bus %s", bus->name);
+        if (sharing > 1)
+            printf(" (%u buses share the port)", sharing);
+        putchar('\n');
+    }
+}
+
 static void usage(FILE *to)
 {
     fprintf(to,
@@ -175,6 +206,7 @@ int cmd_check(int argc, char **argv)
     char summary[256];
     config_summary(cfg, summary, sizeof summary);
     printf("%s: ok: %s\n", cfg->source, summary);
+    print_dialin(cfg);
     /* valid, but likely misread: Modicon or one-based numbers where the
      * device reads protocol addresses, overlapping tags (tags_lint). Said,
      * not refused: the configuration may mean it. */

@@ -5,8 +5,8 @@
  * must send first; anything else is rejected) and `heartbeat = hex:...|
  * text:...` (its keep-alive packet, dropped, never taken for a frame). Both
  * are refused on other ports, as is framing = tcp (a DTU carries a serial
- * line, not MBAP), and a listen address given to two buses (one bus per
- * listening port: drivers/dialin.c says why).
+ * line, not MBAP). Several buses may listen on one ADDR:PORT, told apart
+ * by their registrations (check_shared says what they must be).
  */
 #include "config/internal.h"
 
@@ -75,6 +75,58 @@ bool dialin_set_bytes(loader_t *ld, const key_spec_t *k, unsigned number, const 
     return false;
 }
 
+static void bytes_text(const uint8_t *p, unsigned n, char *out, size_t cap)
+{
+    size_t k = (size_t)snprintf(out, cap, "hex:");
+    for (unsigned i = 0; i < n && k + 3 <= cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%02x", p[i]);
+}
+
+/* a's registration begins b's (or is b's) */
+static bool begins(const config_bus_t *a, const config_bus_t *b)
+{
+    return a->dial_register_len <= b->dial_register_len &&
+           memcmp(a->dial_register, b->dial_register, a->dial_register_len) == 0;
+}
+
+/*
+ * Two buses listening on one port (bus, the one being read; o, an earlier
+ * one). On one address they share its listening socket, and the first bytes
+ * of a connection say whose it is (drivers/dialin_hub.c): so each needs a
+ * registration, and none may begin another's (a DTU's first bytes would
+ * fit both). 0.0.0.0 takes in every address, so it shares a port with no
+ * other address; two other addresses are two sockets.
+ */
+static void check_shared(loader_t *ld, const config_bus_t *bus, const config_bus_t *o)
+{
+    unsigned line = bus->port_line;
+    for (unsigned i = 0; i < ld->seen_count; i++)
+        if (ld->seen[i].accepted && strcmp(ld->seen[i].spec->name, "register") == 0)
+            line = ld->seen[i].line;
+    bool any = strcmp(bus->tcp_host, "0.0.0.0") == 0 || strcmp(o->tcp_host, "0.0.0.0") == 0;
+    if (strcmp(bus->tcp_host, o->tcp_host) != 0) {
+        if (any)
+            config_error_at(ld, bus->port_line, "[%s] port = '%s': bus %s listens on %s:%u, and 0.0.0.0 takes in "
+                            "every address: buses sharing a port give the same ADDR", ld->section, bus->port,
+                            o->name, o->tcp_host, o->tcp_port);
+        return;
+    }
+    char mine[2 * CONFIG_DIAL_BYTES + 8], theirs[2 * CONFIG_DIAL_BYTES + 8];
+    bytes_text(bus->dial_register, bus->dial_register_len, mine, sizeof mine);
+    bytes_text(o->dial_register, o->dial_register_len, theirs, sizeof theirs);
+    if (!bus->dial_register_len || !o->dial_register_len)
+        config_error_at(ld, line, "[%s] port = '%s': shared with bus %s, so both buses need a register = ... "
+                        "(bus %s has none): a DTU's registration tells whose connection it is", ld->section,
+                        bus->port, o->name, !bus->dial_register_len ? bus->name : o->name);
+    else if (bus->dial_register_len == o->dial_register_len && begins(bus, o))
+        config_error_at(ld, line, "[%s] register = '%s': bus %s on the same port %s:%u has the same registration",
+                        ld->section, mine, o->name, o->tcp_host, o->tcp_port);
+    else if (begins(bus, o) || begins(o, bus))
+        config_error_at(ld, line, "[%s] register = '%s': bus %s on the same port %s:%u has register = '%s'; one "
+                        "begins the other, so a DTU's first bytes would fit both", ld->section, mine, o->name,
+                        o->tcp_host, o->tcp_port, theirs);
+}
+
 void dialin_check_bus(loader_t *ld, const config_bus_t *bus)
 {
     static const char *const mine[] = { "register", "heartbeat" };
@@ -93,6 +145,5 @@ void dialin_check_bus(loader_t *ld, const config_bus_t *bus)
     for (unsigned b = 0; bus->port_kind == CONFIG_PORT_LISTEN && b < cfg->bus_count; b++)
         if (&cfg->buses[b] != bus && cfg->buses[b].port_kind == CONFIG_PORT_LISTEN &&
             cfg->buses[b].tcp_port == bus->tcp_port)
-            config_error_at(ld, bus->port_line, "[%s] port = '%s': bus %s listens on port %u already (one bus per "
-                            "listening port)", ld->section, bus->port, cfg->buses[b].name, bus->tcp_port);
+            check_shared(ld, bus, &cfg->buses[b]);
 }

@@ -430,6 +430,35 @@ static void reload_udp(gw_t *gw, const config_tcp_t *want, char *restart, size_t
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [udp] on: listening on %s:%u", want->bind, want->port);
 }
 
+static bool same_mqtt(const config_t *a, const config_t *b)
+{
+    return a->mqtt_enabled == b->mqtt_enabled && memcmp(&a->mqtt, &b->mqtt, sizeof a->mqtt) == 0;
+}
+
+/* [mqtt] and Sparkplug, every key live: the session stops and one starts
+ * at the new settings (gateway/north_session.c has the argument; nothing
+ * else is touched, and a reload that leaves [mqtt] as it is leaves the
+ * session alone). True when applied; false when unchanged, or when the new
+ * settings cannot start (the error reported, the running ones kept). */
+
+static bool reload_mqtt(gw_t *gw, const config_t *fresh)
+{
+    char err[320];
+    if (same_mqtt(gw->cfg, fresh))
+        return false;
+    if (gw_north_reload(gw->north, fresh->mqtt_enabled ? &fresh->mqtt : NULL, err, sizeof err) == 0) {
+        gw->cfg->mqtt = fresh->mqtt;
+        gw->cfg->mqtt_enabled = fresh->mqtt_enabled;
+        return true;
+    }
+    gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s", err,
+           gw_north_running(gw->north) ? "the [mqtt] before runs again" : "MQTT is off");
+    if (!gw->last_reload.error[0])
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", err);
+    gw->cfg->mqtt_enabled = gw_north_running(gw->north);
+    return false;
+}
+
 static void log_warning(void *ctx, const char *line)
 {
     gw_log(ctx, CONFIG_LOG_WARN, "SIGHUP: %s", line);
@@ -521,8 +550,8 @@ static void reload(gw_t *gw)
     } else {
         CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));
     }
-    CHANGED("mqtt", gw->cfg->mqtt_enabled != fresh->mqtt_enabled ||
-                        memcmp(&gw->cfg->mqtt, &fresh->mqtt, sizeof fresh->mqtt) != 0);
+    bool mqtt = reload_mqtt(gw, fresh);
+    CHANGED("mqtt", !mqtt && !same_mqtt(gw->cfg, fresh));
     CHANGED("workers", gw->cfg->workers != fresh->workers);
     char udp_restart[64];
     reload_udp(gw, &fresh->udp, udp_restart, sizeof udp_restart);
@@ -561,15 +590,16 @@ static void reload(gw_t *gw)
     bool log_target = gw->cfg->log_syslog != fresh->log_syslog;
     gw_log_configure(gw, fresh->log_level, fresh->log_syslog);
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", restart);
-    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level%s, [tcp], [rtu_tcp] and [udp]%s%s%s%s%s%s%s",
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: reloaded %s: applied the log level%s, [tcp], [rtu_tcp] and [udp]%s%s%s%s%s%s%s%s",
            gw->opt.config_path, log_target ? " and target" : "", gw->mbaps ? ", [tls] and the roles' rights" : "",
+           mqtt ? ", [mqtt]" : "",
            bus_keys ? ", the buses' ports, timeouts and retries" : "",
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
-             serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+             serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");

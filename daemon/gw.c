@@ -58,8 +58,7 @@ static gw_poller_t *start_poller(gw_t *gw, char *err, size_t errcap)
     unsigned n = 0;
     subs[n++] = cache_poll_subscriber(gw);
     subs[n++] = gw_tags_poll_subscriber(gw->tags);
-    if (gw->north)
-        subs[n++] = gw_north_poll_subscriber(gw->north);
+    subs[n++] = gw_north_poll_subscriber(gw->north);   /* silent while [mqtt] is off */
     return poller_new(gw, subs, n, err, errcap);
 }
 
@@ -110,7 +109,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     if (!(gw->tags = gw_tags_new(cfg, err, sizeof err)) || !(gw->maps = vslave_new(gw, err, sizeof err)) ||
         start_serial_slaves(gw, err, sizeof err) != 0 ||
         !(gw->tag_writes = tag_writes_new(gw, cfg->http.max_connections + GW_TAG_WRITES_MQTT)) ||
-        (cfg->mqtt_enabled && !(gw->north = gw_north_new(gw, err, sizeof err))) ||
+        !(gw->north = gw_north_new(gw, err, sizeof err)) ||   /* its session only with [mqtt] */
         !(gw->poller = start_poller(gw, err, sizeof err)) ||
         !(gw->scans = scans_new(gw)) ||
         (cfg->tls.enabled && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) ||

@@ -6,35 +6,32 @@
  * (tcp_stream_new: the same reads, send queue, keep-alive and hang-up
  * rules), and the line above keeps the same discipline as on tcp://.
  *
- * One fd for the owner's loop: an epoll set holding the listening socket
- * and the DTU's connection, if any, so that a DTU reconnecting is seen at
- * once, even while its old connection looks alive (a cellular link that
- * died without a FIN).
+ * One fd for the owner's loop: an epoll set holding the port's hub (the
+ * listening socket and the connections registering, dialin_hub.c), this
+ * bus's bell (rung when a connection registered as its DTU's) and the
+ * DTU's connection, if any, so that a DTU reconnecting is seen at once,
+ * even while its old connection looks alive (a cellular link that died
+ * without a FIN).
  *
- * Connecting. open() listens (once: the listening socket lives as long as
- * the driver) and returns DRIVER_INPROGRESS with no deadline: the owner
- * waits for the set to be readable, and open_finish() accepts. With a
- * registration prefix configured (register = hex:... or text:...), the
- * DTU's first bytes must be exactly that prefix, within the register
- * timeout: each byte is compared as it comes, and a DTU that sends other
- * bytes, or too few in time, is closed and counted (dialin_rejected), and
- * the port listens on. So one bus listens on one port and the prefix tells
- * its DTU from a stranger (a DTU of another site dialling the wrong port);
- * several buses on one port, told apart by prefix, are not supported (the
- * configuration refuses a listen address given twice). Bytes after the
- * prefix in the same read are the line's.
+ * Connecting. The driver joins its port's hub when it is made (one
+ * listening socket per ADDR:PORT, shared by every bus configured there,
+ * each told apart by its registration: register = hex:... or text:...;
+ * the hub's comment argues why a connection's bytes reach one bus's line
+ * only). open() has the hub listen and returns DRIVER_INPROGRESS with no
+ * deadline: the owner waits for the set to be readable, and open_finish()
+ * takes the connection registered as this bus's, if one is there. Bytes
+ * after the registration are the line's: the hub never reads past it.
  *
- * Taking the bus back. A connection accepted while a DTU is connected is
- * registered the same way, beside the connected one (the newcomer); once
- * it has sent the prefix it is the DTU reconnecting (its old link may be
- * dead without a FIN), and a stranger that never sends it is closed
- * without costing the connected DTU its link. Then read() returns
- * DRIVER_HANGUP, the owner closes the old connection as for a lost port
- * (every answer owed across it is given up, 0x0A, never paired with the
- * new one: the line's I8 holds the new connection quiet as after any
- * reconnect) and reopens, and open_finish() takes the new connection
- * (dialin_takeovers). So a DTU that reconnects takes its bus back within
- * the owner's back-off (100 ms after an open that succeeded).
+ * Taking the bus back. A connection that registers as this bus's while its
+ * DTU is connected is the DTU reconnecting (its old link may be dead
+ * without a FIN): read() returns DRIVER_HANGUP, the owner closes the old
+ * connection as for a lost port (every answer owed across it is given up,
+ * 0x0A, never paired with the new one: the line's I8 holds the new
+ * connection quiet as after any reconnect) and reopens, and open_finish()
+ * takes the new connection (dialin_takeovers). So a DTU that reconnects
+ * takes its bus back within the owner's back-off (100 ms after an open
+ * that succeeded); a stranger, or another bus's DTU, never costs this
+ * bus's DTU its link.
  *
  * Heartbeat (heartbeat = hex:...): a DTU's keep-alive packet, discarded
  * where a frame could begin or has just ended: at the front of a chunk read
@@ -48,6 +45,7 @@
  * so its CRC fails (fact F: never delivered, asked again). Choose a
  * heartbeat that no slave id on the line starts an answer with.
  */
+#include "drivers/dialin_hub.h"
 #include "drivers/internal.h"
 #include "parser/rtu.h"
 
@@ -61,27 +59,16 @@
 
 #define HEARTBEAT_QUIET_MS 20
 
-/* A connection not yet the bus's: its registration so far, and the line
- * bytes that came with its last byte. */
-typedef struct newcomer {
-    int fd;                           /* -1: none */
-    size_t reg_got;
-    uint64_t deadline_ns;
-    uint8_t carry[DRIVER_DIALIN_BYTES_MAX + 256];
-    size_t carry_len;
-} newcomer_t;
-
 typedef struct dialin {
     driver_dialin_config_t cfg;       /* the byte strings copied in */
     char addr[INET_ADDRSTRLEN];
     uint8_t reg[DRIVER_DIALIN_BYTES_MAX], hb[DRIVER_DIALIN_BYTES_MAX];
+    driver_dialin_ports_t *ports;     /* where the port's hub is found; NULL: one of its own */
+    dialin_member_t *member;          /* this bus on its port's hub (dialin_hub.c); NULL until opened */
     driver_t *stream;                 /* tcp.c's stream, holding the DTU's connection */
-    int ep, lfd;                      /* the epoll set the owner polls; the listening socket */
+    int ep;                           /* the epoll set the owner polls: the hub's, the bell, cfd */
     int cfd;                          /* the bus's DTU connection (the stream's), or -1 */
-    newcomer_t nc;                    /* a connection registering: the first, or one that will take over */
     uint64_t last_in_ns;
-    uint8_t carry[sizeof ((newcomer_t *)0)->carry];   /* line bytes read with the prefix */
-    size_t carry_len;
 } dialin_t;
 
 static int watch(dialin_t *x, int fd)
@@ -90,105 +77,17 @@ static int watch(dialin_t *x, int fd)
     return epoll_ctl(x->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
-static void forget(dialin_t *x, int fd)
-{
-    epoll_ctl(x->ep, EPOLL_CTL_DEL, fd, NULL);
-}
-
-static bool registered(const dialin_t *x)
-{
-    return x->nc.fd >= 0 && x->nc.reg_got == x->cfg.register_len;
-}
-
-static void reject(driver_t *d)
-{
-    dialin_t *x = driver_priv(d);
-    DRIVER_COUNT(d, dialin_rejected, 1);
-    forget(x, x->nc.fd);
-    close(x->nc.fd);
-    x->nc.fd = -1;
-}
-
 /* The bus's connection closed (a hang-up, a takeover, the owner's close). A
- * newcomer that has registered stays: it takes the bus at the next open; one
- * still registering is closed when the bus has none (it was the one being
- * waited for, and its time is up). */
+ * connection registered as this bus's meanwhile stays in its slot on the
+ * hub: it takes the bus at the next open. */
 static void dialin_close(driver_t *d)
 {
     dialin_t *x = driver_priv(d);
     if (x->cfd >= 0) {
-        forget(x, x->cfd);
+        epoll_ctl(x->ep, EPOLL_CTL_DEL, x->cfd, NULL);
         driver_close(x->stream);   /* closes cfd */
-        x->cfd = -1;
-    } else if (x->nc.fd >= 0 && !registered(x)) {
-        reject(d);
+        __atomic_store_n(&x->cfd, -1, __ATOMIC_RELAXED);
     }
-    x->carry_len = 0;
-}
-
-/* Accepts a waiting connection as the newcomer. One still registering is
- * replaced by a newer one (rejected): a stranger that connects and says
- * nothing cannot hold the way in, and a waiting connection is always taken
- * (the listening socket, level-triggered in the set, would wake the owner
- * again and again). A registered one waits for the next open. */
-static void accept_newcomer(driver_t *d)
-{
-    dialin_t *x = driver_priv(d);
-    if (registered(x) || x->lfd < 0)
-        return;
-    int fd = accept4(x->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
-        return;
-    if (x->nc.fd >= 0)
-        reject(d);
-    DRIVER_COUNT(d, dialin_accepted, 1);
-    if (watch(x, fd) != 0) {
-        close(fd);
-        return;
-    }
-    x->nc = (newcomer_t){ .fd = fd, .deadline_ns = driver_now_ns() + (uint64_t)x->cfg.register_timeout_ms * 1000000ull };
-}
-
-/* The newcomer's registration as its bytes come: 1 registered, 0 more to
- * come, -1 rejected (closed, counted): other bytes, the peer's close, or
- * too slow. */
-static int registering(driver_t *d)
-{
-    dialin_t *x = driver_priv(d);
-    newcomer_t *nc = &x->nc;
-    uint8_t buf[sizeof nc->carry];
-    if (registered(x))
-        return 1;
-    ssize_t n = recv(nc->fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (driver_now_ns() < nc->deadline_ns)
-            return 0;
-        n = 0;
-    }
-    size_t i = 0;
-    for (; n > 0 && i < (size_t)n && nc->reg_got < x->cfg.register_len; i++, nc->reg_got++)
-        if (buf[i] != x->reg[nc->reg_got])
-            n = 0;
-    if (n <= 0) {
-        reject(d);
-        return -1;
-    }
-    if (nc->reg_got < x->cfg.register_len)
-        return 0;
-    memcpy(nc->carry, buf + i, (size_t)n - i);
-    nc->carry_len = (size_t)n - i;
-    return 1;
-}
-
-/* The registered newcomer becomes the bus's connection. */
-static void take_newcomer(dialin_t *x)
-{
-    x->cfd = x->nc.fd;
-    memcpy(x->carry, x->nc.carry, x->nc.carry_len);
-    x->carry_len = x->nc.carry_len;
-    x->last_in_ns = 0;
-    x->nc.fd = -1;
-    tcp_stream_adopt(x->stream, x->cfd);
 }
 
 static int dialin_open_finish(driver_t *d, char *err, size_t errcap)
@@ -198,38 +97,29 @@ static int dialin_open_finish(driver_t *d, char *err, size_t errcap)
     (void)errcap;
     if (x->cfd >= 0)
         return 0;
-    for (;;) {
-        accept_newcomer(d);
-        if (x->nc.fd < 0)
-            return DRIVER_INPROGRESS;
-        int rc = registering(d);
-        if (rc > 0) {
-            take_newcomer(x);
-            return 0;
-        }
-        if (rc == 0)
-            return DRIVER_INPROGRESS;
+    int fd = dialin_hub_take(x->member);
+    if (fd < 0)
+        return DRIVER_INPROGRESS;
+    if (watch(x, fd) != 0) {
+        close(fd);
+        return DRIVER_INPROGRESS;
     }
+    x->last_in_ns = 0;
+    tcp_stream_adopt(x->stream, fd);
+    __atomic_store_n(&x->cfd, fd, __ATOMIC_RELAXED);
+    return 0;
 }
 
+/* Listens (the hub does, at its first member's open, so a port in use is
+ * an open that fails and is retried with back-off), then waits for a
+ * connection registered as this bus's: the owner waits for the set to be
+ * readable, with no deadline (the hub keeps its own, in its set). */
 static int dialin_open(driver_t *d, char *err, size_t errcap)
 {
     dialin_t *x = driver_priv(d);
-    if (x->lfd < 0) {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)x->cfg.port) };
-        int one = 1;
-        inet_pton(AF_INET, x->addr, &sa.sin_addr);
-        x->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (x->lfd < 0 || setsockopt(x->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-            bind(x->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(x->lfd, 4) != 0 || watch(x, x->lfd) != 0) {
-            int e = errno;
-            snprintf(err, errcap, "listen://%s:%u: %s", x->addr, x->cfg.port, strerror(e));
-            if (x->lfd >= 0)
-                close(x->lfd);
-            x->lfd = -1;
-            return -e;
-        }
-    }
+    int rc = dialin_hub_listen(x->member, err, errcap);
+    if (rc != 0)
+        return rc;
     /* A connection may be here already (a takeover's, or one in the
      * backlog): the owner's wait would not wake for it. */
     return dialin_open_finish(d, err, errcap);
@@ -280,29 +170,14 @@ static ssize_t dialin_read(driver_t *d, uint8_t *buf, size_t cap, uint64_t *t_ns
         return DRIVER_AGAIN;
     /* A DTU dialling in while one is connected takes the bus once it has
      * registered: a stranger never costs the connected DTU its link. */
-    for (unsigned k = 0; k < 4; k++) {
-        accept_newcomer(d);
-        int rc = x->nc.fd >= 0 ? registering(d) : 0;
-        if (rc > 0) {
-            DRIVER_COUNT(d, dialin_takeovers, 1);
-            return DRIVER_HANGUP;   /* this connection is over; the next open takes the newcomer */
-        }
-        if (rc == 0)
-            break;
+    if (dialin_hub_waiting(x->member)) {
+        DRIVER_COUNT(d, dialin_takeovers, 1);
+        return DRIVER_HANGUP;   /* this connection is over; the next open takes the new one */
     }
     for (;;) {
-        ssize_t n;
-        if (x->carry_len) {
-            n = (ssize_t)(x->carry_len < cap ? x->carry_len : cap);
-            memcpy(buf, x->carry, (size_t)n);
-            memmove(x->carry, x->carry + n, x->carry_len - (size_t)n);
-            x->carry_len -= (size_t)n;
-            *t_ns = driver_now_ns();
-        } else {
-            n = driver_read(x->stream, buf, cap, t_ns);
-            if (n <= 0)
-                return n;
-        }
+        ssize_t n = driver_read(x->stream, buf, cap, t_ns);
+        if (n <= 0)
+            return n;
         size_t left = strip_heartbeat(d, x, buf, (size_t)n, *t_ns);
         if (left)
             return (ssize_t)left;
@@ -313,26 +188,25 @@ static int dialin_describe(const driver_t *d, char *buf, size_t cap)
 {
     const dialin_t *x = driver_priv(d);
     char inner[128] = "";
-    if (x->cfd >= 0)
+    bool up = __atomic_load_n(&x->cfd, __ATOMIC_RELAXED) >= 0;
+    int n = dialin_hub_describe(x->member, buf, cap);
+    if (up)
         driver_describe(x->stream, inner, sizeof inner);
-    return snprintf(buf, cap, "listen %s:%u%s%s", x->addr, x->cfg.port,
-                    x->cfd >= 0 ? ", DTU " : x->nc.fd >= 0 ? ", DTU registering" : ", waiting for a DTU", inner);
+    if (n >= 0 && (size_t)n < cap)
+        n += snprintf(buf + n, cap - (size_t)n, "%s%s", up ? ", DTU " : ", waiting for a DTU", inner);
+    return n;
 }
 
-/* A newcomer's registration timeout; the stream's own timed work. */
+/* The stream's own timed work (the hub's deadlines are a timer in its set). */
 static uint64_t dialin_next_deadline(const driver_t *d)
 {
     const dialin_t *x = driver_priv(d);
-    uint64_t s = x->cfd >= 0 ? driver_next_deadline(x->stream) : 0, n = x->nc.fd >= 0 && !registered(x) ?
-                 x->nc.deadline_ns : 0;
-    return !s ? n : !n ? s : s < n ? s : n;
+    return x->cfd >= 0 ? driver_next_deadline(x->stream) : 0;
 }
 
 static int dialin_service(driver_t *d, uint64_t now_ns)
 {
     dialin_t *x = driver_priv(d);
-    if (x->cfd >= 0 && x->nc.fd >= 0 && !registered(x) && now_ns >= x->nc.deadline_ns)
-        registering(d);   /* too slow: rejected */
     return x->cfd >= 0 ? driver_service(x->stream, now_ns) : 0;
 }
 
@@ -340,10 +214,7 @@ static void dialin_destroy(driver_t *d)
 {
     dialin_t *x = driver_priv(d);
     dialin_close(d);
-    if (x->nc.fd >= 0)
-        close(x->nc.fd);
-    if (x->lfd >= 0)
-        close(x->lfd);
+    dialin_hub_leave(x->member);
     if (x->ep >= 0)
         close(x->ep);
     driver_free(x->stream);
@@ -389,13 +260,23 @@ driver_t *driver_dialin_new(const driver_dialin_config_t *cfg, char *err, size_t
     x->cfg.addr = x->addr;
     x->cfg.register_bytes = x->reg;
     x->cfg.heartbeat = x->hb;
-    x->lfd = x->cfd = x->nc.fd = -1;
+    x->cfd = -1;
     driver_t *d = driver_new(&dialin_backend, x);
     if (!d) {
         close(x->ep);
         driver_free(x->stream);
         free(x);
         snprintf(err, errcap, "listen: out of memory");
+        return NULL;
+    }
+    /* The bus joins its port at once: every bus of a port is a member
+     * before any of them can be handed a connection. */
+    if (!(x->member = dialin_hub_join(cfg->ports, &x->cfg, d, err, errcap)) ||
+        watch(x, dialin_hub_fd(x->member)) != 0 || watch(x, dialin_member_bell(x->member)) != 0) {
+        if (x->member)
+            snprintf(err, errcap, "listen://%s:%u: %s", x->addr, x->cfg.port, strerror(errno));
+        driver_free(d);   /* leaves the hub */
+        return NULL;
     }
     return d;
 }

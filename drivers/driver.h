@@ -128,7 +128,9 @@ typedef struct driver_stats {
     uint64_t stale_answers;   /* udp: datagrams with a transaction id not in flight (late, duplicated), dropped */
     uint64_t foreign_datagrams; /* udp: datagrams from another address or port than the device's, dropped */
     uint64_t dialin_accepted;   /* listen: DTU connections accepted */
-    uint64_t dialin_rejected;   /* listen: closed for a wrong or missing registration */
+    uint64_t dialin_rejected;   /* listen: closed for a wrong or missing registration, this bus to blame */
+    uint64_t dialin_unclaimed;  /* listen: closed on this bus's port with no bus to blame (a registration no
+                                   bus there has, silence on a shared port): one count per port, on each bus */
     uint64_t dialin_takeovers;  /* listen: a DTU dialled again while connected: the old connection closed */
     uint64_t heartbeats;        /* listen: heartbeat packets dropped */
 } driver_stats_t;
@@ -456,9 +458,19 @@ driver_t *driver_udp_new(const driver_tcp_config_t *cfg, char *err, size_t errca
  * and carries RTU frames (tcp.c's stream once connected). register: the
  * bytes the DTU must send first (0 long: none), within register_timeout_ms;
  * heartbeat: a keep-alive packet dropped where a frame could begin. A DTU
- * connecting again takes the bus back (the old connection is a hang-up). */
+ * connecting again takes the bus back (the old connection is a hang-up).
+ * Several buses may share one addr:port, each with a registration none of
+ * the others begins with: one listening socket, found in ports
+ * (dialin_hub.c), hands each connection to the bus it registers as. */
 #define DRIVER_DIALIN_BYTES_MAX 64
+/* The listening sockets dial-in buses share, by address: the owner of the
+ * buses (the gateway) creates it before their drivers and frees it after
+ * the last of them is freed. */
+typedef struct driver_dialin_ports driver_dialin_ports_t;
+driver_dialin_ports_t *driver_dialin_ports_new(void);
+void driver_dialin_ports_free(driver_dialin_ports_t *ports);
 typedef struct driver_dialin_config {
+    driver_dialin_ports_t *ports;     /* where a shared port is found; NULL: a listening socket of its own */
     const char *addr;                 /* IPv4 address to bind (0.0.0.0: all) */
     unsigned port;
     const uint8_t *register_bytes;

@@ -5,12 +5,12 @@ noinst_LIBRARIES += expr/libexpr.a
 expr_libexpr_a_SOURCES = expr/expr.h expr/internal.h expr/scan.c expr/sandbox.c expr/engine.c
 expr_libexpr_a_CFLAGS = $(AM_CFLAGS) $(LUA_CFLAGS)
 
-check_PROGRAMS += tests/test_expr
-tests_test_expr_SOURCES = tests/test_expr.c
-tests_test_expr_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_expr_LDADD = expr/libexpr.a tags/libtags.a parser/libparser.a $(LUA_LIBS) $(CMOCKA_LIBS) -lm
-TESTS += tests/test_expr
+check_PROGRAMS += tests/unit/test_expr
+tests_unit_test_expr_SOURCES = tests/unit/test_expr.c
+tests_unit_test_expr_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_expr_LDADD = expr/libexpr.a tags/libtags.a parser/libparser.a $(LUA_LIBS) $(CMOCKA_LIBS) -lm
+TESTS += tests/unit/test_expr
 # End to end: config/sunspec.csv through rtugw sim, hostile expressions while
 # Modbus TCP is read, rtugw check's errors.
-TESTS += tests/test_tags_expr.py
-EXTRA_DIST += tests/test_tags_expr.py
+TESTS += tests/e2e/tags/test_tags_expr.py
+EXTRA_DIST += tests/e2e/tags/test_tags_expr.py

@@ -2,7 +2,7 @@
  * front/rtu_tcp_frame.c -- where an RTU over TCP request of a function
  * without a length rule ends (diagnostics, report slave id, device
  * identification, user functions): rtu_tcp.c's framing asks it. Pure, so
- * that tests/test_rtu_tcp_frame.c can feed it millions of requests.
+ * that tests/unit/test_rtu_tcp_frame.c can feed it millions of requests.
  *
  * The end is one of the cuts k (4..256 bytes) at which the CRC is good; the
  * question is which. The argument:

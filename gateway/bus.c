@@ -275,9 +275,11 @@ driver_serial_config_t gw_serial_config(const config_bus_t *bus)
 /*
  * A device or tcp:// port with its framing: the serial driver or a TCP
  * client, under the ASCII or MBAP layer when the framing asks for one. A
- * udp:// port is Modbus UDP, its MBAP in its own driver (datagrams).
+ * udp:// port is Modbus UDP, its MBAP in its own driver (datagrams). A
+ * listen:// port shares its listening socket with the other buses on its
+ * address through ports (the gateway's; NULL: a socket of its own).
  */
-driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
+static driver_t *bus_driver_new(const config_bus_t *bus, driver_dialin_ports_t *ports, char *err, size_t errcap)
 {
     driver_t *d;
 
@@ -290,7 +292,7 @@ driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
         return driver_udp_new(&uc, err, errcap);
     }
     if (bus->port_kind == CONFIG_PORT_LISTEN) {
-        driver_dialin_config_t dc = { .addr = bus->tcp_host, .port = bus->tcp_port,
+        driver_dialin_config_t dc = { .ports = ports, .addr = bus->tcp_host, .port = bus->tcp_port,
                                       .register_bytes = bus->dial_register, .register_len = bus->dial_register_len,
                                       .heartbeat = bus->dial_heartbeat, .heartbeat_len = bus->dial_heartbeat_len,
                                       .register_timeout_ms = bus->connect_timeout_ms };
@@ -311,6 +313,11 @@ driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
     if (d && bus->framing == CONFIG_FRAMING_TCP)
         return driver_mbap_new(d, err, errcap);
     return d;
+}
+
+driver_t *gw_bus_driver_new(const config_bus_t *bus, char *err, size_t errcap)
+{
+    return bus_driver_new(bus, NULL, err, errcap);
 }
 
 static driver_t *open_driver(gw_bus_t *bus, const config_t *cfg, char *err, size_t errcap)
@@ -343,7 +350,7 @@ static driver_t *open_driver(gw_bus_t *bus, const config_t *cfg, char *err, size
         sc.live = true;
         return driver_sim_driver_new(&sc, err, errcap);
     }
-    return gw_bus_driver_new(c, err, errcap);
+    return bus_driver_new(c, bus->gw->dialin_ports, err, errcap);
 }
 
 gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)

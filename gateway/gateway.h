@@ -5,7 +5,8 @@
  * actors that host the line cores (bus.c), the one way into a bus
  * (submit.c), the one way a tag is written (tag_write.c), the poller and
  * its subscribers (poller.c; cache.c, tags.c, north.c: the register
- * cache, the live tag table, the MQTT glue), the frame ring (frames.c),
+ * cache, the live tag table, the MQTT glue; north_session.c its session's
+ * life across reloads), the frame ring (frames.c),
  * scans of a bus from the API (scan.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), the actor scheduler and the router
@@ -26,8 +27,8 @@
  * else here; bus.c calls port.c, cache.c (a write's bracket ends
  * as its answer leaves the line) and frames.c; submit.c calls cache.c and
  * bus.c; tag_write.c and the poller call submit.c (tag_write.c also
- * tags.c, a computed tag's inverse); north.c calls submit.c,
- * tag_write.c and tags.c; vslave.c (the maps: [map NAME]) calls
+ * tags.c, a computed tag's inverse); north.c (with north_session.c and
+ * north_write.c) calls submit.c, tag_write.c, tags.c and loop.c; vslave.c (the maps: [map NAME]) calls
  * tag_write.c, tags.c and loop.c; scan.c (scans from the API) calls
  * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.
  *
@@ -605,10 +606,16 @@ void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, s
 /* I/O thread: the rtugw_frames_* lines of /metrics (f may be NULL). */
 void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b);
 
-/* north.c: the MQTT client, only with an [mqtt] section (I/O thread) */
+/* north.c: the MQTT client's adapter, for the daemon's life; its session
+ * runs while [mqtt] is there (north_session.c). I/O thread. */
 typedef struct gw_north gw_north_t;
 gw_north_t *gw_north_new(gw_t *gw, char *err, size_t errcap);
 void gw_north_free(gw_north_t *gn);
+/* A reload whose [mqtt] differs: the session stops and one starts at want
+ * (NULL: [mqtt] removed, none). 0; -1 with err: want cannot start, the
+ * settings before run again where they can (gw_north_running says). */
+int gw_north_reload(gw_north_t *gn, const north_config_t *want, char *err, size_t errcap);
+bool gw_north_running(const gw_north_t *gn);
 /* The poller's subscriber for MQTT (its groups' values, its tags' values). */
 gw_poll_subscriber_t gw_north_poll_subscriber(gw_north_t *gn);
 /* Any thread (the poller): one poll group's answer; never blocks. */
@@ -660,6 +667,7 @@ struct gw {
     int (*config_put)(gw_t *gw, const char *if_match, char *text, size_t len, struct evbuffer *b);
     actor_system_t *actors;
     router_t *router;
+    driver_dialin_ports_t *dialin_ports;   /* listen:// ports the buses share (runtime.c: before them, freed after) */
     gw_loop_t *loop;
     gw_loop_t *line_loop;       /* the line thread's: ports and bus actors; NULL: they are on loop's */
     gw_bus_t **buses;
@@ -676,7 +684,7 @@ struct gw {
     gw_serial_slave_t **serial_slaves;
     unsigned serial_slave_count;
     gw_http_t *http;
-    gw_north_t *north;          /* NULL without [mqtt] */
+    gw_north_t *north;          /* never NULL once started; a session only with [mqtt] */
     gw_tcp_metrics_t tcp_metrics;
     gw_tcp_metrics_t rtu_tcp_metrics;
     gw_udp_metrics_t udp_metrics;

@@ -7,14 +7,14 @@ GW_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"'
 noinst_LIBRARIES += gateway/libgateway.a
 gateway_libgateway_a_SOURCES = gateway/gateway.h \
 	gateway/log.c gateway/loop.c gateway/port.c gateway/bus.c gateway/poller.c gateway/cache.c gateway/tags.c \
-	gateway/north.c gateway/north_write.c gateway/north_internal.h gateway/submit.c gateway/tag_write.c gateway/vslave.c gateway/metrics.c gateway/notify.c gateway/trim.c \
+	gateway/north.c gateway/north_session.c gateway/north_write.c gateway/north_internal.h gateway/submit.c gateway/tag_write.c gateway/vslave.c gateway/metrics.c gateway/notify.c gateway/trim.c \
 	gateway/frames.c gateway/listen.c gateway/scan.c gateway/runtime.c gateway/slave_port.c
 gateway_libgateway_a_CFLAGS = $(GW_CFLAGS)
 gateway_libgateway_a_CPPFLAGS = $(GW_CPPFLAGS)
 
 # End to end through real peers (pymodbus, libmodbus, mbpoll, socat).
-TESTS += tests/test_gateway.py
-EXTRA_DIST += tests/test_gateway.py
+TESTS += tests/peers/test_gateway_foreign_peers.py
+EXTRA_DIST += tests/peers/test_gateway_foreign_peers.py
 # MQTT end to end: real brokers (mosquitto), a bridge, TLS, paho subscribers.
-TESTS += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py tests/test_api_churn.py
-EXTRA_DIST += tests/test_mqtt.py tests/test_mqtt_tags.py tests/test_sparkplug.py tests/test_api_churn.py
+TESTS += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/config/test_api_churn.py
+EXTRA_DIST += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/mqtt/sparkplugtest.py tests/e2e/config/test_api_churn.py

@@ -38,10 +38,17 @@
  * 16 (a list), coils FC 5; inputs are refused. That request goes to the
  * device's bus with this file's own origin and exactly one answer comes
  * back through it.
+ *
+ * The session: north_session.c starts it, and replaces or stops it when a
+ * reload changes [mqtt]; this adapter outlives it (the daemon's life), so
+ * the threads that post here hold one pointer; while no session runs they
+ * see gn->on false and post nothing, and what was posted before is dropped
+ * here (gn->north NULL).
  */
 #include "gateway/gateway.h"
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -58,12 +65,6 @@
 #define POLL_GROUP_MASK 0xffffu    /* CONFIG_MAX_POLLS (16384) fits */
 #define POLL_GEN_SHIFT 9
 #define POLL_GEN_MASK 0x7fu
-
-static void log_hook(void *ctx, int level, const char *msg)
-{
-    gw_north_t *gn = ctx;
-    gw_log(gn->gw, (config_log_t)level, "%s", msg);
-}
 
 /* ---- out: poll answers --------------------------------------------------------------- */
 
@@ -111,8 +112,9 @@ static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
     uint8_t exception = (uint8_t)b;
     char why[32];
 
-    if (group >= cfg->poll_count || ((b >> POLL_GEN_SHIFT) & POLL_GEN_MASK) != (gn->polls_generation & POLL_GEN_MASK))
-        return;
+    if (!gn->north || group >= cfg->poll_count ||
+        ((b >> POLL_GEN_SHIFT) & POLL_GEN_MASK) != (gn->polls_generation & POLL_GEN_MASK))
+        return;   /* [mqtt] off, or a group of before a reload */
     const config_poll_t *g = &cfg->polls[group];
     const char *error = good ? NULL : poll_error(exception, why, sizeof why);
     for (unsigned i = 0; i < g->count; i++) {
@@ -164,6 +166,8 @@ void gw_north_poll_answer(gw_north_t *gn, unsigned group, bool good, uint8_t exc
 static void on_poll_result(void *ctx, const gw_poll_result_t *r)
 {
     gw_north_t *gn = ctx;
+    if (!atomic_load_explicit(&gn->on, memory_order_acquire))
+        return;   /* [mqtt] off: the I/O thread would drop it anyway */
     const tags_read_t *read = tags_plan_read(r->plan, r->read);
     size_t n;
     const tags_member_t *m = tags_plan_members(r->plan, r->read, &n);
@@ -364,6 +368,8 @@ static void on_tags(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
 {
     gw_north_t *gn = ctx;
     size_t count = len / sizeof(uint32_t);
+    if (!gn->north)
+        return;   /* [mqtt] off (a reload removed it): posted before, nobody to publish to */
     if (((b >> CHUNK_GEN_SHIFT) & CHUNK_GEN_MASK) != (gw_tags_generation(gn->gw->tags) & CHUNK_GEN_MASK))
         return;   /* indices of a table since replaced */
     uint32_t idx = 0;
@@ -482,11 +488,13 @@ void gw_north_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, boo
 /* A listen-only bus has no poll of its own: what is heard goes out at once. */
 void gw_north_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms)
 {
+    if (!atomic_load_explicit(&gn->on, memory_order_acquire))
+        return;
     post_tags(gn, NULL, tags, n, true, wall_ms);
 }
 
 /* At start: each device's tags and publish mode, before any value. */
-static int define_devices(gw_north_t *gn)
+int gw_north_define_devices(gw_north_t *gn)
 {
     const config_t *cfg = gn->gw->cfg;
     const tags_table_t *defs = gw_tags_defs(gn->gw->tags);
@@ -540,7 +548,7 @@ int gw_north_tags_changed(gw_north_t *gn)
     memset(p, 0, n + 1);   /* indices of the old table: their chunks are dropped from now on */
     gn->pending = p;
     gn->cap_gathered = n;
-    return define_devices(gn);
+    return gn->north ? gw_north_define_devices(gn) : 0;   /* off: the next session's start announces them */
 }
 
 /* ---- life, and /metrics ------------------------------------------------------------------ */
@@ -549,8 +557,6 @@ gw_north_t *gw_north_new(gw_t *gw, char *err, size_t errcap)
 {
     gw_north_t *gn = calloc(1, sizeof *gn);
     if (!gn || !(gn->device_up = malloc(gw->cfg->device_count + 1)) ||
-        !(gn->values = calloc(2000, sizeof *gn->values)) || !(gn->names = calloc(2000, sizeof *gn->names)) ||
-        !(gn->errors = calloc(2000, sizeof *gn->errors)) || !(gn->text = malloc(GWNORTH_TEXT_BYTES)) ||
         !(gn->gathered = calloc(tags_table_count(gw_tags_defs(gw->tags)) + 1, sizeof *gn->gathered)) ||
         !(gn->pending = calloc(tags_table_count(gw_tags_defs(gw->tags)) + 1, 1))) {
         snprintf(err, errcap, "mqtt: out of memory");
@@ -562,25 +568,12 @@ gw_north_t *gw_north_new(gw_t *gw, char *err, size_t errcap)
     gn->cap_gathered = tags_table_count(gw_tags_defs(gw->tags));
     gn->origin.ops = &gw_north_origin_ops;
     gn->gw = gw;
-    north_hooks_t hooks = { .ctx = gn, .log = log_hook, .write = gw_north_on_write,
-                            .config_set = gw_north_config_set, .config_get = gw_north_config_get };
-    if (!(gn->m = north_module_load(RTUGW_MODULEDIR, err, errcap)) ||
-        !(gn->north = gn->m->create(loop_base(gw->loop), &gw->cfg->mqtt, &hooks, err, errcap))) {
-        gw_north_free(gn);
-        return NULL;
-    }
     if (gw->opt.config_path)
         config_file_revision(gw->opt.config_path, gn->revision);
-    gn->m->set_revision(gn->north, gn->revision);
-    if (define_devices(gn) != 0) {
-        snprintf(err, errcap, "mqtt: cannot announce the tags (out of memory, or a name that cannot be a topic level)");
+    if (gw->cfg->mqtt_enabled && gw_north_session_start(gn, &gw->cfg->mqtt, err, errcap) != 0) {
         gw_north_free(gn);
         return NULL;
     }
-    const north_config_t *m = &gw->cfg->mqtt;
-    gw_log(gw, CONFIG_LOG_INFO, "mqtt: %s:%u%s as %s, topics %s/%s/..., qos %u%s%s", m->host, m->port,
-           m->tls ? " (tls)" : "", m->client_id, m->topic_prefix, m->gateway, m->qos, m->spool_dir[0] ? ", spool " : "",
-           m->spool_dir);
     return gn;
 }
 
@@ -588,8 +581,9 @@ void gw_north_free(gw_north_t *gn)
 {
     if (!gn)
         return;
-    if (gn->north)
-        gn->m->destroy(gn->north);
+    gw_north_session_stop(gn);
+    if (gn->ev_swap)
+        event_free(gn->ev_swap);
     free(gn->device_up);
     free(gn->values);
     free(gn->names);
@@ -606,7 +600,7 @@ void gw_north_free(gw_north_t *gn)
 void gw_north_metrics_text(gw_north_t *gn, struct evbuffer *b)
 {
     north_stats_t st;
-    if (!gn)
+    if (!gn || !gn->north)
         return;
     gn->m->get_stats(gn->north, &st);
     static const struct { const char *name, *help; size_t off; bool gauge; } defs[] = {

@@ -10,13 +10,22 @@
 
 #include "gateway/gateway.h"
 
+#include <stdatomic.h>
+
 #define GWNORTH_TEXT_BYTES 262144  /* the text of one message's values; a batch ends before it runs out */
 #define GWNORTH_BATCH 2000         /* values in one message at most (north's scratch) */
 struct gw_north {
     line_origin_t origin;           /* first: the write answers' way back */
     gw_t *gw;
-    const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only */
-    north_t *north;
+    const north_module_t *m;      /* rtugw-mqtt.so, loaded for [mqtt] only (the first time it runs) */
+    north_t *north;               /* the session (I/O thread); NULL while [mqtt] is off */
+    atomic_bool on;               /* north != NULL, for the poller's and the line's threads; stored
+                                     after m is set, so one who reads it true (acquire) sees m */
+    unsigned in_hook;             /* inside north's config_set hook: a reload's swap waits (north_session.c) */
+    struct event *ev_swap;        /* the swap that waited, from the loop */
+    bool swap_on;                 /* its settings: [mqtt] present, and swap_cfg */
+    north_config_t swap_cfg;
+    north_config_t swap_was;      /* the running ones, put back in gw->cfg when swap_cfg cannot start */
     signed char *device_up;       /* per device: -1 not known yet, 0 down, 1 up */
     unsigned n_devices;           /* device_up's: cfg->device_count, which a reload may raise */
     north_value_t *values;        /* scratch for one group (at most 2000) */
@@ -36,6 +45,12 @@ struct gw_north {
     unsigned polls_generation;    /* +1 per reload that changed the poll groups */
     char revision[17];            /* the configuration's revision north was told */
 };
+
+/* north.c: each device's tags announced to the session (a start, a reload). */
+int gw_north_define_devices(gw_north_t *gn);
+/* north_session.c: a session at cfg (the module loaded the first time). 0, or -1 with err. */
+int gw_north_session_start(gw_north_t *gn, const north_config_t *cfg, char *err, size_t errcap);
+void gw_north_session_stop(gw_north_t *gn);
 
 /* A tag's value as north publishes it (north.c); its text goes at *text. */
 void gw_north_tag_value(const tags_tag_t *g, const tags_value_t *v, north_value_t *out, char *err, size_t errcap,

@@ -116,16 +116,25 @@ static int write_pdu(const config_poll_t *g, unsigned index, const north_write_t
 
 static const char *exception_text(uint8_t code);
 
+/* A write's answer, to the session running now: a reload that replaced it
+ * (north_replace carries the tokens' generation) makes the token stale, and
+ * one that stopped MQTT leaves nobody to answer (gateway/north_session.c). */
+static void write_done(gw_north_t *gn, uint32_t token, int error, const char *message)
+{
+    if (gn->north)
+        gn->m->write_done(gn->north, token, error, message);
+}
+
 /* A tag write's outcome (tag_write.c), on the I/O thread: its answer. */
 static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_t *o)
 {
     gw_north_t *gn = owner;
     if (o->malformed_read)
-        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
+        write_done(gn, (uint32_t)token, NORTH_WRITE_BAD_VALUE, "the register's read came back malformed");
     else if (o->exception)
-        gn->m->write_done(gn->north, (uint32_t)token, o->exception, exception_text(o->exception));
+        write_done(gn, (uint32_t)token, o->exception, exception_text(o->exception));
     else if (!o->confirmed || o->asked != o->tag)   /* through an inverse: the computed tag's value comes with its data */
-        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
+        write_done(gn, (uint32_t)token, NORTH_WRITE_OK, "ok");
     else {   /* confirm_write: the answer carries what the device holds, as data messages write it */
         const tags_tag_t *g = tags_table_tag(gw_tags_defs(gn->gw->tags), o->tag);
         tags_value_t v;
@@ -133,7 +142,8 @@ static void tag_write_done(void *owner, uint64_t token, const tag_write_outcome_
         char err[32], text[6 * TAGS_MAX_REGISTERS + 8], *at = text;
         tag_write_read_value(g, o, &v);
         gw_north_tag_value(g, &v, &nv, err, sizeof err, &at, text + sizeof text);
-        gn->m->write_done_value(gn->north, (uint32_t)token, &nv);
+        if (gn->north)
+            gn->m->write_done_value(gn->north, (uint32_t)token, &nv);
     }
 }
 
@@ -150,7 +160,7 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
     if (!g || strcmp(tags_table_device_name(defs, g->device), w->device) != 0)
         return false;
     if (!g->writable) {
-        gn->m->write_done(gn->north, token, NORTH_WRITE_NOT_WRITABLE,
+        write_done(gn, token, NORTH_WRITE_NOT_WRITABLE,
                           g->computed ? "not writable: the tag is computed (expr) and declares no inverse"
                           : g->area == TAGS_AREA_DISCRETE || g->area == TAGS_AREA_INPUT
                               ? "not writable: the tag is an input (discrete input or input register)"
@@ -163,7 +173,7 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
             snprintf(msg, sizeof msg, "a tag takes one value, not a list");
         char why[340];
         snprintf(why, sizeof why, "bad value: %s", msg);
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BAD_VALUE, why);
+        write_done(gn, token, NORTH_WRITE_BAD_VALUE, why);
         return true;
     }
     const config_device_t *dev = &gw->cfg->devices[gw_tags_config_device(gw->tags, g)];
@@ -175,13 +185,13 @@ static bool tag_write(gw_north_t *gn, uint32_t token, const north_write_t *w)
              : rc == TAG_WRITE_LISTEN_ONLY ? "refused" : rc == TAG_WRITE_UNAVAILABLE ? "unavailable" : "bad value",
              msg);
     if (rc == TAG_WRITE_OVERLAP || rc == TAG_WRITE_FULL || rc == TAG_WRITE_INVERSE_INPUT)
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BUSY, why);
+        write_done(gn, token, NORTH_WRITE_BUSY, why);
     else if (rc == TAG_WRITE_INVERSE_FAILED || rc == TAG_WRITE_INVERSE_RANGE)
-        gn->m->write_done(gn->north, token, NORTH_WRITE_BAD_VALUE, why);
+        write_done(gn, token, NORTH_WRITE_BAD_VALUE, why);
     else if (rc == TAG_WRITE_COMPUTED)
-        gn->m->write_done(gn->north, token, NORTH_WRITE_NOT_WRITABLE, why);
+        write_done(gn, token, NORTH_WRITE_NOT_WRITABLE, why);
     else if (rc != TAG_WRITE_QUEUED)
-        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, why);
+        write_done(gn, token, MB_EX_PATH_UNAVAILABLE, why);
     return true;
 }
 
@@ -211,7 +221,7 @@ void gw_north_on_write(void *ctx, uint32_t token, const north_write_t *w)
         return;
     int rc = find_tag(gw->cfg, w->device, w->tag, &group, &index);
     if (rc) {
-        gn->m->write_done(gn->north, token, rc,
+        write_done(gn, token, rc,
                          rc == NORTH_WRITE_UNKNOWN_DEVICE ? "unknown device" : "unknown tag (POLLNAME.N of the device)");
         return;
     }
@@ -220,11 +230,11 @@ void gw_north_on_write(void *ctx, uint32_t token, const north_write_t *w)
     line_request_t r = { .origin = &gn->origin, .slave = (uint8_t)dev->slave, .bus = (uint8_t)dev->bus,
                        .conn_id = token, .t_accept_ns = gw_now_ns() };
     if ((rc = write_pdu(g, index, w, &r, &why)) != 0) {
-        gn->m->write_done(gn->north, token, rc, why);
+        write_done(gn, token, rc, why);
         return;
     }
     if (gw_submit(gw, &r) != 0) {
-        gn->m->write_done(gn->north, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
+        write_done(gn, token, MB_EX_PATH_UNAVAILABLE, "unavailable: the bus took no request");
     }
 }
 
@@ -248,9 +258,9 @@ static void on_write_answer(void *ctx, uint64_t token, uint32_t unused, const ui
     gw_north_t *gn = ctx;
     (void)unused;
     if (len >= 2 && (pdu[0] & 0x80))
-        gn->m->write_done(gn->north, (uint32_t)token, pdu[1], exception_text(pdu[1]));
+        write_done(gn, (uint32_t)token, pdu[1], exception_text(pdu[1]));
     else
-        gn->m->write_done(gn->north, (uint32_t)token, NORTH_WRITE_OK, "ok");
+        write_done(gn, (uint32_t)token, NORTH_WRITE_OK, "ok");
 }
 
 /* origin: on the bus actor's thread (a worker, or the I/O thread itself);
@@ -280,7 +290,9 @@ int gw_north_config_set(void *ctx, const char *if_match, const char *text, size_
     if (b && copy && gw->config_put && gw->opt.config_path) {
         memcpy(copy, text, len);
         copy[len] = 0;
+        gn->in_hook++;   /* a reload it makes replaces north after this hook has returned */
         status = gw->config_put(gw, if_match, copy, len, b);   /* takes copy */
+        gn->in_hook--;
         copy = NULL;
         size_t n = evbuffer_get_length(b);
         if ((*answer = malloc(n + 1))) {

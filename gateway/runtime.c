@@ -1,6 +1,7 @@
 /*
  * gateway/runtime.c -- what every bus, the poller and the serial slaves run
- * on: the actor scheduler and the router. Made from the configuration at
+ * on: the actor scheduler and the router (and the registry of the listen://
+ * ports dial-in buses share, which their drivers find there). Made from the configuration at
  * start, drained at the stop, the router's learning saved to [router]
  * state_file, and their lines of /metrics.
  *
@@ -45,7 +46,7 @@ int gw_runtime_start(gw_t *gw)
      * rather than the default. */
     const config_t *cfg = gw->cfg;
     actor_config_t ac = { .workers = cfg->workers, .max_actors = cfg->bus_count + cfg->serial_slave_count + 16 };
-    if (actor_system_create(&gw->actors, &ac) != 0)
+    if (actor_system_create(&gw->actors, &ac) != 0 || !(gw->dialin_ports = driver_dialin_ports_new()))
         return -1;
     return start_router(gw);
 }
@@ -76,6 +77,8 @@ void gw_runtime_free(gw_t *gw)
     if (gw->router)
         router_free(gw->router);
     gw->router = NULL;
+    driver_dialin_ports_free(gw->dialin_ports);   /* after the buses: their drivers left it */
+    gw->dialin_ports = NULL;
 }
 
 /* ---- /metrics ------------------------------------------------------------------------ */

@@ -4,8 +4,8 @@ noinst_LIBRARIES += json/libjson.a
 json_libjson_a_SOURCES = json/json.h json/quote.c json/body.c
 json_libjson_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 
-check_PROGRAMS += tests/test_json
-tests_test_json_SOURCES = tests/test_json.c
-tests_test_json_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
-tests_test_json_LDADD = json/libjson.a $(JSONC_LIBS) $(CMOCKA_LIBS)
-TESTS += tests/test_json
+check_PROGRAMS += tests/unit/test_json
+tests_unit_test_json_SOURCES = tests/unit/test_json.c
+tests_unit_test_json_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JSONC_CFLAGS)
+tests_unit_test_json_LDADD = json/libjson.a $(JSONC_LIBS) $(CMOCKA_LIBS)
+TESTS += tests/unit/test_json

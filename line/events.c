@@ -39,7 +39,7 @@ static void arm_idle(line_t *l, uint64_t at)
  * after it: a turnaround glitch just before an answer, in the same chunk,
  * is discarded before the answer is framed (the frame's noise_mark counts
  * it), and once made the answer doubtful, so that every such answer was
- * asked again and, with the glitch again, refused (tests/test_line_core.c,
+ * asked again and, with the glitch again, refused (tests/line/test_line_core.c,
  * test_noise_before_answer: 0x0B after two attempts before this).
  */
 static void noise_after_answer(line_t *l, const rtu_framer_stats_t *st)

@@ -21,7 +21,7 @@
  * It calls nothing else: no fd, no thread, no clock, no allocation after
  * line_new but a parked retry's copy. So the same code runs in the daemon
  * (gateway/bus.c is its host: an actor, its port and timers) and in
- * simulated time (tests/test_line_core.c: scripted scenarios and a seeded
+ * simulated time (tests/line/test_line_core.c: scripted scenarios and a seeded
  * explorer with model slaves and faults).
  *
  * Threads: a line is one thread's at a time (its host's); the counters are

@@ -123,7 +123,7 @@ bool line_shape_question(const line_t *l, const line_request_t *req, line_reques
 {
     *wire = *req;
 #ifdef LINE_BREAK_I2
-    /* tests/test_line_broken only: with I2's guard, I6's shapes go too, the
+    /* tests/line/test_line_broken only: with I2's guard, I6's shapes go too, the
      * other defence that needs no re-ask, so that the explorer shows it
      * finds the stale answers they are for. */
     return false;

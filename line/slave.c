@@ -53,7 +53,7 @@ void line_guard_slave(line_t *l, unsigned slave, uint64_t from)
 {
     slave_state_t *s = line_slave(l, slave);
 #ifdef LINE_BREAK_I2
-    /* tests/test_line_broken only: the guard removed, so that the explorer
+    /* tests/line/test_line_broken only: the guard removed, so that the explorer
      * shows it finds what I2 is for (a late answer taken by the next question). */
     return;
 #endif

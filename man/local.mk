@@ -67,8 +67,8 @@ CLEANFILES += dist/rtugw.service dist/rtugw@.service dist/rtugw.conf.example
 EXTRA_DIST += dist/rtugw.service.in dist/rtugw@.service.in
 
 # make install into a staging DESTDIR, then check what landed where.
-TESTS += tests/test_install.sh
-EXTRA_DIST += tests/test_install.sh
+TESTS += tests/package/test_install.sh
+EXTRA_DIST += tests/package/test_install.sh
 AM_TESTS_ENVIRONMENT += \
 	RTUGW_BUILDDIR='$(abs_top_builddir)'; export RTUGW_BUILDDIR; \
 	RTUGW_MAKE='$(MAKE)'; export RTUGW_MAKE; \

@@ -279,7 +279,20 @@ struct north {
     north_stats_t st;
 };
 
+/* What a client hands its successor (north_replace, replace.c). */
+typedef struct north_carry {
+    north_msg_t *head;               /* QoS 1 publications not acknowledged, oldest first */
+    uint64_t seq;                    /* the last data sequence number used */
+    bool has_bdseq;                  /* Sparkplug: bdseq_next is the next CONNECT's */
+    uint64_t bdseq_next;
+    uint32_t next_gen;               /* write tokens: no answer meant for old reaches a new write */
+    north_stats_t st;                /* counters go on */
+} north_carry_t;
+
 /* north.c */
+/* north_new, taking over carry (NULL: nothing) before it connects. */
+north_t *north_start(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks,
+                     const north_carry_t *carry, char *err, size_t errcap);
 void north_log(north_t *n, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 uint64_t north_mono_ns(void);
 
@@ -377,6 +390,9 @@ int sparkplug_device_status(north_t *n, const char *device, bool online, uint64_
  * names aliases the next DBIRTH may not have); born again with its next values. */
 void sparkplug_device_reset(north_t *n, north_device_t *d);
 uint64_t sparkplug_seq(const north_t *n);
+/* The bdSeq the next CONNECT takes, and setting it (north_replace's carry). */
+uint64_t sparkplug_bdseq_next(const north_t *n);
+void sparkplug_set_bdseq_next(north_t *n, uint64_t v);
 /* The Sparkplug datatype of a tag's metric (its type, else its kind). */
 uint32_t sparkplug_datatype(const north_tag_t *t);
 #define SP_REBIRTH "Node Control/Rebirth"

@@ -9,7 +9,7 @@ rtugwmodule_PROGRAMS += north/rtugw-mqtt.so
 north_rtugw_mqtt_so_SOURCES = north/north.h north/internal.h north/module.c north/north.c north/values.c \
 	north/writes.c north/client.c north/queue.c north/spool.c north/spool_mark.c north/map.c json/json.h json/quote.c json/body.c \
 	north/sparkplug.c north/sparkplug_cmd.c north/sparkplug_codec.c north/discovery.c \
-	north/remote.c
+	north/remote.c north/replace.c
 north_rtugw_mqtt_so_CFLAGS = $(AM_CFLAGS) -fPIC -fvisibility=hidden $(MOSQUITTO_CFLAGS) $(JSONC_CFLAGS) $(EVENT_CFLAGS) \
 	$(PROTOBUFC_CFLAGS)
 north_rtugw_mqtt_so_LDFLAGS = $(AM_LDFLAGS) -shared
@@ -31,13 +31,13 @@ north/sparkplug.pb-c.h: north/sparkplug.pb-c.c
 north/rtugw_mqtt_so-sparkplug_codec.$(OBJEXT): north/sparkplug.pb-c.h
 
 # north's own end-to-end tests (mosquitto, paho, protoc --decode_raw)
-TESTS += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py tests/test_mqtt_ha.py \
-	tests/test_fleet.py
-EXTRA_DIST += tests/test_sparkplug_reload.py tests/test_mqtt_v5.py tests/test_mqtt_brokers.py tests/test_mqtt_ha.py \
-	tests/test_fleet.py
+TESTS += tests/e2e/mqtt/test_sparkplug_reload.py tests/e2e/mqtt/test_mqtt_v5.py tests/e2e/mqtt/test_mqtt_brokers.py tests/e2e/mqtt/test_mqtt_ha.py \
+	tests/e2e/mqtt/test_fleet.py
+EXTRA_DIST += tests/e2e/mqtt/test_sparkplug_reload.py tests/e2e/mqtt/test_mqtt_v5.py tests/e2e/mqtt/test_mqtt_brokers.py tests/e2e/mqtt/test_mqtt_ha.py \
+	tests/e2e/mqtt/test_fleet.py
 
 # The fleet at its issue's size: 50 gateways configured through one broker
 # (test_fleet.py; make check runs it with 5). Prints the time to convergence.
 check-fleet: all
-	RTUGW_FLEET_N=50 $(srcdir)/tests/test_fleet.py
+	RTUGW_FLEET_N=50 $(srcdir)/tests/e2e/mqtt/test_fleet.py
 .PHONY: check-fleet

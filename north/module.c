@@ -18,4 +18,5 @@ const north_module_t rtugw_mqtt_module = {
     .write_done_value = north_write_done_value,
     .define_done = north_define_done,
     .set_revision = north_set_revision,
+    .replace = north_replace,
 };

@@ -88,8 +88,29 @@ static int start_spool(north_t *n, char *err, size_t errcap)
     return 0;
 }
 
+/* What a predecessor hands over (north_replace), before the first CONNECT:
+ * the numbers go on from it, its publications go in ahead of anything new. */
+static void take_carry(north_t *n, const north_carry_t *c)
+{
+    n->st = c->st;
+    n->st.connected = 0;
+    if (c->seq > n->seq)   /* a spool's own count may be behind (another spool_dir) */
+        n->seq = c->seq;
+    if (n->sp && c->has_bdseq)
+        sparkplug_set_bdseq_next(n, c->bdseq_next);
+    n->next_gen = c->next_gen;
+    for (const north_msg_t *m = c->head; m; m = m->next)
+        queue_publish(n, msg_topic(m), msg_payload(m), m->payload_len, m->qos, m->retain, m->seq);
+}
+
 north_t *north_new(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
                    size_t errcap)
+{
+    return north_start(base, cfg, hooks, NULL, err, errcap);
+}
+
+north_t *north_start(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks,
+                     const north_carry_t *carry, char *err, size_t errcap)
 {
     north_t *n = calloc(1, sizeof *n);
     if (!n) {
@@ -105,10 +126,12 @@ north_t *north_new(struct event_base *base, const north_config_t *cfg, const nor
     snprintf(n->topic_status, sizeof n->topic_status, "%s/%s/status", cfg->topic_prefix, cfg->gateway);
     snprintf(n->topic_write, sizeof n->topic_write, "%s/%s/write", cfg->topic_prefix, cfg->gateway);
     snprintf(n->topic_response, sizeof n->topic_response, "%s/%s/write/response", cfg->topic_prefix, cfg->gateway);
-    if ((cfg->password_file[0] && read_password(n, err, errcap) != 0) ||
-        (cfg->spool_dir[0] && start_spool(n, err, errcap) != 0) ||
-        (cfg->format == NORTH_FORMAT_SPARKPLUG && sparkplug_start(n, err, errcap) != 0) || values_start(n) != 0 ||
-        remote_start(n, err, errcap) != 0 || client_start(n, err, errcap) != 0) {
+    bool ok = (!cfg->password_file[0] || read_password(n, err, errcap) == 0) &&
+              (!cfg->spool_dir[0] || start_spool(n, err, errcap) == 0) &&
+              (cfg->format != NORTH_FORMAT_SPARKPLUG || sparkplug_start(n, err, errcap) == 0) && values_start(n) == 0;
+    if (ok && carry)
+        take_carry(n, carry);
+    if (!ok || remote_start(n, err, errcap) != 0 || client_start(n, err, errcap) != 0) {
         if (!err[0])
             snprintf(err, errcap, "mqtt: out of memory");
         north_free(n);

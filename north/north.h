@@ -249,6 +249,18 @@ north_t *north_new(struct event_base *base, const north_config_t *cfg, const nor
 /* Answers writes still open, publishes the offline status, disconnects
  * (waiting at most ~0.5 s for the broker), closes the spool. */
 void north_free(north_t *n);
+/*
+ * A reload's new [mqtt] (north/replace.c has the argument): old stops as
+ * north_free stops it (Sparkplug: NDEATH), then a client starts at cfg, on
+ * old's event_base and hooks, taking over what carries: the data sequence
+ * number, Sparkplug's next bdSeq, the write tokens' generation, the
+ * counters, and the QoS 1 publications not yet acknowledged that memory
+ * held (no spool) when the brokers, topic_prefix and gateway are the same
+ * (else dropped and counted). When cfg cannot start (err says why), old's
+ * settings start again with the same carry and *kept_old is set; NULL only
+ * when neither can start (err filled).
+ */
+north_t *north_replace(north_t *old, const north_config_t *cfg, char *err, size_t errcap, bool *kept_old);
 
 /*
  * The values of one device at one moment (wall clock, ms since 1970). What
@@ -296,7 +308,7 @@ uint64_t north_now_ms(void);
  * without MQTT never maps libssl. Its one exported symbol is
  * rtugw_mqtt_module, this table.
  */
-#define NORTH_MODULE_ABI 6
+#define NORTH_MODULE_ABI 7
 typedef struct north_module {
     unsigned abi;                     /* NORTH_MODULE_ABI */
     north_t *(*create)(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,
@@ -312,6 +324,7 @@ typedef struct north_module {
     void (*write_done_value)(north_t *n, uint32_t token, const north_value_t *read);
     void (*define_done)(north_t *n);
     void (*set_revision)(north_t *n, const char *revision);
+    north_t *(*replace)(north_t *old, const north_config_t *cfg, char *err, size_t errcap, bool *kept_old);
 } north_module_t;
 
 /* north/load.c (linked into rtugw, no libmosquitto): the module, found beside

@@ -108,6 +108,16 @@ uint64_t sparkplug_seq(const north_t *n)
     return n->sp ? n->sp->seq : 0;
 }
 
+uint64_t sparkplug_bdseq_next(const north_t *n)
+{
+    return n->sp->bdseq_next;
+}
+
+void sparkplug_set_bdseq_next(north_t *n, uint64_t v)
+{
+    n->sp->bdseq_next = v % 256;
+}
+
 /* ---- bdSeq ----------------------------------------------------------------------------- */
 
 static void bdseq_load(north_t *n)

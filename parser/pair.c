@@ -102,7 +102,7 @@
  *   for that request's own: W is the stated bound, and a slave past it breaks
  *   it. Tm is an upper bound of the master's timeout: answers between the
  *   master's timeout and Tm are not refused by T2.
- *   tests/test_pair_explore.c checks both against a model that keeps the bound.
+ *   tests/line/test_pair_explore.c checks both against a model that keeps the bound.
  *
  * Bounded: one pending request, one held answer, 256 slave records of
  * RTU_PAIR_DEBTS debts each and a ring of RTU_PAIR_QUEUE events, all in the

@@ -11,8 +11,8 @@ routing_librouting_a_CFLAGS = $(AM_CFLAGS) -fno-math-errno
 # Tests: cmocka programs, listed here rather than in tests/local.mk.
 ROUTER_TEST_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 ROUTER_TEST_LIBS = routing/librouting.a parser/libparser.a $(CMOCKA_LIBS) -lm
-check_PROGRAMS += tests/test_router
-tests_test_router_SOURCES = tests/test_router.c tests/testutil.h tests/testutil.c
-tests_test_router_CFLAGS = $(ROUTER_TEST_CFLAGS)
-tests_test_router_LDADD = $(ROUTER_TEST_LIBS)
-TESTS += tests/test_router
+check_PROGRAMS += tests/unit/test_router
+tests_unit_test_router_SOURCES = tests/unit/test_router.c tests/unit/test_router_machine.c tests/unit/routertest.h tests/lib/testutil.h tests/lib/testutil.c
+tests_unit_test_router_CFLAGS = $(ROUTER_TEST_CFLAGS)
+tests_unit_test_router_LDADD = $(ROUTER_TEST_LIBS)
+TESTS += tests/unit/test_router

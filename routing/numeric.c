@@ -2,7 +2,7 @@
  * routing/numeric.c -- 2^x and erfc(x) for the router, so that rtugw does not
  * map libm (docs/footprint.md: libm cost every daemon ~320 KiB resident for
  * the four functions it called). Accuracy is what the router's uses need and
- * tests/test_router.c checks against libm: exp2 within 4e-15 relative over
+ * tests/unit/test_router.c checks against libm: exp2 within 4e-15 relative over
  * -1000..1000 (the reports' costs), erfc within 1e-12 relative over -6..26
  * (Thompson's exploration chance, capped and floored anyway). The square
  * roots are the compiler's instruction (-fno-math-errno in routing/local.mk).

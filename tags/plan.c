@@ -13,7 +13,7 @@
  *
  * Why consecutive runs suffice: if a read held items a and c but not b, with
  * a <= b <= c by address, b either ends inside the read's span (then adding
- * it costs nothing and only closes holes) or past it; tests/test_tags.c
+ * it costs nothing and only closes holes) or past it; tests/unit/test_tags.c
  * checks the claim against a brute force over all partitions of random sets.
  *
  * Cuts come from tags_plan_split: a device that answers exception 02 to a

@@ -132,6 +132,9 @@ static void bus_metrics_text(gw_t *gw, struct evbuffer *b)
         { "dialin_accepted", "Dial-in DTU connections accepted", offsetof(driver_stats_t, dialin_accepted) },
         { "dialin_rejected", "Dial-in DTU connections closed for a wrong or missing registration",
           offsetof(driver_stats_t, dialin_rejected) },
+        { "dialin_unclaimed", "Dial-in connections closed on the bus's listening port with no bus to blame (a "
+          "registration no bus there has, silence on a shared port): one count per port, shown on each of its buses",
+          offsetof(driver_stats_t, dialin_unclaimed) },
         { "dialin_takeovers", "A DTU dialled again while connected: its old connection closed",
           offsetof(driver_stats_t, dialin_takeovers) },
         { "heartbeats", "Dial-in heartbeat packets dropped", offsetof(driver_stats_t, heartbeats) },

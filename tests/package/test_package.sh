@@ -228,7 +228,7 @@ wait_active() {
 inside 'systemctl start rtugw' && wait_active && pass "systemctl start rtugw: active" ||
     { fail "systemctl start rtugw: $(inside 'systemctl status --no-pager rtugw; journalctl -u rtugw --no-pager | tail -20')"; }
 # The installed units as systemd reads them: no message at all from verify
-# (--man=no: this minimal root has no man; tests/test_install.sh checks that
+# (--man=no: this minimal root has no man; tests/package/test_install.sh checks that
 # Documentation= names pages that exist), and an exposure of at most 2.0 with
 # the serial devices allowed.
 out=$(inside 'systemd-analyze verify --man=no rtugw.service rtugw@ttyUSB0.service' 2>&1)
