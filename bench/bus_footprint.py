@@ -40,13 +40,8 @@ import tempfile
 import time
 import urllib.request
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from footprint import free_port, spread as spread3  # noqa: E402 (bench/footprint.py, its neighbour)
 
 
 def kib(path, key):
@@ -137,9 +132,8 @@ def fit(xs, ys):
 
 
 def spread(v):
-    v = sorted(v)
-    q = lambda f: v[min(len(v) - 1, int(f * len(v)))]
-    return {"median": statistics.median(v), "p10": q(0.1), "p90": q(0.9) if len(v) > 1 else v[0]}
+    med, p10, p90 = spread3(v)
+    return {"median": med, "p10": p10, "p90": p90}
 
 
 def main():
