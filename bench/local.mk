@@ -59,6 +59,10 @@ EXTRA_DIST += tests/bench/test_bench_transports.sh
 EXTRA_DIST += bench/footprint.py bench/paced_wakeups.py bench/storm_isolation.py bench/footprint-idle.ini bench/footprint-load.ini bench/reload_tags.py bench/listen.py bench/tags_poll.py
 TESTS += tests/bench/test_bench_footprint.sh
 EXTRA_DIST += tests/bench/test_bench_footprint.sh
+# Issue 45: the memory each added bus costs, idle and polling (docs/footprint.md,
+# "Per bus"): bench/bus_footprint.py's smoke mode.
+TESTS += tests/bench/test_bench_bus_footprint.sh
+EXTRA_DIST += tests/bench/test_bench_bus_footprint.sh bench/bus_footprint.py
 
 # Overload without collapse (issue 30): 10 and 1,000 looping Modbus TCP
 # clients on 4 simulated buses, and a priority master under a flood, side by

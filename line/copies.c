@@ -21,7 +21,7 @@ uint64_t line_hash(const uint8_t *p, size_t n)
 
 void line_copies_sent(line_t *l, unsigned slave, uint64_t delay_ns)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     /* 3x the copy's delay: the hold is a timing margin against a slave's own
      * jitter (CI's ASan run saw a Python test slave's "5 ms" copy arrive past
      * 1.5x, and taken as the next answer: the documented limit of line/discipline.c) */
@@ -40,7 +40,7 @@ void line_copies_sent(line_t *l, unsigned slave, uint64_t delay_ns)
 
 void line_confirm_begin(line_t *l, unsigned slave, uint8_t cause)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     s->confirming = true;
     s->confirm_cause = cause;
     s->confirm_hash = 0;
@@ -74,7 +74,7 @@ static bool confirm_check(line_t *l, slave_state_t *s, uint64_t h, uint64_t q)
  * (I4)? And after a give-up, has it been confirmed (I5)? */
 void line_copies_check(line_t *l, unsigned slave, uint64_t t_last)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     uint64_t h = line_hash(l->pending_pdu, l->pending_len);
     uint64_t q = line_hash(l->wire.pdu, l->wire.pdu_len);
     uint64_t asked = line_hash(l->cur.pdu, l->cur.pdu_len);   /* I5 counts re-asks per question asked */
@@ -135,7 +135,7 @@ void line_copies_check(line_t *l, unsigned slave, uint64_t t_last)
 void line_copies_delivered(line_t *l, const line_request_t *req, const uint8_t *pdu, size_t len,
                              uint64_t t_last)
 {
-    slave_state_t *s = &l->slaves[req->slave];
+    slave_state_t *s = line_slave(l, req->slave);
     s->last_answer_hash = line_hash(pdu, len);
     s->last_question_hash = line_hash(req->pdu, req->pdu_len);
     s->last_answer_end_ns = t_last;
@@ -154,7 +154,8 @@ void line_copies_delivered(line_t *l, const line_request_t *req, const uint8_t *
 bool line_copies_suspect(const line_t *l, unsigned slave, const uint8_t *pdu, size_t len,
                          const line_request_t *wire)
 {
-    const slave_state_t *s = &l->slaves[slave];
+    slave_state_t tmp;
+    const slave_state_t *s = line_slave_view(l, slave, &tmp);
     return s->copies != COPIES_GENUINE && s->last_answer_hash && line_hash(pdu, len) == s->last_answer_hash &&
            line_hash(wire->pdu, wire->pdu_len) != s->last_question_hash;
 }
@@ -162,7 +163,7 @@ bool line_copies_suspect(const line_t *l, unsigned slave, const uint8_t *pdu, si
 /* A frame of the slave that answers nothing: a copy of its last answer? */
 void line_copies_stray(line_t *l, unsigned slave, const rtu_frame_t *f)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     if (s->last_answer_hash && line_hash(f->adu + 1, f->len - 3u) == s->last_answer_hash &&
         f->t_last_ns > s->last_answer_end_ns)
         line_copies_sent(l, slave, f->t_last_ns - s->last_answer_end_ns);

@@ -323,7 +323,7 @@ void line_park_attempt(line_t *l, const line_request_t *req, unsigned attempts)
     /* as its attempts were asked: a late answer has that shape (I6's
      * choice may differ by the time it comes, I9's owed answers) */
     bool asked = req == &l->cur && l->wire.pdu_len == 5 && l->wire.pdu[0] >= 1 && l->wire.pdu[0] <= 4;
-    l->slaves[req->slave].parked_wire_qty = asked ? (uint16_t)(l->wire.pdu[3] << 8 | l->wire.pdu[4]) : 0;
+    line_slave(l, req->slave)->parked_wire_qty = asked ? (uint16_t)(l->wire.pdu[3] << 8 | l->wire.pdu[4]) : 0;
     line_request_t r = *req;
     r.t_parked_ns = l->now_ns;
     line_park(l, &r, attempts);
@@ -372,7 +372,7 @@ static void send_current(line_t *l)
         send_broadcast(l, (size_t)n, now);
         return;
     }
-    slave_state_t *s = &l->slaves[l->cur.slave];
+    slave_state_t *s = line_slave(l, l->cur.slave);
     /* I6: the shapes this question was asked in, each attempt's: given up,
      * each one's late answer may come (the explorer's seed 1796536010591987:
      * a first attempt asked a register wider than its retry) */
@@ -424,7 +424,7 @@ void line_deliver_shaped(line_t *l, const line_request_t *req, const line_reques
  * timeout's, a refusal's, a lost port's. */
 static void give_up_on_wire(line_t *l)
 {
-    slave_state_t *s = &l->slaves[l->cur.slave];
+    slave_state_t *s = line_slave(l, l->cur.slave);
     line_owed_push(l, &l->wire, l->now_ns, OWED_WINDOW_TIMEOUTS);   /* I9 */
     s->verifying = false;
     uint16_t last = line_shape_of_question(&l->wire);
@@ -443,7 +443,7 @@ static void give_up_on_wire(line_t *l)
  * (doubtful) asked again or refused. */
 static void resolve_pending(line_t *l, uint64_t now)
 {
-    slave_state_t *s = &l->slaves[l->cur.slave];
+    slave_state_t *s = line_slave(l, l->cur.slave);
     l->pending = false;
     bool unexplained = l->pending_unexplained > 0;
     if (!l->pending_doubtful && !unexplained && !l->pending_suspect && !l->pending_unconfirmed &&
@@ -655,7 +655,7 @@ void line_on_resolve(line_t *l)
 void line_on_timeout(line_t *l, uint64_t now)
 {
     unsigned slave = l->cur.slave;
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
 
     l->busy = false;
     l->deadline_ns = 0;

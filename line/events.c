@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* How long past t3.5 the line waits before it believes the wire is quiet: the
  * host may judge the silence on another thread than the one that reads the
@@ -217,22 +218,13 @@ static void init_timing(line_t *l)
 }
 
 /*
- * The keys a reload may change on a running line: the bus's timing and
- * retry keys and each slave's device keys. Worked out from a configuration
- * on any thread (line_keys_new: a slave no device names gets the bus's
- * timeout, dead_after 3, a 10 s back-off and widening; two devices on one
- * slave: the last), applied on the line's own thread between two events
- * (line_keys_apply), so no event sees half of a change.
+ * The keys a reload may change on a running line (struct line_keys,
+ * state.h), worked out from a configuration on any thread (line_keys_new: a
+ * slave no device names gets the bus's timeout, dead_after 3, a 10 s
+ * back-off and widening; two devices on one slave: the last), applied on
+ * the line's own thread between two events (line_keys_apply), so no event
+ * sees half of a change.
  */
-struct line_keys {
-    unsigned response_timeout_ms, retries, gap_us, priority_hold_us;
-    bool tcp_first;
-    struct {
-        unsigned timeout_ms, dead_after, backoff_ms;
-        bool widen;
-    } slave[N_SLAVES];
-};
-
 static void keys_from(line_keys_t *k, const config_t *cfg, unsigned index)
 {
     const config_bus_t *c = &cfg->buses[index];
@@ -246,6 +238,7 @@ static void keys_from(line_keys_t *k, const config_t *cfg, unsigned index)
         k->slave[s].dead_after = 3;
         k->slave[s].backoff_ms = 10000;
         k->slave[s].widen = true;
+        k->slave[s].named = false;
     }
     for (unsigned i = 0; i < cfg->device_count; i++) {
         const config_device_t *d = &cfg->devices[i];
@@ -255,6 +248,7 @@ static void keys_from(line_keys_t *k, const config_t *cfg, unsigned index)
         k->slave[d->slave].dead_after = d->dead_after;
         k->slave[d->slave].backoff_ms = d->dead_backoff_ms;
         k->slave[d->slave].widen = d->widen_reads;
+        k->slave[d->slave].named = true;
     }
     /* a transport with transaction ids: no stale frame can match, nothing for I6 to do */
     if (c->framing == CONFIG_FRAMING_TCP)
@@ -276,6 +270,69 @@ void line_keys_free(line_keys_t *k)
 }
 
 /*
+ * Lazy slave state. The line used to write all 248 slaves' state at its
+ * construction (95 KB a bus, most of it for slaves that never exist). Now
+ * a slave's state is written when the line first touches it (line_slave),
+ * and a slave never used is all zero bytes: the zero pages of the line's
+ * own mapping (line_new), never resident.
+ *
+ * Why this is the old line, byte for byte, as the discipline sees it: let
+ * fresh(s) be the state the old construction wrote for slave s under the
+ * keys in force (line_slave_fresh below: the keys' timeout as timeout and
+ * base, dead_after, back-off, widen; copies GENUINE on a transport with ids
+ * or with copies = none, else UNKNOWN; everything else zero). Claim: a slave
+ * whose `used` is false is, in the old code, in state fresh(s). At
+ * construction the old code wrote exactly fresh(s). Every event writes a
+ * slave's state only through line_slave, which first makes it fresh(s)
+ * (and sets used), so an unused slave is written by nothing but the two
+ * bulk changes, which keep it fresh: line_keys_apply set timeout and base
+ * to the new key where the base differed (where it did not, timeout was
+ * the base already: only a late answer widens it, and that is a use),
+ * and dead_after, back-off and widen to the new keys, which is fresh(s)
+ * under the new keys, now the line's; line_port_change zeroed failures and
+ * dead_until, zero in fresh(s) already, and cannot change the framing or
+ * copies (line_port_change_ok). Readers on the line's thread that cannot
+ * write (const) read line_slave_view, fresh(s) itself for an unused slave;
+ * the loops over all slaves look only at slaves with a question parked or
+ * a hold (both zero when fresh), so they may skip unused ones.
+ *
+ * The per-slave metric timeout_ms (read by other threads) was also written
+ * for every slave: it is now written for a slave a [device] names (the
+ * only ones web/metrics.c and web/http.c read) and for every slave used,
+ * with the value the old code had there.
+ */
+static void line_slave_fresh(const line_t *l, unsigned s, slave_state_t *out)
+{
+    const line_keys_t *k = &l->keys;
+    bool ids = l->cfg.framing == CONFIG_FRAMING_TCP;
+    *out = (slave_state_t){ .used = true,
+                            .timeout_ms = k->slave[s].timeout_ms,
+                            .base_timeout_ms = k->slave[s].timeout_ms,
+                            .dead_after = k->slave[s].dead_after,
+                            .backoff_ms = k->slave[s].backoff_ms,
+                            .widen = k->slave[s].widen,
+                            .copies = ids || l->cfg.no_copies ? COPIES_GENUINE : COPIES_UNKNOWN };
+}
+
+slave_state_t *line_slave(line_t *l, unsigned s)
+{
+    slave_state_t *st = &l->slaves[s];
+    if (!st->used) {
+        line_slave_fresh(l, s, st);
+        gw_set(&l->sm[s].timeout_ms, st->timeout_ms);
+    }
+    return st;
+}
+
+const slave_state_t *line_slave_view(const line_t *l, unsigned s, slave_state_t *tmp)
+{
+    if (l->slaves[s].used)
+        return &l->slaves[s];
+    line_slave_fresh(l, s, tmp);
+    return tmp;
+}
+
+/*
  * A reload's keys, on the line's thread. The question in flight keeps what
  * it was asked under (its timer is armed; its retry is decided by the
  * retries in force when it times out); the next question takes the new
@@ -285,6 +342,8 @@ void line_keys_free(line_keys_t *k)
  * its widening. A back-off running ends when it was due; dead_after counts
  * the failures already seen. None of this moves an answer to another
  * question: the discipline's rules (discipline.c) hold for any timeout.
+ * A slave never used takes the new keys by being made from them when it
+ * is (line_slave, above).
  */
 void line_keys_apply(line_t *l, const line_keys_t *k)
 {
@@ -296,8 +355,14 @@ void line_keys_apply(line_t *l, const line_keys_t *k)
         l->cfg.gap_us = k->gap_us;
         init_timing(l);
     }
+    l->keys = *k;
     for (unsigned s = 0; s < N_SLAVES; s++) {
         slave_state_t *st = &l->slaves[s];
+        if (!st->used) {
+            if (k->slave[s].named)
+                gw_set(&l->sm[s].timeout_ms, k->slave[s].timeout_ms);
+            continue;
+        }
         if (st->base_timeout_ms != k->slave[s].timeout_ms) {
             st->base_timeout_ms = st->timeout_ms = k->slave[s].timeout_ms;
             gw_set(&l->sm[s].timeout_ms, st->timeout_ms);
@@ -308,34 +373,26 @@ void line_keys_apply(line_t *l, const line_keys_t *k)
     }
 }
 
+/* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
+ * answer carries that answer's transaction id, no longer in flight, so
+ * the MBAP layer hands it up failing its CRC. Equal answers are real.
+ * [bus] copies = none: the operator vouches that nothing on the line
+ * repeats a frame (no repeater, no echoing converter, no slave that
+ * sends an answer twice). Then a frame of S is the answer to one
+ * attempt sent to S, heard once; an answer equal to S's last one for
+ * another question cannot be a copy of it (I4's only doubt), and I4's
+ * guard and re-ask are not paid. Late answers of questions given up or
+ * asked twice stay with I2, I5 and I6, which do not rest on the vouch.
+ * The vouch is not blind: a copy seen where it answers nothing (I3's
+ * window, a stray frame equal to the last answer) makes the slave SENT
+ * (copies.c), as on a bus left to detect. (Both in line_slave_fresh.)
+ * The slaves themselves are made when first used (line_slave). */
 static void init_slaves(line_t *l, const config_t *cfg, unsigned index)
 {
-    line_keys_t *k = line_keys_new(cfg, index);
+    keys_from(&l->keys, cfg, index);
     for (unsigned s = 0; s < N_SLAVES; s++)
-        l->slaves[s] = (slave_state_t){ .timeout_ms = k ? k->slave[s].timeout_ms : l->cfg.response_timeout_ms,
-                                          .dead_after = k ? k->slave[s].dead_after : 3,
-                                          .backoff_ms = k ? k->slave[s].backoff_ms : 10000,
-                                          .widen = k ? k->slave[s].widen : l->cfg.framing != CONFIG_FRAMING_TCP };
-    line_keys_free(k);
-    /* I4 is settled by a Modbus TCP device's transport: a copy of an earlier
-     * answer carries that answer's transaction id, no longer in flight, so
-     * the MBAP layer hands it up failing its CRC. Equal answers are real. */
-    /* [bus] copies = none: the operator vouches that nothing on the line
-     * repeats a frame (no repeater, no echoing converter, no slave that
-     * sends an answer twice). Then a frame of S is the answer to one
-     * attempt sent to S, heard once; an answer equal to S's last one for
-     * another question cannot be a copy of it (I4's only doubt), and I4's
-     * guard and re-ask are not paid. Late answers of questions given up or
-     * asked twice stay with I2, I5 and I6, which do not rest on the vouch.
-     * The vouch is not blind: a copy seen where it answers nothing (I3's
-     * window, a stray frame equal to the last answer) makes the slave SENT
-     * (copies.c), as on a bus left to detect. */
-    bool ids = l->cfg.framing == CONFIG_FRAMING_TCP;
-    for (unsigned s = 0; s < N_SLAVES; s++) {
-        l->slaves[s].base_timeout_ms = l->slaves[s].timeout_ms;
-        l->slaves[s].copies = ids || l->cfg.no_copies ? COPIES_GENUINE : COPIES_UNKNOWN;
-        gw_set(&l->sm[s].timeout_ms, l->slaves[s].timeout_ms);
-    }
+        if (l->keys.slave[s].named)
+            gw_set(&l->sm[s].timeout_ms, l->keys.slave[s].timeout_ms);
 }
 
 static rtu_framer_t *framer_for(const line_t *l)
@@ -382,6 +439,8 @@ int line_port_change(line_t *l, const config_bus_t *c)
      * the port, not by it. Its guards (I2's holds) stay: they concern
      * frames already on the wire, not the settings. */
     for (unsigned s = 0; s < N_SLAVES; s++) {
+        if (!l->slaves[s].used)
+            continue;   /* fresh: no failures, no back-off, its metric never set */
         l->slaves[s].failures = 0;
         l->slaves[s].dead_until_ns = 0;
         gw_set(&l->sm[s].dead, 0);
@@ -396,14 +455,30 @@ bool line_port_change_ok(const config_bus_t *run, const config_bus_t *c)
            run->port_kind != CONFIG_PORT_LISTEN && c->port_kind != CONFIG_PORT_LISTEN;
 }
 
+/*
+ * The line and its two queues live in one anonymous mapping of their own.
+ * Not calloc: the line is 114 KB, under glibc's mmap threshold (128 KiB,
+ * and raised to the size of any mapped chunk freed since, e.g. the
+ * configuration's), so calloc would take it from the heap, where it clears
+ * reused memory and so makes every page resident. A fresh mapping is zero
+ * without a write: the pages of slaves never used (line_slave) and of queue
+ * slots never filled (the rings start at slot 0 and never move their head,
+ * queue.c) stay unbacked zero pages, whatever malloc did before.
+ */
 line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, const line_env_t *env,
                  char *err, size_t errcap)
 {
-    line_t *l = calloc(1, sizeof *l);
-    if (!l) {
+    unsigned depth = cfg->buses[index].queue_depth;
+    size_t qoff = (sizeof(struct line) + _Alignof(line_request_t) - 1) / _Alignof(line_request_t) *
+                  _Alignof(line_request_t);
+    size_t len = qoff + (size_t)BUS_QUEUES * depth * sizeof(line_request_t);
+    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
+    line_t *l = map;
+    l->map_len = len;
     l->cfg = cfg->buses[index];
     l->env = *env;
     l->p = *p;
@@ -411,9 +486,9 @@ line_t *line_new(const config_t *cfg, unsigned index, const line_params_t *p, co
     l->verify_state = 0x9E3779B97F4A7C15ull + index;
     init_slaves(l, cfg, index);
     for (unsigned q = 0; q < BUS_QUEUES; q++)
-        l->queue[q].slot = calloc(l->cfg.queue_depth, sizeof(line_request_t));
+        l->queue[q].slot = (line_request_t *)((char *)map + qoff) + (size_t)q * depth;
     l->framer = framer_for(l);
-    if (!l->queue[0].slot || !l->queue[1].slot || !l->framer) {
+    if (!l->framer) {
         snprintf(err, errcap, "bus %s: out of memory", l->cfg.name);
         line_free(l);
         return NULL;
@@ -426,9 +501,8 @@ void line_free(line_t *l)
     if (!l)
         return;
     rtu_framer_free(l->framer);
-    for (unsigned q = 0; q < BUS_QUEUES; q++)
-        free(l->queue[q].slot);
     for (unsigned s = 0; s < N_SLAVES; s++)
-        free(l->slaves[s].parked);
-    free(l);
+        if (l->slaves[s].used)
+            free(l->slaves[s].parked);
+    munmap(l, l->map_len);
 }

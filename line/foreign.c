@@ -35,9 +35,11 @@ void line_reconnect_hold(line_t *l, uint64_t now)
 {
     uint64_t ns = now < l->reconnect_quiet_ns ? l->reconnect_len_ns : 0;   /* a hold not over yet */
     if ((l->busy || l->pending) && l->cur.slave)
-        ns = MAX_U64(ns, l->slaves[l->cur.slave].timeout_ms * 1000000ull);
+        ns = MAX_U64(ns, line_slave(l, l->cur.slave)->timeout_ms * 1000000ull);
     for (unsigned s = 1; s < N_SLAVES; s++) {
         const slave_state_t *st = &l->slaves[s];
+        if (!st->used)
+            continue;   /* fresh: nothing parked, no hold (events.c, line_slave) */
         if (st->parked || st->hold_until_ns > now)
             ns = MAX_U64(ns, st->timeout_ms * 1000000ull);
     }
@@ -89,7 +91,7 @@ void line_owed_push(line_t *l, const line_request_t *wire, uint64_t now, unsigne
 {
     if (!wire->slave || wire->slave >= N_SLAVES)
         return;
-    uint64_t until = now + timeouts * (uint64_t)l->slaves[wire->slave].timeout_ms * 1000000ull;
+    uint64_t until = now + timeouts * (uint64_t)line_slave(l, wire->slave)->timeout_ms * 1000000ull;
     line_owed_t *o = &l->owed[l->owed_next++ % OWED_KEPT];
     if (o->until > now && o->slave != wire->slave)
         gw_count(&l->m.owed_forgotten);   /* kept too few: counted, and the limit above */
@@ -139,7 +141,7 @@ static bool owed_answer(const line_t *l, unsigned slave, const uint8_t *pdu, siz
 /* The answer held (I3) for l->cur: must it be confirmed (I9)? */
 void line_foreign_check(line_t *l, unsigned slave)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     l->pending_foreign = false;
     if (!owed_answer(l, slave, l->pending_pdu, l->pending_len)) {
         s->foreign_hash = 0;
@@ -166,7 +168,7 @@ void line_foreign_check(line_t *l, unsigned slave)
  * and its delivery. Asked again at once, or refused after CONFIRM_MAX_ASKS. */
 void line_foreign_resolve(line_t *l, uint64_t now)
 {
-    slave_state_t *s = &l->slaves[l->cur.slave];
+    slave_state_t *s = line_slave(l, l->cur.slave);
     gw_count(&l->m.ambiguous);
     gw_count(&l->m.foreign_confirms);
     bool again = ++s->foreign_asks <= CONFIRM_MAX_ASKS;

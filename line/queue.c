@@ -73,7 +73,7 @@ static void ring_take(line_t *l, unsigned qi, unsigned i, line_request_t *out)
 
 void line_park(line_t *l, const line_request_t *req, unsigned attempts)
 {
-    slave_state_t *s = &l->slaves[req->slave];
+    slave_state_t *s = line_slave(l, req->slave);
     line_request_t *copy = malloc(sizeof *copy);
     if (!copy) {   /* no room to wait: refused, never lost */
         line_refuse(l, req, l->now_ns);
@@ -87,7 +87,7 @@ void line_park(line_t *l, const line_request_t *req, unsigned attempts)
 
 void line_unpark(line_t *l, unsigned slave, line_request_t *out, unsigned *attempts)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     *out = *s->parked;
     *attempts = s->parked_attempts;
     free(s->parked);
@@ -97,7 +97,8 @@ void line_unpark(line_t *l, unsigned slave, line_request_t *out, unsigned *attem
 
 bool line_slave_dead(const line_t *l, unsigned slave, uint64_t now)
 {
-    return slave && slave < N_SLAVES && l->slaves[slave].dead_until_ns > now;
+    slave_state_t tmp;
+    return slave && slave < N_SLAVES && line_slave_view(l, slave, &tmp)->dead_until_ns > now;
 }
 
 /* Answers everything waiting with code (the port went down). */
@@ -183,7 +184,7 @@ bool line_queue_pick(line_t *l, uint64_t now, unsigned *attempts, uint64_t *wake
     for (unsigned s = 0; s < N_SLAVES && l->parked_count; s++) {
         slave_state_t *ss = &l->slaves[s];
         if (!ss->parked)
-            continue;
+            continue;   /* a slave never used has nothing parked (events.c, line_slave) */
         if (ss->hold_until_ns <= now || hold_passes(ss, ss->parked, now)) {
             line_unpark(l, s, &l->cur, attempts);
             if (wanted(&l->cur))
@@ -200,7 +201,7 @@ bool line_queue_pick(line_t *l, uint64_t now, unsigned *attempts, uint64_t *wake
         for (unsigned qi = 0; qi < BUS_QUEUES; qi++) {
             for (unsigned i = 0; i < l->queue[qi].len;) {
                 line_request_t *r = ring_at(l, qi, i);
-                slave_state_t *ss = &l->slaves[r->slave];
+                slave_state_t *ss = line_slave(l, r->slave);
                 if (answer_unsendable(l, qi, i, now))
                     continue;
                 if ((pass == 0 && r->priority) ||

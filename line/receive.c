@@ -63,7 +63,7 @@ static void verify(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env)
 static void hold_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
 {
     unsigned slave = l->cur.slave;
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
 
     l->busy = false;
     l->deadline_ns = 0;
@@ -118,7 +118,7 @@ static void take_late_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope
                              const line_request_t *wire, uint64_t now)
 {
     unsigned slave = env->slave;
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     uint64_t first_byte = f->t_last_ns - line_wire_ns(l, f->len);
 
     line_unpark(l, slave, &l->cur, &l->attempts);
@@ -136,7 +136,7 @@ static void take_late_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope
 static void on_other_frame(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
 {
     unsigned slave = env->slave;
-    slave_state_t *s = slave < N_SLAVES ? &l->slaves[slave] : NULL;
+    slave_state_t *s = slave < N_SLAVES ? line_slave(l, slave) : NULL;
     uint64_t first_byte = f->t_last_ns - line_wire_ns(l, f->len);
 
     if (l->pending)
@@ -219,7 +219,7 @@ static void on_other_frame(line_t *l, const rtu_frame_t *f, const rtu_envelope_t
 static bool retry_after_damage_allowed(const line_t *l, unsigned slave)
 {
     return l->busy && slave == l->cur.slave && l->attempts <= l->cfg.retries &&
-           !l->slaves[slave].failures;
+           !line_slave_view(l, slave, &(slave_state_t){ 0 })->failures;
 }
 
 static unsigned garbled_from(line_t *l, const rtu_frame_t *f)
@@ -227,7 +227,7 @@ static unsigned garbled_from(line_t *l, const rtu_frame_t *f)
     if (f->len < 2 || f->adu[0] == 0 || f->adu[0] >= N_SLAVES)
         return 0;
     unsigned slave = f->adu[0];
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     if (!s->last_fc || (f->adu[1] & 0x7F) != s->last_fc)
         return 0;
     uint64_t first_byte = f->t_last_ns - line_wire_ns(l, f->len);

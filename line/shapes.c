@@ -97,7 +97,8 @@ static bool shape_taken(const slave_state_t *s, uint16_t shape)
 /* ... or an owed answer of another slave, with this slave's address (I9)? */
 static bool taken(const line_t *l, unsigned slave, uint16_t shape)
 {
-    return shape_taken(&l->slaves[slave], shape) || line_owed_shape(l, slave, shape);
+    slave_state_t tmp;
+    return shape_taken(line_slave_view(l, slave, &tmp), shape) || line_owed_shape(l, slave, shape);
 }
 
 /*
@@ -129,7 +130,8 @@ bool line_shape_question(const line_t *l, const line_request_t *req, line_reques
 #endif
     if (!req->slave || req->slave >= N_SLAVES || !is_read(req))
         return false;
-    const slave_state_t *s = &l->slaves[req->slave];
+    slave_state_t tmp;
+    const slave_state_t *s = line_slave_view(l, req->slave, &tmp);
     /* a device whose registers have side effects when read (a FIFO, a
      * clear-on-read counter) must not be read past what was asked:
      * [device] widen_reads = false leaves I4 and I5's checks to it */
@@ -170,7 +172,7 @@ size_t line_shape_trim(const line_request_t *req, const uint8_t *raw, size_t len
 
 void line_shape_refused(line_t *l, const line_request_t *wire)
 {
-    slave_state_t *s = &l->slaves[wire->slave];
+    slave_state_t *s = line_slave(l, wire->slave);
     uint8_t fc = wire->pdu[0];
     uint32_t end = read_addr(wire) + read_qty(wire);
     uint32_t *ends = s->shape_refused_end[fc];
@@ -200,7 +202,7 @@ void line_shape_given_up(line_t *l, const line_request_t *wire)
 
 void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     /* The run of questions given up since an answer was taken: past
      * SHAPES_KEPT, an older one's late answer may have any shape kept. */
     s->stale_run = s->confirming ? s->stale_run + 1 : 1;
@@ -213,7 +215,7 @@ void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape)
 /* An answer was heard (delivered or not): its copies have its shape. */
 void line_shape_answered(line_t *l, unsigned slave, const uint8_t *pdu, size_t len)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     uint16_t shape = answer_shape_of(pdu, len);
     if (shape) {
         push_shape(s->answer_shape, shape);
@@ -278,7 +280,8 @@ bool line_shape_function_free(const slave_state_t *s, uint8_t fc)
 
 int line_shape_certifies(const line_t *l, unsigned slave)
 {
-    const slave_state_t *s = &l->slaves[slave];
+    slave_state_t tmp;
+    const slave_state_t *s = line_slave_view(l, slave, &tmp);
     const uint8_t *p = l->pending_pdu;
     if (s->stale_run > SHAPES_KEPT || l->pending_len < 2)
         return CERTIFIED_NOT;

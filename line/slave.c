@@ -21,7 +21,7 @@
  */
 void line_slave_event(line_t *l, unsigned slave, enum slave_event ev, uint64_t now)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     s->events[ev]++;
     if (now < s->log_next_ns)
         return;
@@ -51,7 +51,7 @@ void line_refuse(line_t *l, const line_request_t *req, uint64_t now)
  * guard after `from`. */
 void line_guard_slave(line_t *l, unsigned slave, uint64_t from)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
 #ifdef LINE_BREAK_I2
     /* tests/line/test_line_broken only: the guard removed, so that the explorer
      * shows it finds what I2 is for (a late answer taken by the next question). */
@@ -77,7 +77,7 @@ void line_guard_slave(line_t *l, unsigned slave, uint64_t from)
  * the hold holds all, until the longest guard (never shorter). */
 void line_guard_slave_function(line_t *l, unsigned slave, uint64_t from, uint8_t fc)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     bool held_before = s->hold_until_ns > l->now_ns;
     uint32_t fcs = held_before ? s->hold_fcs : 0;
     bool narrow = fc < 32 && (!held_before || fcs);
@@ -123,7 +123,7 @@ uint64_t line_hold_end(const slave_state_t *s, uint8_t fc)
  * ended: widen its timeout so the next guard covers such an answer. */
 void line_widen_timeout(line_t *l, unsigned slave, uint64_t latency_ns)
 {
-    slave_state_t *s = &l->slaves[slave];
+    slave_state_t *s = line_slave(l, slave);
     unsigned want = (unsigned)(latency_ns * 3 / 2 / 1000000ull) + 1;
     unsigned cap = s->base_timeout_ms * TIMEOUT_WIDEN_LIMIT;
     if (want > cap)

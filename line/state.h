@@ -22,6 +22,7 @@
 enum slave_event { EV_TIMEOUT, EV_LATE, EV_DROPPED, EV_REFUSED, EV_COUNT };
 
 typedef struct slave_state {
+    bool used;                    /* materialised (line_slave); false: it reads as line_slave_fresh */
     unsigned timeout_ms;          /* in force: widened by late answers */
     unsigned base_timeout_ms;     /* configured */
     unsigned dead_after;
@@ -86,12 +87,28 @@ typedef struct line_owed {
     uint64_t until;      /* watched until then; 0: a free entry */
 } line_owed_t;
 
+/*
+ * The keys a reload may change on a running line (events.c): the bus's
+ * timing and retry keys and each slave's device keys. The line keeps the
+ * ones in force: a slave never used is made from them (line_slave).
+ */
+struct line_keys {
+    unsigned response_timeout_ms, retries, gap_us, priority_hold_us;
+    bool tcp_first;
+    struct {
+        unsigned timeout_ms, dead_after, backoff_ms;
+        bool widen;
+        bool named;   /* a [device] names it: its metrics are read (web/metrics.c, web/http.c) */
+    } slave[N_SLAVES];
+};
+
 typedef struct request_ring {
     line_request_t *slot;
     unsigned head, len;
 } request_ring_t;
 
 struct line {
+    size_t map_len;           /* the line lives in its own mapping (events.c, line_new) */
     config_bus_t cfg;
     line_env_t env;
     line_params_t p;
@@ -162,10 +179,25 @@ struct line {
     uint64_t prio_held_since_ns;   /* a normal request has waited since (0: none waits) */
     unsigned prio_streak;          /* priority requests started in a row while normal ones waited */
     bool prio_hold_open;           /* its last answer went, and no request of it came since */
-    slave_state_t slaves[N_SLAVES];
+    /* The order below is the pages a bus makes resident (events.c,
+     * line_new): what every bus writes first (the fields above, its
+     * metrics, its keys), then the per-slave metrics (64 B each: the first
+     * slaves' share those pages) and the slaves' state (384 B each), where
+     * only the pages of slaves used are ever written. */
     line_bus_metrics_t m;
+    line_keys_t keys;          /* in force: what a slave never used is made of */
     line_slave_metrics_t sm[N_SLAVES];
+    /* Never read or written directly but through line_slave (or
+     * line_slave_view where the line is const): a slave's state is written
+     * when the slave is first used, so the pages of slaves never used stay
+     * zero pages of the line's mapping, not resident (events.c). */
+    slave_state_t slaves[N_SLAVES];
 };
+
+/* events.c: slave s's state, made fresh (line_slave_fresh) when first used;
+ * in a const line, a fresh copy in *tmp for a slave never used. */
+slave_state_t *line_slave(line_t *l, unsigned s);
+const slave_state_t *line_slave_view(const line_t *l, unsigned s, slave_state_t *tmp);
 
 /* queue.c: the two request queues and the parked retries (I1). */
 bool line_queue_push(line_t *l, unsigned qi, const line_request_t *req);
