@@ -14,8 +14,9 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/rtugw-bench-smoke.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 # Run by tests of their own: tls.py (test_bench_tls.sh), footprint.py
-# (test_bench_footprint.sh); smoke.py is the verdict, not a bench.
-SEPARATE="tls.py footprint.py smoke.py limiter_memory.py"   # limiter_memory.py: tests/bench/test_bench_limiter.sh
+# (test_bench_footprint.sh), bus_footprint.py (test_bench_bus_footprint.sh),
+# limiter_memory.py (test_bench_limiter.sh); smoke.py is the verdict, not a bench.
+SEPARATE="tls.py footprint.py bus_footprint.py smoke.py limiter_memory.py"
 
 # smoke NAME COMMAND...: the command exits 0 and prints "smoke ok: NAME".
 smoke() {
