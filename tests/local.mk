@@ -262,6 +262,7 @@ TESTS += tests/line/test_line_core tests/line/test_line_broken
 
 check-long: tests/line/test_line_core
 	RTUGW_EXPLORE_TRANSACTIONS=10000000 $(builddir)/tests/line/test_line_core
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/e2e/modbus/test_device_server.py RTUGW_DEVSERVER_SEEDS=2,3,4,5,6,7,8,9,10,11
 .PHONY: check-long
 
 # Listening to a line another master polls: the pairer's rules P1-P5 and the learner

@@ -22,7 +22,8 @@ lets such a frame through, as the main of issue 40 did).
 
 Four pymodbus clients read random addresses (1-4 registers, now and then
 past the map's end, whose exception 02 answers any read) of slaves 1-3
-through the gateway for RTUGW_DEVSERVER_SECONDS (5) per run, over 10 seeds
+through the gateway for RTUGW_DEVSERVER_SECONDS (5) per run, over 6 seeds
+(RTUGW_DEVSERVER_SEEDS; `make check-long` runs the 10 seeds 2-11)
 and both value modes; every answer is compared with the registers asked
 for. Gateway exceptions (0x0A while the connection is down, 0x0B when an
 answer is missing or doubtful) are counted, not wrong. On the main of
@@ -43,7 +44,7 @@ from rtugwtest import Gateway, burn_from_env, check, crc16, finish, procs  # noq
 SECONDS = float(os.environ.get("RTUGW_DEVSERVER_SECONDS", "5"))
 SCALE = float(os.environ.get("RTUGW_DEVSERVER_SCALE", "6"))
 PROFILE = os.environ.get("RTUGW_DEVSERVER_PROFILE", "fast")
-SEEDS = [int(s) for s in os.environ.get("RTUGW_DEVSERVER_SEEDS", "2,3,4,5,6,7,8,9,10,11").split(",")]
+SEEDS = [int(s) for s in os.environ.get("RTUGW_DEVSERVER_SEEDS", "2,3,4,5,6,7").split(",")]
 SLAVES = (1, 2, 3)
 # The first seven faults, exclusive: the issue's rates ("issue"), and a mix
 # that spends less line time on timeouts, so that the two that matter
