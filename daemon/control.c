@@ -544,9 +544,12 @@ static void reload(gw_t *gw)
                devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     if (gw->http) {
-        char http_restart[16];
-        http_reload(gw->http, &gw->cfg->http, fresh, http_restart, sizeof http_restart);
+        char http_restart[96], http_err[320];
+        http_reload(gw->http, &gw->cfg->http, fresh, http_restart, sizeof http_restart, http_err, sizeof http_err);
         CHANGED(http_restart, http_restart[0] != 0);
+        CHANGED("http.enabled", !fresh->http.enabled);
+        if (http_err[0] && !gw->last_reload.error[0])
+            snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", http_err);
     } else {
         CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));
     }
@@ -598,7 +601,8 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+             gw->http ? " http" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
