@@ -12,7 +12,10 @@ pymodbus), while one Modbus TCP client on one connection reads throughout
   - users turned on and off: logins needed, then reads open again; the
     sessions end;
   - max_sessions: lowered under 3 sessions, 2 stay (the ones expiring last);
-  - frame_ring: 0 -> 64 -> 16 -> 0, the frame numbers going on.
+  - frame_ring: 0 -> 64 -> 16 -> 0, the frame numbers going on;
+  - [tls] (Modbus/TCP Security) on, moved, its roles renamed and reordered,
+    off: a TLS session open throughout keeps its role's rights (by name),
+    one whose role is gone is closed, new sessions take the new listener.
 Each reload: restart_needed empty."""
 import http.client
 import json
@@ -24,13 +27,14 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
-from rtugwtest import BIN, Gateway, check, free_port, run_tests, wait_for  # noqa: E402
+from rtugwtest import BIN, Gateway, check, closed_by_peer, free_port, mbap, recv_frame, run_tests, wait_for  # noqa: E402
 
 TOKEN = "s3cret-0123456789abcdefXY"
 if not shutil.which("openssl"):
@@ -282,6 +286,81 @@ def test_frame_ring_live():
     g.stop()
 
 
+SRCDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
+ROLES = ("[role reader]\nfunctions = read\nunits = all\n"
+         "[role operator]\nfunctions = read, write\nunits = all\n"
+         "[role admin]\nfunctions = all\nunits = all\n")
+
+
+def tls_section(pki, port, roles=ROLES, enabled="true"):
+    pem = lambda n: os.path.join(pki, n)   # noqa: E731
+    return (f"[tls]\nenabled = {enabled}\nport = {port}\ncert_file = {pem('server.pem')}\n"
+            f"key_file = {pem('server.key')}\nca_file = {pem('ca.pem')}\n" + roles)
+
+
+def tls_session(pki, port, who):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(os.path.join(pki, "ca.pem"))
+    ctx.load_cert_chain(os.path.join(pki, f"{who}.pem"), os.path.join(pki, f"{who}.key"))
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=3), server_hostname="127.0.0.1")
+
+
+def ask(s, tid, pdu):
+    """The PDU of the answer to pdu (unit 1), or None when the session is gone."""
+    try:
+        s.sendall(mbap(tid, 1, pdu))
+        f = recv_frame(s)
+        return f[2] if f else None
+    except OSError:
+        return None
+
+
+READ0 = bytes([3, 0, 0, 0, 1])          # holding 0 of slave 1: 1000
+WRITE9 = bytes([6, 0, 9, 0x13, 0x88])   # holding 9 := 5000
+
+
+def test_tls_live():
+    """[tls] on (SIGHUP), moved (API), roles reordered and one removed
+    (SIGHUP), off (API): each applied, nothing waits."""
+    pki = os.path.join(tempfile.mkdtemp(prefix="rtugw-pki-"), "pki")
+    subprocess.run(["sh", os.path.join(SRCDIR, "tests", "lib", "mbaps-certs.sh"), pki], check=True,
+                   capture_output=True)
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices="[device m1]\nslave = 1\n",
+                extra=f"write_token = {TOKEN}\n", gateway_extra=f"data_dirs = {tempfile.gettempdir()}\n")
+    rd, live, plain = Reader(g), Live(g), g.text
+    p1, p2 = free_port(), free_port()
+    live.reload("hup", plain + tls_section(pki, p1))
+    reader = tls_session(pki, p1, "reader")
+    check(ask(reader, 1, READ0) == bytes([3, 2, 0x03, 0xE8]), "on: a reader's TLS session reads holding 0 (1000)")
+    check(ask(reader, 2, WRITE9) == bytes([0x86, 1]), "on: ... and its write is refused (exception 01)")
+    oper = tls_session(pki, p1, "operator")
+    check(ask(oper, 3, READ0) == bytes([3, 2, 0x03, 0xE8]), "on: an operator's TLS session reads")
+    live.reload("api", plain + tls_section(pki, p2))
+    check(wait_for(lambda: refused(p1), 3), "moved: the old [tls] port refuses")
+    s = tls_session(pki, p2, "admin")
+    check(ask(s, 4, READ0) == bytes([3, 2, 0x03, 0xE8]), "moved: a new session on the new port reads")
+    s.close()
+    check(ask(reader, 5, READ0) == bytes([3, 2, 0x03, 0xE8]), "moved: the session open on the old port still reads")
+    # admin first, operator gone: the reader's index moves 0 -> 1, the operator's session ends
+    live.reload("hup", plain + tls_section(pki, p2, ROLES.split("[role operator]")[0].join(
+        ["[role admin]\nfunctions = all\nunits = all\n", ""])))
+    check(ask(reader, 6, READ0) == bytes([3, 2, 0x03, 0xE8]) and ask(reader, 7, WRITE9) == bytes([0x86, 1]),
+          "roles reordered: the reader's session keeps a reader's rights (read yes, write no)")
+    check(closed_by_peer(oper, 3), "roles: the operator's session is closed, its role gone")
+    live.reload("api", plain + tls_section(pki, p2, enabled="false"))
+    check(wait_for(lambda: refused(p2), 3), "off: the [tls] port refuses")
+    check(ask(reader, 8, READ0) == bytes([3, 2, 0x03, 0xE8]), "off: the session still open reads on")
+    check(live.status()["tls"] is None, "off: /status has no [tls]")
+    live.reload("hup", plain + tls_section(pki, p1))
+    s = tls_session(pki, p1, "reader")
+    check(ask(s, 9, READ0) == bytes([3, 2, 0x03, 0xE8]), "on again: a new session reads")
+    s.close()
+    reader.close()
+    rd.finish()
+    g.stop()
+    shutil.rmtree(os.path.dirname(pki), ignore_errors=True)
+
+
 if __name__ == "__main__":
     run_tests("test_live_http", [test_address_live, test_https_live, test_users_and_sessions_live,
-                                 test_frame_ring_live])
+                                 test_frame_ring_live, test_tls_live])
