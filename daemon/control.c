@@ -137,16 +137,6 @@ static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size
                want->enabled ? want->bind : was.bind, want->enabled ? want->port : was.port);
 }
 
-/* [http] without HTTP running: whether it says something else (its users'
- * lines in the file aside, as http_reload compares it when it runs). */
-static bool http_differs(const config_http_t *run, const config_http_t *fresh)
-{
-    config_http_t a = *run, b = *fresh;
-    for (unsigned i = 0; i < CONFIG_MAX_USERS; i++)
-        a.users[i].line = b.users[i].line = 0;
-    return memcmp(&a, &b, sizeof a) != 0;
-}
-
 /* Whether the devices differ in more than what only their tags use (order,
  * interval_ms, tags_file, template): those change with the tag table.
  * Compared by value (config_same_device): a section that only moved in the
@@ -586,8 +576,10 @@ static void reload(gw_t *gw)
         CHANGED("http.enabled", !fresh->http.enabled);
         if (http_err[0] && !gw->last_reload.error[0])
             snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", http_err);
+    } else if (fresh->http.enabled) {
+        CHANGED("http.enabled", true);   /* off at start: turned on waits for a restart (man page) */
     } else {
-        CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));
+        gw->cfg->http = fresh->http;     /* nothing runs that reads it: the running copy just follows */
     }
     bool mqtt = reload_mqtt(gw, fresh);
     CHANGED("mqtt", !mqtt && !same_mqtt(gw->cfg, fresh));
