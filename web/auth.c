@@ -709,12 +709,15 @@ unsigned web_auth_users_changed(web_auth_t *a, const config_http_t *run, const c
     return ended;
 }
 
-/* Running sessions first, the one expiring last first; free slots last. */
+/* Running sessions first, an admin's before the others' (as session_new,
+ * no admin's session gives way to another's), then the one expiring last
+ * first; free slots last. */
 static int by_expiry_desc(const void *x, const void *y)
 {
     const session_t *p = x, *q = y;
+    int ra = p->token[0] && p->role == CONFIG_ROLE_ADMIN, rb = q->token[0] && q->role == CONFIG_ROLE_ADMIN;
     uint64_t a = p->token[0] ? p->expires_ns : 0, b = q->token[0] ? q->expires_ns : 0;
-    return a < b ? 1 : a > b ? -1 : 0;
+    return ra != rb ? rb - ra : a < b ? 1 : a > b ? -1 : 0;
 }
 
 /*
@@ -724,8 +727,9 @@ static int by_expiry_desc(const void *x, const void *y)
  * changes. Users turned on or off: every session ends (from none there were
  * none; to none, reads are open again and writes go by the write_token, and
  * no session may outlive the users that backed it). Otherwise the running
- * sessions move to the new table; a smaller one keeps those that expire
- * last, the others end (counted evicted, as max_sessions counts them).
+ * sessions move to the new table; a smaller one keeps the admins' first,
+ * then those that expire last, the others end (counted evicted, as
+ * max_sessions counts them).
  */
 int web_auth_resize(web_auth_t *a, const config_http_t *run, const config_http_t *fresh, unsigned *ended)
 {

@@ -200,7 +200,8 @@ void web_auth_metrics(const web_auth_t *a, struct evbuffer *b);
 unsigned web_auth_users_changed(web_auth_t *a, const config_http_t *run, const config_http_t *fresh);
 /* SIGHUP turned users on or off, or changed max_sessions: the session table
  * made again (every session ends when users turn on or off; else the ones
- * expiring last are kept). -1: out of memory, unchanged; else *ended. */
+ * admins' and those expiring last are kept). -1: out of memory, unchanged;
+ * else *ended. */
 int web_auth_resize(web_auth_t *a, const config_http_t *run, const config_http_t *fresh, unsigned *ended);
 void web_auth_peer(struct evhttp_request *req, char *out, size_t cap);   /* "ADDRESS:PORT" */
 /* {"ok":false,"error":WHY} with code. */
