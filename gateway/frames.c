@@ -202,6 +202,10 @@ static void add_frame(struct evbuffer *b, const frame_slot_t *s, uint64_t mono_n
 
 void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, struct evbuffer *b)
 {
+    if (bus >= f->buses) {   /* a bus added by a reload after the rings were made: none kept for it */
+        evbuffer_add_printf(b, "\"last\":0,\"missed\":0,\"skipped\":0,\"reset\":false,\"frames\":[]");
+        return;
+    }
     frame_ring_t *r = &f->ring[bus];
     uint64_t missed = 0, skipped = 0;
     bool reset = false;

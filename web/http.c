@@ -500,7 +500,8 @@ static void not_applied(gw_http_t *h, const char *key, const char *why, char *re
     snprintf(restart + used, cap - used, "%s%s", used ? " " : "", key);
     if (!err[0])
         snprintf(err, errcap, "%s", why);
-    gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s keeps its running value", why, key);
+    gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s", why,
+           strcmp(key, "http.tls_cert") == 0 ? "HTTPS keeps the running certificate" : "the running value stays");
 }
 
 /* The certificate and key read again with HTTPS on before and after. */
