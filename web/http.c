@@ -504,34 +504,19 @@ static void not_applied(gw_http_t *h, const char *key, const char *why, char *re
            strcmp(key, "http.tls_cert") == 0 ? "HTTPS keeps the running certificate" : "the running value stays");
 }
 
-/* The certificate and key read again with HTTPS on before and after. */
-static void https_reread(gw_http_t *h, config_http_t *run, const config_http_t *f, char *restart, size_t cap,
-                         char *err, size_t errcap)
-{
-    char why[512];
-    if (http_tls_reload(h->tls, gw_config(h->gw), f, why, sizeof why) != 0) {
-        not_applied(h, "http.tls_cert", why, restart, cap, err, errcap);
-        return;
-    }
-    memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);
-    memcpy(run->tls_key, f->tls_key, sizeof run->tls_key);
-    memcpy(run->tls_ciphers, f->tls_ciphers, sizeof run->tls_ciphers);
-    run->tls_min_version = f->tls_min_version;
-    gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS certificate read again from %s", f->tls_cert);
-}
-
-/* HTTPS on or off: the running copy takes the new tls_* keys when it switched. */
+/* HTTPS: on before and after, the certificate and key read again
+ * (http_tls_reload); turned on or off, https_switch. The running copy takes
+ * the new tls_* keys once applied; what does not load keeps what runs. */
 static void https_apply(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap,
                         char *err, size_t errcap)
 {
     const config_http_t *f = &fresh->http;
     char why[512];
-    if ((h->tls != NULL) == (f->tls_cert[0] != 0)) {
-        if (h->tls)
-            https_reread(h, run, f, restart, cap, err, errcap);
+    bool same = (h->tls != NULL) == (f->tls_cert[0] != 0);
+    if (same && !h->tls)
         return;
-    }
-    if (https_switch(h, fresh, why, sizeof why) != 0) {
+    if ((same ? http_tls_reload(h->tls, gw_config(h->gw), f, why, sizeof why)
+              : https_switch(h, fresh, why, sizeof why)) != 0) {
         not_applied(h, "http.tls_cert", why, restart, cap, err, errcap);
         return;
     }
@@ -539,8 +524,11 @@ static void https_apply(gw_http_t *h, config_http_t *run, const config_t *fresh,
     memcpy(run->tls_key, f->tls_key, sizeof run->tls_key);
     memcpy(run->tls_ciphers, f->tls_ciphers, sizeof run->tls_ciphers);
     run->tls_min_version = f->tls_min_version;
-    gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS %s for new connections (the open ones keep theirs)",
-           h->tls ? "on" : "off");
+    if (same)
+        gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS certificate read again from %s", f->tls_cert);
+    else
+        gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS %s for new connections (the open ones keep theirs)",
+               h->tls ? "on" : "off");
 }
 
 /* Users (on, off or changed) and max_sessions: sessions end as
