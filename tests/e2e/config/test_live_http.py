@@ -254,6 +254,11 @@ def test_users_and_sessions_live():
              json.loads(call(live.port, "GET", "/whoami", headers={"Authorization": f"Bearer {t}"})[1]).get("user")
              == "admin" for t in toks]
     check(alive == [False, True, True], f"max_sessions = 2: the oldest session ended, the 2 newest live ({alive})")
+    live.reload("hup", users.replace("max_sessions = 4\n", "max_sessions = 3\n"))
+    more = login(live, "admin", "pw-admin")
+    alive = [json.loads(call(live.port, "GET", "/whoami", headers={"Authorization": f"Bearer {t}"})[1]).get("user")
+             == "admin" for t in toks[1:] + [more]]
+    check(alive == [True, True, True], f"max_sessions = 3 by SIGHUP: a third session beside the two ({alive})")
     rd.finish()
     g.stop()
 
@@ -265,9 +270,11 @@ def frames(live):
 
 
 def test_frame_ring_live():
-    """frame_ring 0 -> 64 (SIGHUP) -> 16 (API) -> 0 (SIGHUP), under traffic."""
+    """frame_ring 0 -> 64 (SIGHUP) -> 16 (API) -> 0 (SIGHUP), under traffic,
+    the bus actor recording on a worker thread meanwhile."""
+    # the bus actor on a worker thread: it records while the I/O thread resizes the rings
     g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices="[device m1]\nslave = 1\n",
-                extra=f"write_token = {TOKEN}\nframe_ring = 0\n")
+                extra=f"write_token = {TOKEN}\nframe_ring = 0\n", gateway_extra="buses_on_io_thread = false\n")
     rd, live = Reader(g), Live(g)
     check(frames(live)["enabled"] is False, "frame_ring = 0: no frames kept")
     last = 0
