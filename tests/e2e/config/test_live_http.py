@@ -158,6 +158,8 @@ def test_address_live():
             check(r.status == 200 and json.loads(r.read())["restart_needed"] == "",
                   "the keep-alive connection accepted on the old port is still served")
             keep.close()
+    time.sleep(1.2)   # the retired listeners are freed a second after the last move (http_move)
+    check(refused(old) and live.get("/status")[0] == 200, "a second later: the old port still refuses, the new answers")
     # a port in use: bound first, so the old listener stays and the key is named with its reason
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
