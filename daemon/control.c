@@ -55,60 +55,86 @@ static void on_wake(void *ctx)
 }
 
 /*
- * [tls] and the roles. With TLS running: the files and settings make a new
- * context for the next connections (or the old one stays, logged), rights
- * apply to the next request; the listener and the set of role names (a
- * connection holds its role's index) need a restart, named in restart.
+ * [tls] and the roles, every key live. Turned on: the context is made
+ * (mbaps_new, from the running copy, which takes fresh's [tls] and roles
+ * first) and its listener opened, on the Modbus TCP front end (made now if
+ * [tcp] is off). Turned off: the listener closes; the sessions open go on
+ * with their context until their clients close them, so gw->mbaps stays
+ * (it is made once, freed at stop: bounded) and a later "on" reloads it.
+ * Its files and settings: a new context for the next sessions (or the old
+ * one stays, logged and counted: mbaps_reload), a new CRL rechecks those
+ * open. bind and port: the new address is bound before the old closes
+ * (tcp_tls_listen). The roles' names: each open session's role index is
+ * mapped to the new set by name, and a session whose role is gone closes
+ * (tcp_roles_changed); rights apply to the next request. What cannot apply
+ * (a port in use, files that do not load at "on") keeps what runs and is
+ * named in restart, the reason in the log and last_reload.error.
  */
+static void tls_not_applied(gw_t *gw, const char *key, const char *err, char *restart, size_t cap)
+{
+    size_t used = strlen(restart);
+    snprintf(restart + used, cap - used, "%s%s", used ? " " : "", key);
+    gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s keeps its running value", err, key);
+    if (!gw->last_reload.error[0])
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", err);
+}
+
+static void take_roles(gw_t *gw, const config_t *fresh)
+{
+    config_t *run = gw->cfg;
+    int map[CONFIG_MAX_ROLES];
+    bool same = run->role_count == fresh->role_count;
+    for (unsigned i = 0; i < run->role_count; i++) {
+        map[i] = config_role_find(fresh, run->roles[i].name);
+        same = same && map[i] == (int)i;
+    }
+    if (!same && gw->tcp && gw->mbaps)
+        tcp_roles_changed(gw->tcp, map);
+    if (!same && gw->mbaps)
+        mbaps_roles_remap(gw->mbaps, map, run->role_count);
+    memcpy(run->roles, fresh->roles, sizeof run->roles);
+    run->role_count = fresh->role_count;
+}
+
 static void reload_security(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
 {
     config_t *run = gw->cfg;
-    bool same_roles = run->role_count == fresh->role_count;
-    size_t used = 0;
-
-    for (unsigned i = 0; same_roles && i < fresh->role_count; i++)
-        same_roles = strcmp(run->roles[i].name, fresh->roles[i].name) == 0;
+    const config_tls_t *want = &fresh->tls;
+    char err[512];
     restart[0] = 0;
-#define NEEDS_RESTART(cond, key)                                                                 \
-    if (cond)                                                                                    \
-        used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%s%s", used ? " " : "", key)
-    NEEDS_RESTART(fresh->tls.enabled != run->tls.enabled, "tls.enabled");
-    if (!gw->mbaps) {
-        /* Nothing running uses them: the running copy just follows. */
-        bool enabled = run->tls.enabled;
-        run->tls = fresh->tls;
-        run->tls.enabled = enabled;
-        memcpy(run->roles, fresh->roles, sizeof run->roles);
-        run->role_count = fresh->role_count;
+    config_tls_t was = run->tls;
+    bool moved = want->enabled && (!was.enabled || strcmp(want->bind, was.bind) != 0 || want->port != was.port);
+    take_roles(gw, fresh);
+    if (!want->enabled && !was.enabled) {
+        run->tls = *want;   /* nothing running uses them: the running copy just follows */
         return;
     }
-    NEEDS_RESTART(strcmp(fresh->tls.bind, run->tls.bind) != 0, "tls.bind");
-    NEEDS_RESTART(fresh->tls.port != run->tls.port, "tls.port");
-    NEEDS_RESTART(!same_roles, "roles");
-#undef NEEDS_RESTART
-    if (same_roles)
-        memcpy(run->roles, fresh->roles, sizeof run->roles);
-    if (!fresh->tls.enabled || mbaps_reload(gw->mbaps, fresh) != 0)
+    run->tls = *want;       /* mbaps_new, the module's role lookups and tcp_new read the running copy */
+    bool made = want->enabled && !gw->mbaps;
+    if (made && !(gw->mbaps = mbaps_new(gw, err, sizeof err))) {
+        run->tls = was;
+        tls_not_applied(gw, "tls.enabled", err, restart, cap);
         return;
-    if (gw->tcp)
+    }
+    if (want->enabled && !made && mbaps_reload(gw->mbaps, fresh) == 0 && gw->tcp)
         tcp_recheck_sessions(gw->tcp);   /* a new CRL revokes sessions already open, too */
-    config_tls_t next = fresh->tls;
-    next.enabled = run->tls.enabled;
-    memcpy(next.bind, run->tls.bind, sizeof next.bind);
-    next.port = run->tls.port;
-    if (!same_roles)
-        next.default_role = run->tls.default_role;   /* an index into the roles still running */
-    run->tls = next;
-}
-
-/* [http] without HTTP running: whether it says something else (its users'
- * lines in the file aside, as http_reload compares it when it runs). */
-static bool http_differs(const config_http_t *run, const config_http_t *fresh)
-{
-    config_http_t a = *run, b = *fresh;
-    for (unsigned i = 0; i < CONFIG_MAX_USERS; i++)
-        a.users[i].line = b.users[i].line = 0;
-    return memcmp(&a, &b, sizeof a) != 0;
+    if (!gw->tcp && want->enabled) {
+        if (!(gw->tcp = tcp_new(gw, err, sizeof err))) {
+            run->tls = was;
+            tls_not_applied(gw, "tls.enabled", err, restart, cap);
+        }
+        return;
+    }
+    if ((moved || !want->enabled) && gw->tcp && tcp_tls_listen(gw->tcp, gw->mbaps, want, err, sizeof err) != 0) {
+        run->tls.enabled = was.enabled;
+        memcpy(run->tls.bind, was.bind, sizeof run->tls.bind);
+        run->tls.port = was.port;
+        tls_not_applied(gw, was.enabled ? "tls.port" : "tls.enabled", err, restart, cap);
+        return;
+    }
+    if (moved || want->enabled != was.enabled)
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: tls: %s%s:%u (open sessions stay)", want->enabled ? "listening on " : "off; was ",
+               want->enabled ? want->bind : was.bind, want->enabled ? want->port : was.port);
 }
 
 /* Whether the devices differ in more than what only their tags use (order,
@@ -544,11 +570,16 @@ static void reload(gw_t *gw)
                devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
     CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
     if (gw->http) {
-        char http_restart[16];
-        http_reload(gw->http, &gw->cfg->http, fresh, http_restart, sizeof http_restart);
+        char http_restart[96], http_err[320];
+        http_reload(gw->http, &gw->cfg->http, fresh, http_restart, sizeof http_restart, http_err, sizeof http_err);
         CHANGED(http_restart, http_restart[0] != 0);
+        CHANGED("http.enabled", !fresh->http.enabled);
+        if (http_err[0] && !gw->last_reload.error[0])
+            snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", http_err);
+    } else if (fresh->http.enabled) {
+        CHANGED("http.enabled", true);   /* off at start: turned on waits for a restart (man page) */
     } else {
-        CHANGED("http", http_differs(&gw->cfg->http, &fresh->http));
+        gw->cfg->http = fresh->http;     /* nothing runs that reads it: the running copy just follows */
     }
     bool mqtt = reload_mqtt(gw, fresh);
     CHANGED("mqtt", !mqtt && !same_mqtt(gw->cfg, fresh));
@@ -598,7 +629,8 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+             gw->http ? " http" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",

@@ -76,6 +76,12 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
 const config_tcp_t *tcp_running_config(const gw_tcp_t *tcp);
 /* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
 void tcp_recheck_sessions(gw_tcp_t *tcp);
+/* [tls] reloaded: its listener opened, moved (bound before the old one
+ * closes) or closed; -1 with err keeps the running one. Open sessions stay. */
+int tcp_tls_listen(gw_tcp_t *tcp, gw_mbaps_t *mbaps, const config_tls_t *want, char *err, size_t errcap);
+/* The roles' names changed: map[old index] is the new index, -1 gone
+ * (that session closes). */
+void tcp_roles_changed(gw_tcp_t *tcp, const int *map);
 /* Its counters (NULL for tcp NULL: the listener is not enabled). */
 const gw_tcp_metrics_t *tcp_metrics(const gw_tcp_t *tcp);
 /* /status's ,"tcp":{...}: connections, requests, answers and the waits of
@@ -103,6 +109,8 @@ void mbaps_free(gw_mbaps_t *t);
 /* SIGHUP: a new context from fresh's files and settings for the next
  * connections; 0. A file that does not load keeps the old context: -1, logged. */
 int mbaps_reload(gw_mbaps_t *t, const config_t *fresh);
+/* The roles' names changed: the per-role counters follow map[old] (-1: dropped). */
+void mbaps_roles_remap(gw_mbaps_t *t, const int *map, unsigned old_count);
 const gw_tls_metrics_t *mbaps_metrics(const gw_mbaps_t *t);
 /* The server certificate in force: subject and notAfter (s since the epoch). */
 void mbaps_certificate(const gw_mbaps_t *t, const char **subject, int64_t *not_after);

@@ -318,6 +318,24 @@ int mbaps_reload(gw_mbaps_t *t, const config_t *fresh)
     return 0;
 }
 
+/* The per-role counters of /metrics are indexed as the roles are: after a
+ * reload that renamed, added or removed roles, each old role's counts move
+ * to its new index (map[old]; -1: the role is gone and so are its counts),
+ * the new roles start at 0. I/O thread, the counters' one writer. */
+void mbaps_roles_remap(gw_mbaps_t *t, const int *map, unsigned old_count)
+{
+    uint64_t req[CONFIG_MAX_ROLES] = { 0 }, ref[CONFIG_MAX_ROLES] = { 0 };
+    for (unsigned i = 0; i < old_count && i < CONFIG_MAX_ROLES; i++)
+        if (map[i] >= 0 && map[i] < CONFIG_MAX_ROLES) {
+            req[map[i]] = gw_read(&t->metrics.role_requests[i]);
+            ref[map[i]] = gw_read(&t->metrics.role_refused[i]);
+        }
+    for (unsigned i = 0; i < CONFIG_MAX_ROLES; i++) {
+        gw_set(&t->metrics.role_requests[i], req[i]);
+        gw_set(&t->metrics.role_refused[i], ref[i]);
+    }
+}
+
 bool mbaps_still_trusted(gw_mbaps_t *t, struct bufferevent *bev, const struct sockaddr *peer)
 {
     char addr[64];

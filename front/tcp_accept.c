@@ -482,6 +482,57 @@ void tcp_recheck_sessions(gw_tcp_t *tcp)
     }
 }
 
+/*
+ * [tls] reloaded (daemon/control.c): its listener opened (turned on, with
+ * the context mbaps made), moved, or closed (turned off), as
+ * tcp_apply_config does [tcp]'s: the new address is bound before the old
+ * listener closes, so a port in use leaves the running one serving (-1 with
+ * err). The sessions accepted on it are not the listener's: they go on, with
+ * the context they were accepted under, until their clients close them (a
+ * [tls] turned off stops new sessions only; mbaps stays, as they use it).
+ */
+int tcp_tls_listen(gw_tcp_t *tcp, gw_mbaps_t *mbaps, const config_tls_t *want, char *err, size_t errcap)
+{
+    if (!want->enabled) {
+        if (tcp->tls_listener)
+            evconnlistener_free(tcp->tls_listener);
+        tcp->tls_listener = NULL;
+        return 0;
+    }
+    struct evconnlistener *l = listen_on(tcp, "tls", want->bind, want->port, err, errcap);
+    if (!l)
+        return -1;
+    tcp->mbaps = mbaps;
+    if (tcp->tls_listener)
+        evconnlistener_free(tcp->tls_listener);
+    tcp->tls_listener = l;
+    if (tcp->stopped)
+        evconnlistener_disable(l);
+    return 0;
+}
+
+/*
+ * The set of [role] names changed (daemon/control.c, before the running
+ * copy takes the new roles): a session holds its role's index, which
+ * map[old] turns into the new one. A session whose role is gone is closed
+ * (counted revoked_closed: its certificate no longer names a role that
+ * exists); a handshake still running gets its role from the new set.
+ */
+void tcp_roles_changed(gw_tcp_t *tcp, const int *map)
+{
+    for (unsigned i = 0; i < tcp->top; i++) {
+        tcp_conn_t *c = tcp->conns[i];
+        if (!c || !c->tls || c->handshaking || c->role < 0)
+            continue;
+        if (map[c->role] < 0) {
+            gw_log(tcp->gw, CONFIG_LOG_INFO, "SIGHUP: tls: a session's role is gone; closing it");
+            conn_close(c, &tcp->m->revoked_closed);
+        } else {
+            c->role = map[c->role];
+        }
+    }
+}
+
 void tcp_free(gw_tcp_t *tcp)
 {
     if (!tcp)

@@ -40,12 +40,15 @@ typedef struct frame_slot {
 typedef struct frame_ring {
     pthread_mutex_t lock;
     uint64_t next_seq;         /* the number the next frame gets: frames recorded + 1 */
+    uint64_t first;            /* the oldest number a resize kept (1 before any) */
     uint64_t missed;           /* frames asked for after the ring had overwritten them */
+    unsigned capacity;         /* under lock: the frames_resize in force; 0: records nothing */
     frame_slot_t *slot;        /* capacity of them; slot[seq % capacity] */
 } frame_ring_t;
 
 struct gw_frames {
-    unsigned buses, capacity;
+    unsigned buses;
+    _Atomic unsigned capacity; /* for /status and /metrics; each ring holds its own under its lock */
     frame_ring_t ring[];
 };
 
@@ -61,7 +64,8 @@ gw_frames_t *frames_new(unsigned buses, unsigned capacity)
     for (unsigned k = 0; k < buses; k++) {
         frame_ring_t *r = &f->ring[k];
         pthread_mutex_init(&r->lock, NULL);
-        r->next_seq = 1;
+        r->next_seq = r->first = 1;
+        r->capacity = capacity;
         if (!(r->slot = calloc(capacity, sizeof *r->slot))) {
             f->buses = k + 1;
             frames_free(f);
@@ -84,7 +88,59 @@ void frames_free(gw_frames_t *f)
 
 unsigned frames_capacity(const gw_frames_t *f)
 {
-    return f ? f->capacity : 0;
+    return f ? atomic_load(&((gw_frames_t *)f)->capacity) : 0;
+}
+
+/* The oldest frame still in r (under its lock). */
+static uint64_t oldest_kept(const frame_ring_t *r)
+{
+    uint64_t o = r->next_seq > r->capacity ? r->next_seq - r->capacity : 1;
+    return o > r->first ? o : r->first;
+}
+
+/*
+ * [http] frame_ring changed by a reload, while the bus actors record (on
+ * the workers, maybe this very instant). The gw_frames_t itself is never
+ * freed or replaced while the daemon runs (web/http.c keeps the one it made,
+ * also while frame_ring = 0 unpublishes it): an actor that loaded its
+ * pointer before a change still holds valid memory. Only each ring's slots
+ * are replaced, under the lock frames_record takes to write a slot, so a
+ * record lands either in the old slots (then copied) or in the new ones.
+ * The newest min(old, new) frames are kept with their numbers; a reader's
+ * `since` stays valid. Capacity 0 frees the slots: a record then does
+ * nothing. -1: out of memory, nothing changed (the slots are allocated
+ * first, all buses, before any ring is touched).
+ */
+int frames_resize(gw_frames_t *f, unsigned capacity)
+{
+    frame_slot_t **fresh = calloc(f->buses + 1, sizeof *fresh);
+    if (!fresh)
+        return -1;
+    for (unsigned k = 0; capacity && k < f->buses; k++)
+        if (!(fresh[k] = calloc(capacity, sizeof *fresh[k]))) {
+            while (k--)
+                free(fresh[k]);
+            free(fresh);
+            return -1;
+        }
+    for (unsigned k = 0; k < f->buses; k++) {
+        frame_ring_t *r = &f->ring[k];
+        pthread_mutex_lock(&r->lock);
+        frame_slot_t *old = r->slot;
+        uint64_t from = oldest_kept(r), next = r->next_seq;
+        if (capacity && next - from > capacity)
+            from = next - capacity;
+        for (uint64_t seq = from; capacity && seq < next; seq++)
+            fresh[k][seq % capacity] = old[seq % r->capacity];
+        r->slot = fresh[k];
+        r->capacity = capacity;
+        r->first = capacity ? from : next;
+        pthread_mutex_unlock(&r->lock);
+        free(old);
+    }
+    atomic_store(&f->capacity, capacity);
+    free(fresh);
+    return 0;
 }
 
 void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, size_t len)
@@ -96,7 +152,11 @@ void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, si
     if (len > RTU_MAX_ADU)
         len = RTU_MAX_ADU;
     pthread_mutex_lock(&r->lock);
-    frame_slot_t *s = &r->slot[r->next_seq % f->capacity];
+    if (!r->capacity) {   /* frame_ring = 0 by a reload: nothing kept */
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    frame_slot_t *s = &r->slot[r->next_seq % r->capacity];
     s->seq = r->next_seq++;
     s->t_ns = now;
     s->tx = tx;
@@ -142,6 +202,10 @@ static void add_frame(struct evbuffer *b, const frame_slot_t *s, uint64_t mono_n
 
 void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, struct evbuffer *b)
 {
+    if (bus >= f->buses) {   /* a bus added by a reload after the rings were made: none kept for it */
+        evbuffer_add_printf(b, "\"last\":0,\"missed\":0,\"skipped\":0,\"reset\":false,\"frames\":[]");
+        return;
+    }
     frame_ring_t *r = &f->ring[bus];
     uint64_t missed = 0, skipped = 0;
     bool reset = false;
@@ -155,7 +219,7 @@ void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, s
 
     pthread_mutex_lock(&r->lock);
     uint64_t next = r->next_seq;
-    uint64_t oldest = next > f->capacity ? next - f->capacity : 1;
+    uint64_t oldest = oldest_kept(r);
     if (since >= next) {   /* numbers from before a restart: start over */
         since = 0;
         reset = true;
@@ -173,7 +237,7 @@ void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, s
     r->missed += missed;
     unsigned n = (unsigned)(next - from);
     for (unsigned i = 0; i < n; i++)
-        copy[i] = r->slot[(from + i) % f->capacity];
+        copy[i] = r->slot[(from + i) % r->capacity];
     pthread_mutex_unlock(&r->lock);
 
     struct timespec ts;
@@ -211,8 +275,7 @@ void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b
             frame_ring_t *r = &f->ring[k];
             pthread_mutex_lock(&r->lock);
             uint64_t recorded = r->next_seq - 1;
-            uint64_t v = m == 0 ? recorded : m == 1 ? (recorded > f->capacity ? recorded - f->capacity : 0)
-                                                    : r->missed;
+            uint64_t v = m == 0 ? recorded : m == 1 ? oldest_kept(r) - 1 : r->missed;
             pthread_mutex_unlock(&r->lock);
             evbuffer_add_printf(b, "rtugw_frames_%s_total{bus=\"%s\"} %llu\n", help[m][0], cfg->buses[k].name,
                                 (unsigned long long)v);

@@ -554,6 +554,10 @@ void frames_free(gw_frames_t *f);
  * mutex; decoded only when served. */
 void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, size_t len);
 unsigned frames_capacity(const gw_frames_t *f);
+/* A reload's frame_ring, while the actors record: each ring's slots
+ * replaced under its lock, the newest frames kept; f stays valid (0 frees
+ * the slots, records then do nothing). -1: out of memory, unchanged. */
+int frames_resize(gw_frames_t *f, unsigned capacity);
 /* I/O thread: the bus's frames after `since` (at most limit, the newest) as
  * the fields of a JSON object, "last" (the seq to pass as since next), "frames"
  * and what was missed or skipped. */

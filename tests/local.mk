@@ -165,6 +165,10 @@ EXTRA_DIST += tests/e2e/config/test_live_change.py
 # Keys made live one by one: line keys, a device moved, a bus's port, [udp], log_target, serial slaves.
 TESTS += tests/e2e/config/test_live_keys.py
 EXTRA_DIST += tests/e2e/config/test_live_keys.py
+# [http] and [tls] keys live (issue 41): address, HTTPS and users on/off, max_sessions,
+# frame_ring, [tls] on/off/moved/roles; SIGHUP and the API, a Modbus TCP client reading throughout.
+TESTS += tests/e2e/config/test_live_http.py
+EXTRA_DIST += tests/e2e/config/test_live_http.py
 # [mqtt] live (issue 41): topic_prefix, format, interval, the broker, [mqtt]
 # removed and added, Sparkplug's node, by SIGHUP and PUT /api/config; an
 # unrelated reload leaves the session alone (no QoS 1 gap). Two mosquittos.

@@ -64,7 +64,6 @@ typedef struct session {
 
 struct web_auth {
     gw_t *gw;
-    bool https;
     session_t *sessions;
     unsigned session_cap;
     fail_table_t *addr_fails, *user_fails;   /* apart: neither's keys push out the other's (fails.c) */
@@ -75,6 +74,13 @@ struct web_auth {
 };
 
 /* ---- small helpers --------------------------------------------------------------------- */
+
+/* Whether HTTPS runs now (a reload may turn it on or off): the cookie's
+ * Secure flag and the origin a request's Origin must name follow it. */
+static bool https_on(const web_auth_t *a)
+{
+    return http_tls(gw_http(a->gw)) != NULL;
+}
 
 static bool same_secret(const char *a, const char *b)
 {
@@ -248,7 +254,7 @@ static bool same_origin(const web_auth_t *a, struct evhttp_request *req, bool ne
         return !need;
     if (!host)
         return false;
-    int n = snprintf(own, sizeof own, "%s://%s", a->https ? "https" : "http", host);
+    int n = snprintf(own, sizeof own, "%s://%s", https_on(a) ? "https" : "http", host);
     if (n < 0 || (size_t)n >= sizeof own)
         return false;
     if (origin)
@@ -501,7 +507,7 @@ static void set_cookie(web_auth_t *a, struct evhttp_request *req, const char *to
 {
     char c[200];
     snprintf(c, sizeof c, COOKIE "=%s; Path=/; Max-Age=%u; HttpOnly; SameSite=Strict%s", token, max_age,
-             a->https ? "; Secure" : "");
+             https_on(a) ? "; Secure" : "");
     evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie", c);
 }
 
@@ -668,7 +674,6 @@ web_auth_t *web_auth_new(gw_t *gw)
     if (!a)
         return NULL;
     a->gw = gw;
-    a->https = cfg->tls_cert[0] != 0;
     a->session_cap = cfg->user_count ? cfg->max_sessions : 0;
     a->addr_fails = fail_table_new(FAILS_MAX);
     a->user_fails = fail_table_new(FAILS_MAX);
@@ -702,6 +707,62 @@ unsigned web_auth_users_changed(web_auth_t *a, const config_http_t *run, const c
         ended++;
     }
     return ended;
+}
+
+/* Running sessions first, an admin's before the others' (as session_new,
+ * no admin's session gives way to another's), then the one expiring last
+ * first; free slots last. */
+static int by_expiry_desc(const void *x, const void *y)
+{
+    const session_t *p = x, *q = y;
+    int ra = p->token[0] && p->role == CONFIG_ROLE_ADMIN, rb = q->token[0] && q->role == CONFIG_ROLE_ADMIN;
+    uint64_t a = p->token[0] ? p->expires_ns : 0, b = q->token[0] ? q->expires_ns : 0;
+    return ra != rb ? rb - ra : a < b ? 1 : a > b ? -1 : 0;
+}
+
+/*
+ * A reload turned users on or off, or changed max_sessions (http.c,
+ * http_reload): the session table is made again at its new size
+ * (max_sessions with users, none without), allocated before anything
+ * changes. Users turned on or off: every session ends (from none there were
+ * none; to none, reads are open again and writes go by the write_token, and
+ * no session may outlive the users that backed it). Otherwise the running
+ * sessions move to the new table; a smaller one keeps the admins' first,
+ * then those that expire last, the others end (counted evicted, as
+ * max_sessions counts them).
+ */
+int web_auth_resize(web_auth_t *a, const config_http_t *run, const config_http_t *fresh, unsigned *ended)
+{
+    bool flip = !run->user_count != !fresh->user_count;
+    unsigned cap = fresh->user_count ? fresh->max_sessions : 0, kept = 0;
+    uint64_t now = gw_now_ns();
+    *ended = 0;
+    if (!flip && cap == a->session_cap)
+        return 0;
+    session_t *next = cap ? calloc(cap, sizeof *next) : NULL;
+    if (cap && !next)
+        return -1;
+    if (a->session_cap)
+        qsort(a->sessions, a->session_cap, sizeof *a->sessions, by_expiry_desc);
+    for (unsigned i = 0; i < a->session_cap; i++) {
+        session_t *s = &a->sessions[i];
+        if (!s->token[0] || s->expires_ns <= now)
+            continue;
+        if (!flip && kept < cap) {
+            next[kept++] = *s;
+            continue;
+        }
+        gw_log(a->gw, CONFIG_LOG_INFO, "SIGHUP: the session of %s ends: %s", s->user,
+               flip ? "users were turned off" : "max_sessions is lower");
+        (*ended)++;
+        a->evicted += !flip;
+    }
+    if (a->sessions)
+        explicit_bzero(a->sessions, a->session_cap * sizeof *a->sessions);
+    free(a->sessions);
+    a->sessions = next;
+    a->session_cap = cap;
+    return 0;
 }
 
 void web_auth_free(web_auth_t *a)

@@ -29,13 +29,33 @@ typedef struct http_conn {
     bool held;                     /* a request of it waits for a bus (a tag write) */
     bool nodelay;                  /* TCP_NODELAY set (at its first request) */
     bool handshaken;               /* HTTPS: its handshake finished (seen while it was open) */
+    http_tls_t *tls;               /* the HTTPS it was accepted under (NULL: plain), counted there */
     struct http_conn *next;
 } http_conn_t;
+
+/* An HTTPS context that a reload turned off or replaced by turning HTTPS
+ * off and on: freed once no connection accepted under it is left. */
+typedef struct http_tls_retired {
+    http_tls_t *tls;
+    struct http_tls_retired *next;
+} http_tls_retired_t;
+
+/* A listening socket a reload moved away from: no longer listening, freed
+ * a second later (http_move). */
+typedef struct http_bound_retired {
+    struct evhttp_bound_socket *bound;
+    struct http_bound_retired *next;
+} http_bound_retired_t;
 
 struct gw_http {
     gw_t *gw;
     struct evhttp *http;
     struct evconnlistener *listener;
+    struct evhttp_bound_socket *bound;   /* the listener, as evhttp holds it */
+    http_bound_retired_t *bound_retired;
+    struct event *ev_retire;       /* frees bound_retired, a second after the last move */
+    http_tls_retired_t *tls_retired;
+    gw_frames_t *frames;           /* made once ([http] frame_ring), kept until http_free */
     struct event *ev_sweep;
     http_conn_t *conns;
     unsigned active;
@@ -104,7 +124,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (evhttp_request_get_connection(req))
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, h);
     gw_count(&h->metrics.requests);
-    if (c && h->tls)
+    if (c && c->tls)
         c->handshaken = true;   /* a request came through: its handshake finished */
     if (!web_host_check(h->gw, req))
         return;   /* another Host (DNS rebinding), none, or an ambiguous length */
@@ -126,6 +146,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 /* evhttp asks us for each new connection's bufferevent: we keep a reference. */
 static void sweep_arm(gw_http_t *h);
+static void on_retire(evutil_socket_t fd, short what, void *arg);
 
 static struct bufferevent *make_bev(struct event_base *base, void *arg)
 {
@@ -145,7 +166,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
      * waits in the kernel's socket buffer until the deadline cuts it. */
     const config_http_t *cfg = &gw_config(h->gw)->http;
     bufferevent_setwatermark(bev, EV_READ, 0, (size_t)cfg->max_header_bytes + cfg->max_body_bytes + 4096);
-    *c = (http_conn_t){ .bev = bev, .since_ns = gw_now_ns(), .next = h->conns };
+    *c = (http_conn_t){ .bev = bev, .since_ns = gw_now_ns(), .tls = h->tls, .next = h->conns };
     h->conns = c;
     h->active++;
     sweep_arm(h);
@@ -235,6 +256,23 @@ static void sweep_arm(gw_http_t *h)
     }
 }
 
+/* Frees each retired HTTPS context no connection refers to any more. */
+static void tls_retired_sweep(gw_http_t *h)
+{
+    for (http_tls_retired_t **pp = &h->tls_retired, *r; (r = *pp) != NULL;) {
+        bool used = false;
+        for (http_conn_t *c = h->conns; c && !used; c = c->next)
+            used = c->tls == r->tls;
+        if (used) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        http_tls_free(r->tls);
+        free(r);
+    }
+}
+
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
 {
     gw_http_t *h = arg;
@@ -244,7 +282,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     for (http_conn_t **pp = &h->conns, *c; (c = *pp) != NULL;) {
         if (released(c->bev)) {
             *pp = c->next;
-            http_tls_released(h->tls, c->bev, c->handshaken);
+            http_tls_released(c->tls, c->bev, c->handshaken);
             bufferevent_decref(c->bev);   /* the last reference: closes its descriptor */
             free(c);
             h->active--;
@@ -253,8 +291,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         /* Judged while it is open: once shut down (an answer with
          * Connection: close, an idle keep-alive cut), OpenSSL no longer says
          * its handshake had finished, and it was counted a failed one. */
-        if (h->tls && !c->handshaken)
-            c->handshaken = http_tls_established(h->tls, c->bev);
+        if (c->tls && !c->handshaken)
+            c->handshaken = http_tls_established(c->tls, c->bev);
         struct evhttp_connection *abandoned = c->held && client_gone(c->bev)
                                                   ? http_tags_abandon(h->tags, c->bev) : NULL;
         if (abandoned) {
@@ -275,6 +313,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         pp = &c->next;
     }
     gw_set(&h->metrics.active, h->active);
+    tls_retired_sweep(h);
     if (h->active < gw_config(h->gw)->http.max_connections)
         evconnlistener_enable(h->listener);   /* after a pause for room or for descriptors */
     if (!h->conns)
@@ -290,10 +329,36 @@ void http_hold(gw_http_t *h, struct evhttp_request *req, bool held)
     c->since_ns = gw_now_ns();   /* answered: the next request is due from now */
 }
 
+/* A listener on bind:port, served by h's evhttp; NULL with err. */
+static struct evhttp_bound_socket *listen_at(gw_http_t *h, const char *bind, unsigned port, char *err,
+                                             size_t errcap)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    if (inet_pton(AF_INET, bind, &sin.sin_addr) != 1) {
+        snprintf(err, errcap, "[http] bind = '%s': not an IPv4 address", bind);
+        return NULL;
+    }
+    struct evconnlistener *l = evconnlistener_new_bind(loop_base(gw_loop(h->gw)), NULL, NULL,
+                                                       LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                                           LEV_OPT_CLOSE_ON_EXEC,
+                                                       64, (struct sockaddr *)&sin, sizeof sin);
+    if (!l) {
+        snprintf(err, errcap, "http: cannot listen on %s:%u: %s", bind, port, strerror(errno));
+        return NULL;
+    }
+    struct evhttp_bound_socket *bound = evhttp_bind_listener(h->http, l);
+    if (!bound) {
+        evconnlistener_free(l);
+        snprintf(err, errcap, "http: cannot serve on %s:%u", bind, port);
+        return NULL;
+    }
+    evconnlistener_set_error_cb(l, on_accept_error);
+    return bound;
+}
+
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
 {
     const config_http_t *cfg = &gw_config(gw)->http;
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->port) };
     gw_http_t *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errcap, "out of memory");
@@ -305,32 +370,24 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
         http_free(h);
         return NULL;
     }
-    if (inet_pton(AF_INET, cfg->bind, &sin.sin_addr) != 1) {
-        snprintf(err, errcap, "[http] bind = '%s': not an IPv4 address", cfg->bind);
-        http_free(h);
-        return NULL;
-    }
     if (cfg->tls_cert[0] && !(h->tls = http_tls_new(gw_config(h->gw), cfg, err, errcap))) {
         http_free(h);
         return NULL;
     }
     h->http = evhttp_new(loop_base(gw_loop(gw)));
-    h->listener = evconnlistener_new_bind(loop_base(gw_loop(gw)), NULL, NULL,
-                                          LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 64,
-                                          (struct sockaddr *)&sin, sizeof sin);
     h->ev_sweep = event_new(loop_base(gw_loop(gw)), -1, EV_PERSIST, on_sweep, h);
-    if (!h->http || !h->listener || !h->ev_sweep) {
-        snprintf(err, errcap, "http: cannot listen on %s:%u: %s", cfg->bind, cfg->port, strerror(errno));
+    h->ev_retire = evtimer_new(loop_base(gw_loop(gw)), on_retire, h);
+    if (!h->http || !h->ev_sweep || !h->ev_retire) {
+        snprintf(err, errcap, "out of memory");
         http_free(h);
         return NULL;
     }
+    if (!(h->bound = listen_at(h, cfg->bind, cfg->port, err, errcap))) {
+        http_free(h);
+        return NULL;
+    }
+    h->listener = evhttp_bound_socket_get_listener(h->bound);
     evhttp_set_bevcb(h->http, make_bev, h);
-    if (!evhttp_bind_listener(h->http, h->listener)) {
-        snprintf(err, errcap, "http: cannot serve on %s:%u", cfg->bind, cfg->port);
-        http_free(h);
-        return NULL;
-    }
-    evconnlistener_set_error_cb(h->listener, on_accept_error);
     evhttp_set_max_headers_size(h->http, cfg->max_header_bytes);
     evhttp_set_max_body_size(h->http, cfg->max_body_bytes);
     evhttp_set_timeout(h->http, (int)cfg->idle_timeout_s);
@@ -338,77 +395,208 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
                                               EVHTTP_REQ_DELETE);
     evhttp_set_gencb(h->http, on_request, h);
     web_remove_stale_temporaries(gw);   /* before the API can make new ones */
-    if (web_start(gw, err, errcap) != 0) {
+    if (web_start(gw, &h->frames, err, errcap) != 0) {
         http_free(h);
         return NULL;
     }
     return h;
 }
 
+/* The retired listeners' second is up (http_move): free them. */
+static void on_retire(evutil_socket_t fd, short what, void *arg)
+{
+    gw_http_t *h = arg;
+    (void)fd;
+    (void)what;
+    for (http_bound_retired_t *r = h->bound_retired, *n; r; r = n) {
+        n = r->next;
+        evhttp_del_accept_socket(h->http, r->bound);   /* frees its listener, closes its descriptor */
+        free(r);
+    }
+    h->bound_retired = NULL;
+}
+
+/* A retired listener's accept error: it stays off, with no timer to resume it. */
+static void on_retired_accept_error(struct evconnlistener *l, void *arg)
+{
+    (void)arg;
+    evconnlistener_disable(l);
+}
+
 /*
- * SIGHUP (daemon/control.c): what of [http] can change while it runs does.
- * The users (when there were some and still are: no users is another way
- * of working, reads open and writes by write_token), the write_token,
- * server_names, metrics_open and session_timeout_s are taken as they are;
- * sessions the new users no longer back end (auth.c). With HTTPS on before
- * and after, the certificate and key (with tls_ciphers and tls_min_version)
- * are read again, whether their paths changed or a renewal rewrote the
- * files: new connections get them, open ones keep theirs; if they do not
- * load, the running ones stay and the log says why.
- * Its bounds (max_connections, max_header_bytes, max_body_bytes,
- * request_timeout_ms, idle_timeout_s, max_sessions_per_user) and
- * tag_metrics apply from the next connection or request. The rest (the
- * listener's address, frame_ring, max_sessions, HTTPS on or off, users from
- * none or to none) is named in restart, as the other sections' keys are.
+ * [http] bind or port moved by a reload. The new address is bound first:
+ * when it cannot be (a port in use, an address the host lacks) the old
+ * listener keeps serving and -1 comes back with err. Then the old socket
+ * stops listening at once (shutdown: a connection to the old address is
+ * refused from now, Linux's way of ending a listen without a close), but its
+ * evconnlistener lives one second more: on_accept_error may have armed a
+ * 250 ms timer that enables it again, a timer libevent holds the listener's
+ * pointer for and nothing can cancel, and that timer must not find it
+ * freed. Its error callback is swapped for one that arms no timer, so after
+ * that second none can name it (ev_retire, pushed back by each move, frees
+ * every retired one). The connections it accepted are evhttp's, not its:
+ * they are served until their clients close them.
  */
-void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap)
+static int http_move(gw_http_t *h, const char *bind, unsigned port, char *err, size_t errcap)
+{
+    http_bound_retired_t *r = calloc(1, sizeof *r);
+    struct evhttp_bound_socket *bound = r ? listen_at(h, bind, port, err, errcap) : NULL;
+    if (!bound) {
+        if (!r)
+            snprintf(err, errcap, "out of memory");
+        free(r);
+        return -1;
+    }
+    struct evconnlistener *old = h->listener;
+    struct timeval second = { 1, 0 };
+    evconnlistener_set_error_cb(old, on_retired_accept_error);
+    evconnlistener_disable(old);
+    shutdown(evconnlistener_get_fd(old), SHUT_RDWR);
+    *r = (http_bound_retired_t){ .bound = h->bound, .next = h->bound_retired };
+    h->bound_retired = r;
+    event_add(h->ev_retire, &second);
+    h->bound = bound;
+    h->listener = evhttp_bound_socket_get_listener(bound);
+    if (h->active >= gw_config(h->gw)->http.max_connections)
+        evconnlistener_disable(h->listener);   /* full: the sweep enables it when there is room */
+    return 0;
+}
+
+/*
+ * HTTPS turned on or off by a reload (tls_cert set or cleared). The new
+ * context loads first (a file that does not load keeps the running way,
+ * -1 with err). New connections are accepted under it; each open one keeps
+ * the one it was accepted under (http_conn_t.tls, counted there), and a
+ * context turned off is freed by the sweep once its last connection is
+ * released (tls_retired_sweep). A plain keep-alive connection open when
+ * HTTPS turns on goes on in clear until its client closes it, as a
+ * connection to a moved listener does; the port speaks only TLS to new ones.
+ */
+static int https_switch(gw_http_t *h, const config_t *fresh, char *err, size_t errcap)
+{
+    http_tls_t *next = NULL;
+    http_tls_retired_t *r = NULL;
+    if (fresh->http.tls_cert[0] && !(next = http_tls_new(fresh, &fresh->http, err, errcap)))
+        return -1;
+    if (h->tls && !(r = calloc(1, sizeof *r))) {
+        http_tls_free(next);
+        snprintf(err, errcap, "out of memory");
+        return -1;
+    }
+    if (r) {
+        *r = (http_tls_retired_t){ .tls = h->tls, .next = h->tls_retired };
+        h->tls_retired = r;
+    }
+    h->tls = next;
+    tls_retired_sweep(h);
+    return 0;
+}
+
+/* Appends key to restart and, the first time, why to err. */
+static void not_applied(gw_http_t *h, const char *key, const char *why, char *restart, size_t cap, char *err,
+                        size_t errcap)
+{
+    size_t used = strlen(restart);
+    snprintf(restart + used, cap - used, "%s%s", used ? " " : "", key);
+    if (!err[0])
+        snprintf(err, errcap, "%s", why);
+    gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s", why,
+           strcmp(key, "http.tls_cert") == 0 ? "HTTPS keeps the running certificate" : "the running value stays");
+}
+
+/* HTTPS: on before and after, the certificate and key read again
+ * (http_tls_reload); turned on or off, https_switch. The running copy takes
+ * the new tls_* keys once applied; what does not load keeps what runs. */
+static void https_apply(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap,
+                        char *err, size_t errcap)
 {
     const config_http_t *f = &fresh->http;
-    config_http_t a = *run, b = *f;
-    bool users_live = run->user_count && f->user_count;
-    bool tls_live = h->tls && run->tls_cert[0] && f->tls_cert[0];
-    config_http_t *both[2] = { &a, &b };
-    for (int k = 0; k < 2; k++) {
-        if (users_live) {
-            memset(both[k]->users, 0, sizeof both[k]->users);
-            both[k]->user_count = 0;
-        }
-        if (tls_live) {
-            memset(both[k]->tls_cert, 0, sizeof both[k]->tls_cert);
-            memset(both[k]->tls_key, 0, sizeof both[k]->tls_key);
-            memset(both[k]->tls_ciphers, 0, sizeof both[k]->tls_ciphers);
-            both[k]->tls_min_version = 0;
-        }
-        memset(both[k]->server_names, 0, sizeof both[k]->server_names);
-        memset(both[k]->write_token, 0, sizeof both[k]->write_token);
-        both[k]->metrics_open = false;
-        both[k]->session_timeout_s = 0;
-        both[k]->max_connections = both[k]->max_header_bytes = both[k]->max_body_bytes = 0;
-        both[k]->request_timeout_ms = both[k]->idle_timeout_s = both[k]->max_sessions_per_user = 0;
-        both[k]->tag_metrics = false;
-        for (unsigned i = 0; i < both[k]->user_count; i++)
-            both[k]->users[i].line = 0;   /* a section that moved in the file is the same user */
+    char why[512];
+    bool same = (h->tls != NULL) == (f->tls_cert[0] != 0);
+    if (same && !h->tls)
+        return;
+    if ((same ? http_tls_reload(h->tls, gw_config(h->gw), f, why, sizeof why)
+              : https_switch(h, fresh, why, sizeof why)) != 0) {
+        not_applied(h, "http.tls_cert", why, restart, cap, err, errcap);
+        return;
     }
+    memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);
+    memcpy(run->tls_key, f->tls_key, sizeof run->tls_key);
+    memcpy(run->tls_ciphers, f->tls_ciphers, sizeof run->tls_ciphers);
+    run->tls_min_version = f->tls_min_version;
+    if (same)
+        gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS certificate read again from %s", f->tls_cert);
+    else
+        gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS %s for new connections (the open ones keep theirs)",
+               h->tls ? "on" : "off");
+}
+
+/* Users (on, off or changed) and max_sessions: sessions end as
+ * web_auth_users_changed and web_auth_resize say. */
+static void users_apply(gw_http_t *h, config_http_t *run, const config_http_t *f, char *restart, size_t cap,
+                        char *err, size_t errcap)
+{
+    unsigned ended = 0, resized = 0;
+    bool flip = !run->user_count != !f->user_count;
+    if (run->user_count && f->user_count)
+        ended = web_auth_users_changed(h->auth, run, f);
+    if (web_auth_resize(h->auth, run, f, &resized) != 0) {
+        not_applied(h, flip ? "http.users" : "http.max_sessions", "out of memory for the sessions", restart, cap,
+                    err, errcap);
+        if (flip)
+            return;   /* the users stay as they were: the table is sized for them */
+    } else {
+        run->max_sessions = f->max_sessions;
+    }
+    if (flip || run->user_count)
+        gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] users applied: %u users%s, %u sessions ended", f->user_count,
+               flip ? f->user_count ? " (from none: logins needed now)" : " (none now: reads open)" : "",
+               ended + resized);
+    memcpy(run->users, f->users, sizeof run->users);
+    run->user_count = f->user_count;
+}
+
+/*
+ * SIGHUP (daemon/control.c): every key of [http] applies while it runs.
+ * The listener's address (bind, port): http_move. HTTPS on or off, and
+ * its certificate and key (with tls_ciphers and tls_min_version), read
+ * again whether their paths changed or a renewal rewrote the files:
+ * https_apply; new connections get them, open ones keep theirs. The users,
+ * also from none or to none, and max_sessions: users_apply. frame_ring:
+ * web_frames_reload. The write_token, server_names, metrics_open and
+ * session_timeout_s are taken as they are; the bounds (max_connections,
+ * max_header_bytes, max_body_bytes, request_timeout_ms, idle_timeout_s,
+ * max_sessions_per_user) and tag_metrics apply from the next connection or
+ * request. What cannot apply (an address that cannot be bound, a
+ * certificate that does not load, out of memory) keeps its running value,
+ * is named in restart (http.port, http.tls_cert, ...) and its reason is
+ * in err (the first one) and the log: the next reload tries again.
+ */
+void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap, char *err,
+                 size_t errcap)
+{
+    const config_http_t *f = &fresh->http;
+    char why[320];
     restart[0] = 0;
-    if (memcmp(&a, &b, sizeof a) != 0)
-        snprintf(restart, cap, "http");
-    if (users_live) {
-        unsigned ended = web_auth_users_changed(h->auth, run, f);
-        memcpy(run->users, f->users, sizeof run->users);
-        run->user_count = f->user_count;
-        gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] users applied: %u users, %u sessions ended", f->user_count,
-               ended);
-    }
-    if (tls_live) {
-        char err[512];
-        if (http_tls_reload(h->tls, gw_config(h->gw), f, err, sizeof err) != 0) {
-            gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; HTTPS keeps the running certificate", err);
+    err[0] = 0;
+    if (strcmp(run->bind, f->bind) != 0 || run->port != f->port) {
+        if (http_move(h, f->bind, f->port, why, sizeof why) != 0) {
+            not_applied(h, "http.port", why, restart, cap, err, errcap);
         } else {
-            memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);
-            memcpy(run->tls_key, f->tls_key, sizeof run->tls_key);
-            memcpy(run->tls_ciphers, f->tls_ciphers, sizeof run->tls_ciphers);
-            run->tls_min_version = f->tls_min_version;
-            gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: HTTPS certificate read again from %s", f->tls_cert);
+            gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] listening on %s:%u now (was %s:%u; its open connections "
+                   "stay)", f->bind, f->port, run->bind, run->port);
+            memcpy(run->bind, f->bind, sizeof run->bind);
+            run->port = f->port;
+        }
+    }
+    https_apply(h, run, fresh, restart, cap, err, errcap);
+    users_apply(h, run, f, restart, cap, err, errcap);
+    if (run->frame_ring != f->frame_ring) {
+        if (web_frames_reload(h->gw, &h->frames, f->frame_ring, why, sizeof why) != 0) {
+            not_applied(h, "http.frame_ring", why, restart, cap, err, errcap);
+        } else {
+            gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] frame_ring = %u applied", f->frame_ring);
+            run->frame_ring = f->frame_ring;
         }
     }
     memcpy(run->write_token, f->write_token, sizeof run->write_token);
@@ -436,15 +624,19 @@ void http_free(gw_http_t *h)
 {
     if (!h)
         return;
-    web_stop(h->gw);
+    web_stop(h->gw, h->frames);
     /* evhttp_free() closes the connections, and each close calls on_close,
      * which activates the sweep: the sweep's event is freed after it. */
     if (h->http)
-        evhttp_free(h->http);   /* frees its connections and the bound listener */
-    else if (h->listener)
-        evconnlistener_free(h->listener);
+        evhttp_free(h->http);   /* frees its connections and the bound listeners, retired ones too */
     if (h->ev_sweep)
         event_free(h->ev_sweep);
+    if (h->ev_retire)
+        event_free(h->ev_retire);
+    for (http_bound_retired_t *r = h->bound_retired, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
     for (http_conn_t *c = h->conns, *n; c; c = n) {
         n = c->next;
         bufferevent_decref(c->bev);
@@ -452,6 +644,11 @@ void http_free(gw_http_t *h)
     }
     http_tags_free(h->tags);   /* after evhttp_free, which freed the requests it held */
     http_tls_free(h->tls);     /* after the connections, which hold their own references */
+    for (http_tls_retired_t *r = h->tls_retired, *n; r; r = n) {
+        n = r->next;
+        http_tls_free(r->tls);
+        free(r);
+    }
     web_auth_free(h->auth);
     web_audit_free(h->audit);
     free(h);

@@ -186,7 +186,8 @@ static void certificate_json(struct evbuffer *b, const char *subject, int64_t no
 
 void http_tls_status(gw_t *gw, const http_tls_t *t, struct evbuffer *b)
 {
-    gw_mbaps_t *mbaps = gw_mbaps(gw);
+    /* a [tls] turned off by a reload keeps its context for the sessions still open */
+    gw_mbaps_t *mbaps = gw_config(gw)->tls.enabled ? gw_mbaps(gw) : NULL;
     if (mbaps) {
         const char *subject;
         int64_t not_after;

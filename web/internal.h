@@ -115,10 +115,13 @@ bool web_host_allowed(const config_http_t *cfg, const char *host);
 unsigned web_remove_stale_temporaries(gw_t *gw);
 
 /* web.c (I/O thread): the web page's files and GET /frames. web_start makes
- * the frame ring when [http] frame_ring is set, web_stop frees it once the
- * buses are stopped; web_handle answers req when path is one of its own. */
-int web_start(gw_t *gw, char *err, size_t errcap);
-void web_stop(gw_t *gw);
+ * the frame ring when [http] frame_ring is set (into *kept, http.c's),
+ * web_frames_reload resizes, makes or unpublishes it on a reload,
+ * web_stop frees it once the buses are stopped; web_handle answers req when
+ * path is one of its own. */
+int web_start(gw_t *gw, gw_frames_t **kept, char *err, size_t errcap);
+int web_frames_reload(gw_t *gw, gw_frames_t **kept, unsigned cap, char *err, size_t errcap);
+void web_stop(gw_t *gw, gw_frames_t *kept);
 bool web_handle(gw_t *gw, struct evhttp_request *req, const char *path);
 
 /* The HTTP server's counters (http.c's gw_http_t holds them): written on
@@ -195,6 +198,11 @@ void web_auth_metrics(const web_auth_t *a, struct evbuffer *b);
 /* SIGHUP changed the users (both lists not empty): the sessions they no
  * longer back end. */
 unsigned web_auth_users_changed(web_auth_t *a, const config_http_t *run, const config_http_t *fresh);
+/* SIGHUP turned users on or off, or changed max_sessions: the session table
+ * made again (every session ends when users turn on or off; else the ones
+ * admins' and those expiring last are kept). -1: out of memory, unchanged;
+ * else *ended. */
+int web_auth_resize(web_auth_t *a, const config_http_t *run, const config_http_t *fresh, unsigned *ended);
 void web_auth_peer(struct evhttp_request *req, char *out, size_t cap);   /* "ADDRESS:PORT" */
 /* {"ok":false,"error":WHY} with code. */
 void web_reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);

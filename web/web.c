@@ -41,24 +41,41 @@ static const web_asset_t assets[] = {
 
 #define FRAMES_LIMIT_MAX 256   /* frames in one reply (frames.c holds the same bound) */
 
-int web_start(gw_t *gw, char *err, size_t errcap)
+int web_start(gw_t *gw, gw_frames_t **kept, char *err, size_t errcap)
 {
-    unsigned cap = gw_config(gw)->http.frame_ring;
-    gw_frames_t *f = frames_new(gw_bus_count(gw), cap);
-    if (cap && !f) {
+    *kept = NULL;
+    return web_frames_reload(gw, kept, gw_config(gw)->http.frame_ring, err, errcap);
+}
+
+/*
+ * [http] frame_ring, at the start and by a reload. The rings are made once,
+ * at the first non-zero frame_ring, and *kept holds them until web_stop:
+ * a bus actor on a worker may have loaded the pointer an instant before a
+ * change and be about to record, so they are never freed while the buses
+ * run. A change resizes them in place (frames_resize, under each ring's
+ * lock); 0 unpublishes them (an actor then loads NULL and records nothing;
+ * one that loaded them before finds capacity 0). -1 with err: out of
+ * memory, the rings in force kept.
+ */
+int web_frames_reload(gw_t *gw, gw_frames_t **kept, unsigned cap, char *err, size_t errcap)
+{
+    if (!*kept && cap && !(*kept = frames_new(gw_bus_count(gw), cap))) {
         snprintf(err, errcap, "[http] frame_ring = %u: out of memory for %u buses", cap, gw_bus_count(gw));
         return -ENOMEM;
     }
-    gw_frames_publish(gw, f);
+    if (*kept && frames_capacity(*kept) != cap && frames_resize(*kept, cap) != 0) {
+        snprintf(err, errcap, "[http] frame_ring = %u: out of memory for %u buses", cap, gw_bus_count(gw));
+        return -ENOMEM;
+    }
+    gw_frames_publish(gw, cap ? *kept : NULL);
     return 0;
 }
 
-void web_stop(gw_t *gw)
+void web_stop(gw_t *gw, gw_frames_t *kept)
 {
     /* the buses' actors are stopped by now (gw_free): nobody records */
-    gw_frames_t *f = gw_frames(gw);
     gw_frames_publish(gw, NULL);
-    frames_free(f);
+    frames_free(kept);
 }
 
 static void send_asset(struct evhttp_request *req, const web_asset_t *a)

@@ -19,10 +19,13 @@
 /* http.c (I/O thread) */
 gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
 void http_free(gw_http_t *h);
-/* SIGHUP: [http]'s users, write_token, metrics_open, session_timeout_s and
- * HTTPS certificate applied live to run (the running configuration's [http],
- * which the daemon owns and hands here); what needs a restart named in restart. */
-void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap);
+/* SIGHUP: every [http] key applied live to run (the running configuration's
+ * [http], which the daemon owns and hands here): the listener's address,
+ * HTTPS on or off, users on or off, max_sessions, frame_ring and the rest.
+ * What could not apply (a port in use, a certificate that does not load) is
+ * named in restart, the first reason in err; the running value stays. */
+void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap, char *err,
+                 size_t errcap);
 
 /* api.c: PUT /api/config without HTTP, for the MQTT module's config/set
  * (the daemon hands it to gateway/ as gw->config_put): if_match must be the

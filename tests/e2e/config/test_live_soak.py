@@ -154,11 +154,13 @@ class Soak(Daemon):
         self.n += 1
         n, text = self.n, self.text()
         kind = rng.choice(["tag+", "tag-", "csv", "device+", "device-", "poll+", "poll-", "interval", "spare",
-                           "log", "tcp", "port", "devkeys", "move", "buskeys", "user", "mqtt"])
+                           "log", "tcp", "port", "devkeys", "move", "buskeys", "user", "mqtt", "http"])
         if kind == "mqtt":      # the session swapped at new settings (same broker and prefix: its queue carried)
             keep = text.split("keepalive_s = ")[1].split("\n")[0]
             self.hup(text.replace(f"keepalive_s = {keep}\n", f"keepalive_s = {rng.choice([5, 6, 7, 8])}\n"))
             return kind, (200, b"")
+        if kind == "http":      # [http]'s port, frame_ring, max_sessions, by SIGHUP or the API
+            return kind, self.http_change(rng, text)
         if kind == "user":      # a user added, removed or given another role, by SIGHUP
             return self.user_change(rng, n, text)
         if kind == "devkeys":   # the line's keys for slave 1 (line_keys_t), by the API
@@ -229,6 +231,35 @@ class Soak(Daemon):
         self.tcp = free_port()
         self.hup(text.replace(f"[tcp]\nport = {old}\n", f"[tcp]\nport = {self.tcp}\n"))
         return kind, (200, b"")
+
+    def http_change(self, rng, text):
+        """[http] keys made live (tests/e2e/config/test_live_http.py has each in
+        detail): its port moved, frame_ring and max_sessions set, by SIGHUP or
+        PUT /api/config (answered on the connection it came on); the admin's
+        session lives through each, and /status answers at the new port."""
+        http = text.split("[http]\n")[1].split("[")[0]
+        old, port = self.http, free_port() if rng.random() < 0.4 else self.http
+        new = (f"port = {port}\nwrite_token = {TOKEN}\nmax_body_bytes = 1048576\n"
+               f"frame_ring = {rng.choice([0, 16, 64])}\nmax_sessions = {rng.choice([32, 64, 128])}\n")
+        new_text = text.replace(f"[http]\n{http}", f"[http]\n{new}")
+        before = self.last_reload().get("time_ms")
+        if rng.random() < 0.5:
+            with open(self.cfg, "w") as f:
+                f.write(new_text)
+            self.p.send_signal(signal.SIGHUP)
+            st, out = 200, b""
+        else:
+            st, out = self.api("PUT", "/api/config", raw=new_text.encode())
+        self.http = self.http_port = port
+
+        def moved():
+            try:
+                return self.last_reload().get("time_ms") != before
+            except (OSError, ValueError):
+                return False   # the new port an instant before the reload opens it
+        if st == 200 and not wait_for(moved, 10):
+            st, out = 500, f"/status does not answer at port {port} after the move from {old}".encode()
+        return st, out
 
     def user_change(self, rng, n, text):
         """[user uN] sections come and go and change role; the admin's session
