@@ -32,6 +32,7 @@ struct gw_bus {
     line_t *line;
     gw_listen_t *listen;          /* mode = listen: the port's bytes go here, not to the line */
     uint64_t listen_due;          /* the listen look pending (lazy, like the line's timers); 0: none */
+    gw_timeline_t *timeline;      /* NULL unless RTUGW_TIMELINE (timeline.c) */
 };
 
 enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_KEYS, BUS_MSG_PORT };
@@ -118,6 +119,12 @@ static void env_answered(void *ctx, const line_request_t *req)
 {
     gw_bus_t *bus = ctx;
     cache_write_end(bus->gw, bus->index, req->slave, req->pdu, req->pdu_len);
+    if (bus->timeline && bus->port) {
+        uint64_t t[TIMELINE_STAMPS] = { req->t_accept_ns, req->t_line_ns };
+        port_stamps(bus->port, &t[2], &t[3], &t[4]);
+        t[5] = gw_now_ns();
+        timeline_record(bus->timeline, t);
+    }
 }
 
 /* ---- the actor ------------------------------------------------------------------ */
@@ -379,6 +386,7 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
         bus_free(bus);
         return NULL;
     }
+    bus->timeline = timeline_open(index);
     if (gw->cfg->buses[index].listen) {
         driver_set_read_only(bus->driver);
         if (!(bus->listen = listen_new(gw, index, bus->router, err, errcap))) {
@@ -467,6 +475,7 @@ void bus_free(gw_bus_t *bus)
     if (!bus)
         return;
     port_free(bus->port);
+    timeline_close(bus->timeline);
     listen_free(bus->listen);
     line_free(bus->line);
     driver_free(bus->driver);
