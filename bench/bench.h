@@ -52,5 +52,6 @@ int bench_transports_main(int argc, char **argv);
 int bench_mqtt_main(int argc, char **argv);
 int bench_expr_main(int argc, char **argv);
 int bench_wire_main(int argc, char **argv);
+int bench_hop_main(int argc, char **argv);
 
 #endif
