@@ -193,12 +193,13 @@ static void pace_next(gw_port_t *p)
      * (a wire adds the request's own time; a pty hands it over at once),
      * so its last byte cannot be in before the write + want characters:
      * sleep until then, and after that read each chunk as it comes, so the
-     * last byte is read when it lands, not a prediction's length after. A
-     * prediction from the bytes read so far ("missing x char from now")
+     * last byte is read when it lands, not a prediction's length after. (A
+     * prediction from the bytes read so far, "missing x char from now",
      * overshoots by however far the reads lag the line: a UART's FIFO
-     * delivers in bursts of up to 14 bytes, and on the 9600-baud pty the
-     * last read came 2.2 ms (two characters) after the last byte
-     * (`rtugw bench wire --timeline`, docs/bench-wire.md). */
+     * delivers in bursts of up to 14 bytes.) A spin through the last
+     * 150 us instead of a sleep, against the thread's 50-80 us late
+     * wake-up, was measured not to pay: the last read came no earlier, as
+     * the answer's bytes themselves came that late (docs/bench-wire.md). */
     uint64_t end = p->pace_write_ns + (uint64_t)want * p->pace_char_ns, now = gw_now_ns();
     if (end > now) {
         pause_reads(p, end - now);
