@@ -44,56 +44,6 @@
 
 #define WIRE_MAX_BAUDS 4
 
-typedef struct paced_line {
-    driver_sim_t *sim;
-    int master, slave_hold;
-    char path[128];
-} paced_line_t;
-
-/* A paced simulator (slave 1, 8N1 at baud) on a thread of this process,
- * serving the master side of a new pty pair; line->path is the other side. */
-static int line_open(paced_line_t *line, unsigned baud)
-{
-    char err[DRIVER_ERRLEN];
-    driver_sim_config_t sc;
-
-    *line = (paced_line_t){ .master = -1, .slave_hold = -1 };
-    driver_sim_defaults(&sc);
-    driver_sim_parse_slaves("1", &sc);
-    sc.baud = baud;
-    sc.char_bits = 10;   /* 8N1 */
-    sc.parity = 'N';
-    sc.pace = true;
-    int rc = driver_pty_open(&line->master, &line->slave_hold, line->path, sizeof line->path);
-    if (rc) {
-        fprintf(stderr, "rtugw bench wire: pseudo-terminal: %s\n", strerror(-rc));
-        return -1;
-    }
-    if (!(line->sim = driver_sim_new(&sc, err, sizeof err))) {
-        fprintf(stderr, "rtugw bench wire: simulator: %s\n", err);
-        return -1;
-    }
-    if ((rc = driver_sim_start(line->sim, line->master)) != 0) {
-        fprintf(stderr, "rtugw bench wire: simulator thread: %s\n", strerror(-rc));
-        driver_sim_free(line->sim);
-        line->sim = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-static void line_close(paced_line_t *line)
-{
-    if (line->sim) {
-        driver_sim_stop(line->sim);
-        driver_sim_free(line->sim);
-    }
-    if (line->master >= 0)
-        close(line->master);
-    if (line->slave_hold >= 0)
-        close(line->slave_hold);
-}
-
 /* Reads back to back for seg_ns; every answer's values checked. Returns
  * requests/s; latencies (us) appended to lat when measured. */
 static int log_push(wire_client_log_t *log, uint64_t sent, uint64_t received)
@@ -146,7 +96,7 @@ static double run_segment(modbus_t *ctx, unsigned regs, uint64_t seg_ns, bench_s
 
 /* One gateway arm: its own paced line, the gateway on it, one client. */
 typedef struct gw_arm {
-    paced_line_t line;
+    bench_pty_sim_t line;
     bench_gw_t *gw;
     modbus_t *client;
     bench_samples_t lat;
@@ -159,7 +109,7 @@ static int arm_start(const wire_options_t *opt, unsigned baud, unsigned k, gw_ar
     char bus[512];
     const char *sections = k == 1 ? "[device d1]\nslave = 1\nwiden_reads = false\n" : NULL;
 
-    if (line_open(&a->line, baud) != 0)
+    if (bench_pty_sim_open(&a->line, baud, true, false, "wire") != 0)
         return -1;
     snprintf(bus, sizeof bus, "port = %s\nbaud = %u\nparity = none\ngap_us = 1\nresponse_timeout_ms = 1000\n"
              "retries = 0\n", a->line.path, baud);
@@ -191,7 +141,7 @@ static int arm_stop(gw_arm_t *a)
         snprintf(f, sizeof f, "%s.0", a->tl_path);
         unlink(f);
     }
-    line_close(&a->line);
+    bench_pty_sim_close(&a->line);
     free(a->lat.v);
     free(a->log.sent);
     free(a->log.received);
@@ -200,7 +150,7 @@ static int arm_stop(gw_arm_t *a)
 
 static int run_baud(const wire_options_t *opt, unsigned baud, wire_row_t *row)
 {
-    paced_line_t direct_line;
+    bench_pty_sim_t direct_line;
     modbus_t *direct = NULL;
     gw_arm_t arm[WIRE_ARMS];
     bench_samples_t lat_d = { 0 };
@@ -210,10 +160,10 @@ static int run_baud(const wire_options_t *opt, unsigned baud, wire_row_t *row)
     int rc = -1;
 
     *row = (wire_row_t){ .baud = baud, .regs = opt->regs };
-    direct_line = (paced_line_t){ .master = -1, .slave_hold = -1 };
+    direct_line = (bench_pty_sim_t){ .master = -1, .slave_hold = -1 };
     for (unsigned k = 0; k < WIRE_ARMS; k++)
         arm[k] = (gw_arm_t){ .line = { .master = -1, .slave_hold = -1 } };
-    if (!v || line_open(&direct_line, baud) != 0)
+    if (!v || bench_pty_sim_open(&direct_line, baud, true, false, "wire") != 0)
         goto out;
     direct = modbus_new_rtu(direct_line.path, (int)baud, 'N', 8, 1);
     if (!direct || modbus_set_slave(direct, 1) != 0 || modbus_connect(direct) != 0) {
@@ -264,7 +214,7 @@ out:
         modbus_close(direct);
         modbus_free(direct);
     }
-    line_close(&direct_line);
+    bench_pty_sim_close(&direct_line);
     free(lat_d.v);
     free(v);
     return rc;

@@ -386,7 +386,7 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
         bus_free(bus);
         return NULL;
     }
-    bus->timeline = timeline_open(index);
+    bus->timeline = timeline_open(gw, index);
     if (gw->cfg->buses[index].listen) {
         driver_set_read_only(bus->driver);
         if (!(bus->listen = listen_new(gw, index, bus->router, err, errcap))) {

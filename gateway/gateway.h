@@ -388,8 +388,9 @@ void port_stamps(const gw_port_t *p, uint64_t *written, uint64_t *first, uint64_
 
 typedef struct gw_timeline gw_timeline_t;
 #define TIMELINE_STAMPS 6   /* accepted, line, written, first byte, last byte, queued */
-/* NULL unless the environment has RTUGW_TIMELINE=PATH: then a ring in PATH.INDEX. */
-gw_timeline_t *timeline_open(unsigned bus_index);
+/* NULL unless the environment has RTUGW_TIMELINE=PATH: then a ring in PATH.INDEX
+ * (NULL and a warning logged when that file cannot be made). */
+gw_timeline_t *timeline_open(gw_t *gw, unsigned bus_index);
 /* The bus's own thread (one writer per ring). */
 void timeline_record(gw_timeline_t *tl, const uint64_t t[TIMELINE_STAMPS]);
 void timeline_close(gw_timeline_t *tl);

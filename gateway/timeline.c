@@ -28,6 +28,7 @@
  */
 #include "gateway/wiring.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -56,7 +57,7 @@ struct gw_timeline {
     uint64_t next;
 };
 
-gw_timeline_t *timeline_open(unsigned bus_index)
+gw_timeline_t *timeline_open(gw_t *gw, unsigned bus_index)
 {
     const char *base = getenv("RTUGW_TIMELINE");
     if (!base || !*base)
@@ -70,6 +71,8 @@ gw_timeline_t *timeline_open(unsigned bus_index)
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || ftruncate(fd, (off_t)tl->size) != 0 ||
         (tl->f = mmap(NULL, tl->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        gw_log(gw, CONFIG_LOG_WARN, "RTUGW_TIMELINE: cannot keep bus %u's timeline in %s: %s", bus_index, path,
+               strerror(errno));
         if (fd >= 0)
             close(fd);
         free(tl);
