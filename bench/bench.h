@@ -51,5 +51,7 @@ int bench_tags_main(int argc, char **argv);
 int bench_transports_main(int argc, char **argv);
 int bench_mqtt_main(int argc, char **argv);
 int bench_expr_main(int argc, char **argv);
+int bench_wire_main(int argc, char **argv);
+int bench_hop_main(int argc, char **argv);
 
 #endif

@@ -179,43 +179,19 @@ static double run_clients(modbus_t **ctx, unsigned n, unsigned regs, uint64_t se
 }
 
 typedef struct direct {
-    driver_sim_t *sim;
-    int master, slave_hold;
+    bench_pty_sim_t line;
     modbus_t *ctx;
 } direct_t;
 
-/* The simulator (slave 1, 115200 8N1, unpaced) on a thread of this process,
- * serving the master side of a new pty pair; *path is the other side. */
+/* The simulator (slave 1, 115200 8N1, unpaced, live as in the gateway's) on
+ * a thread of this process, serving the master side of a new pty pair;
+ * *path is the other side. */
 static int pty_sim_open(direct_t *d, char *path, size_t cap)
 {
-    char err[DRIVER_ERRLEN];
-    driver_sim_config_t sc;
-
     memset(d, 0, sizeof *d);
-    d->master = d->slave_hold = -1;
-    driver_sim_defaults(&sc);
-    driver_sim_parse_slaves("1", &sc);
-    sc.baud = 115200;
-    sc.char_bits = 10; /* 8N1, what the master below uses */
-    sc.live = true;    /* as in the gateway's simulator */
-    int rc = driver_pty_open(&d->master, &d->slave_hold, path, cap);
-    if (rc) {
-        fprintf(stderr, "rtugw bench gateway: pseudo-terminal: %s\n", strerror(-rc));
-        return -1;
-    }
-    d->sim = driver_sim_new(&sc, err, sizeof err);
-    if (!d->sim) {
-        fprintf(stderr, "rtugw bench gateway: simulator: %s\n", err);
-        return -1;
-    }
-    rc = driver_sim_start(d->sim, d->master);
-    if (rc) {
-        fprintf(stderr, "rtugw bench gateway: simulator thread: %s\n", strerror(-rc));
-        driver_sim_free(d->sim);
-        d->sim = NULL;
-        return -1;
-    }
-    return 0;
+    int rc = bench_pty_sim_open(&d->line, 115200, false, true, "gateway");
+    snprintf(path, cap, "%s", d->line.path);
+    return rc;
 }
 
 static int direct_open(direct_t *d)
@@ -239,14 +215,7 @@ static void direct_close(direct_t *d)
         modbus_close(d->ctx);
         modbus_free(d->ctx);
     }
-    if (d->sim) {
-        driver_sim_stop(d->sim);
-        driver_sim_free(d->sim);
-    }
-    if (d->master >= 0)
-        close(d->master);
-    if (d->slave_hold >= 0)
-        close(d->slave_hold);
+    bench_pty_sim_close(&d->line);
 }
 
 static double run_direct(direct_t *d, unsigned regs, uint64_t seg_ns, dvec_t *lat, uint64_t *errors)
@@ -631,7 +600,7 @@ int bench_gateway_main(int argc, char **argv)
         direct_close(&d);
         return 1;
     }
-    direct_t outside = { .master = -1, .slave_hold = -1 };
+    direct_t outside = { .line = { .master = -1, .slave_hold = -1 } };
     char pty[128] = "sim:1";
     if (opt.sim_outside && pty_sim_open(&outside, pty, sizeof pty) != 0) {
         direct_close(&outside);
@@ -648,7 +617,7 @@ int bench_gateway_main(int argc, char **argv)
         direct_close(&d);
         return 1;
     }
-    direct_t floor_sim = { .master = -1, .slave_hold = -1 };
+    direct_t floor_sim = { .line = { .master = -1, .slave_hold = -1 } };
     char floor_pty[128];
     bench_gw_t *relay = NULL;
     if (opt.relay && (pty_sim_open(&floor_sim, floor_pty, sizeof floor_pty) != 0 ||

@@ -8,7 +8,10 @@
 #ifndef RTUGW_BENCH_INTERNAL_H
 #define RTUGW_BENCH_INTERNAL_H
 
+#include "drivers/driver.h"
+
 #include <modbus/modbus.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -60,6 +63,18 @@ typedef struct bench_proc_usage {
     unsigned threads;
 } bench_proc_usage_t;
 int bench_proc_usage(pid_t pid, bench_proc_usage_t *out);
+
+/* pty_sim.c: the simulator (slave 1, 8N1 at baud; paced: each answer byte
+ * at its wire time; live: its input registers change) on a thread of this
+ * process, serving the master side of a new pty pair; path is the other
+ * side. 0, or -1 with a message naming `rtugw bench WHO` on stderr. */
+typedef struct bench_pty_sim {
+    driver_sim_t *sim;
+    int master, slave_hold;
+    char path[128];
+} bench_pty_sim_t;
+int bench_pty_sim_open(bench_pty_sim_t *line, unsigned baud, bool pace, bool live, const char *who);
+void bench_pty_sim_close(bench_pty_sim_t *line);
 
 /* The total instructions callgrind reports for `self bench ARGS` (its output
  * discarded), or -1 when valgrind or the child fails. */

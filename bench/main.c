@@ -20,6 +20,8 @@ static const struct {
     { "actors", bench_actors_main, "ns per message, actor pairs ping-pong, 1 vs all workers vs mutex" },
     { "router", bench_router_main, "routed decode vs the faster arm, overhead, convergence" },
     { "gateway", bench_gateway_main, "rtugw rps and latency vs a direct RTU master, RSS, paced cycle" },
+    { "wire", bench_wire_main, "one client on a paced line: rtugw vs a direct master, added latency, stage timeline" },
+    { "hop", bench_hop_main, "a Modbus TCP device bus's answers/s through one or more rtugw builds, side by side" },
     { "isolation", bench_isolation_main, "a live slave's rate while a client hammers a silent one, vs solo" },
     { "soak", bench_soak_main, "N mixed requests from many clients: answered once, RSS and fds flat" },
     { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },

@@ -32,6 +32,7 @@ struct gw_bus {
     line_t *line;
     gw_listen_t *listen;          /* mode = listen: the port's bytes go here, not to the line */
     uint64_t listen_due;          /* the listen look pending (lazy, like the line's timers); 0: none */
+    gw_timeline_t *timeline;      /* NULL unless RTUGW_TIMELINE (timeline.c) */
 };
 
 enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_KEYS, BUS_MSG_PORT };
@@ -118,6 +119,12 @@ static void env_answered(void *ctx, const line_request_t *req)
 {
     gw_bus_t *bus = ctx;
     cache_write_end(bus->gw, bus->index, req->slave, req->pdu, req->pdu_len);
+    if (bus->timeline && bus->port) {
+        uint64_t t[TIMELINE_STAMPS] = { req->t_accept_ns, req->t_line_ns };
+        port_stamps(bus->port, &t[2], &t[3], &t[4]);
+        t[5] = gw_now_ns();
+        timeline_record(bus->timeline, t);
+    }
 }
 
 /* ---- the actor ------------------------------------------------------------------ */
@@ -379,6 +386,7 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
         bus_free(bus);
         return NULL;
     }
+    bus->timeline = timeline_open(gw, index);
     if (gw->cfg->buses[index].listen) {
         driver_set_read_only(bus->driver);
         if (!(bus->listen = listen_new(gw, index, bus->router, err, errcap))) {
@@ -405,8 +413,37 @@ static uint64_t pace_char_ns(const config_bus_t *c)
     return (uint64_t)rtu_char_bits(c->data_bits, c->parity, c->stop_bits) * 1000000000ull / c->baud;
 }
 
+/*
+ * Which thread a bus lives on (issue 45). The line thread
+ * (docs/decisions/line-thread.md) keeps front-end work from running in front
+ * of a line's reads and timers, which matters where the wire has timing: t3.5
+ * and the rest between frames, an RTU answer's bytes framed by their silence
+ * (a serial port, RTU over TCP through a device server, a dial-in DTU). A
+ * Modbus TCP or UDP device (port tcp:// or udp://, framing = tcp) has
+ * none: its frames end by their own length, its gap is 0, and its only timer
+ * is the response timeout (hundreds of ms), which a front end's stall of
+ * milliseconds does not reach; nor does a late read split or corrupt an MBAP
+ * frame. There the line thread bought nothing and cost two thread hand-offs
+ * per request (I/O -> line -> I/O thread, two wake-ups): one client on a
+ * Modbus TCP device got 0.79 of the build before the line thread (7e7f0d0),
+ * and 0.99 with the bus back on the I/O thread, where every bus was before
+ * (`rtugw bench hop`, docs/bench-wire.md). Its answer then reaches the
+ * client's connection without leaving the thread (loop_post runs at once
+ * there, from the host event, never inside another callback). A listen://
+ * bus stays where it was even with framing = tcp: its listening socket is
+ * shared with the other buses on its address (driver_dialin_ports_t), which
+ * live on the line thread.
+ */
+static gw_loop_t *bus_home(const gw_bus_t *bus, gw_loop_t *loop)
+{
+    const config_bus_t *c = bus_config(bus);
+    bool no_wire = c->framing == CONFIG_FRAMING_TCP && (c->port_kind == CONFIG_PORT_TCP || c->port_kind == CONFIG_PORT_UDP);
+    return no_wire ? bus->gw->loop : loop;
+}
+
 int bus_start(gw_bus_t *bus, gw_loop_t *loop)
 {
+    loop = bus_home(bus, loop);
     int rc = bus->gw->cfg->buses_on_io_thread
                  ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
                  : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
@@ -467,6 +504,7 @@ void bus_free(gw_bus_t *bus)
     if (!bus)
         return;
     port_free(bus->port);
+    timeline_close(bus->timeline);
     listen_free(bus->listen);
     line_free(bus->line);
     driver_free(bus->driver);

@@ -379,6 +379,21 @@ int port_write(gw_port_t *p, const uint8_t *adu, size_t len);
  * it (msg, &payload) and opens d instead, paced at char_ns (port.c says the
  * order and why). The sink frees the old driver. 0, or -1: nothing done. */
 int port_swap(gw_port_t *p, driver_t *d, uint64_t char_ns, uint32_t msg, void *payload);
+/* Any thread: when the port's last write went to its driver, and when the
+ * reads after it first and last brought bytes (0: none yet). For the
+ * timeline (timeline.c); relaxed atomics, a snapshot of the port's state. */
+void port_stamps(const gw_port_t *p, uint64_t *written, uint64_t *first, uint64_t *last);
+
+/* ---- timeline.c: a bus's stage stamps per transaction, when asked ------------------- */
+
+typedef struct gw_timeline gw_timeline_t;
+#define TIMELINE_STAMPS 6   /* accepted, line, written, first byte, last byte, queued */
+/* NULL unless the environment has RTUGW_TIMELINE=PATH: then a ring in PATH.INDEX
+ * (NULL and a warning logged when that file cannot be made). */
+gw_timeline_t *timeline_open(gw_t *gw, unsigned bus_index);
+/* The bus's own thread (one writer per ring). */
+void timeline_record(gw_timeline_t *tl, const uint64_t t[TIMELINE_STAMPS]);
+void timeline_close(gw_timeline_t *tl);
 
 /* ---- slave_port.c: a front end's own serial port and its actor --------------------- */
 

@@ -9,7 +9,7 @@ gateway_libgateway_a_SOURCES = gateway/gateway.h \
 	gateway/log.c gateway/loop.c gateway/port.c gateway/bus.c gateway/poller.c gateway/cache.c gateway/tags.c \
 	gateway/north.c gateway/north_session.c gateway/north_write.c gateway/north_internal.h gateway/submit.c gateway/tag_write.c gateway/vslave.c gateway/metrics.c gateway/notify.c gateway/trim.c \
 	gateway/frames.c gateway/listen.c gateway/scan.c gateway/runtime.c gateway/slave_port.c \
-	gateway/wiring.h gateway/handles.c
+	gateway/wiring.h gateway/handles.c gateway/timeline.c
 gateway_libgateway_a_CFLAGS = $(GW_CFLAGS)
 gateway_libgateway_a_CPPFLAGS = $(GW_CPPFLAGS)
 
