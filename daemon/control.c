@@ -175,11 +175,12 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
  * applies live the same way; the rest of a [bus] (its port, framing and
  * serial settings, queue_depth, mode) waits for a restart.
  */
-/* Every line takes the running copy's keys (bus_set_keys). */
+/* Every line takes the running copy's keys (bus_set_keys); a bus restarting
+ * in place takes them when it is made. */
 static void send_keys(gw_t *gw)
 {
     for (unsigned k = 0; k < gw->bus_count; k++)
-        if (gw->buses[k] && bus_set_keys(gw->buses[k], gw->cfg) != 0)
+        if (gw->buses[k] && !bus_retiring(gw->buses[k]) && bus_set_keys(gw->buses[k], gw->cfg) != 0)
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the new keys (out of memory)",
                    gw->cfg->buses[k].name);
 }
@@ -200,29 +201,29 @@ static bool same_beyond_keys(const config_bus_t *x, config_bus_t y)
     return config_same_bus(x, &y);
 }
 
-/* Whether a bus changed in more than its live keys in a way no reload can
- * follow: a bus added, removed or renamed, or a change of framing, mode or
- * queue depth. A change of its port or serial settings alone follows
- * (bus_port_change); *ports says so. */
-static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool *ports)
+/* Whether the buses differ in more than their live keys in a way no bus
+ * can follow on its own: one added or removed. A change of one bus beyond
+ * its keys follows (apply_buses); *changed says there is one. */
+static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool *changed)
 {
-    *ports = false;
+    *changed = false;
     if (a->bus_count != b->bus_count)
         return true;
-    for (unsigned i = 0; i < a->bus_count; i++) {
-        if (same_beyond_keys(&a->buses[i], b->buses[i]))
-            continue;
-        if (!bus_port_change_ok(&a->buses[i], &b->buses[i]))
-            return true;
-        *ports = true;
-    }
+    for (unsigned i = 0; i < a->bus_count; i++)
+        *changed |= !same_beyond_keys(&a->buses[i], b->buses[i]);
     return false;
 }
 
-/* Each bus whose port or serial settings changed reopens at the new ones
- * (bus_port_change), and the running copy takes them (its name aside:
- * other threads read it). One that cannot is named in restart. */
-static void apply_ports(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
+/*
+ * Each bus that changed beyond its live keys. A change of its port or serial
+ * settings alone reopens the running line there (bus_port_change); any other
+ * (framing, mode, queue_depth, copies, a listen:// port, its name...), or a
+ * port change the running bus cannot take, restarts the bus in place
+ * (gateway/bus_restart.c: its requests answered, the others untouched). The
+ * running copy takes the section first: the new bus is made from it. One
+ * that can do neither is named in restart.
+ */
+static void apply_buses(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
 {
     size_t used = strlen(restart);
     for (unsigned k = 0; k < gw->bus_count && k < fresh->bus_count; k++) {
@@ -230,15 +231,23 @@ static void apply_ports(gw_t *gw, const config_t *fresh, char *restart, size_t c
         char err[256];
         if (same_beyond_keys(r, fresh->buses[k]))
             continue;
-        if (!gw->buses[k] || bus_port_change(gw->buses[k], fresh, err, sizeof err) != 0) {
-            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: %s; its port waits for a restart", r->name,
-                   gw->buses[k] ? err : "not running");
+        if (bus_port_change_ok(r, &fresh->buses[k]) && bus_port_change(gw->buses[k], fresh, err, sizeof err) == 0) {
+            memcpy((char *)r + sizeof r->name, (const char *)&fresh->buses[k] + sizeof r->name,
+                   sizeof *r - sizeof r->name);
+            gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: reopening at port %s, %u baud", r->name, r->port, r->baud);
+            continue;
+        }
+        config_bus_t was = *r;
+        *r = fresh->buses[k];
+        if (bus_restart(gw, k, err, sizeof err) != 0) {
+            *r = was;
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; it waits for a restart", err);
             used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%sbuses.%s", used ? " " : "",
                                      r->name);
             continue;
         }
-        memcpy((char *)r + sizeof r->name, (const char *)&fresh->buses[k] + sizeof r->name, sizeof *r - sizeof r->name);
-        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: reopening at port %s, %u baud", r->name, r->port, r->baud);
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: restarting in place at its new settings%s%s", r->name,
+               strcmp(was.name, r->name) ? ", renamed from " : "", strcmp(was.name, r->name) ? was.name : "");
     }
 }
 
@@ -535,7 +544,7 @@ static void reload(gw_t *gw)
     bool bus_keys = !buses && !config_same_buses(gw->cfg, fresh);
     char ports_restart[160] = "";
     if (ports)
-        apply_ports(gw, fresh, ports_restart, sizeof ports_restart);
+        apply_buses(gw, fresh, ports_restart, sizeof ports_restart);
     if (bus_keys)
         apply_bus_keys(gw, fresh);
     bool polls = !config_same_polls(gw->cfg, fresh);

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""A [bus] changed live beyond its line keys (issue 41): queue_depth, copies,
+its name, and its timeouts with them, by SIGHUP, on a real `rtugw run` with
+two buses on the built-in simulator, each read by a pymodbus Modbus TCP client
+on ONE connection throughout:
+  - bus A (line, sim:1) untouched: unit 1, holding[10..11] = 1010, 1011; every
+    answer right, none an exception, none lost, the same connection;
+  - bus B (lineb, sim:1,2) restarted in place (gateway/bus_restart.c): unit 2
+    is its slave 1 (the same values as A's: equal on both buses) and unit 3 its
+    slave 2 (2010, 2011: its own); never a wrong value, only 0x0A or 0x0B and
+    only during its swap, and right again after each;
+  - restart_needed empty after each change, /status naming the bus as the file
+    does, the log saying it restarted.
+Run it under load too: RTUGW_BURN=2."""
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from test_live_change import hup  # noqa: E402
+
+BUS_B = "[bus lineb]\nport = sim:1,2\nbaud = 115200\nresponse_timeout_ms = 150\nretries = 1\n"
+ROUTES = "unit2 = lineb:1\nunit3 = lineb:2\n"
+
+
+class Reader(threading.Thread):
+    """One connection, reading without pause: (unit, expected registers) in
+    turn. Counts right answers, wrong values, exceptions by code (with the
+    time of each) and requests that got nothing (pymodbus raises)."""
+    def __init__(self, g, asks):
+        super().__init__(daemon=True)
+        self.c, self.asks = g.client(), asks
+        self.right = self.wrong = self.lost = 0
+        self.exceptions = []   # (time, code)
+        self.wrongs = []
+        self.stop = threading.Event()
+
+    def run(self):
+        n = 0
+        while not self.stop.is_set():
+            unit, want = self.asks[n % len(self.asks)]
+            n += 1
+            try:
+                r = self.c.read_holding_registers(10, 2, slave=unit)
+            except Exception as e:   # noqa: BLE001 -- any failure to answer is a lost request
+                self.lost += 1
+                self.wrongs.append(("lost", unit, repr(e)))
+                continue
+            if r.isError():
+                self.exceptions.append((time.time(), getattr(r, "exception_code", None)))
+            elif r.registers == want:
+                self.right += 1
+            else:
+                self.wrong += 1
+                self.wrongs.append((unit, r.registers))
+
+    def finish(self):
+        self.stop.set()
+        self.join(5)
+        self.c.close()
+
+
+def reloaded(g, rev):
+    last = g.status()["last_reload"] or {}
+    return last.get("revision") not in (None, rev)
+
+
+def test_bus_restarted_in_place():
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=BUS_B, extra_tcp=ROUTES)
+    a = Reader(g, [(1, [1010, 1011])])
+    b = Reader(g, [(2, [1010, 1011]), (3, [2010, 2011])])
+    a.start()
+    b.start()
+    check(wait_for(lambda: a.right > 20 and b.right > 20, 5), f"both buses answer ({a.right}, {b.right})")
+    swaps = []
+    changes = [("queue_depth", "retries = 1\n[tcp]", "retries = 1\nqueue_depth = 8\n[tcp]", "lineb"),
+               ("copies", "queue_depth = 8\n", "queue_depth = 8\ncopies = none\n", "lineb"),
+               ("queue_depth and timeouts", "response_timeout_ms = 150\nretries = 1\nqueue_depth = 8\n",
+                "response_timeout_ms = 300\nretries = 1\nqueue_depth = 16\n", "lineb"),
+               ("name", "lineb", "linec", "linec")]
+    for what, old, new, name in changes:
+        text = g.text.replace(old, new)
+        check(text != g.text, f"{what}: the file changes")
+        rev = (g.status()["last_reload"] or {}).get("revision")
+        right_b = b.right
+        t0 = time.time()
+        hup(g, text)
+        check(wait_for(lambda: reloaded(g, rev), 5), f"{what}: reloaded ({g.status()['last_reload']})")
+        st = g.status()
+        check(st["restart_needed"] == "" and st["last_reload"]["result"] == "applied",
+              f"{what}: applied, nothing waits ({st['last_reload']['result']}, {st['restart_needed']!r})")
+        check(wait_for(lambda: [x["name"] for x in g.status()["buses"]] == ["line", name], 3),
+              f"{what}: /status names the buses as the file does ({[x['name'] for x in g.status()['buses']]})")
+        check(wait_for(lambda: b.right > right_b + 20, 5), f"{what}: bus B answers right again ({b.right - right_b})")
+        swaps.append((t0, time.time()))
+        time.sleep(0.3)
+    a.finish()
+    b.finish()
+    log = g.log_text()
+    check(log.count("restarting in place") == len(changes), f"the log says each restart ({log.count('restarting in place')})")
+    check(log.count("restarted at its new settings") == len(changes), "and that each new bus took its place")
+    check(a.wrong == 0 and a.lost == 0 and not a.exceptions and a.right > 200,
+          f"bus A: {a.right} right, 0 wrong ({a.wrong}), 0 lost ({a.lost}), 0 exceptions ({a.exceptions[:5]})")
+    check(b.wrong == 0 and b.lost == 0, f"bus B: never a wrong value or a lost request ({b.wrongs[:5]})")
+    codes = {c for _, c in b.exceptions}
+    check(codes <= {0x0A, 0x0B}, f"bus B's exceptions are 0x0A or 0x0B only ({sorted(codes)})")
+    outside = [t for t, _ in b.exceptions if not any(s <= t <= e for s, e in swaps)]
+    check(not outside, f"bus B's exceptions ({len(b.exceptions)}) all came during a swap ({len(outside)} outside)")
+    check(g.p.poll() is None, "the daemon runs")
+    g.stop()
+
+
+if __name__ == "__main__":
+    run_tests("test_bus_live", [test_bus_restarted_in_place])
