@@ -9,6 +9,7 @@ on ONE connection throughout:
     is its slave 1 (the same values as A's: equal on both buses) and unit 3 its
     slave 2 (2010, 2011: its own); never a wrong value, only 0x0A or 0x0B and
     only during its swap, and right again after each;
+  - the tag polled on bus B good after each, at its right value;
   - restart_needed empty after each change, /status naming the bus as the file
     does, the log saying it restarted.
 Run it under load too: RTUGW_BURN=2."""
@@ -20,9 +21,12 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from tagscheck import tag_values  # noqa: E402
 from test_live_change import hup  # noqa: E402
 
 BUS_B = "[bus lineb]\nport = sim:1,2\nbaud = 115200\nresponse_timeout_ms = 150\nretries = 1\n"
+# a tag polled on bus B: the poller's group goes on with the new bus
+TAG_B = "[device mb]\nbus = lineb\nslave = 2\n[tag tb]\ndevice = mb\ntable = holding\naddress = 20\ntype = uint16\ninterval_ms = 50\n"
 ROUTES = "unit2 = lineb:1\nunit3 = lineb:2\n"
 
 
@@ -63,20 +67,26 @@ class Reader(threading.Thread):
         self.c.close()
 
 
+def tb_good(g):
+    t = tag_values(g).get("tb", {})
+    return t.get("quality") == "good" and t.get("value") == 2020
+
+
 def reloaded(g, rev):
     last = g.status()["last_reload"] or {}
     return last.get("revision") not in (None, rev)
 
 
 def test_bus_restarted_in_place():
-    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=BUS_B, extra_tcp=ROUTES)
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=BUS_B + TAG_B, extra_tcp=ROUTES)
     a = Reader(g, [(1, [1010, 1011])])
     b = Reader(g, [(2, [1010, 1011]), (3, [2010, 2011])])
     a.start()
     b.start()
-    check(wait_for(lambda: a.right > 20 and b.right > 20, 5), f"both buses answer ({a.right}, {b.right})")
+    check(wait_for(lambda: a.right > 20 and b.right > 20 and tb_good(g), 5),
+          f"both buses answer ({a.right}, {b.right}), tb is polled")
     swaps = []
-    changes = [("queue_depth", "retries = 1\n[tcp]", "retries = 1\nqueue_depth = 8\n[tcp]", "lineb"),
+    changes = [("queue_depth", "retries = 1\n[device mb]", "retries = 1\nqueue_depth = 8\n[device mb]", "lineb"),
                ("copies", "queue_depth = 8\n", "queue_depth = 8\ncopies = none\n", "lineb"),
                ("queue_depth and timeouts", "response_timeout_ms = 150\nretries = 1\nqueue_depth = 8\n",
                 "response_timeout_ms = 300\nretries = 1\nqueue_depth = 16\n", "lineb"),
@@ -95,6 +105,9 @@ def test_bus_restarted_in_place():
         check(wait_for(lambda: [x["name"] for x in g.status()["buses"]] == ["line", name], 3),
               f"{what}: /status names the buses as the file does ({[x['name'] for x in g.status()['buses']]})")
         check(wait_for(lambda: b.right > right_b + 20, 5), f"{what}: bus B answers right again ({b.right - right_b})")
+        reads = g.status()["buses"][1]["requests"]
+        check(wait_for(lambda: tb_good(g) and g.status()["buses"][1]["requests"] > reads + 5, 3),
+              f"{what}: tb polled on the new bus ({tag_values(g).get('tb')})")
         swaps.append((t0, time.time()))
         time.sleep(0.3)
     a.finish()
