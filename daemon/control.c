@@ -251,6 +251,53 @@ static void apply_buses(gw_t *gw, const config_t *fresh, char *restart, size_t c
     }
 }
 
+/*
+ * Buses added at the end of the file start; buses gone from its end stop
+ * (gateway/bus_restart.c: the others untouched, a removed one's requests
+ * answered). The running copy's table takes fresh's length first (on this
+ * thread: the line threads read their line's own copy, never this table),
+ * its running entries kept. A removal waits while a tag write is in flight:
+ * the devices on the bus go only with the devices' own reload, which such a
+ * write queues, and /status must not meet a device on no bus. One that
+ * cannot apply is named in restart. 0: applied.
+ */
+static int resize_buses(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
+{
+    unsigned run = gw->cfg->bus_count, want = fresh->bus_count;
+    size_t used = strlen(restart);
+    char err[256] = "out of memory";
+    if (want < run && tag_writes_in_flight(gw->tag_writes)) {
+        snprintf(restart + used, used < cap ? cap - used : 0, "%sbuses", used ? " " : "");
+        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: a bus removed waits: tag writes in flight; send SIGHUP again");
+        return -1;
+    }
+    for (; run > want; run--) {
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s removed", gw->cfg->buses[run - 1].name);
+        bus_remove_last(gw);
+        gw->cfg->bus_count = run - 1;
+    }
+    config_bus_t *next = want > run ? malloc(want * sizeof *next) : NULL;
+    if (want > run && next) {
+        memcpy(next, gw->cfg->buses, run * sizeof *next);
+        memcpy(next + run, fresh->buses + run, (want - run) * sizeof *next);
+        free(gw->cfg->buses);
+        gw->cfg->buses = next;
+    }
+    for (; run < want; run++) {
+        gw->cfg->bus_count = run + 1;
+        if (!next || bus_add(gw, err, sizeof err) != 0) {
+            gw->cfg->bus_count = run;
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: %s; it starts at the next restart", fresh->buses[run].name,
+                   err);
+            snprintf(restart + used, used < cap ? cap - used : 0, "%sbuses.%s", used ? " " : "",
+                     fresh->buses[run].name);
+            return -1;
+        }
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s added", fresh->buses[run].name);
+    }
+    return 0;
+}
+
 /* The buses' live keys into the running copy, then to every line. */
 static void apply_bus_keys(gw_t *gw, const config_t *fresh)
 {
@@ -541,10 +588,15 @@ static void reload(gw_t *gw)
     /* by value, not by line number: a section that only moved is unchanged */
     bool ports;
     bool buses = buses_differ_beyond_keys(gw->cfg, fresh, &ports);
-    bool bus_keys = !buses && !config_same_buses(gw->cfg, fresh);
+    bool bus_keys = false;   /* among the buses in both: added and removed ones are resize_buses' */
+    for (unsigned k = 0; k < gw->cfg->bus_count && k < fresh->bus_count; k++)
+        bus_keys |= !config_same_bus(&gw->cfg->buses[k], &fresh->buses[k]);
     char ports_restart[160] = "";
     if (ports)
         apply_buses(gw, fresh, ports_restart, sizeof ports_restart);
+    bool resized = buses && resize_buses(gw, fresh, ports_restart, sizeof ports_restart) == 0;
+    buses &= !resized;
+    bus_keys &= !buses;
     if (bus_keys)
         apply_bus_keys(gw, fresh);
     bool polls = !config_same_polls(gw->cfg, fresh);
@@ -565,7 +617,6 @@ static void reload(gw_t *gw)
         memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
         gw->cfg->template_count = fresh->template_count;
     }
-    CHANGED("buses", buses);
     CHANGED(ports_restart, ports_restart[0] != 0);
     CHANGED("devices", devices && !live && !queued);
     CHANGED("polls", polls && !live && !queued);
@@ -638,8 +689,9 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
              gw->http ? " http" : "",
+             resized ? " buses" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",

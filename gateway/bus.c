@@ -38,6 +38,7 @@ struct gw_bus {
     atomic_bool port_ready;       /* bus->port is set (release, on home); bus_port_change needs it */
     atomic_uint_fast64_t refused; /* requests refused 0x0B while it retired (any thread) */
     void (*closed)(gw_bus_t *bus);/* bus_retire's: its port closed, on home */
+    bool removed;                 /* I/O thread: retired for good, no successor (bus_remove_last) */
     line_request_t *held;         /* a restarted bus's requests until its port says up or down */
     unsigned held_n, held_cap;    /* held_cap 0: nothing held (a bus made at the start) */
     bool holding;
@@ -548,8 +549,13 @@ int bus_start_in_place(gw_bus_t *bus, gw_loop_t *loop)
     return 0;
 }
 
-void bus_retire(gw_bus_t *bus, void (*closed)(gw_bus_t *bus))
+bool bus_removed(const gw_bus_t *bus) { return bus->removed; }
+
+void bus_retire(gw_bus_t *bus, void (*closed)(gw_bus_t *bus), bool removed)
 {
+    bus->removed |= removed;
+    if (bus_retiring(bus))
+        return;   /* on its way already: closed stays the first one's */
     bus->closed = closed;
     atomic_store_explicit(&bus->retiring, true, memory_order_release);
     actor_stop(bus->gw->actors, bus->self);

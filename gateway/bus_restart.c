@@ -66,9 +66,17 @@ static void swap_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, si
     char err[256] = "out of memory";
     (void)b, (void)data, (void)len;
     bus_drop_driver(old);
+    if (bus_removed(old)) {
+        /* every reader that loaded the count before it dropped is done (the argument above) */
+        if (__atomic_load_n(&gw->buses[i], __ATOMIC_RELAXED) == old)
+            __atomic_store_n(&gw->buses[i], NULL, __ATOMIC_RELEASE);
+        if (loop_post(bus_home(old), free_here, old, 0, 0, NULL, 0) != 0)
+            gw_log(gw, CONFIG_LOG_ERROR, "a removed bus's memory stays until a restart (out of memory)");
+        return;
+    }
     gw_bus_t *nb = bus_new(gw, i, err, sizeof err);
     if (!nb || bus_start_in_place(nb, bus_home(old)) != 0) {
-        /* A spawned actor would still hold nb: only one never started is freed. */
+        bus_free(nb);   /* bus_start_in_place fails only before its actor is spawned */
         gw_log(gw, CONFIG_LOG_ERROR, "bus %s: cannot start at its new settings: %s; it answers 0x0B until a "
                "restart", gw->cfg->buses[i].name, err);
         return;
@@ -113,6 +121,54 @@ int bus_restart(gw_t *gw, unsigned index, char *err, size_t errcap)
     }
     if (bus_retiring(old))
         return 0;   /* already on its way: the new bus takes the running copy as it is then */
-    bus_retire(old, closed);
+    bus_retire(old, closed, false);
     return 0;
+}
+
+/*
+ * A bus added (appended: the index after the last). Made and started as a
+ * restarted bus is (its port on its loop, requests held until it speaks),
+ * then published: the slot first, then the count, both release stores, so
+ * a reader that sees the count (gw_submit, gw_bus_count: acquire) sees the
+ * slot and the bus whole. The slots' array is sized for CONFIG_MAX_BUSES at
+ * the start (daemon/gw.c), so it never moves under a reader.
+ */
+int bus_add(gw_t *gw, char *err, size_t errcap)
+{
+    unsigned i = gw->bus_count;
+    gw_loop_t *home = gw->line_loop ? gw->line_loop : gw->loop;
+    if (i >= CONFIG_MAX_BUSES || !gw->cfg->buses_on_io_thread) {
+        snprintf(err, errcap, "bus %s: %s", gw->cfg->buses[i].name,
+                 i >= CONFIG_MAX_BUSES ? "too many buses" : "added live only with buses_on_io_thread = true");
+        return -1;
+    }
+    gw_bus_t *nb = bus_new(gw, i, err, errcap);
+    if (!nb)
+        return -1;
+    if (bus_start_in_place(nb, home) != 0) {
+        bus_free(nb);   /* it fails only before its actor is spawned */
+        snprintf(err, errcap, "bus %s: cannot start its actor (more buses than the scheduler was sized for at "
+                 "the start, or out of memory)", gw->cfg->buses[i].name);
+        return -1;
+    }
+    __atomic_store_n(&gw->buses[i], nb, __ATOMIC_RELEASE);
+    __atomic_store_n(&gw->bus_count, i + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/*
+ * The last bus removed: the count drops first (release), so no reader
+ * that loads it after sends there (a request for it is answered 0x0A, no
+ * such bus, as at a fresh start without it; /status and /metrics no longer
+ * list it); a serial slave's request already on its way to it is refused
+ * 0x0B. Then it retires as a restarted bus does (its requests answered),
+ * with no successor; its memory goes on its port's loop, after the swap
+ * argument above.
+ */
+void bus_remove_last(gw_t *gw)
+{
+    unsigned i = gw->bus_count - 1;
+    gw_bus_t *old = gw->buses[i];
+    __atomic_store_n(&gw->bus_count, i, __ATOMIC_RELEASE);
+    bus_retire(old, closed, true);
 }

@@ -10,6 +10,8 @@ on ONE connection throughout:
     slave 2 (2010, 2011: its own); never a wrong value, only 0x0A or 0x0B and
     only during its swap, and right again after each;
   - the tag polled on bus B good after each, at its right value;
+  - bus C added at the end (answered on a new connection, in /status and
+    /metrics), then removed (in neither), bus A's client undisturbed;
   - restart_needed empty after each change, /status naming the bus as the file
     does, the log saying it restarted.
 Run it under load too: RTUGW_BURN=2."""
@@ -28,6 +30,7 @@ BUS_B = "[bus lineb]\nport = sim:1,2\nbaud = 115200\nresponse_timeout_ms = 150\n
 # a tag polled on bus B: the poller's group goes on with the new bus
 TAG_B = "[device mb]\nbus = lineb\nslave = 2\n[tag tb]\ndevice = mb\ntable = holding\naddress = 20\ntype = uint16\ninterval_ms = 50\n"
 ROUTES = "unit2 = lineb:1\nunit3 = lineb:2\n"
+BUS_C = "[bus extra]\nport = sim:5\nbaud = 115200\nresponse_timeout_ms = 150\n"
 
 
 class Reader(threading.Thread):
@@ -72,6 +75,11 @@ def tb_good(g):
     return t.get("quality") == "good" and t.get("value") == 2020
 
 
+def metric_buses(g):
+    """The buses /metrics names in its per-bus requests series."""
+    return {k.split('bus="')[1].split('"')[0] for k in g.metrics() if k.startswith("rtugw_bus_requests_total{")}
+
+
 def reloaded(g, rev):
     last = g.status()["last_reload"] or {}
     return last.get("revision") not in (None, rev)
@@ -110,6 +118,29 @@ def test_bus_restarted_in_place():
               f"{what}: tb polled on the new bus ({tag_values(g).get('tb')})")
         swaps.append((t0, time.time()))
         time.sleep(0.3)
+    # bus C added at the end of the file, with a route to it: answered on a new connection
+    rev = (g.status()["last_reload"] or {}).get("revision")
+    hup(g, g.text.replace(ROUTES.replace("lineb", "linec"), ROUTES.replace("lineb", "linec") + "unit5 = extra:5\n")
+        + BUS_C)
+    check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+          g.status()["last_reload"]["result"] == "applied",
+          f"bus C added: applied, nothing waits ({g.status()['last_reload']})")
+    check([x["name"] for x in g.status()["buses"]] == ["line", "linec", "extra"], "/status lists bus C")
+    c = Reader(g, [(5, [5010, 5011])])
+    c.start()
+    check(wait_for(lambda: c.right > 20, 5), f"bus C answers on a new connection ({c.right} right)")
+    c.finish()
+    check(c.wrong == 0 and c.lost == 0 and not c.exceptions, f"bus C: all right ({c.exceptions[:3]} {c.wrongs[:3]})")
+    check(metric_buses(g) == {"line", "linec", "extra"}, f"/metrics has bus C ({metric_buses(g)})")
+    # and removed again: the file as it was
+    rev = g.status()["last_reload"]["revision"]
+    hup(g, g.text.replace(BUS_C, "").replace("unit5 = extra:5\n", ""))
+    check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+          g.status()["last_reload"]["result"] == "applied",
+          f"bus C removed: applied, nothing waits ({g.status()['last_reload']})")
+    check([x["name"] for x in g.status()["buses"]] == ["line", "linec"], "/status no longer lists bus C")
+    check(metric_buses(g) == {"line", "linec"}, f"nor /metrics ({metric_buses(g)})")
+    time.sleep(0.3)
     a.finish()
     b.finish()
     log = g.log_text()
