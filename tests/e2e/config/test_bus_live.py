@@ -16,13 +16,15 @@ on ONE connection throughout:
     does, the log saying it restarted.
 Run it under load too: RTUGW_BURN=2."""
 import os
+import socket
+import struct
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from rtugwtest import Gateway, check, free_port, run_tests, wait_for  # noqa: E402
 from tagscheck import tag_values  # noqa: E402
 from test_live_change import hup  # noqa: E402
 
@@ -157,5 +159,93 @@ def test_bus_restarted_in_place():
     g.stop()
 
 
+def crc16(b):
+    c = 0xFFFF
+    for x in b:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ 0xA001 if c & 1 else c >> 1
+    return struct.pack("<H", c)
+
+
+class Dtu(threading.Thread):
+    """A DTU with slave 1 behind it (holding[a] = 1000 + a), dialling rtugw's
+    listen:// port with its registration, and dialling again 50 ms after
+    rtugw closes the connection (a DTU's habit). Counts its connections."""
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port, self.connections, self.stop = port, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=1)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            self.connections += 1
+            s.sendall(b"SITE7")
+            s.settimeout(0.2)
+            buf = b""
+            while not self.stop.is_set():
+                try:
+                    chunk = s.recv(256)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+                while len(buf) >= 8:
+                    req, buf = buf[:8], buf[8:]
+                    unit, fc, addr, n = struct.unpack(">BBHH", req[:6])
+                    body = bytes([unit, fc, 2 * n]) + b"".join(struct.pack(">H", 1000 + addr + i) for i in range(n))
+                    s.sendall(body + crc16(body))
+            s.close()
+            time.sleep(0.05)
+
+
+def test_dialin_bus_restarted_in_place():
+    """A listen:// bus (a DTU dialling in, with a registration) restarted in
+    place by a queue_depth change: the old driver leaves the listening port's
+    hub before the new one joins it with the same registration, the DTU's
+    connection is closed and it dials again, and its unit answers right again;
+    the other bus's client is undisturbed."""
+    lp = free_port()
+    dtu_bus = (f"[bus dtu]\nport = listen://127.0.0.1:{lp}\nregister = text:SITE7\nresponse_timeout_ms = 300\n"
+               "retries = 1\n")
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=dtu_bus, extra_tcp="unit7 = dtu:1\n")
+    dtu = Dtu(lp)
+    dtu.start()
+    a = Reader(g, [(1, [1010, 1011])])
+    d = Reader(g, [(7, [1010, 1011])])
+    a.start()
+    d.start()
+    check(wait_for(lambda: a.right > 20 and d.right > 20, 10), f"both buses answer ({a.right}, {d.right})")
+    for depth in (8, 16):
+        rev = g.status()["last_reload"] and g.status()["last_reload"]["revision"]
+        right, conns = d.right, dtu.connections
+        t = g.text.replace("retries = 1\n[tcp]", f"retries = 1\nqueue_depth = {depth}\n[tcp]") if depth == 8 else \
+            g.text.replace("queue_depth = 8\n", "queue_depth = 16\n")
+        check(t != g.text, f"queue_depth {depth}: the file changes")
+        hup(g, t)
+        check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+              g.status()["last_reload"]["result"] == "applied", f"queue_depth {depth}: applied ({g.status()['last_reload']})")
+        check(wait_for(lambda: d.right > right + 20, 10) and dtu.connections > conns,
+              f"queue_depth {depth}: the DTU dialled the new bus, its unit answers again ({d.right - right}, "
+              f"{dtu.connections - conns} new connections)")
+    a.finish()
+    d.finish()
+    dtu.stop.set()
+    log = g.log_text()
+    check("registrations one of which" not in log and "needs a registration" not in log and
+          log.count("restarted at its new settings") == 2, "the new bus joined the hub each time")
+    check(a.wrong == 0 and a.lost == 0 and not a.exceptions, f"bus A: {a.right} right, nothing else ({a.exceptions[:3]})")
+    check(d.wrong == 0 and d.lost == 0 and {c for _, c in d.exceptions} <= {0x0A, 0x0B},
+          f"the DTU's unit: never wrong or lost, exceptions 0x0A/0x0B only ({d.wrongs[:3]}, {len(d.exceptions)})")
+    g.stop()
+
+
 if __name__ == "__main__":
-    run_tests("test_bus_live", [test_bus_restarted_in_place])
+    run_tests("test_bus_live", [test_bus_restarted_in_place, test_dialin_bus_restarted_in_place])
