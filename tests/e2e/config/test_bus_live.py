@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rtugwtest import Gateway, check, free_port, run_tests, wait_for  # noqa: E402
+from rtugwtest import Gateway, check, crc16, free_port, run_tests, wait_for  # noqa: E402
 from tagscheck import tag_values  # noqa: E402
 from test_live_change import hup  # noqa: E402
 
@@ -157,15 +157,6 @@ def test_bus_restarted_in_place():
     check(not outside, f"bus B's exceptions ({len(b.exceptions)}) all came during a swap ({len(outside)} outside)")
     check(g.p.poll() is None, "the daemon runs")
     g.stop()
-
-
-def crc16(b):
-    c = 0xFFFF
-    for x in b:
-        c ^= x
-        for _ in range(8):
-            c = (c >> 1) ^ 0xA001 if c & 1 else c >> 1
-    return struct.pack("<H", c)
 
 
 class Dtu(threading.Thread):
