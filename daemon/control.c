@@ -223,9 +223,10 @@ static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool 
  * running copy takes the section first: the new bus is made from it. One
  * that can do neither is named in restart.
  */
-static void apply_buses(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
+static unsigned apply_buses(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
 {
     size_t used = strlen(restart);
+    unsigned restarted = 0;
     for (unsigned k = 0; k < gw->bus_count && k < fresh->bus_count; k++) {
         config_bus_t *r = &gw->cfg->buses[k];
         char err[256];
@@ -248,7 +249,9 @@ static void apply_buses(gw_t *gw, const config_t *fresh, char *restart, size_t c
         }
         gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: restarting in place at its new settings%s%s", r->name,
                strcmp(was.name, r->name) ? ", renamed from " : "", strcmp(was.name, r->name) ? was.name : "");
+        restarted++;
     }
+    return restarted;
 }
 
 /*
@@ -592,8 +595,7 @@ static void reload(gw_t *gw)
     for (unsigned k = 0; k < gw->cfg->bus_count && k < fresh->bus_count; k++)
         bus_keys |= !config_same_bus(&gw->cfg->buses[k], &fresh->buses[k]);
     char ports_restart[160] = "";
-    if (ports)
-        apply_buses(gw, fresh, ports_restart, sizeof ports_restart);
+    bool restarted = ports && apply_buses(gw, fresh, ports_restart, sizeof ports_restart) > 0;
     bool resized = buses && resize_buses(gw, fresh, ports_restart, sizeof ports_restart) == 0;
     buses &= !resized;
     bus_keys &= !buses;
@@ -691,7 +693,7 @@ static void reload(gw_t *gw)
     char applied[160];
     snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
              gw->http ? " http" : "",
-             resized ? " buses" : "",
+             resized || restarted ? " buses" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
