@@ -175,11 +175,12 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
  * applies live the same way; the rest of a [bus] (its port, framing and
  * serial settings, queue_depth, mode) waits for a restart.
  */
-/* Every line takes the running copy's keys (bus_set_keys). */
+/* Every line takes the running copy's keys (bus_set_keys); a bus restarting
+ * in place takes them when it is made. */
 static void send_keys(gw_t *gw)
 {
     for (unsigned k = 0; k < gw->bus_count; k++)
-        if (gw->buses[k] && bus_set_keys(gw->buses[k], gw->cfg) != 0)
+        if (gw->buses[k] && !bus_retiring(gw->buses[k]) && bus_set_keys(gw->buses[k], gw->cfg) != 0)
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the new keys (out of memory)",
                    gw->cfg->buses[k].name);
 }
@@ -200,46 +201,104 @@ static bool same_beyond_keys(const config_bus_t *x, config_bus_t y)
     return config_same_bus(x, &y);
 }
 
-/* Whether a bus changed in more than its live keys in a way no reload can
- * follow: a bus added, removed or renamed, or a change of framing, mode or
- * queue depth. A change of its port or serial settings alone follows
- * (bus_port_change); *ports says so. */
-static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool *ports)
+/* Whether the buses differ in more than their live keys in a way no bus
+ * can follow on its own: one added or removed. A change of one bus beyond
+ * its keys follows (apply_buses); *changed says there is one. */
+static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool *changed)
 {
-    *ports = false;
+    *changed = false;
     if (a->bus_count != b->bus_count)
         return true;
-    for (unsigned i = 0; i < a->bus_count; i++) {
-        if (same_beyond_keys(&a->buses[i], b->buses[i]))
-            continue;
-        if (!bus_port_change_ok(&a->buses[i], &b->buses[i]))
-            return true;
-        *ports = true;
-    }
+    for (unsigned i = 0; i < a->bus_count; i++)
+        *changed |= !same_beyond_keys(&a->buses[i], b->buses[i]);
     return false;
 }
 
-/* Each bus whose port or serial settings changed reopens at the new ones
- * (bus_port_change), and the running copy takes them (its name aside:
- * other threads read it). One that cannot is named in restart. */
-static void apply_ports(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
+/*
+ * Each bus that changed beyond its live keys. A change of its port or serial
+ * settings alone reopens the running line there (bus_port_change); any other
+ * (framing, mode, queue_depth, copies, a listen:// port, its name...), or a
+ * port change the running bus cannot take, restarts the bus in place
+ * (gateway/bus_restart.c: its requests answered, the others untouched). The
+ * running copy takes the section first: the new bus is made from it. One
+ * that can do neither is named in restart.
+ */
+static unsigned apply_buses(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
 {
     size_t used = strlen(restart);
+    unsigned restarted = 0;
     for (unsigned k = 0; k < gw->bus_count && k < fresh->bus_count; k++) {
         config_bus_t *r = &gw->cfg->buses[k];
         char err[256];
         if (same_beyond_keys(r, fresh->buses[k]))
             continue;
-        if (!gw->buses[k] || bus_port_change(gw->buses[k], fresh, err, sizeof err) != 0) {
-            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: %s; its port waits for a restart", r->name,
-                   gw->buses[k] ? err : "not running");
+        if (bus_port_change_ok(r, &fresh->buses[k]) && bus_port_change(gw->buses[k], fresh, err, sizeof err) == 0) {
+            memcpy((char *)r + sizeof r->name, (const char *)&fresh->buses[k] + sizeof r->name,
+                   sizeof *r - sizeof r->name);
+            gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: reopening at port %s, %u baud", r->name, r->port, r->baud);
+            continue;
+        }
+        config_bus_t was = *r;
+        *r = fresh->buses[k];
+        if (bus_restart(gw, k, err, sizeof err) != 0) {
+            *r = was;
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; it waits for a restart", err);
             used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%sbuses.%s", used ? " " : "",
                                      r->name);
             continue;
         }
-        memcpy((char *)r + sizeof r->name, (const char *)&fresh->buses[k] + sizeof r->name, sizeof *r - sizeof r->name);
-        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: reopening at port %s, %u baud", r->name, r->port, r->baud);
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: restarting in place at its new settings%s%s", r->name,
+               strcmp(was.name, r->name) ? ", renamed from " : "", strcmp(was.name, r->name) ? was.name : "");
+        restarted++;
     }
+    return restarted;
+}
+
+/*
+ * Buses added at the end of the file start; buses gone from its end stop
+ * (gateway/bus_restart.c: the others untouched, a removed one's requests
+ * answered). The running copy's table takes fresh's length first (on this
+ * thread: the line threads read their line's own copy, never this table),
+ * its running entries kept. A removal waits while a tag write is in flight:
+ * the devices on the bus go only with the devices' own reload, which such a
+ * write queues, and /status must not meet a device on no bus. One that
+ * cannot apply is named in restart. 0: applied.
+ */
+static int resize_buses(gw_t *gw, const config_t *fresh, char *restart, size_t cap)
+{
+    unsigned run = gw->cfg->bus_count, want = fresh->bus_count;
+    size_t used = strlen(restart);
+    char err[256] = "out of memory";
+    if (want < run && tag_writes_in_flight(gw->tag_writes)) {
+        snprintf(restart + used, used < cap ? cap - used : 0, "%sbuses", used ? " " : "");
+        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: a bus removed waits: tag writes in flight; send SIGHUP again");
+        return -1;
+    }
+    for (; run > want; run--) {
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s removed", gw->cfg->buses[run - 1].name);
+        bus_remove_last(gw);
+        gw->cfg->bus_count = run - 1;
+    }
+    config_bus_t *next = want > run ? malloc(want * sizeof *next) : NULL;
+    if (want > run && next) {
+        memcpy(next, gw->cfg->buses, run * sizeof *next);
+        memcpy(next + run, fresh->buses + run, (want - run) * sizeof *next);
+        free(gw->cfg->buses);
+        gw->cfg->buses = next;
+    }
+    for (; run < want; run++) {
+        gw->cfg->bus_count = run + 1;
+        if (!next || bus_add(gw, err, sizeof err) != 0) {
+            gw->cfg->bus_count = run;
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: %s; it starts at the next restart", fresh->buses[run].name,
+                   err);
+            snprintf(restart + used, used < cap ? cap - used : 0, "%sbuses.%s", used ? " " : "",
+                     fresh->buses[run].name);
+            return -1;
+        }
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s added", fresh->buses[run].name);
+    }
+    return 0;
 }
 
 /* The buses' live keys into the running copy, then to every line. */
@@ -532,10 +591,14 @@ static void reload(gw_t *gw)
     /* by value, not by line number: a section that only moved is unchanged */
     bool ports;
     bool buses = buses_differ_beyond_keys(gw->cfg, fresh, &ports);
-    bool bus_keys = !buses && !config_same_buses(gw->cfg, fresh);
+    bool bus_keys = false;   /* among the buses in both: added and removed ones are resize_buses' */
+    for (unsigned k = 0; k < gw->cfg->bus_count && k < fresh->bus_count; k++)
+        bus_keys |= !config_same_bus(&gw->cfg->buses[k], &fresh->buses[k]);
     char ports_restart[160] = "";
-    if (ports)
-        apply_ports(gw, fresh, ports_restart, sizeof ports_restart);
+    bool restarted = ports && apply_buses(gw, fresh, ports_restart, sizeof ports_restart) > 0;
+    bool resized = buses && resize_buses(gw, fresh, ports_restart, sizeof ports_restart) == 0;
+    buses &= !resized;
+    bus_keys &= !buses;
     if (bus_keys)
         apply_bus_keys(gw, fresh);
     bool polls = !config_same_polls(gw->cfg, fresh);
@@ -556,7 +619,6 @@ static void reload(gw_t *gw)
         memcpy(gw->cfg->templates, fresh->templates, sizeof fresh->templates);
         gw->cfg->template_count = fresh->template_count;
     }
-    CHANGED("buses", buses);
     CHANGED(ports_restart, ports_restart[0] != 0);
     CHANGED("devices", devices && !live && !queued);
     CHANGED("polls", polls && !live && !queued);
@@ -629,8 +691,9 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
              gw->http ? " http" : "",
+             resized || restarted ? " buses" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",

@@ -79,7 +79,9 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         gw_log_configure(gw, cfg->log_level, true);
     }
     int cache = cache_init(gw);
-    gw->buses = calloc(cfg->bus_count + 1, sizeof *gw->buses);
+    /* sized for every bus a reload may add: the array never moves under a
+     * reader on another thread (gateway/bus_restart.c) */
+    gw->buses = calloc(CONFIG_MAX_BUSES + 1, sizeof *gw->buses);
     gw->serial_slaves = calloc(cfg->serial_slave_count + 1, sizeof *gw->serial_slaves);
     /* the actors and the router (gateway/runtime.c) before the buses */
     if (cache != 0 || !gw->buses || !gw->serial_slaves || gw_runtime_start(gw) != 0 ||
@@ -207,7 +209,7 @@ void gw_free(gw_t *gw)
     mbaps_free(gw->mbaps);   /* after the connections, which hold its contexts */
     poller_free(gw->poller);
     gw_tags_free(gw->tags);
-    for (unsigned i = 0; i < gw->cfg->bus_count; i++)
+    for (unsigned i = 0; gw->buses && i < CONFIG_MAX_BUSES; i++)   /* a bus a reload retires, too */
         bus_free(gw->buses[i]);
     loop_free(gw->line_loop);
     loop_free(gw->loop);

@@ -38,8 +38,15 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+/* buses: how many have shares; it only grows (shares_grow: a bus a reload
+ * added gets its share with its first request, on the I/O thread), so a
+ * connection waiting on a bus removed since is still served in turn (its
+ * request then meets no bus: 0x0A). The arrays are sized for every bus, so
+ * a reader on another thread (shares_answered, from the line thread) never
+ * indexes past them: relaxed is enough. */
 struct tcp_shares {
-    unsigned buses, share;
+    _Atomic unsigned buses;
+    unsigned share;
     atomic_uint in_bus[CONFIG_MAX_BUSES];
     tcp_waiter_t *head[CONFIG_MAX_BUSES][TCP_CLASSES], *tail[CONFIG_MAX_BUSES][TCP_CLASSES];
     unsigned waiting[TCP_CLASSES];           /* connections waiting, over all buses */
@@ -50,10 +57,23 @@ tcp_shares_t *shares_new(unsigned buses, unsigned share)
 {
     tcp_shares_t *s = calloc(1, sizeof *s);
     if (s) {
-        s->buses = buses < CONFIG_MAX_BUSES ? buses : CONFIG_MAX_BUSES;
+        atomic_init(&s->buses, 0);
+        shares_grow(s, buses);
         s->share = share ? share : 1;
     }
     return s;
+}
+
+void shares_grow(tcp_shares_t *s, unsigned buses)
+{
+    buses = buses < CONFIG_MAX_BUSES ? buses : CONFIG_MAX_BUSES;
+    if (buses > atomic_load_explicit(&s->buses, memory_order_relaxed))
+        atomic_store_explicit(&s->buses, buses, memory_order_relaxed);
+}
+
+static unsigned buses_of(const tcp_shares_t *s)
+{
+    return atomic_load_explicit(&s->buses, memory_order_relaxed);
 }
 
 void shares_free(tcp_shares_t *s)
@@ -83,7 +103,7 @@ static unsigned class_limit(const tcp_shares_t *s, unsigned klass)
 
 bool shares_room(const tcp_shares_t *s, unsigned bus, unsigned klass, bool turn)
 {
-    if (bus >= s->buses)
+    if (bus >= buses_of(s))
         return true;   /* gw_submit refuses it: no share to take */
     if (atomic_load_explicit(&s->in_bus[bus], memory_order_relaxed) >= class_limit(s, klass))
         return false;
@@ -92,19 +112,19 @@ bool shares_room(const tcp_shares_t *s, unsigned bus, unsigned klass, bool turn)
 
 void shares_taken(tcp_shares_t *s, unsigned bus)
 {
-    if (bus < s->buses)
+    if (bus < buses_of(s))
         atomic_fetch_add_explicit(&s->in_bus[bus], 1, memory_order_relaxed);
 }
 
 void shares_answered(tcp_shares_t *s, unsigned bus)
 {
-    if (bus < s->buses)
+    if (bus < buses_of(s))
         atomic_fetch_sub_explicit(&s->in_bus[bus], 1, memory_order_relaxed);
 }
 
 void shares_wait(tcp_shares_t *s, tcp_waiter_t *w, unsigned bus, unsigned klass, uint64_t now_ns)
 {
-    if (w->linked || bus >= s->buses)
+    if (w->linked || bus >= buses_of(s))
         return;
     klass = klass < TCP_CLASSES ? klass : TCP_CLASSES - 1;
     *w = (tcp_waiter_t){ .prev = s->tail[bus][klass], .bus = (uint8_t)bus, .klass = (uint8_t)klass,
@@ -136,7 +156,7 @@ void shares_leave(tcp_shares_t *s, tcp_waiter_t *w)
 
 tcp_waiter_t *shares_next(tcp_shares_t *s, unsigned bus)
 {
-    if (bus >= s->buses)
+    if (bus >= buses_of(s))
         return NULL;
     unsigned in = atomic_load_explicit(&s->in_bus[bus], memory_order_relaxed);
     tcp_waiter_t *hi = in < class_limit(s, TCP_CLASS_PRIORITY) ? s->head[bus][TCP_CLASS_PRIORITY] : NULL;
@@ -152,7 +172,7 @@ tcp_waiter_t *shares_next(tcp_shares_t *s, unsigned bus)
 
 unsigned shares_buses(const tcp_shares_t *s)
 {
-    return s->buses;
+    return buses_of(s);
 }
 
 unsigned shares_waiting(const tcp_shares_t *s, unsigned klass)

@@ -92,6 +92,8 @@ typedef struct tcp_waiter {
 } tcp_waiter_t;
 typedef struct tcp_shares tcp_shares_t;
 tcp_shares_t *shares_new(unsigned buses, unsigned share);
+/* I/O thread: shares for buses 0..buses-1 (a bus a reload added); never shrinks. */
+void shares_grow(tcp_shares_t *s, unsigned buses);
 void shares_free(tcp_shares_t *s);
 void shares_set(tcp_shares_t *s, unsigned share);   /* a reload's bus_share */
 /* May a request of klass take a place in bus now? turn: its connection was

@@ -56,7 +56,6 @@ struct gw_serial_slave {
     line_origin_t origin;        /* first: the answers' way back */
     gw_t *gw;
     gw_maps_t *maps;             /* the wiring's, taken at creation (fixed from start) */
-    unsigned bus_count;
     const config_serial_slave_t *cfg;   /* &own: the running config's copy may be swapped by a reload */
     config_serial_slave_t own;
     char name[CONFIG_NAME_MAX + 16];
@@ -191,7 +190,7 @@ static void on_request(gw_serial_slave_t *s, const rtu_frame_t *f)
     if (atomic_load_explicit(&s->retired, memory_order_relaxed))
         return;   /* bytes read before the retire: the new serial slave on this port answers from now */
     bool mapped = f->adu[0] && vslave_owns(s->maps, f->adu[0]);   /* a map's unit (gateway/vslave.c) */
-    if (!mapped && (!r->set || r->bus >= s->bus_count)) {
+    if (!mapped && (!r->set || r->bus >= gw_bus_count(s->gw))) {
         gw_count(&s->m.ignored);   /* another slave's, or nobody's */
         return;
     }
@@ -352,7 +351,6 @@ gw_serial_slave_t *serial_slave_new(gw_t *gw, const config_serial_slave_t *c, ch
     s->origin.ops = &serial_slave_ops;
     s->gw = gw;
     s->maps = gw_maps(gw);
-    s->bus_count = gw_bus_count(gw);
     s->own = *c;
     s->cfg = c = &s->own;
     atomic_init(&s->refs, 1);

@@ -371,8 +371,9 @@ static bool conn_waits_its_turn(tcp_conn_t *c, const tcp_adu_t *adu)
     unsigned bus, slave;
 
     if (adu->refuse || vslave_owns(tcp->maps, adu->unit) ||
-        !front_route(tcp->gw, &tcp->cfg, adu->unit, &bus, &slave) || bus >= tcp->bus_count)
+        !front_route(tcp->gw, &tcp->cfg, adu->unit, &bus, &slave) || bus >= gw_bus_count(tcp->gw))
         return false;   /* answered here (a map's unit too), no place taken */
+    shares_grow(tcp->shares, bus + 1);   /* a bus a reload added: its share from its first request */
     unsigned klass = request_class(c, adu->unit, adu->pdu, adu->pdu_len);
     if ((c->reserved && c->reserved_bus == bus) || shares_room(tcp->shares, bus, klass, false))
         return false;

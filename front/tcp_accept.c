@@ -329,11 +329,10 @@ gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *fra
     tcp->loop = gw_loop(gw);
     tcp->mbaps = gw_mbaps(gw);
     tcp->maps = gw_maps(gw);
-    tcp->bus_count = gw_bus_count(gw);
     tcp->cfg = *cfg;
     tcp->framing = framing;
     tcp->m = &tcp->counters;
-    if (!(tcp->shares = shares_new(tcp->bus_count, cfg->bus_share))) {
+    if (!(tcp->shares = shares_new(gw_bus_count(gw), cfg->bus_share))) {
         snprintf(err, errcap, "out of memory");
         free(tcp);
         return NULL;

@@ -69,12 +69,11 @@ struct gw_tcp {
     line_origin_t origin;             /* first: the answers' way back */
     gw_t *gw;
     /* The wiring's handles it uses, taken at creation (each fixed from
-     * start: the loop, the buses, the maps, [tls]): no accessor call on the
-     * request path. */
+     * start: the loop, the maps, [tls]): no accessor call on the request
+     * path but the bus count, which a reload may change (gw_bus_count). */
     gw_loop_t *loop;
     gw_mbaps_t *mbaps;
     gw_maps_t *maps;
-    unsigned bus_count;
     config_tcp_t cfg;
     const tcp_framing_t *framing;
     tcp_shares_t *shares;           /* its places in each bus, and who waits for one */

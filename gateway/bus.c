@@ -33,9 +33,20 @@ struct gw_bus {
     gw_listen_t *listen;          /* mode = listen: the port's bytes go here, not to the line */
     uint64_t listen_due;          /* the listen look pending (lazy, like the line's timers); 0: none */
     gw_timeline_t *timeline;      /* NULL unless RTUGW_TIMELINE (timeline.c) */
+    /* A bus restarted in place by a reload (bus_restart.c has the argument). */
+    gw_loop_t *home;              /* its port's loop (bus_start) */
+    atomic_bool retiring;         /* set by bus_retire (I/O thread); read where requests are sent */
+    atomic_bool port_ready;       /* bus->port is set (release, on home); bus_port_change needs it */
+    atomic_uint_fast64_t refused; /* requests refused 0x0B while it retired (any thread) */
+    void (*closed)(gw_bus_t *bus);/* bus_retire's: its port closed, on home */
+    bool removed;                 /* I/O thread: retired for good, no successor (bus_remove_last) */
+    line_request_t *held;         /* a restarted bus's requests until its port says up or down */
+    unsigned held_n, held_cap;    /* held_cap 0: nothing held (a bus made at the start) */
+    bool holding;
 };
 
-enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_KEYS, BUS_MSG_PORT };
+enum bus_msg { BUS_MSG_REQUEST = 1, BUS_MSG_TIMER, BUS_MSG_RESOLVE, BUS_MSG_LISTEN, BUS_MSG_KEYS, BUS_MSG_PORT,
+               BUS_MSG_HOLD_END };
 
 typedef struct bus_timer_msg {
     uint64_t at;
@@ -43,6 +54,11 @@ typedef struct bus_timer_msg {
 } bus_timer_msg_t;
 
 const config_bus_t *bus_config(const gw_bus_t *bus) { return line_config(bus->line); }
+unsigned bus_slot(const gw_bus_t *bus) { return bus->index; }
+gw_t *bus_gw(const gw_bus_t *bus) { return bus->gw; }
+gw_loop_t *bus_home(const gw_bus_t *bus) { return bus->home; }
+bool bus_retiring(const gw_bus_t *bus) { return atomic_load_explicit(&bus->retiring, memory_order_acquire); }
+uint64_t bus_refused(const gw_bus_t *bus) { return gw_read(&bus->refused); }
 const gw_listen_t *bus_listen(const gw_bus_t *bus) { return bus->listen; }
 line_bus_metrics_t *bus_metrics(gw_bus_t *bus) { return line_metrics(bus->line); }
 
@@ -51,14 +67,21 @@ line_slave_metrics_t *bus_slave_metrics(gw_bus_t *bus, unsigned slave)
     return line_slave_metrics(bus->line, slave);
 }
 
+/* A retired bus whose successor could not be made has no driver (bus_drop_driver). */
 void bus_describe(const gw_bus_t *bus, char *buf, size_t cap)
 {
-    driver_describe(bus->driver, buf, cap);
+    if (bus->driver)
+        driver_describe(bus->driver, buf, cap);
+    else
+        snprintf(buf, cap, "retired");
 }
 
 void bus_driver_stats(const gw_bus_t *bus, driver_stats_t *st)
 {
-    driver_get_stats(bus->driver, st);
+    if (bus->driver)
+        driver_get_stats(bus->driver, st);
+    else
+        memset(st, 0, sizeof *st);
 }
 
 /* ---- the line core's operations ----------------------------------------------- */
@@ -171,6 +194,50 @@ typedef struct bus_port {
     driver_t *wire, *old;
 } bus_port_t;
 
+/*
+ * A restarted bus holds what comes before its port's first word (bus_restart.c):
+ * then the line hears the port (up, or down: 0x0A, its rule for a port that is
+ * down) and takes them in their order. At most queue_depth are held (the rest
+ * go to the line at once, which answers 0x0A while its port is down);
+ * BUS_MSG_HOLD_END bounds the wait. A listen-only bus holds nothing: its
+ * line is never up.
+ */
+static void release_held(gw_bus_t *bus, uint64_t now)
+{
+    bus->holding = false;
+    for (unsigned i = 0; i < bus->held_n; i++)
+        line_submit(bus->line, &bus->held[i], now);
+    bus->held_n = 0;
+}
+
+/* Retired (ACTOR_STOPPED: every request sent before the stop has reached
+ * the line): the line hears its port go, so the question in flight and every
+ * queued one are answered 0x0A by the line's rule (counted there as
+ * unavailable), as on any port lost. None is left without its answer. */
+static void retire_line(gw_bus_t *bus, uint64_t now)
+{
+    line_bus_metrics_t *m = line_metrics(bus->line);
+    uint64_t before = gw_read(&m->unavailable);
+    if (bus->holding)
+        release_held(bus, now);
+    line_port(bus->line, false, now);
+    gw_log(bus->gw, CONFIG_LOG_INFO, "bus %s: retired by a reload: %llu requests in flight or queued answered 0x0A",
+           bus_config(bus)->name, (unsigned long long)(gw_read(&m->unavailable) - before));
+}
+
+/* On the port's loop, after the actor stopped: nothing reads the port or
+ * sends it a write any more (writes are posted to this loop, in order, before
+ * this), so it is freed here; the driver stays for the I/O thread's readers
+ * until the bus is replaced there (bus_restart.c). */
+static void close_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_bus_t *bus = ctx;
+    (void)a, (void)b, (void)data, (void)len;
+    port_free(bus->port);
+    bus->port = NULL;
+    bus->closed(bus);
+}
+
 static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, uint32_t type,
                           const void *data, size_t len)
 {
@@ -187,9 +254,24 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
         line_request_t req;
         memset(&req, 0, sizeof req);
         memcpy(&req, data, len < sizeof req ? len : sizeof req);
-        line_submit(bus->line, &req, now);
+        if (bus->holding && bus->held_n < bus->held_cap)
+            bus->held[bus->held_n++] = req;
+        else
+            line_submit(bus->line, &req, now);
         break;
     }
+    case BUS_MSG_HOLD_END:
+        if (bus->holding)
+            release_held(bus, now);
+        break;
+    case ACTOR_STOPPED:   /* a stop: only a retired bus's (bus_retire) has more to do */
+        if (!atomic_load_explicit(&bus->retiring, memory_order_relaxed))
+            break;
+        retire_line(bus, now);
+        if (loop_post(bus->home, close_here, bus, 0, 0, NULL, 0) != 0)
+            gw_log(bus->gw, CONFIG_LOG_ERROR, "bus %s: retired: out of memory; its port stays open until a restart",
+                   bus_config(bus)->name);
+        break;
     case PORT_MSG_BYTES: {
         const gw_bytes_t *b = data;
         line_bytes(bus->line, b->data, b->len, b->t_ns, now);
@@ -206,6 +288,8 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
         break;
     case PORT_MSG_STATE:
         line_port(bus->line, *(const uint8_t *)data != 0, now);
+        if (bus->holding)
+            release_held(bus, now);
         break;
     case BUS_MSG_PORT: {
         bus_port_t *c;
@@ -236,7 +320,12 @@ static void bus_behaviour(actor_system_t *sys, actor_ref_t self, void *state, ui
 
 int bus_submit(gw_bus_t *bus, const line_request_t *req)
 {
-    return actor_send(bus->gw->actors, bus->self, BUS_MSG_REQUEST, req, offsetof(line_request_t, pdu) + req->pdu_len);
+    if (actor_send(bus->gw->actors, bus->self, BUS_MSG_REQUEST, req, offsetof(line_request_t, pdu) + req->pdu_len) == 0)
+        return 0;
+    if (!atomic_load_explicit(&bus->retiring, memory_order_acquire))
+        return MB_EX_PATH_UNAVAILABLE;
+    gw_count(&bus->refused);   /* logged when the new bus takes its place */
+    return MB_EX_TARGET_FAILED;
 }
 
 /*
@@ -434,7 +523,7 @@ static uint64_t pace_char_ns(const config_bus_t *c)
  * shared with the other buses on its address (driver_dialin_ports_t), which
  * live on the line thread.
  */
-static gw_loop_t *bus_home(const gw_bus_t *bus, gw_loop_t *loop)
+static gw_loop_t *bus_loop_for(const gw_bus_t *bus, gw_loop_t *loop)
 {
     const config_bus_t *c = bus_config(bus);
     bool no_wire = c->framing == CONFIG_FRAMING_TCP && (c->port_kind == CONFIG_PORT_TCP || c->port_kind == CONFIG_PORT_UDP);
@@ -443,7 +532,7 @@ static gw_loop_t *bus_home(const gw_bus_t *bus, gw_loop_t *loop)
 
 int bus_start(gw_bus_t *bus, gw_loop_t *loop)
 {
-    loop = bus_home(bus, loop);
+    loop = bus_loop_for(bus, loop);
     int rc = bus->gw->cfg->buses_on_io_thread
                  ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
                  : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
@@ -453,7 +542,71 @@ int bus_start(gw_bus_t *bus, gw_loop_t *loop)
     snprintf(name, sizeof name, "bus %s", bus_config(bus)->name);
     bus->port = port_new_paced(bus->gw, loop, bus->driver, name, bus->self, line_metrics(bus->line),
                                pace_char_ns(bus_config(bus)));
+    bus->home = loop;
+    atomic_store_explicit(&bus->port_ready, bus->port != NULL, memory_order_release);
     return bus->port ? 0 : -1;
+}
+
+/* bus_start_in_place's port, made on its own loop (its events are that
+ * loop's: made from the I/O thread while the line thread runs, they would
+ * race it). */
+static void open_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_bus_t *bus = ctx;
+    (void)a, (void)b, (void)data, (void)len;
+    char name[CONFIG_NAME_MAX + 8];
+    snprintf(name, sizeof name, "bus %s", bus_config(bus)->name);
+    bus->port = port_new_paced(bus->gw, bus->home, bus->driver, name, bus->self, line_metrics(bus->line),
+                               pace_char_ns(bus_config(bus)));
+    if (!bus->port)
+        gw_log(bus->gw, CONFIG_LOG_ERROR, "bus %s: cannot open its port (out of memory); it stays down until a "
+               "restart", bus_config(bus)->name);
+    atomic_store_explicit(&bus->port_ready, bus->port != NULL, memory_order_release);
+}
+
+int bus_start_in_place(gw_bus_t *bus, gw_loop_t *loop)
+{
+    const config_bus_t *c = bus_config(bus);
+    loop = bus_loop_for(bus, loop);   /* its new keys say where: a framing change may move it */
+    bus->home = loop;
+    bus->held_cap = c->listen ? 0 : c->queue_depth;
+    if (bus->held_cap && !(bus->held = calloc(bus->held_cap, sizeof *bus->held)))
+        return -1;
+    bus->holding = bus->held_cap != 0;
+    int rc = bus->gw->cfg->buses_on_io_thread
+                 ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
+                 : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
+    if (rc != 0)
+        return -1;
+    if (bus->holding)
+        actor_send_after(bus->gw->actors, bus->self, BUS_MSG_HOLD_END, NULL, 0,
+                         (uint64_t)c->response_timeout_ms * 1000000ull, NULL);
+    if (loop_post(loop, open_here, bus, 0, 0, NULL, 0) != 0)
+        gw_log(bus->gw, CONFIG_LOG_ERROR, "bus %s: cannot open its port (out of memory); it stays down until a "
+               "restart", c->name);
+    return 0;
+}
+
+bool bus_removed(const gw_bus_t *bus) { return bus->removed; }
+
+void bus_retire(gw_bus_t *bus, void (*closed)(gw_bus_t *bus), bool removed)
+{
+    bus->removed |= removed;
+    if (bus_retiring(bus))
+        return;   /* on its way already: closed stays the first one's */
+    bus->closed = closed;
+    atomic_store_explicit(&bus->retiring, true, memory_order_release);
+    actor_stop(bus->gw->actors, bus->self);
+}
+
+/* Phase two of a restart (bus_restart.c), on the I/O thread: the port is
+ * closed and the actor stopped, so nothing but this thread's readers
+ * (bus_describe, bus_driver_stats) reaches the driver. A dial-in bus's
+ * leaves its hub here, before the new bus joins it. */
+void bus_drop_driver(gw_bus_t *bus)
+{
+    driver_free(bus->driver);
+    bus->driver = bus->wire = NULL;
 }
 
 /*
@@ -476,7 +629,8 @@ bool bus_port_change_ok(const config_bus_t *run, const config_bus_t *c)
 int bus_port_change(gw_bus_t *bus, const config_t *fresh, char *err, size_t errcap)
 {
     const config_bus_t *c = &fresh->buses[bus->index];
-    if (!bus->port || bus->listen || !line_port_change_ok(&bus->gw->cfg->buses[bus->index], c)) {
+    if (!atomic_load_explicit(&bus->port_ready, memory_order_acquire) || bus_retiring(bus) || !bus->port ||
+        bus->listen || !line_port_change_ok(&bus->gw->cfg->buses[bus->index], c)) {
         snprintf(err, errcap, "bus %s: not a change of port or serial settings alone", c->name);
         return -1;
     }
@@ -510,5 +664,6 @@ void bus_free(gw_bus_t *bus)
     driver_free(bus->driver);
     if (bus->router)
         router_thread_free(bus->router);
+    free(bus->held);
     free(bus);
 }

@@ -427,10 +427,33 @@ typedef struct gw_bus gw_bus_t;
 
 gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap);
 void bus_free(gw_bus_t *bus);
-/* Spawns the bus actor, then opens its port on the loop. */
+/* Spawns the bus actor, then opens its port on the loop (the I/O loop instead
+ * for a Modbus TCP/UDP device bus with framing = tcp: bus.c's bus_loop_for). */
 int bus_start(gw_bus_t *bus, gw_loop_t *loop);
-/* Any thread: queue a request; exactly one answer comes to req->origin. */
+/* Any thread: queue a request; exactly one answer comes to req->origin. 0,
+ * or the exception to answer with: 0x0B while the bus retires, else 0x0A. */
 int bus_submit(gw_bus_t *bus, const line_request_t *req);   /* submit.c's; front ends call gw_submit */
+/* A bus restarted in place by a reload (bus_restart.c has the argument; I/O
+ * thread): bus_start's twin that holds requests until the port, made on
+ * the loop bus_start would choose, first says up or down; the retire (closed runs on the
+ * port's loop once the port is closed); the driver dropped before the
+ * successor opens its own. */
+int bus_start_in_place(gw_bus_t *bus, gw_loop_t *loop);
+void bus_retire(gw_bus_t *bus, void (*closed)(gw_bus_t *bus), bool removed);
+bool bus_removed(const gw_bus_t *bus);   /* retired with no successor (I/O thread) */
+void bus_drop_driver(gw_bus_t *bus);
+bool bus_retiring(const gw_bus_t *bus);
+uint64_t bus_refused(const gw_bus_t *bus);   /* refused 0x0B while it retired */
+unsigned bus_slot(const gw_bus_t *bus);
+gw_t *bus_gw(const gw_bus_t *bus);
+gw_loop_t *bus_home(const gw_bus_t *bus);
+/* Restart bus index in place at gw->cfg's settings for it (bus_restart.c).
+ * 0, or -1 and err: the running bus is kept. */
+int bus_restart(gw_t *gw, unsigned index, char *err, size_t errcap);
+/* A bus appended at index gw_bus_count from gw->cfg->buses[that index] (the
+ * running copy has it), or the last one retired for good (bus_restart.c). */
+int bus_add(gw_t *gw, char *err, size_t errcap);
+void bus_remove_last(gw_t *gw);
 /* A reload changed the bus's line keys or the devices on it: the keys that
  * apply live (line_keys_t: the bus's timeout, retries, gap, tcp_first,
  * priority_hold_us; each slave's timeout, dead_after, back-off, widening)

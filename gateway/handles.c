@@ -15,8 +15,13 @@
 const config_t *gw_config(const gw_t *gw) { return gw->cfg; }
 const gw_options_t *gw_options(const gw_t *gw) { return &gw->opt; }
 gw_loop_t *gw_loop(const gw_t *gw) { return gw->loop; }
-unsigned gw_bus_count(const gw_t *gw) { return gw->bus_count; }
-gw_bus_t *gw_bus(const gw_t *gw, unsigned i) { return i < gw->bus_count ? gw->buses[i] : NULL; }
+/* Acquire: a serial slave's actor asks from the line thread while a reload
+ * adds a bus (bus_restart.c publishes the slot before the count). */
+unsigned gw_bus_count(const gw_t *gw) { return __atomic_load_n(&gw->bus_count, __ATOMIC_ACQUIRE); }
+gw_bus_t *gw_bus(const gw_t *gw, unsigned i)
+{
+    return i < gw->bus_count ? __atomic_load_n(&gw->buses[i], __ATOMIC_ACQUIRE) : NULL;
+}
 gw_tags_t *gw_tags(const gw_t *gw) { return gw->tags; }
 gw_tag_writes_t *gw_tag_writes(const gw_t *gw) { return gw->tag_writes; }
 gw_maps_t *gw_maps(const gw_t *gw) { return gw->maps; }

@@ -23,12 +23,13 @@
 
 int gw_submit(gw_t *gw, const line_request_t *req)
 {
-    if (req->bus >= gw->bus_count)
+    /* acquire: a bus added by a reload is seen with its slot (bus_restart.c) */
+    if (req->bus >= __atomic_load_n(&gw->bus_count, __ATOMIC_ACQUIRE))
         return MB_EX_PATH_UNAVAILABLE;
     cache_write_begin(gw, req->bus, req->slave, req->pdu, req->pdu_len);
-    if (bus_submit(gw->buses[req->bus], req) != 0) {
+    /* and one restarted in place is seen whole */
+    int ex = bus_submit(__atomic_load_n(&gw->buses[req->bus], __ATOMIC_ACQUIRE), req);
+    if (ex != 0)
         cache_write_end(gw, req->bus, req->slave, req->pdu, req->pdu_len);
-        return MB_EX_PATH_UNAVAILABLE;
-    }
-    return 0;
+    return ex;
 }

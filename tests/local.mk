@@ -169,6 +169,11 @@ EXTRA_DIST += tests/e2e/config/test_live_keys.py
 # frame_ring, [tls] on/off/moved/roles; SIGHUP and the API, a Modbus TCP client reading throughout.
 TESTS += tests/e2e/config/test_live_http.py
 EXTRA_DIST += tests/e2e/config/test_live_http.py
+# A [bus] restarted in place by a reload (queue_depth, copies, its name): the
+# other bus's Modbus TCP client undisturbed, the changed one right or 0x0A/0x0B
+# only during its swap.
+TESTS += tests/e2e/config/test_bus_live.py
+EXTRA_DIST += tests/e2e/config/test_bus_live.py
 # [mqtt] live (issue 41): topic_prefix, format, interval, the broker, [mqtt]
 # removed and added, Sparkplug's node, by SIGHUP and PUT /api/config; an
 # unrelated reload leaves the session alone (no QoS 1 gap). Two mosquittos.

@@ -34,8 +34,8 @@ def test_line_keys_live():
     response_timeout_ms and retries apply live (each was restart_needed,
     "devices"/"buses"): the line's timeout for the slave is the new one
     (rtugw_device_timeout_ms), polling goes on, and the Modbus TCP client's
-    connection keeps answering. queue_depth still waits (the line's queues
-    are sized at start)."""
+    connection keeps answering. queue_depth applies too: the bus restarts in
+    place (tests/e2e/config/test_bus_live.py has the rest)."""
     devs = ("[device m1]\nslave = 1\ntimeout_ms = 300\n[device m3]\nslave = 3\n"
             "[tag t1]\ndevice = m1\ntable = holding\naddress = 10\ntype = uint16\ninterval_ms = 50\n")
     g = Gateway(bus=SIM1.replace("sim:1", "sim:1,3"), devices=devs, timeout_ms=250)
@@ -60,7 +60,8 @@ def test_line_keys_live():
     polls = requests_in(g, 0.5)
     check(polls > 3, f"t1 still polled ({polls} requests in 0.5 s)")
     hup(g, g.text.replace("baud = 115200", "baud = 115200\nqueue_depth = 32"))
-    check(wait_for(lambda: g.status()["restart_needed"] == "buses", 3), f"queue_depth waits: {g.status()['restart_needed']!r}")
+    check(wait_for(lambda: "restarted at its new settings" in g.log_text(), 3) and g.status()["restart_needed"] == "",
+          f"queue_depth applies: the bus restarted in place ({g.status()['restart_needed']!r})")
     c.close()
     g.stop()
 

@@ -8,7 +8,8 @@ added or removed ([tag] sections through /api/tags, rows of a template's CSV
 through /api/templates/NAME/csv), a device added from the template or
 removed, a poll group added or removed, a device's interval_ms, a template
 no device uses added or removed, the log level, [tcp] max_pending, allow and
-the listener's port (by SIGHUP), a device's line keys (timeout_ms,
+the listener's port (by SIGHUP), a third [bus] added, changed beyond its
+line keys, renamed or removed (by SIGHUP), a device's line keys (timeout_ms,
 dead_after, dead_backoff_ms), a device moved to another slave id, and bus
 a's response_timeout_ms and retries (by SIGHUP), a [user] added, removed
 or given another role (by SIGHUP; the API is driven by an admin's session,
@@ -154,7 +155,9 @@ class Soak(Daemon):
         self.n += 1
         n, text = self.n, self.text()
         kind = rng.choice(["tag+", "tag-", "csv", "device+", "device-", "poll+", "poll-", "interval", "spare",
-                           "log", "tcp", "port", "devkeys", "move", "buskeys", "user", "mqtt", "http"])
+                           "log", "tcp", "port", "devkeys", "move", "buskeys", "user", "mqtt", "http", "bus"])
+        if kind == "bus":       # a third bus added, restarted in place, renamed or removed (no reader on it)
+            return self.bus_change(rng, text)
         if kind == "mqtt":      # the session swapped at new settings (same broker and prefix: its queue carried)
             keep = text.split("keepalive_s = ")[1].split("\n")[0]
             self.hup(text.replace(f"keepalive_s = {keep}\n", f"keepalive_s = {rng.choice([5, 6, 7, 8])}\n"))
@@ -260,6 +263,26 @@ class Soak(Daemon):
         if st == 200 and not wait_for(moved, 10):
             st, out = 500, f"/status does not answer at port {port} after the move from {old}".encode()
         return st, out
+
+    def bus_change(self, rng, text):
+        """A [bus] at the end of the file, which no reader uses: added, then
+        changed beyond its line keys (queue_depth, copies: restarted in place),
+        renamed, or removed, by SIGHUP; buses a and b and their readers are
+        untouched (issue 41: buslive)."""
+        name = next((n for n in ("c", "c2") if f"[bus {n}]\n" in text), None)
+        if name is None:
+            self.hup(text + f"[bus c]\nport = sim:9\nbaud = 115200\nqueue_depth = {rng.choice([8, 16])}\n")
+            return "bus+", (200, b"")
+        block = text.split(f"[bus {name}]\n")[1].split("[")[0]
+        how = rng.choice(["-", "~", "~", "name"])
+        if how == "-":
+            self.hup(text.replace(f"[bus {name}]\n{block}", ""))
+        elif how == "~":
+            self.hup(text.replace(f"[bus {name}]\n{block}", f"[bus {name}]\nport = sim:9\nbaud = 115200\nqueue_depth = "
+                                  f"{rng.choice([8, 16, 32])}\n" + rng.choice(["", "copies = none\n"])))
+        else:
+            self.hup(text.replace(f"[bus {name}]\n", "[bus %s]\n" % ("c2" if name == "c" else "c")))
+        return "bus" + how, (200, b"")
 
     def user_change(self, rng, n, text):
         """[user uN] sections come and go and change role; the admin's session

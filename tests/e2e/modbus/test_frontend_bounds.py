@@ -278,7 +278,7 @@ def test_reload_applies_or_says_so():
     far = connect(g, "127.0.0.2")
     check(call(far, 1, 255, bytes([3, 0, 0, 0, 1])) == bytes([3, 2, 0x03, 0xE8]), "unit 255 -> slave 1 before reload")
     text = g.text.replace("unit255 = line:1", "unit255 = line:2\nallow = 127.0.0.1").replace(
-        "baud = 19200", "baud = 19200\nqueue_depth = 32").replace(f"port = {g.tcp_port}\n", f"port = {g.tcp_port}\nmax_pending = 4\n")
+        "[gateway]\n", "[gateway]\nworkers = 3\n", 1).replace(f"port = {g.tcp_port}\n", f"port = {g.tcp_port}\nmax_pending = 4\n")
     g.rewrite(text)
     g.p.send_signal(1)
     check(closed_by_peer(far, 2.0), "reload: a connection from a revoked address is closed")
@@ -289,10 +289,10 @@ def test_reload_applies_or_says_so():
     log = g.log_text()
     line = [ln for ln in log.splitlines() if "SIGHUP: reloaded" in ln]
     # max_pending applies live (the rings of connections accepted from now on)
-    check(line and line[-1].endswith("not applied until a restart: buses"),
+    check(line and line[-1].endswith("not applied until a restart: workers"),
           f"reload: the log names what needs a restart ({line[-1] if line else None})")
     st = g.status()
-    check(st.get("restart_needed") == "buses", f"/status names it too ({st.get('restart_needed')})")
+    check(st.get("restart_needed") == "workers", f"/status names it too ({st.get('restart_needed')})")
     check(g.metrics().get("rtugw_tcp_revoked_closed_total") == 1, "revoked connection counted")
     near.close()
     g.stop()

@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""A [bus] changed live beyond its line keys (issue 41): queue_depth, copies,
+its name, and its timeouts with them, by SIGHUP, on a real `rtugw run` with
+two buses on the built-in simulator, each read by a pymodbus Modbus TCP client
+on ONE connection throughout:
+  - bus A (line, sim:1) untouched: unit 1, holding[10..11] = 1010, 1011; every
+    answer right, none an exception, none lost, the same connection;
+  - bus B (lineb, sim:1,2) restarted in place (gateway/bus_restart.c): unit 2
+    is its slave 1 (the same values as A's: equal on both buses) and unit 3 its
+    slave 2 (2010, 2011: its own); never a wrong value, only 0x0A or 0x0B and
+    only during its swap, and right again after each;
+  - the tag polled on bus B good after each, at its right value;
+  - bus C added at the end (answered on a new connection, in /status and
+    /metrics), then removed (in neither), bus A's client undisturbed;
+  - restart_needed empty after each change, /status naming the bus as the file
+    does, the log saying it restarted.
+Run it under load too: RTUGW_BURN=2."""
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rtugwtest import Gateway, check, crc16, free_port, run_tests, wait_for  # noqa: E402
+from tagscheck import tag_values  # noqa: E402
+from test_live_change import hup  # noqa: E402
+
+BUS_B = "[bus lineb]\nport = sim:1,2\nbaud = 115200\nresponse_timeout_ms = 150\nretries = 1\n"
+# a tag polled on bus B: the poller's group goes on with the new bus
+TAG_B = "[device mb]\nbus = lineb\nslave = 2\n[tag tb]\ndevice = mb\ntable = holding\naddress = 20\ntype = uint16\ninterval_ms = 50\n"
+ROUTES = "unit2 = lineb:1\nunit3 = lineb:2\n"
+BUS_C = "[bus extra]\nport = sim:5\nbaud = 115200\nresponse_timeout_ms = 150\n"
+
+
+class Reader(threading.Thread):
+    """One connection, reading without pause: (unit, expected registers) in
+    turn. Counts right answers, wrong values, exceptions by code (with the
+    time of each) and requests that got nothing (pymodbus raises)."""
+    def __init__(self, g, asks):
+        super().__init__(daemon=True)
+        self.c, self.asks = g.client(), asks
+        self.right = self.wrong = self.lost = 0
+        self.exceptions = []   # (time, code)
+        self.wrongs = []
+        self.stop = threading.Event()
+
+    def run(self):
+        n = 0
+        while not self.stop.is_set():
+            unit, want = self.asks[n % len(self.asks)]
+            n += 1
+            try:
+                r = self.c.read_holding_registers(10, 2, slave=unit)
+            except Exception as e:   # noqa: BLE001 -- any failure to answer is a lost request
+                self.lost += 1
+                self.wrongs.append(("lost", unit, repr(e)))
+                continue
+            if r.isError():
+                self.exceptions.append((time.time(), getattr(r, "exception_code", None)))
+            elif r.registers == want:
+                self.right += 1
+            else:
+                self.wrong += 1
+                self.wrongs.append((unit, r.registers))
+
+    def finish(self):
+        self.stop.set()
+        self.join(5)
+        self.c.close()
+
+
+def tb_good(g):
+    t = tag_values(g).get("tb", {})
+    return t.get("quality") == "good" and t.get("value") == 2020
+
+
+def metric_buses(g):
+    """The buses /metrics names in its per-bus requests series."""
+    return {k.split('bus="')[1].split('"')[0] for k in g.metrics() if k.startswith("rtugw_bus_requests_total{")}
+
+
+def reloaded(g, rev):
+    last = g.status()["last_reload"] or {}
+    return last.get("revision") not in (None, rev)
+
+
+def test_bus_restarted_in_place():
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=BUS_B + TAG_B, extra_tcp=ROUTES)
+    a = Reader(g, [(1, [1010, 1011])])
+    b = Reader(g, [(2, [1010, 1011]), (3, [2010, 2011])])
+    a.start()
+    b.start()
+    check(wait_for(lambda: a.right > 20 and b.right > 20 and tb_good(g), 5),
+          f"both buses answer ({a.right}, {b.right}), tb is polled")
+    swaps = []
+    changes = [("queue_depth", "retries = 1\n[device mb]", "retries = 1\nqueue_depth = 8\n[device mb]", "lineb"),
+               ("copies", "queue_depth = 8\n", "queue_depth = 8\ncopies = none\n", "lineb"),
+               ("queue_depth and timeouts", "response_timeout_ms = 150\nretries = 1\nqueue_depth = 8\n",
+                "response_timeout_ms = 300\nretries = 1\nqueue_depth = 16\n", "lineb"),
+               ("name", "lineb", "linec", "linec")]
+    for what, old, new, name in changes:
+        text = g.text.replace(old, new)
+        check(text != g.text, f"{what}: the file changes")
+        rev = (g.status()["last_reload"] or {}).get("revision")
+        right_b = b.right
+        t0 = time.time()
+        hup(g, text)
+        check(wait_for(lambda: reloaded(g, rev), 5), f"{what}: reloaded ({g.status()['last_reload']})")
+        st = g.status()
+        check(st["restart_needed"] == "" and st["last_reload"]["result"] == "applied",
+              f"{what}: applied, nothing waits ({st['last_reload']['result']}, {st['restart_needed']!r})")
+        check(wait_for(lambda: [x["name"] for x in g.status()["buses"]] == ["line", name], 3),
+              f"{what}: /status names the buses as the file does ({[x['name'] for x in g.status()['buses']]})")
+        check(wait_for(lambda: b.right > right_b + 20, 5), f"{what}: bus B answers right again ({b.right - right_b})")
+        reads = g.status()["buses"][1]["requests"]
+        check(wait_for(lambda: tb_good(g) and g.status()["buses"][1]["requests"] > reads + 5, 3),
+              f"{what}: tb polled on the new bus ({tag_values(g).get('tb')})")
+        swaps.append((t0, time.time()))
+        time.sleep(0.3)
+    # bus C added at the end of the file, with a route to it: answered on a new connection
+    rev = (g.status()["last_reload"] or {}).get("revision")
+    hup(g, g.text.replace(ROUTES.replace("lineb", "linec"), ROUTES.replace("lineb", "linec") + "unit5 = extra:5\n")
+        + BUS_C)
+    check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+          g.status()["last_reload"]["result"] == "applied",
+          f"bus C added: applied, nothing waits ({g.status()['last_reload']})")
+    check([x["name"] for x in g.status()["buses"]] == ["line", "linec", "extra"], "/status lists bus C")
+    c = Reader(g, [(5, [5010, 5011])])
+    c.start()
+    check(wait_for(lambda: c.right > 20, 5), f"bus C answers on a new connection ({c.right} right)")
+    c.finish()
+    check(c.wrong == 0 and c.lost == 0 and not c.exceptions, f"bus C: all right ({c.exceptions[:3]} {c.wrongs[:3]})")
+    check(metric_buses(g) == {"line", "linec", "extra"}, f"/metrics has bus C ({metric_buses(g)})")
+    # and removed again: the file as it was
+    rev = g.status()["last_reload"]["revision"]
+    hup(g, g.text.replace(BUS_C, "").replace("unit5 = extra:5\n", ""))
+    check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+          g.status()["last_reload"]["result"] == "applied",
+          f"bus C removed: applied, nothing waits ({g.status()['last_reload']})")
+    check([x["name"] for x in g.status()["buses"]] == ["line", "linec"], "/status no longer lists bus C")
+    check(metric_buses(g) == {"line", "linec"}, f"nor /metrics ({metric_buses(g)})")
+    time.sleep(0.3)
+    a.finish()
+    b.finish()
+    log = g.log_text()
+    check(log.count("restarting in place") == len(changes), f"the log says each restart ({log.count('restarting in place')})")
+    check(log.count("restarted at its new settings") == len(changes), "and that each new bus took its place")
+    check(a.wrong == 0 and a.lost == 0 and not a.exceptions and a.right > 200,
+          f"bus A: {a.right} right, 0 wrong ({a.wrong}), 0 lost ({a.lost}), 0 exceptions ({a.exceptions[:5]})")
+    check(b.wrong == 0 and b.lost == 0, f"bus B: never a wrong value or a lost request ({b.wrongs[:5]})")
+    codes = {c for _, c in b.exceptions}
+    check(codes <= {0x0A, 0x0B}, f"bus B's exceptions are 0x0A or 0x0B only ({sorted(codes)})")
+    outside = [t for t, _ in b.exceptions if not any(s <= t <= e for s, e in swaps)]
+    check(not outside, f"bus B's exceptions ({len(b.exceptions)}) all came during a swap ({len(outside)} outside)")
+    check(g.p.poll() is None, "the daemon runs")
+    g.stop()
+
+
+class Dtu(threading.Thread):
+    """A DTU with slave 1 behind it (holding[a] = 1000 + a), dialling rtugw's
+    listen:// port with its registration, and dialling again 50 ms after
+    rtugw closes the connection (a DTU's habit). Counts its connections."""
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port, self.connections, self.stop = port, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=1)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            self.connections += 1
+            s.sendall(b"SITE7")
+            s.settimeout(0.2)
+            buf = b""
+            while not self.stop.is_set():
+                try:
+                    chunk = s.recv(256)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                buf += chunk
+                while len(buf) >= 8:
+                    req, buf = buf[:8], buf[8:]
+                    unit, fc, addr, n = struct.unpack(">BBHH", req[:6])
+                    body = bytes([unit, fc, 2 * n]) + b"".join(struct.pack(">H", 1000 + addr + i) for i in range(n))
+                    s.sendall(body + crc16(body))
+            s.close()
+            time.sleep(0.05)
+
+
+def test_dialin_bus_restarted_in_place():
+    """A listen:// bus (a DTU dialling in, with a registration) restarted in
+    place by a queue_depth change: the old driver leaves the listening port's
+    hub before the new one joins it with the same registration, the DTU's
+    connection is closed and it dials again, and its unit answers right again;
+    the other bus's client is undisturbed."""
+    lp = free_port()
+    dtu_bus = (f"[bus dtu]\nport = listen://127.0.0.1:{lp}\nregister = text:SITE7\nresponse_timeout_ms = 300\n"
+               "retries = 1\n")
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=dtu_bus, extra_tcp="unit7 = dtu:1\n")
+    dtu = Dtu(lp)
+    dtu.start()
+    a = Reader(g, [(1, [1010, 1011])])
+    d = Reader(g, [(7, [1010, 1011])])
+    a.start()
+    d.start()
+    check(wait_for(lambda: a.right > 20 and d.right > 20, 10), f"both buses answer ({a.right}, {d.right})")
+    for depth in (8, 16):
+        rev = g.status()["last_reload"] and g.status()["last_reload"]["revision"]
+        right, conns = d.right, dtu.connections
+        t = g.text.replace("retries = 1\n[tcp]", f"retries = 1\nqueue_depth = {depth}\n[tcp]") if depth == 8 else \
+            g.text.replace("queue_depth = 8\n", "queue_depth = 16\n")
+        check(t != g.text, f"queue_depth {depth}: the file changes")
+        hup(g, t)
+        check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+              g.status()["last_reload"]["result"] == "applied", f"queue_depth {depth}: applied ({g.status()['last_reload']})")
+        check(wait_for(lambda: d.right > right + 20, 10) and dtu.connections > conns,
+              f"queue_depth {depth}: the DTU dialled the new bus, its unit answers again ({d.right - right}, "
+              f"{dtu.connections - conns} new connections)")
+    a.finish()
+    d.finish()
+    dtu.stop.set()
+    log = g.log_text()
+    check("registrations one of which" not in log and "needs a registration" not in log and
+          log.count("restarted at its new settings") == 2, "the new bus joined the hub each time")
+    check(a.wrong == 0 and a.lost == 0 and not a.exceptions, f"bus A: {a.right} right, nothing else ({a.exceptions[:3]})")
+    check(d.wrong == 0 and d.lost == 0 and {c for _, c in d.exceptions} <= {0x0A, 0x0B},
+          f"the DTU's unit: never wrong or lost, exceptions 0x0A/0x0B only ({d.wrongs[:3]}, {len(d.exceptions)})")
+    g.stop()
+
+
+if __name__ == "__main__":
+    run_tests("test_bus_live", [test_bus_restarted_in_place, test_dialin_bus_restarted_in_place])
