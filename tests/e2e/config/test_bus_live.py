@@ -238,5 +238,50 @@ def test_dialin_bus_restarted_in_place():
     g.stop()
 
 
+def test_device_bus_moves_threads():
+    """A Modbus TCP device bus (framing = tcp) lives on the I/O thread, a
+    line bus on the line thread (gateway/bus.c, bus_loop_for): restarted in
+    place it goes where its new keys say. The device is a second rtugw
+    serving its own sim:1 by Modbus TCP and RTU over TCP (holding[10..11] =
+    1010, 1011: equal to bus A's), so the same unit answers alike whichever
+    framing the bus speaks. queue_depth keeps it on the I/O thread; framing =
+    rtu on the RTU-over-TCP port moves it to the line thread; framing = tcp
+    moves it back. Unit 1 (bus A) never sees an exception; unit 7 (the
+    device) only 0x0A/0x0B, right again after each."""
+    rtu_port = free_port()
+    dev = Gateway(bus="port = sim:1\nbaud = 115200\n", devices="",
+                  extra=f"[rtu_tcp]\nport = {rtu_port}\ndefault_bus = line\n")
+    tcp_bus = f"[bus dev]\nport = tcp://127.0.0.1:{dev.tcp_port}\nframing = tcp\nresponse_timeout_ms = 300\n"
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=tcp_bus, extra_tcp="unit7 = dev:1\n")
+    a = Reader(g, [(1, [1010, 1011])])
+    d = Reader(g, [(7, [1010, 1011])])
+    a.start()
+    d.start()
+    check(wait_for(lambda: a.right > 20 and d.right > 20, 5), f"both buses answer ({a.right}, {d.right})")
+    rtu_bus = f"[bus dev]\nport = tcp://127.0.0.1:{rtu_port}\nframing = rtu\nresponse_timeout_ms = 300\n"
+    for what, text in [("queue_depth", g.text.replace(tcp_bus, tcp_bus + "queue_depth = 8\n")),
+                       ("framing rtu", g.text.replace(tcp_bus, rtu_bus)),
+                       ("framing tcp", g.text.replace(rtu_bus, tcp_bus))]:
+        check(text != g.text, f"{what}: the file changes")
+        rev = (g.status()["last_reload"] or {}).get("revision")
+        right = d.right
+        hup(g, text)
+        check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+              g.status()["last_reload"]["result"] == "applied", f"{what}: applied ({g.status()['last_reload']})")
+        check(wait_for(lambda: d.right > right + 20, 5), f"{what}: the device's unit answers right again "
+              f"({d.right - right})")
+    a.finish()
+    d.finish()
+    check(g.log_text().count("restarted at its new settings") == 3, "each change restarted the device bus")
+    check(a.wrong == 0 and a.lost == 0 and not a.exceptions and a.right > 100,
+          f"bus A: {a.right} right, nothing else ({a.wrong}, {a.lost}, {a.exceptions[:3]})")
+    check(d.wrong == 0 and d.lost == 0 and {c for _, c in d.exceptions} <= {0x0A, 0x0B},
+          f"the device's unit: never wrong or lost, exceptions 0x0A/0x0B only ({d.wrongs[:3]}, {len(d.exceptions)})")
+    check(g.p.poll() is None and dev.p.poll() is None, "both daemons run")
+    g.stop()
+    dev.stop()
+
+
 if __name__ == "__main__":
-    run_tests("test_bus_live", [test_bus_restarted_in_place, test_dialin_bus_restarted_in_place])
+    run_tests("test_bus_live", [test_bus_restarted_in_place, test_dialin_bus_restarted_in_place,
+                                test_device_bus_moves_threads])
