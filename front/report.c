@@ -69,11 +69,7 @@ static void mbaps_metrics_text(void *ctx, struct evbuffer *b)
     const gw_tls_metrics_t *m = mbaps_metrics(gw_mbaps(gw));
     const char *subject;
     int64_t not_after;
-    for (size_t i = 0; i < sizeof tls_defs / sizeof tls_defs[0]; i++) {
-        report_metric_header(b, "tls", &tls_defs[i]);
-        evbuffer_add_printf(b, "rtugw_tls_%s%s %llu\n", tls_defs[i].name, tls_defs[i].gauge ? "" : "_total",
-                            (unsigned long long)report_field(m, tls_defs[i].offset));
-    }
+    report_metric_block(b, "tls", tls_defs, sizeof tls_defs / sizeof tls_defs[0], m);
     evbuffer_add_printf(b, "# HELP rtugw_tls_refused_total TLS clients refused in the handshake, by reason\n"
                            "# TYPE rtugw_tls_refused_total counter\n");
     for (int r = 0; r < GW_TLS_REFUSAL_COUNT; r++)
@@ -98,11 +94,7 @@ static void mbaps_metrics_text(void *ctx, struct evbuffer *b)
 /* [tcp] and [rtu_tcp]: the same session code, the same counters. */
 static void tcp_metrics_text(struct evbuffer *b, const char *prefix, const gw_tcp_metrics_t *m)
 {
-    for (size_t i = 0; i < sizeof tcp_defs / sizeof tcp_defs[0]; i++) {
-        report_metric_header(b, prefix, &tcp_defs[i]);
-        evbuffer_add_printf(b, "rtugw_%s_%s%s %llu\n", prefix, tcp_defs[i].name, tcp_defs[i].gauge ? "" : "_total",
-                            (unsigned long long)report_field(m, tcp_defs[i].offset));
-    }
+    report_metric_block(b, prefix, tcp_defs, sizeof tcp_defs / sizeof tcp_defs[0], m);
 }
 
 /* [udp]: the counters it shares with [tcp] (those that mean something
@@ -126,11 +118,7 @@ static void udp_metrics_text(struct evbuffer *b, const gw_udp_metrics_t *m)
                 evbuffer_add_printf(b, "rtugw_udp_%s_total %llu\n", tcp_defs[i].name,
                                     (unsigned long long)report_field(&m->common, tcp_defs[i].offset));
             }
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
-        report_metric_header(b, "udp", &own[i]);
-        evbuffer_add_printf(b, "rtugw_udp_%s%s %llu\n", own[i].name, own[i].gauge ? "" : "_total",
-                            (unsigned long long)report_field(m, own[i].offset));
-    }
+    report_metric_block(b, "udp", own, sizeof own / sizeof own[0], m);
 }
 
 #define SM(f, h) { #f, h, offsetof(gw_serial_slave_metrics_t, f), false }

@@ -91,6 +91,16 @@ uint64_t report_field(const void *base, size_t offset)
     return base ? gw_read((const atomic_uint_fast64_t *)((const char *)base + offset)) : 0;
 }
 
+void report_metric_block(struct evbuffer *b, const char *prefix, const report_metric_def_t *defs, size_t n,
+                         const void *base)
+{
+    for (size_t i = 0; i < n; i++) {
+        report_metric_header(b, prefix, &defs[i]);
+        evbuffer_add_printf(b, "rtugw_%s_%s%s %llu\n", prefix, defs[i].name, defs[i].gauge ? "" : "_total",
+                            (unsigned long long)report_field(base, defs[i].offset));
+    }
+}
+
 /* ---- the gateway's small parts ----------------------------------------------- */
 
 /* uptime_s: only the clock moves it, so it folds nothing into the ETag. */

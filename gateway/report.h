@@ -73,6 +73,9 @@ void report_metric_header(struct evbuffer *b, const char *prefix, const report_m
 /* A counter of a block; 0 for base NULL (a listener not enabled: its series
  * are there all the same, at 0, as before it runs). */
 uint64_t report_field(const void *base, size_t offset);
+/* Each of n defs of a block with no labels: its header and its one line. */
+void report_metric_block(struct evbuffer *b, const char *prefix, const report_metric_def_t *defs, size_t n,
+                         const void *base);
 
 /* One number into an ETag's FNV-1a 64 hash; FNV's offset basis to start it. */
 #define REPORT_FOLD_INIT 14695981039346656037u

@@ -37,12 +37,7 @@ static const report_metric_def_t http_defs[] = {
 
 static void http_metrics_text(void *ctx, struct evbuffer *b)
 {
-    gw_t *gw = ctx;
-    for (size_t i = 0; i < sizeof http_defs / sizeof http_defs[0]; i++) {
-        report_metric_header(b, "http", &http_defs[i]);
-        evbuffer_add_printf(b, "rtugw_http_%s%s %llu\n", http_defs[i].name, http_defs[i].gauge ? "" : "_total",
-                            (unsigned long long)report_field(http_metrics(gw_http(gw)), http_defs[i].offset));
-    }
+    report_metric_block(b, "http", http_defs, sizeof http_defs / sizeof http_defs[0], http_metrics(gw_http(ctx)));
 }
 
 static void tls_status(void *ctx, struct evbuffer *b)
