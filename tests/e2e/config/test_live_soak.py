@@ -571,7 +571,7 @@ def main():
     check(wait_for(lambda: len(sub.messages("/data")) >= 3, 10), "the QoS 1 subscriber gets data before the first change")
     stop = threading.Event()
     tally = {"ok": 0, "wrong": [], "lost": [], "per": {1: 0, 3: 0}}
-    readers = [threading.Thread(target=reader, args=(s.tcp, slave, stop, tally)) for slave in (1, 3)]
+    readers = [threading.Thread(target=reader, args=(s.tcp, slave, stop, tally), daemon=True) for slave in (1, 3)]
     for t in readers:
         t.start()
     bad, kinds, compared = [], {}, 0
