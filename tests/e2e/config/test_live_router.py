@@ -112,5 +112,26 @@ def test_router_live():
     shutil.rmtree(sdir, ignore_errors=True)
 
 
+def test_router_waits_without_io_thread_buses():
+    """With buses_on_io_thread = false no bus restarts in place: the change
+    waits, named `router` with its reason, and the old router answers on."""
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", gateway_extra="buses_on_io_thread = false\n", extra=ROUTER)
+    a = Reader(g, [(1, [1010, 1011])])
+    a.start()
+    check(wait_for(lambda: a.right > 20, 5), f"the bus answers ({a.right})")
+    rev = (g.status()["last_reload"] or {}).get("revision")
+    hup(g, g.text.replace("exploration = 0.05\n", "exploration = 0.3\n"))
+    check(wait_for(lambda: reloaded(g, rev), 5), "reloaded")
+    st = g.status()
+    check(st["restart_needed"] == "router" and "buses_on_io_thread" in (st["last_reload"].get("error") or ""),
+          f"router waits, with its reason ({st['restart_needed']!r}, {st['last_reload'].get('error')!r})")
+    right = a.right
+    check(wait_for(lambda: a.right > right + 20, 5), "the bus answers on")
+    a.finish()
+    check(a.wrong == 0 and a.lost == 0 and not a.exceptions, f"all right ({a.exceptions[:3]} {a.wrongs[:3]})")
+    check(router_buckets(g) == ["0-8", "9-16", "17-32", "33-64", "65-128", "129-256"], "the router runs on")
+    g.stop()
+
+
 if __name__ == "__main__":
-    run_tests("test_live_router", [test_router_live])
+    run_tests("test_live_router", [test_router_live, test_router_waits_without_io_thread_buses])
