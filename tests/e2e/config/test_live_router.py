@@ -97,8 +97,8 @@ def test_router_live():
     time.sleep(0.3)
     a.finish()
     b.finish()
-    for name, r in (("bus A", a), ("bus B", b)):
-        check(r.wrong == 0 and r.lost == 0 and r.right > 200,
+    for name, r in (("bus A", a), ("bus B", b)):   # > 20 at the start and after each of 3 changes
+        check(r.wrong == 0 and r.lost == 0 and r.right > 80,
               f"{name}: {r.right} right, 0 wrong ({r.wrongs[:5]}), 0 lost ({r.lost})")
         codes = {c for _, c in r.exceptions}
         check(codes <= {0x0A, 0x0B}, f"{name}'s exceptions are 0x0A or 0x0B only ({sorted(codes)})")
