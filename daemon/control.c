@@ -580,7 +580,7 @@ static void reload(gw_t *gw)
     gw->last_reload.warnings = config_lint(fresh, log_warning, gw);
     char restart[512] = "", tcp_restart[64] = "", rtu_restart[64] = "", tls_restart[128] = "";
     size_t used = 0;
-    /* Buses, devices, poll groups, the router and HTTP are owned by running
+    /* Buses, devices, poll groups and HTTP are owned by running
      * actors and listeners: a change there needs a restart, and the log and
      * /status name each one rather than pretending it was applied. The tags
      * (and the devices' tag keys) apply live where reload_tags can. */
@@ -630,7 +630,15 @@ static void reload(gw_t *gw)
     if ((tags || polls) && !live)
         gw_log(gw, queued ? CONFIG_LOG_INFO : CONFIG_LOG_WARN, "SIGHUP: the %s changed but are not applied: %s",
                devices ? "devices" : tags && polls ? "tags and poll groups" : tags ? "tags" : "poll groups", why);
-    CHANGED("router", memcmp(&gw->cfg->router, &fresh->router, sizeof fresh->router) != 0);
+    /* [router] live: rebuilt and every bus restarted onto it (gateway/runtime.c) */
+    char router_err[256] = "";
+    int router_rc = gw_router_reload(gw, &fresh->router, router_err, sizeof router_err);
+    bool router = router_rc < 0;
+    CHANGED("router", router);
+    if (router && !gw->last_reload.error[0])
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", router_err);
+    if (router)
+        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: %s", router_err);
     if (gw->http) {
         char http_restart[96], http_err[320];
         http_reload(gw->http, &gw->cfg->http, fresh, http_restart, sizeof http_restart, http_err, sizeof http_err);
@@ -691,13 +699,14 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
              gw->http ? " http" : "",
              resized || restarted ? " buses" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
-             templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "");
+             templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "",
+             router_rc > 0 ? " router" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,
            restart);
     config_free(fresh);

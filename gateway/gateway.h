@@ -106,6 +106,11 @@ void gw_runtime_drain(gw_t *gw, uint64_t grace_ns);
 /* The router's table to [router] state_file, if set (a warning if it cannot). */
 void gw_runtime_save(gw_t *gw);
 void gw_runtime_free(gw_t *gw);
+/* I/O thread, a reload: [router] as fresh says, live (the router rebuilt,
+ * every bus restarted in place onto it, the old one freed by its last
+ * bus). 1: rebuilt; 0: nothing to rebuild (at most state_file changed,
+ * which the running copy takes); -1 with err: the running router is kept. */
+int gw_router_reload(gw_t *gw, const config_router_t *fresh, char *err, size_t errcap);
 /* I/O thread: the rtugw_router_* and rtugw_actor_* lines of /metrics. */
 void gw_router_metrics_text(gw_t *gw, struct evbuffer *b);
 void gw_actor_metrics_text(gw_t *gw, struct evbuffer *b);

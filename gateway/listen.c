@@ -40,6 +40,10 @@ struct gw_listen {
     gw_t *gw;
     unsigned bus;
     router_thread_t *router;
+    /* the router that handle belongs to (gw->router when the bus was made):
+     * a [router] reload swaps gw->router, and this bus, restarted, goes with
+     * its handle's router until it is freed (gateway/runtime.c) */
+    router_t *table;
     rtu_framer_t *framer;
     rtu_pairer_t *pairer;
     rtu_learn_t *learn;
@@ -67,6 +71,7 @@ gw_listen_t *listen_new(gw_t *gw, unsigned bus, router_thread_t *router, char *e
         l->gw = gw;
         l->bus = bus;
         l->router = router;
+        l->table = gw->router;
         l->framer = rtu_framer_new(&fc);
         l->pairer = rtu_pairer_new(0);
         if (l->pairer)
@@ -161,7 +166,7 @@ static void on_event(gw_listen_t *l, const rtu_pair_event_t *ev, uint64_t now)
     if (ev->kind != RTU_PAIR_ANSWERED)
         return;
     rtu_envelope_t env;
-    unsigned bucket = router_bucket_of(l->gw->router, ev->answer.len);
+    unsigned bucket = router_bucket_of(l->table, ev->answer.len);
     router_arm_t arm = router_choice(l->router, ev->answer.len);
     if (bucket < ROUTER_MAX_BUCKETS && (unsigned)arm < ROUTER_ARM_COUNT)
         atomic_fetch_add(&l->arm[bucket][arm], 1);
@@ -286,7 +291,7 @@ void listen_status_json(const gw_bus_t *bus, struct evbuffer *b)
     learned_json(l, b);
     router_report_t rep;
     evbuffer_add_printf(b, ",\"router\":[");
-    if (router_report(l->gw->router, &rep) == 0)
+    if (router_report(l->table, &rep) == 0)
         for (unsigned i = 0; i < rep.n_buckets && i < ROUTER_MAX_BUCKETS; i++) {
             evbuffer_add_printf(b, "%s{\"lo\":%u,\"hi\":%u", i ? "," : "", rep.bucket[i].lo, rep.bucket[i].hi);
             for (int a = 0; a < ROUTER_ARM_COUNT; a++)

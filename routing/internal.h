@@ -15,6 +15,7 @@
 #include "routing/router.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -115,6 +116,8 @@ struct router {
     double ret_est_sum[ROUTER_MAX_BUCKETS][ARMS];
     uint64_t ret_n[ROUTER_MAX_BUCKETS][ARMS];
     double ret_expect[ROUTER_MAX_BUCKETS];
+    /* router_release: the owner let go; the last handle closed frees it (under lock) */
+    bool released;
 };
 
 /* A merged view of every handle, computed under r->lock. */

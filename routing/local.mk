@@ -3,7 +3,7 @@ ROUTING_LIB = routing/librouting.a
 noinst_LIBRARIES += routing/librouting.a
 routing_librouting_a_SOURCES = \
 	routing/router.h routing/internal.h \
-	routing/router.c routing/config.c routing/clock.c routing/report.c routing/state.c routing/numeric.c
+	routing/router.c routing/config.c routing/clock.c routing/report.c routing/state.c routing/numeric.c routing/handover.c
 # No libm in rtugw (docs/footprint.md): sqrt becomes the CPU's instruction once
 # it need not set errno, and exp2 and erfc are routing/numeric.c's.
 routing_librouting_a_CFLAGS = $(AM_CFLAGS) -fno-math-errno

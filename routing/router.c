@@ -339,8 +339,11 @@ void router_thread_free(router_thread_t *t)
     }
     r->threads[t->slot] = r->threads[--r->n_threads];
     r->threads[t->slot]->slot = t->slot;
+    bool last = r->released && r->n_threads == 0;   /* routing/handover.c */
     pthread_mutex_unlock(&r->lock);
     free(t);
+    if (last)
+        router_free(r);
 }
 
 router_arm_t router_choice(const router_thread_t *t, size_t len)

@@ -232,6 +232,16 @@ int router_save(router_t *r, const char *path);
  */
 int router_load(router_t *r, const char *path);
 
+/* ---- a router replaced live (routing/handover.c) ---------------------------- */
+
+/* Gives to (before its first router_thread_new, else -EBUSY) the merged
+ * table of from, as router_save then router_load would: both keep their
+ * own counters. -EINVAL when their bucket edges differ (to stays fresh). */
+int router_inherit(router_t *to, router_t *from);
+/* The owner lets go: freed now if no handle is open, else by the
+ * router_thread_free of its last handle. The caller must not use r after. */
+void router_release(router_t *r);
+
 /* ---- reports -------------------------------------------------------------- */
 
 typedef enum router_verdict {

@@ -174,6 +174,11 @@ EXTRA_DIST += tests/e2e/config/test_live_http.py
 # only during its swap.
 TESTS += tests/e2e/config/test_bus_live.py
 EXTRA_DIST += tests/e2e/config/test_bus_live.py
+# [router] live (issue 41): rebuilt and every bus restarted onto it by SIGHUP
+# and PUT /api/config; two buses' Modbus TCP clients 0 wrong, 0 lost, 0x0A/0x0B
+# only during a swap; /metrics' router series with the buckets in force.
+TESTS += tests/e2e/config/test_live_router.py
+EXTRA_DIST += tests/e2e/config/test_live_router.py
 # [mqtt] live (issue 41): topic_prefix, format, interval, the broker, [mqtt]
 # removed and added, Sparkplug's node, by SIGHUP and PUT /api/config; an
 # unrelated reload leaves the session alone (no QoS 1 gap). Two mosquittos.

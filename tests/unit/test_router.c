@@ -426,6 +426,51 @@ static void test_save_load_same_decisions(void **state)
     unlink(path);
 }
 
+/* A router replaced live (routing/handover.c): the new one takes the old
+ * one's table as a save and a load would, only with the same edges and
+ * before its first handle; the old one, released with a handle still open,
+ * stays usable through it and is freed by that handle's close (ASan's leak
+ * check and use-after-free reports hold the rest). */
+static void test_handover(void **state)
+{
+    (void)state;
+    uint64_t seed = test_seed("handover");
+    fake_cost_t f = { .rng = seed, .noise = 0.2 };
+    router_thread_t *t1;
+    router_t *r1 = trained(&f, seed, &t1);
+    fake_cost_t f2 = { .rng = seed, .noise = 0.2 };
+    router_t *r2 = make_router(&f2, 0.0, seed + 7);
+    assert_int_equal(router_inherit(r2, r1), 0);
+    router_thread_t *t2 = router_thread_new(r2);
+    router_report_t rep;
+    router_report(r2, &rep);
+    assert_true(rep.loaded);
+    for (size_t len = 0; len <= RTU_MAX_ADU + 10; len++)
+        assert_int_equal(router_choice(t2, len), router_choice(t1, len));
+    assert_int_equal(router_inherit(r2, r1), -EBUSY);
+
+    router_config_t other;
+    router_t *r3;
+    router_config_default(&other);
+    assert_int_equal(router_parse_edges("12,64,256", &other), 0);
+    assert_int_equal(router_new(&other, &r3), 0);
+    assert_int_equal(router_inherit(r3, r1), -EINVAL);
+    router_report(r3, &rep);
+    assert_false(rep.loaded);
+    router_release(r3);   /* no handle: freed at once */
+
+    router_release(r1);
+    uint64_t s = seed;
+    uint8_t a[RTU_MAX_ADU];
+    rtu_envelope_t env;
+    for (int i = 0; i < 2000; i++) {   /* the released router still decodes through its handle */
+        size_t len = valid_frame_in(&s, a, 5, 256);
+        assert_int_equal(router_decode(t1, a, len, &env), rtu_decode_reference(a, len, &env));
+    }
+    router_thread_free(t1);   /* the last handle: frees r1 */
+    router_free(r2);
+}
+
 static void write_file(const char *path, const char *data, size_t len)
 {
     FILE *f = fopen(path, "w");
@@ -671,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_epsilon_zero_is_default),
         cmocka_unit_test(test_regret),
         cmocka_unit_test(test_save_load_same_decisions),
+        cmocka_unit_test(test_handover),
         cmocka_unit_test(test_bad_state_files),
         cmocka_unit_test(test_threads_merge),
         cmocka_unit_test(test_pairs_cancel_phase),
