@@ -103,7 +103,7 @@ struct gw_poller {
      * other half of the queue stays for the front ends' clients. Counted per
      * bus by the answers that come back, whatever plan they were of.
      */
-    unsigned n_buses;
+    unsigned n_buses;               /* CONFIG_MAX_BUSES (poller_new says why) */
     unsigned *bus_outstanding;      /* per bus: reads submitted and not answered */
     unsigned *bus_wait_head, *bus_wait_tail;   /* per bus: reads waiting (NO_READ: none) */
     /*
@@ -510,7 +510,12 @@ gw_poller_t *poller_new(gw_t *gw, const gw_poll_subscriber_t *subs, unsigned n_s
     }
     p->origin.ops = &poller_origin_ops;
     p->gw = gw;
-    p->n_buses = gw->cfg->bus_count;
+    /* Sized for every bus the daemon may ever run, not the ones at start: a
+     * bus added live (bus_add, at the index after the last) is under the
+     * same back-pressure and can be paused for a scan. The tables never
+     * move, so the scan's pause (any thread) and the poller (its actor)
+     * need no lock to agree on where an entry is; they cost ~4 KB. */
+    p->n_buses = CONFIG_MAX_BUSES;
     p->bus_outstanding = calloc(p->n_buses + 1, sizeof *p->bus_outstanding);
     p->bus_wait_head = malloc((p->n_buses + 1) * sizeof *p->bus_wait_head);
     p->bus_wait_tail = malloc((p->n_buses + 1) * sizeof *p->bus_wait_tail);
