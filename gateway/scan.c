@@ -74,7 +74,7 @@ typedef struct bus_scan {
 struct gw_scans {
     line_origin_t origin;      /* first: the answers' way back */
     gw_t *gw;
-    unsigned n_buses;
+    unsigned n_buses;          /* CONFIG_MAX_BUSES (scans_new says why) */
     bus_scan_t *bus;
     uint64_t refused[GW_SCAN_REFUSALS];   /* [GW_SCAN_STARTED]: scans started */
     uint64_t done, failed;
@@ -214,8 +214,14 @@ gw_scans_t *scans_new(gw_t *gw)
         return NULL;
     s->origin.ops = &scan_origin_ops;
     s->gw = gw;
-    s->n_buses = gw->bus_count;
-    s->bus = calloc(s->n_buses + 1, sizeof *s->bus);
+    /* One slot per bus the daemon may ever run (CONFIG_MAX_BUSES), not per
+     * bus at the start: a bus added live (bus_add) can be scanned. Why not
+     * grown when a bus is added: a retry's timer (ask_again) holds a
+     * pointer into the array, which a realloc would leave dangling. The
+     * array (~3 KB a bus) is calloc'd, so the pages of buses never scanned
+     * stay untouched zero pages. */
+    s->n_buses = CONFIG_MAX_BUSES;
+    s->bus = calloc(s->n_buses, sizeof *s->bus);
     if (!s->bus) {
         free(s);
         return NULL;
@@ -241,7 +247,7 @@ int scan_start(gw_scans_t *s, const gw_scan_params_t *p)
 {
     gw_t *gw = s->gw;
     int why = GW_SCAN_STARTED;
-    if (p->bus >= s->n_buses || p->first_id < 1 || p->last_id > 247 || p->first_id > p->last_id)
+    if (p->bus >= gw_bus_count(gw) || p->first_id < 1 || p->last_id > 247 || p->first_id > p->last_id)
         why = GW_SCAN_INVALID;
     else if (s->bus[p->bus].state == SCAN_RUNNING)
         why = GW_SCAN_BUSY;
@@ -253,7 +259,7 @@ int scan_start(gw_scans_t *s, const gw_scan_params_t *p)
         why = GW_SCAN_POLLED;
     if (why != GW_SCAN_STARTED) {
         scan_refused(s, why);
-        gw_log(gw, CONFIG_LOG_INFO, "scan: bus %s refused: %s", p->bus < s->n_buses ? gw->cfg->buses[p->bus].name : "?",
+        gw_log(gw, CONFIG_LOG_INFO, "scan: bus %s refused: %s", p->bus < gw_bus_count(gw) ? gw->cfg->buses[p->bus].name : "?",
                gw_scan_refusal_names[why]);
         return why;
     }
@@ -276,6 +282,23 @@ int scan_start(gw_scans_t *s, const gw_scan_params_t *p)
            sc->last, sc->pause_polling ? "; its polling paused until it ends" : "");
     submit(s, p->bus);
     return GW_SCAN_STARTED;
+}
+
+/* A bus added live at index bus (bus_add, I/O thread): a scan of a bus
+ * removed from that index before is not the new bus's, which starts as a
+ * fresh start has it (no scan). One still running is ended: its run number
+ * moves on, so its answers and its retry's timer find nothing to do, and
+ * the poller's pause it held is lifted. */
+void scan_bus_added(gw_scans_t *s, unsigned bus)
+{
+    if (!s || bus >= s->n_buses)
+        return;
+    bus_scan_t *sc = &s->bus[bus];
+    if (sc->state == SCAN_RUNNING && sc->pause_polling)
+        poller_pause_bus(s->gw->poller, bus, false);
+    uint32_t run = sc->run + 1;
+    memset(sc, 0, sizeof *sc);
+    sc->run = run;
 }
 
 bool scan_exists(const gw_scans_t *s, unsigned bus)
