@@ -46,8 +46,19 @@ typedef struct frame_ring {
     frame_slot_t *slot;        /* capacity of them; slot[seq % capacity] */
 } frame_ring_t;
 
+/*
+ * Rings for buses added live. ring[] has a header (its lock) for every bus
+ * the daemon may run (CONFIG_MAX_BUSES, ~80 bytes each), made with the
+ * struct; only the first `buses` have slots. A bus added after the rings
+ * were made gets its slots from frames_add_bus, which swaps them in under
+ * the ring's lock as frames_resize does, so the struct never moves under a
+ * bus actor that loaded it. `buses` is read and written on the I/O thread
+ * only (frames_add_bus, frames_resize, frames_json, the metrics); a
+ * recording actor never reads it: any index below CONFIG_MAX_BUSES has a
+ * lock, and a ring without slots has capacity 0 and records nothing.
+ */
 struct gw_frames {
-    unsigned buses;
+    unsigned buses;            /* I/O thread: rings with slots (the buses made, or added, so far) */
     _Atomic unsigned capacity; /* for /status and /metrics; each ring holds its own under its lock */
     frame_ring_t ring[];
 };
@@ -56,18 +67,21 @@ gw_frames_t *frames_new(unsigned buses, unsigned capacity)
 {
     if (!capacity)
         return NULL;
-    gw_frames_t *f = calloc(1, sizeof *f + buses * sizeof f->ring[0]);
+    if (buses > CONFIG_MAX_BUSES)
+        return NULL;
+    gw_frames_t *f = calloc(1, sizeof *f + CONFIG_MAX_BUSES * sizeof f->ring[0]);
     if (!f)
         return NULL;
     f->buses = buses;
     f->capacity = capacity;
-    for (unsigned k = 0; k < buses; k++) {
+    for (unsigned k = 0; k < CONFIG_MAX_BUSES; k++) {
         frame_ring_t *r = &f->ring[k];
         pthread_mutex_init(&r->lock, NULL);
         r->next_seq = r->first = 1;
-        r->capacity = capacity;
-        if (!(r->slot = calloc(capacity, sizeof *r->slot))) {
-            f->buses = k + 1;
+    }
+    for (unsigned k = 0; k < buses; k++) {
+        f->ring[k].capacity = capacity;
+        if (!(f->ring[k].slot = calloc(capacity, sizeof *f->ring[k].slot))) {
             frames_free(f);
             return NULL;
         }
@@ -79,7 +93,7 @@ void frames_free(gw_frames_t *f)
 {
     if (!f)
         return;
-    for (unsigned k = 0; k < f->buses; k++) {
+    for (unsigned k = 0; k < CONFIG_MAX_BUSES; k++) {
         pthread_mutex_destroy(&f->ring[k].lock);
         free(f->ring[k].slot);
     }
@@ -111,16 +125,24 @@ static uint64_t oldest_kept(const frame_ring_t *r)
  * nothing. -1: out of memory, nothing changed (the slots are allocated
  * first, all buses, before any ring is touched).
  */
-int frames_resize(gw_frames_t *f, unsigned capacity)
+int frames_resize(gw_frames_t *f, unsigned buses, unsigned capacity)
 {
+    /* buses added while the rings were off (frame_ring = 0: bus_add found
+     * none published) get theirs now, as at a fresh start */
+    unsigned was = f->buses;
+    if (buses > was && buses <= CONFIG_MAX_BUSES)
+        f->buses = buses;
     frame_slot_t **fresh = calloc(f->buses + 1, sizeof *fresh);
-    if (!fresh)
+    if (!fresh) {
+        f->buses = was;
         return -1;
+    }
     for (unsigned k = 0; capacity && k < f->buses; k++)
         if (!(fresh[k] = calloc(capacity, sizeof *fresh[k]))) {
             while (k--)
                 free(fresh[k]);
             free(fresh);
+            f->buses = was;
             return -1;
         }
     for (unsigned k = 0; k < f->buses; k++) {
@@ -143,9 +165,41 @@ int frames_resize(gw_frames_t *f, unsigned capacity)
     return 0;
 }
 
+/*
+ * A bus added live at index bus (bus_add, I/O thread, before its actor is
+ * spawned): its ring gets slots at the capacity in force, numbered from 1,
+ * as a fresh start would have it. A ring left by a bus removed from that
+ * index is emptied the same way (its frames are not the new bus's). The
+ * slots are allocated first, then swapped in under the ring's lock (the
+ * resize's discipline): a retiring bus's actor still recording there
+ * writes either into the old slots (then freed) or the new. -1: out of
+ * memory, the ring unchanged (the bus then has no frames, as before).
+ */
+int frames_add_bus(gw_frames_t *f, unsigned bus)
+{
+    if (!f || bus >= CONFIG_MAX_BUSES)
+        return 0;
+    unsigned capacity = atomic_load(&f->capacity);
+    frame_slot_t *fresh = capacity ? calloc(capacity, sizeof *fresh) : NULL;
+    if (capacity && !fresh)
+        return -1;
+    frame_ring_t *r = &f->ring[bus];
+    pthread_mutex_lock(&r->lock);
+    frame_slot_t *old = r->slot;
+    r->slot = fresh;
+    r->capacity = capacity;
+    r->next_seq = r->first = 1;
+    r->missed = 0;
+    pthread_mutex_unlock(&r->lock);
+    free(old);
+    if (bus >= f->buses)
+        f->buses = bus + 1;
+    return 0;
+}
+
 void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, size_t len)
 {
-    if (bus >= f->buses)
+    if (bus >= CONFIG_MAX_BUSES)
         return;
     frame_ring_t *r = &f->ring[bus];
     uint64_t now = gw_now_ns();
@@ -202,7 +256,7 @@ static void add_frame(struct evbuffer *b, const frame_slot_t *s, uint64_t mono_n
 
 void frames_json(gw_frames_t *f, unsigned bus, uint64_t since, unsigned limit, struct evbuffer *b)
 {
-    if (bus >= f->buses) {   /* a bus added by a reload after the rings were made: none kept for it */
+    if (bus >= f->buses) {   /* a bus added while no ring was made for it (out of memory) */
         evbuffer_add_printf(b, "\"last\":0,\"missed\":0,\"skipped\":0,\"reset\":false,\"frames\":[]");
         return;
     }
@@ -271,7 +325,8 @@ void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b
     for (int m = 0; m < 3; m++) {
         evbuffer_add_printf(b, "# HELP rtugw_frames_%s_total %s\n# TYPE rtugw_frames_%s_total counter\n", help[m][0],
                             help[m][1], help[m][0]);
-        for (unsigned k = 0; k < f->buses; k++) {
+        /* a bus removed live keeps its ring until one is added there: not listed */
+        for (unsigned k = 0; k < f->buses && k < cfg->bus_count; k++) {
             frame_ring_t *r = &f->ring[k];
             pthread_mutex_lock(&r->lock);
             uint64_t recorded = r->next_seq - 1;

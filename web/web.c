@@ -63,7 +63,7 @@ int web_frames_reload(gw_t *gw, gw_frames_t **kept, unsigned cap, char *err, siz
         snprintf(err, errcap, "[http] frame_ring = %u: out of memory for %u buses", cap, gw_bus_count(gw));
         return -ENOMEM;
     }
-    if (*kept && frames_capacity(*kept) != cap && frames_resize(*kept, cap) != 0) {
+    if (*kept && frames_capacity(*kept) != cap && frames_resize(*kept, gw_bus_count(gw), cap) != 0) {
         snprintf(err, errcap, "[http] frame_ring = %u: out of memory for %u buses", cap, gw_bus_count(gw));
         return -ENOMEM;
     }
