@@ -288,7 +288,7 @@ static int resize_buses(gw_t *gw, const config_t *fresh, char *restart, size_t c
     }
     for (; run < want; run++) {
         gw->cfg->bus_count = run + 1;
-        if (!next || bus_add(gw, err, sizeof err) != 0) {
+        if (!next || bus_add(gw, fresh, err, sizeof err) != 0) {
             gw->cfg->bus_count = run;
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: %s; it starts at the next restart", fresh->buses[run].name,
                    err);

@@ -451,6 +451,16 @@ static driver_t *open_driver(gw_bus_t *bus, const config_t *cfg, char *err, size
 
 gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
 {
+    return bus_new_from(gw, gw->cfg, index, err, errcap);
+}
+
+/* cfg: the configuration the bus is made from, its section and the devices
+ * on it (a simulator's slaves, the line's per-slave keys). gw->cfg but for
+ * a bus added live (bus_add), which is made before the running copy takes
+ * its devices: it takes them from the new file, as a fresh start would.
+ * Only read here (the driver and the line copy what they keep). */
+gw_bus_t *bus_new_from(gw_t *gw, const config_t *cfg, unsigned index, char *err, size_t errcap)
+{
     gw_bus_t *bus = calloc(1, sizeof *bus);
     if (!bus) {
         snprintf(err, errcap, "out of memory");
@@ -458,7 +468,7 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
     }
     bus->gw = gw;
     bus->index = index;
-    bus->driver = bus->wire = open_driver(bus, gw->cfg, err, errcap);
+    bus->driver = bus->wire = open_driver(bus, cfg, err, errcap);
     bus->router = router_thread_new(gw->router);
     if (!bus->driver || !bus->router) {
         if (bus->driver || !*err)
@@ -471,7 +481,7 @@ gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap)
     line_env_t env = { .ctx = bus, .write = env_write, .arm = env_arm, .cancel = env_cancel,
                        .barrier = env_barrier, .unread = env_unread, .log = env_log, .frame = env_frame,
                        .answered = env_answered };
-    if (!(bus->line = line_new(gw->cfg, index, &p, &env, err, errcap))) {
+    if (!(bus->line = line_new(cfg, index, &p, &env, err, errcap))) {
         bus_free(bus);
         return NULL;
     }

@@ -132,9 +132,18 @@ int bus_restart(gw_t *gw, unsigned index, char *err, size_t errcap)
  * then published: the slot first, then the count, both release stores, so
  * a reader that sees the count (gw_submit, gw_bus_count: acquire) sees the
  * slot and the bus whole. The slots' array is sized for CONFIG_MAX_BUSES at
- * the start (daemon/gw.c), so it never moves under a reader.
+ * the start (daemon/gw.c), so it never moves under a reader; so are the
+ * poller's and the scans' per-bus tables (poller_new, scans_new).
+ *
+ * It is made from fresh, not the running copy, for the devices on it: the
+ * reload moves the devices into the running copy only after the buses
+ * (daemon/control.c), and a simulator with no slave list serves the
+ * devices on its bus, as at a fresh start on the same file, not 1,2,3.
+ * Before it speaks it gets an empty ring for /frames (frames_add_bus) and
+ * no scan of a bus once removed from its index (scan_bus_added): all on
+ * this thread, which owns both.
  */
-int bus_add(gw_t *gw, char *err, size_t errcap)
+int bus_add(gw_t *gw, const config_t *fresh, char *err, size_t errcap)
 {
     unsigned i = gw->bus_count;
     gw_loop_t *home = gw->line_loop ? gw->line_loop : gw->loop;
@@ -143,9 +152,12 @@ int bus_add(gw_t *gw, char *err, size_t errcap)
                  i >= CONFIG_MAX_BUSES ? "too many buses" : "added live only with buses_on_io_thread = true");
         return -1;
     }
-    gw_bus_t *nb = bus_new(gw, i, err, errcap);
+    gw_bus_t *nb = bus_new_from(gw, fresh, i, err, errcap);
     if (!nb)
         return -1;
+    if (frames_add_bus(gw_frames(gw), i) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "bus %s: no frame ring for /frames (out of memory)", gw->cfg->buses[i].name);
+    scan_bus_added(gw->scans, i);
     if (bus_start_in_place(nb, home) != 0) {
         bus_free(nb);   /* it fails only before its actor is spawned */
         snprintf(err, errcap, "bus %s: cannot start its actor (more buses than the scheduler was sized for at "

@@ -438,6 +438,7 @@ int slave_port_write(gw_slave_port_t *sp, const uint8_t *adu, size_t len);
 typedef struct gw_bus gw_bus_t;
 
 gw_bus_t *bus_new(gw_t *gw, unsigned index, char *err, size_t errcap);
+gw_bus_t *bus_new_from(gw_t *gw, const config_t *cfg, unsigned index, char *err, size_t errcap);
 void bus_free(gw_bus_t *bus);
 /* Spawns the bus actor, then opens its port on the loop (the I/O loop instead
  * for a Modbus TCP/UDP device bus with framing = tcp: bus.c's bus_loop_for). */
@@ -463,8 +464,9 @@ gw_loop_t *bus_home(const gw_bus_t *bus);
  * 0, or -1 and err: the running bus is kept. */
 int bus_restart(gw_t *gw, unsigned index, char *err, size_t errcap);
 /* A bus appended at index gw_bus_count from gw->cfg->buses[that index] (the
- * running copy has it), or the last one retired for good (bus_restart.c). */
-int bus_add(gw_t *gw, char *err, size_t errcap);
+ * running copy has it) and the devices on it in fresh (the file reloaded),
+ * or the last one retired for good (bus_restart.c). */
+int bus_add(gw_t *gw, const config_t *fresh, char *err, size_t errcap);
 void bus_remove_last(gw_t *gw);
 /* A reload changed the bus's line keys or the devices on it: the keys that
  * apply live (line_keys_t: the bus's timeout, retries, gap, tcp_first,
@@ -586,6 +588,8 @@ void scans_free(gw_scans_t *s);
 int scan_start(gw_scans_t *s, const gw_scan_params_t *p);
 /* A refusal decided above (a bad request): counted here with the rest. */
 void scan_refused(gw_scans_t *s, int why);
+/* A bus added live at index bus: no scan of a bus removed from there shows. */
+void scan_bus_added(gw_scans_t *s, unsigned bus);
 /* Whether bus has had a scan (running or ended) since start. */
 bool scan_exists(const gw_scans_t *s, unsigned bus);
 /* The scan of bus as a JSON object: state, ids, tried, found, elapsed_s, polling. */
@@ -603,11 +607,15 @@ void frames_free(gw_frames_t *f);
 /* The bus's actor: one frame it sent (tx) or heard. A copy, under the ring's
  * mutex; decoded only when served. */
 void frames_record(gw_frames_t *f, unsigned bus, bool tx, const uint8_t *adu, size_t len);
+/* I/O thread: a bus added live at index bus gets an empty ring at the
+ * capacity in force (f may be NULL). -1: out of memory, none for it. */
+int frames_add_bus(gw_frames_t *f, unsigned bus);
 unsigned frames_capacity(const gw_frames_t *f);
 /* A reload's frame_ring, while the actors record: each ring's slots
  * replaced under its lock, the newest frames kept; f stays valid (0 frees
- * the slots, records then do nothing). -1: out of memory, unchanged. */
-int frames_resize(gw_frames_t *f, unsigned capacity);
+ * the slots, records then do nothing); rings up to `buses` (the buses
+ * running) given slots. -1: out of memory, unchanged. */
+int frames_resize(gw_frames_t *f, unsigned buses, unsigned capacity);
 /* I/O thread: the bus's frames after `since` (at most limit, the newest) as
  * the fields of a JSON object, "last" (the seq to pass as since next), "frames"
  * and what was missed or skipped. */
