@@ -15,12 +15,15 @@ on ONE connection throughout:
   - restart_needed empty after each change, /status naming the bus as the file
     does, the log saying it restarted.
 Run it under load too: RTUGW_BURN=2."""
+import json
 import os
 import socket
 import struct
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -282,6 +285,100 @@ def test_device_bus_moves_threads():
     dev.stop()
 
 
+# A bus added live (issue 41): a paced simulator at 9600 baud with no slave
+# list and a queue of 6 (the least above [tcp] bus_share), twelve tags on its
+# device (slave 7), one read each (max_read_registers = 1), every 200 ms: all
+# due at once would be twice its queue, so the poller's per-bus limit (half
+# the queue: three reads at a time) is what keeps them out of its 0x06.
+ADDED = ("[bus added]\nport = sim-paced\nbaud = 9600\nqueue_depth = 6\nresponse_timeout_ms = 200\n"
+         "[device ma]\nbus = added\nslave = 7\nmax_read_registers = 1\n" +
+         "".join(f"[tag ta{i}]\ndevice = ma\ntable = holding\naddress = {10 * i}\ntype = uint16\ninterval_ms = 200\n"
+                 for i in range(12)))
+
+ROUTES_ADDED = "unit7 = added:7\nunit11 = added:1\n"
+ADMIN = "s3cret-0123456789abcdefXY"   # [http] write_token: the API's admin (POST /api/scan)
+
+
+def added_series(g):
+    """/metrics' series of bus `added` that a start has before any traffic
+    to a slave (no slave or device label), and which of them are frames'."""
+    return sorted(k for k in g.metrics() if 'bus="added"' in k and "slave=" not in k and "device=" not in k)
+
+
+def api(g, method, path, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{g.http_port}{path}", method=method,
+                                 data=json.dumps(body).encode() if body is not None else None,
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {ADMIN}"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()[:300]
+
+
+def scanned(g):
+    """A scan of bus `added` (ids 1-8, its polling paused) through the API: the slaves found."""
+    st, body = api(g, "POST", "/api/scan", {"bus": "added", "first_id": 1, "last_id": 8, "pause_polling": True})
+    check(st == 202, f"POST /api/scan of the added bus: 202 ({st} {body})")
+    check(wait_for(lambda: api(g, "GET", "/api/scan/added")[1].get("state") in ("done", "failed"), 15),
+          f"the scan ends ({api(g, 'GET', '/api/scan/added')})")
+    res = api(g, "GET", "/api/scan/added")[1]
+    check(res["state"] == "done", f"the scan is done ({res})")
+    return [f["slave"] for f in res["found"]]
+
+
+def frames_of(g):
+    st, body = api(g, "GET", "/frames?bus=added")
+    check(st == 200, f"GET /frames?bus=added: 200 ({st} {body})")
+    return body if st == 200 else {"enabled": False, "last": 0, "frames": []}
+
+
+def test_bus_added_is_whole():
+    """A bus added live is a bus as a fresh start has it: its tags polled
+    within its per-bus limit (no 0x06 from its queue of 6), scanned through
+    the API, its frames kept for /frames (frame_ring on), its simulator
+    serving the device on it (slave 7, not 1,2,3), /status and /metrics
+    naming it as a fresh start of the same file does."""
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices="", extra=f"frame_ring = 64\nwrite_token = {ADMIN}\n")
+    rev = (g.status()["last_reload"] or {}).get("revision")
+    hup(g, g.text.replace("[tcp]", ADDED + "[tcp]").replace("[http]", ROUTES_ADDED + "[http]"))
+    check(wait_for(lambda: reloaded(g, rev), 5) and g.status()["restart_needed"] == "" and
+          g.status()["last_reload"]["result"] == "applied", f"bus added: applied ({g.status()['last_reload']})")
+    names = [f"ta{i}" for i in range(12)]
+    check(wait_for(lambda: all(tag_values(g).get(n, {}).get("quality") == "good" for n in names), 5),
+          f"its tags are polled ({[tag_values(g).get(n) for n in names]})")
+    time.sleep(2)
+    full = g.metrics().get('rtugw_bus_queue_full_total{bus="added"}')
+    check(full == 0, f"its polls kept within its per-bus limit: no 0x06 from its queue ({full})")
+    tv = tag_values(g)
+    check(all(tv.get(n, {}).get("quality") == "good" and tv[n].get("value") == 7000 + 10 * i
+              for i, n in enumerate(names)), f"each tag at its value ({[tv.get(n) for n in names]})")
+    f = frames_of(g)
+    check(f["enabled"] and f["last"] > 10 and len(f["frames"]) > 10,
+          f"/frames of the added bus has its frames ({f['last'] if isinstance(f, dict) else f})")
+    c = g.client()
+    r7, r1 = c.read_holding_registers(10, 2, slave=7), c.read_holding_registers(10, 2, slave=11)
+    c.close()
+    check(not r7.isError() and r7.registers == [7010, 7011], f"its simulator serves slave 7 ({r7})")
+    check(r1.isError(), f"and not slave 1, which no device on it names ({r1})")
+    found = scanned(g)
+    check(found == [7], f"the scan finds slave 7 only, as the simulator of a fresh start serves ({found})")
+    series, status = added_series(g), [b["name"] for b in g.status()["buses"]]
+    check(any(k.startswith("rtugw_frames_recorded_total") for k in series), f"/metrics counts its frames ({series})")
+    fresh = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=ADDED, extra=f"frame_ring = 64\nwrite_token = {ADMIN}\n",
+                    extra_tcp=ROUTES_ADDED)
+    try:
+        check([b["name"] for b in fresh.status()["buses"]] == status, f"/status: the buses of a fresh start ({status})")
+        check(added_series(fresh) == series, f"/metrics: a fresh start's series of the bus "
+              f"({set(series) ^ set(added_series(fresh))})")
+        check(scanned(fresh) == found, "a fresh start's scan finds the same")
+        check(fresh.p.poll() is None, "the fresh start runs")
+    finally:
+        fresh.stop()
+    check(g.p.poll() is None, "the daemon runs")
+    g.stop()
+
+
 if __name__ == "__main__":
     run_tests("test_bus_live", [test_bus_restarted_in_place, test_dialin_bus_restarted_in_place,
-                                test_device_bus_moves_threads])
+                                test_device_bus_moves_threads, test_bus_added_is_whole])
