@@ -369,6 +369,13 @@ def test_bus_added_is_whole():
                     extra_tcp=ROUTES_ADDED)
     try:
         check([b["name"] for b in fresh.status()["buses"]] == status, f"/status: the buses of a fresh start ({status})")
+        # the soak's canonical dump (test_live_soak.py, tables): the same file gives the same tables
+        tables = {w: api(g, "GET", f"/api/{w}")[1] for w in ("buses", "devices", "templates", "tags", "polls")}
+        fresh_tables = {w: api(fresh, "GET", f"/api/{w}")[1] for w in tables}
+        check(tables == fresh_tables, "the running tables are a fresh start's: " +
+              str({k: (tables[k], fresh_tables[k]) for k in tables if tables[k] != fresh_tables[k]})[:600])
+        shape = [sorted(b) for b in g.status()["buses"]]
+        check(shape == [sorted(b) for b in fresh.status()["buses"]], f"/status: each bus's members as a fresh start's")
         check(added_series(fresh) == series, f"/metrics: a fresh start's series of the bus "
               f"({set(series) ^ set(added_series(fresh))})")
         check(scanned(fresh) == found, "a fresh start's scan finds the same")
