@@ -145,6 +145,73 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     return gw;
 }
 
+/* The HTTP server's drain has ended (web/http.c http_close): this runs from
+ * event_base_once, on a turn of the I/O thread inside no event of the
+ * server, so freeing it here frees nothing a running callback still holds.
+ * A reload may have turned it on again meanwhile (http_reopen): then it
+ * is no longer drained and stays. */
+static void http_drained_cb(evutil_socket_t fd, short what, void *arg)
+{
+    gw_t *gw = arg;
+    (void)fd;
+    (void)what;
+    if (!gw->http || !http_drained(gw->http))
+        return;
+    http_free(gw->http);
+    gw->http = NULL;
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [http] closed: its last connection has ended");
+}
+
+/*
+ * [http] on a reload (control.c), enabled included, both ways:
+ * - running and still on: http_reload, every other key;
+ * - on -> off: http_close; the server drains and is freed later
+ *   (http_drained_cb). The running copy keeps the server's keys, with
+ *   enabled false, so a turn back on compares against what h runs;
+ * - off -> on while it still drains: it listens again (http_reopen) and
+ *   http_reload applies the rest; off -> on with none: http_new, as at
+ *   start, from fresh's [http]. A listener that cannot be bound keeps it
+ *   off and names http.port (any other failure: http.enabled); the next
+ *   reload tries again.
+ * Off and staying off: the running copy just follows the file.
+ */
+void gw_http_reload(gw_t *gw, const config_t *fresh, char *restart, size_t cap, char *err, size_t errcap)
+{
+    config_http_t *run = &gw->cfg->http;
+    const config_http_t *f = &fresh->http;
+    restart[0] = 0;
+    err[0] = 0;
+    if (gw->http && !http_closing(gw->http) && f->enabled) {
+        http_reload(gw->http, run, fresh, restart, cap, err, errcap);
+    } else if (gw->http && !http_closing(gw->http)) {
+        http_close(gw->http, run->request_timeout_ms, http_drained_cb, gw);
+        run->enabled = false;
+    } else if (gw->http && f->enabled) {
+        if (http_reopen(gw->http, f->bind, f->port, err, errcap) != 0) {
+            snprintf(restart, cap, "http.port");
+            return;
+        }
+        memcpy(run->bind, f->bind, sizeof run->bind);
+        run->port = f->port;
+        run->enabled = true;
+        http_reload(gw->http, run, fresh, restart, cap, err, errcap);
+    } else if (f->enabled) {
+        config_http_t old = *run;
+        *run = *f;   /* http_new reads the running copy, as at start */
+        if (!(gw->http = http_new(gw, err, errcap))) {
+            bool port = strstr(err, "listen on") || strstr(err, "bind =");
+            snprintf(restart, cap, "%s", port ? "http.port" : "http.enabled");
+            *run = old;
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: [http] enabled = true not applied: %s", err);
+            return;
+        }
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [http] enabled = true: %s on %s:%u", f->tls_cert[0] ? "https" : "http",
+               f->bind, f->port);
+    } else if (!gw->http) {
+        *run = *f;   /* nothing runs that reads it: the running copy just follows */
+    }
+}
+
 int gw_run(gw_t *gw)
 {
     struct event *ev_status = NULL;
