@@ -118,7 +118,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
         (cfg->udp.enabled && !(gw->udp = udp_new(gw, err, sizeof err))) ||
-        (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
+        (cfg->http.enabled && !(gw->http = http_new(gw, NULL, err, sizeof err))) ||
         control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
         gw_free(gw);
@@ -157,6 +157,7 @@ static void http_drained_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (!gw->http || !http_drained(gw->http))
         return;
+    gw->frames_kept = http_release_frames(gw->http);   /* a bus actor may still hold them */
     http_free(gw->http);
     gw->http = NULL;
     gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [http] closed: its last connection has ended");
@@ -184,8 +185,10 @@ void gw_http_reload(gw_t *gw, const config_t *fresh, char *restart, size_t cap, 
     if (gw->http && !http_closing(gw->http) && f->enabled) {
         http_reload(gw->http, run, fresh, restart, cap, err, errcap);
     } else if (gw->http && !http_closing(gw->http)) {
-        http_close(gw->http, run->request_timeout_ms, http_drained_cb, gw);
-        run->enabled = false;
+        if (http_close(gw->http, run->request_timeout_ms, http_drained_cb, gw) == 0)
+            run->enabled = false;
+        else
+            snprintf(restart, cap, "http.enabled");   /* out of memory: it still listens; the next reload tries again */
     } else if (gw->http && f->enabled) {
         if (http_reopen(gw->http, f->bind, f->port, err, errcap) != 0) {
             snprintf(restart, cap, "http.port");
@@ -198,13 +201,14 @@ void gw_http_reload(gw_t *gw, const config_t *fresh, char *restart, size_t cap, 
     } else if (f->enabled) {
         config_http_t old = *run;
         *run = *f;   /* http_new reads the running copy, as at start */
-        if (!(gw->http = http_new(gw, err, errcap))) {
+        if (!(gw->http = http_new(gw, gw->frames_kept, err, errcap))) {
             bool port = strstr(err, "listen on") || strstr(err, "bind =");
             snprintf(restart, cap, "%s", port ? "http.port" : "http.enabled");
             *run = old;
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: [http] enabled = true not applied: %s", err);
             return;
         }
+        gw->frames_kept = NULL;   /* the new server's now */
         gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [http] enabled = true: %s on %s:%u", f->tls_cert[0] ? "https" : "http",
                f->bind, f->port);
     } else if (!gw->http) {
@@ -268,6 +272,7 @@ void gw_free(gw_t *gw)
     control_stop(gw);
     gw_north_free(gw->north);   /* actors are down: no poll answer is on its way */
     http_free(gw->http);
+    frames_free(gw->frames_kept);   /* the actors are down: nobody records */
     tcp_free(gw->tcp);
     tcp_free(gw->rtu_tcp);
     udp_free(gw->udp);

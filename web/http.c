@@ -65,10 +65,9 @@ struct gw_http {
     web_auth_t *auth;              /* users, sessions (auth.c) */
     web_audit_t *audit;            /* the audit ring (audit.c) */
     gw_http_metrics_t metrics;
-    /* [http] enabled turned off by a reload (http_close): not listening,
-     * draining until drain_until_ns, then forced; done once drained() is queued */
+    /* http_close: not listening, draining; done once drained() is queued */
     bool closing, forced, done;
-    uint64_t drain_until_ns;
+    uint64_t drain_until_ns;   /* then forced */
     struct event *ev_drain;
     event_callback_fn drained;
     void *drained_arg;
@@ -92,8 +91,7 @@ static http_conn_t *conn_of(gw_http_t *h, struct evhttp_request *req)
     return NULL;
 }
 
-/* Ends a connection now: its client sees the end of its stream, evhttp a
- * read of end of file, and the sweep releases it (the way the deadline cuts). */
+/* Ends a connection now: evhttp reads end of file, the sweep releases it. */
 static void cut(http_conn_t *c)
 {
     evutil_socket_t sock = bufferevent_getfd(c->bev);
@@ -393,7 +391,7 @@ static struct evhttp_bound_socket *listen_at(gw_http_t *h, const char *bind, uns
     return bound;
 }
 
-gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
+gw_http_t *http_new(gw_t *gw, gw_frames_t *frames, char *err, size_t errcap)
 {
     const config_http_t *cfg = &gw_config(gw)->http;
     gw_http_t *h = calloc(1, sizeof *h);
@@ -433,7 +431,10 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
                                               EVHTTP_REQ_DELETE);
     evhttp_set_gencb(h->http, on_request, h);
     web_remove_stale_temporaries(gw);   /* before the API can make new ones */
+    h->frames = frames;   /* resized to frame_ring by web_start */
     if (web_start(gw, &h->frames, err, errcap) != 0) {
+        if (frames)
+            http_release_frames(h);   /* the caller's still: not freed here */
         http_free(h);
         return NULL;
     }
@@ -461,8 +462,7 @@ static void on_retired_accept_error(struct evconnlistener *l, void *arg)
     evconnlistener_disable(l);
 }
 
-/* The running listener stops listening now and is freed a second later
- * (why: http_move); r is its record on the retired list. */
+/* The listener stops now, freed a second later (why: http_move); r: its record. */
 static void retire_listener(gw_http_t *h, http_bound_retired_t *r)
 {
     struct evconnlistener *old = h->listener;
@@ -714,21 +714,13 @@ static void on_drain(evutil_socket_t fd, short what, void *arg)
     event_del(h->ev_drain);
 }
 
-void http_close(gw_http_t *h, unsigned drain_ms, event_callback_fn drained, void *arg)
+int http_close(gw_http_t *h, unsigned drain_ms, event_callback_fn drained, void *arg)
 {
-    http_bound_retired_t *r = calloc(1, sizeof *r);
+    http_bound_retired_t *r = h->closing ? NULL : calloc(1, sizeof *r);
     struct timeval tick = { 0, 50000 };
-    if (h->closing) {
-        free(r);
-        return;
-    }
-    if (r)
-        retire_listener(h, r);
-    else {   /* no memory to keep it a second: closed now, as no timer of it can be pending without one */
-        evhttp_del_accept_socket(h->http, h->bound);
-        h->bound = NULL;
-        h->listener = NULL;
-    }
+    if (!r)
+        return h->closing ? 0 : -1;   /* no memory to keep the listener its second: still listening */
+    retire_listener(h, r);
     h->closing = true;
     h->forced = false;
     h->done = false;
@@ -741,6 +733,15 @@ void http_close(gw_http_t *h, unsigned drain_ms, event_callback_fn drained, void
     event_add(h->ev_drain, &tick);
     gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] enabled = false: not listening now; %u connections drain for up "
            "to %u ms", h->active, drain_ms);
+    return 0;
+}
+
+gw_frames_t *http_release_frames(gw_http_t *h)
+{
+    gw_frames_t *f = h->frames;
+    gw_frames_publish(h->gw, NULL);
+    h->frames = NULL;
+    return f;
 }
 
 bool http_closing(const gw_http_t *h) { return h->closing; }

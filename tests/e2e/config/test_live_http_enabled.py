@@ -9,6 +9,8 @@ throughout (0 answers lost or wrong):
   - on by SIGHUP, both while the closed server still drains (turned on again
     at once) and after it was freed: /status answers, last_reload applied,
     restart_needed empty;
+  - the frame rings (frame_ring, recorded by a bus actor on a worker) kept
+    across off and on, recording again;
   - on with the port taken by another socket: http.port named (log), and
     the next SIGHUP once it is free turns it on.
 Several rounds; the daemon exits cleanly (sanitizer builds: no report)."""
@@ -24,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))  # tests/lib: the shared helpers
 sys.path.insert(0, HERE)
 from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
-from test_live_http import TOKEN, Live, Reader, refused  # noqa: E402  (its reader, client and checks)
+from test_live_http import TOKEN, Live, Reader, frames, refused  # noqa: E402  (its reader, client and checks)
 
 
 def closed(conn):
@@ -49,11 +51,14 @@ def turn_on(live, g, on, round_):
     s = live.status()
     check(s["restart_needed"] == "" and s["last_reload"]["result"] == "applied",
           f"round {round_}: on: applied, nothing waits: {s['restart_needed']!r} {s['last_reload']}")
+    last = frames(live)["last"]
+    check(wait_for(lambda: frames(live)["last"] > last + 5, 3), f"round {round_}: on: the frame rings record again")
 
 
 def test_enabled_live():
+    # the bus actor on a worker thread, recording frames while the server goes and comes
     g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices="[device m1]\nslave = 1\n",
-                extra=f"write_token = {TOKEN}\n")
+                extra=f"write_token = {TOKEN}\nframe_ring = 16\n", gateway_extra="buses_on_io_thread = false\n")
     rd, live = Reader(g), Live(g)
     on = g.text
     off = on.replace("[http]\n", "[http]\nenabled = false\n")
