@@ -62,6 +62,29 @@ static gw_poller_t *start_poller(gw_t *gw, char *err, size_t errcap)
     return poller_new(gw, subs, n, err, errcap);
 }
 
+/*
+ * The parts /status and /metrics show (gateway/report.h), in the order of
+ * their members and series; web/ only iterates this. The frame ring's
+ * member comes before HTTPS's and its series after the logins', so it is
+ * two entries. A part reads what a reload changes at each call, so the
+ * table is built once, here.
+ */
+static gw_report_t *build_report(gw_t *gw)
+{
+    const gw_report_part_t parts[] = {
+        gw_report_uptime(gw), gw_report_buses(gw), gw_report_listen(gw), gw_report_devices(gw),
+        gw_report_polls(gw), front_report_tcp(gw), front_report_mbaps(gw), front_report_rtu_tcp(gw),
+        front_report_udp(gw), front_report_serial_slaves(gw), gw_report_router(gw), gw_report_frame_ring(gw),
+        web_report_http(gw), web_report_tls(gw), web_report_auth(gw), gw_report_frames(gw),
+        gw_report_actors(gw), web_report_tags(gw), gw_report_north(gw), gw_report_maps(gw),
+        gw_report_scans(gw), gw_report_reload(gw),
+    };
+    gw_report_t *r = report_new(parts, sizeof parts / sizeof parts[0], web_report_str);
+    if (r)
+        report_set_device_members(r, web_report_device_tags, gw);
+    return r;
+}
+
 gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
 {
     gw_t *gw = calloc(1, sizeof *gw);
@@ -119,7 +142,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
         (cfg->udp.enabled && !(gw->udp = udp_new(gw, err, sizeof err))) ||
         (cfg->http.enabled && !(gw->http = http_new(gw, NULL, err, sizeof err))) ||
-        control_start(gw) != 0) {
+        !(gw->report = build_report(gw)) || control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
         gw_free(gw);
         return NULL;
@@ -290,6 +313,7 @@ void gw_free(gw_t *gw)
     vslave_free(gw->maps);   /* after the front ends and the writes that named it */
     gw_runtime_free(gw);
     cache_fini(gw);
+    report_free(gw->report);
     free(gw->buses);
     free(gw->serial_slaves);
     config_free(gw->cfg);

@@ -136,4 +136,13 @@ void serial_slave_free(gw_serial_slave_t *s);
 const char *serial_slave_name(const gw_serial_slave_t *s);
 gw_serial_slave_metrics_t *serial_slave_metrics(gw_serial_slave_t *s);
 
+/* report.c: the front ends' parts of the report table (gateway/report.h; ctx:
+ * gw): [tcp]'s "tcp" and series, MB-TCP-Security's, [rtu_tcp]'s, [udp]'s and
+ * the serial slaves' series, each read from the front ends running then. */
+gw_report_part_t front_report_tcp(gw_t *gw);
+gw_report_part_t front_report_mbaps(gw_t *gw);
+gw_report_part_t front_report_rtu_tcp(gw_t *gw);
+gw_report_part_t front_report_udp(gw_t *gw);
+gw_report_part_t front_report_serial_slaves(gw_t *gw);
+
 #endif

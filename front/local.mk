@@ -3,7 +3,7 @@
 noinst_LIBRARIES += front/libfront.a
 front_libfront_a_SOURCES = front/front.h front/internal.h front/tcp.c front/tcp_session.h front/tcp_accept.c front/backpressure.c front/rtu_tcp.c front/rtu_tcp_frame.c \
 	front/dispatch.c front/udp.c \
-	front/serial_slave.c front/mbaps.c
+	front/serial_slave.c front/mbaps.c front/report.c
 front_libfront_a_CFLAGS = $(GW_CFLAGS)
 front_libfront_a_CPPFLAGS = $(GW_CPPFLAGS)
 

@@ -9,7 +9,7 @@
  * only from a poll *submitted* after the write's answer (t_req_ns >
  * written_ns). The bus executes a slave's requests in order, so such a poll
  * was executed after the write and carries its effect. Everything here runs
- * under cache_lock.
+ * under the cache's lock.
  *
  * The lock is named only in this file. It guards the entries and, because
  * a cached read matches a request against the groups and their devices,
@@ -17,12 +17,20 @@
  * replaces them (cache_set_devices, cache_swap_groups, on the I/O thread,
  * which alone writes them: readers on that thread need no lock for them).
  * Readers elsewhere take what they need under it and format after
- * (cache_snapshot), so no lock is held while JSON is written.
+ * (cache_snapshot; report_polls.c formats it), so no lock is held while
+ * JSON is written.
  */
 #include "gateway/wiring.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The cache: its entries and the lock that guards them, which no other file
+ * names (gw_t holds only this opaque handle). */
+struct gw_cache {
+    pthread_mutex_t lock;
+    gw_cache_entry_t *entries;   /* one per poll group of gw->cfg */
+};
 
 /* The table a write changes (as the poll function that reads it) and its range. */
 static bool write_range(const uint8_t *pdu, size_t len, unsigned *fn, unsigned *addr, unsigned *count)
@@ -54,14 +62,14 @@ static void for_touched(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *p
     if (!write_range(pdu, len, &fn, &addr, &count))
         return;
     uint64_t now = gw_now_ns();
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     for (unsigned i = 0; i < gw->cfg->poll_count; i++) {
         const config_poll_t *g = &gw->cfg->polls[i];
         const config_device_t *d = &gw->cfg->devices[g->device];
         if (d->bus != bus || d->slave != slave || g->function != fn || addr >= g->address + g->count ||
             addr + count <= g->address)
             continue;
-        gw_cache_entry_t *e = &gw->cache[i];
+        gw_cache_entry_t *e = &gw->cache->entries[i];
         if (!done) {
             e->writes_pending++;
         } else {
@@ -70,7 +78,7 @@ static void for_touched(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *p
             e->written_ns = now;
         }
     }
-    pthread_mutex_unlock(&gw->cache_lock);
+    pthread_mutex_unlock(&gw->cache->lock);
 }
 
 void cache_write_begin(gw_t *gw, unsigned bus, unsigned slave, const uint8_t *pdu, size_t len)
@@ -98,11 +106,11 @@ static void on_poll_answer(void *ctx, const gw_poll_result_t *r)
     size_t n;
     const tags_member_t *m = tags_plan_members(r->plan, r->read, &n);
 
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     for (size_t k = 0; k < n; k++) {
         if (!m[k].is_group)
             continue;
-        gw_cache_entry_t *e = &gw->cache[m[k].index];
+        gw_cache_entry_t *e = &gw->cache->entries[m[k].index];
         e->polls++;
         if (!r->good) {
             e->ok = 0;
@@ -117,7 +125,7 @@ static void on_poll_answer(void *ctx, const gw_poll_result_t *r)
             e->t_req_ns = r->t_req_ns;
         }
     }
-    pthread_mutex_unlock(&gw->cache_lock);
+    pthread_mutex_unlock(&gw->cache->lock);
 }
 
 /* A read skipped a round: each of its groups counts an overrun. */
@@ -126,11 +134,11 @@ static void on_poll_overrun(void *ctx, const tags_plan_t *plan, size_t read)
     gw_t *gw = ctx;
     size_t n;
     const tags_member_t *m = tags_plan_members(plan, read, &n);
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     for (size_t k = 0; k < n; k++)
         if (m[k].is_group)
-            gw->cache[m[k].index].overruns++;
-    pthread_mutex_unlock(&gw->cache_lock);
+            gw->cache->entries[m[k].index].overruns++;
+    pthread_mutex_unlock(&gw->cache->lock);
 }
 
 gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw)
@@ -142,14 +150,22 @@ gw_poll_subscriber_t cache_poll_subscriber(gw_t *gw)
 
 int cache_init(gw_t *gw)
 {
-    pthread_mutex_init(&gw->cache_lock, NULL);
-    gw->cache = calloc(gw->cfg->poll_count + 1, sizeof *gw->cache);
-    return gw->cache ? 0 : -1;
+    gw_cache_t *c = calloc(1, sizeof *c);
+    if (!c || !(c->entries = calloc(gw->cfg->poll_count + 1, sizeof *c->entries))) {
+        free(c);
+        return -1;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    gw->cache = c;
+    return 0;
 }
 
 void cache_fini(gw_t *gw)
 {
-    pthread_mutex_destroy(&gw->cache_lock);
+    if (!gw->cache)
+        return;
+    pthread_mutex_destroy(&gw->cache->lock);
+    free(gw->cache->entries);
     free(gw->cache);
     gw->cache = NULL;
 }
@@ -163,11 +179,11 @@ size_t cache_answer(gw_t *gw, unsigned bus, unsigned slave, const rtu_request_t 
 
     if (req->function < 1 || req->function > 4)
         return 0;
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     for (unsigned i = 0; i < cfg->poll_count && !hit; i++) {
         const config_poll_t *g = &cfg->polls[i];
         const config_device_t *d = &cfg->devices[g->device];
-        const gw_cache_entry_t *e = &gw->cache[i];
+        const gw_cache_entry_t *e = &gw->cache->entries[i];
         if (!g->serve_cached_ms || d->bus != bus || d->slave != slave || g->function != req->function ||
             req->address < g->address || req->address + req->quantity > g->address + g->count ||
             !cache_servable(e, now, (uint64_t)g->serve_cached_ms * 1000000ull))
@@ -188,46 +204,46 @@ size_t cache_answer(gw_t *gw, unsigned bus, unsigned slave, const rtu_request_t 
         }
         hit = true;
     }
-    pthread_mutex_unlock(&gw->cache_lock);
+    pthread_mutex_unlock(&gw->cache->lock);
     return hit ? 2u + pdu[1] : 0;
 }
 
 unsigned cache_polls_ok(gw_t *gw)
 {
     unsigned ok = 0;
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     for (unsigned i = 0; i < gw->cfg->poll_count; i++)
-        ok += gw->cache[i].ok;
-    pthread_mutex_unlock(&gw->cache_lock);
+        ok += gw->cache->entries[i].ok;
+    pthread_mutex_unlock(&gw->cache->lock);
     return ok;
 }
 
 gw_cache_view_t *cache_snapshot(gw_t *gw, unsigned *n)
 {
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     size_t items = 0;
     *n = gw->cfg->poll_count;
     for (unsigned i = 0; i < *n; i++)
-        items += gw->cache[i].count;
+        items += gw->cache->entries[i].count;
     gw_cache_view_t *v = malloc((*n + 1) * sizeof *v + items * sizeof(uint16_t));
     uint16_t *values = v ? (uint16_t *)(v + *n + 1) : NULL;
     for (unsigned i = 0; v && i < *n; i++) {
-        const gw_cache_entry_t *e = &gw->cache[i];
+        const gw_cache_entry_t *e = &gw->cache->entries[i];
         v[i] = (gw_cache_view_t){ .t_ns = e->t_ns, .polls = e->polls, .failures = e->failures,
                                   .overruns = e->overruns, .count = e->count, .ok = e->ok,
                                   .exception = e->exception, .values = values };
         memcpy(values, e->values, e->count * sizeof *values);
         values += e->count;
     }
-    pthread_mutex_unlock(&gw->cache_lock);
+    pthread_mutex_unlock(&gw->cache->lock);
     return v;
 }
 
 int cache_set_devices(gw_t *gw, const config_t *fresh)
 {
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     int rc = config_set_devices(gw->cfg, fresh->devices, fresh->device_count);
-    pthread_mutex_unlock(&gw->cache_lock);
+    pthread_mutex_unlock(&gw->cache->lock);
     return rc;
 }
 
@@ -253,22 +269,22 @@ int cache_swap_groups(gw_t *gw, const config_t *fresh, const config_t *was)
     gw_cache_entry_t *cache = calloc(fresh->poll_count + 1, sizeof *cache);
     if (!cache)
         return -1;
-    pthread_mutex_lock(&gw->cache_lock);
+    pthread_mutex_lock(&gw->cache->lock);
     for (unsigned i = 0; i < fresh->poll_count; i++)
         for (unsigned j = 0; j < gw->cfg->poll_count; j++)
             if (same_group(fresh, &fresh->polls[i], was, &gw->cfg->polls[j])) {
-                cache[i] = gw->cache[j];
+                cache[i] = gw->cache->entries[j];
                 break;
             }
-    gw_cache_entry_t *old = gw->cache;
-    gw->cache = cache;
+    gw_cache_entry_t *old = gw->cache->entries;
+    gw->cache->entries = cache;
     if (config_set_polls(gw->cfg, fresh->polls, fresh->poll_count) != 0) {
-        gw->cache = old;
-        pthread_mutex_unlock(&gw->cache_lock);
+        gw->cache->entries = old;
+        pthread_mutex_unlock(&gw->cache->lock);
         free(cache);
         return -1;
     }
-    pthread_mutex_unlock(&gw->cache_lock);
+    pthread_mutex_unlock(&gw->cache->lock);
     free(old);
     return 0;
 }

@@ -10,8 +10,10 @@
  * scans of a bus from the API (scan.c),
  * systemd's notify socket (notify.c), the start-up trim (trim.c), the log
  * and the clocks (log.c, metrics.c), the actor scheduler and the router
- * (runtime.c), a serial slave's port and actor (slave_port.c), and gw_t,
- * the handle every part is given. May call parser/, routing/, actor/,
+ * (runtime.c), a serial slave's port and actor (slave_port.c), the table
+ * of what each part shows in /status and /metrics (report.h: report.c,
+ * and the buses', polls' and reload's parts, report_bus.c, report_polls.c,
+ * report_reload.c), and gw_t, the handle every part is given. May call parser/, routing/, actor/,
  * drivers/, tags/, expr/ (the computed tags, evaluated after each store),
  * north/ (the MQTT module's loader and interface, through
  * config/config.h), config/ and line/ (the core each bus hosts), libevent;
@@ -33,7 +35,9 @@
  * tags.c, a computed tag's inverse); north.c (with north_session.c and
  * north_write.c) calls submit.c, tag_write.c, tags.c and loop.c; vslave.c (the maps: [map NAME]) calls
  * tag_write.c, tags.c and loop.c; scan.c (scans from the API) calls
- * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters.
+ * submit.c, loop.c, the poller (a bus's polling paused) and bus.c's counters;
+ * the report parts (report*.c) read the counters of the files they show
+ * (report_polls.c: cache.c's snapshot and the poller's reads).
  *
  * Threads and ownership:
  *   - the I/O thread (loop.c; front/, web/, MQTT and the poller on it) owns
@@ -59,6 +63,8 @@
 #include "parser/rtu.h"
 #include "routing/router.h"
 #include "tags/tags.h"
+
+#include "gateway/report.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -144,6 +150,7 @@ int gw_watchdog_start(gw_t *gw);
 typedef struct gw_poll_subscriber gw_poll_subscriber_t;
 typedef struct gw_poll_result gw_poll_result_t;
 
+typedef struct gw_cache gw_cache_t;   /* cache.c's: the entries and their lock */
 #define GW_GROUP_ITEMS_MAX 2000   /* a poll group's count: 125 registers, or 2000 bits */
 typedef struct gw_cache_entry {
     uint64_t t_ns;            /* 0: never polled */
@@ -701,5 +708,24 @@ const gw_reload_report_t *gw_last_reload(const gw_t *gw);
 const char *gw_restart_needed(const gw_t *gw);
 const char *gw_reload_queued(const gw_t *gw);
 uint64_t gw_reloads(const gw_t *gw, enum gw_reload_result r);
+/* The parts /status and /metrics show, in their order (report.h): built by
+ * the daemon, iterated by web/. Fixed from start. */
+const gw_report_t *gw_report(const gw_t *gw);
+
+/* ---- the gateway's parts of the report table (report.h; ctx: gw) ---------------- */
+
+gw_report_part_t gw_report_uptime(gw_t *gw);      /* report.c: uptime_s */
+gw_report_part_t gw_report_buses(gw_t *gw);       /* report_bus.c: "buses", rtugw_bus_* */
+gw_report_part_t gw_report_devices(gw_t *gw);     /* report_bus.c: rtugw_device_* */
+gw_report_part_t gw_report_listen(gw_t *gw);      /* report.c: rtugw_listen_* (listen.c) */
+gw_report_part_t gw_report_polls(gw_t *gw);       /* report_polls.c: "polls" (the cache's snapshot) */
+gw_report_part_t gw_report_frame_ring(gw_t *gw);  /* report.c: "frame_ring" */
+gw_report_part_t gw_report_frames(gw_t *gw);      /* report.c: rtugw_frames_* (frames.c) */
+gw_report_part_t gw_report_router(gw_t *gw);      /* report.c: rtugw_router_* (runtime.c) */
+gw_report_part_t gw_report_actors(gw_t *gw);      /* report.c: rtugw_actor_* (runtime.c) */
+gw_report_part_t gw_report_north(gw_t *gw);       /* report.c: rtugw_mqtt_* (north.c) */
+gw_report_part_t gw_report_maps(gw_t *gw);        /* report.c: rtugw_map_* (vslave.c) */
+gw_report_part_t gw_report_scans(gw_t *gw);       /* report.c: rtugw_scans_* (scan.c) */
+gw_report_part_t gw_report_reload(gw_t *gw);      /* report_reload.c: "last_reload", "restart_needed", its counts */
 
 #endif

@@ -58,4 +58,5 @@ void gw_reload(gw_t *gw)
 const gw_reload_report_t *gw_last_reload(const gw_t *gw) { return &gw->last_reload; }
 const char *gw_restart_needed(const gw_t *gw) { return gw->restart_needed; }
 const char *gw_reload_queued(const gw_t *gw) { return gw->reload_queued; }
+const gw_report_t *gw_report(const gw_t *gw) { return gw->report; }
 uint64_t gw_reloads(const gw_t *gw, enum gw_reload_result r) { return r < GW_RELOAD_RESULTS ? gw->reloads[r] : 0; }

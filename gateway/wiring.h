@@ -47,11 +47,11 @@ struct gw {
      * and the next server turned on takes them back (daemon/gw.c). */
     gw_frames_t *frames_kept;
     gw_north_t *north;          /* never NULL once started; a session only with [mqtt] */
+    gw_report_t *report;        /* the parts /status and /metrics show (report.h), built by daemon/gw.c */
     /* Published by web_start after the buses have started, read by their
      * actors for every frame: NULL (frame_ring = 0) costs them one load. */
     _Atomic(gw_frames_t *) frames;
-    pthread_mutex_t cache_lock;
-    gw_cache_entry_t *cache;  /* one per poll group */
+    gw_cache_t *cache;          /* the poll cache and its lock (cache.c, opaque) */
     struct event *ev_drain;
     struct event *ev_signals[3];
     uint64_t drain_deadline_ns;

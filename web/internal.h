@@ -79,8 +79,6 @@ void api_edit_section(gw_t *gw, struct evhttp_request *req, struct evbuffer *b, 
 /* After a change applied (gw->reload): ,"restart_needed":"...","queued":"..." -- what
  * waits for a restart, and what waits for the tag writes in flight to end. */
 void api_add_reload_result(gw_t *gw, struct evbuffer *b);
-/* /status's "last_reload" ({...} or null) and /metrics' reload counters (metrics.c). */
-void http_reload_status(gw_t *gw, struct evbuffer *b);
 /* api_csv.c: /api/templates/NAME/csv (GET, PUT, PUT ?dry_run=1); false when
  * what (the path after /api/) is not one. */
 bool api_csv_request(gw_t *gw, struct evhttp_request *req, const char *what, struct evbuffer *b);

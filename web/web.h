@@ -59,4 +59,16 @@ int web_config_put(gw_t *gw, const char *if_match, char *text, size_t len, struc
  * the hash in out, or -1. */
 int web_password_hash(const char *password, unsigned cost, char *out, size_t cap);
 
+/* report.c: the web side's parts of the report table (gateway/report.h;
+ * ctx: gw): the HTTP counters, HTTPS's and MB-TCP-Security's certificates,
+ * the logins, the tags (their change number folded into /status's ETag,
+ * their series); each device's tag counts (the table's device members);
+ * json/'s string encoder, which the table hands to the parts below. */
+gw_report_part_t web_report_http(gw_t *gw);
+gw_report_part_t web_report_tls(gw_t *gw);
+gw_report_part_t web_report_auth(gw_t *gw);
+gw_report_part_t web_report_tags(gw_t *gw);
+void web_report_device_tags(void *gw, unsigned d, struct evbuffer *b);
+void web_report_str(struct evbuffer *b, const char *s);
+
 #endif

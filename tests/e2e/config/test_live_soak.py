@@ -28,7 +28,18 @@ and at the end:
     across any change, MQTT's own included;
   - each client, connected before the first change, kept its connection and
     got every answer right: 0 wrong, 0 lost (the buses changed only in their live keys);
-  - the daemon stops cleanly.
+  - the daemon stops cleanly;
+and, by a Sparkplug host (SparkplugMirror below), every CHECK_EVERY changes
+and after the last: a second daemon runs the same file with [mqtt] as a
+Sparkplug edge node (its keepalive_s following the file's), reloaded by
+SIGHUP with the changes since its last reload; on spBv1.0/# each DBIRTH
+names exactly its device's running tags (no ghost metric; its poll groups'
+POLL.N values aside), and the births are exactly those the changes imply: a
+device whose tag set changed dies (DDEATH, if it was born) and is born again
+with its new set; one left with no tag dies and is not born; an unchanged
+one neither (a device with poll groups aside: their values give it births);
+no NBIRTH unless [mqtt] changed (then an NBIRTH and every device with tags
+born).
 
 RTUGW_SOAK_CHANGES=N (default 150; `make check-live-soak` runs 1,000),
 RTUGW_SEED=N replays a run."""
@@ -340,6 +351,175 @@ class Soak(Daemon):
             log.close()
 
 
+# ---- the Sparkplug host's view: a second daemon on the same file, edge node ----------------
+
+import sparkplugtest as sp  # noqa: E402  (the Sparkplug tests' decoder and host; FATAL without protoc)
+
+
+def pb_fields(buf):
+    """(field, wire type, value) of one protobuf message: varints as ints,
+    length-delimited fields as bytes (a name stays a name: protoc
+    --decode_raw takes some strings for messages)."""
+    i, out = 0, []
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(buf):
+        key = varint()
+        f, w = key >> 3, key & 7
+        if w == 0:
+            out.append((f, w, varint()))
+        elif w == 2:
+            n = varint()
+            out.append((f, w, buf[i:i + n]))
+            i += n
+        else:
+            i += 8 if w == 1 else 4
+    return out
+
+
+def birth_names(payload):
+    """The metric names of a DBIRTH: Payload.metrics (2), each Metric.name (1)."""
+    return {v2.decode() for f, w, v in pb_fields(payload) if f == 2 and w == 2
+            for f2, w2, v2 in pb_fields(v) if f2 == 1 and w2 == 2}
+
+
+class SparkplugMirror(Daemon):
+    """rtugw run of the soak's file, its ports moved and [mqtt] a Sparkplug edge
+    node on the same broker (keepalive_s as the file says), beside the soak's
+    daemon in its folder (the same tag files); sync() brings it to the file by
+    SIGHUP and checks what a Sparkplug host saw."""
+
+    def __init__(self, soak, broker):
+        self.soak, self.broker = soak, broker
+        self.cfg = os.path.join(soak.d, "sparkplug.conf")
+        self.tcp, self.http_port = free_port(), free_port()
+        self.host = sp.Host(broker.port, "soak-sp-host")
+        self.keepalive, self.seen_polls = None, set()
+        self.write()
+        self.log = open(os.path.join(soak.d, "sparkplug.log"), "w+")
+        self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stdout=self.log, stderr=self.log, env=sanitizer_env())
+        procs.append(self.p)
+        check(wait_listening(self.http_port, self.p), "the Sparkplug mirror listens")
+        self.token = login(self.http_port, "admin", ADMIN_PW)
+        self.sets = {}
+        check(wait_for(lambda: self.births_match(0, self.running_sets(), self.running_sets())[0], 15),
+              "Sparkplug: NBIRTH, then a DBIRTH of each device with tags, naming exactly its tags")
+        self.sets = self.running_sets()
+
+    def write(self):
+        """The soak's file as the mirror runs it; True when its [mqtt] changed."""
+        text, soak = self.soak.text(), self.soak
+        keep = text.split("keepalive_s = ")[1].split("\n")[0]
+        text = text.replace(f"[tcp]\nport = {soak.tcp}\n", f"[tcp]\nport = {self.tcp}\n").replace(
+            f"[http]\nport = {soak.http}\n", f"[http]\nport = {self.http_port}\n")
+        mqtt = text.index("[mqtt]\n")
+        end = text.find("\n[", mqtt + 1)
+        text = text[:mqtt] + sp.sp_section(self.broker.port).replace("keepalive_s = 5", f"keepalive_s = {keep}") + \
+            (text[end + 1:] if end >= 0 else "")
+        with open(self.cfg, "w") as f:
+            f.write(text)
+        changed, self.keepalive = self.keepalive not in (None, keep), keep
+        return changed
+
+    def get(self, path):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}",
+                                     headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return json.loads(r.read())
+
+    def last_reload_ms(self):
+        return (self.get("/status").get("last_reload") or {}).get("time_ms")
+
+    def running_sets(self):
+        """{device: set of its tag names}, as the mirror runs them (GET /tags)."""
+        body = self.get("/tags")
+        out = {}
+        for t in body["tags"] if isinstance(body, dict) else body:
+            out.setdefault(t["device"], set()).add(t["name"])
+        return out
+
+    def messages(self, start):
+        """(verb, device, payload) of the edge node's messages from index start."""
+        with self.host.lock:
+            msgs = self.host.msgs[start:]
+        out = []
+        for topic, payload, _ in msgs:
+            t = topic.split("/")
+            if len(t) >= 4 and t[1] == sp.GROUP and t[3] == sp.EDGE:
+                out.append((t[2], t[4] if len(t) > 4 else None, payload))
+        return out
+
+    def polls(self):
+        """{device: its poll groups running now} (their POLL.N metrics are values, not tags)."""
+        out = {}
+        for g in self.get("/status").get("polls", []):
+            out.setdefault(g["device"], set()).add(g["name"])
+            self.seen_polls.add(g["name"])
+        return out
+
+    def tag_metrics(self, names):
+        """A DBIRTH's metrics less its poll groups' items (POLL.N, of any group this run had):
+        the tags it names. A removed group's items are not judged here."""
+        return {m for m in names if m.rpartition(".")[0] not in self.seen_polls}
+
+    def births_match(self, start, want, tags):
+        """(ok, why): from message start, every device of want with tags has a
+        last DBIRTH whose tag metrics are exactly its running tags (no ghost);
+        any other device's DBIRTH too (tags: every device's); no device with
+        neither tags nor poll groups has one."""
+        last, polls = {}, self.polls()
+        for verb, dev, payload in self.messages(start):
+            if verb == "DBIRTH":
+                last[dev] = self.tag_metrics(birth_names(payload))
+        for dev, got in last.items():
+            if got != tags.get(dev, set()) or not (got or polls.get(dev)):
+                return False, f"{dev}: DBIRTH names tags {sorted(got)}, its running tags are {sorted(tags.get(dev, []))}"
+        missing = [d for d, names in want.items() if names and d not in last]
+        return not missing, f"no DBIRTH of {missing}, whose tags changed"
+
+    def sync(self, what):
+        """The mirror reloaded with the file now; the births it sends are those
+        the difference implies, and the DBIRTHs name the running tags."""
+        start, was = self.host.count(), self.last_reload_ms()
+        mqtt = self.write()
+        self.p.send_signal(signal.SIGHUP)
+        wait_for(lambda: self.last_reload_ms() != was, 10)
+        before, after = self.sets, self.running_sets()
+        changed = {d for d in set(before) | set(after) if before.get(d, set()) != after.get(d, set())}
+        want = after if mqtt else {d: after.get(d, set()) for d in changed}
+        wait_for(lambda: self.births_match(start, want, after)[0], 10)   # a DBIRTH comes with its device's next values
+        time.sleep(1.0)   # what else the reload sent arrives: nothing may
+        verbs = [(v, d) for v, d, _ in self.messages(start) if v in ("NBIRTH", "NDEATH", "DBIRTH", "DDEATH")]
+        ok, why = self.births_match(start, want, after)
+        bad = [] if ok else [why]
+        polls = self.polls()
+        for dev in set(before) | set(after):
+            born, died = ("DBIRTH", dev) in verbs, ("DDEATH", dev) in verbs
+            if polls.get(dev):
+                continue   # its poll groups' values give it births of their own (docs/sparkplug.md)
+            if not mqtt and dev not in changed and (born or died):
+                bad.append(f"{dev}: its tags did not change, yet {verbs}")
+            if dev in changed and not after.get(dev) and (born or (before.get(dev) and not died)):
+                bad.append(f"{dev}: left with no tag, it must die and not be born: {verbs}")
+            if dev in changed and after.get(dev) and before.get(dev) and not mqtt and not died:
+                bad.append(f"{dev}: its set changed, so DDEATH before its DBIRTH: {verbs}")
+        if ("NBIRTH", None) in verbs and not mqtt:
+            bad.append(f"an NBIRTH, yet [mqtt] did not change: {verbs}")
+        if mqtt and ("NBIRTH", None) not in verbs:
+            bad.append(f"[mqtt] changed, yet no NBIRTH: {verbs}")
+        self.sets = after
+        return [f"Sparkplug after {what}: {b}" for b in bad]
+
+
 def reader(port, slave, stop, tally):
     """One connection, reads of slave's registers 0..9 in turn: the simulator's 1000*slave+a."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -387,10 +567,11 @@ def main():
     broker = Broker("soak")
     sub = Subscriber(broker.port, "rtugw/soak/+/data", "soak-sub")
     s = Soak(d, broker)
+    mirror = SparkplugMirror(s, broker)   # the Sparkplug host's view, synced with the compares below
     check(wait_for(lambda: len(sub.messages("/data")) >= 3, 10), "the QoS 1 subscriber gets data before the first change")
     stop = threading.Event()
     tally = {"ok": 0, "wrong": [], "lost": [], "per": {1: 0, 3: 0}}
-    readers = [threading.Thread(target=reader, args=(s.tcp, slave, stop, tally)) for slave in (1, 3)]
+    readers = [threading.Thread(target=reader, args=(s.tcp, slave, stop, tally), daemon=True) for slave in (1, 3)]
     for t in readers:
         t.start()
     bad, kinds, compared = [], {}, 0
@@ -407,6 +588,7 @@ def main():
         if (i + 1) % CHECK_EVERY == 0 or i == n_changes - 1:
             fresh, running = s.fresh_tables(), s.tables(s.http)
             compared += 1
+            bad += mirror.sync(f"change {i}")
             if fresh != running:
                 diff = {k: (running[k], fresh and fresh.get(k)) for k in running if not fresh or running[k] != fresh[k]}
                 bad.append(f"after change {i}: the running tables differ from a fresh start's: {str(diff)[:600]}")
@@ -427,6 +609,8 @@ def main():
     check(not tally["lost"], f"no lost answer, each client on its one connection ({tally['lost'][:5]})")
     check(tally["ok"] > 50, f"the clients were served throughout ({tally['ok']} answers)")
     s.stop()
+    mirror.stop()
+    mirror.host.close()
     sub.close()
     broker.stop()
     if failure_count() == 0:
