@@ -580,10 +580,10 @@ static void reload(gw_t *gw)
     gw->last_reload.warnings = config_lint(fresh, log_warning, gw);
     char restart[512] = "", tcp_restart[64] = "", rtu_restart[64] = "", tls_restart[128] = "";
     size_t used = 0;
-    /* Buses, devices, poll groups and HTTP are owned by running
-     * actors and listeners: a change there needs a restart, and the log and
-     * /status name each one rather than pretending it was applied. The tags
-     * (and the devices' tag keys) apply live where reload_tags can. */
+    /* Each part applies its own change below (each call argues its swap);
+     * what cannot apply (a bind that fails, workers, a bus that cannot
+     * start) is named in restart, and the log and /status name it rather
+     * than pretending it was applied. */
 #define CHANGED(name, cond)                                                                        \
     if (cond)                                                                                      \
         used += (size_t)snprintf(restart + used, used < sizeof restart ? sizeof restart - used : 0, \
@@ -639,18 +639,11 @@ static void reload(gw_t *gw)
         snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", router_err);
     if (router)
         gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: %s", router_err);
-    if (gw->http) {
-        char http_restart[96], http_err[320];
-        http_reload(gw->http, &gw->cfg->http, fresh, http_restart, sizeof http_restart, http_err, sizeof http_err);
-        CHANGED(http_restart, http_restart[0] != 0);
-        CHANGED("http.enabled", !fresh->http.enabled);
-        if (http_err[0] && !gw->last_reload.error[0])
-            snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", http_err);
-    } else if (fresh->http.enabled) {
-        CHANGED("http.enabled", true);   /* off at start: turned on waits for a restart (man page) */
-    } else {
-        gw->cfg->http = fresh->http;     /* nothing runs that reads it: the running copy just follows */
-    }
+    char http_restart[96], http_err[320];
+    gw_http_reload(gw, fresh, http_restart, sizeof http_restart, http_err, sizeof http_err);
+    CHANGED(http_restart, http_restart[0] != 0);
+    if (http_err[0] && !gw->last_reload.error[0])
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", http_err);
     bool mqtt = reload_mqtt(gw, fresh);
     CHANGED("mqtt", !mqtt && !same_mqtt(gw->cfg, fresh));
     CHANGED("workers", gw->cfg->workers != fresh->workers);

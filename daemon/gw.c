@@ -141,7 +141,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
         ((cfg->tcp.enabled || cfg->tls.enabled) && !(gw->tcp = tcp_new(gw, err, sizeof err))) ||
         (cfg->rtu_tcp.enabled && !(gw->rtu_tcp = rtu_tcp_new(gw, err, sizeof err))) ||
         (cfg->udp.enabled && !(gw->udp = udp_new(gw, err, sizeof err))) ||
-        (cfg->http.enabled && !(gw->http = http_new(gw, err, sizeof err))) ||
+        (cfg->http.enabled && !(gw->http = http_new(gw, NULL, err, sizeof err))) ||
         !(gw->report = build_report(gw)) || control_start(gw) != 0) {
         gw_log(gw, CONFIG_LOG_ERROR, "%s", err);
         gw_free(gw);
@@ -166,6 +166,77 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     if (cfg->rtu_tcp.enabled)
         gw_log(gw, CONFIG_LOG_INFO, "rtu over tcp %s:%u", cfg->rtu_tcp.bind, cfg->rtu_tcp.port);
     return gw;
+}
+
+/* The HTTP server's drain has ended (web/http.c http_close): this runs from
+ * event_base_once, on a turn of the I/O thread inside no event of the
+ * server, so freeing it here frees nothing a running callback still holds.
+ * A reload may have turned it on again meanwhile (http_reopen): then it
+ * is no longer drained and stays. */
+static void http_drained_cb(evutil_socket_t fd, short what, void *arg)
+{
+    gw_t *gw = arg;
+    (void)fd;
+    (void)what;
+    if (!gw->http || !http_drained(gw->http))
+        return;
+    gw->frames_kept = http_release_frames(gw->http);   /* a bus actor may still hold them */
+    http_free(gw->http);
+    gw->http = NULL;
+    gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [http] closed: its last connection has ended");
+}
+
+/*
+ * [http] on a reload (control.c), enabled included, both ways:
+ * - running and still on: http_reload, every other key;
+ * - on -> off: http_close; the server drains and is freed later
+ *   (http_drained_cb). The running copy keeps the server's keys, with
+ *   enabled false, so a turn back on compares against what h runs;
+ * - off -> on while it still drains: it listens again (http_reopen) and
+ *   http_reload applies the rest; off -> on with none: http_new, as at
+ *   start, from fresh's [http]. A listener that cannot be bound keeps it
+ *   off and names http.port (any other failure: http.enabled); the next
+ *   reload tries again.
+ * Off and staying off: the running copy just follows the file.
+ */
+void gw_http_reload(gw_t *gw, const config_t *fresh, char *restart, size_t cap, char *err, size_t errcap)
+{
+    config_http_t *run = &gw->cfg->http;
+    const config_http_t *f = &fresh->http;
+    restart[0] = 0;
+    err[0] = 0;
+    if (gw->http && !http_closing(gw->http) && f->enabled) {
+        http_reload(gw->http, run, fresh, restart, cap, err, errcap);
+    } else if (gw->http && !http_closing(gw->http)) {
+        if (http_close(gw->http, run->request_timeout_ms, http_drained_cb, gw) == 0)
+            run->enabled = false;
+        else
+            snprintf(restart, cap, "http.enabled");   /* out of memory: it still listens; the next reload tries again */
+    } else if (gw->http && f->enabled) {
+        if (http_reopen(gw->http, f->bind, f->port, err, errcap) != 0) {
+            snprintf(restart, cap, "http.port");
+            return;
+        }
+        memcpy(run->bind, f->bind, sizeof run->bind);
+        run->port = f->port;
+        run->enabled = true;
+        http_reload(gw->http, run, fresh, restart, cap, err, errcap);
+    } else if (f->enabled) {
+        config_http_t old = *run;
+        *run = *f;   /* http_new reads the running copy, as at start */
+        if (!(gw->http = http_new(gw, gw->frames_kept, err, errcap))) {
+            bool port = strstr(err, "listen on") || strstr(err, "bind =");
+            snprintf(restart, cap, "%s", port ? "http.port" : "http.enabled");
+            *run = old;
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: [http] enabled = true not applied: %s", err);
+            return;
+        }
+        gw->frames_kept = NULL;   /* the new server's now */
+        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: [http] enabled = true: %s on %s:%u", f->tls_cert[0] ? "https" : "http",
+               f->bind, f->port);
+    } else if (!gw->http) {
+        *run = *f;   /* nothing runs that reads it: the running copy just follows */
+    }
 }
 
 int gw_run(gw_t *gw)
@@ -224,6 +295,7 @@ void gw_free(gw_t *gw)
     control_stop(gw);
     gw_north_free(gw->north);   /* actors are down: no poll answer is on its way */
     http_free(gw->http);
+    frames_free(gw->frames_kept);   /* the actors are down: nobody records */
     tcp_free(gw->tcp);
     tcp_free(gw->rtu_tcp);
     udp_free(gw->udp);

@@ -42,6 +42,10 @@ struct gw {
     gw_serial_slave_t **serial_slaves;
     unsigned serial_slave_count;
     gw_http_t *http;
+    /* The frame rings of an [http] a reload turned off (http_release_frames):
+     * a bus actor may still hold their pointer, so they live until gw_free,
+     * and the next server turned on takes them back (daemon/gw.c). */
+    gw_frames_t *frames_kept;
     gw_north_t *north;          /* never NULL once started; a session only with [mqtt] */
     gw_report_t *report;        /* the parts /status and /metrics show (report.h), built by daemon/gw.c */
     /* Published by web_start after the buses have started, read by their

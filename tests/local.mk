@@ -169,6 +169,10 @@ EXTRA_DIST += tests/e2e/config/test_live_keys.py
 # frame_ring, [tls] on/off/moved/roles; SIGHUP and the API, a Modbus TCP client reading throughout.
 TESTS += tests/e2e/config/test_live_http.py
 EXTRA_DIST += tests/e2e/config/test_live_http.py
+# [http] enabled live both ways: off by the API (the PUT answered by the server it
+# turns off) and by SIGHUP, on again while it drains and after; a port taken is named.
+TESTS += tests/e2e/config/test_live_http_enabled.py
+EXTRA_DIST += tests/e2e/config/test_live_http_enabled.py
 # A [bus] restarted in place by a reload (queue_depth, copies, its name): the
 # other bus's Modbus TCP client undisturbed, the changed one right or 0x0A/0x0B
 # only during its swap.

@@ -29,6 +29,7 @@ typedef struct http_conn {
     bool held;                     /* a request of it waits for a bus (a tag write) */
     bool nodelay;                  /* TCP_NODELAY set (at its first request) */
     bool handshaken;               /* HTTPS: its handshake finished (seen while it was open) */
+    unsigned busy;                 /* requests of it passed to a handler and not yet written out */
     http_tls_t *tls;               /* the HTTPS it was accepted under (NULL: plain), counted there */
     struct http_conn *next;
 } http_conn_t;
@@ -64,6 +65,12 @@ struct gw_http {
     web_auth_t *auth;              /* users, sessions (auth.c) */
     web_audit_t *audit;            /* the audit ring (audit.c) */
     gw_http_metrics_t metrics;
+    /* http_close: not listening, draining; done once drained() is queued */
+    bool closing, forced, done;
+    uint64_t drain_until_ns;   /* then forced */
+    struct event *ev_drain;
+    event_callback_fn drained;
+    void *drained_arg;
 };
 
 web_auth_t *http_auth(gw_http_t *h) { return h->auth; }
@@ -84,6 +91,30 @@ static http_conn_t *conn_of(gw_http_t *h, struct evhttp_request *req)
     return NULL;
 }
 
+/* Ends a connection now: evhttp reads end of file, the sweep releases it. */
+static void cut(http_conn_t *c)
+{
+    evutil_socket_t sock = bufferevent_getfd(c->bev);
+    if (sock >= 0)
+        shutdown(sock, SHUT_RDWR);
+}
+
+/* A request's answer has been handed to the kernel whole (evhttp calls this
+ * from its write callback, before it frees the request). While the server
+ * closes, the connection ends here instead of waiting for another request:
+ * the answer is already out, so its client gets all of it, then the end. */
+static void on_complete(struct evhttp_request *req, void *arg)
+{
+    gw_http_t *h = arg;
+    http_conn_t *c = conn_of(h, req);
+    if (!c)
+        return;
+    if (c->busy)
+        c->busy--;
+    if (h->closing && !c->busy)
+        cut(c);
+}
+
 /* evhttp is closing a connection: the sweep right after it frees the
  * bufferevent releases our reference, so the descriptor closes now, not
  * up to 250 ms later. */
@@ -101,8 +132,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     http_conn_t *c = conn_of(h, req);
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 
-    if (c)
+    if (c) {
         c->since_ns = gw_now_ns();
+        c->busy++;   /* until on_complete: http_close lets it finish */
+        evhttp_request_set_on_complete_cb(req, on_complete, h);
+    }
     if (c && !c->nodelay && bufferevent_getfd(c->bev) >= 0) {
         /* An answer is one write, but under TLS 1.3 the session ticket went
          * just before it: Nagle held the answer for the client's delayed ACK
@@ -147,6 +181,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 /* evhttp asks us for each new connection's bufferevent: we keep a reference. */
 static void sweep_arm(gw_http_t *h);
 static void on_retire(evutil_socket_t fd, short what, void *arg);
+static void on_drain(evutil_socket_t fd, short what, void *arg);
 
 static struct bufferevent *make_bev(struct event_base *base, void *arg)
 {
@@ -172,7 +207,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
     sweep_arm(h);
     gw_set(&h->metrics.active, h->active);
     gw_count(&h->metrics.accepted);
-    if (h->active >= cfg->max_connections) {
+    if (h->listener && h->active >= cfg->max_connections) {
         /* Full: the listener rests (more clients wait in the kernel's
          * backlog, costing us nothing) until the sweep finds room. */
         evconnlistener_disable(h->listener);
@@ -314,8 +349,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     }
     gw_set(&h->metrics.active, h->active);
     tls_retired_sweep(h);
-    if (h->active < gw_config(h->gw)->http.max_connections)
-        evconnlistener_enable(h->listener);   /* after a pause for room or for descriptors */
+    if (h->listener && h->active < gw_config(h->gw)->http.max_connections)
+        evconnlistener_enable(h->listener);   /* after a pause for room or for descriptors (none: closing) */
     if (!h->conns)
         event_del(h->ev_sweep);   /* sweep_arm() starts it again with the next connection */
 }
@@ -356,7 +391,7 @@ static struct evhttp_bound_socket *listen_at(gw_http_t *h, const char *bind, uns
     return bound;
 }
 
-gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
+gw_http_t *http_new(gw_t *gw, gw_frames_t *frames, char *err, size_t errcap)
 {
     const config_http_t *cfg = &gw_config(gw)->http;
     gw_http_t *h = calloc(1, sizeof *h);
@@ -377,7 +412,8 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
     h->http = evhttp_new(loop_base(gw_loop(gw)));
     h->ev_sweep = event_new(loop_base(gw_loop(gw)), -1, EV_PERSIST, on_sweep, h);
     h->ev_retire = evtimer_new(loop_base(gw_loop(gw)), on_retire, h);
-    if (!h->http || !h->ev_sweep || !h->ev_retire) {
+    h->ev_drain = event_new(loop_base(gw_loop(gw)), -1, EV_PERSIST, on_drain, h);
+    if (!h->http || !h->ev_sweep || !h->ev_retire || !h->ev_drain) {
         snprintf(err, errcap, "out of memory");
         http_free(h);
         return NULL;
@@ -395,7 +431,10 @@ gw_http_t *http_new(gw_t *gw, char *err, size_t errcap)
                                               EVHTTP_REQ_DELETE);
     evhttp_set_gencb(h->http, on_request, h);
     web_remove_stale_temporaries(gw);   /* before the API can make new ones */
+    h->frames = frames;   /* resized to frame_ring by web_start */
     if (web_start(gw, &h->frames, err, errcap) != 0) {
+        if (frames)
+            http_release_frames(h);   /* the caller's still: not freed here */
         http_free(h);
         return NULL;
     }
@@ -423,6 +462,21 @@ static void on_retired_accept_error(struct evconnlistener *l, void *arg)
     evconnlistener_disable(l);
 }
 
+/* The listener stops now, freed a second later (why: http_move); r: its record. */
+static void retire_listener(gw_http_t *h, http_bound_retired_t *r)
+{
+    struct evconnlistener *old = h->listener;
+    struct timeval second = { 1, 0 };
+    evconnlistener_set_error_cb(old, on_retired_accept_error);
+    evconnlistener_disable(old);
+    shutdown(evconnlistener_get_fd(old), SHUT_RDWR);
+    *r = (http_bound_retired_t){ .bound = h->bound, .next = h->bound_retired };
+    h->bound_retired = r;
+    event_add(h->ev_retire, &second);
+    h->bound = NULL;
+    h->listener = NULL;
+}
+
 /*
  * [http] bind or port moved by a reload. The new address is bound first:
  * when it cannot be (a port in use, an address the host lacks) the old
@@ -447,14 +501,7 @@ static int http_move(gw_http_t *h, const char *bind, unsigned port, char *err, s
         free(r);
         return -1;
     }
-    struct evconnlistener *old = h->listener;
-    struct timeval second = { 1, 0 };
-    evconnlistener_set_error_cb(old, on_retired_accept_error);
-    evconnlistener_disable(old);
-    shutdown(evconnlistener_get_fd(old), SHUT_RDWR);
-    *r = (http_bound_retired_t){ .bound = h->bound, .next = h->bound_retired };
-    h->bound_retired = r;
-    event_add(h->ev_retire, &second);
+    retire_listener(h, r);
     h->bound = bound;
     h->listener = evhttp_bound_socket_get_listener(bound);
     if (h->active >= gw_config(h->gw)->http.max_connections)
@@ -620,6 +667,100 @@ void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *
         evconnlistener_enable(h->listener);   /* room again under a higher cap */
 }
 
+/*
+ * [http] enabled turned off by a reload, which may itself run inside a
+ * request of this server (PUT /api/config): nothing may be freed under the
+ * handler that is still writing its answer, so the server closes in steps,
+ * each on a later turn of the I/O thread:
+ * - now: the listener stops listening (a connect is refused from here on)
+ *   and every connection with no request in a handler is cut; one with a
+ *   request in flight (that PUT among them) is cut by on_complete once its
+ *   answer is written out, so each such answer reaches its client whole;
+ * - the drain lasts request_timeout_ms, the bound any request already has:
+ *   past it, what is left is cut, and a request waiting for a bus (a tag
+ *   write, a /tags wait) is abandoned first, as the sweep abandons one
+ *   whose client has gone, so its outcome has no request to answer;
+ * - once no connection is left, no tag write is in flight (an abandoned
+ *   write's outcome still names this server's tag part, and writes are
+ *   bounded by their bus's timeouts and retries), and the retired listener
+ *   is freed (the second of http_move, for its accept error's timer), the
+ *   owner's drained() is queued with event_base_once: it runs on a next
+ *   turn, inside no event of this server, and may call http_free.
+ * http_reopen, before that, makes it listen again and drops the drain.
+ */
+static void on_drain(evutil_socket_t fd, short what, void *arg)
+{
+    gw_http_t *h = arg;
+    struct timeval now = { 0, 0 };
+    (void)fd;
+    (void)what;
+    if (!h->forced && gw_now_ns() >= h->drain_until_ns) {
+        h->forced = true;
+        for (http_conn_t *c = h->conns; c; c = c->next) {
+            struct evhttp_connection *abandoned = c->busy ? http_tags_abandon(h->tags, c->bev) : NULL;
+            gw_count(&h->metrics.timed_out);
+            c->held = false;
+            if (abandoned)
+                evhttp_connection_free(abandoned);   /* frees its request too; released on the next sweep */
+            else
+                cut(c);
+        }
+    }
+    if (h->conns || h->bound_retired || tag_writes_in_flight(gw_tag_writes(h->gw)))
+        return;   /* the next tick looks again */
+    if (event_base_once(loop_base(gw_loop(h->gw)), -1, EV_TIMEOUT, h->drained, h->drained_arg, &now) != 0)
+        return;   /* no memory for it now: the next tick tries again */
+    h->done = true;
+    event_del(h->ev_drain);
+}
+
+int http_close(gw_http_t *h, unsigned drain_ms, event_callback_fn drained, void *arg)
+{
+    http_bound_retired_t *r = h->closing ? NULL : calloc(1, sizeof *r);
+    struct timeval tick = { 0, 50000 };
+    if (!r)
+        return h->closing ? 0 : -1;   /* no memory to keep the listener its second: still listening */
+    retire_listener(h, r);
+    h->closing = true;
+    h->forced = false;
+    h->done = false;
+    h->drained = drained;
+    h->drained_arg = arg;
+    h->drain_until_ns = gw_now_ns() + (uint64_t)drain_ms * 1000000ull;
+    for (http_conn_t *c = h->conns; c; c = c->next)
+        if (!c->busy)
+            cut(c);   /* idle keep-alive: nothing of it is in flight */
+    event_add(h->ev_drain, &tick);
+    gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] enabled = false: not listening now; %u connections drain for up "
+           "to %u ms", h->active, drain_ms);
+    return 0;
+}
+
+gw_frames_t *http_release_frames(gw_http_t *h)
+{
+    gw_frames_t *f = h->frames;
+    gw_frames_publish(h->gw, NULL);
+    h->frames = NULL;
+    return f;
+}
+
+bool http_closing(const gw_http_t *h) { return h->closing; }
+bool http_drained(const gw_http_t *h) { return h->closing && h->done; }
+
+int http_reopen(gw_http_t *h, const char *bind, unsigned port, char *err, size_t errcap)
+{
+    struct evhttp_bound_socket *bound = listen_at(h, bind, port, err, errcap);
+    if (!bound)
+        return -1;
+    h->bound = bound;
+    h->listener = evhttp_bound_socket_get_listener(bound);
+    h->closing = false;
+    h->done = false;
+    event_del(h->ev_drain);
+    gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] enabled = true: listening on %s:%u again", bind, port);
+    return 0;
+}
+
 void http_free(gw_http_t *h)
 {
     if (!h)
@@ -633,6 +774,8 @@ void http_free(gw_http_t *h)
         event_free(h->ev_sweep);
     if (h->ev_retire)
         event_free(h->ev_retire);
+    if (h->ev_drain)
+        event_free(h->ev_drain);
     for (http_bound_retired_t *r = h->bound_retired, *n; r; r = n) {
         n = r->next;
         free(r);

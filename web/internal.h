@@ -113,7 +113,8 @@ bool web_host_allowed(const config_http_t *cfg, const char *host);
 unsigned web_remove_stale_temporaries(gw_t *gw);
 
 /* web.c (I/O thread): the web page's files and GET /frames. web_start makes
- * the frame ring when [http] frame_ring is set (into *kept, http.c's),
+ * the frame ring when [http] frame_ring is set (into *kept, http.c's; an
+ * earlier server's rings when *kept holds them: resized, not made again),
  * web_frames_reload resizes, makes or unpublishes it on a reload,
  * web_stop frees it once the buses are stopped; web_handle answers req when
  * path is one of its own. */

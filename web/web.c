@@ -43,7 +43,6 @@ static const web_asset_t assets[] = {
 
 int web_start(gw_t *gw, gw_frames_t **kept, char *err, size_t errcap)
 {
-    *kept = NULL;
     return web_frames_reload(gw, kept, gw_config(gw)->http.frame_ring, err, errcap);
 }
 

@@ -16,9 +16,16 @@
 
 #include "gateway/gateway.h"
 
+#include <event2/event.h>
+
 /* http.c (I/O thread) */
-gw_http_t *http_new(gw_t *gw, char *err, size_t errcap);
+/* frames: the rings an earlier server left (http_release_frames), taken on
+ * success; NULL at start */
+gw_http_t *http_new(gw_t *gw, gw_frames_t *frames, char *err, size_t errcap);
 void http_free(gw_http_t *h);
+/* Before http_free while the buses run: the frame rings unpublished and
+ * handed back (NULL: none), since an actor may still be recording into them. */
+gw_frames_t *http_release_frames(gw_http_t *h);
 /* SIGHUP: every [http] key applied live to run (the running configuration's
  * [http], which the daemon owns and hands here): the listener's address,
  * HTTPS on or off, users on or off, max_sessions, frame_ring and the rest.
@@ -26,6 +33,17 @@ void http_free(gw_http_t *h);
  * named in restart, the first reason in err; the running value stays. */
 void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap, char *err,
                  size_t errcap);
+/* [http] enabled turned off by a reload, maybe inside one of h's own
+ * requests: h stops listening now, lets the requests in flight finish (their
+ * answers written) for up to drain_ms, then cuts what is left; once nothing
+ * of it runs, drained(-1, EV_TIMEOUT, arg) is called on a later turn of the
+ * I/O thread, outside any event of h, where http_free(h) is safe if
+ * http_drained(h) still holds; -1 (out of memory): still listening. http_reopen listens again (a reload turning
+ * it back on first): -1 with err when bind:port cannot be bound. */
+int http_close(gw_http_t *h, unsigned drain_ms, event_callback_fn drained, void *arg);   /* -1: no memory */
+int http_reopen(gw_http_t *h, const char *bind, unsigned port, char *err, size_t errcap);
+bool http_closing(const gw_http_t *h);
+bool http_drained(const gw_http_t *h);
 
 /* api.c: PUT /api/config without HTTP, for the MQTT module's config/set
  * (the daemon hands it to gateway/ as gw->config_put): if_match must be the
