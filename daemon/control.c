@@ -647,6 +647,17 @@ static void reload(gw_t *gw)
     bool mqtt = reload_mqtt(gw, fresh);
     CHANGED("mqtt", !mqtt && !same_mqtt(gw->cfg, fresh));
     CHANGED("workers", gw->cfg->workers != fresh->workers);
+    /* Where the buses run is fixed at start (their actors' hosts, the line
+     * loop made or not); the line thread's priority is its own to change. */
+    CHANGED("line_thread", gw->cfg->line_thread != fresh->line_thread);
+    CHANGED("buses_on_io_thread", gw->cfg->buses_on_io_thread != fresh->buses_on_io_thread);
+    bool priority = gw->cfg->line_thread_priority != fresh->line_thread_priority;
+    if (priority && gw->line_loop && loop_set_priority(gw->line_loop, fresh->line_thread_priority) != 0) {
+        CHANGED("line_thread_priority", true);
+        priority = false;
+    } else if (priority) {
+        gw->cfg->line_thread_priority = fresh->line_thread_priority;
+    }
     char udp_restart[64];
     reload_udp(gw, &fresh->udp, udp_restart, sizeof udp_restart);
     CHANGED(udp_restart, udp_restart[0] != 0);
@@ -691,15 +702,15 @@ static void reload(gw_t *gw)
            live ? ", the devices, tags and poll groups" : templates && !tags ? ", the templates" : "",
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
-    char applied[160];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+    char applied[192];
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
              gw->http ? " http" : "",
              resized || restarted ? " buses" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "",
-             router_rc > 0 ? " router" : "");
+             router_rc > 0 ? " router" : "", priority ? " line_thread_priority" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,
            restart);
     config_free(fresh);

@@ -350,6 +350,8 @@ int loop_run(gw_loop_t *loop);        /* the loop, on the calling thread */
 /* The loop on a thread of its own, named name; priority 1..99: SCHED_FIFO at
  * it, if the process may (else a warning, and normal priority). */
 int loop_start_thread(gw_loop_t *loop, const char *name, unsigned priority);
+/* line_thread_priority changed by a reload: the loop's thread applies it to itself. Any thread. */
+int loop_set_priority(gw_loop_t *loop, unsigned priority);
 /* Any other thread: leave that loop and join its thread (no-op if none). */
 void loop_stop_thread(gw_loop_t *loop);
 void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */
@@ -662,7 +664,7 @@ typedef struct gw_reload_report {
     int64_t wall_ms;             /* when (gw_wall_ms); 0: no reload yet */
     char revision[17];           /* of the file read: FNV-1a 64, as the API's revision */
     enum gw_reload_result result;
-    char applied[160];           /* what it applied, by name */
+    char applied[192];           /* what it applied, by name */
     char waits[576];             /* what waits: for a restart, then what is queued behind tag writes */
     char error[384];             /* its first error (an invalid file's: FILE:LINE: ...); "" none */
     unsigned warnings;           /* what check warns of in the file (tags_lint), logged */

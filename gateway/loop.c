@@ -339,24 +339,53 @@ void loop_exit(gw_loop_t *loop)
  * test VM a 1.5 ms timerfd woke 49-56 us late (median) at the default
  * slack and 47-49 us at 1 ns: there the VM's own wake-up is most of it.
  */
+/* The loop's own thread: loop->priority applied to itself (0: back to the
+ * normal policy), said in the log either way. */
+static void apply_priority(gw_loop_t *loop, bool changed)
+{
+    if (!loop->priority) {
+        struct sched_param sp = { .sched_priority = 0 };
+        if (changed && pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp) == 0)
+            gw_log(loop->gw, CONFIG_LOG_INFO, "%s: normal priority", loop->thread_name);
+        return;
+    }
+    struct sched_param sp = { .sched_priority = (int)loop->priority };
+    int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    if (rc != 0)
+        gw_log(loop->gw, CONFIG_LOG_WARN, "%s: line_thread_priority = %u not applied (%s): it needs "
+               "CAP_SYS_NICE or RLIMIT_RTPRIO >= %u; running at normal priority", loop->thread_name,
+               loop->priority, strerror(rc), loop->priority);
+    else
+        gw_log(loop->gw, CONFIG_LOG_INFO, "%s: SCHED_FIFO priority %u", loop->thread_name, loop->priority);
+}
+
 static void *loop_thread_main(void *arg)
 {
     gw_loop_t *loop = arg;
 
     pthread_setname_np(pthread_self(), loop->thread_name);
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-    if (loop->priority) {
-        struct sched_param sp = { .sched_priority = (int)loop->priority };
-        int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-        if (rc != 0)
-            gw_log(loop->gw, CONFIG_LOG_WARN, "%s: line_thread_priority = %u not applied (%s): it needs "
-                   "CAP_SYS_NICE or RLIMIT_RTPRIO >= %u; running at normal priority", loop->thread_name,
-                   loop->priority, strerror(rc), loop->priority);
-        else
-            gw_log(loop->gw, CONFIG_LOG_INFO, "%s: SCHED_FIFO priority %u", loop->thread_name, loop->priority);
-    }
+    apply_priority(loop, false);
     loop_run(loop);
     return NULL;
+}
+
+static void priority_command(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_loop_t *loop = ctx;
+    (void)b, (void)data, (void)len;
+    loop->priority = (unsigned)a;   /* written and read on this thread only, once started */
+    apply_priority(loop, true);
+}
+
+/* A reload's line_thread_priority: applied by the loop's thread to itself
+ * (a command, so no other thread names it or writes loop->priority while it
+ * runs). Any thread; a loop without a thread of its own has nothing to set. */
+int loop_set_priority(gw_loop_t *loop, unsigned priority)
+{
+    if (!loop->has_own_thread)
+        return 0;
+    return loop_post(loop, priority_command, loop, priority, 0, NULL, 0);
 }
 
 int loop_start_thread(gw_loop_t *loop, const char *name, unsigned priority)

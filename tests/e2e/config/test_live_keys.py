@@ -449,8 +449,46 @@ def test_http_bounds_live():
     g.stop()
 
 
+def test_thread_keys():
+    """[gateway] line_thread_priority by SIGHUP: applied (the line thread
+    sets it on itself and the log says which policy it got; as root
+    SCHED_FIFO, else the warning), then 0 again: the normal policy. The
+    keys that say where the buses run, line_thread and buses_on_io_thread,
+    are named in restart_needed rather than reported applied while nothing
+    changed (before, a reload said "applied" and ignored them)."""
+    g = Gateway(bus=SIM1, devices=POLL_AND_TAG, gateway_extra="line_thread_priority = 0\n")
+    check(wait_for(lambda: tag_good(g, "t1"), 5), "t1 polled")
+
+    def reload_with(old, new):
+        before = (g.status().get("last_reload") or {}).get("time_ms")
+        hup(g, g.text.replace(old, new))
+        check(wait_for(lambda: (g.status().get("last_reload") or {}).get("time_ms") != before, 5), f"{new!r}: reloaded")
+        return g.status()
+
+    st = reload_with("line_thread_priority = 0\n", "line_thread_priority = 7\n")
+    check(st["last_reload"]["result"] == "applied" and st["restart_needed"] == "" and
+          "line_thread_priority" in st["last_reload"]["applied"], f"priority 7: applied ({st['last_reload']})")
+    said = lambda: ("rtugw-line: SCHED_FIFO priority 7" in g.log_text() or  # noqa: E731
+                    "line_thread_priority = 7 not applied" in g.log_text())
+    check(wait_for(said, 3), "the line thread says which policy it got")
+    if os.geteuid() == 0:
+        check("rtugw-line: SCHED_FIFO priority 7" in g.log_text(), "as root: SCHED_FIFO 7")
+    st = reload_with("line_thread_priority = 7\n", "line_thread_priority = 0\n")
+    check(st["restart_needed"] == "" and "line_thread_priority" in st["last_reload"]["applied"], "priority 0: applied")
+    if os.geteuid() == 0:
+        check(wait_for(lambda: "rtugw-line: normal priority" in g.log_text(), 3), "as root: the normal policy again")
+    for key in ("line_thread", "buses_on_io_thread"):
+        st = reload_with("line_thread_priority = 0\n", f"line_thread_priority = 0\n{key} = false\n")
+        check(st["last_reload"]["result"] == "restart_needed" and st["restart_needed"] == key,
+              f"{key} = false: named as waiting for a restart ({st['last_reload']['result']}, {st['restart_needed']!r})")
+        st = reload_with(f"{key} = false\n", "")
+        check(st["restart_needed"] == "", f"{key} back as it runs: nothing waits")
+    check(tag_good(g, "t1") and g.p.poll() is None, "t1 still polled, the daemon runs")
+    g.stop()
+
+
 TESTS = [test_line_keys_live, test_device_moved_to_another_slave_live, test_bus_port_live, test_udp_live,
-         test_log_target_live, test_serial_slaves_live, test_http_bounds_live]
+         test_log_target_live, test_serial_slaves_live, test_http_bounds_live, test_thread_keys]
 
 if __name__ == "__main__":
     run_tests("test_live_keys", TESTS)
