@@ -651,6 +651,11 @@ static void reload(gw_t *gw)
      * loop made or not); the line thread's priority is its own to change. */
     CHANGED("line_thread", gw->cfg->line_thread != fresh->line_thread);
     CHANGED("buses_on_io_thread", gw->cfg->buses_on_io_thread != fresh->buses_on_io_thread);
+    /* data_dirs: read on the I/O thread only (the API's confinement), where
+     * this runs; every file the new file names was checked against fresh's */
+    bool data_dirs = strcmp(gw->cfg->data_dirs, fresh->data_dirs) != 0;
+    if (data_dirs)
+        memcpy(gw->cfg->data_dirs, fresh->data_dirs, sizeof fresh->data_dirs);
     bool priority = gw->cfg->line_thread_priority != fresh->line_thread_priority;
     if (priority && gw->line_loop && loop_set_priority(gw->line_loop, fresh->line_thread_priority) != 0) {
         CHANGED("line_thread_priority", true);
@@ -703,14 +708,14 @@ static void reload(gw_t *gw)
            queued ? "; queued until the tag writes in flight end: " : "", queued ? gw->reload_queued : "",
            restart[0] ? "; not applied until a restart: " : "", restart);
     char applied[192];
-    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
+    snprintf(applied, sizeof applied, "log_level%s tcp rtu_tcp udp%s%s%s%s%s%s%s%s%s%s%s%s%s%s", log_target ? " log_target" : "",
              gw->http ? " http" : "",
              resized || restarted ? " buses" : "",
              serial_slaves && !ss_restart[0] ? " serial_slaves" : "", gw->mbaps ? " tls roles" : "", mqtt ? " mqtt" : "",
              bus_keys ? ports && !ports_restart[0] ? " bus_keys bus_ports" : " bus_keys" : "",
              live && devices_moved ? " devices" : "", live && tag_defs ? " tags" : "", live && polls ? " polls" : "",
              templates && (live || !tags) ? " templates" : "", maps && !strstr(restart, "maps") ? " maps" : "",
-             router_rc > 0 ? " router" : "", priority ? " line_thread_priority" : "");
+             router_rc > 0 ? " router" : "", priority ? " line_thread_priority" : "", data_dirs ? " data_dirs" : "");
     report(gw, restart[0] ? GW_RELOAD_RESTART_NEEDED : queued ? GW_RELOAD_QUEUED : GW_RELOAD_APPLIED, applied,
            restart);
     config_free(fresh);

@@ -483,6 +483,11 @@ def test_thread_keys():
               f"{key} = false: named as waiting for a restart ({st['last_reload']['result']}, {st['restart_needed']!r})")
         st = reload_with(f"{key} = false\n", "")
         check(st["restart_needed"] == "", f"{key} back as it runs: nothing waits")
+    # data_dirs by SIGHUP: the running copy takes it (before, "applied" and the old one kept)
+    other = tempfile.mkdtemp(prefix="rtugw-dirs-")
+    st = reload_with(f"data_dirs = {tempfile.gettempdir()}\n", f"data_dirs = {tempfile.gettempdir()} {other}\n")
+    check(st["restart_needed"] == "" and "data_dirs" in st["last_reload"]["applied"], f"data_dirs: applied ({st['last_reload']})")
+    os.rmdir(other)
     check(tag_good(g, "t1") and g.p.poll() is None, "t1 still polled, the daemon runs")
     g.stop()
 
