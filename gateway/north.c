@@ -7,7 +7,9 @@
  * cross to the I/O thread with loop_post, so the poller never waits on the
  * network, and become named values of the group's device: tag POLLNAME.N
  * is register (or bit) N of the group. That naming is this adapter's, and
- * the tags work replaces it. A device is online while its polls are
+ * the tags work replaces it. The items are defined to north like tags
+ * (gw_north_define_devices, poll_item), at start and after a reload that
+ * changed the groups, so a removed group leaves its device's set. A device is online while its polls are
  * answered (a slave exception is an answer); a timeout or a port that is
  * down takes it offline; both are published as they happen.
  *
