@@ -646,7 +646,8 @@ void gw_north_tags_answer(gw_north_t *gn, const tags_plan_t *plan, size_t r, boo
 /* After gw_tags_replace or devices appended, on the I/O thread: the devices
  * and their tags announced again. */
 int gw_north_tags_changed(gw_north_t *gn);
-/* After a reload changed cfg->polls, on the I/O thread: values of the old groups in flight are dropped. */
+/* After a reload changed cfg->polls, on the I/O thread: values of the old groups in flight are dropped,
+ * and the new groups' items are announced (a removed group leaves its device's set). */
 void gw_north_polls_changed(gw_north_t *gn);
 /* Any thread: tags of one device heard on a listen-only bus (listen.c); they go out at once. */
 void gw_north_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t wall_ms);

@@ -7,7 +7,9 @@
  * cross to the I/O thread with loop_post, so the poller never waits on the
  * network, and become named values of the group's device: tag POLLNAME.N
  * is register (or bit) N of the group. That naming is this adapter's, and
- * the tags work replaces it. A device is online while its polls are
+ * the tags work replaces it. The items are defined to north like tags
+ * (gw_north_define_devices, poll_item), at start and after a reload that
+ * changed the groups, so a removed group leaves its device's set. A device is online while its polls are
  * answered (a slave exception is an answer); a timeout or a port that is
  * down takes it offline; both are published as they happen.
  *
@@ -121,10 +123,13 @@ static void on_poll(void *ctx, uint64_t t_ms, uint32_t b, const uint8_t *data, s
         north_value_t *v = &gn->values[i];
         snprintf(gn->names[i], sizeof gn->names[i], "%s.%u", g->name, i);
         *v = (north_value_t){ .tag = gn->names[i], .error = error };
+        if (g->function <= 2) {   /* a bit is a bool, with or without a value: as it was defined */
+            v->kind = NORTH_BOOL;
+            v->type = NORTH_TYPE_BOOL;
+        }
         if (good && g->function >= 3 && 2 * i + 1 < len) {
             v->number = (double)(data[2 * i] << 8 | data[2 * i + 1]);
         } else if (good && g->function <= 2 && i / 8 < len) {
-            v->kind = NORTH_BOOL;
             v->flag = (data[i / 8] >> (i % 8)) & 1;
         } else if (good) {
             v->error = "bad answer";
@@ -493,13 +498,39 @@ void gw_north_tags_heard(gw_north_t *gn, const unsigned *tags, size_t n, int64_t
     post_tags(gn, NULL, tags, n, true, wall_ms);
 }
 
-/* At start: each device's tags and publish mode, before any value. */
+/* A device's poll-group items, named as on_poll names them (POLLNAME.N),
+ * into list (names holds their names; north copies both): defined like
+ * tags, so that a group a reload removes or renames leaves its device's set
+ * (Sparkplug: DDEATH, then a DBIRTH without them), and typed as on_poll
+ * hands them over (bits bool, registers numbers) so that their first value
+ * is no new datatype (no rebirth). Returns how many. */
+static size_t define_poll_items(const config_t *cfg, unsigned device, north_metric_def_t *list,
+                                char (*names)[NORTH_NAME_MAX])
+{
+    size_t n = 0;
+    for (unsigned p = 0; p < cfg->poll_count; p++) {
+        const config_poll_t *g = &cfg->polls[p];
+        for (unsigned i = 0; g->device == device && i < g->count; i++, n++) {
+            snprintf(names[n], sizeof names[n], "%s.%u", g->name, i);
+            list[n] = (north_metric_def_t){ .tag = names[n], .poll_item = true,
+                                            .type = g->function <= 2 ? NORTH_TYPE_BOOL : NORTH_TYPE_AUTO };
+        }
+    }
+    return n;
+}
+
+/* At start, and after a reload changed the tags or the poll groups: each
+ * device's tags, poll-group items and publish mode, before any value. */
 int gw_north_define_devices(gw_north_t *gn)
 {
     const config_t *cfg = gn->gw->cfg;
     const tags_table_t *defs = gw_tags_defs(gn->gw->tags);
-    north_metric_def_t *list = calloc(tags_table_count(defs) + 1, sizeof *list);
-    int rc = list ? 0 : -1;
+    size_t items = 0;
+    for (unsigned p = 0; p < cfg->poll_count; p++)
+        items += cfg->polls[p].count;
+    north_metric_def_t *list = calloc(tags_table_count(defs) + items + 1, sizeof *list);
+    char (*names)[NORTH_NAME_MAX] = calloc(items + 1, sizeof *names);
+    int rc = list && names ? 0 : -1;
     for (unsigned c = 0; c < cfg->device_count && rc == 0; c++) {
         const config_device_t *dev = &cfg->devices[c];
         int d = tags_table_find_device(defs, dev->name);
@@ -510,20 +541,27 @@ int gw_north_define_devices(gw_north_t *gn)
             list[k] = (north_metric_def_t){ .tag = g->name, .type = north_type_of(g),
                                             .unit = g->unit[0] ? g->unit : NULL, .writable = g->writable };
         }
+        n += define_poll_items(cfg, c, list + n, names);   /* names: reused per device */
         north_device_opts_t opts = { (north_publish_mode_t)dev->mqtt_publish, dev->mqtt_interval_ms };
         if ((n || dev->mqtt_publish >= 0) &&
             gn->m->define_device(gn->north, dev->name, list, n, dev->mqtt_publish >= 0 ? &opts : NULL) != 0)
             rc = -1;
     }
     free(list);
+    free(names);
     if (rc == 0)
         gn->m->define_done(gn->north);   /* what was not named above leaves (Sparkplug: DDEATH, DBIRTH) */
     return rc;
 }
 
+/* A reload replaced the poll groups (the I/O thread): values posted before
+ * it are dropped (the generation), and the new groups' items are the
+ * devices' sets from now on. */
 void gw_north_polls_changed(gw_north_t *gn)
 {
     gn->polls_generation++;
+    if (gn->north && gw_north_define_devices(gn) != 0)
+        gw_log(gn->gw, CONFIG_LOG_ERROR, "SIGHUP: mqtt: cannot announce the new poll groups (out of memory)");
 }
 
 int gw_north_tags_changed(gw_north_t *gn)

@@ -46,7 +46,7 @@ struct gw_north {
     char revision[17];            /* the configuration's revision north was told */
 };
 
-/* north.c: each device's tags announced to the session (a start, a reload). */
+/* north.c: each device's tags and poll-group items announced to the session (a start, a reload). */
 int gw_north_define_devices(gw_north_t *gn);
 /* north_session.c: a session at cfg (the module loaded the first time). 0, or -1 with err. */
 int gw_north_session_start(gw_north_t *gn, const north_config_t *cfg, char *err, size_t errcap);

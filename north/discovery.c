@@ -200,7 +200,7 @@ static void publish(north_t *n, const char *topic, struct evbuffer *b)
 void discovery_remove(north_t *n, const north_device_t *d, const north_tag_t *t)
 {
     char topic[DISC_TOPIC_MAX];
-    if (!n->cfg.ha_discovery || !t->def_round)
+    if (!n->cfg.ha_discovery || !t->def_round || t->poll_item)
         return;
     topic_of(n, d, t, topic, sizeof topic);
     evbuffer_drain(n->scratch, evbuffer_get_length(n->scratch));
@@ -217,8 +217,8 @@ void discovery_announce(north_t *n)
         north_device_t *d = n->device_list[i];
         for (size_t j = 0; j < d->n; j++) {
             north_tag_t *t = d->list[j];
-            if (!t->def_round)
-                continue;   /* poll-group values: not defined, not announced */
+            if (!t->def_round || t->poll_item)
+                continue;   /* poll-group values: not tags, not announced */
             topic_of(n, d, t, topic, sizeof topic);
             evbuffer_drain(b, evbuffer_get_length(b));
             document(n, b, d, t);

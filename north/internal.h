@@ -183,6 +183,7 @@ typedef struct north_tag {
     bool has_deadband;           /* the tag's own deadband, else [mqtt] deadband */
     double deadband;
     bool writable;               /* as north_define_device said */
+    bool poll_item;              /* defined as a poll group's item: never announced (discovery.c) */
     char *text;                  /* a string's value; a number's text (north_value_t.number_text) */
     char error[48];
     bool published;              /* p_* hold what went out last */

@@ -156,6 +156,8 @@ typedef struct north_metric_def {
     north_type_t type;
     const char *unit;        /* NULL: none */
     bool writable;
+    bool poll_item;          /* a poll group's item (POLLNAME.N): part of the device's set (its DBIRTH, what a
+                                reload drops) but no tag: never announced to Home Assistant */
 } north_metric_def_t;
 
 /* How one device's values go out, over the configuration's publish and
@@ -276,8 +278,9 @@ int north_define_device(north_t *n, const char *device, const north_metric_def_t
  * After a round of north_define_device calls (the start, or a reload): what
  * that round defined is the whole set. A tag defined in an earlier round and
  * not in this one (removed, or renamed: a new name is a new tag) is
- * forgotten (with its last value). Values handed over without a definition
- * (poll groups) are not touched. Sparkplug
+ * forgotten (with its last value); poll-group items are defined like tags
+ * (poll_item), so a group removed or renamed leaves too. Values handed over
+ * without any definition are not touched. Sparkplug
  * (3.0: a DBIRTH is the whole metric set of its device): a device born
  * whose set changed gets DDEATH now and a DBIRTH of its current set with its
  * next values; one with no tags left stays dead.
@@ -308,7 +311,7 @@ uint64_t north_now_ms(void);
  * without MQTT never maps libssl. Its one exported symbol is
  * rtugw_mqtt_module, this table.
  */
-#define NORTH_MODULE_ABI 7
+#define NORTH_MODULE_ABI 8
 typedef struct north_module {
     unsigned abi;                     /* NORTH_MODULE_ABI */
     north_t *(*create)(struct event_base *base, const north_config_t *cfg, const north_hooks_t *hooks, char *err,

@@ -473,6 +473,7 @@ int values_define_device(north_t *n, const char *device, const north_metric_def_
         t->kind = defs[i].type == NORTH_TYPE_BOOL ? NORTH_BOOL : defs[i].type == NORTH_TYPE_STRING ? NORTH_STRING
                                                                                                    : NORTH_NUMBER;
         t->writable = defs[i].writable;
+        t->poll_item = defs[i].poll_item;
         if (!t->published && !t->fresh)
             snprintf(t->error, sizeof t->error, "not read yet");
     }

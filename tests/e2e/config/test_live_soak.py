@@ -33,13 +33,12 @@ and, by a Sparkplug host (SparkplugMirror below), every CHECK_EVERY changes
 and after the last: a second daemon runs the same file with [mqtt] as a
 Sparkplug edge node (its keepalive_s following the file's), reloaded by
 SIGHUP with the changes since its last reload; on spBv1.0/# each DBIRTH
-names exactly its device's running tags (no ghost metric; its poll groups'
-POLL.N values aside), and the births are exactly those the changes imply: a
-device whose tag set changed dies (DDEATH, if it was born) and is born again
-with its new set; one left with no tag dies and is not born; an unchanged
-one neither (a device with poll groups aside: their values give it births);
-no NBIRTH unless [mqtt] changed (then an NBIRTH and every device with tags
-born).
+names exactly its device's running tags and poll groups' items (POLLNAME.N;
+no ghost metric), and the births are exactly those the changes imply: a
+device whose set changed dies (DDEATH, if it was born) and is born again
+with its new set; one left with no metric dies and is not born; an
+unchanged one neither; no NBIRTH unless [mqtt] changed (then an NBIRTH and
+every device with metrics born).
 
 RTUGW_SOAK_CHANGES=N (default 150; `make check-live-soak` runs 1,000),
 RTUGW_SEED=N replays a run."""
@@ -403,7 +402,7 @@ class SparkplugMirror(Daemon):
         self.cfg = os.path.join(soak.d, "sparkplug.conf")
         self.tcp, self.http_port = free_port(), free_port()
         self.host = sp.Host(broker.port, "soak-sp-host")
-        self.keepalive, self.seen_polls = None, set()
+        self.keepalive = None
         self.write()
         self.log = open(os.path.join(soak.d, "sparkplug.log"), "w+")
         self.p = subprocess.Popen([BIN, "run", "-c", self.cfg], stdout=self.log, stderr=self.log, env=sanitizer_env())
@@ -412,7 +411,7 @@ class SparkplugMirror(Daemon):
         self.token = login(self.http_port, "admin", ADMIN_PW)
         self.sets = {}
         check(wait_for(lambda: self.births_match(0, self.running_sets(), self.running_sets())[0], 15),
-              "Sparkplug: NBIRTH, then a DBIRTH of each device with tags, naming exactly its tags")
+              "Sparkplug: NBIRTH, then a DBIRTH of each device with metrics, naming exactly its tags and poll items")
         self.sets = self.running_sets()
 
     def write(self):
@@ -440,11 +439,14 @@ class SparkplugMirror(Daemon):
         return (self.get("/status").get("last_reload") or {}).get("time_ms")
 
     def running_sets(self):
-        """{device: set of its tag names}, as the mirror runs them (GET /tags)."""
+        """{device: its metric names}, as the mirror runs them: its tags (GET /tags) and
+        its poll groups' items, POLLNAME.N (GET /status polls)."""
         body = self.get("/tags")
         out = {}
         for t in body["tags"] if isinstance(body, dict) else body:
             out.setdefault(t["device"], set()).add(t["name"])
+        for g in self.get("/status").get("polls", []):
+            out.setdefault(g["device"], set()).update(f"{g['name']}.{i}" for i in range(g["count"]))
         return out
 
     def messages(self, start):
@@ -458,33 +460,19 @@ class SparkplugMirror(Daemon):
                 out.append((t[2], t[4] if len(t) > 4 else None, payload))
         return out
 
-    def polls(self):
-        """{device: its poll groups running now} (their POLL.N metrics are values, not tags)."""
-        out = {}
-        for g in self.get("/status").get("polls", []):
-            out.setdefault(g["device"], set()).add(g["name"])
-            self.seen_polls.add(g["name"])
-        return out
-
-    def tag_metrics(self, names):
-        """A DBIRTH's metrics less its poll groups' items (POLL.N, of any group this run had):
-        the tags it names. A removed group's items are not judged here."""
-        return {m for m in names if m.rpartition(".")[0] not in self.seen_polls}
-
-    def births_match(self, start, want, tags):
-        """(ok, why): from message start, every device of want with tags has a
-        last DBIRTH whose tag metrics are exactly its running tags (no ghost);
-        any other device's DBIRTH too (tags: every device's); no device with
-        neither tags nor poll groups has one."""
-        last, polls = {}, self.polls()
+    def births_match(self, start, want, sets):
+        """(ok, why): from message start, every device of want with metrics has a
+        last DBIRTH naming exactly its running tags and poll items (no ghost);
+        any other device's DBIRTH too (sets: every device's); none is empty."""
+        last = {}
         for verb, dev, payload in self.messages(start):
             if verb == "DBIRTH":
-                last[dev] = self.tag_metrics(birth_names(payload))
+                last[dev] = birth_names(payload)
         for dev, got in last.items():
-            if got != tags.get(dev, set()) or not (got or polls.get(dev)):
-                return False, f"{dev}: DBIRTH names tags {sorted(got)}, its running tags are {sorted(tags.get(dev, []))}"
+            if got != sets.get(dev, set()) or not got:
+                return False, f"{dev}: DBIRTH names {sorted(got)}, it runs {sorted(sets.get(dev, []))}"
         missing = [d for d, names in want.items() if names and d not in last]
-        return not missing, f"no DBIRTH of {missing}, whose tags changed"
+        return not missing, f"no DBIRTH of {missing}, whose metrics changed"
 
     def sync(self, what):
         """The mirror reloaded with the file now; the births it sends are those
@@ -501,15 +489,12 @@ class SparkplugMirror(Daemon):
         verbs = [(v, d) for v, d, _ in self.messages(start) if v in ("NBIRTH", "NDEATH", "DBIRTH", "DDEATH")]
         ok, why = self.births_match(start, want, after)
         bad = [] if ok else [why]
-        polls = self.polls()
         for dev in set(before) | set(after):
             born, died = ("DBIRTH", dev) in verbs, ("DDEATH", dev) in verbs
-            if polls.get(dev):
-                continue   # its poll groups' values give it births of their own (docs/sparkplug.md)
             if not mqtt and dev not in changed and (born or died):
-                bad.append(f"{dev}: its tags did not change, yet {verbs}")
+                bad.append(f"{dev}: its tags and poll groups did not change, yet {verbs}")
             if dev in changed and not after.get(dev) and (born or (before.get(dev) and not died)):
-                bad.append(f"{dev}: left with no tag, it must die and not be born: {verbs}")
+                bad.append(f"{dev}: left with no metric, it must die and not be born: {verbs}")
             if dev in changed and after.get(dev) and before.get(dev) and not mqtt and not died:
                 bad.append(f"{dev}: its set changed, so DDEATH before its DBIRTH: {verbs}")
         if ("NBIRTH", None) in verbs and not mqtt:

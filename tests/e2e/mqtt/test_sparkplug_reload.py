@@ -13,7 +13,15 @@ the Sparkplug 3.0 payload definition).
   - a host's Rebirth (NCMD): the DBIRTH of d1 names a1 only, none for d2;
   - SIGHUP with a1 renamed a3: DDEATH d1, DBIRTH d1 naming a3 only, a new
     alias (a host must not read a3's values as a1's);
-  - seq +1 per message throughout, no NBIRTH/NDEATH from the reloads."""
+  - seq +1 per message throughout, no NBIRTH/NDEATH from the reloads.
+
+Poll groups (their items POLLNAME.N are metrics of their device too):
+  - d1 {a1, P.0, P.1 (registers: Double), C.0, C.1 (coils: Boolean)}, d2
+    {Q.0}: births name exactly those, and the first values bring no rebirth;
+  - a reload that changes a group's interval only: no DDEATH, no DBIRTH;
+  - SIGHUP with C removed: DDEATH d1, a DBIRTH of d1 without C.*;
+  - SIGHUP with P renamed R: DDEATH d1, a DBIRTH naming R.0, R.1, not P.*;
+  - SIGHUP with Q removed: d2 (nothing left) gets DDEATH and no birth."""
 import os
 import signal
 import sys
@@ -112,8 +120,82 @@ def test_removed_metrics():
     b.stop()
 
 
+def test_poll_groups():
+    b = Broker("sppolls")
+    host = sp.Host(b.port, "host-polls")
+    groups = (test_mqtt.poll("P", "d1", 3, 10, 2) + test_mqtt.poll("C", "d1", 1, 0, 2) +
+              test_mqtt.poll("Q", "d2", 3, 0, 1))
+    g = Gateway(bus="port = sim:1,2\nbaud = 115200\n", devices=DEVICES + tag("a1", "d1", 0) + groups,
+                extra=sp.sp_section(b.port), dir=WORK)
+    first = g.text
+    check(sp.births_of(host, 0) is not None, "an NBIRTH and a DBIRTH of d1 and of d2")
+    time.sleep(1.5)   # every group has answered: its first values are no new metrics
+    d1 = births(host, 0, "DBIRTH", "d1")
+    check(d1 and names(d1[-1]) == ["C.0", "C.1", "P.0", "P.1", "a1"], f"d1's DBIRTH: {d1 and names(d1[-1])}")
+    types = {sp.one(m, 1): sp.one(m, 4) for m in sp.metrics_of(d1[-1][2])}
+    check(types.get("P.0") == 10 and types.get("C.0") == 11, f"registers Double, coils Boolean: {types}")
+    check(len(d1) == 1, f"one DBIRTH of d1, no rebirth at the groups' first values: {len(d1)}")
+    d2 = births(host, 0, "DBIRTH", "d2")
+    check(len(d2) == 1 and names(d2[-1]) == ["Q.0"], f"d2's one DBIRTH names Q.0: {[names(m) for m in d2]}")
+    check(wait_for(lambda: sp.fold(host.since(0), "d2")[0].get("Q.0") == 2000, 10),
+          f"Q.0 carries slave 2's register 0: {sp.fold(host.since(0), 'd2')[0]}")
+
+    def reloaded(text, n):
+        start = reload(g, text, host)
+        check(wait_for(lambda: g.log_text().count("poll groups applied") >= n, 10), f"reload {n} applied")
+        return start
+
+    # an interval changed only: the same sets, nothing to be born again
+    text = first.replace("address = 10\ncount = 2\ninterval_ms = 200", "address = 10\ncount = 2\ninterval_ms = 300")
+    check(text != first, "the test's edit applies")
+    start = reloaded(text, 1)
+    time.sleep(1.5)
+    verbs = [(m[0], m[1]) for m in host.since(start) if m[0] != "DDATA"]
+    check(not verbs, f"an unrelated reload sends no death or birth: {verbs}")
+
+    # C removed
+    text = text.replace(test_mqtt.poll("C", "d1", 1, 0, 2), "")
+    start = reloaded(text, 2)
+    check(wait_for(lambda: births(host, start, "DBIRTH", "d1"), 10), "after C's removal, a new DBIRTH of d1")
+    verbs = [(m[0], m[1]) for m in host.since(start) if m[0] != "DDATA"]
+    check(("DDEATH", "d1") in verbs and verbs.index(("DDEATH", "d1")) < verbs.index(("DBIRTH", "d1")),
+          f"DDEATH d1 before its new DBIRTH: {verbs}")
+    nb = births(host, start, "DBIRTH", "d1")[-1]
+    check(names(nb) == ["P.0", "P.1", "a1"], f"the new DBIRTH of d1 has no C.*: {names(nb)}")
+    check(not births(host, start, "DDEATH", "d2"), "d2, unchanged, is left alone")
+
+    # P renamed R
+    text = text.replace("[poll P]", "[poll R]")
+    start = reloaded(text, 3)
+    check(wait_for(lambda: births(host, start, "DBIRTH", "d1"), 10), "after P's rename, a new DBIRTH of d1")
+    check(births(host, start, "DDEATH", "d1"), "DDEATH d1 before the rename's DBIRTH")
+    nb = births(host, start, "DBIRTH", "d1")[-1]
+    check(names(nb) == ["R.0", "R.1", "a1"], f"the renamed group's DBIRTH names R.* only: {names(nb)}")
+    state = lambda: sp.fold(host.since(start), "d1")[0]   # noqa: E731
+    check(wait_for(lambda: state().get("R.0") == 1010, 10), f"R.0 carries slave 1's register 10: {state()}")
+
+    # Q removed: d2 has nothing left
+    text = text.replace(test_mqtt.poll("Q", "d2", 3, 0, 1), "")
+    start = reloaded(text, 4)
+    check(wait_for(lambda: births(host, start, "DDEATH", "d2"), 10), "d2, with no metric left, gets DDEATH")
+    time.sleep(1.5)
+    after = host.since(start)
+    i = next(k for k, m in enumerate(after) if m[0] == "DDEATH" and m[1] == "d2")
+    late = [m[0] for m in after[i + 1:] if m[1] == "d2"]
+    check(not late, f"nothing of d2 after its DDEATH: {late}")
+    check(not births(host, start, "DDEATH", "d1"), "d1, unchanged, is left alone")
+
+    bad = sp.seq_ok(host.since(0))
+    check(not bad, f"seq +1 per message across the reloads: {bad[:3]}")
+    verbs = [m[0] for m in host.since(0)]
+    check(verbs.count("NBIRTH") == 1 and "NDEATH" not in verbs, "the node was born once, never again")
+    g.stop()
+    host.close()
+    b.stop()
+
+
 def main():
-    run_tests("test_sparkplug_reload", [test_removed_metrics], cleanup=[WORK, test_mqtt.WORK])
+    run_tests("test_sparkplug_reload", [test_removed_metrics, test_poll_groups], cleanup=[WORK, test_mqtt.WORK])
 
 
 if __name__ == "__main__":
