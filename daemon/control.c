@@ -172,8 +172,11 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
  *
  * The buses: a change only in the keys a running line takes
  * (response_timeout_ms, retries, gap_us, tcp_first, priority_hold_us)
- * applies live the same way; the rest of a [bus] (its port, framing and
- * serial settings, queue_depth, mode) waits for a restart.
+ * applies live the same way, a port or its serial settings by port_swap,
+ * and any other change restarts that bus in place (apply_buses,
+ * gateway/bus_restart.c). Buses are compared by index: one removed from the
+ * middle makes each bus after it the one before's successor, restarted in
+ * place at its own settings (their clients see 0x0A/0x0B for the swap).
  */
 /* Every line takes the running copy's keys (bus_set_keys); a bus restarting
  * in place takes them when it is made. */
