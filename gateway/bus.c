@@ -540,21 +540,32 @@ static gw_loop_t *bus_loop_for(const gw_bus_t *bus, gw_loop_t *loop)
     return no_wire ? bus->gw->loop : loop;
 }
 
-int bus_start(gw_bus_t *bus, gw_loop_t *loop)
+/* The bus actor, on loop's host or on the workers. */
+static int bus_spawn(gw_bus_t *bus, gw_loop_t *loop)
 {
-    loop = bus_loop_for(bus, loop);
-    int rc = bus->gw->cfg->buses_on_io_thread
-                 ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
-                 : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
-    if (rc != 0)
-        return -1;
+    return bus->gw->cfg->buses_on_io_thread
+               ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
+               : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
+}
+
+/* The bus's port on its home loop, published to bus_port_change (port_ready).
+ * On home's thread, or before that thread runs. */
+static bool bus_open_port(gw_bus_t *bus)
+{
     char name[CONFIG_NAME_MAX + 8];
     snprintf(name, sizeof name, "bus %s", bus_config(bus)->name);
-    bus->port = port_new_paced(bus->gw, loop, bus->driver, name, bus->self, line_metrics(bus->line),
+    bus->port = port_new_paced(bus->gw, bus->home, bus->driver, name, bus->self, line_metrics(bus->line),
                                pace_char_ns(bus_config(bus)));
-    bus->home = loop;
     atomic_store_explicit(&bus->port_ready, bus->port != NULL, memory_order_release);
-    return bus->port ? 0 : -1;
+    return bus->port != NULL;
+}
+
+int bus_start(gw_bus_t *bus, gw_loop_t *loop)
+{
+    bus->home = bus_loop_for(bus, loop);
+    if (bus_spawn(bus, bus->home) != 0)
+        return -1;
+    return bus_open_port(bus) ? 0 : -1;
 }
 
 /* bus_start_in_place's port, made on its own loop (its events are that
@@ -564,14 +575,9 @@ static void open_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, si
 {
     gw_bus_t *bus = ctx;
     (void)a, (void)b, (void)data, (void)len;
-    char name[CONFIG_NAME_MAX + 8];
-    snprintf(name, sizeof name, "bus %s", bus_config(bus)->name);
-    bus->port = port_new_paced(bus->gw, bus->home, bus->driver, name, bus->self, line_metrics(bus->line),
-                               pace_char_ns(bus_config(bus)));
-    if (!bus->port)
+    if (!bus_open_port(bus))
         gw_log(bus->gw, CONFIG_LOG_ERROR, "bus %s: cannot open its port (out of memory); it stays down until a "
                "restart", bus_config(bus)->name);
-    atomic_store_explicit(&bus->port_ready, bus->port != NULL, memory_order_release);
 }
 
 int bus_start_in_place(gw_bus_t *bus, gw_loop_t *loop)
@@ -583,10 +589,7 @@ int bus_start_in_place(gw_bus_t *bus, gw_loop_t *loop)
     if (bus->held_cap && !(bus->held = calloc(bus->held_cap, sizeof *bus->held)))
         return -1;
     bus->holding = bus->held_cap != 0;
-    int rc = bus->gw->cfg->buses_on_io_thread
-                 ? actor_spawn_on(bus->gw->actors, loop_host(loop), bus_behaviour, bus, &bus->self)
-                 : actor_spawn(bus->gw->actors, bus_behaviour, bus, &bus->self);
-    if (rc != 0)
+    if (bus_spawn(bus, loop) != 0)
         return -1;
     if (bus->holding)
         actor_send_after(bus->gw->actors, bus->self, BUS_MSG_HOLD_END, NULL, 0,
