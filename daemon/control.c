@@ -70,13 +70,19 @@ static void on_wake(void *ctx)
  * (a port in use, files that do not load at "on") keeps what runs and is
  * named in restart, the reason in the log and last_reload.error.
  */
+/* A part's error into /status last_reload.error, unless an earlier part's is there. */
+static void first_error(gw_t *gw, const char *err)
+{
+    if (!gw->last_reload.error[0])
+        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", err);
+}
+
 static void tls_not_applied(gw_t *gw, const char *key, const char *err, char *restart, size_t cap)
 {
     size_t used = strlen(restart);
     snprintf(restart + used, cap - used, "%s%s", used ? " " : "", key);
     gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s keeps its running value", err, key);
-    if (!gw->last_reload.error[0])
-        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", err);
+    first_error(gw, err);
 }
 
 static void take_roles(gw_t *gw, const config_t *fresh)
@@ -541,8 +547,7 @@ static bool reload_mqtt(gw_t *gw, const config_t *fresh)
     }
     gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s", err,
            gw_north_running(gw->north) ? "the [mqtt] before runs again" : "MQTT is off");
-    if (!gw->last_reload.error[0])
-        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", err);
+    first_error(gw, err);
     gw->cfg->mqtt_enabled = gw_north_running(gw->north);
     return false;
 }
@@ -638,15 +643,15 @@ static void reload(gw_t *gw)
     int router_rc = gw_router_reload(gw, &fresh->router, router_err, sizeof router_err);
     bool router = router_rc < 0;
     CHANGED("router", router);
-    if (router && !gw->last_reload.error[0])
-        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", router_err);
-    if (router)
+    if (router) {
+        first_error(gw, router_err);
         gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: %s", router_err);
+    }
     char http_restart[96], http_err[320];
     gw_http_reload(gw, fresh, http_restart, sizeof http_restart, http_err, sizeof http_err);
     CHANGED(http_restart, http_restart[0] != 0);
-    if (http_err[0] && !gw->last_reload.error[0])
-        snprintf(gw->last_reload.error, sizeof gw->last_reload.error, "%s", http_err);
+    if (http_err[0])
+        first_error(gw, http_err);
     bool mqtt = reload_mqtt(gw, fresh);
     CHANGED("mqtt", !mqtt && !same_mqtt(gw->cfg, fresh));
     CHANGED("workers", gw->cfg->workers != fresh->workers);
