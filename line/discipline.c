@@ -377,8 +377,10 @@ static void send_current(line_t *l)
      * each one's late answer may come (the explorer's seed 1796536010591987:
      * a first attempt asked a register wider than its retry) */
     uint16_t shape = line_shape_of_question(&l->wire);
-    if (l->attempts == 1)
+    if (l->attempts == 1) {
         s->asked_shape[0] = s->asked_shape[1] = 0;
+        s->timed_out_send_ns = 0;
+    }
     if (s->asked_shape[0] != shape) {
         s->asked_shape[1] = s->asked_shape[0];
         s->asked_shape[0] = shape;
@@ -700,6 +702,8 @@ void line_on_timeout(line_t *l, uint64_t now)
            : misshapen ? "answering 0x0B, not asked again: the slave answered it in another shape"
                        : "answering 0x0B");
     if (retry) {
+        if (!s->timed_out_send_ns)
+            s->timed_out_send_ns = s->last_send_ns;   /* its answer is owed: receive.c, answer_latency */
         line_park_attempt(l, &l->cur, l->attempts);
     } else {
         give_up_on_wire(l);   /* I4, I5, I6: its answer may still come, shaped like the next one's */

@@ -58,6 +58,34 @@ static void verify(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env)
     }
 }
 
+/*
+ * How late an answer to a question asked more than once may be. An attempt
+ * that timed out still owes its answer, and the answer heard now may be
+ * that one, late: its latency is then measured from that attempt, not from
+ * the last one. The guard set on this answer (I2: the other attempts'
+ * answers may come too) must cover what is still owed -- the later
+ * attempts' answers, up to as late after their own sending -- so the
+ * timeout widens as for any late answer, by the worst reading of which
+ * attempt this frame answers: with d = now - the first timed-out attempt, a
+ * later attempt (sent before now) answered d after it comes before now + d,
+ * inside the guard of 1.5 d (capped at 4x the configured timeout, which is
+ * past the 3 timeouts a late answer is allowed: the retry went at least a
+ * timeout and a guard, 2 timeouts, after the first attempt, so d >= 2 T and
+ * what comes later than now + 4 T would be over 3 T late). The explorer's
+ * seed 1796601068787067 (a device server): attempt 2 of a read past the map
+ * timed out, its exception came 204 ms late and was taken for attempt 3's
+ * answer, attempt 3's came 96 ms after it (the guard was 83 ms) with a copy
+ * 98 ms later, and the two were taken for the next read's answer and its
+ * confirmation. A healthy slave is not slowed: without a timed-out attempt
+ * (a first answer, a retry after damage, I4's and I9's re-asks at once)
+ * nothing widens.
+ */
+static uint64_t answer_latency(const slave_state_t *s, uint64_t first_byte)
+{
+    uint64_t from = s->timed_out_send_ns ? s->timed_out_send_ns : s->last_send_ns;
+    return first_byte > from ? first_byte - from : 0;
+}
+
 /* The answer to l->cur (asked as l->wire, l->attempts times): held
  * until the quiet vouches for it (I3). */
 static void hold_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env, uint64_t now)
@@ -77,6 +105,8 @@ static void hold_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *e
     s->dead_until_ns = 0;
     gw_set(&l->sm[slave].dead, 0);
     gw_set(&l->sm[slave].last_ok_ns, now);
+    if (l->attempts > 1 && s->timed_out_send_ns)   /* answer_latency */
+        line_widen_timeout(l, slave, answer_latency(s, f->t_last_ns - line_wire_ns(l, f->len)));
     if (l->attempts > 1 && s->copies == COPIES_SENT)   /* I9: this may be a copy, a later attempt's answer owed */
         line_owed_push(l, &l->wire, now, OWED_ANSWERED_TIMEOUTS);
     if (l->attempts > 1 && s->verifying)

@@ -31,6 +31,7 @@ typedef struct slave_state {
     uint64_t dead_until_ns;
     uint64_t hold_until_ns;       /* I2: nothing is asked of it before this */
     uint64_t last_send_ns;        /* end of the wire time of the last attempt sent to it */
+    uint64_t timed_out_send_ns;   /* ... of the first attempt of its question that timed out (0: none) */
     uint8_t last_fc;              /* the function of the last attempt sent to it */
     line_request_t *parked;         /* I1: its outstanding question, waiting to be asked again */
     unsigned parked_attempts;

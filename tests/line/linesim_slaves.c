@@ -138,8 +138,11 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
 {
     slave_rt_t *sl = &s->slaves[id];
     const sim_slave_model_t *m = &sl->m;
-    if (s->now < sl->busy_until && (m->deaf_while_busy || (!m->queueing && s->now >= sl->talk_from)))
+    if (s->now < sl->busy_until && (m->deaf_while_busy || (!m->queueing && s->now >= sl->talk_from))) {
+        if (s->trace)
+            fprintf(stderr, "%11.3f ms slave %u: deaf (busy until %.3f ms)\n", s->now / 1e6, id, sl->busy_until / 1e6);
         return;   /* deaf while busy, or not hearing while it talks (half duplex, no buffering) */
+    }
     uint8_t ans[RTU_MAX_PDU], adu[RTU_MAX_ADU + 8];
     size_t alen;
     if (chance(s, m->p_exception)) {
@@ -155,8 +158,11 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
             alen -= 2;
         }
     }
-    if (chance(s, m->p_silent))
+    if (chance(s, m->p_silent)) {
+        if (s->trace)
+            fprintf(stderr, "%11.3f ms slave %u: silent\n", s->now / 1e6, id);
         return;
+    }
     bool late = chance(s, m->p_late);
     uint64_t delay = late ? uniform(s, m->late_min_ns, m->late_max_ns) : uniform(s, m->lat_min_ns, m->lat_max_ns);
     bool stall = chance(s, m->p_stall);
@@ -215,6 +221,10 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
         schedule_tx(s, t2, adu, n);
         end = t2 + n * s->char_ns;
     }
+    if (s->trace)
+        fprintf(stderr, "%11.3f ms slave %u: answers at %.3f ms%s%s%s (%zu bytes, ends %.3f ms)\n", s->now / 1e6, id,
+                start / 1e6, late ? ", late" : "", stall ? ", stalled" : "",
+                end > start + n * s->char_ns ? ", with a copy or a split" : "", n, end / 1e6);
     if (sl->busy_until <= s->now)
         sl->talk_from = stall ? s->now : start;   /* a stalled slave hears nothing until it has answered */
     if (end > sl->busy_until)
