@@ -609,13 +609,16 @@ static void conn_release_unused(tcp_conn_t *c)
  */
 static void serve_waiters(gw_tcp_t *tcp)
 {
-    uint64_t now = gw_now_ns();
-
     for (unsigned bus = 0; bus < shares_buses(tcp->shares); bus++) {
         tcp_waiter_t *w;
         while ((w = shares_next(tcp->shares, bus)) != NULL) {
+            /* the clock read for each: a connection served here may wait
+             * again (conn_parse) and be served later in this loop, its wait
+             * begun after a clock read once before the loop (that wait,
+             * negative, wrapped: wait_us_total 4.6e17 under load) */
+            uint64_t now = gw_now_ns();
             tcp_conn_t *c = conn_of_waiter(w);
-            uint64_t id = c->id, waited_us = (now - w->since_ns) / 1000;
+            uint64_t id = c->id, waited_us = (now > w->since_ns ? now - w->since_ns : 0) / 1000;
             atomic_fetch_sub_explicit(w->klass ? &tcp->m->priority_waiting : &tcp->m->waiting, 1,
                                       memory_order_relaxed);
             atomic_fetch_add_explicit(w->klass ? &tcp->m->priority_wait_us : &tcp->m->wait_us, waited_us,

@@ -647,14 +647,23 @@ def test_busy_rate_limited():
         t.join(10)
     m = g.metrics()
     check(all(res) and sum(r[3] for r in res) == 0, "every TCP answer its own")
-    refused = m.get("rtugw_tcp_busy_refused_total", 0)
-    check(refused > 0, f"the bus queue overflowed: some 06 answered ({refused})")
+    # Which listener meets the full queue is a race (each holds its share
+    # of 4, together 8 places wanted in 5): on a loaded box one of them can
+    # win it for the whole run (CI: [tcp] refused 1-3 times and never
+    # throttled, [rtu_tcp] 230 refusals, 20 throttles). The overflow and
+    # the throttles are judged over both; the per-client bound below over
+    # the Modbus TCP clients, whose counts the test has.
+    refused = {k: m.get(f"rtugw_{k}_busy_refused_total", 0) for k in ("tcp", "rtu_tcp")}
+    throttled = {k: m.get(f"rtugw_{k}_busy_throttled_total", 0) for k in ("tcp", "rtu_tcp")}
+    check(sum(refused.values()) > 0, f"the bus queue overflowed: some 06 answered ({refused})")
     worst = max((r[1] - r[0] for r in res if r), default=0)
     check(worst <= 4 + seconds + 2,
           f"06s per client at most 4 + its answers + one a second: worst client "
           f"{max(res, key=lambda r: r[1] - r[0] if r else 0)[:2] if all(res) else res} (answers, 06s)")
-    check(m.get("rtugw_tcp_busy_throttled_total", 0) > 0,
-          f"throttles counted ({m.get('rtugw_tcp_busy_throttled_total')})")
+    check(sum(throttled.values()) > 0, f"throttles counted ({throttled})")
+    waited = {k: m.get(f"rtugw_{k}_wait_us_total", 0) for k in ("tcp", "rtu_tcp")}
+    check(all(v < 100 * seconds * 1e6 for v in waited.values()),
+          f"the waits' sum is a sum of waits, not a wrapped negative one ({waited} us)")
     g.stop()
 
 
