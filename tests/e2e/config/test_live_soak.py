@@ -19,7 +19,8 @@ Debian's mosquitto) reads the data throughout. After each change:
   - the daemon's verdict (/status last_reload) is "applied" and nothing is
     named for a restart; a new user logs in with its role (/whoami), a
     removed one cannot;
-and every CHECK_EVERY changes, and after the last:
+and every CHECK_EVERY changes (RTUGW_SOAK_CHECK_EVERY: make check 10,
+`make check-live-soak` 1, after each), and after the last:
   - the running tables (GET /api/buses, devices, templates, tags, polls)
     equal those of a fresh `rtugw run` of the same file (its ports moved):
     a live change leaves the daemon as a start would;
@@ -63,7 +64,7 @@ from rtugwtest import BIN, Daemon, check, failure_count, finish, free_port, proc
 from test_mqtt import Broker, Subscriber, seq_check  # noqa: E402
 
 TOKEN = "0d4c8a1f9b2e7d6c5a4b3c2d1e0f9a8b"
-CHECK_EVERY = 10
+CHECK_EVERY = int(os.environ.get("RTUGW_SOAK_CHECK_EVERY", "10"))
 ADMIN_PW = "soak-admin-pw"
 
 
