@@ -171,7 +171,7 @@ static const report_metric_def_t bus_defs[] = {
     BM(broadcasts, "Broadcast writes sent"),
     BM(late_bytes_guarded, "Frames dropped: heard in their slave's guard (late)"),
     BM(late_answers, "Late answers taken for their slave's parked question"),
-    BM(ambiguous, "Answers not delivered yet: a different second candidate followed, a copy to verify (I4), or one to confirm after a give-up (I5); asked again or 0x0B"),
+    BM(ambiguous, "Answers not delivered yet: a different second candidate followed, a copy to verify (I4), one to confirm after a give-up (I5), or a refusal that may be a widened attempt's; asked again or 0x0B"),
     BM(shaped, "Reads asked one register wider, so that no stale frame of their slave has their answer's shape (I6)"),
     BM(shape_refused, "Widened reads refused by the slave's map (0x02/0x03): asked again as they came, and its end learned"),
     BM(certified, "First answers after a give-up delivered without confirmation: no stale frame has their shape (I6)"),

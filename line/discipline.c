@@ -120,7 +120,9 @@
  *   nothing (no re-ask, no guard), and after a give-up the next answer
  *   needs no confirmation. The attempts of a question are asked in one
  *   shape unless an answer heard between them changed the slave's state;
- *   then an earlier attempt's answer matches nothing and is dropped (F).
+ *   then an earlier attempt's answer matches nothing and is dropped (F),
+ *   but for a refusal, which has no shape: one after attempts in two shapes
+ *   is not delivered, the question asked again as it came (asked_widened).
 
  * Why no wrong answer follows, scenario by scenario (docs/line.md has
  * the long form):
@@ -404,13 +406,42 @@ static void send_current(line_t *l)
  * copy of it (an exception has no shape) answering the question as it came
  * is an answer equal to the last one for another question, which I4 checks.
  */
+/*
+ * An attempt asked in another shape than the last (a widened first attempt
+ * timed out, its retry asked as it came: line_shape_question chose again)
+ * may be the one a refusal answers: an exception has no shape, so the
+ * widened attempt's late refusal matches the retry too (the explorer's
+ * seed 1796601240790833: a read of 898..899 widened past the map end at
+ * 900, its refusal stalled 400 ms and taken for the retry's answer, as
+ * it came, whose answer is data). Which attempt it refused is unknown, so
+ * nothing is learned and nothing delivered: req is asked again as it came,
+ * as after a widened read refused (below). If the refusal was the retry's
+ * own, the next one says so again; if it was the widened one's, the retry's
+ * own answer, owed, is of req as it came and carries its values (I1).
+ */
+static bool asked_widened(const line_t *l, const line_request_t *req)
+{
+    slave_state_t tmp;
+    const slave_state_t *s = line_slave_view(l, req->slave, &tmp);
+    uint16_t own = line_shape_of_question(req);
+    return (s->asked_shape[0] && s->asked_shape[0] != own) || (s->asked_shape[1] && s->asked_shape[1] != own);
+}
+
 void line_deliver_shaped(line_t *l, const line_request_t *req, const line_request_t *wire, const uint8_t *raw,
                            size_t len, uint64_t t_last)
 {
     line_copies_delivered(l, wire, raw, len, t_last);
-    if (memcmp(wire->pdu, req->pdu, req->pdu_len) != 0 && len == 2 && (raw[0] & 0x80) &&
-        (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2)) {
+    bool refusal = len == 2 && (raw[0] & 0x80) && (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2);
+    if (refusal && memcmp(wire->pdu, req->pdu, req->pdu_len) != 0) {
         line_shape_refused(l, wire);
+        line_park_attempt(l, req, 0);
+        return;
+    }
+    if (refusal && asked_widened(l, req)) {
+        gw_count(&l->m.ambiguous);
+        line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: a refusal after attempts in two shapes "
+                 "(one widened); asking again as it came", l->cfg.name, req->slave, req->pdu[0],
+                 line_req_address(req));
         line_park_attempt(l, req, 0);
         return;
     }

@@ -264,7 +264,9 @@ static explore_totals_t explore(uint64_t total, uint64_t per_run, bool stop_at_f
  * is kept, give_up_on_wire); 1796601068787067 (an exception 204 ms late to
  * a timed-out attempt taken for its retry's answer, and the retry's own
  * late answer and its copy, past a guard that had not widened, taken for
- * the next read's answer and its confirmation: receive.c, answer_latency).
+ * the next read's answer and its confirmation: receive.c, answer_latency);
+ * 1796601240790833 (a widened first attempt's refusal, stalled, taken for
+ * its retry's answer, asked as it came: discipline.c, asked_widened).
  */
 static const struct {
     uint64_t seed;
@@ -275,6 +277,7 @@ static const struct {
     { 23, { true, false } }, { 1796534719588114ull, { true, false } }, { 1796535255589916ull, { true, true } },
     { 1796535731591430ull, { false, false } }, { 1796535911591602ull, { false, false } },
     { 1796536010591987ull, { true, true } }, { 1796601068787067ull, { true, true } },
+    { 1796601240790833ull, { false, false } },
 };
 
 void test_explorer(void **state)
