@@ -734,7 +734,7 @@ void line_on_timeout(line_t *l, uint64_t now)
                        : "answering 0x0B");
     if (retry) {
         if (!s->timed_out_send_ns)
-            s->timed_out_send_ns = s->last_send_ns;   /* its answer is owed: receive.c, answer_latency */
+            s->timed_out_send_ns = s->last_send_ns;   /* its answer is owed: receive.c, guard_owed_attempts */
         line_park_attempt(l, &l->cur, l->attempts);
     } else {
         give_up_on_wire(l);   /* I4, I5, I6: its answer may still come, shaped like the next one's */

@@ -59,31 +59,38 @@ static void verify(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env)
 }
 
 /*
- * How late an answer to a question asked more than once may be. An attempt
+ * The guard after an answer to a question asked again after an attempt
+ * timed out (I2: the other attempts' answers may come too). The attempt
  * that timed out still owes its answer, and the answer heard now may be
- * that one, late: its latency is then measured from that attempt, not from
- * the last one. The guard set on this answer (I2: the other attempts'
- * answers may come too) must cover what is still owed -- the later
- * attempts' answers, up to as late after their own sending -- so the
- * timeout widens as for any late answer, by the worst reading of which
- * attempt this frame answers: with d = now - the first timed-out attempt, a
- * later attempt (sent before now) answered d after it comes before now + d,
- * inside the guard of 1.5 d (capped at 4x the configured timeout, which is
- * past the 3 timeouts a late answer is allowed: the retry went at least a
- * timeout and a guard, 2 timeouts, after the first attempt, so d >= 2 T and
- * what comes later than now + 4 T would be over 3 T late). The explorer's
- * seed 1796601068787067 (a device server): attempt 2 of a read past the map
+ * that one, late: then the later attempts' answers are owed, each as late
+ * after its own sending. So the guard is sized by that worst reading: with
+ * d = this answer's first byte - the end of the first timed-out attempt's
+ * sending, a later attempt (sent before now) answered d after it comes
+ * before now + d, inside a hold of 1.5 d from this answer's last byte
+ * (capped at 4x the configured timeout, as a widened timeout is: the retry
+ * went at least a timeout and a guard, 2 timeouts, after the first
+ * attempt, so d >= 2 T, and what comes later than 4 T after this answer was
+ * over 3 T late). It is this guard's length only: the slave's timeout does
+ * not widen (the same reading also fits a request lost on the line and its
+ * retry answered at once, which is no late answer; widening there made
+ * every later timeout of a noisy line's slaves 4x longer, and the
+ * integrity test's faulty bus missed its 150 s). The explorer's seed
+ * 1796601068787067 (a device server): attempt 2 of a read past the map
  * timed out, its exception came 204 ms late and was taken for attempt 3's
- * answer, attempt 3's came 96 ms after it (the guard was 83 ms) with a copy
- * 98 ms later, and the two were taken for the next read's answer and its
- * confirmation. A healthy slave is not slowed: without a timed-out attempt
- * (a first answer, a retry after damage, I4's and I9's re-asks at once)
- * nothing widens.
+ * answer; attempt 3's own came 96 ms after it (the guard was 83 ms) with a
+ * copy 98 ms later, and the two were taken for the next read's answer and
+ * its confirmation. Without a timed-out attempt (a first answer, a retry
+ * after damage, I4's and I9's re-asks at once) the guard is as before.
  */
-static uint64_t answer_latency(const slave_state_t *s, uint64_t first_byte)
+static void guard_owed_attempts(line_t *l, unsigned slave, const rtu_frame_t *f, uint8_t fc)
 {
-    uint64_t from = s->timed_out_send_ns ? s->timed_out_send_ns : s->last_send_ns;
-    return first_byte > from ? first_byte - from : 0;
+    slave_state_t *s = line_slave(l, slave);
+    uint64_t first_byte = f->t_last_ns - line_wire_ns(l, f->len);
+    if (!s->timed_out_send_ns || first_byte <= s->timed_out_send_ns)
+        return;
+    uint64_t d = first_byte - s->timed_out_send_ns, hold = d * 3 / 2;
+    uint64_t cap = (uint64_t)s->base_timeout_ms * TIMEOUT_WIDEN_LIMIT * 1000000ull;
+    line_guard_extend(l, slave, fc, f->t_last_ns + (hold < cap ? hold : cap));
 }
 
 /* The answer to l->cur (asked as l->wire, l->attempts times): held
@@ -105,14 +112,14 @@ static void hold_answer(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *e
     s->dead_until_ns = 0;
     gw_set(&l->sm[slave].dead, 0);
     gw_set(&l->sm[slave].last_ok_ns, now);
-    if (l->attempts > 1 && s->timed_out_send_ns)   /* answer_latency */
-        line_widen_timeout(l, slave, answer_latency(s, f->t_last_ns - line_wire_ns(l, f->len)));
     if (l->attempts > 1 && s->copies == COPIES_SENT)   /* I9: this may be a copy, a later attempt's answer owed */
         line_owed_push(l, &l->wire, now, OWED_ANSWERED_TIMEOUTS);
     if (l->attempts > 1 && s->verifying)
         line_guard_slave_function(l, slave, f->t_last_ns, l->wire.pdu[0]);   /* I2, I4's re-ask */
     else if (l->attempts > 1)
         line_guard_slave(l, slave, f->t_last_ns);   /* I2: the other attempt may answer too */
+    if (l->attempts > 1)
+        guard_owed_attempts(l, slave, f, l->wire.pdu[0]);
     l->pending = true;
     l->pending_doubtful = false;
     l->pending_unexplained = 0;

@@ -106,6 +106,31 @@ void line_guard_slave_function(line_t *l, unsigned slave, uint64_t from, uint8_t
         s->hold_fc[i] = 0;
 }
 
+/* A guard set just now (line_guard_slave or _function) held until `until`
+ * at least, in the same scope: the function's own hold while only re-asks'
+ * functions are held, else the whole slave. Only lengthens. */
+void line_guard_extend(line_t *l, unsigned slave, uint8_t fc, uint64_t until)
+{
+    slave_state_t *s = line_slave(l, slave);
+#ifdef LINE_BREAK_I2
+    (void)s;
+    (void)fc;
+    (void)until;
+    return;
+#endif
+    for (unsigned i = 0; s->hold_fcs && i < HOLD_FCS_KEPT; i++)
+        if (s->hold_fc[i] && s->hold_fc[i] == fc) {
+            if (until > s->hold_fc_until_ns[i])
+                s->hold_fc_until_ns[i] = until;
+            if (until > s->hold_until_ns)
+                s->hold_until_ns = until;
+            return;
+        }
+    if (until > s->hold_until_ns)
+        s->hold_until_ns = until;
+    s->hold_fcs = 0;   /* not held by function: the whole slave */
+}
+
 /* When a question of function fc may go to the slave (I2): its hold's end,
  * or the end of its function's own hold while only re-asks' functions are
  * held (line_guard_slave_function). */

@@ -31,7 +31,7 @@ typedef struct slave_state {
     uint64_t dead_until_ns;
     uint64_t hold_until_ns;       /* I2: nothing is asked of it before this */
     uint64_t last_send_ns;        /* end of the wire time of the last attempt sent to it */
-    uint64_t timed_out_send_ns;   /* ... of the first attempt of its question that timed out (0: none) */
+    uint64_t timed_out_send_ns;   /* ... of its question's first attempt that timed out (0: none): receive.c */
     uint8_t last_fc;              /* the function of the last attempt sent to it */
     line_request_t *parked;         /* I1: its outstanding question, waiting to be asked again */
     unsigned parked_attempts;
@@ -241,6 +241,7 @@ void line_drain_frames(line_t *l);   /* receive.c */
 void line_guard_slave(line_t *l, unsigned slave, uint64_t from);
 void line_guard_slave_function(line_t *l, unsigned slave, uint64_t from, uint8_t fc);
 uint64_t line_hold_end(const slave_state_t *s, uint8_t fc);
+void line_guard_extend(line_t *l, unsigned slave, uint8_t fc, uint64_t until);
 void line_widen_timeout(line_t *l, unsigned slave, uint64_t latency_ns);
 void line_park_attempt(line_t *l, const line_request_t *req, unsigned attempts);
 void line_deliver_shaped(line_t *l, const line_request_t *req, const line_request_t *wire, const uint8_t *raw,

@@ -264,7 +264,7 @@ static explore_totals_t explore(uint64_t total, uint64_t per_run, bool stop_at_f
  * is kept, give_up_on_wire); 1796601068787067 (an exception 204 ms late to
  * a timed-out attempt taken for its retry's answer, and the retry's own
  * late answer and its copy, past a guard that had not widened, taken for
- * the next read's answer and its confirmation: receive.c, answer_latency);
+ * the next read's answer and its confirmation: receive.c, guard_owed_attempts);
  * 1796601240790833 (a widened first attempt's refusal, stalled, taken for
  * its retry's answer, asked as it came: discipline.c, asked_widened).
  */
@@ -363,12 +363,12 @@ void test_explorer_device_server(void **state)
  * CPU), each of which the intact core passes (test_explorer with RTUGW_SEED);
  * RTUGW_EXPLORE_BROKEN_SEARCH=N searches N transactions from the clock.
  */
-/* found again after a retried question's answer began to widen the
- * timeout from its first timed-out attempt (receive.c, answer_latency): a
- * run's course changed, and with it where the broken core goes wrong (7 of
- * the 150 seeds from 1796601240787550) */
-static const uint64_t broken_seeds[] = { 1796601240787552ull, 1796601240787562ull, 1796601240787574ull,
-                                         1796601240787575ull };
+/* found again after the guard on a retried question's answer began to be
+ * sized from its first timed-out attempt (receive.c, guard_owed_attempts): a
+ * run's course changed, and with it where the broken core goes wrong (8 of
+ * the 200 seeds from 1796601240787550) */
+static const uint64_t broken_seeds[] = { 1796601240787552ull, 1796601240787562ull, 1796601240787593ull,
+                                         1796601240787633ull };
 
 void test_explorer_finds_broken_i2(void **state)
 {
