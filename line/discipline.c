@@ -673,6 +673,29 @@ void line_start_next(line_t *l)
     gw_set(&l->m.queue_depth, line_queued(l));
 }
 
+/*
+ * I3: bytes the framer holds were heard after the answer (cut from the
+ * answer's own chunk by its length rule, or come since) and are neither a
+ * frame nor noise yet, so they vouch for nothing: the answer waits until
+ * they are one or the other (the silence that ends them, on_idle, comes
+ * back here through line_start_next; noise then makes it doubtful, a frame
+ * is a second candidate). A head still waiting for the length its rule
+ * predicts after the line's rest is a frame cut short: doubtful at once. The
+ * explorer's seed 1796601939794267: an answer 01 04 02 c2 c1 29 c0 with its
+ * function's top bit flipped begins with 01 84 02 c2 c1, whose CRC is good
+ * (c2 c1 is the register's value and that prefix's CRC alike); framed by the
+ * exception's length, it was delivered with 29 c0 still in the framer.
+ */
+static bool residue_settled(line_t *l)
+{
+    if (!rtu_framer_buffered(l->framer))
+        return true;
+    if (!rtu_framer_held(l->framer))
+        return false;
+    l->pending_doubtful = true;
+    return true;
+}
+
 void line_on_resolve(line_t *l)
 {
     l->resolve_sent = false;
@@ -680,6 +703,8 @@ void line_on_resolve(line_t *l)
         return;
     if (l->env.unread(l->env.ctx) > 0)
         return;   /* the host feeds them (line_bytes), and the next step comes back here */
+    if (!residue_settled(l))
+        return;
     resolve_pending(l, l->now_ns);
     line_start_next(l);
 }

@@ -688,6 +688,11 @@ bool rtu_framer_held(const rtu_framer_t *fr)
     return want == 0 || (want > 0 && (size_t)want > fr->tail - fr->head);
 }
 
+size_t rtu_framer_buffered(const rtu_framer_t *fr)
+{
+    return fr->tail - fr->head;
+}
+
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out)
 {
     if (fr->q_count == 0)

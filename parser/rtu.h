@@ -323,6 +323,9 @@ bool rtu_framer_settled(const rtu_framer_t *fr);
  * predicts, which no silence can end: a caller need not arm its silence
  * timer for it (the bytes that complete it, or fail its CRC, come by feed). */
 bool rtu_framer_held(const rtu_framer_t *fr);
+/* Bytes held: fed, and neither framed nor discarded yet (0 after a frame cut
+ * from its chunk by its length means nothing came behind it). */
+size_t rtu_framer_buffered(const rtu_framer_t *fr);
 /* Next complete frame: 1 and *out filled, or 0 when none is ready. */
 int rtu_framer_next(rtu_framer_t *fr, rtu_frame_t *out);
 /* Drop buffered bytes (after a reopen, a timeout). */

@@ -43,6 +43,8 @@ typedef struct sim_slave_model {
     uint64_t copy_gap_min_ns, copy_gap_max_ns;
     double p_noise;                    /* 1..6 random bytes just before the answer */
     double p_crc;                      /* the answer with one byte flipped */
+    bool flip_function;                /* every answer's function byte with its top bit flipped
+                                          (test_residue_after_answer: a CRC-good exception prefix) */
     double p_truncate;                 /* the answer cut short */
     double p_split;                    /* the answer in two pieces, split_gap apart */
     uint64_t split_gap_max_ns;

@@ -172,6 +172,8 @@ static void slave_answer(sim_t *s, unsigned id, const uint8_t *pdu, size_t len)
     if (start < sl->busy_until)
         start = sl->busy_until;   /* a slave never talks over itself */
     size_t n = adu_of(id, ans, alen, adu);
+    if (m->flip_function)   /* (drawn from nothing: the other runs keep their course) */
+        adu[1] ^= 0x80;
     if (chance(s, m->p_crc))
         adu[rnd(s) % n] ^= (uint8_t)(1u << (rnd(s) % 8));
     else if (chance(s, m->p_truncate))

@@ -99,6 +99,32 @@ static void test_noise_before_answer(void **state)
 }
 
 /*
+ * Bytes left in the framer behind an answer vouch for nothing (I3,
+ * discipline.c, residue_settled). Slave 1's input register 683 holds 0xc2c1
+ * (the model's unique values), which is also the CRC of 01 84 02: its
+ * answer 01 04 02 c2 c1 29 c0 with the function's top bit flipped begins
+ * with a CRC-good exception frame, framed by that length, and 29 c0 stay
+ * behind, a head waiting for the 5 bytes of an exception (the explorer's
+ * seed 1796601939794267, a device server, delivered that 84 02). Every
+ * answer so damaged: never delivered, 0x0B.
+ */
+static void test_residue_after_answer(void **state)
+{
+    (void)state;
+    static const uint8_t read_683[5] = { 4, 0x02, 0xab, 0, 1 };
+    sim_t *s = sim_new(3, BUS, 0);
+    sim_slave_model_t m = healthy(3 * MS);
+    m.flip_function = true;
+    sim_add_slave(s, 1, &m);
+    sim_submit_at(s, 0, 1, read_683, sizeof read_683);
+    sim_run(s, 0);
+    assert_int_equal(answer_code(s, 0), MB_EX_TARGET_FAILED);
+    assert_int_equal(sim_writes_to(s, 1, NULL, 0), 2);   /* asked again once (retries = 1), then refused */
+    assert_clean(s);
+    sim_free(s);
+}
+
+/*
  * A host that reads the port late (up to 12 ms, more than t3.5 and the
  * idle slack), stamping each chunk when it reads it as gateway/port.c
  * does: the answers, in one to three chunks each, are framed by their
@@ -808,7 +834,7 @@ int main(void)
     const struct CMUnitTest tests[] = { cmocka_unit_test(test_explorer_finds_broken_i2) };
 #else
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_noise_before_answer),  cmocka_unit_test(test_late_answer_in_guard),
+        cmocka_unit_test(test_noise_before_answer),  cmocka_unit_test(test_residue_after_answer),  cmocka_unit_test(test_late_answer_in_guard),
         cmocka_unit_test(test_late_reads_make_no_crc_errors),
         cmocka_unit_test(test_split_answer),         cmocka_unit_test(test_double_answer),
         cmocka_unit_test(test_equal_answers),        cmocka_unit_test(test_silent_slave_and_backoff),
