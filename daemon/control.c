@@ -115,8 +115,10 @@ static void reload(gw_t *gw)
     reload_result_t res = { .restart = "" };
     size_t count;
     const reload_part_t *parts = reload_parts(&count);
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
+        gw_log(gw, CONFIG_LOG_DEBUG, "SIGHUP: %s", parts[i].name);   /* which part a line below came from */
         parts[i].fn(gw, gw->cfg, fresh, &res);
+    }
     snprintf(gw->restart_needed, sizeof gw->restart_needed, "%s", res.restart);
     snprintf(gw->reload_queued, sizeof gw->reload_queued, "%s", res.queued);
     char dropped[64] = "";

@@ -20,3 +20,9 @@ EXTRA_DIST += tests/peers/test_gateway_foreign_peers.py
 # MQTT end to end: real brokers (mosquitto), a bridge, TLS, paho subscribers.
 TESTS += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/config/test_api_churn.py
 EXTRA_DIST += tests/e2e/mqtt/test_mqtt.py tests/e2e/mqtt/test_mqtt_tags.py tests/e2e/mqtt/test_sparkplug.py tests/e2e/mqtt/sparkplugtest.py tests/e2e/config/test_api_churn.py
+# A reload's outcome lists: keys whole and once, a full list marked, the first error kept.
+check_PROGRAMS += tests/unit/test_reload_result
+tests_unit_test_reload_result_SOURCES = tests/unit/test_reload_result.c
+tests_unit_test_reload_result_CFLAGS = $(GW_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_reload_result_LDADD = gateway/libgateway.a $(CMOCKA_LIBS)
+TESTS += tests/unit/test_reload_result
