@@ -719,6 +719,7 @@ static void maps_reload(gw_t *gw, config_t *run, config_t *fresh, reload_result_
     gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: maps: out of memory; the maps in force are kept");
 }
 
+/* [tcp] and [rtu_tcp]: listener_reload, each on its own front end. */
 static void tcp_reload(gw_t *gw, config_t *run, config_t *fresh, reload_result_t *res)
 {
     listener_reload(gw, &gw->tcp, &run->tcp, &fresh->tcp, tcp_new, "tcp", res);
