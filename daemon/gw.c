@@ -199,34 +199,35 @@ static void http_drained_cb(evutil_socket_t fd, short what, void *arg)
  *   reload tries again.
  * Off and staying off: the running copy just follows the file.
  */
-void gw_http_reload(gw_t *gw, const config_t *fresh, char *restart, size_t cap, char *err, size_t errcap)
+void gw_http_reload(gw_t *gw, const config_t *fresh, reload_result_t *res)
 {
     config_http_t *run = &gw->cfg->http;
     const config_http_t *f = &fresh->http;
-    restart[0] = 0;
-    err[0] = 0;
+    char err[320] = "";
     if (gw->http && !http_closing(gw->http) && f->enabled) {
-        http_reload(gw->http, run, fresh, restart, cap, err, errcap);
+        http_reload(gw->http, run, fresh, res);
     } else if (gw->http && !http_closing(gw->http)) {
         if (http_close(gw->http, run->request_timeout_ms, http_drained_cb, gw) == 0)
             run->enabled = false;
         else
-            snprintf(restart, cap, "http.enabled");   /* out of memory: it still listens; the next reload tries again */
+            reload_restart_add(res, "http.enabled");   /* out of memory: it still listens; the next reload tries again */
     } else if (gw->http && f->enabled) {
-        if (http_reopen(gw->http, f->bind, f->port, err, errcap) != 0) {
-            snprintf(restart, cap, "http.port");
+        if (http_reopen(gw->http, f->bind, f->port, err, sizeof err) != 0) {
+            reload_restart_add(res, "http.port");
+            reload_error(res, err);
             return;
         }
         memcpy(run->bind, f->bind, sizeof run->bind);
         run->port = f->port;
         run->enabled = true;
-        http_reload(gw->http, run, fresh, restart, cap, err, errcap);
+        http_reload(gw->http, run, fresh, res);
     } else if (f->enabled) {
         config_http_t old = *run;
         *run = *f;   /* http_new reads the running copy, as at start */
-        if (!(gw->http = http_new(gw, gw->frames_kept, err, errcap))) {
+        if (!(gw->http = http_new(gw, gw->frames_kept, err, sizeof err))) {
             bool port = strstr(err, "listen on") || strstr(err, "bind =");
-            snprintf(restart, cap, "%s", port ? "http.port" : "http.enabled");
+            reload_restart_add(res, port ? "http.port" : "http.enabled");
+            reload_error(res, err);
             *run = old;
             gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: [http] enabled = true not applied: %s", err);
             return;

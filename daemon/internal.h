@@ -1,5 +1,6 @@
 /*
- * daemon/internal.h -- what gw.c and control.c share, and nothing else.
+ * daemon/internal.h -- what gw.c, control.c and reload_parts.c share, and
+ * nothing else.
  */
 #ifndef RTUGW_DAEMON_INTERNAL_H
 #define RTUGW_DAEMON_INTERNAL_H
@@ -13,7 +14,20 @@
 int control_start(gw_t *gw);
 void control_stop(gw_t *gw);
 /* gw.c: [http] on a reload, enabled turned on or off included; what could
- * not apply is named in restart (http.port ...), its first reason in err */
-void gw_http_reload(gw_t *gw, const config_t *fresh, char *restart, size_t cap, char *err, size_t errcap);
+ * not apply is named in res's restart (http.port ...), its first reason in
+ * res's error */
+void gw_http_reload(gw_t *gw, const config_t *fresh, reload_result_t *res);
+
+/* reload_parts.c: one part's reload. run is the running copy (gw->cfg),
+ * which the part brings to what runs; fresh the file just loaded (freed
+ * after the walk; a part may swap an array out of it); res what the part
+ * applied, what waits, what is queued, its error. I/O thread. */
+typedef void reload_part_fn(gw_t *gw, config_t *run, config_t *fresh, reload_result_t *res);
+typedef struct reload_part {
+    const char *name;
+    reload_part_fn *fn;
+} reload_part_t;
+/* The parts in the order a reload applies them; *count of them. */
+const reload_part_t *reload_parts(size_t *count);
 
 #endif

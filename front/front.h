@@ -70,8 +70,8 @@ void tcp_free(gw_tcp_t *tcp);
 void tcp_stop_accepting(gw_tcp_t *tcp);
 unsigned tcp_in_flight(const gw_tcp_t *tcp);
 /* Applies cfg, the listener's address included (bound before the old one
- * closes); restart gets the keys that could not apply (a port in use). */
-void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap);
+ * closes); res's restart gets the keys that could not apply (a port in use). */
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, reload_result_t *res);
 /* What runs: cfg as applied, the old address where the new one failed. */
 const config_tcp_t *tcp_running_config(const gw_tcp_t *tcp);
 /* After [tls] reloaded: closes the sessions whose certificate no longer verifies. */
@@ -95,8 +95,8 @@ void tcp_status_json(const gw_tcp_t *tcp, struct evbuffer *b);
 gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap);
 void udp_free(gw_udp_t *u);
 /* A reload's [udp], on the I/O thread (udp.c says what applies when);
- * what waits is named in restart ("udp.port", "udp.max_pending"). */
-void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, char *restart, size_t cap);
+ * what waits is named in res's restart ("udp.port", "udp.max_pending"). */
+void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, reload_result_t *res);
 const config_tcp_t *udp_running_config(const gw_udp_t *u);
 void udp_stop_accepting(gw_udp_t *u);
 unsigned udp_in_flight(const gw_udp_t *u);

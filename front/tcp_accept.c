@@ -407,7 +407,7 @@ void tcp_status_json(const gw_tcp_t *tcp, struct evbuffer *b)
  *
  * The listener (enabled, bind, port): the new address is bound before the
  * old listener is closed, so a port in use (or an address the host lacks)
- * leaves the running listener serving; that key is then named in restart,
+ * leaves the running listener serving; that key is then named in res's restart,
  * with the system's reason in the log, and the running copy keeps the old
  * address, so the next reload tries again. The connections accepted on the
  * old listener are not its: they keep being served, answers and all, until
@@ -419,10 +419,9 @@ void tcp_status_json(const gw_tcp_t *tcp, struct evbuffer *b)
  * address no longer allowed is closed (counted), unit routes and
  * default_bus route the next request.
  */
-void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, size_t cap)
+void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, reload_result_t *res)
 {
     const char *section = tcp->framing->section;
-    restart[0] = 0;
     config_tcp_t next = *cfg;
     bool moved = cfg->enabled && (!tcp->listener || strcmp(cfg->bind, tcp->cfg.bind) != 0 ||
                                   cfg->port != tcp->cfg.port);
@@ -439,7 +438,9 @@ void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, char *restart, siz
         } else {
             gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: reload: %s; still listening on %s:%u", section, err,
                    tcp->cfg.bind, tcp->cfg.port);
-            snprintf(restart, cap, "%s.port", section);
+            char key[32];
+            snprintf(key, sizeof key, "%s.port", section);
+            reload_restart_add(res, key);
             next.enabled = tcp->cfg.enabled;
             memcpy(next.bind, tcp->cfg.bind, sizeof next.bind);
             next.port = tcp->cfg.port;

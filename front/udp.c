@@ -360,7 +360,7 @@ gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap)
  * (routes, default_bus, read_only, allow) applies from the next datagram;
  * requests already taken keep the route they went by. A new address
  * (bind, port) or enabled = true is a socket bound first: one that cannot
- * be bound leaves the running one and is named in restart (udp.port). The
+ * be bound leaves the running one and is named in res's restart (udp.port). The
  * socket it replaces (or that enabled = false retires) reads no more, but
  * the requests taken on it are answered on it, from the port their client
  * wrote to, and it closes with its last answer. One socket drains at a
@@ -368,19 +368,16 @@ gw_udp_t *udp_new(gw_t *gw, char *err, size_t errcap)
  * max_pending size the tables: they apply when nothing is in flight, and
  * are otherwise named in restart, as the running bounds stay.
  */
-void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, char *restart, size_t cap)
+void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, reload_result_t *res)
 {
-    size_t used = 0;
-#define WAITS(key) used += (size_t)snprintf(restart + used, used < cap ? cap - used : 0, "%sudp.%s", used ? " " : "", key)
-    restart[0] = 0;
     bool moved = !want->enabled || u->fd < 0 || strcmp(want->bind, u->cfg.bind) != 0 || want->port != u->cfg.port;
     if (moved && (u->fd >= 0 || want->enabled)) {
         char err[256] = "";
         if (u->old_fd >= 0 && u->fd >= 0) {
-            WAITS("port");
+            reload_restart_add(res, "udp.port");
             gw_log(u->gw, CONFIG_LOG_WARN, "SIGHUP: [udp]: the socket moved from is still answering; the move waits");
         } else if (want->enabled && open_socket(u, want, err, sizeof err) != 0) {
-            WAITS("port");
+            reload_restart_add(res, "udp.port");
             gw_log(u->gw, CONFIG_LOG_ERROR, "SIGHUP: [udp]: %s; the running socket stays", err);
         } else {
             if (!want->enabled)
@@ -394,7 +391,7 @@ void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, char *restart, size
     }
     if (want->max_clients != u->cfg.max_clients || want->max_pending != u->cfg.max_pending) {
         if (u->in_flight || resize(u, want) != 0)
-            WAITS("max_pending");
+            reload_restart_add(res, "udp.max_pending");
     }
     config_tcp_t keep = u->cfg;
     u->cfg = *want;
@@ -403,7 +400,6 @@ void udp_apply_config(gw_udp_t *u, const config_tcp_t *want, char *restart, size
     u->cfg.port = keep.port;
     u->cfg.max_clients = keep.max_clients;
     u->cfg.max_pending = keep.max_pending;
-#undef WAITS
 }
 
 const config_tcp_t *udp_running_config(const gw_udp_t *u)

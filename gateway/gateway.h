@@ -13,7 +13,8 @@
  * (runtime.c), a serial slave's port and actor (slave_port.c), the table
  * of what each part shows in /status and /metrics (report.h: report.c,
  * and the buses', polls' and reload's parts, report_bus.c, report_polls.c,
- * report_reload.c), and gw_t, the handle every part is given. May call parser/, routing/, actor/,
+ * report_reload.c), one reload's outcome as its parts build it
+ * (reload_result.h: reload_result.c), and gw_t, the handle every part is given. May call parser/, routing/, actor/,
  * drivers/, tags/, expr/ (the computed tags, evaluated after each store),
  * north/ (the MQTT module's loader and interface, through
  * config/config.h), config/ and line/ (the core each bus hosts), libevent;
@@ -64,6 +65,7 @@
 #include "routing/router.h"
 #include "tags/tags.h"
 
+#include "gateway/reload_result.h"
 #include "gateway/report.h"
 
 #include <pthread.h>

@@ -183,6 +183,10 @@ EXTRA_DIST += tests/e2e/config/test_bus_live.py
 # only during a swap; /metrics' router series with the buckets in force.
 TESTS += tests/e2e/config/test_live_router.py
 EXTRA_DIST += tests/e2e/config/test_live_router.py
+# One SIGHUP changing a bus, [router] and [http]'s port: the log line and
+# /status last_reload.applied both name buses, router and http (each part's reload).
+TESTS += tests/e2e/config/test_reload_parts.py
+EXTRA_DIST += tests/e2e/config/test_reload_parts.py
 # [mqtt] live (issue 41): topic_prefix, format, interval, the broker, [mqtt]
 # removed and added, Sparkplug's node, by SIGHUP and PUT /api/config; an
 # unrelated reload leaves the session alone (no QoS 1 gap). Two mosquittos.

@@ -539,14 +539,11 @@ static int https_switch(gw_http_t *h, const config_t *fresh, char *err, size_t e
     return 0;
 }
 
-/* Appends key to restart and, the first time, why to err. */
-static void not_applied(gw_http_t *h, const char *key, const char *why, char *restart, size_t cap, char *err,
-                        size_t errcap)
+/* key waits for a restart (res), why is the reload's error unless one came first. */
+static void not_applied(gw_http_t *h, const char *key, const char *why, reload_result_t *res)
 {
-    size_t used = strlen(restart);
-    snprintf(restart + used, cap - used, "%s%s", used ? " " : "", key);
-    if (!err[0])
-        snprintf(err, errcap, "%s", why);
+    reload_restart_add(res, key);
+    reload_error(res, why);
     gw_log(h->gw, CONFIG_LOG_ERROR, "SIGHUP: %s; %s", why,
            strcmp(key, "http.tls_cert") == 0 ? "HTTPS keeps the running certificate" : "the running value stays");
 }
@@ -554,8 +551,7 @@ static void not_applied(gw_http_t *h, const char *key, const char *why, char *re
 /* HTTPS: on before and after, the certificate and key read again
  * (http_tls_reload); turned on or off, https_switch. The running copy takes
  * the new tls_* keys once applied; what does not load keeps what runs. */
-static void https_apply(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap,
-                        char *err, size_t errcap)
+static void https_apply(gw_http_t *h, config_http_t *run, const config_t *fresh, reload_result_t *res)
 {
     const config_http_t *f = &fresh->http;
     char why[512];
@@ -564,7 +560,7 @@ static void https_apply(gw_http_t *h, config_http_t *run, const config_t *fresh,
         return;
     if ((same ? http_tls_reload(h->tls, gw_config(h->gw), f, why, sizeof why)
               : https_switch(h, fresh, why, sizeof why)) != 0) {
-        not_applied(h, "http.tls_cert", why, restart, cap, err, errcap);
+        not_applied(h, "http.tls_cert", why, res);
         return;
     }
     memcpy(run->tls_cert, f->tls_cert, sizeof run->tls_cert);
@@ -580,16 +576,14 @@ static void https_apply(gw_http_t *h, config_http_t *run, const config_t *fresh,
 
 /* Users (on, off or changed) and max_sessions: sessions end as
  * web_auth_users_changed and web_auth_resize say. */
-static void users_apply(gw_http_t *h, config_http_t *run, const config_http_t *f, char *restart, size_t cap,
-                        char *err, size_t errcap)
+static void users_apply(gw_http_t *h, config_http_t *run, const config_http_t *f, reload_result_t *res)
 {
     unsigned ended = 0, resized = 0;
     bool flip = !run->user_count != !f->user_count;
     if (run->user_count && f->user_count)
         ended = web_auth_users_changed(h->auth, run, f);
     if (web_auth_resize(h->auth, run, f, &resized) != 0) {
-        not_applied(h, flip ? "http.users" : "http.max_sessions", "out of memory for the sessions", restart, cap,
-                    err, errcap);
+        not_applied(h, flip ? "http.users" : "http.max_sessions", "out of memory for the sessions", res);
         if (flip)
             return;   /* the users stay as they were: the table is sized for them */
     } else {
@@ -616,19 +610,16 @@ static void users_apply(gw_http_t *h, config_http_t *run, const config_http_t *f
  * max_sessions_per_user) and tag_metrics apply from the next connection or
  * request. What cannot apply (an address that cannot be bound, a
  * certificate that does not load, out of memory) keeps its running value,
- * is named in restart (http.port, http.tls_cert, ...) and its reason is
- * in err (the first one) and the log: the next reload tries again.
+ * is named in res's restart (http.port, http.tls_cert, ...) and its reason
+ * is in res's error (the first one) and the log: the next reload tries again.
  */
-void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap, char *err,
-                 size_t errcap)
+void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, reload_result_t *res)
 {
     const config_http_t *f = &fresh->http;
     char why[320];
-    restart[0] = 0;
-    err[0] = 0;
     if (strcmp(run->bind, f->bind) != 0 || run->port != f->port) {
         if (http_move(h, f->bind, f->port, why, sizeof why) != 0) {
-            not_applied(h, "http.port", why, restart, cap, err, errcap);
+            not_applied(h, "http.port", why, res);
         } else {
             gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] listening on %s:%u now (was %s:%u; its open connections "
                    "stay)", f->bind, f->port, run->bind, run->port);
@@ -636,11 +627,11 @@ void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *
             run->port = f->port;
         }
     }
-    https_apply(h, run, fresh, restart, cap, err, errcap);
-    users_apply(h, run, f, restart, cap, err, errcap);
+    https_apply(h, run, fresh, res);
+    users_apply(h, run, f, res);
     if (run->frame_ring != f->frame_ring) {
         if (web_frames_reload(h->gw, &h->frames, f->frame_ring, why, sizeof why) != 0) {
-            not_applied(h, "http.frame_ring", why, restart, cap, err, errcap);
+            not_applied(h, "http.frame_ring", why, res);
         } else {
             gw_log(h->gw, CONFIG_LOG_INFO, "SIGHUP: [http] frame_ring = %u applied", f->frame_ring);
             run->frame_ring = f->frame_ring;

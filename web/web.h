@@ -30,9 +30,9 @@ gw_frames_t *http_release_frames(gw_http_t *h);
  * [http], which the daemon owns and hands here): the listener's address,
  * HTTPS on or off, users on or off, max_sessions, frame_ring and the rest.
  * What could not apply (a port in use, a certificate that does not load) is
- * named in restart, the first reason in err; the running value stays. */
-void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, char *restart, size_t cap, char *err,
-                 size_t errcap);
+ * named in res's restart, the first reason in its error; the running value
+ * stays. */
+void http_reload(gw_http_t *h, config_http_t *run, const config_t *fresh, reload_result_t *res);
 /* [http] enabled turned off by a reload, maybe inside one of h's own
  * requests: h stops listening now, lets the requests in flight finish (their
  * answers written) for up to drain_ms, then cuts what is left; once nothing

@@ -288,7 +288,7 @@ def test_log_target_live():
                 pass
         line = next((m for m in got if b"SIGHUP: reloaded" in m), b"")
         # <30>: facility daemon (3 << 3) | LOG_INFO (6)
-        check(line.startswith(b"<30>") and b"rtugw[" in line and b"log level and target" in line,
+        check(line.startswith(b"<30>") and b"rtugw[" in line and b" log_target" in line,
               f"the reload's own line went to syslog: {line[:160]!r}")
         check(reloads_on_stderr() == 0, "and not to stderr")
         hup(g, g.text.replace("log_target = syslog\n", ""))
