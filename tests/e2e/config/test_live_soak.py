@@ -491,7 +491,11 @@ class SparkplugMirror(Daemon):
         ok, why = self.births_match(start, want, after)
         bad = [] if ok else [why]
         for dev in set(before) | set(after):
-            born, died = ("DBIRTH", dev) in verbs, ("DDEATH", dev) in verbs
+            # an NDEATH is every device's death (Sparkplug 3.0: the host marks
+            # the node's devices offline), so a device left with no metric
+            # while [mqtt] changed needs no DDEATH of its own (seed 98039)
+            born = ("DBIRTH", dev) in verbs
+            died = ("DDEATH", dev) in verbs or ("NDEATH", None) in verbs
             if not mqtt and dev not in changed and (born or died):
                 bad.append(f"{dev}: its tags and poll groups did not change, yet {verbs}")
             if dev in changed and not after.get(dev) and (born or (before.get(dev) and not died)):
