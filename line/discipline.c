@@ -484,6 +484,31 @@ static void resolve_pending(line_t *l, uint64_t now)
         line_deliver_shaped(l, &l->cur, &l->wire, l->pending_pdu, l->pending_len, l->pending_t_last_ns);
         return;
     }
+    /*
+     * Every request is answered in bounded time: each cause of a re-ask (I4's
+     * copy check, I5's confirmation, I9's) is bounded, but their checks can
+     * take turns on one question, each pass of one starting the other again:
+     * two slaves, each asked a read past its map, each owing the other an
+     * exception of the same bytes (I9), each equal to its own last answer
+     * for another question (I4), re-asked for ever (the explorer's seed
+     * 1796603157793903: 6 simulated hours, no answer). So a question asked
+     * again to confirm its answer REASKS_MAX times, whatever the causes, is
+     * refused (0x0B): never a wrong value, never an endless wait.
+     */
+    if ((l->pending_unconfirmed || l->pending_suspect || l->pending_foreign) && !l->pending_doubtful &&
+        !unexplained && ++l->cur.reasks > REASKS_MAX) {
+        gw_count(&l->m.ambiguous);
+        line_log(l, CONFIG_LOG_DEBUG, "bus %s slave %u fc %u addr %u: asked again %u times to confirm its answer; "
+                 "refused (0x0B)", l->cfg.name, l->cur.slave, l->cur.pdu[0], line_req_address(&l->cur),
+                 (unsigned)REASKS_MAX);
+        line_guard_slave(l, l->cur.slave, now);
+        line_shape_answered(l, l->cur.slave, l->pending_pdu, l->pending_len);
+        s->verifying = false;   /* this question's checks end with it; confirming stays: the next answer confirms */
+        s->confirm_hash = s->foreign_hash = 0;
+        s->confirm_asks = s->foreign_asks = 0;
+        line_refuse(l, &l->cur, now);
+        return;
+    }
     /* I4's and I9's re-asks go at once, with no guard: see below and foreign.c. */
     bool at_once = (l->pending_suspect || l->pending_foreign) && !l->pending_unconfirmed &&
                    !l->pending_doubtful && !unexplained;

@@ -78,6 +78,7 @@ void line_submit(line_t *l, const line_request_t *req, uint64_t now)
     line_request_t r = *req;
     r.t_line_ns = now;
     r.t_sent_ns = r.t_parked_ns = r.guard_ns = r.t_confirm_ns = 0;
+    r.reasks = 0;
     if (!line_queue_push_or_purge(l, qi, &r, now)) {
         gw_count(&l->m.queue_full);
         line_answer_exception(l, req, MB_EX_BUSY);

@@ -82,6 +82,7 @@ struct line_request {
     uint64_t t_parked_ns;   /* parked since, for its slave's guard; 0: not parked */
     uint64_t guard_ns;      /* parked for guards between its attempts */
     uint64_t t_confirm_ns;  /* its first answer held back (I4 copy check, I5 confirmation); 0: none */
+    uint8_t reasks;         /* asked again to confirm an answer, for any cause (discipline.c, REASKS_MAX) */
     uint8_t pdu[RTU_MAX_PDU];
 };
 

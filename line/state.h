@@ -72,6 +72,7 @@ typedef struct slave_state {
 } slave_state_t;
 
 #define CONFIRM_MAX_ASKS 3        /* I5: then 0x0B, and the next question confirms again */
+#define REASKS_MAX (2 * CONFIRM_MAX_ASKS + 2)   /* one question's re-asks to confirm, all causes (discipline.c) */
 
 enum { COPIES_UNKNOWN = 0, COPIES_GENUINE, COPIES_SENT };
 enum { CONFIRM_GIVE_UP = 0, CONFIRM_COPY };
