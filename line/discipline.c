@@ -169,7 +169,9 @@
  *
  * Every request gets exactly one answer: data, the slave's exception, or a
  * gateway exception (0x06 queue full, 0x0A port down, 0x0B no answer or a
- * doubtful one, 0x01 a broadcast that is not a write).
+ * doubtful one, 0x01 a broadcast that is not a write), in bounded time: its
+ * attempts are bounded by retries, and its re-asks to confirm an answer
+ * (I4, I5, I9 together) by REASKS_MAX.
  *
  * Every transport keeps F's side of the contract (drivers/driver.h): RTU on a
  * line or a TCP stream, ASCII and MBAP alike hand up RTU frames, and one that
