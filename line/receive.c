@@ -67,10 +67,12 @@ static void verify(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env)
  * d = this answer's first byte - the end of the first timed-out attempt's
  * sending, a later attempt (sent before now) answered d after it comes
  * before now + d, inside a hold of 1.5 d from this answer's last byte
- * (capped at 4x the configured timeout, as a widened timeout is: the retry
- * went at least a timeout and a guard, 2 timeouts, after the first
- * attempt, so d >= 2 T, and what comes later than 4 T after this answer was
- * over 3 T late). It is this guard's length only: the slave's timeout does
+ * (capped at 4 T, T the timeout in force: the retry went at least a
+ * timeout and a guard, 2 T, after the first attempt, so d >= 2 T, and what
+ * comes later than 4 T after this answer was over 3 T late; capped at 4x
+ * the configured timeout instead, a slave whose timeout had widened was
+ * held no longer than its guard: seed 1796604920803976, a retry's late
+ * answer 110 ms after the one taken, the hold 52 ms). It is this guard's length only: the slave's timeout does
  * not widen (the same reading also fits a request lost on the line and its
  * retry answered at once, which is no late answer; widening there made
  * every later timeout of a noisy line's slaves 4x longer, and the
@@ -89,7 +91,7 @@ static void guard_owed_attempts(line_t *l, unsigned slave, const rtu_frame_t *f,
     if (!s->timed_out_send_ns || first_byte <= s->timed_out_send_ns)
         return;
     uint64_t d = first_byte - s->timed_out_send_ns, hold = d * 3 / 2;
-    uint64_t cap = (uint64_t)s->base_timeout_ms * TIMEOUT_WIDEN_LIMIT * 1000000ull;
+    uint64_t cap = (uint64_t)s->timeout_ms * TIMEOUT_WIDEN_LIMIT * 1000000ull;   /* T: the timeout in force */
     line_guard_extend(l, slave, fc, f->t_last_ns + (hold < cap ? hold : cap));
 }
 

@@ -272,7 +272,9 @@ static explore_totals_t explore(uint64_t total, uint64_t per_run, bool stop_at_f
  * 1796601240790833 (a widened first attempt's refusal, stalled, taken for
  * its retry's answer, asked as it came: discipline.c, asked_widened);
  * 1796603157793903 (no wrong value but no answer: two slaves' reads past
- * their maps re-asked for ever, I4 and I9 taking turns: REASKS_MAX).
+ * their maps re-asked for ever, I4 and I9 taking turns: REASKS_MAX);
+ * 1796604920803976 (that guard capped by the configured timeout, not the
+ * one in force: a retry's late answer past it).
  */
 static const struct {
     uint64_t seed;
@@ -284,6 +286,7 @@ static const struct {
     { 1796535731591430ull, { false, false } }, { 1796535911591602ull, { false, false } },
     { 1796536010591987ull, { true, true } }, { 1796601068787067ull, { true, true } },
     { 1796601240790833ull, { false, false } }, { 1796603157793903ull, { false, false } },
+    { 1796604920803976ull, { false, false } },
 };
 
 void test_explorer(void **state)
