@@ -28,12 +28,12 @@ static int add(char *list, size_t cap, unsigned *dropped, const char *key)
     size_t used = strlen(list), n = strlen(key);
     if (!n || has(list, key))
         return 0;
-    if (strcmp(list, MORE + 1) == 0 || (used >= sizeof MORE - 1 && strcmp(list + used - (sizeof MORE - 1), MORE) == 0)) {
+    if (strcmp(list, &MORE[1]) == 0 || (used >= sizeof MORE - 1 && strcmp(list + used - (sizeof MORE - 1), MORE) == 0)) {
         (*dropped)++;   /* full already: the marker is there */
         return -1;
     }
     if (used + (used ? 1 : 0) + n + sizeof MORE > cap) {
-        snprintf(list + used, cap - used, "%s", used ? MORE : MORE + 1);
+        snprintf(list + used, cap - used, "%s", used ? MORE : &MORE[1]);
         (*dropped)++;
         return -1;
     }
