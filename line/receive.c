@@ -72,11 +72,12 @@ static void verify(line_t *l, const rtu_frame_t *f, const rtu_envelope_t *env)
  * comes later than 4 T after this answer was over 3 T late; capped at 4x
  * the configured timeout instead, a slave whose timeout had widened was
  * held no longer than its guard: seed 1796604920803976, a retry's late
- * answer 110 ms after the one taken, the hold 52 ms). It is this guard's length only: the slave's timeout does
- * not widen (the same reading also fits a request lost on the line and its
- * retry answered at once, which is no late answer; widening there made
- * every later timeout of a noisy line's slaves 4x longer, and the
- * integrity test's faulty bus missed its 150 s). The explorer's seed
+ * answer 110 ms after the one taken, the hold 52 ms). It is this guard's
+ * length only: the slave's timeout does not widen (the same reading also
+ * fits a request lost on the line and its retry answered at once, which is
+ * no late answer; widening there made every later timeout of a noisy
+ * line's slaves 4x longer, and the integrity test's faulty bus missed its
+ * 150 s). The explorer's seed
  * 1796601068787067 (a device server): attempt 2 of a read past the map
  * timed out, its exception came 204 ms late and was taken for attempt 3's
  * answer; attempt 3's own came 96 ms after it (the guard was 83 ms) with a
