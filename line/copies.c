@@ -38,13 +38,19 @@ void line_copies_sent(line_t *l, unsigned slave, uint64_t delay_ns)
         s->quiet_ns = q;
 }
 
+/* I5's comparison starts afresh: no answer held to compare, no re-ask counted. */
+void line_confirm_reset(slave_state_t *s)
+{
+    s->confirm_hash = 0;
+    s->confirm_asks = 0;
+}
+
 void line_confirm_begin(line_t *l, unsigned slave, uint8_t cause)
 {
     slave_state_t *s = line_slave(l, slave);
     s->confirming = true;
     s->confirm_cause = cause;
-    s->confirm_hash = 0;
-    s->confirm_asks = 0;
+    line_confirm_reset(s);
 }
 
 /*
@@ -58,8 +64,7 @@ static bool confirm_check(line_t *l, slave_state_t *s, uint64_t h, uint64_t q)
         return false;
     if (s->confirm_hash == h && s->confirm_question == q) {
         s->confirming = false;   /* two attempts agree: the slave answers this question again */
-        s->confirm_hash = 0;
-        s->confirm_asks = 0;
+        line_confirm_reset(s);
         return false;
     }
     if (s->confirm_question != q)
@@ -86,8 +91,7 @@ void line_copies_check(line_t *l, unsigned slave, uint64_t t_last)
          * check (I4) still applies. By function, the confirmation goes on
          * for the functions given up (shapes.c). */
         gw_count(&l->m.certified);
-        s->confirm_hash = 0;
-        s->confirm_asks = 0;
+        line_confirm_reset(s);
         if (certified == CERTIFIED_BY_SHAPE) {
             s->confirming = false;
             s->verifying = false;

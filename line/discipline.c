@@ -90,10 +90,13 @@
  *   by function, the confirmation goes on for the functions given up, since
  *   a slave may answer out of order); else only when two attempts of one question, each
  *   asked after the slave's guard, are answered with the same bytes: a
- *   stale answer arrives once (or twice as adjacent copies, which I3 sees),
- *   and while the slave is confirming no frame is taken for a parked
- *   question. At most CONFIRM_MAX_ASKS re-asks, then 0x0B. The fallback
- *   costs one transaction and a guard after a give-up.
+ *   stale answer arrives once, or with its copy, which comes within
+ *   COPY_WINDOW_TIMEOUTS of the slave's timeouts (I3 sees an adjacent one;
+ *   the re-ask waits out a later one, where a slave may repeat), and while
+ *   the slave is confirming no frame is taken for a parked question. At
+ *   most CONFIRM_MAX_ASKS re-asks, then 0x0B. The fallback costs one
+ *   transaction and a guard (two timeouts where copies are not ruled out)
+ *   after a give-up.
  *
  *   I7, I8, I9 (another slave's address: receive.c, foreign.c). F trusts a
  *   frame's address; a device server that mixes up its ports' frames puts
@@ -123,6 +126,10 @@
  *   then an earlier attempt's answer matches nothing and is dropped (F),
  *   but for a refusal, which has no shape: one after attempts in two shapes
  *   is not delivered, the question asked again as it came (asked_widened).
+ *   A question answered after attempts it may still owe the answers of (one
+ *   timed out, or the slave repeats) keeps their shapes as a give-up's
+ *   (line_shape_owed), and, asked in two shapes, its slave's next answer of
+ *   that function is confirmed (I5).
 
  * Why no wrong answer follows, scenario by scenario (docs/line.md has
  * the long form):
@@ -152,19 +159,10 @@
  *     a late answer is heard, so a slave pays for this once, not forever.
  *     And an answer owed to the line later than I9's window (10 of its
  *     slave's timeouts), with another slave's address and the shape of that
- *     slave's question, cannot be told from that slave's answer.
- *   - OPEN (found on the last exploration, not yet closed): I5 assumes a
- *     stale answer arrives once, or twice as adjacent copies that I3 sees;
- *     a copy may come up to two timeouts after its answer (the explorer's
- *     model), later than the guard before I5's re-ask, and so confirm the
- *     stale answer it copies (seed 1796605979803999: a give-up's exception
- *     heard first, its copy 73 ms later, the guard 44 ms; one wrong value in
- *     about 60 million transactions). The re-ask's guard must cover the
- *     copies of the candidate without costing libmodbus's 500 ms clients.
- *     And I6 keeps the shapes of questions given up, not those of the
- *     attempts a question answered after two attempts still owes: one
- *     stalled past its guard answered the next read, widened to its shape
- *     (seed 1796605979805936).
+ *     slave's question, cannot be told from that slave's answer. And a
+ *     stale exception's copy later than COPY_WINDOW_TIMEOUTS after it, where
+ *     I5's re-ask is answered, confirms it (a slave that repeats its frames
+ *     that late is outside the model: a repeater's copy comes within ms).
  *
  * The guard holds one slave, not the line (RS-485 is half-duplex, but by
  * Fact F a late frame of S cannot be taken for another slave's answer): while
@@ -459,6 +457,22 @@ void line_deliver_shaped(line_t *l, const line_request_t *req, const line_reques
         line_park_attempt(l, req, 0);
         return;
     }
+    /* I6, I5: the attempts it may still owe (line_shape_owed): one that
+     * timed out, or any, where the slave repeats (a frame taken for an
+     * attempt's answer may have been a copy). Else each attempt was
+     * answered by a frame heard: nothing is owed (libmodbus's suite re-asks
+     * equal exceptions (I4); their shapes kept widened its next read of one
+     * register to two, which its server answers a register short). One
+     * asked in another shape may owe a refusal, which has no shape: the
+     * slave's next answer of that function is confirmed, as after a
+     * give-up. */
+    slave_state_t *ss = req == &l->cur && l->attempts > 1 && req->slave && req->slave < N_SLAVES
+                            ? line_slave(l, req->slave) : NULL;
+    if (ss && (ss->timed_out_send_ns || ss->copies == COPIES_SENT)) {
+        line_shape_owed(l, req->slave, raw, len);
+        if (ss->asked_shape[1])   /* (kept only when they differ) */
+            line_confirm_begin(l, req->slave, CONFIRM_GIVE_UP);
+    }
     uint8_t pdu[RTU_MAX_PDU];
     size_t n = line_shape_trim(req, raw, len, pdu);
     line_deliver(l, req, pdu, n);
@@ -518,8 +532,9 @@ static void resolve_pending(line_t *l, uint64_t now)
         line_guard_slave(l, l->cur.slave, now);
         line_shape_answered(l, l->cur.slave, l->pending_pdu, l->pending_len);
         s->verifying = false;   /* this question's checks end with it; confirming stays: the next answer confirms */
-        s->confirm_hash = s->foreign_hash = 0;
-        s->confirm_asks = s->foreign_asks = 0;
+        line_confirm_reset(s);
+        s->foreign_hash = 0;
+        s->foreign_asks = 0;
         line_refuse(l, &l->cur, now);
         return;
     }
@@ -542,10 +557,21 @@ static void resolve_pending(line_t *l, uint64_t now)
                s->confirm_asks > 1 ? " and its re-ask's answer differs from the one before" : "",
                again ? "asking again after the guard to confirm it" : "refused (0x0B)");
         if (again) {
+            /* The re-ask waits out the candidate's copy too: a stale answer
+             * may come with its copy, up to COPY_WINDOW_TIMEOUTS of the
+             * slave's timeouts after it, and a copy later than the guard
+             * answered the re-ask and "confirmed" the stale answer (the
+             * explorer's seed 1796605979803999: a give-up's exception, its
+             * copy 73 ms later, the guard 44 ms). Frames in the window are
+             * dropped and restart the guard (I2). Not where no slave of the
+             * bus repeats (copies = none, or a transport with ids). */
+            if (s->copies != COPIES_GENUINE)
+                line_guard_extend(l, l->cur.slave, l->wire.pdu[0],
+                                  l->pending_t_last_ns + line_wire_ns(l, l->pending_len + 3u) +
+                                      COPY_WINDOW_TIMEOUTS * (uint64_t)s->timeout_ms * 1000000ull);
             line_park_attempt(l, &l->cur, l->attempts);
         } else {
-            s->confirm_hash = 0;
-            s->confirm_asks = 0;
+            line_confirm_reset(s);
             line_shape_answered(l, l->cur.slave, l->pending_pdu, l->pending_len);
             line_refuse(l, &l->cur, now);
         }

@@ -205,11 +205,33 @@ void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape)
     slave_state_t *s = line_slave(l, slave);
     /* The run of questions given up since an answer was taken: past
      * SHAPES_KEPT, an older one's late answer may have any shape kept. */
-    s->stale_run = s->confirming ? s->stale_run + 1 : 1;
+    s->stale_run = s->confirming || s->stale_run ? s->stale_run + 1 : 1;   /* (owed shapes: line_shape_owed) */
     /* a question with no known shape is kept by its function alone (byte
      * count 0xff, which no read's answer has: 250 at most), for
      * line_shape_certifies */
     push_shape(s->stale_shape, shape);
+}
+
+/*
+ * A question answered after attempts in shapes its answer does not have
+ * (an exception, a refusal, a trimmed or widened attempt): each other
+ * attempt's answer is still owed, and may come later than every guard (a
+ * slave that stalls). Its shape is kept as a give-up's is, so the next
+ * read avoids it (the explorer's seed 1796605979805936: attempt 1 answered
+ * 83 04, its copy taken for I9's re-ask, the re-ask's own answer stalled
+ * 200 ms and taken for the next read widened to its shape). It counts in
+ * the run of shapes kept (stale_run), so that certification by function
+ * (line_shape_function_free) sees its function too.
+ */
+void line_shape_owed(line_t *l, unsigned slave, const uint8_t *pdu, size_t len)
+{
+    slave_state_t *s = line_slave(l, slave);
+    uint16_t answered = answer_shape_of(pdu, len);
+    for (unsigned i = 2; i-- > 0;)
+        if (s->asked_shape[i] && s->asked_shape[i] != answered) {
+            push_shape(s->stale_shape, s->asked_shape[i]);
+            s->stale_run++;
+        }
 }
 
 /* An answer was heard (delivered or not): its copies have its shape. */

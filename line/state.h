@@ -12,6 +12,7 @@
 #define BUS_QUEUES 2   /* 0: interactive (or everything), 1: background polls */
 #define BROADCAST_TURNAROUND_NS 20000000ull  /* slaves act on a broadcast before the next frame */
 #define TIMEOUT_WIDEN_LIMIT 4                /* adaptive timeout: at most 4x the configured one */
+#define COPY_WINDOW_TIMEOUTS 2               /* a copy comes at most this many of its slave's timeouts after its answer */
 #define LOG_SUMMARY_NS 10000000000ull        /* info summaries per slave: at most one per 10 s */
 #define N_SLAVES 248
 #define REFUSED_KEPT 4                       /* refused widened reads a slave's map ends are learned from */
@@ -253,6 +254,7 @@ unsigned line_req_address(const line_request_t *r);
 void line_log(const line_t *l, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* copies.c: I4. */
 void line_pending_bytes(line_t *l, size_t n);
+void line_confirm_reset(slave_state_t *s);
 void line_copies_sent(line_t *l, unsigned slave, uint64_t delay_ns);
 void line_copies_check(line_t *l, unsigned slave, uint64_t t_last);
 /* I5: the slave's question was given up; what it sends may still answer it. */
@@ -271,6 +273,7 @@ void line_shape_refused(line_t *l, const line_request_t *wire);
 /* A question given up: its answer may still come, with its wire question's shape. */
 void line_shape_given_up(line_t *l, const line_request_t *wire);
 void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape);
+void line_shape_owed(line_t *l, unsigned slave, const uint8_t *pdu, size_t len);
 void line_shape_answered(line_t *l, unsigned slave, const uint8_t *pdu, size_t len);
 /* I5 by construction: the held answer cannot be a stale frame of its slave. */
 enum { CERTIFIED_NOT = 0, CERTIFIED_BY_SHAPE, CERTIFIED_BY_FUNCTION };
