@@ -66,6 +66,7 @@ from rtu_slave import initial_value, with_crc  # noqa: E402  (the probe's CRC, t
 PY = "/usr/bin/python3"
 SCALE = float(os.environ.get("RTUGW_INTEGRITY_SCALE", "1"))
 GATEWAY_CODES = (0x06, 0x0A, 0x0B)   # exceptions the gateway itself answers
+PAST_MAP = 1000             # rtu_slave's registers end here: a read there is refused 0x02
 RUN = 8                              # reads of one slave in a row
 procs = []
 
@@ -203,8 +204,10 @@ StartSerialServer(context=ModbusServerContext(slaves={{u: store(u) for u in {lis
 class Bus:
     """One configuration: a peer, the [bus] it sits on, and the reads it gets."""
 
-    def __init__(self, name, label, kind, args, timeout_ms, reads, baud=19200, values="unique", healthy=False):
+    def __init__(self, name, label, kind, args, timeout_ms, reads, baud=19200, values="unique", healthy=False,
+                 past_every=0):
         self.name, self.label, self.kind, self.args = name, label, kind, args
+        self.past_every = past_every      # every Nth read past the slave's map (rtu_slave: exception 02)
         self.values, self.healthy = values, healthy   # rtu_slave --values; healthy: no fault injected
         if values != "unique":
             self.args = args + ["--values", values]
@@ -229,6 +232,8 @@ class Bus:
         lands on the wrong request shows in its values, not only its slave."""
         unit = self.units[(self.k // RUN) % len(self.units)]
         addr = (self.k * 37) % 998       # period 998: neighbours never share an address
+        if self.past_every and self.k % self.past_every == self.past_every - 1:
+            addr = PAST_MAP + self.k % 50
         n = self.per_unit[unit]
         self.per_unit[unit] += 1
         self.history[(unit, addr)] = n
@@ -236,11 +241,15 @@ class Bus:
         return unit, addr, n
 
     def judge(self, unit, addr, n, pdu):
-        want = struct.pack(">BBHH", 3, 4, initial_value(self.values, unit, addr),
-                           initial_value(self.values, unit, addr + 1))
-        if pdu == want:
+        """Data of the read's own registers; or the gateway's refusal (0x06,
+        0x0A, 0x0B); or, for a read past the slave's map, the slave's 0x02.
+        A slave's refusal of a read in its map is another read's answer."""
+        want = (struct.pack(">BB", 0x83, 2) if addr >= PAST_MAP else
+                struct.pack(">BBHH", 3, 4, initial_value(self.values, unit, addr),
+                            initial_value(self.values, unit, addr + 1)))
+        if pdu == want and addr < PAST_MAP:
             self.data += 1
-        elif len(pdu) == 2 and pdu[0] == 0x83:
+        elif pdu == want or (len(pdu) == 2 and pdu[0] == 0x83 and pdu[1] in GATEWAY_CODES):
             self.exc[pdu[1]] += 1
         else:
             self.wrong.append(f"unit {unit} addr {addr}: {pdu.hex()}")
@@ -481,6 +490,12 @@ def phase_matrix():
     # I4: a copy later than a repeating slave's hold, where the next answer is expected
     buses.append(Bus(f"m{len(buses)}", "rtu_slave double, every 10th copy 25 ms later still", "slave",
                      ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"], 50, 300))
+    # I5 with copies: a stalled refusal (a read past the map given up) and its
+    # copy 1.5 timeouts later, past the guard before I5's re-ask (the line
+    # explorer's seed 1796605979803999)
+    buses.append(Bus(f"m{len(buses)}", "rtu_slave stalls, copies 45 ms after, every 3rd read past the map",
+                     "slave", ["--stall-every", "7", "--stall-ms", "200", "--double-gap-ms", "45", "--in-order"],
+                     30, 300, past_every=3))
     return run_configurations("matrix", buses)
 
 
