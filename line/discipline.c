@@ -458,17 +458,23 @@ void line_deliver_shaped(line_t *l, const line_request_t *req, const line_reques
         return;
     }
     /* I6, I5: the attempts it may still owe (line_shape_owed): one that
-     * timed out, or any, where the slave repeats (a frame taken for an
-     * attempt's answer may have been a copy). Else each attempt was
-     * answered by a frame heard: nothing is owed (libmodbus's suite re-asks
-     * equal exceptions (I4); their shapes kept widened its next read of one
-     * register to two, which its server answers a register short). One
-     * asked in another shape may owe a refusal, which has no shape: the
+     * timed out; or any, where copies are not ruled out (a frame taken for
+     * an attempt's answer may have been a copy of another's: the explorer's
+     * seed 1796616093835754, a slave never seen repeating). Not after a
+     * refusal of the question itself (illegal function, address or value)
+     * from a slave not known to repeat: every attempt of the same question
+     * is refused alike, so what is owed is that exception again, which has
+     * no shape, and I4 checks it where it lands (libmodbus's suite re-asks
+     * such equal exceptions; their shapes kept widened its next read of one
+     * register to two, which its server answers a register short: 7 of its
+     * 111 checks). One asked in another shape may owe a refusal: the
      * slave's next answer of that function is confirmed, as after a
      * give-up. */
     slave_state_t *ss = req == &l->cur && l->attempts > 1 && req->slave && req->slave < N_SLAVES
                             ? line_slave(l, req->slave) : NULL;
-    if (ss && (ss->timed_out_send_ns || ss->copies == COPIES_SENT)) {
+    bool refused_alike = len == 2 && (raw[0] & 0x80) && raw[1] >= 1 && raw[1] <= 3 && ss && !ss->asked_shape[1];
+    if (ss && (ss->timed_out_send_ns || ss->copies == COPIES_SENT ||
+               (ss->copies != COPIES_GENUINE && !refused_alike))) {
         line_shape_owed(l, req->slave, raw, len);
         if (ss->asked_shape[1])   /* (kept only when they differ) */
             line_confirm_begin(l, req->slave, CONFIRM_GIVE_UP);

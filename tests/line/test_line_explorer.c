@@ -282,8 +282,9 @@ static explore_totals_t explore(uint64_t total, uint64_t per_run, bool stop_at_f
  * agreeing answers: I5's re-ask waits out the copy window);
  * 1796605979805936 (a question answered after two attempts, the other
  * attempt's answer stalled and taken for the next read, widened to its
- * shape: line_shape_owed); 1796605979808417 (a device server's; the core
- * before those two failed it).
+ * shape: line_shape_owed); 1796605979808417 (the same with a device
+ * server); 1796616093835754 (the same on a slave never seen repeating:
+ * owed wherever copies are not ruled out).
  */
 static const struct {
     uint64_t seed;
@@ -297,6 +298,7 @@ static const struct {
     { 1796601240790833ull, { false, false } }, { 1796603157793903ull, { false, false } },
     { 1796604920803976ull, { false, false } }, { 1796605979803999ull, { false, false } },
     { 1796605979805936ull, { false, false } }, { 1796605979808417ull, { true, true } },
+    { 1796616093835754ull, { false, false } },
 };
 
 void test_explorer(void **state)
