@@ -475,7 +475,7 @@ void line_deliver_shaped(line_t *l, const line_request_t *req, const line_reques
     bool refused_alike = len == 2 && (raw[0] & 0x80) && raw[1] >= 1 && raw[1] <= 3 && ss && !ss->asked_shape[1];
     if (ss && (ss->timed_out_send_ns || ss->copies == COPIES_SENT ||
                (ss->copies != COPIES_GENUINE && !refused_alike))) {
-        line_shape_owed(l, req->slave, raw, len);
+        line_shape_owed(l, req->slave);
         if (ss->asked_shape[1])   /* (kept only when they differ) */
             line_confirm_begin(l, req->slave, CONFIRM_GIVE_UP);
     }

@@ -213,25 +213,32 @@ void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape)
 }
 
 /*
- * A question answered after attempts in shapes its answer does not have
- * (an exception, a refusal, a trimmed or widened attempt): each other
- * attempt's answer is still owed, and may come later than every guard (a
- * slave that stalls). Its shape is kept as a give-up's is, so the next
- * read avoids it (the explorer's seed 1796605979805936: attempt 1 answered
- * 83 04, its copy taken for I9's re-ask, the re-ask's own answer stalled
- * 200 ms and taken for the next read widened to its shape). It counts in
- * the run of shapes kept (stale_run), so that certification by function
- * (line_shape_function_free) sees its function too.
+ * A question answered after several attempts may still owe the other
+ * attempts' answers, later than every guard (a slave that stalls; one whose
+ * timeout a reload lowered). Their shapes are kept as a give-up's are, so
+ * the next read avoids them: an owed answer in a shape the answer did not
+ * have (the explorer's seed 1796605979805936: attempt 1 answered 83 04, its
+ * copy taken for I9's re-ask, the re-ask's own answer stalled 200 ms and
+ * taken for the next read widened to its shape), and one in the answer's
+ * shape but a register short, which the answers' shapes do not cover (seed
+ * 1796616480843818: a retried read's owed answer, short, taken for the next
+ * read of three registers). A shape already kept is not pushed again. Each
+ * counts in the run of shapes kept (stale_run), so that certification by
+ * function (line_shape_function_free) sees its function too.
  */
-void line_shape_owed(line_t *l, unsigned slave, const uint8_t *pdu, size_t len)
+void line_shape_owed(line_t *l, unsigned slave)
 {
     slave_state_t *s = line_slave(l, slave);
-    uint16_t answered = answer_shape_of(pdu, len);
-    for (unsigned i = 2; i-- > 0;)
-        if (s->asked_shape[i] && s->asked_shape[i] != answered) {
-            push_shape(s->stale_shape, s->asked_shape[i]);
+    for (unsigned i = 2; i-- > 0;) {
+        uint16_t shape = s->asked_shape[i];
+        bool kept = false;
+        for (unsigned k = 0; k < SHAPES_KEPT; k++)
+            kept |= s->stale_shape[k] == shape;
+        if (shape && !kept) {
+            push_shape(s->stale_shape, shape);
             s->stale_run++;
         }
+    }
 }
 
 /* An answer was heard (delivered or not): its copies have its shape. */

@@ -273,7 +273,7 @@ void line_shape_refused(line_t *l, const line_request_t *wire);
 /* A question given up: its answer may still come, with its wire question's shape. */
 void line_shape_given_up(line_t *l, const line_request_t *wire);
 void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape);
-void line_shape_owed(line_t *l, unsigned slave, const uint8_t *pdu, size_t len);
+void line_shape_owed(line_t *l, unsigned slave);
 void line_shape_answered(line_t *l, unsigned slave, const uint8_t *pdu, size_t len);
 /* I5 by construction: the held answer cannot be a stale frame of its slave. */
 enum { CERTIFIED_NOT = 0, CERTIFIED_BY_SHAPE, CERTIFIED_BY_FUNCTION };
