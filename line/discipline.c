@@ -91,7 +91,7 @@
  *   a slave may answer out of order); else only when two attempts of one question, each
  *   asked after the slave's guard, are answered with the same bytes: a
  *   stale answer arrives once, or with its copy, which comes within
- *   COPY_WINDOW_TIMEOUTS of the slave's timeouts (I3 sees an adjacent one;
+ *   COPY_WINDOW_TIMEOUTS of the slave's longest timeout (I3 sees an adjacent one;
  *   the re-ask waits out a later one, where a slave may repeat), and while
  *   the slave is confirming no frame is taken for a parked question. At
  *   most CONFIRM_MAX_ASKS re-asks, then 0x0B. The fallback costs one
@@ -127,9 +127,10 @@
  *   but for a refusal, which has no shape: one after attempts in two shapes
  *   is not delivered, the question asked again as it came (asked_widened).
  *   A question answered after attempts it may still owe the answers of (one
- *   timed out, or the slave repeats) keeps their shapes as a give-up's
- *   (line_shape_owed), and, asked in two shapes, its slave's next answer of
- *   that function is confirmed (I5).
+ *   timed out, or copies are not ruled out) keeps their shapes as a
+ *   give-up's (line_shape_owed), and where a refusal may be owed (attempts
+ *   in two shapes, or a transient exception delivered) its slave's next
+ *   answer of that function is confirmed (I5).
 
  * Why no wrong answer follows, scenario by scenario (docs/line.md has
  * the long form):
@@ -160,9 +161,13 @@
  *     And an answer owed to the line later than I9's window (10 of its
  *     slave's timeouts), with another slave's address and the shape of that
  *     slave's question, cannot be told from that slave's answer. And a
- *     stale exception's copy later than COPY_WINDOW_TIMEOUTS after it, where
+ *     stale exception's copy later than COPY_WINDOW_TIMEOUTS (of the
+ *     slave's longest timeout) after it, where
  *     I5's re-ask is answered, confirms it (a slave that repeats its frames
  *     that late is outside the model: a repeater's copy comes within ms).
+ *     And F rests on CRC-16: a damaged frame that passes it (about one
+ *     damaged frame in 65,536) is a frame no slave sent, which no master
+ *     can tell from one (the explorer's simulator keeps such frames out).
  *
  * The guard holds one slave, not the line (RS-485 is half-duplex, but by
  * Fact F a late frame of S cannot be taken for another slave's answer): while
@@ -467,16 +472,21 @@ void line_deliver_shaped(line_t *l, const line_request_t *req, const line_reques
      * no shape, and I4 checks it where it lands (libmodbus's suite re-asks
      * such equal exceptions; their shapes kept widened its next read of one
      * register to two, which its server answers a register short: 7 of its
-     * 111 checks). One asked in another shape may owe a refusal: the
+     * 111 checks). A refusal has no shape, so where one may be owed the
      * slave's next answer of that function is confirmed, as after a
-     * give-up. */
+     * give-up: after attempts in two shapes (one widened past the map), or
+     * after a transient exception (device failure, busy: the attempt it
+     * did not answer may be refused; the explorer's seed 1796617584837882,
+     * a widened read's refusal owed behind 83 04 and taken for the next
+     * read). */
     slave_state_t *ss = req == &l->cur && l->attempts > 1 && req->slave && req->slave < N_SLAVES
                             ? line_slave(l, req->slave) : NULL;
-    bool refused_alike = len == 2 && (raw[0] & 0x80) && raw[1] >= 1 && raw[1] <= 3 && ss && !ss->asked_shape[1];
+    bool own_refusal = len == 2 && (raw[0] & 0x80) && raw[1] >= 1 && raw[1] <= 3;
+    bool refused_alike = own_refusal && ss && !ss->asked_shape[1];
     if (ss && (ss->timed_out_send_ns || ss->copies == COPIES_SENT ||
                (ss->copies != COPIES_GENUINE && !refused_alike))) {
         line_shape_owed(l, req->slave);
-        if (ss->asked_shape[1])   /* (kept only when they differ) */
+        if (ss->asked_shape[1] || (len == 2 && (raw[0] & 0x80) && !own_refusal))   /* (kept only when they differ) */
             line_confirm_begin(l, req->slave, CONFIRM_GIVE_UP);
     }
     uint8_t pdu[RTU_MAX_PDU];
@@ -568,13 +578,18 @@ static void resolve_pending(line_t *l, uint64_t now)
              * slave's timeouts after it, and a copy later than the guard
              * answered the re-ask and "confirmed" the stale answer (the
              * explorer's seed 1796605979803999: a give-up's exception, its
-             * copy 73 ms later, the guard 44 ms). Frames in the window are
-             * dropped and restart the guard (I2). Not where no slave of the
-             * bus repeats (copies = none, or a transport with ids). */
+             * copy 73 ms later, the guard 44 ms). The slave's timeout here
+             * is the longest it has had: one lowered by a reload says
+             * nothing of when its copies come (seed 1796617202840155: a
+             * copy 71 ms after, the timeout lowered to 30 ms). Frames in
+             * the window are dropped and restart the guard (I2). Not where
+             * no slave of the bus repeats (copies = none, or a transport
+             * with ids). */
+            unsigned t_ms = s->timeout_ms > s->longest_timeout_ms ? s->timeout_ms : s->longest_timeout_ms;
             if (s->copies != COPIES_GENUINE)
                 line_guard_extend(l, l->cur.slave, l->wire.pdu[0],
                                   l->pending_t_last_ns + line_wire_ns(l, l->pending_len + 3u) +
-                                      COPY_WINDOW_TIMEOUTS * (uint64_t)s->timeout_ms * 1000000ull);
+                                      COPY_WINDOW_TIMEOUTS * (uint64_t)t_ms * 1000000ull);
             line_park_attempt(l, &l->cur, l->attempts);
         } else {
             line_confirm_reset(s);

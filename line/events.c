@@ -309,6 +309,7 @@ static void line_slave_fresh(const line_t *l, unsigned s, slave_state_t *out)
     *out = (slave_state_t){ .used = true,
                             .timeout_ms = k->slave[s].timeout_ms,
                             .base_timeout_ms = k->slave[s].timeout_ms,
+                            .longest_timeout_ms = k->slave[s].timeout_ms,
                             .dead_after = k->slave[s].dead_after,
                             .backoff_ms = k->slave[s].backoff_ms,
                             .widen = k->slave[s].widen,
@@ -368,6 +369,8 @@ void line_keys_apply(line_t *l, const line_keys_t *k)
             st->base_timeout_ms = st->timeout_ms = k->slave[s].timeout_ms;
             gw_set(&l->sm[s].timeout_ms, st->timeout_ms);
         }
+        if (st->base_timeout_ms > st->longest_timeout_ms)
+            st->longest_timeout_ms = st->base_timeout_ms;
         st->dead_after = k->slave[s].dead_after;
         st->backoff_ms = k->slave[s].backoff_ms;
         st->widen = k->slave[s].widen;

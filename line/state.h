@@ -26,6 +26,7 @@ typedef struct slave_state {
     bool used;                    /* materialised (line_slave); false: it reads as line_slave_fresh */
     unsigned timeout_ms;          /* in force: widened by late answers */
     unsigned base_timeout_ms;     /* configured */
+    unsigned longest_timeout_ms;  /* the longest configured since the slave was made (I5's copy window) */
     unsigned dead_after;
     unsigned backoff_ms;
     unsigned failures;            /* consecutive transactions without an answer */

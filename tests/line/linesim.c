@@ -487,7 +487,7 @@ void sim_run(sim_t *s, uint64_t until)
             linesim_on_slave_rx(s, e);
             break;
         case EV_SLAVE_TX:
-            linesim_slave_transmit(s, e->data, e->len);
+            linesim_slave_transmit(s, e);
             break;
         case EV_CLIENT:
             client_next(s, e->kind);

@@ -70,6 +70,7 @@ typedef struct sim_slave_model {
 typedef struct sim_counts {
     uint64_t submitted, answered, data, slave_exceptions, gateway_exceptions[256];
     uint64_t wrong, duplicate_answers, writes, collisions, events;
+    uint64_t crc_escapes;   /* damaged answers whose bytes passed CRC-16 anyway, kept out (linesim_on_arrive) */
     uint64_t foreign_sent, closes, lost_bytes;   /* the transport's faults, as they happened */
     uint64_t worst_latency_ns;
     uint64_t port_changes_refused;   /* line_port_change said no (a test asserts 0) */

@@ -23,6 +23,8 @@ typedef struct ev {
     bool cancelled;
     uint16_t len;
     uint32_t tx, txgen;
+    uint32_t frame;      /* a slave's answer this piece belongs to (1 + its ring index; 0: noise) */
+    uint16_t off;        /* ... at this offset in it */
     uint64_t id, at;
     struct ev *next_free;
     uint8_t data[RTU_MAX_ADU + 8];
@@ -35,6 +37,15 @@ typedef struct tx {
     uint32_t gen;
     bool garbled;
 } tx_t;
+
+/* A slave's answer as the gateway's port receives it, piece by piece, so
+ * that a damaged one is kept CRC-bad (linesim_on_arrive). */
+#define FRAME_RING 64
+typedef struct frame_rec {
+    uint8_t got[RTU_MAX_ADU + 8];
+    uint16_t len, have;
+    bool garbled;
+} frame_rec_t;
 
 #define REQ_RING 4096
 typedef struct req_info {
@@ -80,6 +91,8 @@ struct sim {
     ev_t *free_evs;
     tx_t txs[TX_RING];
     uint32_t tx_next;
+    frame_rec_t frames[FRAME_RING];
+    uint32_t frame_next;
     uint64_t timer_seq;
     ev_t *deadline_timers[64];
     req_info_t reqs[REQ_RING];
@@ -141,6 +154,6 @@ ev_t *linesim_ev_new(sim_t *s, uint8_t type, uint64_t t);
 uint32_t linesim_tx_begin(sim_t *s, size_t len);
 void linesim_on_arrive(sim_t *s, ev_t *a);
 void linesim_on_slave_rx(sim_t *s, ev_t *e);
-void linesim_slave_transmit(sim_t *s, const uint8_t *p, size_t n);
+void linesim_slave_transmit(sim_t *s, const ev_t *e);
 
 #endif

@@ -531,9 +531,14 @@ static void copies_run(const char *ini, unsigned *writes, uint64_t *worst)
 {
     sim_t *s = sim_new(21, ini, 0);
     sim_slave_model_t m = healthy(2 * MS);
-    m.p_exception = 1;   /* every answer 0x83 0x04: equal for every question */
     sim_add_slave(s, 1, &m);
-    static const uint8_t q[4][5] = { { 3, 0, 10, 0, 2 }, { 3, 0, 20, 0, 2 }, { 3, 0, 30, 0, 1 }, { 3, 0, 40, 0, 3 } };
+    /* every read past the map (900): every answer 0x83 0x02, equal for every
+     * question, as libmodbus's suite asks. (Not the model's random 0x83 0x04:
+     * a transient exception after a re-ask may leave a refusal owed, which
+     * has no shape, so the slave's next answer of its function is confirmed:
+     * the explorer's seed 1796617584837882, discipline.c.) */
+    static const uint8_t q[4][5] = { { 3, 3, 0x8e, 0, 2 }, { 3, 3, 0x98, 0, 2 }, { 3, 3, 0xa2, 0, 1 },
+                                     { 3, 3, 0xac, 0, 3 } };
     for (unsigned i = 0; i < 4; i++)
         sim_submit_at(s, i * 200 * MS, 1, q[i], sizeof q[i]);
     sim_run(s, 0);
@@ -544,7 +549,7 @@ static void copies_run(const char *ini, unsigned *writes, uint64_t *worst)
         assert_non_null(a);
         assert_int_equal(len, 2);
         assert_int_equal(a[0], 0x83);
-        assert_int_equal(a[1], 4);   /* the slave's exception, never the gateway's 0x0B */
+        assert_int_equal(a[1], 2);   /* the slave's exception, never the gateway's 0x0B */
         uint64_t lat = answered_after(s, i, i * 200 * MS);
         if (lat > *worst)
             *worst = lat;
