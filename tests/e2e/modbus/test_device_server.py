@@ -295,23 +295,30 @@ def one_run(seed, equal, profile):
     check(not out["wrong"], f"seed {seed} ({mode} values): no client got another request's registers")
     check(not out["errors"], f"seed {seed} ({mode}): clients saw no error ({out['errors'][:3]})")
     check(out["data"] >= 10, f"seed {seed} ({mode}): data answers flowed ({out['data']})")
-    check(srv.faults.get("foreign", 0) > 0 and srv.faults.get("close", 0) > 0,
-          f"seed {seed} ({mode}): the server mixed addresses and closed connections ({srv.faults})")
+    check(srv.faults.get("foreign", 0) > 0, f"seed {seed} ({mode}): the server mixed addresses ({srv.faults})")
     check(rc == 0, f"seed {seed} ({mode}): the gateway stops cleanly (rc {rc})")
     return {"wrong": len(out["wrong"]), "data": out["data"], "exc": out["exc"], "faults": dict(srv.faults)}
 
 
 def main():
-    wrong = 0
+    wrong = closes = 0
     burn_from_env()
     try:
         for seed in SEEDS:
             for equal in (False, True):
-                wrong += one_run(seed, equal, PROFILE)["wrong"]
+                r = one_run(seed, equal, PROFILE)
+                wrong += r["wrong"]
+                closes += r["faults"].get("close", 0)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
+    # The closes are drawn per answer, so a run with few answers may draw
+    # none (CI saw seed 2's unique run at 0, its equal run at 1): judged
+    # over all the runs, one per four runs at least (27 in 12 runs in CI).
+    runs = 2 * len(SEEDS)
+    check(closes >= max(1, runs // 4),
+          f"the server closed connections in the middle of answers ({closes} in {runs} runs)")
     print(f"device server: {len(SEEDS)} seeds x 2 value modes, {SECONDS:g} s each: {wrong} wrong answers")
     finish("test_device_server")
 
