@@ -135,7 +135,9 @@ step "Debian 12 root (mmdebstrap)"
 include=systemd,systemd-sysv,dbus,python3,mbpoll,curl
 tarball=$cache/bookworm-$(echo "$include" | tr ',' '-').tar
 if [ -z "$(find "$tarball" -mmin -1440 2>/dev/null)" ]; then
-    mmdebstrap --variant=apt --include=$include bookworm "$tarball.tmp" >"$work/mmdebstrap.log" 2>&1 ||
+    # (--format: the .tmp name alone makes mmdebstrap write a directory,
+    # which a fresh machine then failed to unpack as the tarball)
+    mmdebstrap --variant=apt --format=tar --include=$include bookworm "$tarball.tmp" >"$work/mmdebstrap.log" 2>&1 ||
         { tail -20 "$work/mmdebstrap.log"; die "mmdebstrap"; }
     mv "$tarball.tmp" "$tarball"
 fi
