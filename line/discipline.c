@@ -448,7 +448,8 @@ void line_deliver_shaped(line_t *l, const line_request_t *req, const line_reques
                            size_t len, uint64_t t_last)
 {
     line_copies_delivered(l, wire, raw, len, t_last);
-    bool refusal = len == 2 && (raw[0] & 0x80) && (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2);
+    bool exception = len == 2 && (raw[0] & 0x80);
+    bool refusal = exception && (raw[1] == MB_EX_ILLEGAL_DATA_VALUE || raw[1] == 2);
     if (refusal && memcmp(wire->pdu, req->pdu, req->pdu_len) != 0) {
         line_shape_refused(l, wire);
         line_park_attempt(l, req, 0);
@@ -481,12 +482,13 @@ void line_deliver_shaped(line_t *l, const line_request_t *req, const line_reques
      * read). */
     slave_state_t *ss = req == &l->cur && l->attempts > 1 && req->slave && req->slave < N_SLAVES
                             ? line_slave(l, req->slave) : NULL;
-    bool own_refusal = len == 2 && (raw[0] & 0x80) && raw[1] >= 1 && raw[1] <= 3;
+    bool own_refusal = exception && raw[1] >= 1 && raw[1] <= 3;
+    /* (asked_shape[1] is set only when the attempts' shapes differ) */
     bool refused_alike = own_refusal && ss && !ss->asked_shape[1];
     if (ss && (ss->timed_out_send_ns || ss->copies == COPIES_SENT ||
                (ss->copies != COPIES_GENUINE && !refused_alike))) {
         line_shape_owed(l, req->slave);
-        if (ss->asked_shape[1] || (len == 2 && (raw[0] & 0x80) && !own_refusal))   /* (kept only when they differ) */
+        if (ss->asked_shape[1] || (exception && !own_refusal))
             line_confirm_begin(l, req->slave, CONFIRM_GIVE_UP);
     }
     uint8_t pdu[RTU_MAX_PDU];

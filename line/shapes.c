@@ -203,9 +203,11 @@ void line_shape_given_up(line_t *l, const line_request_t *wire)
 void line_shape_given_up_shape(line_t *l, unsigned slave, uint16_t shape)
 {
     slave_state_t *s = line_slave(l, slave);
-    /* The run of questions given up since an answer was taken: past
-     * SHAPES_KEPT, an older one's late answer may have any shape kept. */
-    s->stale_run = s->confirming || s->stale_run ? s->stale_run + 1 : 1;   /* (owed shapes: line_shape_owed) */
+    /* The run of questions given up (or attempts owed: line_shape_owed)
+     * since an answer was taken: past SHAPES_KEPT, an older one's late
+     * answer may have any shape kept. An answer delivered while the slave
+     * is not confirming ends the run (line_copies_delivered). */
+    s->stale_run++;
     /* a question with no known shape is kept by its function alone (byte
      * count 0xff, which no read's answer has: 250 at most), for
      * line_shape_certifies */
