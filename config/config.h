@@ -361,6 +361,15 @@ typedef struct config {
      * entries, owned (config_free); NULL when empty. */
     config_bus_t *buses;
     unsigned bus_count;
+    /* Where the table is a running copy whose indices are slots
+     * (config_buses_to_slots, a reload): the buses in the file's order,
+     * bus_order[i] the slot of the file's i-th [bus], bus_listed of them;
+     * a slot no bus holds (one a reload removed) is a gap, its name empty.
+     * A loaded file has no gaps and bus_slotted false: the order is the
+     * table's. Read them through config_bus_listed and config_bus_at. */
+    bool bus_slotted;
+    unsigned bus_listed;
+    uint8_t bus_order[CONFIG_MAX_BUSES];
     config_device_t *devices;
     unsigned device_count;
     config_template_t templates[CONFIG_MAX_TEMPLATES];
@@ -464,6 +473,34 @@ bool config_same_templates(const config_t *a, const config_t *b);
 bool config_same_polls(const config_t *a, const config_t *b);
 bool config_same_serial_slaves(const config_t *a, const config_t *b);
 bool config_same_maps(const config_t *a, const config_t *b);
+
+/* How many buses the file lists, and the index (slot) of its i-th. */
+static inline unsigned config_bus_listed(const config_t *cfg)
+{
+    return cfg->bus_slotted ? cfg->bus_listed : cfg->bus_count;
+}
+static inline unsigned config_bus_at(const config_t *cfg, unsigned i)
+{
+    return cfg->bus_slotted ? cfg->bus_order[i] : i;
+}
+/* Whether index b holds a bus (not a gap of a running copy). */
+static inline bool config_bus_live(const config_t *cfg, unsigned b)
+{
+    return b < cfg->bus_count && cfg->buses[b].name[0];
+}
+
+/*
+ * A reload's file put in the running copy's slots (config/slots.c): each
+ * bus of fresh that runs (same name in run) takes the slot it holds there;
+ * a new one the lowest slot that holds no bus in run and that free(ctx,
+ * slot) says is free (no retiring bus, no reader that could still name it);
+ * fresh's table is laid out by slot, gaps empty, and every index into it
+ * (devices, unit routes, default_bus, roles) renumbered. So a section that
+ * did not change compares equal whatever moved around it in the file. 0,
+ * or -1 with err set (out of memory, or no free slot) and fresh unchanged.
+ */
+int config_buses_to_slots(config_t *fresh, const config_t *run, bool (*free_slot)(void *ctx, unsigned slot),
+                          void *ctx, char *err, size_t errcap);
 
 /* True when role r grants bus b. */
 static inline bool config_role_has_bus(const config_role_t *r, unsigned b)

@@ -108,6 +108,18 @@ static void reload(gw_t *gw)
     /* what check would say beside its verdict, said here too (in the log,
      * counted in /status last_reload.warnings) */
     gw->last_reload.warnings = config_lint(fresh, log_warning, gw);
+    /* the file laid out in the running buses' slots (config/slots.c): a bus
+     * is compared with, and keeps, its own slot whatever moved in the file */
+    char err[192];
+    if (config_buses_to_slots(fresh, gw->cfg, gw_bus_slot_free, gw, err, sizeof err) != 0) {
+        gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; keeping the running configuration", err);
+        reload_result_t res = { .restart = "" };
+        reload_restart_add(&res, "buses");
+        reload_error(&res, err);
+        report(gw, GW_RELOAD_RESTART_NEEDED, &res);
+        config_free(fresh);
+        return;
+    }
     /* Each part applies its own change (reload_parts.c argues each swap and
      * why the order matters); what cannot apply (a bind that fails, workers,
      * a bus that cannot start) is named in res's restart, and the log and

@@ -22,8 +22,10 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
     unsigned up = 0, polls_ok = 0;
     (void)fd;
     (void)what;
-    for (unsigned k = 0; k < gw->bus_count; k++) {
+    unsigned listed = 0;
+    GW_FOR_EACH_BUS(gw, k) {
         line_bus_metrics_t *m = bus_metrics(gw->buses[k]);
+        listed++;
         req += gw_read(&m->requests);
         resp += gw_read(&m->responses);
         to += gw_read(&m->timeouts);
@@ -32,7 +34,7 @@ static void status_line(evutil_socket_t fd, short what, void *arg)
     polls_ok = cache_polls_ok(gw);
     fprintf(stderr, "\r\033[K[rtugw] buses up %u/%u | tcp %s:%u clients %llu | requests %llu responses %llu "
                     "timeouts %llu | polls ok %u/%u | %s://%s:%u/status",
-            up, gw->bus_count, gw->cfg->tcp.bind, gw->cfg->tcp.port,
+            up, listed, gw->cfg->tcp.bind, gw->cfg->tcp.port,
             (unsigned long long)(gw->tcp ? gw_read(&tcp_metrics(gw->tcp)->active) : 0), (unsigned long long)req,
             (unsigned long long)resp, (unsigned long long)to, polls_ok, gw->cfg->poll_count,
             gw->cfg->http.tls_cert[0] ? "https" : "http", gw->cfg->http.bind, gw->cfg->http.port);

@@ -27,6 +27,13 @@ typedef struct reload_part {
     const char *name;
     reload_part_fn *fn;
 } reload_part_t;
+/* reload_buses.c: the buses' part, compared slot by slot (fresh laid out
+ * in run's slots first: config_buses_to_slots); whether run's slots hold
+ * the buses fresh's do (else the devices on them wait with the buses). */
+reload_part_fn buses_reload;
+bool buses_follow(const config_t *run, const config_t *fresh);
+/* Every running line takes the running copy's keys (bus_set_keys). */
+void buses_send_keys(gw_t *gw);
 /* The parts in the order a reload applies them; *count of them. */
 const reload_part_t *reload_parts(size_t *count);
 

@@ -146,185 +146,7 @@ static bool devices_differ_beyond_tags(const config_t *a, const config_t *b)
  * the device answers) and its tags start afresh (gw_tags_replace), and the
  * poller's new plan (a new generation) drops the answers still coming for
  * the old one, so no value read at the old place is shown as the new one's.
- *
- * The buses: a change only in the keys a running line takes
- * (response_timeout_ms, retries, gap_us, tcp_first, priority_hold_us)
- * applies live the same way, a port or its serial settings by port_swap,
- * and any other change restarts that bus in place (apply_buses,
- * gateway/bus_restart.c). Buses are compared by index: one removed from the
- * middle makes each bus after it the one before's successor, restarted in
- * place at its own settings (their clients see 0x0A/0x0B for the swap).
  */
-/* Every line takes the running copy's keys (bus_set_keys); a bus restarting
- * in place takes them when it is made. */
-static void send_keys(gw_t *gw)
-{
-    for (unsigned k = 0; k < gw->bus_count; k++)
-        if (gw->buses[k] && !bus_retiring(gw->buses[k]) && bus_set_keys(gw->buses[k], gw->cfg) != 0)
-            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: cannot tell its line the new keys (out of memory)",
-                   gw->cfg->buses[k].name);
-}
-
-/* The [bus] keys a running line takes (line_keys_t), from src into dst. */
-static void take_line_keys(config_bus_t *dst, const config_bus_t *src)
-{
-    dst->response_timeout_ms = src->response_timeout_ms;
-    dst->retries = src->retries;
-    dst->gap_us = src->gap_us;
-    dst->tcp_first = src->tcp_first;
-    dst->priority_hold_us = src->priority_hold_us;
-}
-
-static bool same_beyond_keys(const config_bus_t *x, config_bus_t y)
-{
-    take_line_keys(&y, x);
-    return config_same_bus(x, &y);
-}
-
-/* Whether the buses differ in more than their live keys in a way no bus
- * can follow on its own: one added or removed. A change of one bus beyond
- * its keys follows (apply_buses); *changed says there is one. */
-static bool buses_differ_beyond_keys(const config_t *a, const config_t *b, bool *changed)
-{
-    *changed = false;
-    if (a->bus_count != b->bus_count)
-        return true;
-    for (unsigned i = 0; i < a->bus_count; i++)
-        *changed |= !same_beyond_keys(&a->buses[i], b->buses[i]);
-    return false;
-}
-
-/* buses.NAME waits for a restart. */
-static void bus_waits(reload_result_t *res, const char *name)
-{
-    char key[sizeof "buses." + sizeof ((config_bus_t *)0)->name];
-    snprintf(key, sizeof key, "buses.%s", name);
-    reload_restart_add(res, key);
-}
-
-/*
- * Each bus that changed beyond its live keys. A change of its port or serial
- * settings alone reopens the running line there (bus_port_change); any other
- * (framing, mode, queue_depth, copies, a listen:// port, its name...), or a
- * port change the running bus cannot take, restarts the bus in place
- * (gateway/bus_restart.c: its requests answered, the others untouched). The
- * running copy takes the section first: the new bus is made from it. One
- * that can do neither is named in res's restart.
- */
-static unsigned apply_buses(gw_t *gw, const config_t *fresh, reload_result_t *res)
-{
-    unsigned restarted = 0;
-    for (unsigned k = 0; k < gw->bus_count && k < fresh->bus_count; k++) {
-        config_bus_t *r = &gw->cfg->buses[k];
-        char err[256];
-        if (same_beyond_keys(r, fresh->buses[k]))
-            continue;
-        if (bus_port_change_ok(r, &fresh->buses[k]) && bus_port_change(gw->buses[k], fresh, err, sizeof err) == 0) {
-            memcpy((char *)r + sizeof r->name, (const char *)&fresh->buses[k] + sizeof r->name,
-                   sizeof *r - sizeof r->name);
-            gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: reopening at port %s, %u baud", r->name, r->port, r->baud);
-            continue;
-        }
-        config_bus_t was = *r;
-        *r = fresh->buses[k];
-        if (bus_restart(gw, k, err, sizeof err) != 0) {
-            *r = was;
-            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; it waits for a restart", err);
-            bus_waits(res, r->name);
-            continue;
-        }
-        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s: restarting in place at its new settings%s%s", r->name,
-               strcmp(was.name, r->name) ? ", renamed from " : "", strcmp(was.name, r->name) ? was.name : "");
-        restarted++;
-    }
-    return restarted;
-}
-
-/*
- * Buses added at the end of the file start; buses gone from its end stop
- * (gateway/bus_restart.c: the others untouched, a removed one's requests
- * answered). The running copy's table takes fresh's length first (on this
- * thread: the line threads read their line's own copy, never this table),
- * its running entries kept. A removal waits while a tag write is in flight:
- * the devices on the bus go only with the devices' own reload, which such a
- * write queues, and /status must not meet a device on no bus. One that
- * cannot apply is named in res's restart. 0: applied.
- */
-static int resize_buses(gw_t *gw, const config_t *fresh, reload_result_t *res)
-{
-    unsigned run = gw->cfg->bus_count, want = fresh->bus_count;
-    char err[256] = "out of memory";
-    if (want < run && tag_writes_in_flight(gw->tag_writes)) {
-        reload_restart_add(res, "buses");
-        gw_log(gw, CONFIG_LOG_WARN, "SIGHUP: a bus removed waits: tag writes in flight; send SIGHUP again");
-        return -1;
-    }
-    for (; run > want; run--) {
-        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s removed", gw->cfg->buses[run - 1].name);
-        bus_remove_last(gw);
-        gw->cfg->bus_count = run - 1;
-    }
-    config_bus_t *next = want > run ? malloc(want * sizeof *next) : NULL;
-    if (want > run && next) {
-        memcpy(next, gw->cfg->buses, run * sizeof *next);
-        memcpy(next + run, fresh->buses + run, (want - run) * sizeof *next);
-        free(gw->cfg->buses);
-        gw->cfg->buses = next;
-    }
-    for (; run < want; run++) {
-        gw->cfg->bus_count = run + 1;
-        if (!next || bus_add(gw, fresh, err, sizeof err) != 0) {
-            gw->cfg->bus_count = run;
-            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: bus %s: %s; it starts at the next restart", fresh->buses[run].name,
-                   err);
-            bus_waits(res, fresh->buses[run].name);
-            return -1;
-        }
-        gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: bus %s added", fresh->buses[run].name);
-    }
-    return 0;
-}
-
-/* The buses' live keys into the running copy, then to every line. */
-static void apply_bus_keys(gw_t *gw, const config_t *fresh)
-{
-    for (unsigned k = 0; k < gw->cfg->bus_count && k < fresh->bus_count; k++)
-        take_line_keys(&gw->cfg->buses[k], &fresh->buses[k]);
-    send_keys(gw);
-}
-
-/*
- * The buses, one part: each bus in both files follows its section
- * (apply_buses: reopened or restarted in place), the table grows or shrinks
- * to fresh's (resize_buses), and the live keys go to every line
- * (apply_bus_keys) -- not while a bus added or removed could not follow:
- * the keys then wait with it, as the devices do (devices_reload sees the
- * counts still differ). Named applied: buses (one restarted, added or
- * removed), bus_keys (a bus in both changed at all), bus_ports (and every
- * such change followed).
- */
-static void buses_reload(gw_t *gw, config_t *run, config_t *fresh, reload_result_t *res)
-{
-    bool ports;
-    bool count = buses_differ_beyond_keys(run, fresh, &ports);
-    bool keys = false;   /* among the buses in both: added and removed ones are resize_buses' */
-    for (unsigned k = 0; k < run->bus_count && k < fresh->bus_count; k++)
-        keys |= !config_same_bus(&run->buses[k], &fresh->buses[k]);
-    size_t waits = strlen(res->restart);
-    unsigned dropped = res->dropped;
-    unsigned restarted = ports ? apply_buses(gw, fresh, res) : 0;
-    bool resized = count && resize_buses(gw, fresh, res) == 0;
-    bool followed = strlen(res->restart) == waits && res->dropped == dropped;
-    keys &= !count || resized;
-    if (keys)
-        apply_bus_keys(gw, fresh);
-    if (resized || restarted)
-        reload_applied_add(res, "buses");
-    if (keys)
-        reload_applied_add(res, "bus_keys");
-    if (keys && ports && followed)
-        reload_applied_add(res, "bus_ports");
-}
 
 /*
  * Tags and poll groups, live: the tag table rebuilt from the fresh
@@ -373,7 +195,7 @@ static enum live reload_polling(gw_t *gw, const config_t *fresh, bool tags, bool
         return LIVE_WAITS;
     }
     /* the line cores' keys: each bus actor takes them in its own time */
-    send_keys(gw);
+    buses_send_keys(gw);
     bool failed = (tags && gw_tags_replace(gw->tags, fresh, &was, &kept, err, sizeof err) != 0) ||
                   (polls && cache_swap_groups(gw, fresh, &was) != 0);
     free(was.devices);
@@ -594,7 +416,7 @@ static void devices_reload(gw_t *gw, config_t *run, config_t *fresh, reload_resu
     bool templates = !config_same_templates(run, fresh);
     const char *why = NULL;
     enum live how = reload_polling(gw, fresh, c.tags, c.polls,
-                                   run->bus_count != fresh->bus_count ? "buses changed too" : NULL, &why, res);
+                                   !buses_follow(run, fresh) ? "buses changed too" : NULL, &why, res);
     if (how == LIVE_APPLIED) {
         if (c.moved)
             reload_applied_add(res, "devices");

@@ -39,7 +39,7 @@ struct gw_bus {
     atomic_bool port_ready;       /* bus->port is set (release, on home); bus_port_change needs it */
     atomic_uint_fast64_t refused; /* requests refused 0x0B while it retired (any thread) */
     void (*closed)(gw_bus_t *bus);/* bus_retire's: its port closed, on home */
-    bool removed;                 /* I/O thread: retired for good, no successor (bus_remove_last) */
+    bool removed;                 /* I/O thread: retired for good, no successor (bus_remove) */
     line_request_t *held;         /* a restarted bus's requests until its port says up or down */
     unsigned held_n, held_cap;    /* held_cap 0: nothing held (a bus made at the start) */
     bool holding;

@@ -2,10 +2,11 @@
  * gateway/bus_restart.c -- a bus restarted in place by a reload: a change of
  * a [bus] that its running line cannot take (framing, mode, queue_depth,
  * copies, a listen:// port, its name...) retires the bus's actor, line and
- * port and starts a new bus at the same index from the running copy's
- * section (gw->cfg->buses[index], which the reload set first). Every other
+ * port and starts a new bus in the same slot from the running copy's
+ * section (gw->cfg->buses[slot], which the reload set first). Every other
  * bus, TCP connection and MQTT session is untouched; the poller's groups on
- * it name the bus by index, so they go on with the new one.
+ * it name the bus by slot, so they go on with the new one. A bus added or
+ * removed live is below (bus_add, bus_remove), with the slot's grace.
  *
  * Who owns what, in order:
  *  1. bus_restart (I/O thread, the reload): the old bus is marked retiring
@@ -52,6 +53,62 @@
 #include <event2/event.h>
 #include <stdio.h>
 
+/*
+ * Whether slot i may be given to a new bus (config/slots.c asks, on the
+ * I/O thread). A slot is a bus's name on every path a request takes, so it
+ * must name no other bus while anything could still hold it for the old
+ * one. Who holds a slot:
+ *   - the I/O thread's request paths (Modbus TCP, RTU over TCP, TLS, UDP,
+ *     HTTP and MQTT writes, the poller, the scans) resolve it from the
+ *     running tables and submit in the same callback; the reload runs on
+ *     the same thread, between callbacks, and renumbers those tables, so
+ *     none of them holds a slot across a reload. An answer carries its
+ *     request's slot back (the front ends' shares, the poller's places),
+ *     but every answer of a removed bus reaches its origin before the slot
+ *     is emptied (swap_here runs after the line answered every request it
+ *     took, posted behind those answers).
+ *   - a serial slave resolves it from routes fixed for the object's life
+ *     (a change of them retires the object: front/serial_slave.c), on the
+ *     line thread where there is one. A serial slave routed to a removed
+ *     bus is retired by the same reload (its routes name a bus no longer
+ *     in the file, so they changed), but one of its callbacks may have
+ *     begun before the retire and still be on its way to gw_submit. So an
+ *     emptied slot has a grace: a message posted to the line thread and
+ *     back; every callback that began there before it has ended when it
+ *     comes back, and only then is the slot free (loops run one callback
+ *     at a time, and post in order).
+ * Without a line thread the serial slaves run on the I/O thread: no grace.
+ */
+static void grace_done(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_t *gw = ctx;
+    (void)b, (void)data, (void)len;
+    gw->slot_grace[a] = false;
+}
+
+static void grace_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    gw_t *gw = ctx;
+    (void)b, (void)data, (void)len;
+    if (loop_post(gw->loop, grace_done, gw, a, 0, NULL, 0) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "bus slot %u stays out of use until a restart (out of memory)", (unsigned)a);
+}
+
+static void slot_emptied(gw_t *gw, unsigned i)
+{
+    if (!gw->line_loop)
+        return;
+    gw->slot_grace[i] = true;
+    if (loop_post(gw->line_loop, grace_here, gw, i, 0, NULL, 0) != 0)
+        gw_log(gw, CONFIG_LOG_ERROR, "bus slot %u stays out of use until a restart (out of memory)", i);
+}
+
+bool gw_bus_slot_free(void *ctx, unsigned i)
+{
+    gw_t *gw = ctx;
+    return i < CONFIG_MAX_BUSES && !gw->buses[i] && !gw->slot_grace[i];
+}
+
 static void free_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
 {
     (void)a, (void)b, (void)data, (void)len;
@@ -68,8 +125,10 @@ static void swap_here(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, si
     bus_drop_driver(old);
     if (bus_removed(old)) {
         /* every reader that loaded the count before it dropped is done (the argument above) */
-        if (__atomic_load_n(&gw->buses[i], __ATOMIC_RELAXED) == old)
+        if (__atomic_load_n(&gw->buses[i], __ATOMIC_RELAXED) == old) {
             __atomic_store_n(&gw->buses[i], NULL, __ATOMIC_RELEASE);
+            slot_emptied(gw, i);
+        }
         if (loop_post(bus_home(old), free_here, old, 0, 0, NULL, 0) != 0)
             gw_log(gw, CONFIG_LOG_ERROR, "a removed bus's memory stays until a restart (out of memory)");
         return;
@@ -127,29 +186,32 @@ int bus_restart(gw_t *gw, unsigned index, char *err, size_t errcap)
 }
 
 /*
- * A bus added (appended: the index after the last). Made and started as a
- * restarted bus is (its port on its loop, requests held until it speaks),
- * then published: the slot first, then the count, both release stores, so
- * a reader that sees the count (gw_submit, gw_bus_count: acquire) sees the
- * slot and the bus whole. The slots' array is sized for CONFIG_MAX_BUSES at
- * the start (daemon/gw.c), so it never moves under a reader; so are the
- * poller's and the scans' per-bus tables (poller_new, scans_new).
+ * A bus added at slot i, one that holds no bus (config/slots.c chose it:
+ * gw->buses[i] is NULL and its grace, below, is over). Made and started as
+ * a restarted bus is (its port on its loop, requests held until it
+ * speaks), then published: the slot first, then the count where the slot
+ * is past it, both release stores, so a reader that sees the count
+ * (gw_submit, gw_bus_count: acquire) sees the slot and the bus whole. The
+ * slots' array is sized for CONFIG_MAX_BUSES at the start (daemon/gw.c),
+ * so it never moves under a reader; so are the poller's, the scans' and the
+ * front ends' per-bus tables (poller_new, scans_new, shares_new).
  *
- * It is made from fresh, not the running copy, for the devices on it: the
- * reload moves the devices into the running copy only after the buses
- * (daemon/control.c), and a simulator with no slave list serves the
- * devices on its bus, as at a fresh start on the same file, not 1,2,3.
+ * It is made from fresh (laid out by slot), not the running copy, for the
+ * devices on it: the reload moves the devices into the running copy only
+ * after the buses (daemon/reload_buses.c), and a simulator with no slave
+ * list serves the devices on its bus, as at a fresh start on the same
+ * file, not 1,2,3. The running copy's slot i already holds its section.
  * Before it speaks it gets an empty ring for /frames (frames_add_bus) and
- * no scan of a bus once removed from its index (scan_bus_added): all on
- * this thread, which owns both.
+ * no scan of the slot's last bus (scan_bus_added): all on this thread,
+ * which owns both.
  */
-int bus_add(gw_t *gw, const config_t *fresh, char *err, size_t errcap)
+int bus_add(gw_t *gw, const config_t *fresh, unsigned i, char *err, size_t errcap)
 {
-    unsigned i = gw->bus_count;
     gw_loop_t *home = gw->line_loop ? gw->line_loop : gw->loop;
-    if (i >= CONFIG_MAX_BUSES || !gw->cfg->buses_on_io_thread) {
-        snprintf(err, errcap, "bus %s: %s", gw->cfg->buses[i].name,
-                 i >= CONFIG_MAX_BUSES ? "too many buses" : "added live only with buses_on_io_thread = true");
+    if (i >= CONFIG_MAX_BUSES || gw->buses[i] || !gw->cfg->buses_on_io_thread) {
+        snprintf(err, errcap, "bus %s: %s", fresh->buses[i].name,
+                 i >= CONFIG_MAX_BUSES ? "too many buses" : gw->buses[i] ? "its slot is still in use"
+                                                                         : "added live only with buses_on_io_thread = true");
         return -1;
     }
     gw_bus_t *nb = bus_new_from(gw, fresh, i, err, errcap);
@@ -165,23 +227,30 @@ int bus_add(gw_t *gw, const config_t *fresh, char *err, size_t errcap)
         return -1;
     }
     __atomic_store_n(&gw->buses[i], nb, __ATOMIC_RELEASE);
-    __atomic_store_n(&gw->bus_count, i + 1, __ATOMIC_RELEASE);
+    if (i >= gw->bus_count)
+        __atomic_store_n(&gw->bus_count, i + 1, __ATOMIC_RELEASE);
     return 0;
 }
 
 /*
- * The last bus removed: the count drops first (release), so no reader
- * that loads it after sends there (a request for it is answered 0x0A, no
- * such bus, as at a fresh start without it; /status and /metrics no longer
- * list it); a serial slave's request already on its way to it is refused
- * 0x0B. Then it retires as a restarted bus does (its requests answered),
- * with no successor; its memory goes on its port's loop, after the swap
- * argument above.
+ * The bus at slot i removed. Where it is the last slot, the count drops
+ * first (release), so no reader that loads it after sends there (answered
+ * 0x0A, no such bus, as at a fresh start without it; the trailing gaps go
+ * with it). Elsewhere the slot keeps the bus while it retires: a request
+ * sent there now is refused 0x0B, as for a bus restarting. Then it retires
+ * as a restarted bus does (its requests answered), with no successor; the
+ * slot is emptied (0x0A from then on) and its memory goes on its port's
+ * loop, after the swap argument above; the slot is given to no new bus
+ * before its grace (gw_bus_slot_free).
  */
-void bus_remove_last(gw_t *gw)
+void bus_remove(gw_t *gw, unsigned i)
 {
-    unsigned i = gw->bus_count - 1;
     gw_bus_t *old = gw->buses[i];
-    __atomic_store_n(&gw->bus_count, i, __ATOMIC_RELEASE);
+    unsigned n = gw->bus_count;
+    if (i + 1 == n) {
+        while (n > 0 && (n - 1 == i || !gw->cfg->buses[n - 1].name[0]))
+            n--;
+        __atomic_store_n(&gw->bus_count, n, __ATOMIC_RELEASE);
+    }
     bus_retire(old, closed, true);
 }

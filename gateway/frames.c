@@ -326,7 +326,10 @@ void frames_metrics_text(gw_frames_t *f, const config_t *cfg, struct evbuffer *b
         evbuffer_add_printf(b, "# HELP rtugw_frames_%s_total %s\n# TYPE rtugw_frames_%s_total counter\n", help[m][0],
                             help[m][1], help[m][0]);
         /* a bus removed live keeps its ring until one is added there: not listed */
-        for (unsigned k = 0; k < f->buses && k < cfg->bus_count; k++) {
+        for (unsigned i = 0; i < config_bus_listed(cfg); i++) {
+            unsigned k = config_bus_at(cfg, i);
+            if (k >= f->buses)
+                continue;
             frame_ring_t *r = &f->ring[k];
             pthread_mutex_lock(&r->lock);
             uint64_t recorded = r->next_seq - 1;

@@ -467,11 +467,13 @@ gw_loop_t *bus_home(const gw_bus_t *bus);
 /* Restart bus index in place at gw->cfg's settings for it (bus_restart.c).
  * 0, or -1 and err: the running bus is kept. */
 int bus_restart(gw_t *gw, unsigned index, char *err, size_t errcap);
-/* A bus appended at index gw_bus_count from gw->cfg->buses[that index] (the
- * running copy has it) and the devices on it in fresh (the file reloaded),
- * or the last one retired for good (bus_restart.c). */
-int bus_add(gw_t *gw, const config_t *fresh, char *err, size_t errcap);
-void bus_remove_last(gw_t *gw);
+/* A bus added at a free slot from gw->cfg->buses[slot] (the running copy
+ * has it) and the devices on it in fresh (the file reloaded, laid out by
+ * slot), or one retired for good; whether a slot is free for a new bus
+ * (config_buses_to_slots asks: ctx is the gw_t). bus_restart.c. */
+int bus_add(gw_t *gw, const config_t *fresh, unsigned slot, char *err, size_t errcap);
+void bus_remove(gw_t *gw, unsigned slot);
+bool gw_bus_slot_free(void *ctx, unsigned slot);
 /* A reload changed the bus's line keys or the devices on it: the keys that
  * apply live (line_keys_t: the bus's timeout, retries, gap, tcp_first,
  * priority_hold_us; each slave's timeout, dead_after, back-off, widening)
@@ -693,6 +695,11 @@ gw_loop_t *gw_loop(const gw_t *gw);                  /* the I/O thread's loop; a
 /* The buses: count and the bus of index i (< count); any thread, fixed from start. */
 unsigned gw_bus_count(const gw_t *gw);
 gw_bus_t *gw_bus(const gw_t *gw, unsigned i);
+/* The buses in the file's order (the slots are not: config/slots.c): *k the
+ * slot of the next one listed after *i that has a bus; false past the last.
+ * I/O thread (it reads the running copy). GW_FOR_EACH_BUS(gw, k) walks them. */
+bool gw_bus_next(const gw_t *gw, unsigned *i, unsigned *k);
+#define GW_FOR_EACH_BUS(gw, k) for (unsigned k##_at = 0, k = 0; gw_bus_next((gw), &k##_at, &k);)
 gw_tags_t *gw_tags(const gw_t *gw);                  /* the live tag table; any thread (its own lock) */
 gw_tag_writes_t *gw_tag_writes(const gw_t *gw);      /* tag writes in flight */
 gw_maps_t *gw_maps(const gw_t *gw);                  /* [map NAME]; any thread (vslave_owns) */

@@ -22,6 +22,15 @@ gw_bus_t *gw_bus(const gw_t *gw, unsigned i)
 {
     return i < gw->bus_count ? __atomic_load_n(&gw->buses[i], __ATOMIC_ACQUIRE) : NULL;
 }
+bool gw_bus_next(const gw_t *gw, unsigned *i, unsigned *k)
+{
+    while (*i < config_bus_listed(gw->cfg)) {
+        *k = config_bus_at(gw->cfg, (*i)++);
+        if (gw_bus(gw, *k))
+            return true;
+    }
+    return false;
+}
 gw_tags_t *gw_tags(const gw_t *gw) { return gw->tags; }
 gw_tag_writes_t *gw_tag_writes(const gw_t *gw) { return gw->tag_writes; }
 gw_maps_t *gw_maps(const gw_t *gw) { return gw->maps; }

@@ -311,14 +311,14 @@ void listen_metrics_text(gw_t *gw, struct evbuffer *b)
         { "late_answers", "Answers heard later than the master's timeout as heard (doubtful, never used)" },
     };
     bool any = false;
-    for (unsigned k = 0; k < gw->bus_count; k++)
+    GW_FOR_EACH_BUS(gw, k)
         any |= bus_listen(gw->buses[k]) != NULL;
     if (!any)
         return;
     for (int m = 0; m < 4; m++) {
         evbuffer_add_printf(b, "# HELP rtugw_listen_%s_total %s\n# TYPE rtugw_listen_%s_total counter\n",
                             help[m][0], help[m][1], help[m][0]);
-        for (unsigned k = 0; k < gw->bus_count; k++) {
+        GW_FOR_EACH_BUS(gw, k) {
             const gw_listen_t *l = bus_listen(gw->buses[k]);
             if (!l)
                 continue;
@@ -333,7 +333,7 @@ void listen_metrics_text(gw_t *gw, struct evbuffer *b)
     }
     evbuffer_add_printf(b, "# HELP rtugw_listen_pairs_total Requests and answers heard, by how they paired "
                            "(only answered ones feed tags)\n# TYPE rtugw_listen_pairs_total counter\n");
-    for (unsigned k = 0; k < gw->bus_count; k++) {
+    GW_FOR_EACH_BUS(gw, k) {
         const gw_listen_t *l = bus_listen(gw->buses[k]);
         if (!l)
             continue;

@@ -90,11 +90,11 @@ static void status_device(gw_t *gw, unsigned k, unsigned d, uint64_t now, struct
 }
 
 /* Bus k as an object of "buses", its devices in it. */
-static void status_bus(gw_t *gw, unsigned k, uint64_t now, struct evbuffer *b)
+static void status_bus(gw_t *gw, unsigned k, uint64_t now, bool first, struct evbuffer *b)
 {
     const config_bus_t *bc = bus_config(gw_bus(gw, k));
     line_bus_metrics_t *m = bus_metrics(gw_bus(gw, k));
-    evbuffer_add_printf(b, "%s{\"name\":", k ? "," : "");
+    evbuffer_add_printf(b, "%s{\"name\":", first ? "" : ",");
     report_str(gw->report, b, bc->name);
     evbuffer_add_printf(b, ",\"port\":");
     report_str(gw->report, b, gw_config(gw)->buses[k].port);   /* the running copy's: the line's own changes on its thread */
@@ -110,14 +110,14 @@ static void status_bus(gw_t *gw, unsigned k, uint64_t now, struct evbuffer *b)
     add_ms(b, "latency_p99_ms", latency_quantile_ms(m, 0.99));
     listen_status_json(gw_bus(gw, k), b);
     evbuffer_add_printf(b, ",\"devices\":[");
-    bool first = true;
+    bool first_dev = true;
     for (unsigned d = 0; d < gw_config(gw)->device_count; d++) {
         if (gw_config(gw)->devices[d].bus != k)
             continue;
-        if (!first)
+        if (!first_dev)
             evbuffer_add_printf(b, ",");
         status_device(gw, k, d, now, b);
-        first = false;
+        first_dev = false;
     }
     evbuffer_add_printf(b, "]}");
 }
@@ -128,8 +128,11 @@ static void buses_status(void *ctx, struct evbuffer *b)
     gw_t *gw = ctx;
     uint64_t now = gw_now_ns();
     evbuffer_add_printf(b, ",\"buses\":[");
-    for (unsigned k = 0; k < gw_bus_count(gw); k++)
-        status_bus(gw, k, now, b);
+    bool first = true;
+    GW_FOR_EACH_BUS(gw, k) {
+        status_bus(gw, k, now, first, b);
+        first = false;
+    }
     evbuffer_add_printf(b, "]");
 }
 
@@ -141,7 +144,7 @@ static void buses_fold(void *ctx, uint64_t *h)
     struct evbuffer *parts = evbuffer_new();
     report_fold(h, gw_bus_count(gw));
     report_fold(h, gw_config(gw)->device_count);
-    for (unsigned k = 0; k < gw_bus_count(gw); k++) {
+    GW_FOR_EACH_BUS(gw, k) {
         fold_bus(gw, k, h);
         if (parts)
             listen_status_json(gw_bus(gw, k), parts);
@@ -192,7 +195,7 @@ static void buses_metrics(void *ctx, struct evbuffer *b)
     gw_t *gw = ctx;
     for (size_t i = 0; i < sizeof bus_defs / sizeof bus_defs[0]; i++) {
         report_metric_header(b, "bus", &bus_defs[i]);
-        for (unsigned k = 0; k < gw_bus_count(gw); k++)
+        GW_FOR_EACH_BUS(gw, k)
             evbuffer_add_printf(b, "rtugw_bus_%s%s{bus=\"%s\"} %llu\n", bus_defs[i].name,
                                 bus_defs[i].gauge ? "" : "_total", bus_config(gw_bus(gw, k))->name,
                                 (unsigned long long)report_field(bus_metrics(gw_bus(gw, k)), bus_defs[i].offset));
@@ -202,7 +205,7 @@ static void buses_metrics(void *ctx, struct evbuffer *b)
     evbuffer_add_printf(b, "# HELP rtugw_bus_frame_errors_total Frames the transport layer passed up damaged "
                            "(bad LRC or hex, a transaction id not in flight)\n"
                            "# TYPE rtugw_bus_frame_errors_total counter\n");
-    for (unsigned k = 0; k < gw_bus_count(gw); k++) {
+    GW_FOR_EACH_BUS(gw, k) {
         driver_stats_t st;
         bus_driver_stats(gw_bus(gw, k), &st);
         evbuffer_add_printf(b, "rtugw_bus_frame_errors_total{bus=\"%s\"} %llu\n", bus_config(gw_bus(gw, k))->name,
@@ -228,7 +231,7 @@ static void buses_metrics(void *ctx, struct evbuffer *b)
     for (size_t i = 0; i < sizeof transport / sizeof transport[0]; i++) {
         evbuffer_add_printf(b, "# HELP rtugw_bus_%s_total %s\n# TYPE rtugw_bus_%s_total counter\n", transport[i].name,
                             transport[i].help, transport[i].name);
-        for (unsigned k = 0; k < gw_bus_count(gw); k++) {
+        GW_FOR_EACH_BUS(gw, k) {
             driver_stats_t st;
             bus_driver_stats(gw_bus(gw, k), &st);
             evbuffer_add_printf(b, "rtugw_bus_%s_total{bus=\"%s\"} %llu\n", transport[i].name,
@@ -237,7 +240,7 @@ static void buses_metrics(void *ctx, struct evbuffer *b)
     }
     evbuffer_add_printf(b, "# HELP rtugw_bus_latency_seconds Request to matching response, first attempt\n"
                            "# TYPE rtugw_bus_latency_seconds histogram\n");
-    for (unsigned k = 0; k < gw_bus_count(gw); k++) {
+    GW_FOR_EACH_BUS(gw, k) {
         line_bus_metrics_t *m = bus_metrics(gw_bus(gw, k));
         const char *name = bus_config(gw_bus(gw, k))->name;
         uint64_t cum = 0;
@@ -261,7 +264,7 @@ static void buses_metrics(void *ctx, struct evbuffer *b)
                            "the slave's guard), confirm (an answer held back: I4 copy check, I5 confirmation), "
                            "wire (attempts waiting for answers, and the quiet that vouches for them)\n"
                            "# TYPE rtugw_bus_request_seconds_total counter\n");
-    for (unsigned k = 0; k < gw_bus_count(gw); k++) {
+    GW_FOR_EACH_BUS(gw, k) {
         line_bus_metrics_t *m = bus_metrics(gw_bus(gw, k));
         const char *name = bus_config(gw_bus(gw, k))->name;
         const struct { const char *cause; atomic_uint_fast64_t *us; } c[] = {
@@ -274,7 +277,7 @@ static void buses_metrics(void *ctx, struct evbuffer *b)
     evbuffer_add_printf(b, "# HELP rtugw_bus_requests_timed_total Requests answered after going on the line "
                            "(the count of rtugw_bus_request_seconds_total)\n"
                            "# TYPE rtugw_bus_requests_timed_total counter\n");
-    for (unsigned k = 0; k < gw_bus_count(gw); k++)
+    GW_FOR_EACH_BUS(gw, k)
         evbuffer_add_printf(b, "rtugw_bus_requests_timed_total{bus=\"%s\"} %llu\n", bus_config(gw_bus(gw, k))->name,
                             (unsigned long long)gw_read(&bus_metrics(gw_bus(gw, k))->caused));
 }

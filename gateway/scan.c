@@ -247,7 +247,7 @@ int scan_start(gw_scans_t *s, const gw_scan_params_t *p)
 {
     gw_t *gw = s->gw;
     int why = GW_SCAN_STARTED;
-    if (p->bus >= gw_bus_count(gw) || p->first_id < 1 || p->last_id > 247 || p->first_id > p->last_id)
+    if (!gw_bus(gw, p->bus) || p->first_id < 1 || p->last_id > 247 || p->first_id > p->last_id)
         why = GW_SCAN_INVALID;
     else if (s->bus[p->bus].state == SCAN_RUNNING)
         why = GW_SCAN_BUSY;

@@ -26,9 +26,12 @@ int gw_submit(gw_t *gw, const line_request_t *req)
     /* acquire: a bus added by a reload is seen with its slot (bus_restart.c) */
     if (req->bus >= __atomic_load_n(&gw->bus_count, __ATOMIC_ACQUIRE))
         return MB_EX_PATH_UNAVAILABLE;
+    /* and one restarted in place is seen whole; a slot a removal emptied holds none */
+    gw_bus_t *bus = __atomic_load_n(&gw->buses[req->bus], __ATOMIC_ACQUIRE);
+    if (!bus)
+        return MB_EX_PATH_UNAVAILABLE;
     cache_write_begin(gw, req->bus, req->slave, req->pdu, req->pdu_len);
-    /* and one restarted in place is seen whole */
-    int ex = bus_submit(__atomic_load_n(&gw->buses[req->bus], __ATOMIC_ACQUIRE), req);
+    int ex = bus_submit(bus, req);
     if (ex != 0)
         cache_write_end(gw, req->bus, req->slave, req->pdu, req->pdu_len);
     return ex;

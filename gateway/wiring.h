@@ -28,8 +28,9 @@ struct gw {
     driver_dialin_ports_t *dialin_ports;   /* listen:// ports the buses share (runtime.c: before them, freed after) */
     gw_loop_t *loop;
     gw_loop_t *line_loop;       /* the line thread's: ports and bus actors; NULL: they are on loop's */
-    gw_bus_t **buses;
-    unsigned bus_count;
+    gw_bus_t **buses;           /* by slot (config/slots.c), CONFIG_MAX_BUSES + 1 of them */
+    unsigned bus_count;         /* slots up to the last that holds a bus */
+    bool slot_grace[CONFIG_MAX_BUSES];   /* emptied, not yet free for a new bus (bus_restart.c) */
     gw_poller_t *poller;
     gw_tags_t *tags;          /* the live tag table (tags.c); never NULL once started */
     gw_tag_writes_t *tag_writes; /* tag writes in flight (tag_write.c), for HTTP, MQTT and Sparkplug */

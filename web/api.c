@@ -132,8 +132,8 @@ char *api_read_file(const char *path, size_t *len)
 static void list_buses(const config_t *cfg, struct evbuffer *b)
 {
     evbuffer_add_printf(b, "{\"buses\":[");
-    for (unsigned i = 0; i < cfg->bus_count; i++) {
-        const config_bus_t *bus = &cfg->buses[i];
+    for (unsigned i = 0; i < config_bus_listed(cfg); i++) {
+        const config_bus_t *bus = &cfg->buses[config_bus_at(cfg, i)];
         evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
         api_add_str(b, bus->name);
         evbuffer_add_printf(b, ",\"port\":");

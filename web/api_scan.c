@@ -34,8 +34,8 @@
 
 static int bus_index(const config_t *cfg, const char *name)
 {
-    for (unsigned i = 0; i < cfg->bus_count; i++)
-        if (strcmp(cfg->buses[i].name, name) == 0)
+    for (unsigned i = 0; i < cfg->bus_count; i++)   /* a gap's name is empty: never a [bus]'s */
+        if (cfg->buses[i].name[0] && strcmp(cfg->buses[i].name, name) == 0)
             return (int)i;
     return -1;
 }
@@ -91,8 +91,10 @@ static bool parse_body(gw_t *gw, const char *body, size_t len, gw_scan_params_t 
         }
     }
     json_object_put(root);
-    if (ok && !have_bus && gw_config(gw)->bus_count != 1) {
-        snprintf(why, cap, "bus: required where the configuration has %u buses", gw_config(gw)->bus_count);
+    if (ok && !have_bus && config_bus_listed(gw_config(gw)) == 1)
+        p->bus = config_bus_at(gw_config(gw), 0);   /* the one bus, at its slot */
+    if (ok && !have_bus && config_bus_listed(gw_config(gw)) != 1) {
+        snprintf(why, cap, "bus: required where the configuration has %u buses", config_bus_listed(gw_config(gw)));
         ok = false;
     }
     if (ok && p->first_id > p->last_id) {

@@ -120,7 +120,7 @@ static bool parse_u64(const char *v, uint64_t max, uint64_t *out)
 
 static int find_bus(const gw_t *gw, const char *name)
 {
-    for (unsigned k = 0; name && k < gw_bus_count(gw); k++)
+    for (unsigned k = 0; name && name[0] && k < gw_bus_count(gw); k++)   /* a gap's name is empty */
         if (strcmp(gw_config(gw)->buses[k].name, name) == 0)
             return (int)k;
     return -1;

@@ -5,7 +5,8 @@ two buses on the built-in simulator, each read by a pymodbus Modbus TCP client
 on ONE connection throughout:
   - bus A (line, sim:1) untouched: unit 1, holding[10..11] = 1010, 1011; every
     answer right, none an exception, none lost, the same connection;
-  - bus B (lineb, sim:1,2) restarted in place (gateway/bus_restart.c): unit 2
+  - bus B (lineb, sim:1,2) restarted in place (gateway/bus_restart.c), or
+    renamed (removed, and added as linec: config/slots.c): unit 2
     is its slave 1 (the same values as A's: equal on both buses) and unit 3 its
     slave 2 (2010, 2011: its own); never a wrong value, only 0x0A or 0x0B and
     only during its swap, and right again after each;
@@ -149,8 +150,11 @@ def test_bus_restarted_in_place():
     a.finish()
     b.finish()
     log = g.log_text()
-    check(log.count("restarting in place") == len(changes), f"the log says each restart ({log.count('restarting in place')})")
-    check(log.count("restarted at its new settings") == len(changes), "and that each new bus took its place")
+    # a rename is a removal and an addition (config/slots.c: a bus is known by its name)
+    check(log.count("restarting in place") == len(changes) - 1,
+          f"the log says each restart ({log.count('restarting in place')})")
+    check(log.count("restarted at its new settings") == len(changes) - 1, "and that each new bus took its place")
+    check("bus lineb removed" in log and "bus linec added" in log, "and the rename as lineb removed, linec added")
     check(a.wrong == 0 and a.lost == 0 and not a.exceptions and a.right > 200,
           f"bus A: {a.right} right, 0 wrong ({a.wrong}), 0 lost ({a.lost}), 0 exceptions ({a.exceptions[:5]})")
     check(b.wrong == 0 and b.lost == 0, f"bus B: never a wrong value or a lost request ({b.wrongs[:5]})")
@@ -386,6 +390,91 @@ def test_bus_added_is_whole():
     g.stop()
 
 
+# A bus in the middle of the file (issue 41): removed and added back there,
+# between two buses that each have a client on one connection and a tag.
+MID = "[bus mid]\nport = sim:4\nbaud = 115200\nresponse_timeout_ms = 150\n"
+ROUTE_MID = "unit4 = mid:4\n"
+
+
+def test_bus_in_the_middle():
+    """A [bus] removed from the middle of the file, then added back there: the
+    buses before and after it are not touched (config/slots.c: each keeps its
+    slot, so nothing after it is renumbered or restarted). Bus A (line, unit
+    1) and bus B (lineb, units 2 and 3, its tag tb polled) are read on one
+    connection each throughout, with equal values on A and B's slave 1
+    (1010, 1011) and B's own on its slave 2: every answer right, none an
+    exception, none lost, no restart in the log. The removed bus's unit is
+    answered 0x0A (no such bus) or 0x0B (while it stops), never a value; the
+    bus added back answers right on a new connection. After each change
+    /status and /metrics name the buses in the file's order, and the running
+    tables are those of a fresh start on the same file. Before slots, the
+    removal restarted bus B in place (its client saw 0x0A/0x0B)."""
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=MID + BUS_B + TAG_B, extra_tcp=ROUTES + ROUTE_MID,
+                extra=f"write_token = {ADMIN}\n")
+    a = Reader(g, [(1, [1010, 1011])])
+    b = Reader(g, [(2, [1010, 1011]), (3, [2010, 2011])])
+    a.start()
+    b.start()
+    check(wait_for(lambda: a.right > 20 and b.right > 20 and tb_good(g), 5),
+          f"both buses answer ({a.right}, {b.right}), tb is polled")
+    c = g.client()
+    r = c.read_holding_registers(10, 2, slave=4)
+    check(not r.isError() and r.registers == [4010, 4011], f"the middle bus answers ({r})")
+    steps = [("removed", g.text.replace(MID, "").replace(ROUTE_MID, ""), ["line", "lineb"]),
+             ("added back", None, ["line", "mid", "lineb"])]
+    original = g.text
+    for what, text, names in steps:
+        text = text if text is not None else original
+        rev = (g.status()["last_reload"] or {}).get("revision")
+        right_a, right_b, polls = a.right, b.right, g.status()["buses"][-1]["requests"]
+        hup(g, text)
+        check(wait_for(lambda: reloaded(g, rev), 5), f"{what}: reloaded")
+        st = g.status()
+        check(st["restart_needed"] == "" and st["last_reload"]["result"] == "applied",
+              f"{what}: applied, nothing waits ({st['last_reload']}, {st['restart_needed']!r})")
+        check(wait_for(lambda: [x["name"] for x in g.status()["buses"]] == names, 3),
+              f"{what}: /status lists the buses in the file's order ({[x['name'] for x in g.status()['buses']]})")
+        check(metric_buses(g) == set(names), f"{what}: so does /metrics ({metric_buses(g)})")
+        check(wait_for(lambda: a.right > right_a + 20 and b.right > right_b + 20, 5),
+              f"{what}: A and B go on answering ({a.right - right_a}, {b.right - right_b})")
+        lineb = [x for x in g.status()["buses"] if x["name"] == "lineb"][0]
+        check(lineb["requests"] > polls, f"{what}: lineb's counters go on from before, not from a new bus's 0 "
+              f"({lineb['requests']} after {polls})")
+        r = c.read_holding_registers(10, 2, slave=4)
+        if "mid" in names:
+            check(wait_for(lambda: not c.read_holding_registers(10, 2, slave=4).isError(), 3),
+                  f"{what}: the middle bus answers again")
+            r = c.read_holding_registers(10, 2, slave=4)
+            check(r.registers == [4010, 4011], f"{what}: at its values ({r.registers})")
+        else:
+            check(r.isError() and r.exception_code in (0x0A, 0x0B), f"{what}: its unit is refused, never a value ({r})")
+        fresh = Gateway(bus="port = sim:1\nbaud = 115200\n",
+                        devices=(MID if "mid" in names else "") + BUS_B + TAG_B,
+                        extra_tcp=ROUTES + (ROUTE_MID if "mid" in names else ""), extra=f"write_token = {ADMIN}\n")
+        try:
+            tables = {w: api(g, "GET", f"/api/{w}")[1] for w in ("buses", "devices", "tags", "polls")}
+            fresh_tables = {w: api(fresh, "GET", f"/api/{w}")[1] for w in tables}
+            check(tables == fresh_tables, f"{what}: the running tables are a fresh start's: " +
+                  str({k: (tables[k], fresh_tables[k]) for k in tables if tables[k] != fresh_tables[k]})[:600])
+        finally:
+            fresh.stop()
+    c.close()
+    time.sleep(0.3)
+    a.finish()
+    b.finish()
+    log = g.log_text()
+    check("restarting in place" not in log and "bus mid removed" in log and "bus mid added" in log,
+          "the log: mid removed and added, nothing restarted")
+    check(a.wrong == 0 and a.lost == 0 and not a.exceptions and a.right > 100,
+          f"bus A: {a.right} right, 0 wrong ({a.wrong}), 0 lost ({a.lost}), 0 exceptions ({a.exceptions[:5]})")
+    check(b.wrong == 0 and b.lost == 0 and not b.exceptions and b.right > 100,
+          f"bus B: {b.right} right, 0 wrong ({b.wrong}), 0 lost ({b.lost}), 0 exceptions ({b.exceptions[:5]})")
+    check(tb_good(g), f"tb still polled ({tag_values(g).get('tb')})")
+    check(g.p.poll() is None, "the daemon runs")
+    g.stop()
+
+
 if __name__ == "__main__":
     run_tests("test_bus_live", [test_bus_restarted_in_place, test_dialin_bus_restarted_in_place,
-                                test_device_bus_moves_threads, test_bus_added_is_whole])
+                                test_device_bus_moves_threads, test_bus_added_is_whole,
+                                test_bus_in_the_middle])

@@ -276,13 +276,18 @@ class Soak(Daemon):
         return st, out
 
     def bus_change(self, rng, text):
-        """A [bus] at the end of the file, which no reader uses: added, then
-        changed beyond its line keys (queue_depth, copies: restarted in place),
-        renamed, or removed, by SIGHUP; buses a and b and their readers are
-        untouched (issue 41: buslive)."""
+        """A [bus] which no reader uses, at the end of the file or between
+        buses a and b (so that b's place in the file moves: config/slots.c):
+        added, then changed beyond its line keys (queue_depth, copies:
+        restarted in place), renamed, or removed, by SIGHUP; buses a and b and
+        their readers are untouched (issue 41: buslive)."""
         name = next((n for n in ("c", "c2") if f"[bus {n}]\n" in text), None)
         if name is None:
-            self.hup(text + f"[bus c]\nport = sim:9\nbaud = 115200\nqueue_depth = {rng.choice([8, 16])}\n")
+            section = f"[bus c]\nport = sim:9\nbaud = 115200\nqueue_depth = {rng.choice([8, 16])}\n"
+            if rng.random() < 0.5:
+                self.hup(text.replace("[bus b]\n", section + "[bus b]\n", 1))
+                return "bus+mid", (200, b"")
+            self.hup(text + section)
             return "bus+", (200, b"")
         block = text.split(f"[bus {name}]\n")[1].split("[")[0]
         how = rng.choice(["-", "~", "~", "name"])
