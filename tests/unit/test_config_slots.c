@@ -6,28 +6,10 @@
  * index into the table follows (devices, unit routes, default_bus); the
  * file's order is kept beside for what lists the buses.
  */
-#include "config/config.h"
-
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "tests/unit/configtest.h"
 
 #define BUS(n, s) "[bus " n "]\nport = sim:" s "\nbaud = 19200\n"
 #define DEV(n, b, s) "[device " n "]\nbus = " b "\nslave = " s "\n"
-
-static config_t *load(const char *text)
-{
-    static config_errors_t errs;
-    config_t *cfg = config_load_string(text, "t.ini", &errs);
-    for (unsigned i = 0; !cfg && i < errs.count; i++)
-        fprintf(stderr, "  %s\n", errs.text[i]);
-    assert_non_null(cfg);
-    return cfg;
-}
 
 static bool grace = false;   /* slot 1 still in its grace when set */
 static bool free_slot(void *ctx, unsigned slot)
@@ -50,9 +32,9 @@ static void test_removed_from_the_middle(void **state)
 {
     (void)state;
     char err[192];
-    config_t *run = load(BUS("a", "1") BUS("b", "2") BUS("c", "3") DEV("dc", "c", "3")
+    config_t *run = accepted(BUS("a", "1") BUS("b", "2") BUS("c", "3") DEV("dc", "c", "3")
                          "[tcp]\nport = 15020\ndefault_bus = c\nunit9 = c:3\n");
-    config_t *fresh = load(BUS("a", "1") BUS("c", "3") DEV("dc", "c", "3")
+    config_t *fresh = accepted(BUS("a", "1") BUS("c", "3") DEV("dc", "c", "3")
                            "[tcp]\nport = 15020\ndefault_bus = c\nunit9 = c:3\n");
     assert_int_equal(fresh->devices[0].bus, 1);   /* c's place in the file */
     assert_int_equal(config_buses_to_slots(fresh, run, free_slot, NULL, err, sizeof err), 0);
@@ -79,13 +61,13 @@ static void test_added_takes_a_free_slot(void **state)
 {
     (void)state;
     char err[192];
-    config_t *run = load(BUS("a", "1") BUS("b", "2") BUS("c", "3"));
-    config_t *gone = load(BUS("a", "1") BUS("c", "3"));
+    config_t *run = accepted(BUS("a", "1") BUS("b", "2") BUS("c", "3"));
+    config_t *gone = accepted(BUS("a", "1") BUS("c", "3"));
     assert_int_equal(config_buses_to_slots(gone, run, free_slot, NULL, err, sizeof err), 0);
     const char *text = BUS("a", "1") BUS("d", "4") BUS("c", "3") DEV("dd", "d", "4");
     for (int g = 0; g < 2; g++) {
         grace = g == 1;
-        config_t *fresh = load(text);
+        config_t *fresh = accepted(text);
         assert_int_equal(config_buses_to_slots(fresh, gone, free_slot, NULL, err, sizeof err), 0);
         assert_int_equal(slot_of(fresh, "c"), 2);
         assert_int_equal(slot_of(fresh, "d"), grace ? 3 : 1);
@@ -104,14 +86,14 @@ static void test_leaving_slot_and_rename(void **state)
 {
     (void)state;
     char err[192];
-    config_t *run = load(BUS("a", "1") BUS("b", "2"));
-    config_t *fresh = load(BUS("a", "1") BUS("b2", "2"));
+    config_t *run = accepted(BUS("a", "1") BUS("b", "2"));
+    config_t *fresh = accepted(BUS("a", "1") BUS("b2", "2"));
     assert_int_equal(config_buses_to_slots(fresh, run, free_slot, NULL, err, sizeof err), 0);
     assert_int_equal(slot_of(fresh, "b2"), 2);   /* b's slot 1 is b's until its removal applies */
     assert_false(config_bus_live(fresh, 1));
     config_free(fresh);
     /* the same file in the same order: the identity */
-    fresh = load(BUS("a", "1") BUS("b", "2"));
+    fresh = accepted(BUS("a", "1") BUS("b", "2"));
     assert_int_equal(config_buses_to_slots(fresh, run, free_slot, NULL, err, sizeof err), 0);
     assert_int_equal(fresh->bus_count, 2);
     assert_int_equal(slot_of(fresh, "a"), 0);

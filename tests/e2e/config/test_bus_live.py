@@ -91,14 +91,21 @@ def reloaded(g, rev):
     return last.get("revision") not in (None, rev)
 
 
-def test_bus_restarted_in_place():
-    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=BUS_B + TAG_B, extra_tcp=ROUTES)
+def readers_a_b(g):
+    """Bus A's reader (unit 1) and bus B's (units 2 and 3: equal values to
+    A's on its slave 1, its own on slave 2), both answering, tb polled."""
     a = Reader(g, [(1, [1010, 1011])])
     b = Reader(g, [(2, [1010, 1011]), (3, [2010, 2011])])
     a.start()
     b.start()
     check(wait_for(lambda: a.right > 20 and b.right > 20 and tb_good(g), 5),
           f"both buses answer ({a.right}, {b.right}), tb is polled")
+    return a, b
+
+
+def test_bus_restarted_in_place():
+    g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=BUS_B + TAG_B, extra_tcp=ROUTES)
+    a, b = readers_a_b(g)
     swaps = []
     changes = [("queue_depth", "retries = 1\n[device mb]", "retries = 1\nqueue_depth = 8\n[device mb]", "lineb"),
                ("copies", "queue_depth = 8\n", "queue_depth = 8\ncopies = none\n", "lineb"),
@@ -411,12 +418,7 @@ def test_bus_in_the_middle():
     removal restarted bus B in place (its client saw 0x0A/0x0B)."""
     g = Gateway(bus="port = sim:1\nbaud = 115200\n", devices=MID + BUS_B + TAG_B, extra_tcp=ROUTES + ROUTE_MID,
                 extra=f"write_token = {ADMIN}\n")
-    a = Reader(g, [(1, [1010, 1011])])
-    b = Reader(g, [(2, [1010, 1011]), (3, [2010, 2011])])
-    a.start()
-    b.start()
-    check(wait_for(lambda: a.right > 20 and b.right > 20 and tb_good(g), 5),
-          f"both buses answer ({a.right}, {b.right}), tb is polled")
+    a, b = readers_a_b(g)
     c = g.client()
     r = c.read_holding_registers(10, 2, slave=4)
     check(not r.isError() and r.registers == [4010, 4011], f"the middle bus answers ({r})")
