@@ -53,119 +53,6 @@ struct gw_http_tags {
 
 /* ---- JSON ----------------------------------------------------------------------- */
 
-static void add_str(struct evbuffer *b, const char *s)
-{
-    char q[JSON_QUOTED_MAX(2 * TAGS_MAX_REGISTERS + 1)];
-    json_quote(q, sizeof q, s);
-    evbuffer_add(b, q, strlen(q));
-}
-
-/* A good (or stale) value as JSON: a number, true/false, or a string. A
- * number also goes as "text", the formatter's own characters (tags_format):
- * the page shows that, so it never reformats (a JSON parser turns "21.50"
- * into 21.5 and 1e+20 into 100000000000000000000). */
-static void add_value(struct evbuffer *b, const tags_tag_t *g, const tags_value_t *v)
-{
-    char text[6 * TAGS_MAX_REGISTERS + 8];
-    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
-    if (v->quality == TAGS_BAD || tags_format(g, v, text, sizeof text) < 0 || (number && !isfinite(v->eng))) {
-        evbuffer_add_printf(b, "null");
-    } else if (!number) {
-        if (g->type == TAGS_BOOL)
-            evbuffer_add(b, text, strlen(text));
-        else
-            add_str(b, text);
-    } else {
-        evbuffer_add(b, text, strlen(text));
-        evbuffer_add_printf(b, ",\"text\":");
-        add_str(b, text);
-    }
-}
-
-/* Why a value is bad, as the JSON API spells it. */
-static const char *reason_token(tags_reason_t r)
-{
-    static const char *const tokens[] = { "", "not_read", "exception", "timeout", "port_down", "short",
-                                          "bad_data", "expr", "input" };
-    return (unsigned)r < sizeof tokens / sizeof tokens[0] ? tokens[r] : "unknown";
-}
-
-/* NaN and the infinities are values of a float (a write may set them), but
- * JSON has no token for them: a null with quality good would say "a good
- * value, which is no value". So a number that is one goes as null, quality
- * bad, reason bad_data, with its text ("nan", "inf", "-inf") in text[8],
- * as a register that is no BCD does; /status counts it bad. */
-static void json_quality(const tags_tag_t *g, tags_value_t *v, char *text)
-{
-    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
-    if (v->quality == TAGS_BAD || !number || isfinite(v->eng))
-        return;
-    snprintf(text, 8, "%s", isnan(v->eng) ? "nan" : v->eng > 0 ? "inf" : "-inf");
-    v->quality = TAGS_BAD;
-    v->reason = TAGS_BAD_DATA;
-}
-
-/* One tag: its value and quality, and with `full` what it is. */
-void http_tags_add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full)
-{
-    const tags_tag_t *g = tags_table_tag(t, i);
-    tags_value_t v;
-    tags_table_value(t, i, now_ms, &v);
-    char nonfinite[8] = "";
-    json_quality(g, &v, nonfinite);
-    evbuffer_add_printf(b, "{\"name\":");
-    add_str(b, g->name);
-    evbuffer_add_printf(b, ",\"device\":");
-    add_str(b, tags_table_device_name(t, g->device));
-    evbuffer_add_printf(b, ",\"value\":");
-    add_value(b, g, &v);
-    if (nonfinite[0])
-        evbuffer_add_printf(b, ",\"text\":\"%s\"", nonfinite);
-    evbuffer_add_printf(b, ",\"unit\":");
-    add_str(b, g->unit);
-    evbuffer_add_printf(b, ",\"quality\":\"%s\"", tags_quality_name(v.quality));
-    if (v.quality == TAGS_BAD)
-        evbuffer_add_printf(b, ",\"reason\":\"%s\"", reason_token(v.reason));
-    if (v.reason == TAGS_BAD_EXCEPTION)
-        evbuffer_add_printf(b, ",\"exception\":%u", v.exception);
-    const char *note = v.quality == TAGS_BAD ? tags_table_note(t, i) : NULL;
-    if (note) {   /* a computed tag's why: Lua's message, the budget, the input */
-        evbuffer_add_printf(b, ",\"error\":");
-        add_str(b, note);
-    }
-    if (v.time_ms)
-        evbuffer_add_printf(b, ",\"timestamp\":%lld,\"age_s\":%.3f", (long long)v.time_ms,
-                            (double)(now_ms - v.time_ms) / 1e3);
-    else
-        evbuffer_add_printf(b, ",\"timestamp\":null,\"age_s\":null");
-    if (g->computed) {   /* in the list too: the page marks computed tags */
-        evbuffer_add_printf(b, ",\"expr\":");
-        add_str(b, tags_table_expr(t, i));
-        const char *target, *inverse = tags_table_inverse(t, i, &target);
-        if (inverse) {   /* written through it: the page offers the edit */
-            evbuffer_add_printf(b, ",\"inverse\":");
-            add_str(b, inverse);
-        }
-    }
-    if (full && !g->computed)   /* a computed tag has no register */
-        evbuffer_add_printf(b, ",\"table\":\"%s\",\"address\":%u", tags_area_name(g->area), g->address);
-    if (full) {
-        if (g->in_register)
-            evbuffer_add_printf(b, ",\"bit\":%u", g->bit);
-        if (g->point)
-            evbuffer_add_printf(b, ",\"point\":%u", g->point);
-        if (g->has_decimals)
-            evbuffer_add_printf(b, ",\"decimals\":%u", g->decimals);
-        evbuffer_add_printf(b, ",\"type\":\"%s\",\"registers\":%u,\"order\":\"%s\",\"scale\":%.17g,"
-                               "\"offset\":%.17g,\"deadband\":%.17g,\"writable\":%s,\"interval_ms\":%u,"
-                               "\"description\":",
-                            tags_type_name(g->type), g->count, tags_order_name(g->order, g->type), g->scale,
-                            g->offset, g->deadband, g->writable ? "true" : "false", g->interval_ms);
-        add_str(b, g->description);
-    }
-    evbuffer_add_printf(b, "}");
-}
-
 void http_tags_reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
@@ -190,9 +77,9 @@ void http_tags_reply_error(struct evhttp_request *req, int code, const char *rea
     if (!b)
         return;
     evbuffer_add_printf(b, "{\"tag\":");
-    add_str(b, tag ? tag : "");
+    http_json_str(b, tag ? tag : "");
     evbuffer_add_printf(b, ",\"ok\":false,\"error\":");
-    add_str(b, why);
+    http_json_str(b, why);
     evbuffer_add_printf(b, "}\n");
     http_tags_reply_json(req, code, reason, b);
     evbuffer_free(b);
@@ -255,7 +142,7 @@ uint64_t http_tags_seq(gw_http_tags_t *ht)
             tags_value_t v;
             char text[8];
             tags_table_value(t, idx[k], now, &v);
-            json_quality(tags_table_tag(t, idx[k]), &v, text);
+            http_json_quality(tags_table_tag(t, idx[k]), &v, text);
             counts[d][v.quality]++;
             counts[d][3]++;
         }
@@ -526,10 +413,10 @@ static void put_tag(gw_http_tags_t *ht, struct evhttp_request *req, const char *
 static void add_names(struct evbuffer *b, const tags_tag_t *asked, const tags_tag_t *written)
 {
     evbuffer_add_printf(b, "{\"tag\":");
-    add_str(b, asked->name);
+    http_json_str(b, asked->name);
     if (asked != written) {
         evbuffer_add_printf(b, ",\"through\":");
-        add_str(b, written->name);
+        http_json_str(b, written->name);
     }
 }
 
@@ -557,7 +444,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
             return;
         add_names(b, asked, g);
         evbuffer_add_printf(b, ",\"ok\":false,\"exception\":%u,\"error\":", code);
-        add_str(b, why);
+        http_json_str(b, why);
         evbuffer_add_printf(b, "}\n");
         int status = code == MB_EX_TARGET_FAILED ? 504 : code == MB_EX_BUSY || code == MB_EX_PATH_UNAVAILABLE
                                                              ? 503 : 502;
@@ -581,7 +468,7 @@ static void reply_result(gw_http_tags_t *ht, const tag_write_outcome_t *o, struc
         tags_value_t v;
         tag_write_read_value(g, o, &v);
         evbuffer_add_printf(b, ",\"value\":");
-        add_value(b, g, &v);
+        http_json_value(b, g, &v);
         evbuffer_add_printf(b, ",\"read_words\":[");
         for (unsigned k = 0; k < o->w->count; k++)
             evbuffer_add_printf(b, k ? ",%u" : "%u", o->read_words[k]);

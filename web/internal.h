@@ -27,9 +27,15 @@ struct evhttp_connection *http_tags_abandon(gw_http_tags_t *ht, const struct buf
  * then ,"tags":{...} of config device d, for its /status object. */
 uint64_t http_tags_seq(gw_http_tags_t *ht);
 void http_tags_status(gw_http_tags_t *ht, unsigned d, struct evbuffer *b);
-/* The JSON of tag i of t ({"name", ... }; with `full` what it is too), and
- * answers in JSON: shared by http_tags.c and http_tags_list.c. */
+/* tag_json.c: the JSON of tag i of t ({"name", ... }; with `full` what it
+ * is too), for http_tags.c and http_tags_list.c; a string quoted (cut past
+ * a string tag's longest value), a value as "value" writes it, and a
+ * number that is NaN or infinite made bad (its text in text[8]). */
 void http_tags_add_tag(struct evbuffer *b, const tags_table_t *t, size_t i, int64_t now_ms, bool full);
+void http_json_str(struct evbuffer *b, const char *s);
+void http_json_value(struct evbuffer *b, const tags_tag_t *g, const tags_value_t *v);
+void http_json_quality(const tags_tag_t *g, tags_value_t *v, char text[8]);
+/* Answers in JSON, shared by http_tags.c and http_tags_list.c. */
 void http_tags_reply_json(struct evhttp_request *req, int code, const char *reason, struct evbuffer *b);
 /* {"tag": NAME, "ok": false, "error": WHY}, with the HTTP status that says so. */
 void http_tags_reply_error(struct evhttp_request *req, int code, const char *reason, const char *tag,

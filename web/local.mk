@@ -1,6 +1,6 @@
 # The web side (web/web.h): /status, /metrics, /tags, the page, /frames.
 noinst_LIBRARIES += web/libweb.a
-web_libweb_a_SOURCES = web/web.h web/internal.h web/http.c web/status.c web/metrics.c web/report.c web/http_tags.c web/http_tags_list.c web/http_tls.c web/auth.c web/audit.c web/web.c web/api.c web/api_section.c web/api_csv.c web/api_scan.c web/api_maps.c web/host.c web/stale.c web/fails.c web/password.c
+web_libweb_a_SOURCES = web/web.h web/internal.h web/http.c web/status.c web/metrics.c web/report.c web/http_tags.c web/http_tags_list.c web/tag_json.c web/http_tls.c web/auth.c web/audit.c web/web.c web/api.c web/api_section.c web/api_csv.c web/api_scan.c web/api_maps.c web/host.c web/stale.c web/fails.c web/password.c
 web_libweb_a_CFLAGS = $(GW_CFLAGS)
 web_libweb_a_CPPFLAGS = $(GW_CPPFLAGS)
 
