@@ -114,7 +114,7 @@ def test_v5_properties():
     with open(g.cfg, "a") as f:
         f.write("# a comment: a new revision\n")
     g.p.send_signal(signal.SIGHUP)
-    check(wait_for(lambda: g.status().get("last_reload", {}).get("revision"), 5), "the reload has a revision")
+    check(wait_for(lambda: (g.status().get("last_reload") or {}).get("revision"), 5), "the reload has a revision")
     rev = g.status()["last_reload"]["revision"]
     start = len(sub.messages())
     check(wait_for(lambda: any(m[2].get("revision") == rev for m in sub.messages()[start:]), 10),
