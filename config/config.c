@@ -91,9 +91,9 @@ static void bus_defaults(config_bus_t *b)
     transports_bus_defaults(b);
 }
 
-static int find_bus(const config_t *cfg, const char *name)
+int config_find_bus(const config_t *cfg, const char *name)
 {
-    for (unsigned i = 0; i < cfg->bus_count; i++)
+    for (unsigned i = 0; name && name[0] && i < cfg->bus_count; i++)   /* a gap's name is empty: never a [bus]'s */
         if (strcmp(cfg->buses[i].name, name) == 0)
             return (int)i;
     return -1;
@@ -116,10 +116,6 @@ static void device_needs_bus(loader_t *ld, const config_t *cfg, const config_dev
                         d->name, cfg->bus_count, names);
 }
 
-int config_find_bus(const config_t *cfg, const char *name)   /* for security.c and transports.c */
-{
-    return find_bus(cfg, name);
-}
 
 static int find_device(const config_t *cfg, const char *name)
 {
@@ -199,7 +195,7 @@ static void *named_section(loader_t *ld, int kind, const char *name, unsigned *f
     if (kind == S_MAP)
         return config_maps_new(ld, name, first);
     if (kind == S_BUS) {
-        if ((i = find_bus(cfg, name)) >= 0) {
+        if ((i = config_find_bus(cfg, name)) >= 0) {
             *first = cfg->buses[i].line;
         } else if (cfg->bus_count < CONFIG_MAX_BUSES) {
             if (config_grow((void **)&cfg->buses, sizeof *cfg->buses, NULL, 0, cfg->bus_count, &ld->bus_cap) != 0)
@@ -447,7 +443,7 @@ static void resolve(loader_t *ld)
             config_error_at(ld, cfg->buses[i].line, "[bus %s]: port is required", cfg->buses[i].name);
     for (unsigned i = 0; i < cfg->device_count; i++) {
         config_device_t *d = &cfg->devices[i];
-        int b = find_bus(cfg, ld->device_bus[i].name);
+        int b = config_find_bus(cfg, ld->device_bus[i].name);
         if (!ld->device_bus[i].name[0] && cfg->bus_count == 1)
             b = 0;  /* one bus: it is the obvious one */
         if (b < 0 && !ld->device_bus[i].name[0])
@@ -486,7 +482,7 @@ static void resolve(loader_t *ld)
                      p->address, p->count);
     }
     if (ld->default_bus.name[0]) {
-        int b = find_bus(cfg, ld->default_bus.name);
+        int b = config_find_bus(cfg, ld->default_bus.name);
         if (b < 0)
             config_error_at(ld, ld->default_bus.line, "[tcp] default_bus = '%s': no such bus", ld->default_bus.name);
         else

@@ -483,6 +483,8 @@ static inline unsigned config_bus_at(const config_t *cfg, unsigned i)
 {
     return cfg->bus_slotted ? cfg->bus_order[i] : i;
 }
+/* The index (slot) of the bus named name, or -1: none, or name NULL or empty. */
+int config_find_bus(const config_t *cfg, const char *name);
 /* Whether index b holds a bus (not a gap of a running copy). */
 static inline bool config_bus_live(const config_t *cfg, unsigned b)
 {

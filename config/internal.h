@@ -267,7 +267,6 @@ void users_resolve(loader_t *ld);
 config_user_t *users_new(loader_t *ld, const char *name, unsigned *first);
 bool users_set_password_hash(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 bool users_set_role(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
-int config_find_bus(const config_t *cfg, const char *name);
 /* mqtt.c */
 #define CONFIG_MQTT_KEYS 40
 extern const key_spec_t config_mqtt_keys[CONFIG_MQTT_KEYS];

@@ -67,10 +67,8 @@ static int place(const config_t *fresh, const config_t *run, bool (*free_slot)(v
     for (unsigned b = 0; b < run->bus_count && b < CONFIG_MAX_BUSES; b++)
         taken[b] = run->buses[b].name[0] != '\0';   /* running, kept or leaving */
     for (unsigned i = 0; i < n; i++) {
-        slot[i] = CONFIG_MAX_BUSES;
-        for (unsigned b = 0; b < run->bus_count; b++)
-            if (run->buses[b].name[0] && strcmp(run->buses[b].name, fresh->buses[i].name) == 0)
-                slot[i] = b;
+        int b = config_find_bus(run, fresh->buses[i].name);
+        slot[i] = b < 0 ? CONFIG_MAX_BUSES : (unsigned)b;
     }
     for (unsigned i = 0; i < n; i++) {
         if (slot[i] < CONFIG_MAX_BUSES)

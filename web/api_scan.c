@@ -32,14 +32,6 @@
 
 #define SCAN_BODY_MAX 1024
 
-static int bus_index(const config_t *cfg, const char *name)
-{
-    for (unsigned i = 0; i < cfg->bus_count; i++)   /* a gap's name is empty: never a [bus]'s */
-        if (cfg->buses[i].name[0] && strcmp(cfg->buses[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 /* An integer field within lo..hi into *v; false with why naming it. */
 static bool int_field(struct json_object *val, const char *key, unsigned lo, unsigned hi, unsigned *v, char *why,
                       size_t cap)
@@ -69,7 +61,7 @@ static bool parse_body(gw_t *gw, const char *body, size_t len, gw_scan_params_t 
             if (!ok)
                 break;
             if (strcmp(key, "bus") == 0) {
-                int b = json_object_is_type(val, json_type_string) ? bus_index(gw_config(gw), json_object_get_string(val)) : -1;
+                int b = json_object_is_type(val, json_type_string) ? config_find_bus(gw_config(gw), json_object_get_string(val)) : -1;
                 if (b < 0)
                     snprintf(why, cap, "bus: expected the name of a [bus] of the configuration");
                 ok = b >= 0;
@@ -169,7 +161,7 @@ bool api_scan_request(gw_t *gw, struct evhttp_request *req, const char *what, st
         evbuffer_add_printf(b, "]}\n");
         api_reply_json(gw, req, 200, "OK", b);
     } else {
-        int bus = bus_index(gw_config(gw), what + 5);
+        int bus = config_find_bus(gw_config(gw), what + 5);
         if (bus < 0 || (unsigned)bus >= gw_bus_count(gw)) {
             api_reply_error(gw, req, 404, "Not Found", "no such bus");
             return true;

@@ -118,14 +118,6 @@ static bool parse_u64(const char *v, uint64_t max, uint64_t *out)
     return true;
 }
 
-static int find_bus(const gw_t *gw, const char *name)
-{
-    for (unsigned k = 0; name && name[0] && k < gw_bus_count(gw); k++)   /* a gap's name is empty */
-        if (strcmp(gw_config(gw)->buses[k].name, name) == 0)
-            return (int)k;
-    return -1;
-}
-
 /* 0 with bus, since and limit set from the query; else the HTTP status of
  * its refusal, with why filled. */
 static int frames_query(const gw_t *gw, struct evkeyvalq *q, unsigned *bus, uint64_t *since, uint64_t *limit,
@@ -141,7 +133,7 @@ static int frames_query(const gw_t *gw, struct evkeyvalq *q, unsigned *bus, uint
                    HTTP_BADREQUEST;
     if (!name)
         return snprintf(why, cap, "bus=NAME is missing"), HTTP_BADREQUEST;
-    if ((k = find_bus(gw, name)) < 0)
+    if ((k = config_find_bus(gw_config(gw), name)) < 0)
         return snprintf(why, cap, "no bus named '%.64s'", name), HTTP_NOTFOUND;
     *bus = (unsigned)k;
     *since = 0;
