@@ -30,7 +30,7 @@ bool config_same_bus(const config_bus_t *a, const config_bus_t *b)
            SAME(data_bits) && SAME(stop_bits) && SAME(rs485) && SAME(rts_after_send) &&
            SAME(rts_delay_before_us) && SAME(rts_delay_after_us) && SAME(rx_during_tx) && SAME(echo_suppress) &&
            SAME(response_timeout_ms) && SAME(retries) && SAME(gap_us) && SAME(queue_depth) && SAME(tcp_first) &&
-           SAME(priority_hold_us) && SAME(framing) && SAME_STR(tcp_host) && SAME(tcp_port) &&
+           SAME(priority_hold_us) && SAME(poll_share) && SAME(framing) && SAME_STR(tcp_host) && SAME(tcp_port) &&
            SAME(connect_timeout_ms) && SAME(frame_silence_ms) && SAME(char_timeout_ms) && SAME(max_inflight) &&
            SAME(listen) && SAME(no_copies);
     /* not compared: line, port_line, queue_depth_line (where they are written) */

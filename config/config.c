@@ -87,7 +87,7 @@ static void bus_defaults(config_bus_t *b)
 {
     *b = (config_bus_t){ .baud = 19200, .parity = 'E', .data_bits = 8, .stop_bits = 1,
                          .response_timeout_ms = 500, .retries = 1, .queue_depth = 64,
-                         .tcp_first = true, .priority_hold_us = 5000, .listen_late_factor = 4 };
+                         .tcp_first = true, .poll_share = 20, .priority_hold_us = 5000, .listen_late_factor = 4 };
     transports_bus_defaults(b);
 }
 

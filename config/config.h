@@ -83,6 +83,8 @@ typedef struct config_bus {
     unsigned gap_us;                /* 0: t3.5 from baud and framing */
     unsigned queue_depth;
     bool tcp_first;                 /* TCP requests ahead of background polls */
+    unsigned poll_share;            /* with tcp_first: percent of transactions owed to polls
+                                       that wait behind TCP requests (line/queue.c); 0: none */
     unsigned priority_hold_us;      /* after a priority answer, wait this long at most for its
                                        master's next request before a normal one (line/queue.c) */
     unsigned line;                  /* where the section starts, for messages */

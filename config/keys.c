@@ -59,6 +59,7 @@ static const key_spec_t bus_keys[] = {
     U(config_bus_t, queue_depth, 1, 4096),
     B(config_bus_t, tcp_first),
     U(config_bus_t, priority_hold_us, 0, 100000),
+    U(config_bus_t, poll_share, 0, 50),
     C("copies", set_copies),
     /* transports (transports.c checks which ports and framings take them) */
     C("framing", transports_set_framing),

@@ -43,7 +43,7 @@ void listen_check_bus(loader_t *ld, const config_bus_t *bus)
 {
     static const char *const sends[] = { "rs485", "rts_after_send", "rts_delay_before_us", "rts_delay_after_us",
                                          "rx_during_tx", "echo_suppress", "retries", "gap_us", "queue_depth",
-                                         "tcp_first", "priority_hold_us" };
+                                         "tcp_first", "poll_share", "priority_hold_us" };
     const seen_key_t *mode = given_key(ld, "mode");
     const seen_key_t *late = given_key(ld, "listen_late_factor");
     if (late && !bus->listen)

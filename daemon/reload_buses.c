@@ -8,7 +8,8 @@
  * files is at the same index in both, whatever was added or removed before
  * it, and a bus that did not change is not touched. Slot by slot:
  *   - in both and the same: nothing, or only its live keys
- *     (response_timeout_ms, retries, gap_us, tcp_first, priority_hold_us),
+ *     (response_timeout_ms, retries, gap_us, tcp_first, poll_share,
+ *     priority_hold_us),
  *     which every line takes by message (apply_bus_keys);
  *   - in both, changed beyond those: its port or serial settings alone
  *     reopen the running line there (bus_port_change); any other change
@@ -45,6 +46,7 @@ static void take_line_keys(config_bus_t *dst, const config_bus_t *src)
     dst->retries = src->retries;
     dst->gap_us = src->gap_us;
     dst->tcp_first = src->tcp_first;
+    dst->poll_share = src->poll_share;
     dst->priority_hold_us = src->priority_hold_us;
 }
 

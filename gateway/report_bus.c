@@ -181,6 +181,7 @@ static const report_metric_def_t bus_defs[] = {
     BM(misshapen, "Requests given up (0x0B) without a retry: their slave answered them in a shape no stale frame of it has"),
     BM(priority_holds, "Times the line waited for a priority master's next request before a normal one ([bus] priority_hold_us)"),
     BM(priority_hold_us, "Microseconds the line waited so (the cost to the normal class)"),
+    BM(poll_turns, "Polls started ahead of waiting TCP requests: the polls' share of a busy bus ([bus] poll_share)"),
     BM(reconnect_holds, "Times the line was held quiet after a reconnect with answers owed from before it (I8)"),
     BM(gone_dropped, "Requests not sent: their client had gone"),
     BM(broadcast_refused, "Broadcasts refused: not a write"),

@@ -234,6 +234,7 @@ static void keys_from(line_keys_t *k, const config_t *cfg, unsigned index)
     k->gap_us = c->gap_us;
     k->priority_hold_us = c->priority_hold_us;
     k->tcp_first = c->tcp_first;
+    k->poll_share = c->poll_share;
     for (unsigned s = 0; s < N_SLAVES; s++) {
         k->slave[s].timeout_ms = c->response_timeout_ms;
         k->slave[s].dead_after = 3;
@@ -353,6 +354,7 @@ void line_keys_apply(line_t *l, const line_keys_t *k)
     l->cfg.retries = k->retries;
     l->cfg.priority_hold_us = k->priority_hold_us;
     l->cfg.tcp_first = k->tcp_first;
+    l->cfg.poll_share = k->poll_share;
     if (l->cfg.gap_us != k->gap_us) {
         l->cfg.gap_us = k->gap_us;
         init_timing(l);

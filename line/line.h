@@ -100,6 +100,7 @@ typedef struct line_bus_metrics {
     atomic_uint_fast64_t queue_depth, port_up, reopen_attempts;
     atomic_uint_fast64_t shaped, shape_refused, certified, misshapen;
     atomic_uint_fast64_t priority_holds, priority_hold_us;   /* line/queue.c: held for a priority master */
+    atomic_uint_fast64_t poll_turns;   /* line/queue.c: a waiting poll went ahead of TCP requests (poll_share) */
     atomic_uint_fast64_t reconnect_holds;   /* I8: the line held quiet after a reconnect with answers owed */
     atomic_uint_fast64_t foreign_confirms, owed_forgotten;   /* I9 (line/foreign.c) */
     atomic_uint_fast64_t latency[GW_LATENCY_BUCKETS];

@@ -97,7 +97,7 @@ typedef struct line_owed {
  * ones in force: a slave never used is made from them (line_slave).
  */
 struct line_keys {
-    unsigned response_timeout_ms, retries, gap_us, priority_hold_us;
+    unsigned response_timeout_ms, retries, gap_us, priority_hold_us, poll_share;
     bool tcp_first;
     struct {
         unsigned timeout_ms, dead_after, backoff_ms;
@@ -182,6 +182,7 @@ struct line {
     uint64_t prio_return_ns, prio_return_dev_ns;
     uint64_t prio_held_since_ns;   /* a normal request has waited since (0: none waits) */
     unsigned prio_streak;          /* priority requests started in a row while normal ones waited */
+    unsigned poll_streak;          /* interactive requests started in a row while polls waited (poll_share) */
     bool prio_hold_open;           /* its last answer went, and no request of it came since */
     /* The order below is the pages a bus makes resident (events.c,
      * line_new): what every bus writes first (the fields above, its

@@ -325,8 +325,10 @@ check-tap-explore: tests/line/test_pair_explore
 .PHONY: check-tap-explore
 
 # [map NAME]: the virtual slave, read by pymodbus and mbpoll while its tags change (issue 46).
-TESTS += tests/e2e/modbus/test_map.py
-EXTRA_DIST += tests/e2e/modbus/test_map.py
+TESTS += tests/e2e/modbus/test_map.py \
+	tests/e2e/modbus/test_poll_share.py
+EXTRA_DIST += tests/e2e/modbus/test_map.py \
+	tests/e2e/modbus/test_poll_share.py
 
 # POST /api/scan: a scan of a bus from the API on the bus's own line (scripted
 # slaves: a glitch byte, FC 3 only, a silent range), roles, 409s, polling paused and resumed;

@@ -4,7 +4,9 @@
  * priority; a priority request ([tcp] priority_clients, priority_units,
  * priority_functions, a role's priority) queued before normal ones; and
  * the normal class served after LINE_STARVATION_BOUND (8) priority requests
- * in a row, however many normal ones wait.
+ * in a row, however many normal ones wait; and the polls' share
+ * ([bus] poll_share): a background request goes after 100/share - 1
+ * interactive ones in a row, however many interactive ones wait.
  */
 #include "line/state.h"
 
@@ -22,16 +24,23 @@ static line_t *queue_of(unsigned depth)
     line_t *l = calloc(1, sizeof *l);
     assert_non_null(l);
     l->cfg.queue_depth = depth;
-    l->queue[0].slot = calloc(depth, sizeof(line_request_t));
-    assert_non_null(l->queue[0].slot);
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++) {
+        l->queue[qi].slot = calloc(depth, sizeof(line_request_t));
+        assert_non_null(l->queue[qi].slot);
+    }
     return l;
+}
+
+static void push_to(line_t *l, unsigned qi, uint32_t seq, uint8_t priority)
+{
+    line_request_t r = { .origin = &origin, .seq = seq, .slave = 1, .priority = priority, .pdu_len = 5,
+                       .pdu = { 3, 0, 0, 0, 1 }, .background = qi == 1 };
+    assert_true(line_queue_push(l, qi, &r));
 }
 
 static void push(line_t *l, uint32_t seq, uint8_t priority)
 {
-    line_request_t r = { .origin = &origin, .seq = seq, .slave = 1, .priority = priority, .pdu_len = 5,
-                       .pdu = { 3, 0, 0, 0, 1 } };
-    assert_true(line_queue_push(l, 0, &r));
+    push_to(l, 0, seq, priority);
 }
 
 static uint32_t next_seq(line_t *l)
@@ -44,7 +53,8 @@ static uint32_t next_seq(line_t *l)
 
 static void drop(line_t *l)
 {
-    free(l->queue[0].slot);
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
+        free(l->queue[qi].slot);
     free(l);
 }
 
@@ -107,12 +117,83 @@ static void test_starvation_bound_is_the_class(void **state)
     drop(l);
 }
 
+/* Clients that always have a request waiting (each answered one asks
+ * again) and polls behind them (tcp_first): with poll_share the polls get
+ * one transaction in 100/share, in their order, and no more than that
+ * while clients wait; with 0, none while a client waits (the order before).
+ * The share is the one rtugw_bus_poll_turns_total counts. */
+static unsigned polls_among(unsigned share, unsigned picks, unsigned *longest_client_run)
+{
+    line_t *l = queue_of(64);
+    l->cfg.tcp_first = true;
+    l->cfg.poll_share = share;
+    for (uint32_t k = 1; k <= 8; k++)
+        push_to(l, 0, k, 0);
+    for (uint32_t k = 0; k < 40; k++)
+        push_to(l, 1, 1000 + k, 0);
+    unsigned polls = 0, run = 0;
+    uint32_t next_poll = 1000;
+    *longest_client_run = 0;
+    for (unsigned n = 0; n < picks; n++) {
+        uint32_t seq = next_seq(l);
+        if (seq >= 1000) {
+            assert_int_equal(seq, next_poll++);   /* the polls in their order */
+            polls++;
+            run = 0;
+        } else {
+            push_to(l, 0, seq + 10, 0);   /* the client asks again */
+            if (++run > *longest_client_run)
+                *longest_client_run = run;
+        }
+    }
+    assert_int_equal(l->m.poll_turns, polls);
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
+        free(l->queue[qi].slot);
+    free(l);
+    return polls;
+}
+
+static void test_poll_share(void **state)
+{
+    (void)state;
+    unsigned run;
+    assert_int_equal(polls_among(20, 100, &run), 20);   /* 4 clients, 1 poll */
+    assert_int_equal(run, 4);
+    assert_int_equal(polls_among(50, 100, &run), 40);   /* 1 and 1, until the 40 polls are done */
+    assert_int_equal(polls_among(10, 100, &run), 10);
+    assert_int_equal(run, 9);
+    assert_int_equal(polls_among(0, 100, &run), 0);     /* strict tcp_first: never while clients wait */
+    assert_int_equal(run, 100);
+}
+
+/* No client waiting: polls go back to back; the share is a floor. */
+static void test_poll_share_is_a_floor(void **state)
+{
+    (void)state;
+    line_t *l = queue_of(16);
+    l->cfg.tcp_first = true;
+    l->cfg.poll_share = 20;
+    for (uint32_t k = 0; k < 5; k++)
+        push_to(l, 1, 1000 + k, 0);
+    for (uint32_t k = 0; k < 5; k++)
+        assert_int_equal(next_seq(l), 1000 + k);
+    assert_int_equal(l->m.poll_turns, 0);   /* nobody was passed over */
+    push_to(l, 0, 1, 0);
+    push_to(l, 1, 2000, 0);
+    assert_int_equal(next_seq(l), 1);       /* a client first, as tcp_first says */
+    for (unsigned qi = 0; qi < BUS_QUEUES; qi++)
+        free(l->queue[qi].slot);
+    free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priority_first_fifo_within),
         cmocka_unit_test(test_starvation_bound),
         cmocka_unit_test(test_starvation_bound_is_the_class),
+        cmocka_unit_test(test_poll_share),
+        cmocka_unit_test(test_poll_share_is_a_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

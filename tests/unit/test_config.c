@@ -72,6 +72,25 @@ static void test_tcp_share_keys(void **state)
     expect_error(&errs, "t.ini:5: [tcp] priority_clients = '10.0.0.0/33'", "0..32");
 }
 
+/* The polls' share of a busy bus (line/queue.c): default, a value, its
+ * range named, and a listen-only bus, which sends nothing, refuses it. */
+static void test_poll_share_key(void **state)
+{
+    (void)state;
+    config_errors_t errs;
+    config_t *cfg = load("[bus a]\nport = sim\n[bus b]\nport = sim\npoll_share = 0\n[bus c]\nport = sim\npoll_share = 50\n",
+                         &errs);
+    assert_non_null(cfg);
+    assert_int_equal(cfg->buses[0].poll_share, 20);
+    assert_int_equal(cfg->buses[1].poll_share, 0);
+    assert_int_equal(cfg->buses[2].poll_share, 50);
+    config_free(cfg);
+    assert_null(load("[bus a]\nport = sim\npoll_share = 51\n", &errs));
+    expect_error(&errs, "t.ini:3: [bus a] poll_share = '51'", "0..50");
+    assert_null(load("[bus a]\nport = /dev/ttyS0\nmode = listen\npoll_share = 10\n", &errs));
+    expect_error(&errs, "t.ini:4: [bus a] poll_share = '10'", "never sends");
+}
+
 /* A listener's bus_share must stay below every bus's queue_depth: at or
  * above it, the listener alone fills the queue and gets exceptions 06. The
  * error names the line of the value written and quotes the other. */
@@ -588,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_example_file_is_valid),
         cmocka_unit_test(test_tcp_share_keys),
         cmocka_unit_test(test_bus_share_below_queue_depth),
+        cmocka_unit_test(test_poll_share_key),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_every_error_named_with_line),
         cmocka_unit_test(test_syntax_and_long_lines),
