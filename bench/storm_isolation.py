@@ -225,15 +225,15 @@ def one_round(path, a):
         text += "tags_file = %s\n" % full["tags"]
         text += "".join("[device u%d]\nbus = b1\nslave = %d\ntags_file = %s\n" % (u, u, full["tags"])
                         for u in range(2, 11))
-    if a.cached:   # the clients' 8 registers polled every 100 ms and served from the cache
-        text += ("[poll c1]\ndevice = u1\nfunction = 3\naddress = 0\ncount = 8\ninterval_ms = 100\n"
-                 "serve_cached_ms = 1000\n")
         text += ("[tls]\nbind = 127.0.0.1\nport = %d\ncert_file = {c}/server.pem\nkey_file = {c}/server.key\n"
                  "ca_file = {c}/ca.pem\nsession_cache = 0\nmax_handshakes = 64\n"
                  "max_handshakes_per_address = 0\n[role reader]\nfunctions = read\nunits = all\n"
                  % full["tls_port"]).format(c=full["certs"])
         text += ("[mqtt]\nhost = 127.0.0.1\nport = %d\nclient_id = storm\ngateway = storm\nformat = json-per-tag\n"
                  "publish = poll\nqos = 0\n" % full["mqtt_port"])
+    if a.cached:   # the clients' 8 registers polled every 100 ms and served from the cache
+        text += ("[poll c1]\ndevice = u1\nfunction = 3\naddress = 0\ncount = 8\ninterval_ms = 100\n"
+                 "serve_cached_ms = 1000\n")
     text += ("[tcp]\nbind = 127.0.0.1\nport = %d\ndefault_bus = b1\nmax_clients = 1024\nmax_per_address = 0\n"
              "[http]\nbind = 127.0.0.1\nport = %d\nmax_connections = 64\n" % (tcp, http))
     # in the tag file's folder: files the configuration names stay under its folder
@@ -297,9 +297,11 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * a.clients + 256)), hard))
     arms = [x.split("=", 1) for x in (a.arm or ["rtugw=./rtugw"])]
     tot = {label: {"unloaded": [0] * 9, "storm": [0] * 9} for label, _ in arms}
+    per_round = {label: [] for label, _ in arms}
     for _ in range(a.rounds):
         for label, path in arms:
             r = one_round(path, a)
+            per_round[label].append(r["storm"])
             for ph in r:
                 t = tot[label][ph]
                 tot[label][ph] = [x + y for x, y in zip(t[:7], r[ph][:7])] + [max(t[7], r[ph][7]), max(t[8], r[ph][8])]
@@ -310,6 +312,9 @@ def main():
             print("%-9s %-9s %11d %11d %9d %16.0f %9.1f %12.2f %14.0f  %6.1f / %6.1f"
                   % (label, ph, v[0], v[1], v[2], v[3] / a.rounds, v[4] / a.rounds, v[5] / a.rounds,
                      v[6] / a.rounds, v[7], v[8]))
+    print("per round, storm phase (answers/s, TLS hs/s, GET /tags/s, MQTT values/s):")
+    for label, rounds in per_round.items():
+        print("  %-9s %s" % (label, "; ".join("%.0f, %.1f, %.2f, %.0f" % (r[3], r[4], r[5], r[6]) for r in rounds)))
     print("storm answers checked: %d wrong (a reply to another request, or a read's data not its registers')"
           % WRONG[0])
     if a.smoke:
