@@ -250,16 +250,21 @@ def one_round(path, a):
             raise SystemExit("%s run -c %s exited %d:\n%s" % (path, cpath, gw.returncode, log.read()[-2000:]))
         q0 = b0(http)
         m0 = published(http) if full else 0.0
+        t0 = time.monotonic()
         time.sleep(a.seconds)
         q1 = b0(http)
         l1 = b0_latency(http)
         m1 = published(http) if full else 0.0
+        t1 = time.monotonic()
         rate, tls_rate, tags_rate = asyncio.run(storm(tcp, http, a.clients, a.http, a.seconds, full))
         q2 = b0(http)
         l2 = b0_latency(http)
         m2 = published(http) if full else 0.0
-        out["unloaded"] = [q1[i] - q0[i] for i in range(3)] + [0.0, 0.0, 0.0, (m1 - m0) / a.seconds] + list(l1)
-        out["storm"] = [q2[i] - q1[i] for i in range(3)] + [rate, tls_rate, tags_rate, (m2 - m1) / a.seconds] + list(l2)
+        # per second of the time between the counter's reads: the storm phase
+        # runs longer than --seconds (its processes' start and the clients' ends)
+        t2 = time.monotonic()
+        out["unloaded"] = [q1[i] - q0[i] for i in range(3)] + [0.0, 0.0, 0.0, (m1 - m0) / (t1 - t0)] + list(l1)
+        out["storm"] = [q2[i] - q1[i] for i in range(3)] + [rate, tls_rate, tags_rate, (m2 - m1) / (t2 - t1)] + list(l2)
     finally:
         gw.send_signal(signal.SIGTERM)
         gw.wait(timeout=20)

@@ -224,6 +224,7 @@ def mbap(tid, unit, pdu):
 
 
 def recv_frame(s):
+    """One MBAP frame: (tid, unit, pdu), or None when the peer closed first."""
     head = b""
     while len(head) < 7:
         chunk = s.recv(7 - len(head))
@@ -233,7 +234,10 @@ def recv_frame(s):
     tid, proto, length, unit = struct.unpack(">HHHB", head)
     body = b""
     while len(body) < length - 1:
-        body += s.recv(length - 1 - len(body))
+        chunk = s.recv(length - 1 - len(body))
+        if not chunk:
+            return None
+        body += chunk
     return tid, unit, body
 
 

@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config"))
-from rtugwtest import Gateway, check, run_tests, wait_for  # noqa: E402
+from rtugwtest import Gateway, check, mbap, recv_frame, run_tests, wait_for  # noqa: E402
 from tagscheck import tag_values  # noqa: E402
 from test_live_change import hup  # noqa: E402
 
@@ -51,27 +51,17 @@ class Clients:
         tid = 0
         while not self.stop.is_set():
             tid = (tid + 1) & 0xFFFF
-            s.sendall(struct.pack(">HHHBBHH", tid, 0, 6, 1, 3, address, 8))
             try:
-                head = b""
-                while len(head) < 7:
-                    got = s.recv(7 - len(head))
-                    if not got:
-                        raise OSError("closed")
-                    head += got
-                n = struct.unpack(">H", head[4:6])[0] - 1
-                body = b""
-                while len(body) < n:
-                    got = s.recv(n - len(body))
-                    if not got:
-                        raise OSError("closed")
-                    body += got
+                s.sendall(mbap(tid, 1, struct.pack(">BHH", 3, address, 8)))
+                got = recv_frame(s)
             except OSError:
-                with self.lock:
-                    self.lost += 1
-                return
+                got = None
             with self.lock:
-                if struct.unpack(">H", head[:2])[0] != tid:
+                if got is None:
+                    self.lost += 1
+                    return
+                rtid, _, body = got
+                if rtid != tid:
                     self.wrong += 1
                 elif body[0] & 0x80:
                     self.exceptions += 1
