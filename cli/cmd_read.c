@@ -204,10 +204,7 @@ static const char *value_text(const tags_tag_t *g, const uint16_t *words, bool j
     tags_value_t v = { .quality = TAGS_GOOD };
     char text[6 * TAGS_MAX_REGISTERS + 8];
     tags_decode(g, words, &v);
-    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
-    const char *why = v.quality == TAGS_BAD ? "a BCD digit above 9"
-                      : !number || isfinite(v.eng) ? NULL
-                      : isnan(v.eng) ? "nan" : v.eng > 0 ? "inf" : "-inf";
+    const char *why = v.quality == TAGS_BAD ? "a BCD digit above 9" : tags_nonfinite(g, &v);
     if (why) {
         snprintf(out, cap, json ? "null" : "bad_data");
         return why;

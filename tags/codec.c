@@ -101,7 +101,7 @@ void tags_decode(const tags_tag_t *tag, const uint16_t *words, tags_value_t *out
     out->n_words = 0;
     out->raw.u = 0;
     out->eng = 0;
-    if (tag->type != TAGS_STRING && tag->type != TAGS_RAW && tag->type != TAGS_BOOL)
+    if (tags_type_numeric(tag->type))
         bits = gather(words, tag->count, tag->order);
     if (tag->type >= TAGS_BCD16) {
         decode_more(tag, bits, out);

@@ -188,6 +188,13 @@ static int format_number(const tags_tag_t *tag, const tags_value_t *v, char *buf
     return shortest(WIDTH_DOUBLE, v->eng, buf, cap);
 }
 
+const char *tags_nonfinite(const tags_tag_t *tag, const tags_value_t *v)
+{
+    if (!tags_type_numeric(tag->type) || isfinite(v->eng))
+        return NULL;
+    return isnan(v->eng) ? "nan" : v->eng > 0 ? "inf" : "-inf";
+}
+
 int tags_format(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap)
 {
     int n = 0;

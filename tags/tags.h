@@ -277,6 +277,15 @@ size_t tags_string_text(const tags_tag_t *tag, const tags_value_t *v, char *buf,
  */
 int tags_format(const tags_tag_t *tag, const tags_value_t *v, char *buf, size_t cap);
 
+/* Whether the type's value is a number (eng): all but bool, string and raw words. */
+static inline bool tags_type_numeric(tags_type_t type)
+{
+    return type != TAGS_BOOL && type != TAGS_STRING && type != TAGS_RAW;
+}
+/* Why a number tag's value is no number: "nan", "inf" or "-inf" (bad data,
+ * null in JSON); NULL when it is finite, or the tag is no number. */
+const char *tags_nonfinite(const tags_tag_t *tag, const tags_value_t *v);
+
 /* What a write puts on the wire. For a bool in a register the caller must
  * first read the register (fc 3, address, 1) and pass it to tags_write_merge:
  * Modbus has no single-bit write for registers. (Or send fc 22, mask write,

@@ -19,7 +19,6 @@
 #include "json/json.h"
 
 #include <event2/buffer.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,10 +112,10 @@ static const char *reason_token(tags_reason_t r)
 
 void http_json_quality(const tags_tag_t *g, tags_value_t *v, char text[8])
 {
-    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
-    if (v->quality == TAGS_BAD || !number || isfinite(v->eng))
+    const char *why = v->quality == TAGS_BAD ? NULL : tags_nonfinite(g, v);
+    if (!why)
         return;
-    snprintf(text, 8, "%s", isnan(v->eng) ? "nan" : v->eng > 0 ? "inf" : "-inf");
+    snprintf(text, 8, "%s", why);
     v->quality = TAGS_BAD;
     v->reason = TAGS_BAD_DATA;
 }
@@ -124,8 +123,8 @@ void http_json_quality(const tags_tag_t *g, tags_value_t *v, char text[8])
 static void jw_value(jw_t *w, const tags_tag_t *g, const tags_value_t *v)
 {
     char text[6 * TAGS_MAX_REGISTERS + 8];
-    bool number = g->type != TAGS_BOOL && g->type != TAGS_STRING && g->type != TAGS_RAW;
-    if (v->quality == TAGS_BAD || tags_format(g, v, text, sizeof text) < 0 || (number && !isfinite(v->eng))) {
+    bool number = tags_type_numeric(g->type);
+    if (v->quality == TAGS_BAD || tags_format(g, v, text, sizeof text) < 0 || tags_nonfinite(g, v)) {
         JW_LIT(w, "null");
     } else if (!number) {
         if (g->type == TAGS_BOOL)
