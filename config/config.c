@@ -116,7 +116,6 @@ static void device_needs_bus(loader_t *ld, const config_t *cfg, const config_dev
                         d->name, cfg->bus_count, names);
 }
 
-
 static int find_device(const config_t *cfg, const char *name)
 {
     for (unsigned i = 0; i < cfg->device_count; i++)
