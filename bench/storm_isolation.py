@@ -118,7 +118,8 @@ async def client(port, stop, count):
             await w.drain()
             hdr = await r.readexactly(7)
             body = await r.readexactly(struct.unpack(">H", hdr[4:6])[0] - 1)
-            count[0] += 1
+            if not stop.is_set():   # answers/s is over --seconds: not those drained after it
+                count[0] += 1
             # a refusal (an exception) is not wrong; data of another read is
             if hdr[:2] != struct.pack(">H", tid) or (body[:1] == b"\x03" and body != STORM_ANSWER):
                 WRONG[0] += 1
