@@ -98,7 +98,11 @@ def shortest_float32(x):
     """The fewest significant digits that struct 'f' packs to the same float32."""
     for digits in range(1, 10):
         text = "%.*g" % (digits, x)
-        if struct.pack(">f", float(text)) == struct.pack(">f", x):
+        try:
+            same = struct.pack(">f", float(text)) == struct.pack(">f", x)
+        except OverflowError:       # rounded past FLT_MAX: strtof gives inf
+            same = False
+        if same:
             return text
     return repr(x)
 
