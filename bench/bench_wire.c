@@ -10,6 +10,9 @@
  *   rtugw  -- `rtugw run` on a second pty pair served the same way, opened
  *             as a serial port (`port = /dev/pts/N`, the serial driver, paced
  *             reads as on a real line), one libmodbus TCP client;
+ *             three arms, each on a line of its own (bench/wire.h): the
+ *             defaults, widen_reads = false, and that with line_thread =
+ *             false (the bus on the I/O thread: no hop between threads);
  *   both read --regs holding registers of slave 1 back to back, and every
  *   answer's values are compared with the simulator's pattern (slave 1:
  *   1000 + address): a wrong value fails the run as a failed read does.
@@ -107,7 +110,7 @@ typedef struct gw_arm {
 static int arm_start(const wire_options_t *opt, unsigned baud, unsigned k, gw_arm_t *a)
 {
     char bus[512];
-    const char *sections = k == 1 ? "[device d1]\nslave = 1\nwiden_reads = false\n" : NULL;
+    const char *sections = k >= 1 ? "[device d1]\nslave = 1\nwiden_reads = false\n" : NULL;
 
     if (bench_pty_sim_open(&a->line, baud, true, false, "wire") != 0)
         return -1;
@@ -119,7 +122,8 @@ static int arm_start(const wire_options_t *opt, unsigned baud, unsigned k, gw_ar
                  (int)getpid(), baud, k);
         setenv("RTUGW_TIMELINE", a->tl_path, 1);
     }
-    bench_gw_spec_t spec = { .binary = opt->rtugw, .bus = bus, .sections = sections, .probe_slave = 1 };
+    bench_gw_spec_t spec = { .binary = opt->rtugw, .bus = bus, .sections = sections, .probe_slave = 1,
+                             .gateway = k == 2 ? "line_thread = false\n" : NULL };
     a->gw = bench_gw_launch(&spec);
     unsetenv("RTUGW_TIMELINE");
     return a->gw && (a->client = bench_gw_client(a->gw, 1)) ? 0 : -1;

@@ -27,9 +27,10 @@ extern const char *const wire_stage_names[WIRE_STAGES];
 
 /* The gateway's arms: its defaults (widen_reads on: the line asks a read
  * one or two registers wider when its answer would have the shape of the
- * slave's last ones, I6), and widen_reads = false for slave 1, whose
- * answers are then as long as the direct master's. */
-enum { WIRE_ARMS = 2 };
+ * slave's last ones, I6); widen_reads = false for slave 1, whose answers
+ * are then as long as the direct master's; and that with line_thread =
+ * false, the bus on the I/O thread (no thread hop either way). */
+enum { WIRE_ARMS = 3 };
 extern const char *const wire_arm_names[WIRE_ARMS];
 
 typedef struct wire_arm {

@@ -31,7 +31,7 @@ int bench_samples_push(bench_samples_t *s, double x)
     return 0;
 }
 
-const char *const wire_arm_names[WIRE_ARMS] = { "rtugw", "rtugw_nowiden" };
+const char *const wire_arm_names[WIRE_ARMS] = { "rtugw", "rtugw_nowiden", "rtugw_oneloop" };
 
 static void json_spread(const char *name, const bench_spread_t *s, const char *sep)
 {
