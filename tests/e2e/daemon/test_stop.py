@@ -8,8 +8,10 @@ connected and has been answered once, and stays connected: a pymodbus
 client, a TLS session that read a register, an HTTP/1.1 keep-alive
 connection after GET /status (what a browser on the web page or a
 Prometheus scraper leaves open), a second one after GET / (the page), and
-the gateway's own MQTT session. Then SIGTERM: rtugw must exit 0 and
-memcheck must find no invalid access and no definite leak.
+the gateway's own MQTT session. Two SIGHUP reloads follow with all of
+them open, one adding a bus (a device, a poll, a changed poll_share on the
+first bus), one removing it. Then SIGTERM: rtugw must exit 0 and memcheck
+must find no invalid access and no definite leak, the reloads' included.
 
 Before the fix the HTTP connections' close callbacks activated an event
 freed just before them: "free(): corrupted unsorted chunks", exit -6 on
@@ -18,6 +20,7 @@ libevent), so this test runs valgrind; a sanitizer build cannot run under
 valgrind, and there the same scenario runs without it (the sanitizers then
 watch) and must still exit 0.
 """
+import json
 import os
 import pwd
 import shutil
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
 from rtugwtest import BIN, check, free_port, mbap, procs, recv_frame, run_tests, sanitized, sanitizer_env, wait_for  # noqa: E402
@@ -135,6 +139,25 @@ def stop_with_everything_open(under_valgrind):
     check(m.get("rtugw_http_active", 0) >= 2 and m.get("rtugw_tcp_active", 0) >= 1,
           f"the connections are open at the stop (http {m.get('rtugw_http_active')}, "
           f"tcp {m.get('rtugw_tcp_active')})")
+
+    # Two live changes before the stop, so that the reload's allocations and
+    # frees are watched too: a bus added (its device, a poll, a new
+    # poll_share on the first bus), then removed again while the clients stay.
+    base = config(tcp, tls, http, mqtt)
+    added = base.replace("[tcp]\n", "[bus second]\nport = sim:4\nbaud = 19200\n[device d4]\nbus = second\nslave = 4\n"
+                         "[poll p4]\ndevice = d4\nfunction = 3\naddress = 0\ncount = 2\ninterval_ms = 100\n[tcp]\n", 1)
+    added = added.replace("baud = 19200\n[device d1]\n", "baud = 19200\npoll_share = 30\n[device d1]\nbus = line\n", 1)
+    for n, text in enumerate((added, base), start=1):
+        with open(cfg, "w") as f:
+            f.write(text)
+        p.send_signal(signal.SIGHUP)
+        done = wait_for(lambda: open(log.name).read().count("SIGHUP: reloaded") >= n, 120, step=0.2)
+        check(done, f"reload {n} ({'a bus added' if n == 1 else 'that bus removed'}) applied")
+        r = c.read_holding_registers(0, 2, slave=1)
+        check(not r.isError(), f"... and the client open across it is answered ({r})")
+        st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=30).read())
+        names = [b["name"] for b in st["buses"]]
+        check(names == (["line", "second"] if n == 1 else ["line"]), f"... and /status shows the buses it names: {names}")
 
     p.send_signal(signal.SIGTERM)
     try:
