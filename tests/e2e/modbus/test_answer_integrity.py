@@ -33,6 +33,10 @@ Registers of equal values (phase equal): all zero, all equal, or two values
 alternating by address, healthy (every read data, and no guard or
 confirmation time in /metrics) and with late copies and stalls (0 wrong).
 
+The buses on the I/O thread (phase oneloop, `[gateway] line_thread =
+false`): the simulator's faults at once, the stalls, the late copies and a
+healthy all-zero slave again, unique and equal values (0 wrong).
+
 Also: a 125-register read against the paced simulator at 1200, 9600 and
 19200 baud with a 100 ms timeout answers with data (the deadline must allow
 for the answer's wire time); a client that sends 16 requests and shuts down
@@ -44,7 +48,7 @@ Counts are printed per configuration: sent, data, exceptions by code, wrong
 (with how many of that slave's reads back the read was whose values came). Environment:
 RTUGW_INTEGRITY_SCALE multiplies every configuration's read count (default
 1: about 26,000 reads); RTUGW_KEEP keeps the logs. Arguments name phases to
-run (matrix, peers, equal, edges); none: all."""
+run (matrix, peers, equal, oneloop, edges); none: all."""
 import collections
 import os
 import selectors
@@ -271,10 +275,10 @@ class Bus:
 
 
 class Gateway(Daemon):
-    def __init__(self, d, buses, tcp_extra=""):
+    def __init__(self, d, buses, tcp_extra="", gateway_extra=""):
         self.dir = d
         self.tcp_port, self.http_port = free_port(), free_port()
-        text = f"[gateway]\nlog_level = {os.environ.get('RTUGW_INTEGRITY_LOG', 'warn')}\n"   # debug: every frame
+        text = f"[gateway]\nlog_level = {os.environ.get('RTUGW_INTEGRITY_LOG', 'warn')}\n{gateway_extra}"   # debug: every frame
         routes = ""
         for b in buses:
             text += (f"[bus {b.name}]\nport = {b.peer.link}\nbaud = {b.baud}\n"
@@ -405,14 +409,14 @@ def drive(port, buses, conns_per_bus=2, depth=4, seconds=150):
     return time.time() - t0
 
 
-def run_configurations(label, buses):
+def run_configurations(label, buses, gateway_extra=""):
     d = tempfile.mkdtemp(prefix=f"rtugw-integrity-{label}-")
     next_unit = 1
     for b in buses:
         b.units = [next_unit, next_unit + 1]    # distinct slave ids across buses: values say whose
         next_unit += 2
         b.peer = Peer(d, b.name, b.kind, b.args, b.units)
-    g = Gateway(d, buses)
+    g = Gateway(d, buses, gateway_extra=gateway_extra)
     elapsed = drive(g.tcp_port, buses)
     m = g.metrics()
     print(f"   ({sum(b.sent for b in buses)} reads over {len(buses)} buses in {elapsed:.1f} s)", flush=True)
@@ -552,6 +556,27 @@ def phase_equal():
     return run_configurations("equal", buses)
 
 
+def phase_oneloop():
+    """The buses on the I/O thread (`line_thread = false`, which
+    rtugw.conf(5) offers to a gateway that wants the wire's latency): the
+    line discipline is the same code on another loop, so the faults that
+    tested each invariant must still give no wrong answer there, with
+    unique and with equal register values."""
+    buses = [Bus("o0", "one loop: sim all faults 0.1 in order, timeout 80", "sim", all_faults(0.1, True), LATE * 2, 400),
+             Bus("o1", "one loop: sim all faults 0.1, timeout 20", "sim", all_faults(0.1, False), LATE // 2, 400),
+             Bus("o2", "one loop: rtu_slave stalls 400 ms every 25th answer, deaf when busy", "slave",
+                 ["--stall-every", "25", "--stall-ms", "400"], 30, 300),
+             Bus("o3", "one loop: rtu_slave double, every 10th copy 25 ms later still", "slave",
+                 ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"], 50, 300),
+             Bus("o4", "one loop: rtu_slave stalls, copies 45 ms after, every 3rd read past the map", "slave",
+                 ["--stall-every", "7", "--stall-ms", "200", "--double-gap-ms", "45", "--in-order"], 30, 120,
+                 past_every=3),
+             Bus("o5", "one loop: rtu_slave alternate, stalls 400 ms every 25th answer", "slave",
+                 ["--stall-every", "25", "--stall-ms", "400"], 30, 300, values="alternate"),
+             Bus("o6", "one loop: rtu_slave zero, healthy", "slave", [], 50, 300, values="zero", healthy=True)]
+    return run_configurations("oneloop", buses, gateway_extra="line_thread = false\n")
+
+
 # ---- the edges: long answers at low baud, half-close, broadcasts -----------------------------------
 
 def read_once(port, unit, pdu, timeout=20):
@@ -669,7 +694,8 @@ def cli_rejects_bad_values():
 
 def main():
     t_start = time.time()
-    phases = {"matrix": phase_matrix, "peers": phase_peers, "equal": phase_equal, "edges": phase_edges}
+    phases = {"matrix": phase_matrix, "peers": phase_peers, "equal": phase_equal, "oneloop": phase_oneloop,
+              "edges": phase_edges}
     chosen = sys.argv[1:] or list(phases)
     procs.extend(burn_from_env())
     try:
