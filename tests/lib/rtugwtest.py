@@ -73,6 +73,11 @@ def fetch_metrics(http_port, timeout=3, headers=None):
     return out
 
 
+def fetch_status(http_port, timeout=3):
+    """The daemon's /status, parsed."""
+    return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http_port}/status", timeout=timeout).read())
+
+
 procs = []   # every daemon started, killed by the scripts' own clean-up
 
 
@@ -189,7 +194,7 @@ class Gateway:
         return fetch_metrics(self.http_port, timeout=3)
 
     def status(self):
-        return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/status", timeout=3).read())
+        return fetch_status(self.http_port)
 
     def log_text(self):
         self.log.flush()

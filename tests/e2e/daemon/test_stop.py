@@ -20,7 +20,6 @@ libevent), so this test runs valgrind; a sanitizer build cannot run under
 valgrind, and there the same scenario runs without it (the sanitizers then
 watch) and must still exit 0.
 """
-import json
 import os
 import pwd
 import shutil
@@ -31,11 +30,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
 from rtugwtest import BIN, check, free_port, mbap, procs, recv_frame, run_tests, sanitized, sanitizer_env, wait_for  # noqa: E402
-from rtugwtest import fetch_metrics, wait_listening  # noqa: E402
+from rtugwtest import fetch_metrics, fetch_status, wait_listening  # noqa: E402
 
 SRCDIR = os.environ.get("RTUGW_SRCDIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 for tool in ("openssl", "mosquitto", "valgrind"):
@@ -140,6 +138,10 @@ def stop_with_everything_open(under_valgrind):
           f"the connections are open at the stop (http {m.get('rtugw_http_active')}, "
           f"tcp {m.get('rtugw_tcp_active')})")
 
+    def log_text():
+        with open(log.name) as f:
+            return f.read()
+
     # Two live changes before the stop, so that the reload's allocations and
     # frees are watched too: a bus added (its device, a poll, a new
     # poll_share on the first bus), then removed again while the clients stay.
@@ -151,12 +153,11 @@ def stop_with_everything_open(under_valgrind):
         with open(cfg, "w") as f:
             f.write(text)
         p.send_signal(signal.SIGHUP)
-        done = wait_for(lambda: open(log.name).read().count("SIGHUP: reloaded") >= n, 120, step=0.2)
+        done = wait_for(lambda: log_text().count("SIGHUP: reloaded") >= n, 120, step=0.2)
         check(done, f"reload {n} ({'a bus added' if n == 1 else 'that bus removed'}) applied")
         r = c.read_holding_registers(0, 2, slave=1)
         check(not r.isError(), f"... and the client open across it is answered ({r})")
-        st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=30).read())
-        names = [b["name"] for b in st["buses"]]
+        names = [b["name"] for b in fetch_status(http, timeout=30)["buses"]]
         check(names == (["line", "second"] if n == 1 else ["line"]), f"... and /status shows the buses it names: {names}")
 
     p.send_signal(signal.SIGTERM)

@@ -23,7 +23,7 @@ import tty
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mqtt"))  # tests/e2e/mqtt/: test_mqtt's brokers and subscribers
-from rtugwtest import BIN, check, free_port, mbap, procs, recv_frame, run_tests, sanitizer_env, wait_listening  # noqa: E402
+from rtugwtest import BIN, check, fetch_status, free_port, mbap, procs, recv_frame, run_tests, sanitizer_env, wait_listening  # noqa: E402
 import socket  # noqa: E402
 import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
@@ -399,7 +399,7 @@ def test_listen_bus_tags():
         m = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=3).read().decode()
         fr = re.search(r'rtugw_listen_pairs_total\{bus="tap",kind="answered"\} (\d+)', m)
         check(fr is not None and int(fr.group(1)) >= len(polls) - 1, f"/metrics counts the pairs heard ({fr and fr.group(0)})")
-        st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{web}/status", timeout=3).read())
+        st = fetch_status(web)
         lb = [b for b in st.get("buses", []) if b.get("name") == "tap"]
         check(lb and lb[0].get("mode") == "listen" and lb[0].get("listen", {}).get("answered", 0) > 0,
               f"/status shows the bus listening ({lb[0].get('listen') if lb else None})")

@@ -11,7 +11,6 @@ the simulator defines (holding[a] = slave * 1000 + a) or this test wrote.
 What is asserted is behaviour, never speed: the one ratio (throughput with a
 backed-off silent slave against without) is the behaviour under test, and
 each deadline is many times what the gateway needs."""
-import json
 import re
 import os
 import shutil
@@ -22,10 +21,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
-from rtugwtest import BIN, Daemon, burn_from_env, check, finish, free_port, wait_listening  # noqa: E402
+from rtugwtest import BIN, Daemon, burn_from_env, check, fetch_status, finish, free_port, wait_listening  # noqa: E402
 procs = []
 
 
@@ -534,7 +532,7 @@ def test_paced_poll_wakeups():
     time.sleep(1.0)
 
     def bus():
-        b = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{g.http_port}/status", timeout=3).read())["buses"][0]
+        b = fetch_status(g.http_port)["buses"][0]
         return b["responses"], b["crc_errors"], b["timeouts"]
     r0, c0, t0 = bus()
     w0, l0 = thread_switches(g.p.pid), thread_switches(g.p.pid, "rtugw-line")
