@@ -465,6 +465,16 @@ def run_configurations(label, buses, gateway_extra=""):
 
 
 LATE = 40                   # ms: the late delay; timeouts 20 (shorter) and 80 (longer)
+# rtu_slave's faults that each tested an invariant, run in several phases
+# (each with its timeout): I5, answers that come after their question was
+# given up and the next one asked (30 ms); I4, a copy later than a repeating
+# slave's hold, where the next answer is expected (50 ms); I5 with copies, a
+# stalled refusal (a read past the map given up, every 3rd read) and its copy
+# 1.5 timeouts later, past the guard before I5's re-ask (the line explorer's
+# seed 1796605979803999; 30 ms)
+STALLS = ["--stall-every", "25", "--stall-ms", "400"]
+LATE_COPIES = ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"]
+STALLED_REFUSALS = ["--stall-every", "7", "--stall-ms", "200", "--double-gap-ms", "45", "--in-order"]
 
 
 def all_faults(rate, in_order):
@@ -486,20 +496,14 @@ def phase_matrix():
                              "sim", all_faults(rate, True), timeout, reads[rate]))
         buses.append(Bus(f"m{len(buses)}", f"sim all faults {rate}, timeout {LATE // 2}",
                          "sim", all_faults(rate, False), LATE // 2, reads[rate]))
-    # I5: answers that come after their question was given up and the next one asked
     buses.append(Bus(f"m{len(buses)}", "rtu_slave stalls 400 ms every 25th answer, deaf when busy", "slave",
-                     ["--stall-every", "25", "--stall-ms", "400"], 30, 300))
+                     STALLS, 30, 300))
     buses.append(Bus(f"m{len(buses)}", "rtu_slave stalls 400 ms every 25th answer, in order", "slave",
-                     ["--stall-every", "25", "--stall-ms", "400", "--in-order"], 30, 300))
-    # I4: a copy later than a repeating slave's hold, where the next answer is expected
+                     STALLS + ["--in-order"], 30, 300))
     buses.append(Bus(f"m{len(buses)}", "rtu_slave double, every 10th copy 25 ms later still", "slave",
-                     ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"], 50, 300))
-    # I5 with copies: a stalled refusal (a read past the map given up) and its
-    # copy 1.5 timeouts later, past the guard before I5's re-ask (the line
-    # explorer's seed 1796605979803999)
+                     LATE_COPIES, 50, 300))
     buses.append(Bus(f"m{len(buses)}", "rtu_slave stalls, copies 45 ms after, every 3rd read past the map",
-                     "slave", ["--stall-every", "7", "--stall-ms", "200", "--double-gap-ms", "45", "--in-order"],
-                     30, 300, past_every=3))
+                     "slave", STALLED_REFUSALS, 30, 300, past_every=3))
     return run_configurations("matrix", buses)
 
 
@@ -547,10 +551,9 @@ def phase_equal():
         buses.append(Bus(f"e{len(buses)}", f"rtu_slave {values}, healthy", "slave", [], 50, 300,
                          values=values, healthy=True))
     buses.append(Bus(f"e{len(buses)}", "rtu_slave alternate, double, every 10th copy 25 ms later still",
-                     "slave", ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"], 50,
-                     300, values="alternate"))
+                     "slave", LATE_COPIES, 50, 300, values="alternate"))
     buses.append(Bus(f"e{len(buses)}", "rtu_slave alternate, stalls 400 ms every 25th answer, deaf when busy",
-                     "slave", ["--stall-every", "25", "--stall-ms", "400"], 30, 300, values="alternate"))
+                     "slave", STALLS, 30, 300, values="alternate"))
     buses.append(Bus(f"e{len(buses)}", "rtu_slave zero, double, copy 5 ms after", "slave",
                      ["--double-gap-ms", "5"], 50, 300, values="zero"))
     return run_configurations("equal", buses)
@@ -564,15 +567,12 @@ def phase_oneloop():
     unique and with equal register values."""
     buses = [Bus("o0", "one loop: sim all faults 0.1 in order, timeout 80", "sim", all_faults(0.1, True), LATE * 2, 400),
              Bus("o1", "one loop: sim all faults 0.1, timeout 20", "sim", all_faults(0.1, False), LATE // 2, 400),
-             Bus("o2", "one loop: rtu_slave stalls 400 ms every 25th answer, deaf when busy", "slave",
-                 ["--stall-every", "25", "--stall-ms", "400"], 30, 300),
-             Bus("o3", "one loop: rtu_slave double, every 10th copy 25 ms later still", "slave",
-                 ["--double-gap-ms", "5", "--copy-stall-every", "10", "--copy-stall-ms", "25"], 50, 300),
+             Bus("o2", "one loop: rtu_slave stalls 400 ms every 25th answer, deaf when busy", "slave", STALLS, 30, 300),
+             Bus("o3", "one loop: rtu_slave double, every 10th copy 25 ms later still", "slave", LATE_COPIES, 50, 300),
              Bus("o4", "one loop: rtu_slave stalls, copies 45 ms after, every 3rd read past the map", "slave",
-                 ["--stall-every", "7", "--stall-ms", "200", "--double-gap-ms", "45", "--in-order"], 30, 120,
-                 past_every=3),
-             Bus("o5", "one loop: rtu_slave alternate, stalls 400 ms every 25th answer", "slave",
-                 ["--stall-every", "25", "--stall-ms", "400"], 30, 300, values="alternate"),
+                 STALLED_REFUSALS, 30, 120, past_every=3),
+             Bus("o5", "one loop: rtu_slave alternate, stalls 400 ms every 25th answer", "slave", STALLS, 30, 300,
+                 values="alternate"),
              Bus("o6", "one loop: rtu_slave zero, healthy", "slave", [], 50, 300, values="zero", healthy=True)]
     return run_configurations("oneloop", buses, gateway_extra="line_thread = false\n")
 
