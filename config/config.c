@@ -517,7 +517,7 @@ static config_t *load(loader_t *ld)
     cfg->line_thread = true;
     cfg->tcp = (config_tcp_t){ .enabled = true, .bind = "127.0.0.1", .port = 1502, .max_clients = 32,
                                .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000,
-                               .bus_share = 4 };
+                               .bus_share = 4, .loops = 1 };
     cfg->http = (config_http_t){ .enabled = true, .bind = "127.0.0.1", .port = 8502, .max_connections = 16,
                                  .max_header_bytes = 8192, .max_body_bytes = 65536,
                                  .request_timeout_ms = 5000, .idle_timeout_s = 30, .tls_min_version = 12,

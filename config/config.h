@@ -45,6 +45,7 @@
 /* [tcp] max_clients: with the handshakes' slots, a listener's table fits the
  * 16 bits of a connection id's index (front/tcp_session.h). */
 #define CONFIG_MAX_CLIENTS 65000
+#define CONFIG_MAX_TCP_LOOPS 16    /* [tcp] loops, [rtu_tcp] loops */
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
@@ -194,6 +195,8 @@ typedef struct config_tcp {
     unsigned priority_count;        /* clients of these networks are served first (priority class) */
     uint8_t priority_units[32];     /* bit u: requests for unit u are in the priority class */
     unsigned priority_functions;    /* CONFIG_FN_*: requests of these function classes too */
+    unsigned loops;                 /* event loops serving the connections ([tcp], [rtu_tcp]): 1 the I/O
+                                       thread, more each on a thread of its own; restart to change */
 } config_tcp_t;
 
 /*

@@ -17,7 +17,7 @@ void transports_defaults(config_t *cfg)
 {
     cfg->rtu_tcp = (config_tcp_t){ .enabled = false, .bind = "127.0.0.1", .port = 1503, .max_clients = 32,
                                    .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000,
-                               .bus_share = 4 };
+                               .bus_share = 4, .loops = 1 };
     cfg->udp = (config_tcp_t){ .enabled = false, .bind = "127.0.0.1", .port = 502, .max_clients = 64,
                                .max_pending = 8 };
 }

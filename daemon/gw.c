@@ -265,6 +265,8 @@ int gw_run(gw_t *gw)
     gw_log(gw, CONFIG_LOG_DEBUG, "start-up's pages of read-only segments given back: %zu KiB advised",
            gw_trim_resident());
     int rc = loop_run(gw->loop);
+    tcp_stop_loops(gw->tcp);       /* the listeners' own loops read no client from now on, as the I/O loop */
+    tcp_stop_loops(gw->rtu_tcp);
     loop_stop_thread(gw->line_loop);   /* the ports stop being read; their actors drain below */
     if (gw->line_loop)
         loop_release_host(gw->line_loop);
@@ -289,6 +291,8 @@ void gw_free(gw_t *gw)
 {
     if (!gw)
         return;
+    tcp_stop_loops(gw->tcp);
+    tcp_stop_loops(gw->rtu_tcp);
     loop_stop_thread(gw->line_loop);
     if (gw->loop)
         loop_release_host(gw->loop);

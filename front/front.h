@@ -66,6 +66,12 @@ typedef struct gw_tls_metrics {
 gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap);
 /* [rtu_tcp] (rtu_tcp.c): tcp_listen with RTU framing. */
 gw_tcp_t *rtu_tcp_new(gw_t *gw, char *err, size_t errcap);
+/* The listener's own loops ([tcp] loops > 1) stopped and their threads
+ * joined, their connections left open: call once the I/O loop has left,
+ * before the runtime stops (idempotent; tcp_free does it too). */
+void tcp_stop_loops(gw_tcp_t *tcp);
+/* I/O thread, as all of these: each reaches the listener's other loops on
+ * their own threads (front/tcp_loops.c). */
 void tcp_free(gw_tcp_t *tcp);
 void tcp_stop_accepting(gw_tcp_t *tcp);
 unsigned tcp_in_flight(const gw_tcp_t *tcp);

@@ -1,7 +1,7 @@
 # The Modbus front ends (front/front.h): TCP, RTU over TCP, Modbus/TCP
 # Security, the serial slave.
 noinst_LIBRARIES += front/libfront.a
-front_libfront_a_SOURCES = front/front.h front/internal.h front/tcp.c front/tcp_session.h front/tcp_accept.c front/backpressure.c front/rtu_tcp.c front/rtu_tcp_frame.c \
+front_libfront_a_SOURCES = front/front.h front/internal.h front/tcp.c front/tcp_session.h front/tcp_accept.c front/tcp_loops.c front/backpressure.c front/rtu_tcp.c front/rtu_tcp_frame.c \
 	front/dispatch.c front/udp.c \
 	front/serial_slave.c front/mbaps.c front/report.c
 front_libfront_a_CFLAGS = $(GW_CFLAGS)

@@ -1,5 +1,6 @@
 /*
- * front/tcp.c -- the Modbus TCP front end, on the I/O thread.
+ * front/tcp.c -- the Modbus TCP front end, on the I/O thread (and on the
+ * loops of its own that [tcp] loops adds: tcp_session.h).
  *
  * Each connection keeps a ring of reply slots, one per request it has sent
  * and not yet been answered, numbered by a per-connection sequence. Answers
@@ -23,8 +24,10 @@
  * connection closes once the last one is written.
  *
  * Connections are sessions without an actor of their own: all their state
- * is the socket's, which only this thread may touch, and an actor hop per
- * request would add latency without taking work off this thread.
+ * is the socket's, which only its loop's thread may touch, and an actor hop
+ * per request would add latency without taking work off that thread. With
+ * [tcp] loops > 1 a listener's connections are spread over several loops,
+ * each its own shard of this code (tcp_session.h says who owns what).
  *
  * Two listeners, one session code: [tcp]'s plain one and [tls]'s
  * MB-TCP-Security one (port 802), which differ only in the bufferevent the
@@ -74,7 +77,9 @@ static tcp_conn_t *conn_by_id(gw_tcp_t *tcp, uint64_t id)
  * handshake slot is free again. */
 static void handshake_over(tcp_conn_t *c)
 {
-    c->handshaking = false;
+    admit_lock(c->tcp);
+    c->handshaking = false;   /* a client from now on, for every shard's admission */
+    admit_unlock(c->tcp);
     c->tcp->handshaking--;
     mbaps_handshaking(c->tcp->mbaps, c->tcp->handshaking);
 }
@@ -87,7 +92,7 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
 
     for (uint32_t s = c->head_seq; s != c->next_seq; s++)
         waiting++;
-    tcp->in_flight -= waiting;
+    atomic_fetch_sub_explicit(&tcp->in_flight, waiting, memory_order_relaxed);
     if (c->handshaking)
         handshake_over(c);
     if (c->reserved) {   /* the place held for it goes to the next waiter */
@@ -109,7 +114,10 @@ void conn_close(tcp_conn_t *c, atomic_uint_fast64_t *reason)
         gw_count(reason);
     gw_count(&tcp->m->closed);
     atomic_fetch_sub_explicit(&tcp->m->active, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&tcp->open, 1, memory_order_relaxed);
+    admit_lock(tcp);
     tcp->conns[index] = NULL;
+    admit_unlock(tcp);
     if (index < tcp->free_hint)
         tcp->free_hint = index;
     atomic_store_explicit(&tcp->live[index], 0, memory_order_relaxed);
@@ -155,7 +163,7 @@ static void conn_flush(tcp_conn_t *c)
         }
         s->state = SLOT_FREE;
         c->head_seq++;
-        tcp->in_flight--;
+        atomic_fetch_sub_explicit(&tcp->in_flight, 1, memory_order_relaxed);
     }
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TCP_OUT_LIMIT) {
         gw_log(tcp->gw, CONFIG_LOG_WARN, "%s: client does not read its answers; disconnecting", tcp->framing->section);
@@ -277,7 +285,7 @@ static void conn_request(tcp_conn_t *c, const tcp_adu_t *h)
     uint8_t out[RTU_MAX_PDU];
     line_request_t r;
 
-    tcp->in_flight++;
+    atomic_fetch_add_explicit(&tcp->in_flight, 1, memory_order_relaxed);
     gw_count(&tcp->m->requests);
     *s = (tcp_slot_t){ .tid = h->tid, .unit = h->unit, .state = SLOT_WAITING };
     size_t n = front_dispatch(gw, &tcp->cfg, tcp->m, c->role, h, &r, out);
@@ -561,7 +569,9 @@ void conn_event(struct bufferevent *bev, short what, void *arg)
         handshake_over(c);
         if ((what & BEV_EVENT_CONNECTED) &&
             (c->role = mbaps_connected(tcp->mbaps, bev, (const struct sockaddr *)&c->peer)) >= 0) {
+            admit_lock(tcp);
             atomic_uint_fast64_t *refused = clients_full(tcp, (const struct sockaddr *)&c->peer, c);
+            admit_unlock(tcp);
             if (refused)
                 conn_close(c, refused);
             return;
@@ -644,7 +654,7 @@ void on_serve(evutil_socket_t fd, short what, void *arg)
     serve_waiters(arg);
 }
 
-/* The loop command behind the origin's answer(): on the I/O thread. */
+/* The loop command behind the origin's answer(): on the shard's loop thread. */
 static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = ctx;
@@ -673,7 +683,8 @@ static void on_answer(void *ctx, uint64_t conn_id, uint32_t seq, const uint8_t *
     serve_waiters(tcp);
 }
 
-/* origin: answer() runs on the bus's thread (the line thread by default); the socket is the I/O thread's. */
+/* origin: answer() runs on the bus's thread (the line thread by default); the
+ * socket is its shard's loop's, where the answer is posted. */
 static void origin_answer(line_origin_t *o, const line_request_t *req, const uint8_t *pdu, size_t len)
 {
     gw_tcp_t *tcp = (gw_tcp_t *)o;

@@ -64,15 +64,29 @@ static bool same_address(const struct sockaddr_storage *a, const struct sockaddr
  * The counter a new client would be refused under, or NULL; self: a
  * connection already in the table, not counted against itself.
  */
+void admit_lock(const gw_tcp_t *tcp)
+{
+    pthread_mutex_lock(&tcp->lead->admit_lock);
+}
+
+void admit_unlock(const gw_tcp_t *tcp)
+{
+    pthread_mutex_unlock(&tcp->lead->admit_lock);
+}
+
 atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self)
 {
+    const gw_tcp_t *lead = tcp->lead;
     unsigned limit = tcp->cfg.max_per_address, clients = 0, here = 0;
-    for (unsigned i = 0; i < tcp->top; i++) {
-        const tcp_conn_t *c = tcp->conns[i];
-        if (!c || c == self || c->handshaking)
-            continue;
-        clients++;
-        here += same_address(&c->peer, sa);
+    for (unsigned k = 0; k < lead->loops; k++) {
+        const gw_tcp_t *t = lead->shard[k];
+        for (unsigned i = 0; i < t->top; i++) {
+            const tcp_conn_t *c = t->conns[i];
+            if (!c || c == self || c->handshaking)
+                continue;
+            clients++;
+            here += same_address(&c->peer, sa);
+        }
     }
     if (limit && here >= limit)
         return &tcp->m->refused_address;
@@ -152,53 +166,65 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         evutil_closesocket(fd);
         return;
     }
+    /* Its reply ring (max_pending slots, 4 KiB at the default) comes with
+     * its first request (conn_parse): an idle connection costs only this
+     * and its bufferevent. */
+    tcp_conn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        gw_count(&tcp->m->refused_full);
+        evutil_closesocket(fd);
+        return;
+    }
+    c->tcp = tcp;
+    c->tls = c->handshaking = tls;
+    c->role = -1;
+    memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
+    /* The check and the insert under one hold of the admission lock, so
+     * shards accepting at once cannot both take the last place. */
+    admit_lock(tcp);
     if (tls ? !handshake_admitted(tcp, sa) : (refused = clients_full(tcp, sa, NULL)) != NULL) {
+        admit_unlock(tcp);
         if (refused)
             gw_count(refused);
+        free(c);
         evutil_closesocket(fd);
         return;
     }
     for (index = tcp->free_hint; index < TCP_TABLE && tcp->conns[index]; index++)
         ;
-    if (index >= TCP_TABLE) {   /* cannot happen within the caps; kept as the table's own bound */
-        gw_count(&tcp->m->refused_full);
-        evutil_closesocket(fd);
-        return;
+    if (index < TCP_TABLE) {   /* always, within the caps; kept as the table's own bound */
+        tcp->conns[index] = c;
+        if (index >= tcp->top)
+            tcp->top = index + 1;
     }
-    /* Its reply ring (max_pending slots, 4 KiB at the default) comes with
-     * its first request (conn_parse): an idle connection costs only this
-     * and its bufferevent. */
-    tcp_conn_t *c = calloc(1, sizeof *c);
-    struct bufferevent *bev = tls ? mbaps_accept(tcp->mbaps, fd)
-                                  : bufferevent_socket_new(loop_base(tcp->loop), fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!c || !bev) {
+    admit_unlock(tcp);
+    struct bufferevent *bev = index >= TCP_TABLE ? NULL
+                              : tls ? mbaps_accept(tcp->mbaps, fd)
+                                    : bufferevent_socket_new(loop_base(tcp->loop), fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev) {
+        if (index < TCP_TABLE) {
+            admit_lock(tcp);
+            tcp->conns[index] = NULL;
+            admit_unlock(tcp);
+        }
         free(c);
-        if (bev)
-            bufferevent_free(bev);
-        else
-            evutil_closesocket(fd);
+        evutil_closesocket(fd);
         gw_count(&tcp->m->refused_full);
         return;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->tcp = tcp;
     c->bev = bev;
     c->depth = tcp->cfg.max_pending;
-    c->tls = c->handshaking = tls;
-    c->role = -1;
     c->klass = client_class(tcp, sa);
     if (tls)
         mbaps_handshaking(tcp->mbaps, ++tcp->handshaking);
     /* Generation from 1, so no live id is ever 0. */
     c->id = (++tcp->generation[index] & 0xFFFFFFFFFFFFull) << 16 | index;
     c->last_activity_ns = gw_now_ns();
-    memcpy(&c->peer, sa, (size_t)salen < sizeof c->peer ? (size_t)salen : sizeof c->peer);
-    tcp->conns[index] = c;
     tcp->free_hint = index + 1;
-    if (index >= tcp->top)
-        tcp->top = index + 1;
     atomic_store_explicit(&tcp->live[index], c->id, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tcp->open, 1, memory_order_relaxed);
     sweep_arm(tcp);
     gw_count(&tcp->m->accepted);
     atomic_fetch_add_explicit(&tcp->m->active, 1, memory_order_relaxed);
@@ -230,7 +256,10 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     uint64_t now = gw_now_ns();
     uint64_t idle = (uint64_t)tcp->cfg.idle_timeout_s * 1000000000ull;
     uint64_t adu = (uint64_t)tcp->cfg.adu_timeout_ms * 1000000ull;
-    uint64_t handshake = (uint64_t)gw_config(tcp->gw)->tls.handshake_timeout_ms * 1000000ull;
+    /* The running [tls], which a reload writes on the I/O thread: read only
+     * by the lead (the I/O thread's shard, the only one with handshakes). */
+    uint64_t handshake = tcp->tls_listener || tcp->handshaking
+                         ? (uint64_t)gw_config(tcp->gw)->tls.handshake_timeout_ms * 1000000ull : UINT64_MAX;
     (void)fd;
     (void)what;
     for (unsigned i = 0; i < tcp->top; i++) {
@@ -253,27 +282,32 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         event_del(tcp->ev_idle);   /* sweep_arm() starts it again with the next connection */
 }
 
-/* A listener of section's bind:port whose connections on_accept serves.
- * Its backlog is the system's largest (SOMAXCONN, capped again by
- * net.core.somaxconn): thousands of clients reconnecting at once (a
- * restart, a switch back) would otherwise have their SYNs dropped beyond
- * 128 and retried by TCP only after 1, 3, 7 s. */
-static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, const char *bind, unsigned port,
-                                        char *err, size_t errcap)
+/* A listening socket (fd) as shard t's listener, or its TLS one: on t's
+ * loop thread, or before that thread runs. 0, or -1 (fd closed). */
+int shard_listen(gw_tcp_t *t, int fd, bool tls)
 {
-    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    if (inet_pton(AF_INET, bind, &sin.sin_addr) != 1) {
-        snprintf(err, errcap, "[%s] bind = '%s': not an IPv4 address", section, bind);
-        return NULL;
+    struct evconnlistener *l = evconnlistener_new(loop_base(t->loop), on_accept, t,
+                                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+    if (!l) {
+        close(fd);
+        return -1;
     }
-    struct evconnlistener *l = evconnlistener_new_bind(loop_base(tcp->loop), on_accept, tcp,
-                                                       LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                       SOMAXCONN, (struct sockaddr *)&sin, sizeof sin);
-    if (!l)
-        snprintf(err, errcap, "%s: cannot listen on %s:%u: %s", section, bind, port, strerror(errno));
-    else
-        evconnlistener_set_error_cb(l, on_accept_error);
-    return l;
+    evconnlistener_set_error_cb(l, on_accept_error);
+    struct evconnlistener **slot = tls ? &t->tls_listener : &t->listener;
+    if (*slot)
+        evconnlistener_free(*slot);
+    *slot = l;
+    if (t->stopped)
+        evconnlistener_disable(l);
+    return 0;
+}
+
+void shard_unlisten(gw_tcp_t *t, bool tls)
+{
+    struct evconnlistener **slot = tls ? &t->tls_listener : &t->listener;
+    if (*slot)
+        evconnlistener_free(*slot);
+    *slot = NULL;
 }
 
 /*
@@ -288,7 +322,7 @@ static struct evconnlistener *listen_on(gw_tcp_t *tcp, const char *section, cons
  */
 #define TCP_FD_HEADROOM 256
 
-static void fit_descriptors(gw_tcp_t *tcp)
+void fit_descriptors(gw_tcp_t *tcp)
 {
     struct rlimit rl;
     const char *section = tcp->framing->section;
@@ -314,61 +348,44 @@ static void fit_descriptors(gw_tcp_t *tcp)
                (unsigned long long)(rl.rlim_cur > TCP_FD_HEADROOM ? rl.rlim_cur - TCP_FD_HEADROOM : 0));
 }
 
-/* cfg's listener when enabled, its requests split by framing, counted in its own counters. */
-gw_tcp_t *tcp_listen(gw_t *gw, const config_tcp_t *cfg, const tcp_framing_t *framing, char *err, size_t errcap)
+/* Shard no of a listener ([tcp] loops), on loop, its connections counted in
+ * lead's counters (NULL: it is the lead); no listening socket yet. */
+gw_tcp_t *shard_new(gw_t *gw, gw_loop_t *loop, gw_tcp_t *lead, unsigned no, const config_tcp_t *cfg,
+                    const tcp_framing_t *framing)
 {
     gw_tcp_t *tcp = calloc(1, sizeof *tcp);
 
-    if (!tcp) {
-        snprintf(err, errcap, "out of memory");
+    if (!tcp)
         return NULL;
-    }
     tcp->origin.ops = &tcp_origin_ops;
     tcp->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     tcp->gw = gw;
-    tcp->loop = gw_loop(gw);
-    tcp->mbaps = gw_mbaps(gw);
+    tcp->lead = lead ? lead : tcp;
+    tcp->shard_no = no;
+    tcp->loop = loop;
+    tcp->mbaps = lead ? NULL : gw_mbaps(gw);   /* TLS sessions are the lead's only */
     tcp->maps = gw_maps(gw);
     tcp->cfg = *cfg;
     tcp->framing = framing;
-    tcp->m = &tcp->counters;
-    if (!(tcp->shares = shares_new(gw_bus_count(gw), cfg->bus_share))) {
-        snprintf(err, errcap, "out of memory");
-        free(tcp);
-        return NULL;
+    tcp->m = &tcp->lead->counters;
+    if (!lead) {
+        tcp->shard[0] = tcp;
+        tcp->loops = 1;
+        pthread_mutex_init(&tcp->admit_lock, NULL);
     }
-    if (tcp->cfg.enabled &&
-        !(tcp->listener = listen_on(tcp, framing->section, tcp->cfg.bind, tcp->cfg.port, err, errcap))) {
-        tcp_free(tcp);
-        return NULL;
-    }
-    if (tcp->cfg.enabled)
-        fit_descriptors(tcp);
-    tcp->ev_accept_retry = evtimer_new(loop_base(tcp->loop), on_accept_retry, tcp);
-    tcp->ev_idle = event_new(loop_base(tcp->loop), -1, EV_PERSIST, on_sweep, tcp);
-    tcp->ev_serve = event_new(loop_base(tcp->loop), -1, 0, on_serve, tcp);
-    if (!tcp->ev_accept_retry || !tcp->ev_idle || !tcp->ev_serve) {
-        snprintf(err, errcap, "out of memory");
-        tcp_free(tcp);
+    tcp->shares = shares_new(gw_bus_count(gw), shard_share(cfg->bus_share, cfg->loops, no));
+    tcp->ev_accept_retry = evtimer_new(loop_base(loop), on_accept_retry, tcp);
+    tcp->ev_idle = event_new(loop_base(loop), -1, EV_PERSIST, on_sweep, tcp);
+    tcp->ev_serve = event_new(loop_base(loop), -1, 0, on_serve, tcp);
+    if (!tcp->shares || !tcp->ev_accept_retry || !tcp->ev_idle || !tcp->ev_serve) {
+        shard_free(tcp);
         return NULL;
     }
     return tcp;
 }
 
-/* [tcp]'s listener when enabled, [tls]'s when [tls] is enabled (mbaps_new made its context): both MBAP. */
-gw_tcp_t *tcp_new(gw_t *gw, char *err, size_t errcap)
-{
-    const config_tls_t *tls = &gw_config(gw)->tls;
-    gw_tcp_t *tcp = tcp_listen(gw, &gw_config(gw)->tcp, &tcp_framing_mbap, err, errcap);
-
-    if (tcp && tcp->mbaps && !(tcp->tls_listener = listen_on(tcp, "tls", tls->bind, tls->port, err, errcap))) {
-        tcp_free(tcp);
-        return NULL;
-    }
-    return tcp;
-}
-
-void tcp_stop_accepting(gw_tcp_t *tcp)
+/* Stop taking connections (the graceful stop): on the shard's thread. */
+void shard_stop_accepting(gw_tcp_t *tcp)
 {
     tcp->stopped = true;
     if (tcp->listener)
@@ -377,94 +394,35 @@ void tcp_stop_accepting(gw_tcp_t *tcp)
         evconnlistener_disable(tcp->tls_listener);
 }
 
-unsigned tcp_in_flight(const gw_tcp_t *tcp)
+/* A reload's keys for one shard, on its thread (the listener is
+ * tcp_loops.c's): max_pending for its connections from now on, its part
+ * of bus_share, and a connection from an address no longer allowed
+ * closed (counted), each one's class again. */
+void shard_apply(gw_tcp_t *tcp, const config_tcp_t *next)
 {
-    return tcp ? tcp->in_flight : 0;
-}
-
-const gw_tcp_metrics_t *tcp_metrics(const gw_tcp_t *tcp)
-{
-    return tcp ? &tcp->counters : NULL;
-}
-
-void tcp_status_json(const gw_tcp_t *tcp, struct evbuffer *b)
-{
-    static const gw_tcp_metrics_t none;   /* a listener not enabled: its 0s */
-    const gw_tcp_metrics_t *m = tcp ? &tcp->counters : &none;
-    evbuffer_add_printf(b, ",\"tcp\":{\"active\":%llu,\"requests\":%llu,\"answers\":%llu,"
-                           "\"classes\":{\"normal\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu},"
-                           "\"priority\":{\"waiting\":%llu,\"waits\":%llu,\"wait_us\":%llu}}}",
-                        (unsigned long long)gw_read(&m->active), (unsigned long long)gw_read(&m->requests),
-                        (unsigned long long)gw_read(&m->answers), (unsigned long long)gw_read(&m->waiting),
-                        (unsigned long long)gw_read(&m->waits), (unsigned long long)gw_read(&m->wait_us),
-                        (unsigned long long)gw_read(&m->priority_waiting),
-                        (unsigned long long)gw_read(&m->priority_waits),
-                        (unsigned long long)gw_read(&m->priority_wait_us));
-}
-
-/*
- * SIGHUP: every key of the section applies now, the listener included.
- *
- * The listener (enabled, bind, port): the new address is bound before the
- * old listener is closed, so a port in use (or an address the host lacks)
- * leaves the running listener serving; that key is then named in res's restart,
- * with the system's reason in the log, and the running copy keeps the old
- * address, so the next reload tries again. The connections accepted on the
- * old listener are not its: they keep being served, answers and all, until
- * their clients close them (a client of an unchanged front end sees
- * nothing). Disabled: no new connections; those open stay.
- * max_pending sizes the reply ring of connections accepted from now on; a
- * live connection keeps the ring it has (tcp_conn_t.depth).
- * The rest applies to existing connections too: a connection from an
- * address no longer allowed is closed (counted), unit routes and
- * default_bus route the next request.
- */
-void tcp_apply_config(gw_tcp_t *tcp, const config_tcp_t *cfg, reload_result_t *res)
-{
-    const char *section = tcp->framing->section;
-    config_tcp_t next = *cfg;
-    bool moved = cfg->enabled && (!tcp->listener || strcmp(cfg->bind, tcp->cfg.bind) != 0 ||
-                                  cfg->port != tcp->cfg.port);
-    if (moved) {
-        char err[256];
-        struct evconnlistener *l = listen_on(tcp, section, cfg->bind, cfg->port, err, sizeof err);
-        if (l) {
-            if (tcp->listener)
-                evconnlistener_free(tcp->listener);
-            tcp->listener = l;
-            if (tcp->stopped)
-                evconnlistener_disable(l);
-            gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: listening on %s:%u now", section, cfg->bind, cfg->port);
-        } else {
-            gw_log(tcp->gw, CONFIG_LOG_ERROR, "%s: reload: %s; still listening on %s:%u", section, err,
-                   tcp->cfg.bind, tcp->cfg.port);
-            char key[32];
-            snprintf(key, sizeof key, "%s.port", section);
-            reload_restart_add(res, key);
-            next.enabled = tcp->cfg.enabled;
-            memcpy(next.bind, tcp->cfg.bind, sizeof next.bind);
-            next.port = tcp->cfg.port;
-        }
-    } else if (!cfg->enabled && tcp->listener) {
-        evconnlistener_free(tcp->listener);
-        tcp->listener = NULL;
-        gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: off; no new connections (the open ones stay)", section);
-    }
-    bool grew = next.enabled && next.max_clients > tcp->cfg.max_clients;
-    tcp->cfg = next;
-    if (grew)
-        fit_descriptors(tcp);
-    shares_set(tcp->shares, next.bus_share);
+    tcp->cfg = *next;
+    shares_set(tcp->shares, shard_share(next->bus_share, next->loops, tcp->shard_no));
     for (unsigned i = 0; i < tcp->top; i++) {
         tcp_conn_t *c = tcp->conns[i];
         if (c && !c->wait.linked)   /* a waiting one keeps its list until its turn */
             c->klass = client_class(tcp, (const struct sockaddr *)&c->peer);
         if (c && !allowed(tcp, (const struct sockaddr *)&c->peer)) {
             gw_log(tcp->gw, CONFIG_LOG_INFO, "%s: reload: a connection's address is no longer allowed; closing it",
-                   section);
+                   tcp->framing->section);
             conn_close(c, &tcp->m->revoked_closed);
         }
     }
+}
+
+unsigned shard_share(unsigned bus_share, unsigned loops, unsigned no)
+{
+    unsigned part = bus_share / loops + (no < bus_share % loops);
+    return part ? part : 1;
+}
+
+const gw_tcp_metrics_t *tcp_metrics(const gw_tcp_t *tcp)
+{
+    return tcp ? &tcp->counters : NULL;
 }
 
 const config_tcp_t *tcp_running_config(const gw_tcp_t *tcp)
@@ -480,35 +438,6 @@ void tcp_recheck_sessions(gw_tcp_t *tcp)
             !mbaps_still_trusted(tcp->mbaps, c->bev, (const struct sockaddr *)&c->peer))
             conn_close(c, &tcp->m->revoked_closed);
     }
-}
-
-/*
- * [tls] reloaded (daemon/control.c): its listener opened (turned on, with
- * the context mbaps made), moved, or closed (turned off), as
- * tcp_apply_config does [tcp]'s: the new address is bound before the old
- * listener closes, so a port in use leaves the running one serving (-1 with
- * err). The sessions accepted on it are not the listener's: they go on, with
- * the context they were accepted under, until their clients close them (a
- * [tls] turned off stops new sessions only; mbaps stays, as they use it).
- */
-int tcp_tls_listen(gw_tcp_t *tcp, gw_mbaps_t *mbaps, const config_tls_t *want, char *err, size_t errcap)
-{
-    if (!want->enabled) {
-        if (tcp->tls_listener)
-            evconnlistener_free(tcp->tls_listener);
-        tcp->tls_listener = NULL;
-        return 0;
-    }
-    struct evconnlistener *l = listen_on(tcp, "tls", want->bind, want->port, err, errcap);
-    if (!l)
-        return -1;
-    tcp->mbaps = mbaps;
-    if (tcp->tls_listener)
-        evconnlistener_free(tcp->tls_listener);
-    tcp->tls_listener = l;
-    if (tcp->stopped)
-        evconnlistener_disable(l);
-    return 0;
 }
 
 /*
@@ -533,7 +462,8 @@ void tcp_roles_changed(gw_tcp_t *tcp, const int *map)
     }
 }
 
-void tcp_free(gw_tcp_t *tcp)
+/* On the shard's thread, or after it was joined. */
+void shard_free(gw_tcp_t *tcp)
 {
     if (!tcp)
         return;
@@ -553,5 +483,7 @@ void tcp_free(gw_tcp_t *tcp)
     if (tcp->tls_listener)
         evconnlistener_free(tcp->tls_listener);
     shares_free(tcp->shares);
+    if (tcp->lead == tcp)
+        pthread_mutex_destroy(&tcp->admit_lock);
     free(tcp);
 }

@@ -12,6 +12,7 @@
 #include <event2/bufferevent.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 /* The largest max_clients the config allows, and beside it the TLS
@@ -65,9 +66,45 @@ typedef struct tcp_conn {
     struct event *ev_throttle;      /* NULL until first throttled */
 } tcp_conn_t;
 
+/*
+ * A listener's connections are served by [tcp] loops event loops (1 by
+ * default: the I/O thread alone). Each loop has a gw_tcp_t of its own, a
+ * shard: its listening socket (all of them bound to the one address with
+ * SO_REUSEPORT, so the kernel spreads new connections over them), its
+ * connection table, its places in the buses (its part of bus_share), its
+ * timers and its origin. Shard 0 is the lead, on the I/O thread: the
+ * handle daemon/ holds, the only one with a TLS listener, the owner of the
+ * shared counters and of the others (their loops and threads).
+ *
+ * Who owns a connection: the shard that accepted it, for its whole life;
+ * every field of tcp_conn_t and of the shard is written only on that
+ * shard's loop thread (reload, stop and teardown reach a shard through
+ * loop_call, which runs on that thread), except what is said here:
+ *   - conns[] and top, which the admission (max_clients, max_per_address)
+ *     of every shard reads: written by the owner under the lead's
+ *     admit_lock, read by other shards only under it; a connection's peer
+ *     is written before it enters the table, and its handshaking flag (the
+ *     lead's TLS sessions) under the lock;
+ *   - live[], in_flight and open: atomics, read from any thread.
+ * How an answer finds its connection: a request carries its shard's
+ * origin and the connection's id (index and generation in that shard's
+ * table); the answer is posted to that origin's loop and looked up there,
+ * in that shard's table only. So no answer can reach another shard's
+ * connection, and within a shard the generation keeps an answer from a
+ * later connection in the same index (above, tcp.c).
+ */
+#define TCP_MAX_LOOPS CONFIG_MAX_TCP_LOOPS
+
 struct gw_tcp {
     line_origin_t origin;             /* first: the answers' way back */
     gw_t *gw;
+    struct gw_tcp *lead;              /* shard 0 (itself on the lead); fixed */
+    unsigned shard_no;                /* its index among the lead's shards; fixed */
+    /* The lead only: its shards (shard[0] is itself), fixed from creation,
+     * the others' loops, and the lock of the admission (above). */
+    struct gw_tcp *shard[TCP_MAX_LOOPS];
+    unsigned loops;
+    pthread_mutex_t admit_lock;
     /* The wiring's handles it uses, taken at creation (each fixed from
      * start: the loop, the maps, [tls]): no accessor call on the request
      * path but the bus count, which a reload may change (gw_bus_count). */
@@ -91,7 +128,8 @@ struct gw_tcp {
     tcp_conn_t *conns[TCP_TABLE];
     uint64_t generation[TCP_TABLE];
     _Atomic uint64_t live[TCP_TABLE];   /* the id live in each index; 0: none */
-    unsigned in_flight;
+    atomic_uint in_flight;          /* requests of its connections not yet answered */
+    atomic_uint open;               /* its connections now (/status's tcp.loops) */
     unsigned top;                   /* indexes [0, top) have been used; the rest never */
     unsigned free_hint;             /* no free index below it */
 };
@@ -107,7 +145,27 @@ void conn_event(struct bufferevent *bev, short what, void *arg);
 void on_serve(evutil_socket_t fd, short what, void *arg);   /* ev_serve's */
 
 /* tcp_accept.c: may one more client from sa be accepted (self: already in
- * the table)? The counter it would be refused under, or NULL. */
+ * a table)? The counter it would be refused under, or NULL. Every shard's
+ * table is counted; the caller holds the lead's admit_lock. */
 atomic_uint_fast64_t *clients_full(const gw_tcp_t *tcp, const struct sockaddr *sa, const tcp_conn_t *self);
+/* The admission lock (the lead's): held while a table is written, and
+ * across clients_full and the insert that follows it. */
+void admit_lock(const gw_tcp_t *tcp);
+void admit_unlock(const gw_tcp_t *tcp);
+
+/* tcp_accept.c: one shard (above); each on the shard's own thread, or
+ * before it runs or after it was joined (tcp_loops.c sees to it). */
+gw_tcp_t *shard_new(gw_t *gw, gw_loop_t *loop, gw_tcp_t *lead, unsigned no, const config_tcp_t *cfg,
+                    const tcp_framing_t *framing);
+int shard_listen(gw_tcp_t *t, int fd, bool tls);     /* fd (listening) as its listener; -1: fd closed */
+void shard_unlisten(gw_tcp_t *t, bool tls);
+void shard_stop_accepting(gw_tcp_t *t);
+void shard_apply(gw_tcp_t *t, const config_tcp_t *next);
+void shard_free(gw_tcp_t *t);
+/* Shard no's part of bus_share: together the loops hold bus_share places
+ * of each bus (each at least one). */
+unsigned shard_share(unsigned bus_share, unsigned loops, unsigned no);
+/* The lead: RLIMIT_NOFILE raised to what max_clients needs, or a warning. */
+void fit_descriptors(gw_tcp_t *tcp);
 
 #endif

@@ -354,6 +354,10 @@ int loop_run(gw_loop_t *loop);        /* the loop, on the calling thread */
 int loop_start_thread(gw_loop_t *loop, const char *name, unsigned priority);
 /* line_thread_priority changed by a reload: the loop's thread applies it to itself. Any thread. */
 int loop_set_priority(gw_loop_t *loop, unsigned priority);
+/* Any thread: run fn(ctx) on the loop's own thread and return once it has
+ * run (at once when called there, or when the loop has no thread of its
+ * own). 0, or -ENOMEM (fn not run). */
+int loop_call(gw_loop_t *loop, void (*fn)(void *ctx), void *ctx);
 /* Any other thread: leave that loop and join its thread (no-op if none). */
 void loop_stop_thread(gw_loop_t *loop);
 void loop_exit(gw_loop_t *loop);      /* I/O thread: leave loop_run */

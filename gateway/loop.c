@@ -421,6 +421,53 @@ void loop_stop_thread(gw_loop_t *loop)
     loop->has_own_thread = false;
 }
 
+/*
+ * loop_call: the caller waits on a condition variable until the loop's own
+ * thread has run fn as a command (in post order, between its events), so
+ * what fn touches is the loop's alone while it runs, and what it wrote is
+ * seen by the caller after (the mutex orders both). A loop without a thread
+ * of its own running, or the loop's own thread calling, runs fn at once.
+ * The caller must not be a thread the loop's commands wait for (none do:
+ * a loop's commands take only their own loop's state and the atomics).
+ */
+typedef struct loop_call {
+    void (*fn)(void *ctx);
+    void *ctx;
+    pthread_mutex_t lock;
+    pthread_cond_t done_cv;
+    bool done;
+} loop_call_t;
+
+static void call_command(void *ctx, uint64_t a, uint32_t b, const uint8_t *data, size_t len)
+{
+    loop_call_t *call = ctx;
+    (void)a, (void)b, (void)data, (void)len;
+    call->fn(call->ctx);
+    pthread_mutex_lock(&call->lock);
+    call->done = true;
+    pthread_cond_signal(&call->done_cv);
+    pthread_mutex_unlock(&call->lock);
+}
+
+int loop_call(gw_loop_t *loop, void (*fn)(void *ctx), void *ctx)
+{
+    if (!loop->has_own_thread || on_loop_thread(loop)) {
+        fn(ctx);
+        return 0;
+    }
+    loop_call_t call = { .fn = fn, .ctx = ctx };
+    pthread_mutex_init(&call.lock, NULL);
+    pthread_cond_init(&call.done_cv, NULL);
+    int rc = loop_post(loop, call_command, &call, 0, 0, NULL, 0);
+    pthread_mutex_lock(&call.lock);
+    while (rc == 0 && !call.done)
+        pthread_cond_wait(&call.done_cv, &call.lock);
+    pthread_mutex_unlock(&call.lock);
+    pthread_cond_destroy(&call.done_cv);
+    pthread_mutex_destroy(&call.lock);
+    return rc;
+}
+
 void loop_free(gw_loop_t *loop)
 {
     if (!loop)

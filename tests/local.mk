@@ -77,8 +77,8 @@ TESTS += tests/unit/test_framer
 
 # Fault injection against `rtugw sim` on its own pty: noise, CRC errors, late
 # and truncated answers, a silent slave, the peer vanishing, a connection flood.
-TESTS += tests/e2e/modbus/test_slave_faults.py tests/e2e/modbus/test_frontend_bounds.py tests/e2e/modbus/test_conn_identity.py
-EXTRA_DIST += tests/e2e/modbus/test_slave_faults.py tests/e2e/modbus/test_frontend_bounds.py tests/e2e/modbus/test_conn_identity.py
+TESTS += tests/e2e/modbus/test_slave_faults.py tests/e2e/modbus/test_frontend_bounds.py tests/e2e/modbus/test_conn_identity.py tests/e2e/modbus/test_tcp_loops.py
+EXTRA_DIST += tests/e2e/modbus/test_slave_faults.py tests/e2e/modbus/test_frontend_bounds.py tests/e2e/modbus/test_conn_identity.py tests/e2e/modbus/test_tcp_loops.py
 
 # No answer ever belongs to another request: same-shape reads through the
 # gateway against faulty slaves (rtugw sim, tests/lib/rtu_slave.py, pymodbus);

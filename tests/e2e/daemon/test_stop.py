@@ -29,7 +29,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
 from rtugwtest import BIN, check, free_port, mbap, procs, recv_frame, run_tests, sanitized, sanitizer_env, wait_for  # noqa: E402
@@ -73,7 +72,7 @@ def broker():
 def config(tcp, tls, http, mqtt):
     return (f"[gateway]\nlog_level = info\n[bus line]\nport = sim:1,2,3\nbaud = 19200\n"
             f"[device d1]\nslave = 1\n[poll p1]\ndevice = d1\nfunction = 3\naddress = 0\ncount = 4\ninterval_ms = 200\n"
-            f"[tcp]\nport = {tcp}\ndefault_bus = line\n"
+            f"[tcp]\nport = {tcp}\ndefault_bus = line\nloops = 2\n"
             f"[tls]\nenabled = true\nport = {tls}\ncert_file = {pem('server.pem')}\nkey_file = {pem('server.key')}\n"
             f"ca_file = {pem('ca.pem')}\n[role reader]\nfunctions = read\nunits = all\n"
             f"[http]\nport = {http}\n"
@@ -119,6 +118,17 @@ def stop_with_everything_open(under_valgrind):
     r = c.read_holding_registers(0, 2, slave=1)
     check(not r.isError(), f"... and is answered ({r})")
 
+    # More plain clients, so that both of [tcp]'s loops hold connections at
+    # the stop (the kernel spreads them; the second loop's thread is joined
+    # and its connections freed under valgrind too).
+    plain = [socket.create_connection(("127.0.0.1", tcp), timeout=30) for _ in range(8)]
+    for i, s in enumerate(plain):
+        s.sendall(mbap(100 + i, 1, bytes([3, 0, i, 0, 1])))
+    check(all((f := recv_frame(s)) is not None and f[0] == 100 + i for i, s in enumerate(plain)),
+          "eight more plain clients answered")
+    check(wait_for(lambda: min(fetch_status(http, timeout=30)["tcp"]["loops"]) > 0, 30),
+          "both of [tcp]'s loops hold connections")
+
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(pem("ca.pem"))
     ctx.load_cert_chain(pem("reader.pem"), pem("reader.key"))
@@ -134,7 +144,7 @@ def stop_with_everything_open(under_valgrind):
     check(wait_for(lambda: fetch_metrics(http, timeout=30).get("rtugw_mqtt_connected") == 1, 60),
           "the MQTT session is up")
     m = fetch_metrics(http, timeout=30)
-    check(m.get("rtugw_http_active", 0) >= 2 and m.get("rtugw_tcp_active", 0) >= 1,
+    check(m.get("rtugw_http_active", 0) >= 2 and m.get("rtugw_tcp_active", 0) >= 9,
           f"the connections are open at the stop (http {m.get('rtugw_http_active')}, "
           f"tcp {m.get('rtugw_tcp_active')})")
 
