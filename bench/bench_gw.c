@@ -110,9 +110,9 @@ static void remove_dir(const bench_gw_t *gw)
     rmdir(gw->dir);
 }
 
-/* Whether keys (lines "key = value") set key: a key given twice in a
- * section is an error (rtugw.conf(5)), so a default the spec sets is left out. */
-static bool sets_key(const char *keys, const char *key)
+/* A key given twice in a section is an error (rtugw.conf(5)), so a default
+ * the spec sets is left out. */
+bool bench_keys_set(const char *keys, const char *key)
 {
     size_t n = strlen(key);
     for (const char *p = keys; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
@@ -139,9 +139,9 @@ static int write_config(const bench_gw_t *gw, const bench_gw_spec_t *spec)
             spec->log_level ? spec->log_level : "warn", spec->gateway ? spec->gateway : "",
             spec->bus, spec->sections ? spec->sections : "", gw->tcp_port);
     for (size_t i = 0; i < sizeof tcp_defaults / sizeof tcp_defaults[0]; i++)
-        if (!sets_key(tcp, tcp_defaults[i][0]))
+        if (!bench_keys_set(tcp, tcp_defaults[i][0]))
             fprintf(f, "%s = %s\n", tcp_defaults[i][0], tcp_defaults[i][1]);
-    if (!sets_key(tcp, "unit255"))
+    if (!bench_keys_set(tcp, "unit255"))
         fprintf(f, "unit255 = line:%u\n", spec->probe_slave);
     fprintf(f, "%s%s[http]\nport = %u\n", tcp, tlen && tcp[tlen - 1] != '\n' ? "\n" : "", gw->http_port);
     return fclose(f) == 0 ? 0 : -1;

@@ -35,6 +35,8 @@ typedef struct bench_gw_spec {
     unsigned probe_slave;    /* started = a read of this slave came back */
 } bench_gw_spec_t;
 
+/* Whether keys (lines "key = value") set key. */
+bool bench_keys_set(const char *keys, const char *key);
 /* Starts `BINARY run` on a temporary config with free ports, and returns
  * once the gateway answered; NULL with a message on stderr. */
 bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec);
