@@ -26,11 +26,13 @@
  * The arms alternate in rounds (arm 1, arm 2, ...), each segment --seconds /
  * --rounds long, --warmup rounds dropped. Reported per arm: answers/s and the
  * per-round ratio to the first arm's (median, p10-p90 over the rounds), the
- * latency of one read (median, p10-p90 over all measured reads), the
- * gateway's CPU seconds per second (/proc/PID/stat, all threads) and the
- * client threads' own (CLOCK_THREAD_CPUTIME_ID) in the measured windows, so a
- * reader sees whether the client took the cores, and the fraction of reads
- * answered from the cache (rtugw_tcp_cache_hits_total over
+ * latency of one read (median, p10-p90 over all measured reads), CPU
+ * seconds per second in the measured windows -- the gateway's (/proc/PID/stat,
+ * all threads) and its busiest thread's, the client threads' own
+ * (CLOCK_THREAD_CPUTIME_ID), the whole box's (/proc/stat: the loopback's
+ * softirq work is charged to neither process) -- so a reader sees whether
+ * one gateway thread, the client or the box was the bound; and the fraction
+ * of reads answered from the cache (rtugw_tcp_cache_hits_total over
  * rtugw_tcp_requests_total; under 0.99 fails the run: the bus would be
  * measured).
  */
@@ -42,6 +44,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -98,12 +101,77 @@ typedef struct cores_arm {
     double *rps, *ratio;
     bench_samples_t lat;
     uint64_t answers;
-    double window_s, gw_cpu_s, client_cpu_s;
+    double window_s, gw_cpu_s, gw_thread_cpu_s, client_cpu_s, host_cpu_s;
     double hits0, requests0, hit_fraction;
 } cores_arm_t;
 
+/* The CPU time the whole box has spent busy so far (the first line of
+ * /proc/stat, all but idle and iowait): the kernel's work for loopback TCP
+ * (softirq) is charged to neither the gateway nor the client threads. */
+static int host_busy_s(double *busy_s)
+{
+    unsigned long long f[8] = { 0 };
+    FILE *in = fopen("/proc/stat", "r");
+    long hz = sysconf(_SC_CLK_TCK);
+    int n = in ? fscanf(in, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4],
+                        &f[5], &f[6], &f[7])
+               : 0;
+    if (in)
+        fclose(in);
+    if (n < 8 || hz <= 0)
+        return -1;
+    *busy_s = (double)(f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / (double)hz;
+    return 0;
+}
+
+/* utime + stime of each of the gateway's threads now, in clock ticks. */
+typedef struct cores_task {
+    long tid;
+    unsigned long long ticks;
+} cores_task_t;
+
+static size_t task_ticks(pid_t pid, cores_task_t *t, size_t cap)
+{
+    char path[300], buf[1024];
+    size_t n = 0;
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && n < cap && (e = readdir(d))) {
+        snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[len] = 0;
+        const char *p = len ? strrchr(buf, ')') : NULL;   /* the name may hold spaces */
+        unsigned long long u, s;
+        if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &u, &s) == 2)
+            t[n++] = (cores_task_t){ strtol(e->d_name, NULL, 10), u + s };
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* The most CPU seconds one thread took between the two samples. */
+static double busiest_s(const cores_task_t *a, size_t na, const cores_task_t *b, size_t nb)
+{
+    unsigned long long most = 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    for (size_t j = 0; j < nb; j++) {
+        unsigned long long before = 0;
+        for (size_t i = 0; i < na; i++)
+            if (a[i].tid == b[j].tid)
+                before = a[i].ticks;
+        if (b[j].ticks - before > most && b[j].ticks >= before)
+            most = b[j].ticks - before;
+    }
+    return hz > 0 ? (double)most / (double)hz : 0;
+}
+
 /* One segment of the arm's clients: its answers/s into *rps; its time, the
- * gateway's and the clients' CPU and the latencies kept when measured. */
+ * gateway's, the clients' and the box's CPU and the latencies kept when measured. */
 static int segment(const cores_opt_t *o, cores_arm_t *a, bool measured, double *rps)
 {
     cores_segment_t seg = { .measured = measured };
@@ -127,14 +195,18 @@ static int segment(const cores_opt_t *o, cores_arm_t *a, bool measured, double *
             exit(1);
         }
     }
-    int u = bench_proc_usage(pid, &u0);
+    double h0 = 0, h1 = 0;
+    cores_task_t t0[64], t1[64];
+    size_t n0 = task_ticks(pid, t0, 64);
+    int u = bench_proc_usage(pid, &u0) | host_busy_s(&h0);
     seg.t0 = bench_now_ns();
     seg.deadline = seg.t0 + len;
     pthread_barrier_wait(&seg.start);
     struct timespec until = { (time_t)(seg.deadline / 1000000000ull), (long)(seg.deadline % 1000000000ull) };
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
         ;
-    u |= bench_proc_usage(pid, &u1);
+    u |= bench_proc_usage(pid, &u1) | host_busy_s(&h1);
+    size_t n1 = task_ticks(pid, t1, 64);
     for (unsigned t = 0; t < a->n_workers; t++) {
         cores_worker_t *w = &a->worker[t];
         pthread_join(w->thread, NULL);
@@ -154,7 +226,8 @@ static int segment(const cores_opt_t *o, cores_arm_t *a, bool measured, double *
         rc = -1;
     }
     if (rc == 0 && u != 0) {
-        fprintf(stderr, "rtugw bench cores: arm %s: cannot read /proc/%d/stat\n", a->spec->label, (int)pid);
+        fprintf(stderr, "rtugw bench cores: arm %s: cannot read /proc/%d/stat or /proc/stat\n", a->spec->label,
+                (int)pid);
         rc = -1;
     }
     *rps = (double)answers * 1e9 / (double)len;
@@ -163,6 +236,8 @@ static int segment(const cores_opt_t *o, cores_arm_t *a, bool measured, double *
         a->window_s += (double)len / 1e9;
         a->gw_cpu_s += u1.cpu_s - u0.cpu_s;
         a->client_cpu_s += (double)cpu_ns / 1e9;
+        a->host_cpu_s += h1 - h0;
+        a->gw_thread_cpu_s += busiest_s(t0, n0, t1, n1);
     }
     return rc;
 }
@@ -363,15 +438,18 @@ static void json_string(const char *s)
 static void report(const cores_opt_t *o, cores_arm_t *arm)
 {
     const char *ccpus = o->client_pinned ? o->client_cpus_text : "any";
+    long box = sysconf(_SC_NPROCESSORS_ONLN);
     if (o->json)
-        printf("{\"clients\": %u, \"client_threads\": %u, \"depth\": %u, \"client_cpus\": \"%s\", \"rounds\": %u, "
-               "\"seconds\": %.3f, \"arms\": [", o->clients, arm[0].n_workers, o->depth, ccpus, o->rounds, o->seconds);
+        printf("{\"clients\": %u, \"client_threads\": %u, \"depth\": %u, \"client_cpus\": \"%s\", \"box_cpus\": %ld, "
+               "\"rounds\": %u, \"seconds\": %.3f, \"arms\": [", o->clients, arm[0].n_workers, o->depth, ccpus, box,
+               o->rounds, o->seconds);
     else
         printf("Reads of 8 holding registers answered from the poll cache: %u Modbus TCP clients, %u in flight each, "
-               "on %u client thread%s (CPUs: %s); %u rounds of %.2f s per arm (median, p10-p90)\n\n"
-               "| arm | gateway CPUs | [tcp] keys | answers/s | / %s | us per read | gateway CPU s/s | "
-               "client CPU s/s | from cache |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n",
-               o->clients, o->depth, arm[0].n_workers, arm[0].n_workers == 1 ? "" : "s", ccpus, o->rounds,
+               "on %u client thread%s (CPUs: %s), a box of %ld CPUs; %u rounds of %.2f s per arm (median, p10-p90; "
+               "CPU: seconds per second of the measured rounds)\n\n"
+               "| arm | gateway CPUs | [tcp] keys | answers/s | / %s | us per read | gateway CPU (busiest thread) | "
+               "client CPU | box CPU busy | from cache |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+               o->clients, o->depth, arm[0].n_workers, arm[0].n_workers == 1 ? "" : "s", ccpus, box, o->rounds,
                o->seconds / o->rounds, arm[0].spec->label);
     for (unsigned k = 0; k < o->n_arms; k++) {
         const cores_arm_t *a = &arm[k];
@@ -381,22 +459,22 @@ static void report(const cores_opt_t *o, cores_arm_t *arm)
         bench_spread(a->ratio, o->rounds, &q);
         bench_spread(a->lat.v, a->lat.n, &l);
         keys_line(a->spec->keys, keys, sizeof keys);
-        const char *cpus = a->spec->pinned ? a->spec->cpus_text : "any";
-        double gw = a->window_s > 0 ? a->gw_cpu_s / a->window_s : 0;
-        double cl = a->window_s > 0 ? a->client_cpu_s / a->window_s : 0;
+        double w = a->window_s > 0 ? a->window_s : 1;
+        double gw = a->gw_cpu_s / w, gt = a->gw_thread_cpu_s / w, cl = a->client_cpu_s / w, host = a->host_cpu_s / w;
         if (o->json) {
             printf("%s{\"label\": \"%s\", \"cpus\": \"%s\", \"keys\": ", k ? ", " : "", a->spec->label,
                    a->spec->cpus_text);
             json_string(strcmp(keys, "-") ? keys : "");
             printf(", \"rps\": %.1f, \"rps_p10\": %.1f, \"rps_p90\": %.1f, \"ratio\": %.4f, \"ratio_p10\": %.4f, "
                    "\"ratio_p90\": %.4f, \"us\": %.1f, \"us_p10\": %.1f, \"us_p90\": %.1f, \"gateway_cpu\": %.3f, "
-                   "\"client_cpu\": %.3f, \"cache_fraction\": %.4f, \"answers\": %llu}", r.median, r.p10, r.p90,
-                   q.median, q.p10, q.p90, l.median, l.p10, l.p90, gw, cl, a->hit_fraction,
-                   (unsigned long long)a->answers);
-        } else
-            printf("| %s | %s | %s | %.0f (%.0f-%.0f) | %.3f (%.3f-%.3f) | %.1f (%.1f-%.1f) | %.2f | %.2f | %.4f |\n",
-                   a->spec->label, cpus, keys, r.median, r.p10, r.p90, q.median, q.p10, q.p90, l.median, l.p10,
-                   l.p90, gw, cl, a->hit_fraction);
+                   "\"gateway_thread_cpu\": %.3f, \"client_cpu\": %.3f, \"box_cpu\": %.3f, \"cache_fraction\": %.4f, "
+                   "\"answers\": %llu}", r.median, r.p10, r.p90, q.median, q.p10, q.p90, l.median, l.p10, l.p90, gw,
+                   gt, cl, host, a->hit_fraction, (unsigned long long)a->answers);
+        } else {
+            printf("| %s | %s | %s | %.0f (%.0f-%.0f) | %.3f (%.3f-%.3f) | %.1f (%.1f-%.1f) | %.2f (%.2f) | %.2f | "
+                   "%.2f | %.4f |\n", a->spec->label, a->spec->pinned ? a->spec->cpus_text : "any", keys, r.median,
+                   r.p10, r.p90, q.median, q.p10, q.p90, l.median, l.p10, l.p90, gw, gt, cl, host, a->hit_fraction);
+        }
     }
     if (o->json)
         printf("]}\n");
@@ -526,9 +604,10 @@ static void usage(FILE *to)
             "  --smoke        a short run for the tests: 20 clients, 2 rounds of 0.3 s, 1 warm-up round\n"
             "  --json         JSON instead of Markdown\n"
             "Reported per arm: answers/s and the ratio to the first arm (median, p10-p90 over rounds), us per\n"
-            "read (median, p10-p90 over reads), the gateway's and the client threads' CPU seconds per second,\n"
-            "and the share of reads answered from the cache (under 0.99 fails the run). Exit 1 on any wrong\n"
-            "or missing answer, a connection closed by the gateway or one with no answer for 5 s.\n");
+            "read (median, p10-p90 over reads), CPU seconds per second of the gateway (its busiest thread's\n"
+            "in parentheses), of the client threads and of the whole box (busy, all CPUs), and the share of\n"
+            "reads answered from the cache (under 0.99 fails the run). Exit 1 on any wrong or missing\n"
+            "answer, a connection closed by the gateway or one with no answer for 5 s.\n");
 }
 
 /* The CPUs asked for exist for this process, and there are descriptors for every client. */

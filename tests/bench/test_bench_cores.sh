@@ -16,7 +16,7 @@ cpu=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/sta
 /usr/bin/python3 - "$out" "$cpu" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["clients"] == 20 and d["rounds"] == 2 and len(d["arms"]) == 2, d
+assert d["clients"] == 20 and d["rounds"] == 2 and d["box_cpus"] >= 1 and len(d["arms"]) == 2, d
 a, b = d["arms"]
 assert (a["label"], a["cpus"], a["keys"]) == ("a", sys.argv[2], ""), a
 assert (b["label"], b["cpus"], b["keys"]) == ("b", "", "max_pending = 4"), b
@@ -25,7 +25,8 @@ for x in d["arms"]:
     assert x["rps_p10"] <= x["rps"] <= x["rps_p90"], x
     assert 0 < x["us_p10"] <= x["us"] <= x["us_p90"], x
     assert x["cache_fraction"] >= 0.99, x
-    assert x["gateway_cpu"] > 0 and x["client_cpu"] > 0, x
+    assert x["gateway_cpu"] > 0 and x["client_cpu"] > 0 and x["box_cpu"] > 0, x
+    assert 0 < x["gateway_thread_cpu"] <= x["gateway_cpu"] + 0.05, x
 assert a["ratio"] == 1, a
 print("ok: bench cores JSON shape and values;", ", ".join("%s %.0f/s" % (x["label"], x["rps"]) for x in d["arms"]))
 PY
