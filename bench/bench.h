@@ -53,5 +53,6 @@ int bench_mqtt_main(int argc, char **argv);
 int bench_expr_main(int argc, char **argv);
 int bench_wire_main(int argc, char **argv);
 int bench_hop_main(int argc, char **argv);
+int bench_cores_main(int argc, char **argv);
 
 #endif

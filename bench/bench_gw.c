@@ -2,7 +2,7 @@
  * bench/bench_gw.c -- a gateway under test, driven from the outside, shared
  * by bench gateway, bench soak and bench isolation: `rtugw run -c FILE` as a
  * subprocess (the rtugw that ran `rtugw bench`, or another one, e.g. an
- * older build) on a config
+ * older build), on the CPUs the bench names if any, on a config
  * in a temporary directory with free ports; libmodbus TCP clients on it; one
  * value from its /metrics; and what /proc says about a process (memory,
  * descriptors, CPU time and context switches of all its threads).
@@ -19,7 +19,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +110,24 @@ static void remove_dir(const bench_gw_t *gw)
     rmdir(gw->dir);
 }
 
+/* A key given twice in a section is an error (rtugw.conf(5)), so a default
+ * the spec sets is left out. */
+bool bench_keys_set(const char *keys, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = keys; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, key, n) == 0 && p[n + strspn(p + n, " \t")] == '=')
+            return true;
+    return false;
+}
+
 static int write_config(const bench_gw_t *gw, const bench_gw_spec_t *spec)
 {
+    static const char *const tcp_defaults[][2] = {
+        { "max_clients", "256" }, { "max_pending", "16" }, { "idle_timeout_s", "0" },
+    };
+    const char *tcp = spec->tcp ? spec->tcp : "";
+    size_t tlen = strlen(tcp);
     FILE *f = fopen(gw->cfg, "w");
     if (!f)
         return -1;
@@ -117,17 +135,21 @@ static int write_config(const bench_gw_t *gw, const bench_gw_spec_t *spec)
             "[gateway]\nlog_level = %s\n%s"
             "[bus line]\n%s"
             "%s"
-            "[tcp]\nport = %u\ndefault_bus = line\nmax_clients = 256\nmax_pending = 16\n"
-            "idle_timeout_s = 0\nunit255 = line:%u\n"
-            "[http]\nport = %u\n",
+            "[tcp]\nport = %u\ndefault_bus = line\n",
             spec->log_level ? spec->log_level : "warn", spec->gateway ? spec->gateway : "",
-            spec->bus, spec->sections ? spec->sections : "", gw->tcp_port, spec->probe_slave,
-            gw->http_port);
+            spec->bus, spec->sections ? spec->sections : "", gw->tcp_port);
+    for (size_t i = 0; i < sizeof tcp_defaults / sizeof tcp_defaults[0]; i++)
+        if (!bench_keys_set(tcp, tcp_defaults[i][0]))
+            fprintf(f, "%s = %s\n", tcp_defaults[i][0], tcp_defaults[i][1]);
+    if (!bench_keys_set(tcp, "unit255"))
+        fprintf(f, "unit255 = line:%u\n", spec->probe_slave);
+    fprintf(f, "%s%s[http]\nport = %u\n", tcp, tlen && tcp[tlen - 1] != '\n' ? "\n" : "", gw->http_port);
     return fclose(f) == 0 ? 0 : -1;
 }
 
-static pid_t spawn(const bench_gw_t *gw, const char *binary)
+static pid_t spawn(const bench_gw_t *gw, const char *binary, const cpu_set_t *cpus)
 {
+    static const char no_affinity[] = "rtugw bench: sched_setaffinity: the CPUs asked for are not available\n";
     int logfd = open(gw->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     char *argv[] = { (char *)binary, (char *)"run", (char *)"-c", (char *)gw->cfg, NULL };
     pid_t parent = getpid();
@@ -142,6 +164,12 @@ static pid_t spawn(const bench_gw_t *gw, const char *binary)
         if (logfd >= 0) {
             dup2(logfd, STDOUT_FILENO);
             dup2(logfd, STDERR_FILENO);
+        }
+        /* Set here, so every thread the gateway starts inherits it. */
+        if (cpus && sched_setaffinity(0, sizeof *cpus, cpus) != 0) {
+            ssize_t w = write(STDERR_FILENO, no_affinity, sizeof no_affinity - 1);
+            (void)w;
+            _exit(126);
         }
         execv(binary, argv);
         _exit(127);
@@ -251,7 +279,7 @@ bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec)
         free(gw);
         return NULL;
     }
-    gw->pid = spawn(gw, binary);
+    gw->pid = spawn(gw, binary, spec->cpus);
     if (gw->pid > 0 && wait_ready(gw, spec->probe_slave) == 0)
         return gw;
     print_log_tail(gw);

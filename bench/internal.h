@@ -11,6 +11,7 @@
 #include "drivers/driver.h"
 
 #include <modbus/modbus.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,11 +27,16 @@ typedef struct bench_gw_spec {
     const char *bus;         /* the keys of [bus line] */
     const char *gateway;     /* more [gateway] keys, or NULL */
     const char *sections;    /* whole sections after [bus line] ([device ...]), or NULL */
+    const char *tcp;         /* more [tcp] keys, or NULL; one named here replaces the default of
+                              * that name (max_clients, max_pending, idle_timeout_s, unit255) */
+    const cpu_set_t *cpus;   /* the CPUs the gateway may run on (set before exec), or NULL: the bench's */
     const char *log_level;   /* NULL: warn */
     const char *keep_log;    /* append the gateway's log here when it stops, or NULL */
     unsigned probe_slave;    /* started = a read of this slave came back */
 } bench_gw_spec_t;
 
+/* Whether keys (lines "key = value") set key. */
+bool bench_keys_set(const char *keys, const char *key);
 /* Starts `BINARY run` on a temporary config with free ports, and returns
  * once the gateway answered; NULL with a message on stderr. */
 bench_gw_t *bench_gw_launch(const bench_gw_spec_t *spec);

@@ -25,10 +25,15 @@ bench_libbench_a_SOURCES += bench/bench_gw.c bench/gateway.h bench/bench_gateway
 bench_libbench_a_SOURCES += bench/bench_soak.c
 bench_libbench_a_SOURCES += bench/wire.h bench/bench_wire.c bench/wire_report.c bench/wire_timeline.c bench/bench_hop.c bench/pty_sim.c
 bench_libbench_a_SOURCES += bench/bench_isolation.c
+# bench cores: many epoll-driven clients served from the poll cache, the gateway on given CPUs.
+bench_libbench_a_SOURCES += bench/cores.h bench/bench_cores.c bench/cores_load.c
 TESTS += tests/bench/test_bench_gateway.sh tests/bench/test_bench_soak.sh tests/bench/test_bench_isolation.sh
 # bench wire: one client on a paced line, rtugw vs a direct master, and the gateway's timeline.
 TESTS += tests/bench/test_bench_wire.sh tests/bench/test_bench_hop.sh
 EXTRA_DIST += tests/bench/test_bench_wire.sh tests/bench/test_bench_hop.sh
+# bench cores: the gateway held to CPUs, many epoll clients served from the poll cache.
+TESTS += tests/bench/test_bench_cores.sh
+EXTRA_DIST += tests/bench/test_bench_cores.sh
 EXTRA_DIST += tests/bench/test_bench_gateway.sh tests/bench/test_bench_soak.sh tests/bench/test_bench_isolation.sh
 # bench mqtt drives north/ against a mosquitto broker it starts.
 bench_libbench_a_SOURCES += bench/bench_mqtt.c

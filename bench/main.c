@@ -22,6 +22,7 @@ static const struct {
     { "gateway", bench_gateway_main, "rtugw rps and latency vs a direct RTU master, RSS, paced cycle" },
     { "wire", bench_wire_main, "one client on a paced line: rtugw vs a direct master, added latency, stage timeline" },
     { "hop", bench_hop_main, "a Modbus TCP device bus's answers/s through one or more rtugw builds, side by side" },
+    { "cores", bench_cores_main, "many Modbus TCP clients served from the poll cache: answers/s with the gateway on given CPUs" },
     { "isolation", bench_isolation_main, "a live slave's rate while a client hammers a silent one, vs solo" },
     { "soak", bench_soak_main, "N mixed requests from many clients: answered once, RSS and fds flat" },
     { "crossover", bench_crossover_main, "fallback/native/routed on the same frames: gate, paired verdicts, crossover" },
