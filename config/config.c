@@ -318,8 +318,21 @@ void config_close_section(loader_t *ld)
 {
     if (ld->kind == S_BUS && ld->target)
         ((config_bus_t *)ld->target)->queue_depth_line = seen_line(ld, "queue_depth");
-    if ((ld->kind == S_TCP || ld->kind == S_RTU_TCP) && ld->target)
+    if ((ld->kind == S_TCP || ld->kind == S_RTU_TCP) && ld->target) {
+        const config_tcp_t *t = ld->target;
         ld->bus_share_line[ld->kind == S_RTU_TCP] = seen_line(ld, "bus_share");
+        /* The loops split bus_share, each holding at least one place in a
+         * bus (front/tcp_loops.c): more loops than places would hold more
+         * than bus_share, past the check against queue_depth below. */
+        if (t->loops > t->bus_share) {
+            char share_at[32] = "default";
+            if (ld->bus_share_line[ld->kind == S_RTU_TCP])
+                snprintf(share_at, sizeof share_at, "line %u", ld->bus_share_line[ld->kind == S_RTU_TCP]);
+            config_error_at(ld, seen_line(ld, "loops"), "[%s] loops = '%u': above bus_share = %u (%s); each loop "
+                            "holds at least one place of a bus: raise bus_share to %u or lower loops",
+                            ld->kind == S_RTU_TCP ? "rtu_tcp" : "tcp", t->loops, t->bus_share, share_at, t->loops);
+        }
+    }
     if (ld->kind == S_BUS && ld->target)
         transports_check_bus(ld, ld->target);
     if (ld->kind == S_BUS && ld->target) {

@@ -163,7 +163,8 @@ void shard_stop_accepting(gw_tcp_t *t);
 void shard_apply(gw_tcp_t *t, const config_tcp_t *next);
 void shard_free(gw_tcp_t *t);
 /* Shard no's part of bus_share: together the loops hold bus_share places
- * of each bus (each at least one). */
+ * of each bus (each at least one: the configuration refuses more loops
+ * than bus_share). */
 unsigned shard_share(unsigned bus_share, unsigned loops, unsigned no);
 /* The lead: RLIMIT_NOFILE raised to what max_clients needs, or a warning. */
 void fit_descriptors(gw_tcp_t *tcp);

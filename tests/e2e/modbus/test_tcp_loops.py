@@ -13,17 +13,21 @@
     answered), an allow-list that drops the clients closes them on both
     loops, and loops itself is named as needing a restart;
   - stop: SIGTERM with connections open on both loops and requests in
-    flight exits 0, promptly.
+    flight exits 0, promptly;
+  - refused: more loops than bus_share (each loop holds at least one place
+    of a bus), or out of 1..16, names its line.
 """
 import os
 import signal
+import shutil
 import socket
 import struct
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
-from rtugwtest import (Gateway, check, closed_by_peer, free_port, mbap, recv_frame, run_tests,  # noqa: E402
-                       wait_for)
+from rtugwtest import (Gateway, check, check_config_refused, closed_by_peer, free_port, mbap,  # noqa: E402
+                       recv_frame, run_tests, wait_for)
 
 
 def threads(pid):
@@ -177,4 +181,20 @@ def test_stop_with_requests_in_flight():
         s.close()
 
 
-run_tests("test_tcp_loops", [test_spread, test_one_admission, test_reload, test_stop_with_requests_in_flight])
+def test_refused():
+    """More loops than bus_share places, or out of range: refused, naming the line."""
+    d = tempfile.mkdtemp(prefix="rtugw-loops-")
+    try:
+        cfg = os.path.join(d, "rtugw.conf")
+        base = "[bus line]\nport = sim:1\n[tcp]\nport = 1502\n"
+        check_config_refused(cfg, base + "loops = 5\n", ":5:", "loops = '5': above bus_share = 4 (default)")
+        check_config_refused(cfg, base + "bus_share = 2\nloops = 3\n", ":6:",
+                             "loops = '3': above bus_share = 2 (line 5)")
+        check_config_refused(cfg, base + "loops = 17\nbus_share = 20\n", ":5:", "loops")
+        check_config_refused(cfg, base.replace("[tcp]\nport = 1502", "[rtu_tcp]\nport = 1503") + "loops = 0\n", ":5:", "loops")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+run_tests("test_tcp_loops", [test_spread, test_one_admission, test_reload, test_stop_with_requests_in_flight,
+                             test_refused])
