@@ -17,6 +17,7 @@
   - refused: more loops than bus_share (each loop holds at least one place
     of a bus), or out of 1..16, names its line.
 """
+import contextlib
 import os
 import signal
 import shutil
@@ -83,9 +84,19 @@ def pipelined_round(conns, equal, base_tid):
     return wrong
 
 
-def test_spread():
-    g = Gateway(extra_tcp="loops = 2\nmax_clients = 200\nidle_timeout_s = 0\n", timeout_ms=300)
+@contextlib.contextmanager
+def loops_gateway(extra_tcp, **kw):
+    """A gateway with these [tcp] keys, stopped (exit 0 checked) however the test ends."""
+    g = Gateway(extra_tcp=extra_tcp, **kw)
     try:
+        yield g
+    finally:
+        rc, _ = g.stop()
+        check(rc == 0, f"stopped cleanly ({rc})")
+
+
+def test_spread():
+    with loops_gateway("loops = 2\nmax_clients = 200\nidle_timeout_s = 0\n", timeout_ms=300) as g:
         names = threads(g.p.pid)
         check("rtugw-tcp1" in names, f"a thread of its own for the second loop ({sorted(set(names))})")
         conns = [connect(g.tcp_port) for _ in range(64)]
@@ -102,14 +113,10 @@ def test_spread():
         for s in conns:
             s.close()
         check(wait_for(lambda: sum(loops_of(g)) == 0, 5), f"every close counted on its loop ({loops_of(g)})")
-    finally:
-        rc, _ = g.stop()
-        check(rc == 0, f"stopped cleanly ({rc})")
 
 
 def test_one_admission():
-    g = Gateway(extra_tcp="loops = 2\nmax_clients = 10\nmax_per_address = 6\nidle_timeout_s = 0\n")
-    try:
+    with loops_gateway("loops = 2\nmax_clients = 10\nmax_per_address = 6\nidle_timeout_s = 0\n") as g:
         ones = [connect(g.tcp_port, "127.0.0.1") for _ in range(8)]
         served = [s for s in ones if answered(s, 1, 5)]
         check(len(served) == 6, f"max_per_address over both loops: 6 of 8 from 127.0.0.1 ({len(served)})")
@@ -128,14 +135,10 @@ def test_one_admission():
         check(answered(again, 3, 7), "the freed place is taken, whichever loop it lands on")
         for s in ones + twos + [again]:
             s.close()
-    finally:
-        rc, _ = g.stop()
-        check(rc == 0, f"stopped cleanly ({rc})")
 
 
 def test_reload():
-    g = Gateway(extra_tcp="loops = 2\nmax_clients = 100\nidle_timeout_s = 0\n")
-    try:
+    with loops_gateway("loops = 2\nmax_clients = 100\nidle_timeout_s = 0\n") as g:
         old = [connect(g.tcp_port) for _ in range(16)]
         check(wait_for(lambda: min(loops_of(g) or [0]) > 0, 5), f"old connections on both loops ({loops_of(g)})")
         new_port = free_port()
@@ -164,9 +167,6 @@ def test_reload():
               f"an allow-list without them closes the clients of both loops ({loops_of(g)})")
         check(g.metrics().get("rtugw_tcp_revoked_closed_total", 0) - before == 48, "each one counted")
         check(all(closed_by_peer(s, 1) for s in old + fresh), "every client sees its connection closed")
-    finally:
-        rc, _ = g.stop()
-        check(rc == 0, f"stopped cleanly ({rc})")
 
 
 def test_stop_with_requests_in_flight():
