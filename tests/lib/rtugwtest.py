@@ -52,11 +52,17 @@ def free_port():
 
 
 def wait_for(cond, timeout, step=0.05):
-    """Until cond() is true or timeout seconds have passed; cond()'s last answer."""
+    """Until cond() is true or timeout seconds have passed; cond()'s last answer.
+    A socket error in cond() before the deadline (an HTTP fetch timed out on a
+    slow machine: qemu-arm at idle priority in CI) counts as not yet; the last
+    call's error is raised."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if cond():
-            return True
+        try:
+            if cond():
+                return True
+        except OSError:
+            pass
         time.sleep(step)
     return cond()
 
@@ -191,10 +197,11 @@ class Gateway:
         return c
 
     def metrics(self):
-        return fetch_metrics(self.http_port, timeout=3)
+        # 10 s: under qemu-arm at idle priority (CI's armhf stage) an answer can take more than 3
+        return fetch_metrics(self.http_port, timeout=10)
 
     def status(self):
-        return fetch_status(self.http_port)
+        return fetch_status(self.http_port, timeout=10)
 
     def log_text(self):
         self.log.flush()
