@@ -1,0 +1,99 @@
+#!/bin/sh
+# Front-end scaling run: `rtugw bench cores` with the gateway on 1, 2, 4 and 8
+# CPUs ([tcp] loops the same number) and the client on CPUs of its own, on
+# cached reads, on cached reads 4 in flight, and through a Modbus TCP device
+# bus (--bus): issue 45's "2 cores >= 1.7x the rate on 1 core", which a 2-core
+# box cannot show (its client and loopback take most of a core). Meant for a
+# machine with 16 or more cores (the device machine), run once, as one
+# script, nothing else running; about 3 minutes.
+#
+#   bench/cores-scaling.sh [--smoke] OUTDIR [rtugw command...]
+#
+# --smoke (make check, tests/bench/test_bench_cores.sh): two arms, unpinned,
+# the bench's --smoke rounds, the JSON checked for its shape and where the
+# answers came from (the cache, or the bus with --bus); not the figures.
+#
+# The rtugw command defaults to ./rtugw; on a machine without the libraries
+# give e.g. "lib/ld-linux-x86-64.so.2 --library-path lib ./rtugw" (and
+# --rtugw for the gateway is the same binary: the bench runs itself). Writes
+# OUTDIR/cores.jsonl (one `--json` object per run) and OUTDIR/cores.md (the
+# machine and each command, then each run as a Markdown table). Exits non-zero if any run does
+# (the bench exits 1 on any wrong or missing answer).
+set -u
+smoke=0
+if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
+out=${1:?usage: bench/cores-scaling.sh [--smoke] OUTDIR [rtugw command...]}
+shift
+[ $# -gt 0 ] || set -- ./rtugw
+mkdir -p "$out" || exit 2
+md=$out/cores.md
+js=$out/cores.jsonl
+: >"$md"
+: >"$js"
+cpus=$(getconf _NPROCESSORS_ONLN)
+{
+    echo "# rtugw bench cores: scaling"
+    echo
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), online cores: $cpus"
+    grep -m1 'model name' /proc/cpuinfo
+    uname -sr
+    echo "load before: $(cat /proc/loadavg)"
+} >>"$md"
+
+rc=0
+run() {
+    echo "$(date -u +%T) $*" >>"$md"
+    "$@" --json >>"$js" 2>>"$md" || { rc=1; echo "exit status non-zero" >>"$md"; }
+}
+# Each run's JSON as a Markdown table in cores.md.
+tables() {
+    /usr/bin/python3 - "$js" >>"$md" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    print("\n%s, %d clients on %d threads (CPUs %s), depth %d, %d rounds of %.2f s\n" % (
+        r["path"], r["clients"], r["client_threads"], r["client_cpus"], r["depth"], r["rounds"],
+        r["seconds"] / r["rounds"]))
+    print("| arm | CPUs | keys | answers/s | / first | us per read | gateway CPU (busiest) | client CPU | box busy |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for a in r["arms"]:
+        print("| %s | %s | %s | %.0f (%.0f-%.0f) | %.3f (%.3f-%.3f) | %.1f (%.1f-%.1f) | %.2f (%.2f) | %.2f | %.2f |" % (
+            a["label"], a["cpus"] or "any", a["keys"] or "-", a["rps"], a["rps_p10"], a["rps_p90"], a["ratio"],
+            a["ratio_p10"], a["ratio_p90"], a["us"], a["us_p10"], a["us_p90"], a["gateway_cpu"],
+            a["gateway_thread_cpu"], a["client_cpu"], a["box_cpu"]))
+PY
+}
+if [ $smoke = 1 ]; then
+    for path in "" --bus; do
+        run "$@" bench cores --smoke $path --arm one:: --arm two::'loops = 2'
+    done
+    /usr/bin/python3 - "$js" <<'PY' || rc=1
+import json, sys
+runs = [json.loads(line) for line in open(sys.argv[1])]
+assert len(runs) == 2 and [r["path"] for r in runs] == ["cache", "bus"], runs
+for r in runs:
+    assert [a["label"] for a in r["arms"]] == ["one", "two"], r
+    for a in r["arms"]:
+        assert a["answers"] > 0 and a["rps"] > 0, a
+        assert a["cache_fraction"] >= 0.99 if r["path"] == "cache" else a["cache_fraction"] <= 0.01, a
+print("ok: cores-scaling.sh --smoke: 2 runs, cache and bus, 2 arms each")
+PY
+    tables || rc=1
+    exit $rc
+fi
+if [ "$cpus" -lt 16 ]; then
+    echo "bench/cores-scaling.sh: $cpus online cores; the run needs 16 (8 for the gateway, 8 for the client)" >&2
+    exit 2
+fi
+# the gateway on CPUs 0..N-1 with N loops; the client on 8-15, 8 threads
+arms="--arm one_core:0: --arm two_cores:0-1:loops=2 --arm four_cores:0-3:loops=4 --arm eight_cores:0-7:loops=8;bus_share=8"
+client="--client-cpus 8-15 --client-threads 8 --seconds 8 --rounds 8"
+# shellcheck disable=SC2086 # the arms and the client options are word lists
+run "$@" bench cores $client $arms
+# shellcheck disable=SC2086
+run "$@" bench cores $client --depth 4 $arms
+# shellcheck disable=SC2086
+run "$@" bench cores $client --bus $arms
+echo "load after: $(cat /proc/loadavg)" >>"$md"
+tables || rc=1
+exit $rc
