@@ -10,31 +10,16 @@
 # thousand rounds, then each run's JSON checked for its shape (every arm's
 # figures finite, enqueue = dequeue) through bench/smoke.py; not the figures.
 #
-# The rtugw command defaults to ./rtugw; on a machine without the libraries give
-# e.g. "lib/ld-linux-x86-64.so.2 --library-path lib ./rtugw". Writes
+# The rtugw command defaults to ./rtugw. `rtugw bench` runs rtugw-bench from
+# beside the rtugw binary with exec: on a machine without the libraries, point
+# LD_LIBRARY_PATH at copies of them (a loader given on the command line, as
+# docs/actor.md's run of 2026-11-30 did before the benchmarks left the
+# daemon, is not inherited by that exec). Writes
 # OUTDIR/scaling.jsonl (one `--json` object per run) and OUTDIR/scaling.md (the
 # machine's description and a line per run). Exits non-zero if any run does
 # (the bench itself exits 1 when enqueue != dequeue).
-set -u
-smoke=0
-if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
-out=${1:?usage: bench/actor-scaling.sh [--smoke] OUTDIR [rtugw command...]}
-shift
-[ $# -gt 0 ] || set -- ./rtugw
-mkdir -p "$out" || exit 2
-md=$out/scaling.md
-js=$out/scaling.jsonl
-: >"$md"
-: >"$js"
-
-{
-    echo "# rtugw bench actors: scaling"
-    echo
-    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), online cores: $(getconf _NPROCESSORS_ONLN)"
-    grep -m1 'model name' /proc/cpuinfo
-    uname -sr
-    echo "load before: $(cat /proc/loadavg)"
-} >>"$md"
+script=actor-scaling.sh stem=scaling title="rtugw bench actors: scaling"
+. "$(dirname "$0")/scaling-common.sh"
 
 rc=0
 # rounds: 100000 a pair keeps even the 15-worker repetition near 20 ms; the

@@ -13,32 +13,16 @@
 # the bench's --smoke rounds, the JSON checked for its shape and where the
 # answers came from (the cache, or the bus with --bus); not the figures.
 #
-# The rtugw command defaults to ./rtugw; on a machine without the libraries
-# give e.g. "lib/ld-linux-x86-64.so.2 --library-path lib ./rtugw" (and
-# --rtugw for the gateway is the same binary: the bench runs itself). Writes
+# The rtugw command defaults to ./rtugw. `rtugw bench` runs rtugw-bench from
+# beside the rtugw binary, and the bench starts the rtugw beside itself, both
+# with exec: on a machine without the libraries, point LD_LIBRARY_PATH at
+# copies of them (a loader given on the command line is not inherited). Writes
 # OUTDIR/cores.jsonl (one `--json` object per run) and OUTDIR/cores.md (the
 # machine and each command, then each run as a Markdown table). Exits non-zero if any run does
 # (the bench exits 1 on any wrong or missing answer).
-set -u
-smoke=0
-if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
-out=${1:?usage: bench/cores-scaling.sh [--smoke] OUTDIR [rtugw command...]}
-shift
-[ $# -gt 0 ] || set -- ./rtugw
-mkdir -p "$out" || exit 2
-md=$out/cores.md
-js=$out/cores.jsonl
-: >"$md"
-: >"$js"
+script=cores-scaling.sh stem=cores title="rtugw bench cores: scaling"
+. "$(dirname "$0")/scaling-common.sh"
 cpus=$(getconf _NPROCESSORS_ONLN)
-{
-    echo "# rtugw bench cores: scaling"
-    echo
-    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), online cores: $cpus"
-    grep -m1 'model name' /proc/cpuinfo
-    uname -sr
-    echo "load before: $(cat /proc/loadavg)"
-} >>"$md"
 
 rc=0
 run() {

@@ -48,7 +48,7 @@ bench_libbench_a_SOURCES += bench/bench_tags.c bench/bench_expr.c
 bench_libbench_a_CPPFLAGS = $(AM_CPPFLAGS) -DRTUGW_MODULEDIR='"$(rtugwmoduledir)"' -DRTUGW_BINDIR='"$(bindir)"' -DRTUGW_BUILD_CFLAGS='"$(CFLAGS) $(AM_CFLAGS)"' -DRTUGW_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 TESTS += tests/bench/test_bench_crossover.sh tests/bench/test_bench_router.sh
 EXTRA_DIST += tests/bench/test_bench_crossover.sh tests/bench/test_bench_router.sh
-EXTRA_DIST += bench/actor-scaling.sh bench/cores-scaling.sh
+EXTRA_DIST += bench/actor-scaling.sh bench/cores-scaling.sh bench/scaling-common.sh
 TESTS += tests/bench/test_bench_tags.py
 EXTRA_DIST += tests/bench/test_bench_tags.py
 # MB-TCP-Security figures (TLS against plain TCP): a script, so that no
