@@ -15,8 +15,9 @@ trap 'rm -rf "$tmp"' EXIT
 failed=0
 # Run by tests of their own: tls.py (test_bench_tls.sh), footprint.py
 # (test_bench_footprint.sh), bus_footprint.py (test_bench_bus_footprint.sh),
-# limiter_memory.py (test_bench_limiter.sh); smoke.py is the verdict, not a bench.
-SEPARATE="tls.py footprint.py bus_footprint.py smoke.py limiter_memory.py"
+# limiter_memory.py (test_bench_limiter.sh); smoke.py is the verdict, not a bench;
+# scaling-common.sh is the scaling scripts' preamble, run by both.
+SEPARATE="tls.py footprint.py bus_footprint.py smoke.py limiter_memory.py scaling-common.sh"
 
 # smoke NAME COMMAND...: the command exits 0 and prints "smoke ok: NAME".
 smoke() {
@@ -50,6 +51,7 @@ smoke device_server.py $py "$src/bench/device_server.py" --smoke "$bin" "$bin"
 smoke map.py $py "$src/bench/map.py" --smoke
 smoke tags_poll.py $py "$src/bench/tags_poll.py" --smoke --bin "$bin"
 smoke actor-scaling.sh sh "$src/bench/actor-scaling.sh" --smoke "$tmp/actors" "$bin"
+smoke cores-scaling.sh sh "$src/bench/cores-scaling.sh" --smoke "$tmp/cores" "$bin"
 
 # Every script in bench/ is run here or by its own test.
 for f in "$src"/bench/*.py "$src"/bench/*.sh; do
