@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <ini.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,8 +320,20 @@ void config_close_section(loader_t *ld)
     if (ld->kind == S_BUS && ld->target)
         ((config_bus_t *)ld->target)->queue_depth_line = seen_line(ld, "queue_depth");
     if ((ld->kind == S_TCP || ld->kind == S_RTU_TCP) && ld->target) {
-        const config_tcp_t *t = ld->target;
+        config_tcp_t *t = ld->target;
         ld->bus_share_line[ld->kind == S_RTU_TCP] = seen_line(ld, "bus_share");
+        /* loops = 0: one per CPU this process may run on (its affinity, as
+         * taskset or systemd's CPUAffinity= leave it), within bus_share
+         * and CONFIG_MAX_TCP_LOOPS: the number is fixed here, so every
+         * reader (the listener, /status, a reload's comparison) sees the
+         * loops that run. */
+        if (t->loops == 0) {
+            cpu_set_t cpus;
+            int n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+            t->loops = n < 1 ? 1 : (unsigned)n;
+            t->loops = t->loops > t->bus_share ? t->bus_share : t->loops;
+            t->loops = t->loops > CONFIG_MAX_TCP_LOOPS ? CONFIG_MAX_TCP_LOOPS : t->loops;
+        }
         /* The loops split bus_share, each holding at least one place in a
          * bus (front/tcp_loops.c): more loops than places would hold more
          * than bus_share, past the check against queue_depth below. */

@@ -196,7 +196,8 @@ typedef struct config_tcp {
     uint8_t priority_units[32];     /* bit u: requests for unit u are in the priority class */
     unsigned priority_functions;    /* CONFIG_FN_*: requests of these function classes too */
     unsigned loops;                 /* event loops serving the connections ([tcp], [rtu_tcp]): 1 the I/O
-                                       thread, more each on a thread of its own; restart to change */
+                                       thread, more each on a thread of its own; restart to change;
+                                       written 0, one per CPU, fixed by the loader (never 0 here) */
 } config_tcp_t;
 
 /*

@@ -116,7 +116,7 @@ static const key_spec_t tcp_keys[] = {
     C("default_bus", set_ref),
     C("allow", set_allow),
     U(config_tcp_t, bus_share, 1, 4096),
-    U(config_tcp_t, loops, 1, CONFIG_MAX_TCP_LOOPS),
+    U(config_tcp_t, loops, 0, CONFIG_MAX_TCP_LOOPS),   /* 0: one per CPU (config.c) */
     C("priority_clients", set_priority_clients),
     C("priority_units", set_priority_units),
     C("priority_functions", set_priority_functions),

@@ -14,6 +14,8 @@
     loops, and loops itself is named as needing a restart;
   - stop: SIGTERM with connections open on both loops and requests in
     flight exits 0, promptly;
+  - one per CPU: loops = 0 runs as many loops as the CPUs the gateway may
+    run on (its affinity), at most bus_share;
   - refused: more loops than bus_share (each loop holds at least one place
     of a bus), or out of 1..16, names its line.
 """
@@ -181,6 +183,42 @@ def test_stop_with_requests_in_flight():
         s.close()
 
 
+def test_one_per_cpu():
+    """loops = 0: one loop per CPU the gateway may run on, within bus_share:
+    on every CPU this test has, on one CPU (the affinity the gateway
+    inherits, as taskset sets it), and capped by bus_share = 1."""
+    cpus = os.sched_getaffinity(0)
+    want = min(len(cpus), 4, 16)
+    with loops_gateway("loops = 0\n") as g:
+        per_loop = loops_of(g)
+        names = threads(g.p.pid)
+        check(len(per_loop) == want, f"{len(cpus)} CPUs, bus_share 4: {want} loops ({per_loop})")
+        check(all(f"rtugw-tcp{k}" in names for k in range(1, want)) and f"rtugw-tcp{want}" not in names,
+              f"a thread for each loop past the first ({sorted(set(names))})")
+        s = connect(g.tcp_port)
+        check(answered(s, 1, 5), "a read answered")
+        s.close()
+        # a reload of a file that says 0 again finds the same number: nothing to restart
+        rev = (g.status().get("last_reload") or {}).get("revision")
+        g.rewrite(g.text.replace("loops = 0\n", "loops = 0\nidle_timeout_s = 60\n"))
+        g.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: (g.status().get("last_reload") or {}).get("revision") != rev, 5), "reloaded")
+        check("tcp.loops" not in (g.status().get("restart_needed") or ""),
+              f"loops = 0 again: no restart named ({g.status().get('restart_needed')})")
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        g = Gateway(extra_tcp="loops = 0\n")
+    finally:
+        os.sched_setaffinity(0, cpus)
+    try:
+        check(len(loops_of(g)) == 1, f"held to one CPU: one loop ({loops_of(g)})")
+    finally:
+        rc, _ = g.stop()
+        check(rc == 0, f"stopped cleanly ({rc})")
+    with loops_gateway("loops = 0\nbus_share = 1\n") as g:
+        check(len(loops_of(g)) == 1, f"bus_share = 1: one loop ({loops_of(g)})")
+
+
 def test_refused():
     """More loops than bus_share places, or out of range: refused, naming the line."""
     d = tempfile.mkdtemp(prefix="rtugw-loops-")
@@ -191,10 +229,10 @@ def test_refused():
         check_config_refused(cfg, base + "bus_share = 2\nloops = 3\n", ":6:",
                              "loops = '3': above bus_share = 2 (line 5)")
         check_config_refused(cfg, base + "loops = 17\nbus_share = 20\n", ":5:", "loops")
-        check_config_refused(cfg, base.replace("[tcp]\nport = 1502", "[rtu_tcp]\nport = 1503") + "loops = 0\n", ":5:", "loops")
+        check_config_refused(cfg, base.replace("[tcp]\nport = 1502", "[rtu_tcp]\nport = 1503") + "loops = -1\n", ":5:", "loops")
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
 
 run_tests("test_tcp_loops", [test_spread, test_one_admission, test_reload, test_stop_with_requests_in_flight,
-                             test_refused])
+                             test_one_per_cpu, test_refused])
