@@ -19,6 +19,7 @@
 # machine's description and a line per run). Exits non-zero if any run does
 # (the bench itself exits 1 when enqueue != dequeue).
 script=actor-scaling.sh stem=scaling title="rtugw bench actors: scaling"
+# shellcheck source=bench/scaling-common.sh
 . "$(dirname "$0")/scaling-common.sh"
 
 rc=0

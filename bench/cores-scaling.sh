@@ -21,6 +21,7 @@
 # machine and each command, then each run as a Markdown table). Exits non-zero if any run does
 # (the bench exits 1 on any wrong or missing answer).
 script=cores-scaling.sh stem=cores title="rtugw bench cores: scaling"
+# shellcheck source=bench/scaling-common.sh
 . "$(dirname "$0")/scaling-common.sh"
 cpus=$(getconf _NPROCESSORS_ONLN)
 
