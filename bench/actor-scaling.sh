@@ -22,29 +22,20 @@ script=actor-scaling.sh stem=scaling title="rtugw bench actors: scaling"
 # shellcheck source=bench/scaling-common.sh
 . "$(dirname "$0")/scaling-common.sh"
 
-rc=0
 # rounds: 100000 a pair keeps even the 15-worker repetition near 20 ms; the
 # mutex baseline (a thread per actor) gets 2000 rounds, it is ~50x slower.
-run() {
-    echo "$(date -u +%T) $*" >>"$md"
-    "$@" --json >>"$js" 2>>"$md" || { rc=1; echo "exit status non-zero" >>"$md"; }
-}
 if [ $smoke = 1 ]; then
     for w in 1 2; do
         run "$@" bench actors --pairs 4 --rounds 2000 --mutex-rounds 100 --workers $w
     done
     /usr/bin/python3 - "$js" "$(dirname "$0")" <<'PY' || rc=1
-import json, sys
+import sys
 sys.path.insert(0, sys.argv[2])
 import smoke
-runs = [json.loads(line) for line in open(sys.argv[1])]
-figures, wrong = {"runs": len(runs)}, 0
-for r, run in enumerate(runs):
-    for k, arm in enumerate(run["arms"]):
-        for key in ("ns_per_message", "cpu_ns_per_message", "messages"):
-            figures["%d.%d.%s" % (r, k, key)] = arm[key]
-        wrong += arm["enqueue"] != arm["dequeue"]   # a message lost or made up
-smoke.check("actor-scaling.sh", figures, sorted(figures), wrong=wrong, at_least={"runs": 2})
+smoke.check_arms("actor-scaling.sh", sys.argv[1], ("ns_per_message", "cpu_ns_per_message", "messages"),
+                 lambda r, run, k, arm: "%d.%d" % (r, k),
+                 lambda run, arm: arm["enqueue"] != arm["dequeue"],   # a message lost or made up
+                 at_least={"runs": 2})
 PY
     exit $rc
 fi

@@ -25,11 +25,6 @@ script=cores-scaling.sh stem=cores title="rtugw bench cores: scaling"
 . "$(dirname "$0")/scaling-common.sh"
 cpus=$(getconf _NPROCESSORS_ONLN)
 
-rc=0
-run() {
-    echo "$(date -u +%T) $*" >>"$md"
-    "$@" --json >>"$js" 2>>"$md" || { rc=1; echo "exit status non-zero" >>"$md"; }
-}
 # Each run's JSON as a Markdown table in cores.md.
 tables() {
     /usr/bin/python3 - "$js" >>"$md" <<'PY'
@@ -53,19 +48,15 @@ if [ $smoke = 1 ]; then
         run "$@" bench cores --smoke $path --arm one:: --arm two::'loops = 2'
     done
     /usr/bin/python3 - "$js" "$(dirname "$0")" <<'PY' || rc=1
-import json, sys
+import sys
 sys.path.insert(0, sys.argv[2])
 import smoke
-runs = [json.loads(line) for line in open(sys.argv[1])]
-figures, wrong = {"runs": len(runs)}, 0
-for r, run in enumerate(runs):
-    for k, arm in enumerate(run["arms"]):
-        for key in ("rps", "us", "answers"):
-            figures["%s.%s.%s" % (run["path"], arm["label"], key)] = arm[key]
-        # where the answers came from: the cache, or with --bus the bus
-        wrong += arm["cache_fraction"] < 0.99 if run["path"] == "cache" else arm["cache_fraction"] > 0.01
-smoke.check("cores-scaling.sh", figures, sorted(figures), wrong=wrong,
-            at_least={"runs": 2, "cache.one.answers": 1, "cache.two.answers": 1, "bus.one.answers": 1, "bus.two.answers": 1})
+# where the answers came from: the cache, or with --bus the bus
+smoke.check_arms("cores-scaling.sh", sys.argv[1], ("rps", "us", "answers"),
+                 lambda r, run, k, arm: "%s.%s" % (run["path"], arm["label"]),
+                 lambda run, arm: arm["cache_fraction"] < 0.99 if run["path"] == "cache" else arm["cache_fraction"] > 0.01,
+                 at_least={"runs": 2, "cache.one.answers": 1, "cache.two.answers": 1, "bus.one.answers": 1,
+                           "bus.two.answers": 1})
 PY
     tables || rc=1
     exit $rc

@@ -1,9 +1,12 @@
+# shellcheck shell=sh disable=SC2154 # script, stem and title: the sourcing script sets them
 # bench/scaling-common.sh -- sourced (`.`) by bench/actor-scaling.sh and
 # bench/cores-scaling.sh, after they set $script, $stem and $title: parses
 # their "[--smoke] OUTDIR [rtugw command...]" ($smoke; the positional
 # parameters become the rtugw command, ./rtugw by default), empties
-# OUTDIR/$stem.md and OUTDIR/$stem.jsonl ($md, $js) and writes the machine's
-# description under $title at the head of $md.
+# OUTDIR/$stem.md and OUTDIR/$stem.jsonl ($md, $js), writes the machine's
+# description under $title at the head of $md, and defines run: one
+# `COMMAND... --json` appended to $js, its command and errors to $md, rc=1
+# when it fails.
 set -u
 smoke=0
 if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
@@ -23,3 +26,8 @@ js=$out/$stem.jsonl
     uname -sr
     echo "load before: $(cat /proc/loadavg)"
 } >>"$md"
+rc=0
+run() {
+    echo "$(date -u +%T) $*" >>"$md"
+    "$@" --json >>"$js" 2>>"$md" || { rc=1; echo "exit status non-zero" >>"$md"; }
+}

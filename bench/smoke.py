@@ -8,6 +8,7 @@ numeric, finite) and that no answer it checked was wrong. check() prints one
 line, "smoke ok: NAME: ..." (which the test looks for), or "smoke FAIL: ..."
 and exits 1.
 """
+import json
 import math
 import sys
 
@@ -30,6 +31,21 @@ def check(name, figures, keys, wrong=0, at_least=None):
         print("smoke FAIL: %s: %s" % (name, "; ".join(problems)), flush=True)
         sys.exit(1)
     print("smoke ok: %s: %s" % (name, ", ".join("%s=%.4g" % (k, figures[k]) for k in keys)), flush=True)
+
+
+def check_arms(name, jsonl, keys, label, wrong_arm, at_least=None):
+    """check() over a scaling script's OUTDIR/*.jsonl (one `--json` run a
+    line, each with its "arms"): figure "LABEL.KEY" for each arm and key,
+    LABEL = label(run_index, run, arm_index, arm); wrong_arm(run, arm) true
+    counts one wrong; at_least as check()'s, "runs" the lines read."""
+    runs = [json.loads(line) for line in open(jsonl)]
+    figures, wrong = {"runs": len(runs)}, 0
+    for r, run in enumerate(runs):
+        for k, arm in enumerate(run["arms"]):
+            for key in keys:
+                figures["%s.%s" % (label(r, run, k, arm), key)] = arm[key]
+            wrong += bool(wrong_arm(run, arm))
+    check(name, figures, sorted(figures), wrong=wrong, at_least=at_least)
 
 
 def holding_expected(slave, address, count):
