@@ -202,11 +202,10 @@ class Gateway:
         return c
 
     def metrics(self):
-        # 10 s: under qemu-arm at idle priority (CI's armhf stage) an answer can take more than 3
-        return fetch_metrics(self.http_port, timeout=10)
+        return fetch_metrics(self.http_port, timeout=3 * SLOWDOWN)
 
     def status(self):
-        return fetch_status(self.http_port, timeout=10)
+        return fetch_status(self.http_port, timeout=3 * SLOWDOWN)
 
     def log_text(self):
         self.log.flush()
