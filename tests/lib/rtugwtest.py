@@ -60,8 +60,9 @@ def wait_for(cond, timeout, step=0.05):
     """Until cond() is true or timeout seconds have passed; cond()'s last answer.
     A socket error in cond() before the deadline (an HTTP fetch timed out on a
     slow machine: qemu-arm at idle priority in CI) counts as not yet; the last
-    call's error is raised."""
-    deadline = time.time() + timeout
+    call's error is raised. The wait is widened by SLOWDOWN: a bound on the
+    daemon, never a count."""
+    deadline = time.time() + timeout * SLOWDOWN
     while time.time() < deadline:
         try:
             if cond():
@@ -94,7 +95,7 @@ procs = []   # every daemon started, killed by the scripts' own clean-up
 
 def wait_listening(port, proc, seconds=10):
     """Until something accepts on 127.0.0.1:port, or proc has exited."""
-    deadline = time.time() + seconds
+    deadline = time.time() + seconds * SLOWDOWN
     while time.time() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -221,7 +222,7 @@ class Gateway:
         t0 = time.time()
         self.p.send_signal(signal.SIGTERM)
         try:
-            rc = self.p.wait(timeout=5)
+            rc = self.p.wait(timeout=5 * SLOWDOWN)
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = None
@@ -258,7 +259,7 @@ def recv_frame(s):
 
 
 def closed_by_peer(s, wait=2.0):
-    s.settimeout(wait)
+    s.settimeout(wait * SLOWDOWN)
     try:
         return s.recv(1) == b""
     except ConnectionResetError:
@@ -272,7 +273,7 @@ class Daemon:
     self.p (the process), self.log (its log file) and self.http_port."""
 
     def metrics(self):
-        return fetch_metrics(self.http_port, timeout=5)
+        return fetch_metrics(self.http_port, timeout=5 * SLOWDOWN)
 
     def log_text(self):
         self.log.flush()
@@ -283,7 +284,7 @@ class Daemon:
         """SIGTERM: it must exit 0 with no sanitizer report in its log."""
         self.p.send_signal(signal.SIGTERM)
         try:
-            rc = self.p.wait(timeout=10)
+            rc = self.p.wait(timeout=10 * SLOWDOWN)
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = None

@@ -267,7 +267,7 @@ def test_systemd_notify():
     path = os.path.join(tempfile.mkdtemp(prefix="rtugw-notify-"), "notify")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(path)
-    sock.settimeout(10)
+    sock.settimeout(10 * SLOWDOWN)   # a reload under qemu at idle priority takes seconds
     os.environ["NOTIFY_SOCKET"] = path
     try:
         g = Gateway()
@@ -282,7 +282,7 @@ def test_systemd_notify():
     g.p.send_signal(signal.SIGTERM)
     got.append(sock.recv(256).decode())
     check("STOPPING=1" in got[4], f"STOPPING=1 on SIGTERM: {got}")
-    g.p.wait(timeout=5)
+    g.p.wait(timeout=5 * SLOWDOWN)
     sock.close()
 
 
@@ -292,7 +292,7 @@ def test_concurrent_clients():
     per_client = 40
 
     def worker(k):
-        c = ModbusTcpClient("127.0.0.1", port=g.tcp_port, timeout=10)
+        c = ModbusTcpClient("127.0.0.1", port=g.tcp_port, timeout=10 * SLOWDOWN)
         if not c.connect():
             errors.append(f"client {k}: connect")
             return

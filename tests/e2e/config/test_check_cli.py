@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
-from rtugwtest import BIN, check as _check, finish, free_port  # noqa: E402
+from rtugwtest import BIN, SLOWDOWN, check as _check, finish, free_port  # noqa: E402
 SRC = os.environ.get("RTUGW_SRCDIR", ".")
 
 
@@ -110,7 +110,7 @@ for what, body, wanted, *binds in CASES:
     for w in wanted:
         check(w.format(f=f) in c.stderr, f"{what}: check says {w.format(f=f)!r}: {c.stderr!r}")
     try:
-        r = rtugw("run", "-c", f, timeout=10)
+        r = rtugw("run", "-c", f, timeout=10 * SLOWDOWN)
         check(r.returncode == 2, f"{what}: run exit {r.returncode}: {r.stderr!r}")
         check(r.stderr == c.stderr, f"{what}: run says what check says: {r.stderr!r} vs {c.stderr!r}")
     except subprocess.TimeoutExpired:
@@ -191,7 +191,7 @@ f = write("dir.ini", f"[bus a]\nport = {tmp}\n" + TAIL.format(tcp_bind="", http_
 d = subprocess.Popen([BIN, "run", "-c", f], stderr=subprocess.PIPE, text=True)
 line = d.stderr.readline()
 d.terminate()
-d.wait(timeout=10)
+d.wait(timeout=10 * SLOWDOWN)
 check("not a serial port: Is a directory; retrying" in line, f"run on a directory logs: {line!r}")
 os.close(master)
 os.close(slave)
@@ -258,7 +258,7 @@ check(not run_on, f"rtugw.conf.5: every key begins a paragraph (.TP): {run_on}")
 tls_off = write("tlsoff.ini", "[bus a]\nport = sim\n" + TAIL.format(tcp_bind="", http_bind="", tcp=free_port(),
                                                                     http=free_port()))
 try:
-    r = rtugw("run", "-c", tls_off, timeout=3)
+    r = rtugw("run", "-c", tls_off, timeout=3 * SLOWDOWN)
     out = r.stderr
 except subprocess.TimeoutExpired as e:
     out = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
