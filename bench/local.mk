@@ -65,7 +65,7 @@ TESTS += tests/bench/test_bench_transports.sh
 EXTRA_DIST += tests/bench/test_bench_transports.sh
 # Resident memory by mapping, idle CPU and wake-ups, the cost of a request
 # (docs/footprint.md): a script that reads /proc, like bench/tls.py.
-EXTRA_DIST += bench/footprint.py bench/paced_wakeups.py bench/storm_isolation.py bench/footprint-idle.ini bench/footprint-load.ini bench/reload_tags.py bench/listen.py bench/tags_poll.py
+EXTRA_DIST += bench/footprint.py bench/paced_wakeups.py bench/wakeup.py bench/storm_isolation.py bench/footprint-idle.ini bench/footprint-load.ini bench/reload_tags.py bench/listen.py bench/tags_poll.py
 TESTS += tests/bench/test_bench_footprint.sh
 EXTRA_DIST += tests/bench/test_bench_footprint.sh
 # Issue 45: the memory each added bus costs, idle and polling (docs/footprint.md,
