@@ -37,6 +37,7 @@
 #include "drivers/driver.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <modbus/modbus.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -102,8 +103,8 @@ typedef struct gw_arm {
     bench_pty_sim_t line;
     bench_gw_t *gw;
     modbus_t *client;
-    bench_samples_t lat;
-    wire_client_log_t log;
+    bench_samples_t lat[2];        /* by state: [1] the rounds with --cpu-latency's request held */
+    wire_client_log_t log[2];
     char tl_path[256];   /* --timeline: RTUGW_TIMELINE's PATH; "" */
 } gw_arm_t;
 
@@ -146,24 +147,51 @@ static int arm_stop(gw_arm_t *a)
         unlink(f);
     }
     bench_pty_sim_close(&a->line);
-    free(a->lat.v);
-    free(a->log.sent);
-    free(a->log.received);
+    for (int h = 0; h < 2; h++) {
+        free(a->lat[h].v);
+        free(a->log[h].sent);
+        free(a->log[h].received);
+    }
     return rc;
 }
 
-static int run_baud(const wire_options_t *opt, unsigned baud, wire_row_t *row)
+/* --cpu-latency: the CPU latency request (Linux's PM QoS) this process
+ * holds while the fd is open, as rtugw's [gateway] cpu_latency_us does
+ * (daemon/cpu_latency.c); it is the whole machine's, so it is held for a
+ * round's segments of every arm, direct included, or for none. */
+static int hold_cpu_latency(int us)
+{
+    int32_t v = us;
+    int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, &v, sizeof v) != (ssize_t)sizeof v) {
+        fprintf(stderr, "rtugw bench wire: --cpu-latency: /dev/cpu_dma_latency: %s (root's)\n", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * One baud: rows[0], and with --cpu-latency rows[1], the same arms in the
+ * same rounds with the request held. Each round runs every arm's segment
+ * once per state, the state first alternating from round to round, so a
+ * drift of the machine falls on both alike; every ratio is to the direct
+ * master's rate in the same round and state.
+ */
+static int run_baud(const wire_options_t *opt, unsigned baud, wire_row_t *rows)
 {
     bench_pty_sim_t direct_line;
     modbus_t *direct = NULL;
     gw_arm_t arm[WIRE_ARMS];
-    bench_samples_t lat_d = { 0 };
-    unsigned R = opt->rounds;
-    double *v = calloc((1 + 2 * WIRE_ARMS) * (size_t)R, sizeof *v);
+    bench_samples_t lat_d[2] = { { 0 }, { 0 } };
+    unsigned R = opt->rounds, states = opt->cpu_latency_us >= 0 ? 2 : 1;
+    double *v = calloc((1 + 2 * WIRE_ARMS) * (size_t)R * 2, sizeof *v);
     uint64_t seg_ns = (uint64_t)(opt->seconds / R * 1e9);
     int rc = -1;
 
-    *row = (wire_row_t){ .baud = baud, .regs = opt->regs };
+    for (unsigned h = 0; h < states; h++)
+        rows[h] = (wire_row_t){ .baud = baud, .regs = opt->regs, .cpu_latency_us = h ? opt->cpu_latency_us : -1 };
     direct_line = (bench_pty_sim_t){ .master = -1, .slave_hold = -1 };
     for (unsigned k = 0; k < WIRE_ARMS; k++)
         arm[k] = (gw_arm_t){ .line = { .master = -1, .slave_hold = -1 } };
@@ -178,37 +206,49 @@ static int run_baud(const wire_options_t *opt, unsigned baud, wire_row_t *row)
     for (unsigned k = 0; k < WIRE_ARMS; k++)
         if (arm_start(opt, baud, k, &arm[k]) != 0)
             goto out;
-    /* Rounds: direct, then each gateway arm; every ratio is to the direct
-     * master's rate in the same round. */
     for (unsigned r = 0; r < opt->warmup + R; r++) {
         bool measured = r >= opt->warmup;
         unsigned m = r - opt->warmup;
-        double d = run_segment(direct, opt->regs, seg_ns, measured ? &lat_d : NULL, &row->direct_errors, NULL);
-        for (unsigned k = 0; k < WIRE_ARMS; k++) {
-            double g = run_segment(arm[k].client, opt->regs, seg_ns, measured ? &arm[k].lat : NULL,
-                                   &row->gw[k].errors, opt->timeline ? &arm[k].log : NULL);
-            if (measured) {
-                v[(1 + 2 * k) * R + m] = g;
-                v[(2 + 2 * k) * R + m] = d > 0 ? g / d : 0;
+        for (unsigned i = 0; i < states; i++) {
+            unsigned h = states == 2 ? (i + r) % 2 : 0;
+            double *vh = v + (size_t)h * (1 + 2 * WIRE_ARMS) * R;
+            int held = h ? hold_cpu_latency(opt->cpu_latency_us) : -1;
+            if (h && held < 0)
+                goto out;
+            double d = run_segment(direct, opt->regs, seg_ns, measured ? &lat_d[h] : NULL, &rows[h].direct_errors,
+                                   NULL);
+            for (unsigned k = 0; k < WIRE_ARMS; k++) {
+                double g = run_segment(arm[k].client, opt->regs, seg_ns, measured ? &arm[k].lat[h] : NULL,
+                                       &rows[h].gw[k].errors, opt->timeline ? &arm[k].log[h] : NULL);
+                if (measured) {
+                    vh[(1 + 2 * k) * R + m] = g;
+                    vh[(2 + 2 * k) * R + m] = d > 0 ? g / d : 0;
+                }
             }
+            if (measured)
+                vh[m] = d;
+            if (held >= 0)
+                close(held);
         }
-        if (measured)
-            v[m] = d;
     }
-    row->direct_requests = lat_d.n;
-    bench_spread(v, R, &row->direct_rps);
-    bench_spread(lat_d.v, lat_d.n, &row->direct_us);
-    row->wire_us = (double)(opt->regs * 2 + 5) * 10 * 1e6 / baud;
     rc = 0;
-    for (unsigned k = 0; k < WIRE_ARMS; k++) {
-        wire_arm_t *g = &row->gw[k];
-        g->requests = arm[k].lat.n;
-        bench_spread(v + (1 + 2 * k) * R, R, &g->rps);
-        bench_spread(v + (2 + 2 * k) * R, R, &g->ratio);
-        bench_spread(arm[k].lat.v, arm[k].lat.n, &g->us);
-        g->added_us = g->us.median - row->direct_us.median;
-        if (opt->timeline && wire_timeline_read(arm[k].tl_path, &arm[k].log, g) != 0)
-            rc = -1;
+    for (unsigned h = 0; h < states; h++) {
+        wire_row_t *row = &rows[h];
+        double *vh = v + (size_t)h * (1 + 2 * WIRE_ARMS) * R;
+        row->direct_requests = lat_d[h].n;
+        bench_spread(vh, R, &row->direct_rps);
+        bench_spread(lat_d[h].v, lat_d[h].n, &row->direct_us);
+        row->wire_us = (double)(opt->regs * 2 + 5) * 10 * 1e6 / baud;
+        for (unsigned k = 0; k < WIRE_ARMS; k++) {
+            wire_arm_t *g = &row->gw[k];
+            g->requests = arm[k].lat[h].n;
+            bench_spread(vh + (1 + 2 * k) * R, R, &g->rps);
+            bench_spread(vh + (2 + 2 * k) * R, R, &g->ratio);
+            bench_spread(arm[k].lat[h].v, arm[k].lat[h].n, &g->us);
+            g->added_us = g->us.median - row->direct_us.median;
+            if (opt->timeline && wire_timeline_read(arm[k].tl_path, &arm[k].log[h], g) != 0)
+                rc = -1;
+        }
     }
 out:
     for (unsigned k = 0; k < WIRE_ARMS; k++)
@@ -219,7 +259,8 @@ out:
         modbus_free(direct);
     }
     bench_pty_sim_close(&direct_line);
-    free(lat_d.v);
+    for (int h = 0; h < 2; h++)
+        free(lat_d[h].v);
     free(v);
     return rc;
 }
@@ -228,7 +269,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: rtugw bench wire [--baud B[,B...]] [--regs N] [--seconds S] [--rounds N] [--warmup N]\n"
-            "                        [--timeline] [--rtugw PATH] [--json]\n"
+            "                        [--timeline] [--cpu-latency US] [--rtugw PATH] [--json]\n"
             "\n"
             "One client on a line paced at its baud (8N1): rtugw (a subprocess opening a pty as its\n"
             "serial port) side by side with a direct libmodbus RTU master on a pty served the same\n"
@@ -239,6 +280,9 @@ static void usage(FILE *to)
             "  --rounds N     measured rounds (default 8)\n"
             "  --warmup N     warm-up rounds, dropped (default 1)\n"
             "  --timeline     the gateway's per-stage times of its last transactions (RTUGW_TIMELINE)\n"
+            "  --cpu-latency US  every round twice, the second state with a CPU latency request of US\n"
+            "                 microseconds held (/dev/cpu_dma_latency, root's; what [gateway] cpu_latency_us\n"
+            "                 holds), the order alternating: each arm reported for both\n"
             "  --rtugw PATH   the rtugw binary to measure (default: the one that runs the bench)\n"
             "  --json         JSON instead of Markdown\n");
 }
@@ -259,10 +303,21 @@ static int parse_bauds(void *dst, const char *value)
     return *p || opt->n_bauds == 0 ? -1 : 0;
 }
 
+static int parse_cpu_latency(void *dst, const char *value)
+{
+    wire_options_t *opt = dst;
+    char *end;
+    unsigned long us = strtoul(value, &end, 10);
+    if (value[0] < '0' || value[0] > '9' || *end || us > 1000000)
+        return -1;
+    opt->cpu_latency_us = (int)us;
+    return 0;
+}
+
 int bench_wire_main(int argc, char **argv)
 {
     wire_options_t opt = { .seconds = 4, .rounds = 8, .warmup = 1, .regs = 8, .bauds = { 115200, 9600 },
-                           .n_bauds = 2 };
+                           .n_bauds = 2, .cpu_latency_us = -1 };
     const bench_opt_t opts[] = {
         BENCH_FLAG("json", &opt.json),
         BENCH_FLAG("timeline", &opt.timeline),
@@ -270,6 +325,7 @@ int bench_wire_main(int argc, char **argv)
         BENCH_UINT("rounds", &opt.rounds, 1, 10000),
         BENCH_UINT("warmup", &opt.warmup, 0, 10000),
         BENCH_UINT("regs", &opt.regs, 1, 125),
+        BENCH_CALL("cpu-latency", parse_cpu_latency, &opt, required_argument, "microseconds 0-1000000"),
         BENCH_TEXT("rtugw", &opt.rtugw),
         BENCH_CALL("baud", parse_bauds, &opt, required_argument, "bauds 1200-4000000, comma-separated (at most 4)"),
         BENCH_OPT_END,
@@ -278,22 +334,25 @@ int bench_wire_main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     signal(SIGPIPE, SIG_IGN);
-    wire_row_t rows[WIRE_MAX_BAUDS];
-    size_t n = 0;
+    wire_row_t rows[2 * WIRE_MAX_BAUDS];
+    size_t n = 0, states = opt.cpu_latency_us >= 0 ? 2 : 1;
     rc = 0;
     for (unsigned i = 0; i < opt.n_bauds; i++) {
         if (run_baud(&opt, opt.bauds[i], &rows[n]) != 0) {
             rc = 1;
             continue;
         }
-        const wire_row_t *w = &rows[n];
-        if (w->gw[0].errors || w->gw[1].errors || w->direct_errors) {
-            fprintf(stderr, "rtugw bench wire: %u baud: %llu + %llu rtugw and %llu direct reads failed or had "
-                    "wrong values\n", w->baud, (unsigned long long)w->gw[0].errors,
-                    (unsigned long long)w->gw[1].errors, (unsigned long long)w->direct_errors);
-            rc = 1;
+        for (size_t h = 0; h < states; h++, n++) {
+            const wire_row_t *w = &rows[n];
+            uint64_t bad = w->direct_errors;
+            for (unsigned k = 0; k < WIRE_ARMS; k++)
+                bad += w->gw[k].errors;
+            if (bad) {
+                fprintf(stderr, "rtugw bench wire: %u baud: %llu reads failed or had wrong values (direct %llu)\n",
+                        w->baud, (unsigned long long)bad, (unsigned long long)w->direct_errors);
+                rc = 1;
+            }
         }
-        n++;
     }
     wire_print(&opt, rows, n);
     return rc;

@@ -17,6 +17,7 @@ typedef struct wire_options {
     unsigned rounds, warmup, regs;
     unsigned bauds[4], n_bauds;
     int json, timeline;
+    int cpu_latency_us;   /* --cpu-latency: each round also with this request held; -1: not */
     const char *rtugw;
 } wire_options_t;
 
@@ -44,6 +45,7 @@ typedef struct wire_arm {
 
 typedef struct wire_row {
     unsigned baud, regs;
+    int cpu_latency_us;   /* the request held in its rounds (--cpu-latency); -1: none */
     bench_spread_t direct_rps, direct_us;
     uint64_t direct_errors, direct_requests;
     double wire_us;     /* the answer's wire time */

@@ -44,9 +44,10 @@ static void print_json(const wire_options_t *opt, const wire_row_t *rows, size_t
            opt->rounds, opt->warmup, opt->regs);
     for (size_t i = 0; i < n; i++) {
         const wire_row_t *r = &rows[i];
-        printf("%s\n  {\"baud\": %u, \"answer_wire_us\": %.2f, \"direct_requests\": %llu, \"direct_errors\": %llu, ",
-               i ? "," : "", r->baud, r->wire_us, (unsigned long long)r->direct_requests,
-               (unsigned long long)r->direct_errors);
+        printf("%s\n  {\"baud\": %u, \"cpu_latency_us\": ", i ? "," : "", r->baud);
+        printf(r->cpu_latency_us >= 0 ? "%d" : "null", r->cpu_latency_us);
+        printf(", \"answer_wire_us\": %.2f, \"direct_requests\": %llu, \"direct_errors\": %llu, ", r->wire_us,
+               (unsigned long long)r->direct_requests, (unsigned long long)r->direct_errors);
         json_spread("direct_rps", &r->direct_rps, ", ");
         json_spread("direct_us", &r->direct_us, ", ");
         printf("\"arms\": [");
@@ -68,8 +69,20 @@ static void print_json(const wire_options_t *opt, const wire_row_t *rows, size_t
     printf("\n]}\n");
 }
 
+/* A row's first cell: its baud, and the request held in its rounds. */
+static const char *row_label(const wire_row_t *r, char *buf, size_t cap)
+{
+    if (r->cpu_latency_us >= 0)
+        snprintf(buf, cap, "%u, %d us held", r->baud, r->cpu_latency_us);
+    else
+        snprintf(buf, cap, "%u", r->baud);
+    return buf;
+}
+
 void wire_print(const wire_options_t *opt, const wire_row_t *rows, size_t n)
 {
+    char label[48];
+
     if (opt->json) {
         print_json(opt, rows, n);
         return;
@@ -79,12 +92,13 @@ void wire_print(const wire_options_t *opt, const wire_row_t *rows, size_t n)
     printf("| baud | arm | rps | /direct | us per read | added us (medians) |\n|---:|---|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < n; i++) {
         const wire_row_t *r = &rows[i];
-        printf("| %u | direct | %.1f (%.1f-%.1f) | 1 | %.1f (%.1f-%.1f) | (answer's wire time %.1f) |\n", r->baud,
+        printf("| %s | direct | %.1f (%.1f-%.1f) | 1 | %.1f (%.1f-%.1f) | (answer's wire time %.1f) |\n",
+               row_label(r, label, sizeof label),
                r->direct_rps.median, r->direct_rps.p10, r->direct_rps.p90, r->direct_us.median, r->direct_us.p10,
                r->direct_us.p90, r->wire_us);
         for (unsigned k = 0; k < WIRE_ARMS; k++) {
             const wire_arm_t *g = &r->gw[k];
-            printf("| %u | %s | %.1f (%.1f-%.1f) | %.3f (%.3f-%.3f) | %.1f (%.1f-%.1f) | %+.1f |\n", r->baud,
+            printf("| %s | %s | %.1f (%.1f-%.1f) | %.3f (%.3f-%.3f) | %.1f (%.1f-%.1f) | %+.1f |\n", label,
                    wire_arm_names[k], g->rps.median, g->rps.p10, g->rps.p90, g->ratio.median, g->ratio.p10,
                    g->ratio.p90, g->us.median, g->us.p10, g->us.p90, g->added_us);
         }
@@ -94,8 +108,8 @@ void wire_print(const wire_options_t *opt, const wire_row_t *rows, size_t n)
             const wire_arm_t *g = &rows[i].gw[k];
             if (!g->timeline_n)
                 continue;
-            printf("\nTimeline, %s at %u baud, %zu transactions (us, median p10-p90):\n\n| stage | us |\n|---|---:|\n",
-                   wire_arm_names[k], rows[i].baud, g->timeline_n);
+            printf("\nTimeline, %s at %s baud, %zu transactions (us, median p10-p90):\n\n| stage | us |\n|---|---:|\n",
+                   wire_arm_names[k], row_label(&rows[i], label, sizeof label), g->timeline_n);
             for (unsigned s = 0; s < WIRE_STAGES; s++)
                 printf("| %s | %.1f (%.1f-%.1f) |\n", wire_stage_names[s], g->stage_us[s].median, g->stage_us[s].p10,
                        g->stage_us[s].p90);

@@ -541,6 +541,7 @@ static config_t *load(loader_t *ld)
     cfg->log_level = CONFIG_LOG_INFO;
     cfg->buses_on_io_thread = true;
     cfg->line_thread = true;
+    cfg->cpu_latency_us = -1;
     cfg->tcp = (config_tcp_t){ .enabled = true, .bind = "127.0.0.1", .port = 1502, .max_clients = 32,
                                .idle_timeout_s = 300, .max_pending = 16, .adu_timeout_ms = 2000,
                                .bus_share = 4, .loops = 1 };

@@ -46,6 +46,7 @@
  * 16 bits of a connection id's index (front/tcp_session.h). */
 #define CONFIG_MAX_CLIENTS 65000
 #define CONFIG_MAX_TCP_LOOPS 16    /* [tcp] loops, [rtu_tcp] loops */
+#define CONFIG_MAX_CPU_LATENCY_US 1000000   /* [gateway] cpu_latency_us: a second */
 
 typedef enum config_rs485 { CONFIG_RS485_OFF = 0, CONFIG_RS485_IOCTL, CONFIG_RS485_RTS } config_rs485_t;
 
@@ -360,6 +361,7 @@ typedef struct config {
     int addressing;                 /* how devices' tags write addresses, unless a device says */
     bool line_thread;               /* ports and bus actors on a thread of their own (default) */
     unsigned line_thread_priority;  /* SCHED_FIFO priority of that thread, 1..99; 0: none */
+    int cpu_latency_us;             /* a CPU latency QoS request held while running, us; -1: off */
     config_log_t log_level;
     bool log_syslog;                /* log_target = syslog (else stderr) */
     char data_dirs[CONFIG_PATH_MAX];/* folders files may be in besides the configuration's (paths.c) */

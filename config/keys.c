@@ -24,6 +24,7 @@ static bool set_priority_functions(loader_t *ld, const key_spec_t *k, unsigned n
 static bool set_buckets(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 static bool set_copies(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
+static bool set_cpu_latency(loader_t *ld, const key_spec_t *k, unsigned number, const char *value);
 
 #define U(s, f, lo, hi) { .name = #f, .type = K_UINT, .offset = offsetof(s, f), .min = lo, .max = hi }
 #define B(s, f) { .name = #f, .type = K_BOOL, .offset = offsetof(s, f) }
@@ -38,6 +39,7 @@ static const key_spec_t gateway_keys[] = {
     B(config_t, buses_on_io_thread),
     B(config_t, line_thread),
     U(config_t, line_thread_priority, 0, 99),
+    C("cpu_latency_us", set_cpu_latency),
     T(config_t, log_level, K_LOG),
     { .name = "data_dirs", .type = K_STRING, .offset = offsetof(config_t, data_dirs), .min = 1,
       .max = CONFIG_PATH_MAX },
@@ -661,6 +663,27 @@ static bool set_copies(loader_t *ld, const key_spec_t *k, unsigned number, const
     }
     config_bad_value(ld, k->name, value, "expected detect or none");
     return false;
+}
+
+_Static_assert(CONFIG_MAX_CPU_LATENCY_US == 1000000, "set_cpu_latency's message says 0..1000000");
+/* [gateway] cpu_latency_us: off, or the microseconds an idle CPU may take to
+ * wake (daemon/cpu_latency.c holds the request). */
+static bool set_cpu_latency(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)
+{
+    char *end;
+    (void)number;
+    if (strcmp(value, "off") == 0) {
+        ld->cfg->cpu_latency_us = -1;
+        return true;
+    }
+    errno = 0;
+    unsigned long us = strtoul(value, &end, 10);
+    if (value[0] < '0' || value[0] > '9' || *end || errno || us > CONFIG_MAX_CPU_LATENCY_US) {
+        config_bad_value(ld, k->name, value, "expected off or 0..1000000 (microseconds)");
+        return false;
+    }
+    ld->cfg->cpu_latency_us = (int)us;
+    return true;
 }
 
 static bool set_policy(loader_t *ld, const key_spec_t *k, unsigned number, const char *value)

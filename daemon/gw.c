@@ -99,6 +99,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     }
     gw->opt = *opt;
     gw->started_ns = gw_now_ns();
+    gw->cpu_latency_fd = -1;
     if (cfg->log_syslog) {   /* opened before the first line */
         gw->cfg->log_syslog = false;
         gw_log_configure(gw, cfg->log_level, true);
@@ -260,6 +261,9 @@ int gw_run(gw_t *gw)
             event_free(ev_status);
         return 1;
     }
+    char err[512];
+    if (gw->cfg->cpu_latency_us >= 0 && cpu_latency_hold(gw, gw->cfg->cpu_latency_us, err, sizeof err) != 0)
+        gw_log(gw, CONFIG_LOG_WARN, "%s; running without it", err);
     gw_notify("READY=1");
     gw_watchdog_start(gw);
     gw_log(gw, CONFIG_LOG_DEBUG, "start-up's pages of read-only segments given back: %zu KiB advised",
@@ -320,6 +324,7 @@ void gw_free(gw_t *gw)
     vslave_free(gw->maps);   /* after the front ends and the writes that named it */
     gw_runtime_free(gw);
     cache_fini(gw);
+    cpu_latency_drop(gw);
     report_free(gw->report);
     free(gw->buses);
     free(gw->serial_slaves);

@@ -34,6 +34,11 @@ reload_part_fn buses_reload;
 bool buses_follow(const config_t *run, const config_t *fresh);
 /* Every running line takes the running copy's keys (bus_set_keys). */
 void buses_send_keys(gw_t *gw);
+/* cpu_latency.c: [gateway] cpu_latency_us's request held (us >= 0) or
+ * dropped (us < 0), the one held before replaced; -1 with err when the
+ * device cannot be written (the one held before stays). I/O thread. */
+int cpu_latency_hold(gw_t *gw, int us, char *err, size_t errcap);
+void cpu_latency_drop(gw_t *gw);
 /* The parts in the order a reload applies them; *count of them. */
 const reload_part_t *reload_parts(size_t *count);
 

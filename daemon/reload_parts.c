@@ -482,7 +482,8 @@ static void http_part_reload(gw_t *gw, config_t *run, config_t *fresh, reload_re
 /* The thread keys. Where the buses run is fixed at start (their actors'
  * hosts, the line loop made or not), and so is the workers' count: each
  * waits for a restart. The line thread's priority is its own to change
- * (loop_set_priority, from its own thread). */
+ * (loop_set_priority, from its own thread); the CPU latency request is the
+ * process's (cpu_latency.c), replaced here. */
 static void threads_reload(gw_t *gw, config_t *run, config_t *fresh, reload_result_t *res)
 {
     if (run->workers != fresh->workers)
@@ -491,6 +492,19 @@ static void threads_reload(gw_t *gw, config_t *run, config_t *fresh, reload_resu
         reload_restart_add(res, "line_thread");
     if (run->buses_on_io_thread != fresh->buses_on_io_thread)
         reload_restart_add(res, "buses_on_io_thread");
+    if (run->cpu_latency_us != fresh->cpu_latency_us) {
+        char err[512];
+        if (cpu_latency_hold(gw, fresh->cpu_latency_us, err, sizeof err) != 0) {
+            gw_log(gw, CONFIG_LOG_ERROR, "SIGHUP: %s; the request in force stays", err);
+            reload_restart_add(res, "cpu_latency_us");
+            reload_error(res, err);
+        } else {
+            if (fresh->cpu_latency_us < 0)
+                gw_log(gw, CONFIG_LOG_INFO, "SIGHUP: cpu_latency_us = off: no request held");
+            run->cpu_latency_us = fresh->cpu_latency_us;
+            reload_applied_add(res, "cpu_latency_us");
+        }
+    }
     if (run->line_thread_priority == fresh->line_thread_priority)
         return;
     if (gw->line_loop && loop_set_priority(gw->line_loop, fresh->line_thread_priority) != 0) {

@@ -64,6 +64,7 @@ struct gw {
     struct event *ev_queued;    /* the queued change applied: armed when the writes end */
     atomic_int stopping;
     uint64_t started_ns;
+    int cpu_latency_fd;         /* daemon/cpu_latency.c's request; -1: none held */
 };
 
 /* A bus's actor, for each frame on its line (line/discipline.c, line_log_frame): kept for /frames when

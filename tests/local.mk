@@ -97,6 +97,10 @@ EXTRA_DIST += tests/e2e/daemon/test_notify.py
 # Modbus TCP, TLS, HTTP keep-alive and MQTT connections open at SIGTERM.
 TESTS += tests/e2e/daemon/test_stop.py
 EXTRA_DIST += tests/e2e/daemon/test_stop.py
+# [gateway] cpu_latency_us: the request in /dev/cpu_dma_latency follows start,
+# reload and stop; a daemon that may not hold it says so and serves.
+TESTS += tests/e2e/daemon/test_cpu_latency.py
+EXTRA_DIST += tests/e2e/daemon/test_cpu_latency.py
 
 # The daemon's tags end to end: the simulator and pymodbus as devices, the
 # HTTP API, rtugw read and rtugw check (tests/lib/tagsref.py is the reference).

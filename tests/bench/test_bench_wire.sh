@@ -4,7 +4,9 @@
 # simulator's values (the bench checks each one), every arm made progress,
 # the percentiles are ordered, and the gateway's timeline (gateway/timeline.c,
 # RTUGW_TIMELINE) matched measured requests, with its stages adding up to no
-# more than the client's own time per read. Speed is not asserted here.
+# more than the client's own time per read. With --cpu-latency (root's
+# /dev/cpu_dma_latency) each baud has a second row, the same arms in the same
+# rounds with the request held, labelled with it. Speed is not asserted here.
 set -eu
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -37,4 +39,19 @@ for r in rows:
         assert wire >= 0.9 * r["answer_wire_us"], (wire, a)
 print("ok: bench wire JSON shape, values and timeline;",
       ", ".join("%d baud %s %.3f" % (r["baud"], a["arm"], a["ratio"]) for r in rows for a in r["arms"]))
+PY
+
+# --cpu-latency: needs root (the device is root's), as CI and the test VM run.
+[ "$(id -u)" -eq 0 ] || { echo "FAIL: --cpu-latency needs root for /dev/cpu_dma_latency"; exit 1; }
+"$RTUGW_BIN" bench wire --baud 115200 --seconds 0.4 --rounds 2 --warmup 0 --cpu-latency 0 --json >"$out"
+/usr/bin/python3 - "$out" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+assert [(r["baud"], r["cpu_latency_us"]) for r in rows] == [(115200, None), (115200, 0)], rows
+for r in rows:
+    assert r["direct_errors"] == 0 and r["direct_requests"] > 0, r
+    for a in r["arms"]:
+        assert a["errors"] == 0 and a["requests"] > 0 and 0 < a["ratio"] < 2, a
+print("ok: bench wire --cpu-latency: both states, every arm,",
+      ", ".join("%s %s %.3f" % (r["cpu_latency_us"], a["arm"], a["ratio"]) for r in rows for a in r["arms"]))
 PY

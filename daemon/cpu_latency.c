@@ -1,0 +1,66 @@
+/*
+ * daemon/cpu_latency.c -- [gateway] cpu_latency_us: a CPU latency request
+ * held while the daemon runs (Linux's PM QoS: /dev/cpu_dma_latency).
+ *
+ * Why: a transaction on a serial bus crosses between the I/O thread and the
+ * line thread twice (the request, then its answer), and each crossing wakes
+ * a thread whose CPU went idle while the line answered. An idle CPU's wake
+ * is the CPU's to pay, not the scheduler's: on the 2-core test VM a process
+ * blocked for 2 ms in read() woke 66.8 us (48.6-90.0) after the write that
+ * woke it from the other CPU, 30.5 us with that CPU kept from idling, and
+ * 7.6 us with a request of 0 us held (bench/wakeup.py; docs/bench-wire.md).
+ * That is most of what the line thread adds to a transaction.
+ *
+ * How: the kernel keeps every CPU out of the idle states whose exit latency
+ * exceeds the smallest request any process holds, as long as it holds the
+ * file open; the value is written once as a 32-bit integer. The request
+ * goes when the descriptor closes, so a daemon that dies drops it too.
+ * What it costs: the idle CPUs' power saving (a request of 0 keeps them
+ * polling), which is why it is off unless configured.
+ *
+ * Who may: the device is root's (0600). A daemon that cannot open it says
+ * so and runs without it. I/O thread (start and reload), and gw_free.
+ */
+#include "daemon/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CPU_LATENCY_DEVICE "/dev/cpu_dma_latency"
+
+int cpu_latency_hold(gw_t *gw, int us, char *err, size_t errcap)
+{
+    int fd = -1;
+
+    if (us >= 0) {
+        int32_t v = us;
+        fd = open(CPU_LATENCY_DEVICE, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, &v, sizeof v) != (ssize_t)sizeof v) {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
+            snprintf(err, errcap, "[gateway] cpu_latency_us = %d not applied: %s: %s (it needs write access to "
+                     "the device: root, or a udev rule and DeviceAllow=; man rtugw.conf(5))", us,
+                     CPU_LATENCY_DEVICE, strerror(e));
+            return -1;   /* the request held before stays */
+        }
+    }
+    if (gw->cpu_latency_fd >= 0)   /* the new one is held first: no moment without one */
+        close(gw->cpu_latency_fd);
+    gw->cpu_latency_fd = fd;
+    if (us >= 0)
+        gw_log(gw, CONFIG_LOG_INFO, "cpu latency: a request of %d us held (%s): idle CPUs wake within it, at "
+               "the cost of their power saving", us, CPU_LATENCY_DEVICE);
+    return 0;
+}
+
+void cpu_latency_drop(gw_t *gw)
+{
+    if (gw->cpu_latency_fd >= 0)
+        close(gw->cpu_latency_fd);
+    gw->cpu_latency_fd = -1;
+}
