@@ -2,7 +2,7 @@
 """What waking a sleeping thread costs on this machine: the floor under each of
 the gateway's thread hops (docs/bench-wire.md).
 
-    bench/wakeup.py [--gap-us US] [--count N] [--rounds N] [--json] [--smoke]
+    bench/wakeup.py [--gap-us US] [--count N] [--rounds N] [--cpu-latency US] [--json] [--smoke]
 
 Two processes, each held to one CPU (sched_setaffinity): the sender sleeps
 --gap-us (default 2000 us, a paced read's wait at 115200 baud, so that the
@@ -15,7 +15,9 @@ processes on one CPU; on two (the receiver's CPU idle until woken, as when
 the line thread posts an answer to the I/O thread on the other core); and on
 two with a SCHED_IDLE spinner on the receiver's CPU, which keeps that CPU
 from idling and yields to the receiver at once: the idle CPU's share of the
-second arm is what this one saves.
+second arm is what this one saves. With --cpu-latency US a fourth arm: on two
+CPUs with a CPU latency request of US held (/dev/cpu_dma_latency, root's:
+what rtugw's [gateway] cpu_latency_us holds) for that arm's wake-ups only.
 Reported per arm: the wake-up's median and p10-p90 over every wake, in us.
 """
 import argparse
@@ -41,10 +43,19 @@ def spinner(cpu):
     return pid
 
 
-def one_arm(cpu_send, cpu_recv, count, gap_s, awake):
+def hold_cpu_latency(us):
+    """A CPU latency request of us held while the descriptor returned is open."""
+    fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+    os.write(fd, struct.pack("i", us))
+    return fd
+
+
+def one_arm(cpu_send, cpu_recv, count, gap_s, awake, hold=None):
     """count wake-ups of a receiver on cpu_recv by a sender on cpu_send (awake:
-    a SCHED_IDLE spinner keeps the receiver's CPU from idling): their latencies in ns."""
+    a SCHED_IDLE spinner keeps the receiver's CPU from idling; hold: a CPU
+    latency request of that many us held meanwhile): their latencies in ns."""
     spin = spinner(cpu_recv) if awake else None
+    held = hold_cpu_latency(hold) if hold is not None else None
     data_r, data_w = os.pipe()
     back_r, back_w = os.pipe()
     pid = os.fork()
@@ -76,6 +87,8 @@ def one_arm(cpu_send, cpu_recv, count, gap_s, awake):
     if spin:
         os.kill(spin, 9)
         os.waitpid(spin, 0)
+    if held is not None:
+        os.close(held)
     os.close(data_w)
     os.close(back_r)
     if len(got) != want:
@@ -94,6 +107,7 @@ def main():
     ap.add_argument("--gap-us", type=int, default=2000, help="the sender's sleep before each wake-up (us)")
     ap.add_argument("--count", type=int, default=500, help="wake-ups per arm and round")
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--cpu-latency", type=int, metavar="US", help="a fourth arm: a CPU latency request of US held")
     ap.add_argument("--json", action="store_true", help="one JSON object, not a table")
     ap.add_argument("--smoke", action="store_true", help="one short round, checked (tests/bench/test_bench_smoke.sh)")
     a = ap.parse_args()
@@ -102,12 +116,20 @@ def main():
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         sys.exit("wakeup: needs two CPUs in its affinity, has %d" % len(cpus))
-    arms = {"same CPU": (cpus[0], cpus[0], False), "other CPU": (cpus[0], cpus[1], False),
-            "other CPU, kept awake": (cpus[0], cpus[1], True)}
+    arms = {"same CPU": (cpus[0], cpus[0], False, None), "other CPU": (cpus[0], cpus[1], False, None),
+            "other CPU, kept awake": (cpus[0], cpus[1], True, None)}
+    if a.cpu_latency is not None:
+        if not 0 <= a.cpu_latency <= 1000000:
+            sys.exit("wakeup: --cpu-latency: 0..1000000 us")
+        try:
+            os.close(hold_cpu_latency(a.cpu_latency))
+        except OSError as e:
+            sys.exit("wakeup: --cpu-latency: /dev/cpu_dma_latency: %s (root's)" % e.strerror)
+        arms["other CPU, %d us held" % a.cpu_latency] = (cpus[0], cpus[1], False, a.cpu_latency)
     got = {k: [] for k in arms}
     for _ in range(a.rounds):
-        for k, (s, r, awake) in arms.items():
-            got[k] += one_arm(s, r, a.count, a.gap_us / 1e6, awake)
+        for k, (s, r, awake, hold) in arms.items():
+            got[k] += one_arm(s, r, a.count, a.gap_us / 1e6, awake, hold)
     res = {k: spread(v) for k, v in got.items()}
     if a.smoke:
         figures = {"%s.%s" % (k.replace(" ", "_").replace(",", ""), f): v[f] for k, v in res.items() for f in ("median", "p10", "p90")}

@@ -108,8 +108,12 @@ void wire_print(const wire_options_t *opt, const wire_row_t *rows, size_t n)
             const wire_arm_t *g = &rows[i].gw[k];
             if (!g->timeline_n)
                 continue;
-            printf("\nTimeline, %s at %s baud, %zu transactions (us, median p10-p90):\n\n| stage | us |\n|---|---:|\n",
-                   wire_arm_names[k], row_label(&rows[i], label, sizeof label), g->timeline_n);
+            if (rows[i].cpu_latency_us >= 0)
+                snprintf(label, sizeof label, ", %d us held", rows[i].cpu_latency_us);
+            else
+                label[0] = 0;
+            printf("\nTimeline, %s at %u baud%s, %zu transactions (us, median p10-p90):\n\n| stage | us |\n"
+                   "|---|---:|\n", wire_arm_names[k], rows[i].baud, label, g->timeline_n);
             for (unsigned s = 0; s < WIRE_STAGES; s++)
                 printf("| %s | %.1f (%.1f-%.1f) |\n", wire_stage_names[s], g->stage_us[s].median, g->stage_us[s].p10,
                        g->stage_us[s].p90);

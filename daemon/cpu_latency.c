@@ -6,9 +6,9 @@
  * line thread twice (the request, then its answer), and each crossing wakes
  * a thread whose CPU went idle while the line answered. An idle CPU's wake
  * is the CPU's to pay, not the scheduler's: on the 2-core test VM a process
- * blocked for 2 ms in read() woke 66.8 us (48.6-90.0) after the write that
- * woke it from the other CPU, 30.5 us with that CPU kept from idling, and
- * 7.6 us with a request of 0 us held (bench/wakeup.py; docs/bench-wire.md).
+ * blocked for 2 ms in read() woke 64.7 us (45.7-84.1) after the write that
+ * woke it from the other CPU, 30.8 us with that CPU kept from idling, and
+ * 12.0 us with a request of 0 us held (bench/wakeup.py; docs/bench-wire.md).
  * That is most of what the line thread adds to a transaction.
  *
  * How: the kernel keeps every CPU out of the idle states whose exit latency
