@@ -61,7 +61,7 @@ dist_sysusers_DATA = dist/sysusers.d/rtugw.conf
 # /usr/local/lib/udev/rules.d; another directory:
 #   make install udevrulesdir=/lib/udev/rules.d
 udevrulesdir = $(prefix)/lib/udev/rules.d
-dist_udevrules_DATA = dist/60-rtugw-serial.rules
+dist_udevrules_DATA = dist/60-rtugw-serial.rules dist/60-rtugw-cpu-latency.rules
 
 CLEANFILES += dist/rtugw.service dist/rtugw@.service dist/rtugw.conf.example
 EXTRA_DIST += dist/rtugw.service.in dist/rtugw@.service.in

@@ -58,10 +58,11 @@ unit=$dest$unitdir/rtugw.service
 tunit=$dest$unitdir/rtugw@.service
 sysusers=$dest$sysusersdir/rtugw.conf
 udevrule=$dest$udevrulesdir/60-rtugw-serial.rules
+latencyrule=$dest$udevrulesdir/60-rtugw-cpu-latency.rules
 
 [ -x "$bin" ] || fail "binary not installed at $bindir/rtugw"
 [ -x "$benchbin" ] || fail "rtugw-bench not installed at $libexecdir/rtugw-bench"
-for f in "$page8" "$page5" "$example" "$unit" "$tunit" "$sysusers" "$udevrule"; do
+for f in "$page8" "$page5" "$example" "$unit" "$tunit" "$sysusers" "$udevrule" "$latencyrule"; do
     [ -f "$f" ] || fail "not installed: ${f#"$dest"}"
 done
 [ -e "$dest$confdir/rtugw.conf" ] && fail "make install must not create $confdir/rtugw.conf"

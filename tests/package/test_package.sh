@@ -249,6 +249,37 @@ out=$(modbus) && pass "Modbus TCP read through the gateway: $out" || fail "Modbu
 out=$(inside 'mbpoll -m tcp -p 1502 -a 1 -r 1 -c 10 -1 127.0.0.1' 2>&1) &&
     pass "mbpoll reads slave 1: $(echo "$out" | grep -c '^\[') registers" || fail "mbpoll: $out"
 
+# ---- [gateway] cpu_latency_us under the unit ------------------------------------------
+# udev does not run in a container, so the node that 60-rtugw-cpu-latency.rules
+# gives the group rtugw is made here as the rule leaves it (the host's 10:MINOR,
+# root:rtugw 0660); the unit's device policy (DevicePolicy=closed,
+# DeviceAllow=/dev/cpu_dma_latency w) must then let the service hold the request,
+# read back on the host: the container's node is the host's device.
+step "cpu latency request"
+host_latency() { /usr/bin/python3 -c 'import struct; print(struct.unpack("i", open("/dev/cpu_dma_latency", "rb").read(4))[0])'; }
+set_latency() {
+    inside "sed -i '/^cpu_latency_us = /d; s/^\\[gateway\\]\$/[gateway]\\ncpu_latency_us = $1/' /etc/rtugw/rtugw.conf"
+}
+minor=$(sed -n 's/^MINOR=//p' /sys/devices/virtual/misc/cpu_dma_latency/uevent 2>/dev/null)
+base=$(host_latency 2>/dev/null)
+inside 'grep -q "rtugw.*cpu_dma_latency" /lib/udev/rules.d/60-rtugw-cpu-latency.rules' &&
+    inside 'grep -q "^DeviceAllow=/dev/cpu_dma_latency w" /lib/systemd/system/rtugw.service' &&
+    pass "the udev rule and the unit's DeviceAllow are installed" || fail "the udev rule or DeviceAllow missing"
+if [ -z "$minor" ] || [ -z "$base" ] || [ "$base" -le 13 ]; then
+    fail "cpu latency: the host has no /dev/cpu_dma_latency to read (minor '$minor', in force '$base')"
+else
+    inside "mknod -m 0660 /dev/cpu_dma_latency c 10 $minor && chgrp rtugw /dev/cpu_dma_latency" &&
+        set_latency 13 && inside 'systemctl restart rtugw' && wait_active && sleep 0.5
+    got=$(host_latency)
+    [ "$got" = 13 ] && pass "cpu_latency_us = 13 under the unit: in force (read on the host)" ||
+        fail "cpu_latency_us = 13 under the unit: $got in force; $(inside 'journalctl -u rtugw --no-pager | grep -i latency | tail -3')"
+    set_latency off && inside 'systemctl reload rtugw' >/dev/null 2>&1
+    got=$(host_latency)
+    [ "$got" = "$base" ] && pass "systemctl reload to off: the request dropped, same process" ||
+        fail "reload to off: $got in force, not $base"
+    inside "sed -i '/^cpu_latency_us = /d' /etc/rtugw/rtugw.conf; rm -f /dev/cpu_dma_latency"
+fi
+
 # ---- the configuration API under the unit ----------------------------------------------
 # The conffile changed by hand (a write token, a template over the shipped
 # example tag file), as an integrator would; then the API writes under the
