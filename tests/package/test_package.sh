@@ -262,7 +262,7 @@ set_latency() {
 }
 minor=$(sed -n 's/^MINOR=//p' /sys/devices/virtual/misc/cpu_dma_latency/uevent 2>/dev/null)
 base=$(host_latency 2>/dev/null)
-inside 'grep -q "rtugw.*cpu_dma_latency" /lib/udev/rules.d/60-rtugw-cpu-latency.rules' &&
+inside 'grep -q "KERNEL==.cpu_dma_latency.*GROUP=.rtugw., MODE=.0660." /lib/udev/rules.d/60-rtugw-cpu-latency.rules' &&
     inside 'grep -q "^DeviceAllow=/dev/cpu_dma_latency w" /lib/systemd/system/rtugw.service' &&
     pass "the udev rule and the unit's DeviceAllow are installed" || fail "the udev rule or DeviceAllow missing"
 if [ -z "$minor" ] || [ -z "$base" ] || [ "$base" -le 13 ]; then
@@ -273,10 +273,12 @@ else
     got=$(host_latency)
     [ "$got" = 13 ] && pass "cpu_latency_us = 13 under the unit: in force (read on the host)" ||
         fail "cpu_latency_us = 13 under the unit: $got in force; $(inside 'journalctl -u rtugw --no-pager | grep -i latency | tail -3')"
+    pid=$(inside 'systemctl show -P MainPID rtugw')
     set_latency off && inside 'systemctl reload rtugw' >/dev/null 2>&1
     got=$(host_latency)
-    [ "$got" = "$base" ] && pass "systemctl reload to off: the request dropped, same process" ||
-        fail "reload to off: $got in force, not $base"
+    [ "$got" = "$base" ] && [ "$(inside 'systemctl show -P MainPID rtugw')" = "$pid" ] &&
+        pass "systemctl reload to off: the request dropped, same process ($pid)" ||
+        fail "reload to off: $got in force, not $base; pid $pid -> $(inside 'systemctl show -P MainPID rtugw')"
     inside "sed -i '/^cpu_latency_us = /d' /etc/rtugw/rtugw.conf; rm -f /dev/cpu_dma_latency"
 fi
 
