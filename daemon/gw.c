@@ -74,7 +74,7 @@ static gw_poller_t *start_poller(gw_t *gw, char *err, size_t errcap)
 static gw_report_t *build_report(gw_t *gw)
 {
     const gw_report_part_t parts[] = {
-        gw_report_uptime(gw), gw_report_buses(gw), gw_report_listen(gw), gw_report_devices(gw),
+        gw_report_uptime(gw), cpu_latency_report(gw), gw_report_buses(gw), gw_report_listen(gw), gw_report_devices(gw),
         gw_report_polls(gw), front_report_tcp(gw), front_report_mbaps(gw), front_report_rtu_tcp(gw),
         front_report_udp(gw), front_report_serial_slaves(gw), gw_report_router(gw), gw_report_frame_ring(gw),
         web_report_http(gw), web_report_tls(gw), web_report_auth(gw), gw_report_frames(gw),
@@ -99,7 +99,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     }
     gw->opt = *opt;
     gw->started_ns = gw_now_ns();
-    gw->cpu_latency_fd = -1;
+    gw->cpu_latency_fd = gw->cpu_latency_held_us = -1;
     if (cfg->log_syslog) {   /* opened before the first line */
         gw->cfg->log_syslog = false;
         gw_log_configure(gw, cfg->log_level, true);

@@ -39,6 +39,8 @@ void buses_send_keys(gw_t *gw);
  * device cannot be written (the one held before stays). I/O thread. */
 int cpu_latency_hold(gw_t *gw, int us, char *err, size_t errcap);
 void cpu_latency_drop(gw_t *gw);
+/* Its /status member and /metrics gauge: the request in force. */
+gw_report_part_t cpu_latency_report(gw_t *gw);
 /* The parts in the order a reload applies them; *count of them. */
 const reload_part_t *reload_parts(size_t *count);
 

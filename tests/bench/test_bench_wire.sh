@@ -43,7 +43,9 @@ PY
 
 # --cpu-latency: needs root (the device is root's), as CI and the test VM run.
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: --cpu-latency needs root for /dev/cpu_dma_latency"; exit 1; }
-"$RTUGW_BIN" bench wire --baud 115200 --seconds 0.4 --rounds 2 --warmup 0 --cpu-latency 0 --json >"$out"
+# (the lock: test_cpu_latency.py reads the machine's request as its daemon's)
+flock /tmp/rtugw-cpu-latency.lock \
+    "$RTUGW_BIN" bench wire --baud 115200 --seconds 0.4 --rounds 2 --warmup 0 --cpu-latency 0 --json >"$out"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]

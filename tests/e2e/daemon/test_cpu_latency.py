@@ -2,11 +2,14 @@
 """[gateway] cpu_latency_us (daemon/cpu_latency.c): the kernel's CPU latency
 request, read back from /dev/cpu_dma_latency (reading it gives the smallest
 request any process holds), follows the configuration: held at start,
-replaced and dropped by a reload without a restart, gone with the process. A
+replaced and dropped by a reload without a restart, gone with the process,
+and shown as it is in /status (cpu_latency_us) and /metrics. A
 daemon that may not write the device (run as nobody) says so, naming the
 device and the reason, and serves all the same; a reload that cannot apply
 the key says so and names it as waiting for a restart. Bad values are
 refused with the file, line and value."""
+import fcntl
+import json
 import os
 import shutil
 import signal
@@ -15,11 +18,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
 from rtugwtest import BIN, Gateway, check, finish, free_port, procs, wait_for, wait_listening  # noqa: E402
 
 DEVICE = "/dev/cpu_dma_latency"
+# The request in force is the whole machine's: the tests and benches that hold
+# one (test_bench_wire.sh, bench/wakeup.py's smoke) take this lock, so that
+# under `make -j check` none of them reads another's request as its own.
+LOCK = "/tmp/rtugw-cpu-latency.lock"
 
 
 def in_force():
@@ -31,6 +39,8 @@ if os.geteuid() != 0 or not os.path.exists(DEVICE):
     check(False, f"this test reads {DEVICE}, root's: run it as root on a kernel with PM QoS "
                  f"(uid {os.geteuid()}, device {'present' if os.path.exists(DEVICE) else 'absent'})")
     finish("cpu latency")
+lock = open(LOCK, "w")
+fcntl.flock(lock, fcntl.LOCK_EX)
 base = in_force()
 check(base > 100, f"no other process holds a request under 100 us ({base}): else ours could not be told apart")
 
@@ -46,11 +56,15 @@ def reload_to(g, value, n):
 g = Gateway(gateway_extra="cpu_latency_us = 7\n")
 check(wait_for(lambda: in_force() == 7, 5), f"a request of 7 us in force at start ({in_force()})")
 check("cpu latency: a request of 7 us held (/dev/cpu_dma_latency)" in g.log_text(), "the log says it is held")
+check(g.status().get("cpu_latency_us") == 7 and g.metrics().get("rtugw_cpu_latency_request_us") == 7,
+      "/status and /metrics show the request in force")
 check(reload_to(g, "3", 1) and in_force() == 3, f"a reload to 3 us: in force without a restart ({in_force()})")
 check("applied" in g.log_text().split("SIGHUP: reloaded")[1].split("\n")[0] and
       "cpu_latency_us" in g.log_text().split("SIGHUP: reloaded")[1].split("\n")[0], "the reload names it applied")
 check(reload_to(g, "off", 2) and in_force() == base, f"a reload to off: no request left ({in_force()} vs {base})")
 check("SIGHUP: cpu_latency_us = off: no request held" in g.log_text(), "the log says it was dropped")
+check("cpu_latency_us" in g.status() and g.status()["cpu_latency_us"] is None and
+      g.metrics().get("rtugw_cpu_latency_request_us") == -1, "/status shows null, /metrics -1")
 check(reload_to(g, "9", 3) and in_force() == 9, f"on again: 9 us ({in_force()})")
 c = g.client()
 r = c.read_holding_registers(0, 3, slave=1)
@@ -93,6 +107,8 @@ said = open(log.name).read()
 check("[gateway] cpu_latency_us = 0 not applied: /dev/cpu_dma_latency: Permission denied" in said and
       "running without it" in said, f"the warning names the key, the device and the reason: {said[-400:]!r}")
 check(in_force() == base, "no request in force")
+st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=3).read())
+check(st.get("cpu_latency_us", "absent") is None, f"/status says none is held: {st.get('cpu_latency_us', 'absent')}")
 from pymodbus.client import ModbusTcpClient  # noqa: E402
 c = ModbusTcpClient("127.0.0.1", port=tcp, timeout=3)
 r = c.read_holding_registers(0, 2, slave=1)
@@ -105,6 +121,9 @@ check(wait_for(lambda: "SIGHUP: reloaded" in open(log.name).read(), 10), "the re
 said = open(log.name).read()
 check("SIGHUP: [gateway] cpu_latency_us = 4 not applied" in said and "the request in force stays" in said,
       f"a reload that cannot apply it says so: {said[-400:]!r}")
+st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=3).read())
+check(st.get("cpu_latency_us", "absent") is None and "cpu_latency_us" in st["restart_needed"],
+      f"/status: still none held, the key in restart_needed ({st.get('restart_needed')})")
 check(said.split("SIGHUP: reloaded")[1].split("\n")[0].count("cpu_latency_us") == 1 and
       "restart" in said.split("SIGHUP: reloaded")[1].split("\n")[0],
       f"and names it as waiting for a restart: {said.split('SIGHUP: reloaded')[1].splitlines()[0]!r}")
