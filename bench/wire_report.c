@@ -69,13 +69,13 @@ static void print_json(const wire_options_t *opt, const wire_row_t *rows, size_t
     printf("\n]}\n");
 }
 
-/* A row's first cell: its baud, and the request held in its rounds. */
-static const char *row_label(const wire_row_t *r, char *buf, size_t cap)
+/* What follows a row's baud, in its table cell and its timelines' titles:
+ * the request held in its rounds (--cpu-latency), or nothing. */
+static const char *held_suffix(const wire_row_t *r, char *buf, size_t cap)
 {
+    buf[0] = 0;
     if (r->cpu_latency_us >= 0)
-        snprintf(buf, cap, "%u, %d us held", r->baud, r->cpu_latency_us);
-    else
-        snprintf(buf, cap, "%u", r->baud);
+        snprintf(buf, cap, ", %d us held", r->cpu_latency_us);
     return buf;
 }
 
@@ -92,13 +92,14 @@ void wire_print(const wire_options_t *opt, const wire_row_t *rows, size_t n)
     printf("| baud | arm | rps | /direct | us per read | added us (medians) |\n|---:|---|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < n; i++) {
         const wire_row_t *r = &rows[i];
-        printf("| %s | direct | %.1f (%.1f-%.1f) | 1 | %.1f (%.1f-%.1f) | (answer's wire time %.1f) |\n",
-               row_label(r, label, sizeof label),
+        held_suffix(r, label, sizeof label);
+        printf("| %u%s | direct | %.1f (%.1f-%.1f) | 1 | %.1f (%.1f-%.1f) | (answer's wire time %.1f) |\n", r->baud,
+               label,
                r->direct_rps.median, r->direct_rps.p10, r->direct_rps.p90, r->direct_us.median, r->direct_us.p10,
                r->direct_us.p90, r->wire_us);
         for (unsigned k = 0; k < WIRE_ARMS; k++) {
             const wire_arm_t *g = &r->gw[k];
-            printf("| %s | %s | %.1f (%.1f-%.1f) | %.3f (%.3f-%.3f) | %.1f (%.1f-%.1f) | %+.1f |\n", label,
+            printf("| %u%s | %s | %.1f (%.1f-%.1f) | %.3f (%.3f-%.3f) | %.1f (%.1f-%.1f) | %+.1f |\n", r->baud, label,
                    wire_arm_names[k], g->rps.median, g->rps.p10, g->rps.p90, g->ratio.median, g->ratio.p10,
                    g->ratio.p90, g->us.median, g->us.p10, g->us.p90, g->added_us);
         }
@@ -108,12 +109,9 @@ void wire_print(const wire_options_t *opt, const wire_row_t *rows, size_t n)
             const wire_arm_t *g = &rows[i].gw[k];
             if (!g->timeline_n)
                 continue;
-            if (rows[i].cpu_latency_us >= 0)
-                snprintf(label, sizeof label, ", %d us held", rows[i].cpu_latency_us);
-            else
-                label[0] = 0;
             printf("\nTimeline, %s at %u baud%s, %zu transactions (us, median p10-p90):\n\n| stage | us |\n"
-                   "|---|---:|\n", wire_arm_names[k], rows[i].baud, label, g->timeline_n);
+                   "|---|---:|\n", wire_arm_names[k], rows[i].baud, held_suffix(&rows[i], label, sizeof label),
+                   g->timeline_n);
             for (unsigned s = 0; s < WIRE_STAGES; s++)
                 printf("| %s | %.1f (%.1f-%.1f) |\n", wire_stage_names[s], g->stage_us[s].median, g->stage_us[s].p10,
                        g->stage_us[s].p90);
