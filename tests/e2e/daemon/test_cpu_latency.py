@@ -9,7 +9,6 @@ device and the reason, and serves all the same; a reload that cannot apply
 the key says so and names it as waiting for a restart. Bad values are
 refused with the file, line and value."""
 import fcntl
-import json
 import os
 import shutil
 import signal
@@ -18,10 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))  # tests/lib: the shared helpers
-from rtugwtest import BIN, Gateway, check, finish, free_port, procs, wait_for, wait_listening  # noqa: E402
+from rtugwtest import (BIN, Daemon, Gateway, check, fetch_status, finish, free_port, procs, wait_for,  # noqa: E402
+                       wait_listening)
 
 DEVICE = "/dev/cpu_dma_latency"
 # The request in force is the whole machine's: the tests and benches that hold
@@ -47,9 +46,15 @@ check(base > 100, f"no other process holds a request under 100 us ({base}): else
 
 def reload_to(g, value, n):
     """[gateway] cpu_latency_us = value, SIGHUP, until the n-th reload is logged."""
-    g.rewrite(g.text.replace(g.text.split("cpu_latency_us = ")[1].split("\n")[0], value, 1))
+    line = "cpu_latency_us = " + g.text.split("cpu_latency_us = ")[1].split("\n")[0] + "\n"
+    g.rewrite(g.text.replace(line, f"cpu_latency_us = {value}\n"))
     g.p.send_signal(signal.SIGHUP)
     return wait_for(lambda: g.log_text().count("SIGHUP: reloaded") >= n, 10)
+
+
+def last_reload(log):
+    """The log's line of its last reload's verdict, after "SIGHUP: reloaded"."""
+    return log.split("SIGHUP: reloaded")[-1].split("\n")[0]
 
 
 # Held at start, replaced and dropped by a reload, gone with the process.
@@ -59,8 +64,8 @@ check("cpu latency: a request of 7 us held (/dev/cpu_dma_latency)" in g.log_text
 check(g.status().get("cpu_latency_us") == 7 and g.metrics().get("rtugw_cpu_latency_request_us") == 7,
       "/status and /metrics show the request in force")
 check(reload_to(g, "3", 1) and in_force() == 3, f"a reload to 3 us: in force without a restart ({in_force()})")
-check("applied" in g.log_text().split("SIGHUP: reloaded")[1].split("\n")[0] and
-      "cpu_latency_us" in g.log_text().split("SIGHUP: reloaded")[1].split("\n")[0], "the reload names it applied")
+verdict = last_reload(g.log_text())
+check("applied" in verdict and "cpu_latency_us" in verdict, f"the reload names it applied: {verdict!r}")
 check(reload_to(g, "off", 2) and in_force() == base, f"a reload to off: no request left ({in_force()} vs {base})")
 check("SIGHUP: cpu_latency_us = off: no request held" in g.log_text(), "the log says it was dropped")
 check("cpu_latency_us" in g.status() and g.status()["cpu_latency_us"] is None and
@@ -97,17 +102,18 @@ text = (f"[gateway]\ncpu_latency_us = 0\n[bus a]\nport = sim\n[device d]\nslave 
 with open(cfg, "w") as out:
     out.write(text)
 os.chmod(cfg, 0o644)
-log = open(os.path.join(d, "log"), "w+")
-p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BIN, "run", "-c", cfg],
-                     stdout=log, stderr=log)
+nobody = Daemon()
+nobody.log, nobody.http_port = open(os.path.join(d, "log"), "w+"), http
+nobody.p = p = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", BIN, "run", "-c",
+                                 cfg], stdout=nobody.log, stderr=nobody.log)
 procs.append(p)
 check(wait_listening(tcp, p) and wait_listening(http, p), "running as nobody")
 time.sleep(0.2)
-said = open(log.name).read()
+said = nobody.log_text()
 check("[gateway] cpu_latency_us = 0 not applied: /dev/cpu_dma_latency: Permission denied" in said and
       "running without it" in said, f"the warning names the key, the device and the reason: {said[-400:]!r}")
 check(in_force() == base, "no request in force")
-st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=3).read())
+st = fetch_status(http)
 check(st.get("cpu_latency_us", "absent") is None, f"/status says none is held: {st.get('cpu_latency_us', 'absent')}")
 from pymodbus.client import ModbusTcpClient  # noqa: E402
 c = ModbusTcpClient("127.0.0.1", port=tcp, timeout=3)
@@ -117,17 +123,16 @@ c.close()
 with open(cfg, "w") as out:
     out.write(text.replace("cpu_latency_us = 0", "cpu_latency_us = 4"))
 p.send_signal(signal.SIGHUP)
-check(wait_for(lambda: "SIGHUP: reloaded" in open(log.name).read(), 10), "the reload ran")
-said = open(log.name).read()
+check(wait_for(lambda: "SIGHUP: reloaded" in nobody.log_text(), 10), "the reload ran")
+said = nobody.log_text()
 check("SIGHUP: [gateway] cpu_latency_us = 4 not applied" in said and "the request in force stays" in said,
       f"a reload that cannot apply it says so: {said[-400:]!r}")
-st = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{http}/status", timeout=3).read())
+st = fetch_status(http)
 check(st.get("cpu_latency_us", "absent") is None and "cpu_latency_us" in st["restart_needed"],
       f"/status: still none held, the key in restart_needed ({st.get('restart_needed')})")
-check(said.split("SIGHUP: reloaded")[1].split("\n")[0].count("cpu_latency_us") == 1 and
-      "restart" in said.split("SIGHUP: reloaded")[1].split("\n")[0],
-      f"and names it as waiting for a restart: {said.split('SIGHUP: reloaded')[1].splitlines()[0]!r}")
-p.send_signal(signal.SIGTERM)
-check(p.wait(timeout=10) == 0, "clean stop")
+verdict = last_reload(said)
+check(verdict.count("cpu_latency_us") == 1 and "restart" in verdict,
+      f"and names it as waiting for a restart: {verdict!r}")
+nobody.stop()   # exit 0 on SIGTERM, no sanitizer report
 shutil.rmtree(d)
 finish("cpu latency")
