@@ -53,7 +53,6 @@ int cpu_latency_hold(gw_t *gw, int us, char *err, size_t errcap)
     if (gw->cpu_latency_fd >= 0)   /* the new one is held first: no moment without one */
         close(gw->cpu_latency_fd);
     gw->cpu_latency_fd = fd;
-    gw->cpu_latency_held_us = us >= 0 ? us : -1;
     if (us >= 0)
         gw_log(gw, CONFIG_LOG_INFO, "cpu latency: a request of %d us held (%s): idle CPUs wake within it, at "
                "the cost of their power saving", us, CPU_LATENCY_DEVICE);
@@ -65,17 +64,23 @@ void cpu_latency_drop(gw_t *gw)
     if (gw->cpu_latency_fd >= 0)
         close(gw->cpu_latency_fd);
     gw->cpu_latency_fd = -1;
-    gw->cpu_latency_held_us = -1;
 }
 
-/* /status's "cpu_latency_us" (null: none held) and /metrics's gauge (-1:
- * none): what is in force for this daemon, which a reload that could not
- * apply the key leaves as it was. */
+/* The request in force for this daemon, or -1: the running copy's value
+ * while a descriptor is held. A start that could not hold it holds none; a
+ * reload that could not replace it keeps both the old descriptor and the old
+ * value (reload_parts.c sets the running copy only after a hold succeeded). */
+static int held_us(const gw_t *gw)
+{
+    return gw->cpu_latency_fd >= 0 ? gw->cfg->cpu_latency_us : -1;
+}
+
+/* /status's "cpu_latency_us" (null: none held) and /metrics's gauge (-1: none). */
 static void latency_status(void *ctx, struct evbuffer *b)
 {
     const gw_t *gw = ctx;
-    if (gw->cpu_latency_held_us >= 0)
-        evbuffer_add_printf(b, ",\"cpu_latency_us\":%d", gw->cpu_latency_held_us);
+    if (held_us(gw) >= 0)
+        evbuffer_add_printf(b, ",\"cpu_latency_us\":%d", held_us(gw));
     else
         evbuffer_add_printf(b, ",\"cpu_latency_us\":null");
 }
@@ -83,7 +88,7 @@ static void latency_status(void *ctx, struct evbuffer *b)
 static void latency_fold(void *ctx, uint64_t *h)
 {
     const gw_t *gw = ctx;
-    report_fold(h, (uint64_t)(int64_t)gw->cpu_latency_held_us);
+    report_fold(h, (uint64_t)(int64_t)held_us(gw));
 }
 
 static void latency_metrics(void *ctx, struct evbuffer *b)
@@ -92,7 +97,7 @@ static void latency_metrics(void *ctx, struct evbuffer *b)
     evbuffer_add_printf(b, "# HELP rtugw_cpu_latency_request_us The CPU latency request this daemon holds "
                         "([gateway] cpu_latency_us), in microseconds; -1: none\n"
                         "# TYPE rtugw_cpu_latency_request_us gauge\nrtugw_cpu_latency_request_us %d\n",
-                        gw->cpu_latency_held_us);
+                        held_us(gw));
 }
 
 gw_report_part_t cpu_latency_report(gw_t *gw)

@@ -99,7 +99,7 @@ gw_t *gw_new(const config_t *cfg, const gw_options_t *opt)
     }
     gw->opt = *opt;
     gw->started_ns = gw_now_ns();
-    gw->cpu_latency_fd = gw->cpu_latency_held_us = -1;
+    gw->cpu_latency_fd = -1;
     if (cfg->log_syslog) {   /* opened before the first line */
         gw->cfg->log_syslog = false;
         gw_log_configure(gw, cfg->log_level, true);

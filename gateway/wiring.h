@@ -65,7 +65,6 @@ struct gw {
     atomic_int stopping;
     uint64_t started_ns;
     int cpu_latency_fd;         /* daemon/cpu_latency.c's request; -1: none held */
-    int cpu_latency_held_us;    /* its value; -1: none (I/O thread, as /status reads it) */
 };
 
 /* A bus's actor, for each frame on its line (line/discipline.c, line_log_frame): kept for /frames when
